@@ -1,0 +1,58 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "ShareFlow",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "ShareFlow", targets: ["ShareFlow"]),
+        .library(name: "ShareFlowLua", targets: ["ShareFlowLua"]),
+        .executable(name: "shareflow", targets: ["shareflow"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // liblua5.4 from the system (Debian: liblua5.4-dev), with a shim for Lua's macros.
+        .systemLibrary(
+            name: "CLua",
+            pkgConfig: "lua5.4",
+            providers: [.apt(["liblua5.4-dev"]), .brew(["lua"])]
+        ),
+        // What must be C: the trampoline that raises Lua errors, the accounting allocator,
+        // the CPU-limit hook, and the raw C baseline for `shareflow bench`.
+        .target(
+            name: "CShareFlowSupport",
+            dependencies: ["CLua"]
+        ),
+        // The engine: domain, rules, operations, events, store.
+        .target(
+            name: "ShareFlow",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The Lua host: state, value bridge, bindings, sandbox, limits, plugins.
+        .target(
+            name: "ShareFlowLua",
+            dependencies: ["ShareFlow", "CLua", "CShareFlowSupport",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
+        .executableTarget(
+            name: "shareflow",
+            dependencies: [
+                "ShareFlow", "ShareFlowLua",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "ShareFlowTests", dependencies: ["ShareFlow", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "CLua"]),
+        .testTarget(name: "EndToEndTests", dependencies: []),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,68 @@
+#ifndef SHAREFLOW_SUPPORT_H
+#define SHAREFLOW_SUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <lua.h>
+
+/*
+ * Swift functions called from Lua.
+ *
+ * Lua reports errors with longjmp, which must never cross Swift frames. So every
+ * Swift function reaches Lua through sf_trampoline: the Swift side catches its own
+ * errors, pushes the error value and returns SF_SWIFT_ERROR; only then, back in C,
+ * does the trampoline call lua_error.
+ */
+#define SF_SWIFT_ERROR (-1)
+
+/* box: an opaque retained Swift object; returns result count or SF_SWIFT_ERROR. */
+typedef int (*sf_swift_dispatch_fn)(lua_State *L, void *box);
+/* releases a box or an object pointer stored in userdata. */
+typedef void (*sf_swift_release_fn)(void *box);
+
+void sf_install(sf_swift_dispatch_fn dispatch, sf_swift_release_fn release);
+
+/* Pushes a C closure that calls the Swift box; Lua's GC releases the box. */
+void sf_push_swift_function(lua_State *L, void *box);
+
+/* Pushes a full userdata holding a retained Swift object, with the metatable
+ * registered under tname (luaL_newmetatable); its __gc releases the object. */
+void sf_push_object(lua_State *L, void *object, const char *tname);
+/* The Swift object in the userdata at idx, or NULL if it is not one of ours. */
+void *sf_to_object(lua_State *L, int idx);
+/* Adds __gc (release) to the metatable on top of the stack. */
+void sf_set_gc(lua_State *L);
+
+/* Traceback message handler for lua_pcall. */
+int sf_traceback(lua_State *L);
+/* lua_pcall with sf_traceback below the function; returns the status. */
+int sf_pcall(lua_State *L, int nargs, int nresults);
+
+/*
+ * Limits. One sf_limits per lua_State, passed as the allocator's ud.
+ * Memory: an accounting allocator refuses growth past `limit` bytes, except
+ * while Swift code runs inside a trampoline (host_depth > 0), where a failure
+ * would longjmp through Swift; the trampoline checks the limit on return.
+ * CPU: a watchdog calls sf_limits_expire when a call passes its deadline; that
+ * arms a count hook which raises the error at the next VM instruction batch.
+ */
+typedef struct sf_limits {
+    size_t used;
+    size_t limit;          /* 0 = no limit */
+    size_t peak;
+    int host_depth;
+    volatile int expired;  /* set by the watchdog */
+    volatile int interrupted; /* set by Ctrl-C */
+    lua_State *main;
+    char reason[128];
+} sf_limits;
+
+lua_State *sf_newstate(sf_limits *limits);
+void *sf_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
+/* Arms the hook that ends the running call with `reason`; safe from another
+ * thread or a signal handler (lua_sethook is). */
+void sf_limits_expire(sf_limits *limits, int interrupted);
+/* Disarms the hook; call when a guarded call returns. */
+void sf_limits_reset(sf_limits *limits);
+
+#endif

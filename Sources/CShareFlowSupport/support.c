@@ -1,0 +1,170 @@
+#include "CShareFlowSupport.h"
+
+#include <lauxlib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+static sf_swift_dispatch_fn sf_dispatch = NULL;
+static sf_swift_release_fn sf_release = NULL;
+
+#define SF_BOX_META "shareflow.box"
+#define SF_OBJECT_KEY "__shareflow_object"
+
+void sf_install(sf_swift_dispatch_fn dispatch, sf_swift_release_fn release) {
+    sf_dispatch = dispatch;
+    sf_release = release;
+}
+
+/* The limits of a state we created, or NULL for a foreign state. */
+static sf_limits *limits_of(lua_State *L) {
+    void *ud = NULL;
+    lua_Alloc f = lua_getallocf(L, &ud);
+    return f == sf_alloc ? (sf_limits *)ud : NULL;
+}
+
+static int sf_trampoline(lua_State *L) {
+    void **slot = (void **)lua_touserdata(L, lua_upvalueindex(1));
+    sf_limits *lim = limits_of(L);
+    if (lim) lim->host_depth++;
+    int n = sf_dispatch(L, *slot);
+    if (lim) lim->host_depth--;
+    if (n == SF_SWIFT_ERROR) return lua_error(L);
+    /* Growth made while Swift ran was allowed (a failure there would longjmp
+     * through Swift); charge it now, in C. */
+    if (lim && lim->limit && lim->host_depth == 0 && lim->used > lim->limit) {
+        lua_settop(L, 0);
+        lua_gc(L, LUA_GCCOLLECT);
+        if (lim->used > lim->limit)
+            return luaL_error(L, "not enough memory (limit of %d KiB reached)", (int)(lim->limit / 1024));
+    }
+    return n;
+}
+
+static int sf_box_gc(lua_State *L) {
+    void **slot = (void **)lua_touserdata(L, 1);
+    if (slot && *slot) {
+        sf_release(*slot);
+        *slot = NULL;
+    }
+    return 0;
+}
+
+void sf_push_swift_function(lua_State *L, void *box) {
+    void **slot = (void **)lua_newuserdatauv(L, sizeof(void *), 0);
+    *slot = box;
+    if (luaL_newmetatable(L, SF_BOX_META)) {
+        lua_pushcfunction(L, sf_box_gc);
+        lua_setfield(L, -2, "__gc");
+        lua_pushboolean(L, 0);
+        lua_setfield(L, -2, "__metatable");
+    }
+    lua_setmetatable(L, -2);
+    lua_pushcclosure(L, sf_trampoline, 1);
+}
+
+void sf_push_object(lua_State *L, void *object, const char *tname) {
+    void **slot = (void **)lua_newuserdatauv(L, sizeof(void *), 0);
+    *slot = object;
+    luaL_setmetatable(L, tname);
+}
+
+void *sf_to_object(lua_State *L, int idx) {
+    void **slot = (void **)lua_touserdata(L, idx);
+    if (slot == NULL || !lua_getmetatable(L, idx)) return NULL;
+    int ours = lua_getfield(L, -1, SF_OBJECT_KEY) == LUA_TBOOLEAN;
+    lua_pop(L, 2);
+    return ours ? *slot : NULL;
+}
+
+void sf_set_gc(lua_State *L) {
+    lua_pushcfunction(L, sf_box_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, SF_OBJECT_KEY);
+}
+
+int sf_traceback(lua_State *L) {
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+            msg = lua_tostring(L, -1);
+        else
+            msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+int sf_pcall(lua_State *L, int nargs, int nresults) {
+    sf_limits *lim = limits_of(L);
+    int depth = 0;
+    /* Lua code called from Swift is limited again, even inside a trampoline. */
+    if (lim) { depth = lim->host_depth; lim->host_depth = 0; }
+    int base = lua_gettop(L) - nargs;
+    lua_pushcfunction(L, sf_traceback);
+    lua_insert(L, base);
+    int status = lua_pcall(L, nargs, nresults, base);
+    lua_remove(L, base);
+    if (lim) lim->host_depth = depth;
+    return status;
+}
+
+void *sf_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    sf_limits *lim = (sf_limits *)ud;
+    size_t old = ptr ? osize : 0;
+    if (nsize == 0) {
+        free(ptr);
+        lim->used -= old;
+        return NULL;
+    }
+    if (lim->limit && nsize > old && lim->host_depth == 0 && lim->used - old + nsize > lim->limit)
+        return NULL;
+    void *p = realloc(ptr, nsize);
+    if (p == NULL) return NULL;
+    lim->used = lim->used - old + nsize;
+    if (lim->used > lim->peak) lim->peak = lim->used;
+    return p;
+}
+
+static int sf_panic(lua_State *L) {
+    /* Only reached for errors outside any pcall, which the host never makes. */
+    const char *msg = lua_tostring(L, -1);
+    fprintf(stderr, "shareflow: unprotected Lua error: %s\n", msg ? msg : "?");
+    abort();
+    return 0;
+}
+
+static void sf_warn(void *ud, const char *msg, int tocont) {
+    (void)ud; (void)msg; (void)tocont;
+}
+
+lua_State *sf_newstate(sf_limits *limits) {
+    lua_State *L = lua_newstate(sf_alloc, limits);
+    if (L) {
+        limits->main = L;
+        lua_atpanic(L, sf_panic);
+        lua_setwarnf(L, sf_warn, NULL);
+    }
+    return L;
+}
+
+static void sf_hook(lua_State *L, lua_Debug *ar) {
+    (void)ar;
+    sf_limits *lim = limits_of(L);
+    lua_sethook(L, NULL, 0, 0);
+    if (lim && lim->interrupted) luaL_error(L, "interrupted");
+    luaL_error(L, "%s", lim && lim->reason[0] ? lim->reason : "CPU budget exceeded");
+}
+
+void sf_limits_expire(sf_limits *limits, int interrupted) {
+    limits->interrupted = interrupted;
+    limits->expired = 1;
+    lua_sethook(limits->main, sf_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+void sf_limits_reset(sf_limits *limits) {
+    limits->expired = 0;
+    limits->interrupted = 0;
+    lua_sethook(limits->main, NULL, 0, 0);
+}

@@ -1,0 +1,83 @@
+import GRDB
+
+extension Store {
+    /// Every schema change is a new migration appended here; `schemaVersion` follows.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE shareflow_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                INSERT INTO shareflow_meta VALUES ('format', 'shareflow'), ('schemaVersion', '1');
+
+                CREATE TABLE account (
+                    id INTEGER PRIMARY KEY,
+                    userRecordID TEXT NOT NULL UNIQUE,
+                    name TEXT NOT NULL DEFAULT '{}',
+                    discoverability TEXT NOT NULL,
+                    createdAt REAL NOT NULL);
+                CREATE TABLE account_email (
+                    email TEXT PRIMARY KEY,
+                    accountID INTEGER NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                    position INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE INDEX account_email_account ON account_email(accountID);
+                CREATE TABLE account_phone (
+                    phone TEXT PRIMARY KEY,
+                    accountID INTEGER NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                    position INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE INDEX account_phone_account ON account_phone(accountID);
+                CREATE TABLE contact (
+                    id INTEGER PRIMARY KEY,
+                    accountID INTEGER NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                    kind TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    contactIdentifier TEXT NOT NULL);
+                CREATE INDEX contact_account ON contact(accountID);
+
+                CREATE TABLE zone (
+                    id INTEGER PRIMARY KEY,
+                    container TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    ownerID INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    UNIQUE (container, scope, ownerID, name));
+                CREATE TABLE record (
+                    id INTEGER PRIMARY KEY,
+                    zoneID INTEGER NOT NULL REFERENCES zone(id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    parentName TEXT,
+                    changeTag INTEGER NOT NULL,
+                    createdBy INTEGER,
+                    modifiedBy INTEGER,
+                    modifiedAt REAL NOT NULL,
+                    UNIQUE (zoneID, name));
+                CREATE INDEX record_parent ON record(zoneID, parentName);
+
+                CREATE TABLE share (
+                    id INTEGER PRIMARY KEY,
+                    recordID INTEGER NOT NULL UNIQUE REFERENCES record(id) ON DELETE CASCADE,
+                    zoneID INTEGER NOT NULL REFERENCES zone(id) ON DELETE CASCADE,
+                    url TEXT NOT NULL UNIQUE,
+                    rootName TEXT,
+                    publicPermission TEXT NOT NULL);
+                CREATE INDEX share_zone ON share(zoneID, rootName);
+                CREATE TABLE participant (
+                    id INTEGER PRIMARY KEY,
+                    shareID INTEGER NOT NULL REFERENCES share(id) ON DELETE CASCADE,
+                    participantID TEXT NOT NULL UNIQUE,
+                    accountID INTEGER REFERENCES account(id),
+                    lookupKind TEXT NOT NULL,
+                    lookupValue TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    permission TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    addedAt REAL NOT NULL);
+                CREATE INDEX participant_share ON participant(shareID);
+                CREATE INDEX participant_account ON participant(accountID);
+                CREATE INDEX participant_lookup ON participant(lookupKind, lookupValue);
+                """)
+        }
+        return migrator
+    }
+}

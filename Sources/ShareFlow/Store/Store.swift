@@ -1,0 +1,129 @@
+import Foundation
+import GRDB
+
+/// The SQLite file behind an engine: WAL journal, schema managed by migrations.
+///
+/// ```swift
+/// let store = try Store(path: ".shareflow/store.sqlite")   // or ":memory:"
+/// ```
+///
+/// A file that is not a ShareFlow store, or was written by a newer ShareFlow, is refused
+/// before anything is written to it.
+public final class Store: @unchecked Sendable {
+    /// The schema this binary writes. Raised by each new migration.
+    public static let schemaVersion = 1
+    static let formatName = "shareflow"
+
+    public let path: String
+    let queue: DatabaseQueue
+    /// The connection of the write in progress, so nested engine calls (an observer or
+    /// policy that reads the directory) join it instead of deadlocking. Guarded by the
+    /// engine's lock.
+    private var current: Database?
+
+    public init(path: String) throws {
+        self.path = path
+        if path != ":memory:" {
+            try Store.checkForeignFile(at: path)
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
+        var config = Configuration()
+        config.journalMode = path == ":memory:" ? .default : .wal
+        config.busyMode = .timeout(10)
+        config.foreignKeysEnabled = true
+        config.label = "shareflow.store"
+        queue = path == ":memory:"
+            ? try DatabaseQueue(configuration: config)
+            : try DatabaseQueue(path: path, configuration: config)
+        try Store.migrator.migrate(queue)
+    }
+
+    /// Runs `body` in a transaction, or in a savepoint when a transaction is already open.
+    public func write<T>(_ body: (Database) throws -> T) throws -> T {
+        if let db = current {
+            var result: T?
+            try db.inSavepoint {
+                result = try body(db)
+                return .commit
+            }
+            return result!
+        }
+        return try queue.write { db in
+            current = db
+            defer { current = nil }
+            return try body(db)
+        }
+    }
+
+    /// Runs `body` with a connection: the open transaction's, or a fresh read.
+    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        if let db = current { return try body(db) }
+        return try queue.read { db in
+            current = db
+            defer { current = nil }
+            return try body(db)
+        }
+    }
+
+    /// Runs a raw integrity check (used by the crash tests).
+    public func integrityCheck() throws -> String {
+        try queue.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") ?? "?" }
+    }
+
+    // MARK: Refusing what is not ours
+
+    /// Throws, touching nothing, when `path` holds something other than a ShareFlow store
+    /// this binary can open.
+    static func checkForeignFile(at path: String) throws {
+        let fm = FileManager.default
+        var isDir: ObjCBool = false
+        guard fm.fileExists(atPath: path, isDirectory: &isDir) else { return }
+        guard !isDir.boolValue else {
+            throw StoreError.notAStore(path: path, reason: "it is a directory")
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw StoreError.notAStore(path: path, reason: "it cannot be read")
+        }
+        let header = handle.readData(ofLength: 16)
+        try? handle.close()
+        if header.isEmpty { return }  // an empty file: a new store
+        guard header == Data("SQLite format 3\0".utf8) else {
+            throw StoreError.notAStore(path: path, reason: "it is not an SQLite database")
+        }
+        var config = Configuration()
+        config.readonly = true
+        let probe = try DatabaseQueue(path: path, configuration: config)
+        defer { try? probe.close() }
+        try probe.read { db in
+            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+            if tables.isEmpty { return }
+            guard tables.contains("shareflow_meta") else {
+                throw StoreError.notAStore(path: path, reason: "it is an SQLite database of another program (tables: \(tables.prefix(5).joined(separator: ", ")))")
+            }
+            let format = try String.fetchOne(db, sql: "SELECT value FROM shareflow_meta WHERE key = 'format'")
+            guard format == formatName else {
+                throw StoreError.notAStore(path: path, reason: "its shareflow_meta has no ShareFlow format mark")
+            }
+            let version = try Int.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM shareflow_meta WHERE key = 'schemaVersion'") ?? 0
+            if version > schemaVersion {
+                throw StoreError.newerSchema(path: path, found: version, supported: schemaVersion)
+            }
+        }
+    }
+}
+
+/// Why a store could not be opened.
+public enum StoreError: Error, CustomStringConvertible {
+    case notAStore(path: String, reason: String)
+    case newerSchema(path: String, found: Int, supported: Int)
+
+    public var description: String {
+        switch self {
+        case let .notAStore(path, reason):
+            return "\(path) is not a ShareFlow store: \(reason); refusing to open it (the file was not changed)"
+        case let .newerSchema(path, found, supported):
+            return "\(path) has store schema version \(found), newer than this shareflow supports (\(supported)); upgrade shareflow (the file was not changed)"
+        }
+    }
+}

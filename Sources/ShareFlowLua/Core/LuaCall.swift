@@ -1,0 +1,147 @@
+import CLua
+
+/// The arguments of a Swift function called from Lua, with `lauxlib`-style checks that
+/// throw `LuaArgumentError` (`bad argument #2 to 'find' (string expected, got nil)`).
+public struct LuaCall {
+    public let state: LuaState
+    public let L: OpaquePointer
+    /// The function's name as Lua code sees it, for error messages.
+    public let name: String
+    /// How many arguments were passed.
+    public let count: Int32
+
+    init(state: LuaState, L: OpaquePointer, name: String) {
+        self.state = state
+        self.L = L
+        self.name = name
+        self.count = lua_gettop(L)
+    }
+
+    public func typeName(_ i: Int32) -> String {
+        String(cString: lua_typename(L, lua_type(L, i)))
+    }
+
+    public func isNil(_ i: Int32) -> Bool { lua_type(L, i) <= LUA_TNIL }
+
+    public func argumentError(_ i: Int32, _ reason: String) -> LuaArgumentError {
+        LuaArgumentError(position: Int(i), function: name, reason: reason)
+    }
+
+    func expected(_ i: Int32, _ what: String) -> LuaArgumentError {
+        argumentError(i, "\(what) expected, got \(typeName(i))")
+    }
+
+    public func string(_ i: Int32) throws -> String {
+        guard lua_type(L, i) == LUA_TSTRING, let s = state.string(at: i) else { throw expected(i, "string") }
+        return s
+    }
+
+    public func optionalString(_ i: Int32) throws -> String? {
+        isNil(i) ? nil : try string(i)
+    }
+
+    public func integer(_ i: Int32) throws -> Int {
+        var ok: Int32 = 0
+        let v = lua_tointegerx(L, i, &ok)
+        guard ok != 0, lua_type(L, i) == LUA_TNUMBER else { throw expected(i, "integer") }
+        return Int(v)
+    }
+
+    public func number(_ i: Int32) throws -> Double {
+        guard lua_type(L, i) == LUA_TNUMBER else { throw expected(i, "number") }
+        return clua_tonumber(L, i)
+    }
+
+    public func boolean(_ i: Int32) throws -> Bool {
+        guard lua_type(L, i) == LUA_TBOOLEAN else { throw expected(i, "boolean") }
+        return lua_toboolean(L, i) != 0
+    }
+
+    public func table(_ i: Int32) throws {
+        guard lua_type(L, i) == LUA_TTABLE else { throw expected(i, "table") }
+    }
+
+    public func function(_ i: Int32) throws -> LuaReference {
+        guard lua_type(L, i) == LUA_TFUNCTION else { throw expected(i, "function") }
+        return state.reference(at: i)
+    }
+
+    public func value(_ i: Int32) throws -> LuaValue { try state.value(at: i) }
+
+    /// The object at `i` if it is a `T` registered as `typeName`.
+    public func object<T: AnyObject>(_ i: Int32, _ type: T.Type, typeName: String) throws -> T {
+        guard let o = state.object(at: i, typeName: typeName, as: type) else {
+            throw expected(i, typeName)
+        }
+        return o
+    }
+
+    // MARK: Table fields (raw access: no metamethod may run under Swift frames)
+
+    /// Pushes `t[key]` (raw) for the table at `i` and returns its Lua type.
+    @discardableResult
+    public func field(_ i: Int32, _ key: String) -> Int32 {
+        let abs = lua_absindex(L, i)
+        state.push(string: key)
+        return lua_rawget(L, abs)
+    }
+
+    /// The string field `key` of the table at `i`, or nil; a non-string is an error naming the key.
+    public func stringField(_ i: Int32, _ key: String) throws -> String? {
+        let t = field(i, key)
+        defer { state.pop() }
+        if t == LUA_TNIL { return nil }
+        guard t == LUA_TSTRING else {
+            throw argumentError(i, "field '\(key)' must be a string, got \(typeName(-1))")
+        }
+        return state.string(at: -1)
+    }
+
+    public func booleanField(_ i: Int32, _ key: String) throws -> Bool? {
+        let t = field(i, key)
+        defer { state.pop() }
+        if t == LUA_TNIL { return nil }
+        guard t == LUA_TBOOLEAN else {
+            throw argumentError(i, "field '\(key)' must be a boolean, got \(typeName(-1))")
+        }
+        return lua_toboolean(L, -1) != 0
+    }
+
+    public func numberField(_ i: Int32, _ key: String) throws -> Double? {
+        let t = field(i, key)
+        defer { state.pop() }
+        if t == LUA_TNIL { return nil }
+        guard t == LUA_TNUMBER else {
+            throw argumentError(i, "field '\(key)' must be a number, got \(typeName(-1))")
+        }
+        return clua_tonumber(L, -1)
+    }
+
+    /// Every string key of the table at `i`, to reject unknown fields.
+    public func keys(_ i: Int32) -> [String] {
+        let abs = lua_absindex(L, i)
+        var keys: [String] = []
+        lua_pushnil(L)
+        while lua_next(L, abs) != 0 {
+            if lua_type(L, -2) == LUA_TSTRING, let k = state.string(at: -2) { keys.append(k) }
+            state.pop()
+        }
+        return keys
+    }
+
+    /// Throws when the table at `i` has a string key outside `allowed`.
+    public func checkKeys(_ i: Int32, allowed: Set<String>) throws {
+        for k in keys(i) where !allowed.contains(k) {
+            throw argumentError(i, "unknown field '\(k)' (expected one of: \(allowed.sorted().joined(separator: ", ")))")
+        }
+    }
+
+    /// Length of the sequence part of the table at `i`.
+    public func length(_ i: Int32) -> Int { Int(lua_rawlen(L, i)) }
+
+    /// Pushes `t[n]` (raw) and returns its type.
+    @discardableResult
+    public func element(_ i: Int32, _ n: Int) -> Int32 {
+        lua_rawgeti(L, i, lua_Integer(n))
+    }
+}

@@ -1,0 +1,140 @@
+import CLua
+import CShareFlowSupport
+
+/// Binds a Swift class into Lua as userdata: methods, properties and `__tostring`,
+/// declared in a few lines.
+///
+/// ```swift
+/// let shareClass = LuaClass<Share>("Share")
+///     .property("title", get: { lua, share in lua.push(string: share.title) },
+///               set: { call, share, index in share.title = try call.string(index) })
+///     .method("addParticipant") { call, share in ...; return 0 }
+///     .describe { "Share(\($0.title))" }
+/// shareClass.register(in: lua)
+/// lua.push(shareClass, share)
+/// ```
+///
+/// Reading an unknown field raises `Share has no field 'x'`, as the SPEC asks for programming
+/// mistakes.
+public final class LuaClass<Object: AnyObject> {
+    public typealias Getter = (LuaState, Object) throws -> Void
+    public typealias Setter = (LuaCall, Object, Int32) throws -> Void
+    public typealias Method = (LuaCall, Object) throws -> Int32
+
+    public let typeName: String
+    private var methods: [(String, Method)] = []
+    private var getters: [String: Getter] = [:]
+    private var setters: [String: Setter] = [:]
+    private var describer: ((Object) -> String)?
+    private var extraMeta: [(String, (LuaCall) throws -> Int32)] = []
+
+    public init(_ typeName: String) { self.typeName = typeName }
+
+    @discardableResult
+    public func method(_ name: String, _ body: @escaping Method) -> Self {
+        methods.append((name, body))
+        return self
+    }
+
+    @discardableResult
+    public func property(_ name: String, get: @escaping Getter, set: Setter? = nil) -> Self {
+        getters[name] = get
+        if let set { setters[name] = set }
+        return self
+    }
+
+    @discardableResult
+    public func describe(_ body: @escaping (Object) -> String) -> Self {
+        describer = body
+        return self
+    }
+
+    /// Adds a metamethod (`__pairs`, `__len`, `__eq`, …).
+    @discardableResult
+    public func metamethod(_ name: String, _ body: @escaping (LuaCall) throws -> Int32) -> Self {
+        extraMeta.append((name, body))
+        return self
+    }
+
+    /// Every field and method name, for completion in the console.
+    public var memberNames: (fields: [String], methods: [String]) {
+        (getters.keys.sorted(), methods.map(\.0).sorted())
+    }
+
+    /// Creates the metatable once per state.
+    public func register(in lua: LuaState) {
+        let L = lua.L
+        guard luaL_newmetatable(L, typeName) != 0 else {
+            lua.pop()
+            return
+        }
+        sf_set_gc(L)
+        lua.push(string: typeName)
+        lua_setfield(L, -2, "__name")
+
+        // Methods live in a plain table, looked up raw by __index before the getters.
+        lua_createtable(L, 0, Int32(methods.count))
+        for (name, body) in methods {
+            let typeName = self.typeName
+            lua.push(function: name) { call in
+                guard let object = call.state.object(at: 1, typeName: typeName, as: Object.self) else {
+                    throw call.argumentError(1, "\(typeName) expected, got \(call.typeName(1)); call it with ':'")
+                }
+                return try body(call, object)
+            }
+            lua_setfield(L, -2, name)
+        }
+        let methodsIndex = lua_gettop(L)
+        _ = methodsIndex
+
+        let getters = self.getters, setters = self.setters, typeName = self.typeName
+        let methodsRef = luaL_ref(L, clua_registryindex())
+        lua.push(function: "__index") { call in
+            guard let object = call.state.object(at: 1, typeName: typeName, as: Object.self) else { return 0 }
+            let L = call.L
+            lua_rawgeti(L, clua_registryindex(), lua_Integer(methodsRef))
+            lua_pushvalue(L, 2)
+            if lua_rawget(L, -2) != LUA_TNIL { return 1 }
+            lua_settop(L, 2)
+            guard let key = call.state.string(at: 2), let get = getters[key] else {
+                throw LuaRaise.message("\(typeName) has no field '\(call.state.string(at: 2) ?? call.typeName(2))'")
+            }
+            try get(call.state, object)
+            return 1
+        }
+        lua_setfield(L, -2, "__index")
+
+        lua.push(function: "__newindex") { call in
+            guard let object = call.state.object(at: 1, typeName: typeName, as: Object.self) else { return 0 }
+            guard let key = call.state.string(at: 2) else {
+                throw LuaRaise.message("\(typeName) fields are named by strings")
+            }
+            guard let set = setters[key] else {
+                let reason = getters[key] == nil ? "has no field" : "field is read-only:"
+                throw LuaRaise.message("\(typeName) \(reason) '\(key)'")
+            }
+            try set(call, object, 3)
+            return 0
+        }
+        lua_setfield(L, -2, "__newindex")
+
+        if let describer {
+            lua.push(function: "__tostring") { call in
+                guard let object = call.state.object(at: 1, typeName: typeName, as: Object.self) else { return 0 }
+                call.state.push(string: describer(object))
+                return 1
+            }
+            lua_setfield(L, -2, "__tostring")
+        }
+        for (name, body) in extraMeta {
+            lua.push(function: name, body)
+            lua_setfield(L, -2, name)
+        }
+        lua.pop()
+    }
+
+    /// Pushes `object` with this class's metatable.
+    public func push(_ object: Object, in lua: LuaState) {
+        lua.push(object: object, typeName: typeName)
+    }
+}

@@ -1,0 +1,325 @@
+import CLua
+import CShareFlowSupport
+
+/// One `lua_State`, owned by Swift.
+///
+/// A state is not thread-safe: create it, use it and drop it on one thread.
+///
+/// ```swift
+/// let lua = try LuaState()
+/// let results = try lua.run("return 1 + 1")   // [.integer(2)]
+/// ```
+public final class LuaState {
+    /// The raw `lua_State *`, for bindings.
+    public let L: OpaquePointer
+    let limits: UnsafeMutablePointer<sf_limits>
+    private var closed = false
+    /// Registry refs of objects pushed as userdata, so the same Swift object is the same
+    /// Lua value (weak-valued cache keyed by the object's address).
+    private var objectCacheRef: Int32 = 0
+    /// Per-state data that bindings hang on the state (class metatables and so on).
+    public var extensions: [ObjectIdentifier: AnyObject] = [:]
+
+    /// - Parameters:
+    ///   - memoryLimit: bytes this state may hold at most (0: no limit).
+    ///   - openLibraries: open Lua's standard libraries.
+    public init(memoryLimit: Int = 0, openLibraries: Bool = true) throws {
+        _ = LuaState.installed
+        limits = .allocate(capacity: 1)
+        limits.initialize(to: sf_limits())
+        limits.pointee.limit = memoryLimit
+        guard let L = sf_newstate(limits) else {
+            limits.deallocate()
+            throw LuaError(kind: .memory, message: "cannot create a Lua state (out of memory)")
+        }
+        self.L = L
+        clua_getextraspace(L).storeBytes(of: Unmanaged.passUnretained(self).toOpaque(),
+                                         as: UnsafeMutableRawPointer.self)
+        if openLibraries { luaL_openlibs(L) }
+        lua_createtable(L, 0, 0)
+        lua_createtable(L, 0, 1)
+        lua_pushstring(L, "v")
+        lua_setfield(L, -2, "__mode")
+        lua_setmetatable(L, -2)
+        objectCacheRef = luaL_ref(L, clua_registryindex())
+    }
+
+    deinit { close() }
+
+    /// Closes the state now, running every pending `__gc`.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        lua_close(L)
+        limits.deallocate()
+    }
+
+    /// The Swift state that owns `L` (any thread of it).
+    public static func owner(of L: OpaquePointer) -> LuaState {
+        let raw = clua_getextraspace(L).load(as: UnsafeMutableRawPointer.self)
+        return Unmanaged<LuaState>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    // MARK: Limits
+
+    /// Bytes in use by this state right now.
+    public var memoryInUse: Int { limits.pointee.used }
+    /// The most bytes this state has held.
+    public var memoryPeak: Int { limits.pointee.peak }
+    /// The memory cap in bytes (0: none).
+    public var memoryLimit: Int {
+        get { limits.pointee.limit }
+        set { limits.pointee.limit = newValue }
+    }
+
+    // MARK: Stack
+
+    public var top: Int32 {
+        get { lua_gettop(L) }
+        set { lua_settop(L, newValue) }
+    }
+
+    public func pop(_ n: Int32 = 1) { clua_pop(L, n) }
+
+    public func push(string: String) {
+        var s = string
+        s.withUTF8 { buf in
+            buf.withMemoryRebound(to: CChar.self) { _ = lua_pushlstring(L, $0.baseAddress, $0.count) }
+        }
+    }
+
+    public func push(_ value: LuaValue) {
+        switch value {
+        case .nil: lua_pushnil(L)
+        case .boolean(let b): lua_pushboolean(L, b ? 1 : 0)
+        case .integer(let i): lua_pushinteger(L, lua_Integer(i))
+        case .number(let d): lua_pushnumber(L, d)
+        case .string(let s): push(string: s)
+        case .bytes(let b):
+            b.withUnsafeBufferPointer { buf in
+                buf.withMemoryRebound(to: CChar.self) { _ = lua_pushlstring(L, $0.baseAddress, $0.count) }
+            }
+        case .table(let t):
+            lua_createtable(L, Int32(clamping: t.array.count), Int32(clamping: t.hash.count))
+            for (i, v) in t.array.enumerated() {
+                push(v)
+                lua_rawseti(L, -2, lua_Integer(i + 1))
+            }
+            for (k, v) in t.hash {
+                push(k)
+                push(v)
+                lua_rawset(L, -3)
+            }
+        case .reference(let r): pushReference(r)
+        }
+    }
+
+    /// The string at `index` (no conversion from numbers), or nil.
+    public func string(at index: Int32) -> String? {
+        guard lua_type(L, index) == LUA_TSTRING else { return nil }
+        var len = 0
+        guard let p = lua_tolstring(L, index, &len) else { return nil }
+        return p.withMemoryRebound(to: UInt8.self, capacity: len) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: len), as: UTF8.self)
+        }
+    }
+
+    /// Copies the value at `index` into Swift.
+    public func value(at index: Int32) throws -> LuaValue {
+        var seen = Set<UnsafeRawPointer>()
+        return try value(at: lua_absindex(L, index), seen: &seen, depth: 0)
+    }
+
+    private func value(at index: Int32, seen: inout Set<UnsafeRawPointer>, depth: Int) throws -> LuaValue {
+        switch lua_type(L, index) {
+        case LUA_TNIL, LUA_TNONE: return .nil
+        case LUA_TBOOLEAN: return .boolean(lua_toboolean(L, index) != 0)
+        case LUA_TNUMBER:
+            if lua_isinteger(L, index) != 0 { return .integer(Int64(clua_tointeger(L, index))) }
+            return .number(clua_tonumber(L, index))
+        case LUA_TSTRING:
+            var len = 0
+            let p = lua_tolstring(L, index, &len)!
+            let bytes = UnsafeRawBufferPointer(start: p, count: len)
+            if let s = String(validating: bytes, as: UTF8.self) { return .string(s) }
+            return .bytes(Array(bytes))
+        case LUA_TTABLE:
+            guard depth < 200 else { throw LuaError(message: "table nested too deeply to copy") }
+            let id = lua_topointer(L, index)!
+            guard seen.insert(id).inserted else { throw LuaError(message: "table contains a cycle") }
+            defer { seen.remove(id) }
+            var table = LuaTable()
+            let n = Int(lua_rawlen(L, index))
+            table.array.reserveCapacity(n)
+            for i in 1...max(n, 1) where n > 0 {
+                lua_rawgeti(L, index, lua_Integer(i))
+                table.array.append(try value(at: top, seen: &seen, depth: depth + 1))
+                pop()
+            }
+            lua_pushnil(L)
+            while lua_next(L, index) != 0 {
+                if lua_isinteger(L, -2) != 0 {
+                    let k = clua_tointeger(L, -2)
+                    if k >= 1 && k <= n { pop(); continue }
+                }
+                let key = try value(at: top - 1, seen: &seen, depth: depth + 1)
+                table.hash[key] = try value(at: top, seen: &seen, depth: depth + 1)
+                pop()
+            }
+            return .table(table)
+        default:
+            return .reference(reference(at: index))
+        }
+    }
+
+    // MARK: Registry
+
+    /// Pins the value at `index` in the registry.
+    public func reference(at index: Int32) -> LuaReference {
+        let typeName = String(cString: lua_typename(L, lua_type(L, index)))
+        lua_pushvalue(L, index)
+        return LuaReference(state: self, ref: luaL_ref(L, clua_registryindex()), typeName: typeName)
+    }
+
+    public func pushReference(_ r: LuaReference) {
+        lua_rawgeti(L, clua_registryindex(), lua_Integer(r.ref))
+    }
+
+    func unref(_ ref: Int32) {
+        guard !closed else { return }
+        luaL_unref(L, clua_registryindex(), ref)
+    }
+
+    // MARK: Loading and calling
+
+    /// Loads a text chunk (binary chunks are refused) and leaves the function on the stack.
+    public func load(_ code: String, chunkName: String, environmentIndex: Int32? = nil) throws {
+        var code = code
+        let status = code.withUTF8 { buf in
+            buf.withMemoryRebound(to: CChar.self) {
+                clua_loadbuffer(L, $0.baseAddress, $0.count, chunkName, "t")
+            }
+        }
+        guard status == LUA_OK else {
+            let message = string(at: -1) ?? "cannot load chunk"
+            pop()
+            throw LuaError(kind: status == LUA_ERRMEM ? .memory : .syntax, message: message)
+        }
+        if let env = environmentIndex {
+            lua_pushvalue(L, env < 0 ? env - 1 : env)
+            lua_setupvalue(L, -2, 1)
+        }
+    }
+
+    /// Calls the function below its `nargs` arguments through `lua_pcall` with a traceback
+    /// handler; leaves `nresults` results (or all with `nil`).
+    public func call(arguments nargs: Int32, results nresults: Int32? = nil) throws {
+        let status = sf_pcall(L, nargs, nresults ?? clua_multret())
+        guard status == LUA_OK else {
+            let text = string(at: -1) ?? "(error object is not a string)"
+            pop()
+            let kind: LuaError.Kind = status == LUA_ERRMEM ? .memory : .runtime
+            throw LuaError(kind: kind, handled: kind == .memory ? "not enough memory" : text)
+        }
+    }
+
+    /// Runs a chunk and returns its results copied into Swift.
+    @discardableResult
+    public func run(_ code: String, chunkName: String = "=(swift)") throws -> [LuaValue] {
+        let base = top
+        try load(code, chunkName: chunkName)
+        try call(arguments: 0)
+        defer { top = base }
+        return try (base + 1 ..< top + 1).map { try value(at: $0) }
+    }
+
+    public func setGlobal(_ name: String) { lua_setglobal(L, name) }
+    public func getGlobal(_ name: String) { lua_getglobal(L, name) }
+
+    // MARK: Swift functions and objects
+
+    /// Pushes a Swift function. `body` reads its arguments from `call`, pushes its
+    /// results and returns how many; a thrown error becomes a Lua error.
+    public func push(function name: String, _ body: @escaping (LuaCall) throws -> Int32) {
+        let box = LuaFunctionBox(name: name, body: body)
+        sf_push_swift_function(L, Unmanaged.passRetained(box).toOpaque())
+    }
+
+    /// Pushes a Swift object as userdata with the metatable registered as `typeName`.
+    /// The same object pushed twice is the same Lua value while Lua holds it.
+    public func push(object: AnyObject, typeName: String) {
+        let address = Unmanaged.passUnretained(object).toOpaque()
+        lua_rawgeti(L, clua_registryindex(), lua_Integer(objectCacheRef))
+        lua_pushlightuserdata(L, address)
+        if lua_rawget(L, -2) == LUA_TUSERDATA {
+            lua_copy(L, -1, -2)
+            pop()
+            return
+        }
+        pop()
+        sf_push_object(L, Unmanaged.passRetained(object).toOpaque(), typeName)
+        lua_pushlightuserdata(L, address)
+        lua_pushvalue(L, -2)
+        lua_rawset(L, -4)
+        lua_copy(L, -1, -2)
+        pop()
+    }
+
+    /// The Swift object at `index` if it is userdata of `typeName`.
+    public func object<T: AnyObject>(at index: Int32, typeName: String, as type: T.Type) -> T? {
+        guard let slot = luaL_testudata(L, index, typeName) else { return nil }
+        let raw = slot.load(as: UnsafeMutableRawPointer?.self)
+        guard let raw else { return nil }
+        return Unmanaged<AnyObject>.fromOpaque(raw).takeUnretainedValue() as? T
+    }
+
+    /// Any ShareFlow object at `index`, whatever its type.
+    public func anyObject(at index: Int32) -> AnyObject? {
+        guard let raw = sf_to_object(L, index) else { return nil }
+        return Unmanaged<AnyObject>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    // MARK: Setup
+
+    private static let installed: Bool = {
+        sf_install(luaDispatch, luaRelease)
+        return true
+    }()
+}
+
+/// The box behind a Swift function pushed into Lua.
+final class LuaFunctionBox {
+    let name: String
+    let body: (LuaCall) throws -> Int32
+    init(name: String, body: @escaping (LuaCall) throws -> Int32) {
+        self.name = name
+        self.body = body
+    }
+}
+
+private let luaDispatch: sf_swift_dispatch_fn = { L, box in
+    let L = L!
+    let function = Unmanaged<LuaFunctionBox>.fromOpaque(box!).takeUnretainedValue()
+    let state = LuaState.owner(of: L)
+    do {
+        return try function.body(LuaCall(state: state, L: L, name: function.name))
+    } catch let raise as LuaRaise {
+        raise.push(state)
+    } catch let error as LuaArgumentError {
+        state.push(string: where_(L) + error.description)
+    } catch {
+        state.push(string: where_(L) + "\(function.name): \(error)")
+    }
+    return SF_SWIFT_ERROR
+}
+
+/// `file:line: ` of the Lua code that called the running Swift function, as luaL_where gives.
+private func where_(_ L: OpaquePointer) -> String {
+    luaL_where(L, 1)
+    defer { clua_pop(L, 1) }
+    return LuaState.owner(of: L).string(at: -1) ?? ""
+}
+
+private let luaRelease: sf_swift_release_fn = { raw in
+    Unmanaged<AnyObject>.fromOpaque(raw!).release()
+}

@@ -1,0 +1,81 @@
+import CLua
+import Foundation
+import Logging
+import ShareFlow
+
+/// A Lua state wired to an engine: the `shareflow` module (also `require("shareflow")`),
+/// ready to run trusted scripts (`shareflow run`, the console) or a sandboxed one.
+///
+/// ```swift
+/// let host = try ScriptHost(engine: engine)
+/// try host.runFile("Scripts/demo.lua", arguments: [])
+/// ```
+public final class ScriptHost {
+    public let lua: LuaState
+    public let engine: Engine
+    public var logger: Logger
+    /// Who `shareflow.container(id)` acts as.
+    public internal(set) var defaultSession: String?
+
+    public init(engine: Engine, memoryLimit: Int = 0) throws {
+        self.engine = engine
+        self.logger = engine.logger
+        lua = try LuaState(memoryLimit: memoryLimit)
+        installModule()
+    }
+
+    /// Installs the module table as global `shareflow` and in `package.loaded`.
+    private func installModule() {
+        let L = lua.L
+        lua_createtable(L, 0, 16)
+        ShareFlowModule.install(into: lua, host: self)
+        lua_pushvalue(L, -1)
+        lua.setGlobal("shareflow")
+        lua_getglobal(L, "package")
+        if lua_type(L, -1) == LUA_TTABLE {
+            lua_getfield(L, -1, "loaded")
+            lua_pushvalue(L, -3)
+            lua_setfield(L, -2, "shareflow")
+            lua.pop(2)
+        } else {
+            lua.pop()
+        }
+        lua.pop()
+    }
+
+    /// Runs a script file as the standalone `lua` does: `arg` holds the script name at 0 and
+    /// the arguments from 1, and the chunk receives the arguments as `...`.
+    public func runFile(_ path: String, arguments: [String], interpreter: String = "shareflow") throws {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw LuaError(message: "cannot open \(path)")
+        }
+        var code = String(decoding: data, as: UTF8.self)
+        if code.hasPrefix("#") {  // a shebang line, skipped as lua.c does (keeping line numbers)
+            code = "--" + code
+        }
+        var argTable = LuaTable()
+        argTable.hash[.integer(-1)] = .string(interpreter)
+        argTable.hash[.integer(0)] = .string(path)
+        argTable.array = arguments.map { .string($0) }
+        lua.push(.table(argTable))
+        lua.setGlobal("arg")
+        let base = lua.top
+        defer { lua.top = base }
+        try lua.load(code, chunkName: "@" + path)
+        for a in arguments { lua.push(string: a) }
+        try lua.call(arguments: Int32(arguments.count), results: 0)
+    }
+
+    /// Runs a chunk of text and returns its results.
+    @discardableResult
+    public func run(_ code: String, chunkName: String = "=(shareflow)") throws -> [LuaValue] {
+        try lua.run(code, chunkName: chunkName)
+    }
+}
+
+extension ScriptHost {
+    /// Sets the session `shareflow.container(id)` acts as (`--as`).
+    public func setDefaultSession(_ who: String) throws {
+        defaultSession = who
+    }
+}

@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+import ShareFlow
+import ShareFlowLua
+
+extension ShareFlowCommand {
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run a Lua script against the store.",
+            discussion: "The script sees `arg` as the standalone lua gives it and `require(\"shareflow\")`."
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Option(name: .long, help: "Act as this user (email, phone or userRecordID) for shareflow.container(...).")
+        var `as`: String?
+
+        @Argument(help: "The Lua script.")
+        var script: String
+
+        @Argument(parsing: .captureForPassthrough, help: "Arguments passed to the script.")
+        var arguments: [String] = []
+
+        func run() throws {
+            let engine: Engine
+            do { engine = try global.makeEngine() } catch let f as CLIFailure { fail(f.message) }
+            let host = try ScriptHost(engine: engine)
+            if let who = `as` {
+                do { try host.setDefaultSession(who) } catch { fail("--as \(who): \(error)") }
+            }
+            do {
+                try host.runFile(script, arguments: arguments)
+            } catch let error as LuaError {
+                fail(error.description)
+            }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ShareFlow
+import ShareFlowLua
+
+@main
+struct ShareFlowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shareflow",
+        abstract: "CloudKit-style sharing engine with an embedded Lua 5.4.",
+        version: "0.1.0",
+        subcommands: [Run.self]
+    )
+}
+
+/// Options every subcommand takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: "The SQLite store (':memory:' for a throw-away one).")
+    var store: String = ".shareflow/store.sqlite"
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    @Flag(name: .long, help: "Machine-readable output.")
+    var json = false
+
+    func validateLogLevel() throws -> Logger.Level {
+        guard let level = Logger.Level(rawValue: logLevel) ?? (logLevel == "warn" ? .warning : nil) else {
+            throw ValidationError("--log-level '\(logLevel)' is not one of trace, debug, info, notice, warning, error, critical")
+        }
+        return level
+    }
+
+    /// Opens the store and the engine, with logs on standard error.
+    func makeEngine() throws -> Engine {
+        let level = try validateLogLevel()
+        var logger = Logger(label: "shareflow") { StandardErrorLog(label: $0) }
+        logger.logLevel = level
+        let store: Store
+        do {
+            store = try Store(path: self.store)
+        } catch let error as StoreError {
+            throw CLIFailure(message: error.description)
+        }
+        return Engine(store: store, logger: logger)
+    }
+}
+
+/// A failure reported as one line on standard error, with a non-zero exit.
+struct CLIFailure: Error, CustomStringConvertible {
+    let message: String
+    var code: Int32 = 1
+    var description: String { message }
+}
+
+func fail(_ message: String, code: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data(("shareflow: " + message + "\n").utf8))
+    exit(code)
+}

@@ -1,0 +1,71 @@
+import Foundation
+import XCTest
+
+/// Runs the built `shareflow` binary as a user would: a real process, its output and exit code.
+enum CLI {
+    static let root: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        }
+        fatalError("package root not found above \(#filePath)")
+    }()
+
+    static let binary: String = {
+        if let path = ProcessInfo.processInfo.environment["SHAREFLOW_BIN"] { return path }
+        return root.appendingPathComponent(".build/debug/shareflow").path
+    }()
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    @discardableResult
+    static func run(_ arguments: [String], stdin: String? = nil, cwd: URL? = nil,
+                    environment: [String: String] = [:], timeout: TimeInterval = 120) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        process.currentDirectoryURL = cwd ?? root
+        var env = ProcessInfo.processInfo.environment
+        env.merge(environment) { $1 }
+        process.environment = env
+        // Output goes to files: no pipe can fill up and stall the child.
+        let dir = try temporaryDirectory()
+        let outURL = dir.appendingPathComponent("stdout"), errURL = dir.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        let input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(2_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        try out.close(); try err.close()
+        let outData = try Data(contentsOf: outURL), errData = try Data(contentsOf: errURL)
+        try? FileManager.default.removeItem(at: dir)
+        return Result(status: process.terminationStatus,
+                      stdout: String(decoding: outData, as: UTF8.self),
+                      stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// A fresh temporary folder for one test.
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("shareflow-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    static func write(_ text: String, to url: URL) throws {
+        try text.write(to: url, atomically: true, encoding: .utf8)
+    }
+}

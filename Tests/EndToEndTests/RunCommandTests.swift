@@ -1,0 +1,98 @@
+import Foundation
+import XCTest
+
+final class RunCommandTests: XCTestCase {
+    func testArgTableAndVarargsAsStandaloneLua() throws {
+        let dir = try CLI.temporaryDirectory()
+        let script = dir.appendingPathComponent("args.lua")
+        try CLI.write("""
+            local sf = require("shareflow")
+            assert(sf == shareflow)
+            print(arg[0], arg[1], arg[2], #arg, select('#', ...), ...)
+            """, to: script)
+        let r = try CLI.run(["run", "--store", ":memory:", script.path, "one", "two words"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "\(script.path)\tone\ttwo words\t2\t2\tone\ttwo words\n")
+    }
+
+    func testScriptErrorPrintsFileLineAndTracebackAndFails() throws {
+        let dir = try CLI.temporaryDirectory()
+        let script = dir.appendingPathComponent("fails.lua")
+        try CLI.write("local x = 1\nlocal function boom()\n  error('it broke')\nend\nboom()\n", to: script)
+        // Relative, as a user types it (Lua shortens chunk names past 60 characters, as lua.c does).
+        let r = try CLI.run(["run", "--store", ":memory:", "fails.lua"], cwd: dir)
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.hasPrefix("shareflow: fails.lua:3: it broke\n"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("stack traceback:"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("fails.lua:5: in main chunk"), r.stderr)
+    }
+
+    func testSyntaxErrorAndMissingFile() throws {
+        let dir = try CLI.temporaryDirectory()
+        let script = dir.appendingPathComponent("syntax.lua")
+        try CLI.write("local = 3\n", to: script)
+        let r = try CLI.run(["run", "--store", ":memory:", script.path])
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("syntax.lua:1:"), r.stderr)
+        let missing = try CLI.run(["run", "--store", ":memory:", dir.appendingPathComponent("nope.lua").path])
+        XCTAssertNotEqual(missing.status, 0)
+        XCTAssertTrue(missing.stderr.contains("cannot open"), missing.stderr)
+    }
+
+    func testDefaultStoreIsCreatedWithItsFolder() throws {
+        let dir = try CLI.temporaryDirectory()
+        try CLI.write("print('ok')", to: dir.appendingPathComponent("ok.lua"))
+        let r = try CLI.run(["run", "ok.lua"], cwd: dir)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dir.appendingPathComponent(".shareflow/store.sqlite").path))
+    }
+
+    func testForeignFilesAreRefusedAndLeftUntouched() throws {
+        let dir = try CLI.temporaryDirectory()
+        try CLI.write("print('should not run')", to: dir.appendingPathComponent("s.lua"))
+
+        let text = dir.appendingPathComponent("notes.txt")
+        try CLI.write("my precious notes\n", to: text)
+        let textBefore = try Data(contentsOf: text)
+        var r = try CLI.run(["run", "--store", text.path, "s.lua"], cwd: dir)
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("is not a ShareFlow store"), r.stderr)
+        XCTAssertFalse(r.stdout.contains("should not run"))
+        XCTAssertEqual(try Data(contentsOf: text), textBefore)
+
+        // Another program's SQLite database.
+        let other = dir.appendingPathComponent("other.sqlite")
+        let sqlite = Process()
+        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        sqlite.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table t(x)'); c.execute('insert into t values (1)'); c.commit()", other.path]
+        try sqlite.run(); sqlite.waitUntilExit()
+        let otherBefore = try Data(contentsOf: other)
+        r = try CLI.run(["run", "--store", other.path, "s.lua"], cwd: dir)
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("another program"), r.stderr)
+        XCTAssertEqual(try Data(contentsOf: other), otherBefore)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: other.path + "-wal"))
+    }
+
+    func testNewerSchemaIsRefusedAndLeftUntouched() throws {
+        let dir = try CLI.temporaryDirectory()
+        try CLI.write("print('ran')", to: dir.appendingPathComponent("s.lua"))
+        let store = dir.appendingPathComponent("s.sqlite")
+        XCTAssertEqual(try CLI.run(["run", "--store", store.path, "s.lua"], cwd: dir).status, 0)
+        let bump = Process()
+        bump.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        bump.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"update shareflow_meta set value='99' where key='schemaVersion'\"); c.commit(); c.execute('pragma wal_checkpoint(truncate)'); c.execute('pragma journal_mode=delete')", store.path]
+        try bump.run(); bump.waitUntilExit()
+        let before = try Data(contentsOf: store)
+        let r = try CLI.run(["run", "--store", store.path, "s.lua"], cwd: dir)
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("schema version 99"), r.stderr)
+        XCTAssertEqual(try Data(contentsOf: store), before)
+    }
+
+    func testBadLogLevelIsAClearError() throws {
+        let r = try CLI.run(["run", "--store", ":memory:", "--log-level", "loud", "x.lua"])
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("--log-level 'loud'"), r.stderr)
+    }
+}
