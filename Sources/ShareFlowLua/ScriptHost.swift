@@ -17,18 +17,41 @@ public final class ScriptHost {
     /// Who `shareflow.container(id)` acts as.
     public internal(set) var defaultSession: String?
 
-    public init(engine: Engine, memoryLimit: Int = 0) throws {
+    /// Errors raised by Lua callbacks of operations so far (each logged with its traceback).
+    public private(set) var callbackErrors = 0
+    /// Prefix of the names of this host's observers and policies (a plugin's name).
+    public let labelPrefix: String
+    /// Progress of DiscoverAll when the script gave no progress function.
+    public var defaultDiscoveryProgress: ((Int, Int) -> Void)?
+    var bindings: Bindings!
+
+    public init(engine: Engine, memoryLimit: Int = 0, labelPrefix: String = "") throws {
         self.engine = engine
         self.logger = engine.logger
+        self.labelPrefix = labelPrefix
         lua = try LuaState(memoryLimit: memoryLimit)
-        installModule()
+        bindings = Bindings(host: self)
+        try installModule()
+    }
+
+    /// Reports an error raised by a Lua callback: logged with its traceback, counted.
+    func reportCallbackError(_ name: String, _ error: Error) {
+        callbackErrors += 1
+        logger.error("\(name) raised an error: \(error)")
+    }
+
+    /// Calls the function below its arguments for the engine (an observer or a policy);
+    /// a Lua error is thrown to the engine, which logs or denies.
+    func guardedCall(arguments: Int32, results: Int32, what: String) throws {
+        try lua.call(arguments: arguments, results: results)
     }
 
     /// Installs the module table as global `shareflow` and in `package.loaded`.
-    private func installModule() {
+    private func installModule() throws {
         let L = lua.L
         lua_createtable(L, 0, 16)
-        ShareFlowModule.install(into: lua, host: self)
+        bindings.register()
+        try ShareFlowModule.install(into: lua, host: self, bindings: bindings)
         lua_pushvalue(L, -1)
         lua.setGlobal("shareflow")
         lua_getglobal(L, "package")

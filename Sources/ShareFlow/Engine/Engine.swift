@@ -7,7 +7,7 @@ import Logging
 ///
 /// ```swift
 /// let engine = try Engine(store: Store(path: ":memory:"))
-/// let alice = try engine.accounts.create(email: "alice@example.com")
+/// try engine.accounts.create(emails: ["alice@example.com"])
 /// let container = try engine.session(for: "alice@example.com").container("iCloud.com.example.app")
 /// ```
 ///
@@ -15,13 +15,20 @@ import Logging
 /// on the Lua thread with no hop, and observers run on the caller's thread after commit.
 public final class Engine: @unchecked Sendable {
     public let store: Store
-    public let options: Options
+    public var options: Options
     let lock = NSRecursiveLock()
     public var logger: Logger
+    public private(set) lazy var events = EventBus { [unowned self] in self.logger }
+    public let policies = PolicySet()
+    /// Events of the transaction in progress, delivered when it commits.
+    private var pendingEvents: [Event] = []
+    private var transactionDepth = 0
 
     public struct Options: Sendable {
         /// R8: most participants per share, owner included.
         public var maxParticipants = 100
+        /// DiscoverAll reports progress every this many contacts.
+        public var discoveryProgressInterval = 1000
         public init() {}
     }
 
@@ -31,10 +38,66 @@ public final class Engine: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// Runs `body` under the engine lock.
-    func locked<T>(_ body: () throws -> T) rethrows -> T {
+    /// The account directory.
+    public var accounts: Directory { Directory(engine: self) }
+
+    /// Acts as the account found by email, phone or user record ID.
+    public func session(for who: String) throws -> Session {
+        guard let account = try accounts.find(who) else {
+            throw ShareFlowError.unknown("no account for '\(who)'")
+        }
+        return Session(engine: self, account: account)
+    }
+
+    public func session(for account: Account) -> Session { Session(engine: self, account: account) }
+
+    // MARK: Transactions
+
+    /// Runs `body` under the lock in one transaction (a savepoint when nested); its events are
+    /// delivered after the outermost commit, and dropped on rollback.
+    func transaction<T>(_ body: (Database) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
-        return try body()
+        transactionDepth += 1
+        let mark = pendingEvents.count
+        let result: T
+        do {
+            result = try store.write(body)
+        } catch {
+            pendingEvents.removeSubrange(mark...)
+            transactionDepth -= 1
+            throw error
+        }
+        transactionDepth -= 1
+        if transactionDepth == 0 { flushEvents() }
+        return result
+    }
+
+    /// Reads under the lock.
+    func reading<T>(_ body: (Database) throws -> T) throws -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try store.read(body)
+    }
+
+    /// Queues an event for delivery after commit (at once when no transaction is open).
+    func emit(_ event: Event) {
+        guard events.hasObservers(event.name) else { return }
+        pendingEvents.append(event)
+        if transactionDepth == 0 { flushEvents() }
+    }
+
+    private func flushEvents() {
+        while !pendingEvents.isEmpty {
+            let batch = pendingEvents
+            pendingEvents.removeAll()
+            for event in batch { events.deliver(event) }
+        }
+    }
+
+    /// Asks the policies; a denial throws `permissionFailure`.
+    func checkPolicy(_ request: PolicyRequest, item: String) throws {
+        guard policies.hasPolicies(request.point) else { return }
+        try policies.check(request, item: item)
     }
 }

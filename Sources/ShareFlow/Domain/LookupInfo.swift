@@ -1,0 +1,86 @@
+/// How to find a user: exactly one of an email address, a phone number or a user record ID (R1).
+///
+/// ```swift
+/// let info = try LookupInfo(emailAddress: " Bob@Example.com ")   // emailAddress == "bob@example.com"
+/// let phone = try LookupInfo(phoneNumber: "+1 (415) 555-0101")    // phoneNumber == "+14155550101"
+/// ```
+public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
+    case emailAddress(String)
+    case phoneNumber(String)
+    case userRecordID(String)
+
+    public init(emailAddress: String) throws { self = .emailAddress(try LookupInfo.normalizedEmail(emailAddress)) }
+    public init(phoneNumber: String) throws { self = .phoneNumber(try LookupInfo.normalizedPhone(phoneNumber)) }
+    public init(userRecordID: String) throws {
+        let id = userRecordID.trimmingCharacters(in: .whitespaces)
+        guard !id.isEmpty else { throw ShareFlowError.invalid("userRecordID must not be empty (R1)") }
+        self = .userRecordID(id)
+    }
+
+    /// From the three optional fields of a `LookupInfo{...}`: exactly one must be set (R1).
+    public init(emailAddress: String?, phoneNumber: String?, userRecordID: String?) throws {
+        let set = [emailAddress, phoneNumber, userRecordID].compactMap { $0 }
+        guard set.count == 1 else {
+            throw ShareFlowError.invalid("a LookupInfo holds exactly one of emailAddress, phoneNumber, userRecordID; got \(set.count) (R1)")
+        }
+        if let e = emailAddress { try self.init(emailAddress: e) }
+        else if let p = phoneNumber { try self.init(phoneNumber: p) }
+        else { try self.init(userRecordID: userRecordID!) }
+    }
+
+    public var emailAddress: String? { if case .emailAddress(let v) = self { return v }; return nil }
+    public var phoneNumber: String? { if case .phoneNumber(let v) = self { return v }; return nil }
+    public var userRecordID: String? { if case .userRecordID(let v) = self { return v }; return nil }
+
+    /// Stored form: kind and value.
+    public var kind: String {
+        switch self {
+        case .emailAddress: return "emailAddress"
+        case .phoneNumber: return "phoneNumber"
+        case .userRecordID: return "userRecordID"
+        }
+    }
+
+    public var value: String {
+        switch self {
+        case .emailAddress(let v), .phoneNumber(let v), .userRecordID(let v): return v
+        }
+    }
+
+    init(kind: String, value: String) {
+        switch kind {
+        case "emailAddress": self = .emailAddress(value)
+        case "phoneNumber": self = .phoneNumber(value)
+        default: self = .userRecordID(value)
+        }
+    }
+
+    /// The ID of this item in a `partialErrors` table.
+    public var description: String { value }
+
+    /// R1: trimmed, lower-cased, one `@` with text on both sides and a dot in the domain.
+    public static func normalizedEmail(_ raw: String) throws -> String {
+        let email = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."),
+              !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
+              !email.contains(where: { $0.isWhitespace || $0 == "," || $0 == ";" || $0 == "<" || $0 == ">" })
+        else {
+            throw ShareFlowError.invalid("'\(raw)' is not a valid email address (R1)")
+        }
+        return email
+    }
+
+    /// R1: E.164 — `+` and 7 to 15 digits; spaces, dashes, dots and parentheses are removed.
+    public static func normalizedPhone(_ raw: String) throws -> String {
+        let kept = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            .filter { !" -.()".contains($0) }
+        let digits = kept.dropFirst()
+        guard kept.first == "+", (7...15).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            throw ShareFlowError.invalid("'\(raw)' is not a valid phone number: E.164 needs '+' and 7 to 15 digits (R1)")
+        }
+        return kept
+    }
+}
+
+import Foundation

@@ -1,0 +1,44 @@
+/// What a participant is on a share.
+public enum ParticipantRole: String, Sendable, CaseIterable {
+    case owner, administrator, privateUser, publicUser, unknown
+}
+
+/// What a participant may do with the shared records.
+public enum ParticipantPermission: String, Sendable, CaseIterable {
+    case none, readOnly, readWrite, unknown
+}
+
+/// Where a participant stands with the share.
+public enum ParticipantAcceptanceStatus: String, Sendable, CaseIterable {
+    case pending, accepted, removed, unknown
+}
+
+/// A user's participation in a share. Participants are not made by users: they come from
+/// `FetchShareParticipantsOperation`, or from accepting a public share (R7).
+public final class Participant: CustomStringConvertible {
+    public let participantID: String
+    public let userIdentity: UserIdentity
+    public internal(set) var role: ParticipantRole
+    /// Settable by the share's owner or an administrator, then saved with the share (R9).
+    public var permission: ParticipantPermission
+    public internal(set) var acceptanceStatus: ParticipantAcceptanceStatus
+
+    init(participantID: String, userIdentity: UserIdentity, role: ParticipantRole,
+         permission: ParticipantPermission, acceptanceStatus: ParticipantAcceptanceStatus) {
+        self.participantID = participantID
+        self.userIdentity = userIdentity
+        self.role = role
+        self.permission = permission
+        self.acceptanceStatus = acceptanceStatus
+    }
+
+    public var description: String {
+        "Participant(\(userIdentity), \(role.rawValue), \(permission.rawValue), \(acceptanceStatus.rawValue))"
+    }
+
+    /// Whether two participants name the same person (R9: adding them again updates instead).
+    func isSamePerson(as other: Participant) -> Bool {
+        if let a = userIdentity.userRecordID, let b = other.userIdentity.userRecordID { return a == b }
+        return userIdentity.lookupInfo != nil && userIdentity.lookupInfo == other.userIdentity.lookupInfo
+    }
+}

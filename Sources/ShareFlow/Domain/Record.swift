@@ -1,0 +1,127 @@
+import Foundation
+
+/// A zone's ID: its name and its owner's user record ID.
+public struct RecordZoneID: Hashable, Sendable, CustomStringConvertible {
+    public static let defaultZoneName = "_defaultZone"
+    public var zoneName: String
+    public var ownerName: String
+
+    public init(zoneName: String, ownerName: String) {
+        self.zoneName = zoneName
+        self.ownerName = ownerName
+    }
+
+    public var isDefaultZone: Bool { zoneName == RecordZoneID.defaultZoneName }
+    public var description: String { "\(zoneName)/\(ownerName)" }
+}
+
+/// A record's ID: its name in a zone.
+public struct RecordID: Hashable, Sendable, CustomStringConvertible {
+    public var recordName: String
+    public var zoneID: RecordZoneID
+
+    public init(recordName: String, zoneID: RecordZoneID) {
+        self.recordName = recordName
+        self.zoneID = zoneID
+    }
+
+    /// As in `partialErrors` tables: `name` in `zone/owner`.
+    public var description: String { "\(recordName) (\(zoneID))" }
+}
+
+/// A record field's value.
+public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConvertible {
+    case string(String)
+    case integer(Int64)
+    case double(Double)
+    case boolean(Bool)
+    case reference(RecordID)
+    case list([FieldValue])
+
+    private enum Key: String, CodingKey { case s, i, d, b, r, z, o, l }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        if let v = try c.decodeIfPresent(String.self, forKey: .s) { self = .string(v) }
+        else if let v = try c.decodeIfPresent(Int64.self, forKey: .i) { self = .integer(v) }
+        else if let v = try c.decodeIfPresent(Double.self, forKey: .d) { self = .double(v) }
+        else if let v = try c.decodeIfPresent(Bool.self, forKey: .b) { self = .boolean(v) }
+        else if let v = try c.decodeIfPresent(String.self, forKey: .r) {
+            self = .reference(RecordID(recordName: v, zoneID: RecordZoneID(
+                zoneName: try c.decode(String.self, forKey: .z), ownerName: try c.decode(String.self, forKey: .o))))
+        } else { self = .list(try c.decode([FieldValue].self, forKey: .l)) }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        switch self {
+        case .string(let v): try c.encode(v, forKey: .s)
+        case .integer(let v): try c.encode(v, forKey: .i)
+        case .double(let v): try c.encode(v, forKey: .d)
+        case .boolean(let v): try c.encode(v, forKey: .b)
+        case .reference(let id):
+            try c.encode(id.recordName, forKey: .r)
+            try c.encode(id.zoneID.zoneName, forKey: .z)
+            try c.encode(id.zoneID.ownerName, forKey: .o)
+        case .list(let v): try c.encode(v, forKey: .l)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .string(let s): return "\"\(s)\""
+        case .integer(let i): return String(i)
+        case .double(let d): return String(d)
+        case .boolean(let b): return String(b)
+        case .reference(let r): return "→\(r.recordName)"
+        case .list(let l): return "[" + l.map(\.description).joined(separator: ", ") + "]"
+        }
+    }
+}
+
+/// A record: typed fields in a zone, optionally with a parent (for hierarchy shares) and,
+/// when it roots a share, a reference to that share.
+///
+/// ```swift
+/// let trip = Record(recordType: "Trip", recordID: RecordID(recordName: "lisbon", zoneID: zone))
+/// trip["title"] = .string("Lisbon")
+/// ```
+public class Record: CustomStringConvertible {
+    public let recordID: RecordID
+    public let recordType: String
+    public var fields: [String: FieldValue]
+    /// The parent record, in the same zone (R4: only `parent` makes a hierarchy).
+    public var parent: RecordID?
+    /// The share this record roots, once saved with one.
+    public internal(set) var share: RecordID?
+    /// Changes with every save; nil before the first.
+    public internal(set) var recordChangeTag: String?
+    public internal(set) var modificationDate: Date?
+
+    public init(recordType: String, recordID: RecordID, fields: [String: FieldValue] = [:], parent: RecordID? = nil) {
+        self.recordType = recordType
+        self.recordID = recordID
+        self.fields = fields
+        self.parent = parent
+    }
+
+    public subscript(key: String) -> FieldValue? {
+        get { fields[key] }
+        set { fields[key] = newValue }
+    }
+
+    public var description: String {
+        let shown = fields.keys.sorted().prefix(4).map { "\($0)=\(fields[$0]!)" }.joined(separator: ", ")
+        return "Record(\(recordType) \(recordID.recordName)\(shown.isEmpty ? "" : " {\(shown)}"))"
+    }
+
+    /// A copy with only `keys` (nil: all), for `rootRecordDesiredKeys`.
+    func copy(keys: [String]?) -> Record {
+        let r = Record(recordType: recordType, recordID: recordID,
+                       fields: keys.map { k in fields.filter { k.contains($0.key) } } ?? fields, parent: parent)
+        r.share = share
+        r.recordChangeTag = recordChangeTag
+        r.modificationDate = modificationDate
+        return r
+    }
+}

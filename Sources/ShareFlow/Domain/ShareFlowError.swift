@@ -1,0 +1,62 @@
+/// An error as CloudKit reports it: a code (with CloudKit's raw value), a message naming the
+/// item and the rule, per-item errors for a partial failure, and a retry delay.
+public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
+    public enum Code: String, Sendable, CaseIterable {
+        case partialFailure, serviceUnavailable, requestRateLimited, permissionFailure, unknownItem,
+             invalidArguments, serverRecordChanged, operationCancelled, batchRequestFailed,
+             badDatabase, zoneNotFound, limitExceeded, tooManyParticipants, alreadyShared,
+             referenceViolation, participantMayNeedVerification
+
+        /// CloudKit's `CKError.Code` raw value.
+        public var number: Int {
+            switch self {
+            case .partialFailure: return 2
+            case .serviceUnavailable: return 6
+            case .requestRateLimited: return 7
+            case .permissionFailure: return 10
+            case .unknownItem: return 11
+            case .invalidArguments: return 12
+            case .serverRecordChanged: return 14
+            case .operationCancelled: return 20
+            case .batchRequestFailed: return 22
+            case .badDatabase: return 24
+            case .zoneNotFound: return 26
+            case .limitExceeded: return 27
+            case .tooManyParticipants: return 29
+            case .alreadyShared: return 30
+            case .referenceViolation: return 31
+            case .participantMayNeedVerification: return 33
+            }
+        }
+    }
+
+    public var code: Code
+    public var message: String
+    /// For `partialFailure`: each failed item's ID (lookup info, URL, record ID) and its error,
+    /// in input order.
+    public var partialErrors: [(item: String, error: ShareFlowError)]
+    public var retryAfter: Double?
+
+    public init(_ code: Code, _ message: String, partialErrors: [(item: String, error: ShareFlowError)] = [],
+                retryAfter: Double? = nil) {
+        self.code = code
+        self.message = message
+        self.partialErrors = partialErrors
+        self.retryAfter = retryAfter
+    }
+
+    public var codeNumber: Int { code.number }
+
+    public var description: String { "\(code.rawValue) (\(code.number)): \(message)" }
+
+    /// The error for a batch in which `failures` of `total` items failed.
+    static func partial(_ failures: [(item: String, error: ShareFlowError)], of total: Int) -> ShareFlowError {
+        ShareFlowError(.partialFailure, "\(failures.count) of \(total) items failed", partialErrors: failures)
+    }
+}
+
+extension ShareFlowError {
+    static func invalid(_ message: String) -> ShareFlowError { ShareFlowError(.invalidArguments, message) }
+    static func denied(_ message: String) -> ShareFlowError { ShareFlowError(.permissionFailure, message) }
+    static func unknown(_ message: String) -> ShareFlowError { ShareFlowError(.unknownItem, message) }
+}

@@ -1,0 +1,101 @@
+/// Who may do what with a share: the one place the engine asks, by role, permission and
+/// acceptance status (R9, R10, R12, R13, R14, R18).
+///
+/// ```swift
+/// SharingRules.decide(.modifyRecords, role: .privateUser, permission: .readOnly,
+///                     status: .accepted, isPublicShare: false)
+/// // .denied(.permissionFailure, "readOnly participants may not modify shared records (R13)")
+/// ```
+public enum SharingRules {
+    public enum Action: String, Sendable, CaseIterable {
+        /// See the shared records in the shared database (R12).
+        case readRecords
+        /// Save or delete records of the share other than the root (R13).
+        case modifyRecords
+        /// Delete a hierarchy share's root record (R13: owner only).
+        case deleteRootRecord
+        /// Add or remove participants, change permissions (R9).
+        case manageParticipants
+        /// Change the share's `publicPermission` (R11).
+        case changePublicPermission
+        /// Accept the share (R10, R18).
+        case accept
+        /// Delete the share: the owner ends it, anyone else leaves it (R14).
+        case deleteShare
+    }
+
+    public enum Decision: Equatable, Sendable {
+        case allowed
+        case denied(ShareFlowError.Code, String)
+
+        public var isAllowed: Bool { self == .allowed }
+    }
+
+    public static func decide(_ action: Action, role: ParticipantRole, permission: ParticipantPermission,
+                              status: ParticipantAcceptanceStatus, isPublicShare: Bool) -> Decision {
+        if role == .owner { return .allowed }
+        if role == .unknown {
+            return .denied(.permissionFailure, "a participant of unknown role may not \(action.phrase)")
+        }
+        let accepted = status == .accepted
+        switch action {
+        case .readRecords:
+            guard accepted else { return .denied(.permissionFailure, "only accepted participants see the shared records; this one is \(status.rawValue) (R12)") }
+            guard permission == .readOnly || permission == .readWrite else {
+                return .denied(.permissionFailure, "participants with permission \(permission.rawValue) may not read the shared records (R12)")
+            }
+            return .allowed
+        case .modifyRecords:
+            guard accepted else { return .denied(.permissionFailure, "only accepted participants may modify shared records; this one is \(status.rawValue) (R12, R13)") }
+            guard permission == .readWrite else {
+                return .denied(.permissionFailure, "\(permission.rawValue) participants may not modify shared records (R13)")
+            }
+            return .allowed
+        case .deleteRootRecord:
+            return .denied(.permissionFailure, "only the owner may delete a shared hierarchy's root record (R13)")
+        case .manageParticipants, .changePublicPermission:
+            guard role == .administrator else {
+                return .denied(.permissionFailure, "only the owner or an administrator may \(action.phrase) (R9)")
+            }
+            guard accepted else { return .denied(.permissionFailure, "an administrator must have accepted the share to \(action.phrase) (R9)") }
+            return .allowed
+        case .accept:
+            switch status {
+            case .pending, .accepted: return .allowed
+            case .removed:
+                return isPublicShare ? .allowed
+                    : .denied(.permissionFailure, "a removed participant of a private share cannot accept until the owner adds them again (R18)")
+            case .unknown:
+                return isPublicShare ? .allowed
+                    : .denied(.permissionFailure, "a private share can be accepted only by participants the owner added (R10)")
+            }
+        case .deleteShare:
+            guard status == .accepted || status == .pending else {
+                return .denied(.permissionFailure, "a \(status.rawValue) participant has no share to leave (R14)")
+            }
+            return .allowed
+        }
+    }
+
+    /// Throws the denial as a `ShareFlowError` naming `item`.
+    static func require(_ action: Action, role: ParticipantRole, permission: ParticipantPermission,
+                        status: ParticipantAcceptanceStatus, isPublicShare: Bool, item: String) throws {
+        if case let .denied(code, reason) = decide(action, role: role, permission: permission, status: status, isPublicShare: isPublicShare) {
+            throw ShareFlowError(code, "\(item): \(reason)")
+        }
+    }
+}
+
+extension SharingRules.Action {
+    var phrase: String {
+        switch self {
+        case .readRecords: return "read the shared records"
+        case .modifyRecords: return "modify shared records"
+        case .deleteRootRecord: return "delete the root record"
+        case .manageParticipants: return "add, remove or change participants"
+        case .changePublicPermission: return "change the public permission"
+        case .accept: return "accept the share"
+        case .deleteShare: return "delete the share"
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+
+/// A container (`iCloud.com.example.app`) as one session sees it: its three databases and
+/// its operation queue.
+public final class Container {
+    public let session: Session
+    public let containerIdentifier: String
+    public private(set) lazy var privateCloudDatabase = CloudDatabase(container: self, scope: .private)
+    public private(set) lazy var sharedCloudDatabase = CloudDatabase(container: self, scope: .shared)
+    public private(set) lazy var publicCloudDatabase = CloudDatabase(container: self, scope: .public)
+    /// Operations added and not yet run, run in QoS order (O1, O4).
+    public private(set) lazy var queue = ContainerQueue(container: self)
+
+    init(session: Session, identifier: String) {
+        self.session = session
+        self.containerIdentifier = identifier
+    }
+
+    var engine: Engine { session.engine }
+
+    public func database(_ scope: DatabaseScope) -> CloudDatabase {
+        switch scope {
+        case .private: return privateCloudDatabase
+        case .shared: return sharedCloudDatabase
+        case .public: return publicCloudDatabase
+        }
+    }
+}

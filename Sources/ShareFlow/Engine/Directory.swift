@@ -1,0 +1,174 @@
+import Foundation
+import GRDB
+
+/// The directory of accounts (the "iCloud accounts"), administered from the engine.
+///
+/// ```swift
+/// let alice = try engine.accounts.create(emails: ["alice@example.com"], phones: ["+1 415 555 0100"],
+///                                        name: NameComponents(givenName: "Alice"), discoverable: true)
+/// ```
+public struct Directory {
+    let engine: Engine
+
+    @discardableResult
+    public func create(emails: [String] = [], phones: [String] = [], name: NameComponents = NameComponents(),
+                       discoverable: Bool = false) throws -> Account {
+        let emails = try emails.map(LookupInfo.normalizedEmail)
+        let phones = try phones.map(LookupInfo.normalizedPhone)
+        guard !emails.isEmpty || !phones.isEmpty else {
+            throw ShareFlowError.invalid("an account needs at least one email address or phone number")
+        }
+        return try engine.transaction { db in
+            let userRecordID = Account.newUserRecordID()
+            let nameJSON = String(decoding: try JSONEncoder().encode(name), as: UTF8.self)
+            try db.execute(sql: "INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, ?, ?, ?)",
+                           arguments: [userRecordID, nameJSON, (discoverable ? Discoverability.granted : .initialState).rawValue,
+                                       Date().timeIntervalSince1970])
+            let id = db.lastInsertedRowID
+            for email in emails { try insertEmail(email, account: id, db: db) }
+            for phone in phones { try insertPhone(phone, account: id, db: db) }
+            return try engine.loadAccount(id: id, db: db)
+        }
+    }
+
+    /// By email, phone or user record ID (a string starting with `_`), as `sf.as(who)` takes.
+    public func find(_ who: String) throws -> Account? {
+        let trimmed = who.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("_") { return try get(userRecordID: trimmed) }
+        if trimmed.contains("@") { return try find(LookupInfo(emailAddress: trimmed)) }
+        return try find(LookupInfo(phoneNumber: trimmed))
+    }
+
+    public func find(_ lookup: LookupInfo) throws -> Account? {
+        try engine.reading { db in
+            try engine.accountID(for: lookup, db: db).map { try engine.loadAccount(id: $0, db: db) }
+        }
+    }
+
+    public func get(userRecordID: String) throws -> Account? {
+        try find(.userRecordID(userRecordID))
+    }
+
+    public func list() throws -> [Account] {
+        try engine.reading { db in
+            try Int64.fetchAll(db, sql: "SELECT id FROM account ORDER BY id").map { try engine.loadAccount(id: $0, db: db) }
+        }
+    }
+
+    public func count() throws -> Int {
+        try engine.reading { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM account") ?? 0 }
+    }
+
+    /// Adds an email; pending participants invited at that address become this account's (R17).
+    @discardableResult
+    public func addEmail(_ email: String, to account: Account) throws -> Account {
+        let email = try LookupInfo.normalizedEmail(email)
+        return try engine.transaction { db in
+            try insertEmail(email, account: account.id, db: db)
+            return try engine.loadAccount(id: account.id, db: db)
+        }
+    }
+
+    /// Adds a phone number; pending participants invited at that number become this account's (R17).
+    @discardableResult
+    public func addPhone(_ phone: String, to account: Account) throws -> Account {
+        let phone = try LookupInfo.normalizedPhone(phone)
+        return try engine.transaction { db in
+            try insertPhone(phone, account: account.id, db: db)
+            return try engine.loadAccount(id: account.id, db: db)
+        }
+    }
+
+    @discardableResult
+    public func setDiscoverability(_ value: Discoverability, of account: Account) throws -> Account {
+        try engine.transaction { db in
+            try db.execute(sql: "UPDATE account SET discoverability = ? WHERE id = ?", arguments: [value.rawValue, account.id])
+            return try engine.loadAccount(id: account.id, db: db)
+        }
+    }
+
+    @discardableResult
+    public func setName(_ name: NameComponents, of account: Account) throws -> Account {
+        try engine.transaction { db in
+            let json = String(decoding: try JSONEncoder().encode(name), as: UTF8.self)
+            try db.execute(sql: "UPDATE account SET name = ? WHERE id = ?", arguments: [json, account.id])
+            return try engine.loadAccount(id: account.id, db: db)
+        }
+    }
+
+    /// Adds address-book entries (emails or phones) used by discovery (R19). An entry without
+    /// an identifier gets one.
+    @discardableResult
+    public func addContacts(_ contacts: [(value: String, identifier: String?)], to account: Account) throws -> Account {
+        let parsed = try contacts.map { c -> (LookupInfo, String?) in
+            (c.value.contains("@") ? try LookupInfo(emailAddress: c.value) : try LookupInfo(phoneNumber: c.value), c.identifier)
+        }
+        return try engine.transaction { db in
+            for (lookup, identifier) in parsed {
+                let id = identifier ?? "contact-" + UUID().uuidString.prefix(8).lowercased()
+                try db.execute(sql: "INSERT INTO contact (accountID, kind, value, contactIdentifier) VALUES (?, ?, ?, ?)",
+                               arguments: [account.id, lookup.kind, lookup.value, id])
+            }
+            return try engine.loadAccount(id: account.id, db: db)
+        }
+    }
+
+    // MARK: Addresses
+
+    private func insertEmail(_ email: String, account: Int64, db: Database) throws {
+        if let owner = try Int64.fetchOne(db, sql: "SELECT accountID FROM account_email WHERE email = ?", arguments: [email]) {
+            if owner == account { return }
+            throw ShareFlowError.invalid("email '\(email)' already belongs to another account")
+        }
+        let position = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM account_email WHERE accountID = ?", arguments: [account]) ?? 0
+        try db.execute(sql: "INSERT INTO account_email (email, accountID, position) VALUES (?, ?, ?)", arguments: [email, account, position])
+        try matchPendingParticipants(LookupInfo.emailAddress(email), account: account, db: db)
+    }
+
+    private func insertPhone(_ phone: String, account: Int64, db: Database) throws {
+        if let owner = try Int64.fetchOne(db, sql: "SELECT accountID FROM account_phone WHERE phone = ?", arguments: [phone]) {
+            if owner == account { return }
+            throw ShareFlowError.invalid("phone '\(phone)' already belongs to another account")
+        }
+        let position = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM account_phone WHERE accountID = ?", arguments: [account]) ?? 0
+        try db.execute(sql: "INSERT INTO account_phone (phone, accountID, position) VALUES (?, ?, ?)", arguments: [phone, account, position])
+        try matchPendingParticipants(LookupInfo.phoneNumber(phone), account: account, db: db)
+    }
+
+    /// R17: participants invited by this address, not yet matched to an account, become this
+    /// account's.
+    private func matchPendingParticipants(_ lookup: LookupInfo, account: Int64, db: Database) throws {
+        try db.execute(sql: """
+            UPDATE participant SET accountID = ?
+            WHERE lookupKind = ? AND lookupValue = ? AND accountID IS NULL AND status = 'pending'
+            """, arguments: [account, lookup.kind, lookup.value])
+    }
+}
+
+extension Engine {
+    func accountID(for lookup: LookupInfo, db: Database) throws -> Int64? {
+        switch lookup {
+        case .emailAddress(let e):
+            return try Int64.fetchOne(db, sql: "SELECT accountID FROM account_email WHERE email = ?", arguments: [e])
+        case .phoneNumber(let p):
+            return try Int64.fetchOne(db, sql: "SELECT accountID FROM account_phone WHERE phone = ?", arguments: [p])
+        case .userRecordID(let u):
+            return try Int64.fetchOne(db, sql: "SELECT id FROM account WHERE userRecordID = ?", arguments: [u])
+        }
+    }
+
+    func loadAccount(id: Int64, db: Database) throws -> Account {
+        guard let row = try Row.fetchOne(db, sql: "SELECT userRecordID, name, discoverability FROM account WHERE id = ?", arguments: [id]) else {
+            throw ShareFlowError.unknown("no account with id \(id)")
+        }
+        let nameJSON: String = row["name"]
+        let name = (try? JSONDecoder().decode(NameComponents.self, from: Data(nameJSON.utf8))) ?? NameComponents()
+        let emails = try String.fetchAll(db, sql: "SELECT email FROM account_email WHERE accountID = ? ORDER BY position", arguments: [id])
+        let phones = try String.fetchAll(db, sql: "SELECT phone FROM account_phone WHERE accountID = ? ORDER BY position", arguments: [id])
+        let contacts = try Row.fetchAll(db, sql: "SELECT kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id", arguments: [id])
+            .map { Account.Contact(lookupInfo: LookupInfo(kind: $0["kind"], value: $0["value"]), contactIdentifier: $0["contactIdentifier"]) }
+        return Account(id: id, userRecordID: row["userRecordID"], emails: emails, phones: phones, name: name,
+                       discoverability: Discoverability(rawValue: row["discoverability"]) ?? .initialState,
+                       contacts: contacts)
+    }
+}

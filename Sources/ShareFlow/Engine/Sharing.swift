@@ -1,0 +1,177 @@
+import Foundation
+import GRDB
+
+/// Participants, metadata, acceptance and discovery: R7, R10, R12, R16, R18, R19, R20, O5.
+extension Engine {
+    /// R7: a participant for the user behind `lookup`: `privateUser`, `readOnly`, status
+    /// `unknown`; an email or phone without an account gives one with `hasiCloudAccount` false.
+    public func fetchShareParticipant(_ lookup: LookupInfo, caller: Account, container: String) throws -> Participant {
+        let participant = try reading { db -> Participant in
+            let identity: UserIdentity
+            if let id = try accountID(for: lookup, db: db) {
+                identity = try loadAccount(id: id, db: db).identity(lookupInfo: lookup)
+            } else if case .userRecordID(let u) = lookup {
+                throw ShareFlowError.unknown("no account has userRecordID '\(u)'")
+            } else {
+                identity = UserIdentity(userRecordID: nil, lookupInfo: lookup, nameComponents: nil, hasiCloudAccount: false)
+            }
+            return Participant(participantID: UUID().uuidString, userIdentity: identity, role: .privateUser,
+                               permission: .readOnly, acceptanceStatus: .unknown)
+        }
+        var event = Event("participant.fetched", caller: caller, container: container)
+        event.lookupInfo = lookup
+        event.participant = participant
+        emit(event)
+        return participant
+    }
+
+    /// The metadata of the share at `url`, for `caller` (R16).
+    public func fetchShareMetadata(url: String, caller: Account, container: String, shouldFetchRootRecord: Bool = false,
+                                   rootRecordDesiredKeys: [String]? = nil) throws -> ShareMetadata {
+        let metadata = try reading { db -> ShareMetadata in
+            let hidden = ShareFlowError.unknown("no share at \(url) for \(caller.email ?? caller.userRecordID) (R16)")
+            guard let row = try shareRow(url: url, db: db) else { throw hidden }
+            let zone = try zoneRow(id: row.zoneRowID, db: db)
+            let mine = try participantRow(share: row.id, account: caller.id, db: db)
+            let role: ParticipantRole, status: ParticipantAcceptanceStatus, permission: ParticipantPermission
+            if let mine {
+                (role, status, permission) = (mine.role, mine.status, mine.permission)
+            } else if row.publicPermission != .none {
+                (role, status, permission) = (.publicUser, .unknown, row.publicPermission)
+            } else {
+                let unmatched = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status = 'pending' AND accountID IS NULL",
+                                                 arguments: [row.id]) ?? 0
+                if unmatched > 0 {
+                    throw ShareFlowError(.participantMayNeedVerification,
+                                         "\(caller.email ?? caller.userRecordID) is not a participant of the share at \(url); it was sent to an address not yet verified for any account — add that address to this account to verify (R16, R17)")
+                }
+                throw hidden
+            }
+            let share = try makeShare(row, zone: zone, caller: caller, db: db)
+            let ownerAccount = try owner(of: zone, db: db)
+            var root: Record?
+            if shouldFetchRootRecord, let rootName = row.rootName, let rootRow = try recordRow(zone: zone, name: rootName, db: db) {
+                root = try makeRecord(rootRow, zone: zone, caller: caller, db: db).copy(keys: rootRecordDesiredKeys)
+            }
+            return ShareMetadata(containerIdentifier: zone.container, share: share, url: url,
+                                 ownerIdentity: ownerAccount.identity(lookupInfo: nil),
+                                 hierarchicalRootRecordID: share.rootRecordID, rootRecord: root,
+                                 participantRole: role, participantStatus: status, participantPermission: permission)
+        }
+        var event = Event("share.metadataFetched", caller: caller, container: container)
+        event.url = url
+        event.metadata = metadata
+        emit(event)
+        return metadata
+    }
+
+    /// Accepts the share of `metadata` for `caller`, atomically (R10, R12, R18, O5, O6).
+    public func acceptShare(_ metadata: ShareMetadata, caller: Account, container: String) throws -> Share {
+        guard metadata.containerIdentifier == container else {
+            throw ShareFlowError.invalid("the share at \(metadata.url) is in container \(metadata.containerIdentifier), but this operation runs in \(container); accept it in its own container (O5)")
+        }
+        return try transaction { db in
+            let item = "share at \(metadata.url)"
+            guard let row = try shareRow(url: metadata.url, db: db) else {
+                throw ShareFlowError.unknown("\(item) no longer exists")
+            }
+            let zone = try zoneRow(id: row.zoneRowID, db: db)
+            let isPublic = row.publicPermission != .none
+            let mine = try participantRow(share: row.id, account: caller.id, db: db)
+            if mine?.role == .owner || mine?.status == .accepted {
+                return try makeShare(row, zone: zone, caller: caller, db: db)  // R18: again changes nothing
+            }
+            try SharingRules.require(.accept, role: mine?.role ?? .publicUser, permission: mine?.permission ?? row.publicPermission,
+                                     status: mine?.status ?? .unknown, isPublicShare: isPublic, item: item)
+            let before = try makeShare(row, zone: zone, caller: caller, db: db)
+            let participantForPolicy = mine.map { try? participantObject($0, db: db) } ?? nil
+            try checkPolicy(PolicyRequest(point: "share.accept", caller: caller, container: container, share: before,
+                                          participant: participantForPolicy, metadata: metadata), item: item)
+            if let mine {
+                if isPublic && mine.status == .removed {
+                    try db.execute(sql: "UPDATE participant SET status = 'accepted', role = 'publicUser', permission = ? WHERE id = ?",
+                                   arguments: [row.publicPermission.rawValue, mine.id])
+                } else {
+                    try db.execute(sql: "UPDATE participant SET status = 'accepted' WHERE id = ?", arguments: [mine.id])
+                }
+            } else {
+                // R10: anyone with the URL of a public share joins as a publicUser.
+                let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'", arguments: [row.id]) ?? 0
+                guard count < options.maxParticipants else {
+                    throw ShareFlowError(.tooManyParticipants, "\(item) already has \(count) participants, the most a share holds (R8)")
+                }
+                try db.execute(sql: """
+                    INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
+                    VALUES (?, ?, ?, ?, ?, 'publicUser', ?, 'accepted', ?)
+                    """, arguments: [row.id, UUID().uuidString, caller.id, caller.primaryLookup.kind, caller.primaryLookup.value,
+                                     row.publicPermission.rawValue, Date().timeIntervalSince1970])
+            }
+            let share = try makeShare(row, zone: zone, caller: caller, db: db)
+            var event = Event("share.accepted", caller: caller, container: container)
+            event.share = share
+            event.participant = share.currentUserParticipant
+            event.metadata = metadata
+            emit(event)
+            return share
+        }
+    }
+
+    /// R19: the discoverable accounts among `caller`'s contacts, one identity per account with
+    /// every matching contact identifier. `progress(done, total)` is called every
+    /// `options.discoveryProgressInterval` contacts.
+    public func discoverAllUserIdentities(caller: Account, container: String,
+                                          progress: ((Int, Int) -> Void)? = nil,
+                                          isCancelled: () -> Bool = { false }) throws -> [UserIdentity] {
+        let identities = try reading { db -> [UserIdentity] in
+            let contacts = try Row.fetchAll(db, sql: "SELECT kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id",
+                                            arguments: [caller.id])
+            var order: [Int64] = []
+            var found: [Int64: (account: Account, lookup: LookupInfo, ids: [String])] = [:]
+            for (i, c) in contacts.enumerated() {
+                if isCancelled() { throw ShareFlowError(.operationCancelled, "discovery was cancelled after \(i) of \(contacts.count) contacts") }
+                let lookup = LookupInfo(kind: c["kind"], value: c["value"])
+                let identifier: String = c["contactIdentifier"]
+                if let id = try accountID(for: lookup, db: db), id != caller.id {
+                    if found[id] != nil {
+                        if !found[id]!.ids.contains(identifier) { found[id]!.ids.append(identifier) }
+                    } else {
+                        let account = try loadAccount(id: id, db: db)
+                        if account.isDiscoverable {
+                            found[id] = (account, lookup, [identifier])
+                            order.append(id)
+                        }
+                    }
+                }
+                if let progress, (i + 1) % options.discoveryProgressInterval == 0 { progress(i + 1, contacts.count) }
+            }
+            if let progress, contacts.count >= options.discoveryProgressInterval, contacts.count % options.discoveryProgressInterval != 0 {
+                progress(contacts.count, contacts.count)
+            }
+            return order.map { found[$0]!.account.identity(lookupInfo: found[$0]!.lookup, contactIdentifiers: found[$0]!.ids) }
+        }
+        for identity in identities {
+            var event = Event("user.discovered", caller: caller, container: container)
+            event.identity = identity
+            emit(event)
+        }
+        return identities
+    }
+
+    /// R20: the identity behind `lookup` if that account is discoverable, else nil — the same
+    /// answer as for no account at all.
+    public func discoverUserIdentity(_ lookup: LookupInfo, caller: Account, container: String) throws -> UserIdentity? {
+        let identity = try reading { db -> UserIdentity? in
+            guard let id = try accountID(for: lookup, db: db) else { return nil }
+            let account = try loadAccount(id: id, db: db)
+            guard account.isDiscoverable else { return nil }
+            let ids = caller.contacts.filter { $0.lookupInfo == lookup }.map(\.contactIdentifier)
+            return account.identity(lookupInfo: lookup, contactIdentifiers: ids)
+        }
+        if let identity {
+            var event = Event("user.discovered", caller: caller, container: container)
+            event.identity = identity
+            emit(event)
+        }
+        return identity
+    }
+}

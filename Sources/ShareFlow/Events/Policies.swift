@@ -1,0 +1,105 @@
+import Foundation
+
+/// A question asked of the policies before a change (SPEC §6).
+public struct PolicyRequest {
+    public let point: String
+    public let caller: Account?
+    public let container: String?
+    public var share: Share?
+    public var participant: Participant?
+    public var metadata: ShareMetadata?
+    public var from: String?
+    public var to: String?
+}
+
+/// A policy's answer.
+public enum PolicyVerdict: Sendable, Equatable {
+    case allow
+    case deny(String)
+}
+
+/// One entry of the decision log.
+public struct PolicyDecision: Sendable {
+    public let id: Int
+    public let point: String
+    public let policies: [String]
+    public let allow: Bool
+    public let reasons: [String]
+    /// Seconds the decision took.
+    public let duration: Double
+    public let time: Date
+}
+
+/// The policies at the four decision points, and the log of every decision they made.
+/// The first denial in priority order decides; a policy that throws denies (fail-closed).
+public final class PolicySet: @unchecked Sendable {
+    public typealias Policy = (PolicyRequest) throws -> PolicyVerdict
+    public static let points = ["share.accept", "participant.add", "share.publicPermission", "share.save"]
+
+    struct Entry {
+        let id: Int
+        let name: String
+        let priority: Int
+        let body: Policy
+    }
+
+    private var entries: [String: [Entry]] = [:]
+    private var nextID = 0
+    private var log: [PolicyDecision] = []
+    private var nextDecision = 0
+    /// How many decisions the log keeps.
+    public var logCapacity = 1000
+
+    @discardableResult
+    public func add(_ point: String, name: String, priority: Int = 0, _ body: @escaping Policy) throws -> Int {
+        guard PolicySet.points.contains(point) else {
+            throw ShareFlowError.invalid("'\(point)' is not a decision point (expected one of: \(PolicySet.points.joined(separator: ", ")))")
+        }
+        nextID += 1
+        var list = entries[point, default: []]
+        let index = list.firstIndex { $0.priority < priority } ?? list.endIndex
+        list.insert(Entry(id: nextID, name: name, priority: priority, body: body), at: index)
+        entries[point] = list
+        return nextID
+    }
+
+    public func remove(id: Int) {
+        for key in entries.keys { entries[key]?.removeAll { $0.id == id } }
+    }
+
+    public func removeAll(namePrefix prefix: String) {
+        for key in entries.keys { entries[key]?.removeAll { $0.name.hasPrefix(prefix) } }
+    }
+
+    public func hasPolicies(_ point: String) -> Bool { !(entries[point]?.isEmpty ?? true) }
+
+    /// Asks every policy at the request's point; throws `permissionFailure` on denial.
+    func check(_ request: PolicyRequest, item: String) throws {
+        guard let list = entries[request.point], !list.isEmpty else { return }
+        let start = DispatchTime.now().uptimeNanoseconds
+        var consulted: [String] = []
+        var denial: (String, String)?
+        for entry in list {
+            consulted.append(entry.name)
+            do {
+                if case .deny(let reason) = try entry.body(request) { denial = (entry.name, reason) }
+            } catch {
+                denial = (entry.name, "policy failed: \(error)")
+            }
+            if denial != nil { break }
+        }
+        nextDecision += 1
+        let decision = PolicyDecision(
+            id: nextDecision, point: request.point, policies: consulted, allow: denial == nil,
+            reasons: denial.map { ["\($0.0): \($0.1)"] } ?? [],
+            duration: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9, time: Date())
+        log.append(decision)
+        if log.count > logCapacity { log.removeFirst(log.count - logCapacity) }
+        if let (name, reason) = denial {
+            throw ShareFlowError.denied("\(item): denied by policy '\(name)' at \(request.point): \(reason)")
+        }
+    }
+
+    /// The most recent decisions, oldest first.
+    public func decisions(limit: Int = 20) -> [PolicyDecision] { Array(log.suffix(limit)) }
+}

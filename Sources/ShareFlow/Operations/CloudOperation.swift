@@ -1,0 +1,147 @@
+import Foundation
+
+/// How urgent an operation is; a queue runs waiting operations from the most urgent (O4).
+public enum QualityOfService: String, Sendable, CaseIterable {
+    case userInteractive, userInitiated, `default`, utility, background
+
+    var rank: Int {
+        switch self {
+        case .userInteractive: return 4
+        case .userInitiated: return 3
+        case .default: return 2
+        case .utility: return 1
+        case .background: return 0
+        }
+    }
+}
+
+/// The base of every operation: configure it, add it to a container's queue, and it runs on
+/// behalf of that container's session (O1). Per-item blocks are called exactly once per
+/// input item in input order, then the completion blocks once (O2).
+open class CloudOperation: CustomStringConvertible {
+    public let operationID = UUID().uuidString
+    public var qualityOfService: QualityOfService = .default
+    /// Called after the operation's own completion blocks.
+    public var completionBlock: (() -> Void)?
+    /// For database operations: which database (the private one when unset).
+    public var database: CloudDatabase?
+    public private(set) var isCancelled = false
+    public internal(set) var isExecuting = false
+    public internal(set) var isFinished = false
+    /// The error the operation completed with, once finished.
+    public internal(set) var error: ShareFlowError?
+    weak var queue: ContainerQueue?
+    /// Whether the operation was added to a container's queue.
+    public var isQueued: Bool { queue != nil }
+    var addedOrder = 0
+
+    public init() {}
+
+    /// The operation's type name, as CloudKit spells it without its prefix.
+    public var typeName: String { String(describing: type(of: self)) }
+
+    public var description: String {
+        "\(typeName)(\(isFinished ? "finished" : isExecuting ? "executing" : isCancelled ? "cancelled" : "waiting"), qos: \(qualityOfService.rawValue))"
+    }
+
+    /// Stops the items not processed yet; the operation completes with `operationCancelled` (O4).
+    public func cancel() { isCancelled = true }
+
+    /// Runs the waiting operations of its queue until this one has finished.
+    public func waitUntilFinished() {
+        guard let queue else { return }
+        queue.wait(for: self)
+    }
+
+    /// Overridden by each operation: process the items, call the blocks.
+    func main(container: Container) {}
+
+    /// How many input items the operation had.
+    var itemCount: Int { 0 }
+
+    /// Runs `body` for each item in order, reporting each through `deliver` exactly once; an
+    /// item left after `cancel()` is reported as `operationCancelled`. Returns the failures.
+    func process<Item, Output>(_ items: [Item], id: (Item) -> String, body: (Item) throws -> Output,
+                               deliver: (Item, Result<Output, ShareFlowError>) -> Void) -> [(item: String, error: ShareFlowError)] {
+        var failures: [(item: String, error: ShareFlowError)] = []
+        for item in items {
+            let result: Result<Output, ShareFlowError>
+            if isCancelled {
+                result = .failure(ShareFlowError(.operationCancelled, "\(id(item)): the operation was cancelled before this item"))
+            } else {
+                do { result = .success(try body(item)) } catch { result = .failure(.wrap(error)) }
+            }
+            if case .failure(let e) = result { failures.append((id(item), e)) }
+            deliver(item, result)
+        }
+        return failures
+    }
+
+    /// The completion error for a batch: cancelled, partial failure, or none.
+    func completionError(_ failures: [(item: String, error: ShareFlowError)], total: Int) -> ShareFlowError? {
+        if isCancelled { return ShareFlowError(.operationCancelled, "\(typeName) was cancelled") }
+        return failures.isEmpty ? nil : .partial(failures, of: total)
+    }
+
+    /// O4: an unset required input.
+    func missing(_ name: String) -> ShareFlowError {
+        ShareFlowError.invalid("\(typeName): \(name) is not set (O4)")
+    }
+}
+
+/// A container's queue of operations. The engine is synchronous: waiting operations run, most
+/// urgent first (then in the order added), when somebody waits for them.
+public final class ContainerQueue {
+    unowned let container: Container
+    private var waiting: [CloudOperation] = []
+    private var added = 0
+
+    init(container: Container) { self.container = container }
+
+    public var operationCount: Int { waiting.count }
+
+    public func add(_ operation: CloudOperation) {
+        guard operation.queue == nil else { return }
+        added += 1
+        operation.addedOrder = added
+        operation.queue = self
+        waiting.append(operation)
+    }
+
+    /// Runs the most urgent waiting operation; false when none waits.
+    @discardableResult
+    public func runNext() -> Bool {
+        guard let next = waiting.enumerated().max(by: { a, b in
+            a.element.qualityOfService.rank != b.element.qualityOfService.rank
+                ? a.element.qualityOfService.rank < b.element.qualityOfService.rank
+                : a.element.addedOrder > b.element.addedOrder
+        }) else { return false }
+        waiting.remove(at: next.offset)
+        run(next.element)
+        return true
+    }
+
+    func wait(for operation: CloudOperation) {
+        while !operation.isFinished, runNext() {}
+    }
+
+    public func waitUntilAllOperationsAreFinished() {
+        while runNext() {}
+    }
+
+    private func run(_ operation: CloudOperation) {
+        let engine = container.engine
+        let start = DispatchTime.now().uptimeNanoseconds
+        operation.isExecuting = true
+        operation.main(container: container)
+        operation.isExecuting = false
+        operation.isFinished = true
+        operation.completionBlock?()
+        var event = Event("operation.finished", caller: try? container.session.account, container: container.containerIdentifier)
+        event.operation = operation.typeName
+        event.items = operation.itemCount
+        event.failed = operation.error?.partialErrors.count ?? (operation.error == nil ? 0 : operation.itemCount)
+        event.duration = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        engine.emit(event)
+    }
+}

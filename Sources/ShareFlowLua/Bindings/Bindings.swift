@@ -1,0 +1,357 @@
+import CLua
+import Foundation
+import ShareFlow
+
+/// An account as Lua holds it: re-read from the store on each access, so it always shows
+/// what is stored.
+final class AccountHandle {
+    let engine: Engine
+    let userRecordID: String
+    init(engine: Engine, account: Account) {
+        self.engine = engine
+        self.userRecordID = account.userRecordID
+    }
+    var account: Account {
+        get throws {
+            guard let a = try engine.accounts.get(userRecordID: userRecordID) else {
+                throw ShareFlowError(.unknownItem, "account \(userRecordID) no longer exists")
+            }
+            return a
+        }
+    }
+}
+
+/// The fields of a record, as a read/write table view.
+final class RecordFields {
+    let record: Record
+    init(record: Record) { self.record = record }
+}
+
+/// Every ShareFlow type's Lua class, for one script host, and the helpers that push and read
+/// them. The bindings wrap the Swift API; they enforce no rule of their own.
+final class Bindings {
+    unowned let host: ScriptHost
+    var lua: LuaState { host.lua }
+    var engine: Engine { host.engine }
+
+    let accountClass = LuaClass<AccountHandle>("Account")
+    let sessionClass = LuaClass<Session>("Session")
+    let containerClass = LuaClass<Container>("Container")
+    let databaseClass = LuaClass<CloudDatabase>("Database")
+    let recordClass = LuaClass<Record>("Record")
+    let shareClass = LuaClass<Share>("Share")
+    let fieldsClass = LuaClass<RecordFields>("RecordFields")
+    let participantClass = LuaClass<Participant>("Participant")
+    let metadataClass = LuaClass<ShareMetadata>("ShareMetadata")
+    var operationClasses: [String: LuaClass<LuaOperation>] = [:]
+    var operationMakers: [String: () -> CloudOperation] = [:]
+
+    init(host: ScriptHost) {
+        self.host = host
+    }
+
+    func register() {
+        registerValueMetatables()
+        defineAccount()
+        defineSession()
+        defineContainer()
+        defineDatabase()
+        defineRecord(recordClass)
+        defineRecord(shareClass)
+        defineShare()
+        defineFields()
+        defineParticipant()
+        defineMetadata()
+        for c in [accountClass, sessionClass, containerClass, databaseClass, fieldsClass] as [AnyLuaClass] { c.registerAny(in: lua) }
+        recordClass.register(in: lua)
+        shareClass.register(in: lua)
+        participantClass.register(in: lua)
+        metadataClass.register(in: lua)
+        defineOperations()
+    }
+
+    // MARK: Push and read
+
+    func push(account: Account) { accountClass.push(AccountHandle(engine: engine, account: account), in: lua) }
+    func push(session: Session) { sessionClass.push(session, in: lua) }
+    func push(container: Container) { containerClass.push(container, in: lua) }
+    func push(database: CloudDatabase) { databaseClass.push(database, in: lua) }
+    func push(participant: Participant?) {
+        guard let participant else { return lua_pushnil(lua.L) }
+        participantClass.push(participant, in: lua)
+    }
+    func push(metadata: ShareMetadata?) {
+        guard let metadata else { return lua_pushnil(lua.L) }
+        metadataClass.push(metadata, in: lua)
+    }
+    func push(record: Record?) {
+        guard let record else { return lua_pushnil(lua.L) }
+        if let share = record as? Share { shareClass.push(share, in: lua) } else { recordClass.push(record, in: lua) }
+    }
+
+    func record(at i: Int32) -> Record? {
+        lua.object(at: i, typeName: shareClass.typeName, as: Share.self)
+            ?? lua.object(at: i, typeName: recordClass.typeName, as: Record.self)
+    }
+
+    /// Pushes `value, nil` on success or `nil, err` on a data failure (Lua's convention).
+    func pushResult(_ body: () throws -> Void) throws -> Int32 {
+        do {
+            try body()
+            lua_pushnil(lua.L)
+            return 2
+        } catch let e as ShareFlowError {
+            lua_pushnil(lua.L)
+            push(e)
+            return 2
+        }
+    }
+
+    /// Runs `body`; a ShareFlow error is raised as an error value (for calls whose failure is
+    /// a programming or administration mistake).
+    func raising<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let e as ShareFlowError { throw raise(e) }
+    }
+
+    // MARK: Account
+
+    private func defineAccount() {
+        accountClass
+            .property("userRecordID") { lua, a in lua.push(string: a.userRecordID) }
+            .property("email") { lua, a in lua.push(try a.account.email.map { .string($0) } ?? .nil) }
+            .property("emails") { lua, a in lua.push(.table(LuaTable(array: try a.account.emails.map { .string($0) }))) }
+            .property("phone") { lua, a in lua.push(try a.account.phones.first.map { .string($0) } ?? .nil) }
+            .property("phones") { lua, a in lua.push(.table(LuaTable(array: try a.account.phones.map { .string($0) }))) }
+            .property("name") { [unowned self] _, a in push(try a.account.name) }
+            .property("discoverable") { lua, a in lua.push(.boolean(try a.account.isDiscoverable)) }
+            .property("discoverability") { lua, a in lua.push(string: try a.account.discoverability.rawValue) }
+            .property("contacts") { [unowned self] lua, a in
+                let contacts = try a.account.contacts
+                lua_createtable(lua.L, Int32(contacts.count), 0)
+                for (n, c) in contacts.enumerated() {
+                    push(c.lookupInfo)
+                    lua.push(string: c.contactIdentifier)
+                    lua_setfield(lua.L, -2, "contactIdentifier")
+                    lua_rawseti(lua.L, -2, lua_Integer(n + 1))
+                }
+            }
+            .method("addEmail") { [unowned self] call, a in
+                let email = try call.string(2)
+                _ = try raising { try engine.accounts.addEmail(email, to: try a.account) }
+                lua_settop(call.L, 1)
+                return 1
+            }
+            .method("addPhone") { [unowned self] call, a in
+                let phone = try call.string(2)
+                _ = try raising { try engine.accounts.addPhone(phone, to: try a.account) }
+                lua_settop(call.L, 1)
+                return 1
+            }
+            .method("setDiscoverable") { [unowned self] call, a in
+                let on = try call.boolean(2)
+                _ = try raising { try engine.accounts.setDiscoverability(on ? .granted : .denied, of: try a.account) }
+                lua_settop(call.L, 1)
+                return 1
+            }
+            .method("setName") { [unowned self] call, a in
+                try call.table(2)
+                let name = try nameComponents(call, 2, position: 2)
+                _ = try raising { try engine.accounts.setName(name, of: try a.account) }
+                lua_settop(call.L, 1)
+                return 1
+            }
+            .method("addContacts") { [unowned self] call, a in
+                try call.table(2)
+                var contacts: [(value: String, identifier: String?)] = []
+                for n in 0..<call.length(2) {
+                    let t = call.element(2, n + 1)
+                    defer { call.state.pop() }
+                    if t == LUA_TSTRING {
+                        contacts.append((call.state.string(at: -1)!, nil))
+                    } else if t == LUA_TTABLE {
+                        let value = try call.stringField(-1, "emailAddress") ?? call.stringField(-1, "email")
+                            ?? call.stringField(-1, "phoneNumber") ?? call.stringField(-1, "phone")
+                        guard let value else { throw call.argumentError(2, "contact #\(n + 1) needs an email or phone") }
+                        contacts.append((value, try call.stringField(-1, "contactIdentifier")))
+                    } else {
+                        throw call.argumentError(2, "contact #\(n + 1) must be a string or table, got \(call.typeName(-1))")
+                    }
+                }
+                _ = try raising { try engine.accounts.addContacts(contacts, to: try a.account) }
+                lua_settop(call.L, 1)
+                return 1
+            }
+            .describe { a in (try? a.account.description) ?? "Account(\(a.userRecordID), deleted)" }
+            .metamethod("__eq") { call in
+                let a = call.state.object(at: 1, typeName: "Account", as: AccountHandle.self)
+                let b = call.state.object(at: 2, typeName: "Account", as: AccountHandle.self)
+                lua_pushboolean(call.L, a != nil && a?.userRecordID == b?.userRecordID ? 1 : 0)
+                return 1
+            }
+    }
+
+    // MARK: Session, container, database
+
+    private func defineSession() {
+        sessionClass
+            .property("account") { [unowned self] _, s in push(account: try s.account) }
+            .method("container") { [unowned self] call, s in
+                let id = try call.string(2)
+                push(container: try raising { try s.container(id) })
+                return 1
+            }
+            .describe { s in "Session(\((try? s.account.email) ?? nil ?? "?"))" }
+    }
+
+    private func defineContainer() {
+        containerClass
+            .property("containerIdentifier") { lua, c in lua.push(string: c.containerIdentifier) }
+            .property("privateCloudDatabase") { [unowned self] _, c in push(database: c.privateCloudDatabase) }
+            .property("sharedCloudDatabase") { [unowned self] _, c in push(database: c.sharedCloudDatabase) }
+            .property("publicCloudDatabase") { [unowned self] _, c in push(database: c.publicCloudDatabase) }
+            .property("session") { [unowned self] _, c in push(session: c.session) }
+            .method("add") { [unowned self] call, c in
+                let op = try operation(call, 2)
+                c.add(op.operation)
+                return 0
+            }
+            .method("waitUntilAllOperationsAreFinished") { _, c in
+                c.waitUntilAllOperationsAreFinished()
+                return 0
+            }
+            .method("fetchShareParticipants") { [unowned self] call, c in
+                let requests = try lookupRequests(call, 2)
+                let (results, error) = c.fetchShareParticipantResults(requests)
+                pushList(results.compactMap { try? $0.1.get() }) { push(participant: $0) }
+                push(error)
+                return 2
+            }
+            .method("fetchShareMetadata") { [unowned self] call, c in
+                let urls = try stringList(call, 2)
+                var fetchRoot = false
+                var keys: [String]?
+                if !call.isNil(3) {
+                    try call.table(3)
+                    try call.checkKeys(3, allowed: ["shouldFetchRootRecord", "rootRecordDesiredKeys"])
+                    fetchRoot = try call.booleanField(3, "shouldFetchRootRecord") ?? false
+                    if call.field(3, "rootRecordDesiredKeys") != LUA_TNIL { keys = try stringList(call, -1) }
+                    call.state.pop()
+                }
+                let (results, error) = c.fetchShareMetadataResults(urls, shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys)
+                lua_createtable(call.L, 0, Int32(results.count))
+                for (url, r) in results {
+                    if let m = try? r.get() {
+                        push(metadata: m)
+                        lua_setfield(call.L, -2, url)
+                    }
+                }
+                push(error)
+                return 2
+            }
+            .method("acceptShares") { [unowned self] call, c in
+                let metadatas = try metadataList(call, 2)
+                let (results, error) = c.acceptShareResults(metadatas)
+                pushList(results.compactMap { try? $0.1.get() }) { push(record: $0) }
+                push(error)
+                return 2
+            }
+            .method("discoverAllUserIdentities") { [unowned self] call, c in
+                var progress: LuaReference?
+                if !call.isNil(2) {
+                    try call.table(2)
+                    if call.field(2, "progress") == LUA_TFUNCTION { progress = call.state.reference(at: -1) }
+                    call.state.pop()
+                }
+                let (found, error) = c.discoverAllUserIdentityResults(progress: progress.map { ref in
+                    { [unowned self] done, total in
+                        callback(ref, "progress") { lua_pushinteger(self.lua.L, lua_Integer(done)); lua_pushinteger(self.lua.L, lua_Integer(total)); return 2 }
+                    }
+                } ?? host.defaultDiscoveryProgress)
+                pushList(found) { push($0) }
+                push(error)
+                return 2
+            }
+            .method("discoverUserIdentities") { [unowned self] call, c in
+                let requests = try lookupRequests(call, 2)
+                let (found, error) = c.discoverUserIdentityResults(requests)
+                pushList(found) { push($0) }
+                push(error)
+                return 2
+            }
+            .describe { c in "Container(\(c.containerIdentifier), as \((try? c.session.account.email) ?? nil ?? "?"))" }
+    }
+
+    private func defineDatabase() {
+        databaseClass
+            .property("databaseScope") { lua, d in lua.push(string: d.databaseScope.rawValue) }
+            .property("container") { [unowned self] _, d in push(container: d.container) }
+            .method("saveZone") { [unowned self] call, d in
+                let name = try call.string(2)
+                return try pushResult { push(try d.saveZone(name)) }
+            }
+            .method("fetchAllRecordZones") { [unowned self] call, d in
+                try pushResult {
+                    let zones = try d.fetchAllRecordZones()
+                    pushList(zones) { push($0) }
+                }
+            }
+            .method("fetchRecord") { [unowned self] call, d in
+                let id = try recordID(call, 2, position: 2)
+                return try pushResult { push(record: try d.fetchRecord(id)) }
+            }
+            .method("fetchRecords") { [unowned self] call, d in
+                try call.table(2)
+                let ids = try (0..<call.length(2)).map { n -> RecordID in
+                    call.element(2, n + 1)
+                    defer { call.state.pop() }
+                    return try recordID(call, -1, position: 2)
+                }
+                let results = d.fetchRecords(ids)
+                pushList(results.compactMap { try? $0.1.get() }) { push(record: $0) }
+                let failures = results.compactMap { id, r -> (item: String, error: ShareFlowError)? in
+                    if case .failure(let e) = r { return (id.description, e) }
+                    return nil
+                }
+                push(failures.isEmpty ? nil : ShareFlowError(.partialFailure, "\(failures.count) of \(ids.count) records could not be fetched", partialErrors: failures))
+                return 2
+            }
+            .method("modifyRecords") { [unowned self] call, d in
+                try call.table(2)
+                try call.checkKeys(2, allowed: ["save", "delete"])
+                var saving: [Record] = [], deleting: [RecordID] = []
+                if call.field(2, "save") != LUA_TNIL {
+                    try call.table(-1)
+                    saving = try (0..<call.length(-1)).map { n -> Record in
+                        call.element(-1, n + 1)
+                        defer { call.state.pop() }
+                        guard let r = record(at: -1) else { throw call.argumentError(2, "save[\(n + 1)] must be a record or share, got \(call.typeName(-1))") }
+                        return r
+                    }
+                }
+                call.state.pop()
+                if call.field(2, "delete") != LUA_TNIL {
+                    try call.table(-1)
+                    deleting = try (0..<call.length(-1)).map { n -> RecordID in
+                        call.element(-1, n + 1)
+                        defer { call.state.pop() }
+                        return try recordID(call, -1, position: 2)
+                    }
+                }
+                call.state.pop()
+                do {
+                    let result = try d.modifyRecords(saving: saving, deleting: deleting)
+                    pushList(result.saved) { push(record: $0) }
+                    push(result.error)
+                } catch let e as ShareFlowError {
+                    lua_pushnil(call.L)
+                    push(e)
+                }
+                return 2
+            }
+            .describe { d in "Database(\(d.databaseScope.rawValue), \(d.container.containerIdentifier))" }
+    }
+}
+
+/// Lets different `LuaClass` types be registered from one list.
+protocol AnyLuaClass { func registerAny(in lua: LuaState) }
+extension LuaClass: AnyLuaClass { func registerAny(in lua: LuaState) { register(in: lua) } }

@@ -1,0 +1,184 @@
+import CLua
+import Foundation
+import ShareFlow
+
+/// `sf.on`, `sf.policy`, `sf.allow`, `sf.deny`, `sf.decisions` (SPEC §6): Lua functions as
+/// the engine's observers and policies.
+enum Hooks {
+    /// A registration Lua can remove.
+    final class Handle {
+        let remove: () -> Void
+        var removed = false
+        let label: String
+        init(label: String, remove: @escaping () -> Void) { self.label = label; self.remove = remove }
+    }
+
+    static func install(_ lua: LuaState, host: ScriptHost, bindings b: Bindings) {
+        let L = lua.L
+        let handleClass = LuaClass<Handle>("HookHandle")
+        handleClass
+            .property("name") { lua, h in lua.push(string: h.label) }
+            .method("remove") { _, h in
+                if !h.removed { h.remove(); h.removed = true }
+                return 0
+            }
+            .describe { "Hook(\($0.label)\($0.removed ? ", removed" : ""))" }
+        handleClass.register(in: lua)
+
+        lua.push(function: "on") { [unowned host, unowned b] call in
+            let event = try call.string(1)
+            let fn = try call.function(2)
+            let (priority, name) = try options(call, 3, default: "observer")
+            guard Event.names.contains(event) else {
+                throw call.argumentError(1, "unknown event '\(event)' (expected one of: \(Event.names.joined(separator: ", ")))")
+            }
+            let label = host.labelPrefix + name
+            let handle = b.engine.events.observe(event, priority: priority, label: label) { [unowned b] ev in
+                let lua = b.lua
+                let base = lua.top
+                defer { lua.top = base }
+                lua.pushReference(fn)
+                pushEvent(ev, b)
+                try host.guardedCall(arguments: 1, results: 0, what: "observer '\(name)' of \(event)")
+            }
+            handleClass.push(Handle(label: name) { handle.remove() }, in: call.state)
+            return 1
+        }
+        lua_setfield(L, -2, "on")
+
+        lua.push(function: "policy") { [unowned host, unowned b] call in
+            let point = try call.string(1)
+            let fn = try call.function(2)
+            let (priority, name) = try options(call, 3, default: "policy")
+            guard PolicySet.points.contains(point) else {
+                throw call.argumentError(1, "unknown decision point '\(point)' (expected one of: \(PolicySet.points.joined(separator: ", ")))")
+            }
+            let label = host.labelPrefix + name
+            let id = try b.raising {
+                try b.engine.policies.add(point, name: label, priority: priority) { [unowned b] request in
+                    let lua = b.lua
+                    let base = lua.top
+                    defer { lua.top = base }
+                    lua.pushReference(fn)
+                    pushRequest(request, b)
+                    try host.guardedCall(arguments: 1, results: 2, what: "policy '\(name)' at \(point)")
+                    return verdict(lua, base: base)
+                }
+            }
+            handleClass.push(Handle(label: name) { [unowned b] in b.engine.policies.remove(id: id) }, in: call.state)
+            return 1
+        }
+        lua_setfield(L, -2, "policy")
+
+        lua.push(function: "allow") { call in
+            lua_createtable(call.L, 0, 1)
+            lua_pushboolean(call.L, 1)
+            lua_setfield(call.L, -2, "allow")
+            return 1
+        }
+        lua_setfield(L, -2, "allow")
+
+        lua.push(function: "deny") { call in
+            let reason = try call.optionalString(1) ?? "denied"
+            lua_createtable(call.L, 0, 2)
+            lua_pushboolean(call.L, 0)
+            lua_setfield(call.L, -2, "allow")
+            call.state.push(string: reason)
+            lua_setfield(call.L, -2, "reason")
+            return 1
+        }
+        lua_setfield(L, -2, "deny")
+
+        lua.push(function: "decisions") { [unowned b] call in
+            var limit = 20
+            if !call.isNil(1) {
+                try call.table(1)
+                try call.checkKeys(1, allowed: ["limit"])
+                limit = Int(try call.numberField(1, "limit") ?? 20)
+            }
+            let decisions = b.engine.policies.decisions(limit: limit)
+            b.pushList(decisions) { d in
+                let L = b.lua.L
+                lua_createtable(L, 0, 6)
+                lua_pushinteger(L, lua_Integer(d.id)); lua_setfield(L, -2, "id")
+                b.lua.push(string: d.point); lua_setfield(L, -2, "point")
+                b.lua.push(.table(LuaTable(array: d.policies.map { .string($0) }))); lua_setfield(L, -2, "policies")
+                lua_pushboolean(L, d.allow ? 1 : 0); lua_setfield(L, -2, "allow")
+                b.lua.push(.table(LuaTable(array: d.reasons.map { .string($0) }))); lua_setfield(L, -2, "reasons")
+                lua_pushnumber(L, d.duration); lua_setfield(L, -2, "duration")
+                lua_pushnumber(L, d.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
+            }
+            return 1
+        }
+        lua_setfield(L, -2, "decisions")
+    }
+
+    /// `{ priority = 0, name = "…" }`
+    private static func options(_ call: LuaCall, _ i: Int32, default name: String) throws -> (Int, String) {
+        guard !call.isNil(i) else { return (0, name) }
+        try call.table(i)
+        try call.checkKeys(i, allowed: ["priority", "name"])
+        return (Int(try call.numberField(i, "priority") ?? 0), try call.stringField(i, "name") ?? name)
+    }
+
+    /// What a policy returned: nothing or `sf.allow()` or `true` allows; `sf.deny(reason)` or
+    /// `false, reason` denies.
+    private static func verdict(_ lua: LuaState, base: Int32) -> PolicyVerdict {
+        let L = lua.L
+        let first = base + 1
+        switch lua_type(L, first) {
+        case LUA_TNIL, LUA_TNONE: return .allow
+        case LUA_TBOOLEAN:
+            if lua_toboolean(L, first) != 0 { return .allow }
+            return .deny(lua.string(at: first + 1) ?? "denied")
+        case LUA_TTABLE:
+            lua_getfield(L, first, "allow")
+            defer { lua.pop() }
+            if lua_type(L, -1) == LUA_TBOOLEAN && lua_toboolean(L, -1) == 0 {
+                lua_getfield(L, first, "reason")
+                defer { lua.pop() }
+                return .deny(lua.string(at: -1) ?? "denied")
+            }
+            return .allow
+        default:
+            return .deny("policy returned a \(String(cString: clua_typename_at(L, first))), expected nothing, sf.allow() or sf.deny(reason)")
+        }
+    }
+
+    static func pushEvent(_ ev: Event, _ b: Bindings) {
+        let L = b.lua.L
+        lua_createtable(L, 0, 8)
+        b.lua.push(string: ev.name); lua_setfield(L, -2, "name")
+        pushCommon(caller: ev.caller, container: ev.container, b)
+        lua_pushnumber(L, ev.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
+        if let s = ev.share { b.push(record: s); lua_setfield(L, -2, "share") }
+        if let p = ev.participant { b.push(participant: p); lua_setfield(L, -2, "participant") }
+        if let l = ev.lookupInfo { b.push(l); lua_setfield(L, -2, "lookupInfo") }
+        if let m = ev.metadata { b.push(metadata: m); lua_setfield(L, -2, "metadata") }
+        if let i = ev.identity { b.push(i); lua_setfield(L, -2, "identity") }
+        let strings: [(String, String?)] = [("url", ev.url), ("reason", ev.reason), ("from", ev.from), ("to", ev.to), ("operation", ev.operation)]
+        for (k, v) in strings { if let v { b.lua.push(string: v); lua_setfield(L, -2, k) } }
+        if let c = ev.created { lua_pushboolean(L, c ? 1 : 0); lua_setfield(L, -2, "created") }
+        if let n = ev.items { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "items") }
+        if let n = ev.failed { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "failed") }
+        if let d = ev.duration { lua_pushnumber(L, d); lua_setfield(L, -2, "duration") }
+    }
+
+    static func pushRequest(_ r: PolicyRequest, _ b: Bindings) {
+        let L = b.lua.L
+        lua_createtable(L, 0, 6)
+        b.lua.push(string: r.point); lua_setfield(L, -2, "point")
+        pushCommon(caller: r.caller, container: r.container, b)
+        if let s = r.share { b.push(record: s); lua_setfield(L, -2, "share") }
+        if let p = r.participant { b.push(participant: p); lua_setfield(L, -2, "participant") }
+        if let m = r.metadata { b.push(metadata: m); lua_setfield(L, -2, "metadata") }
+        if let f = r.from { b.lua.push(string: f); lua_setfield(L, -2, "from") }
+        if let t = r.to { b.lua.push(string: t); lua_setfield(L, -2, "to") }
+    }
+
+    private static func pushCommon(caller: Account?, container: String?, _ b: Bindings) {
+        let L = b.lua.L
+        if let c = caller { b.push(account: c); lua_setfield(L, -2, "caller") }
+        if let c = container { b.lua.push(string: c); lua_setfield(L, -2, "container") }
+    }
+}

@@ -1,0 +1,316 @@
+import CLua
+import ShareFlow
+
+/// Conversions between ShareFlow values and Lua values. Value types (IDs, lookup infos,
+/// identities, errors) are plain tables with a small metatable for `tostring`.
+extension Bindings {
+    // MARK: Lookup infos (R1)
+
+    static let lookupKeys: Set<String> = ["emailAddress", "phoneNumber", "userRecordID", "email", "phone"]
+
+    /// A lookup from a `LookupInfo{...}` table, a plain table with one of the fields, or a
+    /// string (email, phone or userRecordID). Bad values become a failed request, not a raise:
+    /// R1 makes them per-item errors.
+    func lookupRequest(_ call: LuaCall, _ i: Int32, position: Int32) throws -> LookupRequest {
+        let L = call.L
+        switch lua_type(L, i) {
+        case LUA_TSTRING:
+            let s = call.state.string(at: i)!
+            if s.hasPrefix("_") { return LookupRequest(userRecordID: s) }
+            return s.contains("@") ? LookupRequest(emailAddress: s) : LookupRequest(phoneNumber: s)
+        case LUA_TTABLE:
+            try call.checkKeys(i, allowed: Bindings.lookupKeys.union(["__lookup"]))
+            let email = try call.stringField(i, "emailAddress") ?? call.stringField(i, "email")
+            let phone = try call.stringField(i, "phoneNumber") ?? call.stringField(i, "phone")
+            let user = try call.stringField(i, "userRecordID")
+            return LookupRequest(emailAddress: email, phoneNumber: phone, userRecordID: user)
+        default:
+            throw call.argumentError(position, "LookupInfo or table expected, got \(call.typeName(i))")
+        }
+    }
+
+    /// The list of lookups in the table at `i`.
+    func lookupRequests(_ call: LuaCall, _ i: Int32) throws -> [LookupRequest] {
+        try call.table(i)
+        let abs = lua_absindex(call.L, i)
+        return try (0..<call.length(abs)).map { n in
+            call.element(abs, n + 1)
+            defer { call.state.pop() }
+            return try lookupRequest(call, -1, position: abs)
+        }
+    }
+
+    func push(_ lookup: LookupInfo?) {
+        guard let lookup else { return lua_pushnil(lua.L) }
+        let L = lua.L
+        lua_createtable(L, 0, 2)
+        lua.push(string: lookup.value)
+        lua_setfield(L, -2, lookup.kind)
+        setMetatable("LookupInfo")
+    }
+
+    // MARK: IDs
+
+    func push(_ zoneID: RecordZoneID) {
+        let L = lua.L
+        lua_createtable(L, 0, 2)
+        lua.push(string: zoneID.zoneName); lua_setfield(L, -2, "zoneName")
+        lua.push(string: zoneID.ownerName); lua_setfield(L, -2, "ownerName")
+        setMetatable("RecordZoneID")
+    }
+
+    func push(_ recordID: RecordID?) {
+        guard let recordID else { return lua_pushnil(lua.L) }
+        let L = lua.L
+        lua_createtable(L, 0, 2)
+        lua.push(string: recordID.recordName); lua_setfield(L, -2, "recordName")
+        push(recordID.zoneID); lua_setfield(L, -2, "zoneID")
+        setMetatable("RecordID")
+    }
+
+    func push(_ zone: RecordZone) {
+        let L = lua.L
+        lua_createtable(L, 0, 2)
+        push(zone.zoneID); lua_setfield(L, -2, "zoneID")
+        lua.push(string: zone.zoneID.zoneName); lua_setfield(L, -2, "zoneName")
+        setMetatable("RecordZone")
+    }
+
+    /// A zone ID from a zone table (`{zoneID = …}`), a zone ID table, or a zone name (the
+    /// caller's own zone).
+    func zoneID(_ call: LuaCall, _ i: Int32, position: Int32, defaultOwner: () throws -> String) throws -> RecordZoneID {
+        let L = call.L
+        if lua_type(L, i) == LUA_TSTRING {
+            return RecordZoneID(zoneName: call.state.string(at: i)!, ownerName: try defaultOwner())
+        }
+        guard lua_type(L, i) == LUA_TTABLE else {
+            throw call.argumentError(position, "zone or zoneID expected, got \(call.typeName(i))")
+        }
+        let abs = lua_absindex(L, i)
+        if call.field(abs, "zoneID") == LUA_TTABLE {
+            defer { call.state.pop() }
+            return try zoneID(call, -1, position: position, defaultOwner: defaultOwner)
+        }
+        call.state.pop()
+        guard let name = try call.stringField(abs, "zoneName") else {
+            throw call.argumentError(position, "zoneID needs zoneName")
+        }
+        return RecordZoneID(zoneName: name, ownerName: try call.stringField(abs, "ownerName") ?? defaultOwner())
+    }
+
+    /// A record ID from a record, a share or an ID table `{recordName=, zoneID=}`.
+    func recordID(_ call: LuaCall, _ i: Int32, position: Int32) throws -> RecordID {
+        if let record = record(at: i) { return record.recordID }
+        guard lua_type(call.L, i) == LUA_TTABLE else {
+            throw call.argumentError(position, "record or recordID expected, got \(call.typeName(i))")
+        }
+        let abs = lua_absindex(call.L, i)
+        guard let name = try call.stringField(abs, "recordName") else {
+            throw call.argumentError(position, "recordID needs recordName")
+        }
+        guard call.field(abs, "zoneID") == LUA_TTABLE else {
+            call.state.pop()
+            throw call.argumentError(position, "recordID needs zoneID")
+        }
+        defer { call.state.pop() }
+        let zone = try zoneID(call, -1, position: position, defaultOwner: { throw call.argumentError(position, "zoneID needs ownerName") })
+        return RecordID(recordName: name, zoneID: zone)
+    }
+
+    // MARK: Identities
+
+    func push(_ name: NameComponents?) {
+        guard let name else { return lua_pushnil(lua.L) }
+        let L = lua.L
+        lua_createtable(L, 0, 4)
+        let parts: [(String, String?)] = [("prefix", name.namePrefix), ("given", name.givenName), ("middle", name.middleName),
+                                          ("family", name.familyName), ("suffix", name.nameSuffix), ("nickname", name.nickname)]
+        for (k, v) in parts {
+            if let v { lua.push(string: v); lua_setfield(L, -2, k) }
+        }
+        setMetatable("NameComponents")
+    }
+
+    func nameComponents(_ call: LuaCall, _ i: Int32, position: Int32) throws -> NameComponents {
+        try call.checkKeys(i, allowed: ["given", "family", "middle", "prefix", "suffix", "nickname", "givenName", "familyName"])
+        return NameComponents(namePrefix: try call.stringField(i, "prefix"),
+                              givenName: try call.stringField(i, "given") ?? call.stringField(i, "givenName"),
+                              middleName: try call.stringField(i, "middle"),
+                              familyName: try call.stringField(i, "family") ?? call.stringField(i, "familyName"),
+                              nameSuffix: try call.stringField(i, "suffix"), nickname: try call.stringField(i, "nickname"))
+    }
+
+    func push(_ identity: UserIdentity?) {
+        guard let identity else { return lua_pushnil(lua.L) }
+        let L = lua.L
+        lua_createtable(L, 0, 5)
+        if let id = identity.userRecordID { lua.push(string: id); lua_setfield(L, -2, "userRecordID") }
+        push(identity.lookupInfo); lua_setfield(L, -2, "lookupInfo")
+        push(identity.nameComponents); lua_setfield(L, -2, "nameComponents")
+        lua_pushboolean(L, identity.hasiCloudAccount ? 1 : 0); lua_setfield(L, -2, "hasiCloudAccount")
+        lua.push(.table(LuaTable(array: identity.contactIdentifiers.map { .string($0) })))
+        lua_setfield(L, -2, "contactIdentifiers")
+        setMetatable("UserIdentity")
+    }
+
+    // MARK: Errors
+
+    /// An error value: `code`, `codeNumber`, `message`, `partialErrors` (item → error),
+    /// `retryAfter`, and `__tostring`.
+    func push(_ error: ShareFlowError?) {
+        guard let error else { return lua_pushnil(lua.L) }
+        let L = lua.L
+        lua_createtable(L, 0, 5)
+        lua.push(string: error.code.rawValue); lua_setfield(L, -2, "code")
+        lua_pushinteger(L, lua_Integer(error.codeNumber)); lua_setfield(L, -2, "codeNumber")
+        lua.push(string: error.message); lua_setfield(L, -2, "message")
+        if let r = error.retryAfter { lua_pushnumber(L, r); lua_setfield(L, -2, "retryAfter") }
+        if !error.partialErrors.isEmpty {
+            lua_createtable(L, 0, Int32(error.partialErrors.count))
+            for (item, e) in error.partialErrors {
+                push(e)
+                lua_setfield(L, -2, item)
+            }
+            lua_setfield(L, -2, "partialErrors")
+        }
+        setMetatable("Error")
+    }
+
+    /// Raises `error` as a Lua error value (for functions whose failures are not data).
+    func raise(_ error: ShareFlowError) -> LuaRaise {
+        LuaRaise { [unowned self] _ in self.push(error) }
+    }
+
+    // MARK: Fields
+
+    func push(_ value: FieldValue) {
+        switch value {
+        case .string(let s): lua.push(string: s)
+        case .integer(let i): lua_pushinteger(lua.L, lua_Integer(i))
+        case .double(let d): lua_pushnumber(lua.L, d)
+        case .boolean(let b): lua_pushboolean(lua.L, b ? 1 : 0)
+        case .reference(let id): push(id)
+        case .list(let items):
+            lua_createtable(lua.L, Int32(items.count), 0)
+            for (n, item) in items.enumerated() {
+                push(item)
+                lua_rawseti(lua.L, -2, lua_Integer(n + 1))
+            }
+        }
+    }
+
+    /// A field value from Lua: string, integer, number, boolean, record (a reference), recordID
+    /// table (a reference) or a list of these.
+    func fieldValue(_ call: LuaCall, _ i: Int32, key: String, position: Int32) throws -> FieldValue? {
+        let L = call.L
+        switch lua_type(L, i) {
+        case LUA_TNIL: return nil
+        case LUA_TSTRING: return .string(call.state.string(at: i)!)
+        case LUA_TBOOLEAN: return .boolean(lua_toboolean(L, i) != 0)
+        case LUA_TNUMBER:
+            return lua_isinteger(L, i) != 0 ? .integer(Int64(clua_tointeger(L, i))) : .double(clua_tonumber(L, i))
+        case LUA_TTABLE:
+            let abs = lua_absindex(L, i)
+            if call.field(abs, "recordName") != LUA_TNIL {
+                call.state.pop()
+                return .reference(try recordID(call, abs, position: position))
+            }
+            call.state.pop()
+            var items: [FieldValue] = []
+            for n in 0..<call.length(abs) {
+                call.element(abs, n + 1)
+                defer { call.state.pop() }
+                if let v = try fieldValue(call, -1, key: key, position: position) { items.append(v) }
+            }
+            return .list(items)
+        case LUA_TUSERDATA:
+            if let r = record(at: i) { return .reference(r.recordID) }
+            fallthrough
+        default:
+            throw call.argumentError(position, "field '\(key)' cannot hold a \(call.typeName(i)) (string, number, boolean, record reference or list)")
+        }
+    }
+
+    // MARK: Metatables for value tables
+
+    /// Sets the value-table metatable `name` on the table on top of the stack.
+    func setMetatable(_ name: String) {
+        if lua_getfield(lua.L, clua_registryindex(), "shareflow." + name) == LUA_TNIL {
+            lua.pop()
+            return
+        }
+        lua_setmetatable(lua.L, -2)
+    }
+
+    /// `__tostring` and `__name` for the value tables.
+    func registerValueMetatables() {
+        let L = lua.L
+        let names = ["LookupInfo", "RecordZoneID", "RecordID", "RecordZone", "NameComponents", "UserIdentity", "Error"]
+        for name in names {
+            luaL_newmetatable(L, "shareflow." + name)
+            lua.push(string: name)
+            lua_setfield(L, -2, "__name")
+            lua.push(function: "__tostring") { [unowned self] call in
+                call.state.push(string: self.describeValueTable(call, name: name))
+                return 1
+            }
+            lua_setfield(L, -2, "__tostring")
+            lua.pop()
+        }
+    }
+
+    private func describeValueTable(_ call: LuaCall, name: String) -> String {
+        let s = { (k: String) in (try? call.stringField(1, k)) ?? nil }
+        switch name {
+        case "LookupInfo":
+            for k in ["emailAddress", "phoneNumber", "userRecordID"] { if let v = s(k) { return "LookupInfo(\(k): \(v))" } }
+            return "LookupInfo()"
+        case "RecordZoneID": return "RecordZoneID(\(s("zoneName") ?? "?"), owner: \(s("ownerName") ?? "?"))"
+        case "RecordZone": return "RecordZone(\(s("zoneName") ?? "?"))"
+        case "RecordID":
+            var owner = "?"
+            if call.field(1, "zoneID") == LUA_TTABLE { owner = ((try? call.stringField(-1, "zoneName")) ?? nil) ?? "?" }
+            call.state.pop()
+            return "RecordID(\(s("recordName") ?? "?") in \(owner))"
+        case "NameComponents":
+            return [s("prefix"), s("given"), s("middle"), s("family"), s("suffix")].compactMap { $0 }.joined(separator: " ")
+        case "UserIdentity":
+            var parts: [String] = []
+            if call.field(1, "nameComponents") == LUA_TTABLE {
+                parts += [((try? call.stringField(-1, "given")) ?? nil), ((try? call.stringField(-1, "family")) ?? nil)].compactMap { $0 }
+            }
+            call.state.pop()
+            if call.field(1, "lookupInfo") == LUA_TTABLE {
+                for k in ["emailAddress", "phoneNumber", "userRecordID"] {
+                    if let v = (try? call.stringField(-1, k)) ?? nil { parts.append(v) }
+                }
+            }
+            call.state.pop()
+            if call.field(1, "hasiCloudAccount") == LUA_TBOOLEAN, lua_toboolean(call.L, -1) == 0 { parts.append("(no account)") }
+            call.state.pop()
+            return "UserIdentity(\(parts.joined(separator: " ")))"
+        case "Error":
+            let code = s("code") ?? "?"
+            var n = ""
+            if call.field(1, "codeNumber") == LUA_TNUMBER { n = " (\(clua_tointeger(call.L, -1)))" }
+            call.state.pop()
+            var text = "\(code)\(n): \(s("message") ?? "")"
+            if call.field(1, "partialErrors") == LUA_TTABLE {
+                var lines: [String] = []
+                lua_pushnil(call.L)
+                while lua_next(call.L, -2) != 0 {
+                    if let k = call.state.string(at: -2), lua_type(call.L, -1) == LUA_TTABLE {
+                        let c = ((try? call.stringField(-1, "code")) ?? nil) ?? "?"
+                        let m = ((try? call.stringField(-1, "message")) ?? nil) ?? ""
+                        lines.append("  \(k): \(c): \(m)")
+                    }
+                    call.state.pop()
+                }
+                text += "\n" + lines.sorted().joined(separator: "\n")
+            }
+            call.state.pop()
+            return text
+        default: return name
+        }
+    }
+}
