@@ -27,6 +27,9 @@ public final class Share: Record {
     weak var rootRecord: Record?
     /// Participants the owner removed since the last save.
     var removedParticipantIDs: [String] = []
+    /// Participants the owner added since the last save: only these may bring back someone
+    /// the server has removed.
+    var addedParticipantIDs: Set<String> = []
 
     public var title: String? {
         get { if case .string(let s) = fields["cloudkit.title"] { return s }; return nil }
@@ -62,19 +65,21 @@ public final class Share: Record {
     /// The change is made by the next save.
     public func addParticipant(_ participant: Participant) {
         removedParticipantIDs.removeAll { $0 == participant.participantID }
-        if let i = participants.firstIndex(where: { $0 === participant || $0.isSamePerson(as: participant) }) {
-            if participants[i] !== participant {
-                participants[i].permission = participant.permission
-            }
+        if let existing = participants.first(where: { $0 === participant || $0.isSamePerson(as: participant) }) {
+            if existing !== participant { existing.permission = participant.permission }
+            removedParticipantIDs.removeAll { $0 == existing.participantID }
+            addedParticipantIDs.insert(existing.participantID)
             return
         }
         participants.append(participant)
+        addedParticipantIDs.insert(participant.participantID)
     }
 
     /// Removes a participant; the change is made by the next save.
     public func removeParticipant(_ participant: Participant) {
         guard let i = participants.firstIndex(where: { $0 === participant || $0.participantID == participant.participantID }) else { return }
         let p = participants.remove(at: i)
+        addedParticipantIDs.remove(p.participantID)
         removedParticipantIDs.append(p.participantID)
     }
 

@@ -244,6 +244,8 @@ extension Engine {
             let byID = rows.first(where: { $0.participantID == p.participantID })
             let existing = byID ?? rows.first(where: { isSamePerson($0, accountID: matched, lookup: p.userIdentity.lookupInfo) })
             if let existing, existing.role == .owner { continue }
+            // Removed on the server since this object was read: only an explicit add brings them back.
+            if let existing, existing.status == .removed, !share.addedParticipantIDs.contains(p.participantID) { continue }
             if let existing, existing.status != .removed {
                 guard existing.permission != p.permission else { continue }
                 try requireManage()
@@ -403,5 +405,6 @@ extension Share {
         recordChangeTag = server.recordChangeTag
         modificationDate = server.modificationDate
         removedParticipantIDs = []
+        addedParticipantIDs = []
     }
 }

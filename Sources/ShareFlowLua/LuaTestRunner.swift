@@ -1,0 +1,138 @@
+import CLua
+import Foundation
+import ShareFlow
+
+/// Runs `*_test.lua` files: each `test(name, fn)` in a file runs on a fresh in-memory store
+/// with a fresh Lua state. Failures are reported with `file:line`.
+///
+/// ```lua
+/// test("R5: a share needs its root in the same save", function()
+///   local saved, err = db:modifyRecords{ save = { share } }
+///   expect.code(err.partialErrors[...], "invalidArguments")
+/// end)
+/// ```
+public struct LuaTestRunner {
+    public struct Outcome {
+        public var file: String
+        public var name: String
+        public var failure: String?
+    }
+
+    /// Sets up each fresh host before a test file is loaded (plugins under test, and so on).
+    public var prepare: (ScriptHost, String) throws -> Void = { _, _ in }
+    public var engineOptions = Engine.Options()
+
+    public init() {}
+
+    /// Every `*_test.lua` under `paths` (files or folders), sorted.
+    public static func testFiles(in paths: [String]) -> [String] {
+        var files: [String] = []
+        let fm = FileManager.default
+        for path in paths {
+            var isDir: ObjCBool = false
+            guard fm.fileExists(atPath: path, isDirectory: &isDir) else {
+                files.append(path)  // reported as a failure when loaded
+                continue
+            }
+            if isDir.boolValue {
+                let e = fm.enumerator(atPath: path)
+                while let f = e?.nextObject() as? String {
+                    if f.hasSuffix("_test.lua") { files.append((path as NSString).appendingPathComponent(f)) }
+                }
+            } else {
+                files.append(path)
+            }
+        }
+        return files.sorted()
+    }
+
+    /// Runs every test of `file`; `report` is called after each.
+    public func run(file: String, report: (Outcome) -> Void) {
+        // First pass: learn the test names.
+        let names: [String]
+        do {
+            names = try loadTests(file: file).names
+        } catch {
+            report(Outcome(file: file, name: "(load)", failure: "\(error)"))
+            return
+        }
+        for (index, name) in names.enumerated() {
+            var failure: String?
+            do {
+                let (host, _) = try loadTests(file: file)
+                let L = host.lua.L
+                lua_getglobal(L, "__shareflow_tests")
+                lua_rawgeti(L, -1, lua_Integer(index + 1))
+                lua_getfield(L, -1, "fn")
+                lua_copy(L, -1, -3)
+                host.lua.pop(2)
+                try host.lua.call(arguments: 0, results: 0)
+                host.lua.close()
+            } catch let e as LuaError {
+                failure = e.description
+            } catch {
+                failure = "\(error)"
+            }
+            report(Outcome(file: file, name: name, failure: failure))
+        }
+    }
+
+    private func loadTests(file: String) throws -> (host: ScriptHost, names: [String]) {
+        var options = engineOptions
+        options.discoveryProgressInterval = max(options.discoveryProgressInterval, 1)
+        let engine = Engine(store: try Store(path: ":memory:"), options: options)
+        engine.logger.logLevel = .critical
+        let host = try ScriptHost(engine: engine)
+        try host.run(LuaTestRunner.harness, chunkName: "=[test harness]")
+        try prepare(host, file)
+        try host.runFile(file, arguments: [])
+        let names = try host.run("local n = {} for i, t in ipairs(__shareflow_tests) do n[i] = t.name end return n")
+        guard case .table(let t) = names.first ?? .nil else { return (host, []) }
+        return (host, t.array.compactMap(\.stringValue))
+    }
+
+    /// `test(name, fn)` and the `expect` helpers; failures name the caller's line.
+    static let harness = """
+        __shareflow_tests = {}
+        function test(name, fn)
+          assert(type(name) == "string", "test(name, fn): name must be a string")
+          assert(type(fn) == "function", "test(name, fn): fn must be a function")
+          table.insert(__shareflow_tests, { name = name, fn = fn })
+        end
+        local function show(v)
+          if type(v) == "string" then return string.format("%q", v) end
+          return tostring(v)
+        end
+        expect = {}
+        function expect.eq(actual, expected, what)
+          if actual ~= expected then
+            error((what and (what .. ": ") or "") .. "expected " .. show(expected) .. ", got " .. show(actual), 2)
+          end
+        end
+        function expect.truthy(v, what)
+          if not v then error((what or "expected a true value") .. ", got " .. show(v), 2) end
+        end
+        function expect.falsy(v, what)
+          if v then error((what or "expected a false value") .. ", got " .. show(v), 2) end
+        end
+        function expect.code(err, code, what)
+          if type(err) ~= "table" or err.code ~= code then
+            error((what and (what .. ": ") or "") .. "expected error " .. code .. ", got " .. show(err), 2)
+          end
+          return err
+        end
+        function expect.raises(fn, pattern)
+          local ok, e = pcall(fn)
+          if ok then error("expected an error" .. (pattern and (" matching " .. show(pattern)) or ""), 2) end
+          if pattern and not tostring(e):find(pattern) then
+            error("error " .. show(tostring(e)) .. " does not match " .. show(pattern), 2)
+          end
+          return e
+        end
+        function expect.contains(s, part, what)
+          if type(s) ~= "string" or not s:find(part, 1, true) then
+            error((what and (what .. ": ") or "") .. show(s) .. " does not contain " .. show(part), 2)
+          end
+        end
+        """
+}
