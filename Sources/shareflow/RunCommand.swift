@@ -28,6 +28,13 @@ extension ShareFlowCommand {
             if let who = `as` {
                 do { try host.setDefaultSession(who) } catch { fail("--as \(who): \(error)") }
             }
+            if isatty(STDERR_FILENO) != 0 {
+                // A long discovery shows where it is, on one terminal line.
+                host.defaultDiscoveryProgress = { done, total in
+                    let end = done == total ? "\n" : ""
+                    FileHandle.standardError.write(Data("\rdiscovering users: \(done)/\(total) contacts\(end)".utf8))
+                }
+            }
             do {
                 try host.runFile(script, arguments: arguments)
             } catch let error as LuaError {

@@ -33,6 +33,9 @@ public final class Store: @unchecked Sendable {
         config.busyMode = .timeout(10)
         config.foreignKeysEnabled = true
         config.label = "shareflow.store"
+        // In WAL mode, NORMAL survives a killed process (only power loss can drop the last
+        // commits), and spares an fsync per item.
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         queue = path == ":memory:"
             ? try DatabaseQueue(configuration: config)
             : try DatabaseQueue(path: path, configuration: config)

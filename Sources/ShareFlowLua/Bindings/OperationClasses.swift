@@ -71,7 +71,11 @@ extension Bindings {
 
     /// A new operation of class `name`; `sf.XOperation{…}` then sets its fields (see the prelude).
     func newOperation(name: String) {
-        operationClasses[name]!.push(LuaOperation(operationMakers[name]!()), in: lua)
+        let operation = operationMakers[name]!()
+        if let discover = operation as? DiscoverAllUserIdentitiesOperation {
+            discover.progressBlock = host.defaultDiscoveryProgress
+        }
+        operationClasses[name]!.push(LuaOperation(operation), in: lua)
     }
 
     private func defineCommon(_ cls: OpClass) {

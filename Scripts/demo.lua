@@ -1,0 +1,88 @@
+-- ShareFlow demo: Alice shares a trip with Bob and Carol, they look at the invitation,
+-- accept it, edit together, and one of them is removed. Run: make demo
+local sf = require("shareflow")
+local C = "iCloud.com.example.trips"
+
+local function say(fmt, ...) print(string.format(fmt, ...)) end
+local function section(title) print("\n== " .. title .. " " .. string.rep("=", 60 - #title)) end
+
+section("Accounts")
+local alice = sf.accounts.create{ email = "alice@example.com", name = { given = "Alice", family = "Ng" }, discoverable = true }
+local bob = sf.accounts.create{ email = "bob@example.com", phone = "+1 415 555 0101", name = { given = "Bob", family = "Ruiz" }, discoverable = true }
+local carol = sf.accounts.create{ email = "carol@example.com", name = { given = "Carol" } }
+for _, a in ipairs(sf.accounts.list()) do say("  %s", tostring(a)) end
+
+section("Alice writes a trip")
+local c = sf.as("alice@example.com"):container(C)
+local db = c.privateCloudDatabase
+local zone = db:saveZone("Trips")
+local trip = sf.Record{ recordType = "Trip", recordName = "lisbon", zone = zone, fields = { title = "Lisbon", days = 5 } }
+local day1 = sf.Record{ recordType = "Day", recordName = "day1", zone = zone, parent = trip, fields = { plan = "Alfama, tram 28" } }
+say("  %s", tostring(trip))
+say("  %s (parent: %s)", tostring(day1), day1.parent.recordName)
+
+section("Alice invites Bob (read-write) and Carol (read-only)")
+local share = sf.Share{ rootRecord = trip, title = "Lisbon trip" }
+local op = sf.FetchShareParticipantsOperation{ userIdentityLookupInfos = {
+  sf.LookupInfo{ emailAddress = "bob@example.com" }, sf.LookupInfo{ emailAddress = "carol@example.com" } } }
+op.perShareParticipantResultBlock = function(info, participant, err)
+  if participant then
+    if info.emailAddress == "bob@example.com" then participant.permission = "readWrite" end
+    share:addParticipant(participant)
+    say("  fetched %s -> %s", info.emailAddress, participant.permission)
+  else
+    say("  could not fetch %s: %s", info.emailAddress, tostring(err))
+  end
+end
+op.qualityOfService = "userInitiated"
+c:add(op); op:wait()
+local _, err = db:modifyRecords{ save = { trip, day1, share } }
+assert(not err, tostring(err))
+say("  saved %s", tostring(share))
+for _, p in ipairs(share.participants) do say("    %-20s %-12s %-10s %s", p.userIdentity.lookupInfo.emailAddress, p.role, p.permission, p.acceptanceStatus) end
+
+section("Bob opens the link")
+local bc = sf.as("bob@example.com"):container(C)
+local metadatas = bc:fetchShareMetadata({ share.url }, { shouldFetchRootRecord = true, rootRecordDesiredKeys = { "title" } })
+local md = metadatas[share.url]
+say("  %s", tostring(md))
+say("  root record preview: %s", tostring(md.rootRecord))
+
+section("Bob and Carol accept")
+local shares = bc:acceptShares{ md }
+say("  bob: %s", shares[1].currentUserParticipant.acceptanceStatus)
+local cc = sf.as("carol@example.com"):container(C)
+local cm = cc:fetchShareMetadata{ share.url }
+say("  carol: %s", cc:acceptShares{ cm[share.url] }[1].currentUserParticipant.acceptanceStatus)
+
+section("Editing together")
+local bobDay = bc.sharedCloudDatabase:fetchRecord(day1.recordID)
+bobDay.fields.plan = "Alfama, tram 28, pasteis de nata"
+local _, e1 = bc.sharedCloudDatabase:modifyRecords{ save = { bobDay } }
+say("  bob (readWrite) edits day1: %s", e1 and tostring(e1) or "saved")
+local carolDay = cc.sharedCloudDatabase:fetchRecord(day1.recordID)
+carolDay.fields.plan = "stay home"
+local _, e2 = cc.sharedCloudDatabase:modifyRecords{ save = { carolDay } }
+say("  carol (readOnly) edits day1: %s", e2 and select(2, next(e2.partialErrors)).code or "saved")
+say("  day1 now: %s", db:fetchRecord(day1.recordID).fields.plan)
+
+section("Alice removes Carol")
+sf.on("participant.removed", function(ev)
+  say("  event participant.removed: %s (%s)", ev.participant.userIdentity.lookupInfo.emailAddress, ev.reason)
+end)
+for _, p in ipairs(share.participants) do
+  if p.userIdentity.lookupInfo.emailAddress == "carol@example.com" then share:removeParticipant(p) end
+end
+db:modifyRecords{ save = { share } }
+local gone, e3 = cc.sharedCloudDatabase:fetchRecord(trip.recordID)
+say("  carol fetches the trip: %s", gone and "visible" or e3.code)
+say("  bob still sees: %s", bc.sharedCloudDatabase:fetchRecord(trip.recordID).fields.title)
+
+section("Discovery")
+alice:addContacts{ "bob@example.com", "carol@example.com", "+1 415 555 0101" }
+local found = c:discoverAllUserIdentities()
+for _, identity in ipairs(found) do
+  say("  %s (contacts: %s)", tostring(identity), table.concat(identity.contactIdentifiers, ", "))
+end
+say("  carol is not discoverable, so she is not listed")
+print("\nDone: " .. tostring(db:fetchRecord(share.recordID)))

@@ -1,0 +1,61 @@
+import Foundation
+import XCTest
+
+/// Every script in Scripts/ and every ```lua block of the README runs, so the docs cannot rot.
+final class ScriptsTests: XCTestCase {
+    func run(_ script: String, store: String = ":memory:") throws -> CLI.Result {
+        try CLI.run(["run", "--store", store, script])
+    }
+
+    func testDemoTellsTheWholeStory() throws {
+        let dir = try CLI.temporaryDirectory()
+        let r = try run("Scripts/demo.lua", store: dir.appendingPathComponent("demo.sqlite").path)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        for line in ["== Accounts", "bob@example.com      privateUser  readWrite  pending", "bob: accepted", "carol: accepted",
+                     "carol (readOnly) edits day1: permissionFailure", "event participant.removed: carol@example.com (removedByOwner)",
+                     "carol fetches the trip: unknownItem", "UserIdentity(Bob Ruiz bob@example.com)", "participants: 2)"] {
+            XCTAssertTrue(r.stdout.contains(line), "demo output lacks \(line):\n\(r.stdout)")
+        }
+    }
+
+    func testEveryExampleRuns() throws {
+        let examples = try FileManager.default.contentsOfDirectory(atPath: CLI.root.appendingPathComponent("Scripts/examples").path)
+            .filter { $0.hasSuffix(".lua") }.sorted()
+        XCTAssertGreaterThanOrEqual(examples.count, 5)
+        let expected: [String: [String]] = [
+            "fetch_share_participants.lua": ["Participant(bob@example.com, privateUser, readOnly, unknown)", "nobody@example.com (no account)"],
+            "fetch_share_metadata.lua": ["you: privateUser/readOnly/pending", "root record:\tRecord(List groceries", "unknownItem"],
+            "accept_shares.lua": ["accepted; root record:\tRecordID(summer in Albums)", "Record(Album summer"],
+            "discover_all_user_identities.lua": ["UserIdentity(Ana ana@example.com)\tcontact:\tcontact-ana", "contact-ben"],
+            "share_participants.lua": ["after publicPermission = readOnly:", "reader@example.com   privateUser  readOnly   accepted"],
+        ]
+        for example in examples {
+            let r = try run("Scripts/examples/\(example)")
+            XCTAssertEqual(r.status, 0, "\(example): \(r.stderr)")
+            XCTAssertTrue(r.stderr.isEmpty, "\(example) wrote to stderr: \(r.stderr)")
+            for line in expected[example] ?? [] {
+                XCTAssertTrue(r.stdout.contains(line), "\(example) output lacks \(line):\n\(r.stdout)")
+            }
+            XCTAssertFalse(r.stdout.contains("Pat"), "a non-discoverable account never shows")
+        }
+    }
+
+    func testEveryReadmeLuaBlockRuns() throws {
+        let readme = try String(contentsOf: CLI.root.appendingPathComponent("README.md"), encoding: .utf8)
+        var blocks: [String] = []
+        var current: [Substring]?
+        for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
+            if current == nil, line.hasPrefix("```lua") { current = []; continue }
+            if current != nil, line.hasPrefix("```") { blocks.append(current!.joined(separator: "\n")); current = nil; continue }
+            current?.append(line)
+        }
+        XCTAssertGreaterThanOrEqual(blocks.count, 3, "the README shows Lua")
+        let dir = try CLI.temporaryDirectory()
+        for (n, block) in blocks.enumerated() {
+            let file = dir.appendingPathComponent("readme_\(n + 1).lua")
+            try CLI.write(block, to: file)
+            let r = try run(file.path)
+            XCTAssertEqual(r.status, 0, "README block \(n + 1) failed:\n\(block)\n\(r.stderr)")
+        }
+    }
+}
