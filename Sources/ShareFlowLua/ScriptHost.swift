@@ -34,6 +34,18 @@ public final class ScriptHost {
         try installModule()
     }
 
+    /// Every bound type and its field and method names (the console's completion and the
+    /// docs tests use it).
+    public var apiSurface: [String: [String]] {
+        var surface: [String: [String]] = [:]
+        func add<T>(_ c: LuaClass<T>) { surface[c.typeName] = c.memberNames.fields + c.memberNames.methods }
+        let b = bindings!
+        add(b.accountClass); add(b.sessionClass); add(b.containerClass); add(b.databaseClass)
+        add(b.recordClass); add(b.shareClass); add(b.participantClass); add(b.metadataClass)
+        for (_, c) in b.operationClasses { add(c) }
+        return surface
+    }
+
     /// Reports an error raised by a Lua callback: logged with its traceback, counted.
     func reportCallbackError(_ name: String, _ error: Error) {
         callbackErrors += 1

@@ -1,0 +1,391 @@
+---@meta shareflow
+-- LuaLS definitions for ShareFlow's `shareflow` module. Add this folder to
+-- `workspace.library` of lua-language-server; see docs/LUA_API.md for the prose.
+
+---@alias shareflow.Permission "none"|"readOnly"|"readWrite"|"unknown"
+---@alias shareflow.Role "owner"|"administrator"|"privateUser"|"publicUser"|"unknown"
+---@alias shareflow.Status "pending"|"accepted"|"removed"|"unknown"
+---@alias shareflow.QoS "userInteractive"|"userInitiated"|"default"|"utility"|"background"
+---@alias shareflow.Scope "private"|"shared"|"public"
+---@alias shareflow.Event "participant.fetched"|"participant.added"|"participant.removed"|"participant.permissionChanged"|"share.saved"|"share.deleted"|"share.publicPermissionChanged"|"share.metadataFetched"|"share.accepted"|"user.discovered"|"operation.finished"
+---@alias shareflow.PolicyPoint "share.accept"|"participant.add"|"share.publicPermission"|"share.save"
+
+---@class shareflow.LookupInfo
+---@field emailAddress? string
+---@field phoneNumber? string
+---@field userRecordID? string
+
+---@alias shareflow.LookupLike shareflow.LookupInfo|{email?: string, phone?: string}|string
+
+---@class shareflow.NameComponents
+---@field prefix? string
+---@field given? string
+---@field middle? string
+---@field family? string
+---@field suffix? string
+---@field nickname? string
+
+---@class shareflow.ZoneID
+---@field zoneName string
+---@field ownerName string
+
+---@class shareflow.Zone
+---@field zoneName string
+---@field zoneID shareflow.ZoneID
+
+---@class shareflow.RecordID
+---@field recordName string
+---@field zoneID shareflow.ZoneID
+
+---@class shareflow.Error
+---@field code string
+---@field codeNumber integer
+---@field message string
+---@field partialErrors? table<string, shareflow.Error>
+---@field retryAfter? number
+
+---@class shareflow.Identity
+---@field userRecordID? string
+---@field lookupInfo? shareflow.LookupInfo
+---@field nameComponents? shareflow.NameComponents
+---@field hasiCloudAccount boolean
+---@field contactIdentifiers string[]
+
+---@class shareflow.Account
+---@field userRecordID string
+---@field email? string
+---@field emails string[]
+---@field phone? string
+---@field phones string[]
+---@field name shareflow.NameComponents
+---@field discoverable boolean
+---@field discoverability "initialState"|"granted"|"denied"|"couldNotComplete"
+---@field contacts (shareflow.LookupInfo|{contactIdentifier: string})[]
+local Account = {}
+---@param email string
+---@return shareflow.Account
+function Account:addEmail(email) end
+---@param phone string
+---@return shareflow.Account
+function Account:addPhone(phone) end
+---@param on boolean
+---@return shareflow.Account
+function Account:setDiscoverable(on) end
+---@param name shareflow.NameComponents
+---@return shareflow.Account
+function Account:setName(name) end
+---@param contacts (string|{email?: string, phone?: string, contactIdentifier?: string})[]
+---@return shareflow.Account
+function Account:addContacts(contacts) end
+
+---@class shareflow.Session
+---@field account shareflow.Account
+local Session = {}
+---@param id string
+---@return shareflow.Container
+function Session:container(id) end
+
+---@class shareflow.Container
+---@field containerIdentifier string
+---@field privateCloudDatabase shareflow.Database
+---@field sharedCloudDatabase shareflow.Database
+---@field publicCloudDatabase shareflow.Database
+---@field session shareflow.Session
+local Container = {}
+---@param op shareflow.Operation
+function Container:add(op) end
+function Container:waitUntilAllOperationsAreFinished() end
+---@param infos shareflow.LookupLike[]
+---@return shareflow.Participant[], shareflow.Error?
+function Container:fetchShareParticipants(infos) end
+---@param urls string[]
+---@param opts? {shouldFetchRootRecord?: boolean, rootRecordDesiredKeys?: string[]}
+---@return table<string, shareflow.Metadata>, shareflow.Error?
+function Container:fetchShareMetadata(urls, opts) end
+---@param metadatas shareflow.Metadata[]
+---@return shareflow.Share[], shareflow.Error?
+function Container:acceptShares(metadatas) end
+---@param opts? {progress?: fun(done: integer, total: integer)}
+---@return shareflow.Identity[], shareflow.Error?
+function Container:discoverAllUserIdentities(opts) end
+---@param infos shareflow.LookupLike[]
+---@return shareflow.Identity[], shareflow.Error?
+function Container:discoverUserIdentities(infos) end
+
+---@class shareflow.Database
+---@field databaseScope shareflow.Scope
+---@field container shareflow.Container
+local Database = {}
+---@param name string
+---@return shareflow.Zone?, shareflow.Error?
+function Database:saveZone(name) end
+---@return shareflow.Zone[]?, shareflow.Error?
+function Database:fetchAllRecordZones() end
+---@param id shareflow.RecordID|shareflow.Record
+---@return shareflow.Record?, shareflow.Error?
+function Database:fetchRecord(id) end
+---@param ids (shareflow.RecordID|shareflow.Record)[]
+---@return shareflow.Record[], shareflow.Error?
+function Database:fetchRecords(ids) end
+---@param changes {save?: shareflow.Record[], delete?: (shareflow.RecordID|shareflow.Record)[]}
+---@return shareflow.Record[]?, shareflow.Error?
+function Database:modifyRecords(changes) end
+
+---@class shareflow.Record
+---@field recordID shareflow.RecordID
+---@field recordName string
+---@field zoneID shareflow.ZoneID
+---@field recordType string
+---@field recordChangeTag? string
+---@field modificationDate? number
+---@field fields table<string, any>
+---@field parent? shareflow.RecordID
+---@field share? shareflow.RecordID
+local Record = {}
+---@param key string
+---@return any
+function Record:get(key) end
+---@param key string
+---@param value any
+function Record:set(key, value) end
+
+---@class shareflow.Share: shareflow.Record
+---@field url? string
+---@field title? string
+---@field publicPermission shareflow.Permission
+---@field participants shareflow.Participant[]
+---@field owner? shareflow.Participant
+---@field currentUserParticipant? shareflow.Participant
+---@field rootRecordID? shareflow.RecordID
+---@field isZoneShare boolean
+local Share = {}
+---@param p shareflow.Participant
+function Share:addParticipant(p) end
+---@param p shareflow.Participant
+function Share:removeParticipant(p) end
+
+---@class shareflow.Participant
+---@field participantID string
+---@field userIdentity shareflow.Identity
+---@field role shareflow.Role
+---@field permission shareflow.Permission
+---@field acceptanceStatus shareflow.Status
+
+---@class shareflow.Metadata
+---@field containerIdentifier string
+---@field share shareflow.Share
+---@field url string
+---@field ownerIdentity shareflow.Identity
+---@field hierarchicalRootRecordID? shareflow.RecordID
+---@field rootRecord? shareflow.Record
+---@field participantRole shareflow.Role
+---@field participantStatus shareflow.Status
+---@field participantPermission shareflow.Permission
+
+---@class shareflow.Operation
+---@field operationID string
+---@field qualityOfService shareflow.QoS
+---@field isExecuting boolean
+---@field isFinished boolean
+---@field isCancelled boolean
+---@field error? shareflow.Error
+---@field database? shareflow.Database
+---@field completionBlock? fun()
+local Operation = {}
+function Operation:cancel() end
+---@return shareflow.Error?
+function Operation:wait() end
+
+---@class shareflow.FetchShareParticipantsOperation: shareflow.Operation
+---@field userIdentityLookupInfos? shareflow.LookupLike[]
+---@field perShareParticipantResultBlock? fun(info: shareflow.LookupInfo, participant?: shareflow.Participant, err?: shareflow.Error)
+---@field shareParticipantFetchedBlock? fun(participant: shareflow.Participant)
+---@field fetchShareParticipantsResultBlock? fun(err?: shareflow.Error)
+---@field fetchShareParticipantsCompletionBlock? fun(err?: shareflow.Error)
+
+---@class shareflow.FetchShareMetadataOperation: shareflow.Operation
+---@field shareURLs? string[]
+---@field shouldFetchRootRecord boolean
+---@field rootRecordDesiredKeys? string[]
+---@field perShareMetadataResultBlock? fun(url: string, metadata?: shareflow.Metadata, err?: shareflow.Error)
+---@field perShareMetadataBlock? fun(url: string, metadata?: shareflow.Metadata, err?: shareflow.Error)
+---@field fetchShareMetadataResultBlock? fun(err?: shareflow.Error)
+---@field fetchShareMetadataCompletionBlock? fun(err?: shareflow.Error)
+
+---@class shareflow.AcceptSharesOperation: shareflow.Operation
+---@field shareMetadatas? shareflow.Metadata[]
+---@field perShareResultBlock? fun(metadata: shareflow.Metadata, share?: shareflow.Share, err?: shareflow.Error)
+---@field perShareCompletionBlock? fun(metadata: shareflow.Metadata, share?: shareflow.Share, err?: shareflow.Error)
+---@field acceptSharesResultBlock? fun(err?: shareflow.Error)
+---@field acceptSharesCompletionBlock? fun(err?: shareflow.Error)
+
+---@class shareflow.DiscoverAllUserIdentitiesOperation: shareflow.Operation
+---@field userIdentityDiscoveredBlock? fun(identity: shareflow.Identity)
+---@field progressBlock? fun(done: integer, total: integer)
+---@field discoverAllUserIdentitiesResultBlock? fun(err?: shareflow.Error)
+---@field discoverAllUserIdentitiesCompletionBlock? fun(err?: shareflow.Error)
+
+---@class shareflow.DiscoverUserIdentitiesOperation: shareflow.Operation
+---@field userIdentityLookupInfos? shareflow.LookupLike[]
+---@field userIdentityDiscoveredBlock? fun(identity: shareflow.Identity, info: shareflow.LookupInfo)
+---@field discoverUserIdentitiesResultBlock? fun(err?: shareflow.Error)
+---@field discoverUserIdentitiesCompletionBlock? fun(err?: shareflow.Error)
+
+---@class shareflow.ModifyRecordsOperation: shareflow.Operation
+---@field recordsToSave? shareflow.Record[]
+---@field recordIDsToDelete? shareflow.RecordID[]
+---@field perRecordSaveBlock? fun(recordID: shareflow.RecordID, record?: shareflow.Record, err?: shareflow.Error)
+---@field perRecordDeleteBlock? fun(recordID: shareflow.RecordID, err?: shareflow.Error)
+---@field modifyRecordsResultBlock? fun(err?: shareflow.Error)
+---@field modifyRecordsCompletionBlock? fun(saved: shareflow.Record[], deleted: shareflow.RecordID[], err?: shareflow.Error)
+
+---@class shareflow.ModifyRecordZonesOperation: shareflow.Operation
+---@field recordZonesToSave? string[]
+---@field recordZoneIDsToDelete? shareflow.ZoneID[]
+---@field perRecordZoneSaveBlock? fun(name: string, zone?: shareflow.Zone, err?: shareflow.Error)
+---@field perRecordZoneDeleteBlock? fun(zoneID: shareflow.ZoneID, err?: shareflow.Error)
+---@field modifyRecordZonesResultBlock? fun(err?: shareflow.Error)
+---@field modifyRecordZonesCompletionBlock? fun(saved: shareflow.Zone[], deleted: shareflow.ZoneID[], err?: shareflow.Error)
+
+---@class shareflow.FetchRecordsOperation: shareflow.Operation
+---@field recordIDs? shareflow.RecordID[]
+---@field desiredKeys? string[]
+---@field perRecordResultBlock? fun(recordID: shareflow.RecordID, record?: shareflow.Record, err?: shareflow.Error)
+---@field fetchRecordsResultBlock? fun(err?: shareflow.Error)
+---@field fetchRecordsCompletionBlock? fun(records: table<string, shareflow.Record>, err?: shareflow.Error)
+
+---@class shareflow.Event
+---@field name shareflow.Event
+---@field caller? shareflow.Account
+---@field container? string
+---@field time number
+---@field share? shareflow.Share
+---@field participant? shareflow.Participant
+---@field lookupInfo? shareflow.LookupInfo
+---@field metadata? shareflow.Metadata
+---@field identity? shareflow.Identity
+---@field url? string
+---@field reason? string
+---@field from? string
+---@field to? string
+---@field created? boolean
+---@field operation? string
+---@field items? integer
+---@field failed? integer
+---@field duration? number
+
+---@class shareflow.PolicyRequest
+---@field point shareflow.PolicyPoint
+---@field caller? shareflow.Account
+---@field container? string
+---@field share? shareflow.Share
+---@field participant? shareflow.Participant
+---@field metadata? shareflow.Metadata
+---@field from? string
+---@field to? string
+
+---@class shareflow.Decision
+---@field id integer
+---@field point string
+---@field policies string[]
+---@field allow boolean
+---@field reasons string[]
+---@field duration number
+---@field time number
+
+---@class shareflow.Hook
+---@field name string
+local Hook = {}
+function Hook:remove() end
+
+---@class shareflow.Accounts
+local accounts = {}
+---@param t {email?: string, emails?: string[], phone?: string, phones?: string[], name?: shareflow.NameComponents, discoverable?: boolean}
+---@return shareflow.Account
+function accounts.create(t) end
+---@param who string|{emailAddress?: string, email?: string, phoneNumber?: string, phone?: string, userRecordID?: string}
+---@return shareflow.Account?
+function accounts.find(who) end
+---@param userRecordID string
+---@return shareflow.Account?
+function accounts.get(userRecordID) end
+---@return shareflow.Account[]
+function accounts.list() end
+---@return integer
+function accounts.count() end
+
+---@class shareflow
+---@field version string
+---@field accounts shareflow.Accounts
+local shareflow = {}
+shareflow.log = {}
+---@param ... any
+function shareflow.log.debug(...) end
+---@param ... any
+function shareflow.log.info(...) end
+---@param ... any
+function shareflow.log.warn(...) end
+---@param ... any
+function shareflow.log.error(...) end
+---@param who string|shareflow.Account
+---@return shareflow.Session
+function shareflow.as(who) end
+---@param id string
+---@return shareflow.Container
+function shareflow.container(id) end
+---@param t shareflow.LookupInfo
+---@return shareflow.LookupInfo
+function shareflow.LookupInfo(t) end
+---@param t {recordType: string, recordName?: string, zone?: shareflow.Zone|shareflow.ZoneID|string, zoneID?: shareflow.ZoneID, fields?: table<string, any>, parent?: shareflow.Record|shareflow.RecordID}
+---@return shareflow.Record
+function shareflow.Record(t) end
+---@param t {rootRecord?: shareflow.Record, zone?: shareflow.Zone|shareflow.ZoneID, zoneID?: shareflow.ZoneID, title?: string, publicPermission?: shareflow.Permission, recordName?: string}
+---@return shareflow.Share
+function shareflow.Share(t) end
+---@param t {recordName: string, zoneID: shareflow.ZoneID}
+---@return shareflow.RecordID
+function shareflow.RecordID(t) end
+---@param t? table
+---@return shareflow.FetchShareParticipantsOperation
+function shareflow.FetchShareParticipantsOperation(t) end
+---@param t? table
+---@return shareflow.FetchShareMetadataOperation
+function shareflow.FetchShareMetadataOperation(t) end
+---@param t? table
+---@return shareflow.AcceptSharesOperation
+function shareflow.AcceptSharesOperation(t) end
+---@param t? table
+---@return shareflow.DiscoverAllUserIdentitiesOperation
+function shareflow.DiscoverAllUserIdentitiesOperation(t) end
+---@param t? table
+---@return shareflow.DiscoverUserIdentitiesOperation
+function shareflow.DiscoverUserIdentitiesOperation(t) end
+---@param t? table
+---@return shareflow.ModifyRecordsOperation
+function shareflow.ModifyRecordsOperation(t) end
+---@param t? table
+---@return shareflow.ModifyRecordZonesOperation
+function shareflow.ModifyRecordZonesOperation(t) end
+---@param t? table
+---@return shareflow.FetchRecordsOperation
+function shareflow.FetchRecordsOperation(t) end
+---@param event shareflow.Event
+---@param fn fun(ev: shareflow.Event)
+---@param opts? {priority?: integer, name?: string}
+---@return shareflow.Hook
+function shareflow.on(event, fn, opts) end
+---@param point shareflow.PolicyPoint
+---@param fn fun(req: shareflow.PolicyRequest): (table|boolean|nil, string?)
+---@param opts? {priority?: integer, name?: string}
+---@return shareflow.Hook
+function shareflow.policy(point, fn, opts) end
+---@return table
+function shareflow.allow() end
+---@param reason? string
+---@return table
+function shareflow.deny(reason) end
+---@param opts? {limit?: integer}
+---@return shareflow.Decision[]
+function shareflow.decisions(opts) end
+
+return shareflow
