@@ -1,18 +1,21 @@
 import Foundation
 
-/// How urgent an operation is; a queue runs waiting operations from the most urgent (O4).
-public enum QualityOfService: String, Sendable, CaseIterable {
-    case userInteractive, userInitiated, `default`, utility, background
+/// Foundation's `QualityOfService` orders a queue's waiting operations (O4), as in CloudKit.
+extension QualityOfService {
+    /// Every level with its Swift name, most urgent first.
+    public static let named: [(name: String, value: QualityOfService)] = [
+        ("userInteractive", .userInteractive), ("userInitiated", .userInitiated), ("default", .default),
+        ("utility", .utility), ("background", .background),
+    ]
 
-    var rank: Int {
-        switch self {
-        case .userInteractive: return 4
-        case .userInitiated: return 3
-        case .default: return 2
-        case .utility: return 1
-        case .background: return 0
-        }
+    public init?(name: String) {
+        guard let v = QualityOfService.named.first(where: { $0.name == name })?.value else { return nil }
+        self = v
     }
+
+    public var name: String { QualityOfService.named.first { $0.value == self }?.name ?? "default" }
+
+    var rank: Int { QualityOfService.named.count - (QualityOfService.named.firstIndex { $0.value == self } ?? 2) }
 }
 
 /// The base of every operation: configure it, add it to a container's queue, and it runs on
@@ -41,7 +44,7 @@ open class CloudOperation: CustomStringConvertible {
     public var typeName: String { String(describing: type(of: self)) }
 
     public var description: String {
-        "\(typeName)(\(isFinished ? "finished" : isExecuting ? "executing" : isCancelled ? "cancelled" : "waiting"), qos: \(qualityOfService.rawValue))"
+        "\(typeName)(\(isFinished ? "finished" : isExecuting ? "executing" : isCancelled ? "cancelled" : "waiting"), qos: \(qualityOfService.name))"
     }
 
     /// Stops the items not processed yet; the operation completes with `operationCancelled` (O4).

@@ -81,8 +81,14 @@ extension Bindings {
     private func defineCommon(_ cls: OpClass) {
         cls
             .property("operationID") { lua, op in lua.push(string: op.operation.operationID) }
-            .property("qualityOfService", get: { lua, op in lua.push(string: op.operation.qualityOfService.rawValue) },
-                      set: { call, op, i in op.operation.qualityOfService = try enumValue(call, i, QualityOfService.self, name: "qualityOfService") })
+            .property("qualityOfService", get: { lua, op in lua.push(string: op.operation.qualityOfService.name) },
+                      set: { call, op, i in
+                          let name = try call.string(i)
+                          guard let qos = QualityOfService(name: name) else {
+                              throw LuaRaise.message("invalid qualityOfService '\(name)' (expected one of: \(QualityOfService.named.map(\.name).joined(separator: ", ")))")
+                          }
+                          op.operation.qualityOfService = qos
+                      })
             .property("isFinished") { lua, op in lua.push(.boolean(op.operation.isFinished)) }
             .property("isExecuting") { lua, op in lua.push(.boolean(op.operation.isExecuting)) }
             .property("isCancelled") { lua, op in lua.push(.boolean(op.operation.isCancelled)) }
