@@ -31,7 +31,7 @@ demo: build
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --disable-swift-testing
 
 lint: deps
 	luacheck --no-color Scripts Plugins

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
 
 static sf_swift_dispatch_fn sf_dispatch = NULL;
 static sf_swift_release_fn sf_release = NULL;
@@ -153,18 +156,124 @@ static void sf_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     sf_limits *lim = limits_of(L);
     lua_sethook(L, NULL, 0, 0);
-    if (lim && lim->interrupted) luaL_error(L, "interrupted");
-    luaL_error(L, "%s", lim && lim->reason[0] ? lim->reason : "CPU budget exceeded");
+    /* A hook armed late (the call already returned) must not fail the next call. */
+    if (lim == NULL || !lim->expired) return;
+    if (lim->interrupted) luaL_error(L, "interrupted");
+    luaL_error(L, "%s", lim->reason[0] ? lim->reason : "CPU budget exceeded");
+}
+
+static void arm(lua_State *L) {
+    if (L) lua_sethook(L, sf_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
 void sf_limits_expire(sf_limits *limits, int interrupted) {
     limits->interrupted = interrupted;
     limits->expired = 1;
-    lua_sethook(limits->main, sf_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    arm(limits->main);
+    int n = limits->nthreads;
+    for (int i = 0; i < n && i < SF_MAX_THREADS; i++) arm(limits->threads[i]);
 }
 
 void sf_limits_reset(sf_limits *limits) {
     limits->expired = 0;
     limits->interrupted = 0;
     lua_sethook(limits->main, NULL, 0, 0);
+}
+
+long long sf_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The watchdog: one thread, a list of the states with budgets. */
+#define SF_MAX_WATCHED 1024
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static sf_limits *watched[SF_MAX_WATCHED];
+static int nwatched = 0;
+static int watchdog_started = 0;
+
+static void *watchdog(void *arg) {
+    (void)arg;
+    for (;;) {
+        usleep(2000);
+        long long now = sf_now_ns();
+        pthread_mutex_lock(&watch_lock);
+        for (int i = 0; i < nwatched; i++) {
+            sf_limits *lim = watched[i];
+            long long deadline = lim->deadline_ns;
+            if (deadline != 0 && now > deadline && !lim->expired) sf_limits_expire(lim, 0);
+        }
+        pthread_mutex_unlock(&watch_lock);
+    }
+    return NULL;
+}
+
+void sf_watchdog_register(sf_limits *limits) {
+    pthread_mutex_lock(&watch_lock);
+    if (!watchdog_started) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, watchdog, NULL) == 0) {
+            pthread_detach(t);
+            watchdog_started = 1;
+        }
+    }
+    if (nwatched < SF_MAX_WATCHED) watched[nwatched++] = limits;
+    pthread_mutex_unlock(&watch_lock);
+}
+
+void sf_watchdog_unregister(sf_limits *limits) {
+    pthread_mutex_lock(&watch_lock);
+    for (int i = 0; i < nwatched; i++) {
+        if (watched[i] == limits) {
+            watched[i] = watched[--nwatched];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&watch_lock);
+}
+
+void sf_begin_budget(sf_limits *limits, long long budget_ns, const char *reason) {
+    sf_limits_reset(limits);
+    snprintf(limits->reason, sizeof limits->reason, "%s", reason ? reason : "CPU budget exceeded");
+    limits->deadline_ns = sf_now_ns() + budget_ns;
+}
+
+void sf_end_budget(sf_limits *limits) {
+    limits->deadline_ns = 0;
+    pthread_mutex_lock(&watch_lock);  /* the watchdog is not between its check and its arm */
+    sf_limits_reset(limits);
+    pthread_mutex_unlock(&watch_lock);
+}
+
+/* coroutine.resume that records the running coroutine for the watchdog. */
+static int sf_resume(lua_State *L) {
+    lua_State *co = lua_tothread(L, 1);
+    sf_limits *lim = limits_of(L);
+    if (co == NULL) return luaL_argerror(L, 1, "coroutine expected");
+    int pushed = 0;
+    if (lim && lim->nthreads < SF_MAX_THREADS) {
+        lim->threads[lim->nthreads] = co;
+        lim->nthreads++;
+        pushed = 1;
+        if (lim->expired) arm(co);
+    }
+    int nargs = lua_gettop(L) - 1;
+    lua_pushvalue(L, lua_upvalueindex(1));  /* the original resume */
+    lua_insert(L, 1);
+    int status = lua_pcall(L, nargs + 1, LUA_MULTRET, 0);
+    if (pushed) lim->nthreads--;
+    if (status != LUA_OK) return lua_error(L);
+    return lua_gettop(L);
+}
+
+void sf_track_coroutines(lua_State *L) {
+    if (lua_getglobal(L, "coroutine") != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return;
+    }
+    lua_getfield(L, -1, "resume");
+    lua_pushcclosure(L, sf_resume, 1);
+    lua_setfield(L, -2, "resume");
+    lua_pop(L, 1);
 }

@@ -21,6 +21,8 @@ public struct LuaTestRunner {
     /// Sets up each fresh host before a test file is loaded (plugins under test, and so on).
     public var prepare: (ScriptHost, String) throws -> Void = { _, _ in }
     public var engineOptions = Engine.Options()
+    /// Where tests outside a plugin folder find plugins to load.
+    public var pluginDirectories = ["Plugins"]
 
     public init() {}
 
@@ -84,11 +86,25 @@ public struct LuaTestRunner {
         engine.logger.logLevel = .critical
         let host = try ScriptHost(engine: engine)
         try host.run(LuaTestRunner.harness, chunkName: "=[test harness]")
+        try attachPlugins(host, file: file)
         try prepare(host, file)
         try host.runFile(file, arguments: [])
         let names = try host.run("local n = {} for i, t in ipairs(__shareflow_tests) do n[i] = t.name end return n")
         guard case .table(let t) = names.first ?? .nil else { return (host, []) }
         return (host, t.array.compactMap(\.stringValue))
+    }
+
+    /// Plugins for the test: a file inside `<dir>/<name>/` (with `<dir>/<name>/init.lua`) gets
+    /// that plugin loaded with its default config; every test can load others with
+    /// `shareflow.plugins.load(name, config)`.
+    private func attachPlugins(_ host: ScriptHost, file: String) throws {
+        let folder = (file as NSString).deletingLastPathComponent
+        let isPlugin = FileManager.default.fileExists(atPath: (folder as NSString).appendingPathComponent("init.lua"))
+        let dirs = isPlugin ? [(folder as NSString).deletingLastPathComponent] : pluginDirectories
+        let data = NSTemporaryDirectory() + "shareflow-test-\(UUID().uuidString)"
+        let manager = PluginManager(engine: host.engine, directories: dirs, dataDirectory: data)
+        host.plugins = manager
+        if isPlugin { try manager.load((folder as NSString).lastPathComponent) }
     }
 
     /// `test(name, fn)` and the `expect` helpers; failures name the caller's line.

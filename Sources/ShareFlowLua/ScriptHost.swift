@@ -25,12 +25,25 @@ public final class ScriptHost {
     public var defaultDiscoveryProgress: ((Int, Int) -> Void)?
     var bindings: Bindings!
 
-    public init(engine: Engine, memoryLimit: Int = 0, labelPrefix: String = "") throws {
+    /// The reason a call over the CPU budget ends with.
+    public var budgetReason = "CPU budget exceeded"
+    /// The plugins of this process, for `shareflow.plugins` in trusted scripts.
+    public var plugins: PluginManager?
+
+    /// - Parameters:
+    ///   - memoryLimit: the state's memory cap in bytes (0: none).
+    ///   - labelPrefix: prefixes the names of observers and policies registered here.
+    ///   - sandboxFolder: run sandboxed (SPEC §8), `require` confined to this folder.
+    public init(engine: Engine, memoryLimit: Int = 0, labelPrefix: String = "", sandboxFolder: String? = nil) throws {
         self.engine = engine
         self.logger = engine.logger
         self.labelPrefix = labelPrefix
         lua = try LuaState(memoryLimit: memoryLimit)
         bindings = Bindings(host: self)
+        if let folder = sandboxFolder {
+            let name = labelPrefix.isEmpty ? "script" : String(labelPrefix.dropLast())
+            try Sandbox.apply(to: lua, folder: folder) { [logger = engine.logger] text in logger.info("[\(name)] \(text)") }
+        }
         try installModule()
     }
 
@@ -55,7 +68,7 @@ public final class ScriptHost {
     /// Calls the function below its arguments for the engine (an observer or a policy);
     /// a Lua error is thrown to the engine, which logs or denies.
     func guardedCall(arguments: Int32, results: Int32, what: String) throws {
-        try lua.call(arguments: arguments, results: results)
+        try lua.withBudget(budgetReason) { try lua.call(arguments: arguments, results: results) }
     }
 
     /// Installs the module table as global `shareflow` and in `package.loaded`.

@@ -46,6 +46,8 @@ int sf_pcall(lua_State *L, int nargs, int nresults);
  * CPU: a watchdog calls sf_limits_expire when a call passes its deadline; that
  * arms a count hook which raises the error at the next VM instruction batch.
  */
+#define SF_MAX_THREADS 64
+
 typedef struct sf_limits {
     size_t used;
     size_t limit;          /* 0 = no limit */
@@ -53,7 +55,11 @@ typedef struct sf_limits {
     int host_depth;
     volatile int expired;  /* set by the watchdog */
     volatile int interrupted; /* set by Ctrl-C */
+    volatile long long deadline_ns; /* CLOCK_MONOTONIC; 0 = no call under a budget */
     lua_State *main;
+    /* Coroutines running now (innermost last), so the hook reaches them too. */
+    lua_State *volatile threads[SF_MAX_THREADS];
+    volatile int nthreads;
     char reason[128];
 } sf_limits;
 
@@ -64,5 +70,17 @@ void *sf_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 void sf_limits_expire(sf_limits *limits, int interrupted);
 /* Disarms the hook; call when a guarded call returns. */
 void sf_limits_reset(sf_limits *limits);
+
+/* CPU budgets: a guarded call sets a deadline; one watchdog thread for the process
+ * expires the calls that pass theirs. */
+long long sf_now_ns(void);
+void sf_watchdog_register(sf_limits *limits);
+void sf_watchdog_unregister(sf_limits *limits);
+void sf_begin_budget(sf_limits *limits, long long budget_ns, const char *reason);
+void sf_end_budget(sf_limits *limits);
+
+/* Replaces coroutine.resume and coroutine.wrap in the state's coroutine table so the
+ * watchdog can stop a runaway loop inside a coroutine. */
+void sf_track_coroutines(lua_State *L);
 
 #endif

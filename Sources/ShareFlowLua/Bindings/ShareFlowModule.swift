@@ -18,11 +18,14 @@ enum ShareFlowModule {
         let L = lua.L
         lua.push(string: version)
         lua_setfield(L, -2, "version")
+        lua.push(.table(LuaTable(array: Event.names.map { .string($0) })))
+        lua_setfield(L, -2, "events")
         installLog(into: lua, host: host)
         installAccounts(lua, b)
         installSessions(lua, host, b)
         installConstructors(lua, host, b)
         Hooks.install(lua, host: host, bindings: b)
+        installAdministration(lua, host, b)
 
         lua_createtable(L, 0, Int32(operationNames.count))
         for name in operationNames {

@@ -50,9 +50,37 @@ public final class LuaState {
     public func close() {
         guard !closed else { return }
         closed = true
+        if watched { sf_watchdog_unregister(limits) }
         lua_close(L)
         limits.deallocate()
     }
+
+    private var watched = false
+    /// Nanoseconds a guarded call may run (nil: no CPU budget).
+    public var cpuBudget: UInt64? {
+        didSet {
+            if cpuBudget != nil && !watched {
+                sf_watchdog_register(limits)
+                sf_track_coroutines(L)
+                watched = true
+            }
+        }
+    }
+
+    /// Runs `body` (which calls into Lua) under the CPU budget: past its deadline a watchdog
+    /// arms a count hook that ends the call with `reason`. Within budget, no hook ever runs.
+    public func withBudget<T>(_ reason: String, _ body: () throws -> T) rethrows -> T {
+        guard let budget = cpuBudget, limits.pointee.deadline_ns == 0 else { return try body() }
+        sf_begin_budget(limits, Int64(budget), reason)
+        defer { sf_end_budget(limits) }
+        return try body()
+    }
+
+    /// Ends the running Lua code with "interrupted" (Ctrl-C); safe from a signal handler.
+    public func interrupt() { sf_limits_expire(limits, 1) }
+
+    /// Clears an interrupt that found no Lua code running.
+    public func clearInterrupt() { sf_limits_reset(limits) }
 
     /// The Swift state that owns `L` (any thread of it).
     public static func owner(of L: OpaquePointer) -> LuaState {

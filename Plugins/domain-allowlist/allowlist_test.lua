@@ -1,0 +1,62 @@
+local sf = require("shareflow")
+
+local function invite(owner, guests)
+  local c = sf.as(owner):container("iCloud.test")
+  local zone = c.privateCloudDatabase:saveZone("Z")
+  local r = sf.Record{ recordType = "Doc", zone = zone }
+  local s = sf.Share{ rootRecord = r, title = "doc" }
+  for _, g in ipairs(guests) do s:addParticipant(c:fetchShareParticipants{ g }[1]) end
+  local _, err = c.privateCloudDatabase:modifyRecords{ save = { r, s } }
+  return s, err
+end
+
+local function accept(who, url)
+  local c = sf.as(who):container("iCloud.test")
+  local shares, err = c:acceptShares{ c:fetchShareMetadata{ url }[url] }
+  return shares[1], err and select(2, next(err.partialErrors))
+end
+
+test("members of an allowed domain accept", function()
+  sf.accounts.create{ email = "owner@example.com" }
+  sf.accounts.create{ email = "bob@example.com" }
+  local s = invite("owner@example.com", { "bob@example.com" })
+  expect.truthy(accept("bob@example.com", s.url))
+end)
+
+test("outsiders are denied with the policy's reason, and the decision is logged", function()
+  sf.accounts.create{ email = "owner@example.com" }
+  sf.accounts.create{ email = "eve@evil.test" }
+  local s = invite("owner@example.com", { "eve@evil.test" })
+  local share, err = accept("eve@evil.test", s.url)
+  expect.eq(share, nil)
+  expect.code(err, "permissionFailure")
+  expect.contains(err.message, "domain-allowlist/accept")
+  expect.contains(err.message, "eve@evil.test has no email in an allowed domain (example.com)")
+  local d = sf.decisions{ limit = 1 }[1]
+  expect.eq(d.point, "share.accept"); expect.eq(d.allow, false)
+  expect.eq(d.policies[1], "domain-allowlist/accept")
+end)
+
+test("a second address in the domain is enough", function()
+  sf.accounts.create{ email = "owner@example.com" }
+  local eve = sf.accounts.create{ email = "eve@evil.test" }
+  local s = invite("owner@example.com", { "eve@evil.test" })
+  eve:addEmail("eve@example.com")
+  expect.truthy(accept("eve@evil.test", s.url))
+end)
+
+test("config: other domains, and invitations checked too", function()
+  sf.plugins.load("domain-allowlist", { domains = { "corp.test" }, checkInvitations = true })
+  sf.accounts.create{ email = "owner@corp.test" }
+  sf.accounts.create{ email = "bob@example.com" }
+  local _, err = invite("owner@corp.test", { "bob@example.com" })
+  local e = select(2, next(err.partialErrors))
+  expect.code(e, "permissionFailure")
+  expect.contains(e.message, "bob@example.com is not in an allowed domain (corp.test)")
+end)
+
+test("config errors name the plugin, the key and the expected type", function()
+  expect.raises(function() sf.plugins.load("domain-allowlist", { domains = "example.com" }) end,
+    "plugin 'domain%-allowlist': config key 'domains' must be a list of strings, got string \"example.com\"")
+  expect.raises(function() sf.plugins.load("domain-allowlist", { domain = { "x" } }) end, "unknown config key 'domain'")
+end)

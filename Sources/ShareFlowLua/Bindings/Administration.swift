@@ -1,0 +1,187 @@
+import CLua
+import Foundation
+import ShareFlow
+
+/// `sf.admin` (operator actions), `sf.json` (encoding for logs) and `sf.plugins` (trusted
+/// scripts only).
+extension ShareFlowModule {
+    static func installAdministration(_ lua: LuaState, _ host: ScriptHost, _ b: Bindings) {
+        let L = lua.L
+        lua_createtable(L, 0, 2)
+        lua.push(function: "admin.pendingInvitations") { [unowned b] call in
+            var age = 0.0
+            if !call.isNil(1) {
+                try call.table(1)
+                try call.checkKeys(1, allowed: ["olderThan"])
+                age = try call.numberField(1, "olderThan") ?? 0
+            }
+            let invitations = try b.raising { try b.engine.pendingInvitations(olderThan: age) }
+            let now = Date().timeIntervalSince1970
+            b.pushList(invitations) { inv in
+                lua_createtable(L, 0, 6)
+                lua.push(string: inv.participantID); lua_setfield(L, -2, "participantID")
+                lua.push(string: inv.shareURL); lua_setfield(L, -2, "url")
+                if let t = inv.shareTitle { lua.push(string: t); lua_setfield(L, -2, "title") }
+                b.push(inv.lookupInfo); lua_setfield(L, -2, "lookupInfo")
+                lua_pushnumber(L, inv.addedAt); lua_setfield(L, -2, "addedAt")
+                lua_pushnumber(L, now - inv.addedAt); lua_setfield(L, -2, "age")
+            }
+            return 1
+        }
+        lua_setfield(L, -2, "pendingInvitations")
+        lua.push(function: "admin.removeParticipant") { [unowned b] call in
+            let id = try call.string(1)
+            let reasonName = try call.optionalString(2) ?? "removedByOwner"
+            guard let reason = RemovalReason(rawValue: reasonName) else {
+                throw call.argumentError(2, "unknown reason '\(reasonName)' (expected removedByOwner, left, publicPermissionChanged, shareDeleted, expired)")
+            }
+            let removed = try b.raising { try b.engine.removeParticipant(id, reason: reason) }
+            lua_pushboolean(call.L, removed ? 1 : 0)
+            return 1
+        }
+        lua_setfield(L, -2, "removeParticipant")
+        lua_setfield(L, -2, "admin")
+
+        lua_createtable(L, 0, 1)
+        lua.push(function: "json.encode") { call in
+            var out = ""
+            try encodeJSON(call, 1, into: &out, depth: 0)
+            call.state.push(string: out)
+            return 1
+        }
+        lua_setfield(L, -2, "encode")
+        lua_setfield(L, -2, "json")
+
+        // Plugins: present where the process manages some (trusted scripts and the console).
+        lua_createtable(L, 0, 5)
+        lua.push(function: "plugins.list") { [unowned host] call in
+            guard let plugins = host.plugins else { lua_createtable(call.L, 0, 0); return 1 }
+            let infos = plugins.info()
+            lua_createtable(call.L, Int32(infos.count), 0)
+            for (n, info) in infos.enumerated() {
+                lua_createtable(call.L, 0, 6)
+                call.state.push(string: info.name); lua_setfield(call.L, -2, "name")
+                call.state.push(info.version.map { .string($0) } ?? .nil); lua_setfield(call.L, -2, "version")
+                call.state.push(info.description.map { .string($0) } ?? .nil); lua_setfield(call.L, -2, "description")
+                call.state.push(string: info.folder); lua_setfield(call.L, -2, "folder")
+                lua_pushboolean(call.L, info.enabled ? 1 : 0); lua_setfield(call.L, -2, "enabled")
+                lua_pushboolean(call.L, info.loaded ? 1 : 0); lua_setfield(call.L, -2, "loaded")
+                lua_rawseti(call.L, -2, lua_Integer(n + 1))
+            }
+            return 1
+        }
+        lua_setfield(L, -2, "list")
+        lua.push(function: "plugins.load") { [unowned host] call in
+            let plugins = try managed(host)
+            let name = try call.string(1)
+            var settings: LuaTable?
+            if !call.isNil(2) {
+                try call.table(2)
+                guard case .table(let t) = try call.value(2) else { return 0 }
+                settings = t
+            }
+            do { try plugins.load(name, settings: settings) } catch let e as PluginError { throw LuaRaise.message(e.description) }
+            return 0
+        }
+        lua_setfield(L, -2, "load")
+        lua.push(function: "plugins.unload") { [unowned host] call in
+            try managed(host).unload(try call.string(1))
+            return 0
+        }
+        lua_setfield(L, -2, "unload")
+        lua.push(function: "plugins.reload") { [unowned host] call in
+            let plugins = try managed(host)
+            let names: [String]
+            do { names = try plugins.reload(try call.optionalString(1)) } catch let e as PluginError { throw LuaRaise.message(e.description) }
+            call.state.push(.table(LuaTable(array: names.map { .string($0) })))
+            return 1
+        }
+        lua_setfield(L, -2, "reload")
+        lua.push(function: "plugins.loaded") { [unowned host] call in
+            call.state.push(.table(LuaTable(array: (host.plugins?.loadedNames ?? []).map { .string($0) })))
+            return 1
+        }
+        lua_setfield(L, -2, "loaded")
+        lua.push(function: "plugins.dataFolder") { [unowned host] call in
+            let plugins = try managed(host)
+            call.state.push(string: (plugins.dataDirectory as NSString).appendingPathComponent(try call.string(1)))
+            return 1
+        }
+        lua_setfield(L, -2, "dataFolder")
+        lua_setfield(L, -2, "plugins")
+    }
+
+    private static func managed(_ host: ScriptHost) throws -> PluginManager {
+        guard let p = host.plugins else { throw LuaRaise.message("plugins are managed only by trusted scripts and the console") }
+        return p
+    }
+
+    /// JSON for a Lua value: tables with only 1…n keys are arrays; objects print as their
+    /// `tostring`; cycles and functions are errors naming the problem.
+    static func encodeJSON(_ call: LuaCall, _ index: Int32, into out: inout String, depth: Int) throws {
+        let L = call.L, lua = call.state
+        let i = lua_absindex(L, index)
+        guard depth < 64 else { throw call.argumentError(1, "table nested too deeply (or a cycle)") }
+        switch lua_type(L, i) {
+        case LUA_TNIL, LUA_TNONE: out += "null"
+        case LUA_TBOOLEAN: out += lua_toboolean(L, i) != 0 ? "true" : "false"
+        case LUA_TNUMBER:
+            if lua_isinteger(L, i) != 0 { out += String(clua_tointeger(L, i)) }
+            else {
+                let d = clua_tonumber(L, i)
+                out += d.isFinite ? String(d) : "null"
+            }
+        case LUA_TSTRING: out += quote(lua.string(at: i) ?? "")
+        case LUA_TTABLE:
+            let n = Int(lua_rawlen(L, i))
+            var keys = 0
+            lua_pushnil(L)
+            while lua_next(L, i) != 0 { keys += 1; lua.pop() }
+            if keys == n && n > 0 {
+                out += "["
+                for k in 1...n {
+                    if k > 1 { out += "," }
+                    lua_rawgeti(L, i, lua_Integer(k))
+                    try encodeJSON(call, -1, into: &out, depth: depth + 1)
+                    lua.pop()
+                }
+                out += "]"
+            } else {
+                out += "{"
+                lua_pushnil(L)
+                var first = true
+                while lua_next(L, i) != 0 {
+                    let key: String
+                    if lua_type(L, -2) == LUA_TSTRING { key = lua.string(at: -2) ?? "" }
+                    else { key = ShareFlowModule.describe(lua, at: lua_absindex(L, -2)) }
+                    if !first { out += "," }
+                    first = false
+                    out += quote(key) + ":"
+                    try encodeJSON(call, -1, into: &out, depth: depth + 1)
+                    lua.pop()
+                }
+                out += "}"
+            }
+        case LUA_TUSERDATA:
+            out += quote(ShareFlowModule.describe(lua, at: i))
+        default:
+            throw call.argumentError(1, "cannot encode a \(call.typeName(i)) as JSON")
+        }
+    }
+
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,170 @@
+import CLua
+import Foundation
+
+/// The configuration file (Lua): which plugins are on, their settings, and the limits.
+///
+/// ```lua
+/// return {
+///   limits = { cpuMillis = 50, memoryMiB = 64 },
+///   plugins = {
+///     ["domain-allowlist"] = { domains = { "example.com" } },
+///     ["audit-log"] = { path = "audit.jsonl" },
+///     ["expiring-invitations"] = { enabled = false },
+///   },
+/// }
+/// ```
+public struct PluginConfig {
+    /// Plugin name → its settings table; a plugin is on when listed and not `enabled = false`.
+    public var plugins: [String: LuaTable] = [:]
+    /// Order in which the file lists the plugins (tables have none: sorted by name).
+    public var order: [String] { plugins.keys.sorted() }
+    public var cpuMillis: Double = 50
+    public var memoryMiB: Double = 64
+
+    public init() {}
+
+    public func isEnabled(_ name: String) -> Bool {
+        guard let t = plugins[name] else { return false }
+        return t["enabled"] != .boolean(false)
+    }
+
+    /// Reads and checks a configuration file; errors name the file and the key.
+    public init(file path: String) throws {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw PluginError("cannot read config file \(path)")
+        }
+        let lua = try LuaState()
+        try Sandbox.apply(to: lua, folder: (path as NSString).deletingLastPathComponent) { _ in }
+        let results: [LuaValue]
+        do {
+            results = try lua.run(String(decoding: data, as: UTF8.self), chunkName: "@" + path)
+        } catch let e as LuaError {
+            throw PluginError("config file \(e.message)")
+        }
+        guard case .table(let root) = results.first ?? .nil else {
+            throw PluginError("config file \(path) must return a table, got \(results.first?.description ?? "nothing")")
+        }
+        for key in root.hash.keys {
+            guard case .string(let k) = key, ["plugins", "limits"].contains(k) else {
+                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits)")
+            }
+        }
+        if let limits = root["limits"] {
+            guard case .table(let t) = limits else { throw PluginError("config file \(path): 'limits' must be a table") }
+            for (key, value) in t.hash {
+                switch (key, value) {
+                case (.string("cpuMillis"), .integer(let n)) where n > 0: cpuMillis = Double(n)
+                case (.string("cpuMillis"), .number(let n)) where n > 0: cpuMillis = n
+                case (.string("memoryMiB"), .integer(let n)) where n > 0: memoryMiB = Double(n)
+                case (.string("memoryMiB"), .number(let n)) where n > 0: memoryMiB = n
+                default:
+                    throw PluginError("config file \(path): limits.\(key) must be a positive number (cpuMillis, memoryMiB), got \(value)")
+                }
+            }
+        }
+        if let plugins = root["plugins"] {
+            guard case .table(let t) = plugins else { throw PluginError("config file \(path): 'plugins' must be a table") }
+            for (key, value) in t.hash {
+                guard case .string(let name) = key else { throw PluginError("config file \(path): plugins are named by strings") }
+                switch value {
+                case .table(let settings): self.plugins[name] = settings
+                case .boolean(true): self.plugins[name] = LuaTable()
+                case .boolean(false): self.plugins[name] = LuaTable(hash: [.string("enabled"): .boolean(false)])
+                default: throw PluginError("config file \(path): plugins[\"\(name)\"] must be a table or a boolean, got \(value)")
+                }
+            }
+            for item in t.array {
+                guard case .string(let name) = item else { throw PluginError("config file \(path): plugin list entries must be names") }
+                self.plugins[name] = self.plugins[name] ?? LuaTable()
+            }
+        }
+    }
+}
+
+/// A plugin problem, reported as one clear line.
+public struct PluginError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ message: String) { description = message }
+}
+
+/// One key of a plugin's config schema: `{ type = "number", default = 5, min = 0, max = 10 }`.
+struct ConfigField {
+    let name: String
+    let type: String
+    let items: String?
+    let defaultValue: LuaValue
+    let min: Double?
+    let max: Double?
+
+    static let types: Set<String> = ["string", "number", "integer", "boolean", "list"]
+
+    init(name: String, spec: LuaValue, plugin: String) throws {
+        self.name = name
+        guard case .table(let t) = spec else {
+            throw PluginError("plugin '\(plugin)': config schema entry '\(name)' must be a table like { type = \"string\", default = … }")
+        }
+        guard case .string(let type) = t["type"] ?? .nil, ConfigField.types.contains(type) else {
+            throw PluginError("plugin '\(plugin)': config schema entry '\(name)' needs type = one of \(ConfigField.types.sorted().joined(separator: ", "))")
+        }
+        self.type = type
+        items = t["items"]?.stringValue
+        defaultValue = t["default"] ?? .nil
+        min = ConfigField.number(t["min"])
+        max = ConfigField.number(t["max"])
+        if defaultValue != .nil { _ = try validate(defaultValue, plugin: plugin, what: "default") }
+    }
+
+    static func number(_ v: LuaValue?) -> Double? {
+        switch v {
+        case .integer(let i)?: return Double(i)
+        case .number(let d)?: return d
+        default: return nil
+        }
+    }
+
+    /// The value, checked; errors name the plugin, the key and the expected type.
+    func validate(_ value: LuaValue, plugin: String, what: String = "config key") throws -> LuaValue {
+        func fail(_ expected: String) -> PluginError {
+            PluginError("plugin '\(plugin)': \(what) '\(name)' must be \(expected), got \(ConfigField.describe(value))")
+        }
+        switch (type, value) {
+        case ("string", .string): return value
+        case ("boolean", .boolean): return value
+        case ("integer", .integer), ("number", .integer), ("number", .number):
+            let n = ConfigField.number(value)!
+            if let min, n < min { throw fail("at least \(ConfigField.format(min))") }
+            if let max, n > max { throw fail("at most \(ConfigField.format(max))") }
+            return value
+        case ("list", .table(let t)) where t.hash.isEmpty:
+            if let items {
+                for item in t.array where ConfigField.luaType(item) != items {
+                    throw fail("a list of \(items)s")
+                }
+            }
+            return value
+        default:
+            throw fail(type == "list" ? "a list\(items.map { " of \($0)s" } ?? "")" : "a\(type == "integer" ? "n" : "") \(type)")
+        }
+    }
+
+    static func luaType(_ v: LuaValue) -> String {
+        switch v {
+        case .nil: return "nil"
+        case .boolean: return "boolean"
+        case .integer, .number: return "number"
+        case .string, .bytes: return "string"
+        case .table: return "table"
+        case .reference(let r): return r.typeName
+        }
+    }
+
+    static func describe(_ v: LuaValue) -> String {
+        switch v {
+        case .string(let s): return "string \"\(s)\""
+        case .table: return "a table"
+        default: return "\(luaType(v)) \(v)"
+        }
+    }
+
+    static func format(_ d: Double) -> String { d == d.rounded() ? String(Int(d)) : String(d) }
+}

@@ -1,0 +1,259 @@
+import CLua
+import Foundation
+import ShareFlow
+
+/// Finds, checks, loads, unloads and reloads plugins: folders `<dir>/<name>/init.lua`. Each
+/// loaded plugin has its own sandboxed Lua state with its own memory cap, and every call into
+/// it runs under a CPU budget. Its observers and policies are registered under its name, so
+/// unloading removes exactly them; the engine's state is untouched by a reload.
+///
+/// ```swift
+/// let plugins = PluginManager(engine: engine, directories: ["Plugins"], config: try PluginConfig(file: "shareflow.config.lua"))
+/// try plugins.loadEnabled()
+/// ```
+public final class PluginManager {
+    public let engine: Engine
+    public var directories: [String]
+    public var config: PluginConfig
+    /// Where `ctx.appendFile` writes: `<dataDirectory>/<plugin>/…`.
+    public var dataDirectory: String
+    private(set) var loaded: [String: ScriptHost] = [:]
+    private var loadOrder: [String] = []
+
+    public struct Info {
+        public let name: String
+        public let folder: String
+        public let version: String?
+        public let description: String?
+        public let enabled: Bool
+        public let loaded: Bool
+    }
+
+    public init(engine: Engine, directories: [String], config: PluginConfig = PluginConfig(),
+                dataDirectory: String = ".shareflow/plugin-data") {
+        self.engine = engine
+        self.directories = directories
+        self.config = config
+        self.dataDirectory = dataDirectory
+    }
+
+    /// Every plugin folder found, by name (the first directory wins).
+    public func available() -> [(name: String, folder: String)] {
+        var found: [String: String] = [:]
+        for dir in directories {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { continue }
+            for name in names.sorted() where found[name] == nil {
+                let folder = (dir as NSString).appendingPathComponent(name)
+                if FileManager.default.fileExists(atPath: (folder as NSString).appendingPathComponent("init.lua")) {
+                    found[name] = folder
+                }
+            }
+        }
+        return found.keys.sorted().map { ($0, found[$0]!) }
+    }
+
+    public var loadedNames: [String] { loadOrder }
+
+    public func folder(of name: String) throws -> String {
+        guard let f = available().first(where: { $0.name == name })?.folder else {
+            throw PluginError("no plugin '\(name)' in \(directories.joined(separator: ", "))")
+        }
+        return f
+    }
+
+    /// Loads every plugin the config turns on; a plugin named in the config but not found is
+    /// an error.
+    public func loadEnabled() throws {
+        for name in config.order where config.isEnabled(name) {
+            try load(name)
+        }
+    }
+
+    /// Loads (or reloads) one plugin with its config from the config file, or `settings`.
+    public func load(_ name: String, settings: LuaTable? = nil) throws {
+        unload(name)
+        let folder = try folder(of: name)
+        let host = try makeHost(name: name, folder: folder)
+        do {
+            let plugin = try evaluate(host, name: name, folder: folder)
+            let values = try validatedConfig(plugin, name: name, settings: settings ?? config.plugins[name] ?? LuaTable())
+            try runSetup(host, name: name, config: values)
+        } catch {
+            removeHooks(name)
+            host.lua.close()
+            throw error
+        }
+        loaded[name] = host
+        loadOrder.append(name)
+    }
+
+    /// Removes a plugin's observers and policies and closes its state.
+    public func unload(_ name: String) {
+        removeHooks(name)
+        if let host = loaded.removeValue(forKey: name) { host.lua.close() }
+        loadOrder.removeAll { $0 == name }
+    }
+
+    /// Reloads one plugin, or every loaded plugin, from disk; the engine keeps its state.
+    public func reload(_ name: String? = nil) throws -> [String] {
+        let names = name.map { [$0] } ?? loadOrder
+        for n in names { try load(n) }
+        return names
+    }
+
+    /// Everything wrong with a plugin: syntax, structure, config schema and values, setup — on
+    /// a scratch in-memory engine, so checking changes nothing.
+    public func check(_ name: String) -> [String] {
+        do {
+            let scratch = Engine(store: try Store(path: ":memory:"))
+            scratch.logger.logLevel = .critical
+            let manager = PluginManager(engine: scratch, directories: directories, config: config,
+                                        dataDirectory: NSTemporaryDirectory() + "shareflow-check-\(UUID().uuidString)")
+            try manager.load(name)
+            manager.unload(name)
+            return []
+        } catch {
+            return ["\(error)"]
+        }
+    }
+
+    public func info() -> [Info] {
+        available().map { entry in
+            var version: String?, description: String?
+            if let host = try? makeHost(name: entry.name, folder: entry.folder),
+               case .table(let t)? = try? evaluateValue(host, folder: entry.folder) {
+                version = t["version"]?.stringValue
+                description = t["description"]?.stringValue
+                host.lua.close()
+            }
+            return Info(name: entry.name, folder: entry.folder, version: version, description: description,
+                        enabled: config.isEnabled(entry.name), loaded: loaded[entry.name] != nil)
+        }
+    }
+
+    // MARK: Loading
+
+    private var budget: UInt64 { UInt64(config.cpuMillis * 1_000_000) }
+
+    private func makeHost(name: String, folder: String) throws -> ScriptHost {
+        let host = try ScriptHost(engine: engine, memoryLimit: Int(config.memoryMiB * 1024 * 1024),
+                                  labelPrefix: PluginManager.prefix(name), sandboxFolder: folder)
+        host.lua.cpuBudget = budget
+        host.budgetReason = "plugin '\(name)': CPU budget of \(ConfigField.format(config.cpuMillis)) ms exceeded"
+        host.plugins = nil
+        return host
+    }
+
+    static func prefix(_ name: String) -> String { name + "/" }
+
+    private func removeHooks(_ name: String) {
+        engine.events.removeAll(labelPrefix: PluginManager.prefix(name))
+        engine.policies.removeAll(namePrefix: PluginManager.prefix(name))
+    }
+
+    private func evaluateValue(_ host: ScriptHost, folder: String) throws -> LuaValue {
+        let path = (folder as NSString).appendingPathComponent("init.lua")
+        guard let data = FileManager.default.contents(atPath: path) else { throw PluginError("cannot read \(path)") }
+        let lua = host.lua
+        let base = lua.top
+        defer { lua.top = base }
+        try lua.load(String(decoding: data, as: UTF8.self), chunkName: "@" + path)
+        try lua.withBudget(host.budgetReason) { try lua.call(arguments: 0, results: 1) }
+        lua_pushvalue(lua.L, -1)
+        lua_setglobal(lua.L, "__shareflow_plugin")
+        return try shallow(lua, at: -1)
+    }
+
+    /// The plugin table's plain fields (functions become references).
+    private func shallow(_ lua: LuaState, at index: Int32) throws -> LuaValue {
+        guard lua_type(lua.L, index) == LUA_TTABLE else { return try lua.value(at: index) }
+        return try lua.value(at: index)
+    }
+
+    private func evaluate(_ host: ScriptHost, name: String, folder: String) throws -> LuaTable {
+        let value: LuaValue
+        do { value = try evaluateValue(host, folder: folder) } catch let e as LuaError {
+            throw PluginError("plugin '\(name)': \(e.message)")
+        }
+        guard case .table(let t) = value else {
+            throw PluginError("plugin '\(name)': init.lua must return a table, got \(ConfigField.describe(value))")
+        }
+        for field in ["name", "version", "description"] {
+            guard case .string = t[field] ?? .nil else {
+                throw PluginError("plugin '\(name)': init.lua's table needs a string '\(field)'")
+            }
+        }
+        guard t["name"]?.stringValue == name else {
+            throw PluginError("plugin '\(name)': its table names itself '\(t["name"]!.stringValue!)'; the folder and the name must match")
+        }
+        guard case .reference(let setup) = t["setup"] ?? .nil, setup.typeName == "function" else {
+            throw PluginError("plugin '\(name)': init.lua's table needs a function 'setup(ctx)'")
+        }
+        return t
+    }
+
+    private func validatedConfig(_ plugin: LuaTable, name: String, settings: LuaTable) throws -> LuaTable {
+        var fields: [ConfigField] = []
+        if let schema = plugin["config"] {
+            guard case .table(let s) = schema else { throw PluginError("plugin '\(name)': 'config' must be a table of fields") }
+            for (key, spec) in s.hash {
+                guard case .string(let k) = key else { throw PluginError("plugin '\(name)': config fields are named by strings") }
+                fields.append(try ConfigField(name: k, spec: spec, plugin: name))
+            }
+        }
+        var values = LuaTable()
+        for (key, value) in settings.hash {
+            guard case .string(let k) = key else { throw PluginError("plugin '\(name)': config keys are strings") }
+            if k == "enabled" { continue }
+            guard let field = fields.first(where: { $0.name == k }) else {
+                throw PluginError("plugin '\(name)': unknown config key '\(k)' (known: \(fields.map(\.name).sorted().joined(separator: ", ")))")
+            }
+            values.hash[key] = try field.validate(value, plugin: name)
+        }
+        for field in fields where values.hash[.string(field.name)] == nil {
+            values.hash[.string(field.name)] = field.defaultValue
+        }
+        return values
+    }
+
+    private func runSetup(_ host: ScriptHost, name: String, config values: LuaTable) throws {
+        let lua = host.lua, L = lua.L
+        let base = lua.top
+        defer { lua.top = base }
+        lua_getglobal(L, "__shareflow_plugin")
+        lua_getfield(L, -1, "setup")
+        // ctx: the shareflow API scoped to this plugin, its config and its file API.
+        lua_createtable(L, 0, 4)
+        lua.push(string: name); lua_setfield(L, -2, "name")
+        lua.push(.table(values)); lua_setfield(L, -2, "config")
+        let dataFolder = (dataDirectory as NSString).appendingPathComponent(name)
+        lua.push(function: "appendFile") { call in
+            let path = try call.string(1)
+            let text = try call.string(2)
+            guard !path.hasPrefix("/"), !path.split(separator: "/").contains("..") else {
+                throw call.argumentError(1, "path '\(path)' must stay inside the plugin's data folder")
+            }
+            let full = (dataFolder as NSString).appendingPathComponent(path)
+            try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            if !FileManager.default.fileExists(atPath: full) { _ = FileManager.default.createFile(atPath: full, contents: nil) }
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: full))
+            defer { try? handle.close() }
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(text.utf8))
+            call.state.push(string: full)
+            return 1
+        }
+        lua_setfield(L, -2, "appendFile")
+        lua.push(string: dataFolder); lua_setfield(L, -2, "dataFolder")
+        lua_createtable(L, 0, 1)
+        lua_getglobal(L, "shareflow")
+        lua_setfield(L, -2, "__index")
+        lua_setmetatable(L, -2)
+        lua.push(.table(values))
+        do {
+            try lua.withBudget(host.budgetReason) { try lua.call(arguments: 2, results: 0) }
+        } catch let e as LuaError {
+            throw PluginError("plugin '\(name)': setup failed: \(e.message)")
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import CLua
+import Foundation
+
+/// What a plugin's Lua state may use (SPEC §8): no `io`, `os` reduced to time functions, no
+/// `debug`, text-only `load`, `require` confined to the plugin's folder (Lua files only),
+/// `print` to the log. Each plugin has its own state, so its string metatable and library
+/// tables are its own: it cannot alter them for others.
+enum Sandbox {
+    static func apply(to lua: LuaState, folder: String, print: @escaping (String) -> Void) throws {
+        lua.push(function: "print") { call in
+            var parts: [String] = []
+            for i in 1...max(call.count, 1) where call.count > 0 { parts.append(ShareFlowModule.describe(call.state, at: i)) }
+            print(parts.joined(separator: "\t"))
+            return 0
+        }
+        let printIndex = lua.top
+        try lua.load(prelude, chunkName: "=[sandbox]")
+        lua.push(string: folder)
+        lua_pushvalue(lua.L, printIndex)
+        try lua.call(arguments: 2, results: 0)
+        lua.pop()
+    }
+
+    static let prelude = """
+        local folder, print_ = ...
+        local open, load_, type_, error_ = io.open, load, type, error
+        local os_ = os
+        os = { time = os_.time, clock = os_.clock, date = os_.date, difftime = os_.difftime }
+        io, debug, dofile, loadfile = nil, nil, nil, nil
+        print = print_
+        -- Text only: a binary chunk is refused whatever mode the caller asks for.
+        load = function(chunk, name, mode, env)
+          return load_(chunk, name, "t", env)
+        end
+        local collect = collectgarbage
+        collectgarbage = function(opt, ...)
+          if opt == nil or opt == "collect" or opt == "count" or opt == "step" or opt == "isrunning" then
+            return collect(opt, ...)
+          end
+          error_("collectgarbage('" .. tostring(opt) .. "') is not available to plugins", 2)
+        end
+        -- coroutine.wrap through the tracked resume, so the CPU budget reaches inside.
+        local create, resume, pack, unpack = coroutine.create, coroutine.resume, table.pack, table.unpack
+        coroutine.wrap = function(f)
+          local co = create(f)
+          return function(...)
+            local r = pack(resume(co, ...))
+            if r[1] then return unpack(r, 2, r.n) end
+            error_(r[2], 2)
+          end
+        end
+        -- require: Lua files inside the plugin's folder, loaded as text.
+        local function searcher(name)
+          if name:find("..", 1, true) or name:sub(1, 1) == "/" then
+            return "\\n\\tmodule names may not leave the plugin's folder"
+          end
+          local base = folder .. "/" .. name:gsub("%.", "/")
+          for _, path in ipairs({ base .. ".lua", base .. "/init.lua" }) do
+            local f = open(path, "rb")
+            if f then
+              local text = f:read("a")
+              f:close()
+              local chunk, err = load_(text, "@" .. path, "t")
+              if not chunk then error_(err, 0) end
+              return chunk, path
+            end
+          end
+          return "\\n\\tno file '" .. base .. ".lua' in the plugin's folder"
+        end
+        package.searchers = { package.searchers[1], searcher }
+        package.loadlib = nil
+        package.cpath = ""
+        package.path = ""
+        """
+}
