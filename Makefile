@@ -26,12 +26,12 @@ build: deps
 	$(SWIFT) build
 
 demo: build
-	@rm -f .shareflow/demo.sqlite .shareflow/demo.sqlite-wal .shareflow/demo.sqlite-shm
-	$(BIN) run --store .shareflow/demo.sqlite Scripts/demo.lua
+	@rm -rf .shareflow/demo.sqlite .shareflow/demo.sqlite-wal .shareflow/demo.sqlite-shm .shareflow/plugin-data
+	$(BIN) run --store .shareflow/demo.sqlite --config Scripts/demo.config.lua Scripts/demo.lua
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --disable-swift-testing
+	timeout 2700 $(SWIFT) test --skip-build --disable-swift-testing
 
 lint: deps
 	luacheck --no-color Scripts Plugins

@@ -1,5 +1,7 @@
 -- ShareFlow demo: Alice shares a trip with Bob and Carol, they look at the invitation,
--- accept it, edit together, and one of them is removed. Run: make demo
+-- accept it, edit together, and one of them is removed; with the shipped plugins on
+-- (Scripts/demo.config.lua), an outsider is turned away and every event is audited.
+-- Run: make demo
 local sf = require("shareflow")
 local C = "iCloud.com.example.trips"
 
@@ -78,6 +80,30 @@ local gone, e3 = cc.sharedCloudDatabase:fetchRecord(trip.recordID)
 say("  carol fetches the trip: %s", gone and "visible" or e3.code)
 say("  bob still sees: %s", bc.sharedCloudDatabase:fetchRecord(trip.recordID).fields.title)
 
+section("Policy: an outsider tries to join")
+if #sf.plugins.loaded() == 0 then
+  say("  (no plugins loaded: run with --config Scripts/demo.config.lua to see the domain allow-list)")
+else
+  say("  plugins on: %s", table.concat(sf.plugins.loaded(), ", "))
+end
+sf.accounts.create{ email = "mallory@elsewhere.test", name = { given = "Mallory" } }
+local invite = c:fetchShareParticipants{ { emailAddress = "mallory@elsewhere.test" } }
+share = db:fetchRecord(share.recordID)
+share:addParticipant(invite[1])
+db:modifyRecords{ save = { share } }
+local mc = sf.as("mallory@elsewhere.test"):container(C)
+local mm = mc:fetchShareMetadata{ share.url }
+local joined, jerr = mc:acceptShares{ mm[share.url] }
+if joined[1] then
+  say("  mallory accepted (no allow-list policy is on)")
+else
+  say("  mallory is refused: %s", select(2, next(jerr.partialErrors)).message)
+end
+for _, d in ipairs(sf.decisions{ limit = 3 }) do
+  say("  decision #%d %-13s %-5s by %s in %.2f ms", d.id, d.point, d.allow and "allow" or "deny",
+    table.concat(d.policies, ", "), d.duration * 1000)
+end
+
 section("Discovery")
 alice:addContacts{ "bob@example.com", "carol@example.com", "+1 415 555 0101" }
 local found = c:discoverAllUserIdentities()
@@ -85,4 +111,21 @@ for _, identity in ipairs(found) do
   say("  %s (contacts: %s)", tostring(identity), table.concat(identity.contactIdentifiers, ", "))
 end
 say("  carol is not discoverable, so she is not listed")
+
+section("Audit log")
+local audit = #sf.plugins.loaded() > 0 and io.open(sf.plugins.dataFolder("audit-log") .. "/audit.jsonl")
+if audit then
+  local counts, order, total = {}, {}, 0
+  for line in audit:lines() do
+    local event = line:match('"event":"([^"]+)"')
+    if not counts[event] then counts[event] = 0; order[#order + 1] = event end
+    counts[event] = counts[event] + 1
+    total = total + 1
+  end
+  audit:close()
+  say("  %d events in %s/audit.jsonl:", total, sf.plugins.dataFolder("audit-log"))
+  for _, event in ipairs(order) do say("    %-32s %d", event, counts[event]) end
+else
+  say("  (audit-log plugin not loaded)")
+end
 print("\nDone: " .. tostring(db:fetchRecord(share.recordID)))

@@ -41,8 +41,11 @@ public final class ScriptHost {
         lua = try LuaState(memoryLimit: memoryLimit)
         bindings = Bindings(host: self)
         if let folder = sandboxFolder {
-            let name = labelPrefix.isEmpty ? "script" : String(labelPrefix.dropLast())
-            try Sandbox.apply(to: lua, folder: folder) { [logger = engine.logger] text in logger.info("[\(name)] \(text)") }
+            // A plugin's print goes to the log; a sandboxed script keeps standard output.
+            let log: ((String) -> Void)? = labelPrefix.isEmpty ? nil : { [logger = engine.logger, name = String(labelPrefix.dropLast())] text in
+                logger.info("[\(name)] \(text)")
+            }
+            try Sandbox.apply(to: lua, folder: folder, print: log)
         }
         try installModule()
     }

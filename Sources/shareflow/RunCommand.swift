@@ -15,6 +15,9 @@ extension ShareFlowCommand {
         @Option(name: .long, help: "Act as this user (email, phone or userRecordID) for shareflow.container(...).")
         var `as`: String?
 
+        @Flag(name: .long, help: "Run the script with the plugins' sandbox (no io, os reduced to time, no debug).")
+        var sandbox = false
+
         @Argument(help: "The Lua script.")
         var script: String
 
@@ -24,7 +27,11 @@ extension ShareFlowCommand {
         func run() throws {
             let engine: Engine
             do { engine = try global.makeEngine() } catch let f as CLIFailure { fail(f.message) }
-            let host = try ScriptHost(engine: engine)
+            let plugins: PluginManager
+            do { plugins = try global.loadPlugins(into: engine) } catch { fail("\(error)") }
+            let scriptFolder = (script as NSString).deletingLastPathComponent
+            let host = try ScriptHost(engine: engine, sandboxFolder: sandbox ? (scriptFolder.isEmpty ? "." : scriptFolder) : nil)
+            host.plugins = plugins
             if let who = `as` {
                 do { try host.setDefaultSession(who) } catch { fail("--as \(who): \(error)") }
             }

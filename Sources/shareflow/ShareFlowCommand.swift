@@ -10,7 +10,7 @@ struct ShareFlowCommand: ParsableCommand {
         commandName: "shareflow",
         abstract: "CloudKit-style sharing engine with an embedded Lua 5.4.",
         version: "0.1.0",
-        subcommands: [Run.self, Test.self]
+        subcommands: [Run.self, Test.self, Plugins.self]
     )
 }
 
@@ -24,6 +24,28 @@ struct GlobalOptions: ParsableArguments {
 
     @Flag(name: .long, help: "Machine-readable output.")
     var json = false
+
+    @Option(name: .long, help: "Folder of plugins (<dir>/<name>/init.lua); repeatable.")
+    var plugins: [String] = ["Plugins"]
+
+    @Option(name: .long, help: "Lua config file: which plugins are on, their settings, the limits (default: shareflow.config.lua if present).")
+    var config: String?
+
+    /// The config file, read and checked.
+    func pluginConfig() throws -> PluginConfig {
+        if let config { return try PluginConfig(file: config) }
+        if FileManager.default.fileExists(atPath: "shareflow.config.lua") { return try PluginConfig(file: "shareflow.config.lua") }
+        return PluginConfig()
+    }
+
+    /// The plugin manager for `engine`, with the enabled plugins loaded.
+    func loadPlugins(into engine: Engine) throws -> PluginManager {
+        let dataDirectory = store == ":memory:" ? NSTemporaryDirectory() + "shareflow-plugin-data"
+            : ((store as NSString).deletingLastPathComponent as NSString).appendingPathComponent("plugin-data")
+        let manager = PluginManager(engine: engine, directories: plugins, config: try pluginConfig(), dataDirectory: dataDirectory)
+        try manager.loadEnabled()
+        return manager
+    }
 
     func validateLogLevel() throws -> Logger.Level {
         guard let level = Logger.Level(rawValue: logLevel) ?? (logLevel == "warn" ? .warning : nil) else {

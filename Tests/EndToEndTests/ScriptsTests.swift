@@ -9,13 +9,24 @@ final class ScriptsTests: XCTestCase {
 
     func testDemoTellsTheWholeStory() throws {
         let dir = try CLI.temporaryDirectory()
-        let r = try run("Scripts/demo.lua", store: dir.appendingPathComponent("demo.sqlite").path)
+        let r = try CLI.run(["run", "--store", dir.appendingPathComponent("demo.sqlite").path,
+                             "--config", "Scripts/demo.config.lua", "Scripts/demo.lua"])
         XCTAssertEqual(r.status, 0, r.stderr)
         for line in ["== Accounts", "bob@example.com      privateUser  readWrite  pending", "bob: accepted", "carol: accepted",
                      "carol (readOnly) edits day1: permissionFailure", "event participant.removed: carol@example.com (removedByOwner)",
-                     "carol fetches the trip: unknownItem", "UserIdentity(Bob Ruiz bob@example.com)", "participants: 2)"] {
+                     "carol fetches the trip: unknownItem", "UserIdentity(Bob Ruiz bob@example.com)",
+                     "plugins on: audit-log, domain-allowlist, expiring-invitations",
+                     "mallory is refused: ", "denied by policy 'domain-allowlist/accept' at share.accept",
+                     "deny  by domain-allowlist/accept", "events in ", "share.accepted                   2"] {
             XCTAssertTrue(r.stdout.contains(line), "demo output lacks \(line):\n\(r.stdout)")
         }
+    }
+
+    func testDemoWithoutPluginsSaysSo() throws {
+        let r = try run("Scripts/demo.lua")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains("mallory accepted (no allow-list policy is on)"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("(audit-log plugin not loaded)"), r.stdout)
     }
 
     func testEveryExampleRuns() throws {

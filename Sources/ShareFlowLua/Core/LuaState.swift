@@ -61,10 +61,19 @@ public final class LuaState {
         didSet {
             if cpuBudget != nil && !watched {
                 sf_watchdog_register(limits)
-                sf_track_coroutines(L)
+                trackCoroutines()
                 watched = true
             }
         }
+    }
+
+    private var coroutinesTracked = false
+    /// Routes `coroutine.resume` through C that records the running coroutine, so an expired
+    /// budget stops a loop inside a coroutine too. Call before anything captures `resume`.
+    public func trackCoroutines() {
+        guard !coroutinesTracked else { return }
+        sf_track_coroutines(L)
+        coroutinesTracked = true
     }
 
     /// Runs `body` (which calls into Lua) under the CPU budget: past its deadline a watchdog

@@ -6,12 +6,18 @@ import Foundation
 /// `print` to the log. Each plugin has its own state, so its string metatable and library
 /// tables are its own: it cannot alter them for others.
 enum Sandbox {
-    static func apply(to lua: LuaState, folder: String, print: @escaping (String) -> Void) throws {
-        lua.push(function: "print") { call in
-            var parts: [String] = []
-            for i in 1...max(call.count, 1) where call.count > 0 { parts.append(ShareFlowModule.describe(call.state, at: i)) }
-            print(parts.joined(separator: "\t"))
-            return 0
+    /// - Parameter print: where `print` goes (nil: standard output, as for a sandboxed script).
+    static func apply(to lua: LuaState, folder: String, print: ((String) -> Void)?) throws {
+        lua.trackCoroutines()
+        if let print {
+            lua.push(function: "print") { call in
+                var parts: [String] = []
+                for i in 1...max(call.count, 1) where call.count > 0 { parts.append(ShareFlowModule.describe(call.state, at: i)) }
+                print(parts.joined(separator: "\t"))
+                return 0
+            }
+        } else {
+            lua_getglobal(lua.L, "print")
         }
         let printIndex = lua.top
         try lua.load(prelude, chunkName: "=[sandbox]")

@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import ShareFlow
+import ShareFlowLua
+
+extension ShareFlowCommand {
+    struct Plugins: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List, check and reload plugins.",
+            subcommands: [List.self, Check.self, Reload.self]
+        )
+
+        struct List: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "List the plugins found, with version and whether the config turns them on.")
+            @OptionGroup var global: GlobalOptions
+
+            func run() throws {
+                let manager = PluginManager(engine: Engine(store: try Store(path: ":memory:")), directories: global.plugins,
+                                            config: try configOrFail(global))
+                let infos = manager.info()
+                if global.json {
+                    let list = infos.map { ["name": $0.name, "version": $0.version ?? "", "description": $0.description ?? "",
+                                            "folder": $0.folder, "enabled": $0.enabled] as [String: Any] }
+                    print(String(decoding: try JSONSerialization.data(withJSONObject: list, options: [.sortedKeys]), as: UTF8.self))
+                    return
+                }
+                if infos.isEmpty { print("no plugins in \(global.plugins.joined(separator: ", "))") }
+                for info in infos {
+                    let name = info.name.padding(toLength: max(22, info.name.count + 1), withPad: " ", startingAt: 0)
+                    let version = (info.version ?? "?").padding(toLength: 8, withPad: " ", startingAt: 0)
+                    print("\(name)\(version)\(info.enabled ? "on " : "off") \(info.description ?? "(init.lua does not load)")")
+                }
+            }
+        }
+
+        struct Check: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Check plugins: syntax, structure, config schema and values, setup (on a scratch store).")
+            @OptionGroup var global: GlobalOptions
+            @Argument(help: "Plugin names (default: all found).")
+            var names: [String] = []
+
+            func run() throws {
+                let manager = PluginManager(engine: Engine(store: try Store(path: ":memory:")), directories: global.plugins,
+                                            config: try configOrFail(global))
+                let names = self.names.isEmpty ? manager.available().map(\.name) : self.names
+                var failed = 0
+                for name in names {
+                    let problems = manager.check(name)
+                    if problems.isEmpty {
+                        print("ok    \(name)")
+                    } else {
+                        failed += 1
+                        for p in problems { print("FAIL  \(p)") }
+                    }
+                }
+                print("\(names.count - failed) passed, \(failed) failed")
+                if failed > 0 { throw ExitCode(1) }
+            }
+        }
+
+        struct Reload: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Load the enabled plugins, then reload them from disk, as the console's :reload does.",
+                discussion: "A one-shot process has nothing to keep between runs; this shows that every enabled plugin unloads and loads again cleanly against the store. In a long-lived console, :reload does the same without losing state.")
+            @OptionGroup var global: GlobalOptions
+            @Argument(help: "Plugin names (default: every enabled plugin).")
+            var names: [String] = []
+
+            func run() throws {
+                let engine: Engine
+                do { engine = try global.makeEngine() } catch let f as CLIFailure { fail(f.message) }
+                do {
+                    let manager = try global.loadPlugins(into: engine)
+                    let reloaded = names.isEmpty ? try manager.reload() : try names.flatMap { try manager.reload($0) }
+                    print(reloaded.isEmpty ? "no plugins are enabled" : "reloaded: \(reloaded.joined(separator: ", "))")
+                } catch let e as PluginError {
+                    fail(e.description)
+                }
+            }
+        }
+    }
+}
+
+/// The config file or one clear error line.
+func configOrFail(_ global: GlobalOptions) throws -> PluginConfig {
+    do { return try global.pluginConfig() } catch let e as PluginError { fail(e.description) }
+}

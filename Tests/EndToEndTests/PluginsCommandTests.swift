@@ -1,0 +1,50 @@
+import Foundation
+import XCTest
+
+final class PluginsCommandTests: XCTestCase {
+    func testListCheckReloadShippedPlugins() throws {
+        var r = try CLI.run(["plugins", "list", "--config", "Scripts/demo.config.lua"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        for name in ["audit-log", "domain-allowlist", "expiring-invitations"] {
+            XCTAssertTrue(r.stdout.contains(name), r.stdout)
+        }
+        XCTAssertTrue(r.stdout.contains("1.0.0   on "), r.stdout)
+        r = try CLI.run(["plugins", "check"])
+        XCTAssertEqual(r.status, 0, r.stdout)
+        XCTAssertTrue(r.stdout.hasSuffix("3 passed, 0 failed\n"), r.stdout)
+        r = try CLI.run(["plugins", "reload", "--store", ":memory:", "--config", "Scripts/demo.config.lua"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "reloaded: audit-log, domain-allowlist, expiring-invitations\n")
+        r = try CLI.run(["plugins", "list", "--json"])
+        let list = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as! [[String: Any]]
+        XCTAssertEqual(list.count, 3)
+    }
+
+    func testShippedPluginTestsPassThroughShareflowTest() throws {
+        let r = try CLI.run(["test", "Plugins"])
+        XCTAssertEqual(r.status, 0, r.stdout)
+        XCTAssertTrue(r.stdout.hasSuffix("11 passed, 0 failed\n"), r.stdout)
+    }
+
+    func testConfigErrorsAreOneClearLine() throws {
+        let dir = try CLI.temporaryDirectory()
+        try CLI.write("return { plugins = { [\"domain-allowlist\"] = { domains = 7 } } }", to: dir.appendingPathComponent("c.lua"))
+        try CLI.write("print('ran')", to: dir.appendingPathComponent("s.lua"))
+        let r = try CLI.run(["run", "--store", ":memory:", "--plugins", CLI.root.appendingPathComponent("Plugins").path,
+                             "--config", "c.lua", "s.lua"], cwd: dir)
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.stderr, "shareflow: plugin 'domain-allowlist': config key 'domains' must be a list of strings, got number 7\n")
+        XCTAssertEqual(r.stdout, "")
+        try CLI.write("return { plugins = { missing = true } }", to: dir.appendingPathComponent("m.lua"))
+        let m = try CLI.run(["run", "--store", ":memory:", "--config", "m.lua", "s.lua"], cwd: dir)
+        XCTAssertTrue(m.stderr.contains("no plugin 'missing'"), m.stderr)
+    }
+
+    func testSandboxedScript() throws {
+        let dir = try CLI.temporaryDirectory()
+        try CLI.write("print(io == nil, os.execute == nil, type(os.time()))", to: dir.appendingPathComponent("s.lua"))
+        let r = try CLI.run(["run", "--store", ":memory:", "--sandbox", "s.lua"], cwd: dir)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "true\ttrue\tnumber\n")
+    }
+}

@@ -1,0 +1,152 @@
+-- Every event of SPEC §6, emitted after commit, with its fields.
+local sf = require("shareflow")
+local C = "iCloud.com.example.events"
+
+local function capture()
+  local seen = {}
+  for _, name in ipairs(sf.events) do
+    sf.on(name, function(ev)
+      seen[name] = seen[name] or {}
+      table.insert(seen[name], ev)
+    end)
+  end
+  return seen
+end
+
+local function common(ev, name)
+  expect.eq(ev.name, name)
+  expect.truthy(type(ev.time) == "number" and ev.time > 1.7e9, name .. " has a time")
+  expect.truthy(ev.caller and ev.caller.userRecordID, name .. " has a caller")
+  expect.eq(ev.container, C, name .. " container")
+end
+
+test("every event is emitted with its fields", function()
+  local seen = capture()
+  local alice = sf.accounts.create{ email = "alice@example.com" }
+  sf.accounts.create{ email = "bob@example.com", discoverable = true }
+  sf.accounts.create{ email = "carol@example.com" }
+  alice:addContacts{ "bob@example.com" }
+  local c = sf.as("alice@example.com"):container(C)
+  local db = c.privateCloudDatabase
+  local zone = db:saveZone("Z")
+  local r = sf.Record{ recordType = "Doc", zone = zone }
+  local share = sf.Share{ rootRecord = r, title = "doc" }
+  local ps = c:fetchShareParticipants{ "bob@example.com", "carol@example.com" }
+  share:addParticipant(ps[1]); share:addParticipant(ps[2])
+  db:modifyRecords{ save = { r, share } }
+  local bc = sf.as("bob@example.com"):container(C)
+  local ms = bc:fetchShareMetadata{ share.url }
+  bc:acceptShares{ ms[share.url] }
+  share.participants[2].permission = "readWrite"
+  db:modifyRecords{ save = { share } }
+  share.publicPermission = "readOnly"           -- removes carol (pending): R11
+  db:modifyRecords{ save = { share } }
+  c:discoverAllUserIdentities()
+  db:modifyRecords{ delete = { share.recordID } }
+
+  local ev = seen["participant.fetched"][1]
+  common(ev, "participant.fetched")
+  expect.eq(ev.lookupInfo.emailAddress, "bob@example.com")
+  expect.eq(ev.participant.role, "privateUser")
+
+  ev = seen["participant.added"][1]
+  common(ev, "participant.added")
+  expect.eq(ev.share.title, "doc"); expect.eq(ev.participant.acceptanceStatus, "pending")
+
+  ev = seen["share.saved"][1]
+  common(ev, "share.saved")
+  expect.eq(ev.created, true); expect.truthy(ev.share.url)
+  expect.eq(seen["share.saved"][2].created, false)
+
+  ev = seen["share.metadataFetched"][1]
+  common(ev, "share.metadataFetched")
+  expect.eq(ev.url, share.url); expect.eq(ev.metadata.participantStatus, "pending")
+
+  ev = seen["share.accepted"][1]
+  common(ev, "share.accepted")
+  expect.eq(ev.caller.email, "bob@example.com")
+  expect.eq(ev.participant.acceptanceStatus, "accepted"); expect.eq(ev.metadata.url, share.url); expect.eq(ev.share.title, "doc")
+
+  ev = seen["participant.permissionChanged"][1]
+  common(ev, "participant.permissionChanged")
+  expect.eq(ev.from, "readOnly"); expect.eq(ev.to, "readWrite"); expect.truthy(ev.share and ev.participant)
+
+  ev = seen["share.publicPermissionChanged"][1]
+  common(ev, "share.publicPermissionChanged")
+  expect.eq(ev.from, "none"); expect.eq(ev.to, "readOnly")
+
+  local reasons = {}
+  for _, e in ipairs(seen["participant.removed"]) do
+    common(e, "participant.removed")
+    reasons[#reasons + 1] = e.participant.userIdentity.lookupInfo.emailAddress .. ":" .. e.reason
+  end
+  expect.eq(table.concat(reasons, ","), "carol@example.com:publicPermissionChanged,bob@example.com:shareDeleted")
+
+  ev = seen["user.discovered"][1]
+  common(ev, "user.discovered")
+  expect.eq(ev.identity.lookupInfo.emailAddress, "bob@example.com")
+
+  ev = seen["share.deleted"][1]
+  common(ev, "share.deleted")
+  expect.eq(ev.share.title, "doc")
+
+  ev = seen["operation.finished"][1]
+  common(ev, "operation.finished")
+  expect.eq(ev.operation, "FetchShareParticipantsOperation")
+  expect.eq(ev.items, 2); expect.eq(ev.failed, 0); expect.truthy(ev.duration >= 0)
+
+  for _, name in ipairs(sf.events) do expect.truthy(seen[name], name .. " was emitted") end
+end)
+
+test("observers run after commit, and a rolled-back item emits nothing", function()
+  sf.accounts.create{ email = "alice@example.com" }
+  local c = sf.as("alice@example.com"):container(C)
+  local db = c.privateCloudDatabase
+  local zone = db:saveZone("Z")
+  local r = sf.Record{ recordType = "Doc", zone = zone }
+  local committed
+  sf.on("share.saved", function(ev)
+    -- the change is visible to a reader when the observer runs
+    committed = db:fetchRecord(ev.share.recordID) ~= nil
+  end)
+  local saved = 0
+  sf.on("share.saved", function() saved = saved + 1 end)
+  sf.policy("share.save", function(req) if req.share.title == "blocked" then return sf.deny("no") end end)
+  db:modifyRecords{ save = { r, sf.Share{ rootRecord = r, title = "ok" } } }
+  expect.eq(committed, true)
+  local r2 = sf.Record{ recordType = "Doc", zone = zone }
+  local _, err = db:modifyRecords{ save = { r2, sf.Share{ rootRecord = r2, title = "blocked" } } }
+  expect.code(select(2, next(err.partialErrors)), "permissionFailure")
+  expect.eq(saved, 1, "the denied save emitted nothing")
+end)
+
+test("handles remove observers and policies; unknown names are errors", function()
+  sf.accounts.create{ email = "alice@example.com" }
+  local n = 0
+  local h = sf.on("participant.fetched", function() n = n + 1 end, { name = "counter" })
+  local c = sf.as("alice@example.com"):container(C)
+  c:fetchShareParticipants{ "x@example.com" }
+  h:remove()
+  c:fetchShareParticipants{ "y@example.com" }
+  expect.eq(n, 1)
+  expect.eq(h.name, "counter")
+  expect.raises(function() sf.on("share.exploded", function() end) end, "unknown event 'share.exploded'")
+  expect.raises(function() sf.policy("share.delete", function() end) end, "unknown decision point 'share.delete'")
+end)
+
+test("policies: first denial in priority order decides; false, reason denies; errors deny", function()
+  sf.accounts.create{ email = "alice@example.com" }
+  local c = sf.as("alice@example.com"):container(C)
+  local db = c.privateCloudDatabase
+  local zone = db:saveZone("Z")
+  local calls = {}
+  sf.policy("share.save", function() calls[#calls + 1] = "low"; return sf.deny("low says no") end, { priority = -1, name = "low" })
+  sf.policy("share.save", function() calls[#calls + 1] = "high"; return false, "high says no" end, { priority = 5, name = "high" })
+  local r = sf.Record{ recordType = "Doc", zone = zone }
+  local _, err = db:modifyRecords{ save = { r, sf.Share{ rootRecord = r } } }
+  local e = select(2, next(err.partialErrors))
+  expect.contains(e.message, "denied by policy 'high' at share.save: high says no")
+  expect.eq(table.concat(calls, ","), "high", "the first denial stops the others")
+  local d = sf.decisions{ limit = 1 }[1]
+  expect.eq(d.allow, false); expect.eq(d.policies[1], "high"); expect.eq(d.reasons[1], "high: high says no")
+end)
