@@ -314,9 +314,63 @@ function accounts.list() end
 ---@return integer
 function accounts.count() end
 
+---@class shareflow.Invitation
+---@field participantID string
+---@field url string
+---@field title? string
+---@field lookupInfo shareflow.LookupInfo
+---@field addedAt number
+---@field age number
+
+---@class shareflow.Admin
+local admin = {}
+---@param opts? {olderThan?: number}
+---@return shareflow.Invitation[]
+function admin.pendingInvitations(opts) end
+---@param participantID string
+---@param reason? "removedByOwner"|"left"|"publicPermissionChanged"|"shareDeleted"|"expired"
+---@return boolean
+function admin.removeParticipant(participantID, reason) end
+
+---@class shareflow.PluginInfo
+---@field name string
+---@field version? string
+---@field description? string
+---@field folder string
+---@field enabled boolean
+---@field loaded boolean
+
+---@class shareflow.Plugins
+local plugins = {}
+---@return shareflow.PluginInfo[]
+function plugins.list() end
+---@param name string
+---@param config? table
+function plugins.load(name, config) end
+---@param name string
+function plugins.unload(name) end
+---@param name? string
+---@return string[]
+function plugins.reload(name) end
+---@return string[]
+function plugins.loaded() end
+---@param name string
+---@return string
+function plugins.dataFolder(name) end
+
+---@class shareflow.JSON
+local json = {}
+---@param value any
+---@return string
+function json.encode(value) end
+
 ---@class shareflow
 ---@field version string
 ---@field accounts shareflow.Accounts
+---@field admin shareflow.Admin
+---@field plugins shareflow.Plugins
+---@field json shareflow.JSON
+---@field events shareflow.Event[]
 local shareflow = {}
 shareflow.log = {}
 ---@param ... any
