@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
+#include <signal.h>
 
 static sf_swift_dispatch_fn sf_dispatch = NULL;
 static sf_swift_release_fn sf_release = NULL;
@@ -276,4 +277,30 @@ void sf_track_coroutines(lua_State *L) {
     lua_pushcclosure(L, sf_resume, 1);
     lua_setfield(L, -2, "resume");
     lua_pop(L, 1);
+}
+
+static sf_limits *volatile interrupt_target = NULL;
+static volatile sig_atomic_t sigint_seen = 0;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    sigint_seen = 1;
+    sf_limits *target = interrupt_target;
+    if (target) sf_limits_expire(target, 1);
+}
+
+void sf_set_interrupt_target(sf_limits *limits) { interrupt_target = limits; }
+
+void sf_install_sigint(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+int sf_take_sigint(void) {
+    int seen = sigint_seen;
+    sigint_seen = 0;
+    return seen;
 }

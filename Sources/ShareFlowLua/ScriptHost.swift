@@ -15,7 +15,7 @@ public final class ScriptHost {
     public let engine: Engine
     public var logger: Logger
     /// Who `shareflow.container(id)` acts as.
-    public internal(set) var defaultSession: String?
+    public var defaultSession: String?
 
     /// Errors raised by Lua callbacks of operations so far (each logged with its traceback).
     public private(set) var callbackErrors = 0
@@ -60,6 +60,17 @@ public final class ScriptHost {
         add(b.recordClass); add(b.shareClass); add(b.participantClass); add(b.metadataClass)
         for (_, c) in b.operationClasses { add(c) }
         return surface
+    }
+
+    /// Every bound type's method names (called with `:`).
+    public var methodNames: [String: [String]] {
+        var names: [String: [String]] = [:]
+        func add<T>(_ c: LuaClass<T>) { names[c.typeName] = c.memberNames.methods }
+        let b = bindings!
+        add(b.accountClass); add(b.sessionClass); add(b.containerClass); add(b.databaseClass)
+        add(b.recordClass); add(b.shareClass); add(b.participantClass); add(b.metadataClass)
+        for (_, c) in b.operationClasses { add(c) }
+        return names
     }
 
     /// Reports an error raised by a Lua callback: logged with its traceback, counted.

@@ -18,6 +18,9 @@ extension ShareFlowCommand {
         @Flag(name: .long, help: "Run the script with the plugins' sandbox (no io, os reduced to time, no debug).")
         var sandbox = false
 
+        @Flag(name: .long, help: "Run on a throw-away copy of the store and print what would have changed; the store is not touched.")
+        var dryRun = false
+
         @Argument(help: "The Lua script.")
         var script: String
 
@@ -25,8 +28,15 @@ extension ShareFlowCommand {
         var arguments: [String] = []
 
         func run() throws {
+            var global = self.global
+            var scratch: URL?
+            if dryRun {
+                scratch = try prepareDryRun(&global)
+            }
+            defer { if let scratch { try? FileManager.default.removeItem(at: scratch) } }
             let engine: Engine
             do { engine = try global.makeEngine() } catch let f as CLIFailure { fail(f.message) }
+            let before = dryRun ? try engine.snapshot() : nil
             let plugins: PluginManager
             do { plugins = try global.loadPlugins(into: engine) } catch { fail("\(error)") }
             let scriptFolder = (script as NSString).deletingLastPathComponent
@@ -47,6 +57,29 @@ extension ShareFlowCommand {
             } catch let error as LuaError {
                 fail(error.description)
             }
+            if let before {
+                let changes = before.changes(to: try engine.snapshot())
+                let target = self.global.store == ":memory:" ? "the in-memory store" : self.global.store
+                print("dry run: nothing was written to \(target). The script would have made \(changes.count) change\(changes.count == 1 ? "" : "s")\(changes.isEmpty ? "." : ":")")
+                for line in changes { print("  " + line) }
+            }
+        }
+
+        /// Copies the store (and its WAL) to a scratch folder and points `global` at the copy,
+        /// with plugin data there too. The original file is never opened.
+        private func prepareDryRun(_ global: inout GlobalOptions) throws -> URL {
+            let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("shareflow-dry-run-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            guard global.store != ":memory:" else { return scratch }
+            let copy = scratch.appendingPathComponent("store.sqlite").path
+            if FileManager.default.fileExists(atPath: global.store) {
+                try FileManager.default.copyItem(atPath: global.store, toPath: copy)
+                if FileManager.default.fileExists(atPath: global.store + "-wal") {
+                    try FileManager.default.copyItem(atPath: global.store + "-wal", toPath: copy + "-wal")
+                }
+            }
+            global.store = copy
+            return scratch
         }
     }
 }

@@ -79,6 +79,12 @@ void sf_watchdog_unregister(sf_limits *limits);
 void sf_begin_budget(sf_limits *limits, long long budget_ns, const char *reason);
 void sf_end_budget(sf_limits *limits);
 
+/* Ctrl-C: while a target is set, SIGINT ends the running Lua code with "interrupted";
+ * with no Lua code running, it only sets a flag the console reads. */
+void sf_set_interrupt_target(sf_limits *limits);
+void sf_install_sigint(void);
+int sf_take_sigint(void);
+
 /* Replaces coroutine.resume and coroutine.wrap in the state's coroutine table so the
  * watchdog can stop a runaway loop inside a coroutine. */
 void sf_track_coroutines(lua_State *L);

@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+import ShareFlow
+import ShareFlowLua
+
+extension ShareFlowCommand {
+    struct Repl: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The ShareFlow console: Lua with the engine loaded.",
+            discussion: "On a terminal: line editing, history, Tab completion, Ctrl-C interrupts. With standard input piped: runs the lines as a script console, printing each result; exit 1 if any statement failed."
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Option(name: .long, help: "Act as this user (email, phone or userRecordID) for shareflow.container(id).")
+        var `as`: String?
+
+        @Option(name: .long, help: "History file (default: ~/.shareflow_history).")
+        var history: String?
+
+        @Flag(name: .long, help: "Keep no history.")
+        var noHistory = false
+
+        func run() throws {
+            let engine: Engine
+            do { engine = try global.makeEngine() } catch let f as CLIFailure { fail(f.message) }
+            let plugins: PluginManager
+            do { plugins = try global.loadPlugins(into: engine) } catch { fail("\(error)") }
+            let host = try ScriptHost(engine: engine)
+            host.plugins = plugins
+            let console = try Console(host: host)
+            if let who = `as` {
+                let answer = console.command(":as \(who)") ?? ""
+                if answer.hasPrefix("error:") { fail("--as \(who): \(answer.dropFirst(7))") }
+            }
+            let interactive = isatty(STDIN_FILENO) != 0
+            if interactive && !noHistory {
+                console.historyFile = history ?? (NSHomeDirectory() as NSString).appendingPathComponent(".shareflow_history")
+            }
+            let code = interactive
+                ? console.runInteractive()
+                : console.runScripted(lines: AnySequence { AnyIterator { readLine(strippingNewline: true) } })
+            if code != 0 { throw ExitCode(code) }
+        }
+    }
+}
