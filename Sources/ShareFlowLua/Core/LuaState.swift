@@ -74,6 +74,18 @@ public final class LuaState {
         guard !coroutinesTracked else { return }
         sf_track_coroutines(L)
         coroutinesTracked = true
+        // coroutine.wrap resumes in C without coroutine.resume: rebuild it on the tracked one.
+        _ = try? run("""
+            local create, resume, pack, unpack, error_ = coroutine.create, coroutine.resume, table.pack, table.unpack, error
+            coroutine.wrap = function(f)
+              local co = create(f)
+              return function(...)
+                local r = pack(resume(co, ...))
+                if r[1] then return unpack(r, 2, r.n) end
+                error_(r[2], 2)
+              end
+            end
+            """, chunkName: "=[coroutines]")
     }
 
     /// Runs `body` (which calls into Lua) under the CPU budget: past its deadline a watchdog

@@ -45,16 +45,6 @@ enum Sandbox {
           end
           error_("collectgarbage('" .. tostring(opt) .. "') is not available to plugins", 2)
         end
-        -- coroutine.wrap through the tracked resume, so the CPU budget reaches inside.
-        local create, resume, pack, unpack = coroutine.create, coroutine.resume, table.pack, table.unpack
-        coroutine.wrap = function(f)
-          local co = create(f)
-          return function(...)
-            local r = pack(resume(co, ...))
-            if r[1] then return unpack(r, 2, r.n) end
-            error_(r[2], 2)
-          end
-        end
         -- require: Lua files inside the plugin's folder, loaded as text.
         local function searcher(name)
           if name:find("..", 1, true) or name:sub(1, 1) == "/" then
