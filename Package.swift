@@ -39,6 +39,8 @@ let package = Package(
         .target(
             name: "ShareFlowLua",
             dependencies: ["ShareFlow", "CLua", "CShareFlowSupport",
+                           .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "GRDBSQLite", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(

@@ -304,3 +304,50 @@ int sf_take_sigint(void) {
     sigint_seen = 0;
     return seen;
 }
+
+static void set_string(lua_State *L, const char *k, const char *v) {
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_ref(lua_State *L, const char *k, int ref) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    lua_setfield(L, -2, k);
+}
+
+long long sf_bench_event_baseline(lua_State *L, int fn, int caller, int object, int n) {
+    long long start = sf_now_ns();
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, fn);
+        lua_createtable(L, 0, 8);
+        set_string(L, "name", "participant.fetched");
+        set_ref(L, "caller", caller);
+        set_string(L, "container", "iCloud.com.example.bench");
+        lua_pushnumber(L, 1.7e9 + i);
+        lua_setfield(L, -2, "time");
+        lua_createtable(L, 0, 1);
+        set_string(L, "emailAddress", "bob@example.com");
+        lua_setfield(L, -2, "lookupInfo");
+        set_ref(L, "participant", object);
+        if (sf_pcall(L, 1, 0) != LUA_OK) { lua_pop(L, 1); return -1; }
+    }
+    return sf_now_ns() - start;
+}
+
+long long sf_bench_policy_baseline(lua_State *L, int fn, int caller, int object, int n) {
+    long long start = sf_now_ns();
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, fn);
+        lua_createtable(L, 0, 6);
+        set_string(L, "point", "share.accept");
+        set_ref(L, "caller", caller);
+        set_string(L, "container", "iCloud.com.example.bench");
+        set_ref(L, "share", object);
+        if (sf_pcall(L, 1, 2) != LUA_OK) { lua_pop(L, 1); return -1; }
+        /* read the verdict as the host does */
+        int allow = lua_isnoneornil(L, -2) || lua_toboolean(L, -2);
+        lua_pop(L, 2);
+        (void)allow;
+    }
+    return sf_now_ns() - start;
+}

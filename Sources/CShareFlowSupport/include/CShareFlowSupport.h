@@ -89,4 +89,11 @@ int sf_take_sigint(void);
  * watchdog can stop a runaway loop inside a coroutine. */
 void sf_track_coroutines(lua_State *L);
 
+/* Raw C baselines for `shareflow bench`: call the function at registry ref `fn` `n` times,
+ * each time with a table built here holding what the engine's event (or policy request)
+ * holds; the values at registry refs `caller` and `object` stand for the account and the
+ * participant (or share). Return the nanoseconds taken, or -1 on a Lua error. */
+long long sf_bench_event_baseline(lua_State *L, int fn, int caller, int object, int n);
+long long sf_bench_policy_baseline(lua_State *L, int fn, int caller, int object, int n);
+
 #endif

@@ -5,9 +5,11 @@ import Foundation
 public final class Container {
     public let session: Session
     public let containerIdentifier: String
-    public private(set) lazy var privateCloudDatabase = CloudDatabase(container: self, scope: .private)
-    public private(set) lazy var sharedCloudDatabase = CloudDatabase(container: self, scope: .shared)
-    public private(set) lazy var publicCloudDatabase = CloudDatabase(container: self, scope: .public)
+    // A database keeps its container alive (it may outlive the caller's reference to it), so
+    // the container does not keep its databases: they are small views, made on demand.
+    public var privateCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .private) }
+    public var sharedCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .shared) }
+    public var publicCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .public) }
     /// Operations added and not yet run, run in QoS order (O1, O4).
     public private(set) lazy var queue = ContainerQueue(container: self)
 

@@ -95,6 +95,20 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
+    /// Delivers an event to its observers now (tools and benchmarks; the engine's own events
+    /// go through its transactions).
+    public func publish(_ event: Event) {
+        lock.lock()
+        defer { lock.unlock() }
+        events.deliver(event)
+    }
+
+    /// Asks the policies at `request.point`, logging the decision; a denial throws
+    /// `permissionFailure` (tools and benchmarks).
+    public func decide(_ request: PolicyRequest, item: String) throws {
+        try checkPolicy(request, item: item)
+    }
+
     /// Asks the policies; a denial throws `permissionFailure`.
     func checkPolicy(_ request: PolicyRequest, item: String) throws {
         guard policies.hasPolicies(request.point) else { return }

@@ -37,7 +37,7 @@ public struct RecordZone: Hashable, Sendable, CustomStringConvertible {
 
 /// One of a container's three databases, seen by the container's session.
 public final class CloudDatabase {
-    public unowned let container: Container
+    public let container: Container
     public let databaseScope: DatabaseScope
 
     init(container: Container, scope: DatabaseScope) {

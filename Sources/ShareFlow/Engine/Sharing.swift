@@ -8,8 +8,8 @@ extension Engine {
     public func fetchShareParticipant(_ lookup: LookupInfo, caller: Account, container: String) throws -> Participant {
         let participant = try reading { db -> Participant in
             let identity: UserIdentity
-            if let id = try accountID(for: lookup, db: db) {
-                identity = try loadAccount(id: id, db: db).identity(lookupInfo: lookup)
+            if let found = try self.identity(for: lookup, db: db) {
+                identity = found
             } else if case .userRecordID(let u) = lookup {
                 throw ShareFlowError.unknown("no account has userRecordID '\(u)'")
             } else {
@@ -23,6 +23,27 @@ extension Engine {
         event.participant = participant
         emit(event)
         return participant
+    }
+
+    /// The identity behind a lookup, in one indexed query with a cached statement (the hot
+    /// path of FetchShareParticipants); nil when no account matches.
+    func identity(for lookup: LookupInfo, db: Database) throws -> UserIdentity? {
+        let sql: String
+        switch lookup {
+        case .emailAddress:
+            sql = "SELECT a.userRecordID, a.name, a.discoverability FROM account_email e JOIN account a ON a.id = e.accountID WHERE e.email = ?"
+        case .phoneNumber:
+            sql = "SELECT a.userRecordID, a.name, a.discoverability FROM account_phone p JOIN account a ON a.id = p.accountID WHERE p.phone = ?"
+        case .userRecordID:
+            sql = "SELECT userRecordID, name, discoverability FROM account WHERE userRecordID = ?"
+        }
+        let statement = try db.cachedStatement(sql: sql)
+        guard let row = try Row.fetchOne(statement, arguments: [lookup.value]) else { return nil }
+        var name: NameComponents?
+        if (row[2] as String) == Discoverability.granted.rawValue {
+            name = (try? JSONDecoder().decode(NameComponents.self, from: Data((row[1] as String).utf8))) ?? NameComponents()
+        }
+        return UserIdentity(userRecordID: row[0], lookupInfo: lookup, nameComponents: name, hasiCloudAccount: true)
     }
 
     /// The metadata of the share at `url`, for `caller` (R16).

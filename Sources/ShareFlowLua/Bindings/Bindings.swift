@@ -72,7 +72,17 @@ final class Bindings {
 
     // MARK: Push and read
 
-    func push(account: Account) { accountClass.push(AccountHandle(engine: engine, account: account), in: lua) }
+    /// One handle per account, so an account is the same Lua value wherever it appears.
+    private var accountHandles: [String: AccountHandle] = [:]
+
+    func push(account: Account) {
+        let handle = accountHandles[account.userRecordID] ?? {
+            let h = AccountHandle(engine: engine, account: account)
+            accountHandles[account.userRecordID] = h
+            return h
+        }()
+        accountClass.push(handle, in: lua)
+    }
     func push(session: Session) { sessionClass.push(session, in: lua) }
     func push(container: Container) { containerClass.push(container, in: lua) }
     func push(database: CloudDatabase) { databaseClass.push(database, in: lua) }

@@ -1,0 +1,362 @@
+import CLua
+import CShareFlowSupport
+import Foundation
+import GRDB
+import GRDBSQLite
+import ShareFlow
+
+/// The SPEC §12 figures, each measured beside its baseline in the same process and moment:
+/// medians of several repetitions after a warm-up.
+public struct Benchmarks {
+    public struct Sizes: Sendable {
+        public var accounts = 1_000_000
+        public var lookups = 100_000
+        public var accepts = 10_000
+        public var hookCalls = 200_000
+        public var shares = 1_000
+        public var participantsPerShare = 100
+        public var coldStarts = 10
+        public var repetitions = 5
+
+        public init() {}
+
+        /// Small sizes for the test suite: every figure produced, quickly.
+        public static var smoke: Sizes {
+            var s = Sizes()
+            s.accounts = 3_000; s.lookups = 500; s.accepts = 100; s.hookCalls = 2_000
+            s.shares = 10; s.participantsPerShare = 10; s.coldStarts = 2; s.repetitions = 2
+            return s
+        }
+    }
+
+    public var sizes: Sizes
+    public var pluginDirectories: [String]
+    /// The shareflow binary, for the cold start.
+    public var binary: String
+    public var progress: (String) -> Void
+
+    public init(sizes: Sizes, pluginDirectories: [String], binary: String, progress: @escaping (String) -> Void = { _ in }) {
+        self.sizes = sizes
+        self.pluginDirectories = pluginDirectories
+        self.binary = binary
+        self.progress = progress
+    }
+
+    /// Every figure by its key (SPEC §12 / issue names).
+    public func run() throws -> [String: Any] {
+        var r: [String: Any] = [:]
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("shareflow-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+
+        progress("hook dispatch and policy decision")
+        let (hook, hookC, policy, policyC) = try hooksAndPolicies()
+        r["hook_dispatch_ns"] = hook; r["hook_dispatch_c_ns"] = hookC; r["hook_dispatch_ratio"] = hook / hookC
+        r["policy_decision_ns"] = policy; r["policy_decision_c_ns"] = policyC; r["policy_decision_ratio"] = policy / policyC
+
+        progress("fetch participants: \(sizes.lookups) lookups against \(sizes.accounts) accounts")
+        let (fetch, sqlite) = try fetchParticipants(in: scratch)
+        r["fetch_participants_per_s"] = fetch; r["sqlite_lookups_per_s"] = sqlite
+        r["fetch_participants_vs_sqlite"] = fetch / sqlite
+
+        progress("accept: \(sizes.accepts) accepts without and with the allow-list policy")
+        let (plain, withPolicy) = try accepts(in: scratch)
+        r["accept_per_s"] = plain; r["accept_with_policy_per_s"] = withPolicy
+        r["accept_with_policy_vs_without"] = withPolicy / plain
+
+        progress("cold start")
+        let (cold, luaCold) = try coldStart(in: scratch)
+        r["cold_start_ms"] = cold
+        r["lua_cold_start_ms"] = luaCold ?? NSNull()
+
+        progress("resident memory: \(sizes.shares) shares × \(sizes.participantsPerShare) participants")
+        let (rss, rssDelta) = try residentMemory(in: scratch)
+        r["rss_mib_1000x100"] = rss
+        r["rss_delta_mib_1000x100"] = rssDelta
+        r["sizes"] = ["accounts": sizes.accounts, "lookups": sizes.lookups, "accepts": sizes.accepts,
+                      "hook_calls": sizes.hookCalls, "shares": sizes.shares, "participants_per_share": sizes.participantsPerShare,
+                      "repetitions": sizes.repetitions]
+        r["machine"] = Benchmarks.machine()
+        r["date"] = ISO8601DateFormatter().string(from: Date())
+        return r
+    }
+
+    // MARK: Figures
+
+    func median(_ values: [Double]) -> Double {
+        let s = values.sorted()
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+
+    func hooksAndPolicies() throws -> (Double, Double, Double, Double) {
+        let engine = Engine(store: try Store(path: ":memory:"))
+        engine.logger.logLevel = .critical
+        let alice = try engine.accounts.create(emails: ["alice@example.com"])
+        _ = try engine.accounts.create(emails: ["bob@example.com"])
+        let host = try ScriptHost(engine: engine)
+        try host.run("""
+            calls = 0
+            function bench_observer(ev) calls = calls + 1 end
+            function bench_policy(req) if req.caller == nil then return false, "no caller" end end
+            shareflow.on("participant.fetched", bench_observer)
+            shareflow.policy("share.accept", bench_policy)
+            """)
+        let container = "iCloud.com.example.bench"
+        let lookup = LookupInfo.emailAddress("bob@example.com")
+        let participant = try engine.fetchShareParticipant(lookup, caller: alice, container: container)
+        var event = Event("participant.fetched", caller: alice, container: container)
+        event.lookupInfo = lookup
+        event.participant = participant
+        let zone = RecordZoneID(zoneName: "Z", ownerName: alice.userRecordID)
+        let share = Share(rootRecord: Record(recordType: "T", recordID: RecordID(recordName: "r", zoneID: zone)))
+        let request = PolicyRequest(point: "share.accept", caller: alice, container: container, share: share, participant: participant)
+
+        // The baseline's arguments: the same Lua function and the same objects, made once.
+        let L = host.lua.L
+        host.bindings.push(account: alice)
+        let callerRef = luaL_ref(L, clua_registryindex())
+        host.bindings.push(participant: participant)
+        let participantRef = luaL_ref(L, clua_registryindex())
+        host.bindings.push(record: share)
+        let shareRef = luaL_ref(L, clua_registryindex())
+        lua_getglobal(L, "bench_observer")
+        let observerRef = luaL_ref(L, clua_registryindex())
+        lua_getglobal(L, "bench_policy")
+        let policyRef = luaL_ref(L, clua_registryindex())
+
+        let n = sizes.hookCalls
+        func timed(_ body: () throws -> Void) rethrows -> Double {
+            let start = sf_now_ns()
+            try body()
+            return Double(sf_now_ns() - start) / Double(n)
+        }
+        var hook: [Double] = [], hookC: [Double] = [], policy: [Double] = [], policyC: [Double] = []
+        for rep in 0...sizes.repetitions {
+            let h = timed { for _ in 0..<n { engine.publish(event) } }
+            let hc = Double(sf_bench_event_baseline(L, observerRef, callerRef, participantRef, Int32(n))) / Double(n)
+            let p = try timed { for _ in 0..<n { try engine.decide(request, item: "bench") } }
+            let pc = Double(sf_bench_policy_baseline(L, policyRef, callerRef, shareRef, Int32(n))) / Double(n)
+            guard hc > 0, pc > 0 else { throw PluginError("the C baseline failed") }
+            if rep == 0 { continue }  // warm-up
+            hook.append(h); hookC.append(hc); policy.append(p); policyC.append(pc)
+        }
+        return (median(hook), median(hookC), median(policy), median(policyC))
+    }
+
+    func fetchParticipants(in scratch: URL) throws -> (Double, Double) {
+        let path = scratch.appendingPathComponent("fetch.sqlite").path
+        let engine = Engine(store: try Store(path: path))
+        engine.logger.logLevel = .critical
+        let owner = try engine.accounts.create(emails: ["owner@bench.example"])
+        try bulkAccounts(engine, count: sizes.accounts)
+        var generator = SplitMix(seed: 42)
+        let emails = (0..<sizes.lookups).map { _ in "user\(Int(generator.next() % UInt64(sizes.accounts)))@bench.example" }
+        let container = try engine.session(for: owner).container("iCloud.com.example.bench")
+
+        var raw: OpaquePointer?
+        guard sqlite3_open_v2(path, &raw, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { throw PluginError("cannot open \(path)") }
+        defer { sqlite3_close(raw) }
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(raw, "SELECT a.userRecordID, a.name, a.discoverability FROM account_email e JOIN account a ON a.id = e.accountID WHERE e.email = ?", -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+        func rawRate() -> Double {
+            let start = sf_now_ns()
+            var found = 0
+            for email in emails {
+                sqlite3_reset(statement)
+                sqlite3_bind_text(statement, 1, email, -1, transient)
+                if sqlite3_step(statement) == SQLITE_ROW {
+                    _ = sqlite3_column_text(statement, 0); _ = sqlite3_column_text(statement, 1); _ = sqlite3_column_text(statement, 2)
+                    found += 1
+                }
+            }
+            precondition(found == emails.count, "every bench email exists")
+            return Double(emails.count) / (Double(sf_now_ns() - start) / 1e9)
+        }
+        func engineRate() throws -> Double {
+            let requests = emails.map { LookupRequest(emailAddress: $0) }
+            let start = sf_now_ns()
+            let (results, error) = container.fetchShareParticipantResults(requests)
+            let seconds = Double(sf_now_ns() - start) / 1e9
+            if let error { throw error }
+            precondition(results.count == emails.count)
+            return Double(emails.count) / seconds
+        }
+        var ours: [Double] = [], theirs: [Double] = []
+        for rep in 0...sizes.repetitions {
+            let r = rawRate(), o = try engineRate()
+            if rep == 0 { continue }
+            theirs.append(r); ours.append(o)
+        }
+        return (median(ours), median(theirs))
+    }
+
+    /// Accounts `user<i>@bench.example`, inserted in bulk (setup, not measured).
+    func bulkAccounts(_ engine: Engine, count: Int) throws {
+        try engine.store.write { db in
+            let account = try db.makeStatement(sql: "INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, ?, ?, 0)")
+            let email = try db.makeStatement(sql: "INSERT INTO account_email (email, accountID, position) VALUES (?, ?, 0)")
+            for i in 0..<count {
+                try account.execute(arguments: [String(format: "_bench%027d", i), "{\"givenName\":\"User \(i)\"}", i % 2 == 0 ? "granted" : "initialState"])
+                try email.execute(arguments: ["user\(i)@bench.example", db.lastInsertedRowID])
+            }
+        }
+    }
+
+    /// `count` shares owned by owner@example.com, each with `guests` pending participants;
+    /// bulk SQL (setup, not measured). Returns the URLs.
+    func bulkShares(_ engine: Engine, count: Int, guests: [Int64]) throws -> [String] {
+        let owner = try engine.accounts.create(emails: ["owner@example.com"])
+        let c = try engine.session(for: owner).container("iCloud.com.example.bench")
+        _ = try c.privateCloudDatabase.saveZone("Bench")
+        return try engine.store.write { db in
+            let zone = try Int64.fetchOne(db, sql: "SELECT id FROM zone WHERE name = 'Bench'")!
+            let record = try db.makeStatement(sql: "INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, modifiedAt) VALUES (?, ?, ?, ?, NULL, 1, 0)")
+            let share = try db.makeStatement(sql: "INSERT INTO share (recordID, zoneID, url, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')")
+            let participant = try db.makeStatement(sql: """
+                INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
+                VALUES (?, ?, ?, 'emailAddress', ?, ?, ?, ?, ?)
+                """)
+            var urls: [String] = []
+            let now = Date().timeIntervalSince1970
+            for i in 0..<count {
+                try record.execute(arguments: [zone, "doc\(i)", "Doc", "{\"title\":{\"s\":\"Doc \(i)\"}}"])
+                try record.execute(arguments: [zone, "share\(i)", Share.recordType, "{\"cloudkit.title\":{\"s\":\"Share \(i)\"}}"])
+                let url = "https://shareflow.invalid/share/bench\(i)-\(UUID().uuidString)"
+                try share.execute(arguments: [db.lastInsertedRowID, zone, url, "doc\(i)"])
+                let shareID = db.lastInsertedRowID
+                try participant.execute(arguments: [shareID, UUID().uuidString, owner.id, "owner@example.com", "owner", "readWrite", "accepted", now])
+                for g in guests {
+                    try participant.execute(arguments: [shareID, UUID().uuidString, g, "guest\(g)@example.com", "privateUser", "readOnly", "pending", now])
+                }
+                urls.append(url)
+            }
+            return urls
+        }
+    }
+
+    func accepts(in scratch: URL) throws -> (Double, Double) {
+        let engine = Engine(store: try Store(path: scratch.appendingPathComponent("accept.sqlite").path))
+        engine.logger.logLevel = .critical
+        let bob = try engine.accounts.create(emails: ["bob@example.com"])
+        let rounds = 2
+        let perRound = max(sizes.accepts / rounds, 1)
+        let urls = try bulkShares(engine, count: 2 * rounds * perRound, guests: [bob.id])
+        let container = try engine.session(for: bob).container("iCloud.com.example.bench")
+        let (metas, error) = container.fetchShareMetadataResults(urls)
+        if let error { throw error }
+        let metadatas = try metas.map { try $0.1.get() }
+        var config = PluginConfig()
+        config.plugins["domain-allowlist"] = LuaTable(hash: [.string("domains"): .table(LuaTable(array: [.string("example.com")]))])
+        let plugins = PluginManager(engine: engine, directories: pluginDirectories, config: config,
+                                    dataDirectory: scratch.appendingPathComponent("plugin-data").path)
+        func rate(_ slice: ArraySlice<ShareMetadata>) throws -> Double {
+            let start = sf_now_ns()
+            let (results, error) = container.acceptShareResults(Array(slice))
+            let seconds = Double(sf_now_ns() - start) / 1e9
+            if let error { throw error }
+            precondition(results.count == slice.count)
+            return Double(slice.count) / seconds
+        }
+        // Alternate without/with, so neither gets the warmer cache.
+        var plain: [Double] = [], policy: [Double] = []
+        var next = 0
+        for _ in 0..<rounds {
+            plugins.unload("domain-allowlist")
+            plain.append(try rate(metadatas[next..<next + perRound])); next += perRound
+            try plugins.load("domain-allowlist")
+            policy.append(try rate(metadatas[next..<next + perRound])); next += perRound
+        }
+        let accepted = try engine.store.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM participant WHERE status = 'accepted' AND role != 'owner'") }
+        precondition(accepted == next, "every accept was committed")
+        return (median(plain), median(policy))
+    }
+
+    func coldStart(in scratch: URL) throws -> (Double, Double?) {
+        let empty = scratch.appendingPathComponent("empty.lua")
+        try "".write(to: empty, atomically: true, encoding: .utf8)
+        let config = scratch.appendingPathComponent("cold.config.lua")
+        try """
+            return { plugins = { ["domain-allowlist"] = true, ["audit-log"] = true, ["expiring-invitations"] = true } }
+            """.write(to: config, atomically: true, encoding: .utf8)
+        var args = ["run", "--store", ":memory:", "--config", config.path]
+        for d in pluginDirectories { args += ["--plugins", d] }
+        args.append(empty.path)
+        let ours = try (0...sizes.coldStarts).map { _ in try timeProcess(binary, args) }.dropFirst()
+        let lua = ["/usr/bin/lua5.4", "/usr/local/bin/lua5.4"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let theirs = try lua.map { path in try (0...sizes.coldStarts).map { _ in try timeProcess(path, [empty.path]) }.dropFirst() }
+        return (median(Array(ours)), theirs.map { median(Array($0)) })
+    }
+
+    func timeProcess(_ path: String, _ args: [String]) throws -> Double {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = args
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        let start = sf_now_ns()
+        try p.run()
+        p.waitUntilExit()
+        let ms = Double(sf_now_ns() - start) / 1e6
+        guard p.terminationStatus == 0 else { throw PluginError("\(path) \(args.joined(separator: " ")) exited with \(p.terminationStatus)") }
+        return ms
+    }
+
+    func residentMemory(in scratch: URL) throws -> (Double, Double) {
+        let engine = Engine(store: try Store(path: scratch.appendingPathComponent("rss.sqlite").path))
+        engine.logger.logLevel = .critical
+        let guests = try engine.store.write { db -> [Int64] in
+            try (0..<(sizes.participantsPerShare - 1)).map { i in
+                try db.execute(sql: "INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, '{}', 'initialState', 0)",
+                               arguments: [String(format: "_guest%026d", i)])
+                let id = db.lastInsertedRowID
+                try db.execute(sql: "INSERT INTO account_email (email, accountID, position) VALUES (?, ?, 0)", arguments: ["guest\(id)@example.com", id])
+                return id
+            }
+        }
+        _ = try bulkShares(engine, count: sizes.shares, guests: guests)
+        let owner = try engine.accounts.find(LookupInfo.emailAddress("owner@example.com"))!
+        let db = try engine.session(for: owner).container("iCloud.com.example.bench").privateCloudDatabase
+        let zone = RecordZoneID(zoneName: "Bench", ownerName: owner.userRecordID)
+        let before = Benchmarks.residentMiB()
+        var loaded: [Share] = []
+        for i in 0..<sizes.shares {
+            loaded.append(try db.fetchRecord(RecordID(recordName: "share\(i)", zoneID: zone)) as! Share)
+        }
+        let participants = loaded.reduce(0) { $0 + $1.participants.count }
+        precondition(participants == sizes.shares * sizes.participantsPerShare, "all participants loaded")
+        let after = Benchmarks.residentMiB()
+        withExtendedLifetime(loaded) {}
+        return (after, after - before)
+    }
+
+    // MARK: Machine
+
+    public static func residentMiB() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+              let pages = Double(text.split(separator: " ")[1]) else { return 0 }
+        return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+    }
+
+    static func machine() -> [String: Any] {
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+            .map { String($0.split(separator: ":", maxSplits: 1)[1]).trimmingCharacters(in: .whitespaces) } ?? "unknown"
+        return ["cores": ProcessInfo.processInfo.activeProcessorCount, "cpu": model]
+    }
+}
+
+/// A small deterministic generator, so runs look up the same emails.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E3779B97F4A7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
+        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
+        return z ^ (z >> 31)
+    }
+}

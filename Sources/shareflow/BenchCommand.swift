@@ -1,0 +1,52 @@
+import ArgumentParser
+import Foundation
+import ShareFlowLua
+
+extension ShareFlowCommand {
+    struct Bench: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Measure the SPEC §12 figures, each beside its baseline in the same run.",
+            discussion: "Build with `swift build -c release` first (make bench). --smoke runs tiny sizes to check that every figure is produced."
+        )
+
+        @Flag(name: .long, help: "Print one JSON object.")
+        var json = false
+
+        @Flag(name: .long, help: "Tiny sizes: checks every figure is produced (numbers mean nothing).")
+        var smoke = false
+
+        @Option(name: .long, help: "Folder of plugins (for the allow-list and the cold start).")
+        var plugins: [String] = ["Plugins"]
+
+        func run() throws {
+            let binary = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
+            let resolved = FileManager.default.isExecutableFile(atPath: binary) ? binary
+                : (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/shareflow" }
+                    .first { FileManager.default.isExecutableFile(atPath: $0) } ?? binary
+            let bench = Benchmarks(sizes: smoke ? .smoke : .init(), pluginDirectories: plugins, binary: resolved) { step in
+                FileHandle.standardError.write(Data("bench: \(step)…\n".utf8))
+            }
+            let r = try bench.run()
+            if json {
+                let data = try JSONSerialization.data(withJSONObject: r, options: [.sortedKeys, .prettyPrinted])
+                print(String(decoding: data, as: UTF8.self))
+                return
+            }
+            func n(_ key: String, _ digits: Int = 0) -> String {
+                guard let v = r[key] as? Double else { return "n/a" }
+                return String(format: "%.\(digits)f", v)
+            }
+            let machine = r["machine"] as? [String: Any] ?? [:]
+            print("ShareFlow bench — \(r["date"] ?? "") — \(machine["cores"] ?? "?") cores, \(machine["cpu"] ?? "?")")
+            print("")
+            print("| figure | ShareFlow | baseline | ratio | target |")
+            print("|---|---|---|---|---|")
+            print("| `participant.fetched` to one Lua observer | \(n("hook_dispatch_ns")) ns | \(n("hook_dispatch_c_ns")) ns (raw C `lua_pcall`) | \(n("hook_dispatch_ratio", 2))× | ≤ 1.5× |")
+            print("| one `share.accept` policy decision | \(n("policy_decision_ns")) ns | \(n("policy_decision_c_ns")) ns (raw C `lua_pcall`) | \(n("policy_decision_ratio", 2))× | ≤ 2× |")
+            print("| FetchShareParticipants | \(n("fetch_participants_per_s")) /s | \(n("sqlite_lookups_per_s")) /s (raw SQLite) | \(n("fetch_participants_vs_sqlite", 2))× | ≥ 0.5× |")
+            print("| AcceptShares with the allow-list policy | \(n("accept_with_policy_per_s")) /s | \(n("accept_per_s")) /s (no plugin) | \(n("accept_with_policy_vs_without", 2))× | ≥ 0.9× |")
+            print("| cold start `run empty.lua`, shipped plugins on | \(n("cold_start_ms", 1)) ms | \(n("lua_cold_start_ms", 1)) ms (`lua5.4 empty.lua`) | | reported |")
+            print("| resident memory, 1,000 shares × 100 participants loaded | \(n("rss_mib_1000x100", 1)) MiB | | (+\(n("rss_delta_mib_1000x100", 1)) MiB for the shares) | reported |")
+        }
+    }
+}
