@@ -18,6 +18,7 @@ public struct Directory {
         guard !emails.isEmpty || !phones.isEmpty else {
             throw ShareFlowError.invalid("an account needs at least one email address or phone number")
         }
+        engine.accountsChanged()
         return try engine.transaction { db in
             let userRecordID = Account.newUserRecordID()
             let nameJSON = String(decoding: try JSONEncoder().encode(name), as: UTF8.self)
@@ -63,6 +64,8 @@ public struct Directory {
     @discardableResult
     public func addEmail(_ email: String, to account: Account) throws -> Account {
         let email = try LookupInfo.normalizedEmail(email)
+        engine.accountsChanged()
+        defer { engine.accountsChanged() }
         return try engine.transaction { db in
             try insertEmail(email, account: account.id, db: db)
             return try engine.loadAccount(id: account.id, db: db)
@@ -73,6 +76,8 @@ public struct Directory {
     @discardableResult
     public func addPhone(_ phone: String, to account: Account) throws -> Account {
         let phone = try LookupInfo.normalizedPhone(phone)
+        engine.accountsChanged()
+        defer { engine.accountsChanged() }
         return try engine.transaction { db in
             try insertPhone(phone, account: account.id, db: db)
             return try engine.loadAccount(id: account.id, db: db)
@@ -103,6 +108,12 @@ public struct Directory {
         let parsed = try contacts.map { c -> (LookupInfo, String?) in
             (c.value.contains("@") ? try LookupInfo(emailAddress: c.value) : try LookupInfo(phoneNumber: c.value), c.identifier)
         }
+        engine.accountsChanged()
+        defer { engine.accountsChanged() }
+        engine.accountsChanged()
+        defer { engine.accountsChanged() }
+        engine.accountsChanged()
+        defer { engine.accountsChanged() }
         return try engine.transaction { db in
             for (lookup, identifier) in parsed {
                 let id = identifier ?? "contact-" + UUID().uuidString.prefix(8).lowercased()

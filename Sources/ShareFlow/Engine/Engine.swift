@@ -55,6 +55,11 @@ public final class Engine: @unchecked Sendable {
 
     /// Runs `body` under the lock in one transaction (a savepoint when nested); its events are
     /// delivered after the outermost commit, and dropped on rollback.
+    /// Bumped by every change to the directory, so cached accounts know when to reload.
+    public private(set) var accountsGeneration = 0
+
+    func accountsChanged() { accountsGeneration += 1 }
+
     func transaction<T>(_ body: (Database) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }

@@ -45,13 +45,15 @@ public final class FetchShareParticipantsOperation: CloudOperation {
         if let inputs = userIdentityLookupInfos {
             do {
                 let caller = try container.session.account
-                failures = process(inputs, id: \.description, body: { request in
+                // One transaction for the batch: no per-item round trip to the store; events
+                // are delivered when it ends, and callbacks may still write (savepoints).
+                failures = try container.engine.transaction { _ in process(inputs, id: \.description, body: { request in
                     try container.engine.fetchShareParticipant(try request.result.get(), caller: caller,
                                                               container: container.containerIdentifier)
                 }, deliver: { request, result in
                     perShareParticipantResultBlock?(request, result)
                     if case .success(let p) = result { shareParticipantFetchedBlock?(p) }
-                })
+                }) }
                 error = completionError(failures, total: inputs.count)
             } catch { self.error = .wrap(error) }
         } else {

@@ -290,17 +290,22 @@ public struct Benchmarks {
         return (median(Array(ours)), theirs.map { median(Array($0)) })
     }
 
+    /// Wall time of one run of a process, spawned directly (posix_spawn, waitpid).
     func timeProcess(_ path: String, _ args: [String]) throws -> Double {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = args
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
         let start = sf_now_ns()
-        try p.run()
-        p.waitUntilExit()
+        guard posix_spawn(&pid, path, &actions, nil, argv, environ) == 0 else { throw PluginError("cannot start \(path)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let ms = Double(sf_now_ns() - start) / 1e6
-        guard p.terminationStatus == 0 else { throw PluginError("\(path) \(args.joined(separator: " ")) exited with \(p.terminationStatus)") }
+        guard status == 0 else { throw PluginError("\(path) \(args.joined(separator: " ")) failed (status \(status))") }
         return ms
     }
 

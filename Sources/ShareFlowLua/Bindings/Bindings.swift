@@ -7,16 +7,27 @@ import ShareFlow
 final class AccountHandle {
     let engine: Engine
     let userRecordID: String
+    private var cached: Account
+    private var generation: Int
+
     init(engine: Engine, account: Account) {
         self.engine = engine
         self.userRecordID = account.userRecordID
+        self.cached = account
+        self.generation = engine.accountsGeneration
     }
+
+    /// The account as stored: the snapshot unless the directory changed since.
     var account: Account {
         get throws {
-            guard let a = try engine.accounts.get(userRecordID: userRecordID) else {
-                throw ShareFlowError(.unknownItem, "account \(userRecordID) no longer exists")
+            if generation != engine.accountsGeneration {
+                guard let a = try engine.accounts.get(userRecordID: userRecordID) else {
+                    throw ShareFlowError(.unknownItem, "account \(userRecordID) no longer exists")
+                }
+                cached = a
+                generation = engine.accountsGeneration
             }
-            return a
+            return cached
         }
     }
 }

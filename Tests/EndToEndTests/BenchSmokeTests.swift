@@ -1,0 +1,32 @@
+import Foundation
+import XCTest
+
+/// `shareflow bench --smoke` produces every SPEC §12 figure, positive. No timing is asserted:
+/// these machines are noisy, and the real run is `make bench` on a release build.
+final class BenchSmokeTests: XCTestCase {
+    func testEveryFigureIsProducedAndPositive() throws {
+        let r = try CLI.run(["bench", "--smoke", "--json"], timeout: 300)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let object = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as! [String: Any]
+        let keys = ["hook_dispatch_ns", "hook_dispatch_c_ns", "hook_dispatch_ratio", "policy_decision_ns", "policy_decision_ratio",
+                    "fetch_participants_per_s", "sqlite_lookups_per_s", "fetch_participants_vs_sqlite",
+                    "accept_per_s", "accept_with_policy_per_s", "accept_with_policy_vs_without",
+                    "cold_start_ms", "lua_cold_start_ms", "rss_mib_1000x100"]
+        for key in keys {
+            let value = (object[key] as? NSNumber)?.doubleValue ?? -1
+            XCTAssertGreaterThan(value, 0, "\(key) = \(String(describing: object[key]))")
+        }
+        let machine = object["machine"] as? [String: Any]
+        XCTAssertGreaterThan((machine?["cores"] as? Int) ?? 0, 0)
+        XCTAssertNotNil(machine?["cpu"] as? String)
+        XCTAssertNotNil(object["date"] as? String)
+    }
+
+    func testTableNamesEveryFigureWithItsBaseline() throws {
+        let r = try CLI.run(["bench", "--smoke"], timeout: 300)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        for part in ["raw C `lua_pcall`", "raw SQLite", "(no plugin)", "`lua5.4 empty.lua`", "1,000 shares × 100 participants"] {
+            XCTAssertTrue(r.stdout.contains(part), "missing \(part):\n\(r.stdout)")
+        }
+    }
+}
