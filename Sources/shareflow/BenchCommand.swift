@@ -18,12 +18,21 @@ extension ShareFlowCommand {
         @Option(name: .long, help: "Folder of plugins (for the allow-list and the cold start).")
         var plugins: [String] = ["Plugins"]
 
+        @Option(name: .long, help: "Accepts to measure (default 10,000).")
+        var accepts: Int?
+
+        @Option(name: .long, help: "Accounts to look up against (default 1,000,000).")
+        var accounts: Int?
+
         func run() throws {
             let binary = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
             let resolved = FileManager.default.isExecutableFile(atPath: binary) ? binary
                 : (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/shareflow" }
                     .first { FileManager.default.isExecutableFile(atPath: $0) } ?? binary
-            let bench = Benchmarks(sizes: smoke ? .smoke : .init(), pluginDirectories: plugins, binary: resolved) { step in
+            var sizes: Benchmarks.Sizes = smoke ? .smoke : .init()
+            if let accepts { sizes.accepts = accepts }
+            if let accounts { sizes.accounts = accounts }
+            let bench = Benchmarks(sizes: sizes, pluginDirectories: plugins, binary: resolved) { step in
                 FileHandle.standardError.write(Data("bench: \(step)…\n".utf8))
             }
             let r = try bench.run()

@@ -186,7 +186,8 @@ extension Engine {
     }
 
     func shareRow(zone: ZoneRow, recordName: String, db: Database) throws -> ShareRow? {
-        try Row.fetchOne(db, sql: "SELECT \(Engine.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND r.name = ?",
+        // record first (its (zoneID, name) key), then its share: never a scan of the zone's shares.
+        try Row.fetchOne(db, sql: "SELECT \(Engine.shareColumns) FROM record r CROSS JOIN share s ON s.recordID = r.id WHERE r.zoneID = ? AND r.name = ?",
                          arguments: [zone.id, recordName]).map(shareRow)
     }
 

@@ -73,7 +73,7 @@ extension Store {
                     permission TEXT NOT NULL,
                     status TEXT NOT NULL,
                     addedAt REAL NOT NULL);
-                CREATE INDEX participant_share ON participant(shareID);
+                CREATE INDEX participant_share ON participant(shareID, accountID);
                 CREATE INDEX participant_account ON participant(accountID);
                 CREATE INDEX participant_lookup ON participant(lookupKind, lookupValue);
                 """)

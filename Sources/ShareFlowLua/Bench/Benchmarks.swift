@@ -49,6 +49,11 @@ public struct Benchmarks {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
 
+        // First: later phases leave freed memory that would hide this one's growth.
+        progress("resident memory: \(sizes.shares) shares × \(sizes.participantsPerShare) participants")
+        let (rss, rssDelta) = try residentMemory(in: scratch)
+        r["rss_mib_1000x100"] = rss
+        r["rss_delta_mib_1000x100"] = rssDelta
         progress("hook dispatch and policy decision")
         let (hook, hookC, policy, policyC) = try hooksAndPolicies()
         r["hook_dispatch_ns"] = hook; r["hook_dispatch_c_ns"] = hookC; r["hook_dispatch_ratio"] = hook / hookC
@@ -69,10 +74,6 @@ public struct Benchmarks {
         r["cold_start_ms"] = cold
         r["lua_cold_start_ms"] = luaCold ?? NSNull()
 
-        progress("resident memory: \(sizes.shares) shares × \(sizes.participantsPerShare) participants")
-        let (rss, rssDelta) = try residentMemory(in: scratch)
-        r["rss_mib_1000x100"] = rss
-        r["rss_delta_mib_1000x100"] = rssDelta
         r["sizes"] = ["accounts": sizes.accounts, "lookups": sizes.lookups, "accepts": sizes.accepts,
                       "hook_calls": sizes.hookCalls, "shares": sizes.shares, "participants_per_share": sizes.participantsPerShare,
                       "repetitions": sizes.repetitions]
@@ -268,6 +269,7 @@ public struct Benchmarks {
             plain.append(try rate(metadatas[next..<next + perRound])); next += perRound
             try plugins.load("domain-allowlist")
             policy.append(try rate(metadatas[next..<next + perRound])); next += perRound
+            progress(String(format: "  accepts/s without %.0f, with the policy %.0f", plain.last!, policy.last!))
         }
         let accepted = try engine.store.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM participant WHERE status = 'accepted' AND role != 'owner'") }
         precondition(accepted == next, "every accept was committed")
