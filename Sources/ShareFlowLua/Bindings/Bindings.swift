@@ -55,6 +55,8 @@ final class Bindings {
     let participantClass = LuaClass<Participant>("Participant")
     let metadataClass = LuaClass<ShareMetadata>("ShareMetadata")
     var operationClasses: [String: LuaClass<LuaOperation>] = [:]
+    /// Registry refs of the value tables' metatables (LookupInfo, RecordID, …).
+    var valueMetatables: [String: Int32] = [:]
     var operationMakers: [String: () -> CloudOperation] = [:]
 
     init(host: ScriptHost) {

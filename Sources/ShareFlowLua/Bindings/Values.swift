@@ -235,10 +235,8 @@ extension Bindings {
 
     /// Sets the value-table metatable `name` on the table on top of the stack.
     func setMetatable(_ name: String) {
-        if lua_getfield(lua.L, clua_registryindex(), "shareflow." + name) == LUA_TNIL {
-            lua.pop()
-            return
-        }
+        guard let ref = valueMetatables[name] else { return }
+        lua_rawgeti(lua.L, clua_registryindex(), lua_Integer(ref))
         lua_setmetatable(lua.L, -2)
     }
 
@@ -255,7 +253,8 @@ extension Bindings {
                 return 1
             }
             lua_setfield(L, -2, "__tostring")
-            lua.pop()
+            // Kept by ref: pushing a value table is on the events' hot path.
+            valueMetatables[name] = luaL_ref(L, clua_registryindex())
         }
     }
 
