@@ -43,6 +43,14 @@ extension Bindings {
         lua.top = base
     }
 
+    /// Pushes a per-item result as Lua's `value, err` pair: `value, nil` or `nil, err`.
+    func push<T>(_ result: Result<T, ShareFlowError>, _ pushValue: (T) -> Void) {
+        switch result {
+        case .success(let v): pushValue(v); lua_pushnil(lua.L)
+        case .failure(let e): lua_pushnil(lua.L); push(e)
+        }
+    }
+
     /// Pushes the Lua value given for the current item, or `fallback()`.
     func pushInput(_ op: LuaOperation, fallback: () -> Void) {
         if let ref = op.nextInput() { lua.pushReference(ref) } else { fallback() }
@@ -164,10 +172,7 @@ extension Bindings {
             op(o).perShareParticipantResultBlock = ref.map { ref in { [unowned self] request, result in
                 callback(ref, "perShareParticipantResultBlock") {
                     pushInput(o) { push(request.info) }
-                    switch result {
-                    case .success(let p): push(participant: p); lua_pushnil(lua.L)
-                    case .failure(let e): lua_pushnil(lua.L); push(e)
-                    }
+                    push(result) { push(participant: $0) }
                     return 3
                 }
             } }
@@ -198,10 +203,7 @@ extension Bindings {
             op(o).perShareMetadataResultBlock = ref.map { ref in { [unowned self] url, result in
                 callback(ref, "perShareMetadataResultBlock") {
                     lua.push(string: url)
-                    switch result {
-                    case .success(let m): push(metadata: m); lua_pushnil(lua.L)
-                    case .failure(let e): lua_pushnil(lua.L); push(e)
-                    }
+                    push(result) { push(metadata: $0) }
                     return 3
                 }
             } }
@@ -226,10 +228,7 @@ extension Bindings {
             op(o).perShareResultBlock = ref.map { ref in { [unowned self] m, result in
                 callback(ref, "perShareResultBlock") {
                     push(metadata: m)
-                    switch result {
-                    case .success(let s): push(record: s); lua_pushnil(lua.L)
-                    case .failure(let e): lua_pushnil(lua.L); push(e)
-                    }
+                    push(result) { push(record: $0) }
                     return 3
                 }
             } }
@@ -282,22 +281,14 @@ extension Bindings {
     }
 
     private func recordList(_ call: LuaCall, _ i: Int32) throws -> [Record] {
-        try call.table(i)
-        return try (0..<call.length(i)).map { n in
-            call.element(i, n + 1)
-            defer { call.state.pop() }
+        try list(call, i) { n in
             guard let r = record(at: -1) else { throw call.argumentError(i, "item \(n + 1) must be a record, got \(call.typeName(-1))") }
             return r
         }
     }
 
     private func recordIDList(_ call: LuaCall, _ i: Int32) throws -> [RecordID] {
-        try call.table(i)
-        return try (0..<call.length(i)).map { n in
-            call.element(i, n + 1)
-            defer { call.state.pop() }
-            return try recordID(call, -1, position: i)
-        }
+        try list(call, i) { _ in try recordID(call, -1, position: i) }
     }
 
     private func defineModifyRecords(_ cls: OpClass) {
@@ -310,10 +301,7 @@ extension Bindings {
             op(o).perRecordSaveBlock = ref.map { ref in { [unowned self] id, result in
                 callback(ref, "perRecordSaveBlock") {
                     push(id)
-                    switch result {
-                    case .success(let r): push(record: r); lua_pushnil(lua.L)
-                    case .failure(let e): lua_pushnil(lua.L); push(e)
-                    }
+                    push(result) { push(record: $0) }
                     return 3
                 }
             } }
@@ -376,10 +364,7 @@ extension Bindings {
             op(o).perRecordZoneSaveBlock = ref.map { ref in { [unowned self] name, result in
                 callback(ref, "perRecordZoneSaveBlock") {
                     lua.push(string: name)
-                    switch result {
-                    case .success(let z): push(z); lua_pushnil(lua.L)
-                    case .failure(let e): lua_pushnil(lua.L); push(e)
-                    }
+                    push(result) { push($0) }
                     return 3
                 }
             } }
@@ -421,10 +406,7 @@ extension Bindings {
             op(o).perRecordResultBlock = ref.map { ref in { [unowned self] id, result in
                 callback(ref, "perRecordResultBlock") {
                     push(id)
-                    switch result {
-                    case .success(let r): push(record: r); lua_pushnil(lua.L)
-                    case .failure(let e): lua_pushnil(lua.L); push(e)
-                    }
+                    push(result) { push(record: $0) }
                     return 3
                 }
             } }

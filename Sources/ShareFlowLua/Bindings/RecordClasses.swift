@@ -155,12 +155,21 @@ extension Bindings {
         }
     }
 
-    func stringList(_ call: LuaCall, _ i: Int32) throws -> [String] {
+    /// The sequence in the table at `i`, each element read by `read` while it is on top of
+    /// the stack (at -1); `read` gets the element's index from 0.
+    func list<T>(_ call: LuaCall, _ i: Int32, _ read: (Int) throws -> T) throws -> [T] {
         try call.table(i)
         let abs = lua_absindex(call.L, i)
         return try (0..<call.length(abs)).map { n in
             call.element(abs, n + 1)
             defer { call.state.pop() }
+            return try read(n)
+        }
+    }
+
+    func stringList(_ call: LuaCall, _ i: Int32) throws -> [String] {
+        let abs = lua_absindex(call.L, i)
+        return try list(call, abs) { n in
             guard let s = call.state.string(at: -1) else {
                 throw call.argumentError(abs, "item \(n + 1) must be a string, got \(call.typeName(-1))")
             }
@@ -169,13 +178,7 @@ extension Bindings {
     }
 
     func metadataList(_ call: LuaCall, _ i: Int32) throws -> [ShareMetadata] {
-        try call.table(i)
-        let abs = lua_absindex(call.L, i)
-        return try (0..<call.length(abs)).map { n in
-            call.element(abs, n + 1)
-            defer { call.state.pop() }
-            return try call.object(-1, ShareMetadata.self, typeName: metadataClass.typeName)
-        }
+        try list(call, i) { _ in try call.object(-1, ShareMetadata.self, typeName: metadataClass.typeName) }
     }
 }
 

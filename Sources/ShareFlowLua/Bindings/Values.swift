@@ -31,13 +31,8 @@ extension Bindings {
 
     /// The list of lookups in the table at `i`.
     func lookupRequests(_ call: LuaCall, _ i: Int32) throws -> [LookupRequest] {
-        try call.table(i)
         let abs = lua_absindex(call.L, i)
-        return try (0..<call.length(abs)).map { n in
-            call.element(abs, n + 1)
-            defer { call.state.pop() }
-            return try lookupRequest(call, -1, position: abs)
-        }
+        return try list(call, abs) { _ in try lookupRequest(call, -1, position: abs) }
     }
 
     func push(_ lookup: LookupInfo?) {
