@@ -34,7 +34,7 @@ test: deps
 	timeout 2700 $(SWIFT) test --skip-build --disable-swift-testing
 
 lint: deps
-	luacheck --no-color Scripts Plugins
+	luacheck --no-color Scripts Plugins Tests/lua
 
 bench: deps
 	$(SWIFT) build -c release

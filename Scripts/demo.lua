@@ -10,8 +10,9 @@ local function section(title) print("\n== " .. title .. " " .. string.rep("=", 6
 
 section("Accounts")
 local alice = sf.accounts.create{ email = "alice@example.com", name = { given = "Alice", family = "Ng" }, discoverable = true }
-local bob = sf.accounts.create{ email = "bob@example.com", phone = "+1 415 555 0101", name = { given = "Bob", family = "Ruiz" }, discoverable = true }
-local carol = sf.accounts.create{ email = "carol@example.com", name = { given = "Carol" } }
+sf.accounts.create{ email = "bob@example.com", phone = "+1 415 555 0101",
+  name = { given = "Bob", family = "Ruiz" }, discoverable = true }
+sf.accounts.create{ email = "carol@example.com", name = { given = "Carol" } }
 for _, a in ipairs(sf.accounts.list()) do say("  %s", tostring(a)) end
 
 section("Alice writes a trip")
@@ -41,7 +42,9 @@ c:add(op); op:wait()
 local _, err = db:modifyRecords{ save = { trip, day1, share } }
 assert(not err, tostring(err))
 say("  saved %s", tostring(share))
-for _, p in ipairs(share.participants) do say("    %-20s %-12s %-10s %s", p.userIdentity.lookupInfo.emailAddress, p.role, p.permission, p.acceptanceStatus) end
+for _, p in ipairs(share.participants) do
+  say("    %-20s %-12s %-10s %s", p.userIdentity.lookupInfo.emailAddress, p.role, p.permission, p.acceptanceStatus)
+end
 
 section("Bob opens the link")
 local bc = sf.as("bob@example.com"):container(C)
