@@ -26,8 +26,8 @@ public struct Directory {
                            arguments: [userRecordID, nameJSON, (discoverable ? Discoverability.granted : .initialState).rawValue,
                                        Date().timeIntervalSince1970])
             let id = db.lastInsertedRowID
-            for email in emails { try insertEmail(email, account: id, db: db) }
-            for phone in phones { try insertPhone(phone, account: id, db: db) }
+            for email in emails { try insertAddress(.emailAddress(email), account: id, db: db) }
+            for phone in phones { try insertAddress(.phoneNumber(phone), account: id, db: db) }
             return try engine.loadAccount(id: id, db: db)
         }
     }
@@ -63,23 +63,20 @@ public struct Directory {
     /// Adds an email; pending participants invited at that address become this account's (R17).
     @discardableResult
     public func addEmail(_ email: String, to account: Account) throws -> Account {
-        let email = try LookupInfo.normalizedEmail(email)
-        engine.accountsChanged()
-        defer { engine.accountsChanged() }
-        return try engine.transaction { db in
-            try insertEmail(email, account: account.id, db: db)
-            return try engine.loadAccount(id: account.id, db: db)
-        }
+        try addAddress(LookupInfo(emailAddress: email), to: account)
     }
 
     /// Adds a phone number; pending participants invited at that number become this account's (R17).
     @discardableResult
     public func addPhone(_ phone: String, to account: Account) throws -> Account {
-        let phone = try LookupInfo.normalizedPhone(phone)
+        try addAddress(LookupInfo(phoneNumber: phone), to: account)
+    }
+
+    private func addAddress(_ address: LookupInfo, to account: Account) throws -> Account {
         engine.accountsChanged()
         defer { engine.accountsChanged() }
         return try engine.transaction { db in
-            try insertPhone(phone, account: account.id, db: db)
+            try insertAddress(address, account: account.id, db: db)
             return try engine.loadAccount(id: account.id, db: db)
         }
     }
@@ -126,24 +123,22 @@ public struct Directory {
 
     // MARK: Addresses
 
-    private func insertEmail(_ email: String, account: Int64, db: Database) throws {
-        if let owner = try Int64.fetchOne(db, sql: "SELECT accountID FROM account_email WHERE email = ?", arguments: [email]) {
-            if owner == account { return }
-            throw ShareFlowError.invalid("email '\(email)' already belongs to another account")
+    /// Adds a normalised email or phone to an account, then verifies matching invitations (R17).
+    private func insertAddress(_ address: LookupInfo, account: Int64, db: Database) throws {
+        let (table, column, noun): (String, String, String)
+        switch address {
+        case .emailAddress: (table, column, noun) = ("account_email", "email", "email")
+        case .phoneNumber: (table, column, noun) = ("account_phone", "phone", "phone")
+        case .userRecordID: throw ShareFlowError.invalid("a userRecordID is not an address to add")
         }
-        let position = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM account_email WHERE accountID = ?", arguments: [account]) ?? 0
-        try db.execute(sql: "INSERT INTO account_email (email, accountID, position) VALUES (?, ?, ?)", arguments: [email, account, position])
-        try matchPendingParticipants(LookupInfo.emailAddress(email), account: account, db: db)
-    }
-
-    private func insertPhone(_ phone: String, account: Int64, db: Database) throws {
-        if let owner = try Int64.fetchOne(db, sql: "SELECT accountID FROM account_phone WHERE phone = ?", arguments: [phone]) {
+        if let owner = try engine.accountID(for: address, db: db) {
             if owner == account { return }
-            throw ShareFlowError.invalid("phone '\(phone)' already belongs to another account")
+            throw ShareFlowError.invalid("\(noun) '\(address.value)' already belongs to another account")
         }
-        let position = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM account_phone WHERE accountID = ?", arguments: [account]) ?? 0
-        try db.execute(sql: "INSERT INTO account_phone (phone, accountID, position) VALUES (?, ?, ?)", arguments: [phone, account, position])
-        try matchPendingParticipants(LookupInfo.phoneNumber(phone), account: account, db: db)
+        let position = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE accountID = ?", arguments: [account]) ?? 0
+        try db.execute(sql: "INSERT INTO \(table) (\(column), accountID, position) VALUES (?, ?, ?)",
+                       arguments: [address.value, account, position])
+        try matchPendingParticipants(address, account: account, db: db)
     }
 
     /// R17: participants invited by this address, not yet matched to an account, become this

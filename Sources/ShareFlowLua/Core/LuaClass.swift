@@ -84,9 +84,6 @@ public final class LuaClass<Object: AnyObject> {
             }
             lua_setfield(L, -2, name)
         }
-        let methodsIndex = lua_gettop(L)
-        _ = methodsIndex
-
         let getters = self.getters, setters = self.setters, typeName = self.typeName
         let methodsRef = luaL_ref(L, clua_registryindex())
         lua.push(function: "__index") { call in

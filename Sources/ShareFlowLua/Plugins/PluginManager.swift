@@ -161,13 +161,7 @@ public final class PluginManager {
         try lua.withBudget(host.budgetReason) { try lua.call(arguments: 0, results: 1) }
         lua_pushvalue(lua.L, -1)
         lua_setglobal(lua.L, "__shareflow_plugin")
-        return try shallow(lua, at: -1)
-    }
-
-    /// The plugin table's plain fields (functions become references).
-    private func shallow(_ lua: LuaState, at index: Int32) throws -> LuaValue {
-        guard lua_type(lua.L, index) == LUA_TTABLE else { return try lua.value(at: index) }
-        return try lua.value(at: index)
+        return try lua.value(at: -1)
     }
 
     private func evaluate(_ host: ScriptHost, name: String, folder: String) throws -> LuaTable {
