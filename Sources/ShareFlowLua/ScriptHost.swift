@@ -81,7 +81,7 @@ public final class ScriptHost {
 
     /// Calls the function below its arguments for the engine (an observer or a policy);
     /// a Lua error is thrown to the engine, which logs or denies.
-    func guardedCall(arguments: Int32, results: Int32, what: String) throws {
+    func guardedCall(arguments: Int32, results: Int32) throws {
         try lua.withBudget(budgetReason) { try lua.call(arguments: arguments, results: results) }
     }
 

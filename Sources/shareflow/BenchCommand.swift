@@ -24,6 +24,16 @@ extension ShareFlowCommand {
         @Option(name: .long, help: "Accounts to look up against (default 1,000,000).")
         var accounts: Int?
 
+        @Option(name: .long, parsing: .upToNextOption,
+                help: "Run only these figure groups (\(Benchmarks.groups.joined(separator: ", "))), e.g. to profile one.")
+        var only: [String] = []
+
+        func validate() throws {
+            for group in only where !Benchmarks.groups.contains(group) {
+                throw ValidationError("unknown figure group '\(group)' for --only (expected one of: \(Benchmarks.groups.joined(separator: ", ")))")
+            }
+        }
+
         func run() throws {
             let binary = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
             let resolved = FileManager.default.isExecutableFile(atPath: binary) ? binary
@@ -32,9 +42,10 @@ extension ShareFlowCommand {
             var sizes: Benchmarks.Sizes = smoke ? .smoke : .init()
             if let accepts { sizes.accepts = accepts }
             if let accounts { sizes.accounts = accounts }
-            let bench = Benchmarks(sizes: sizes, pluginDirectories: plugins, binary: resolved) { step in
+            var bench = Benchmarks(sizes: sizes, pluginDirectories: plugins, binary: resolved) { step in
                 FileHandle.standardError.write(Data("bench: \(step)…\n".utf8))
             }
+            bench.only = Set(only)
             let r = try bench.run()
             if json {
                 let data = try JSONSerialization.data(withJSONObject: r, options: [.sortedKeys, .prettyPrinted])

@@ -55,10 +55,24 @@ public final class PolicySet: @unchecked Sendable {
         let body: Policy
     }
 
-    private var entries: [String: [Entry]] = [:]
+    /// One decision point's policies in the order they are asked, and their names (kept
+    /// beside them so a decision that asks all of them logs the names without copying).
+    struct Point {
+        var entries: [Entry] = []
+        var names: [String] = []
+        mutating func update(_ change: (inout [Entry]) -> Void) {
+            change(&entries)
+            names = entries.map(\.name)
+        }
+    }
+
+    private var points: [String: Point] = [:]
     private var nextID = 0
     private var log: [PolicyDecision] = []
     private var nextDecision = 0
+    /// Wall-clock time at a monotonic instant: a decision's time is derived from the
+    /// monotonic clock it already reads for its duration.
+    private let epoch = (wall: Date(), uptime: DispatchTime.now().uptimeNanoseconds)
     /// How many decisions the log keeps.
     public var logCapacity = 1000
 
@@ -68,31 +82,32 @@ public final class PolicySet: @unchecked Sendable {
             throw ShareFlowError.invalid("'\(point)' is not a decision point (expected one of: \(PolicySet.points.joined(separator: ", ")))")
         }
         nextID += 1
-        var list = entries[point, default: []]
-        let index = list.firstIndex { $0.priority < priority } ?? list.endIndex
-        list.insert(Entry(id: nextID, name: name, priority: priority, body: body), at: index)
-        entries[point] = list
+        let entry = Entry(id: nextID, name: name, priority: priority, body: body)
+        points[point, default: Point()].update { list in
+            let index = list.firstIndex { $0.priority < priority } ?? list.endIndex
+            list.insert(entry, at: index)
+        }
         return nextID
     }
 
     public func remove(id: Int) {
-        for key in entries.keys { entries[key]?.removeAll { $0.id == id } }
+        for key in points.keys { points[key]?.update { $0.removeAll { $0.id == id } } }
     }
 
     public func removeAll(namePrefix prefix: String) {
-        for key in entries.keys { entries[key]?.removeAll { $0.name.hasPrefix(prefix) } }
+        for key in points.keys { points[key]?.update { $0.removeAll { $0.name.hasPrefix(prefix) } } }
     }
 
-    public func hasPolicies(_ point: String) -> Bool { !(entries[point]?.isEmpty ?? true) }
+    public func hasPolicies(_ point: String) -> Bool { !(points[point]?.entries.isEmpty ?? true) }
 
     /// Asks every policy at the request's point; throws `permissionFailure` on denial.
     func check(_ request: PolicyRequest, item: String) throws {
-        guard let list = entries[request.point], !list.isEmpty else { return }
+        guard let point = points[request.point], !point.entries.isEmpty else { return }
         let start = DispatchTime.now().uptimeNanoseconds
-        var consulted: [String] = []
+        var asked = 0
         var denial: (String, String)?
-        for entry in list {
-            consulted.append(entry.name)
+        for entry in point.entries {
+            asked += 1
             do {
                 if case .deny(let reason) = try entry.body(request) { denial = (entry.name, reason) }
             } catch {
@@ -100,11 +115,15 @@ public final class PolicySet: @unchecked Sendable {
             }
             if denial != nil { break }
         }
+        let end = DispatchTime.now().uptimeNanoseconds
         nextDecision += 1
         let decision = PolicyDecision(
-            id: nextDecision, point: request.point, policies: consulted, allow: denial == nil,
+            id: nextDecision, point: request.point,
+            policies: asked == point.names.count ? point.names : Array(point.names.prefix(asked)),
+            allow: denial == nil,
             reasons: denial.map { ["\($0.0): \($0.1)"] } ?? [],
-            duration: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9, time: Date())
+            duration: Double(end - start) / 1e9,
+            time: epoch.wall.addingTimeInterval(Double(end - epoch.uptime) / 1e9))
         log.append(decision)
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
         if log.count > 2 * logCapacity { log.removeFirst(log.count - logCapacity) }

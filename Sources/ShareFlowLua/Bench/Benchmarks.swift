@@ -29,7 +29,12 @@ public struct Benchmarks {
         }
     }
 
+    /// The figure groups a run can be limited to (`shareflow bench --only hooks`), for profiling.
+    public static let groups = ["memory", "hooks", "fetch", "accept", "cold"]
+
     public var sizes: Sizes
+    /// Groups to run; empty runs all.
+    public var only: Set<String> = []
     public var pluginDirectories: [String]
     /// The shareflow binary, for the cold start.
     public var binary: String
@@ -49,30 +54,39 @@ public struct Benchmarks {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
 
+        func wanted(_ group: String) -> Bool { only.isEmpty || only.contains(group) }
+
         // First: later phases leave freed memory that would hide this one's growth.
-        progress("resident memory: \(sizes.shares) shares × \(sizes.participantsPerShare) participants")
-        let (rss, rssDelta) = try residentMemory(in: scratch)
-        r["rss_mib_1000x100"] = rss
-        r["rss_delta_mib_1000x100"] = rssDelta
-        progress("hook dispatch and policy decision")
-        let (hook, hookC, policy, policyC) = try hooksAndPolicies()
-        r["hook_dispatch_ns"] = hook; r["hook_dispatch_c_ns"] = hookC; r["hook_dispatch_ratio"] = hook / hookC
-        r["policy_decision_ns"] = policy; r["policy_decision_c_ns"] = policyC; r["policy_decision_ratio"] = policy / policyC
-
-        progress("fetch participants: \(sizes.lookups) lookups against \(sizes.accounts) accounts")
-        let (fetch, sqlite) = try fetchParticipants(in: scratch)
-        r["fetch_participants_per_s"] = fetch; r["sqlite_lookups_per_s"] = sqlite
-        r["fetch_participants_vs_sqlite"] = fetch / sqlite
-
-        progress("accept: \(sizes.accepts) accepts without and with the allow-list policy")
-        let (plain, withPolicy) = try accepts(in: scratch)
-        r["accept_per_s"] = plain; r["accept_with_policy_per_s"] = withPolicy
-        r["accept_with_policy_vs_without"] = withPolicy / plain
-
-        progress("cold start")
-        let (cold, luaCold) = try coldStart(in: scratch)
-        r["cold_start_ms"] = cold
-        r["lua_cold_start_ms"] = luaCold ?? NSNull()
+        if wanted("memory") {
+            progress("resident memory: \(sizes.shares) shares × \(sizes.participantsPerShare) participants")
+            let (rss, rssDelta) = try residentMemory(in: scratch)
+            r["rss_mib_1000x100"] = rss
+            r["rss_delta_mib_1000x100"] = rssDelta
+        }
+        if wanted("hooks") {
+            progress("hook dispatch and policy decision")
+            let (hook, hookC, policy, policyC) = try hooksAndPolicies()
+            r["hook_dispatch_ns"] = hook; r["hook_dispatch_c_ns"] = hookC; r["hook_dispatch_ratio"] = hook / hookC
+            r["policy_decision_ns"] = policy; r["policy_decision_c_ns"] = policyC; r["policy_decision_ratio"] = policy / policyC
+        }
+        if wanted("fetch") {
+            progress("fetch participants: \(sizes.lookups) lookups against \(sizes.accounts) accounts")
+            let (fetch, sqlite) = try fetchParticipants(in: scratch)
+            r["fetch_participants_per_s"] = fetch; r["sqlite_lookups_per_s"] = sqlite
+            r["fetch_participants_vs_sqlite"] = fetch / sqlite
+        }
+        if wanted("accept") {
+            progress("accept: \(sizes.accepts) accepts without and with the allow-list policy")
+            let (plain, withPolicy) = try accepts(in: scratch)
+            r["accept_per_s"] = plain; r["accept_with_policy_per_s"] = withPolicy
+            r["accept_with_policy_vs_without"] = withPolicy / plain
+        }
+        if wanted("cold") {
+            progress("cold start")
+            let (cold, luaCold) = try coldStart(in: scratch)
+            r["cold_start_ms"] = cold
+            r["lua_cold_start_ms"] = luaCold ?? NSNull()
+        }
 
         r["sizes"] = ["accounts": sizes.accounts, "lookups": sizes.lookups, "accepts": sizes.accepts,
                       "hook_calls": sizes.hookCalls, "shares": sizes.shares, "participants_per_share": sizes.participantsPerShare,

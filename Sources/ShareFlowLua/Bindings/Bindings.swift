@@ -42,8 +42,9 @@ final class RecordFields {
 /// them. The bindings wrap the Swift API; they enforce no rule of their own.
 final class Bindings {
     unowned let host: ScriptHost
-    var lua: LuaState { host.lua }
-    var engine: Engine { host.engine }
+    // Stored, not read through `host`: these are on every event's path.
+    let lua: LuaState
+    let engine: Engine
 
     let accountClass = LuaClass<AccountHandle>("Account")
     let sessionClass = LuaClass<Session>("Session")
@@ -56,11 +57,13 @@ final class Bindings {
     let metadataClass = LuaClass<ShareMetadata>("ShareMetadata")
     var operationClasses: [String: LuaClass<LuaOperation>] = [:]
     /// Registry refs of the value tables' metatables (LookupInfo, RecordID, …).
-    var valueMetatables: [String: Int32] = [:]
+    var valueMetatables: [Int32] = []
     var operationMakers: [String: () -> CloudOperation] = [:]
 
     init(host: ScriptHost) {
         self.host = host
+        self.lua = host.lua
+        self.engine = host.engine
     }
 
     func register() {
@@ -86,12 +89,12 @@ final class Bindings {
     // MARK: Push and read
 
     /// One handle per account, so an account is the same Lua value wherever it appears.
-    private var accountHandles: [String: AccountHandle] = [:]
+    private var accountHandles: [Int64: AccountHandle] = [:]
 
     func push(account: Account) {
-        let handle = accountHandles[account.userRecordID] ?? {
+        let handle = accountHandles[account.id] ?? {
             let h = AccountHandle(engine: engine, account: account)
-            accountHandles[account.userRecordID] = h
+            accountHandles[account.id] = h
             return h
         }()
         accountClass.push(handle, in: lua)

@@ -39,7 +39,7 @@ enum Hooks {
                 defer { lua.top = base }
                 lua.pushReference(fn)
                 pushEvent(ev, b)
-                try host.guardedCall(arguments: 1, results: 0, what: "observer '\(name)' of \(event)")
+                try host.guardedCall(arguments: 1, results: 0)
             }
             handleClass.push(Handle(label: name) { handle.remove() }, in: call.state)
             return 1
@@ -61,7 +61,7 @@ enum Hooks {
                     defer { lua.top = base }
                     lua.pushReference(fn)
                     pushRequest(request, b)
-                    try host.guardedCall(arguments: 1, results: 2, what: "policy '\(name)' at \(point)")
+                    try host.guardedCall(arguments: 1, results: 2)
                     return verdict(lua, base: base)
                 }
             }
@@ -156,8 +156,11 @@ enum Hooks {
         if let l = ev.lookupInfo { b.push(l); lua_setfield(L, -2, "lookupInfo") }
         if let m = ev.metadata { b.push(metadata: m); lua_setfield(L, -2, "metadata") }
         if let i = ev.identity { b.push(i); lua_setfield(L, -2, "identity") }
-        let strings: [(String, String?)] = [("url", ev.url), ("reason", ev.reason), ("from", ev.from), ("to", ev.to), ("operation", ev.operation)]
-        for (k, v) in strings { if let v { b.lua.push(string: v); lua_setfield(L, -2, k) } }
+        if let v = ev.url { b.lua.push(string: v); lua_setfield(L, -2, "url") }
+        if let v = ev.reason { b.lua.push(string: v); lua_setfield(L, -2, "reason") }
+        if let v = ev.from { b.lua.push(string: v); lua_setfield(L, -2, "from") }
+        if let v = ev.to { b.lua.push(string: v); lua_setfield(L, -2, "to") }
+        if let v = ev.operation { b.lua.push(string: v); lua_setfield(L, -2, "operation") }
         if let c = ev.created { lua_pushboolean(L, c ? 1 : 0); lua_setfield(L, -2, "created") }
         if let n = ev.items { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "items") }
         if let n = ev.failed { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "failed") }

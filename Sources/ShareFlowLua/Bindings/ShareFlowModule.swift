@@ -174,7 +174,7 @@ enum ShareFlowModule {
             call.state.push(string: request.info?.value ?? request.given)
             let kind = request.info?.kind ?? ["email": "emailAddress", "phone": "phoneNumber"][set[0]] ?? set[0]
             lua_setfield(call.L, -2, kind)
-            b.setMetatable("LookupInfo")
+            b.setMetatable(.lookupInfo)
             return 1
         }
         lua_setfield(L, -2, "LookupInfo")

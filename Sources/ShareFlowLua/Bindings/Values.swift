@@ -41,7 +41,7 @@ extension Bindings {
         lua_createtable(L, 0, 2)
         lua.push(string: lookup.value)
         lua_setfield(L, -2, lookup.kind)
-        setMetatable("LookupInfo")
+        setMetatable(.lookupInfo)
     }
 
     // MARK: IDs
@@ -51,7 +51,7 @@ extension Bindings {
         lua_createtable(L, 0, 2)
         lua.push(string: zoneID.zoneName); lua_setfield(L, -2, "zoneName")
         lua.push(string: zoneID.ownerName); lua_setfield(L, -2, "ownerName")
-        setMetatable("RecordZoneID")
+        setMetatable(.recordZoneID)
     }
 
     func push(_ recordID: RecordID?) {
@@ -60,7 +60,7 @@ extension Bindings {
         lua_createtable(L, 0, 2)
         lua.push(string: recordID.recordName); lua_setfield(L, -2, "recordName")
         push(recordID.zoneID); lua_setfield(L, -2, "zoneID")
-        setMetatable("RecordID")
+        setMetatable(.recordID)
     }
 
     func push(_ zone: RecordZone) {
@@ -68,7 +68,7 @@ extension Bindings {
         lua_createtable(L, 0, 2)
         push(zone.zoneID); lua_setfield(L, -2, "zoneID")
         lua.push(string: zone.zoneID.zoneName); lua_setfield(L, -2, "zoneName")
-        setMetatable("RecordZone")
+        setMetatable(.recordZone)
     }
 
     /// A zone ID from a zone table (`{zoneID = …}`), a zone ID table, or a zone name (the
@@ -123,7 +123,7 @@ extension Bindings {
         for (k, v) in parts {
             if let v { lua.push(string: v); lua_setfield(L, -2, k) }
         }
-        setMetatable("NameComponents")
+        setMetatable(.nameComponents)
     }
 
     func nameComponents(_ call: LuaCall, _ i: Int32, position: Int32) throws -> NameComponents {
@@ -145,7 +145,7 @@ extension Bindings {
         lua_pushboolean(L, identity.hasiCloudAccount ? 1 : 0); lua_setfield(L, -2, "hasiCloudAccount")
         lua.push(.table(LuaTable(array: identity.contactIdentifiers.map { .string($0) })))
         lua_setfield(L, -2, "contactIdentifiers")
-        setMetatable("UserIdentity")
+        setMetatable(.userIdentity)
     }
 
     // MARK: Errors
@@ -168,7 +168,7 @@ extension Bindings {
             }
             lua_setfield(L, -2, "partialErrors")
         }
-        setMetatable("Error")
+        setMetatable(.error)
     }
 
     /// Raises `error` as a Lua error value (for functions whose failures are not data).
@@ -228,18 +228,18 @@ extension Bindings {
 
     // MARK: Metatables for value tables
 
-    /// Sets the value-table metatable `name` on the table on top of the stack.
-    func setMetatable(_ name: String) {
-        guard let ref = valueMetatables[name] else { return }
-        lua_rawgeti(lua.L, clua_registryindex(), lua_Integer(ref))
+    /// Sets the value-table metatable of `kind` on the table on top of the stack.
+    func setMetatable(_ kind: ValueTable) {
+        lua_rawgeti(lua.L, clua_registryindex(), lua_Integer(valueMetatables[kind.rawValue]))
         lua_setmetatable(lua.L, -2)
     }
 
     /// `__tostring` and `__name` for the value tables.
     func registerValueMetatables() {
         let L = lua.L
-        let names = ["LookupInfo", "RecordZoneID", "RecordID", "RecordZone", "NameComponents", "UserIdentity", "Error"]
-        for name in names {
+        valueMetatables = []
+        for kind in ValueTable.allCases {
+            let name = kind.name
             luaL_newmetatable(L, "shareflow." + name)
             lua.push(string: name)
             lua_setfield(L, -2, "__name")
@@ -249,7 +249,7 @@ extension Bindings {
             }
             lua_setfield(L, -2, "__tostring")
             // Kept by ref: pushing a value table is on the events' hot path.
-            valueMetatables[name] = luaL_ref(L, clua_registryindex())
+            valueMetatables.append(luaL_ref(L, clua_registryindex()))
         }
     }
 
@@ -305,6 +305,24 @@ extension Bindings {
             call.state.pop()
             return text
         default: return name
+        }
+    }
+}
+
+/// The plain tables the bindings give a metatable (`__name`, `__tostring`); the raw value
+/// is the position in `Bindings.valueMetatables`.
+enum ValueTable: Int, CaseIterable {
+    case lookupInfo, recordZoneID, recordID, recordZone, nameComponents, userIdentity, error
+
+    var name: String {
+        switch self {
+        case .lookupInfo: "LookupInfo"
+        case .recordZoneID: "RecordZoneID"
+        case .recordID: "RecordID"
+        case .recordZone: "RecordZone"
+        case .nameComponents: "NameComponents"
+        case .userIdentity: "UserIdentity"
+        case .error: "Error"
         }
     }
 }

@@ -14,6 +14,9 @@ public final class LuaState {
     public let L: OpaquePointer
     let limits: UnsafeMutablePointer<sf_limits>
     private var closed = false
+    /// What references hold instead of the state: a weak reference would give the state a
+    /// side table and make every retain of it on the hot path take the slow path.
+    let lifetime = LuaStateLifetime()
     /// Registry refs of objects pushed as userdata, so the same Swift object is the same
     /// Lua value (weak-valued cache keyed by the object's address).
     private var objectCacheRef: Int32 = 0
@@ -33,6 +36,7 @@ public final class LuaState {
             throw LuaError(kind: .memory, message: "cannot create a Lua state (out of memory)")
         }
         self.L = L
+        lifetime.L = L
         clua_getextraspace(L).storeBytes(of: Unmanaged.passUnretained(self).toOpaque(),
                                          as: UnsafeMutableRawPointer.self)
         if openLibraries { luaL_openlibs(L) }
@@ -50,6 +54,7 @@ public final class LuaState {
     public func close() {
         guard !closed else { return }
         closed = true
+        lifetime.L = nil
         if watched { sf_watchdog_unregister(limits) }
         lua_close(L)
         limits.deallocate()
@@ -227,17 +232,13 @@ public final class LuaState {
     public func reference(at index: Int32) -> LuaReference {
         let typeName = String(cString: lua_typename(L, lua_type(L, index)))
         lua_pushvalue(L, index)
-        return LuaReference(state: self, ref: luaL_ref(L, clua_registryindex()), typeName: typeName)
+        return LuaReference(lifetime: lifetime, ref: luaL_ref(L, clua_registryindex()), typeName: typeName)
     }
 
     public func pushReference(_ r: LuaReference) {
         lua_rawgeti(L, clua_registryindex(), lua_Integer(r.ref))
     }
 
-    func unref(_ ref: Int32) {
-        guard !closed else { return }
-        luaL_unref(L, clua_registryindex(), ref)
-    }
 
     // MARK: Loading and calling
 

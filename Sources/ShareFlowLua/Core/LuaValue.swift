@@ -1,3 +1,5 @@
+import CLua
+
 /// A Lua value copied into Swift. Tables are copied deeply (cycles are refused);
 /// functions and userdata are kept as references into the state that made them.
 public enum LuaValue: Hashable, CustomStringConvertible {
@@ -46,18 +48,25 @@ public struct LuaTable: Hashable {
 /// A Lua value that has no Swift copy (function, userdata, thread), pinned in the registry
 /// until this object is released.
 public final class LuaReference: Hashable {
-    weak var state: LuaState?
+    let lifetime: LuaStateLifetime
     let ref: Int32
     public let typeName: String
 
-    init(state: LuaState, ref: Int32, typeName: String) {
-        self.state = state
+    init(lifetime: LuaStateLifetime, ref: Int32, typeName: String) {
+        self.lifetime = lifetime
         self.ref = ref
         self.typeName = typeName
     }
 
-    deinit { state?.unref(ref) }
+    deinit {
+        if let L = lifetime.L { luaL_unref(L, clua_registryindex(), ref) }
+    }
 
     public static func == (a: LuaReference, b: LuaReference) -> Bool { a === b }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+/// Whether a `LuaState` is still open: its `lua_State *` until it closes, then nil.
+final class LuaStateLifetime {
+    var L: OpaquePointer?
 }
