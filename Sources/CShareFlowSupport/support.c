@@ -73,6 +73,17 @@ void sf_push_object(lua_State *L, void *object, const char *tname) {
     luaL_setmetatable(L, tname);
 }
 
+int sf_push_cached_object(lua_State *L, int cache, void *address) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, cache);
+    lua_pushlightuserdata(L, address);
+    if (lua_rawget(L, -2) == LUA_TUSERDATA) {
+        lua_remove(L, -2);
+        return 1;
+    }
+    lua_pop(L, 2);
+    return 0;
+}
+
 void *sf_to_object(lua_State *L, int idx) {
     void **slot = (void **)lua_touserdata(L, idx);
     if (slot == NULL || !lua_getmetatable(L, idx)) return NULL;
@@ -315,7 +326,7 @@ static void set_ref(lua_State *L, const char *k, int ref) {
     lua_setfield(L, -2, k);
 }
 
-long long sf_bench_event_baseline(lua_State *L, int fn, int caller, int object, int n) {
+long long sf_bench_event_baseline(lua_State *L, int fn, int caller, int participant, int n) {
     long long start = sf_now_ns();
     for (int i = 0; i < n; i++) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, fn);
@@ -328,13 +339,13 @@ long long sf_bench_event_baseline(lua_State *L, int fn, int caller, int object, 
         lua_createtable(L, 0, 1);
         set_string(L, "emailAddress", "bob@example.com");
         lua_setfield(L, -2, "lookupInfo");
-        set_ref(L, "participant", object);
+        set_ref(L, "participant", participant);
         if (sf_pcall(L, 1, 0) != LUA_OK) { lua_pop(L, 1); return -1; }
     }
     return sf_now_ns() - start;
 }
 
-long long sf_bench_policy_baseline(lua_State *L, int fn, int caller, int object, int n) {
+long long sf_bench_policy_baseline(lua_State *L, int fn, int caller, int share, int participant, int n) {
     long long start = sf_now_ns();
     for (int i = 0; i < n; i++) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, fn);
@@ -342,7 +353,8 @@ long long sf_bench_policy_baseline(lua_State *L, int fn, int caller, int object,
         set_string(L, "point", "share.accept");
         set_ref(L, "caller", caller);
         set_string(L, "container", "iCloud.com.example.bench");
-        set_ref(L, "share", object);
+        set_ref(L, "share", share);
+        set_ref(L, "participant", participant);
         if (sf_pcall(L, 1, 2) != LUA_OK) { lua_pop(L, 1); return -1; }
         /* read the verdict as the host does */
         int allow = lua_isnoneornil(L, -2) || lua_toboolean(L, -2);

@@ -75,7 +75,7 @@ final class OperationsTests: XCTestCase {
     func testOperationFinishedEvent() throws {
         let w = try World()
         var seen: [(String, Int, Int)] = []
-        w.engine.events.observe("operation.finished") { seen.append(($0.operation!, $0.items!, $0.failed!)) }
+        w.engine.events.observe(.operationFinished) { seen.append(($0.operation!, $0.items!, $0.failed!)) }
         _ = w.c.fetchShareParticipantResults([LookupRequest(emailAddress: "bob@example.com"), LookupRequest(emailAddress: "x")])
         XCTAssertEqual(seen.count, 1)
         XCTAssertEqual(seen[0].0, "FetchShareParticipantsOperation")

@@ -92,7 +92,7 @@ final class RulesTests: XCTestCase {
         let share = try w.share(["bob@example.com", "carol@example.com"])
         try w.accept(share.url!, in: w.bc)
         var removed: [String] = []
-        w.engine.events.observe("participant.removed") { removed.append("\($0.participant!.userIdentity.lookupInfo!.value):\($0.reason!)") }
+        w.engine.events.observe(.participantRemoved) { removed.append("\($0.participant!.userIdentity.lookupInfo!.value):\($0.reason!)") }
         let fresh = try w.c.privateCloudDatabase.fetchRecord(share.recordID) as! Share
         fresh.publicPermission = .readOnly
         _ = try w.c.privateCloudDatabase.modifyRecords(saving: [fresh])

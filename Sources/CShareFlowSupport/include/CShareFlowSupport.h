@@ -28,6 +28,9 @@ void sf_push_swift_function(lua_State *L, void *box);
 /* Pushes a full userdata holding a retained Swift object, with the metatable
  * registered under tname (luaL_newmetatable); its __gc releases the object. */
 void sf_push_object(lua_State *L, void *object, const char *tname);
+/* Pushes the userdata cached for `address` in the weak table at registry[cache] and
+   returns 1, or pushes nothing and returns 0. One call: this is on every event's path. */
+int sf_push_cached_object(lua_State *L, int cache, void *address);
 /* The Swift object in the userdata at idx, or NULL if it is not one of ours. */
 void *sf_to_object(lua_State *L, int idx);
 /* Adds __gc (release) to the metatable on top of the stack. */
@@ -91,9 +94,9 @@ void sf_track_coroutines(lua_State *L);
 
 /* Raw C baselines for `shareflow bench`: call the function at registry ref `fn` `n` times,
  * each time with a table built here holding what the engine's event (or policy request)
- * holds; the values at registry refs `caller` and `object` stand for the account and the
- * participant (or share). Return the nanoseconds taken, or -1 on a Lua error. */
-long long sf_bench_event_baseline(lua_State *L, int fn, int caller, int object, int n);
-long long sf_bench_policy_baseline(lua_State *L, int fn, int caller, int object, int n);
+ * holds; the values at registry refs `caller`, `participant` and `share` stand for the
+ * account, the participant and the share. Return the nanoseconds taken, or -1 on a Lua error. */
+long long sf_bench_event_baseline(lua_State *L, int fn, int caller, int participant, int n);
+long long sf_bench_policy_baseline(lua_State *L, int fn, int caller, int share, int participant, int n);
 
 #endif

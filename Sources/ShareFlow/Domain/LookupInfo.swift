@@ -33,7 +33,10 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
     public var userRecordID: String? { if case .userRecordID(let v) = self { return v }; return nil }
 
     /// Stored form: kind and value.
-    public var kind: String {
+    public var kind: String { staticKind.description }
+
+    /// The kind as a literal (bindings use it as a field name without copying).
+    public var staticKind: StaticString {
         switch self {
         case .emailAddress: return "emailAddress"
         case .phoneNumber: return "phoneNumber"

@@ -87,7 +87,7 @@ public final class Engine: @unchecked Sendable {
 
     /// Queues an event for delivery after commit (at once when no transaction is open).
     func emit(_ event: Event) {
-        guard events.hasObservers(event.name) else { return }
+        guard events.hasObservers(event.kind) else { return }
         pendingEvents.append(event)
         if transactionDepth == 0 { flushEvents() }
     }

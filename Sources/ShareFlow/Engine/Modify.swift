@@ -126,7 +126,7 @@ extension Engine {
                 try SharingRules.require(.manageParticipants, role: me.role, permission: me.permission, status: me.status,
                                          isPublicShare: existing.publicPermission != .none, item: item)
             }
-            try checkPolicy(PolicyRequest(point: "share.save", caller: caller, container: container, share: share), item: item)
+            try checkPolicy(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item)
             let fields = String(decoding: try JSONEncoder().encode(share.fields), as: UTF8.self)
             try db.execute(sql: "UPDATE record SET fields = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
                            arguments: [fields, caller.id, Date().timeIntervalSince1970, existing.recordID])
@@ -135,7 +135,7 @@ extension Engine {
                 throw ShareFlowError.denied("\(item): only the zone's owner creates shares, in their private database")
             }
             try checkNotAlreadyShared(share, zone: zone, savedInThisCall: savedInThisCall, item: item, db: db)
-            try checkPolicy(PolicyRequest(point: "share.save", caller: caller, container: container, share: share), item: item)
+            try checkPolicy(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item)
             let fields = String(decoding: try JSONEncoder().encode(share.fields), as: UTF8.self)
             try db.execute(sql: """
                 INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt)
@@ -163,7 +163,7 @@ extension Engine {
             }
             try SharingRules.require(.changePublicPermission, role: mine.role, permission: mine.permission, status: mine.status,
                                      isPublicShare: isPublic, item: item)
-            try checkPolicy(PolicyRequest(point: "share.publicPermission", caller: caller, container: container, share: share,
+            try checkPolicy(PolicyRequest(point: .sharePublicPermission, caller: caller, container: container, share: share,
                                           from: row.publicPermission.rawValue, to: share.publicPermission.rawValue), item: item)
             try db.execute(sql: "UPDATE share SET publicPermission = ? WHERE id = ?", arguments: [share.publicPermission.rawValue, row.id])
             for p in try participantRows(share: row.id, db: db) where p.role != .owner {
@@ -171,7 +171,7 @@ extension Engine {
                 guard matches else { continue }
                 try setStatus(.removed, of: p, share: share, reason: .publicPermissionChanged, caller: caller, container: container, db: db)
             }
-            var event = Event("share.publicPermissionChanged", caller: caller, container: container)
+            var event = Event(.sharePublicPermissionChanged, caller: caller, container: container)
             event.share = share
             event.from = row.publicPermission.rawValue
             event.to = share.publicPermission.rawValue
@@ -188,7 +188,7 @@ extension Engine {
 
         let fresh = try makeShare(shareRow(zone: zone, recordName: id.recordName, db: db)!, zone: zone, caller: caller, db: db)
         share.refresh(from: fresh)
-        var event = Event("share.saved", caller: caller, container: container)
+        var event = Event(.shareSaved, caller: caller, container: container)
         event.share = fresh
         event.created = created
         emit(event)
@@ -250,7 +250,7 @@ extension Engine {
                 guard existing.permission != p.permission else { continue }
                 try requireManage()
                 try db.execute(sql: "UPDATE participant SET permission = ? WHERE id = ?", arguments: [p.permission.rawValue, existing.id])
-                var event = Event("participant.permissionChanged", caller: caller, container: container)
+                var event = Event(.participantPermissionChanged, caller: caller, container: container)
                 event.share = share
                 event.participant = p
                 event.from = existing.permission.rawValue
@@ -263,7 +263,7 @@ extension Engine {
             guard share.publicPermission == .none else {
                 throw ShareFlowError.invalid("\(item): participants can be added only while publicPermission is none; it is \(share.publicPermission.rawValue) (R9)")
             }
-            try checkPolicy(PolicyRequest(point: "participant.add", caller: caller, container: container, share: share, participant: p), item: item)
+            try checkPolicy(PolicyRequest(point: .participantAdd, caller: caller, container: container, share: share, participant: p), item: item)
             let lookup = p.userIdentity.lookupInfo ?? .userRecordID(p.userIdentity.userRecordID ?? "")
             if let existing {
                 try db.execute(sql: "UPDATE participant SET status = 'pending', role = 'privateUser', permission = ?, addedAt = ? WHERE id = ?",
@@ -278,7 +278,7 @@ extension Engine {
             rows = try participantRows(share: row.id, db: db)
             p.acceptanceStatus = .pending
             p.role = .privateUser
-            var event = Event("participant.added", caller: caller, container: container)
+            var event = Event(.participantAdded, caller: caller, container: container)
             event.share = share
             event.participant = p
             emit(event)
@@ -301,7 +301,7 @@ extension Engine {
                    caller: Account, container: String, db: Database) throws {
         try db.execute(sql: "UPDATE participant SET status = ? WHERE id = ?", arguments: [status.rawValue, row.id])
         guard status == .removed, let reason else { return }
-        var event = Event("participant.removed", caller: caller, container: container)
+        var event = Event(.participantRemoved, caller: caller, container: container)
         event.share = share
         var updated = row
         updated.status = .removed
@@ -362,7 +362,7 @@ extension Engine {
             try setStatus(.removed, of: p, share: object, reason: .shareDeleted, caller: caller, container: container, db: db)
         }
         try db.execute(sql: "DELETE FROM record WHERE id = ?", arguments: [share.recordID])
-        var event = Event("share.deleted", caller: caller, container: container)
+        var event = Event(.shareDeleted, caller: caller, container: container)
         event.share = object
         emit(event)
     }

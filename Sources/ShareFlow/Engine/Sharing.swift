@@ -18,7 +18,7 @@ extension Engine {
             return Participant(participantID: UUID().uuidString, userIdentity: identity, role: .privateUser,
                                permission: .readOnly, acceptanceStatus: .unknown)
         }
-        var event = Event("participant.fetched", caller: caller, container: container)
+        var event = Event(.participantFetched, caller: caller, container: container)
         event.lookupInfo = lookup
         event.participant = participant
         emit(event)
@@ -79,7 +79,7 @@ extension Engine {
                                  hierarchicalRootRecordID: share.rootRecordID, rootRecord: root,
                                  participantRole: role, participantStatus: status, participantPermission: permission)
         }
-        var event = Event("share.metadataFetched", caller: caller, container: container)
+        var event = Event(.shareMetadataFetched, caller: caller, container: container)
         event.url = url
         event.metadata = metadata
         emit(event)
@@ -106,7 +106,7 @@ extension Engine {
                                      status: mine?.status ?? .unknown, isPublicShare: isPublic, item: item)
             let before = try makeShare(row, zone: zone, caller: caller, db: db)
             let participantForPolicy = mine.map { try? participantObject($0, db: db) } ?? nil
-            try checkPolicy(PolicyRequest(point: "share.accept", caller: caller, container: container, share: before,
+            try checkPolicy(PolicyRequest(point: .shareAccept, caller: caller, container: container, share: before,
                                           participant: participantForPolicy, metadata: metadata), item: item)
             if let mine {
                 if isPublic && mine.status == .removed {
@@ -128,7 +128,7 @@ extension Engine {
                                      row.publicPermission.rawValue, Date().timeIntervalSince1970])
             }
             let share = try makeShare(row, zone: zone, caller: caller, db: db)
-            var event = Event("share.accepted", caller: caller, container: container)
+            var event = Event(.shareAccepted, caller: caller, container: container)
             event.share = share
             event.participant = share.currentUserParticipant
             event.metadata = metadata
@@ -171,7 +171,7 @@ extension Engine {
             return order.map { found[$0]!.account.identity(lookupInfo: found[$0]!.lookup, contactIdentifiers: found[$0]!.ids) }
         }
         for identity in identities {
-            var event = Event("user.discovered", caller: caller, container: container)
+            var event = Event(.userDiscovered, caller: caller, container: container)
             event.identity = identity
             emit(event)
         }
@@ -189,7 +189,7 @@ extension Engine {
             return account.identity(lookupInfo: lookup, contactIdentifiers: ids)
         }
         if let identity {
-            var event = Event("user.discovered", caller: caller, container: container)
+            var event = Event(.userDiscovered, caller: caller, container: container)
             event.identity = identity
             emit(event)
         }

@@ -3,7 +3,9 @@ import Foundation
 /// Something that happened in the engine, delivered to observers after it was committed
 /// (SPEC §6). Only the fields of the event's kind are set.
 public struct Event {
-    public let name: String
+    public let kind: EventKind
+    /// The event's name as scripts see it (`participant.fetched`).
+    public var name: String { kind.name }
     public let caller: Account?
     public let container: String?
     public let time: Date
@@ -22,19 +24,48 @@ public struct Event {
     public var failed: Int?
     public var duration: Double?
 
-    public init(_ name: String, caller: Account?, container: String?) {
-        self.name = name
+    public init(_ kind: EventKind, caller: Account?, container: String?) {
+        self.kind = kind
         self.caller = caller
         self.container = container
         self.time = Date()
     }
 
     /// Every event name the engine emits.
-    public static let names = [
-        "participant.fetched", "participant.added", "participant.removed", "participant.permissionChanged",
-        "share.saved", "share.deleted", "share.publicPermissionChanged", "share.metadataFetched",
-        "share.accepted", "user.discovered", "operation.finished",
-    ]
+    public static let names = EventKind.allCases.map(\.name)
+}
+
+/// The kinds of event the engine emits (SPEC §6). A closed set, so observers are found by
+/// index rather than by hashing a name on every event.
+public enum EventKind: Int, CaseIterable, Sendable {
+    case participantFetched, participantAdded, participantRemoved, participantPermissionChanged
+    case shareSaved, shareDeleted, sharePublicPermissionChanged, shareMetadataFetched
+    case shareAccepted, userDiscovered, operationFinished
+
+    public var name: String { staticName.description }
+
+    /// The name as a literal (bindings push it without copying).
+    public var staticName: StaticString {
+        switch self {
+        case .participantFetched: "participant.fetched"
+        case .participantAdded: "participant.added"
+        case .participantRemoved: "participant.removed"
+        case .participantPermissionChanged: "participant.permissionChanged"
+        case .shareSaved: "share.saved"
+        case .shareDeleted: "share.deleted"
+        case .sharePublicPermissionChanged: "share.publicPermissionChanged"
+        case .shareMetadataFetched: "share.metadataFetched"
+        case .shareAccepted: "share.accepted"
+        case .userDiscovered: "user.discovered"
+        case .operationFinished: "operation.finished"
+        }
+    }
+
+    /// The kind named `name` (`participant.fetched`), if any.
+    public init?(name: String) {
+        guard let kind = EventKind.allCases.first(where: { $0.name == name }) else { return nil }
+        self = kind
+    }
 }
 
 /// Why a participant left a share (`participant.removed`'s `reason`).

@@ -2,7 +2,7 @@ import Foundation
 
 /// A question asked of the policies before a change (SPEC §6).
 public struct PolicyRequest {
-    public let point: String
+    public let point: DecisionPoint
     public let caller: Account?
     public let container: String?
     public var share: Share?
@@ -11,7 +11,7 @@ public struct PolicyRequest {
     public var from: String?
     public var to: String?
 
-    public init(point: String, caller: Account?, container: String?, share: Share? = nil, participant: Participant? = nil,
+    public init(point: DecisionPoint, caller: Account?, container: String?, share: Share? = nil, participant: Participant? = nil,
                 metadata: ShareMetadata? = nil, from: String? = nil, to: String? = nil) {
         self.point = point
         self.caller = caller
@@ -21,6 +21,29 @@ public struct PolicyRequest {
         self.metadata = metadata
         self.from = from
         self.to = to
+    }
+}
+
+/// Where the engine asks the policies (SPEC §6).
+public enum DecisionPoint: Int, CaseIterable, Sendable {
+    case shareAccept, participantAdd, sharePublicPermission, shareSave
+
+    public var name: String { staticName.description }
+
+    /// The name as a literal (bindings push it without copying).
+    public var staticName: StaticString {
+        switch self {
+        case .shareAccept: "share.accept"
+        case .participantAdd: "participant.add"
+        case .sharePublicPermission: "share.publicPermission"
+        case .shareSave: "share.save"
+        }
+    }
+
+    /// The point named `name` (`share.accept`), if any.
+    public init?(name: String) {
+        guard let point = DecisionPoint.allCases.first(where: { $0.name == name }) else { return nil }
+        self = point
     }
 }
 
@@ -46,7 +69,7 @@ public struct PolicyDecision: Sendable {
 /// The first denial in priority order decides; a policy that throws denies (fail-closed).
 public final class PolicySet: @unchecked Sendable {
     public typealias Policy = (PolicyRequest) throws -> PolicyVerdict
-    public static let points = ["share.accept", "participant.add", "share.publicPermission", "share.save"]
+    public static let points = DecisionPoint.allCases.map(\.name)
 
     struct Entry {
         let id: Int
@@ -66,10 +89,12 @@ public final class PolicySet: @unchecked Sendable {
         }
     }
 
-    private var points: [String: Point] = [:]
+    /// By `DecisionPoint.rawValue`.
+    // Unchecked: the engine lock serialises access; dynamic checks cost more than the work.
+    @exclusivity(unchecked) private var points = [Point](repeating: Point(), count: DecisionPoint.allCases.count)
     private var nextID = 0
-    private var log: [PolicyDecision] = []
-    private var nextDecision = 0
+    @exclusivity(unchecked) private var log: [PolicyDecision] = []
+    @exclusivity(unchecked) private var nextDecision = 0
     /// Wall-clock time at a monotonic instant: a decision's time is derived from the
     /// monotonic clock it already reads for its duration.
     private let epoch = (wall: Date(), uptime: DispatchTime.now().uptimeNanoseconds)
@@ -77,13 +102,10 @@ public final class PolicySet: @unchecked Sendable {
     public var logCapacity = 1000
 
     @discardableResult
-    public func add(_ point: String, name: String, priority: Int = 0, _ body: @escaping Policy) throws -> Int {
-        guard PolicySet.points.contains(point) else {
-            throw ShareFlowError.invalid("'\(point)' is not a decision point (expected one of: \(PolicySet.points.joined(separator: ", ")))")
-        }
+    public func add(_ point: DecisionPoint, name: String, priority: Int = 0, _ body: @escaping Policy) -> Int {
         nextID += 1
         let entry = Entry(id: nextID, name: name, priority: priority, body: body)
-        points[point, default: Point()].update { list in
+        points[point.rawValue].update { list in
             let index = list.firstIndex { $0.priority < priority } ?? list.endIndex
             list.insert(entry, at: index)
         }
@@ -91,18 +113,19 @@ public final class PolicySet: @unchecked Sendable {
     }
 
     public func remove(id: Int) {
-        for key in points.keys { points[key]?.update { $0.removeAll { $0.id == id } } }
+        for i in points.indices { points[i].update { $0.removeAll { $0.id == id } } }
     }
 
     public func removeAll(namePrefix prefix: String) {
-        for key in points.keys { points[key]?.update { $0.removeAll { $0.name.hasPrefix(prefix) } } }
+        for i in points.indices { points[i].update { $0.removeAll { $0.name.hasPrefix(prefix) } } }
     }
 
-    public func hasPolicies(_ point: String) -> Bool { !(points[point]?.entries.isEmpty ?? true) }
+    public func hasPolicies(_ point: DecisionPoint) -> Bool { !points[point.rawValue].entries.isEmpty }
 
     /// Asks every policy at the request's point; throws `permissionFailure` on denial.
     func check(_ request: PolicyRequest, item: String) throws {
-        guard let point = points[request.point], !point.entries.isEmpty else { return }
+        let point = points[request.point.rawValue]
+        guard !point.entries.isEmpty else { return }
         let start = DispatchTime.now().uptimeNanoseconds
         var asked = 0
         var denial: (String, String)?
@@ -118,7 +141,7 @@ public final class PolicySet: @unchecked Sendable {
         let end = DispatchTime.now().uptimeNanoseconds
         nextDecision += 1
         let decision = PolicyDecision(
-            id: nextDecision, point: request.point,
+            id: nextDecision, point: request.point.name,
             policies: asked == point.names.count ? point.names : Array(point.names.prefix(asked)),
             allow: denial == nil,
             reasons: denial.map { ["\($0.0): \($0.1)"] } ?? [],
@@ -128,7 +151,7 @@ public final class PolicySet: @unchecked Sendable {
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
         if log.count > 2 * logCapacity { log.removeFirst(log.count - logCapacity) }
         if let (name, reason) = denial {
-            throw ShareFlowError.denied("\(item): denied by policy '\(name)' at \(request.point): \(reason)")
+            throw ShareFlowError.denied("\(item): denied by policy '\(name)' at \(request.point.name): \(reason)")
         }
     }
 

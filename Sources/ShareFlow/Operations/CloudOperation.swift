@@ -140,7 +140,7 @@ public final class ContainerQueue {
         operation.isExecuting = false
         operation.isFinished = true
         operation.completionBlock?()
-        var event = Event("operation.finished", caller: try? container.session.account, container: container.containerIdentifier)
+        var event = Event(.operationFinished, caller: try? container.session.account, container: container.containerIdentifier)
         event.operation = operation.typeName
         event.items = operation.itemCount
         event.failed = operation.error?.partialErrors.count ?? (operation.error == nil ? 0 : operation.itemCount)

@@ -119,12 +119,12 @@ public struct Benchmarks {
         let container = "iCloud.com.example.bench"
         let lookup = LookupInfo.emailAddress("bob@example.com")
         let participant = try engine.fetchShareParticipant(lookup, caller: alice, container: container)
-        var event = Event("participant.fetched", caller: alice, container: container)
+        var event = Event(.participantFetched, caller: alice, container: container)
         event.lookupInfo = lookup
         event.participant = participant
         let zone = RecordZoneID(zoneName: "Z", ownerName: alice.userRecordID)
         let share = Share(rootRecord: Record(recordType: "T", recordID: RecordID(recordName: "r", zoneID: zone)))
-        let request = PolicyRequest(point: "share.accept", caller: alice, container: container, share: share, participant: participant)
+        let request = PolicyRequest(point: .shareAccept, caller: alice, container: container, share: share, participant: participant)
 
         // The baseline's arguments: the same Lua function and the same objects, made once.
         let L = host.lua.L
@@ -150,7 +150,7 @@ public struct Benchmarks {
             let h = timed { for _ in 0..<n { engine.publish(event) } }
             let hc = Double(sf_bench_event_baseline(L, observerRef, callerRef, participantRef, Int32(n))) / Double(n)
             let p = try timed { for _ in 0..<n { try engine.decide(request, item: "bench") } }
-            let pc = Double(sf_bench_policy_baseline(L, policyRef, callerRef, shareRef, Int32(n))) / Double(n)
+            let pc = Double(sf_bench_policy_baseline(L, policyRef, callerRef, shareRef, participantRef, Int32(n))) / Double(n)
             guard hc > 0, pc > 0 else { throw PluginError("the C baseline failed") }
             if rep == 0 { continue }  // warm-up
             hook.append(h); hookC.append(hc); policy.append(p); policyC.append(pc)

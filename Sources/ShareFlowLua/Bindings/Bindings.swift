@@ -89,7 +89,7 @@ final class Bindings {
     // MARK: Push and read
 
     /// One handle per account, so an account is the same Lua value wherever it appears.
-    private var accountHandles: [Int64: AccountHandle] = [:]
+    @exclusivity(unchecked) private var accountHandles: [Int64: AccountHandle] = [:]
 
     func push(account: Account) {
         let handle = accountHandles[account.id] ?? {
@@ -99,6 +99,21 @@ final class Bindings {
         }()
         accountClass.push(handle, in: lua)
     }
+    /// A container identifier. Events of one container repeat it, so the last one's Lua
+    /// string is kept: comparing Swift strings that share storage is one word, where pushing
+    /// would hash and intern it again.
+    func push(container identifier: String) {
+        if identifier == lastContainer.identifier, lastContainer.ref != LUA_NOREF {
+            lua_rawgeti(lua.L, clua_registryindex(), lua_Integer(lastContainer.ref))
+            return
+        }
+        lua.push(string: identifier)
+        luaL_unref(lua.L, clua_registryindex(), lastContainer.ref)
+        lua_pushvalue(lua.L, -1)
+        lastContainer = (identifier, luaL_ref(lua.L, clua_registryindex()))
+    }
+    @exclusivity(unchecked) private var lastContainer: (identifier: String, ref: Int32) = ("", LUA_NOREF)
+
     func push(session: Session) { sessionClass.push(session, in: lua) }
     func push(container: Container) { containerClass.push(container, in: lua) }
     func push(database: CloudDatabase) { databaseClass.push(database, in: lua) }

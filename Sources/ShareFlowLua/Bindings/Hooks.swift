@@ -26,11 +26,11 @@ enum Hooks {
         handleClass.register(in: lua)
 
         lua.push(function: "on") { [unowned host, unowned b] call in
-            let event = try call.string(1)
+            let eventName = try call.string(1)
             let fn = try call.function(2)
             let (priority, name) = try options(call, 3, default: "observer")
-            guard Event.names.contains(event) else {
-                throw call.argumentError(1, "unknown event '\(event)' (expected one of: \(Event.names.joined(separator: ", ")))")
+            guard let event = EventKind(name: eventName) else {
+                throw call.argumentError(1, "unknown event '\(eventName)' (expected one of: \(Event.names.joined(separator: ", ")))")
             }
             let label = host.labelPrefix + name
             let handle = b.engine.events.observe(event, priority: priority, label: label) { [unowned b] ev in
@@ -47,23 +47,21 @@ enum Hooks {
         lua_setfield(L, -2, "on")
 
         lua.push(function: "policy") { [unowned host, unowned b] call in
-            let point = try call.string(1)
+            let pointName = try call.string(1)
             let fn = try call.function(2)
             let (priority, name) = try options(call, 3, default: "policy")
-            guard PolicySet.points.contains(point) else {
-                throw call.argumentError(1, "unknown decision point '\(point)' (expected one of: \(PolicySet.points.joined(separator: ", ")))")
+            guard let point = DecisionPoint(name: pointName) else {
+                throw call.argumentError(1, "unknown decision point '\(pointName)' (expected one of: \(PolicySet.points.joined(separator: ", ")))")
             }
             let label = host.labelPrefix + name
-            let id = try b.raising {
-                try b.engine.policies.add(point, name: label, priority: priority) { [unowned b] request in
-                    let lua = b.lua
-                    let base = lua.top
-                    defer { lua.top = base }
-                    lua.pushReference(fn)
-                    pushRequest(request, b)
-                    try host.guardedCall(arguments: 1, results: 2)
-                    return verdict(lua, base: base)
-                }
+            let id = b.engine.policies.add(point, name: label, priority: priority) { [unowned b] request in
+                let lua = b.lua
+                let base = lua.top
+                defer { lua.top = base }
+                lua.pushReference(fn)
+                pushRequest(request, b)
+                try host.guardedCall(arguments: 1, results: 2)
+                return verdict(lua, base: base)
             }
             handleClass.push(Handle(label: name) { [unowned b] in b.engine.policies.remove(id: id) }, in: call.state)
             return 1
@@ -148,7 +146,7 @@ enum Hooks {
     static func pushEvent(_ ev: Event, _ b: Bindings) {
         let L = b.lua.L
         lua_createtable(L, 0, 8)
-        b.lua.push(string: ev.name); lua_setfield(L, -2, "name")
+        b.lua.push(static: ev.kind.staticName); lua_setfield(L, -2, "name")
         pushCommon(caller: ev.caller, container: ev.container, b)
         lua_pushnumber(L, ev.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
         if let s = ev.share { b.push(record: s); lua_setfield(L, -2, "share") }
@@ -170,7 +168,7 @@ enum Hooks {
     static func pushRequest(_ r: PolicyRequest, _ b: Bindings) {
         let L = b.lua.L
         lua_createtable(L, 0, 6)
-        b.lua.push(string: r.point); lua_setfield(L, -2, "point")
+        b.lua.push(static: r.point.staticName); lua_setfield(L, -2, "point")
         pushCommon(caller: r.caller, container: r.container, b)
         if let s = r.share { b.push(record: s); lua_setfield(L, -2, "share") }
         if let p = r.participant { b.push(participant: p); lua_setfield(L, -2, "participant") }
@@ -182,6 +180,6 @@ enum Hooks {
     private static func pushCommon(caller: Account?, container: String?, _ b: Bindings) {
         let L = b.lua.L
         if let c = caller { b.push(account: c); lua_setfield(L, -2, "caller") }
-        if let c = container { b.lua.push(string: c); lua_setfield(L, -2, "container") }
+        if let c = container { b.push(container: c); lua_setfield(L, -2, "container") }
     }
 }

@@ -40,7 +40,7 @@ extension Bindings {
         let L = lua.L
         lua_createtable(L, 0, 2)
         lua.push(string: lookup.value)
-        lua_setfield(L, -2, lookup.kind)
+        lua.setField(-2, lookup.staticKind)
         setMetatable(.lookupInfo)
     }
 

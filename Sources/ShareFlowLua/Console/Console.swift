@@ -140,7 +140,7 @@ public final class Console {
         case "events":
             eventsOn.toggle()
             if eventsOn {
-                for event in Event.names {
+                for event in EventKind.allCases {
                     host.engine.events.observe(event, priority: Int.min, label: "console:events") { ev in
                         Swift.print("  · \(Console.describe(ev))")
                         fflush(nil)

@@ -19,7 +19,7 @@ public final class LuaState {
     let lifetime = LuaStateLifetime()
     /// Registry refs of objects pushed as userdata, so the same Swift object is the same
     /// Lua value (weak-valued cache keyed by the object's address).
-    private var objectCacheRef: Int32 = 0
+    @exclusivity(unchecked) private var objectCacheRef: Int32 = 0
     /// Per-state data that bindings hang on the state (class metatables and so on).
     public var extensions: [ObjectIdentifier: AnyObject] = [:]
 
@@ -134,6 +134,19 @@ public final class LuaState {
     }
 
     public func pop(_ n: Int32 = 1) { clua_pop(L, n) }
+
+    /// Pushes a string that lives as long as the program (an event name, a field name):
+    /// Lua's string cache recognises its address, so it is not hashed again on each push.
+    public func push(static string: StaticString) {
+        guard string.hasPointerRepresentation else { return push(string: string.description) }
+        lua_pushstring(L, UnsafeRawPointer(string.utf8Start).assumingMemoryBound(to: CChar.self))
+    }
+
+    /// `t[key] = v` for the table at `index` and the value on top, with a literal key.
+    public func setField(_ index: Int32, _ key: StaticString) {
+        guard key.hasPointerRepresentation else { return lua_setfield(L, index, key.description) }
+        lua_setfield(L, index, UnsafeRawPointer(key.utf8Start).assumingMemoryBound(to: CChar.self))
+    }
 
     public func push(string: String) {
         var s = string
@@ -299,14 +312,8 @@ public final class LuaState {
     /// The same object pushed twice is the same Lua value while Lua holds it.
     public func push(object: AnyObject, typeName: String) {
         let address = Unmanaged.passUnretained(object).toOpaque()
+        if sf_push_cached_object(L, objectCacheRef, address) != 0 { return }
         lua_rawgeti(L, clua_registryindex(), lua_Integer(objectCacheRef))
-        lua_pushlightuserdata(L, address)
-        if lua_rawget(L, -2) == LUA_TUSERDATA {
-            lua_copy(L, -1, -2)
-            pop()
-            return
-        }
-        pop()
         sf_push_object(L, Unmanaged.passRetained(object).toOpaque(), typeName)
         lua_pushlightuserdata(L, address)
         lua_pushvalue(L, -2)
