@@ -245,10 +245,13 @@ void sf_watchdog_unregister(sf_limits *limits) {
     pthread_mutex_unlock(&watch_lock);
 }
 
-void sf_begin_budget(sf_limits *limits, long long budget_ns, const char *reason) {
-    sf_limits_reset(limits);
+void sf_set_budget_reason(sf_limits *limits, const char *reason) {
     snprintf(limits->reason, sizeof limits->reason, "%s", reason ? reason : "CPU budget exceeded");
-    limits->deadline_ns = sf_now_ns() + budget_ns;
+}
+
+void sf_begin_budget(sf_limits *limits) {
+    sf_limits_reset(limits);
+    limits->deadline_ns = sf_now_ns() + limits->budget_ns;
 }
 
 void sf_end_budget(sf_limits *limits) {

@@ -24,9 +24,14 @@ public final class ScriptHost {
     /// Progress of DiscoverAll when the script gave no progress function.
     public var defaultDiscoveryProgress: ((Int, Int) -> Void)?
     var bindings: Bindings!
+    /// Removes each observer and policy registered from this host's Lua, so none outlives it.
+    var registrations: [() -> Void] = []
 
     /// The reason a call over the CPU budget ends with.
-    public var budgetReason = "CPU budget exceeded"
+    public var budgetReason: String {
+        get { lua.budgetReason }
+        set { lua.budgetReason = newValue }
+    }
     /// The plugins of this process, for `shareflow.plugins` in trusted scripts.
     public var plugins: PluginManager?
 
@@ -79,10 +84,14 @@ public final class ScriptHost {
         logger.error("\(name) raised an error: \(error)")
     }
 
+    deinit {
+        for remove in registrations { remove() }
+    }
+
     /// Calls the function below its arguments for the engine (an observer or a policy);
     /// a Lua error is thrown to the engine, which logs or denies.
     func guardedCall(arguments: Int32, results: Int32) throws {
-        try lua.withBudget(budgetReason) { try lua.call(arguments: arguments, results: results) }
+        try lua.withBudget { try lua.call(arguments: arguments, results: results) }
     }
 
     /// Installs the module table as global `shareflow` and in `package.loaded`.

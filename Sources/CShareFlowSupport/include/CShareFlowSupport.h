@@ -59,6 +59,7 @@ typedef struct sf_limits {
     volatile int expired;  /* set by the watchdog */
     volatile int interrupted; /* set by Ctrl-C */
     volatile long long deadline_ns; /* CLOCK_MONOTONIC; 0 = no call under a budget */
+    long long budget_ns;   /* a guarded call's CPU budget; 0 = none */
     lua_State *main;
     /* Coroutines running now (innermost last), so the hook reaches them too. */
     lua_State *volatile threads[SF_MAX_THREADS];
@@ -79,7 +80,9 @@ void sf_limits_reset(sf_limits *limits);
 long long sf_now_ns(void);
 void sf_watchdog_register(sf_limits *limits);
 void sf_watchdog_unregister(sf_limits *limits);
-void sf_begin_budget(sf_limits *limits, long long budget_ns, const char *reason);
+/* The message an expired budget raises; set once, not per call. */
+void sf_set_budget_reason(sf_limits *limits, const char *reason);
+void sf_begin_budget(sf_limits *limits);
 void sf_end_budget(sf_limits *limits);
 
 /* Ctrl-C: while a target is set, SIGINT ends the running Lua code with "interrupted";

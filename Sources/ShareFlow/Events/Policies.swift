@@ -80,24 +80,27 @@ public final class PolicySet: @unchecked Sendable {
 
     /// One decision point's policies in the order they are asked, and their names (kept
     /// beside them so a decision that asks all of them logs the names without copying).
-    struct Point {
-        var entries: [Entry] = []
-        var names: [String] = []
-        mutating func update(_ change: (inout [Entry]) -> Void) {
+    /// A class, so a decision reads it in place rather than copying (and retaining) its parts.
+    final class Point {
+        // Unchecked: the engine lock serialises access; dynamic checks cost more than the work.
+        @exclusivity(unchecked) private(set) var entries: [Entry] = []
+        @exclusivity(unchecked) private(set) var names: [String] = []
+        let name: String
+        init(_ point: DecisionPoint) { name = point.name }
+        func update(_ change: (inout [Entry]) -> Void) {
             change(&entries)
             names = entries.map(\.name)
         }
     }
 
     /// By `DecisionPoint.rawValue`.
-    // Unchecked: the engine lock serialises access; dynamic checks cost more than the work.
-    @exclusivity(unchecked) private var points = [Point](repeating: Point(), count: DecisionPoint.allCases.count)
+    private let points: [Point] = DecisionPoint.allCases.map(Point.init)
     private var nextID = 0
     @exclusivity(unchecked) private var log: [PolicyDecision] = []
     @exclusivity(unchecked) private var nextDecision = 0
     /// Wall-clock time at a monotonic instant: a decision's time is derived from the
     /// monotonic clock it already reads for its duration.
-    private let epoch = (wall: Date(), uptime: DispatchTime.now().uptimeNanoseconds)
+    private let epoch = (wall: Date(), uptime: PolicySet.monotonicNanoseconds())
     /// How many decisions the log keeps.
     public var logCapacity = 1000
 
@@ -113,11 +116,11 @@ public final class PolicySet: @unchecked Sendable {
     }
 
     public func remove(id: Int) {
-        for i in points.indices { points[i].update { $0.removeAll { $0.id == id } } }
+        for point in points { point.update { $0.removeAll { $0.id == id } } }
     }
 
     public func removeAll(namePrefix prefix: String) {
-        for i in points.indices { points[i].update { $0.removeAll { $0.name.hasPrefix(prefix) } } }
+        for point in points { point.update { $0.removeAll { $0.name.hasPrefix(prefix) } } }
     }
 
     public func hasPolicies(_ point: DecisionPoint) -> Bool { !points[point.rawValue].entries.isEmpty }
@@ -126,7 +129,7 @@ public final class PolicySet: @unchecked Sendable {
     func check(_ request: PolicyRequest, item: String) throws {
         let point = points[request.point.rawValue]
         guard !point.entries.isEmpty else { return }
-        let start = DispatchTime.now().uptimeNanoseconds
+        let start = PolicySet.monotonicNanoseconds()
         var asked = 0
         var denial: (String, String)?
         for entry in point.entries {
@@ -138,10 +141,10 @@ public final class PolicySet: @unchecked Sendable {
             }
             if denial != nil { break }
         }
-        let end = DispatchTime.now().uptimeNanoseconds
+        let end = PolicySet.monotonicNanoseconds()
         nextDecision += 1
         let decision = PolicyDecision(
-            id: nextDecision, point: request.point.name,
+            id: nextDecision, point: point.name,
             policies: asked == point.names.count ? point.names : Array(point.names.prefix(asked)),
             allow: denial == nil,
             reasons: denial.map { ["\($0.0): \($0.1)"] } ?? [],
@@ -153,6 +156,13 @@ public final class PolicySet: @unchecked Sendable {
         if let (name, reason) = denial {
             throw ShareFlowError.denied("\(item): denied by policy '\(name)' at \(request.point.name): \(reason)")
         }
+    }
+
+    /// The monotonic clock read directly (DispatchTime adds a conversion on each read).
+    static func monotonicNanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
     /// The most recent decisions, oldest first.

@@ -6,12 +6,14 @@ import ShareFlow
 /// what is stored.
 final class AccountHandle {
     let engine: Engine
+    let id: Int64
     let userRecordID: String
     private var cached: Account
     private var generation: Int
 
     init(engine: Engine, account: Account) {
         self.engine = engine
+        self.id = account.id
         self.userRecordID = account.userRecordID
         self.cached = account
         self.generation = engine.accountsGeneration
@@ -57,7 +59,7 @@ final class Bindings {
     let metadataClass = LuaClass<ShareMetadata>("ShareMetadata")
     var operationClasses: [String: LuaClass<LuaOperation>] = [:]
     /// Registry refs of the value tables' metatables (LookupInfo, RecordID, …).
-    var valueMetatables: [Int32] = []
+    @exclusivity(unchecked) var valueMetatables: [Int32] = []
     var operationMakers: [String: () -> CloudOperation] = [:]
 
     init(host: ScriptHost) {
@@ -91,12 +93,18 @@ final class Bindings {
     /// One handle per account, so an account is the same Lua value wherever it appears.
     @exclusivity(unchecked) private var accountHandles: [Int64: AccountHandle] = [:]
 
+    /// The last handle pushed: an event's caller is usually the previous event's too, and
+    /// this skips hashing on every event.
+    @exclusivity(unchecked) private var lastAccount: AccountHandle?
+
     func push(account: Account) {
+        if let last = lastAccount, last.id == account.id { return accountClass.push(last, in: lua) }
         let handle = accountHandles[account.id] ?? {
             let h = AccountHandle(engine: engine, account: account)
             accountHandles[account.id] = h
             return h
         }()
+        lastAccount = handle
         accountClass.push(handle, in: lua)
     }
     /// A container identifier. Events of one container repeat it, so the last one's Lua

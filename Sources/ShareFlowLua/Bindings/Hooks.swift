@@ -33,14 +33,17 @@ enum Hooks {
                 throw call.argumentError(1, "unknown event '\(eventName)' (expected one of: \(Event.names.joined(separator: ", ")))")
             }
             let label = host.labelPrefix + name
-            let handle = b.engine.events.observe(event, priority: priority, label: label) { [unowned b] ev in
-                let lua = b.lua
-                let base = lua.top
-                defer { lua.top = base }
-                lua.pushReference(fn)
+            // unowned(unsafe): no reference counting on every event. Safe because the host
+            // removes its registrations before it goes (ScriptHost.deinit).
+            let handle = b.engine.events.observe(event, priority: priority, label: label) { [unowned(unsafe) b, unowned(unsafe) host] ev in
+                let L = b.lua.L
+                let base = lua_gettop(L)
+                defer { lua_settop(L, base) }
+                lua_rawgeti(L, clua_registryindex(), lua_Integer(fn.ref))
                 pushEvent(ev, b)
                 try host.guardedCall(arguments: 1, results: 0)
             }
+            host.registrations.append { handle.remove() }
             handleClass.push(Handle(label: name) { handle.remove() }, in: call.state)
             return 1
         }
@@ -54,16 +57,19 @@ enum Hooks {
                 throw call.argumentError(1, "unknown decision point '\(pointName)' (expected one of: \(PolicySet.points.joined(separator: ", ")))")
             }
             let label = host.labelPrefix + name
-            let id = b.engine.policies.add(point, name: label, priority: priority) { [unowned b] request in
-                let lua = b.lua
-                let base = lua.top
-                defer { lua.top = base }
-                lua.pushReference(fn)
+            // unowned(unsafe) as for observers: the host removes its policies before it goes.
+            let id = b.engine.policies.add(point, name: label, priority: priority) { [unowned(unsafe) b, unowned(unsafe) host] request in
+                let L = b.lua.L
+                let base = lua_gettop(L)
+                defer { lua_settop(L, base) }
+                lua_rawgeti(L, clua_registryindex(), lua_Integer(fn.ref))
                 pushRequest(request, b)
                 try host.guardedCall(arguments: 1, results: 2)
-                return verdict(lua, base: base)
+                return verdict(b.lua, base: base)
             }
-            handleClass.push(Handle(label: name) { [unowned b] in b.engine.policies.remove(id: id) }, in: call.state)
+            let policies = b.engine.policies
+            host.registrations.append { policies.remove(id: id) }
+            handleClass.push(Handle(label: name) { policies.remove(id: id) }, in: call.state)
             return 1
         }
         lua_setfield(L, -2, "policy")

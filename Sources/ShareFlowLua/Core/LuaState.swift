@@ -61,15 +61,23 @@ public final class LuaState {
     }
 
     private var watched = false
-    /// Nanoseconds a guarded call may run (nil: no CPU budget).
+    /// Nanoseconds a guarded call may run (nil: no CPU budget). Kept in the C limits, where
+    /// the guarded call reads it without a Swift access check.
     public var cpuBudget: UInt64? {
-        didSet {
-            if cpuBudget != nil && !watched {
+        get { limits.pointee.budget_ns > 0 ? UInt64(limits.pointee.budget_ns) : nil }
+        set {
+            limits.pointee.budget_ns = newValue.map { Int64(clamping: max($0, 1)) } ?? 0
+            if newValue != nil && !watched {
                 sf_watchdog_register(limits)
                 trackCoroutines()
                 watched = true
             }
         }
+    }
+
+    /// The error message of a call that ran past its budget.
+    public var budgetReason = "CPU budget exceeded" {
+        didSet { sf_set_budget_reason(limits, budgetReason) }
     }
 
     private var coroutinesTracked = false
@@ -94,10 +102,11 @@ public final class LuaState {
     }
 
     /// Runs `body` (which calls into Lua) under the CPU budget: past its deadline a watchdog
-    /// arms a count hook that ends the call with `reason`. Within budget, no hook ever runs.
-    public func withBudget<T>(_ reason: String, _ body: () throws -> T) rethrows -> T {
-        guard let budget = cpuBudget, limits.pointee.deadline_ns == 0 else { return try body() }
-        sf_begin_budget(limits, Int64(budget), reason)
+    /// arms a count hook that ends the call with `budgetReason`. Within budget, no hook ever
+    /// runs. A call already under a budget (a nested one) shares it.
+    public func withBudget<T>(_ body: () throws -> T) rethrows -> T {
+        guard limits.pointee.budget_ns != 0, limits.pointee.deadline_ns == 0 else { return try body() }
+        sf_begin_budget(limits)
         defer { sf_end_budget(limits) }
         return try body()
     }
