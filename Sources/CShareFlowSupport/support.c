@@ -254,6 +254,14 @@ void sf_begin_budget(sf_limits *limits) {
     limits->deadline_ns = sf_now_ns() + limits->budget_ns;
 }
 
+int sf_guarded_pcall(lua_State *L, sf_limits *limits, int nargs, int nresults) {
+    int budgeted = limits->budget_ns != 0 && limits->deadline_ns == 0;
+    if (budgeted) sf_begin_budget(limits);
+    int status = sf_pcall(L, nargs, nresults);
+    if (budgeted) sf_end_budget(limits);
+    return status;
+}
+
 void sf_end_budget(sf_limits *limits) {
     limits->deadline_ns = 0;
     pthread_mutex_lock(&watch_lock);  /* the watchdog is not between its check and its arm */

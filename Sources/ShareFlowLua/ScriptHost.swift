@@ -88,12 +88,6 @@ public final class ScriptHost {
         for remove in registrations { remove() }
     }
 
-    /// Calls the function below its arguments for the engine (an observer or a policy);
-    /// a Lua error is thrown to the engine, which logs or denies.
-    func guardedCall(arguments: Int32, results: Int32) throws {
-        try lua.withBudget { try lua.call(arguments: arguments, results: results) }
-    }
-
     /// Installs the module table as global `shareflow` and in `package.loaded`.
     private func installModule() throws {
         let L = lua.L

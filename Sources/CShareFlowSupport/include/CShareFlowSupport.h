@@ -83,6 +83,9 @@ void sf_watchdog_unregister(sf_limits *limits);
 /* The message an expired budget raises; set once, not per call. */
 void sf_set_budget_reason(sf_limits *limits, const char *reason);
 void sf_begin_budget(sf_limits *limits);
+/* sf_pcall under the state's CPU budget (unless a call already runs under it): the whole
+   guarded call in one C function, so the event path makes no extra Swift calls. */
+int sf_guarded_pcall(lua_State *L, sf_limits *limits, int nargs, int nresults);
 void sf_end_budget(sf_limits *limits);
 
 /* Ctrl-C: while a target is set, SIGINT ends the running Lua code with "interrupted";

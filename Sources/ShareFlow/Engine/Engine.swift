@@ -18,7 +18,8 @@ public final class Engine: @unchecked Sendable {
     public var options: Options
     let lock = NSRecursiveLock()
     public var logger: Logger
-    public private(set) lazy var events = EventBus { [unowned self] in self.logger }
+    /// A constant, not lazy: read on every event.
+    public let events = EventBus()
     public let policies = PolicySet()
     /// Events of the transaction in progress, delivered when it commits.
     private var pendingEvents: [Event] = []
@@ -36,6 +37,7 @@ public final class Engine: @unchecked Sendable {
         self.store = store
         self.options = options
         self.logger = logger
+        events.logger = { [unowned self] in self.logger }
     }
 
     /// The account directory.

@@ -6,7 +6,11 @@ import Logging
 public final class EventBus: @unchecked Sendable {
     public typealias Observer = (Event) throws -> Void
 
-    struct Entry {
+    /// A class: delivering an event then retains one object per observer, not its parts.
+    final class Entry {
+        init(id: Int, label: String, priority: Int, body: @escaping Observer) {
+            self.id = id; self.label = label; self.priority = priority; self.body = body
+        }
         let id: Int
         let label: String
         let priority: Int
@@ -20,9 +24,10 @@ public final class EventBus: @unchecked Sendable {
     private var nextID = 0
     /// Errors raised by observers so far.
     public private(set) var observerErrors = 0
-    let logger: () -> Logger
+    /// Where observer failures are logged (the engine's logger, read when one fails).
+    var logger: () -> Logger = { Logger(label: "shareflow") }
 
-    init(logger: @escaping () -> Logger) { self.logger = logger }
+    init() {}
 
     /// A registration; `remove()` stops delivery.
     public final class Handle {

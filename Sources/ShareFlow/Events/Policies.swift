@@ -80,21 +80,31 @@ public final class PolicySet: @unchecked Sendable {
 
     /// One decision point's policies in the order they are asked, and their names (kept
     /// beside them so a decision that asks all of them logs the names without copying).
-    /// A class, so a decision reads it in place rather than copying (and retaining) its parts.
+    /// One decision point's policies in the order they are asked, and their names (kept
+    /// beside them so a decision that asks all of them logs the names without copying).
+    /// Immutable, replaced whole on a change: a decision holds one reference and reads the
+    /// rest in place, and a policy that adds or removes policies does not disturb it.
     final class Point {
-        // Unchecked: the engine lock serialises access; dynamic checks cost more than the work.
-        @exclusivity(unchecked) private(set) var entries: [Entry] = []
-        @exclusivity(unchecked) private(set) var names: [String] = []
         let name: String
-        init(_ point: DecisionPoint) { name = point.name }
-        func update(_ change: (inout [Entry]) -> Void) {
-            change(&entries)
-            names = entries.map(\.name)
+        let entries: [Entry]
+        let names: [String]
+        init(_ name: String, _ entries: [Entry]) {
+            self.name = name
+            self.entries = entries
+            self.names = entries.map(\.name)
         }
     }
 
     /// By `DecisionPoint.rawValue`.
-    private let points: [Point] = DecisionPoint.allCases.map(Point.init)
+    @exclusivity(unchecked) private var points: [Point] = DecisionPoint.allCases.map { Point($0.name, []) }
+
+    private func update(_ change: (inout [Entry]) -> Void) {
+        for i in points.indices {
+            var entries = points[i].entries
+            change(&entries)
+            points[i] = Point(points[i].name, entries)
+        }
+    }
     private var nextID = 0
     @exclusivity(unchecked) private var log: [PolicyDecision] = []
     @exclusivity(unchecked) private var nextDecision = 0
@@ -108,19 +118,19 @@ public final class PolicySet: @unchecked Sendable {
     public func add(_ point: DecisionPoint, name: String, priority: Int = 0, _ body: @escaping Policy) -> Int {
         nextID += 1
         let entry = Entry(id: nextID, name: name, priority: priority, body: body)
-        points[point.rawValue].update { list in
-            let index = list.firstIndex { $0.priority < priority } ?? list.endIndex
-            list.insert(entry, at: index)
-        }
+        var list = points[point.rawValue].entries
+        let index = list.firstIndex { $0.priority < priority } ?? list.endIndex
+        list.insert(entry, at: index)
+        points[point.rawValue] = Point(point.name, list)
         return nextID
     }
 
     public func remove(id: Int) {
-        for point in points { point.update { $0.removeAll { $0.id == id } } }
+        update { $0.removeAll { $0.id == id } }
     }
 
     public func removeAll(namePrefix prefix: String) {
-        for point in points { point.update { $0.removeAll { $0.name.hasPrefix(prefix) } } }
+        update { $0.removeAll { $0.name.hasPrefix(prefix) } }
     }
 
     public func hasPolicies(_ point: DecisionPoint) -> Bool { !points[point.rawValue].entries.isEmpty }

@@ -1,9 +1,37 @@
 import CLua
+import CShareFlowSupport
 import Foundation
 import ShareFlow
 
 /// `sf.on`, `sf.policy`, `sf.allow`, `sf.deny`, `sf.decisions` (SPEC §6): Lua functions as
 /// the engine's observers and policies.
+/// What an observer or policy closure needs to call its Lua function, as plain values and an
+/// unretained reference: the engine calls it on every event.
+struct HookCall {
+    let L: OpaquePointer
+    let limits: UnsafeMutablePointer<sf_limits>
+    let ref: Int32
+    let bindings: Unmanaged<Bindings>
+    /// Keeps the function pinned in the registry while the registration lives.
+    let function: LuaReference
+
+    init(_ b: Bindings, _ function: LuaReference) {
+        L = b.lua.L
+        limits = b.lua.limits
+        ref = function.ref
+        bindings = .passUnretained(b)
+        self.function = function
+    }
+
+    func pushFunction() { lua_rawgeti(L, clua_registryindex(), lua_Integer(ref)) }
+
+    /// Calls the function below its argument under the state's CPU budget.
+    func run(results: Int32) throws {
+        let status = sf_guarded_pcall(L, limits, 1, results)
+        guard status == LUA_OK else { throw LuaState.owner(of: L).callError(status) }
+    }
+}
+
 enum Hooks {
     /// A registration Lua can remove.
     final class Handle {
@@ -33,15 +61,16 @@ enum Hooks {
                 throw call.argumentError(1, "unknown event '\(eventName)' (expected one of: \(Event.names.joined(separator: ", ")))")
             }
             let label = host.labelPrefix + name
-            // unowned(unsafe): no reference counting on every event. Safe because the host
-            // removes its registrations before it goes (ScriptHost.deinit).
-            let handle = b.engine.events.observe(event, priority: priority, label: label) { [unowned(unsafe) b, unowned(unsafe) host] ev in
-                let L = b.lua.L
-                let base = lua_gettop(L)
-                defer { lua_settop(L, base) }
-                lua_rawgeti(L, clua_registryindex(), lua_Integer(fn.ref))
-                pushEvent(ev, b)
-                try host.guardedCall(arguments: 1, results: 0)
+            // The closure holds plain values and an unretained reference, so an event costs no
+            // reference counting here. Safe because the host removes its registrations before
+            // it goes (ScriptHost.deinit).
+            let hook = HookCall(b, fn)
+            let handle = b.engine.events.observe(event, priority: priority, label: label) { ev in
+                let base = lua_gettop(hook.L)
+                defer { lua_settop(hook.L, base) }
+                hook.pushFunction()
+                hook.bindings._withUnsafeGuaranteedRef { pushEvent(ev, $0) }
+                try hook.run(results: 0)
             }
             host.registrations.append { handle.remove() }
             handleClass.push(Handle(label: name) { handle.remove() }, in: call.state)
@@ -57,15 +86,16 @@ enum Hooks {
                 throw call.argumentError(1, "unknown decision point '\(pointName)' (expected one of: \(PolicySet.points.joined(separator: ", ")))")
             }
             let label = host.labelPrefix + name
-            // unowned(unsafe) as for observers: the host removes its policies before it goes.
-            let id = b.engine.policies.add(point, name: label, priority: priority) { [unowned(unsafe) b, unowned(unsafe) host] request in
-                let L = b.lua.L
-                let base = lua_gettop(L)
-                defer { lua_settop(L, base) }
-                lua_rawgeti(L, clua_registryindex(), lua_Integer(fn.ref))
-                pushRequest(request, b)
-                try host.guardedCall(arguments: 1, results: 2)
-                return verdict(b.lua, base: base)
+            // As for observers: no reference counting per decision; the host removes its
+            // policies before it goes.
+            let hook = HookCall(b, fn)
+            let id = b.engine.policies.add(point, name: label, priority: priority) { request in
+                let base = lua_gettop(hook.L)
+                defer { lua_settop(hook.L, base) }
+                hook.pushFunction()
+                hook.bindings._withUnsafeGuaranteedRef { pushRequest(request, $0) }
+                try hook.run(results: 2)
+                return verdict(hook.L, base: base)
             }
             let policies = b.engine.policies
             host.registrations.append { policies.remove(id: id) }
@@ -127,21 +157,20 @@ enum Hooks {
 
     /// What a policy returned: nothing or `sf.allow()` or `true` allows; `sf.deny(reason)` or
     /// `false, reason` denies.
-    private static func verdict(_ lua: LuaState, base: Int32) -> PolicyVerdict {
-        let L = lua.L
+    private static func verdict(_ L: OpaquePointer, base: Int32) -> PolicyVerdict {
         let first = base + 1
         switch lua_type(L, first) {
         case LUA_TNIL, LUA_TNONE: return .allow
         case LUA_TBOOLEAN:
             if lua_toboolean(L, first) != 0 { return .allow }
-            return .deny(lua.string(at: first + 1) ?? "denied")
+            return .deny(LuaState.owner(of: L).string(at: first + 1) ?? "denied")
         case LUA_TTABLE:
             lua_getfield(L, first, "allow")
-            defer { lua.pop() }
+            defer { clua_pop(L, 1) }
             if lua_type(L, -1) == LUA_TBOOLEAN && lua_toboolean(L, -1) == 0 {
                 lua_getfield(L, first, "reason")
-                defer { lua.pop() }
-                return .deny(lua.string(at: -1) ?? "denied")
+                defer { clua_pop(L, 1) }
+                return .deny(LuaState.owner(of: L).string(at: -1) ?? "denied")
             }
             return .allow
         default:

@@ -287,12 +287,15 @@ public final class LuaState {
     /// handler; leaves `nresults` results (or all with `nil`).
     public func call(arguments nargs: Int32, results nresults: Int32? = nil) throws {
         let status = sf_pcall(L, nargs, nresults ?? clua_multret())
-        guard status == LUA_OK else {
-            let text = string(at: -1) ?? "(error object is not a string)"
-            pop()
-            let kind: LuaError.Kind = status == LUA_ERRMEM ? .memory : .runtime
-            throw LuaError(kind: kind, handled: kind == .memory ? "not enough memory" : text)
-        }
+        guard status == LUA_OK else { throw callError(status) }
+    }
+
+    /// The error a failed `lua_pcall` left on top of the stack (popped).
+    func callError(_ status: Int32) -> LuaError {
+        let text = string(at: -1) ?? "(error object is not a string)"
+        pop()
+        let kind: LuaError.Kind = status == LUA_ERRMEM ? .memory : .runtime
+        return LuaError(kind: kind, handled: kind == .memory ? "not enough memory" : text)
     }
 
     /// Runs a chunk and returns its results copied into Swift.
