@@ -29,4 +29,16 @@ final class BenchSmokeTests: XCTestCase {
             XCTAssertTrue(r.stdout.contains(part), "missing \(part):\n\(r.stdout)")
         }
     }
+
+    func testOnlyRunsTheNamedGroups() throws {
+        let r = try CLI.run(["bench", "--smoke", "--json", "--only", "hooks"], timeout: 300)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let object = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as! [String: Any]
+        XCTAssertGreaterThan((object["hook_dispatch_ratio"] as? NSNumber)?.doubleValue ?? -1, 0)
+        XCTAssertNil(object["fetch_participants_per_s"], "fetch was not asked for")
+
+        let bad = try CLI.run(["bench", "--smoke", "--only", "speed"], timeout: 60)
+        XCTAssertNotEqual(bad.status, 0)
+        XCTAssertTrue(bad.stderr.contains("unknown figure group 'speed'"), bad.stderr)
+    }
 }
