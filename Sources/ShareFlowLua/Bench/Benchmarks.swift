@@ -66,14 +66,16 @@ public struct Benchmarks {
         if wanted("hooks") {
             progress("hook dispatch and policy decision")
             let (hook, hookC, policy, policyC) = try hooksAndPolicies()
-            r["hook_dispatch_ns"] = hook; r["hook_dispatch_c_ns"] = hookC; r["hook_dispatch_ratio"] = hook / hookC
-            r["policy_decision_ns"] = policy; r["policy_decision_c_ns"] = policyC; r["policy_decision_ratio"] = policy / policyC
+            r["hook_dispatch_ns"] = median(hook); r["hook_dispatch_c_ns"] = median(hookC)
+            r["hook_dispatch_ratio"] = pairedRatio(hook, hookC)
+            r["policy_decision_ns"] = median(policy); r["policy_decision_c_ns"] = median(policyC)
+            r["policy_decision_ratio"] = pairedRatio(policy, policyC)
         }
         if wanted("fetch") {
             progress("fetch participants: \(sizes.lookups) lookups against \(sizes.accounts) accounts")
             let (fetch, sqlite) = try fetchParticipants(in: scratch)
-            r["fetch_participants_per_s"] = fetch; r["sqlite_lookups_per_s"] = sqlite
-            r["fetch_participants_vs_sqlite"] = fetch / sqlite
+            r["fetch_participants_per_s"] = median(fetch); r["sqlite_lookups_per_s"] = median(sqlite)
+            r["fetch_participants_vs_sqlite"] = pairedRatio(fetch, sqlite)
         }
         if wanted("accept") {
             progress("accept: \(sizes.accepts) accepts without and with the allow-list policy")
@@ -103,7 +105,14 @@ public struct Benchmarks {
         return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
     }
 
-    func hooksAndPolicies() throws -> (Double, Double, Double, Double) {
+    /// The median of the ratios of repetitions measured back to back: a pause on a noisy
+    /// machine moves one pair, not the ratio.
+    func pairedRatio(_ ours: [Double], _ baseline: [Double]) -> Double {
+        median(zip(ours, baseline).map { $0 / $1 })
+    }
+
+    /// Nanoseconds per call of each repetition: (event, its C baseline, policy, its C baseline).
+    func hooksAndPolicies() throws -> ([Double], [Double], [Double], [Double]) {
         let engine = Engine(store: try Store(path: ":memory:"))
         engine.logger.logLevel = .critical
         let alice = try engine.accounts.create(emails: ["alice@example.com"])
@@ -155,10 +164,11 @@ public struct Benchmarks {
             if rep == 0 { continue }  // warm-up
             hook.append(h); hookC.append(hc); policy.append(p); policyC.append(pc)
         }
-        return (median(hook), median(hookC), median(policy), median(policyC))
+        return (hook, hookC, policy, policyC)
     }
 
-    func fetchParticipants(in scratch: URL) throws -> (Double, Double) {
+    /// Look-ups per second of each repetition: (FetchShareParticipants, raw SQLite).
+    func fetchParticipants(in scratch: URL) throws -> ([Double], [Double]) {
         let path = scratch.appendingPathComponent("fetch.sqlite").path
         let engine = Engine(store: try Store(path: path))
         engine.logger.logLevel = .critical
@@ -205,7 +215,7 @@ public struct Benchmarks {
             if rep == 0 { continue }
             theirs.append(r); ours.append(o)
         }
-        return (median(ours), median(theirs))
+        return (ours, theirs)
     }
 
     /// Accounts `user<i>@bench.example`, inserted in bulk (setup, not measured).
@@ -291,7 +301,7 @@ public struct Benchmarks {
         }
         let accepted = try engine.store.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM participant WHERE status = 'accepted' AND role != 'owner'") }
         precondition(accepted == next, "every accept was committed")
-        return (median(plain), median(policy), median(zip(policy, plain).map { $0 / $1 }))
+        return (median(plain), median(policy), pairedRatio(policy, plain))
     }
 
     func coldStart(in scratch: URL) throws -> (Double, Double?) {
