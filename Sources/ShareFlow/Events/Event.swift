@@ -37,14 +37,11 @@ public struct Event {
 
 /// The kinds of event the engine emits (SPEC §6). A closed set, so observers are found by
 /// index rather than by hashing a name on every event.
-public enum EventKind: Int, CaseIterable, Sendable {
+public enum EventKind: Int, CaseIterable, Sendable, NamedByLiteral {
     case participantFetched, participantAdded, participantRemoved, participantPermissionChanged
     case shareSaved, shareDeleted, sharePublicPermissionChanged, shareMetadataFetched
     case shareAccepted, userDiscovered, operationFinished
 
-    public var name: String { staticName.description }
-
-    /// The name as a literal (bindings push it without copying).
     public var staticName: StaticString {
         switch self {
         case .participantFetched: "participant.fetched"
@@ -60,11 +57,23 @@ public enum EventKind: Int, CaseIterable, Sendable {
         case .operationFinished: "operation.finished"
         }
     }
+}
 
-    /// The kind named `name` (`participant.fetched`), if any.
+/// A closed set of cases named by string literals (event kinds, decision points), so the
+/// bindings can push a name without copying it.
+public protocol NamedByLiteral: CaseIterable {
+    /// The name as a literal.
+    var staticName: StaticString { get }
+}
+
+extension NamedByLiteral {
+    /// The name as scripts see it (`participant.fetched`).
+    public var name: String { staticName.description }
+
+    /// The case named `name`, if any.
     public init?(name: String) {
-        guard let kind = EventKind.allCases.first(where: { $0.name == name }) else { return nil }
-        self = kind
+        guard let found = Self.allCases.first(where: { $0.name == name }) else { return nil }
+        self = found
     }
 }
 

@@ -25,12 +25,9 @@ public struct PolicyRequest {
 }
 
 /// Where the engine asks the policies (SPEC §6).
-public enum DecisionPoint: Int, CaseIterable, Sendable {
+public enum DecisionPoint: Int, CaseIterable, Sendable, NamedByLiteral {
     case shareAccept, participantAdd, sharePublicPermission, shareSave
 
-    public var name: String { staticName.description }
-
-    /// The name as a literal (bindings push it without copying).
     public var staticName: StaticString {
         switch self {
         case .shareAccept: "share.accept"
@@ -38,12 +35,6 @@ public enum DecisionPoint: Int, CaseIterable, Sendable {
         case .sharePublicPermission: "share.publicPermission"
         case .shareSave: "share.save"
         }
-    }
-
-    /// The point named `name` (`share.accept`), if any.
-    public init?(name: String) {
-        guard let point = DecisionPoint.allCases.first(where: { $0.name == name }) else { return nil }
-        self = point
     }
 }
 
@@ -78,8 +69,6 @@ public final class PolicySet: @unchecked Sendable {
         let body: Policy
     }
 
-    /// One decision point's policies in the order they are asked, and their names (kept
-    /// beside them so a decision that asks all of them logs the names without copying).
     /// One decision point's policies in the order they are asked, and their names (kept
     /// beside them so a decision that asks all of them logs the names without copying).
     /// Immutable, replaced whole on a change: a decision holds one reference and reads the

@@ -3,8 +3,6 @@ import CShareFlowSupport
 import Foundation
 import ShareFlow
 
-/// `sf.on`, `sf.policy`, `sf.allow`, `sf.deny`, `sf.decisions` (SPEC §6): Lua functions as
-/// the engine's observers and policies.
 /// What an observer or policy closure needs to call its Lua function, as plain values and an
 /// unretained reference: the engine calls it on every event.
 struct HookCall {
@@ -23,15 +21,20 @@ struct HookCall {
         self.function = function
     }
 
-    func pushFunction() { lua_rawgeti(L, clua_registryindex(), lua_Integer(ref)) }
-
-    /// Calls the function below its argument under the state's CPU budget.
-    func run(results: Int32) throws {
-        let status = sf_guarded_pcall(L, limits, 1, results)
-        guard status == LUA_OK else { throw LuaState.owner(of: L).callError(status) }
+    /// Calls the function with the one argument `push` leaves, under the state's CPU budget,
+    /// and returns what `read` makes of its results (given the stack top before the call).
+    func call<T>(results: Int32, push: (Bindings) -> Void, read: (Int32) -> T) throws -> T {
+        let base = lua_gettop(L)
+        defer { lua_settop(L, base) }
+        lua_rawgeti(L, clua_registryindex(), lua_Integer(ref))
+        bindings._withUnsafeGuaranteedRef(push)
+        try LuaState.guardedCall(L, limits, arguments: 1, results: results)
+        return read(base)
     }
 }
 
+/// `sf.on`, `sf.policy`, `sf.allow`, `sf.deny`, `sf.decisions` (SPEC §6): Lua functions as
+/// the engine's observers and policies.
 enum Hooks {
     /// A registration Lua can remove.
     final class Handle {
@@ -66,11 +69,7 @@ enum Hooks {
             // it goes (ScriptHost.deinit).
             let hook = HookCall(b, fn)
             let handle = b.engine.events.observe(event, priority: priority, label: label) { ev in
-                let base = lua_gettop(hook.L)
-                defer { lua_settop(hook.L, base) }
-                hook.pushFunction()
-                hook.bindings._withUnsafeGuaranteedRef { pushEvent(ev, $0) }
-                try hook.run(results: 0)
+                try hook.call(results: 0, push: { pushEvent(ev, $0) }, read: { _ in })
             }
             host.registrations.append { handle.remove() }
             handleClass.push(Handle(label: name) { handle.remove() }, in: call.state)
@@ -90,12 +89,7 @@ enum Hooks {
             // policies before it goes.
             let hook = HookCall(b, fn)
             let id = b.engine.policies.add(point, name: label, priority: priority) { request in
-                let base = lua_gettop(hook.L)
-                defer { lua_settop(hook.L, base) }
-                hook.pushFunction()
-                hook.bindings._withUnsafeGuaranteedRef { pushRequest(request, $0) }
-                try hook.run(results: 2)
-                return verdict(hook.L, base: base)
+                try hook.call(results: 2, push: { pushRequest(request, $0) }, read: { verdict(hook.L, base: $0) })
             }
             let policies = b.engine.policies
             host.registrations.append { policies.remove(id: id) }

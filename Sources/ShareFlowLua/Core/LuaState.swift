@@ -101,14 +101,19 @@ public final class LuaState {
             """, chunkName: "=[coroutines]")
     }
 
-    /// Runs `body` (which calls into Lua) under the CPU budget: past its deadline a watchdog
-    /// arms a count hook that ends the call with `budgetReason`. Within budget, no hook ever
-    /// runs. A call already under a budget (a nested one) shares it.
-    public func withBudget<T>(_ body: () throws -> T) rethrows -> T {
-        guard limits.pointee.budget_ns != 0, limits.pointee.deadline_ns == 0 else { return try body() }
-        sf_begin_budget(limits)
-        defer { sf_end_budget(limits) }
-        return try body()
+    /// Calls the function below its `nargs` arguments as `call` does, under the CPU budget:
+    /// past its deadline a watchdog arms a count hook that ends the call with
+    /// `budgetReason`. Within budget, no hook ever runs. A call already under a budget (a
+    /// nested one) shares it.
+    public func guardedCall(arguments nargs: Int32, results nresults: Int32) throws {
+        try LuaState.guardedCall(L, limits, arguments: nargs, results: nresults)
+    }
+
+    /// `guardedCall` for callers that hold only the raw state (hooks, on every event).
+    static func guardedCall(_ L: OpaquePointer, _ limits: UnsafeMutablePointer<sf_limits>,
+                            arguments nargs: Int32, results nresults: Int32) throws {
+        let status = sf_guarded_pcall(L, limits, nargs, nresults)
+        guard status == LUA_OK else { throw owner(of: L).callError(status) }
     }
 
     /// Ends the running Lua code with "interrupted" (Ctrl-C); safe from a signal handler.
@@ -147,14 +152,12 @@ public final class LuaState {
     /// Pushes a string that lives as long as the program (an event name, a field name):
     /// Lua's string cache recognises its address, so it is not hashed again on each push.
     public func push(static string: StaticString) {
-        guard string.hasPointerRepresentation else { return push(string: string.description) }
-        lua_pushstring(L, UnsafeRawPointer(string.utf8Start).assumingMemoryBound(to: CChar.self))
+        string.withCString { _ = lua_pushstring(L, $0) }
     }
 
     /// `t[key] = v` for the table at `index` and the value on top, with a literal key.
     public func setField(_ index: Int32, _ key: StaticString) {
-        guard key.hasPointerRepresentation else { return lua_setfield(L, index, key.description) }
-        lua_setfield(L, index, UnsafeRawPointer(key.utf8Start).assumingMemoryBound(to: CChar.self))
+        key.withCString { lua_setfield(L, index, $0) }
     }
 
     public func push(string: String) {
@@ -391,4 +394,13 @@ private func where_(_ L: OpaquePointer) -> String {
 
 private let luaRelease: sf_swift_release_fn = { raw in
     Unmanaged<AnyObject>.fromOpaque(raw!).release()
+}
+
+extension StaticString {
+    /// The literal as a C string: its own bytes, nul-terminated in the binary, so the same
+    /// address on every call (a one-scalar literal is copied instead).
+    func withCString<T>(_ body: (UnsafePointer<CChar>) -> T) -> T {
+        guard hasPointerRepresentation else { return description.withCString(body) }
+        return body(UnsafeRawPointer(utf8Start).assumingMemoryBound(to: CChar.self))
+    }
 }

@@ -158,7 +158,7 @@ public final class PluginManager {
         let base = lua.top
         defer { lua.top = base }
         try lua.load(String(decoding: data, as: UTF8.self), chunkName: "@" + path)
-        try lua.withBudget { try lua.call(arguments: 0, results: 1) }
+        try lua.guardedCall(arguments: 0, results: 1)
         lua_pushvalue(lua.L, -1)
         lua_setglobal(lua.L, "__shareflow_plugin")
         return try lua.value(at: -1)
@@ -245,7 +245,7 @@ public final class PluginManager {
         lua_setmetatable(L, -2)
         lua.push(.table(values))
         do {
-            try lua.withBudget { try lua.call(arguments: 2, results: 0) }
+            try lua.guardedCall(arguments: 2, results: 0)
         } catch let e as LuaError {
             throw PluginError("plugin '\(name)': setup failed: \(e.message)")
         }
