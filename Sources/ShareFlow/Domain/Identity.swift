@@ -1,3 +1,5 @@
+import Foundation
+
 /// A person's name parts, as `PersonNameComponents`.
 public struct NameComponents: Hashable, Sendable, Codable {
     public var namePrefix: String?
@@ -22,6 +24,54 @@ public struct NameComponents: Hashable, Sendable, Codable {
     /// "Given Family", as a person reads it.
     public var formatted: String {
         [namePrefix, givenName, middleName, familyName, nameSuffix].compactMap { $0 }.joined(separator: " ")
+    }
+}
+
+extension NameComponents {
+    /// From the stored form: the JSON object `JSONEncoder` wrote. A flat object of plain strings
+    /// (the common case) is read directly — `JSONDecoder` cost a third of a participant fetch;
+    /// anything else (escapes, unknown keys) goes through `JSONDecoder`. Unreadable → empty.
+    init(storedJSON json: String) {
+        var json = json
+        if let fast = json.withUTF8(NameComponents.flatObject) { self = fast; return }
+        self = (try? JSONDecoder().decode(NameComponents.self, from: Data(json.utf8))) ?? NameComponents()
+    }
+
+    /// `{"key":"value",…}` with no escapes and only known keys, else nil.
+    private static func flatObject(_ bytes: UnsafeBufferPointer<UInt8>) -> NameComponents? {
+        var i = 0
+        func skipSpace() { while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x09 || bytes[i] == 0x0D { i += 1 } }
+        func expect(_ c: UInt8) -> Bool { skipSpace(); guard i < bytes.count, bytes[i] == c else { return false }; i += 1; return true }
+        func string() -> UnsafeBufferPointer<UInt8>? {
+            guard expect(UInt8(ascii: "\"")) else { return nil }
+            let start = i
+            while i < bytes.count, bytes[i] != UInt8(ascii: "\"") {
+                if bytes[i] == UInt8(ascii: "\\") { return nil }
+                i += 1
+            }
+            guard i < bytes.count else { return nil }
+            i += 1
+            return UnsafeBufferPointer(rebasing: bytes[start..<(i - 1)])
+        }
+        guard expect(UInt8(ascii: "{")) else { return nil }
+        var name = NameComponents()
+        if expect(UInt8(ascii: "}")) { return name }
+        repeat {
+            guard let key = string(), expect(UInt8(ascii: ":")), let raw = string() else { return nil }
+            let value = String(decoding: raw, as: UTF8.self)
+            switch String(decoding: key, as: UTF8.self) {
+            case "namePrefix": name.namePrefix = value
+            case "givenName": name.givenName = value
+            case "middleName": name.middleName = value
+            case "familyName": name.familyName = value
+            case "nameSuffix": name.nameSuffix = value
+            case "nickname": name.nickname = value
+            default: return nil
+            }
+        } while expect(UInt8(ascii: ","))
+        guard expect(UInt8(ascii: "}")) else { return nil }
+        skipSpace()
+        return i == bytes.count ? name : nil
     }
 }
 

@@ -41,7 +41,7 @@ public final class Share: Record {
     public var isZoneShare: Bool { rootRecordID == nil }
 
     /// A new hierarchy share rooted at `rootRecord`; save them together (R5).
-    public init(rootRecord: Record, recordName: String = "Share-" + UUID().uuidString) {
+    public init(rootRecord: Record, recordName: String = "Share-" + RandomIdentifier.uuidString()) {
         rootRecordID = rootRecord.recordID
         self.rootRecord = rootRecord
         super.init(recordType: Share.recordType,

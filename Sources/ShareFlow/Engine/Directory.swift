@@ -113,7 +113,7 @@ public struct Directory {
         defer { engine.accountsChanged() }
         return try engine.transaction { db in
             for (lookup, identifier) in parsed {
-                let id = identifier ?? "contact-" + UUID().uuidString.prefix(8).lowercased()
+                let id = identifier ?? "contact-" + RandomIdentifier.uuidString().prefix(8).lowercased()
                 try db.execute(sql: "INSERT INTO contact (accountID, kind, value, contactIdentifier) VALUES (?, ?, ?, ?)",
                                arguments: [account.id, lookup.kind, lookup.value, id])
             }
@@ -168,7 +168,7 @@ extension Engine {
             throw ShareFlowError.unknown("no account with id \(id)")
         }
         let nameJSON: String = row["name"]
-        let name = (try? JSONDecoder().decode(NameComponents.self, from: Data(nameJSON.utf8))) ?? NameComponents()
+        let name = NameComponents(storedJSON: nameJSON)
         let emails = try String.fetchAll(db, sql: "SELECT email FROM account_email WHERE accountID = ? ORDER BY position", arguments: [id])
         let phones = try String.fetchAll(db, sql: "SELECT phone FROM account_phone WHERE accountID = ? ORDER BY position", arguments: [id])
         let contacts = try Row.fetchAll(db, sql: "SELECT kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id", arguments: [id])

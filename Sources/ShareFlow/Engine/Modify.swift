@@ -148,7 +148,7 @@ extension Engine {
             try db.execute(sql: """
                 INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
                 VALUES (?, ?, ?, ?, ?, 'owner', 'readWrite', 'accepted', ?)
-                """, arguments: [shareID, UUID().uuidString, caller.id, caller.primaryLookup.kind, caller.primaryLookup.value,
+                """, arguments: [shareID, RandomIdentifier.uuidString(), caller.id, caller.primaryLookup.kind, caller.primaryLookup.value,
                                  Date().timeIntervalSince1970])
             stored = try shareRow(zone: zone, recordName: id.recordName, db: db)
             me = try participantRow(share: shareID, account: caller.id, db: db)
@@ -369,10 +369,7 @@ extension Engine {
 
     /// R6: 192 random bits, URL-safe.
     static func newShareURL() -> String {
-        var bytes = [UInt8](repeating: 0, count: 24)
-        var generator = SystemRandomNumberGenerator()
-        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
-        let token = Data(bytes).base64EncodedString()
+        let token = Data(RandomIdentifier.bytes(24)).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         return "https://shareflow.invalid/share/" + token
     }

@@ -15,7 +15,7 @@ extension Engine {
             } else {
                 identity = UserIdentity(userRecordID: nil, lookupInfo: lookup, nameComponents: nil, hasiCloudAccount: false)
             }
-            return Participant(participantID: UUID().uuidString, userIdentity: identity, role: .privateUser,
+            return Participant(participantID: RandomIdentifier.uuidString(), userIdentity: identity, role: .privateUser,
                                permission: .readOnly, acceptanceStatus: .unknown)
         }
         var event = Event(.participantFetched, caller: caller, container: container)
@@ -38,12 +38,18 @@ extension Engine {
             sql = "SELECT userRecordID, name, discoverability FROM account WHERE userRecordID = ?"
         }
         let statement = try db.cachedStatement(sql: sql)
-        guard let row = try Row.fetchOne(statement, arguments: [lookup.value]) else { return nil }
-        var name: NameComponents?
-        if (row[2] as String) == Discoverability.granted.rawValue {
-            name = (try? JSONDecoder().decode(NameComponents.self, from: Data((row[1] as String).utf8))) ?? NameComponents()
+        statement.setUncheckedArguments([lookup.value])
+        // A cursor's row reads the statement's columns in place (fetchOne copies the row
+        // first); it is valid while the cursor lives.
+        let cursor = try Row.fetchCursor(statement)
+        return try withExtendedLifetime(cursor) { () -> UserIdentity? in
+            guard let row = try cursor.next() else { return nil }
+            var name: NameComponents?
+            if (row[2] as String) == Discoverability.granted.rawValue {
+                name = NameComponents(storedJSON: row[1])
+            }
+            return UserIdentity(userRecordID: row[0], lookupInfo: lookup, nameComponents: name, hasiCloudAccount: true)
         }
-        return UserIdentity(userRecordID: row[0], lookupInfo: lookup, nameComponents: name, hasiCloudAccount: true)
     }
 
     /// The metadata of the share at `url`, for `caller` (R16).
@@ -124,7 +130,7 @@ extension Engine {
                 try db.execute(sql: """
                     INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
                     VALUES (?, ?, ?, ?, ?, 'publicUser', ?, 'accepted', ?)
-                    """, arguments: [row.id, UUID().uuidString, caller.id, caller.primaryLookup.kind, caller.primaryLookup.value,
+                    """, arguments: [row.id, RandomIdentifier.uuidString(), caller.id, caller.primaryLookup.kind, caller.primaryLookup.value,
                                      row.publicPermission.rawValue, Date().timeIntervalSince1970])
             }
             let share = try makeShare(row, zone: zone, caller: caller, db: db)

@@ -6,24 +6,28 @@ import Logging
 public final class EventBus: @unchecked Sendable {
     public typealias Observer = (Event) throws -> Void
 
-    /// A class: delivering an event then retains one object per observer, not its parts.
-    final class Entry {
-        init(id: Int, label: String, priority: Int, body: @escaping Observer) {
-            self.id = id; self.label = label; self.priority = priority; self.body = body
-        }
+    struct Entry {
         let id: Int
         let label: String
         let priority: Int
         let body: Observer
     }
 
-    /// Observers by `EventKind.rawValue`.
+    /// One event kind's observers in delivery order. Immutable, replaced whole on a change:
+    /// a delivery holds one reference and calls the rest in place, and an observer that adds
+    /// or removes observers does not disturb the delivery under way.
+    final class Observers {
+        let entries: ContiguousArray<Entry>
+        init(_ entries: ContiguousArray<Entry>) { self.entries = entries }
+    }
+
+    /// By `EventKind.rawValue`.
     // Unchecked: the engine lock serialises access, and the dynamic check costs more than
     // the lookup it guards on every event.
-    @exclusivity(unchecked) private var entries = [[Entry]](repeating: [], count: EventKind.allCases.count)
+    @exclusivity(unchecked) private var lists = EventKind.allCases.map { _ in Observers([]) }
     private var nextID = 0
     /// Errors raised by observers so far.
-    public private(set) var observerErrors = 0
+    @exclusivity(unchecked) public private(set) var observerErrors = 0
     /// Where observer failures are logged (the engine's logger, read when one fails).
     var logger: () -> Logger = { Logger(label: "shareflow") }
 
@@ -44,32 +48,33 @@ public final class EventBus: @unchecked Sendable {
     public func observe(_ event: EventKind, priority: Int = 0, label: String = "observer",
                         _ body: @escaping Observer) -> Handle {
         nextID += 1
-        let entry = Entry(id: nextID, label: label, priority: priority, body: body)
+        var entries = lists[event.rawValue].entries
         // Stable: after every entry of equal or higher priority.
-        let index = entries[event.rawValue].firstIndex { $0.priority < priority } ?? entries[event.rawValue].endIndex
-        entries[event.rawValue].insert(entry, at: index)
+        let index = entries.firstIndex { $0.priority < priority } ?? entries.endIndex
+        entries.insert(Entry(id: nextID, label: label, priority: priority, body: body), at: index)
+        lists[event.rawValue] = Observers(entries)
         return Handle(bus: self, id: nextID, event: event)
     }
 
     func remove(id: Int, event: EventKind) {
-        entries[event.rawValue].removeAll { $0.id == id }
+        lists[event.rawValue] = Observers(ContiguousArray(lists[event.rawValue].entries.filter { $0.id != id }))
     }
 
     /// Removes every observer whose label starts with `prefix` (a plugin being reloaded).
     public func removeAll(labelPrefix prefix: String) {
-        for i in entries.indices { entries[i].removeAll { $0.label.hasPrefix(prefix) } }
+        for i in lists.indices { lists[i] = Observers(ContiguousArray(lists[i].entries.filter { !$0.label.hasPrefix(prefix) })) }
     }
 
-    public func hasObservers(_ event: EventKind) -> Bool { !entries[event.rawValue].isEmpty }
+    public func hasObservers(_ event: EventKind) -> Bool { !lists[event.rawValue].entries.isEmpty }
 
     func deliver(_ event: Event) {
-        let list = entries[event.kind.rawValue]
-        for entry in list {
+        let list = lists[event.kind.rawValue]
+        for i in list.entries.indices {
             do {
-                try entry.body(event)
+                try list.entries[i].body(event)
             } catch {
                 observerErrors += 1
-                logger().error("observer '\(entry.label)' of \(event.name) failed: \(error)")
+                logger().error("observer '\(list.entries[i].label)' of \(event.name) failed: \(error)")
             }
         }
     }

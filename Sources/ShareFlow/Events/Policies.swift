@@ -101,7 +101,7 @@ public final class PolicySet: @unchecked Sendable {
     /// monotonic clock it already reads for its duration.
     private let epoch = (wall: Date(), uptime: PolicySet.monotonicNanoseconds())
     /// How many decisions the log keeps.
-    public var logCapacity = 1000
+    @exclusivity(unchecked) public var logCapacity = 1000
 
     @discardableResult
     public func add(_ point: DecisionPoint, name: String, priority: Int = 0, _ body: @escaping Policy) -> Int {
@@ -131,12 +131,13 @@ public final class PolicySet: @unchecked Sendable {
         let start = PolicySet.monotonicNanoseconds()
         var asked = 0
         var denial: (String, String)?
-        for entry in point.entries {
+        // By index: the point keeps its entries alive, so none is copied out (and retained).
+        for i in point.entries.indices {
             asked += 1
             do {
-                if case .deny(let reason) = try entry.body(request) { denial = (entry.name, reason) }
+                if case .deny(let reason) = try point.entries[i].body(request) { denial = (point.entries[i].name, reason) }
             } catch {
-                denial = (entry.name, "policy failed: \(error)")
+                denial = (point.entries[i].name, "policy failed: \(error)")
             }
             if denial != nil { break }
         }

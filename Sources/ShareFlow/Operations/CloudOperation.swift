@@ -22,7 +22,7 @@ extension QualityOfService {
 /// behalf of that container's session (O1). Per-item blocks are called exactly once per
 /// input item in input order, then the completion blocks once (O2).
 open class CloudOperation: CustomStringConvertible {
-    public let operationID = UUID().uuidString
+    public let operationID = RandomIdentifier.uuidString()
     public var qualityOfService: QualityOfService = .default
     /// Called after the operation's own completion blocks.
     public var completionBlock: (() -> Void)?

@@ -93,19 +93,25 @@ final class Bindings {
     /// One handle per account, so an account is the same Lua value wherever it appears.
     @exclusivity(unchecked) private var accountHandles: [Int64: AccountHandle] = [:]
 
-    /// The last handle pushed: an event's caller is usually the previous event's too, and
-    /// this skips hashing on every event.
-    @exclusivity(unchecked) private var lastAccount: AccountHandle?
+    /// The last account pushed and its userdata, pinned in the registry: an event's caller is
+    /// usually the previous event's too, and this skips hashing and the identity cache. The
+    /// pin keeps nothing alive that would otherwise go: `accountHandles` holds the handle.
+    @exclusivity(unchecked) private var lastAccount: (id: Int64, ref: Int32) = (0, LUA_NOREF)
 
     func push(account: Account) {
-        if let last = lastAccount, last.id == account.id { return accountClass.push(last, in: lua) }
+        if account.id == lastAccount.id, lastAccount.ref != LUA_NOREF {
+            lua_rawgeti(lua.L, clua_registryindex(), lua_Integer(lastAccount.ref))
+            return
+        }
         let handle = accountHandles[account.id] ?? {
             let h = AccountHandle(engine: engine, account: account)
             accountHandles[account.id] = h
             return h
         }()
-        lastAccount = handle
         accountClass.push(handle, in: lua)
+        luaL_unref(lua.L, clua_registryindex(), lastAccount.ref)
+        lua_pushvalue(lua.L, -1)
+        lastAccount = (account.id, luaL_ref(lua.L, clua_registryindex()))
     }
     /// A container identifier. Events of one container repeat it, so the last one's Lua
     /// string is kept: comparing Swift strings that share storage is one word, where pushing

@@ -178,10 +178,12 @@ enum Hooks {
         b.lua.push(static: ev.kind.staticName); lua_setfield(L, -2, "name")
         pushCommon(caller: ev.caller, container: ev.container, b)
         lua_pushnumber(L, ev.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
-        if let s = ev.share { b.push(record: s); lua_setfield(L, -2, "share") }
-        if let p = ev.participant { b.push(participant: p); lua_setfield(L, -2, "participant") }
+        // Objects leave the event unmanaged: the event keeps them alive, and passing them on
+        // as references would retain and release each one around the call.
+        if let s = ev.share.map(Unmanaged.passUnretained) { b.shareClass.push(unretained: s, in: b.lua); lua_setfield(L, -2, "share") }
+        if let p = ev.participant.map(Unmanaged.passUnretained) { b.participantClass.push(unretained: p, in: b.lua); lua_setfield(L, -2, "participant") }
         if let l = ev.lookupInfo { b.push(l); lua_setfield(L, -2, "lookupInfo") }
-        if let m = ev.metadata { b.push(metadata: m); lua_setfield(L, -2, "metadata") }
+        if let m = ev.metadata.map(Unmanaged.passUnretained) { b.metadataClass.push(unretained: m, in: b.lua); lua_setfield(L, -2, "metadata") }
         if let i = ev.identity { b.push(i); lua_setfield(L, -2, "identity") }
         if let v = ev.url { b.lua.push(string: v); lua_setfield(L, -2, "url") }
         if let v = ev.reason { b.lua.push(string: v); lua_setfield(L, -2, "reason") }
@@ -199,9 +201,9 @@ enum Hooks {
         lua_createtable(L, 0, 6)
         b.lua.push(static: r.point.staticName); lua_setfield(L, -2, "point")
         pushCommon(caller: r.caller, container: r.container, b)
-        if let s = r.share { b.push(record: s); lua_setfield(L, -2, "share") }
-        if let p = r.participant { b.push(participant: p); lua_setfield(L, -2, "participant") }
-        if let m = r.metadata { b.push(metadata: m); lua_setfield(L, -2, "metadata") }
+        if let s = r.share.map(Unmanaged.passUnretained) { b.shareClass.push(unretained: s, in: b.lua); lua_setfield(L, -2, "share") }
+        if let p = r.participant.map(Unmanaged.passUnretained) { b.participantClass.push(unretained: p, in: b.lua); lua_setfield(L, -2, "participant") }
+        if let m = r.metadata.map(Unmanaged.passUnretained) { b.metadataClass.push(unretained: m, in: b.lua); lua_setfield(L, -2, "metadata") }
         if let f = r.from { b.lua.push(string: f); lua_setfield(L, -2, "from") }
         if let t = r.to { b.lua.push(string: t); lua_setfield(L, -2, "to") }
     }

@@ -185,7 +185,7 @@ enum ShareFlowModule {
             guard let type = try call.stringField(1, "recordType") else {
                 throw call.argumentError(1, "field 'recordType' is required")
             }
-            let name = try call.stringField(1, "recordName") ?? UUID().uuidString
+            let name = try call.stringField(1, "recordName") ?? RandomIdentifier.uuidString()
             let zone = try zoneArgument(call, b, host)
             let record = Record(recordType: type, recordID: RecordID(recordName: name, zoneID: zone))
             if call.field(1, "fields") != LUA_TNIL {

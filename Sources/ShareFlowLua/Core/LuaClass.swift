@@ -132,6 +132,12 @@ public final class LuaClass<Object: AnyObject> {
 
     /// Pushes `object` with this class's metatable.
     public func push(_ object: Object, in lua: LuaState) {
-        lua.push(object: object, typeName: typeName)
+        lua.push(unretained: .passUnretained(object), typeName: typeName)
+    }
+
+    /// As `push(_:in:)`, for the event path: the caller's value keeps `object` alive, and
+    /// passing it unmanaged spares a retain and a release around the call.
+    func push(unretained object: Unmanaged<Object>, in lua: LuaState) {
+        lua.push(unretained: .fromOpaque(object.toOpaque()), typeName: typeName)
     }
 }

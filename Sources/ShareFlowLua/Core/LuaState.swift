@@ -161,6 +161,11 @@ public final class LuaState {
     }
 
     public func push(string: String) {
+        // Native strings lend their bytes in place; only others (bridged) are copied first.
+        let pushed: Void? = string.utf8.withContiguousStorageIfAvailable { buf in
+            buf.withMemoryRebound(to: CChar.self) { _ = lua_pushlstring(L, $0.baseAddress, $0.count) }
+        }
+        if pushed != nil { return }
         var s = string
         s.withUTF8 { buf in
             buf.withMemoryRebound(to: CChar.self) { _ = lua_pushlstring(L, $0.baseAddress, $0.count) }
@@ -326,10 +331,17 @@ public final class LuaState {
     /// Pushes a Swift object as userdata with the metatable registered as `typeName`.
     /// The same object pushed twice is the same Lua value while Lua holds it.
     public func push(object: AnyObject, typeName: String) {
-        let address = Unmanaged.passUnretained(object).toOpaque()
+        push(unretained: .passUnretained(object), typeName: typeName)
+    }
+
+    /// As `push(object:typeName:)`, for callers on the event path: the object travels as an
+    /// unmanaged reference, so the call costs no retain when it is already in the cache.
+    @inline(__always)
+    func push(unretained object: Unmanaged<AnyObject>, typeName: String) {
+        let address = object.toOpaque()
         if sf_push_cached_object(L, objectCacheRef, address) != 0 { return }
         lua_rawgeti(L, clua_registryindex(), lua_Integer(objectCacheRef))
-        sf_push_object(L, Unmanaged.passRetained(object).toOpaque(), typeName)
+        sf_push_object(L, object.retain().toOpaque(), typeName)
         lua_pushlightuserdata(L, address)
         lua_pushvalue(L, -2)
         lua_rawset(L, -4)

@@ -1,0 +1,81 @@
+import Foundation
+import XCTest
+@testable import ShareFlow
+
+/// The pieces made faster for `shareflow bench` keep their meaning: identifiers stay random
+/// version-4 UUIDs, stored names read back exactly, and observers can change the observer
+/// list while an event is being delivered.
+final class HotPathTests: XCTestCase {
+    func testUUIDStringsAreVersion4AndDistinct() {
+        let pattern = try! NSRegularExpression(pattern: "^[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}$")
+        var seen = Set<String>()
+        // More than one 4 KiB pool refill (256 IDs each).
+        for _ in 0..<2_000 {
+            let id = RandomIdentifier.uuidString()
+            XCTAssertEqual(pattern.numberOfMatches(in: id, range: NSRange(id.startIndex..., in: id)), 1, id)
+            seen.insert(id)
+            XCTAssertNotNil(UUID(uuidString: id), id)
+        }
+        XCTAssertEqual(seen.count, 2_000)
+    }
+
+    func testRandomBytesAreNotConstant() {
+        let a = RandomIdentifier.bytes(24), b = RandomIdentifier.bytes(24)
+        XCTAssertEqual(a.count, 24)
+        XCTAssertNotEqual(a, b)
+        XCTAssertEqual(RandomIdentifier.bytes(5).count, 5)
+        XCTAssertEqual(RandomIdentifier.bytes(0).count, 0)
+    }
+
+    func testStoredNamesReadBackAsJSONDecoderReadsThem() throws {
+        let names = [
+            NameComponents(),
+            NameComponents(givenName: "Bob"),
+            NameComponents(namePrefix: "Dr", givenName: "Zoë", middleName: "Ann", familyName: "Ō'Brien", nameSuffix: "Jr", nickname: "Z"),
+            NameComponents(givenName: "Quote \" and backslash \\"),
+            NameComponents(givenName: "Slash/and\nnewline\ttab"),
+            NameComponents(familyName: "😀 emoji \u{0} nul"),
+        ]
+        for name in names {
+            let json = String(decoding: try JSONEncoder().encode(name), as: UTF8.self)
+            XCTAssertEqual(NameComponents(storedJSON: json), name, json)
+        }
+        // Written by hand or by another tool: spaces, unknown keys, non-string values.
+        XCTAssertEqual(NameComponents(storedJSON: #" { "givenName" : "Ann" , "familyName":"Lee" } "#),
+                       NameComponents(givenName: "Ann", familyName: "Lee"))
+        XCTAssertEqual(NameComponents(storedJSON: #"{"givenName":"Ann","extra":"x"}"#), NameComponents(givenName: "Ann"))
+        XCTAssertEqual(NameComponents(storedJSON: #"{"givenName":null}"#), NameComponents())
+        XCTAssertEqual(NameComponents(storedJSON: "not json"), NameComponents())
+        XCTAssertEqual(NameComponents(storedJSON: #"{"givenName":"Ann""#), NameComponents())
+    }
+
+    func testFetchedParticipantCarriesTheStoredName() throws {
+        let w = try World()
+        let p = try w.participant("bob@example.com")
+        XCTAssertEqual(p.userIdentity.nameComponents?.givenName, "Bob")
+        XCTAssertEqual(p.userIdentity.userRecordID, w.bob.userRecordID)
+        // Carol is not discoverable: no name.
+        XCTAssertNil(try w.participant("carol@example.com").userIdentity.nameComponents)
+        XCTAssertNotEqual(p.participantID, try w.participant("bob@example.com").participantID)
+    }
+
+    func testObserversChangingTheListDuringDeliveryDoNotDisturbIt() throws {
+        let engine = try Engine(store: Store(path: ":memory:"))
+        let alice = try engine.accounts.create(emails: ["alice@example.com"])
+        var calls: [String] = []
+        var second: EventBus.Handle?
+        let first = engine.events.observe(.operationFinished, priority: 10, label: "first") { _ in
+            calls.append("first")
+            second?.remove()  // removes a later observer of the same event mid-delivery
+            engine.events.observe(.operationFinished, label: "added") { _ in calls.append("added") }
+        }
+        second = engine.events.observe(.operationFinished, label: "second") { _ in calls.append("second") }
+        engine.publish(Event(.operationFinished, caller: alice, container: nil))
+        // The delivery under way saw the list as it was when it started.
+        XCTAssertEqual(calls, ["first", "second"])
+        calls = []
+        first.remove()
+        engine.publish(Event(.operationFinished, caller: alice, container: nil))
+        XCTAssertEqual(calls, ["added"])
+    }
+}
