@@ -150,3 +150,52 @@ test("policies: first denial in priority order decides; false, reason denies; er
   local d = sf.decisions{ limit = 1 }[1]
   expect.eq(d.allow, false); expect.eq(d.policies[1], "high"); expect.eq(d.reasons[1], "high: high says no")
 end)
+
+test("a policy request's objects are made when read, and a kept request still reads them", function()
+  sf.accounts.create{ email = "alice@example.com" }
+  sf.accounts.create{ email = "bob@example.com" }
+  local c = sf.as("alice@example.com"):container(C)
+  local db = c.privateCloudDatabase
+  local zone = db:saveZone("Z")
+  local kept, keys = {}, {}
+  sf.policy("share.accept", function(req)
+    kept[#kept + 1] = req
+    if #kept == 1 then
+      expect.eq(req.share, req.share, "one object per field")
+      expect.eq(req.point, "share.accept")
+      for k in pairs(req) do keys[#keys + 1] = k end
+    end
+  end)
+  local urls = {}
+  for i = 1, 3 do
+    local r = sf.Record{ recordType = "Doc", zone = zone }
+    local s = sf.Share{ rootRecord = r, title = "doc" .. i }
+    s:addParticipant(c:fetchShareParticipants{ "bob@example.com" }[1])
+    db:modifyRecords{ save = { r, s } }
+    urls[i] = s.url
+  end
+  local bc = sf.as("bob@example.com"):container(C)
+  for i = 1, 3 do bc:acceptShares{ bc:fetchShareMetadata{ urls[i] }[urls[i]] } end
+  expect.eq(#kept, 3)
+  -- Read after the calls: the fields not read during them are still there.
+  expect.eq(kept[2].share.title, "doc2")
+  expect.eq(kept[3].participant.userIdentity.lookupInfo.emailAddress, "bob@example.com")
+  expect.eq(kept[3].metadata.share.url, urls[3])
+  table.sort(keys)
+  expect.eq(table.concat(keys, ","), "caller,container,metadata,participant,point,share", "pairs lists the objects, not the hidden serial")
+end)
+
+test("a request kept past the most recent decisions says why its objects are gone", function()
+  sf.accounts.create{ email = "alice@example.com" }
+  local c = sf.as("alice@example.com"):container(C)
+  local db = c.privateCloudDatabase
+  local zone = db:saveZone("Z")
+  local first
+  sf.policy("share.save", function(req) first = first or req end)
+  for _ = 1, 70 do
+    local r = sf.Record{ recordType = "Doc", zone = zone }
+    db:modifyRecords{ save = { r, sf.Share{ rootRecord = r } } }
+  end
+  expect.eq(first.point, "share.save", "plain fields stay")
+  expect.raises(function() return first.share end, "kept for the 64 most recent decisions")
+end)

@@ -19,11 +19,11 @@ extension Engine {
     public func pendingInvitations(olderThan age: Double) throws -> [Invitation] {
         let cutoff = Date().timeIntervalSince1970 - age
         return try reading { db in
-            try Row.fetchAll(db, sql: """
+            try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT p.participantID, s.url, r.fields, p.lookupKind, p.lookupValue, p.addedAt
                 FROM participant p JOIN share s ON s.id = p.shareID JOIN record r ON r.id = s.recordID
                 WHERE p.status = 'pending' AND p.addedAt <= ? ORDER BY p.addedAt
-                """, arguments: [cutoff]).map { row in
+                """), arguments: [cutoff]).map { row in
                 let fields = (try? JSONDecoder().decode([String: FieldValue].self, from: Data((row[2] as String).utf8))) ?? [:]
                 var title: String?
                 if case .string(let t) = fields["cloudkit.title"] { title = t }
@@ -38,10 +38,10 @@ extension Engine {
     @discardableResult
     public func removeParticipant(_ participantID: String, reason: RemovalReason) throws -> Bool {
         try transaction { db in
-            guard let row = try Row.fetchOne(db, sql: """
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT p.id, p.shareID, s.zoneID, r.name FROM participant p JOIN share s ON s.id = p.shareID
                 JOIN record r ON r.id = s.recordID WHERE p.participantID = ?
-                """, arguments: [participantID]) else { return false }
+                """), arguments: [participantID]) else { return false }
             let shareID: Int64 = row[1]
             guard let p = try participantRows(share: shareID, db: db).first(where: { $0.participantID == participantID }),
                   p.status != .removed else { return false }

@@ -52,7 +52,7 @@ public struct Directory {
 
     public func list() throws -> [Account] {
         try engine.reading { db in
-            try Int64.fetchAll(db, sql: "SELECT id FROM account ORDER BY id").map { try engine.loadAccount(id: $0, db: db) }
+            try Int64.fetchAll(db.cachedStatement(sql: "SELECT id FROM account ORDER BY id")).map { try engine.loadAccount(id: $0, db: db) }
         }
     }
 
@@ -135,7 +135,7 @@ public struct Directory {
             if owner == account { return }
             throw ShareFlowError.invalid("\(noun) '\(address.value)' already belongs to another account")
         }
-        let position = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE accountID = ?", arguments: [account]) ?? 0
+        let position = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM \(table) WHERE accountID = ?"), arguments: [account]) ?? 0
         try db.execute(sql: "INSERT INTO \(table) (\(column), accountID, position) VALUES (?, ?, ?)",
                        arguments: [address.value, account, position])
         try matchPendingParticipants(address, account: account, db: db)
@@ -155,23 +155,23 @@ extension Engine {
     func accountID(for lookup: LookupInfo, db: Database) throws -> Int64? {
         switch lookup {
         case .emailAddress(let e):
-            return try Int64.fetchOne(db, sql: "SELECT accountID FROM account_email WHERE email = ?", arguments: [e])
+            return try Int64.fetchOne(db.cachedStatement(sql: "SELECT accountID FROM account_email WHERE email = ?"), arguments: [e])
         case .phoneNumber(let p):
-            return try Int64.fetchOne(db, sql: "SELECT accountID FROM account_phone WHERE phone = ?", arguments: [p])
+            return try Int64.fetchOne(db.cachedStatement(sql: "SELECT accountID FROM account_phone WHERE phone = ?"), arguments: [p])
         case .userRecordID(let u):
-            return try Int64.fetchOne(db, sql: "SELECT id FROM account WHERE userRecordID = ?", arguments: [u])
+            return try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM account WHERE userRecordID = ?"), arguments: [u])
         }
     }
 
     func loadAccount(id: Int64, db: Database) throws -> Account {
-        guard let row = try Row.fetchOne(db, sql: "SELECT userRecordID, name, discoverability FROM account WHERE id = ?", arguments: [id]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT userRecordID, name, discoverability FROM account WHERE id = ?"), arguments: [id]) else {
             throw ShareFlowError.unknown("no account with id \(id)")
         }
         let nameJSON: String = row["name"]
         let name = NameComponents(storedJSON: nameJSON)
-        let emails = try String.fetchAll(db, sql: "SELECT email FROM account_email WHERE accountID = ? ORDER BY position", arguments: [id])
-        let phones = try String.fetchAll(db, sql: "SELECT phone FROM account_phone WHERE accountID = ? ORDER BY position", arguments: [id])
-        let contacts = try Row.fetchAll(db, sql: "SELECT kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id", arguments: [id])
+        let emails = try String.fetchAll(db.cachedStatement(sql: "SELECT email FROM account_email WHERE accountID = ? ORDER BY position"), arguments: [id])
+        let phones = try String.fetchAll(db.cachedStatement(sql: "SELECT phone FROM account_phone WHERE accountID = ? ORDER BY position"), arguments: [id])
+        let contacts = try Row.fetchAll(db.cachedStatement(sql: "SELECT kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id"), arguments: [id])
             .map { Account.Contact(lookupInfo: LookupInfo(kind: $0["kind"], value: $0["value"]), contactIdentifier: $0["contactIdentifier"]) }
         return Account(id: id, userRecordID: row["userRecordID"], emails: emails, phones: phones, name: name,
                        discoverability: Discoverability(rawValue: row["discoverability"]) ?? .initialState,

@@ -181,7 +181,7 @@ extension Engine {
         try applyParticipantChanges(share, row: row, me: mine, caller: caller, container: container, item: item, db: db)
 
         // R8
-        let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'", arguments: [row.id]) ?? 0
+        let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'"), arguments: [row.id]) ?? 0
         if count > options.maxParticipants {
             throw ShareFlowError(.tooManyParticipants, "\(item) would have \(count) participants; a share holds at most \(options.maxParticipants), owner included (R8)")
         }
@@ -202,7 +202,7 @@ extension Engine {
             throw ShareFlowError(.alreadyShared, "\(item): zone \(zone.zoneID.zoneName) is already shared by \(zoneShare.recordName) (R5)")
         }
         guard let rootID = share.rootRecordID else {
-            if let any = try String.fetchOne(db, sql: "SELECT rootName FROM share WHERE zoneID = ? LIMIT 1", arguments: [zone.id]) {
+            if let any = try String.fetchOne(db.cachedStatement(sql: "SELECT rootName FROM share WHERE zoneID = ? LIMIT 1"), arguments: [zone.id]) {
                 throw ShareFlowError(.alreadyShared, "\(item): record \(any) in zone \(zone.zoneID.zoneName) is already shared; a zone share needs an unshared zone (R5)")
             }
             return
@@ -213,16 +213,16 @@ extension Engine {
         if let existing = try shareRow(rootName: rootID.recordName, zone: zone, db: db) {
             throw ShareFlowError(.alreadyShared, "\(item): record \(rootID.recordName) is already shared by \(existing.recordName) (R5)")
         }
-        let parentName = try String.fetchOne(db, sql: "SELECT parentName FROM record WHERE zoneID = ? AND name = ?", arguments: [zone.id, rootID.recordName])
+        let parentName = try String.fetchOne(db.cachedStatement(sql: "SELECT parentName FROM record WHERE zoneID = ? AND name = ?"), arguments: [zone.id, rootID.recordName])
         if let parentName, let above = try shareCovering(zone: zone, recordName: parentName, db: db) {
             throw ShareFlowError(.alreadyShared, "\(item): an ancestor of \(rootID.recordName) is already shared by \(above.recordName) (R5)")
         }
-        if let below = try String.fetchOne(db, sql: """
+        if let below = try String.fetchOne(db.cachedStatement(sql: """
             WITH RECURSIVE d(name) AS (
                 SELECT name FROM record WHERE zoneID = ?1 AND parentName = ?2
                 UNION SELECT r.name FROM record r JOIN d ON r.zoneID = ?1 AND r.parentName = d.name)
             SELECT rootName FROM share WHERE zoneID = ?1 AND rootName IN (SELECT name FROM d) LIMIT 1
-            """, arguments: [zone.id, rootID.recordName]) {
+            """), arguments: [zone.id, rootID.recordName]) {
             throw ShareFlowError(.alreadyShared, "\(item): descendant \(below) of \(rootID.recordName) is already shared (R5)")
         }
     }

@@ -25,7 +25,7 @@ extension Engine {
             ownerID = id
         }
         let scope = isPublic ? "public" : "private"
-        if let id = try Int64.fetchOne(db, sql: "SELECT id FROM zone WHERE container = ? AND scope = ? AND ownerID = ? AND name = ?",
+        if let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM zone WHERE container = ? AND scope = ? AND ownerID = ? AND name = ?"),
                                        arguments: [container, scope, ownerID, zoneID.zoneName]) {
             return ZoneRow(id: id, container: container, ownerID: ownerID, zoneID: zoneID, isPublic: isPublic)
         }
@@ -88,17 +88,17 @@ extension Engine {
             case .public:
                 return [RecordZone(zoneID: RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: Engine.publicOwnerName))]
             case .private:
-                let names = try String.fetchAll(db, sql: "SELECT name FROM zone WHERE container = ? AND scope = 'private' AND ownerID = ? AND name != ? ORDER BY id",
+                let names = try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM zone WHERE container = ? AND scope = 'private' AND ownerID = ? AND name != ? ORDER BY id"),
                                                 arguments: [container, caller.id, RecordZoneID.defaultZoneName])
                 return ([RecordZoneID.defaultZoneName] + names).map { RecordZone(zoneID: RecordZoneID(zoneName: $0, ownerName: caller.userRecordID)) }
             case .shared:
                 // R12: the zones of the shares this caller has accepted.
-                let rows = try Row.fetchAll(db, sql: """
+                let rows = try Row.fetchAll(db.cachedStatement(sql: """
                     SELECT DISTINCT z.name, a.userRecordID FROM participant p
                     JOIN share s ON s.id = p.shareID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
                     WHERE p.accountID = ? AND p.status = 'accepted' AND p.role != 'owner' AND z.container = ?
                     ORDER BY z.id
-                    """, arguments: [caller.id, container])
+                    """), arguments: [caller.id, container])
                 return rows.map { RecordZone(zoneID: RecordZoneID(zoneName: $0[0], ownerName: $0[1])) }
             }
         }
@@ -117,7 +117,7 @@ extension Engine {
     }
 
     func recordRow(zone: ZoneRow, name: String, db: Database) throws -> RecordRow? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT id, type, fields, parentName, changeTag, modifiedAt FROM record WHERE zoneID = ? AND name = ?",
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, type, fields, parentName, changeTag, modifiedAt FROM record WHERE zoneID = ? AND name = ?"),
                                          arguments: [zone.id, name]) else { return nil }
         let json: String = row["fields"]
         let fields = (try? JSONDecoder().decode([String: FieldValue].self, from: Data(json.utf8))) ?? [:]
@@ -135,7 +135,7 @@ extension Engine {
                             parent: row.parentName.map { RecordID(recordName: $0, zoneID: zone.zoneID) })
         record.recordChangeTag = String(row.changeTag)
         record.modificationDate = Date(timeIntervalSince1970: row.modifiedAt)
-        if let shareName = try String.fetchOne(db, sql: "SELECT r.name FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName = ?",
+        if let shareName = try String.fetchOne(db.cachedStatement(sql: "SELECT r.name FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName = ?"),
                                                arguments: [zone.id, row.name]) {
             record.share = RecordID(recordName: shareName, zoneID: zone.zoneID)
         }
@@ -187,29 +187,29 @@ extension Engine {
 
     func shareRow(zone: ZoneRow, recordName: String, db: Database) throws -> ShareRow? {
         // record first (its (zoneID, name) key), then its share: never a scan of the zone's shares.
-        try Row.fetchOne(db, sql: "SELECT \(Engine.shareColumns) FROM record r CROSS JOIN share s ON s.recordID = r.id WHERE r.zoneID = ? AND r.name = ?",
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Engine.shareColumns) FROM record r CROSS JOIN share s ON s.recordID = r.id WHERE r.zoneID = ? AND r.name = ?"),
                          arguments: [zone.id, recordName]).map(shareRow)
     }
 
     func shareRow(url: String, db: Database) throws -> ShareRow? {
-        try Row.fetchOne(db, sql: "SELECT \(Engine.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.url = ?",
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Engine.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.url = ?"),
                          arguments: [url]).map(shareRow)
     }
 
     func shareRow(rootName: String, zone: ZoneRow, db: Database) throws -> ShareRow? {
-        try Row.fetchOne(db, sql: "SELECT \(Engine.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName = ?",
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Engine.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName = ?"),
                          arguments: [zone.id, rootName]).map(shareRow)
     }
 
     func zoneShareRow(zone: ZoneRow, db: Database) throws -> ShareRow? {
-        try Row.fetchOne(db, sql: "SELECT \(Engine.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName IS NULL",
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Engine.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName IS NULL"),
                          arguments: [zone.id]).map(shareRow)
     }
 
     func zoneRow(id: Int64, db: Database) throws -> ZoneRow {
-        let row = try Row.fetchOne(db, sql: """
+        let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT z.container, z.scope, z.ownerID, z.name, a.userRecordID FROM zone z LEFT JOIN account a ON a.id = z.ownerID WHERE z.id = ?
-            """, arguments: [id])!
+            """), arguments: [id])!
         let isPublic = (row[1] as String) == "public"
         return ZoneRow(id: id, container: row[0], ownerID: row[2],
                        zoneID: RecordZoneID(zoneName: row[3], ownerName: isPublic ? Engine.publicOwnerName : row[4]), isPublic: isPublic)
@@ -224,7 +224,7 @@ extension Engine {
         var seen = Set<String>()
         while let current = name, seen.insert(current).inserted {
             if let share = try shareRow(rootName: current, zone: zone, db: db) { return share }
-            name = try String.fetchOne(db, sql: "SELECT parentName FROM record WHERE zoneID = ? AND name = ?", arguments: [zone.id, current])
+            name = try String.fetchOne(db.cachedStatement(sql: "SELECT parentName FROM record WHERE zoneID = ? AND name = ?"), arguments: [zone.id, current])
         }
         return nil
     }
@@ -249,11 +249,11 @@ extension Engine {
     }
 
     func participantRows(share: Int64, db: Database) throws -> [ParticipantRow] {
-        try Row.fetchAll(db, sql: "SELECT \(Engine.participantColumns) FROM participant WHERE shareID = ? ORDER BY id", arguments: [share]).map(participantRow)
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Engine.participantColumns) FROM participant WHERE shareID = ? ORDER BY id"), arguments: [share]).map(participantRow)
     }
 
     func participantRow(share: Int64, account: Int64, db: Database) throws -> ParticipantRow? {
-        try Row.fetchOne(db, sql: "SELECT \(Engine.participantColumns) FROM participant WHERE shareID = ? AND accountID = ?",
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Engine.participantColumns) FROM participant WHERE shareID = ? AND accountID = ?"),
                          arguments: [share, account]).map(participantRow)
     }
 
@@ -306,9 +306,9 @@ extension Engine {
         try transaction { db in
             let caller = try loadAccount(id: database.container.session.accountID, db: db)
             let zone = try self.zone(for: zoneID, in: database, caller: caller, db: db)
-            let shares = try Int64.fetchAll(db, sql: "SELECT id FROM share WHERE zoneID = ?", arguments: [zone.id])
+            let shares = try Int64.fetchAll(db.cachedStatement(sql: "SELECT id FROM share WHERE zoneID = ?"), arguments: [zone.id])
             for id in shares {
-                let row = try Row.fetchOne(db, sql: "SELECT r.name FROM share s JOIN record r ON r.id = s.recordID WHERE s.id = ?", arguments: [id])!
+                let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT r.name FROM share s JOIN record r ON r.id = s.recordID WHERE s.id = ?"), arguments: [id])!
                 try deleteRecord(RecordID(recordName: row[0], zoneID: zoneID), in: database, caller: caller, db: db)
             }
             try db.execute(sql: "DELETE FROM zone WHERE id = ?", arguments: [zone.id])

@@ -66,7 +66,7 @@ extension Engine {
             } else if row.publicPermission != .none {
                 (role, status, permission) = (.publicUser, .unknown, row.publicPermission)
             } else {
-                let unmatched = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status = 'pending' AND accountID IS NULL",
+                let unmatched = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status = 'pending' AND accountID IS NULL"),
                                                  arguments: [row.id]) ?? 0
                 if unmatched > 0 {
                     throw ShareFlowError(.participantMayNeedVerification,
@@ -123,7 +123,7 @@ extension Engine {
                 }
             } else {
                 // R10: anyone with the URL of a public share joins as a publicUser.
-                let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'", arguments: [row.id]) ?? 0
+                let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'"), arguments: [row.id]) ?? 0
                 guard count < options.maxParticipants else {
                     throw ShareFlowError(.tooManyParticipants, "\(item) already has \(count) participants, the most a share holds (R8)")
                 }
@@ -150,7 +150,7 @@ extension Engine {
                                           progress: ((Int, Int) -> Void)? = nil,
                                           isCancelled: () -> Bool = { false }) throws -> [UserIdentity] {
         let identities = try reading { db -> [UserIdentity] in
-            let contacts = try Row.fetchAll(db, sql: "SELECT kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id",
+            let contacts = try Row.fetchAll(db.cachedStatement(sql: "SELECT kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id"),
                                             arguments: [caller.id])
             var order: [Int64] = []
             var found: [Int64: (account: Account, lookup: LookupInfo, ids: [String])] = [:]

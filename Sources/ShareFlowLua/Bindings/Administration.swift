@@ -93,12 +93,12 @@ extension ShareFlowModule {
             let plugins = try managed(host)
             let names: [String]
             do { names = try plugins.reload(try call.optionalString(1)) } catch let e as PluginError { throw LuaRaise.message(e.description) }
-            call.state.push(.table(LuaTable(array: names.map { .string($0) })))
+            call.state.push(strings: names)
             return 1
         }
         lua_setfield(L, -2, "reload")
         lua.push(function: "plugins.loaded") { [unowned host] call in
-            call.state.push(.table(LuaTable(array: (host.plugins?.loadedNames ?? []).map { .string($0) })))
+            call.state.push(strings: (host.plugins?.loadedNames ?? []))
             return 1
         }
         lua_setfield(L, -2, "loaded")

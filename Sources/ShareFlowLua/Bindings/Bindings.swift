@@ -61,6 +61,8 @@ final class Bindings {
     /// Registry refs of the value tables' metatables (LookupInfo, RecordID, …).
     @exclusivity(unchecked) var valueMetatables: [Int32] = []
     var operationMakers: [String: () -> CloudOperation] = [:]
+    /// Policy requests as tables (kept here: a table can outlive the policy that got it).
+    private(set) lazy var requests = RequestTable(self)
 
     init(host: ScriptHost) {
         self.host = host
@@ -174,9 +176,9 @@ final class Bindings {
         accountClass
             .property("userRecordID") { lua, a in lua.push(string: a.userRecordID) }
             .property("email") { lua, a in lua.push(try a.account.email.map { .string($0) } ?? .nil) }
-            .property("emails") { lua, a in lua.push(.table(LuaTable(array: try a.account.emails.map { .string($0) }))) }
+            .property("emails") { lua, a in lua.push(strings: try a.account.emails) }
             .property("phone") { lua, a in lua.push(try a.account.phones.first.map { .string($0) } ?? .nil) }
-            .property("phones") { lua, a in lua.push(.table(LuaTable(array: try a.account.phones.map { .string($0) }))) }
+            .property("phones") { lua, a in lua.push(strings: try a.account.phones) }
             .property("name") { [unowned self] _, a in push(try a.account.name) }
             .property("discoverable") { lua, a in lua.push(.boolean(try a.account.isDiscoverable)) }
             .property("discoverability") { lua, a in lua.push(string: try a.account.discoverability.rawValue) }

@@ -46,6 +46,7 @@ enum Hooks {
 
     static func install(_ lua: LuaState, host: ScriptHost, bindings b: Bindings) {
         let L = lua.L
+        let requests = b.requests
         let handleClass = LuaClass<Handle>("HookHandle")
         handleClass
             .property("name") { lua, h in lua.push(string: h.label) }
@@ -89,7 +90,7 @@ enum Hooks {
             // policies before it goes.
             let hook = HookCall(b, fn)
             let id = b.engine.policies.add(point, name: label, priority: priority) { request in
-                try hook.call(results: 2, push: { pushRequest(request, $0) }, read: { verdict(hook.L, base: $0) })
+                try hook.call(results: 2, push: { _ in requests.push(request) }, read: { verdict(hook.L, base: $0) })
             }
             let policies = b.engine.policies
             host.registrations.append { policies.remove(id: id) }
@@ -130,9 +131,9 @@ enum Hooks {
                 lua_createtable(L, 0, 6)
                 lua_pushinteger(L, lua_Integer(d.id)); lua_setfield(L, -2, "id")
                 b.lua.push(string: d.point); lua_setfield(L, -2, "point")
-                b.lua.push(.table(LuaTable(array: d.policies.map { .string($0) }))); lua_setfield(L, -2, "policies")
+                b.lua.push(strings: d.policies); lua_setfield(L, -2, "policies")
                 lua_pushboolean(L, d.allow ? 1 : 0); lua_setfield(L, -2, "allow")
-                b.lua.push(.table(LuaTable(array: d.reasons.map { .string($0) }))); lua_setfield(L, -2, "reasons")
+                b.lua.push(strings: d.reasons); lua_setfield(L, -2, "reasons")
                 lua_pushnumber(L, d.duration); lua_setfield(L, -2, "duration")
                 lua_pushnumber(L, d.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
             }
@@ -194,18 +195,6 @@ enum Hooks {
         if let n = ev.items { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "items") }
         if let n = ev.failed { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "failed") }
         if let d = ev.duration { lua_pushnumber(L, d); lua_setfield(L, -2, "duration") }
-    }
-
-    static func pushRequest(_ r: PolicyRequest, _ b: Bindings) {
-        let L = b.lua.L
-        lua_createtable(L, 0, 6)
-        b.lua.push(static: r.point.staticName); lua_setfield(L, -2, "point")
-        pushCommon(caller: r.caller, container: r.container, b)
-        if let s = r.share.map(Unmanaged.passUnretained) { b.shareClass.push(unretained: s, in: b.lua); lua_setfield(L, -2, "share") }
-        if let p = r.participant.map(Unmanaged.passUnretained) { b.participantClass.push(unretained: p, in: b.lua); lua_setfield(L, -2, "participant") }
-        if let m = r.metadata.map(Unmanaged.passUnretained) { b.metadataClass.push(unretained: m, in: b.lua); lua_setfield(L, -2, "metadata") }
-        if let f = r.from { b.lua.push(string: f); lua_setfield(L, -2, "from") }
-        if let t = r.to { b.lua.push(string: t); lua_setfield(L, -2, "to") }
     }
 
     private static func pushCommon(caller: Account?, container: String?, _ b: Bindings) {

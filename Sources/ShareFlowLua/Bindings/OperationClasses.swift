@@ -335,7 +335,7 @@ extension Bindings {
     private func defineModifyZones(_ cls: OpClass) {
         func op(_ o: LuaOperation) -> ModifyRecordZonesOperation { o.operation as! ModifyRecordZonesOperation }
         cls.property("recordZonesToSave", get: { lua, o in
-            lua.push(.table(LuaTable(array: (op(o).recordZonesToSave ?? []).map { .string($0) })))
+            lua.push(strings: (op(o).recordZonesToSave ?? []))
         }, set: { [unowned self] call, o, i in
             guard !call.isNil(i) else { op(o).recordZonesToSave = nil; return }
             try call.table(i)

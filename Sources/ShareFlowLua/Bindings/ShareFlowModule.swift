@@ -18,7 +18,7 @@ enum ShareFlowModule {
         let L = lua.L
         lua.push(string: version)
         lua_setfield(L, -2, "version")
-        lua.push(.table(LuaTable(array: Event.names.map { .string($0) })))
+        lua.push(strings: Event.names)
         lua_setfield(L, -2, "events")
         installLog(into: lua, host: host)
         installAccounts(lua, b)

@@ -143,7 +143,7 @@ extension Bindings {
         push(identity.lookupInfo); lua_setfield(L, -2, "lookupInfo")
         push(identity.nameComponents); lua_setfield(L, -2, "nameComponents")
         lua_pushboolean(L, identity.hasiCloudAccount ? 1 : 0); lua_setfield(L, -2, "hasiCloudAccount")
-        lua.push(.table(LuaTable(array: identity.contactIdentifiers.map { .string($0) })))
+        lua.push(strings: identity.contactIdentifiers)
         lua_setfield(L, -2, "contactIdentifiers")
         setMetatable(.userIdentity)
     }

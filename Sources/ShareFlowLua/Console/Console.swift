@@ -29,8 +29,8 @@ public final class Console {
             call.state.pop(2)
             let members = host.apiSurface[name] ?? []
             let methods = Set(host.methodNames[name] ?? [])
-            call.state.push(.table(LuaTable(array: members.map { .string($0) })))
-            call.state.push(.table(LuaTable(array: members.filter { methods.contains($0) }.map { .string($0) })))
+            call.state.push(strings: members)
+            call.state.push(strings: members.filter { methods.contains($0) })
             return 2
         }
         host.lua.setGlobal("__console_members")

@@ -86,6 +86,15 @@ public final class LuaClass<Object: AnyObject> {
         }
         let getters = self.getters, setters = self.setters, typeName = self.typeName
         let methodsRef = luaL_ref(L, clua_registryindex())
+        // Getters by position, found through a Lua table of name → position: the key stays a
+        // Lua string (no Swift string made and hashed per property read).
+        let getterList = Array(getters.values)
+        lua_createtable(L, 0, Int32(getters.count))
+        for (i, name) in getters.keys.enumerated() {
+            lua_pushinteger(L, lua_Integer(i))
+            lua_setfield(L, -2, name)
+        }
+        let gettersRef = luaL_ref(L, clua_registryindex())
         lua.push(function: "__index") { call in
             guard let object = call.state.object(at: 1, typeName: typeName, as: Object.self) else { return 0 }
             let L = call.L
@@ -93,10 +102,15 @@ public final class LuaClass<Object: AnyObject> {
             lua_pushvalue(L, 2)
             if lua_rawget(L, -2) != LUA_TNIL { return 1 }
             lua_settop(L, 2)
-            guard let key = call.state.string(at: 2), let get = getters[key] else {
+            lua_rawgeti(L, clua_registryindex(), lua_Integer(gettersRef))
+            lua_pushvalue(L, 2)
+            let found = lua_rawget(L, -2) == LUA_TNUMBER
+            let index = Int(lua_tointegerx(L, -1, nil))
+            lua_settop(L, 2)
+            guard found else {
                 throw LuaRaise.message("\(typeName) has no field '\(call.state.string(at: 2) ?? call.typeName(2))'")
             }
-            try get(call.state, object)
+            try getterList[index](call.state, object)
             return 1
         }
         lua_setfield(L, -2, "__index")

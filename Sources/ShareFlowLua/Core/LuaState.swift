@@ -172,6 +172,15 @@ public final class LuaState {
         }
     }
 
+    /// A list of strings as a sequence table, without going through `LuaValue`.
+    public func push(strings: [String]) {
+        lua_createtable(L, Int32(strings.count), 0)
+        for (i, s) in strings.enumerated() {
+            push(string: s)
+            lua_rawseti(L, -2, lua_Integer(i + 1))
+        }
+    }
+
     public func push(_ value: LuaValue) {
         switch value {
         case .nil: lua_pushnil(L)

@@ -1,0 +1,113 @@
+import CLua
+import CShareFlowSupport
+import ShareFlow
+
+/// A policy request as Lua sees it: a table whose object fields — `share`, `participant`,
+/// `metadata` — are made when first read.
+///
+/// Most policies read only `req.caller` (the allow-list reads its emails). Pushed up front,
+/// the three objects were three new userdata with finalizers per decision, and collecting
+/// them was most of what a Lua policy cost an accept (SPEC §12). Instead the request is
+/// kept, Swift-side, among the state's `RequestTable.kept` most recent ones; a table read
+/// later than that raises an error that says so rather than returning a wrong nil.
+///
+/// ```lua
+/// sf.policy("share.accept", function(req)
+///   print(req.point, req.caller.email)   -- plain fields
+///   print(req.share.url)                 -- made now, then stored in the table
+/// end)
+/// ```
+final class RequestTable {
+    /// How many recent requests stay readable.
+    static let kept = 64
+
+    private static let lazyFields: [StaticString] = ["share", "participant", "metadata"]
+    /// The hidden key holding a table's serial: a light userdata no script can make.
+    nonisolated(unsafe) private static let serialKey = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
+
+    private unowned let b: Bindings
+    private var metatable: Int32 = LUA_NOREF
+    /// The object fields of the most recent requests, by serial modulo `kept`.
+    private struct Objects {
+        var serial = 0
+        var share: Share?, participant: Participant?, metadata: ShareMetadata?
+    }
+    @exclusivity(unchecked) private var recent = [Objects](repeating: Objects(), count: RequestTable.kept)
+    @exclusivity(unchecked) private var serial = 0
+
+    init(_ b: Bindings) {
+        self.b = b
+        let L = b.lua.L
+        lua_createtable(L, 0, 2)
+        b.lua.push(function: "__index") { [unowned self] call in
+            guard lua_type(call.L, 2) == LUA_TSTRING, let key = call.state.string(at: 2),
+                  let field = RequestTable.lazyFields.firstIndex(where: { $0.description == key }) else { return 0 }
+            try materialize(field, call)
+            return 1
+        }
+        lua_setfield(L, -2, "__index")
+        b.lua.push(function: "__pairs") { [unowned self] call in
+            for field in RequestTable.lazyFields.indices {
+                b.lua.push(static: RequestTable.lazyFields[field])
+                if lua_rawget(call.L, 1) == LUA_TNIL { try materialize(field, call) }
+                lua_settop(call.L, 1)
+            }
+            call.state.push(function: "next") { call in
+                // `next` that steps over the hidden serial.
+                lua_settop(call.L, 2)
+                while lua_next(call.L, 1) != 0 {
+                    if lua_touserdata(call.L, -2) != RequestTable.serialKey { return 2 }
+                    lua_settop(call.L, -2)
+                }
+                lua_pushnil(call.L)
+                return 1
+            }
+            lua_pushvalue(call.L, 1)
+            lua_pushnil(call.L)
+            return 3
+        }
+        lua_setfield(L, -2, "__pairs")
+        metatable = luaL_ref(L, clua_registryindex())
+    }
+
+    /// Pushes the request's table.
+    func push(_ r: PolicyRequest) {
+        let L = b.lua.L
+        lua_createtable(L, 0, 7)
+        b.lua.push(static: r.point.staticName); lua_setfield(L, -2, "point")
+        if let c = r.caller { b.push(account: c); lua_setfield(L, -2, "caller") }
+        if let c = r.container { b.push(container: c); lua_setfield(L, -2, "container") }
+        if let f = r.from { b.lua.push(string: f); lua_setfield(L, -2, "from") }
+        if let t = r.to { b.lua.push(string: t); lua_setfield(L, -2, "to") }
+        guard r.share != nil || r.participant != nil || r.metadata != nil else { return }
+        serial += 1
+        recent[serial % RequestTable.kept] = Objects(serial: serial, share: r.share, participant: r.participant, metadata: r.metadata)
+        lua_pushlightuserdata(L, RequestTable.serialKey)
+        lua_pushinteger(L, lua_Integer(serial))
+        lua_rawset(L, -3)
+        lua_rawgeti(L, clua_registryindex(), lua_Integer(metatable))
+        lua_setmetatable(L, -2)
+    }
+
+    /// Pushes lazy field `field` of the request table at index 1 and stores it there, so the
+    /// next read is a plain one and the object keeps its identity.
+    private func materialize(_ field: Int, _ call: LuaCall) throws {
+        let L = call.L
+        lua_pushlightuserdata(L, RequestTable.serialKey)
+        lua_rawget(L, 1)
+        let wanted = Int(lua_tointegerx(L, -1, nil))
+        lua_settop(L, -2)
+        let objects = recent[wanted % RequestTable.kept]
+        guard objects.serial == wanted else {
+            throw LuaError(message: "a policy request's '\(RequestTable.lazyFields[field])' is kept for the \(RequestTable.kept) most recent decisions; read it during the policy call")
+        }
+        switch field {
+        case 0: b.push(record: objects.share)
+        case 1: b.push(participant: objects.participant)
+        default: b.push(metadata: objects.metadata)
+        }
+        b.lua.push(static: RequestTable.lazyFields[field])
+        lua_pushvalue(L, -2)
+        lua_rawset(L, 1)
+    }
+}
