@@ -78,4 +78,24 @@ final class HotPathTests: XCTestCase {
         engine.publish(Event(.operationFinished, caller: alice, container: nil))
         XCTAssertEqual(calls, ["added"])
     }
+
+    func testAcceptPolicyMakesTheShareOnlyWhenReadAndSeesItAsItWasBefore() throws {
+        let w = try World()
+        let share = try w.share(["bob@example.com", "carol@example.com"])
+        var seen: [ParticipantAcceptanceStatus?] = []
+        var requests: [PolicyRequest] = []
+        w.engine.policies.add(.shareAccept, name: "look") { request in
+            requests.append(request)
+            if requests.count == 1 { seen.append(request.participant?.acceptanceStatus) }
+            return .allow
+        }
+        _ = try w.accept(share.url!, in: w.bc)
+        _ = try w.accept(share.url!, in: w.cc)
+        // Read during the decision: the state before this accept.
+        XCTAssertEqual(seen, [.pending])
+        // Read after it (the second request was never read during its decision): still there.
+        XCTAssertEqual(requests[1].participant?.userIdentity.lookupInfo, .emailAddress("carol@example.com"))
+        XCTAssertEqual(requests[1].share?.url, share.url)
+        XCTAssertEqual(requests[1].metadata?.share.url, share.url)
+    }
 }

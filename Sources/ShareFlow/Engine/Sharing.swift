@@ -110,10 +110,14 @@ extension Engine {
             }
             try SharingRules.require(.accept, role: mine?.role ?? .publicUser, permission: mine?.permission ?? row.publicPermission,
                                      status: mine?.status ?? .unknown, isPublicShare: isPublic, item: item)
-            let before = try makeShare(row, zone: zone, caller: caller, db: db)
-            let participantForPolicy = mine.map { try? participantObject($0, db: db) } ?? nil
-            try checkPolicy(PolicyRequest(point: .shareAccept, caller: caller, container: container, share: before,
-                                          participant: participantForPolicy, metadata: metadata), item: item)
+            // Made only if a policy reads them (most don't: that saves a share load per
+            // accept). Read during the decision they show the share before this accept; a
+            // request kept and read later may show what happened since.
+            let objects = PolicyRequest.Objects(
+                share: { try? self.reading { db in try self.makeShare(row, zone: zone, caller: caller, db: db) } },
+                participant: { mine.flatMap { m in try? self.reading { db in try self.participantObject(m, db: db) } } },
+                metadata: metadata)
+            try checkPolicy(PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects), item: item)
             if let mine {
                 if isPublic && mine.status == .removed {
                     try db.execute(sql: "UPDATE participant SET status = 'accepted', role = 'publicUser', permission = ? WHERE id = ?",

@@ -1,26 +1,65 @@
 import Foundation
 
 /// A question asked of the policies before a change (SPEC §6).
+///
+/// ```swift
+/// engine.policies.add(.shareAccept, name: "no-guests") { request in
+///     request.caller?.email?.hasSuffix("@example.com") == true ? .allow : .deny("not staff")
+/// }
+/// ```
 public struct PolicyRequest {
     public let point: DecisionPoint
     public let caller: Account?
     public let container: String?
-    public var share: Share?
-    public var participant: Participant?
-    public var metadata: ShareMetadata?
-    public var from: String?
-    public var to: String?
+    public let from: String?
+    public let to: String?
+    /// The share, participant and metadata, kept together so they travel as one reference.
+    public let objects: Objects
+
+    public var share: Share? { objects.share }
+    public var participant: Participant? { objects.participant }
+    public var metadata: ShareMetadata? { objects.metadata }
 
     public init(point: DecisionPoint, caller: Account?, container: String?, share: Share? = nil, participant: Participant? = nil,
                 metadata: ShareMetadata? = nil, from: String? = nil, to: String? = nil) {
+        self.init(point: point, caller: caller, container: container, objects: Objects(share: { share }, participant: { participant }, metadata: metadata),
+                  from: from, to: to)
+    }
+
+    /// With the share and participant made on first read: an accept's share as it was before
+    /// is a store read, and most policies (an allow-list reads only the caller) never look.
+    public init(point: DecisionPoint, caller: Account?, container: String?, objects: Objects, from: String? = nil, to: String? = nil) {
         self.point = point
         self.caller = caller
         self.container = container
-        self.share = share
-        self.participant = participant
-        self.metadata = metadata
+        self.objects = objects
         self.from = from
         self.to = to
+    }
+
+    /// A request's objects; the share and participant are made once, when first read.
+    public final class Objects {
+        public let metadata: ShareMetadata?
+        private var makeShare: (() -> Share?)?
+        private var madeShare: Share?
+        private var makeParticipant: (() -> Participant?)?
+        private var madeParticipant: Participant?
+
+        public init(share: @escaping () -> Share?, participant: @escaping () -> Participant?, metadata: ShareMetadata?) {
+            makeShare = share
+            makeParticipant = participant
+            self.metadata = metadata
+        }
+
+        public var share: Share? {
+            if let make = makeShare { makeShare = nil; madeShare = make() }
+            return madeShare
+        }
+
+        public var participant: Participant? {
+            if let make = makeParticipant { makeParticipant = nil; madeParticipant = make() }
+            return madeParticipant
+        }
     }
 }
 

@@ -27,12 +27,8 @@ final class RequestTable {
 
     private unowned let b: Bindings
     private var metatable: Int32 = LUA_NOREF
-    /// The object fields of the most recent requests, by serial modulo `kept`.
-    private struct Objects {
-        var serial = 0
-        var share: Share?, participant: Participant?, metadata: ShareMetadata?
-    }
-    @exclusivity(unchecked) private var recent = [Objects](repeating: Objects(), count: RequestTable.kept)
+    /// The objects of the most recent requests, by serial modulo `kept`.
+    @exclusivity(unchecked) private var recent = [(serial: Int, objects: PolicyRequest.Objects?)](repeating: (0, nil), count: RequestTable.kept)
     @exclusivity(unchecked) private var serial = 0
 
     init(_ b: Bindings) {
@@ -79,9 +75,9 @@ final class RequestTable {
         if let c = r.container { b.push(container: c); lua_setfield(L, -2, "container") }
         if let f = r.from { b.lua.push(string: f); lua_setfield(L, -2, "from") }
         if let t = r.to { b.lua.push(string: t); lua_setfield(L, -2, "to") }
-        guard r.share != nil || r.participant != nil || r.metadata != nil else { return }
+        // The objects are not read here: reading would make them.
         serial += 1
-        recent[serial % RequestTable.kept] = Objects(serial: serial, share: r.share, participant: r.participant, metadata: r.metadata)
+        recent[serial % RequestTable.kept] = (serial, r.objects)
         lua_pushlightuserdata(L, RequestTable.serialKey)
         lua_pushinteger(L, lua_Integer(serial))
         lua_rawset(L, -3)
@@ -97,8 +93,8 @@ final class RequestTable {
         lua_rawget(L, 1)
         let wanted = Int(lua_tointegerx(L, -1, nil))
         lua_settop(L, -2)
-        let objects = recent[wanted % RequestTable.kept]
-        guard objects.serial == wanted else {
+        let (serial, kept) = recent[wanted % RequestTable.kept]
+        guard serial == wanted, let objects = kept else {
             throw LuaError(message: "a policy request's '\(RequestTable.lazyFields[field])' is kept for the \(RequestTable.kept) most recent decisions; read it during the policy call")
         }
         switch field {
