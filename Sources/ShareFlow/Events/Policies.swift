@@ -40,25 +40,27 @@ public struct PolicyRequest {
     /// A request's objects; the share and participant are made once, when first read.
     public final class Objects {
         public let metadata: ShareMetadata?
-        private var makeShare: (() -> Share?)?
-        private var madeShare: Share?
-        private var makeParticipant: (() -> Participant?)?
-        private var madeParticipant: Participant?
+        private var deferredShare: Deferred<Share>
+        private var deferredParticipant: Deferred<Participant>
 
         public init(share: @escaping () -> Share?, participant: @escaping () -> Participant?, metadata: ShareMetadata?) {
-            makeShare = share
-            makeParticipant = participant
+            deferredShare = Deferred(share)
+            deferredParticipant = Deferred(participant)
             self.metadata = metadata
         }
 
-        public var share: Share? {
-            if let make = makeShare { makeShare = nil; madeShare = make() }
-            return madeShare
-        }
+        public var share: Share? { deferredShare.value() }
+        public var participant: Participant? { deferredParticipant.value() }
+    }
 
-        public var participant: Participant? {
-            if let make = makeParticipant { makeParticipant = nil; madeParticipant = make() }
-            return madeParticipant
+    /// A value made by `make` the first time it is asked for, then kept.
+    private struct Deferred<Value> {
+        private var make: (() -> Value?)?
+        private var made: Value?
+        init(_ make: @escaping () -> Value?) { self.make = make }
+        mutating func value() -> Value? {
+            if let m = make { make = nil; made = m() }
+            return made
         }
     }
 }

@@ -111,9 +111,22 @@ final class Bindings {
             return h
         }()
         accountClass.push(handle, in: lua)
-        luaL_unref(lua.L, clua_registryindex(), lastAccount.ref)
+        lastAccount = (account.id, pinTop(replacing: lastAccount.ref))
+    }
+
+    /// Pins the value on top of the stack in the registry (leaving it there) in place of the
+    /// value pinned at `old`; returns the new ref.
+    private func pinTop(replacing old: Int32) -> Int32 {
+        luaL_unref(lua.L, clua_registryindex(), old)
         lua_pushvalue(lua.L, -1)
-        lastAccount = (account.id, luaL_ref(lua.L, clua_registryindex()))
+        return luaL_ref(lua.L, clua_registryindex())
+    }
+
+    /// Sets the `caller` and `container` fields of the table on top of the stack (events and
+    /// policy requests both carry them).
+    func setCallerAndContainer(_ caller: Account?, _ container: String?) {
+        if let c = caller { push(account: c); lua_setfield(lua.L, -2, "caller") }
+        if let c = container { push(container: c); lua_setfield(lua.L, -2, "container") }
     }
     /// A container identifier. Events of one container repeat it, so the last one's Lua
     /// string is kept: comparing Swift strings that share storage is one word, where pushing
@@ -124,9 +137,7 @@ final class Bindings {
             return
         }
         lua.push(string: identifier)
-        luaL_unref(lua.L, clua_registryindex(), lastContainer.ref)
-        lua_pushvalue(lua.L, -1)
-        lastContainer = (identifier, luaL_ref(lua.L, clua_registryindex()))
+        lastContainer = (identifier, pinTop(replacing: lastContainer.ref))
     }
     @exclusivity(unchecked) private var lastContainer: (identifier: String, ref: Int32) = ("", LUA_NOREF)
 

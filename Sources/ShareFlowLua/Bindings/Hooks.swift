@@ -177,7 +177,7 @@ enum Hooks {
         let L = b.lua.L
         lua_createtable(L, 0, 8)
         b.lua.push(static: ev.kind.staticName); lua_setfield(L, -2, "name")
-        pushCommon(caller: ev.caller, container: ev.container, b)
+        b.setCallerAndContainer(ev.caller, ev.container)
         lua_pushnumber(L, ev.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
         // Objects leave the event unmanaged: the event keeps them alive, and passing them on
         // as references would retain and release each one around the call.
@@ -195,11 +195,5 @@ enum Hooks {
         if let n = ev.items { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "items") }
         if let n = ev.failed { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "failed") }
         if let d = ev.duration { lua_pushnumber(L, d); lua_setfield(L, -2, "duration") }
-    }
-
-    private static func pushCommon(caller: Account?, container: String?, _ b: Bindings) {
-        let L = b.lua.L
-        if let c = caller { b.push(account: c); lua_setfield(L, -2, "caller") }
-        if let c = container { b.push(container: c); lua_setfield(L, -2, "container") }
     }
 }

@@ -71,8 +71,7 @@ final class RequestTable {
         let L = b.lua.L
         lua_createtable(L, 0, 7)
         b.lua.push(static: r.point.staticName); lua_setfield(L, -2, "point")
-        if let c = r.caller { b.push(account: c); lua_setfield(L, -2, "caller") }
-        if let c = r.container { b.push(container: c); lua_setfield(L, -2, "container") }
+        b.setCallerAndContainer(r.caller, r.container)
         if let f = r.from { b.lua.push(string: f); lua_setfield(L, -2, "from") }
         if let t = r.to { b.lua.push(string: t); lua_setfield(L, -2, "to") }
         // The objects are not read here: reading would make them.
