@@ -24,6 +24,9 @@ public final class ScriptHost {
     /// Progress of DiscoverAll when the script gave no progress function.
     public var defaultDiscoveryProgress: ((Int, Int) -> Void)?
     var bindings: Bindings!
+    /// Registry refs of the `shareflow` table and (for a plugin) the table `init.lua` returned.
+    var moduleTable: Int32 = LUA_NOREF
+    var pluginTable: Int32 = LUA_NOREF
     /// Removes each observer and policy registered from this host's Lua, so none outlives it.
     var registrations: [() -> Void] = []
 
@@ -95,6 +98,8 @@ public final class ScriptHost {
         bindings.register()
         try ShareFlowModule.install(into: lua, host: self, bindings: bindings)
         lua_pushvalue(L, -1)
+        moduleTable = luaL_ref(L, clua_registryindex())
+        lua_pushvalue(L, -1)
         lua.setGlobal("shareflow")
         lua_getglobal(L, "package")
         if lua_type(L, -1) == LUA_TTABLE {
@@ -122,7 +127,7 @@ public final class ScriptHost {
         argTable.hash[.integer(-1)] = .string(interpreter)
         argTable.hash[.integer(0)] = .string(path)
         argTable.array = arguments.map { .string($0) }
-        lua.push(.table(argTable))
+        try lua.push(.table(argTable))
         lua.setGlobal("arg")
         let base = lua.top
         defer { lua.top = base }

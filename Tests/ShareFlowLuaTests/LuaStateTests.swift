@@ -16,7 +16,7 @@ final class LuaStateTests: XCTestCase {
                             hash: [.string("map"): .table(LuaTable(hash: [.string("x"): .integer(1)]))])),
         ]
         for v in values {
-            lua.push(v)
+            try lua.push(v)
             XCTAssertEqual(try lua.value(at: -1), v, "round trip of \(v)")
             lua.pop()
         }

@@ -15,6 +15,8 @@
  */
 #define SF_SWIFT_ERROR (-1)
 
+typedef struct sf_limits sf_limits;
+
 /* box: an opaque retained Swift object; returns result count or SF_SWIFT_ERROR. */
 typedef int (*sf_swift_dispatch_fn)(lua_State *L, void *box);
 /* releases a box or an object pointer stored in userdata. */
@@ -38,20 +40,48 @@ void sf_set_gc(lua_State *L);
 
 /* Traceback message handler for lua_pcall. */
 int sf_traceback(lua_State *L);
-/* lua_pcall with sf_traceback below the function; returns the status. */
+/* lua_pcall with sf_traceback below the function; returns the status. A call that ended
+ * because its budget was spent (or it was interrupted) leaves the budget's message. */
 int sf_pcall(lua_State *L, int nargs, int nresults);
+
+/* Swift code that works on a state from outside Lua (loading a plugin, running its setup):
+ * returns its result count, or SF_SWIFT_ERROR after pushing an error message. */
+typedef int (*sf_body_fn)(lua_State *L, void *ctx);
+/* Runs `body` inside lua_pcall (the pmain pattern of lua.c), with the `nargs` values on top
+ * of the stack as its arguments: whatever raises there is caught. Returns the status; on
+ * an error the message (with traceback) is on top. */
+int sf_protected(lua_State *L, int nargs, int nresults, sf_body_fn body, void *ctx);
+
+/* An observer or policy call, whole in one protected call: the function at registry ref
+ * `function`, its one argument built by `build` (Swift; returns 1, or 0 after pushing an
+ * error message), then, for a policy, the verdict read raw. */
+typedef struct sf_hook_call {
+    int function;
+    int (*build)(lua_State *L, void *ctx);
+    void *ctx;
+    int policy;
+} sf_hook_call;
+/* Under the state's CPU budget. Returns the status; for a policy on LUA_OK, leaves
+ * allow (boolean) and reason (string, or nil when allowed); on an error, the message. */
+int sf_call_hook(lua_State *L, sf_limits *limits, sf_hook_call *call);
+
+/* sf.allow() (one sentinel per state) and sf.deny(reason) (a table only the host makes):
+ * a policy allows only by returning nothing, true or sf.allow(). */
+int sf_verdict_allow(lua_State *L);
+int sf_verdict_deny(lua_State *L);
 
 /*
  * Limits. One sf_limits per lua_State, passed as the allocator's ud.
- * Memory: an accounting allocator refuses growth past `limit` bytes, except
- * while Swift code runs inside a trampoline (host_depth > 0), where a failure
- * would longjmp through Swift; the trampoline checks the limit on return.
- * CPU: a watchdog calls sf_limits_expire when a call passes its deadline; that
- * arms a count hook which raises the error at the next VM instruction batch.
+ * Memory: an accounting allocator refuses growth past `limit` bytes, but only while Lua
+ * code runs (host_depth == 0); while Swift holds the state (host_depth > 0: outside any
+ * call, inside a trampoline or a protected body), a refusal would longjmp through Swift,
+ * so the growth is charged when control returns to Lua.
+ * CPU: a watchdog calls sf_limits_expire when a call passes its deadline; that arms a hook
+ * that raises the budget's error at every instruction until the call returns.
  */
-#define SF_MAX_THREADS 64
+#define SF_MAX_THREADS 256
 
-typedef struct sf_limits {
+struct sf_limits {
     size_t used;
     size_t limit;          /* 0 = no limit */
     size_t peak;
@@ -64,8 +94,10 @@ typedef struct sf_limits {
     /* Coroutines running now (innermost last), so the hook reaches them too. */
     lua_State *volatile threads[SF_MAX_THREADS];
     volatile int nthreads;
+    /* Calls into this state under way (sf_pcall), so a state is never closed under them. */
+    int busy;
     char reason[128];
-} sf_limits;
+};
 
 lua_State *sf_newstate(sf_limits *limits);
 void *sf_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
@@ -76,11 +108,11 @@ void sf_limits_expire(sf_limits *limits, int interrupted);
 void sf_limits_reset(sf_limits *limits);
 
 /* CPU budgets: a guarded call sets a deadline; one watchdog thread for the process
- * expires the calls that pass theirs. */
+ * expires the calls that pass theirs. Register returns 0 when no watchdog can run. */
 long long sf_now_ns(void);
-void sf_watchdog_register(sf_limits *limits);
+int sf_watchdog_register(sf_limits *limits);
 void sf_watchdog_unregister(sf_limits *limits);
-/* The message an expired budget raises; set once, not per call. */
+/* The message a spent budget raises; set once, not per call. */
 void sf_set_budget_reason(sf_limits *limits, const char *reason);
 void sf_begin_budget(sf_limits *limits);
 /* sf_pcall under the state's CPU budget (unless a call already runs under it): the whole
@@ -94,8 +126,8 @@ void sf_set_interrupt_target(sf_limits *limits);
 void sf_install_sigint(void);
 int sf_take_sigint(void);
 
-/* Replaces coroutine.resume and coroutine.wrap in the state's coroutine table so the
- * watchdog can stop a runaway loop inside a coroutine. */
+/* Replaces coroutine.resume and coroutine.close in the state's coroutine table so a spent
+ * budget reaches the coroutines that run. */
 void sf_track_coroutines(lua_State *L);
 
 /* Raw C baselines for `shareflow bench`: call the function at registry ref `fn` `n` times,
@@ -104,5 +136,11 @@ void sf_track_coroutines(lua_State *L);
  * account, the participant and the share. Return the nanoseconds taken, or -1 on a Lua error. */
 long long sf_bench_event_baseline(lua_State *L, int fn, int caller, int participant, int n);
 long long sf_bench_policy_baseline(lua_State *L, int fn, int caller, int share, int participant, int n);
+
+/* Replaces string.find/match/gmatch/gsub and table.sort/insert/remove/move in the state's
+ * global string and table tables with versions that call sf_budget_checkpoint as they run
+ * (Lua's own never return to the VM, so the budget hook cannot stop them). Same results and
+ * errors as Lua 5.4's. Call after luaL_openlibs. (bounded.c) */
+void sf_open_bounded_libs(lua_State *L);
 
 #endif

@@ -45,7 +45,8 @@ extension ShareFlowModule {
         lua_createtable(L, 0, 1)
         lua.push(function: "json.encode") { call in
             var out = ""
-            try encodeJSON(call, 1, into: &out, depth: 0)
+            var seen = Set<UnsafeRawPointer>()
+            try encodeJSON(call, 1, into: &out, depth: 0, seen: &seen)
             call.state.push(string: out)
             return 1
         }
@@ -61,8 +62,8 @@ extension ShareFlowModule {
             for (n, info) in infos.enumerated() {
                 lua_createtable(call.L, 0, 6)
                 call.state.push(string: info.name); lua_setfield(call.L, -2, "name")
-                call.state.push(info.version.map { .string($0) } ?? .nil); lua_setfield(call.L, -2, "version")
-                call.state.push(info.description.map { .string($0) } ?? .nil); lua_setfield(call.L, -2, "description")
+                try call.state.push(info.version.map { .string($0) } ?? .nil); lua_setfield(call.L, -2, "version")
+                try call.state.push(info.description.map { .string($0) } ?? .nil); lua_setfield(call.L, -2, "description")
                 call.state.push(string: info.folder); lua_setfield(call.L, -2, "folder")
                 lua_pushboolean(call.L, info.enabled ? 1 : 0); lua_setfield(call.L, -2, "enabled")
                 lua_pushboolean(call.L, info.loaded ? 1 : 0); lua_setfield(call.L, -2, "loaded")
@@ -118,10 +119,14 @@ extension ShareFlowModule {
 
     /// JSON for a Lua value: tables with only 1…n keys are arrays; objects print as their
     /// `tostring`; cycles and functions are errors naming the problem.
-    static func encodeJSON(_ call: LuaCall, _ index: Int32, into out: inout String, depth: Int) throws {
+    static func encodeJSON(_ call: LuaCall, _ index: Int32, into out: inout String, depth: Int,
+                           seen: inout Set<UnsafeRawPointer>) throws {
         let L = call.L, lua = call.state
         let i = lua_absindex(L, index)
-        guard depth < 64 else { throw call.argumentError(1, "table nested too deeply (or a cycle)") }
+        guard depth < LuaState.maxDepth else {
+            throw call.argumentError(1, "table nested more than \(LuaState.maxDepth) levels deep")
+        }
+        try lua.checkStack(3)
         switch lua_type(L, i) {
         case LUA_TNIL, LUA_TNONE: out += "null"
         case LUA_TBOOLEAN: out += lua_toboolean(L, i) != 0 ? "true" : "false"
@@ -133,6 +138,9 @@ extension ShareFlowModule {
             }
         case LUA_TSTRING: out += quote(lua.string(at: i) ?? "")
         case LUA_TTABLE:
+            let id = lua_topointer(L, i)!
+            guard seen.insert(id).inserted else { throw call.argumentError(1, "table contains a cycle") }
+            defer { seen.remove(id) }
             let n = Int(lua_rawlen(L, i))
             var keys = 0
             lua_pushnil(L)
@@ -142,7 +150,7 @@ extension ShareFlowModule {
                 for k in 1...n {
                     if k > 1 { out += "," }
                     lua_rawgeti(L, i, lua_Integer(k))
-                    try encodeJSON(call, -1, into: &out, depth: depth + 1)
+                    try encodeJSON(call, -1, into: &out, depth: depth + 1, seen: &seen)
                     lua.pop()
                 }
                 out += "]"
@@ -157,7 +165,7 @@ extension ShareFlowModule {
                     if !first { out += "," }
                     first = false
                     out += quote(key) + ":"
-                    try encodeJSON(call, -1, into: &out, depth: depth + 1)
+                    try encodeJSON(call, -1, into: &out, depth: depth + 1, seen: &seen)
                     lua.pop()
                 }
                 out += "}"

@@ -186,12 +186,12 @@ final class Bindings {
     private func defineAccount() {
         accountClass
             .property("userRecordID") { lua, a in lua.push(string: a.userRecordID) }
-            .property("email") { lua, a in lua.push(try a.account.email.map { .string($0) } ?? .nil) }
+            .property("email") { lua, a in try lua.push(try a.account.email.map { .string($0) } ?? .nil) }
             .property("emails") { lua, a in lua.push(strings: try a.account.emails) }
-            .property("phone") { lua, a in lua.push(try a.account.phones.first.map { .string($0) } ?? .nil) }
+            .property("phone") { lua, a in try lua.push(try a.account.phones.first.map { .string($0) } ?? .nil) }
             .property("phones") { lua, a in lua.push(strings: try a.account.phones) }
             .property("name") { [unowned self] _, a in push(try a.account.name) }
-            .property("discoverable") { lua, a in lua.push(.boolean(try a.account.isDiscoverable)) }
+            .property("discoverable") { lua, a in try lua.push(.boolean(try a.account.isDiscoverable)) }
             .property("discoverability") { lua, a in lua.push(string: try a.account.discoverability.rawValue) }
             .property("contacts") { [unowned self] lua, a in
                 let contacts = try a.account.contacts

@@ -5,12 +5,17 @@ import ShareFlow
 
 /// What an observer or policy closure needs to call its Lua function, as plain values and an
 /// unretained reference: the engine calls it on every event.
+///
+/// The whole call — the argument table built, the function called, a verdict read — is one
+/// protected call made by C (`sf_call_hook`): nothing Swift does on the state can raise
+/// through Swift frames, and nothing the plugin returns is read with a metamethod.
 struct HookCall {
     let L: OpaquePointer
     let limits: UnsafeMutablePointer<sf_limits>
     let ref: Int32
     let bindings: Unmanaged<Bindings>
-    /// Keeps the function pinned in the registry while the registration lives.
+    /// Keeps the function pinned in the registry while the registration lives, and tells
+    /// whether the state is still open (a plugin unloaded during a delivery under way).
     let function: LuaReference
 
     init(_ b: Bindings, _ function: LuaReference) {
@@ -21,16 +26,44 @@ struct HookCall {
         self.function = function
     }
 
-    /// Calls the function with the one argument `push` leaves, under the state's CPU budget,
-    /// and returns what `read` makes of its results (given the stack top before the call).
-    func call<T>(results: Int32, push: (Bindings) -> Void, read: (Int32) -> T) throws -> T {
+    /// Calls the function with the one argument `push` leaves, under the state's CPU budget.
+    /// For a policy, returns the verdict; for an observer, nil.
+    @discardableResult
+    func call(policy: Bool, push: (Bindings) -> Void) throws -> PolicyVerdict? {
+        // A registration whose state was closed since the delivery began: it is gone.
+        guard function.lifetime.L != nil else { return policy ? .allow : nil }
         let base = lua_gettop(L)
-        defer { lua_settop(L, base) }
-        lua_rawgeti(L, clua_registryindex(), lua_Integer(ref))
-        bindings._withUnsafeGuaranteedRef(push)
-        try LuaState.guardedCall(L, limits, arguments: 1, results: results)
-        return read(base)
+        defer {
+            lua_settop(L, base)
+            if limits.pointee.busy == 0 && bindings._withUnsafeGuaranteedRef({ $0.lua.closeWhenIdle }) {
+                bindings._withUnsafeGuaranteedRef { $0.lua.closeIfIdle() }
+            }
+        }
+        let status = withoutActuallyEscaping(push) { push in
+            var argument = HookArgument(bindings: bindings, push: push)
+            return withUnsafeMutablePointer(to: &argument) { p in
+                var h = sf_hook_call(function: ref, build: buildHookArgument, ctx: UnsafeMutableRawPointer(p),
+                                     policy: policy ? 1 : 0)
+                return sf_call_hook(L, limits, &h)
+            }
+        }
+        guard status == LUA_OK else { throw LuaState.owner(of: L).callError(status) }
+        guard policy else { return nil }
+        if lua_toboolean(L, -2) != 0 { return .allow }
+        return .deny(LuaState.owner(of: L).string(at: -1) ?? "denied")
     }
+}
+
+/// The argument builder `sf_call_hook` calls back, inside its protected call.
+private struct HookArgument {
+    let bindings: Unmanaged<Bindings>
+    let push: (Bindings) -> Void
+}
+
+private let buildHookArgument: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { _, context in
+    let argument = context!.assumingMemoryBound(to: HookArgument.self)
+    argument.pointee.bindings._withUnsafeGuaranteedRef(argument.pointee.push)
+    return 1
 }
 
 /// `sf.on`, `sf.policy`, `sf.allow`, `sf.deny`, `sf.decisions` (SPEC §6): Lua functions as
@@ -70,7 +103,7 @@ enum Hooks {
             // it goes (ScriptHost.deinit).
             let hook = HookCall(b, fn)
             let handle = b.engine.events.observe(event, priority: priority, label: label) { ev in
-                try hook.call(results: 0, push: { pushEvent(ev, $0) }, read: { _ in })
+                try hook.call(policy: false) { pushEvent(ev, $0) }
             }
             host.registrations.append { handle.remove() }
             handleClass.push(Handle(label: name) { handle.remove() }, in: call.state)
@@ -90,7 +123,7 @@ enum Hooks {
             // policies before it goes.
             let hook = HookCall(b, fn)
             let id = b.engine.policies.add(point, name: label, priority: priority) { request in
-                try hook.call(results: 2, push: { _ in requests.push(request) }, read: { verdict(hook.L, base: $0) })
+                try hook.call(policy: true) { _ in requests.push(request) }!
             }
             let policies = b.engine.policies
             host.registrations.append { policies.remove(id: id) }
@@ -99,23 +132,10 @@ enum Hooks {
         }
         lua_setfield(L, -2, "policy")
 
-        lua.push(function: "allow") { call in
-            lua_createtable(call.L, 0, 1)
-            lua_pushboolean(call.L, 1)
-            lua_setfield(call.L, -2, "allow")
-            return 1
-        }
+        // Made in C: a policy's verdict is read there, raw, and only these two are recognised.
+        lua_pushcclosure(L, sf_verdict_allow, 0)
         lua_setfield(L, -2, "allow")
-
-        lua.push(function: "deny") { call in
-            let reason = try call.optionalString(1) ?? "denied"
-            lua_createtable(call.L, 0, 2)
-            lua_pushboolean(call.L, 0)
-            lua_setfield(call.L, -2, "allow")
-            call.state.push(string: reason)
-            lua_setfield(call.L, -2, "reason")
-            return 1
-        }
+        lua_pushcclosure(L, sf_verdict_deny, 0)
         lua_setfield(L, -2, "deny")
 
         lua.push(function: "decisions") { [unowned b] call in
@@ -123,7 +143,7 @@ enum Hooks {
             if !call.isNil(1) {
                 try call.table(1)
                 try call.checkKeys(1, allowed: ["limit"])
-                limit = Int(try call.numberField(1, "limit") ?? 20)
+                limit = try call.integerField(1, "limit", in: 1...10_000) ?? 20
             }
             let decisions = b.engine.policies.decisions(limit: limit)
             b.pushList(decisions) { d in
@@ -147,30 +167,8 @@ enum Hooks {
         guard !call.isNil(i) else { return (0, name) }
         try call.table(i)
         try call.checkKeys(i, allowed: ["priority", "name"])
-        return (Int(try call.numberField(i, "priority") ?? 0), try call.stringField(i, "name") ?? name)
-    }
-
-    /// What a policy returned: nothing or `sf.allow()` or `true` allows; `sf.deny(reason)` or
-    /// `false, reason` denies.
-    private static func verdict(_ L: OpaquePointer, base: Int32) -> PolicyVerdict {
-        let first = base + 1
-        switch lua_type(L, first) {
-        case LUA_TNIL, LUA_TNONE: return .allow
-        case LUA_TBOOLEAN:
-            if lua_toboolean(L, first) != 0 { return .allow }
-            return .deny(LuaState.owner(of: L).string(at: first + 1) ?? "denied")
-        case LUA_TTABLE:
-            lua_getfield(L, first, "allow")
-            defer { clua_pop(L, 1) }
-            if lua_type(L, -1) == LUA_TBOOLEAN && lua_toboolean(L, -1) == 0 {
-                lua_getfield(L, first, "reason")
-                defer { clua_pop(L, 1) }
-                return .deny(LuaState.owner(of: L).string(at: -1) ?? "denied")
-            }
-            return .allow
-        default:
-            return .deny("policy returned a \(String(cString: clua_typename_at(L, first))), expected nothing, sf.allow() or sf.deny(reason)")
-        }
+        let priority = try call.integerField(i, "priority", in: -1_000_000...1_000_000) ?? 0
+        return (priority, try call.stringField(i, "name") ?? name)
     }
 
     static func pushEvent(_ ev: Event, _ b: Bindings) {

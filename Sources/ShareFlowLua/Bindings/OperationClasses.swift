@@ -97,9 +97,9 @@ extension Bindings {
                           }
                           op.operation.qualityOfService = qos
                       })
-            .property("isFinished") { lua, op in lua.push(.boolean(op.operation.isFinished)) }
-            .property("isExecuting") { lua, op in lua.push(.boolean(op.operation.isExecuting)) }
-            .property("isCancelled") { lua, op in lua.push(.boolean(op.operation.isCancelled)) }
+            .property("isFinished") { lua, op in try lua.push(.boolean(op.operation.isFinished)) }
+            .property("isExecuting") { lua, op in try lua.push(.boolean(op.operation.isExecuting)) }
+            .property("isCancelled") { lua, op in try lua.push(.boolean(op.operation.isCancelled)) }
             .property("error") { [unowned self] _, op in push(op.operation.error) }
             .property("database", get: { [unowned self] _, op in
                 if let d = op.operation.database { push(database: d) } else { lua_pushnil(lua.L) }
@@ -194,10 +194,10 @@ extension Bindings {
         itemsProperty(cls, "shareURLs") { [unowned self] call, o, i in
             op(o).shareURLs = call.isNil(i) ? nil : try stringList(call, i)
         }
-        cls.property("shouldFetchRootRecord", get: { lua, o in lua.push(.boolean(op(o).shouldFetchRootRecord)) },
+        cls.property("shouldFetchRootRecord", get: { lua, o in try lua.push(.boolean(op(o).shouldFetchRootRecord)) },
                      set: { call, o, i in op(o).shouldFetchRootRecord = try call.boolean(i) })
         cls.property("rootRecordDesiredKeys", get: { lua, o in
-            lua.push(op(o).rootRecordDesiredKeys.map { .table(LuaTable(array: $0.map { .string($0) })) } ?? .nil)
+            try lua.push(op(o).rootRecordDesiredKeys.map { .table(LuaTable(array: $0.map { .string($0) })) } ?? .nil)
         }, set: { [unowned self] call, o, i in op(o).rootRecordDesiredKeys = call.isNil(i) ? nil : try stringList(call, i) })
         blockProperty(cls, "perShareMetadataResultBlock") { [unowned self] o, ref in
             op(o).perShareMetadataResultBlock = ref.map { ref in { [unowned self] url, result in
@@ -400,7 +400,7 @@ extension Bindings {
         cls.property("recordIDs", get: { [unowned self] _, o in pushList(op(o).recordIDs ?? []) { push($0) } },
                      set: { [unowned self] call, o, i in op(o).recordIDs = call.isNil(i) ? nil : try recordIDList(call, i) })
         cls.property("desiredKeys", get: { lua, o in
-            lua.push(op(o).desiredKeys.map { .table(LuaTable(array: $0.map { .string($0) })) } ?? .nil)
+            try lua.push(op(o).desiredKeys.map { .table(LuaTable(array: $0.map { .string($0) })) } ?? .nil)
         }, set: { [unowned self] call, o, i in op(o).desiredKeys = call.isNil(i) ? nil : try stringList(call, i) })
         blockProperty(cls, "perRecordResultBlock") { [unowned self] o, ref in
             op(o).perRecordResultBlock = ref.map { ref in { [unowned self] id, result in

@@ -10,8 +10,8 @@ extension Bindings {
             .property("recordName") { lua, r in lua.push(string: r.recordID.recordName) }
             .property("zoneID") { [unowned self] _, r in push(r.recordID.zoneID) }
             .property("recordType") { lua, r in lua.push(string: r.recordType) }
-            .property("recordChangeTag") { lua, r in lua.push(r.recordChangeTag.map { .string($0) } ?? .nil) }
-            .property("modificationDate") { lua, r in lua.push(r.modificationDate.map { .number($0.timeIntervalSince1970) } ?? .nil) }
+            .property("recordChangeTag") { lua, r in try lua.push(r.recordChangeTag.map { .string($0) } ?? .nil) }
+            .property("modificationDate") { lua, r in try lua.push(r.modificationDate.map { .number($0.timeIntervalSince1970) } ?? .nil) }
             .property("fields", get: { [unowned self] _, r in fieldsClass.push(RecordFields(record: r), in: lua) },
                       set: { [unowned self] call, r, i in
                           try call.table(i)
@@ -97,8 +97,8 @@ extension Bindings {
 
     func defineShare() {
         shareClass
-            .property("url") { lua, s in lua.push(s.url.map { .string($0) } ?? .nil) }
-            .property("title", get: { lua, s in lua.push(s.title.map { .string($0) } ?? .nil) },
+            .property("url") { lua, s in try lua.push(s.url.map { .string($0) } ?? .nil) }
+            .property("title", get: { lua, s in try lua.push(s.title.map { .string($0) } ?? .nil) },
                       set: { call, s, i in s.title = try call.optionalString(i) })
             .property("publicPermission", get: { lua, s in lua.push(string: s.publicPermission.rawValue) },
                       set: { call, s, i in s.publicPermission = try enumValue(call, i, ParticipantPermission.self, name: "publicPermission") })
@@ -106,7 +106,7 @@ extension Bindings {
             .property("owner") { [unowned self] _, s in push(participant: s.owner) }
             .property("currentUserParticipant") { [unowned self] _, s in push(participant: s.currentUserParticipant) }
             .property("rootRecordID") { [unowned self] _, s in push(s.rootRecordID) }
-            .property("isZoneShare") { lua, s in lua.push(.boolean(s.isZoneShare)) }
+            .property("isZoneShare") { lua, s in try lua.push(.boolean(s.isZoneShare)) }
             .method("addParticipant") { [unowned self] call, s in
                 let p = try call.object(2, Participant.self, typeName: participantClass.typeName)
                 s.addParticipant(p)

@@ -81,12 +81,11 @@ extension Bindings {
         guard lua_type(L, i) == LUA_TTABLE else {
             throw call.argumentError(position, "zone or zoneID expected, got \(call.typeName(i))")
         }
-        let abs = lua_absindex(L, i)
-        if call.field(abs, "zoneID") == LUA_TTABLE {
-            defer { call.state.pop() }
-            return try zoneID(call, -1, position: position, defaultOwner: defaultOwner)
-        }
-        call.state.pop()
+        var abs = lua_absindex(L, i)
+        // A zone table holds its zoneID one level down; no deeper (a cycle would never end).
+        let nested = call.field(abs, "zoneID") == LUA_TTABLE
+        defer { call.state.pop() }
+        if nested { abs = lua_absindex(L, -1) }
         guard let name = try call.stringField(abs, "zoneName") else {
             throw call.argumentError(position, "zoneID needs zoneName")
         }
@@ -186,6 +185,8 @@ extension Bindings {
         case .boolean(let b): lua_pushboolean(lua.L, b ? 1 : 0)
         case .reference(let id): push(id)
         case .list(let items):
+            // Stored lists are as deep as a save allowed (LuaState.maxDepth).
+            guard lua_checkstack(lua.L, 2) != 0 else { return lua_pushnil(lua.L) }
             lua_createtable(lua.L, Int32(items.count), 0)
             for (n, item) in items.enumerated() {
                 push(item)
@@ -197,6 +198,12 @@ extension Bindings {
     /// A field value from Lua: string, integer, number, boolean, record (a reference), recordID
     /// table (a reference) or a list of these.
     func fieldValue(_ call: LuaCall, _ i: Int32, key: String, position: Int32) throws -> FieldValue? {
+        var seen = Set<UnsafeRawPointer>()
+        return try fieldValue(call, i, key: key, position: position, depth: 0, seen: &seen)
+    }
+
+    private func fieldValue(_ call: LuaCall, _ i: Int32, key: String, position: Int32, depth: Int,
+                            seen: inout Set<UnsafeRawPointer>) throws -> FieldValue? {
         let L = call.L
         switch lua_type(L, i) {
         case LUA_TNIL: return nil
@@ -211,11 +218,18 @@ extension Bindings {
                 return .reference(try recordID(call, abs, position: position))
             }
             call.state.pop()
+            guard depth < LuaState.maxDepth else {
+                throw call.argumentError(position, "field '\(key)' nested more than \(LuaState.maxDepth) levels deep")
+            }
+            let id = lua_topointer(L, abs)!
+            guard seen.insert(id).inserted else { throw call.argumentError(position, "field '\(key)' contains a cycle") }
+            defer { seen.remove(id) }
+            try call.state.checkStack(3)
             var items: [FieldValue] = []
             for n in 0..<call.length(abs) {
                 call.element(abs, n + 1)
                 defer { call.state.pop() }
-                if let v = try fieldValue(call, -1, key: key, position: position) { items.append(v) }
+                if let v = try fieldValue(call, -1, key: key, position: position, depth: depth + 1, seen: &seen) { items.append(v) }
             }
             return .list(items)
         case LUA_TUSERDATA:

@@ -107,6 +107,41 @@ public struct LuaCall {
         return lua_toboolean(L, -1) != 0
     }
 
+    /// An integer field within `range`: a float with an exact integer value counts; NaN,
+    /// ±inf, fractions and values outside the range are `bad argument` errors naming the key.
+    public func integerField(_ i: Int32, _ key: String, in range: ClosedRange<Int>) throws -> Int? {
+        let t = field(i, key)
+        defer { state.pop() }
+        if t == LUA_TNIL { return nil }
+        guard t == LUA_TNUMBER else {
+            throw argumentError(i, "field '\(key)' must be an integer, got \(typeName(-1))")
+        }
+        return try LuaCall.integer(L, -1, in: range) { throw argumentError(i, "field '\(key)' \($0)") }
+    }
+
+    /// An integer argument within `range` (as `integerField`).
+    public func integer(_ i: Int32, in range: ClosedRange<Int>) throws -> Int {
+        guard lua_type(L, i) == LUA_TNUMBER else { throw expected(i, "number") }
+        return try LuaCall.integer(L, i, in: range) { throw argumentError(i, $0) }
+    }
+
+    private static func integer(_ L: OpaquePointer, _ i: Int32, in range: ClosedRange<Int>,
+                                fail: (String) throws -> Never) throws -> Int {
+        if lua_isinteger(L, i) != 0 {
+            let v = clua_tointeger(L, i)
+            guard v >= range.lowerBound && v <= range.upperBound else {
+                try fail("must be between \(range.lowerBound) and \(range.upperBound), got \(v)")
+            }
+            return Int(v)
+        }
+        let d = clua_tonumber(L, i)
+        guard d.isFinite, d == d.rounded() else { try fail("number has no integer representation") }
+        guard d >= Double(range.lowerBound) && d <= Double(range.upperBound) else {
+            try fail("must be between \(range.lowerBound) and \(range.upperBound), got \(d)")
+        }
+        return Int(d)
+    }
+
     public func numberField(_ i: Int32, _ key: String) throws -> Double? {
         let t = field(i, key)
         defer { state.pop() }

@@ -48,16 +48,34 @@ public final class LuaState {
         objectCacheRef = luaL_ref(L, clua_registryindex())
     }
 
-    deinit { close() }
+    deinit {
+        // Never free a state under a call into it; its owner keeps it until the call returns.
+        if limits.pointee.busy == 0 { close() }
+    }
 
-    /// Closes the state now, running every pending `__gc`.
+    /// Closes the state, running every pending `__gc`: now, or — when called while a call
+    /// into the state is under way (a plugin unloaded from an observer of the event it is
+    /// handling) — as soon as that call returns.
     public func close() {
         guard !closed else { return }
+        if limits.pointee.busy > 0 {
+            closeWhenIdle = true
+            return
+        }
         closed = true
         lifetime.L = nil
         if watched { sf_watchdog_unregister(limits) }
         lua_close(L)
         limits.deallocate()
+    }
+
+    /// Set when `close()` came while a call was under way.
+    private(set) var closeWhenIdle = false
+    public var isClosed: Bool { closed }
+
+    /// Closes the state if a `close()` waited for the calls under way, now done.
+    func closeIfIdle() {
+        if closeWhenIdle && limits.pointee.busy == 0 { close() }
     }
 
     private var watched = false
@@ -68,7 +86,8 @@ public final class LuaState {
         set {
             limits.pointee.budget_ns = newValue.map { Int64(clamping: max($0, 1)) } ?? 0
             if newValue != nil && !watched {
-                sf_watchdog_register(limits)
+                // Without a watchdog no budget can be kept: run nothing rather than unbounded.
+                precondition(sf_watchdog_register(limits) != 0, "cannot start the CPU-budget watchdog")
                 trackCoroutines()
                 watched = true
             }
@@ -114,6 +133,25 @@ public final class LuaState {
                             arguments nargs: Int32, results nresults: Int32) throws {
         let status = sf_guarded_pcall(L, limits, nargs, nresults)
         guard status == LUA_OK else { throw owner(of: L).callError(status) }
+    }
+
+    /// Runs `body` inside one protected call made by C (`sf_protected`, the pmain pattern of
+    /// `lua.c`), with the `nargs` values on top of the stack as its arguments (at 1…nargs):
+    /// anything that raises while Swift works on the state is caught there, never unwinding
+    /// through Swift. `body` pushes its results and returns how many; errors it throws are
+    /// raised from C. Within the CPU budget when one is set.
+    public func protected(arguments nargs: Int32 = 0, results nresults: Int32 = 0,
+                          _ body: (LuaState) throws -> Int32) throws {
+        try withoutActuallyEscaping(body) { body in
+            var context = ProtectedBody(state: self, body: body)
+            let status = withUnsafeMutablePointer(to: &context) { p in
+                let budgeted = limits.pointee.budget_ns != 0 && limits.pointee.deadline_ns == 0
+                if budgeted { sf_begin_budget(limits) }
+                defer { if budgeted { sf_end_budget(limits) } }
+                return sf_protected(L, nargs, nresults, runProtectedBody, p)
+            }
+            guard status == LUA_OK else { throw callError(status) }
+        }
     }
 
     /// Ends the running Lua code with "interrupted" (Ctrl-C); safe from a signal handler.
@@ -181,7 +219,19 @@ public final class LuaState {
         }
     }
 
-    public func push(_ value: LuaValue) {
+    /// Room for `n` more values on the stack, or an error: never push without it.
+    public func checkStack(_ n: Int32) throws {
+        guard lua_checkstack(L, n) != 0 else { throw LuaError(kind: .memory, message: "Lua stack overflow") }
+    }
+
+    /// Pushes a value copied from Swift. A `LuaValue` is a tree (no cycles); one nested past
+    /// `maxDepth` is refused, and the stack is checked at each level.
+    public func push(_ value: LuaValue) throws {
+        try push(value, depth: 0)
+    }
+
+    private func push(_ value: LuaValue, depth: Int) throws {
+        try checkStack(3)
         switch value {
         case .nil: lua_pushnil(L)
         case .boolean(let b): lua_pushboolean(L, b ? 1 : 0)
@@ -193,14 +243,20 @@ public final class LuaState {
                 buf.withMemoryRebound(to: CChar.self) { _ = lua_pushlstring(L, $0.baseAddress, $0.count) }
             }
         case .table(let t):
+            guard depth < LuaState.maxDepth else {
+                throw LuaError(message: "table nested more than \(LuaState.maxDepth) levels deep")
+            }
             lua_createtable(L, Int32(clamping: t.array.count), Int32(clamping: t.hash.count))
             for (i, v) in t.array.enumerated() {
-                push(v)
+                try push(v, depth: depth + 1)
                 lua_rawseti(L, -2, lua_Integer(i + 1))
             }
             for (k, v) in t.hash {
-                push(k)
-                push(v)
+                // A nil or NaN key would raise in lua_rawset.
+                if case .nil = k { continue }
+                if case .number(let d) = k, d.isNaN { continue }
+                try push(k, depth: depth + 1)
+                try push(v, depth: depth + 1)
                 lua_rawset(L, -3)
             }
         case .reference(let r): pushReference(r)
@@ -217,13 +273,17 @@ public final class LuaState {
         }
     }
 
-    /// Copies the value at `index` into Swift.
-    public func value(at index: Int32) throws -> LuaValue {
+    /// How deep a table may nest to be copied between Lua and Swift.
+    public static let maxDepth = 100
+
+    /// Copies the value at `index` into Swift; `function` names the caller in errors
+    /// (a cycle, nesting past `maxDepth`). Reads raw: no metamethod runs.
+    public func value(at index: Int32, function: String = "value") throws -> LuaValue {
         var seen = Set<UnsafeRawPointer>()
-        return try value(at: lua_absindex(L, index), seen: &seen, depth: 0)
+        return try value(at: lua_absindex(L, index), seen: &seen, depth: 0, function: function)
     }
 
-    private func value(at index: Int32, seen: inout Set<UnsafeRawPointer>, depth: Int) throws -> LuaValue {
+    private func value(at index: Int32, seen: inout Set<UnsafeRawPointer>, depth: Int, function: String) throws -> LuaValue {
         switch lua_type(L, index) {
         case LUA_TNIL, LUA_TNONE: return .nil
         case LUA_TBOOLEAN: return .boolean(lua_toboolean(L, index) != 0)
@@ -237,16 +297,19 @@ public final class LuaState {
             if let s = String(validating: bytes, as: UTF8.self) { return .string(s) }
             return .bytes(Array(bytes))
         case LUA_TTABLE:
-            guard depth < 200 else { throw LuaError(message: "table nested too deeply to copy") }
+            guard depth < LuaState.maxDepth else {
+                throw LuaError(message: "\(function): table nested more than \(LuaState.maxDepth) levels deep")
+            }
             let id = lua_topointer(L, index)!
-            guard seen.insert(id).inserted else { throw LuaError(message: "table contains a cycle") }
+            guard seen.insert(id).inserted else { throw LuaError(message: "\(function): table contains a cycle") }
             defer { seen.remove(id) }
+            try checkStack(3)
             var table = LuaTable()
             let n = Int(lua_rawlen(L, index))
             table.array.reserveCapacity(n)
             for i in 1...max(n, 1) where n > 0 {
                 lua_rawgeti(L, index, lua_Integer(i))
-                table.array.append(try value(at: top, seen: &seen, depth: depth + 1))
+                table.array.append(try value(at: top, seen: &seen, depth: depth + 1, function: function))
                 pop()
             }
             lua_pushnil(L)
@@ -255,8 +318,8 @@ public final class LuaState {
                     let k = clua_tointeger(L, -2)
                     if k >= 1 && k <= n { pop(); continue }
                 }
-                let key = try value(at: top - 1, seen: &seen, depth: depth + 1)
-                table.hash[key] = try value(at: top, seen: &seen, depth: depth + 1)
+                let key = try value(at: top - 1, seen: &seen, depth: depth + 1, function: function)
+                table.hash[key] = try value(at: top, seen: &seen, depth: depth + 1, function: function)
                 pop()
             }
             return .table(table)
@@ -322,11 +385,26 @@ public final class LuaState {
         try load(code, chunkName: chunkName)
         try call(arguments: 0)
         defer { top = base }
-        return try (base + 1 ..< top + 1).map { try value(at: $0) }
+        return try (base + 1 ..< top + 1).map { try value(at: $0, function: chunkName) }
     }
 
-    public func setGlobal(_ name: String) { lua_setglobal(L, name) }
-    public func getGlobal(_ name: String) { lua_getglobal(L, name) }
+    /// `_G[name] = value on top` (popped), raw: no metamethod of `_G` runs.
+    public func setGlobal(_ name: String) {
+        lua_rawgeti(L, clua_registryindex(), lua_Integer(LUA_RIDX_GLOBALS))
+        push(string: name)
+        lua_rotate(L, -3, -1)
+        lua_rawset(L, -3)
+        pop()
+    }
+
+    /// Pushes `_G[name]`, raw: no metamethod of `_G` runs.
+    public func getGlobal(_ name: String) {
+        lua_rawgeti(L, clua_registryindex(), lua_Integer(LUA_RIDX_GLOBALS))
+        push(string: name)
+        lua_rawget(L, -2)
+        lua_copy(L, -1, -2)
+        pop()
+    }
 
     // MARK: Swift functions and objects
 
@@ -378,6 +456,27 @@ public final class LuaState {
         sf_install(luaDispatch, luaRelease)
         return true
     }()
+}
+
+/// A body for `LuaState.protected`, reached from C through a pointer.
+private struct ProtectedBody {
+    let state: LuaState
+    let body: (LuaState) throws -> Int32
+}
+
+private let runProtectedBody: sf_body_fn = { L, context in
+    let p = context!.assumingMemoryBound(to: ProtectedBody.self)
+    let state = p.pointee.state
+    do {
+        return try p.pointee.body(state)
+    } catch let raise as LuaRaise {
+        raise.push(state)
+    } catch let error as LuaError {
+        state.push(string: error.message)
+    } catch {
+        state.push(string: "\(error)")
+    }
+    return SF_SWIFT_ERROR
 }
 
 /// The box behind a Swift function pushed into Lua.

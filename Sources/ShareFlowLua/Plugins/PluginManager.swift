@@ -18,6 +18,9 @@ public final class PluginManager {
     /// Where `ctx.appendFile` writes: `<dataDirectory>/<plugin>/…`.
     public var dataDirectory: String
     private(set) var loaded: [String: ScriptHost] = [:]
+    /// Unloaded plugins whose state is still in a call (unloaded from an observer of the event
+    /// it is handling): kept until that call returns and the state closes.
+    private var retiring: [ScriptHost] = []
     private var loadOrder: [String] = []
 
     public struct Info {
@@ -90,8 +93,17 @@ public final class PluginManager {
     /// Removes a plugin's observers and policies and closes its state.
     public func unload(_ name: String) {
         removeHooks(name)
-        if let host = loaded.removeValue(forKey: name) { host.lua.close() }
+        retiring.removeAll { $0.lua.isClosed }
+        if let host = loaded.removeValue(forKey: name) {
+            host.lua.close()
+            if !host.lua.isClosed { retiring.append(host) }
+        }
         loadOrder.removeAll { $0 == name }
+    }
+
+    /// Closes every plugin's state (at exit: finalizers run, nothing is left to leak).
+    public func unloadAll() {
+        for name in loadOrder.reversed() { unload(name) }
     }
 
     /// Reloads one plugin, or every loaded plugin, from disk; the engine keeps its state.
@@ -151,6 +163,8 @@ public final class PluginManager {
         engine.policies.removeAll(namePrefix: PluginManager.prefix(name))
     }
 
+    /// Runs the plugin's `init.lua` (under its budget) and copies the table it returns; the
+    /// table itself stays pinned in the registry for `setup` (no global a plugin could touch).
     private func evaluateValue(_ host: ScriptHost, folder: String) throws -> LuaValue {
         let path = (folder as NSString).appendingPathComponent("init.lua")
         guard let data = FileManager.default.contents(atPath: path) else { throw PluginError("cannot read \(path)") }
@@ -159,9 +173,16 @@ public final class PluginManager {
         defer { lua.top = base }
         try lua.load(String(decoding: data, as: UTF8.self), chunkName: "@" + path)
         try lua.guardedCall(arguments: 0, results: 1)
-        lua_pushvalue(lua.L, -1)
-        lua_setglobal(lua.L, "__shareflow_plugin")
-        return try lua.value(at: -1)
+        var value = LuaValue.nil
+        try lua.protected(arguments: 1) { lua in
+            value = try lua.value(at: 1, function: "init.lua's table")
+            if lua_type(lua.L, 1) == LUA_TTABLE {
+                lua_pushvalue(lua.L, 1)
+                host.pluginTable = luaL_ref(lua.L, clua_registryindex())
+            }
+            return 0
+        }
+        return value
     }
 
     private func evaluate(_ host: ScriptHost, name: String, folder: String) throws -> LuaTable {
@@ -211,41 +232,46 @@ public final class PluginManager {
     }
 
     private func runSetup(_ host: ScriptHost, name: String, config values: LuaTable) throws {
-        let lua = host.lua, L = lua.L
+        let lua = host.lua
         let base = lua.top
         defer { lua.top = base }
-        lua_getglobal(L, "__shareflow_plugin")
-        lua_getfield(L, -1, "setup")
-        // ctx: the shareflow API scoped to this plugin, its config and its file API.
-        lua_createtable(L, 0, 4)
-        lua.push(string: name); lua_setfield(L, -2, "name")
-        lua.push(.table(values)); lua_setfield(L, -2, "config")
         let dataFolder = (dataDirectory as NSString).appendingPathComponent(name)
-        lua.push(function: "appendFile") { call in
-            let path = try call.string(1)
-            let text = try call.string(2)
-            guard !path.hasPrefix("/"), !path.split(separator: "/").contains("..") else {
-                throw call.argumentError(1, "path '\(path)' must stay inside the plugin's data folder")
-            }
-            let full = (dataFolder as NSString).appendingPathComponent(path)
-            try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            if !FileManager.default.fileExists(atPath: full) { _ = FileManager.default.createFile(atPath: full, contents: nil) }
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: full))
-            defer { try? handle.close() }
-            try handle.seekToEnd()
-            try handle.write(contentsOf: Data(text.utf8))
-            call.state.push(string: full)
-            return 1
-        }
-        lua_setfield(L, -2, "appendFile")
-        lua.push(string: dataFolder); lua_setfield(L, -2, "dataFolder")
-        lua_createtable(L, 0, 1)
-        lua_getglobal(L, "shareflow")
-        lua_setfield(L, -2, "__index")
-        lua_setmetatable(L, -2)
-        lua.push(.table(values))
         do {
-            try lua.guardedCall(arguments: 2, results: 0)
+            try lua.protected { lua in
+                let L = lua.L
+                lua_rawgeti(L, clua_registryindex(), lua_Integer(host.pluginTable))
+                lua.push(static: "setup")
+                lua_rawget(L, -2)
+                // ctx: the shareflow API scoped to this plugin, its config and its file API.
+                lua_createtable(L, 0, 4)
+                lua.push(string: name); lua_setfield(L, -2, "name")
+                try lua.push(.table(values)); lua_setfield(L, -2, "config")
+                lua.push(function: "appendFile") { call in
+                    let path = try call.string(1)
+                    let text = try call.string(2)
+                    guard !path.hasPrefix("/"), !path.split(separator: "/").contains("..") else {
+                        throw call.argumentError(1, "path '\(path)' must stay inside the plugin's data folder")
+                    }
+                    let full = (dataFolder as NSString).appendingPathComponent(path)
+                    try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                    if !FileManager.default.fileExists(atPath: full) { _ = FileManager.default.createFile(atPath: full, contents: nil) }
+                    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: full))
+                    defer { try? handle.close() }
+                    try handle.seekToEnd()
+                    try handle.write(contentsOf: Data(text.utf8))
+                    call.state.push(string: full)
+                    return 1
+                }
+                lua_setfield(L, -2, "appendFile")
+                lua.push(string: dataFolder); lua_setfield(L, -2, "dataFolder")
+                lua_createtable(L, 0, 1)
+                lua_rawgeti(L, clua_registryindex(), lua_Integer(host.moduleTable))
+                lua_setfield(L, -2, "__index")
+                lua_setmetatable(L, -2)
+                try lua.push(.table(values))
+                try lua.call(arguments: 2, results: 0)
+                return 0
+            }
         } catch let e as LuaError {
             throw PluginError("plugin '\(name)': setup failed: \(e.message)")
         }

@@ -29,14 +29,36 @@ enum Sandbox {
 
     static let prelude = """
         local folder, print_ = ...
-        local open, load_, type_, error_ = io.open, load, type, error
+        local open, load_, type_, error_, rawget_, setmetatable_ = io.open, load, type, error, rawget, setmetatable
+        local maxChunk = 1024 * 1024
         local os_ = os
         os = { time = os_.time, clock = os_.clock, date = os_.date, difftime = os_.difftime }
         io, debug, dofile, loadfile = nil, nil, nil, nil
         print = print_
-        -- Text only: a binary chunk is refused whatever mode the caller asks for.
+        -- Text only: a binary chunk is refused whatever mode the caller asks for. Parsing runs
+        -- in C, out of the budget's reach, so a chunk is at most 1 MiB.
         load = function(chunk, name, mode, env)
+          if type_(chunk) == "string" then
+            if #chunk > maxChunk then return nil, "load: chunk larger than 1 MiB" end
+          elseif type_(chunk) == "function" then
+            local reader, total = chunk, 0
+            chunk = function()
+              local piece = reader()
+              if type_(piece) == "string" then
+                total = total + #piece
+                if total > maxChunk then error_("load: chunk larger than 1 MiB", 0) end
+              end
+              return piece
+            end
+          end
           return load_(chunk, name, "t", env)
+        end
+        -- No finalizers: __gc runs outside any hook, where no budget can stop it.
+        setmetatable = function(t, mt)
+          if type_(mt) == "table" and rawget_(mt, "__gc") ~= nil then
+            error_("bad argument #2 to 'setmetatable' (plugins cannot set __gc finalizers)", 2)
+          end
+          return setmetatable_(t, mt)
         end
         local collect = collectgarbage
         collectgarbage = function(opt, ...)

@@ -1,0 +1,200 @@
+/* CPU budgets (SPEC §8): a call under a budget has a deadline; one watchdog thread for the
+ * process notices calls past theirs and arms a hook that raises the budget error. Within
+ * budget no hook runs, so the VM runs at full speed. Once spent, the budget stays spent until
+ * the call returns to the host: the hook raises again at every instruction and call, so
+ * pcall, xpcall, coroutines and __close handlers cannot swallow it, allocation is refused
+ * (C functions that allocate stop), and the sandbox's own C library functions check it. */
+#include "internal.h"
+
+#include <lauxlib.h>
+#include <time.h>
+#include <unistd.h>
+
+pthread_mutex_t sf_watch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+long long sf_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sf_hook(lua_State *L, lua_Debug *ar) {
+    sf_limits *lim = sf_limits_of(L);
+    if (lim == NULL || !lim->expired) {
+        /* Armed for a call that has returned since: stand down. */
+        lua_sethook(L, NULL, 0, 0);
+        return;
+    }
+    if (ar->event == LUA_HOOKCALL && lua_getinfo(L, "f", ar)) {
+        /* The message handler is a call too; raising there would only turn the budget's
+         * message into "error in error handling". */
+        int handler = lua_tocfunction(L, -1) == sf_traceback;
+        lua_pop(L, 1);
+        if (handler) return;
+    }
+    sf_push_spent_reason(L, lim);
+    lua_error(L);
+}
+
+void sf_arm(lua_State *L) {
+    if (L) lua_sethook(L, sf_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+void sf_limits_expire(sf_limits *limits, int interrupted) {
+    limits->interrupted = interrupted;
+    limits->expired = 1;
+    sf_arm(limits->main);
+    int n = limits->nthreads;
+    for (int i = 0; i < n && i < SF_MAX_THREADS; i++) sf_arm(limits->threads[i]);
+}
+
+void sf_limits_reset(sf_limits *limits) {
+    limits->expired = 0;
+    limits->interrupted = 0;
+    lua_sethook(limits->main, NULL, 0, 0);
+}
+
+void sf_budget_checkpoint(lua_State *L) {
+    sf_limits *lim = sf_limits_of(L);
+    if (lim == NULL) return;
+    if (!lim->expired) {
+        long long deadline = lim->deadline_ns;
+        if (deadline == 0 || sf_now_ns() <= deadline) return;
+        pthread_mutex_lock(&sf_watch_lock);
+        if (lim->deadline_ns != 0) sf_limits_expire(lim, 0);
+        pthread_mutex_unlock(&sf_watch_lock);
+        if (!lim->expired) return;
+    }
+    sf_push_spent_reason(L, lim);
+    lua_error(L);
+}
+
+/* The watchdog: one thread, a list of the states with budgets. */
+#define SF_MAX_WATCHED 1024
+static sf_limits *watched[SF_MAX_WATCHED];
+static int nwatched = 0;
+static int watchdog_started = 0;
+
+static void *watchdog(void *arg) {
+    (void)arg;
+    for (;;) {
+        usleep(2000);
+        long long now = sf_now_ns();
+        pthread_mutex_lock(&sf_watch_lock);
+        for (int i = 0; i < nwatched; i++) {
+            sf_limits *lim = watched[i];
+            long long deadline = lim->deadline_ns;
+            if (deadline != 0 && now > deadline && !lim->expired) sf_limits_expire(lim, 0);
+        }
+        pthread_mutex_unlock(&sf_watch_lock);
+    }
+    return NULL;
+}
+
+int sf_watchdog_register(sf_limits *limits) {
+    int ok = 0;
+    pthread_mutex_lock(&sf_watch_lock);
+    if (!watchdog_started) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, watchdog, NULL) == 0) {
+            pthread_detach(t);
+            watchdog_started = 1;
+        }
+    }
+    if (watchdog_started && nwatched < SF_MAX_WATCHED) {
+        watched[nwatched++] = limits;
+        ok = 1;
+    }
+    pthread_mutex_unlock(&sf_watch_lock);
+    return ok;
+}
+
+void sf_watchdog_unregister(sf_limits *limits) {
+    pthread_mutex_lock(&sf_watch_lock);
+    for (int i = 0; i < nwatched; i++) {
+        if (watched[i] == limits) {
+            watched[i] = watched[--nwatched];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sf_watch_lock);
+}
+
+void sf_begin_budget(sf_limits *limits) {
+    sf_limits_reset(limits);
+    limits->deadline_ns = sf_now_ns() + limits->budget_ns;
+}
+
+void sf_end_budget(sf_limits *limits) {
+    limits->deadline_ns = 0;
+    pthread_mutex_lock(&sf_watch_lock);  /* the watchdog is not between its check and its arm */
+    sf_limits_reset(limits);
+    pthread_mutex_unlock(&sf_watch_lock);
+}
+
+int sf_guarded_pcall(lua_State *L, sf_limits *limits, int nargs, int nresults) {
+    int budgeted = limits->budget_ns != 0 && limits->deadline_ns == 0;
+    if (budgeted) sf_begin_budget(limits);
+    int status = sf_pcall(L, nargs, nresults);
+    if (budgeted) sf_end_budget(limits);
+    return status;
+}
+
+/* Coroutines: hooks are per thread, so the running ones are listed for the watchdog, and a
+ * coroutine resumed (or closed, which runs its __close handlers) after the budget is spent is
+ * armed before it runs. Lua's own C-stack limit keeps nesting far below SF_MAX_THREADS; past
+ * it, resuming is refused rather than left unwatched. */
+static int push_thread(lua_State *L, lua_State *co) {
+    sf_limits *lim = sf_limits_of(L);
+    if (lim == NULL) return 0;
+    pthread_mutex_lock(&sf_watch_lock);
+    int ok = lim->nthreads < SF_MAX_THREADS;
+    if (ok) {
+        lim->threads[lim->nthreads] = co;
+        lim->nthreads++;
+        if (lim->expired) sf_arm(co);
+    }
+    pthread_mutex_unlock(&sf_watch_lock);
+    if (!ok) luaL_error(L, "too many nested coroutines (limit %d)", SF_MAX_THREADS);
+    return 1;
+}
+
+static void pop_thread(lua_State *L) {
+    sf_limits *lim = sf_limits_of(L);
+    pthread_mutex_lock(&sf_watch_lock);
+    lim->nthreads--;
+    pthread_mutex_unlock(&sf_watch_lock);
+}
+
+/* Calls the original function (upvalue 1) with the arguments, with the coroutine at 1 listed. */
+static int tracked(lua_State *L) {
+    lua_State *co = lua_tothread(L, 1);
+    luaL_argexpected(L, co != NULL, 1, "coroutine");
+    int pushed = push_thread(L, co);
+    int nargs = lua_gettop(L);
+    luaL_checkstack(L, 1, NULL);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    int status = lua_pcall(L, nargs, LUA_MULTRET, 0);
+    if (pushed) pop_thread(L);
+    if (status != LUA_OK) return lua_error(L);
+    return lua_gettop(L);
+}
+
+static void track(lua_State *L, const char *name) {
+    lua_getfield(L, -1, name);
+    lua_pushcclosure(L, tracked, 1);
+    lua_setfield(L, -2, name);
+}
+
+static int track_main(lua_State *L) {
+    if (lua_getglobal(L, "coroutine") != LUA_TTABLE) return 0;
+    track(L, "resume");
+    track(L, "close");
+    return 0;
+}
+
+void sf_track_coroutines(lua_State *L) {
+    lua_pushcfunction(L, track_main);
+    if (sf_pcall(L, 0, 0) != LUA_OK) lua_pop(L, 1);
+}

@@ -1,0 +1,32 @@
+#ifndef SHAREFLOW_INTERNAL_H
+#define SHAREFLOW_INTERNAL_H
+
+/* Shared by the C files of the support target; not part of its public header. */
+
+#include "CShareFlowSupport.h"
+#include "budget.h"
+#include <pthread.h>
+
+/* The limits of a state we created, or NULL for a foreign state. */
+static inline sf_limits *sf_limits_of(lua_State *L) {
+    void *ud = NULL;
+    lua_Alloc f = lua_getallocf(L, &ud);
+    return f == sf_alloc ? (sf_limits *)ud : NULL;
+}
+
+/* Held by the watchdog while it arms hooks, and by coroutine bookkeeping while it changes
+ * the list of running coroutines, so the watchdog never arms a thread that has gone. */
+extern pthread_mutex_t sf_watch_lock;
+
+/* Arms the hook that raises the spent budget (or the interrupt) on `L`. */
+void sf_arm(lua_State *L);
+
+/* Pushes the message of a spent budget (or "interrupted") without allocating: the strings
+ * are made in advance and kept in the registry, because a spent budget refuses growth. */
+void sf_push_spent_reason(lua_State *L, sf_limits *lim);
+
+/* Charges what Swift allocated while it ran (always allowed, since a refusal would raise
+ * through Swift frames): collects, and raises "not enough memory" if still over the cap. */
+void sf_charge_host_growth(lua_State *L, sf_limits *lim);
+
+#endif

@@ -1,0 +1,294 @@
+/* The boundary between Lua and Swift. Lua reports errors with longjmp, which must never
+ * cross Swift frames, so:
+ *   - Swift functions are called from Lua through sf_trampoline: Swift catches its own errors,
+ *     pushes the error value and returns SF_SWIFT_ERROR; only then, back in C, is it raised.
+ *   - Swift reaches into a state only inside sf_protected or sf_call_hook (the pmain pattern
+ *     of lua.c): C runs the Swift part inside lua_pcall, and raises on its behalf.
+ *   - While Swift runs, the allocator never refuses growth (host_depth > 0), and Swift uses
+ *     only functions that cannot raise otherwise (raw access, pushes after lua_checkstack). */
+#include "internal.h"
+
+#include <lauxlib.h>
+#include <stdio.h>
+#include <string.h>
+
+static sf_swift_dispatch_fn sf_dispatch = NULL;
+static sf_swift_release_fn sf_release = NULL;
+
+#define SF_BOX_META "shareflow.box"
+#define SF_OBJECT_KEY "__shareflow_object"
+
+void sf_install(sf_swift_dispatch_fn dispatch, sf_swift_release_fn release) {
+    sf_dispatch = dispatch;
+    sf_release = release;
+}
+
+static int sf_trampoline(lua_State *L) {
+    void **slot = (void **)lua_touserdata(L, lua_upvalueindex(1));
+    sf_limits *lim = sf_limits_of(L);
+    /* What Swift may push without checking (it checks for more). */
+    luaL_checkstack(L, LUA_MINSTACK, "calling a ShareFlow function");
+    if (lim) lim->host_depth++;
+    int n = sf_dispatch(L, *slot);
+    if (lim) lim->host_depth--;
+    if (n == SF_SWIFT_ERROR) return lua_error(L);
+    if (lim && lim->limit && lim->host_depth == 0 && lim->used > lim->limit) {
+        lua_settop(L, 0);
+        sf_charge_host_growth(L, lim);
+    }
+    return n;
+}
+
+static int sf_box_gc(lua_State *L) {
+    void **slot = (void **)lua_touserdata(L, 1);
+    if (slot && *slot) {
+        sf_release(*slot);
+        *slot = NULL;
+    }
+    return 0;
+}
+
+void sf_push_swift_function(lua_State *L, void *box) {
+    void **slot = (void **)lua_newuserdatauv(L, sizeof(void *), 0);
+    *slot = box;
+    if (luaL_newmetatable(L, SF_BOX_META)) {
+        lua_pushcfunction(L, sf_box_gc);
+        lua_setfield(L, -2, "__gc");
+        lua_pushboolean(L, 0);
+        lua_setfield(L, -2, "__metatable");
+    }
+    lua_setmetatable(L, -2);
+    lua_pushcclosure(L, sf_trampoline, 1);
+}
+
+void sf_push_object(lua_State *L, void *object, const char *tname) {
+    void **slot = (void **)lua_newuserdatauv(L, sizeof(void *), 0);
+    *slot = object;
+    luaL_setmetatable(L, tname);
+}
+
+int sf_push_cached_object(lua_State *L, int cache, void *address) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, cache);
+    if (lua_rawgetp(L, -1, address) == LUA_TUSERDATA) {
+        lua_replace(L, -2);  /* a copy and a pop: cheaper than lua_remove's rotation */
+        return 1;
+    }
+    lua_pop(L, 2);
+    return 0;
+}
+
+void *sf_to_object(lua_State *L, int idx) {
+    void **slot = (void **)lua_touserdata(L, idx);
+    if (slot == NULL || !lua_getmetatable(L, idx)) return NULL;
+    lua_pushliteral(L, SF_OBJECT_KEY);
+    int ours = lua_rawget(L, -2) == LUA_TBOOLEAN;
+    lua_pop(L, 2);
+    return ours ? *slot : NULL;
+}
+
+void sf_set_gc(lua_State *L) {
+    lua_pushcfunction(L, sf_box_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, SF_OBJECT_KEY);
+}
+
+int sf_traceback(lua_State *L) {
+    sf_limits *lim = sf_limits_of(L);
+    /* A spent budget's message needs no traceback (and growth is refused now). */
+    if (lim && lim->expired) return 1;
+    if (lim) lim->host_depth++;  /* a traceback near the memory cap still gets made */
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        if (luaL_getmetafield(L, 1, "__name") == LUA_TSTRING)
+            msg = lua_pushfstring(L, "(error object is a %s value)", lua_tostring(L, -1));
+        else
+            msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    if (lim) lim->host_depth--;
+    return 1;
+}
+
+int sf_pcall(lua_State *L, int nargs, int nresults) {
+    sf_limits *lim = sf_limits_of(L);
+    int depth = 0;
+    /* Lua code called from Swift is limited again, even inside a trampoline. */
+    if (lim) { depth = lim->host_depth; lim->host_depth = 0; lim->busy++; }
+    int base = lua_gettop(L) - nargs;
+    lua_pushcfunction(L, sf_traceback);
+    lua_insert(L, base);
+    int status = lua_pcall(L, nargs, nresults, base);
+    lua_remove(L, base);
+    if (lim) {
+        lim->host_depth = depth;
+        lim->busy--;
+        if (status != LUA_OK && lim->expired) {
+            /* Whatever the spent budget turned into on its way out (a refused allocation, an
+             * error in a handler), the call ended because of it. */
+            lua_pop(L, 1);
+            sf_push_spent_reason(L, lim);
+            status = LUA_ERRRUN;
+        }
+    }
+    return status;
+}
+
+/* sf_protected: Swift code run inside lua_pcall. */
+struct protected_args {
+    sf_body_fn body;
+    void *ctx;
+};
+
+static int protected_main(lua_State *L) {
+    struct protected_args *a = (struct protected_args *)lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    luaL_checkstack(L, LUA_MINSTACK, "entering the host");
+    sf_limits *lim = sf_limits_of(L);
+    if (lim) lim->host_depth++;
+    int n = a->body(L, a->ctx);
+    if (lim) lim->host_depth--;
+    if (n == SF_SWIFT_ERROR) return lua_error(L);
+    if (lim && lim->host_depth == 0) sf_charge_host_growth(L, lim);
+    return n;
+}
+
+int sf_protected(lua_State *L, int nargs, int nresults, sf_body_fn body, void *ctx) {
+    struct protected_args a = { body, ctx };
+    if (!lua_checkstack(L, 3)) return LUA_ERRMEM;
+    lua_pushcfunction(L, protected_main);
+    lua_insert(L, lua_gettop(L) - nargs);
+    lua_pushlightuserdata(L, &a);
+    return sf_pcall(L, nargs + 1, nresults);
+}
+
+/* Verdicts (SPEC §6): only nothing, true and sf.allow() allow. */
+static const char SF_ALLOW_KEY = 0;
+static const char SF_DENY_META_KEY = 0;
+
+int sf_verdict_allow(lua_State *L) {
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_ALLOW_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 1);
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "allow");
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &SF_ALLOW_KEY);
+    }
+    return 1;
+}
+
+int sf_verdict_deny(lua_State *L) {
+    size_t len = 0;
+    const char *reason = luaL_optlstring(L, 1, "denied", &len);
+    lua_createtable(L, 0, 2);
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "allow");
+    lua_pushlstring(L, reason, len);
+    lua_setfield(L, -2, "reason");
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_DENY_META_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 2);
+        lua_pushliteral(L, "Verdict");
+        lua_setfield(L, -2, "__name");
+        lua_pushliteral(L, "Verdict");
+        lua_setfield(L, -2, "__metatable");  /* getmetatable cannot hand it out to forge one */
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &SF_DENY_META_KEY);
+    }
+    lua_setmetatable(L, -2);
+    return 1;
+}
+
+/* A short rendering of what a policy returned, for the denial's reason. */
+static void push_returned(lua_State *L, int idx) {
+    switch (lua_type(L, idx)) {
+    case LUA_TSTRING: {
+        char shown[44];
+        size_t len;
+        const char *s = lua_tolstring(L, idx, &len);
+        snprintf(shown, sizeof shown, "%.40s%s", s, len > 40 ? "..." : "");
+        lua_pushfstring(L, "the string \"%s\"", shown);
+        break;
+    }
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx)) lua_pushfstring(L, "the number %I", (LUAI_UACINT)lua_tointeger(L, idx));
+        else lua_pushfstring(L, "the number %f", (LUAI_UACNUMBER)lua_tonumber(L, idx));
+        break;
+    case LUA_TBOOLEAN:
+        lua_pushstring(L, lua_toboolean(L, idx) ? "true" : "false");
+        break;
+    default:
+        lua_pushfstring(L, "a %s", luaL_typename(L, idx));
+    }
+}
+
+/* Reads the two results at -2, -1 raw (no metamethod runs) and leaves
+ * allow (boolean), reason (string or nil) in their place. */
+static void read_verdict(lua_State *L) {
+    int first = lua_gettop(L) - 1;
+    int allow = 0;
+    switch (lua_type(L, first)) {
+    case LUA_TNIL:
+        allow = 1;
+        lua_pushnil(L);
+        break;
+    case LUA_TBOOLEAN:
+        if (lua_toboolean(L, first)) { allow = 1; lua_pushnil(L); }
+        else if (lua_type(L, first + 1) == LUA_TSTRING) lua_pushvalue(L, first + 1);
+        else lua_pushliteral(L, "denied");
+        break;
+    case LUA_TTABLE:
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_ALLOW_KEY);
+        allow = lua_rawequal(L, first, -1);
+        lua_pop(L, 1);
+        if (allow) { lua_pushnil(L); break; }
+        if (lua_getmetatable(L, first)) {
+            lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_DENY_META_KEY);
+            int deny = lua_rawequal(L, -1, -2);
+            lua_pop(L, 2);
+            if (deny) {
+                lua_pushliteral(L, "reason");
+                if (lua_rawget(L, first) != LUA_TSTRING) { lua_pop(L, 1); lua_pushliteral(L, "denied"); }
+                break;
+            }
+        }
+        lua_pushliteral(L, "policy returned a table that is not sf.allow() or sf.deny(reason)");
+        break;
+    default:
+        push_returned(L, first);
+        lua_pushfstring(L, "policy returned %s (expected nothing, true, sf.allow() or sf.deny(reason))", lua_tostring(L, -1));
+        lua_remove(L, -2);
+    }
+    lua_pushboolean(L, allow);
+    lua_replace(L, first);
+    lua_replace(L, first + 1);
+}
+
+static int hook_main(lua_State *L) {
+    sf_hook_call *h = (sf_hook_call *)lua_touserdata(L, 1);
+    lua_settop(L, 0);
+    luaL_checkstack(L, LUA_MINSTACK, "calling a hook");
+    if (lua_rawgeti(L, LUA_REGISTRYINDEX, h->function) != LUA_TFUNCTION)
+        return luaL_error(L, "the hook's function is gone");
+    sf_limits *lim = sf_limits_of(L);
+    if (lim) lim->host_depth++;
+    int ok = h->build(L, h->ctx);
+    if (lim) lim->host_depth--;
+    if (!ok) return lua_error(L);
+    if (lim && lim->host_depth == 0) sf_charge_host_growth(L, lim);
+    if (!h->policy) {
+        lua_call(L, 1, 0);
+        return 0;
+    }
+    lua_call(L, 1, 2);
+    read_verdict(L);
+    return 2;
+}
+
+int sf_call_hook(lua_State *L, sf_limits *limits, sf_hook_call *h) {
+    if (!lua_checkstack(L, 4)) return LUA_ERRMEM;
+    lua_pushcfunction(L, hook_main);
+    lua_pushlightuserdata(L, h);
+    return sf_guarded_pcall(L, limits, 1, h->policy ? 2 : 0);
+}
