@@ -181,16 +181,37 @@ static int tracked(lua_State *L) {
     return lua_gettop(L);
 }
 
-static void track(lua_State *L, const char *name) {
+/* coroutine.close, tracked. A coroutine that died of an error raised by the budget's hook
+ * keeps Lua's "no hooks inside a hook" flag set, so its pending __close handlers would run
+ * with no hook at all: they are not run; close reports the error, as it would after them. */
+static int tracked_close(lua_State *L) {
+    lua_State *co = lua_tothread(L, 1);
+    luaL_argexpected(L, co != NULL, 1, "coroutine");
+    int status = lua_status(co);
+    if (status != LUA_OK && status != LUA_YIELD) {
+        lua_pushboolean(L, 0);
+        if (lua_gettop(co) > 0) {
+            luaL_checkstack(L, 1, NULL);
+            lua_pushvalue(co, -1);
+            lua_xmove(co, L, 1);
+        } else {
+            lua_pushnil(L);
+        }
+        return 2;
+    }
+    return tracked(L);
+}
+
+static void track(lua_State *L, const char *name, lua_CFunction f) {
     lua_getfield(L, -1, name);
-    lua_pushcclosure(L, tracked, 1);
+    lua_pushcclosure(L, f, 1);
     lua_setfield(L, -2, name);
 }
 
 static int track_main(lua_State *L) {
     if (lua_getglobal(L, "coroutine") != LUA_TTABLE) return 0;
-    track(L, "resume");
-    track(L, "close");
+    track(L, "resume", tracked);
+    track(L, "close", tracked_close);
     return 0;
 }
 

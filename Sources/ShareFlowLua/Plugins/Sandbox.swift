@@ -53,6 +53,16 @@ enum Sandbox {
           end
           return load_(chunk, name, "t", env)
         end
+        -- xpcall's handler would run where the error is raised; a budget's error is raised from
+        -- a hook, where Lua runs no hooks, so a looping handler could never be stopped. Here the
+        -- handler runs after the failed call has unwound (plugins have no debug library to
+        -- look at the stack anyway), under the budget like any other code.
+        local pcall_, pack, unpack = pcall, table.pack, table.unpack
+        xpcall = function(f, handler, ...)
+          local r = pack(pcall_(f, ...))
+          if r[1] then return unpack(r, 1, r.n) end
+          return false, select(2, pcall_(handler, r[2]))
+        end
         -- No finalizers: __gc runs outside any hook, where no budget can stop it.
         setmetatable = function(t, mt)
           if type_(mt) == "table" and rawget_(mt, "__gc") ~= nil then
