@@ -48,6 +48,8 @@ public final class ScriptHost {
         self.labelPrefix = labelPrefix
         lua = try LuaState(memoryLimit: memoryLimit)
         bindings = Bindings(host: self)
+        // A plugin sees the engine's objects read-only (SPEC §8); trusted scripts change them.
+        lua.guardsWrites = sandboxFolder != nil && !labelPrefix.isEmpty
         if let folder = sandboxFolder {
             // A plugin's print goes to the log; a sandboxed script keeps standard output.
             let log: ((String) -> Void)? = labelPrefix.isEmpty ? nil : { [logger = engine.logger, name = String(labelPrefix.dropLast())] text in

@@ -52,10 +52,10 @@ final class Bindings {
     let sessionClass = LuaClass<Session>("Session")
     let containerClass = LuaClass<Container>("Container")
     let databaseClass = LuaClass<CloudDatabase>("Database")
-    let recordClass = LuaClass<Record>("Record")
-    let shareClass = LuaClass<Share>("Share")
-    let fieldsClass = LuaClass<RecordFields>("RecordFields")
-    let participantClass = LuaClass<Participant>("Participant")
+    let recordClass = LuaClass<Record>("Record", callerOwned: true)
+    let shareClass = LuaClass<Share>("Share", callerOwned: true)
+    let fieldsClass = LuaClass<RecordFields>("RecordFields", callerOwned: true)
+    let participantClass = LuaClass<Participant>("Participant", callerOwned: true)
     let metadataClass = LuaClass<ShareMetadata>("ShareMetadata")
     var operationClasses: [String: LuaClass<LuaOperation>] = [:]
     /// Registry refs of the value tables' metatables (LookupInfo, RecordID, …).
@@ -290,7 +290,8 @@ final class Bindings {
             .method("fetchShareParticipants") { [unowned self] call, c in
                 let requests = try lookupRequests(call, 2)
                 let (results, error) = c.fetchShareParticipantResults(requests)
-                pushList(results.compactMap { try? $0.1.get() }) { push(participant: $0) }
+                // Fresh participants, the caller's own: a plugin may set their permission.
+                pushList(results.compactMap { try? $0.1.get() }) { push(participant: $0); lua.markWritable(at: -1) }
                 push(error)
                 return 2
             }

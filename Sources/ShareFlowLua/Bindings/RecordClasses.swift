@@ -12,7 +12,12 @@ extension Bindings {
             .property("recordType") { lua, r in lua.push(string: r.recordType) }
             .property("recordChangeTag") { lua, r in try lua.push(r.recordChangeTag.map { .string($0) } ?? .nil) }
             .property("modificationDate") { lua, r in try lua.push(r.modificationDate.map { .number($0.timeIntervalSince1970) } ?? .nil) }
-            .property("fields", get: { [unowned self] _, r in fieldsClass.push(RecordFields(record: r), in: lua) },
+            .property("fields", get: { [unowned self] _, r in
+                          // The view may change the record only where the record may be changed.
+                          let writable = lua.isWritable(at: 1)
+                          fieldsClass.push(RecordFields(record: r), in: lua)
+                          if writable { lua.markWritable(at: -1) }
+                      },
                       set: { [unowned self] call, r, i in
                           try call.table(i)
                           r.fields = try fieldTable(call, i)
@@ -27,7 +32,7 @@ extension Bindings {
                 if let v = r.fields[key] { push(v) } else { lua_pushnil(call.L) }
                 return 1
             }
-            .method("set") { [unowned self] call, r in
+            .method("set", mutating: true) { [unowned self] call, r in
                 let key = try call.string(2)
                 r.fields[key] = try fieldValue(call, 3, key: key, position: 3)
                 return 0
@@ -62,6 +67,9 @@ extension Bindings {
             }
             .metamethod("__newindex") { [unowned self] call in
                 let view = try call.object(1, RecordFields.self, typeName: "RecordFields")
+                guard call.state.isWritable(at: 1) else {
+                    throw LuaRaise.message(call.position + "Record is read-only in a plugin: it belongs to the caller")
+                }
                 let key = try call.string(2)
                 view.record.fields[key] = try fieldValue(call, 3, key: key, position: 3)
                 return 0
@@ -107,12 +115,12 @@ extension Bindings {
             .property("currentUserParticipant") { [unowned self] _, s in push(participant: s.currentUserParticipant) }
             .property("rootRecordID") { [unowned self] _, s in push(s.rootRecordID) }
             .property("isZoneShare") { lua, s in try lua.push(.boolean(s.isZoneShare)) }
-            .method("addParticipant") { [unowned self] call, s in
+            .method("addParticipant", mutating: true) { [unowned self] call, s in
                 let p = try call.object(2, Participant.self, typeName: participantClass.typeName)
                 s.addParticipant(p)
                 return 0
             }
-            .method("removeParticipant") { [unowned self] call, s in
+            .method("removeParticipant", mutating: true) { [unowned self] call, s in
                 let p = try call.object(2, Participant.self, typeName: participantClass.typeName)
                 s.removeParticipant(p)
                 return 0

@@ -196,6 +196,7 @@ enum ShareFlowModule {
             if call.field(1, "parent") != LUA_TNIL { record.parent = try b.recordID(call, -1, position: 1) }
             call.state.pop()
             b.push(record: record)
+            call.state.markWritable(at: -1)
             return 1
         }
         lua_setfield(L, -2, "Record")
@@ -220,6 +221,7 @@ enum ShareFlowModule {
             }
             call.state.pop()
             b.push(record: share)
+            call.state.markWritable(at: -1)
             return 1
         }
         lua_setfield(L, -2, "Share")

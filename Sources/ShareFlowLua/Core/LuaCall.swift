@@ -17,6 +17,13 @@ public struct LuaCall {
         self.count = lua_gettop(L)
     }
 
+    /// `file:line: ` of the Lua code that made this call, as `luaL_where(L, 1)` gives.
+    public var position: String {
+        luaL_where(L, 1)
+        defer { state.pop() }
+        return state.string(at: -1) ?? ""
+    }
+
     public func typeName(_ i: Int32) -> String {
         String(cString: lua_typename(L, lua_type(L, i)))
     }

@@ -23,16 +23,28 @@ public final class LuaClass<Object: AnyObject> {
 
     public let typeName: String
     private var methods: [(String, Method)] = []
+    /// Methods that change the object (guarded like setters in a plugin's state).
+    private var mutating: Set<String> = []
     private var getters: [String: Getter] = [:]
     private var setters: [String: Setter] = [:]
     private var describer: ((Object) -> String)?
     private var extraMeta: [(String, (LuaCall) throws -> Int32)] = []
 
-    public init(_ typeName: String) { self.typeName = typeName }
+    /// Objects of this class can belong to a caller (records, shares, participants): in a state
+    /// that `guardsWrites`, setters and mutating methods work only on objects it made.
+    public let callerOwned: Bool
 
+    public init(_ typeName: String, callerOwned: Bool = false) {
+        self.typeName = typeName
+        self.callerOwned = callerOwned
+    }
+
+    /// - Parameter mutating: the method changes the object, so a plugin may call it only on
+    ///   objects it made itself (`LuaState.guardsWrites`).
     @discardableResult
-    public func method(_ name: String, _ body: @escaping Method) -> Self {
+    public func method(_ name: String, mutating: Bool = false, _ body: @escaping Method) -> Self {
         methods.append((name, body))
+        if mutating { self.mutating.insert(name) }
         return self
     }
 
@@ -74,11 +86,16 @@ public final class LuaClass<Object: AnyObject> {
 
         // Methods live in a plain table, looked up raw by __index before the getters.
         lua_createtable(L, 0, Int32(methods.count))
+        let guarded = lua.guardsWrites && callerOwned
         for (name, body) in methods {
             let typeName = self.typeName
+            let checksWrites = guarded && mutating.contains(name)
             lua.push(function: name) { call in
                 guard let object = call.state.object(at: 1, typeName: typeName, as: Object.self) else {
                     throw call.argumentError(1, "\(typeName) expected, got \(call.typeName(1)); call it with ':'")
+                }
+                if checksWrites && !call.state.isWritable(at: 1) {
+                    throw call.argumentError(1, "\(typeName) is read-only in a plugin: it belongs to the caller")
                 }
                 return try body(call, object)
             }
@@ -122,7 +139,10 @@ public final class LuaClass<Object: AnyObject> {
             }
             guard let set = setters[key] else {
                 let reason = getters[key] == nil ? "has no field" : "field is read-only:"
-                throw LuaRaise.message("\(typeName) \(reason) '\(key)'")
+                throw LuaRaise.message(call.position + "\(typeName) \(reason) '\(key)'")
+            }
+            if guarded && !call.state.isWritable(at: 1) {
+                throw LuaRaise.message(call.position + "\(typeName) is read-only in a plugin: it belongs to the caller (field '\(key)')")
             }
             try set(call, object, 3)
             return 0

@@ -20,6 +20,42 @@ public final class LuaState {
     /// Registry refs of objects pushed as userdata, so the same Swift object is the same
     /// Lua value (weak-valued cache keyed by the object's address).
     @exclusivity(unchecked) private var objectCacheRef: Int32 = 0
+    /// Whether engine objects are read-only here unless this state made them (a plugin's
+    /// state, SPEC §8): set before classes are registered.
+    public var guardsWrites = false
+    /// Weak-keyed set of the userdata this state may change (objects it constructed).
+    private var writableRef: Int32 = LUA_NOREF
+
+    /// Marks the object at `index` as one this state may change (it made it).
+    public func markWritable(at index: Int32) {
+        guard guardsWrites else { return }
+        let abs = lua_absindex(L, index)
+        if writableRef == LUA_NOREF {
+            lua_createtable(L, 0, 0)
+            lua_createtable(L, 0, 1)
+            push(static: "k")
+            lua_setfield(L, -2, "__mode")
+            lua_setmetatable(L, -2)
+            writableRef = luaL_ref(L, clua_registryindex())
+        }
+        lua_rawgeti(L, clua_registryindex(), lua_Integer(writableRef))
+        lua_pushvalue(L, abs)
+        lua_pushboolean(L, 1)
+        lua_rawset(L, -3)
+        pop()
+    }
+
+    /// Whether this state may change the object at `index` (always, unless `guardsWrites`).
+    public func isWritable(at index: Int32) -> Bool {
+        guard guardsWrites else { return true }
+        guard writableRef != LUA_NOREF else { return false }
+        let abs = lua_absindex(L, index)
+        lua_rawgeti(L, clua_registryindex(), lua_Integer(writableRef))
+        lua_pushvalue(L, abs)
+        defer { pop(2) }
+        return lua_rawget(L, -2) == LUA_TBOOLEAN
+    }
+
     /// Per-state data that bindings hang on the state (class metatables and so on).
     public var extensions: [ObjectIdentifier: AnyObject] = [:]
 
