@@ -63,9 +63,12 @@ public struct LuaTestRunner {
             do {
                 let (host, _) = try loadTests(file: file)
                 let L = host.lua.L
-                lua_getglobal(L, "__shareflow_tests")
-                lua_rawgeti(L, -1, lua_Integer(index + 1))
-                lua_getfield(L, -1, "fn")
+                host.lua.getGlobal("__shareflow_tests")
+                guard lua_type(L, -1) == LUA_TTABLE, lua_rawgeti(L, -1, lua_Integer(index + 1)) == LUA_TTABLE else {
+                    throw LuaError(message: "the test list was changed by the tests")
+                }
+                host.lua.push(static: "fn")
+                lua_rawget(L, -2)
                 lua_copy(L, -1, -3)
                 host.lua.pop(2)
                 try host.lua.call(arguments: 0, results: 0)

@@ -231,3 +231,45 @@ final class PluginTests: XCTestCase {
         XCTAssertTrue(manager.check("failing")[0].contains("setup exploded"))
     }
 }
+
+/// Unloading or reloading a plugin from an observer of the very event the plugin is handling
+/// (or is about to handle) must not touch its closed state (SPEC §8).
+extension PluginTests {
+    func testUnloadAndReloadFromAnObserverOfTheEventUnderWay() throws {
+        try plugin("victim", setup: """
+            local seen = 0
+            ctx.on("participant.fetched", function() seen = seen + 1 end, { priority = -10 })
+            ctx.on("share.saved", function()
+              -- a nested operation: its events reach the script's observer, which unloads us
+              ctx.as("owner@example.com"):container("iCloud.p"):fetchShareParticipants{ "bob@example.com" }
+              seen = seen + 1
+            end)
+            """)
+        let (host, manager) = try world()
+        try manager.load("victim")
+        let r = try host.run("""
+            local sf = require("shareflow")
+            local mode, calls = "unload", 0
+            sf.on("participant.fetched", function()
+              calls = calls + 1
+              if mode == "unload" then sf.plugins.unload("victim") else sf.plugins.reload("victim") end
+            end, { priority = 10 })
+            local c = sf.as("owner@example.com"):container("iCloud.p")
+            -- the plugin's own observer comes later in the same delivery
+            c:fetchShareParticipants{ "bob@example.com" }
+            local loadedAfterUnload = #sf.plugins.loaded()
+            sf.plugins.load("victim")
+            mode = "reload"
+            c:fetchShareParticipants{ "bob@example.com" }
+            -- the plugin's observer is mid-call (share.saved) when it is unloaded under it
+            mode = "unload"
+            local zone = c.privateCloudDatabase:saveZone("Z")
+            local r = sf.Record{ recordType = "Doc", recordName = "d", zone = zone }
+            local _, err = c.privateCloudDatabase:modifyRecords{ save = { r, sf.Share{ rootRecord = r } } }
+            return loadedAfterUnload, calls, err == nil, #sf.plugins.loaded()
+            """)
+        XCTAssertEqual(r, [.integer(0), .integer(3), .boolean(true), .integer(0)])
+        // The host goes on serving.
+        XCTAssertEqual(try host.run("return #require('shareflow').as('owner@example.com'):container('iCloud.p'):fetchShareParticipants{ 'bob@example.com' }"), [.integer(1)])
+    }
+}

@@ -143,9 +143,9 @@ public struct Benchmarks {
         let participantRef = luaL_ref(L, clua_registryindex())
         host.bindings.push(record: share)
         let shareRef = luaL_ref(L, clua_registryindex())
-        lua_getglobal(L, "bench_observer")
+        host.lua.getGlobal("bench_observer")
         let observerRef = luaL_ref(L, clua_registryindex())
-        lua_getglobal(L, "bench_policy")
+        host.lua.getGlobal("bench_policy")
         let policyRef = luaL_ref(L, clua_registryindex())
 
         let n = sizes.hookCalls

@@ -24,7 +24,8 @@ public final class Console {
         try host.run(Console.prelude, chunkName: "=[console]")
         host.lua.push(function: "__console_members") { [unowned host] call in
             guard lua_getmetatable(call.L, 1) != 0 else { return 0 }
-            lua_getfield(call.L, -1, "__name")
+            call.state.push(static: "__name")
+            lua_rawget(call.L, -2)
             let name = call.state.string(at: -1) ?? ""
             call.state.pop(2)
             let members = host.apiSurface[name] ?? []
@@ -67,7 +68,7 @@ public final class Console {
             try lua.call(arguments: 0)
             let count = lua.top - base
             guard count > 0 else { return .done(output: []) }
-            lua_getglobal(lua.L, "__console_show_all")
+            lua.getGlobal("__console_show_all")
             clua_insert(lua.L, base + 1)
             try lua.call(arguments: count, results: 1)
             return .done(output: [lua.string(at: -1) ?? ""])
@@ -83,7 +84,7 @@ public final class Console {
         let lua = host.lua
         let base = lua.top
         defer { lua.top = base }
-        lua_getglobal(lua.L, "__console_complete")
+        lua.getGlobal("__console_complete")
         lua.push(string: before)
         guard (try? lua.call(arguments: 1, results: 2)) != nil,
               case .integer(let start) = (try? lua.value(at: -2)) ?? .nil,
