@@ -63,6 +63,8 @@ final class RequestTable {
             return 3
         }
         lua_setfield(L, -2, "__pairs")
+        b.lua.push(static: "PolicyRequest")
+        lua_setfield(L, -2, "__metatable")
         metatable = luaL_ref(L, clua_registryindex())
     }
 

@@ -257,6 +257,10 @@ extension Bindings {
             luaL_newmetatable(L, "shareflow." + name)
             lua.push(string: name)
             lua_setfield(L, -2, "__name")
+            // getmetatable gives the name: a metatable the host sets on new tables must not
+            // gain a __gc (a finalizer no hook stops) or anything else from Lua.
+            lua.push(string: name)
+            lua_setfield(L, -2, "__metatable")
             lua.push(function: "__tostring") { [unowned self] call in
                 call.state.push(string: self.describeValueTable(call, name: name))
                 return 1

@@ -6,8 +6,10 @@ extension Console {
         local keywords = { "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if", "in",
           "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while" }
 
+        -- ShareFlow's metatables are protected: getmetatable gives their type's name.
         local function typename(v)
           local mt = getmetatable(v)
+          if type(mt) == "string" then return mt end
           return type(mt) == "table" and rawget(mt, "__name") or nil
         end
 
@@ -45,7 +47,7 @@ extension Console {
             return tostring(v)
           end
           local mt = getmetatable(v)
-          if type(mt) == "table" and rawget(mt, "__tostring") then return tostring(v) end
+          if type(mt) == "string" or (type(mt) == "table" and rawget(mt, "__tostring")) then return tostring(v) end
           if seen[v] then return "<cycle>" end
           if depth >= MAX_DEPTH then return "{…}" end
           seen[v] = true

@@ -83,6 +83,10 @@ public final class LuaClass<Object: AnyObject> {
         sf_set_gc(L)
         lua.push(string: typeName)
         lua_setfield(L, -2, "__name")
+        // Out of Lua's reach: getmetatable gives the name. A script that could edit the real
+        // metatable could swap its C __gc for a Lua loop that no hook stops.
+        lua.push(string: typeName)
+        lua_setfield(L, -2, "__metatable")
 
         // Methods live in a plain table, looked up raw by __index before the getters.
         lua_createtable(L, 0, Int32(methods.count))

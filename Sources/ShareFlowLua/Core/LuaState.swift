@@ -136,11 +136,15 @@ public final class LuaState {
     }
 
     private var coroutinesTracked = false
-    /// Routes `coroutine.resume` through C that records the running coroutine, so an expired
-    /// budget stops a loop inside a coroutine too. Call before anything captures `resume`.
+    /// Routes `coroutine.resume` and `close` through C that records the running coroutine, so
+    /// a spent budget stops a loop inside a coroutine too, and puts in the budget-checking
+    /// string and table functions. Call before anything captures them.
     public func trackCoroutines() {
         guard !coroutinesTracked else { return }
         sf_track_coroutines(L)
+        // The pattern functions and table.sort/insert/remove/move as C that checks the budget
+        // as it goes: Lua's own run in C for as long as their input makes them.
+        sf_open_bounded_libs(L)
         coroutinesTracked = true
         // coroutine.wrap resumes in C without coroutine.resume: rebuild it on the tracked one.
         _ = try? run("""

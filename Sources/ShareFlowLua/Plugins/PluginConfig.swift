@@ -20,6 +20,8 @@ public struct PluginConfig {
     public var order: [String] { plugins.keys.sorted() }
     public var cpuMillis: Double = 50
     public var memoryMiB: Double = 64
+    /// Disk each plugin's data folder may hold (`ctx.appendFile`).
+    public var diskMiB: Double = 64
 
     public init() {}
 
@@ -51,14 +53,19 @@ public struct PluginConfig {
         }
         if let limits = root["limits"] {
             guard case .table(let t) = limits else { throw PluginError("config file \(path): 'limits' must be a table") }
+            // Bounds a deployment can want; outside them a typo, not a setting.
+            let ranges: [String: ClosedRange<Double>] = ["cpuMillis": 1...60_000, "memoryMiB": 1...16_384, "diskMiB": 0...1_048_576]
             for (key, value) in t.hash {
-                switch (key, value) {
-                case (.string("cpuMillis"), .integer(let n)) where n > 0: cpuMillis = Double(n)
-                case (.string("cpuMillis"), .number(let n)) where n > 0: cpuMillis = n
-                case (.string("memoryMiB"), .integer(let n)) where n > 0: memoryMiB = Double(n)
-                case (.string("memoryMiB"), .number(let n)) where n > 0: memoryMiB = n
-                default:
-                    throw PluginError("config file \(path): limits.\(key) must be a positive number (cpuMillis, memoryMiB), got \(value)")
+                guard case .string(let name) = key, let range = ranges[name] else {
+                    throw PluginError("config file \(path): unknown key limits.\(key) (expected cpuMillis, memoryMiB, diskMiB)")
+                }
+                guard let n = ConfigField.number(value), n.isFinite, range.contains(n) else {
+                    throw PluginError("config file \(path): limits.\(name) must be a number from \(ConfigField.format(range.lowerBound)) to \(ConfigField.format(range.upperBound)), got \(value)")
+                }
+                switch name {
+                case "cpuMillis": cpuMillis = n
+                case "memoryMiB": memoryMiB = n
+                default: diskMiB = n
                 }
             }
         }
@@ -111,6 +118,9 @@ struct ConfigField {
         defaultValue = t["default"] ?? .nil
         min = ConfigField.number(t["min"])
         max = ConfigField.number(t["max"])
+        for (bound, v) in [("min", min), ("max", max)] where v.map({ !$0.isFinite }) ?? false {
+            throw PluginError("plugin '\(plugin)': config schema entry '\(name)' has a \(bound) that is not a finite number")
+        }
         if defaultValue != .nil { _ = try validate(defaultValue, plugin: plugin, what: "default") }
     }
 
@@ -130,6 +140,8 @@ struct ConfigField {
         switch (type, value) {
         case ("string", .string): return value
         case ("boolean", .boolean): return value
+        case ("number", .number(let d)) where !d.isFinite:
+            throw fail("a finite number")
         case ("integer", .integer), ("number", .integer), ("number", .number):
             let n = ConfigField.number(value)!
             if let min, n < min { throw fail("at least \(ConfigField.format(min))") }
@@ -166,5 +178,9 @@ struct ConfigField {
         }
     }
 
-    static func format(_ d: Double) -> String { d == d.rounded() ? String(Int(d)) : String(d) }
+    /// A bound or value as the user wrote it: whole numbers without ".0" (any size, NaN or inf
+    /// included: this formats, it never converts).
+    static func format(_ d: Double) -> String {
+        d.isFinite && d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)
+    }
 }

@@ -264,9 +264,11 @@ public final class PluginManager {
                 }
                 lua_setfield(L, -2, "appendFile")
                 lua.push(string: dataFolder); lua_setfield(L, -2, "dataFolder")
-                lua_createtable(L, 0, 1)
+                lua_createtable(L, 0, 2)
                 lua_rawgeti(L, clua_registryindex(), lua_Integer(host.moduleTable))
                 lua_setfield(L, -2, "__index")
+                lua.push(static: "ctx")
+                lua_setfield(L, -2, "__metatable")
                 lua_setmetatable(L, -2)
                 try lua.push(.table(values))
                 try lua.call(arguments: 2, results: 0)
