@@ -164,14 +164,19 @@ static const char *classend(MatchState *ms, const char *p) {
             return p + 1;
         }
         case '[': {
+            const char *mark = p;  /* chars scanned since the last charge */
             if (*p == '^') p++;
             do {  /* look for a ']' */
                 if (SF_UNLIKELY(p == ms->p_end))
                     luaL_error(ms->L, "malformed pattern (missing ']')");
-                MS_CHARGE(ms, 1);
+                if (SF_UNLIKELY(p - mark >= SF_STEPS_PER_CHECK)) {
+                    MS_CHARGE(ms, p - mark);
+                    mark = p;
+                }
                 if (*(p++) == L_ESC && p < ms->p_end)
                     p++;  /* skip escapes (e.g. '%]') */
             } while (*p != ']');
+            MS_CHARGE(ms, p - mark);
             return p + 1;
         }
         default: {
@@ -199,27 +204,44 @@ static int match_class(int c, int cl) {
     return (islower(cl) ? res : !res);
 }
 
+/* Charges the chars of the set it goes through (after the fact, or every
+ * SF_STEPS_PER_CHECK of them in a long set). */
 static int matchbracketclass(MatchState *ms, int c, const char *p, const char *ec) {
     int sig = 1;
+    int res;
+    const char *mark;
     if (*(p + 1) == '^') {
         sig = 0;
         p++;  /* skip the '^' */
     }
+    mark = p;
+    res = !sig;
     while (++p < ec) {
-        MS_CHARGE(ms, 1);
+        if (SF_UNLIKELY(p - mark >= SF_STEPS_PER_CHECK)) {
+            MS_CHARGE(ms, p - mark);
+            mark = p;
+        }
         if (*p == L_ESC) {
             p++;
-            if (match_class(c, uchar(*p)))
-                return sig;
+            if (match_class(c, uchar(*p))) {
+                res = sig;
+                break;
+            }
         }
         else if ((*(p + 1) == '-') && (p + 2 < ec)) {
             p += 2;
-            if (uchar(*(p - 2)) <= c && c <= uchar(*p))
-                return sig;
+            if (uchar(*(p - 2)) <= c && c <= uchar(*p)) {
+                res = sig;
+                break;
+            }
         }
-        else if (uchar(*p) == c) return sig;
+        else if (uchar(*p) == c) {
+            res = sig;
+            break;
+        }
     }
-    return !sig;
+    MS_CHARGE(ms, p - mark);
+    return res;
 }
 
 static int singlematch(MatchState *ms, const char *s, const char *p, const char *ep) {
@@ -244,23 +266,36 @@ static const char *matchbalance(MatchState *ms, const char *s, const char *p) {
         int b = *p;
         int e = *(p + 1);
         int cont = 1;
+        const char *mark = s;  /* chars scanned since the last charge */
         while (++s < ms->src_end) {
-            MS_CHARGE(ms, 1);
+            if (SF_UNLIKELY(s - mark >= SF_STEPS_PER_CHECK)) {
+                MS_CHARGE(ms, s - mark);
+                mark = s;
+            }
             if (*s == e) {
-                if (--cont == 0) return s + 1;
+                if (--cont == 0) {
+                    MS_CHARGE(ms, s - mark);
+                    return s + 1;
+                }
             }
             else if (*s == b) cont++;
         }
+        MS_CHARGE(ms, s - mark);
     }
     return NULL;  /* string ends out of balance */
 }
 
 static const char *max_expand(MatchState *ms, const char *s, const char *p, const char *ep) {
     ptrdiff_t i = 0;  /* counts maximum expand for item */
+    ptrdiff_t mark = 0;  /* repetitions counted since the last charge */
     while (singlematch(ms, s + i, p, ep)) {
-        MS_CHARGE(ms, 1);
         i++;
+        if (SF_UNLIKELY(i - mark >= SF_STEPS_PER_CHECK)) {
+            MS_CHARGE(ms, i - mark);
+            mark = i;
+        }
     }
+    MS_CHARGE(ms, i - mark);
     /* keeps trying to match with the maximum repetitions */
     while (i >= 0) {
         const char *res = match(ms, (s + i), ep + 1);
@@ -500,17 +535,22 @@ static int push_captures(MatchState *ms, const char *s, const char *e) {
 /* check whether pattern has no special characters (a byte-by-byte version of Lua's
  * strpbrk loop, so it can charge its steps) */
 static int nospecials(lua_State *L, int *left, const char *p, size_t l) {
-    size_t i;
+    size_t i, mark = 0;  /* bytes looked at since the last charge */
     for (i = 0; i < l; i++) {
-        SF_CHARGE(L, *left, 1);
+        if (SF_UNLIKELY(i - mark >= SF_STEPS_PER_CHECK)) {
+            SF_CHARGE(L, *left, i - mark);
+            mark = i;
+        }
         switch (p[i]) {
             case '^': case '$': case '*': case '+': case '?':
             case '.': case '(': case '[': case '%': case '-':
+                SF_CHARGE(L, *left, i - mark);
                 return 0;  /* pattern has a special character */
             default:
                 break;
         }
     }
+    SF_CHARGE(L, *left, i - mark);
     return 1;  /* no special chars found */
 }
 

@@ -75,11 +75,22 @@ static sf_limits *watched[SF_MAX_WATCHED];
 static int nwatched = 0;
 static int watchdog_started = 0;
 
+/* A state being closed: its finalizers run with no hook, so nothing can stop a Lua __gc that
+ * loops; past this deadline the process says so and ends instead of hanging. */
+static volatile long long closing_deadline = 0;
+
 static void *watchdog(void *arg) {
     (void)arg;
     for (;;) {
         usleep(2000);
         long long now = sf_now_ns();
+        long long closing = closing_deadline;
+        if (closing != 0 && now > closing) {
+            static const char msg[] = "shareflow: a Lua __gc finalizer was still running after 2 s while closing a Lua state; exiting\n";
+            ssize_t ignored = write(2, msg, sizeof msg - 1);
+            (void)ignored;
+            _exit(70);
+        }
         pthread_mutex_lock(&sf_watch_lock);
         for (int i = 0; i < nwatched; i++) {
             sf_limits *lim = watched[i];
@@ -91,9 +102,8 @@ static void *watchdog(void *arg) {
     return NULL;
 }
 
-int sf_watchdog_register(sf_limits *limits) {
-    int ok = 0;
-    pthread_mutex_lock(&sf_watch_lock);
+/* With sf_watch_lock held. */
+static void start_watchdog(void) {
     if (!watchdog_started) {
         pthread_t t;
         if (pthread_create(&t, NULL, watchdog, NULL) == 0) {
@@ -101,6 +111,21 @@ int sf_watchdog_register(sf_limits *limits) {
             watchdog_started = 1;
         }
     }
+}
+
+void sf_close(lua_State *L) {
+    pthread_mutex_lock(&sf_watch_lock);
+    start_watchdog();
+    pthread_mutex_unlock(&sf_watch_lock);
+    closing_deadline = sf_now_ns() + 2000000000LL;
+    lua_close(L);
+    closing_deadline = 0;
+}
+
+int sf_watchdog_register(sf_limits *limits) {
+    int ok = 0;
+    pthread_mutex_lock(&sf_watch_lock);
+    start_watchdog();
     if (watchdog_started && nwatched < SF_MAX_WATCHED) {
         watched[nwatched++] = limits;
         ok = 1;

@@ -104,8 +104,7 @@ public struct LuaTestRunner {
         let folder = (file as NSString).deletingLastPathComponent
         let isPlugin = FileManager.default.fileExists(atPath: (folder as NSString).appendingPathComponent("init.lua"))
         let dirs = isPlugin ? [(folder as NSString).deletingLastPathComponent] : pluginDirectories
-        let data = NSTemporaryDirectory() + "shareflow-test-\(UUID().uuidString)"
-        let manager = PluginManager(engine: host.engine, directories: dirs, dataDirectory: data)
+        let manager = try PluginManager(engine: host.engine, directories: dirs, privateDataDirectory: ())
         host.plugins = manager
         if isPlugin { try manager.load((folder as NSString).lastPathComponent) }
     }

@@ -91,6 +91,9 @@ public final class ScriptHost {
 
     deinit {
         for remove in registrations { remove() }
+        // The state's own functions hold the bindings, which hold the state: closing breaks
+        // that loop, runs the finalizers and frees the state (or, under a call, when it returns).
+        lua.close()
     }
 
     /// Installs the module table as global `shareflow` and in `package.loaded`.

@@ -28,6 +28,12 @@ extension ShareFlowCommand {
         var arguments: [String] = []
 
         func run() throws {
+            // The engine, the plugins and the script's state live in `execute`: a failure
+            // returns from it first, so every Lua state is closed (finalizers run) before exit.
+            do { try execute() } catch let f as CLIFailure { fail(f.message, code: f.code) }
+        }
+
+        private func execute() throws {
             var global = self.global
             var scratch: URL?
             if dryRun {
@@ -35,15 +41,15 @@ extension ShareFlowCommand {
             }
             defer { if let scratch { try? FileManager.default.removeItem(at: scratch) } }
             let engine: Engine
-            do { engine = try global.makeEngine() } catch let f as CLIFailure { fail(f.message) }
+            engine = try global.makeEngine()
             let before = dryRun ? try engine.snapshot() : nil
             let plugins: PluginManager
-            do { plugins = try global.loadPlugins(into: engine) } catch { fail("\(error)") }
+            do { plugins = try global.loadPlugins(into: engine) } catch { throw CLIFailure(message: "\(error)") }
             let scriptFolder = (script as NSString).deletingLastPathComponent
             let host = try ScriptHost(engine: engine, sandboxFolder: sandbox ? (scriptFolder.isEmpty ? "." : scriptFolder) : nil)
             host.plugins = plugins
             if let who = `as` {
-                do { try host.setDefaultSession(who) } catch { fail("--as \(who): \(error)") }
+                do { try host.setDefaultSession(who) } catch { throw CLIFailure(message: "--as \(who): \(error)") }
             }
             if isatty(STDERR_FILENO) != 0 {
                 // A long discovery shows where it is, on one terminal line.
@@ -55,7 +61,7 @@ extension ShareFlowCommand {
             do {
                 try host.runFile(script, arguments: arguments)
             } catch let error as LuaError {
-                fail(error.description)
+                throw CLIFailure(message: error.description)
             }
             if let before {
                 let changes = before.changes(to: try engine.snapshot())

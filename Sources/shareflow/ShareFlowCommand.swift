@@ -40,9 +40,14 @@ struct GlobalOptions: ParsableArguments {
 
     /// The plugin manager for `engine`, with the enabled plugins loaded.
     func loadPlugins(into engine: Engine) throws -> PluginManager {
-        let dataDirectory = store == ":memory:" ? NSTemporaryDirectory() + "shareflow-plugin-data"
-            : ((store as NSString).deletingLastPathComponent as NSString).appendingPathComponent("plugin-data")
-        let manager = PluginManager(engine: engine, directories: plugins, config: try pluginConfig(), dataDirectory: dataDirectory)
+        let config = try pluginConfig()
+        let manager: PluginManager
+        if store == ":memory:" {
+            manager = try PluginManager(engine: engine, directories: plugins, config: config, privateDataDirectory: ())
+        } else {
+            let dataDirectory = ((store as NSString).deletingLastPathComponent as NSString).appendingPathComponent("plugin-data")
+            manager = PluginManager(engine: engine, directories: plugins, config: config, dataDirectory: dataDirectory)
+        }
         try manager.loadEnabled()
         return manager
     }

@@ -107,6 +107,10 @@ void sf_limits_expire(sf_limits *limits, int interrupted);
 /* Disarms the hook; call when a guarded call returns. */
 void sf_limits_reset(sf_limits *limits);
 
+/* lua_close under a deadline: finalizers run with no hook, so a Lua __gc that loops cannot be
+ * stopped; past 2 s the process reports it on standard error and exits (status 70). */
+void sf_close(lua_State *L);
+
 /* CPU budgets: a guarded call sets a deadline; one watchdog thread for the process
  * expires the calls that pass theirs. Register returns 0 when no watchdog can run. */
 long long sf_now_ns(void);
@@ -142,5 +146,39 @@ long long sf_bench_policy_baseline(lua_State *L, int fn, int caller, int share, 
  * (Lua's own never return to the VM, so the budget hook cannot stop them). Same results and
  * errors as Lua 5.4's. Call after luaL_openlibs. (bounded.c) */
 void sf_open_bounded_libs(lua_State *L);
+
+/*
+ * Plugin data folders (datafolder.c). Paths are relative to an open folder fd and walked one
+ * component at a time with openat(O_NOFOLLOW), so no symlink, planted or raced in, can lead
+ * outside. Results: 0, a positive errno, or one of these.
+ */
+#define SF_DF_OUTSIDE  (-1)  /* absolute, or a '..' component: would leave the folder */
+#define SF_DF_BAD_NAME (-2)  /* empty path, empty or '.' component, or a NUL byte */
+#define SF_DF_SYMLINK  (-3)  /* a component is a symbolic link; not followed */
+#define SF_DF_NOT_FILE (-4)  /* the last component exists and is not a regular file */
+#define SF_DF_NOT_DIR  (-5)  /* a folder component exists and is not a folder */
+#define SF_DF_TOO_DEEP (-6)  /* more than SF_DF_MAX_COMPONENTS components, or a tree deeper
+                                than SF_DF_MAX_WALK_DEPTH (each level holds a descriptor) */
+#define SF_DF_MAX_COMPONENTS 32
+#define SF_DF_MAX_WALK_DEPTH 128
+
+/* Appends `len` bytes, exactly as given, to `path` (path_len bytes, not NUL-terminated)
+ * below dirfd, creating missing folders (0700) and the file (0600). Writes everything or
+ * reports why not; *written gets the bytes written even on failure (for quota accounting),
+ * *failed_len the length of the path prefix through the component at fault (0 if none).
+ * Either pointer may be NULL. */
+int sf_datafolder_append(int dirfd, const char *path, size_t path_len,
+                         const void *bytes, size_t len,
+                         size_t *written, size_t *failed_len);
+/* The checks sf_datafolder_append makes on `path` before touching the disk (0 or an SF_DF_*
+ * code or ENAMETOOLONG), so a caller refusing a write for its own reasons (a quota) can
+ * still name the worse mistake first. */
+int sf_datafolder_check_path(const char *path, size_t path_len, size_t *failed_len);
+/* The bytes in regular files below dirfd, recursively, not following symlinks: the quota
+ * starts from what earlier runs left. */
+int sf_datafolder_usage(int dirfd, uint64_t *bytes);
+/* Removes `name` (one component) below dirfd and, for a folder, all it holds; symlinks are
+ * removed, never followed. A missing `name` is success. */
+int sf_datafolder_remove(int dirfd, const char *name);
 
 #endif

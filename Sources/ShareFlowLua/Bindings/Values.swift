@@ -218,8 +218,9 @@ extension Bindings {
                 return .reference(try recordID(call, abs, position: position))
             }
             call.state.pop()
-            guard depth < LuaState.maxDepth else {
-                throw call.argumentError(position, "field '\(key)' nested more than \(LuaState.maxDepth) levels deep")
+            // R23: a list holds values of the other types, never lists.
+            guard depth == 0 else {
+                throw call.argumentError(position, "field '\(key)' is a list of lists; a list holds strings, numbers, booleans or references (R23)")
             }
             let id = lua_topointer(L, abs)!
             guard seen.insert(id).inserted else { throw call.argumentError(position, "field '\(key)' contains a cycle") }

@@ -101,7 +101,7 @@ public final class LuaState {
         closed = true
         lifetime.L = nil
         if watched { sf_watchdog_unregister(limits) }
-        lua_close(L)
+        sf_close(L)
         limits.deallocate()
     }
 

@@ -32,12 +32,29 @@ public final class PluginManager {
         public let loaded: Bool
     }
 
+    /// A data directory made for this manager alone (`privateDataDirectory()`), removed with it.
+    private var ownsDataDirectory = false
+
     public init(engine: Engine, directories: [String], config: PluginConfig = PluginConfig(),
                 dataDirectory: String = ".shareflow/plugin-data") {
         self.engine = engine
         self.directories = directories
         self.config = config
         self.dataDirectory = dataDirectory
+    }
+
+    /// A manager whose plugins write into a folder private to this process, removed when the
+    /// manager goes (a `:memory:` store: nothing is shared between runs or users).
+    public convenience init(engine: Engine, directories: [String], config: PluginConfig = PluginConfig(),
+                            privateDataDirectory: Void) throws {
+        self.init(engine: engine, directories: directories, config: config,
+                  dataDirectory: try PluginDataFolder.makePrivate(prefix: "shareflow-plugin-data"))
+        ownsDataDirectory = true
+    }
+
+    deinit {
+        unloadAll()
+        if ownsDataDirectory { PluginDataFolder.removeTree(dataDirectory) }
     }
 
     /// Every plugin folder found, by name (the first directory wins).
@@ -119,8 +136,7 @@ public final class PluginManager {
         do {
             let scratch = Engine(store: try Store(path: ":memory:"))
             scratch.logger.logLevel = .critical
-            let manager = PluginManager(engine: scratch, directories: directories, config: config,
-                                        dataDirectory: NSTemporaryDirectory() + "shareflow-check-\(UUID().uuidString)")
+            let manager = try PluginManager(engine: scratch, directories: directories, config: config, privateDataDirectory: ())
             try manager.load(name)
             manager.unload(name)
             return []
@@ -246,20 +262,22 @@ public final class PluginManager {
                 lua_createtable(L, 0, 4)
                 lua.push(string: name); lua_setfield(L, -2, "name")
                 try lua.push(.table(values)); lua_setfield(L, -2, "config")
+                let quota = Int(config.diskMiB * 1024 * 1024)
+                var folder: PluginDataFolder?
                 lua.push(function: "appendFile") { call in
                     let path = try call.string(1)
-                    let text = try call.string(2)
-                    guard !path.hasPrefix("/"), !path.split(separator: "/").contains("..") else {
-                        throw call.argumentError(1, "path '\(path)' must stay inside the plugin's data folder")
+                    // The bytes as given: a Lua string is bytes, UTF-8 or not.
+                    guard lua_type(call.L, 2) == LUA_TSTRING else { throw call.argumentError(2, "string expected, got \(call.typeName(2))") }
+                    var length = 0
+                    let bytes = lua_tolstring(call.L, 2, &length)
+                    do {
+                        // Made on the first write: a plugin that never writes leaves no folder.
+                        if folder == nil { folder = try PluginDataFolder(path: dataFolder, quotaBytes: quota) }
+                        let full = try folder!.append(UnsafeRawBufferPointer(start: bytes, count: length), to: path)
+                        call.state.push(string: full)
+                    } catch let e as PluginDataFolderError {
+                        throw LuaRaise.message(call.position + e.description)
                     }
-                    let full = (dataFolder as NSString).appendingPathComponent(path)
-                    try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-                    if !FileManager.default.fileExists(atPath: full) { _ = FileManager.default.createFile(atPath: full, contents: nil) }
-                    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: full))
-                    defer { try? handle.close() }
-                    try handle.seekToEnd()
-                    try handle.write(contentsOf: Data(text.utf8))
-                    call.state.push(string: full)
                     return 1
                 }
                 lua_setfield(L, -2, "appendFile")

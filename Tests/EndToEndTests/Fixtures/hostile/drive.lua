@@ -1,0 +1,537 @@
+-- Drives one case of the hostile plugin corpus (SPEC §6-§8):
+--
+--   shareflow run --store DIR/s.sqlite --plugins Tests/EndToEndTests/Fixtures/hostile \
+--     --config Tests/EndToEndTests/Fixtures/hostile/hostile.config.lua \
+--     Tests/EndToEndTests/Fixtures/hostile/drive.lua CASE
+--
+-- Each case sets up accounts, a zone and shares, loads the case's plugin, triggers its hook
+-- (timing the triggering call in CPU time against 2x the budget), then checks that nothing
+-- changed that should not have and that the next request is served. It prints "ok CASE" when
+-- every check passed, "check failed: ..." lines and exit status 3 otherwise. A crash or a
+-- hang shows as the process dying or timing out (HostilePluginTests). The README beside this
+-- file lists the cases.
+local sf = require("shareflow")
+local H = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/harness.lua")
+
+local case = arg[1]
+local cases = {}
+
+local BUDGET = "CPU budget of 50 ms exceeded"
+
+local function nest(depth, leaf)
+  local v = leaf or "leaf"
+  for _ = 1, depth do v = { v } end
+  return v
+end
+
+-- Class 5 and friends: a share.save policy. Two rounds (the state must be usable after the
+-- first), each a new share whose save is timed; then the next requests, then the next
+-- requests again with the plugin unloaded.
+--   expect.deny: true (must be denied), false (must be allowed), nil (either)
+--   expect.parts: strings the denial's message must contain
+local function atSave(plugin, expect, settings)
+  return function()
+    local w = H.world()
+    if not H.load(plugin, settings) then return end
+    for round = 1, 2 do
+      local record, share = H.share(w, "doc")
+      local ok, saved, err = H.timed(plugin .. " share.save #" .. round, 1, w.db.modifyRecords, w.db, { save = { record, share } })
+      if H.check(ok, "modifyRecords returns instead of raising: " .. tostring(saved)) then
+        if expect.deny == true then
+          H.expectDenied(err, "the save", expect.parts)
+          H.check(w.db:fetchRecord(share.recordID) == nil, "the denied share was not stored")
+          local d = H.lastDecision()
+          H.check(d ~= nil and d.allow == false and d.point == "share.save", "the decision log shows the denial")
+        elseif expect.deny == false then
+          H.check(err == nil and saved ~= nil, "the save is allowed: " .. tostring(err))
+        else
+          print("outcome: " .. (err and ("denied: " .. tostring(err.message or err):gsub("\n.*", "")) or "allowed"))
+        end
+      end
+    end
+    H.served(w)
+    sf.plugins.unload(plugin)
+    H.served(w, true)
+  end
+end
+
+-- A participant.fetched observer: two timed fetches (one event each), then the next requests.
+local function atFetch(plugin, settings)
+  return function()
+    local w = H.world()
+    if not H.load(plugin, settings) then return end
+    for round = 1, 2 do
+      local ok, participants, err = H.timed(plugin .. " participant.fetched #" .. round, 1,
+        w.c.fetchShareParticipants, w.c, { "carol@example.com" })
+      H.check(ok and participants ~= nil and participants[1] ~= nil and err == nil,
+        "the fetch that delivered the event succeeded: " .. tostring(ok and err or participants))
+    end
+    H.served(w)
+    sf.plugins.unload(plugin)
+    H.served(w, true)
+  end
+end
+
+-- Load time: init.lua and setup are the two plugin calls. A plugin may load or fail to load
+-- (mustFail: it has to fail); a failure is one clear error naming the plugin.
+local function atLoad(plugin, mustFail, parts)
+  return function()
+    local w = H.world()
+    local ok, err = H.timed("load " .. plugin, 2, sf.plugins.load, plugin)
+    if ok then
+      H.check(not mustFail, plugin .. " must fail to load")
+      H.check(H.isLoaded(plugin), "a plugin that loaded is listed")
+      local record, share = H.share(w, "doc")
+      local okSave, _, serr = H.timed(plugin .. " share.save", 1, w.db.modifyRecords, w.db, { save = { record, share } })
+      H.check(okSave and serr == nil, "its allowing policy allows: " .. tostring(serr))
+    else
+      print("load failed: " .. tostring(err):gsub("\n.*", ""))
+      H.check(tostring(err):find("plugin '" .. plugin .. "'", 1, true) ~= nil, "the load error names the plugin: " .. tostring(err))
+      for _, part in ipairs(parts or {}) do
+        H.check(tostring(err):find(part, 1, true) ~= nil, "the load error names '" .. part .. "': " .. tostring(err))
+      end
+      H.check(not H.isLoaded(plugin), "a plugin that failed to load is not listed")
+    end
+    H.served(w, true)
+  end
+end
+
+-- Class 8 and class 2: a share.accept policy's verdict. Bob accepts a share he was invited to.
+local function atAccept(plugin, settings, allow, parts)
+  return function()
+    local w = H.world()
+    local _, share, metadata = H.invited(w)
+    if not H.load(plugin, settings) then return end
+    local ok, _, err = H.timed(plugin .. " share.accept", 1, w.bc.acceptShares, w.bc, { metadata })
+    H.check(ok, "acceptShares returns instead of raising: " .. tostring(err))
+    local status = w.bc:fetchShareMetadata{ share.url }[share.url].participantStatus
+    local d = H.lastDecision()
+    if allow then
+      H.check(ok and err == nil, "the accept is allowed: " .. tostring(err))
+      H.check(status == "accepted", "Bob is accepted, got " .. tostring(status))
+      H.check(d ~= nil and d.allow == true, "the decision log shows an allow")
+    else
+      H.expectDenied(err, "the accept", parts)
+      H.check(status == "pending", "Bob is still pending, got " .. tostring(status))
+      H.check(d ~= nil and d.allow == false and d.point == "share.accept", "the decision log shows the denial")
+      if d and d.reasons[1] then
+        print("reason: " .. d.reasons[1]:gsub("\n.*", ""))
+        H.check(#d.reasons[1] > #(plugin .. "/x: "), "the denial has a reason")
+      end
+    end
+    H.served(w)
+    -- the next accept, with the plugin gone, goes through
+    sf.plugins.unload(plugin)
+    local _, err2 = w.bc:acceptShares{ metadata }
+    H.check(err2 == nil, "with the plugin unloaded Bob accepts: " .. tostring(err2))
+    H.check(w.bc:fetchShareMetadata{ share.url }[share.url].participantStatus == "accepted", "Bob is accepted")
+    H.served(w, true)
+  end
+end
+
+---------------------------------------------------------------------------------------------
+-- Class 1: stack overruns (depth and cycles)
+
+-- (whether a 40-deep list is refused when the record is made or only when it is saved (R23)
+-- is the host's choice: either verdict; the host must survive and serve)
+cases["deep-record-field"] = atSave("deep-record-field", {}, { via = "constructor" })
+cases["deep-record-field-view"] = atSave("deep-record-field", {}, { via = "fields" })
+cases["deep-record-field-set"] = atSave("deep-record-field", {}, { via = "set" })
+cases["json-encode-cyclic"] = atSave("json-encode-cyclic", { deny = true })
+cases["json-encode-deep"] = atSave("json-encode-deep", { deny = false })
+cases["return-deep-value"] = atLoad("return-deep-value")
+cases["config-default-deep"] = atLoad("config-default-deep")
+
+-- (script) cyclic and deep values given to the host's converters by a trusted script.
+cases["script-cyclic-field"] = function()
+  local w = H.world()
+  local cyclic = {}
+  cyclic[1] = cyclic
+  local hashCycle = { name = "loop" }
+  hashCycle.self = hashCycle
+  local function record() return sf.Record{ recordType = "Doc", zone = w.zone } end
+  -- { label, fn, mustRaise }: a cycle cannot be converted, so it must raise; a 150-deep value
+  -- may be refused now or later (R23, the depth limit), but must not crash.
+  local attempts = {
+    { "sf.Record{ fields = { x = cyclic } }", function()
+      return sf.Record{ recordType = "Doc", zone = w.zone, fields = { x = cyclic } }
+    end, true },
+    { "record.fields.x = cyclic", function() record().fields.x = cyclic end, true },
+    { "record:set('x', cyclic)", function() record():set("x", cyclic) end, true },
+    { "sf.Record{ fields = { x = 150-deep list } }", function()
+      return sf.Record{ recordType = "Doc", zone = w.zone, fields = { x = nest(150) } }
+    end, false },
+    { "sf.json.encode(cyclic)", function() return sf.json.encode(cyclic) end, true },
+    { "sf.json.encode(cycle through a hash field)", function() return sf.json.encode(hashCycle) end, true },
+    { "sf.json.encode(150-deep)", function() return sf.json.encode(nest(150)) end, false },
+  }
+  for _, attempt in ipairs(attempts) do
+    local ok, err = H.timed(attempt[1], 0, attempt[2])
+    if attempt[3] then H.check(not ok, attempt[1] .. " raises an error") end
+    print(attempt[1] .. ": " .. (ok and "accepted" or tostring(err):gsub("\n.*", "")))
+  end
+  H.served(w, true)
+end
+
+-- (script) deep and cyclic plugin settings: copied out of the script's state, pushed into
+-- the plugin's.
+cases["script-deep-plugin-settings"] = function()
+  local w = H.world()
+  local cyclic = {}
+  cyclic[1] = cyclic
+  for _, settings in ipairs{ { label = "150-deep", junk = nest(150) }, { label = "cyclic", junk = cyclic } } do
+    local label = settings.label
+    settings.label = nil
+    local ok, err = H.timed("load benign-observer with " .. label .. " settings", 2, sf.plugins.load, "benign-observer", settings)
+    print(label .. " settings: " .. (ok and "loaded" or ("refused: " .. tostring(err):gsub("\n.*", ""))))
+    if label == "cyclic" then H.check(not ok, "cyclic settings are refused") end
+  end
+  sf.plugins.unload("benign-observer")
+  H.served(w, true)
+end
+
+---------------------------------------------------------------------------------------------
+-- Class 2: unprotected calls on a plugin's state
+
+cases["verdict-index-raises"] = atAccept("verdict-index-raises", nil, false, { "verdict-index-raises/hostile" })
+cases["verdict-index-loops"] = atAccept("verdict-index-loops", nil, false, { "verdict-index-loops/hostile" })
+cases["global-newindex-raises"] = atLoad("global-newindex-raises")
+cases["global-newindex-loops"] = atLoad("global-newindex-loops")
+cases["global-index-raises"] = atLoad("global-index-raises")
+
+-- The plugin's participant.fetched observer fills its state up to the cap (over as many calls
+-- as its budget needs; it writes "full" when there); the next events and the next decision
+-- must not take the host down.
+cases["memory-cap-hold"] = function()
+  local w = H.world()
+  if not H.load("memory-cap-hold") then return end
+  local full = false
+  for round = 1, 30 do
+    local ok, participants, err = H.timed("memory-cap-hold participant.fetched #" .. round, 1,
+      w.c.fetchShareParticipants, w.c, { "carol@example.com" })
+    H.check(ok and participants ~= nil and err == nil, "the fetch is served: " .. tostring(ok and err or participants))
+    if full then break end
+    full = H.lines("memory-cap-hold", "results.log")[1] == "full"
+  end
+  H.check(full, "the plugin reached its memory cap and wrote \"full\" to results.log (the case's precondition)")
+  local record, share = H.share(w, "doc")
+  local ok, _, err = H.timed("memory-cap-hold share.save", 1, w.db.modifyRecords, w.db, { save = { record, share } })
+  H.check(ok, "modifyRecords returns instead of raising")
+  print("share.save at the cap: " .. (err and ("denied: " .. tostring(err.message or err):gsub("\n.*", "")) or "allowed"))
+  H.served(w)
+  sf.plugins.unload("memory-cap-hold")
+  H.served(w, true)
+end
+
+---------------------------------------------------------------------------------------------
+-- Class 3: numbers the host converts (NaN, ±inf, huge, negative)
+
+local function numeric(call, value, position, fname, mayWork)
+  return function()
+    local w = H.world()
+    if not H.load("numeric-args", { call = call, value = value }) then return end
+    local lines = H.lines("numeric-args", "results.log")
+    local line = lines[#lines] or ""
+    print("result: " .. line)
+    local ok = line:match("^[^\t]*\t(%a+)\t")
+    local expected = "bad argument #" .. position .. " to '" .. fname .. "'"
+    if mayWork and ok == "true" then
+      H.note(call .. " " .. value .. " was accepted (allowed for a valid integer)")
+    else
+      H.check(ok == "false", call .. " with " .. value .. " raises an error")
+      H.check(line:find(expected, 1, true) ~= nil, "the error is \"" .. expected .. " (...)\": " .. line)
+    end
+    sf.plugins.unload("numeric-args")
+    H.served(w, true)
+  end
+end
+
+cases["decisions-limit-negative"] = numeric("decisions", "-1", 1, "decisions")
+cases["decisions-limit-nan"] = numeric("decisions", "nan", 1, "decisions")
+cases["decisions-limit-inf"] = numeric("decisions", "inf", 1, "decisions")
+cases["decisions-limit-huge"] = numeric("decisions", "huge", 1, "decisions")
+cases["decisions-limit-2p63"] = numeric("decisions", "2^63", 1, "decisions")
+cases["decisions-limit-maxinteger"] = numeric("decisions", "maxinteger", 1, "decisions", true)
+cases["priority-nan-on"] = numeric("on", "nan", 3, "on")
+cases["priority-inf-on"] = numeric("on", "inf", 3, "on")
+cases["priority-neginf-policy"] = numeric("policy", "-inf", 3, "policy")
+cases["priority-huge-policy"] = numeric("policy", "huge", 3, "policy")
+cases["config-schema-inf-bound"] = atLoad("config-schema-inf-bound")
+
+---------------------------------------------------------------------------------------------
+-- Class 4 (script): unload or reload a plugin while the same event is being delivered
+
+local function duringDelivery(action)
+  return function()
+    local w = H.world()
+    if not H.load("benign-observer") then return end
+    local handle = sf.on("participant.fetched", function()
+      if action == "unload" then sf.plugins.unload("benign-observer") else sf.plugins.reload("benign-observer") end
+      H.churn()   -- so that memory a closed state gave back is reused at once
+    end, { priority = 100, name = action .. "er" })
+    for round = 1, 20 do
+      local ok, participants, err = pcall(w.c.fetchShareParticipants, w.c, { "carol@example.com" })
+      H.check(ok and participants ~= nil and participants[1] ~= nil and err == nil,
+        action .. " during delivery, round " .. round .. ": the fetch is served: " .. tostring(ok and err or participants))
+      if action == "unload" then
+        H.check(not H.isLoaded("benign-observer"), "unloaded")
+        H.load("benign-observer")
+      end
+    end
+    handle:remove()
+    -- the plugin, loaded once, sees the next event exactly once
+    local before = #H.lines("benign-observer", "results.log")
+    w.c:fetchShareParticipants{ "carol@example.com" }
+    local after = #H.lines("benign-observer", "results.log")
+    H.check(after == before + 1, "the next event reaches the plugin once, got " .. (after - before))
+    H.check(H.isLoaded("benign-observer"), "the plugin is loaded")
+    H.served(w)
+  end
+end
+
+cases["script-unload-during-delivery"] = duringDelivery("unload")
+cases["script-reload-during-delivery"] = duringDelivery("reload")
+
+-- The same from a script's policy that runs before the plugin's policy at the same point.
+cases["script-unload-in-policy"] = function()
+  local w = H.world()
+  if not H.load("benign-observer") then return end
+  local handle = sf.policy("share.save", function()
+    sf.plugins.unload("benign-observer")
+    H.churn()
+  end, { priority = 100, name = "unloader" })
+  for round = 1, 20 do
+    local record, share = H.share(w, "doc")
+    local ok, _, err = pcall(w.db.modifyRecords, w.db, { save = { record, share } })
+    H.check(ok, "round " .. round .. ": modifyRecords returns")
+    if round == 1 then print("outcome: " .. (err and tostring(err.message):gsub("\n.*", "") or "allowed")) end
+    H.load("benign-observer")
+  end
+  handle:remove()
+  sf.plugins.unload("benign-observer")
+  H.served(w, true)
+end
+
+---------------------------------------------------------------------------------------------
+-- Class 5: CPU budget escapes (a share.save policy; the save is denied naming the budget)
+
+for _, plugin in ipairs{
+  "budget-plain-loop", "budget-pcall-loop", "budget-close-loop", "budget-coroutine-65",
+  "budget-coroutine-wrap", "budget-coroutine-close", "budget-xpcall-handler", "budget-error-tostring",
+  "budget-string-find", "budget-gsub", "budget-find-plain", "budget-table-sort", "budget-table-move",
+  "budget-load-big-chunk",
+} do
+  cases[plugin] = atSave(plugin, { deny = true, parts = { "plugin '" .. plugin .. "': " .. BUDGET } })
+end
+cases["budget-gc-finalizer"] = atSave("budget-gc-finalizer", { deny = true, parts = { "__gc" } })
+cases["gc-placeholder-swap"] = atSave("gc-placeholder-swap", { deny = true, parts = { "__gc" } })
+cases["class-metatable-gc-swap"] = atSave("class-metatable-gc-swap", {})
+cases["memory-bomb"] = atSave("memory-bomb", { deny = true, parts = { "memory" } })
+-- (a stack overflow or the budget, whichever comes first)
+cases["deep-recursion"] = atSave("deep-recursion", { deny = true })
+cases["yield-across-host"] = atSave("yield-across-host", { deny = false })
+cases["reentrant-policy-save"] = atSave("reentrant-policy-save", {})
+cases["budget-observer-pcall-loop"] = atFetch("budget-observer-pcall-loop")
+cases["reentrant-observer-fetch"] = atFetch("reentrant-observer-fetch")
+cases["budget-setup-loop"] = atLoad("budget-setup-loop", true, { "plugin 'budget-setup-loop': " .. BUDGET })
+
+---------------------------------------------------------------------------------------------
+-- Class 6: plugins see engine objects read-only
+
+local function attemptsAllRaised(plugin, atLeast)
+  local lines = H.lines(plugin, "results.log")
+  H.check(#lines >= atLeast, plugin .. " made at least " .. atLeast .. " attempts, got " .. #lines)
+  for _, line in ipairs(lines) do
+    local what, outcome = line:match("^(.-)\t(.*)$")
+    H.check(outcome ~= nil and outcome:sub(1, 6) == "error ", "a plugin's setter raises: " .. tostring(what) .. " -> " .. tostring(outcome))
+  end
+end
+
+local function participantsOf(share)
+  local out = {}
+  for _, p in ipairs(share.participants) do
+    local info = p.userIdentity and p.userIdentity.lookupInfo
+    out[(info and (info.emailAddress or info.userRecordID)) or p.participantID] = p.permission
+  end
+  return out
+end
+
+local function sameShare(share, label, title)
+  H.check(share.publicPermission == "none", label .. ": publicPermission stays none, got " .. tostring(share.publicPermission))
+  H.check(share.title == title, label .. ": title stays " .. title .. ", got " .. tostring(share.title))
+  local people = participantsOf(share)
+  H.check(#share.participants == 2, label .. ": two participants (owner and Bob), got " .. #share.participants)
+  H.check(people["bob@example.com"] == "readOnly", label .. ": Bob stays readOnly, got " .. tostring(people["bob@example.com"]))
+  H.check(people["mallory@example.com"] == nil, label .. ": Mallory was not added")
+end
+
+cases["mutate-event-objects"] = function()
+  local w = H.world()
+  if not H.load("mutate-event-objects") then return end
+  local fetched = w.c:fetchShareParticipants{ "bob@example.com", "carol@example.com", "mallory@example.com" }
+  H.check(fetched[1].permission == "readOnly", "the caller's fetched participant stays readOnly, got " .. fetched[1].permission)
+  local record = sf.Record{ recordType = "Doc", recordName = "doc", zone = w.zone, fields = { title = "doc" } }
+  local share = sf.Share{ rootRecord = record, title = "doc" }
+  share:addParticipant(fetched[1])
+  local _, err = w.db:modifyRecords{ save = { record, share } }
+  H.check(err == nil, "the save succeeds: " .. tostring(err))
+  sameShare(share, "the caller's share after share.saved", "doc")
+  -- a later event: the plugin edits the objects it kept
+  local metadata = w.bc:fetchShareMetadata{ share.url }[share.url]
+  if not H.check(metadata ~= nil, "Bob finds the share") then return end
+  H.check(metadata.share.publicPermission == "none", "Bob's metadata share stays private")
+  H.check(metadata.participantPermission == "readOnly", "Bob's metadata says readOnly")
+  sameShare(share, "the caller's share after a later event", "doc")
+  -- trusted scripts keep writable objects; the owner's next save stores what the owner holds
+  share.title = "doc v2"
+  H.check(share.title == "doc v2", "the script's own share object stays writable")
+  local _, err2 = w.db:modifyRecords{ save = { share } }
+  H.check(err2 == nil, "the owner's second save succeeds: " .. tostring(err2))
+  local stored = w.db:fetchRecord(share.recordID)
+  if H.check(stored ~= nil, "the share is stored") then sameShare(stored, "the stored share", "doc v2") end
+  local _, err3 = w.bc:acceptShares{ metadata }
+  H.check(err3 == nil, "Bob accepts: " .. tostring(err3))
+  local mine = w.bc:fetchShareMetadata{ share.url }[share.url]
+  H.check(mine.participantPermission == "readOnly", "Bob joined readOnly, got " .. tostring(mine.participantPermission))
+  attemptsAllRaised("mutate-event-objects", 12)
+  H.served(w, true)
+end
+
+cases["mutate-policy-request"] = function()
+  local w = H.world()
+  if not H.load("mutate-policy-request") then return end
+  w.c:fetchShareParticipants{ "mallory@example.com" }
+  local record, share = H.share(w, "doc", { "bob@example.com" })
+  local _, err = w.db:modifyRecords{ save = { record, share } }
+  H.check(err == nil, "the save is allowed: " .. tostring(err))
+  sameShare(share, "the caller's share", "doc")
+  local stored = w.db:fetchRecord(share.recordID)
+  if H.check(stored ~= nil, "the share is stored") then sameShare(stored, "the stored share", "doc") end
+  local metadata = w.bc:fetchShareMetadata{ share.url }[share.url]
+  if not H.check(metadata ~= nil, "Bob finds the share") then return end
+  local _, err2 = w.bc:acceptShares{ metadata }
+  H.check(err2 == nil, "Bob's accept is allowed: " .. tostring(err2))
+  local mine = w.bc:fetchShareMetadata{ share.url }[share.url]
+  H.check(mine.participantPermission == "readOnly", "Bob joined readOnly, got " .. tostring(mine.participantPermission))
+  H.check(mine.share.title == "doc", "the share's title is the owner's, got " .. tostring(mine.share.title))
+  H.check(metadata.share.title == "doc", "Bob's metadata object is untouched, got " .. tostring(metadata.share.title))
+  attemptsAllRaised("mutate-policy-request", 5)
+  H.served(w, true)
+end
+
+---------------------------------------------------------------------------------------------
+-- Class 7: ctx.appendFile (quota here; bytes, symlinks and paths in append-probe/append_test.lua)
+
+local function emails(n, prefix)
+  local out = {}
+  for i = 1, n do out[i] = string.format("%s%03d@example.com", prefix, i) end
+  return out
+end
+
+-- Run with quota.config.lua (diskMiB = 1): 300 KiB chunks, so three fit and the fourth would
+-- pass the quota; a write past it fails whole.
+cases["append-quota-config"] = function()
+  local w = H.world()
+  if not H.load("append-quota", { chunkKiB = 300 }) then return end
+  w.c:fetchShareParticipants(emails(4, "q"))
+  H.check(H.size("append-quota", "quota.bin") == 3 * 300 * 1024,
+    "three 300 KiB chunks fit in 1 MiB and the fourth is refused whole, got " .. tostring(H.size("append-quota", "quota.bin")) .. " bytes")
+  w.c:fetchShareParticipants(emails(1, "r"))
+  H.check(H.size("append-quota", "quota.bin") == 3 * 300 * 1024, "later writes past the quota are refused too")
+  H.served(w, true)
+end
+
+-- The default quota, 64 MiB: 1000 KiB chunks, 65 fit (66,560,000 bytes), the 66th would not.
+cases["append-quota-default"] = function()
+  local w = H.world()
+  if not H.load("append-quota", { chunkKiB = 1000 }) then return end
+  w.c:fetchShareParticipants(emails(66, "q"))
+  H.check(H.size("append-quota", "quota.bin") == 65 * 1000 * 1024,
+    "65 chunks of 1000 KiB fit in 64 MiB and the 66th is refused whole, got " .. tostring(H.size("append-quota", "quota.bin")) .. " bytes")
+  H.served(w, true)
+end
+
+-- Run with --store :memory:: the data folder is the process's own; HostilePluginTests checks
+-- that it is not the shared /tmp/shareflow-plugin-data and is gone after exit.
+cases["append-memory-private"] = function()
+  local w = H.world()
+  local file = string.format("private-%x-%x.txt", os.time(), math.random(1 << 30))
+  if not H.load("append-probe", { path = file }) then return end
+  w.c:fetchShareParticipants{ "carol@example.com" }
+  local folder = sf.plugins.dataFolder("append-probe")
+  print("datafolder " .. folder)
+  print("datafile " .. folder .. "/" .. file)
+  local f = io.open(folder .. "/" .. file, "rb")
+  H.check(f ~= nil and f:read("a") == "plain text\n", "the plugin's file is in its data folder")
+  if f then f:close() end
+  H.served(w, true)
+end
+
+---------------------------------------------------------------------------------------------
+-- Class 8: malformed verdicts deny (fail closed); nil, true and sf.allow() allow
+
+for _, kind in ipairs{ "allow-string-false", "allow-zero", "reason-only", "empty-table", "metatable", "index-allow", "userdata" } do
+  cases["verdict-" .. kind] = atAccept("verdict-malformed", { kind = kind }, false, { "verdict-malformed/" .. kind })
+end
+for kind, typeName in pairs{ string = "string", zero = "number", nan = "number", ["function"] = "function", thread = "thread" } do
+  cases["verdict-" .. kind] = atAccept("verdict-malformed", { kind = kind }, false, { "verdict-malformed/" .. kind, typeName })
+end
+for _, kind in ipairs{ "nil", "true", "allow" } do
+  cases["verdict-" .. kind] = atAccept("verdict-malformed", { kind = kind }, true)
+end
+cases["verdict-deny"] = atAccept("verdict-malformed", { kind = "deny" }, false, { "denied on purpose" })
+cases["verdict-false-reason"] = atAccept("verdict-malformed", { kind = "false-reason" }, false, { "denied on purpose" })
+
+---------------------------------------------------------------------------------------------
+-- Others
+
+-- One plugin poisons its own string metatable and library tables; another plugin's string
+-- methods and the host keep working (run with --plugins hostile --plugins Plugins).
+cases["string-metatable-poison"] = function()
+  local w = H.world()
+  sf.accounts.create{ email = "eve@elsewhere.test" }
+  local _, share, metadata = H.invited(w)
+  local record2, share2 = H.share(w, "eve's", { "eve@elsewhere.test" })
+  assert(not select(2, w.db:modifyRecords{ save = { record2, share2 } }))
+  local ec = sf.as("eve@elsewhere.test"):container(H.CONTAINER)
+  local eveMetadata = ec:fetchShareMetadata{ share2.url }[share2.url]
+  if not H.load("string-metatable-poison") then return end
+  if not H.load("domain-allowlist", { domains = { "example.com" } }) then return end
+  local _, err = w.bc:acceptShares{ metadata }
+  H.check(err == nil, "Bob (example.com) is allowed: " .. tostring(err))
+  H.check(w.bc:fetchShareMetadata{ share.url }[share.url].participantStatus == "accepted", "Bob is accepted")
+  local _, err2 = ec:acceptShares{ eveMetadata }
+  H.expectDenied(err2, "Eve's accept", { "domain-allowlist/accept", "has no email in an allowed domain (example.com)" })
+  H.served(w)
+end
+
+-- (issue 9) States are closed at exit: the script's own state runs its finalizers when the
+-- process ends normally. Prints "gc at exit" after "ok ...".
+cases["script-gc-at-exit"] = function()
+  local w = H.world()
+  H.load("benign-observer")
+  package.loaded["hostile.keep"] = setmetatable({}, { __gc = function()
+    io.stdout:write("gc at exit\n")
+    io.stdout:flush()
+  end })
+  H.served(w)
+end
+
+-- For configs that turn a hostile plugin on at startup: the plugins loaded; serve.
+cases["startup"] = function()
+  local w = H.world()
+  print("loaded: " .. table.concat(sf.plugins.loaded(), ", "))
+  H.served(w)
+end
+
+---------------------------------------------------------------------------------------------
+
+local run = cases[case]
+if not run then
+  local names = {}
+  for name in pairs(cases) do names[#names + 1] = name end
+  table.sort(names)
+  error("unknown case '" .. tostring(case) .. "'; cases: " .. table.concat(names, " "), 0)
+end
+run()
+H.finish(case)
