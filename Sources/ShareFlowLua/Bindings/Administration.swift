@@ -14,6 +14,9 @@ extension ShareFlowModule {
                 try call.table(1)
                 try call.checkKeys(1, allowed: ["olderThan"])
                 age = try call.numberField(1, "olderThan") ?? 0
+                guard age.isFinite, age >= 0 else {
+                    throw call.argumentError(1, "field 'olderThan' must be a finite number of seconds, 0 or more")
+                }
             }
             let invitations = try b.raising { try b.engine.pendingInvitations(olderThan: age) }
             let now = Date().timeIntervalSince1970

@@ -210,7 +210,12 @@ extension Bindings {
         case LUA_TSTRING: return .string(call.state.string(at: i)!)
         case LUA_TBOOLEAN: return .boolean(lua_toboolean(L, i) != 0)
         case LUA_TNUMBER:
-            return lua_isinteger(L, i) != 0 ? .integer(Int64(clua_tointeger(L, i))) : .double(clua_tonumber(L, i))
+            if lua_isinteger(L, i) != 0 { return .integer(Int64(clua_tointeger(L, i))) }
+            let d = clua_tonumber(L, i)
+            guard d.isFinite else {
+                throw call.argumentError(position, "field '\(key)' must be a finite number, got \(d) (R23)")
+            }
+            return .double(d)
         case LUA_TTABLE:
             let abs = lua_absindex(L, i)
             if call.field(abs, "recordName") != LUA_TNIL {
