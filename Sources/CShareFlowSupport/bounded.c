@@ -66,8 +66,10 @@
 #define SF_LIKELY(x)   (__builtin_expect(((x) != 0), 1))
 #define SF_UNLIKELY(x) (__builtin_expect(((x) != 0), 0))
 
-/* Takes n (1 <= n <= SF_STEPS_PER_CHECK) steps off the countdown `left` (an int lvalue);
- * checks the budget when it runs out. */
+/* Takes n steps off the countdown `left` (an int lvalue) and checks the budget when it runs
+ * out. Callers charge at most about SF_STEPS_PER_CHECK steps at once, so a check comes at
+ * least every SF_STEPS_PER_CHECK single steps, or every 2 * SF_STEPS_PER_CHECK when the
+ * work is charged in bulk after it is done. */
 #define SF_CHARGE(L, left, n)                         \
     do {                                              \
         if (SF_UNLIKELY(((left) -= (int)(n)) <= 0)) { \
@@ -156,6 +158,14 @@ static int capture_to_close(MatchState *ms) {
     return luaL_error(ms->L, "invalid pattern capture");
 }
 
+/* Where a scan that starts at p and may go to end gets charged next: scans inside one
+ * matcher step (a [set], %b, a repetition) are free for their first SF_SCAN_WINDOW chars
+ * (the step's own charge covers them) and then charged SF_SCAN_WINDOW steps per window, so a
+ * long set or subject never runs long between checks. The window's bound replaces the
+ * scan's end test, so short scans cost nothing extra. */
+#define SF_SCAN_WINDOW 64
+#define WINDOW_END(p, end) ((end) - (p) > SF_SCAN_WINDOW ? (p) + SF_SCAN_WINDOW : (end))
+
 static const char *classend(MatchState *ms, const char *p) {
     switch (*p++) {
         case L_ESC: {
@@ -164,19 +174,18 @@ static const char *classend(MatchState *ms, const char *p) {
             return p + 1;
         }
         case '[': {
-            const char *mark = p;  /* chars scanned since the last charge */
+            const char *limit = WINDOW_END(p, ms->p_end);
             if (*p == '^') p++;
             do {  /* look for a ']' */
-                if (SF_UNLIKELY(p == ms->p_end))
-                    luaL_error(ms->L, "malformed pattern (missing ']')");
-                if (SF_UNLIKELY(p - mark >= SF_STEPS_PER_CHECK)) {
-                    MS_CHARGE(ms, p - mark);
-                    mark = p;
+                if (SF_UNLIKELY(p >= limit)) {  /* end of the pattern, or of a window */
+                    if (SF_UNLIKELY(p == ms->p_end))
+                        luaL_error(ms->L, "malformed pattern (missing ']')");
+                    MS_CHARGE(ms, SF_SCAN_WINDOW);
+                    limit = WINDOW_END(p, ms->p_end);
                 }
                 if (*(p++) == L_ESC && p < ms->p_end)
                     p++;  /* skip escapes (e.g. '%]') */
             } while (*p != ']');
-            MS_CHARGE(ms, p - mark);
             return p + 1;
         }
         default: {
@@ -204,44 +213,33 @@ static int match_class(int c, int cl) {
     return (islower(cl) ? res : !res);
 }
 
-/* Charges the chars of the set it goes through (after the fact, or every
- * SF_STEPS_PER_CHECK of them in a long set). */
 static int matchbracketclass(MatchState *ms, int c, const char *p, const char *ec) {
     int sig = 1;
-    int res;
-    const char *mark;
+    const char *limit;
     if (*(p + 1) == '^') {
         sig = 0;
         p++;  /* skip the '^' */
     }
-    mark = p;
-    res = !sig;
-    while (++p < ec) {
-        if (SF_UNLIKELY(p - mark >= SF_STEPS_PER_CHECK)) {
-            MS_CHARGE(ms, p - mark);
-            mark = p;
+    limit = WINDOW_END(p, ec);
+    for (;;) {
+        if (SF_UNLIKELY(++p >= limit)) {  /* end of the set, or of a window */
+            if (p >= ec) break;
+            MS_CHARGE(ms, SF_SCAN_WINDOW);
+            limit = WINDOW_END(p, ec);
         }
         if (*p == L_ESC) {
             p++;
-            if (match_class(c, uchar(*p))) {
-                res = sig;
-                break;
-            }
+            if (match_class(c, uchar(*p)))
+                return sig;
         }
         else if ((*(p + 1) == '-') && (p + 2 < ec)) {
             p += 2;
-            if (uchar(*(p - 2)) <= c && c <= uchar(*p)) {
-                res = sig;
-                break;
-            }
+            if (uchar(*(p - 2)) <= c && c <= uchar(*p))
+                return sig;
         }
-        else if (uchar(*p) == c) {
-            res = sig;
-            break;
-        }
+        else if (uchar(*p) == c) return sig;
     }
-    MS_CHARGE(ms, p - mark);
-    return res;
+    return !sig;
 }
 
 static int singlematch(MatchState *ms, const char *s, const char *p, const char *ep) {
@@ -266,36 +264,31 @@ static const char *matchbalance(MatchState *ms, const char *s, const char *p) {
         int b = *p;
         int e = *(p + 1);
         int cont = 1;
-        const char *mark = s;  /* chars scanned since the last charge */
-        while (++s < ms->src_end) {
-            if (SF_UNLIKELY(s - mark >= SF_STEPS_PER_CHECK)) {
-                MS_CHARGE(ms, s - mark);
-                mark = s;
+        const char *limit = WINDOW_END(s, ms->src_end);
+        for (;;) {
+            if (SF_UNLIKELY(++s >= limit)) {  /* end of the subject, or of a window */
+                if (s >= ms->src_end) break;
+                MS_CHARGE(ms, SF_SCAN_WINDOW);
+                limit = WINDOW_END(s, ms->src_end);
             }
             if (*s == e) {
-                if (--cont == 0) {
-                    MS_CHARGE(ms, s - mark);
-                    return s + 1;
-                }
+                if (--cont == 0) return s + 1;
             }
             else if (*s == b) cont++;
         }
-        MS_CHARGE(ms, s - mark);
     }
     return NULL;  /* string ends out of balance */
 }
 
 static const char *max_expand(MatchState *ms, const char *s, const char *p, const char *ep) {
     ptrdiff_t i = 0;  /* counts maximum expand for item */
-    ptrdiff_t mark = 0;  /* repetitions counted since the last charge */
+    ptrdiff_t next = SF_SCAN_WINDOW;  /* where the count is charged next */
     while (singlematch(ms, s + i, p, ep)) {
-        i++;
-        if (SF_UNLIKELY(i - mark >= SF_STEPS_PER_CHECK)) {
-            MS_CHARGE(ms, i - mark);
-            mark = i;
+        if (SF_UNLIKELY(++i >= next)) {
+            MS_CHARGE(ms, SF_SCAN_WINDOW);
+            next += SF_SCAN_WINDOW;
         }
     }
-    MS_CHARGE(ms, i - mark);
     /* keeps trying to match with the maximum repetitions */
     while (i >= 0) {
         const char *res = match(ms, (s + i), ep + 1);
@@ -449,12 +442,10 @@ init: /* using goto's to optimize tail recursion */
     return s;
 }
 
-/* Lua's lmemfind, scanning in chunks and charging a step per byte scanned or compared.
- * Each candidate's scan and the first (up to 32) bytes compared are charged together, so a
- * chunk is kept to SF_STEPS_PER_CHECK - 32 bytes. */
+/* Lua's lmemfind, scanning in chunks. A step is a byte of the subject gone past (each
+ * candidate compares up to FIND_HEAD bytes at once, so a step is at most that many
+ * compares) plus a byte compared past the first FIND_HEAD of the needle. */
 #define FIND_HEAD 32
-#define FIND_CHUNK(l) \
-    ((l) < (size_t)(SF_STEPS_PER_CHECK - FIND_HEAD) ? (l) : (size_t)(SF_STEPS_PER_CHECK - FIND_HEAD))
 
 static const char *lmemfind(lua_State *L, int *left, const char *s1, size_t l1,
                             const char *s2, size_t l2) {
@@ -462,20 +453,25 @@ static const char *lmemfind(lua_State *L, int *left, const char *s1, size_t l1,
     else if (l2 > l1) return NULL;  /* avoids a negative 'l1' */
     else {
         const char *init;  /* to search for a '*s2' inside 's1' */
+        const char *mark = s1;  /* subject charged up to here */
         size_t head;
         l2--;  /* 1st char will be checked by 'memchr' */
         l1 = l1 - l2;  /* 's2' cannot be found after that */
         head = l2 < FIND_HEAD ? l2 : FIND_HEAD;  /* compared at once with each candidate */
         while (l1 > 0) {
-            size_t chunk = FIND_CHUNK(l1);
+            size_t chunk = SF_CHUNK(l1);
             init = (const char *)memchr(s1, *s2, chunk);
             if (init == NULL) {  /* not in this chunk */
-                SF_CHARGE(L, *left, chunk);
                 s1 += chunk; l1 -= chunk;
+                SF_CHARGE(L, *left, s1 - mark);
+                mark = s1;
                 continue;
             }
             init++;  /* 1st char is already checked */
-            SF_CHARGE(L, *left, (size_t)(init - s1) + head);
+            if (SF_UNLIKELY(init - mark >= SF_STEPS_PER_CHECK)) {
+                SF_CHARGE(L, *left, init - mark);
+                mark = init;
+            }
             if (memcmp(init, s2 + 1, head) == 0 &&
                 (head == l2 || bounded_memeq(L, left, init + head, s2 + 1 + head, l2 - head)))
                 return init - 1;
@@ -535,22 +531,20 @@ static int push_captures(MatchState *ms, const char *s, const char *e) {
 /* check whether pattern has no special characters (a byte-by-byte version of Lua's
  * strpbrk loop, so it can charge its steps) */
 static int nospecials(lua_State *L, int *left, const char *p, size_t l) {
-    size_t i, mark = 0;  /* bytes looked at since the last charge */
+    size_t i, next = SF_SCAN_WINDOW;  /* where the scan is charged next */
     for (i = 0; i < l; i++) {
-        if (SF_UNLIKELY(i - mark >= SF_STEPS_PER_CHECK)) {
-            SF_CHARGE(L, *left, i - mark);
-            mark = i;
+        if (SF_UNLIKELY(i >= next)) {
+            SF_CHARGE(L, *left, SF_SCAN_WINDOW);
+            next += SF_SCAN_WINDOW;
         }
         switch (p[i]) {
             case '^': case '$': case '*': case '+': case '?':
             case '.': case '(': case '[': case '%': case '-':
-                SF_CHARGE(L, *left, i - mark);
                 return 0;  /* pattern has a special character */
             default:
                 break;
         }
     }
-    SF_CHARGE(L, *left, i - mark);
     return 1;  /* no special chars found */
 }
 
