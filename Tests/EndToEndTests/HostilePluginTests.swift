@@ -18,6 +18,7 @@ final class HostilePluginTests: XCTestCase {
     // MARK: Class 1 — nested values: depth limits and cycle detection
 
     func testDeepRecordFieldInConstructor() throws { try drive("deep-record-field") }
+    func testDeepRecordField200InConstructor() throws { try drive("deep-record-field-200") }
     func testDeepRecordFieldThroughFieldsView() throws { try drive("deep-record-field-view") }
     func testDeepRecordFieldThroughSet() throws { try drive("deep-record-field-set") }
     func testJSONEncodeCyclic() throws { try drive("json-encode-cyclic") }

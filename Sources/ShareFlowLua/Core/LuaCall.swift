@@ -89,6 +89,8 @@ public struct LuaCall {
     @discardableResult
     public func field(_ i: Int32, _ key: String) -> Int32 {
         let abs = lua_absindex(L, i)
+        // Raw access needs a table (anything else is undefined behaviour in Lua's C API).
+        guard lua_type(L, abs) == LUA_TTABLE else { lua_pushnil(L); return LUA_TNIL }
         state.push(string: key)
         return lua_rawget(L, abs)
     }
@@ -163,6 +165,7 @@ public struct LuaCall {
     public func keys(_ i: Int32) -> [String] {
         let abs = lua_absindex(L, i)
         var keys: [String] = []
+        guard lua_type(L, abs) == LUA_TTABLE else { return keys }
         lua_pushnil(L)
         while lua_next(L, abs) != 0 {
             if lua_type(L, -2) == LUA_TSTRING, let k = state.string(at: -2) { keys.append(k) }
@@ -184,6 +187,7 @@ public struct LuaCall {
     /// Pushes `t[n]` (raw) and returns its type.
     @discardableResult
     public func element(_ i: Int32, _ n: Int) -> Int32 {
-        lua_rawgeti(L, i, lua_Integer(n))
+        guard lua_type(L, i) == LUA_TTABLE else { lua_pushnil(L); return LUA_TNIL }
+        return lua_rawgeti(L, i, lua_Integer(n))
     }
 }

@@ -1,13 +1,14 @@
--- Class 1: a record field value nested 40 deep, given to the host's field converter (which
--- recurses per level). `via` picks the entry point: the sf.Record constructor, the fields
--- view (`record.fields.x = v`) or `record:set(key, v)`.
--- Today: the converter pushes per level with no stack check: stack overrun (SIGSEGV/abort).
+-- Class 1: a record field value nested `depth` deep (40 by default), given to the host's
+-- field converter (which recurses per level). `via` picks the entry point: the sf.Record
+-- constructor, the fields view (`record.fields.x = v`) or `record:set(key, v)`.
+-- Today: the converter pushes per level with no stack check: stack overrun (at 40, silent
+-- corruption or a crash depending on the run; at 200, SIGSEGV/abort every time).
 -- After: no crash. The value is refused (R23: a list of lists is not a field value; or the
 -- depth limit), now or when the record would be saved; the driver accepts either verdict.
 return {
   name = "deep-record-field",
   version = "1.0.0",
-  description = "Hostile corpus: a 40-deep nested list as a record field value.",
+  description = "Hostile corpus: a deeply nested list as a record field value.",
   config = {
     via = { type = "string", default = "constructor" },
     depth = { type = "integer", default = 40, min = 1 },
