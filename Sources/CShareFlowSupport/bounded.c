@@ -6,7 +6,7 @@
  * backtracking pattern, a long plain find, a table.move over 2^53 indices or a sort of
  * millions of elements would run on, past any budget. These versions are the same
  * algorithms with a step counter: every loop whose length depends on the input calls
- * sf_budget_checkpoint at least every SF_STEPS_PER_CHECK steps, and the checkpoint raises the
+ * sf_budget_checkpoint every SF_STEPS_PER_CHECK steps or so, and the checkpoint raises the
  * budget error (a longjmp) once the call's budget is spent. Nothing here holds memory
  * outside Lua's allocator or a lock, so it is safe to leave at any checkpoint.
  *
@@ -31,21 +31,26 @@
  * DEALINGS IN THE SOFTWARE.
  *
  * What was changed from Lua 5.4.4:
- * - Step counting: MatchState has a countdown `left`; match() charges one step per call and
- *   per pattern item it goes through (its `goto init` loop), and so do the scans inside the
- *   matcher (classend and matchbracketclass over a [set], max_expand's repetition count,
- *   %b's balance scan, %1-%9 back-reference compares in chunks). The gsub replacement
- *   string and the copies into the result buffer go in chunks of at most
- *   SF_STEPS_PER_CHECK bytes. sort charges one step per comparison; insert, remove and
- *   move one per element moved.
- * - Plain find (lmemfind) and the "no special characters" test scan in chunks of at most
- *   SF_STEPS_PER_CHECK bytes, charging a step per byte scanned or compared. Still the same
- *   simple O(n*m) search, same results.
+ * - Step counting. A countdown (MatchState.left for the matcher, a local elsewhere) calls
+ *   sf_budget_checkpoint each time SF_STEPS_PER_CHECK steps are used up. match() takes a
+ *   step per call and per pattern item it goes through (its `goto init` loop). Scans inside
+ *   one matcher step (classend and matchbracketclass over a [set], %b's balance scan,
+ *   max_expand's repetition count) are free for their first SF_SCAN_WINDOW (64) chars and
+ *   take SF_SCAN_WINDOW steps per window after that, so short scans cost nothing and long
+ *   ones are still checked. %1-%9 back-references compare in chunks, a step per byte.
+ *   gsub copies the replacement, the matched text and the rest of the subject into its
+ *   buffer in chunks of at most SF_STEPS_PER_CHECK bytes, a step per byte.
+ *   sort takes one step per comparison; insert, remove and move one per element moved.
+ * - Plain find (lmemfind): memchr over chunks of at most SF_STEPS_PER_CHECK bytes, a step
+ *   per byte of subject gone past, then the first 32 bytes of the needle compared at once
+ *   and the rest in chunks, a step per byte. Still the same simple O(n*m) search, same
+ *   results. The "no special characters" test is a byte loop instead of strpbrk, charged
+ *   per window like the matcher's scans.
  * - gmatch's iterator resets its recursion-depth counter at each call, so an iterator
  *   called again after it raised an error does not inherit a depth left over from the
  *   failed call (Lua's own would; only observable after an error).
- * - Only the public C API is used (no lprefix.h, no lua_assert); the functions are static
- *   and installed over the stock ones by sf_open_bounded_libs.
+ * - Only the public C API is used (no lprefix.h, no lua_assert, no l_unlikely); the
+ *   functions are static and installed over the stock ones by sf_open_bounded_libs.
  * Results, error messages and metamethod behaviour are otherwise Lua 5.4.4's.
  */
 
@@ -63,7 +68,6 @@
 
 #define uchar(c) ((unsigned char)(c))
 
-#define SF_LIKELY(x)   (__builtin_expect(((x) != 0), 1))
 #define SF_UNLIKELY(x) (__builtin_expect(((x) != 0), 0))
 
 /* Takes n steps off the countdown `left` (an int lvalue) and checks the budget when it runs
@@ -142,7 +146,6 @@ static const char *match(MatchState *ms, const char *s, const char *p);
 #endif
 
 #define L_ESC    '%'
-#define SPECIALS "^$*+?.([%-"
 
 static int check_capture(MatchState *ms, int l) {
     l -= '1';
