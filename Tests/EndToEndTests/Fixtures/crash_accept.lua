@@ -9,7 +9,7 @@ local list = {}
 for i, url in ipairs(urls) do list[i] = ms[url] end
 local op = sf.AcceptSharesOperation{ shareMetadatas = list }
 local n = 0
-op.perShareResultBlock = function(metadata, share, e)
+op.perShareResultBlock = function(_, _, _)
   n = n + 1
   io.stdout:write("accepted ", n, "\n")
   io.stdout:flush()
