@@ -1099,7 +1099,96 @@ static int sort(lua_State *L) {
 /* }====================================================== */
 
 
+/* string.rep: Lua's own loops once per copy, in C, even when the copies are empty
+ * (string.rep("", 1e10) never allocates, so nothing stops it). This one fills the result by
+ * doubling copies of its start (a few memcpy calls) and checks the budget between them. */
+static int str_rep(lua_State *L) {
+    size_t l, lsep;
+    const char *s = luaL_checklstring(L, 1, &l);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    const char *sep = luaL_optlstring(L, 3, "", &lsep);
+    size_t maxsize = sizeof(size_t) < sizeof(int) ? (size_t)~(size_t)0 : (size_t)INT_MAX;  /* lstrlib's MAXSIZE */
+    if (n <= 0 || l + lsep == 0) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    if (l + lsep < l || l + lsep > maxsize / (size_t)n)
+        return luaL_error(L, "resulting string too large");
+    size_t unit = l + lsep;
+    size_t total = (size_t)n * l + (size_t)(n - 1) * lsep;
+    luaL_Buffer b;
+    char *p = luaL_buffinitsize(L, &b, total);
+    /* total >= unit whenever n > 1; with n == 1 the result is s alone. */
+    memcpy(p, s, l);
+    if (n > 1) {
+        memcpy(p + l, sep, lsep);
+        size_t filled = unit;
+        while (filled < total) {
+            sf_budget_checkpoint(L);
+            size_t chunk = filled < total - filled ? filled : total - filled;
+            memcpy(p + filled, p, chunk);  /* filled is a whole number of units: the pattern holds */
+            filled += chunk;
+        }
+    }
+    luaL_pushresultsize(&b, total);
+    return 1;
+}
+
+/* lutf8lib's u_posrelat. */
+static lua_Integer u_posrelat(lua_Integer pos, size_t len) {
+    if (pos >= 0) return pos;
+    else if (0u - (size_t)pos > len) return 0;
+    else return (lua_Integer)len + pos + 1;
+}
+
+/* utf8.len, with the budget checked every SF_STEPS_PER_CHECK characters: a long string is
+ * walked in C. Same results and errors as Lua 5.4's. */
+static int utf8_len(lua_State *L) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    lua_Integer posi = u_posrelat(luaL_optinteger(L, 2, 1), len);
+    lua_Integer posj = u_posrelat(luaL_optinteger(L, 3, -1), len);
+    int lax = lua_toboolean(L, 4);
+    luaL_argcheck(L, 1 <= posi && --posi <= (lua_Integer)len, 2, "initial position out of bounds");
+    luaL_argcheck(L, --posj < (lua_Integer)len, 3, "final position out of bounds");
+    lua_Integer n = 0;
+    int left = SF_STEPS_PER_CHECK;
+    while (posi <= posj) {
+        if (--left == 0) { sf_budget_checkpoint(L); left = SF_STEPS_PER_CHECK; }
+        /* decode one sequence (as lutf8lib's utf8_decode) */
+        const unsigned char *c = (const unsigned char *)s + posi;
+        unsigned int res = c[0];
+        unsigned long limits[] = {~0ul, 0x80, 0x800, 0x10000u, 0x200000u, 0x4000000u};
+        int count = 0;
+        const unsigned char *next = NULL;
+        if (res < 0x80) next = c + 1;
+        else {
+            unsigned long r = 0;
+            for (; res & 0x40; res <<= 1) {
+                unsigned int cc = c[++count];
+                if ((cc & 0xC0) != 0x80) { next = NULL; goto decoded; }
+                r = (r << 6) | (cc & 0x3F);
+            }
+            r |= ((unsigned long)(res & 0x7F) << (count * 5));
+            if (count > 5 || r > 0x7FFFFFFFu || r < limits[count]) { next = NULL; goto decoded; }
+            if (!lax && (r > 0x10FFFFu || (0xD800u <= r && r <= 0xDFFFu))) { next = NULL; goto decoded; }
+            next = c + count + 1;
+        }
+    decoded:
+        if (next == NULL) {
+            luaL_pushfail(L);
+            lua_pushinteger(L, posi + 1);
+            return 2;
+        }
+        posi = (lua_Integer)((const char *)next - s);
+        n++;
+    }
+    lua_pushinteger(L, n);
+    return 1;
+}
+
 static const luaL_Reg bounded_string_funcs[] = {
+    {"rep", str_rep},
     {"find", str_find},
     {"match", str_match},
     {"gmatch", gmatch},
@@ -1137,6 +1226,12 @@ static int open_bounded(lua_State *L) {
     }
     lua_pop(L, 2);  /* "", string */
     if (lua_getglobal(L, "table") == LUA_TTABLE) set_raw(L, bounded_table_funcs);
+    lua_pop(L, 1);
+    if (lua_getglobal(L, "utf8") == LUA_TTABLE) {
+        lua_pushliteral(L, "len");
+        lua_pushcfunction(L, utf8_len);
+        lua_rawset(L, -3);
+    }
     lua_pop(L, 1);
     return 0;
 }

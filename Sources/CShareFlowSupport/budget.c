@@ -145,12 +145,23 @@ void sf_watchdog_unregister(sf_limits *limits) {
     pthread_mutex_unlock(&sf_watch_lock);
 }
 
+/* The deadline of the outermost budgeted call under way on this thread. A plugin's call that
+ * makes the engine call another plugin (its policy saves a share, which another plugin
+ * observes) is one call: the nested one ends by the outer deadline if that comes first, so a
+ * chain of plugins cannot add their budgets up. */
+static _Thread_local long long outer_deadline = 0;
+
 void sf_begin_budget(sf_limits *limits) {
     sf_limits_reset(limits);
-    limits->deadline_ns = sf_now_ns() + limits->budget_ns;
+    long long deadline = sf_now_ns() + limits->budget_ns;
+    if (outer_deadline != 0 && outer_deadline < deadline) deadline = outer_deadline;
+    limits->saved_outer_deadline = outer_deadline;
+    if (outer_deadline == 0 || deadline < outer_deadline) outer_deadline = deadline;
+    limits->deadline_ns = deadline;
 }
 
 void sf_end_budget(sf_limits *limits) {
+    outer_deadline = limits->saved_outer_deadline;
     limits->deadline_ns = 0;
     pthread_mutex_lock(&sf_watch_lock);  /* the watchdog is not between its check and its arm */
     sf_limits_reset(limits);

@@ -134,6 +134,17 @@ int sf_pcall(lua_State *L, int nargs, int nresults) {
     return status;
 }
 
+int sf_next_skipping(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 2);
+    while (lua_next(L, 1)) {
+        if (lua_touserdata(L, -2) != lua_touserdata(L, lua_upvalueindex(1))) return 2;
+        lua_pop(L, 1);
+    }
+    lua_pushnil(L);
+    return 1;
+}
+
 /* sf_protected: Swift code run inside lua_pcall. */
 struct protected_args {
     sf_body_fn body;
@@ -163,6 +174,7 @@ int sf_protected(lua_State *L, int nargs, int nresults, sf_body_fn body, void *c
 }
 
 /* Verdicts (SPEC §6): only nothing, true and sf.allow() allow. */
+#define SF_MAX_REASON 1024
 static const char SF_ALLOW_KEY = 0;
 static const char SF_DENY_META_KEY = 0;
 
@@ -260,6 +272,17 @@ static void read_verdict(lua_State *L) {
         lua_pushfstring(L, "policy returned %s (expected nothing, true, sf.allow() or sf.deny(reason))", lua_tostring(L, -1));
         lua_remove(L, -2);
     }
+    /* A reason is kept in the decision log and shown to the caller: at most 1 KiB of it. */
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t len;
+        const char *reason = lua_tolstring(L, -1, &len);
+        if (len > SF_MAX_REASON) {
+            lua_pushlstring(L, reason, SF_MAX_REASON);
+            lua_pushliteral(L, "...");
+            lua_concat(L, 2);
+            lua_replace(L, -2);
+        }
+    }
     lua_pushboolean(L, allow);
     lua_replace(L, first);
     lua_replace(L, first + 1);
@@ -288,7 +311,26 @@ static int hook_main(lua_State *L) {
 
 int sf_call_hook(lua_State *L, sf_limits *limits, sf_hook_call *h) {
     if (!lua_checkstack(L, 4)) return LUA_ERRMEM;
+    /* sf_guarded_pcall's work, with the handler pushed first rather than rotated into place:
+     * this runs on every event. */
+    int budgeted = limits->budget_ns != 0 && limits->deadline_ns == 0;
+    if (budgeted) sf_begin_budget(limits);
+    int depth = limits->host_depth;
+    limits->host_depth = 0;
+    limits->busy++;
+    int base = lua_gettop(L) + 1;
+    lua_pushcfunction(L, sf_traceback);
     lua_pushcfunction(L, hook_main);
     lua_pushlightuserdata(L, h);
-    return sf_guarded_pcall(L, limits, 1, h->policy ? 2 : 0);
+    int status = lua_pcall(L, 1, h->policy ? 2 : 0, base);
+    lua_remove(L, base);
+    limits->host_depth = depth;
+    limits->busy--;
+    if (status != LUA_OK && limits->expired) {
+        lua_pop(L, 1);
+        sf_push_spent_reason(L, limits);
+        status = LUA_ERRRUN;
+    }
+    if (budgeted) sf_end_budget(limits);
+    return status;
 }

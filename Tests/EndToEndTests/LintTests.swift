@@ -9,7 +9,8 @@ final class LintTests: XCTestCase {
         }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: luacheck)
-        p.arguments = ["--no-color", "-q", "Scripts", "Plugins", "Tests/lua", "Tests/EndToEndTests/Fixtures", "Tests/fuzz"].filter { FileManager.default.fileExists(atPath: CLI.root.appendingPathComponent($0).path) }
+        let folders = ["Scripts", "Plugins", "Tests/lua", "Tests/EndToEndTests/Fixtures", "Tests/fuzz"]
+        p.arguments = ["--no-color", "-q"] + folders.filter { FileManager.default.fileExists(atPath: CLI.root.appendingPathComponent($0).path) }
         p.currentDirectoryURL = CLI.root
         let out = Pipe()
         p.standardOutput = out

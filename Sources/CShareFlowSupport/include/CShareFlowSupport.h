@@ -65,6 +65,9 @@ typedef struct sf_hook_call {
  * allow (boolean) and reason (string, or nil when allowed); on an error, the message. */
 int sf_call_hook(lua_State *L, sf_limits *limits, sf_hook_call *call);
 
+/* `next` for a table with a hidden key (the light userdata at upvalue 1), which it steps over. */
+int sf_next_skipping(lua_State *L);
+
 /* sf.allow() (one sentinel per state) and sf.deny(reason) (a table only the host makes):
  * a policy allows only by returning nothing, true or sf.allow(). */
 int sf_verdict_allow(lua_State *L);
@@ -90,12 +93,15 @@ struct sf_limits {
     volatile int interrupted; /* set by Ctrl-C */
     volatile long long deadline_ns; /* CLOCK_MONOTONIC; 0 = no call under a budget */
     long long budget_ns;   /* a guarded call's CPU budget; 0 = none */
+    long long saved_outer_deadline; /* the thread's outer deadline when this call began */
     lua_State *main;
     /* Coroutines running now (innermost last), so the hook reaches them too. */
     lua_State *volatile threads[SF_MAX_THREADS];
     volatile int nthreads;
     /* Calls into this state under way (sf_pcall), so a state is never closed under them. */
     int busy;
+    /* The owner asked to close the state while busy: it closes when the last call returns. */
+    int close_when_idle;
     char reason[128];
 };
 

@@ -21,13 +21,13 @@ extension ShareFlowModule {
             let invitations = try b.raising { try b.engine.pendingInvitations(olderThan: age) }
             let now = Date().timeIntervalSince1970
             b.pushList(invitations) { inv in
-                lua_createtable(L, 0, 6)
-                lua.push(string: inv.participantID); lua_setfield(L, -2, "participantID")
-                lua.push(string: inv.shareURL); lua_setfield(L, -2, "url")
-                if let t = inv.shareTitle { lua.push(string: t); lua_setfield(L, -2, "title") }
-                b.push(inv.lookupInfo); lua_setfield(L, -2, "lookupInfo")
-                lua_pushnumber(L, inv.addedAt); lua_setfield(L, -2, "addedAt")
-                lua_pushnumber(L, now - inv.addedAt); lua_setfield(L, -2, "age")
+                lua_createtable(call.L, 0, 6)
+                lua.push(string: inv.participantID); lua_setfield(call.L, -2, "participantID")
+                lua.push(string: inv.shareURL); lua_setfield(call.L, -2, "url")
+                if let t = inv.shareTitle { lua.push(string: t); lua_setfield(call.L, -2, "title") }
+                b.push(inv.lookupInfo); lua_setfield(call.L, -2, "lookupInfo")
+                lua_pushnumber(call.L, inv.addedAt); lua_setfield(call.L, -2, "addedAt")
+                lua_pushnumber(call.L, now - inv.addedAt); lua_setfield(call.L, -2, "age")
             }
             return 1
         }
@@ -49,7 +49,8 @@ extension ShareFlowModule {
         lua.push(function: "json.encode") { call in
             var out = ""
             var seen = Set<UnsafeRawPointer>()
-            try encodeJSON(call, 1, into: &out, depth: 0, seen: &seen)
+            var budget = maxJSONValues
+            try encodeJSON(call, 1, into: &out, depth: 0, seen: &seen, budget: &budget)
             call.state.push(string: out)
             return 1
         }
@@ -122,10 +123,19 @@ extension ShareFlowModule {
 
     /// JSON for a Lua value: tables with only 1…n keys are arrays; objects print as their
     /// `tostring`; cycles and functions are errors naming the problem.
+    /// The most values one `sf.json.encode` visits, and the longest text it makes: a table
+    /// shared many times over (a DAG) or a long string repeated would otherwise make the host
+    /// work and grow without end, out of the budget's reach.
+    static let maxJSONValues = 100_000
+    static let maxJSONBytes = 16 << 20
+
     static func encodeJSON(_ call: LuaCall, _ index: Int32, into out: inout String, depth: Int,
-                           seen: inout Set<UnsafeRawPointer>) throws {
+                           seen: inout Set<UnsafeRawPointer>, budget: inout Int) throws {
         let L = call.L, lua = call.state
         let i = lua_absindex(L, index)
+        budget -= 1
+        guard budget >= 0 else { throw call.argumentError(1, "more than \(maxJSONValues) values to encode") }
+        guard out.utf8.count <= maxJSONBytes else { throw call.argumentError(1, "encoded text longer than \(maxJSONBytes >> 20) MiB") }
         guard depth < LuaState.maxDepth else {
             throw call.argumentError(1, "table nested more than \(LuaState.maxDepth) levels deep")
         }
@@ -153,22 +163,34 @@ extension ShareFlowModule {
                 for k in 1...n {
                     if k > 1 { out += "," }
                     lua_rawgeti(L, i, lua_Integer(k))
-                    try encodeJSON(call, -1, into: &out, depth: depth + 1, seen: &seen)
+                    try encodeJSON(call, -1, into: &out, depth: depth + 1, seen: &seen, budget: &budget)
                     lua.pop()
                 }
                 out += "]"
             } else {
                 out += "{"
+                // Keys first, raw: a key's __tostring (below) may change the table, and a
+                // lua_next after that would raise here, in Swift.
+                lua_createtable(L, Int32(clamping: keys), 0)
+                let keyList = lua_gettop(L)
+                var count: lua_Integer = 0
                 lua_pushnil(L)
-                var first = true
                 while lua_next(L, i) != 0 {
+                    lua.pop()
+                    lua_pushvalue(L, -1)
+                    count += 1
+                    lua_rawseti(L, keyList, count)
+                }
+                defer { lua_settop(L, keyList - 1) }
+                for k in stride(from: 1, through: count, by: 1) {
+                    lua_rawgeti(L, keyList, k)
                     let key: String
-                    if lua_type(L, -2) == LUA_TSTRING { key = lua.string(at: -2) ?? "" }
-                    else { key = ShareFlowModule.describe(lua, at: lua_absindex(L, -2)) }
-                    if !first { out += "," }
-                    first = false
+                    if lua_type(L, -1) == LUA_TSTRING { key = lua.string(at: -1) ?? "" }
+                    else { key = ShareFlowModule.describe(lua, at: lua_absindex(L, -1)) }
+                    if k > 1 { out += "," }
                     out += quote(key) + ":"
-                    try encodeJSON(call, -1, into: &out, depth: depth + 1, seen: &seen)
+                    lua_rawget(L, i)
+                    try encodeJSON(call, -1, into: &out, depth: depth + 1, seen: &seen, budget: &budget)
                     lua.pop()
                 }
                 out += "}"

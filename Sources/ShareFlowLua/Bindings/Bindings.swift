@@ -394,6 +394,10 @@ final class Bindings {
                         call.element(-1, n + 1)
                         defer { call.state.pop() }
                         guard let r = record(at: -1) else { throw call.argumentError(2, "save[\(n + 1)] must be a record or share, got \(call.typeName(-1))") }
+                        // A save stamps what it saves (change tag, URL): not the caller's objects.
+                        guard call.state.isWritable(at: -1) else {
+                            throw call.argumentError(2, "save[\(n + 1)] is read-only in a plugin: it belongs to the caller")
+                        }
                         return r
                     }
                 }

@@ -10,59 +10,84 @@ import ShareFlow
 /// protected call made by C (`sf_call_hook`): nothing Swift does on the state can raise
 /// through Swift frames, and nothing the plugin returns is read with a metamethod.
 struct HookCall {
-    let L: OpaquePointer
     let limits: UnsafeMutablePointer<sf_limits>
     let ref: Int32
     let bindings: Unmanaged<Bindings>
+    let requests: Unmanaged<RequestTable>
     /// Keeps the function pinned in the registry while the registration lives, and tells
     /// whether the state is still open (a plugin unloaded during a delivery under way).
     let function: LuaReference
 
     init(_ b: Bindings, _ function: LuaReference) {
-        L = b.lua.L
         limits = b.lua.limits
         ref = function.ref
         bindings = .passUnretained(b)
+        requests = .passUnretained(b.requests)
         self.function = function
     }
 
-    /// Calls the function with the one argument `push` leaves, under the state's CPU budget.
-    /// For a policy, returns the verdict; for an observer, nil.
-    @discardableResult
-    func call(policy: Bool, push: (Bindings) -> Void) throws -> PolicyVerdict? {
+    /// Delivers `event` to the observer, under the state's CPU budget.
+    func deliver(_ event: Event) throws {
+        // By address: copying the event would retain each of its objects.
+        _ = try withUnsafePointer(to: event) { event in
+            var argument = EventArgument(bindings: bindings, event: event)
+            return try withUnsafeMutablePointer(to: &argument) { try call(policy: false, build: buildEvent, $0) }
+        }
+    }
+
+    /// Asks the policy about `request`, under the state's CPU budget.
+    func decide(_ request: PolicyRequest) throws -> PolicyVerdict {
+        try withUnsafePointer(to: request) { request in
+            var argument = RequestArgument(requests: requests, request: request)
+            return try withUnsafeMutablePointer(to: &argument) { try call(policy: true, build: buildRequest, $0) }
+        }
+    }
+
+    private func call(policy: Bool, build: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32,
+                      _ argument: UnsafeMutableRawPointer) throws -> PolicyVerdict {
         // A registration whose state was closed since the delivery began: it is gone.
-        guard function.lifetime.L != nil else { return policy ? .allow : nil }
+        guard function.lifetime.L != nil else { return .allow }
+        // The thread the state serves now: an event raised by a call from one of the plugin's
+        // coroutines is delivered on that coroutine's stack, where the builders push.
+        let L = bindings._withUnsafeGuaranteedRef { $0.lua.L }
         let base = lua_gettop(L)
         defer {
             lua_settop(L, base)
-            if limits.pointee.busy == 0 && bindings._withUnsafeGuaranteedRef({ $0.lua.closeWhenIdle }) {
+            if limits.pointee.close_when_idle != 0 {
                 bindings._withUnsafeGuaranteedRef { $0.lua.closeIfIdle() }
             }
         }
-        let status = withoutActuallyEscaping(push) { push in
-            var argument = HookArgument(bindings: bindings, push: push)
-            return withUnsafeMutablePointer(to: &argument) { p in
-                var h = sf_hook_call(function: ref, build: buildHookArgument, ctx: UnsafeMutableRawPointer(p),
-                                     policy: policy ? 1 : 0)
-                return sf_call_hook(L, limits, &h)
-            }
-        }
+        var h = sf_hook_call(function: ref, build: build, ctx: argument, policy: policy ? 1 : 0)
+        let status = sf_call_hook(L, limits, &h)
         guard status == LUA_OK else { throw LuaState.owner(of: L).callError(status) }
-        guard policy else { return nil }
+        guard policy else { return .allow }
         if lua_toboolean(L, -2) != 0 { return .allow }
         return .deny(LuaState.owner(of: L).string(at: -1) ?? "denied")
     }
 }
 
-/// The argument builder `sf_call_hook` calls back, inside its protected call.
-private struct HookArgument {
+/// The argument builders `sf_call_hook` calls back, inside its protected call: the event or
+/// request travels by address, the bindings unretained.
+private struct EventArgument {
     let bindings: Unmanaged<Bindings>
-    let push: (Bindings) -> Void
+    let event: UnsafePointer<Event>
 }
 
-private let buildHookArgument: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { _, context in
-    let argument = context!.assumingMemoryBound(to: HookArgument.self)
-    argument.pointee.bindings._withUnsafeGuaranteedRef(argument.pointee.push)
+private struct RequestArgument {
+    let requests: Unmanaged<RequestTable>
+    let request: UnsafePointer<PolicyRequest>
+}
+
+private let buildEvent: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { _, context in
+    // The event is borrowed in place: a copy would retain each of its objects and strings.
+    let argument = context!.assumingMemoryBound(to: EventArgument.self)
+    Hooks.pushEvent(argument.pointee.event.pointee, argument.pointee.bindings.takeUnretainedValue())
+    return 1
+}
+
+private let buildRequest: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { _, context in
+    let argument = context!.assumingMemoryBound(to: RequestArgument.self)
+    argument.pointee.requests.takeUnretainedValue().push(argument.pointee.request.pointee)
     return 1
 }
 
@@ -79,7 +104,6 @@ enum Hooks {
 
     static func install(_ lua: LuaState, host: ScriptHost, bindings b: Bindings) {
         let L = lua.L
-        let requests = b.requests
         let handleClass = LuaClass<Handle>("HookHandle")
         handleClass
             .property("name") { lua, h in lua.push(string: h.label) }
@@ -103,7 +127,7 @@ enum Hooks {
             // it goes (ScriptHost.deinit).
             let hook = HookCall(b, fn)
             let handle = b.engine.events.observe(event, priority: priority, label: label) { ev in
-                try hook.call(policy: false) { pushEvent(ev, $0) }
+                try hook.deliver(ev)
             }
             host.registrations.append { handle.remove() }
             handleClass.push(Handle(label: name) { handle.remove() }, in: call.state)
@@ -123,7 +147,7 @@ enum Hooks {
             // policies before it goes.
             let hook = HookCall(b, fn)
             let id = b.engine.policies.add(point, name: label, priority: priority) { request in
-                try hook.call(policy: true) { _ in requests.push(request) }!
+                try hook.decide(request)
             }
             let policies = b.engine.policies
             host.registrations.append { policies.remove(id: id) }
@@ -171,7 +195,7 @@ enum Hooks {
         return (priority, try call.stringField(i, "name") ?? name)
     }
 
-    static func pushEvent(_ ev: Event, _ b: Bindings) {
+    static func pushEvent(_ ev: borrowing Event, _ b: Bindings) {
         let L = b.lua.L
         lua_createtable(L, 0, 8)
         b.lua.push(static: ev.kind.staticName); lua_setfield(L, -2, "name")

@@ -283,6 +283,10 @@ extension Bindings {
     private func recordList(_ call: LuaCall, _ i: Int32) throws -> [Record] {
         try list(call, i) { n in
             guard let r = record(at: -1) else { throw call.argumentError(i, "item \(n + 1) must be a record, got \(call.typeName(-1))") }
+            // A save stamps what it saves: in a plugin, only records it made.
+            guard call.state.isWritable(at: -1) else {
+                throw call.argumentError(i, "item \(n + 1) is read-only in a plugin: it belongs to the caller")
+            }
             return r
         }
     }

@@ -117,11 +117,13 @@ extension Bindings {
             .property("isZoneShare") { lua, s in try lua.push(.boolean(s.isZoneShare)) }
             .method("addParticipant", mutating: true) { [unowned self] call, s in
                 let p = try call.object(2, Participant.self, typeName: participantClass.typeName)
+                try requireWritable(call, 2, "Participant")
                 s.addParticipant(p)
                 return 0
             }
             .method("removeParticipant", mutating: true) { [unowned self] call, s in
                 let p = try call.object(2, Participant.self, typeName: participantClass.typeName)
+                try requireWritable(call, 2, "Participant")
                 s.removeParticipant(p)
                 return 0
             }
@@ -154,6 +156,14 @@ extension Bindings {
     }
 
     // MARK: Helpers
+
+    /// In a plugin, an engine call that changes its argument (a share adopting a participant or
+    /// a root record, a save stamping a record) takes only objects the plugin made.
+    func requireWritable(_ call: LuaCall, _ i: Int32, _ typeName: String) throws {
+        guard call.state.isWritable(at: i) else {
+            throw call.argumentError(i, "\(typeName) is read-only in a plugin: it belongs to the caller")
+        }
+    }
 
     func pushList<T>(_ items: [T], _ push: (T) -> Void) {
         lua_createtable(lua.L, Int32(items.count), 0)

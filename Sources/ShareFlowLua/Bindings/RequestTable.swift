@@ -48,16 +48,10 @@ final class RequestTable {
                 if lua_rawget(call.L, 1) == LUA_TNIL { try materialize(field, call) }
                 lua_settop(call.L, 1)
             }
-            call.state.push(function: "next") { call in
-                // `next` that steps over the hidden serial.
-                lua_settop(call.L, 2)
-                while lua_next(call.L, 1) != 0 {
-                    if lua_touserdata(call.L, -2) != RequestTable.serialKey { return 2 }
-                    lua_settop(call.L, -2)
-                }
-                lua_pushnil(call.L)
-                return 1
-            }
+            // `next` that steps over the hidden serial, in C: lua_next raises on a key that is
+            // not in the table, and nothing may raise from Swift.
+            lua_pushlightuserdata(call.L, RequestTable.serialKey)
+            lua_pushcclosure(call.L, sf_next_skipping, 1)
             lua_pushvalue(call.L, 1)
             lua_pushnil(call.L)
             return 3
@@ -94,8 +88,8 @@ final class RequestTable {
         lua_rawget(L, 1)
         let wanted = Int(lua_tointegerx(L, -1, nil))
         lua_settop(L, -2)
-        let (serial, kept) = recent[wanted % RequestTable.kept]
-        guard serial == wanted, let objects = kept else {
+        // The serial is a plain integer in the table: a plugin can overwrite it.
+        guard wanted >= 1, wanted <= serial, case let (kept, objects?) = recent[wanted % RequestTable.kept], kept == wanted else {
             throw LuaError(message: "a policy request's '\(RequestTable.lazyFields[field])' is kept for the \(RequestTable.kept) most recent decisions; read it during the policy call")
         }
         switch field {

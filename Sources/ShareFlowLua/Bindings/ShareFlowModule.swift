@@ -209,6 +209,10 @@ enum ShareFlowModule {
                 guard let root = b.record(at: -1), !(root is Share) else {
                     throw call.argumentError(1, "field 'rootRecord' must be a record, got \(call.typeName(-1))")
                 }
+                // A share marks its root record: in a plugin, only a record the plugin made.
+                guard call.state.isWritable(at: -1) else {
+                    throw call.argumentError(1, "field 'rootRecord' is read-only in a plugin: it belongs to the caller")
+                }
                 call.state.pop()
                 share = try call.stringField(1, "recordName").map { Share(rootRecord: root, recordName: $0) } ?? Share(rootRecord: root)
             } else {

@@ -10,8 +10,12 @@ import CShareFlowSupport
 /// let results = try lua.run("return 1 + 1")   // [.integer(2)]
 /// ```
 public final class LuaState {
-    /// The raw `lua_State *`, for bindings.
-    public let L: OpaquePointer
+    /// The raw `lua_State *` of the thread Swift is serving now: the main thread, or, while a
+    /// Swift function called from a coroutine runs, that coroutine — so what Swift pushes lands
+    /// on the stack of the thread that called it.
+    @exclusivity(unchecked) public internal(set) var L: OpaquePointer
+    /// The state's main thread.
+    public let mainThread: OpaquePointer
     let limits: UnsafeMutablePointer<sf_limits>
     private var closed = false
     /// What references hold instead of the state: a weak reference would give the state a
@@ -72,6 +76,7 @@ public final class LuaState {
             throw LuaError(kind: .memory, message: "cannot create a Lua state (out of memory)")
         }
         self.L = L
+        mainThread = L
         lifetime.L = L
         clua_getextraspace(L).storeBytes(of: Unmanaged.passUnretained(self).toOpaque(),
                                          as: UnsafeMutableRawPointer.self)
@@ -95,23 +100,21 @@ public final class LuaState {
     public func close() {
         guard !closed else { return }
         if limits.pointee.busy > 0 {
-            closeWhenIdle = true
+            limits.pointee.close_when_idle = 1
             return
         }
         closed = true
         lifetime.L = nil
         if watched { sf_watchdog_unregister(limits) }
-        sf_close(L)
+        sf_close(mainThread)
         limits.deallocate()
     }
 
-    /// Set when `close()` came while a call was under way.
-    private(set) var closeWhenIdle = false
     public var isClosed: Bool { closed }
 
     /// Closes the state if a `close()` waited for the calls under way, now done.
     func closeIfIdle() {
-        if closeWhenIdle && limits.pointee.busy == 0 { close() }
+        if limits.pointee.close_when_idle != 0 && limits.pointee.busy == 0 { close() }
     }
 
     private var watched = false
@@ -318,12 +321,20 @@ public final class LuaState {
 
     /// Copies the value at `index` into Swift; `function` names the caller in errors
     /// (a cycle, nesting past `maxDepth`). Reads raw: no metamethod runs.
+    /// The most values one copy visits: a table shared many times over (a DAG) would
+    /// otherwise be copied once per path, without end.
+    public static let maxValues = 100_000
+
     public func value(at index: Int32, function: String = "value") throws -> LuaValue {
         var seen = Set<UnsafeRawPointer>()
-        return try value(at: lua_absindex(L, index), seen: &seen, depth: 0, function: function)
+        var budget = LuaState.maxValues
+        return try value(at: lua_absindex(L, index), seen: &seen, depth: 0, function: function, budget: &budget)
     }
 
-    private func value(at index: Int32, seen: inout Set<UnsafeRawPointer>, depth: Int, function: String) throws -> LuaValue {
+    private func value(at index: Int32, seen: inout Set<UnsafeRawPointer>, depth: Int, function: String,
+                       budget: inout Int) throws -> LuaValue {
+        budget -= 1
+        guard budget >= 0 else { throw LuaError(message: "\(function): more than \(LuaState.maxValues) values to copy") }
         switch lua_type(L, index) {
         case LUA_TNIL, LUA_TNONE: return .nil
         case LUA_TBOOLEAN: return .boolean(lua_toboolean(L, index) != 0)
@@ -349,7 +360,7 @@ public final class LuaState {
             table.array.reserveCapacity(n)
             for i in 1...max(n, 1) where n > 0 {
                 lua_rawgeti(L, index, lua_Integer(i))
-                table.array.append(try value(at: top, seen: &seen, depth: depth + 1, function: function))
+                table.array.append(try value(at: top, seen: &seen, depth: depth + 1, function: function, budget: &budget))
                 pop()
             }
             lua_pushnil(L)
@@ -358,8 +369,8 @@ public final class LuaState {
                     let k = clua_tointeger(L, -2)
                     if k >= 1 && k <= n { pop(); continue }
                 }
-                let key = try value(at: top - 1, seen: &seen, depth: depth + 1, function: function)
-                table.hash[key] = try value(at: top, seen: &seen, depth: depth + 1, function: function)
+                let key = try value(at: top - 1, seen: &seen, depth: depth + 1, function: function, budget: &budget)
+                table.hash[key] = try value(at: top, seen: &seen, depth: depth + 1, function: function, budget: &budget)
                 pop()
             }
             return .table(table)
@@ -412,7 +423,10 @@ public final class LuaState {
 
     /// The error a failed `lua_pcall` left on top of the stack (popped).
     func callError(_ status: Int32) -> LuaError {
-        let text = string(at: -1) ?? "(error object is not a string)"
+        var text = string(at: -1) ?? "(error object is not a string)"
+        // An error's text goes to logs and callers: a plugin's 16 MiB message would be kept
+        // and copied on every failure.
+        if text.utf8.count > 8192 { text = String(decoding: text.utf8.prefix(8192), as: UTF8.self) + "..." }
         pop()
         let kind: LuaError.Kind = status == LUA_ERRMEM ? .memory : .runtime
         return LuaError(kind: kind, handled: kind == .memory ? "not enough memory" : text)
@@ -533,6 +547,10 @@ private let luaDispatch: sf_swift_dispatch_fn = { L, box in
     let L = L!
     let function = Unmanaged<LuaFunctionBox>.fromOpaque(box!).takeUnretainedValue()
     let state = LuaState.owner(of: L)
+    // The bindings push through `state.L`: point it at the calling thread for this call.
+    let caller = state.L
+    state.L = L
+    defer { state.L = caller }
     do {
         return try function.body(LuaCall(state: state, L: L, name: function.name))
     } catch let raise as LuaRaise {

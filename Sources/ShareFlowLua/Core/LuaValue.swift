@@ -68,5 +68,6 @@ public final class LuaReference: Hashable {
 
 /// Whether a `LuaState` is still open: its `lua_State *` until it closes, then nil.
 final class LuaStateLifetime {
-    var L: OpaquePointer?
+    // Read on every hook call; set once, on the state's thread, when it closes.
+    @exclusivity(unchecked) var L: OpaquePointer?
 }

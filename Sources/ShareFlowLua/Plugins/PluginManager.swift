@@ -184,6 +184,8 @@ public final class PluginManager {
     private func evaluateValue(_ host: ScriptHost, folder: String) throws -> LuaValue {
         let path = (folder as NSString).appendingPathComponent("init.lua")
         guard let data = FileManager.default.contents(atPath: path) else { throw PluginError("cannot read \(path)") }
+        // Parsing runs in C, before any budget can apply: as `load` in the sandbox, 1 MiB at most.
+        guard data.count <= ModuleFile.maxBytes else { throw PluginError("\(path) is larger than 1 MiB") }
         let lua = host.lua
         let base = lua.top
         defer { lua.top = base }

@@ -23,13 +23,27 @@ enum Sandbox {
         try lua.load(prelude, chunkName: "=[sandbox]")
         lua.push(string: folder)
         lua_pushvalue(lua.L, printIndex)
-        try lua.call(arguments: 2, results: 0)
+        lua.push(function: "require") { call in
+            let name = try call.string(1)
+            switch ModuleFile.read(module: name, in: folder) {
+            case .success(let (bytes, path)):
+                bytes.withUnsafeBytes { buf in
+                    _ = lua_pushlstring(call.L, buf.baseAddress?.assumingMemoryBound(to: CChar.self), buf.count)
+                }
+                call.state.push(string: path)
+            case .failure(let reason):
+                lua_pushnil(call.L)
+                call.state.push(string: reason.description)
+            }
+            return 2
+        }
+        try lua.call(arguments: 3, results: 0)
         lua.pop()
     }
 
     static let prelude = """
-        local folder, print_ = ...
-        local open, load_, type_, error_, rawget_, setmetatable_ = io.open, load, type, error, rawget, setmetatable
+        local folder, print_, readModule_ = ...
+        local load_, type_, error_, rawget_, setmetatable_ = load, type, error, rawget, setmetatable
         local maxChunk = 1024 * 1024
         local os_ = os
         os = { time = os_.time, clock = os_.clock, date = os_.date, difftime = os_.difftime }
@@ -83,27 +97,86 @@ enum Sandbox {
           end
           error_("collectgarbage('" .. tostring(opt) .. "') is not available to plugins", 2)
         end
-        -- require: Lua files inside the plugin's folder, loaded as text.
+        -- require: Lua files inside the plugin's folder, loaded as text. The host finds and
+        -- reads the file (no symbolic link, regular files of at most 1 MiB); nothing here calls
+        -- a global or a string method the plugin could have replaced.
         local function searcher(name)
-          if name:find("..", 1, true) or name:sub(1, 1) == "/" then
-            return "\\n\\tmodule names may not leave the plugin's folder"
-          end
-          local base = folder .. "/" .. name:gsub("%.", "/")
-          for _, path in ipairs({ base .. ".lua", base .. "/init.lua" }) do
-            local f = open(path, "rb")
-            if f then
-              local text = f:read("a")
-              f:close()
-              local chunk, err = load_(text, "@" .. path, "t")
-              if not chunk then error_(err, 0) end
-              return chunk, path
-            end
-          end
-          return "\\n\\tno file '" .. base .. ".lua' in the plugin's folder"
+          if type_(name) ~= "string" then return "\\n\\tmodule names are strings" end
+          local text, path = readModule_(name)
+          if not text then return "\\n\\t" .. path end
+          local chunk, err = load_(text, "@" .. path, "t")
+          if not chunk then error_(err, 0) end
+          return chunk, path
         end
         package.searchers = { package.searchers[1], searcher }
         package.loadlib = nil
+        package.searchpath = nil
         package.cpath = ""
         package.path = ""
         """
+}
+
+/// A plugin's module file, found and read by the host: `a.b` is `a/b.lua` or `a/b/init.lua`
+/// below the plugin's folder, each component opened without following symbolic links, a
+/// regular file of at most 1 MiB (a FIFO or a device would block, a big file would be parsed
+/// out of the budget's reach).
+enum ModuleFile {
+    struct Failure: Error, CustomStringConvertible { let description: String }
+    static let maxBytes = 1 << 20
+
+    static func read(module name: String, in folder: String) -> Result<([UInt8], String), Failure> {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.".utf8)
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard !name.isEmpty, name.utf8.count <= 200, name.utf8.allSatisfy(allowed.contains),
+              parts.allSatisfy({ !$0.isEmpty }) else {
+            return .failure(Failure(description: "module name '\(name)' is not letters, digits, '_', '-' and dots"))
+        }
+        let relative = parts.joined(separator: "/")
+        for candidate in [relative + ".lua", relative + "/init.lua"] {
+            if let bytes = readRegularFile(candidate, below: folder) {
+                return bytes.map { ($0, folder + "/" + candidate) }
+            }
+        }
+        return .failure(Failure(description: "no file '\(relative).lua' in the plugin's folder"))
+    }
+
+    /// nil: no such file; a failure: there, but not readable as a module.
+    private static func readRegularFile(_ relative: String, below folder: String) -> Result<[UInt8], Failure>? {
+        var dir = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dir >= 0 else { return nil }
+        let components = relative.split(separator: "/").map(String.init)
+        for component in components.dropLast() {
+            let next = openat(dir, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            close(dir)
+            guard next >= 0 else { return nil }
+            dir = next
+        }
+        let fd = openat(dir, components.last!, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        close(dir)
+        guard fd >= 0 else {
+            return errno == ELOOP ? .failure(Failure(description: "'\(relative)' is a symbolic link; modules are read only from the plugin's own files")) : nil
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            return .failure(Failure(description: "'\(relative)' is not a regular file"))
+        }
+        guard st.st_size <= maxBytes else {
+            return .failure(Failure(description: "'\(relative)' is larger than 1 MiB"))
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { readFile(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            done += n
+        }
+        return .success(Array(bytes[..<done]))
+    }
+}
+
+/// `read(2)`, named apart from the enum's own `read`.
+private func readFile(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    read(fd, buffer, count)
 }
