@@ -53,7 +53,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ShareFlowTests", dependencies: ["ShareFlow", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "CLua"]),
+        .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: [], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]

@@ -183,6 +183,8 @@ static int usage_walk(int fd, int depth, uint64_t *total) {
             err = errno;
             break;
         }
+        /* Every entry costs a block, as on disk: empty files and folders are not free. */
+        *total += SF_DF_ENTRY_COST;
         if (S_ISREG(st.st_mode)) {
             if (st.st_size > 0) *total += (uint64_t)st.st_size;
         } else if (S_ISDIR(st.st_mode)) {

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import CShareFlowSupport
 @testable import ShareFlowLua
 #if canImport(Glibc)
 import Glibc
@@ -85,11 +86,11 @@ final class DataFolderTests: XCTestCase {
         XCTAssertEqual(full, folderPath + "/a.bin")
         XCTAssertEqual(contents(full), first + second)
         XCTAssertEqual(mode(full), 0o600)
-        XCTAssertEqual(folder.usedBytes, first.count + second.count)
+        XCTAssertEqual(folder.usedBytes, first.count + second.count + Int(SF_DF_ENTRY_COST), "the bytes and the file's block")
     }
 
     func testEmptyAppendCreatesTheFile() throws {
-        let folder = try PluginDataFolder(path: folderPath, quotaBytes: 0)
+        let folder = try PluginDataFolder(path: folderPath, quotaBytes: Int(SF_DF_ENTRY_COST))  // the file's block
         try append(folder, [], to: "empty.log")
         XCTAssertEqual(contents(folderPath + "/empty.log"), [])
     }
@@ -194,44 +195,52 @@ final class DataFolderTests: XCTestCase {
 
     // MARK: Quota
 
+    /// Each file and folder costs a block (SF_DF_ENTRY_COST) besides its bytes.
+    let block = Int(SF_DF_ENTRY_COST)
+
     func testQuotaRefusesTheWriteThatWouldPassIt() throws {
-        let folder = try PluginDataFolder(path: folderPath, quotaBytes: 100)
+        let folder = try PluginDataFolder(path: folderPath, quotaBytes: block + 100)
         try append(folder, [UInt8](repeating: 1, count: 60), to: "a.log")
-        XCTAssertEqual(refusal { try self.append(folder, [UInt8](repeating: 2, count: 41), to: "b/c.log") },
-                       "appendFile: 'b/c.log' would pass the plugin's disk quota of 100 bytes (60 bytes used)")
+        XCTAssertEqual(folder.usedBytes, block + 60)
+        XCTAssertTrue(refusal { try self.append(folder, [UInt8](repeating: 2, count: 1), to: "b/c.log") }
+                        .hasPrefix("appendFile: 'b/c.log' would pass the plugin's disk quota of"), "two new entries cost two blocks")
         XCTAssertFalse(exists(folderPath + "/b"), "a refused write creates nothing")
         try append(folder, [UInt8](repeating: 3, count: 40), to: "a.log")   // exactly the quota
-        XCTAssertEqual(folder.usedBytes, 100)
-        XCTAssertEqual(refusal { try self.append(folder, [4], to: "a.log") },
-                       "appendFile: 'a.log' would pass the plugin's disk quota of 100 bytes (100 bytes used)")
+        XCTAssertEqual(folder.usedBytes, block + 100)
+        XCTAssertTrue(refusal { try self.append(folder, [4], to: "a.log") }
+                        .hasPrefix("appendFile: 'a.log' would pass the plugin's disk quota of"))
         XCTAssertEqual(refusal { try self.append(folder, [4], to: "../a.log") },
                        "appendFile: '../a.log' must stay inside the plugin's data folder", "the worse mistake first")
         try append(folder, [], to: "a.log")                                 // nothing to add is fine
         XCTAssertEqual(contents(folderPath + "/a.log"), [UInt8](repeating: 1, count: 60) + [UInt8](repeating: 3, count: 40))
+        XCTAssertTrue(refusal { try self.append(folder, [], to: "new.log") }
+                        .hasPrefix("appendFile: 'new.log' would pass"), "an empty file is not free")
     }
 
     func testQuotaCountsWhatIsAlreadyThereAtInit() throws {
         do {
-            let first = try PluginDataFolder(path: folderPath, quotaBytes: 100)
+            let first = try PluginDataFolder(path: folderPath, quotaBytes: 10 * block)
             try append(first, [UInt8](repeating: 1, count: 50), to: "a.log")
             try append(first, [UInt8](repeating: 2, count: 30), to: "logs/old/b.log")
+            XCTAssertEqual(first.usedBytes, 4 * block + 80)
         }
-        // What symlinks point at is not the plugin's: not counted, not followed.
+        // What symlinks point at is not the plugin's: not counted, not followed (the links
+        // themselves are entries).
         try Data(count: 10_000).write(to: URL(fileURLWithPath: outside + "/big"))
         try symlink(folderPath + "/big.log", to: outside + "/big")
         try symlink(folderPath + "/logs/elsewhere", to: outside)
 
-        let restarted = try PluginDataFolder(path: folderPath, quotaBytes: 100)
-        XCTAssertEqual(restarted.usedBytes, 80)
-        XCTAssertEqual(refusal { try self.append(restarted, [UInt8](repeating: 3, count: 21), to: "a.log") },
-                       "appendFile: 'a.log' would pass the plugin's disk quota of 100 bytes (80 bytes used)")
+        let restarted = try PluginDataFolder(path: folderPath, quotaBytes: 6 * block + 100)
+        XCTAssertEqual(restarted.usedBytes, 6 * block + 80)
+        XCTAssertTrue(refusal { try self.append(restarted, [UInt8](repeating: 3, count: 21), to: "a.log") }
+                        .hasPrefix("appendFile: 'a.log' would pass the plugin's disk quota of"))
         try append(restarted, [UInt8](repeating: 3, count: 20), to: "a.log")
-        XCTAssertEqual(restarted.usedBytes, 100)
+        XCTAssertEqual(restarted.usedBytes, 6 * block + 100)
 
         // A lower quota than what is there: nothing more is written.
         let lowered = try PluginDataFolder(path: folderPath, quotaBytes: 10)
-        XCTAssertEqual(refusal { try self.append(lowered, [1], to: "c.log") },
-                       "appendFile: 'c.log' would pass the plugin's disk quota of 10 bytes (100 bytes used)")
+        XCTAssertTrue(refusal { try self.append(lowered, [1], to: "a.log") }
+                        .hasPrefix("appendFile: 'a.log' would pass the plugin's disk quota of 10 bytes"))
     }
 
     func testQuotaMessageInMiB() throws {

@@ -165,6 +165,8 @@ void sf_open_bounded_libs(lua_State *L);
 #define SF_DF_NOT_DIR  (-5)  /* a folder component exists and is not a folder */
 #define SF_DF_TOO_DEEP (-6)  /* more than SF_DF_MAX_COMPONENTS components, or a tree deeper
                                 than SF_DF_MAX_WALK_DEPTH (each level holds a descriptor) */
+/* What a file or folder costs against the quota besides its bytes (a disk block). */
+#define SF_DF_ENTRY_COST 4096
 #define SF_DF_MAX_COMPONENTS 32
 #define SF_DF_MAX_WALK_DEPTH 128
 

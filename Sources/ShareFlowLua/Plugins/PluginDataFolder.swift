@@ -72,7 +72,11 @@ public final class PluginDataFolder: @unchecked Sendable {  // mutable state beh
         let utf8 = Array(relativePath.utf8)
         try lock.withLock {
             var written = 0, failedLength = 0
-            if bytes.count > 0, used > quotaBytes || bytes.count > quotaBytes - used {
+            // Entries the write will create (the file, missing folders) cost a block each: a
+            // plugin cannot fill the disk with empty files or folders either.
+            let created = newEntries(relativePath)
+            let needed = bytes.count + created * Int(SF_DF_ENTRY_COST)
+            if needed > 0, used > quotaBytes || needed > quotaBytes - used {
                 // A path that could never be written is the mistake to report, not the quota.
                 let err = utf8.withUnsafeBytes { p in
                     sf_datafolder_check_path(p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, &failedLength)
@@ -84,10 +88,21 @@ public final class PluginDataFolder: @unchecked Sendable {  // mutable state beh
                 sf_datafolder_append(fd, p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count,
                                      bytes.baseAddress, bytes.count, &written, &failedLength)
             }
-            used += written
+            used += written + (err == 0 ? created * Int(SF_DF_ENTRY_COST) : 0)
             if err != 0 { throw refusal(err, relativePath, utf8: utf8, failedLength: failedLength) }
         }
         return full
+    }
+
+    /// How many of the path's components do not exist yet below the folder.
+    private func newEntries(_ relativePath: String) -> Int {
+        var prefix = "", missing = 0
+        for component in relativePath.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += prefix.isEmpty ? String(component) : "/" + component
+            var st = stat()
+            if missing > 0 || fstatat(fd, prefix, &st, AT_SYMLINK_NOFOLLOW) != 0 { missing += 1 }
+        }
+        return missing
     }
 
     /// Makes a new folder only this user can enter (mkdtemp, 0700) under the system temporary

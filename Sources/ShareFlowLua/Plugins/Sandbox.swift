@@ -47,6 +47,7 @@ enum Sandbox {
         local maxChunk = 1024 * 1024
         local os_ = os
         os = { time = os_.time, clock = os_.clock, date = os_.date, difftime = os_.difftime }
+        local debugSetmetatable, debugGetmetatable, next_, find_ = debug.setmetatable, debug.getmetatable, next, string.find
         io, debug, dofile, loadfile = nil, nil, nil, nil
         print = print_
         -- Text only: a binary chunk is refused whatever mode the caller asks for. Parsing runs
@@ -77,12 +78,44 @@ enum Sandbox {
           if r[1] then return unpack(r, 1, r.n) end
           return false, select(2, pcall_(handler, r[2]))
         end
-        -- No finalizers: __gc runs outside any hook, where no budget can stop it.
+        -- Metatables as they are when set. The garbage collector reads two fields of a live
+        -- metatable in C, where no hook runs: __gc (a finalizer no budget can stop) and __mode
+        -- (weak keys alone make ephemeron tables, whose collection can take seconds). So a
+        -- table gets a copy of the metatable given, checked, which the plugin never holds:
+        -- getmetatable still answers the table it gave, but fields set on it afterwards do not
+        -- reach the table (__index = mt, the usual class idiom, still finds later methods).
+        local copies = setmetatable_({}, { __mode = "kv" })  -- copy -> the plugin's metatable (no ephemerons here either)
         setmetatable = function(t, mt)
-          if type_(mt) == "table" and rawget_(mt, "__gc") ~= nil then
+          if type_(t) ~= "table" then
+            error_("bad argument #1 to 'setmetatable' (table expected, got " .. type_(t) .. ")", 2)
+          end
+          if mt ~= nil and type_(mt) ~= "table" then
+            error_("bad argument #2 to 'setmetatable' (nil or table expected)", 2)
+          end
+          local current = debugGetmetatable(t)
+          if current ~= nil then
+            local given = copies[current]
+            if (given and rawget_(given, "__metatable") ~= nil) or (not given and rawget_(current, "__metatable") ~= nil) then
+              error_("cannot change a protected metatable", 2)
+            end
+          end
+          if mt == nil then
+            debugSetmetatable(t, nil)
+            return t
+          end
+          if rawget_(mt, "__gc") ~= nil then
             error_("bad argument #2 to 'setmetatable' (plugins cannot set __gc finalizers)", 2)
           end
-          return setmetatable_(t, mt)
+          local mode = rawget_(mt, "__mode")
+          if type_(mode) == "string" and find_(mode, "k", 1, true) and not find_(mode, "v", 1, true) then
+            error_("bad argument #2 to 'setmetatable' (plugins cannot make tables with weak keys only; use __mode = 'kv')", 2)
+          end
+          local copy = {}
+          for k, v in next_, mt do copy[k] = v end
+          if rawget_(mt, "__metatable") == nil then copy.__metatable = mt end
+          copies[copy] = mt
+          debugSetmetatable(t, copy)
+          return t
         end
         local collect = collectgarbage
         collectgarbage = function(opt, ...)
