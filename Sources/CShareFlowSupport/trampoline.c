@@ -289,17 +289,17 @@ static void read_verdict(lua_State *L) {
 }
 
 static int hook_main(lua_State *L) {
+    /* A C function called by Lua has LUA_MINSTACK free slots: the builders need fewer. */
     sf_hook_call *h = (sf_hook_call *)lua_touserdata(L, 1);
     lua_settop(L, 0);
-    luaL_checkstack(L, LUA_MINSTACK, "calling a hook");
     if (lua_rawgeti(L, LUA_REGISTRYINDEX, h->function) != LUA_TFUNCTION)
         return luaL_error(L, "the hook's function is gone");
-    sf_limits *lim = sf_limits_of(L);
-    if (lim) lim->host_depth++;
+    sf_limits *lim = h->limits;
+    lim->host_depth++;
     int ok = h->build(L, h->ctx);
-    if (lim) lim->host_depth--;
+    lim->host_depth--;
     if (!ok) return lua_error(L);
-    if (lim && lim->host_depth == 0) sf_charge_host_growth(L, lim);
+    if (lim->used > lim->limit && lim->limit) sf_charge_host_growth(L, lim);
     if (!h->policy) {
         lua_call(L, 1, 0);
         return 0;
@@ -311,6 +311,7 @@ static int hook_main(lua_State *L) {
 
 int sf_call_hook(lua_State *L, sf_limits *limits, sf_hook_call *h) {
     if (!lua_checkstack(L, 4)) return LUA_ERRMEM;
+    h->limits = limits;
     /* sf_guarded_pcall's work, with the handler pushed first rather than rotated into place:
      * this runs on every event. */
     int budgeted = limits->budget_ns != 0 && limits->deadline_ns == 0;

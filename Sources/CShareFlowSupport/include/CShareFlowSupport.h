@@ -60,6 +60,7 @@ typedef struct sf_hook_call {
     int (*build)(lua_State *L, void *ctx);
     void *ctx;
     int policy;
+    sf_limits *limits;  /* set by sf_call_hook */
 } sf_hook_call;
 /* Under the state's CPU budget. Returns the status; for a policy on LUA_OK, leaves
  * allow (boolean) and reason (string, or nil when allowed); on an error, the message. */

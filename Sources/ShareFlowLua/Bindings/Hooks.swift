@@ -57,7 +57,7 @@ struct HookCall {
                 bindings._withUnsafeGuaranteedRef { $0.lua.closeIfIdle() }
             }
         }
-        var h = sf_hook_call(function: ref, build: build, ctx: argument, policy: policy ? 1 : 0)
+        var h = sf_hook_call(function: ref, build: build, ctx: argument, policy: policy ? 1 : 0, limits: limits)
         let status = sf_call_hook(L, limits, &h)
         guard status == LUA_OK else { throw LuaState.owner(of: L).callError(status) }
         guard policy else { return .allow }
