@@ -114,8 +114,9 @@ extension Engine {
             // accept). Read during the decision they show the share before this accept; a
             // request kept and read later may show what happened since.
             let objects = PolicyRequest.Objects(
-                share: { try? self.reading { db in try self.makeShare(row, zone: zone, caller: caller, db: db) } },
-                participant: { mine.flatMap { m in try? self.reading { db in try self.participantObject(m, db: db) } } },
+                // Weak: a policy may keep the request, and the request must not keep the engine.
+                share: { [weak self] in try? self?.reading { db in try self?.makeShare(row, zone: zone, caller: caller, db: db) } },
+                participant: { [weak self] in mine.flatMap { m in try? self?.reading { db in try self?.participantObject(m, db: db) } } ?? nil },
                 metadata: metadata)
             try checkPolicy(PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects), item: item)
             if let mine {

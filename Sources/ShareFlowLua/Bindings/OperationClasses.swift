@@ -169,9 +169,10 @@ extension Bindings {
             op(o).userIdentityLookupInfos = call.isNil(i) ? nil : try lookupRequests(call, i)
         }
         blockProperty(cls, "perShareParticipantResultBlock") { [unowned self] o, ref in
-            op(o).perShareParticipantResultBlock = ref.map { ref in { [unowned self] request, result in
+            // Weak: the block is stored on the operation `o` holds; a strong `o` would be a cycle.
+            op(o).perShareParticipantResultBlock = ref.map { ref in { [unowned self, weak o] request, result in
                 callback(ref, "perShareParticipantResultBlock") {
-                    pushInput(o) { push(request.info) }
+                    if let o { pushInput(o) { push(request.info) } } else { push(request.info) }
                     push(result) { push(participant: $0) }
                     return 3
                 }

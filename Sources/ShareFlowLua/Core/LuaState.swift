@@ -91,7 +91,7 @@ public final class LuaState {
 
     deinit {
         // Never free a state under a call into it; its owner keeps it until the call returns.
-        if limits.pointee.busy == 0 { close() }
+        if !closed && limits.pointee.busy == 0 { close() }
     }
 
     /// Closes the state, running every pending `__gc`: now, or — when called while a call
@@ -114,7 +114,7 @@ public final class LuaState {
 
     /// Closes the state if a `close()` waited for the calls under way, now done.
     func closeIfIdle() {
-        if limits.pointee.close_when_idle != 0 && limits.pointee.busy == 0 { close() }
+        if !closed && limits.pointee.close_when_idle != 0 && limits.pointee.busy == 0 { close() }
     }
 
     private var watched = false
