@@ -81,7 +81,7 @@ sanitize: deps
 	exit $$status
 
 lint: deps
-	luacheck --no-color Scripts Plugins Tests/lua
+	luacheck --no-color Scripts Plugins Tests/lua Tests/EndToEndTests/Fixtures Tests/fuzz
 
 bench: deps
 	$(SWIFT) build -c release

@@ -54,6 +54,16 @@ void sf_limits_reset(sf_limits *limits) {
     lua_sethook(limits->main, NULL, 0, 0);
 }
 
+int sf_budget_spent(sf_limits *lim) {
+    if (lim->expired) return 1;
+    long long deadline = lim->deadline_ns;
+    if (deadline == 0 || sf_now_ns() <= deadline) return 0;
+    pthread_mutex_lock(&sf_watch_lock);
+    if (lim->deadline_ns != 0) sf_limits_expire(lim, 0);
+    pthread_mutex_unlock(&sf_watch_lock);
+    return lim->expired;
+}
+
 void sf_budget_checkpoint(lua_State *L) {
     sf_limits *lim = sf_limits_of(L);
     if (lim == NULL) return;

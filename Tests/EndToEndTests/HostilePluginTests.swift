@@ -156,6 +156,33 @@ final class HostilePluginTests: XCTestCase {
     func testVerdictDenyDenies() throws { try drive("verdict-deny") }
     func testVerdictFalseReasonDenies() throws { try drive("verdict-false-reason") }
 
+    // MARK: Class 9 — the attack review: no trap, no way out of the folder, the caps or the budget
+
+    func testRequestSerialOverwritten() throws { try drive("request-serial-overwrite") }
+    func testRequestNextWithNonTable() throws { try drive("request-next-non-table") }
+    func testRequestNextWithMissingKeyKeepsMemoryCap() throws { try drive("request-next-missing-key") }
+    func testJSONEncodeKeyTostringRewritesTableKeepsMemoryCap() throws { try drive("json-encode-key-tostring") }
+    func testHostCallsFromCoroutines() throws { try drive("coroutine-host-calls") }
+    func testCallerParticipantRefusedByPluginShare() throws { try drive("participant-escalate") }
+    func testCallerRecordRefusedAsRootAndInSaves() throws { try drive("caller-record-as-root") }
+    func testRequireEscapeThroughIpairs() throws { try drive("require-escape-ipairs") }
+    func testRequireEscapeThroughStringMethods() throws { try drive("require-escape-string") }
+    func testRequireEscapeToFIFO() throws { try drive("require-escape-fifo") }
+    func testRequireFIFOLinksAndBigModules() throws { try drive("require-module-files", generatedPlugins: true) }
+    func testPackageSearchpathGone() throws { try drive("package-searchpath") }
+    func testStringRepEmpty() throws { try drive("string-rep-empty") }
+    func testJSONEncodeDAG() throws { try drive("json-encode-dag") }
+    func testJSONEncodeRepeatedBigString() throws { try drive("json-encode-amplify") }
+    func testJSONEncodeControlCharacters() throws { try drive("json-encode-control-chars") }
+    func testInitReturnsDAG() throws { try drive("init-returns-dag") }
+    func testInitReturnsDAGAtStartup() throws { try startup("init-returns-dag") }
+    func testInitOver1MiB() throws { try drive("init-over-1mib", generatedPlugins: true) }
+    func testDenyWithHugeReason() throws { try drive("deny-huge-reason") }
+    func testErrorWithHugeMessage() throws { try drive("error-huge-message") }
+    func testBudgetChainOfPolicies() throws { try drive("budget-chain-policies", generatedPlugins: true) }
+    func testBudgetChainOfObservers() throws { try drive("budget-chain-observers", generatedPlugins: true) }
+    func testBudgetUTF8Len() throws { try drive("budget-utf8-len") }
+
     // MARK: Others
 
     func testPoisonedStringMetatableStaysInItsState() throws {
@@ -171,15 +198,24 @@ final class HostilePluginTests: XCTestCase {
     // MARK: Running a case
 
     /// Runs `drive.lua name` on a fresh file store (or `:memory:`) in a temporary folder and
-    /// asserts a clean exit with "ok name".
+    /// asserts a clean exit with "ok name". With `generatedPlugins`, an empty plugins folder in
+    /// that temporary folder comes first in `--plugins` and is the driver's second argument:
+    /// the case writes there what the repository cannot hold (FIFOs, links, files past 1 MiB).
     @discardableResult
     func drive(_ name: String, config: String = "hostile.config.lua", memoryStore: Bool = false, plugins: [String] = [],
-               file: StaticString = #filePath, line: UInt = #line) throws -> CLI.Result {
+               generatedPlugins: Bool = false, file: StaticString = #filePath, line: UInt = #line) throws -> CLI.Result {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = memoryStore ? ":memory:" : dir.appendingPathComponent("store.sqlite").path
-        return try run(["--store", store, "--config", Self.corpus + "/" + config], plugins: plugins, script: name,
-                       expecting: name, file: file, line: line)
+        var first: [String] = [], arguments: [String] = []
+        if generatedPlugins {
+            let generated = dir.appendingPathComponent("generated")
+            try FileManager.default.createDirectory(at: generated, withIntermediateDirectories: true)
+            first = [generated.path]
+            arguments = [generated.path]
+        }
+        return try run(["--store", store, "--config", Self.corpus + "/" + config], firstPlugins: first, plugins: plugins,
+                       script: name, arguments: arguments, expecting: name, file: file, line: line)
     }
 
     /// A config that turns `plugin` on at startup: the process either serves (the plugin
@@ -217,10 +253,10 @@ final class HostilePluginTests: XCTestCase {
         }
     }
 
-    private func run(_ options: [String], plugins: [String], script name: String, expecting: String,
-                     file: StaticString, line: UInt) throws -> CLI.Result {
-        let args = ["run"] + options + ["--plugins", Self.corpus] + plugins.flatMap { ["--plugins", $0] }
-            + [Self.corpus + "/drive.lua", name]
+    private func run(_ options: [String], firstPlugins: [String] = [], plugins: [String], script name: String,
+                     arguments: [String] = [], expecting: String, file: StaticString, line: UInt) throws -> CLI.Result {
+        let args = ["run"] + options + firstPlugins.flatMap { ["--plugins", $0] } + ["--plugins", Self.corpus]
+            + plugins.flatMap { ["--plugins", $0] } + [Self.corpus + "/drive.lua", name] + arguments
         let start = Date()
         let r = try CLI.run(args, timeout: Self.timeout)
         let elapsed = Date().timeIntervalSince(start)

@@ -126,6 +126,9 @@ void sf_watchdog_unregister(sf_limits *limits);
 /* The message a spent budget raises; set once, not per call. */
 void sf_set_budget_reason(sf_limits *limits, const char *reason);
 void sf_begin_budget(sf_limits *limits);
+/* Whether the running call's budget is spent (or it was interrupted); marks it spent when its
+ * deadline has passed. For long work in Swift functions called from Lua, which no hook reaches. */
+int sf_budget_spent(sf_limits *limits);
 /* sf_pcall under the state's CPU budget (unless a call already runs under it): the whole
    guarded call in one C function, so the event path makes no extra Swift calls. */
 int sf_guarded_pcall(lua_State *L, sf_limits *limits, int nargs, int nresults);

@@ -197,6 +197,13 @@ public final class LuaState {
         }
     }
 
+    /// Throws the budget's error when the running call's budget is spent: long work in a
+    /// Swift function (which no hook reaches) calls this as it goes.
+    public func checkBudget() throws {
+        guard sf_budget_spent(limits) != 0 else { return }
+        throw LuaRaise.message(limits.pointee.interrupted != 0 ? "interrupted" : budgetReason)
+    }
+
     /// Ends the running Lua code with "interrupted" (Ctrl-C); safe from a signal handler.
     public func interrupt() { sf_limits_expire(limits, 1) }
 

@@ -1,0 +1,2 @@
+-- A plain module of require-module-files (the control).
+return "inside"

@@ -1,0 +1,2 @@
+-- A plain module of require-module-files, found as sub/init.lua (the control).
+return "sub"
