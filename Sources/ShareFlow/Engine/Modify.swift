@@ -95,7 +95,10 @@ extension Engine {
                 VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)
                 """, arguments: [zone.id, id.recordName, record.recordType, fields, record.parent?.recordName, caller.id, caller.id, now])
         }
-        let saved = try makeRecord(recordRow(zone: zone, name: id.recordName, db: db)!, zone: zone, caller: caller, db: db)
+        guard let savedRow = try recordRow(zone: zone, name: id.recordName, db: db) else {
+            throw ShareFlowError(.unknownItem, "\(item) was deleted while it was being saved (by a policy)")
+        }
+        let saved = try makeRecord(savedRow, zone: zone, caller: caller, db: db)
         record.recordChangeTag = saved.recordChangeTag
         record.modificationDate = saved.modificationDate
         return saved
@@ -186,7 +189,11 @@ extension Engine {
             throw ShareFlowError(.tooManyParticipants, "\(item) would have \(count) participants; a share holds at most \(options.maxParticipants), owner included (R8)")
         }
 
-        let fresh = try makeShare(shareRow(zone: zone, recordName: id.recordName, db: db)!, zone: zone, caller: caller, db: db)
+        // A policy consulted during this save may have deleted the share (its own nested write).
+        guard let savedRow = try shareRow(zone: zone, recordName: id.recordName, db: db) else {
+            throw ShareFlowError(.unknownItem, "\(item) was deleted while it was being saved (by a policy)")
+        }
+        let fresh = try makeShare(savedRow, zone: zone, caller: caller, db: db)
         share.refresh(from: fresh)
         var event = Event(.shareSaved, caller: caller, container: container)
         event.share = fresh
