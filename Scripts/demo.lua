@@ -75,9 +75,17 @@ section("Alice removes Carol")
 sf.on("participant.removed", function(ev)
   say("  event participant.removed: %s (%s)", ev.participant.userIdentity.lookupInfo.emailAddress, ev.reason)
 end)
-for _, p in ipairs(share.participants) do
-  if p.userIdentity.lookupInfo.emailAddress == "carol@example.com" then share:removeParticipant(p) end
+local function removeCarol(s)
+  for _, p in ipairs(s.participants) do
+    if p.userIdentity.lookupInfo.emailAddress == "carol@example.com" then s:removeParticipant(p) end
+  end
 end
+removeCarol(share)
+local _, stale = db:modifyRecords{ save = { share } }
+-- Their acceptances changed the share since Alice saved it: her copy is stale (R21).
+say("  with her old copy: %s", select(2, next(stale.partialErrors)).code)
+share = select(2, next(stale.partialErrors)).serverRecord
+removeCarol(share)
 db:modifyRecords{ save = { share } }
 local gone, e3 = cc.sharedCloudDatabase:fetchRecord(trip.recordID)
 say("  carol fetches the trip: %s", gone and "visible" or e3.code)

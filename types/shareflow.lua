@@ -42,6 +42,9 @@
 ---@field codeNumber integer
 ---@field message string
 ---@field partialErrors? table<string, shareflow.Error>
+---@field serverRecord? shareflow.Record
+---@field clientRecord? shareflow.Record
+---@field ancestorRecord? shareflow.Record
 ---@field retryAfter? number
 
 ---@class shareflow.Identity
@@ -127,7 +130,8 @@ function Database:fetchRecord(id) end
 ---@param ids (shareflow.RecordID|shareflow.Record)[]
 ---@return shareflow.Record[], shareflow.Error?
 function Database:fetchRecords(ids) end
----@param changes {save?: shareflow.Record[], delete?: (shareflow.RecordID|shareflow.Record)[]}
+---@alias shareflow.SavePolicy "ifServerRecordUnchanged"|"changedKeys"|"allKeys"
+---@param changes {save?: shareflow.Record[], delete?: (shareflow.RecordID|shareflow.Record)[], savePolicy?: shareflow.SavePolicy, atomic?: boolean}
 ---@return shareflow.Record[]?, shareflow.Error?
 function Database:modifyRecords(changes) end
 
@@ -148,6 +152,8 @@ function Record:get(key) end
 ---@param key string
 ---@param value any
 function Record:set(key, value) end
+---@return string[]
+function Record:changedKeys() end
 
 ---@class shareflow.Share: shareflow.Record
 ---@field url? string
@@ -234,6 +240,8 @@ function Operation:wait() end
 ---@class shareflow.ModifyRecordsOperation: shareflow.Operation
 ---@field recordsToSave? shareflow.Record[]
 ---@field recordIDsToDelete? shareflow.RecordID[]
+---@field savePolicy? shareflow.SavePolicy
+---@field isAtomic? boolean
 ---@field perRecordSaveBlock? fun(recordID: shareflow.RecordID, record?: shareflow.Record, err?: shareflow.Error)
 ---@field perRecordDeleteBlock? fun(recordID: shareflow.RecordID, err?: shareflow.Error)
 ---@field modifyRecordsResultBlock? fun(err?: shareflow.Error)

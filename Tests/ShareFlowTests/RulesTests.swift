@@ -111,8 +111,11 @@ final class RulesTests: XCTestCase {
         XCTAssertEqual(accepted.currentUserParticipant?.acceptanceStatus, .accepted)
         XCTAssertEqual(try w.bc.sharedCloudDatabase.fetchRecord(w.day.recordID).recordType, "Day")
         XCTAssertEqual(try w.accept(share.url!, in: w.bc).currentUserParticipant?.acceptanceStatus, .accepted, "again: no change")
-        share.removeParticipant(share.participants[1])
-        _ = try w.c.privateCloudDatabase.modifyRecords(saving: [share])
+        let stale = try w.c.privateCloudDatabase.modifyRecords(saving: [share])
+        XCTAssertEqual(stale.firstError?.code, .serverRecordChanged, "bob's acceptance changed the share (R21)")
+        let fresh = try XCTUnwrap(w.c.privateCloudDatabase.fetchRecord(share.recordID) as? Share)
+        fresh.removeParticipant(fresh.participants[1])
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [fresh]).error)
         XCTAssertThrowsError(try w.bc.sharedCloudDatabase.fetchRecord(w.trip.recordID)) { e in
             XCTAssertEqual((e as! ShareFlowError).code, .unknownItem)
         }

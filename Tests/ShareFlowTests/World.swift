@@ -57,5 +57,10 @@ struct World {
 }
 
 extension ModifyResult {
-    var firstError: ShareFlowError? { errors.first?.error }
+    /// The first item error that is not another item's `batchRequestFailed` (R22).
+    var firstError: ShareFlowError? { errors.first { $0.error.code != .batchRequestFailed }?.error ?? errors.first?.error }
+
+    func error(for record: Record) -> ShareFlowError? {
+        errors.first { $0.item == record.recordID.description }?.error
+    }
 }

@@ -20,6 +20,13 @@ local function common(ev, name)
   expect.eq(ev.container, C, name .. " container")
 end
 
+-- The error a modify call reported for `record` (partialErrors are keyed "name (zone/owner)").
+local function errorFor(err, record)
+  for k, e in pairs(err.partialErrors) do
+    if k:sub(1, #record.recordName + 2) == record.recordName .. " (" then return e end
+  end
+end
+
 test("every event is emitted with its fields", function()
   local seen = capture()
   local alice = sf.accounts.create{ email = "alice@example.com" }
@@ -37,6 +44,7 @@ test("every event is emitted with its fields", function()
   local bc = sf.as("bob@example.com"):container(C)
   local ms = bc:fetchShareMetadata{ share.url }
   bc:acceptShares{ ms[share.url] }
+  share = db:fetchRecord(share.recordID)        -- bob's acceptance changed the share (R21)
   share.participants[2].permission = "readWrite"
   db:modifyRecords{ save = { share } }
   share.publicPermission = "readOnly"           -- removes carol (pending): R11
@@ -115,8 +123,11 @@ test("observers run after commit, and a rolled-back item emits nothing", functio
   db:modifyRecords{ save = { r, sf.Share{ rootRecord = r, title = "ok" } } }
   expect.eq(committed, true)
   local r2 = sf.Record{ recordType = "Doc", zone = zone }
-  local _, err = db:modifyRecords{ save = { r2, sf.Share{ rootRecord = r2, title = "blocked" } } }
-  expect.code(select(2, next(err.partialErrors)), "permissionFailure")
+  local blocked = sf.Share{ rootRecord = r2, title = "blocked" }
+  local _, err = db:modifyRecords{ save = { r2, blocked } }
+  expect.code(errorFor(err, blocked), "permissionFailure")
+  expect.code(errorFor(err, r2), "batchRequestFailed", "the root is not saved alone (R22)")
+  expect.code(select(2, db:fetchRecord(r2.recordID)), "unknownItem")
   expect.eq(saved, 1, "the denied save emitted nothing")
 end)
 
@@ -143,8 +154,9 @@ test("policies: first denial in priority order decides; false, reason denies; er
   sf.policy("share.save", function() calls[#calls + 1] = "low"; return sf.deny("low says no") end, { priority = -1, name = "low" })
   sf.policy("share.save", function() calls[#calls + 1] = "high"; return false, "high says no" end, { priority = 5, name = "high" })
   local r = sf.Record{ recordType = "Doc", zone = zone }
-  local _, err = db:modifyRecords{ save = { r, sf.Share{ rootRecord = r } } }
-  local e = select(2, next(err.partialErrors))
+  local s = sf.Share{ rootRecord = r }
+  local _, err = db:modifyRecords{ save = { r, s } }
+  local e = errorFor(err, s)
   expect.contains(e.message, "denied by policy 'high' at share.save: high says no")
   expect.eq(table.concat(calls, ","), "high", "the first denial stops the others")
   local d = sf.decisions{ limit = 1 }[1]

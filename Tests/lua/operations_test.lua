@@ -23,6 +23,13 @@ local function newShare(s, name, people)
   return share, r
 end
 
+-- The error a modify call reported for `record` (partialErrors are keyed "name (zone/owner)").
+local function errorFor(err, record)
+  for k, e in pairs(err.partialErrors) do
+    if k:sub(1, #record.recordName + 2) == record.recordName .. " (" then return e end
+  end
+end
+
 test("O2: per-item block once per item in input order, then completion once, under mixed results", function()
   local s = setup()
   local infos = { sf.LookupInfo{ emailAddress = "bob@example.com" }, sf.LookupInfo{ emailAddress = "bad@" },
@@ -184,6 +191,15 @@ test("ModifyRecordsOperation, FetchRecordsOperation and ModifyRecordZonesOperati
   local done
   m.modifyRecordsCompletionBlock = function(saved, deleted, err) done = { #saved, err.code } end
   s.c:add(m); m:wait()
+  expect.eq(table.concat(per, ","), "n1:batchRequestFailed,n2:zoneNotFound", "atomic by default (R22)")
+  expect.eq(done[1], 0); expect.eq(done[2], "partialFailure")
+  m = sf.ModifyRecordsOperation{ recordsToSave = { r1, bad } }
+  m.database = s.db
+  m.isAtomic = false
+  per = {}
+  m.perRecordSaveBlock = function(id, record, err) per[#per + 1] = id.recordName .. ":" .. (err and err.code or "saved") end
+  m.modifyRecordsCompletionBlock = function(saved, deleted, err) done = { #saved, err.code } end
+  s.c:add(m); m:wait()
   expect.eq(table.concat(per, ","), "n1:saved,n2:zoneNotFound")
   expect.eq(done[1], 1); expect.eq(done[2], "partialFailure")
   local f = sf.FetchRecordsOperation{ recordIDs = { r1.recordID, { recordName = "ghost", zoneID = r1.zoneID } }, desiredKeys = { "text" } }
@@ -227,8 +243,9 @@ test("error codes a user can hit through the operations", function()
   expect.code(select(2, next(ae.partialErrors)), "permissionFailure")
   local _, me = s.db:modifyRecords{ save = { sf.Share{ zone = s.zone } } }
   expect.code(select(2, next(me.partialErrors)), "alreadyShared")
-  local again = sf.Record{ recordType = "Trip", recordName = "t1", zone = s.zone }
-  _, me = s.db:modifyRecords{ save = { again, sf.Share{ rootRecord = again } } }
-  expect.code(select(2, next(me.partialErrors)), "alreadyShared")
-  expect.eq(select(2, next(me.partialErrors)).codeNumber, 30)
+  local again = s.db:fetchRecord(share.rootRecordID)
+  local second = sf.Share{ rootRecord = again }
+  _, me = s.db:modifyRecords{ save = { again, second } }
+  expect.code(errorFor(me, second), "alreadyShared")
+  expect.eq(errorFor(me, second).codeNumber, 30)
 end)

@@ -18,7 +18,9 @@ public enum ParticipantAcceptanceStatus: String, Sendable, CaseIterable {
 public final class Participant: CustomStringConvertible {
     public let participantID: String
     public let userIdentity: UserIdentity
-    public internal(set) var role: ParticipantRole
+    /// The owner makes a private participant an `administrator` or back, then saves the share
+    /// (R26); any other change is refused by that save.
+    public var role: ParticipantRole
     /// Settable by the share's owner or an administrator, then saved with the share (R9).
     public var permission: ParticipantPermission
     public internal(set) var acceptanceStatus: ParticipantAcceptanceStatus

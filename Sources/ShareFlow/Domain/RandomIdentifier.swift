@@ -33,6 +33,11 @@ public enum RandomIdentifier {
         }
     }
 
+    /// A record's change tag (R21): 12 lower-case hex digits, as the store's triggers make them.
+    public static func changeTag() -> String {
+        bytes(6).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
+
     /// `count` random bytes from the kernel's generator.
     public static func bytes(_ count: Int) -> [UInt8] {
         var out: [UInt8] = []

@@ -94,9 +94,13 @@ public class Record: CustomStringConvertible {
     public var parent: RecordID?
     /// The share this record roots, once saved with one.
     public internal(set) var share: RecordID?
-    /// Changes with every save; nil before the first.
+    /// Changes with every save; nil before the first (R21).
     public internal(set) var recordChangeTag: String?
     public internal(set) var modificationDate: Date?
+    /// The fields and parent as the server last gave them to this object: what `changedKeys()`
+    /// compares against, and the `ancestorRecord` of a conflict (R21). Nil for a new record.
+    var serverFields: [String: FieldValue]?
+    var serverParent: RecordID?
 
     public init(recordType: String, recordID: RecordID, fields: [String: FieldValue] = [:], parent: RecordID? = nil) {
         self.recordType = recordType
@@ -108,6 +112,58 @@ public class Record: CustomStringConvertible {
     public subscript(key: String) -> FieldValue? {
         get { fields[key] }
         set { fields[key] = newValue }
+    }
+
+    /// The keys set, changed or removed since the record was fetched or last saved (all of its
+    /// keys for a new record), as `CKRecord.changedKeys()`. A `changedKeys` save sends only these.
+    public func changedKeys() -> [String] {
+        guard let base = serverFields else { return fields.keys.sorted() }
+        return Set(base.keys).union(fields.keys).filter { base[$0] != fields[$0] }.sorted()
+    }
+
+    /// Whether `parent` differs from the server's.
+    var parentChanged: Bool { serverFields == nil ? parent != nil : parent != serverParent }
+
+    /// The record as the server last gave it to this object (R21's `ancestorRecord`).
+    func ancestor() -> Record? {
+        guard let base = serverFields else { return nil }
+        let r = Record(recordType: recordType, recordID: recordID, fields: base, parent: serverParent)
+        r.recordChangeTag = recordChangeTag
+        r.modificationDate = modificationDate
+        r.share = share
+        r.serverFields = base
+        r.serverParent = serverParent
+        return r
+    }
+
+    /// A copy no one else holds (a conflict's `clientRecord`).
+    func duplicate() -> Record {
+        let r = Record(recordType: recordType, recordID: recordID)
+        r.copyState(from: self)
+        return r
+    }
+
+    func copyState(from other: Record) {
+        fields = other.fields
+        parent = other.parent
+        share = other.share
+        recordChangeTag = other.recordChangeTag
+        modificationDate = other.modificationDate
+        serverFields = other.serverFields
+        serverParent = other.serverParent
+    }
+
+    /// Takes the server's state after a fetch or a save.
+    func adoptServerState(of server: Record) {
+        recordChangeTag = server.recordChangeTag
+        modificationDate = server.modificationDate
+        serverFields = server.fields
+        serverParent = server.parent
+        if !(self is Share) {
+            fields = server.fields
+            parent = server.parent
+            share = server.share
+        }
     }
 
     public var description: String {
@@ -122,6 +178,8 @@ public class Record: CustomStringConvertible {
         r.share = share
         r.recordChangeTag = recordChangeTag
         r.modificationDate = modificationDate
+        r.serverFields = serverFields.map { base in keys.map { k in base.filter { k.contains($0.key) } } ?? base }
+        r.serverParent = serverParent
         return r
     }
 }

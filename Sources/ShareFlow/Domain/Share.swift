@@ -25,6 +25,9 @@ public final class Share: Record {
     public let rootRecordID: RecordID?
     /// The root record this share was made with, so a save can check R5.
     weak var rootRecord: Record?
+    /// The public permission as the server last gave it (a `changedKeys` save sends it only
+    /// when it differs).
+    var serverPublicPermission: ParticipantPermission?
     /// Participants the owner removed since the last save.
     var removedParticipantIDs: [String] = []
     /// Participants the owner added since the last save: only these may bring back someone
@@ -81,6 +84,17 @@ public final class Share: Record {
         let p = participants.remove(at: i)
         addedParticipantIDs.remove(p.participantID)
         removedParticipantIDs.append(p.participantID)
+    }
+
+    override func duplicate() -> Record {
+        let s = Share(recordID: recordID, rootRecordID: rootRecordID)
+        s.copyState(from: self)
+        s.url = url
+        s.publicPermission = publicPermission
+        s.serverPublicPermission = serverPublicPermission
+        s.participants = participants
+        s.currentUserParticipant = currentUserParticipant
+        return s
     }
 
     public override var description: String {

@@ -36,6 +36,13 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
     /// in input order.
     public var partialErrors: [(item: String, error: ShareFlowError)]
     public var retryAfter: Double?
+    /// For `serverRecordChanged` (R21): the server's current record, the record the caller
+    /// tried to save, and the record as the caller last had it from the server, so a script
+    /// can merge and retry.
+    public var serverRecord: Record? { conflict?.server }
+    public var clientRecord: Record? { conflict?.client }
+    public var ancestorRecord: Record? { conflict?.ancestor }
+    var conflict: RecordConflict?
 
     public init(_ code: Code, _ message: String, partialErrors: [(item: String, error: ShareFlowError)] = [],
                 retryAfter: Double? = nil) {
@@ -59,4 +66,18 @@ extension ShareFlowError {
     static func invalid(_ message: String) -> ShareFlowError { ShareFlowError(.invalidArguments, message) }
     static func denied(_ message: String) -> ShareFlowError { ShareFlowError(.permissionFailure, message) }
     static func unknown(_ message: String) -> ShareFlowError { ShareFlowError(.unknownItem, message) }
+}
+
+/// The three records of a `serverRecordChanged` error. Immutable once made: the records are
+/// copies no one else holds.
+final class RecordConflict: @unchecked Sendable {
+    let server: Record?
+    let client: Record
+    let ancestor: Record?
+
+    init(server: Record?, client: Record, ancestor: Record?) {
+        self.server = server
+        self.client = client
+        self.ancestor = ancestor
+    }
 }

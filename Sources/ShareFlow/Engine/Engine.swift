@@ -73,6 +73,7 @@ public final class Engine: @unchecked Sendable {
         } catch {
             pendingEvents.removeSubrange(mark...)
             transactionDepth -= 1
+            if error is DatabaseError { throw ShareFlowError.wrap(error, store: store) }
             throw error
         }
         transactionDepth -= 1
@@ -84,7 +85,11 @@ public final class Engine: @unchecked Sendable {
     func reading<T>(_ body: (Database) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
-        return try store.read(body)
+        do {
+            return try store.read(body)
+        } catch let error as DatabaseError {
+            throw ShareFlowError.wrap(error, store: store)
+        }
     }
 
     /// Queues an event for delivery after commit (at once when no transaction is open).

@@ -1,61 +1,108 @@
 import Foundation
 import GRDB
 
-/// Saving and deleting records and shares: R3, R4, R5, R6, R8, R9, R11, R13, R14.
+/// Saving and deleting records and shares: R3, R4, R5, R6, R8, R9, R11, R13, R14, R21, R22, R25.
 extension Engine {
-    func modifyRecords(saving: [Record], deleting: [RecordID], in database: CloudDatabase) throws -> ModifyResult {
-        var result = ModifyResult()
-        try transaction { db in
-            let caller = try loadAccount(id: database.container.session.accountID, db: db)
-            var outcomes = [Result<Record, ShareFlowError>?](repeating: nil, count: saving.count)
-            var savedIDs = Set<RecordID>()
-            // Plain records first, so a new share finds its root saved in the same call (R5).
-            let order = saving.indices.filter { !(saving[$0] is Share) } + saving.indices.filter { saving[$0] is Share }
-            for i in order {
-                let record = saving[i]
-                do {
-                    let saved = try transaction { db -> Record in
-                        if let share = record as? Share {
-                            return try saveShare(share, in: database, caller: caller, savedInThisCall: savedIDs, db: db)
-                        }
-                        return try saveRecord(record, in: database, caller: caller, db: db)
+    /// Thrown inside an atomic batch's transaction to roll every item back (R22).
+    private struct BatchRolledBack: Error {}
+
+    func modifyRecords(saving: [Record], deleting: [RecordID], savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
+                       atomic: Bool = true, in database: CloudDatabase) throws -> ModifyResult {
+        let total = saving.count + deleting.count
+        guard total <= ModifyLimits.maxItems else {
+            throw ShareFlowError(.limitExceeded, "a modify call takes at most \(ModifyLimits.maxItems) records and record IDs; this one has \(total) (R22)")
+        }
+        // R22: atomic where every item is in a custom zone, as CloudKit.
+        let isAtomic = atomic && (saving.map(\.recordID.zoneID) + deleting.map(\.zoneID)).allSatisfy { !$0.isDefaultZone }
+        var saves = [Result<Record, ShareFlowError>?](repeating: nil, count: saving.count)
+        var deletes = [Result<Void, ShareFlowError>?](repeating: nil, count: deleting.count)
+        do {
+            try transaction { db in
+                let caller = try loadAccount(id: database.container.session.accountID, db: db)
+                var savedIDs = Set<RecordID>()
+                for i in Engine.saveOrder(saving) {
+                    let record = saving[i]
+                    do {
+                        saves[i] = .success(try transaction { db -> Record in
+                            if let share = record as? Share {
+                                return try saveShare(share, in: database, caller: caller, policy: savePolicy,
+                                                     savedInThisCall: savedIDs, db: db)
+                            }
+                            return try saveRecord(record, in: database, caller: caller, policy: savePolicy,
+                                                  savedInThisCall: savedIDs, db: db)
+                        })
+                        savedIDs.insert(record.recordID)
+                    } catch {
+                        saves[i] = .failure(ShareFlowError.wrap(error, store: store))
                     }
-                    savedIDs.insert(record.recordID)
-                    outcomes[i] = .success(saved)
-                } catch {
-                    outcomes[i] = .failure(ShareFlowError.wrap(error))
                 }
-            }
-            for (record, outcome) in zip(saving, outcomes) {
-                result.saveResults.append((record, outcome!))
-                if case .success(let r) = outcome! { result.saved.append(r) }
-            }
-            for id in deleting {
-                do {
-                    try transaction { db in try deleteRecord(id, in: database, caller: caller, db: db) }
-                    result.deleteResults.append((id, .success(())))
-                    result.deleted.append(id)
-                } catch {
-                    result.deleteResults.append((id, .failure(ShareFlowError.wrap(error))))
+                for (n, id) in deleting.enumerated() {
+                    do {
+                        try transaction { db in try deleteRecord(id, in: database, caller: caller, db: db) }
+                        deletes[n] = .success(())
+                    } catch {
+                        deletes[n] = .failure(ShareFlowError.wrap(error, store: store))
+                    }
                 }
+                let failed = saves.contains { if case .failure = $0 { true } else { false } }
+                    || deletes.contains { if case .failure = $0 { true } else { false } }
+                if isAtomic && failed { throw BatchRolledBack() }
             }
+        } catch is BatchRolledBack {
+            let culprits = (zip(saving, saves).compactMap { r, o -> String? in
+                if case .failure(let e) = o, e.code != .batchRequestFailed { return r.recordID.recordName }; return nil
+            } + zip(deleting, deletes).compactMap { id, o -> String? in
+                if case .failure = o { return id.recordName }; return nil
+            }).joined(separator: ", ")
+            let notApplied = { (what: String) in
+                ShareFlowError(.batchRequestFailed, "\(what) was not applied: the call is atomic and \(culprits) failed (R22)")
+            }
+            for (i, o) in saves.enumerated() { if case .success = o { saves[i] = .failure(notApplied("record \(saving[i].recordID.recordName)")) } }
+            for (n, o) in deletes.enumerated() { if case .success = o { deletes[n] = .failure(notApplied("deleting \(deleting[n].recordName)")) } }
+        }
+        // Only what was committed reaches the caller's objects.
+        var result = ModifyResult()
+        for (record, outcome) in zip(saving, saves) {
+            let outcome = outcome ?? .failure(ShareFlowError(.serviceUnavailable, "record \(record.recordID.recordName) was not reached"))
+            if case .success(let saved) = outcome {
+                if let share = record as? Share, let fresh = saved as? Share { share.refresh(from: fresh) } else { record.adoptServerState(of: saved) }
+                result.saved.append(saved)
+            }
+            result.saveResults.append((record, outcome))
+        }
+        for (id, outcome) in zip(deleting, deletes) {
+            let outcome = outcome ?? .failure(ShareFlowError(.serviceUnavailable, "deleting \(id.recordName) was not reached"))
+            if case .success = outcome { result.deleted.append(id) }
+            result.deleteResults.append((id, outcome))
         }
         return result
     }
 
+    /// Plain records before shares, so a new share finds its root saved in the same call (R5),
+    /// and a parent before the children saved with it (R25).
+    static func saveOrder(_ saving: [Record]) -> [Int] {
+        var index: [RecordID: Int] = [:]
+        for (i, r) in saving.enumerated() where !(r is Share) { index[r.recordID] = index[r.recordID] ?? i }
+        var order: [Int] = [], state = [Int: Bool]()  // false: visiting, true: done
+        func visit(_ i: Int) {
+            guard state[i] == nil else { return }
+            state[i] = false
+            if let parent = saving[i].parent, let p = index[parent], state[p] == nil { visit(p) }
+            state[i] = true
+            order.append(i)
+        }
+        for i in saving.indices where !(saving[i] is Share) { visit(i) }
+        return order + saving.indices.filter { saving[$0] is Share }
+    }
+
     // MARK: Records
 
-    func saveRecord(_ record: Record, in database: CloudDatabase, caller: Account, db: Database) throws -> Record {
+    func saveRecord(_ record: Record, in database: CloudDatabase, caller: Account, policy: RecordSavePolicy,
+                    savedInThisCall: Set<RecordID>, db: Database) throws -> Record {
         let id = record.recordID
         let item = "record \(id.recordName)"
         guard !id.recordName.isEmpty else { throw ShareFlowError.invalid("a record needs a recordName") }
         let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
-        if let parent = record.parent {
-            guard parent.zoneID == id.zoneID else {
-                throw ShareFlowError.invalid("\(item): its parent \(parent) must be in the same zone \(id.zoneID) (R4)")
-            }
-            guard parent.recordName != id.recordName else { throw ShareFlowError.invalid("\(item) cannot be its own parent") }
-        }
         let existing = try recordRow(zone: zone, name: id.recordName, db: db)
         if record.recordType == Share.recordType || existing?.type == Share.recordType {
             throw ShareFlowError.invalid("\(item): records of type cloudkit.share are saved as Share objects")
@@ -63,51 +110,111 @@ extension Engine {
         if let existing, existing.type != record.recordType {
             throw ShareFlowError.invalid("\(item) has type \(existing.type); it cannot be saved as \(record.recordType)")
         }
+        // What this save writes: the copy, or (changedKeys) the copy's changes over the server's record.
+        var fields = record.fields
+        var parent = record.parent
+        if policy == .changedKeys, let existing {
+            fields = existing.fields
+            for key in record.changedKeys() { fields[key] = record.fields[key] }
+            if !record.parentChanged { parent = existing.parentName.map { RecordID(recordName: $0, zoneID: id.zoneID) } }
+        }
+        let parentMoved = parent?.recordName != existing?.parentName
+        if let parent, parentMoved {
+            guard parent.zoneID == id.zoneID else {
+                throw ShareFlowError(.referenceViolation, "\(item): its parent \(parent) must be in the same zone \(id.zoneID) (R25)")
+            }
+            try checkParent(parent.recordName, of: id.recordName, zone: zone, item: item, db: db)
+        }
         if database.databaseScope == .shared {
             // R13: a participant saves into a share that covers the record (or its new parent).
             let covering = existing != nil
                 ? try shareCovering(zone: zone, recordName: id.recordName, db: db)
-                : try shareCovering(zone: zone, recordName: record.parent?.recordName, db: db)
+                : try shareCovering(zone: zone, recordName: parent?.recordName, db: db)
             guard let covering, let me = try participantRow(share: covering.id, account: caller.id, db: db) else {
                 throw ShareFlowError.denied("\(item) is not in a share \(caller.email ?? caller.userRecordID) participates in")
             }
             try SharingRules.require(.modifyRecords, role: me.role, permission: me.permission, status: me.status,
                                      isPublicShare: covering.publicPermission != .none, item: item)
-            if let parent = record.parent, parent.recordName != existing?.parentName,
+            if let parent, parentMoved,
                try shareCovering(zone: zone, recordName: parent.recordName, db: db)?.id != covering.id {
                 throw ShareFlowError.denied("\(item): a participant cannot move a record out of the share (R13)")
             }
         }
+        try checkChangeTag(record, existing: existing, policy: policy, zone: zone, caller: caller, item: item, db: db)
         // R5: a record rooting a share cannot move under another shared record.
-        if let parent = record.parent, parent.recordName != existing?.parentName,
+        if let parent, parentMoved,
            let rooted = try shareRow(rootName: id.recordName, zone: zone, db: db),
            let above = try shareCovering(zone: zone, recordName: parent.recordName, db: db), above.id != rooted.id {
             throw ShareFlowError(.alreadyShared, "\(item) roots share \(rooted.recordName) and cannot join share \(above.recordName) under \(parent.recordName) (R5)")
         }
-        let fields = String(decoding: try JSONEncoder().encode(record.fields), as: UTF8.self)
+        let encoded = try JSONEncoder().encode(fields)
+        guard encoded.count <= ModifyLimits.maxRecordBytes else {
+            throw ShareFlowError(.limitExceeded, "\(item) holds \(encoded.count) bytes of field data; a record holds at most \(ModifyLimits.maxRecordBytes) (R22)")
+        }
+        let json = String(decoding: encoded, as: UTF8.self)
         let now = Date().timeIntervalSince1970
+        let tag = RandomIdentifier.changeTag()
         if let existing {
-            try db.execute(sql: "UPDATE record SET fields = ?, parentName = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
-                           arguments: [fields, record.parent?.recordName, caller.id, now, existing.id])
+            try db.execute(sql: "UPDATE record SET fields = ?, parentName = ?, tag = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
+                           arguments: [json, parent?.recordName, tag, caller.id, now, existing.id])
         } else {
             try db.execute(sql: """
-                INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt)
-                VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)
-                """, arguments: [zone.id, id.recordName, record.recordType, fields, record.parent?.recordName, caller.id, caller.id, now])
+                INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt)
+                VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+                """, arguments: [zone.id, id.recordName, record.recordType, json, parent?.recordName, tag, caller.id, caller.id, now])
         }
         guard let savedRow = try recordRow(zone: zone, name: id.recordName, db: db) else {
             throw ShareFlowError(.unknownItem, "\(item) was deleted while it was being saved (by a policy)")
         }
-        let saved = try makeRecord(savedRow, zone: zone, caller: caller, db: db)
-        record.recordChangeTag = saved.recordChangeTag
-        record.modificationDate = saved.modificationDate
-        return saved
+        return try makeRecord(savedRow, zone: zone, caller: caller, db: db)
+    }
+
+    /// R25: the parent exists in the zone (saved before, or earlier in this call, which
+    /// `saveOrder` arranges), and is neither the record nor one of its descendants.
+    private func checkParent(_ parentName: String, of name: String, zone: ZoneRow, item: String, db: Database) throws {
+        var current: String? = parentName
+        var seen = Set<String>()
+        var first = true
+        while let n = current {
+            guard n != name else {
+                throw ShareFlowError(.referenceViolation, "\(item): its parent \(parentName) \(first ? "is the record itself" : "descends from it"); parent chains never form a cycle (R25)")
+            }
+            guard seen.insert(n).inserted else { break }
+            guard let row = try recordRow(zone: zone, name: n, db: db) else {
+                guard first else { break }
+                throw ShareFlowError(.referenceViolation, "\(item): its parent \(parentName) does not exist in zone \(zone.zoneID.zoneName); save the parent first or in the same call (R25)")
+            }
+            first = false
+            current = row.parentName
+        }
+    }
+
+    /// R21 under `ifServerRecordUnchanged`: the copy saved is the server's current one.
+    private func checkChangeTag(_ record: Record, existing: RecordRow?, policy: RecordSavePolicy, zone: ZoneRow,
+                                caller: Account, item: String, db: Database) throws {
+        guard policy == .ifServerRecordUnchanged else { return }
+        let reason: String
+        switch (existing, record.recordChangeTag) {
+        case (nil, nil):
+            return
+        case (nil, let tag?):
+            throw ShareFlowError(.unknownItem, "\(item) no longer exists on the server (this copy has change tag \(tag)); save it as a new record, or drop it")
+        case (let row?, nil):
+            reason = "\(item) already exists on the server (change tag \(row.tag)); fetch it and change that copy, or save with savePolicy allKeys (R21)"
+        case (let row?, let tag?):
+            guard tag != row.tag else { return }
+            reason = "\(item) changed on the server since this copy was fetched (copy's change tag \(tag), server's \(row.tag)); merge with the error's serverRecord and save again (R21)"
+        }
+        var error = ShareFlowError(.serverRecordChanged, reason)
+        error.conflict = RecordConflict(server: try makeRecord(existing!, zone: zone, caller: caller, db: db),
+                                        client: record.duplicate(), ancestor: record.ancestor())
+        throw error
     }
 
     // MARK: Shares
 
-    func saveShare(_ share: Share, in database: CloudDatabase, caller: Account, savedInThisCall: Set<RecordID>,
-                   db: Database) throws -> Share {
+    func saveShare(_ share: Share, in database: CloudDatabase, caller: Account, policy: RecordSavePolicy,
+                   savedInThisCall: Set<RecordID>, db: Database) throws -> Share {
         let id = share.recordID
         let item = "share \(share.title.map { "'\($0)'" } ?? id.recordName)"
         let container = database.container.containerIdentifier
@@ -121,6 +228,10 @@ extension Engine {
         var stored = try shareRow(zone: zone, recordName: id.recordName, db: db)
         let created = stored == nil
         var me: ParticipantRow?
+        // What this save writes: the copy's fields and public permission, or (changedKeys) only
+        // what the copy changed.
+        var fields = share.fields
+        var publicPermission = share.publicPermission
 
         if let existing = stored {
             me = try participantRow(share: existing.id, account: caller.id, db: db)
@@ -129,21 +240,37 @@ extension Engine {
                 try SharingRules.require(.manageParticipants, role: me.role, permission: me.permission, status: me.status,
                                          isPublicShare: existing.publicPermission != .none, item: item)
             }
+            let record = try recordRow(zone: zone, name: id.recordName, db: db)
+            try checkChangeTag(share, existing: record, policy: policy, zone: zone, caller: caller, item: item, db: db)
+            if policy == .changedKeys {
+                fields = record?.fields ?? [:]
+                for key in share.changedKeys() { fields[key] = share.fields[key] }
+                if share.publicPermission == share.serverPublicPermission { publicPermission = existing.publicPermission }
+            }
             try checkPolicy(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item)
-            let fields = String(decoding: try JSONEncoder().encode(share.fields), as: UTF8.self)
-            try db.execute(sql: "UPDATE record SET fields = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
-                           arguments: [fields, caller.id, Date().timeIntervalSince1970, existing.recordID])
+            try db.execute(sql: "UPDATE record SET fields = ?, tag = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
+                           arguments: [try encodeFields(fields, item: item), RandomIdentifier.changeTag(), caller.id,
+                                       Date().timeIntervalSince1970, existing.recordID])
         } else {
             guard database.databaseScope == .private else {
                 throw ShareFlowError.denied("\(item): only the zone's owner creates shares, in their private database")
             }
+            if let record = try recordRow(zone: zone, name: id.recordName, db: db) {
+                // A record of that name that is no share (a share's name is its record's).
+                guard policy == .ifServerRecordUnchanged else {
+                    throw ShareFlowError.invalid("\(item): record \(id.recordName) exists and is no share")
+                }
+                try checkChangeTag(share, existing: record, policy: policy, zone: zone, caller: caller, item: item, db: db)
+            } else if let tag = share.recordChangeTag, policy == .ifServerRecordUnchanged {
+                throw ShareFlowError(.unknownItem, "\(item) no longer exists on the server (this copy has change tag \(tag))")
+            }
             try checkNotAlreadyShared(share, zone: zone, savedInThisCall: savedInThisCall, item: item, db: db)
             try checkPolicy(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item)
-            let fields = String(decoding: try JSONEncoder().encode(share.fields), as: UTF8.self)
             try db.execute(sql: """
-                INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt)
-                VALUES (?, ?, ?, ?, NULL, 1, ?, ?, ?)
-                """, arguments: [zone.id, id.recordName, Share.recordType, fields, caller.id, caller.id, Date().timeIntervalSince1970])
+                INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt)
+                VALUES (?, ?, ?, ?, NULL, 1, ?, ?, ?, ?)
+                """, arguments: [zone.id, id.recordName, Share.recordType, try encodeFields(fields, item: item),
+                                 RandomIdentifier.changeTag(), caller.id, caller.id, Date().timeIntervalSince1970])
             let recordRowID = db.lastInsertedRowID
             try db.execute(sql: "INSERT INTO share (recordID, zoneID, url, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
                            arguments: [recordRowID, zone.id, Engine.newShareURL(), share.rootRecordID?.recordName])
@@ -157,31 +284,35 @@ extension Engine {
             me = try participantRow(share: shareID, account: caller.id, db: db)
         }
         let row = stored!, mine = me!
-        let isPublic = share.publicPermission != .none
+        let isPublic = publicPermission != .none
 
-        // R11: changing publicPermission removes pending participants; `none` removes all but the owner.
-        if share.publicPermission != row.publicPermission {
-            guard share.publicPermission != .unknown else {
+        // R11, only on a real change: changing publicPermission removes pending participants;
+        // `none` removes all but the owner.
+        var removedByR11 = Set<Int64>()
+        if publicPermission != row.publicPermission {
+            guard publicPermission != .unknown else {
                 throw ShareFlowError.invalid("\(item): publicPermission 'unknown' cannot be set")
             }
             try SharingRules.require(.changePublicPermission, role: mine.role, permission: mine.permission, status: mine.status,
                                      isPublicShare: isPublic, item: item)
             try checkPolicy(PolicyRequest(point: .sharePublicPermission, caller: caller, container: container, share: share,
-                                          from: row.publicPermission.rawValue, to: share.publicPermission.rawValue), item: item)
-            try db.execute(sql: "UPDATE share SET publicPermission = ? WHERE id = ?", arguments: [share.publicPermission.rawValue, row.id])
+                                          from: row.publicPermission.rawValue, to: publicPermission.rawValue), item: item)
+            try db.execute(sql: "UPDATE share SET publicPermission = ? WHERE id = ?", arguments: [publicPermission.rawValue, row.id])
             for p in try participantRows(share: row.id, db: db) where p.role != .owner {
-                let matches = share.publicPermission == .none ? p.status != .removed : p.status == .pending
+                let matches = publicPermission == .none ? p.status != .removed : p.status == .pending
                 guard matches else { continue }
+                removedByR11.insert(p.id)
                 try setStatus(.removed, of: p, share: share, reason: .publicPermissionChanged, caller: caller, container: container, db: db)
             }
             var event = Event(.sharePublicPermissionChanged, caller: caller, container: container)
             event.share = share
             event.from = row.publicPermission.rawValue
-            event.to = share.publicPermission.rawValue
+            event.to = publicPermission.rawValue
             emit(event)
         }
 
-        try applyParticipantChanges(share, row: row, me: mine, caller: caller, container: container, item: item, db: db)
+        try applyParticipantChanges(share, row: row, me: mine, publicPermission: publicPermission, asShown: policy != .changedKeys,
+                                    removedByR11: removedByR11, caller: caller, container: container, item: item, db: db)
 
         // R8
         let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'"), arguments: [row.id]) ?? 0
@@ -194,12 +325,19 @@ extension Engine {
             throw ShareFlowError(.unknownItem, "\(item) was deleted while it was being saved (by a policy)")
         }
         let fresh = try makeShare(savedRow, zone: zone, caller: caller, db: db)
-        share.refresh(from: fresh)
         var event = Event(.shareSaved, caller: caller, container: container)
         event.share = fresh
         event.created = created
         emit(event)
         return fresh
+    }
+
+    private func encodeFields(_ fields: [String: FieldValue], item: String) throws -> String {
+        let encoded = try JSONEncoder().encode(fields)
+        guard encoded.count <= ModifyLimits.maxRecordBytes else {
+            throw ShareFlowError(.limitExceeded, "\(item) holds \(encoded.count) bytes of field data; a record holds at most \(ModifyLimits.maxRecordBytes) (R22)")
+        }
+        return String(decoding: encoded, as: UTF8.self)
     }
 
     /// R5: the root is saved in this call, and neither it, its ancestors, its descendants nor
@@ -234,26 +372,37 @@ extension Engine {
         }
     }
 
-    /// R9: adds, re-adds, updates and removes participants as the share object says.
-    private func applyParticipantChanges(_ share: Share, row: ShareRow, me: ParticipantRow, caller: Account,
+    /// R9, R26: makes the share's participants those the saved object shows (`asShown`), or
+    /// (changedKeys) applies only the adds and removes made on the object. Participants R11
+    /// just took off stay off unless this save adds them.
+    private func applyParticipantChanges(_ share: Share, row: ShareRow, me: ParticipantRow, publicPermission: ParticipantPermission,
+                                         asShown: Bool, removedByR11: Set<Int64>, caller: Account,
                                          container: String, item: String, db: Database) throws {
         var rows = try participantRows(share: row.id, db: db)
         func requireManage() throws {
             try SharingRules.require(.manageParticipants, role: me.role, permission: me.permission, status: me.status,
-                                     isPublicShare: share.publicPermission != .none, item: item)
+                                     isPublicShare: publicPermission != .none, item: item)
         }
-        for p in share.participants where p.role != .owner {
-            guard p.permission != .unknown else {
-                throw ShareFlowError.invalid("\(item): participant \(p.userIdentity) needs a permission other than 'unknown'")
-            }
+        var matchedRows = Set<Int64>()
+        for p in share.participants {
             var matched: Int64?
             if let userRecordID = p.userIdentity.userRecordID { matched = try accountID(for: .userRecordID(userRecordID), db: db) }
             let byID = rows.first(where: { $0.participantID == p.participantID })
             let existing = byID ?? rows.first(where: { isSamePerson($0, accountID: matched, lookup: p.userIdentity.lookupInfo) })
+            if let existing { matchedRows.insert(existing.id) }
             if let existing, existing.role == .owner { continue }
-            // Removed on the server since this object was read: only an explicit add brings them back.
-            if let existing, existing.status == .removed, !share.addedParticipantIDs.contains(p.participantID) { continue }
+            guard p.role != .owner else {
+                throw ShareFlowError.invalid("\(item): \(p.userIdentity) cannot be made an owner; a share has one owner (R26)")
+            }
+            guard p.permission != .unknown else {
+                throw ShareFlowError.invalid("\(item): participant \(p.userIdentity) needs a permission other than 'unknown'")
+            }
+            let explicitlyAdded = share.addedParticipantIDs.contains(p.participantID)
+            // Removed on the server (by R11 in this save, or since this object was read under
+            // changedKeys or allKeys): only an explicit add brings them back.
+            if let existing, existing.status == .removed, !explicitlyAdded { continue }
             if let existing, existing.status != .removed {
+                try changeRole(of: existing, to: p, share: share, me: me, caller: caller, container: container, item: item, db: db)
                 guard existing.permission != p.permission else { continue }
                 try requireManage()
                 try db.execute(sql: "UPDATE participant SET permission = ? WHERE id = ?", arguments: [p.permission.rawValue, existing.id])
@@ -267,35 +416,72 @@ extension Engine {
             }
             // A new participant, or a removed one added again.
             try requireManage()
-            guard share.publicPermission == .none else {
-                throw ShareFlowError.invalid("\(item): participants can be added only while publicPermission is none; it is \(share.publicPermission.rawValue) (R9)")
+            guard publicPermission == .none else {
+                throw ShareFlowError.invalid("\(item): participants can be added only while publicPermission is none; it is \(publicPermission.rawValue) (R9)")
             }
+            let role = try newRole(for: p, me: me, item: item)
             try checkPolicy(PolicyRequest(point: .participantAdd, caller: caller, container: container, share: share, participant: p), item: item)
             let lookup = p.userIdentity.lookupInfo ?? .userRecordID(p.userIdentity.userRecordID ?? "")
             if let existing {
-                try db.execute(sql: "UPDATE participant SET status = 'pending', role = 'privateUser', permission = ?, addedAt = ? WHERE id = ?",
-                               arguments: [p.permission.rawValue, Date().timeIntervalSince1970, existing.id])
+                try db.execute(sql: "UPDATE participant SET status = 'pending', role = ?, permission = ?, addedAt = ? WHERE id = ?",
+                               arguments: [role.rawValue, p.permission.rawValue, Date().timeIntervalSince1970, existing.id])
             } else {
                 try db.execute(sql: """
                     INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
-                    VALUES (?, ?, ?, ?, ?, 'privateUser', ?, 'pending', ?)
-                    """, arguments: [row.id, p.participantID, matched, lookup.kind, lookup.value, p.permission.rawValue,
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)
+                    """, arguments: [row.id, p.participantID, matched, lookup.kind, lookup.value, role.rawValue, p.permission.rawValue,
                                      Date().timeIntervalSince1970])
+                matchedRows.insert(db.lastInsertedRowID)
             }
             rows = try participantRows(share: row.id, db: db)
             p.acceptanceStatus = .pending
-            p.role = .privateUser
+            p.role = role
             var event = Event(.participantAdded, caller: caller, container: container)
             event.share = share
             event.participant = p
             emit(event)
         }
-        for removedID in share.removedParticipantIDs {
-            guard let r = rows.first(where: { $0.participantID == removedID }), r.status != .removed else { continue }
+        // Off the share: as shown, whoever the object no longer lists; under changedKeys, whom
+        // the object removed.
+        let leaving = asShown
+            ? rows.filter { !matchedRows.contains($0.id) && $0.status != .removed && $0.role != .owner }
+            : rows.filter { share.removedParticipantIDs.contains($0.participantID) && $0.status != .removed }
+        for r in leaving {
             guard r.role != .owner else { throw ShareFlowError.invalid("\(item): the owner cannot be removed from their own share") }
             try requireManage()
+            if r.role == .administrator && me.role != .owner {
+                throw ShareFlowError.denied("\(item): only the owner removes an administrator (R26)")
+            }
             try setStatus(.removed, of: r, share: share, reason: .removedByOwner, caller: caller, container: container, db: db)
         }
+    }
+
+    /// R26: the role a new participant gets: privateUser, or administrator when the owner says so.
+    private func newRole(for p: Participant, me: ParticipantRow, item: String) throws -> ParticipantRole {
+        switch p.role {
+        case .administrator:
+            guard me.role == .owner else {
+                throw ShareFlowError.denied("\(item): only the owner makes someone an administrator (R26)")
+            }
+            return .administrator
+        case .privateUser, .unknown: return .privateUser
+        case .owner, .publicUser:
+            throw ShareFlowError.invalid("\(item): a participant added by the owner is a privateUser or an administrator, not \(p.role.rawValue) (R26)")
+        }
+    }
+
+    /// R26: the owner makes a private participant an administrator, or back.
+    private func changeRole(of row: ParticipantRow, to p: Participant, share: Share, me: ParticipantRow, caller: Account,
+                            container: String, item: String, db: Database) throws {
+        guard p.role != row.role, p.role != .unknown else { return }
+        let movable: Set<ParticipantRole> = [.administrator, .privateUser]
+        guard movable.contains(p.role), movable.contains(row.role) else {
+            throw ShareFlowError.invalid("\(item): the role of \(p.userIdentity) cannot change from \(row.role.rawValue) to \(p.role.rawValue); only privateUser and administrator swap (R26)")
+        }
+        guard me.role == .owner else {
+            throw ShareFlowError.denied("\(item): only the owner changes a participant's role (R26)")
+        }
+        try db.execute(sql: "UPDATE participant SET role = ? WHERE id = ?", arguments: [p.role.rawValue, row.id])
     }
 
     private func isSamePerson(_ row: ParticipantRow, accountID: Int64?, lookup: LookupInfo?) -> Bool {
@@ -392,16 +578,19 @@ extension Account {
 }
 
 extension ShareFlowError {
-    /// Any error as a ShareFlow error (store failures become `serviceUnavailable`).
-    static func wrap(_ error: Error) -> ShareFlowError {
+    /// Any error as a ShareFlow error: a store failure is `serviceUnavailable`, naming the
+    /// store and the cause but never the SQL.
+    static func wrap(_ error: Error, store: Store? = nil) -> ShareFlowError {
         if let e = error as? ShareFlowError { return e }
-        return ShareFlowError(.serviceUnavailable, "store error: \(error)")
+        return StoreFailure(error, path: store?.path).shareFlowError
     }
 }
 
 extension Share {
     /// Takes the server's state after a save.
     func refresh(from server: Share) {
+        serverFields = server.fields
+        serverPublicPermission = server.publicPermission
         url = server.url
         participants = server.participants
         currentUserParticipant = server.currentUserParticipant

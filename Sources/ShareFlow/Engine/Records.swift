@@ -112,17 +112,17 @@ extension Engine {
         let type: String
         let fields: [String: FieldValue]
         let parentName: String?
-        let changeTag: Int64
+        let tag: String
         let modifiedAt: Double
     }
 
     func recordRow(zone: ZoneRow, name: String, db: Database) throws -> RecordRow? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, type, fields, parentName, changeTag, modifiedAt FROM record WHERE zoneID = ? AND name = ?"),
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, type, fields, parentName, tag, modifiedAt FROM record WHERE zoneID = ? AND name = ?"),
                                          arguments: [zone.id, name]) else { return nil }
         let json: String = row["fields"]
         let fields = (try? JSONDecoder().decode([String: FieldValue].self, from: Data(json.utf8))) ?? [:]
         return RecordRow(id: row["id"], name: name, type: row["type"], fields: fields, parentName: row["parentName"],
-                         changeTag: row["changeTag"], modifiedAt: row["modifiedAt"])
+                         tag: row["tag"], modifiedAt: row["modifiedAt"])
     }
 
     /// The record as the caller gets it (a `Share` for a share record).
@@ -133,8 +133,10 @@ extension Engine {
         }
         let record = Record(recordType: row.type, recordID: recordID, fields: row.fields,
                             parent: row.parentName.map { RecordID(recordName: $0, zoneID: zone.zoneID) })
-        record.recordChangeTag = String(row.changeTag)
+        record.recordChangeTag = row.tag
         record.modificationDate = Date(timeIntervalSince1970: row.modifiedAt)
+        record.serverFields = row.fields
+        record.serverParent = record.parent
         if let shareName = try String.fetchOne(db.cachedStatement(sql: "SELECT r.name FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName = ?"),
                                                arguments: [zone.id, row.name]) {
             record.share = RecordID(recordName: shareName, zoneID: zone.zoneID)
@@ -274,10 +276,12 @@ extension Engine {
         let share = Share(recordID: RecordID(recordName: row.recordName, zoneID: zone.zoneID),
                           rootRecordID: row.rootName.map { RecordID(recordName: $0, zoneID: zone.zoneID) })
         share.fields = record?.fields ?? [:]
-        share.recordChangeTag = record.map { String($0.changeTag) }
+        share.recordChangeTag = record?.tag
+        share.serverFields = share.fields
         share.modificationDate = record.map { Date(timeIntervalSince1970: $0.modifiedAt) }
         share.url = row.url
         share.publicPermission = row.publicPermission
+        share.serverPublicPermission = row.publicPermission
         let rows = try participantRows(share: row.id, db: db)
         let mine = rows.first { $0.accountID == caller.id }
         let managing = mine.map { $0.role == .owner || ($0.role == .administrator && $0.status == .accepted) } ?? false

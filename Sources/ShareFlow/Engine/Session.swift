@@ -70,9 +70,18 @@ public final class CloudDatabase {
         }
     }
 
-    /// Saves and deletes records and shares; each item is atomic (O6).
-    public func modifyRecords(saving: [Record] = [], deleting: [RecordID] = []) throws -> ModifyResult {
-        try engine.modifyRecords(saving: saving, deleting: deleting, in: self)
+    /// Saves and deletes records and shares. Each item is atomic (O6); in custom zones the
+    /// call is too, unless `atomically` is false (R22). Saves check change tags as
+    /// `savePolicy` says (R21).
+    ///
+    /// ```swift
+    /// let result = try db.modifyRecords(saving: [trip, share])
+    /// if let e = result.firstError, e.code == .serverRecordChanged { merge(e.serverRecord!) }
+    /// ```
+    public func modifyRecords(saving: [Record] = [], deleting: [RecordID] = [],
+                              savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
+                              atomically: Bool = true) throws -> ModifyResult {
+        try engine.modifyRecords(saving: saving, deleting: deleting, savePolicy: savePolicy, atomic: atomically, in: self)
     }
 
     /// The zone ID a new zone or record of this database gets for `name`.

@@ -4,6 +4,10 @@ import Foundation
 public final class ModifyRecordsOperation: CloudOperation {
     public var recordsToSave: [Record]?
     public var recordIDsToDelete: [RecordID]?
+    /// R21: how saves treat the server's copies.
+    public var savePolicy: RecordSavePolicy = .ifServerRecordUnchanged
+    /// R22: in custom zones, all items or none.
+    public var isAtomic = true
     public var perRecordSaveBlock: ((RecordID, Result<Record, ShareFlowError>) -> Void)?
     public var perRecordDeleteBlock: ((RecordID, Result<Void, ShareFlowError>) -> Void)?
     public var modifyRecordsResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
@@ -25,7 +29,8 @@ public final class ModifyRecordsOperation: CloudOperation {
         } else {
             do {
                 result = try (database ?? container.privateCloudDatabase)
-                    .modifyRecords(saving: recordsToSave ?? [], deleting: recordIDsToDelete ?? [])
+                    .modifyRecords(saving: recordsToSave ?? [], deleting: recordIDsToDelete ?? [],
+                                   savePolicy: savePolicy, atomically: isAtomic)
                 for (record, r) in result.saveResults { perRecordSaveBlock?(record.recordID, r) }
                 for (id, r) in result.deleteResults { perRecordDeleteBlock?(id, r) }
                 error = result.error

@@ -78,6 +78,27 @@ extension Store {
                 CREATE INDEX participant_lookup ON participant(lookupKind, lookupValue);
                 """)
         }
+        // R21: change tags are random (a counter restarts when a record is deleted and made
+        // again, so a copy of the old record would pass for the new one). A share is a record
+        // whose state lives in two more tables: any change to them is a change of the share.
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: """
+                ALTER TABLE record ADD COLUMN tag TEXT NOT NULL DEFAULT '';
+                UPDATE record SET tag = lower(hex(randomblob(6)));
+                UPDATE shareflow_meta SET value = '2' WHERE key = 'schemaVersion';
+                CREATE TRIGGER participant_insert_changes_share AFTER INSERT ON participant BEGIN
+                    UPDATE record SET tag = lower(hex(randomblob(6)))
+                    WHERE id = (SELECT recordID FROM share WHERE id = NEW.shareID);
+                END;
+                CREATE TRIGGER participant_update_changes_share AFTER UPDATE ON participant BEGIN
+                    UPDATE record SET tag = lower(hex(randomblob(6)))
+                    WHERE id = (SELECT recordID FROM share WHERE id = NEW.shareID);
+                END;
+                CREATE TRIGGER share_update_changes_share AFTER UPDATE ON share BEGIN
+                    UPDATE record SET tag = lower(hex(randomblob(6))) WHERE id = NEW.recordID;
+                END;
+                """)
+        }
         return migrator
     }
 }

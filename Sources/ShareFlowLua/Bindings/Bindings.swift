@@ -320,7 +320,7 @@ final class Bindings {
             .method("acceptShares") { [unowned self] call, c in
                 let metadatas = try metadataList(call, 2)
                 let (results, error) = c.acceptShareResults(metadatas)
-                pushList(results.compactMap { try? $0.1.get() }) { push(record: $0) }
+                pushList(results.compactMap { try? $0.1.get() }) { push(record: $0); lua.markWritable(at: -1) }
                 push(error)
                 return 2
             }
@@ -366,7 +366,8 @@ final class Bindings {
             }
             .method("fetchRecord") { [unowned self] call, d in
                 let id = try recordID(call, 2, position: 2)
-                return try pushResult { push(record: try d.fetchRecord(id)) }
+                // A fetched record is a fresh copy: the caller's to change and save (R21).
+                return try pushResult { push(record: try d.fetchRecord(id)); lua.markWritable(at: -1) }
             }
             .method("fetchRecords") { [unowned self] call, d in
                 try call.table(2)
@@ -376,7 +377,7 @@ final class Bindings {
                     return try recordID(call, -1, position: 2)
                 }
                 let results = d.fetchRecords(ids)
-                pushList(results.compactMap { try? $0.1.get() }) { push(record: $0) }
+                pushList(results.compactMap { try? $0.1.get() }) { push(record: $0); lua.markWritable(at: -1) }
                 let failures = results.compactMap { id, r -> (item: String, error: ShareFlowError)? in
                     if case .failure(let e) = r { return (id.description, e) }
                     return nil
@@ -386,7 +387,19 @@ final class Bindings {
             }
             .method("modifyRecords") { [unowned self] call, d in
                 try call.table(2)
-                try call.checkKeys(2, allowed: ["save", "delete"])
+                try call.checkKeys(2, allowed: ["save", "delete", "savePolicy", "atomic"])
+                var savePolicy = RecordSavePolicy.ifServerRecordUnchanged
+                if call.field(2, "savePolicy") != LUA_TNIL {
+                    savePolicy = try enumValue(call, -1, RecordSavePolicy.self, name: "savePolicy")
+                }
+                call.state.pop()
+                var atomic = true
+                switch call.field(2, "atomic") {
+                case LUA_TNIL: break
+                case LUA_TBOOLEAN: atomic = lua_toboolean(call.L, -1) != 0
+                default: throw call.argumentError(2, "field 'atomic' must be a boolean, got \(call.typeName(-1))")
+                }
+                call.state.pop()
                 var saving: [Record] = [], deleting: [RecordID] = []
                 if call.field(2, "save") != LUA_TNIL {
                     try call.table(-1)
@@ -412,8 +425,8 @@ final class Bindings {
                 }
                 call.state.pop()
                 do {
-                    let result = try d.modifyRecords(saving: saving, deleting: deleting)
-                    pushList(result.saved) { push(record: $0) }
+                    let result = try d.modifyRecords(saving: saving, deleting: deleting, savePolicy: savePolicy, atomically: atomic)
+                    pushList(result.saved) { push(record: $0); lua.markWritable(at: -1) }
                     push(result.error)
                 } catch let e as ShareFlowError {
                     lua_pushnil(call.L)

@@ -302,6 +302,15 @@ extension Bindings {
                      set: { [unowned self] call, o, i in op(o).recordsToSave = call.isNil(i) ? nil : try recordList(call, i) })
         cls.property("recordIDsToDelete", get: { [unowned self] _, o in pushList(op(o).recordIDsToDelete ?? []) { push($0) } },
                      set: { [unowned self] call, o, i in op(o).recordIDsToDelete = call.isNil(i) ? nil : try recordIDList(call, i) })
+        cls.property("savePolicy", get: { lua, o in lua.push(string: op(o).savePolicy.rawValue) },
+                     set: { call, o, i in op(o).savePolicy = try enumValue(call, i, RecordSavePolicy.self, name: "savePolicy") })
+        cls.property("isAtomic", get: { lua, o in lua_pushboolean(lua.L, op(o).isAtomic ? 1 : 0) },
+                     set: { call, o, i in
+                         guard lua_type(call.L, i) == LUA_TBOOLEAN else {
+                             throw call.argumentError(i, "boolean expected, got \(call.typeName(i))")
+                         }
+                         op(o).isAtomic = lua_toboolean(call.L, i) != 0
+                     })
         blockProperty(cls, "perRecordSaveBlock") { [unowned self] o, ref in
             op(o).perRecordSaveBlock = ref.map { ref in { [unowned self] id, result in
                 callback(ref, "perRecordSaveBlock") {

@@ -32,6 +32,10 @@ extension Bindings {
                 if let v = r.fields[key] { push(v) } else { lua_pushnil(call.L) }
                 return 1
             }
+            .method("changedKeys") { call, r in
+                call.state.push(strings: r.changedKeys())
+                return 1
+            }
             .method("set", mutating: true) { [unowned self] call, r in
                 let key = try call.string(2)
                 r.fields[key] = try fieldValue(call, 3, key: key, position: 3)
@@ -134,7 +138,11 @@ extension Bindings {
         participantClass
             .property("participantID") { lua, p in lua.push(string: p.participantID) }
             .property("userIdentity") { [unowned self] _, p in push(p.userIdentity) }
-            .property("role") { lua, p in lua.push(string: p.role.rawValue) }
+            .property("role", get: { lua, p in lua.push(string: p.role.rawValue) },
+                      set: { call, p, i in
+                          // R26: the owner's save decides whether the change is allowed.
+                          p.role = try enumValue(call, i, ParticipantRole.self, name: "role")
+                      })
             .property("permission", get: { lua, p in lua.push(string: p.permission.rawValue) },
                       set: { call, p, i in p.permission = try enumValue(call, i, ParticipantPermission.self, name: "permission") })
             .property("acceptanceStatus") { lua, p in lua.push(string: p.acceptanceStatus.rawValue) }

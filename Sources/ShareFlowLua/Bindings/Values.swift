@@ -167,6 +167,14 @@ extension Bindings {
             }
             lua_setfield(L, -2, "partialErrors")
         }
+        // R21: copies made for this error, so the caller may merge into them and save.
+        for (key, record) in [("serverRecord", error.serverRecord), ("clientRecord", error.clientRecord),
+                              ("ancestorRecord", error.ancestorRecord)] {
+            guard let record else { continue }
+            push(record: record)
+            lua.markWritable(at: -1)
+            lua_setfield(L, -2, key)
+        }
         setMetatable(.error)
     }
 

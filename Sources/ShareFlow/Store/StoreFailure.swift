@@ -1,0 +1,40 @@
+import GRDB
+
+/// A failure of the SQLite store, said as an operator needs it: which store, what happened,
+/// whether to retry. Never the SQL (it names tables and columns, nothing a caller can act on).
+struct StoreFailure {
+    let error: Error
+    let path: String?
+
+    init(_ error: Error, path: String?) {
+        self.error = error
+        self.path = path
+    }
+
+    /// Seconds a caller should wait before retrying a busy or locked store.
+    static let busyRetryAfter = 1.0
+
+    var shareFlowError: ShareFlowError {
+        let store = path.map { "store \($0)" } ?? "the store"
+        guard let db = error as? DatabaseError else {
+            return ShareFlowError(.serviceUnavailable, "\(store) failed: \(error)")
+        }
+        switch db.resultCode {
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return ShareFlowError(.serviceUnavailable, "\(store) is busy (another process holds its write lock); retry after \(Int(StoreFailure.busyRetryAfter)) s",
+                                  retryAfter: StoreFailure.busyRetryAfter)
+        case .SQLITE_FULL:
+            return ShareFlowError(.serviceUnavailable, "\(store) is full (no space left on its disk); free space, then retry",
+                                  retryAfter: 30)
+        case .SQLITE_READONLY:
+            return ShareFlowError(.serviceUnavailable, "\(store) is read-only (its file or folder cannot be written)")
+        case .SQLITE_IOERR:
+            return ShareFlowError(.serviceUnavailable, "\(store) could not be read or written (I/O error \(db.extendedResultCode.rawValue)); retry",
+                                  retryAfter: 5)
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+            return ShareFlowError(.serviceUnavailable, "\(store) is damaged (\(db.message ?? "corrupt")); restore it from a backup")
+        default:
+            return ShareFlowError(.serviceUnavailable, "\(store) failed (SQLite error \(db.resultCode.rawValue): \(db.message ?? "no message"))")
+        }
+    }
+}
