@@ -7,7 +7,7 @@
 -- Each case sets up accounts, a zone and shares, loads the case's plugin, triggers its hook
 -- (timing the triggering call in CPU time against 2x the budget), then checks that nothing
 -- changed that should not have and that the next request is served. It prints "ok CASE" when
--- every check passed, "check failed: ..." lines and exit status 3 otherwise. A crash or a
+-- every check passed, "check failed: ..." lines and an error (exit status 1) otherwise. A crash or a
 -- hang shows as the process dying or timing out (HostilePluginTests). The README beside this
 -- file lists the cases.
 local sf = require("shareflow")

@@ -173,14 +173,15 @@ function H.churn()
   return n
 end
 
---- Prints "ok <case>" when every check passed; otherwise exits with status 3.
+--- Prints "ok <case>" when every check passed; otherwise fails the script (status 1). An
+--- error, not os.exit: the host then closes its states, so a sanitizer sees no leak.
 function H.finish(case)
   if failures == 0 then
     print("ok " .. case)
   else
     print(string.format("FAILED %s: %d check(s)", case, failures))
     io.stdout:flush()
-    os.exit(3)
+    error(string.format("the driver's checks failed: %s", case), 0)
   end
 end
 
