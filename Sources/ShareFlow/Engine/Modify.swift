@@ -444,7 +444,8 @@ extension Engine {
         // Off the share: as shown, whoever the object no longer lists; under changedKeys, whom
         // the object removed.
         let leaving = asShown
-            ? rows.filter { !matchedRows.contains($0.id) && $0.status != .removed && $0.role != .owner }
+            ? rows.filter { !matchedRows.contains($0.id) && $0.status != .removed
+                && ($0.role != .owner || share.removedParticipantIDs.contains($0.participantID)) }
             : rows.filter { share.removedParticipantIDs.contains($0.participantID) && $0.status != .removed }
         for r in leaving {
             guard r.role != .owner else { throw ShareFlowError.invalid("\(item): the owner cannot be removed from their own share") }

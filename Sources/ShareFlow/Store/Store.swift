@@ -21,7 +21,9 @@ public final class Store: @unchecked Sendable {
     /// engine's lock.
     private var current: Database?
 
-    public init(path: String) throws {
+    /// `busyTimeout`: how long a write waits for another process's write lock before failing
+    /// with `serviceUnavailable`.
+    public init(path: String, busyTimeout: TimeInterval = 10) throws {
         self.path = path
         if path != ":memory:" {
             try Store.checkForeignFile(at: path)
@@ -30,7 +32,7 @@ public final class Store: @unchecked Sendable {
         }
         var config = Configuration()
         config.journalMode = path == ":memory:" ? .default : .wal
-        config.busyMode = .timeout(10)
+        config.busyMode = .timeout(busyTimeout)
         config.foreignKeysEnabled = true
         config.label = "shareflow.store"
         // In WAL mode, NORMAL survives a killed process (only power loss can drop the last

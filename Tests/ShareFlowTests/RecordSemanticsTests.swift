@@ -1,0 +1,284 @@
+import Foundation
+import GRDB
+import XCTest
+@testable import ShareFlow
+
+/// Records never lose data: R21 (change tags, save policies), R22 (atomic calls, limits), R25
+/// (parents), R26 (administrators). Each test is a finding of issue 13 that failed on main
+/// before it; the Lua side is Tests/lua/records_test.lua.
+final class RecordSemanticsTests: XCTestCase {
+    private func share(_ w: World, _ id: RecordID) throws -> Share {
+        try XCTUnwrap(w.c.privateCloudDatabase.fetchRecord(id) as? Share)
+    }
+
+    // MARK: R21
+
+    /// The issue's first finding: a stale copy of a share made it private again and R11 then
+    /// removed every participant.
+    func testR21AStaleShareCopyIsRefusedAndNothingIsLost() throws {
+        let w = try World()
+        let original = try w.share(["bob@example.com"])
+        try w.accept(original.url!, in: w.bc)
+        let copyA = try share(w, original.recordID), copyB = try share(w, original.recordID)
+        copyA.publicPermission = .readOnly
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [copyA]).error)
+        try w.accept(copyA.url!, in: w.cc)   // a public user joins
+        copyB.title = "Renamed"
+        let result = try w.c.privateCloudDatabase.modifyRecords(saving: [copyB])
+        let error = try XCTUnwrap(result.firstError)
+        XCTAssertEqual(error.code, .serverRecordChanged)
+        XCTAssertEqual(error.codeNumber, 14)
+        XCTAssertTrue(error.message.contains("R21"), error.message)
+        let server = try XCTUnwrap(error.serverRecord as? Share)
+        XCTAssertEqual(server.publicPermission, .readOnly)
+        XCTAssertEqual((error.clientRecord as? Share)?.title, "Renamed")
+        XCTAssertEqual((error.ancestorRecord)?.fields["cloudkit.title"], .string("Lisbon trip"))
+        let now = try share(w, original.recordID)
+        XCTAssertEqual(now.publicPermission, .readOnly, "nothing changed")
+        XCTAssertEqual(now.title, "Lisbon trip")
+        XCTAssertEqual(Set(now.participants.map(\.acceptanceStatus)), [.accepted])
+        XCTAssertEqual(now.participants.count, 3, "owner, bob (accepted), carol (public)")
+        // The merge: change the server's copy and save it.
+        server.title = "Renamed"
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [server]).error)
+        XCTAssertEqual(try share(w, original.recordID).participants.count, 3)
+    }
+
+    func testR21EveryChangeOfAShareChangesItsTag() throws {
+        let w = try World()
+        let s = try w.share(["bob@example.com"])
+        var tags = [s.recordChangeTag!]
+        try w.accept(s.url!, in: w.bc)
+        tags.append(try share(w, s.recordID).recordChangeTag!)
+        let fresh = try share(w, s.recordID)
+        fresh.title = "x"
+        _ = try w.c.privateCloudDatabase.modifyRecords(saving: [fresh])
+        tags.append(fresh.recordChangeTag!)
+        XCTAssertEqual(Set(tags).count, 3, "\(tags)")
+        XCTAssertEqual(try share(w, s.recordID).recordChangeTag, fresh.recordChangeTag, "a save stamps the saved object")
+    }
+
+    func testR21AStaleRecordCopyIsRefusedWithTheThreeRecords() throws {
+        let w = try World()
+        let s = try w.share(["bob@example.com"], permission: .readWrite)
+        try w.accept(s.url!, in: w.bc)
+        let mine = try w.c.privateCloudDatabase.fetchRecord(w.day.recordID)
+        let bobs = try w.bc.sharedCloudDatabase.fetchRecord(w.day.recordID)
+        bobs["plan"] = .string("tram 28")
+        XCTAssertNil(try w.bc.sharedCloudDatabase.modifyRecords(saving: [bobs]).error)
+        mine["plan"] = .string("stay home")
+        let error = try XCTUnwrap(try w.c.privateCloudDatabase.modifyRecords(saving: [mine]).firstError)
+        XCTAssertEqual(error.code, .serverRecordChanged)
+        XCTAssertEqual(error.serverRecord?["plan"], .string("tram 28"))
+        XCTAssertEqual(error.clientRecord?["plan"], .string("stay home"))
+        XCTAssertNotNil(error.ancestorRecord)
+        XCTAssertNil(error.ancestorRecord?["plan"])
+        XCTAssertEqual(try w.c.privateCloudDatabase.fetchRecord(w.day.recordID)["plan"], .string("tram 28"), "bob's edit stands")
+        // A stale write by the participant is refused the same way.
+        bobs["plan"] = .string("again")
+        let fromBob = try w.bc.sharedCloudDatabase.fetchRecord(w.day.recordID)
+        fromBob["plan"] = .string("latest")
+        XCTAssertNil(try w.bc.sharedCloudDatabase.modifyRecords(saving: [fromBob]).error)
+        XCTAssertEqual(try w.bc.sharedCloudDatabase.modifyRecords(saving: [bobs]).firstError?.code, .serverRecordChanged)
+    }
+
+    func testR21ANewRecordWithAnExistingIDIsRefused() throws {
+        let w = try World()
+        _ = try w.c.privateCloudDatabase.modifyRecords(saving: [w.trip])
+        let impostor = Record(recordType: "Trip", recordID: w.trip.recordID, fields: ["title": .string("Other")])
+        let error = try XCTUnwrap(try w.c.privateCloudDatabase.modifyRecords(saving: [impostor]).firstError)
+        XCTAssertEqual(error.code, .serverRecordChanged)
+        XCTAssertEqual(error.serverRecord?["title"], .string("Lisbon"))
+        XCTAssertNil(error.ancestorRecord, "a new record has no ancestor")
+        // A second zone share of one zone is the same record name: refused, the first stays.
+        let zoneShare = Share(zoneID: w.zone.zoneID)
+        zoneShare.addParticipant(try w.participant("bob@example.com"))
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [zoneShare]).error)
+        let second = Share(zoneID: w.zone.zoneID)
+        XCTAssertEqual(try w.c.privateCloudDatabase.modifyRecords(saving: [second]).firstError?.code, .serverRecordChanged)
+        XCTAssertEqual(try share(w, zoneShare.recordID).participants.count, 2)
+    }
+
+    func testR21SavePoliciesChangedKeysAndAllKeys() throws {
+        let w = try World()
+        w.trip["days"] = .integer(5)
+        _ = try w.c.privateCloudDatabase.modifyRecords(saving: [w.trip])
+        let a = try w.c.privateCloudDatabase.fetchRecord(w.trip.recordID)
+        let b = try w.c.privateCloudDatabase.fetchRecord(w.trip.recordID)
+        a["title"] = .string("Porto")
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [a]).error)
+        b["days"] = .integer(7)
+        XCTAssertEqual(b.changedKeys(), ["days"])
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [b], savePolicy: .changedKeys).error)
+        var now = try w.c.privateCloudDatabase.fetchRecord(w.trip.recordID)
+        XCTAssertEqual(now["title"], .string("Porto"), "changedKeys keeps the keys this copy did not change")
+        XCTAssertEqual(now["days"], .integer(7))
+        XCTAssertEqual(b["title"], .string("Porto"), "the saved object shows the server's record (R28)")
+        let c = Record(recordType: "Trip", recordID: w.trip.recordID, fields: ["title": .string("Faro")])
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [c], savePolicy: .allKeys).error)
+        now = try w.c.privateCloudDatabase.fetchRecord(w.trip.recordID)
+        XCTAssertEqual(now.fields, ["title": .string("Faro")], "allKeys replaces the record")
+    }
+
+    func testR21RemoveThenReAddOfOnePersonInOneSaveKeepsThem() throws {
+        let w = try World()
+        let s = try w.share(["bob@example.com"])
+        let bob = try XCTUnwrap(s.participants.first { $0.role != .owner })
+        s.removeParticipant(bob)
+        s.addParticipant(try w.participant("bob@example.com", permission: .readWrite))
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [s]).error)
+        let stored = try share(w, s.recordID)
+        XCTAssertEqual(stored.participants.count, 2)
+        XCTAssertEqual(stored.participants.first { $0.role != .owner }?.acceptanceStatus, .pending)
+        XCTAssertEqual(stored.participants.first { $0.role != .owner }?.permission, .readWrite)
+        XCTAssertEqual(s.participants.count, stored.participants.count, "object and store agree")
+    }
+
+    func testR11AppliesOnlyWhenThePublicPermissionReallyChanges() throws {
+        let w = try World()
+        let s = try w.share(["bob@example.com", "carol@example.com"])
+        s.title = "same permission"
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [s]).error)
+        XCTAssertEqual(try share(w, s.recordID).participants.filter { $0.acceptanceStatus == .pending }.count, 2)
+    }
+
+    // MARK: R22
+
+    func testR22AFailingShareLeavesItsRootUnsaved() throws {
+        var options = Engine.Options()
+        options.maxParticipants = 2
+        let w = try World(engine: Engine(store: Store(path: ":memory:"), options: options))
+        let s = Share(rootRecord: w.trip)
+        s.addParticipant(try w.participant("bob@example.com"))
+        s.addParticipant(try w.participant("carol@example.com"))
+        let result = try w.c.privateCloudDatabase.modifyRecords(saving: [w.trip, w.day, s])
+        XCTAssertEqual(result.error(for: s)?.code, .tooManyParticipants)
+        XCTAssertEqual(result.error(for: w.trip)?.code, .batchRequestFailed)
+        XCTAssertEqual(result.error(for: w.trip)?.codeNumber, 22)
+        XCTAssertEqual(result.error(for: w.day)?.code, .batchRequestFailed)
+        XCTAssertTrue(result.saved.isEmpty)
+        XCTAssertNil(w.trip.recordChangeTag, "nothing committed, nothing stamped")
+        XCTAssertThrowsError(try w.c.privateCloudDatabase.fetchRecord(w.trip.recordID))
+        // Not atomic: each item on its own.
+        let loose = try w.c.privateCloudDatabase.modifyRecords(saving: [w.trip, w.day, s], atomically: false)
+        XCTAssertEqual(loose.saved.count, 2)
+        XCTAssertEqual(loose.firstError?.code, .tooManyParticipants)
+    }
+
+    func testR22TheDefaultZoneIsNotAtomic() throws {
+        let w = try World()
+        let zone = RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: w.alice.userRecordID)
+        let good = Record(recordType: "Note", recordID: RecordID(recordName: "good", zoneID: zone))
+        let orphan = Record(recordType: "Note", recordID: RecordID(recordName: "orphan", zoneID: zone),
+                            parent: RecordID(recordName: "missing", zoneID: zone))
+        let result = try w.c.privateCloudDatabase.modifyRecords(saving: [good, orphan])
+        XCTAssertEqual(result.saved.map(\.recordID.recordName), ["good"])
+        XCTAssertEqual(result.firstError?.code, .referenceViolation)
+    }
+
+    func testR22Limits() throws {
+        let w = try World()
+        let many = (0...400).map { Record(recordType: "N", recordID: RecordID(recordName: "n\($0)", zoneID: w.zone.zoneID)) }
+        XCTAssertThrowsError(try w.c.privateCloudDatabase.modifyRecords(saving: many)) { e in
+            XCTAssertEqual((e as? ShareFlowError)?.code, .limitExceeded)
+            XCTAssertEqual((e as? ShareFlowError)?.codeNumber, 27)
+        }
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: Array(many.prefix(400))).error)
+        let big = Record(recordType: "N", recordID: RecordID(recordName: "big", zoneID: w.zone.zoneID),
+                         fields: ["blob": .string(String(repeating: "x", count: 1_000_001))])
+        let error = try XCTUnwrap(try w.c.privateCloudDatabase.modifyRecords(saving: [big]).firstError)
+        XCTAssertEqual(error.code, .limitExceeded)
+        XCTAssertTrue(error.message.contains("big"), error.message)
+    }
+
+    // MARK: R25
+
+    func testR25ParentsMustExistAndNeverCycle() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        let orphan = Record(recordType: "Day", recordID: RecordID(recordName: "orphan", zoneID: w.zone.zoneID),
+                            parent: RecordID(recordName: "nowhere", zoneID: w.zone.zoneID))
+        var error = try XCTUnwrap(try db.modifyRecords(saving: [orphan]).firstError)
+        XCTAssertEqual(error.code, .referenceViolation)
+        XCTAssertEqual(error.codeNumber, 31)
+        // A child listed before its parent in one call is fine.
+        XCTAssertNil(try db.modifyRecords(saving: [w.day, w.trip]).error)
+        // trip under day (day's parent is trip): a cycle.
+        let trip = try db.fetchRecord(w.trip.recordID)
+        trip.parent = w.day.recordID
+        error = try XCTUnwrap(try db.modifyRecords(saving: [trip]).firstError)
+        XCTAssertEqual(error.code, .referenceViolation)
+        XCTAssertTrue(error.message.contains("cycle"), error.message)
+        trip.parent = trip.recordID
+        XCTAssertEqual(try db.modifyRecords(saving: [trip]).firstError?.code, .referenceViolation)
+        // Another zone.
+        let other = try db.saveZone("Other")
+        trip.parent = RecordID(recordName: "x", zoneID: other.zoneID)
+        XCTAssertEqual(try db.modifyRecords(saving: [trip]).firstError?.code, .referenceViolation)
+    }
+
+    // MARK: R26
+
+    func testR26TheOwnerMakesAnAdministratorWhoManagesButCannotRule() throws {
+        let w = try World()
+        let dave = try w.engine.accounts.create(emails: ["dave@example.com"])
+        _ = dave
+        let s = try w.share(["bob@example.com"])
+        try w.accept(s.url!, in: w.bc)
+        let owned = try share(w, s.recordID)
+        let bob = try XCTUnwrap(owned.participants.first { $0.role == .privateUser })
+        bob.role = .administrator
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [owned]).error)
+        XCTAssertEqual(try share(w, s.recordID).participants.first { $0.acceptanceStatus == .accepted && $0.role != .owner }?.role, .administrator)
+
+        // Bob, administrator, adds Carol from the shared database.
+        let bobsCopy = try XCTUnwrap(w.bc.sharedCloudDatabase.fetchRecord(s.recordID) as? Share)
+        let (found, _) = w.bc.fetchShareParticipantResults([LookupRequest(emailAddress: "carol@example.com")])
+        bobsCopy.addParticipant(try found[0].1.get())
+        XCTAssertNil(try w.bc.sharedCloudDatabase.modifyRecords(saving: [bobsCopy]).error)
+        XCTAssertEqual(try share(w, s.recordID).participants.count, 3)
+
+        // He cannot make anyone an administrator, remove the owner or delete the root.
+        let again = try XCTUnwrap(w.bc.sharedCloudDatabase.fetchRecord(s.recordID) as? Share)
+        again.participants.first { $0.userIdentity.lookupInfo?.emailAddress == "carol@example.com" }?.role = .administrator
+        XCTAssertEqual(try w.bc.sharedCloudDatabase.modifyRecords(saving: [again]).firstError?.code, .permissionFailure)
+        let third = try XCTUnwrap(w.bc.sharedCloudDatabase.fetchRecord(s.recordID) as? Share)
+        third.removeParticipant(try XCTUnwrap(third.owner))
+        XCTAssertNotNil(try w.bc.sharedCloudDatabase.modifyRecords(saving: [third]).firstError)
+        XCTAssertEqual(try w.bc.sharedCloudDatabase.modifyRecords(deleting: [w.trip.recordID]).firstError?.code, .permissionFailure)
+        XCTAssertEqual(try share(w, s.recordID).owner?.acceptanceStatus, .accepted)
+
+        // Making someone an owner is refused; the owner demotes Bob again.
+        let fourth = try share(w, s.recordID)
+        fourth.participants.first { $0.role == .administrator }?.role = .owner
+        XCTAssertEqual(try w.c.privateCloudDatabase.modifyRecords(saving: [fourth]).firstError?.code, .invalidArguments)
+        let fifth = try share(w, s.recordID)
+        fifth.participants.first { $0.role == .administrator }?.role = .privateUser
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [fifth]).error)
+        XCTAssertFalse(try share(w, s.recordID).participants.contains { $0.role == .administrator })
+    }
+
+    // MARK: A busy store
+
+    func testABusyStoreIsServiceUnavailableWithRetryAfterAndThePathButNoSQL() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("busy-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("store.sqlite").path
+        let w = try World(engine: Engine(store: Store(path: path, busyTimeout: 0.2)))
+        let blocker = try DatabaseQueue(path: path)
+        try blocker.writeWithoutTransaction { db in
+            try db.execute(sql: "BEGIN IMMEDIATE")
+            defer { try? db.execute(sql: "ROLLBACK") }
+            XCTAssertThrowsError(try w.c.privateCloudDatabase.modifyRecords(saving: [w.trip])) { e in
+                let error = e as! ShareFlowError
+                XCTAssertEqual(error.code, .serviceUnavailable)
+                XCTAssertEqual(error.retryAfter, 1)
+                XCTAssertTrue(error.message.contains(path), error.message)
+                XCTAssertTrue(error.message.contains("busy"), error.message)
+                XCTAssertFalse(error.message.contains("BEGIN"), error.message)
+                XCTAssertFalse(error.message.contains("SQLite error"), error.message)
+            }
+        }
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [w.trip]).error, "served again once free")
+    }
+}
