@@ -97,6 +97,15 @@ public final class Share: Record {
         return s
     }
 
+    /// The share as the server last gave it to this object: its fields and public permission
+    /// (participants as the object shows them).
+    override func ancestor() -> Record? {
+        guard let base = serverFields, let copy = duplicate() as? Share else { return nil }
+        copy.fields = base
+        copy.publicPermission = serverPublicPermission ?? publicPermission
+        return copy
+    }
+
     public override var description: String {
         let ownerText = owner.map { $0.userIdentity.description } ?? "?"
         let active = participants.filter { $0.acceptanceStatus != .removed }.count
