@@ -37,6 +37,20 @@
 ---@field recordName string
 ---@field zoneID shareflow.ZoneID
 
+---@class shareflow.Bytes
+---@field data string
+
+---@class shareflow.Date
+---@field seconds number
+
+---@class shareflow.Location
+---@field latitude number
+---@field longitude number
+
+---@class shareflow.Reference: shareflow.RecordID
+---@field recordID shareflow.RecordID
+---@field action "none"|"deleteSelf"
+
 ---@class shareflow.Error
 ---@field code string
 ---@field codeNumber integer
@@ -407,6 +421,18 @@ function shareflow.Share(t) end
 ---@param t {recordName: string, zoneID: shareflow.ZoneID}
 ---@return shareflow.RecordID
 function shareflow.RecordID(t) end
+---@param s string
+---@return shareflow.Bytes
+function shareflow.Bytes(s) end
+---@param seconds number
+---@return shareflow.Date
+function shareflow.Date(seconds) end
+---@param t {latitude: number, longitude: number}
+---@return shareflow.Location
+function shareflow.Location(t) end
+---@param t {recordID?: shareflow.RecordID|shareflow.Record, record?: shareflow.Record, action?: "none"|"deleteSelf"}
+---@return shareflow.Reference
+function shareflow.Reference(t) end
 ---@param t? table
 ---@return shareflow.FetchShareParticipantsOperation
 function shareflow.FetchShareParticipantsOperation(t) end

@@ -14,7 +14,7 @@ final class ScriptsTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         for line in ["== Accounts", "bob@example.com      privateUser  readWrite  pending", "bob: accepted", "carol: accepted",
                      "carol (readOnly) edits day1: permissionFailure", "with her old copy: serverRecordChanged", "event participant.removed: carol@example.com (removedByOwner)",
-                     "carol fetches the trip: unknownItem", "UserIdentity(Bob Ruiz bob@example.com)",
+                     "carol fetches the trip: zoneNotFound", "UserIdentity(Bob Ruiz bob@example.com)",
                      "plugins on: audit-log, domain-allowlist, expiring-invitations",
                      "mallory is refused: ", "denied by policy 'domain-allowlist/accept' at share.accept",
                      "deny  by domain-allowlist/accept", "events in ", "share.accepted                   2"] {

@@ -117,7 +117,7 @@ final class RulesTests: XCTestCase {
         fresh.removeParticipant(fresh.participants[1])
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [fresh]).error)
         XCTAssertThrowsError(try w.bc.sharedCloudDatabase.fetchRecord(w.trip.recordID)) { e in
-            XCTAssertEqual((e as! ShareFlowError).code, .unknownItem)
+            XCTAssertEqual((e as! ShareFlowError).code, .zoneNotFound, "no longer shared with bob: as if it did not exist (R27)")
         }
         XCTAssertThrowsError(try w.accept(share.url!, in: w.bc)) { e in
             XCTAssertEqual((e as! ShareFlowError).code, .permissionFailure)

@@ -191,7 +191,7 @@ test("R5: sharing a shared record, its ancestor or its descendant fails with alr
   shared(w2, {})
   local top = sf.Share{ rootRecord = year }
   _, err = w2.db:modifyRecords{ save = { year, top } }
-  expect.code(select(2, next(err.partialErrors)), "alreadyShared", "an ancestor of a shared root")
+  expect.code(errorFor(err, top), "alreadyShared", "an ancestor of a shared root")
   local zs = sf.Share{ zone = w2.zone }
   _, err = w2.db:modifyRecords{ save = { zs } }
   expect.code(select(2, next(err.partialErrors)), "alreadyShared", "a zone with a shared record")
@@ -326,7 +326,7 @@ test("R12: records are visible only while accepted; removal hides them at once",
   w.db:modifyRecords{ save = { share } }
   r, err = sdb:fetchRecord(w.trip.recordID)
   expect.eq(r, nil)
-  expect.code(err, "unknownItem")
+  expect.code(err, "zoneNotFound", "no longer shared with bob: as if it did not exist (R27)")
   expect.eq(#sdb:fetchAllRecordZones(), 0)
 end)
 
@@ -385,7 +385,8 @@ test("R14: the owner deleting the share ends it for all", function()
   w.db:modifyRecords{ delete = { share.recordID } }
   expect.eq(reasons[1], "shareDeleted")
   local r, err = w.bc.sharedCloudDatabase:fetchRecord(w.trip.recordID)
-  expect.code(err, "unknownItem")
+  expect.eq(r, nil)
+  expect.code(err, "zoneNotFound", "the zone is no longer shared with bob (R27)")
   expect.eq(w.db:fetchRecord(w.trip.recordID).share, nil, "the root is no longer shared")
 end)
 

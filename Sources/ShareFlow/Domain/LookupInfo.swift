@@ -13,6 +13,7 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
     public init(phoneNumber: String) throws { self = .phoneNumber(try LookupInfo.normalizedPhone(phoneNumber)) }
     public init(userRecordID: String) throws {
         let id = userRecordID.trimmingCharacters(in: .whitespaces)
+        try Naming.check(text: id, "userRecordID")
         guard !id.isEmpty else { throw ShareFlowError.invalid("userRecordID must not be empty (R1)") }
         self = .userRecordID(id)
     }
@@ -63,6 +64,7 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
 
     /// R1: trimmed, lower-cased, one `@` with text on both sides and a dot in the domain.
     public static func normalizedEmail(_ raw: String) throws -> String {
+        try Naming.check(text: raw, "email address")
         let email = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."),
@@ -76,6 +78,7 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
 
     /// R1: E.164 — `+` and 7 to 15 digits; spaces, dashes, dots and parentheses are removed.
     public static func normalizedPhone(_ raw: String) throws -> String {
+        try Naming.check(text: raw, "phone number")
         let kept = raw.trimmingCharacters(in: .whitespacesAndNewlines)
             .filter { !" -.()".contains($0) }
         let digits = kept.dropFirst()

@@ -3,6 +3,10 @@ import Foundation
 /// A zone's ID: its name and its owner's user record ID.
 public struct RecordZoneID: Hashable, Sendable, CustomStringConvertible {
     public static let defaultZoneName = "_defaultZone"
+    /// The owner name that means "the caller" (CloudKit's `CKCurrentUserDefaultName`).
+    public static let currentUserName = "__defaultOwner__"
+    /// The default zone of whichever database a record is saved to (R24).
+    public static let `default` = RecordZoneID(zoneName: defaultZoneName, ownerName: currentUserName)
     public var zoneName: String
     public var ownerName: String
 
@@ -29,56 +33,6 @@ public struct RecordID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "\(recordName) (\(zoneID))" }
 }
 
-/// A record field's value.
-public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConvertible {
-    case string(String)
-    case integer(Int64)
-    case double(Double)
-    case boolean(Bool)
-    case reference(RecordID)
-    case list([FieldValue])
-
-    private enum Key: String, CodingKey { case s, i, d, b, r, z, o, l }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: Key.self)
-        if let v = try c.decodeIfPresent(String.self, forKey: .s) { self = .string(v) }
-        else if let v = try c.decodeIfPresent(Int64.self, forKey: .i) { self = .integer(v) }
-        else if let v = try c.decodeIfPresent(Double.self, forKey: .d) { self = .double(v) }
-        else if let v = try c.decodeIfPresent(Bool.self, forKey: .b) { self = .boolean(v) }
-        else if let v = try c.decodeIfPresent(String.self, forKey: .r) {
-            self = .reference(RecordID(recordName: v, zoneID: RecordZoneID(
-                zoneName: try c.decode(String.self, forKey: .z), ownerName: try c.decode(String.self, forKey: .o))))
-        } else { self = .list(try c.decode([FieldValue].self, forKey: .l)) }
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: Key.self)
-        switch self {
-        case .string(let v): try c.encode(v, forKey: .s)
-        case .integer(let v): try c.encode(v, forKey: .i)
-        case .double(let v): try c.encode(v, forKey: .d)
-        case .boolean(let v): try c.encode(v, forKey: .b)
-        case .reference(let id):
-            try c.encode(id.recordName, forKey: .r)
-            try c.encode(id.zoneID.zoneName, forKey: .z)
-            try c.encode(id.zoneID.ownerName, forKey: .o)
-        case .list(let v): try c.encode(v, forKey: .l)
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .string(let s): return "\"\(s)\""
-        case .integer(let i): return String(i)
-        case .double(let d): return String(d)
-        case .boolean(let b): return String(b)
-        case .reference(let r): return "→\(r.recordName)"
-        case .list(let l): return "[" + l.map(\.description).joined(separator: ", ") + "]"
-        }
-    }
-}
-
 /// A record: typed fields in a zone, optionally with a parent (for hierarchy shares) and,
 /// when it roots a share, a reference to that share.
 ///
@@ -101,6 +55,13 @@ public class Record: CustomStringConvertible {
     /// compares against, and the `ancestorRecord` of a conflict (R21). Nil for a new record.
     var serverFields: [String: FieldValue]?
     var serverParent: RecordID?
+
+    /// A record named `recordName` (a new UUID when nil) in the default zone of the database it
+    /// is saved to (R24), as `CKRecord(recordType:)`.
+    public convenience init(recordType: String, recordName: String? = nil, fields: [String: FieldValue] = [:]) {
+        self.init(recordType: recordType, recordID: RecordID(recordName: recordName ?? RandomIdentifier.uuidString(), zoneID: .default),
+                  fields: fields)
+    }
 
     public init(recordType: String, recordID: RecordID, fields: [String: FieldValue] = [:], parent: RecordID? = nil) {
         self.recordType = recordType

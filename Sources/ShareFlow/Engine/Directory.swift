@@ -35,7 +35,7 @@ public struct Directory {
     /// By email, phone or user record ID (a string starting with `_`), as `sf.as(who)` takes.
     public func find(_ who: String) throws -> Account? {
         let trimmed = who.trimmingCharacters(in: .whitespaces)
-        if trimmed.hasPrefix("_") { return try get(userRecordID: trimmed) }
+        if trimmed.hasPrefix("_") { return try find(LookupInfo(userRecordID: trimmed)) }
         if trimmed.contains("@") { return try find(LookupInfo(emailAddress: trimmed)) }
         return try find(LookupInfo(phoneNumber: trimmed))
     }
@@ -47,7 +47,7 @@ public struct Directory {
     }
 
     public func get(userRecordID: String) throws -> Account? {
-        try find(.userRecordID(userRecordID))
+        try find(LookupInfo(userRecordID: userRecordID))
     }
 
     public func list() throws -> [Account] {
@@ -83,7 +83,9 @@ public struct Directory {
 
     @discardableResult
     public func setDiscoverability(_ value: Discoverability, of account: Account) throws -> Account {
-        try engine.transaction { db in
+        // R28: account objects read after this show it.
+        defer { engine.accountsChanged() }
+        return try engine.transaction { db in
             try db.execute(sql: "UPDATE account SET discoverability = ? WHERE id = ?", arguments: [value.rawValue, account.id])
             return try engine.loadAccount(id: account.id, db: db)
         }
@@ -91,7 +93,8 @@ public struct Directory {
 
     @discardableResult
     public func setName(_ name: NameComponents, of account: Account) throws -> Account {
-        try engine.transaction { db in
+        defer { engine.accountsChanged() }
+        return try engine.transaction { db in
             let json = String(decoding: try JSONEncoder().encode(name), as: UTF8.self)
             try db.execute(sql: "UPDATE account SET name = ? WHERE id = ?", arguments: [json, account.id])
             return try engine.loadAccount(id: account.id, db: db)
@@ -105,10 +108,6 @@ public struct Directory {
         let parsed = try contacts.map { c -> (LookupInfo, String?) in
             (c.value.contains("@") ? try LookupInfo(emailAddress: c.value) : try LookupInfo(phoneNumber: c.value), c.identifier)
         }
-        engine.accountsChanged()
-        defer { engine.accountsChanged() }
-        engine.accountsChanged()
-        defer { engine.accountsChanged() }
         engine.accountsChanged()
         defer { engine.accountsChanged() }
         return try engine.transaction { db in

@@ -100,8 +100,8 @@ extension Engine {
     func saveRecord(_ record: Record, in database: CloudDatabase, caller: Account, policy: RecordSavePolicy,
                     savedInThisCall: Set<RecordID>, db: Database) throws -> Record {
         let id = record.recordID
-        let item = "record \(id.recordName)"
-        guard !id.recordName.isEmpty else { throw ShareFlowError.invalid("a record needs a recordName") }
+        let item = "record \(Naming.printable(id.recordName))"
+        try checkNaming(record, item: item)
         let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
         let existing = try recordRow(zone: zone, name: id.recordName, db: db)
         if record.recordType == Share.recordType || existing?.type == Share.recordType {
@@ -169,6 +169,24 @@ extension Engine {
         return try makeRecord(savedRow, zone: zone, caller: caller, db: db)
     }
 
+    /// R23: names, keys and values a record may have.
+    private func checkNaming(_ record: Record, item: String) throws {
+        let id = record.recordID
+        try Naming.check(recordName: id.recordName)
+        try Naming.check(text: id.zoneID.zoneName, "zone name")
+        try Naming.check(text: id.zoneID.ownerName, "zone owner")
+        let isShare = record is Share
+        if !isShare { try Naming.check(recordType: record.recordType) }
+        for (key, value) in record.fields {
+            // A share's own fields are CloudKit's (`cloudkit.title`).
+            if !(isShare && key.hasPrefix("cloudkit.") && Naming.isSymbol(String(key.dropFirst(9)))) {
+                do { try Naming.check(fieldKey: key) } catch let e as ShareFlowError { throw ShareFlowError.invalid("\(item): \(e.message)") }
+            }
+            if let problem = value.problem(key: key) { throw ShareFlowError.invalid("\(item): \(problem)") }
+        }
+        if let parent = record.parent { try Naming.check(recordName: parent.recordName) }
+    }
+
     /// R25: the parent exists in the zone (saved before, or earlier in this call, which
     /// `saveOrder` arranges), and is neither the record nor one of its descendants.
     private func checkParent(_ parentName: String, of name: String, zone: ZoneRow, item: String, db: Database) throws {
@@ -216,7 +234,8 @@ extension Engine {
     func saveShare(_ share: Share, in database: CloudDatabase, caller: Account, policy: RecordSavePolicy,
                    savedInThisCall: Set<RecordID>, db: Database) throws -> Share {
         let id = share.recordID
-        let item = "share \(share.title.map { "'\($0)'" } ?? id.recordName)"
+        let item = "share \(share.title.map { "'\($0)'" } ?? Naming.printable(id.recordName))"
+        try checkNaming(share, item: item)
         let container = database.container.containerIdentifier
         guard database.databaseScope != .public else {
             throw ShareFlowError(.badDatabase, "\(item): sharing happens only in a private database's custom zone, not the public database (R3)")

@@ -47,6 +47,9 @@ extension Engine {
             return try zoneRow(RecordZoneID(zoneName: zoneID.zoneName, ownerName: Engine.publicOwnerName),
                                container: container, isPublic: true, create: true, db: db)!
         case .private:
+            // R24: the current user's name stands for the caller.
+            let zoneID = zoneID.ownerName == RecordZoneID.currentUserName
+                ? RecordZoneID(zoneName: zoneID.zoneName, ownerName: caller.userRecordID) : zoneID
             guard zoneID.ownerName == caller.userRecordID else {
                 throw ShareFlowError.denied("zone \(zoneID) is in another user's private database; \(caller.email ?? caller.userRecordID) may use only their own")
             }
@@ -58,10 +61,17 @@ extension Engine {
             guard zoneID.ownerName != caller.userRecordID else {
                 throw ShareFlowError(.invalidArguments, "zone \(zoneID) is the caller's own: use the private database")
             }
-            guard let zone = try zoneRow(zoneID, container: container, isPublic: false, create: false, db: db) else {
-                throw ShareFlowError(.zoneNotFound, "zone \(zoneID) is not shared with \(caller.email ?? caller.userRecordID)")
-            }
-            return zone
+            // R27: a zone with no share the caller is in answers exactly as a zone that does not
+            // exist, whoever its owner and whatever it holds.
+            let notFound = ShareFlowError(.zoneNotFound, "zone \(zoneID) is not shared with \(caller.email ?? caller.userRecordID)")
+            guard let ownerID = try accountID(for: .userRecordID(zoneID.ownerName), db: db),
+                  let zoneRowID = try Int64.fetchOne(db.cachedStatement(sql: """
+                      SELECT z.id FROM zone z
+                      WHERE z.container = ? AND z.scope = 'private' AND z.ownerID = ? AND z.name = ?
+                        AND EXISTS (SELECT 1 FROM share s JOIN participant p ON p.shareID = s.id
+                                    WHERE s.zoneID = z.id AND p.accountID = ? AND p.status IN ('pending', 'accepted'))
+                      """), arguments: [container, ownerID, zoneID.zoneName, caller.id]) else { throw notFound }
+            return ZoneRow(id: zoneRowID, container: container, ownerID: ownerID, zoneID: zoneID, isPublic: false)
         }
     }
 
@@ -72,6 +82,7 @@ extension Engine {
         guard !name.isEmpty, name != RecordZoneID.defaultZoneName else {
             throw ShareFlowError.invalid("'\(name)' is not a valid custom zone name")
         }
+        try Naming.check(text: name, "zone name")
         return try transaction { db in
             let caller = try loadAccount(id: database.container.session.accountID, db: db)
             let zoneID = RecordZoneID(zoneName: name, ownerName: caller.userRecordID)

@@ -20,6 +20,7 @@ public final class Session {
         guard !identifier.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw ShareFlowError.invalid("a container identifier must not be empty")
         }
+        try Naming.check(text: identifier, "container identifier")
         return Container(session: self, identifier: identifier)
     }
 }

@@ -57,22 +57,32 @@ extension Engine {
                                    rootRecordDesiredKeys: [String]? = nil) throws -> ShareMetadata {
         let metadata = try reading { db -> ShareMetadata in
             let hidden = ShareFlowError.unknown("no share at \(url) for \(caller.email ?? caller.userRecordID) (R16)")
+            // R27: one probe, the same statement and index seeks for a live URL as for a made-up
+            // one, so a stranger learns nothing from the time it takes either.
+            let probe = try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT s.id, s.publicPermission, p.id,
+                       EXISTS (SELECT 1 FROM participant u WHERE u.shareID = s.id AND u.accountID IS NULL AND u.status = 'pending')
+                FROM (SELECT ? AS url) q
+                LEFT JOIN share s ON s.url = q.url
+                LEFT JOIN participant p ON p.shareID = s.id AND p.accountID = ?
+                """), arguments: [url, caller.id])!
+            let isParticipant = (probe[2] as Int64?) != nil
+            let isPublic = (probe[1] as String?).map { $0 != ParticipantPermission.none.rawValue } ?? false
+            guard (probe[0] as Int64?) != nil, isParticipant || isPublic else {
+                if (probe[3] as Bool?) == true {
+                    throw ShareFlowError(.participantMayNeedVerification,
+                                         "\(caller.email ?? caller.userRecordID) is not a participant of the share at \(url); it was sent to an address not yet verified for any account — add that address to this account to verify (R16, R17)")
+                }
+                throw hidden
+            }
             guard let row = try shareRow(url: url, db: db) else { throw hidden }
             let zone = try zoneRow(id: row.zoneRowID, db: db)
             let mine = try participantRow(share: row.id, account: caller.id, db: db)
             let role: ParticipantRole, status: ParticipantAcceptanceStatus, permission: ParticipantPermission
             if let mine {
                 (role, status, permission) = (mine.role, mine.status, mine.permission)
-            } else if row.publicPermission != .none {
-                (role, status, permission) = (.publicUser, .unknown, row.publicPermission)
             } else {
-                let unmatched = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status = 'pending' AND accountID IS NULL"),
-                                                 arguments: [row.id]) ?? 0
-                if unmatched > 0 {
-                    throw ShareFlowError(.participantMayNeedVerification,
-                                         "\(caller.email ?? caller.userRecordID) is not a participant of the share at \(url); it was sent to an address not yet verified for any account — add that address to this account to verify (R16, R17)")
-                }
-                throw hidden
+                (role, status, permission) = (.publicUser, .unknown, row.publicPermission)
             }
             let share = try makeShare(row, zone: zone, caller: caller, db: db)
             let ownerAccount = try owner(of: zone, db: db)

@@ -186,7 +186,8 @@ enum ShareFlowModule {
                 throw call.argumentError(1, "field 'recordType' is required")
             }
             let name = try call.stringField(1, "recordName") ?? RandomIdentifier.uuidString()
-            let zone = try zoneArgument(call, b, host)
+            // R24: without a zone, the default zone of the database it is saved to.
+            let zone = try zoneArgument(call, b, host, defaultZone: .default)
             let record = Record(recordType: type, recordID: RecordID(recordName: name, zoneID: zone))
             if call.field(1, "fields") != LUA_TNIL {
                 try call.table(-1)
@@ -236,15 +237,64 @@ enum ShareFlowModule {
             return 1
         }
         lua_setfield(L, -2, "RecordID")
+
+        // R23's value types: each checked as the engine checks it, so a bad one fails here.
+        lua.push(function: "Bytes") { [unowned b] call in
+            guard lua_type(call.L, 1) == LUA_TSTRING else { throw call.argumentError(1, "string expected, got \(call.typeName(1))") }
+            var len = 0
+            let p = lua_tolstring(call.L, 1, &len)!
+            b.push(FieldValue.bytes(Data(bytes: p, count: len)))
+            return 1
+        }
+        lua_setfield(L, -2, "Bytes")
+        lua.push(function: "Date") { [unowned b] call in
+            let seconds = try call.number(1)
+            guard seconds.isFinite else { throw call.argumentError(1, "seconds must be finite, got \(seconds)") }
+            b.push(FieldValue.date(Date(timeIntervalSince1970: seconds)))
+            return 1
+        }
+        lua_setfield(L, -2, "Date")
+        lua.push(function: "Location") { [unowned b] call in
+            try call.table(1)
+            try call.checkKeys(1, allowed: ["latitude", "longitude"])
+            guard let lat = try call.numberField(1, "latitude"), let lon = try call.numberField(1, "longitude") else {
+                throw call.argumentError(1, "fields 'latitude' and 'longitude' are required")
+            }
+            let location = Location(latitude: lat, longitude: lon)
+            if let problem = location.problem { throw call.argumentError(1, problem) }
+            b.push(FieldValue.location(location))
+            return 1
+        }
+        lua_setfield(L, -2, "Location")
+        lua.push(function: "Reference") { [unowned b] call in
+            try call.table(1)
+            try call.checkKeys(1, allowed: ["recordID", "record", "action"])
+            if call.field(1, "recordID") == LUA_TNIL { call.state.pop(); call.field(1, "record") }
+            defer { call.state.pop() }
+            guard lua_type(call.L, -1) != LUA_TNIL else { throw call.argumentError(1, "field 'recordID' is required") }
+            let id = try b.recordID(call, -1, position: 1)
+            var action = ReferenceAction.none
+            if let name = try call.stringField(1, "action") {
+                guard let a = ReferenceAction(rawValue: name) else {
+                    throw call.argumentError(1, "invalid reference action '\(name)' (expected one of: none, deleteSelf)")
+                }
+                action = a
+            }
+            b.push(FieldValue.reference(id, action: action))
+            return 1
+        }
+        lua_setfield(L, -2, "Reference")
     }
 
     /// The `zone`/`zoneID` field of a constructor's table.
-    private static func zoneArgument(_ call: LuaCall, _ b: Bindings, _ host: ScriptHost) throws -> RecordZoneID {
+    private static func zoneArgument(_ call: LuaCall, _ b: Bindings, _ host: ScriptHost,
+                                     defaultZone: RecordZoneID? = nil) throws -> RecordZoneID {
         if call.field(1, "zone") == LUA_TNIL {
             call.state.pop()
             call.field(1, "zoneID")
         }
         defer { call.state.pop() }
+        if lua_type(call.L, -1) == LUA_TNIL, let defaultZone { return defaultZone }
         guard lua_type(call.L, -1) != LUA_TNIL else {
             throw call.argumentError(1, "field 'zone' is required (a zone from db:saveZone, or a zoneID)")
         }

@@ -1,0 +1,143 @@
+import Foundation
+
+/// A record field's value: CloudKit's types (R23), kept exactly.
+///
+/// ```swift
+/// trip["title"] = .string("Lisbon")
+/// trip["photo"] = .bytes(Data(png))
+/// trip["start"] = .date(Date(timeIntervalSince1970: 1_790_000_000))
+/// trip["where"] = .location(Location(latitude: 38.72, longitude: -9.14))
+/// trip["owner"] = .reference(person.recordID, action: .none)
+/// trip["tags"] = .list([.string("sun"), .string("sea")])
+/// ```
+public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConvertible {
+    case string(String)
+    case integer(Int64)
+    /// Finite only (R23).
+    case double(Double)
+    case boolean(Bool)
+    /// Bytes, byte for byte (a string is text: valid UTF-8).
+    case bytes(Data)
+    case date(Date)
+    case location(Location)
+    case reference(RecordID, action: ReferenceAction)
+    /// Values of one of the other types, all the same (R23): never a list of lists.
+    case list([FieldValue])
+
+    /// The type's name, as errors and `sf` name it.
+    public var typeName: String {
+        switch self {
+        case .string: "string"
+        case .integer: "integer"
+        case .double: "double"
+        case .boolean: "boolean"
+        case .bytes: "bytes"
+        case .date: "date"
+        case .location: "location"
+        case .reference: "reference"
+        case .list: "list"
+        }
+    }
+
+    /// Why this value cannot be stored in field `key` (R23), or nil when it can.
+    public func problem(key: String) -> String? {
+        switch self {
+        case .string, .integer, .boolean, .bytes: return nil
+        case .double(let d):
+            return d.isFinite ? nil : "field '\(key)' holds \(d); a double must be finite (R23)"
+        case .date(let date):
+            return date.timeIntervalSince1970.isFinite ? nil : "field '\(key)' holds a date that is not finite (R23)"
+        case .location(let l): return l.problem.map { "field '\(key)': \($0) (R23)" }
+        case .reference(let id, _):
+            return Naming.problem(recordName: id.recordName).map { "field '\(key)' references \($0) (R23)" }
+        case .list(let items):
+            guard let first = items.first else { return nil }
+            for (n, item) in items.enumerated() {
+                if case .list = item { return "field '\(key)' is a list of lists; a list holds values of one other type (R23)" }
+                guard item.typeName == first.typeName else {
+                    return "field '\(key)' mixes \(first.typeName) and \(item.typeName) (item \(n + 1)); a list holds values of one type (R23)"
+                }
+                if let p = item.problem(key: "\(key)[\(n + 1)]") { return p }
+            }
+            return nil
+        }
+    }
+
+    private enum Key: String, CodingKey { case s, i, d, b, y, t, la, lo, r, z, o, a, l }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        if let v = try c.decodeIfPresent(String.self, forKey: .s) { self = .string(v) }
+        else if let v = try c.decodeIfPresent(Int64.self, forKey: .i) { self = .integer(v) }
+        else if let v = try c.decodeIfPresent(Double.self, forKey: .d) { self = .double(v) }
+        else if let v = try c.decodeIfPresent(Bool.self, forKey: .b) { self = .boolean(v) }
+        else if let v = try c.decodeIfPresent(Data.self, forKey: .y) { self = .bytes(v) }
+        else if let v = try c.decodeIfPresent(Double.self, forKey: .t) { self = .date(Date(timeIntervalSince1970: v)) }
+        else if let v = try c.decodeIfPresent(Double.self, forKey: .la) {
+            self = .location(Location(latitude: v, longitude: try c.decode(Double.self, forKey: .lo)))
+        } else if let v = try c.decodeIfPresent(String.self, forKey: .r) {
+            self = .reference(RecordID(recordName: v, zoneID: RecordZoneID(
+                zoneName: try c.decode(String.self, forKey: .z), ownerName: try c.decode(String.self, forKey: .o))),
+                action: try c.decodeIfPresent(ReferenceAction.self, forKey: .a) ?? .none)
+        } else { self = .list(try c.decode([FieldValue].self, forKey: .l)) }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        switch self {
+        case .string(let v): try c.encode(v, forKey: .s)
+        case .integer(let v): try c.encode(v, forKey: .i)
+        case .double(let v): try c.encode(v, forKey: .d)
+        case .boolean(let v): try c.encode(v, forKey: .b)
+        case .bytes(let v): try c.encode(v, forKey: .y)
+        case .date(let v): try c.encode(v.timeIntervalSince1970, forKey: .t)
+        case .location(let v):
+            try c.encode(v.latitude, forKey: .la)
+            try c.encode(v.longitude, forKey: .lo)
+        case .reference(let id, let action):
+            try c.encode(id.recordName, forKey: .r)
+            try c.encode(id.zoneID.zoneName, forKey: .z)
+            try c.encode(id.zoneID.ownerName, forKey: .o)
+            if action != .none { try c.encode(action, forKey: .a) }
+        case .list(let v): try c.encode(v, forKey: .l)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .string(let s): return "\"\(s)\""
+        case .integer(let i): return String(i)
+        case .double(let d): return String(d)
+        case .boolean(let b): return String(b)
+        case .bytes(let d): return "Bytes(\(d.count) bytes)"
+        case .date(let d): return "Date(\(d.timeIntervalSince1970.isFinite ? ISO8601DateFormatter().string(from: d) : "\(d.timeIntervalSince1970)"))"
+        case .location(let l): return "Location(\(l.latitude), \(l.longitude))"
+        case .reference(let r, let action): return "→\(r.recordName)\(action == .none ? "" : " (\(action.rawValue))")"
+        case .list(let l): return "[" + l.map(\.description).joined(separator: ", ") + "]"
+        }
+    }
+}
+
+/// A place on Earth, as a location field holds it.
+public struct Location: Hashable, Sendable {
+    public var latitude: Double
+    public var longitude: Double
+
+    public init(latitude: Double, longitude: Double) {
+        self.latitude = latitude
+        self.longitude = longitude
+    }
+
+    /// Why this is no place, or nil.
+    public var problem: String? {
+        guard latitude.isFinite, (-90...90).contains(latitude) else { return "latitude \(latitude) is not within -90...90" }
+        guard longitude.isFinite, (-180...180).contains(longitude) else { return "longitude \(longitude) is not within -180...180" }
+        return nil
+    }
+}
+
+/// What happens to a record when the record its reference field names is deleted
+/// (`CKRecord.ReferenceAction`). Kept with the value; ShareFlow does not cascade deletes.
+public enum ReferenceAction: String, Sendable, CaseIterable, Codable {
+    case none, deleteSelf
+}
