@@ -270,9 +270,9 @@ enum ShareFlowModule {
             try call.table(1)
             try call.checkKeys(1, allowed: ["recordID", "record", "action"])
             if call.field(1, "recordID") == LUA_TNIL { call.state.pop(); call.field(1, "record") }
-            defer { call.state.pop() }
             guard lua_type(call.L, -1) != LUA_TNIL else { throw call.argumentError(1, "field 'recordID' is required") }
             let id = try b.recordID(call, -1, position: 1)
+            call.state.pop()
             var action = ReferenceAction.none
             if let name = try call.stringField(1, "action") {
                 guard let a = ReferenceAction(rawValue: name) else {

@@ -405,8 +405,9 @@ extension Bindings {
             }
             if kind == .bytes {
                 lua.push(function: "__len") { call in
-                    lua_pushinteger(call.L, call.field(1, "data") == LUA_TSTRING ? lua_Integer(lua_rawlen(call.L, -1)) : 0)
+                    let n = call.field(1, "data") == LUA_TSTRING ? lua_Integer(lua_rawlen(call.L, -1)) : 0
                     call.state.pop()
+                    lua_pushinteger(call.L, n)
                     return 1
                 }
                 lua_setfield(L, -2, "__len")

@@ -1,0 +1,123 @@
+-- R23 (values and names), R24 (default zone), R27 (zone privacy), R28 (fresh objects) through
+-- the Lua API. Run: shareflow test Tests/lua
+local sf = require("shareflow")
+local C = "iCloud.com.example.trips"
+
+local function world()
+  local w = {}
+  w.alice = sf.accounts.create{ email = "alice@example.com" }
+  sf.accounts.create{ email = "bob@example.com" }
+  sf.accounts.create{ email = "carol@example.com" }
+  w.c = sf.as("alice@example.com"):container(C)
+  w.db = w.c.privateCloudDatabase
+  w.zone = w.db:saveZone("Trips")
+  w.trip = sf.Record{ recordType = "Trip", recordName = "lisbon", zone = w.zone, fields = { title = "Lisbon" } }
+  return w
+end
+
+test("R23: bytes, dates, locations, references and lists come back exactly", function()
+  local w = world()
+  local raw = "\0\255\195\40\n\0"
+  local r = sf.Record{ recordType = "Everything", recordName = "all", zone = w.zone, fields = {
+    s = "Lisbon", i = math.mininteger, d = -0.5, b = false,
+    y = sf.Bytes(raw), t = sf.Date(1790000000.25), l = sf.Location{ latitude = 38.7223, longitude = -9.1393 },
+    r = sf.Reference{ recordID = w.trip.recordID, action = "deleteSelf" }, p = w.trip,
+    ls = { "a", "b" }, ly = { sf.Bytes("x"), sf.Bytes("") }, le = {},
+  } }
+  assert(select(2, w.db:modifyRecords{ save = { w.trip, r } }) == nil)
+  local f = w.db:fetchRecord(r.recordID).fields
+  expect.eq(f.s, "Lisbon"); expect.eq(f.i, math.mininteger); expect.eq(f.d, -0.5); expect.eq(f.b, false)
+  expect.eq(f.y.data, raw); expect.eq(#f.y, 6); expect.eq(f.y, sf.Bytes(raw))
+  expect.eq(f.t.seconds, 1790000000.25); expect.eq(f.t, sf.Date(1790000000.25))
+  expect.eq(f.l.latitude, 38.7223); expect.eq(f.l.longitude, -9.1393)
+  expect.eq(f.r.action, "deleteSelf"); expect.eq(f.r.recordID.recordName, "lisbon"); expect.eq(f.r.recordName, "lisbon")
+  expect.eq(f.p.action, "none"); expect.eq(f.p.recordName, "lisbon")
+  expect.eq(#f.ls, 2); expect.eq(f.ly[1], sf.Bytes("x")); expect.eq(#f.le, 0)
+  expect.contains(tostring(f.y), "Bytes(6 bytes)")
+  expect.contains(tostring(f.r), "Reference(lisbon")
+end)
+
+test("R23: a dictionary, holes, mixed lists, lists of lists, NaN, ±inf and invalid UTF-8 are refused naming the field", function()
+  local w = world()
+  local r = sf.Record{ recordType = "Note", zone = w.zone }
+  local cases = {
+    { { a = 1 }, "field 'x' is a dictionary" },
+    { { 1, nil, 3 }, "field 'x'" },
+    { { 1, 2, k = 3 }, "keys other than 1...2" },
+    { { 1, "a" }, "field 'x' mixes integer and string" },
+    { { { 1 } }, "list of lists" },
+    { 0 / 0, "finite" },
+    { math.huge, "finite" },
+    { -math.huge, "finite" },
+    { "caf\233", "not valid UTF" },
+    { print, "cannot hold a function" },
+  }
+  for _, case in ipairs(cases) do
+    expect.raises(function() r.fields.x = case[1] end, case[2])
+    expect.raises(function() sf.Record{ recordType = "N", zone = w.zone, fields = { x = case[1] } } end, case[2])
+  end
+  expect.eq(r.fields.x, nil, "nothing was set")
+  expect.raises(function() sf.Location{ latitude = 91, longitude = 0 } end, "latitude")
+  expect.raises(function() sf.Date(0 / 0) end, "finite")
+  expect.raises(function() sf.Bytes(12) end, "string expected")
+  expect.raises(function() sf.Reference{ recordID = w.trip.recordID, action = "explode" } end, "invalid reference action")
+  -- A value table changed by hand is checked again when it is used.
+  local d = sf.Date(5)
+  d.seconds = "soon"
+  expect.raises(function() r.fields.when = d end, "Date.seconds must be a number")
+end)
+
+test("R23: record types, field keys and record names follow CloudKit's rules; NUL is refused everywhere", function()
+  local w = world()
+  local function refused(rec, text)
+    local _, err = w.db:modifyRecords{ save = { rec } }
+    local _, e = next(err.partialErrors)
+    expect.code(e, "invalidArguments")
+    expect.contains(e.message, text)
+  end
+  refused(sf.Record{ recordType = "Not a type", zone = w.zone }, "record type")
+  refused(sf.Record{ recordType = "N", recordName = "", zone = w.zone }, "empty record name")
+  refused(sf.Record{ recordType = "N", recordName = string.rep("n", 256), zone = w.zone }, "at most 255")
+  refused(sf.Record{ recordType = "N", recordName = "a\0b", zone = w.zone }, "printable ASCII")
+  local bad = sf.Record{ recordType = "N", zone = w.zone }
+  bad.fields["2nd"] = 1
+  refused(bad, "field key '2nd'")
+  expect.raises(function() sf.accounts.create{ email = "mallory@example.com\0.evil.org" } end, "NUL")
+  expect.eq(sf.accounts.find("mallory@example.com"), nil, "no account was made")
+  expect.raises(function() sf.as("alice@example.com\0.x.y") end, "NUL")
+  expect.raises(function() sf.as("alice@example.com"):container("iCloud.a\0b") end, "NUL")
+  local zone, err = w.db:saveZone("Z\0Y")
+  expect.eq(zone, nil); expect.code(err, "invalidArguments")
+end)
+
+test("R24: a record without a zone is saved in the default zone of its database", function()
+  local w = world()
+  local note = sf.Record{ recordType = "Note", recordName = "n1", fields = { t = "hi" } }
+  expect.eq(note.zoneID.zoneName, "_defaultZone")
+  local saved = w.db:modifyRecords{ save = { note } }
+  expect.eq(saved[1].zoneID.ownerName, w.alice.userRecordID)
+  expect.eq(w.db:fetchRecord(note.recordID).fields.t, "hi")
+end)
+
+test("R27: in the shared database a zone not shared with the caller is as a missing one", function()
+  local w = world()
+  local share = sf.Share{ rootRecord = w.trip }
+  share:addParticipant(w.c:fetchShareParticipants{ "bob@example.com" }[1])
+  assert(select(2, w.db:modifyRecords{ save = { w.trip, share } }) == nil)
+  local sdb = sf.as("carol@example.com"):container(C).sharedCloudDatabase
+  local _, existing = sdb:fetchRecord(w.trip.recordID)
+  local _, missing = sdb:fetchRecord(sf.RecordID{ recordName = "lisbon",
+    zoneID = { zoneName = "Nope", ownerName = w.alice.userRecordID } })
+  expect.code(existing, "zoneNotFound")
+  expect.code(missing, "zoneNotFound")
+  expect.eq(existing.message:gsub("Trips", "ZONE"), missing.message:gsub("Nope", "ZONE"))
+end)
+
+test("R28: an account object read after setName and setDiscoverable shows them", function()
+  local w = world()
+  local alice = sf.accounts.find("alice@example.com")
+  w.alice:setName{ given = "Ally" }
+  w.alice:setDiscoverable(true)
+  expect.eq(alice.name.given, "Ally")
+  expect.eq(alice.discoverable, true)
+end)
