@@ -148,6 +148,15 @@ function Database:fetchRecords(ids) end
 ---@param changes {save?: shareflow.Record[], delete?: (shareflow.RecordID|shareflow.Record)[], savePolicy?: shareflow.SavePolicy, atomic?: boolean}
 ---@return shareflow.Record[]?, shareflow.Error?
 function Database:modifyRecords(changes) end
+---@class shareflow.SortDescriptor
+---@field key string
+---@field ascending? boolean
+---@class shareflow.Page: shareflow.Record[]
+---@field cursor? shareflow.QueryCursor
+---@class shareflow.QueryCursor
+---@param q {recordType?: string, predicate?: string, arguments?: any[], sortDescriptors?: (string|shareflow.SortDescriptor)[], zone?: shareflow.Zone|shareflow.ZoneID, zoneID?: shareflow.ZoneID, desiredKeys?: string[], resultsLimit?: integer, cursor?: shareflow.QueryCursor}
+---@return shareflow.Page?, shareflow.Error?
+function Database:query(q) end
 
 ---@class shareflow.Record
 ---@field recordID shareflow.RecordID
@@ -276,6 +285,17 @@ function Operation:wait() end
 ---@field fetchRecordsResultBlock? fun(err?: shareflow.Error)
 ---@field fetchRecordsCompletionBlock? fun(records: table<string, shareflow.Record>, err?: shareflow.Error)
 
+---@class shareflow.QueryOperation: shareflow.Operation
+---@field query? {recordType: string, predicate?: string, arguments?: any[], sortDescriptors?: (string|shareflow.SortDescriptor)[]}
+---@field cursor? shareflow.QueryCursor
+---@field zoneID? shareflow.ZoneID
+---@field desiredKeys? string[]
+---@field resultsLimit? integer
+---@field recordMatchedBlock? fun(recordID: shareflow.RecordID, record?: shareflow.Record, err?: shareflow.Error)
+---@field recordFetchedBlock? fun(record: shareflow.Record)
+---@field queryResultBlock? fun(cursor?: shareflow.QueryCursor, err?: shareflow.Error)
+---@field queryCompletionBlock? fun(cursor?: shareflow.QueryCursor, err?: shareflow.Error)
+
 ---@class shareflow.Event
 ---@field name shareflow.Event
 ---@field caller? shareflow.Account
@@ -353,6 +373,25 @@ function admin.pendingInvitations(opts) end
 ---@param reason? "removedByOwner"|"left"|"publicPermissionChanged"|"shareDeleted"|"expired"
 ---@return boolean
 function admin.removeParticipant(participantID, reason) end
+---@class shareflow.AuditEntry
+---@field participantID string
+---@field lookupInfo shareflow.LookupInfo
+---@field userRecordID? string
+---@field role shareflow.Role
+---@field permission shareflow.Permission
+---@field acceptanceStatus shareflow.Status
+---@class shareflow.ShareAudit
+---@field url string
+---@field container string
+---@field recordID shareflow.RecordID
+---@field title? string
+---@field owner {userRecordID: string, lookupInfo: shareflow.LookupInfo}
+---@field rootRecordID? shareflow.RecordID
+---@field publicPermission shareflow.Permission
+---@field participants shareflow.AuditEntry[]
+---@param filters? {owner?: string, participant?: string, container?: string}
+---@return shareflow.ShareAudit[]
+function admin.shares(filters) end
 
 ---@class shareflow.PluginInfo
 ---@field name string
@@ -457,6 +496,9 @@ function shareflow.ModifyRecordZonesOperation(t) end
 ---@param t? table
 ---@return shareflow.FetchRecordsOperation
 function shareflow.FetchRecordsOperation(t) end
+---@param t? table
+---@return shareflow.QueryOperation
+function shareflow.QueryOperation(t) end
 ---@param event shareflow.Event
 ---@param fn fun(ev: shareflow.Event)
 ---@param opts? {priority?: integer, name?: string}

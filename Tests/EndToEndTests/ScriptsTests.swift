@@ -39,6 +39,10 @@ final class ScriptsTests: XCTestCase {
             "accept_shares.lua": ["accepted; root record:\tRecordID(summer in Albums)", "Record(Album summer"],
             "discover_all_user_identities.lua": ["UserIdentity(Ana ana@example.com)\tcontact:\tcontact-ana", "contact-ben"],
             "share_participants.lua": ["after publicPermission = readOnly:", "reader@example.com   privateUser  readOnly   accepted"],
+            "audit_access.lua": ["2 share(s) in iCloud.com.example.audit", "records: Project launch, Task task1, Task task2, Task task3",
+                                 "nobody@example.com     privateUser  readOnly   pending    (no account yet)",
+                                 "guest@example.com      publicUser   readOnly   accepted",
+                                 "editor@example.com     Launch plan (readWrite)"],
         ]
         for example in examples {
             let r = try run("Scripts/examples/\(example)")

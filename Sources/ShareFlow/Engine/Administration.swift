@@ -54,3 +54,82 @@ extension Engine {
         }
     }
 }
+
+/// One share as an audit sees it (O8): every participant, whatever their status.
+public struct ShareAudit: Sendable {
+    public struct Entry: Sendable {
+        public let participantID: String
+        /// How the participant was invited (or, for the owner, their primary address).
+        public let lookupInfo: LookupInfo
+        /// Nil while no account matches the invitation.
+        public let userRecordID: String?
+        public let role: ParticipantRole
+        public let permission: ParticipantPermission
+        public let acceptanceStatus: ParticipantAcceptanceStatus
+    }
+
+    public let url: String
+    public let containerIdentifier: String
+    public let shareRecordID: RecordID
+    public let title: String?
+    public let ownerUserRecordID: String
+    public let ownerLookupInfo: LookupInfo
+    /// Nil for a zone share.
+    public let rootRecordID: RecordID?
+    public let publicPermission: ParticipantPermission
+    public let participants: [Entry]
+}
+
+extension Engine {
+    /// O8: the shares matching every filter given — owned by `owner`, with `participant` on them
+    /// (in any status, matched by account or by the address they were invited at), in
+    /// `container` — with all their participants. Not on behalf of a user: for audits.
+    ///
+    /// ```swift
+    /// for s in try engine.auditShares(participant: "bob@example.com") { print(s.url, s.participants.count) }
+    /// ```
+    public func auditShares(owner: String? = nil, participant: String? = nil, container: String? = nil) throws -> [ShareAudit] {
+        if let container { try Naming.check(text: container, "container identifier") }
+        return try reading { db in
+            func account(_ who: String?) throws -> (id: Int64?, lookup: LookupInfo?)? {
+                guard let who else { return nil }
+                let trimmed = who.trimmingCharacters(in: .whitespaces)
+                let lookup = trimmed.hasPrefix("_") ? try LookupInfo(userRecordID: trimmed)
+                    : trimmed.contains("@") ? try LookupInfo(emailAddress: trimmed) : try LookupInfo(phoneNumber: trimmed)
+                return (try accountID(for: lookup, db: db), lookup)
+            }
+            let ownerFilter = try account(owner)
+            let participantFilter = try account(participant)
+            // An owner filter naming no account matches nothing.
+            if let ownerFilter, ownerFilter.id == nil { return [] }
+            var audits: [ShareAudit] = []
+            for shareID in try Int64.fetchAll(db.cachedStatement(sql: "SELECT s.id FROM share s JOIN zone z ON z.id = s.zoneID WHERE (?1 IS NULL OR z.container = ?1) AND (?2 IS NULL OR z.ownerID = ?2) ORDER BY s.id"),
+                                              arguments: [container, ownerFilter?.id]) {
+                let rows = try participantRows(share: shareID, db: db)
+                if let p = participantFilter {
+                    let on = rows.contains { row in (p.id != nil && row.accountID == p.id) || (p.lookup != nil && row.lookup == p.lookup) }
+                    guard on else { continue }
+                }
+                let head = try Row.fetchOne(db.cachedStatement(sql: "SELECT s.zoneID, r.name FROM share s JOIN record r ON r.id = s.recordID WHERE s.id = ?"),
+                                            arguments: [shareID])!
+                let zone = try zoneRow(id: head[0], db: db)
+                guard let row = try shareRow(zone: zone, recordName: head[1], db: db) else { continue }
+                let ownerAccount = try self.owner(of: zone, db: db)
+                var title: String?
+                if case .string(let t) = try recordRow(zone: zone, name: row.recordName, db: db)?.fields["cloudkit.title"] { title = t }
+                var entries: [ShareAudit.Entry] = []
+                for r in rows {
+                    let userRecordID = try r.accountID.map { try loadAccount(id: $0, db: db).userRecordID }
+                    entries.append(ShareAudit.Entry(participantID: r.participantID, lookupInfo: r.lookup, userRecordID: userRecordID,
+                                                    role: r.role, permission: r.permission, acceptanceStatus: r.status))
+                }
+                audits.append(ShareAudit(url: row.url, containerIdentifier: zone.container,
+                                         shareRecordID: RecordID(recordName: row.recordName, zoneID: zone.zoneID), title: title,
+                                         ownerUserRecordID: ownerAccount.userRecordID, ownerLookupInfo: ownerAccount.primaryLookup,
+                                         rootRecordID: row.rootName.map { RecordID(recordName: $0, zoneID: zone.zoneID) },
+                                         publicPermission: row.publicPermission, participants: entries))
+            }
+            return audits
+        }
+    }
+}

@@ -191,9 +191,9 @@ extension Engine {
         let recordName: String
     }
 
-    private static let shareColumns = "s.id, s.recordID, s.zoneID, s.url, s.rootName, s.publicPermission, r.name"
+    static let shareColumns = "s.id, s.recordID, s.zoneID, s.url, s.rootName, s.publicPermission, r.name"
 
-    private func shareRow(_ row: Row) -> ShareRow {
+    func shareRow(_ row: Row) -> ShareRow {
         ShareRow(id: row[0], recordID: row[1], zoneRowID: row[2], url: row[3], rootName: row[4],
                  publicPermission: ParticipantPermission(rawValue: row[5]) ?? .none, recordName: row[6])
     }
@@ -335,5 +335,33 @@ extension CloudDatabase {
     /// Deletes a custom zone with its records; its shares end for every participant.
     public func deleteZone(_ zoneID: RecordZoneID) throws {
         try engine.deleteZone(zoneID, in: self)
+    }
+}
+
+extension Engine {
+    /// Every record of `type` in `zone` (O7 filters and sorts them).
+    func recordRows(zone: ZoneRow, type: String, db: Database) throws -> [RecordRow] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT id, name, type, fields, parentName, tag, modifiedAt FROM record WHERE zoneID = ? AND type = ?"),
+                         arguments: [zone.id, type]).map { row in
+            let json: String = row["fields"]
+            let fields = (try? JSONDecoder().decode([String: FieldValue].self, from: Data(json.utf8))) ?? [:]
+            return RecordRow(id: row["id"], name: row["name"], type: row["type"], fields: fields, parentName: row["parentName"],
+                             tag: row["tag"], modifiedAt: row["modifiedAt"])
+        }
+    }
+
+    /// The shares of a zone.
+    func sharesOf(zone: ZoneRow, db: Database) throws -> [ShareRow] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Engine.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ?"),
+                         arguments: [zone.id]).map(shareRow)
+    }
+
+    /// Each record of the zone and its parent's name.
+    func parentNames(zone: ZoneRow, db: Database) throws -> [String: String?] {
+        var map: [String: String?] = [:]
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, parentName FROM record WHERE zoneID = ?"), arguments: [zone.id]) {
+            map[row[0]] = row[1] as String?
+        }
+        return map
     }
 }

@@ -43,6 +43,43 @@ extension ShareFlowModule {
             return 1
         }
         lua_setfield(L, -2, "removeParticipant")
+        lua.push(function: "admin.shares") { [unowned b] call in
+            var owner: String?, participant: String?, container: String?
+            if !call.isNil(1) {
+                try call.table(1)
+                try call.checkKeys(1, allowed: ["owner", "participant", "container"])
+                owner = try call.stringField(1, "owner")
+                participant = try call.stringField(1, "participant")
+                container = try call.stringField(1, "container")
+            }
+            let audits = try b.raising { try b.engine.auditShares(owner: owner, participant: participant, container: container) }
+            try call.state.checkStack(6)
+            b.pushList(audits) { a in
+                lua_createtable(call.L, 0, 9)
+                lua.push(string: a.url); lua_setfield(call.L, -2, "url")
+                lua.push(string: a.containerIdentifier); lua_setfield(call.L, -2, "container")
+                b.push(a.shareRecordID); lua_setfield(call.L, -2, "recordID")
+                if let t = a.title { lua.push(string: t); lua_setfield(call.L, -2, "title") }
+                lua_createtable(call.L, 0, 2)
+                lua.push(string: a.ownerUserRecordID); lua_setfield(call.L, -2, "userRecordID")
+                b.push(a.ownerLookupInfo); lua_setfield(call.L, -2, "lookupInfo")
+                lua_setfield(call.L, -2, "owner")
+                b.push(a.rootRecordID); lua_setfield(call.L, -2, "rootRecordID")
+                lua.push(string: a.publicPermission.rawValue); lua_setfield(call.L, -2, "publicPermission")
+                b.pushList(a.participants) { p in
+                    lua_createtable(call.L, 0, 6)
+                    lua.push(string: p.participantID); lua_setfield(call.L, -2, "participantID")
+                    b.push(p.lookupInfo); lua_setfield(call.L, -2, "lookupInfo")
+                    if let id = p.userRecordID { lua.push(string: id); lua_setfield(call.L, -2, "userRecordID") }
+                    lua.push(string: p.role.rawValue); lua_setfield(call.L, -2, "role")
+                    lua.push(string: p.permission.rawValue); lua_setfield(call.L, -2, "permission")
+                    lua.push(string: p.acceptanceStatus.rawValue); lua_setfield(call.L, -2, "acceptanceStatus")
+                }
+                lua_setfield(call.L, -2, "participants")
+            }
+            return 1
+        }
+        lua_setfield(L, -2, "shares")
         lua_setfield(L, -2, "admin")
 
         lua_createtable(L, 0, 1)

@@ -57,6 +57,7 @@ final class Bindings {
     let fieldsClass = LuaClass<RecordFields>("RecordFields", callerOwned: true)
     let participantClass = LuaClass<Participant>("Participant", callerOwned: true)
     let metadataClass = LuaClass<ShareMetadata>("ShareMetadata")
+    let cursorClass = LuaClass<QueryCursor>("QueryCursor")
     var operationClasses: [String: LuaClass<LuaOperation>] = [:]
     /// Registry refs of the value tables' metatables (LookupInfo, RecordID, …).
     @exclusivity(unchecked) var valueMetatables: [Int32] = []
@@ -82,11 +83,14 @@ final class Bindings {
         defineFields()
         defineParticipant()
         defineMetadata()
+        defineCursor()
+        defineQueryMethod()
         for c in [accountClass, sessionClass, containerClass, databaseClass, fieldsClass] as [AnyLuaClass] { c.registerAny(in: lua) }
         recordClass.register(in: lua)
         shareClass.register(in: lua)
         participantClass.register(in: lua)
         metadataClass.register(in: lua)
+        cursorClass.register(in: lua)
         defineOperations()
     }
 

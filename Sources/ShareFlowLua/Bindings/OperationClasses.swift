@@ -66,6 +66,7 @@ extension Bindings {
             ("ModifyRecordsOperation", { ModifyRecordsOperation() }, defineModifyRecords),
             ("ModifyRecordZonesOperation", { ModifyRecordZonesOperation() }, defineModifyZones),
             ("FetchRecordsOperation", { FetchRecordsOperation() }, defineFetchRecords),
+            ("QueryOperation", { QueryOperation() }, defineQuery),
         ]
         for (name, make, define) in classes {
             let cls = OpClass(name)

@@ -10,7 +10,7 @@ enum ShareFlowModule {
     static let operationNames = [
         "FetchShareParticipantsOperation", "FetchShareMetadataOperation", "AcceptSharesOperation",
         "DiscoverAllUserIdentitiesOperation", "DiscoverUserIdentitiesOperation", "ModifyRecordsOperation",
-        "ModifyRecordZonesOperation", "FetchRecordsOperation",
+        "ModifyRecordZonesOperation", "FetchRecordsOperation", "QueryOperation",
     ]
 
     /// Fills the table on top of the stack.

@@ -1,0 +1,267 @@
+import Foundation
+
+/// What a `QueryOperation` looks for (O7): records of one type whose fields match a predicate,
+/// in an order.
+///
+/// ```swift
+/// let q = try Query(recordType: "Trip", predicate: "days >= %@ AND title BEGINSWITH %@",
+///                   arguments: [.integer(3), .string("Lis")],
+///                   sortDescriptors: [SortDescriptor(key: "days", ascending: false)])
+/// ```
+public struct Query: Sendable {
+    public var recordType: String
+    public var predicate: Predicate
+    public var sortDescriptors: [SortDescriptor]
+
+    public init(recordType: String, predicate: Predicate = .all, sortDescriptors: [SortDescriptor] = []) {
+        self.recordType = recordType
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+    }
+
+    /// `predicate` in NSPredicate's format (the subset of O7), `%@` taking `arguments` in order.
+    public init(recordType: String, predicate format: String, arguments: [FieldValue] = [],
+                sortDescriptors: [SortDescriptor] = []) throws {
+        self.init(recordType: recordType, predicate: try Predicate(format: format, arguments: arguments),
+                  sortDescriptors: sortDescriptors)
+    }
+}
+
+public struct SortDescriptor: Sendable, Equatable {
+    public var key: String
+    public var ascending: Bool
+    public init(key: String, ascending: Bool = true) {
+        self.key = key
+        self.ascending = ascending
+    }
+}
+
+/// The predicate subset of O7: comparisons (`==`, `!=`, `<`, `<=`, `>`, `>=`), `BEGINSWITH`,
+/// `IN` and `AND`, over fields and the system fields `recordName` and `modificationDate`.
+public indirect enum Predicate: Sendable, Equatable {
+    case all
+    case compare(key: String, op: Comparison, value: FieldValue)
+    case beginsWith(key: String, prefix: String)
+    case isIn(key: String, values: [FieldValue])
+    case and([Predicate])
+
+    public enum Comparison: String, Sendable, CaseIterable {
+        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+    }
+
+    /// The system fields a predicate or a sort may name besides the record's own.
+    public static let systemKeys: Set<String> = ["recordName", "modificationDate"]
+
+    /// Whether a record with `fields` (and its system fields) matches.
+    public func matches(_ value: (String) -> FieldValue?) -> Bool {
+        switch self {
+        case .all: return true
+        case .and(let parts): return parts.allSatisfy { $0.matches(value) }
+        case let .beginsWith(key, prefix):
+            guard case .string(let s)? = value(key) else { return false }
+            return s.hasPrefix(prefix)
+        case let .isIn(key, values):
+            guard let v = value(key) else { return false }
+            return values.contains { FieldValue.order($0, v) == .orderedSame }
+        case let .compare(key, op, expected):
+            guard let v = value(key), let order = FieldValue.order(v, expected) else { return op == .notEqual && value(key) == nil }
+            switch op {
+            case .equal: return order == .orderedSame
+            case .notEqual: return order != .orderedSame
+            case .less: return order == .orderedAscending
+            case .lessOrEqual: return order != .orderedDescending
+            case .greater: return order == .orderedDescending
+            case .greaterOrEqual: return order != .orderedAscending
+            }
+        }
+    }
+
+    /// Parses `format`; an error names what it did not understand, and where.
+    public init(format: String, arguments: [FieldValue] = []) throws {
+        var parser = PredicateParser(text: format, arguments: arguments)
+        self = try parser.parse()
+    }
+}
+
+extension FieldValue {
+    /// How two values compare, or nil when they cannot be (different types, lists, bytes
+    /// against anything but equality). Integers and doubles compare as numbers.
+    static func order(_ a: FieldValue, _ b: FieldValue) -> ComparisonResult? {
+        func cmp<T: Comparable>(_ x: T, _ y: T) -> ComparisonResult { x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame }
+        switch (a, b) {
+        case let (.string(x), .string(y)): return cmp(x, y)
+        case let (.integer(x), .integer(y)): return cmp(x, y)
+        case let (.double(x), .double(y)): return cmp(x, y)
+        case let (.integer(x), .double(y)): return cmp(Double(x), y)
+        case let (.double(x), .integer(y)): return cmp(x, Double(y))
+        case let (.date(x), .date(y)): return cmp(x, y)
+        case let (.boolean(x), .boolean(y)): return x == y ? .orderedSame : (x ? .orderedDescending : .orderedAscending)
+        case let (.reference(x, _), .reference(y, _)):
+            return x.zoneID == y.zoneID ? cmp(x.recordName, y.recordName) : .orderedAscending
+        case let (.bytes(x), .bytes(y)): return x == y ? .orderedSame : nil
+        case let (.location(x), .location(y)): return x == y ? .orderedSame : nil
+        default: return nil
+        }
+    }
+}
+
+/// A small recursive-descent parser for the predicate subset.
+private struct PredicateParser {
+    let chars: [Character]
+    var pos = 0
+    var arguments: [FieldValue]
+    var nextArgument = 0
+    let text: String
+
+    init(text: String, arguments: [FieldValue]) {
+        self.text = text
+        self.chars = Array(text)
+        self.arguments = arguments
+    }
+
+    mutating func parse() throws -> Predicate {
+        skipSpace()
+        if matchWord("TRUEPREDICATE") {
+            try end()
+            return .all
+        }
+        let p = try conjunction()
+        try end()
+        guard nextArgument == arguments.count else {
+            throw fail("\(arguments.count) arguments given, \(nextArgument) used")
+        }
+        return p
+    }
+
+    mutating func end() throws {
+        skipSpace()
+        guard pos == chars.count else { throw fail("unexpected '\(String(chars[pos...].prefix(20)))'") }
+    }
+
+    mutating func conjunction() throws -> Predicate {
+        var parts = [try clause()]
+        while true {
+            skipSpace()
+            if matchWord("AND") || match("&&") { parts.append(try clause()) } else { break }
+        }
+        return parts.count == 1 ? parts[0] : .and(parts)
+    }
+
+    mutating func clause() throws -> Predicate {
+        skipSpace()
+        if match("(") {
+            let p = try conjunction()
+            skipSpace()
+            guard match(")") else { throw fail("')' expected") }
+            return p
+        }
+        let key = try identifier()
+        skipSpace()
+        if matchWord("BEGINSWITH") {
+            guard case .string(let prefix) = try value() else { throw fail("BEGINSWITH takes a string") }
+            return .beginsWith(key: key, prefix: prefix)
+        }
+        if matchWord("IN") {
+            skipSpace()
+            if match("{") {
+                var values: [FieldValue] = []
+                skipSpace()
+                if !match("}") {
+                    repeat { values.append(try value()); skipSpace() } while match(",")
+                    guard match("}") else { throw fail("'}' expected") }
+                }
+                return .isIn(key: key, values: values)
+            }
+            guard case .list(let values) = try value() else { throw fail("IN takes a list") }
+            return .isIn(key: key, values: values)
+        }
+        for op in [("==", Predicate.Comparison.equal), ("!=", .notEqual), ("<>", .notEqual), ("<=", .lessOrEqual),
+                   (">=", .greaterOrEqual), ("=", .equal), ("<", .less), (">", .greater)] where match(op.0) {
+            return .compare(key: key, op: op.1, value: try value())
+        }
+        throw fail("an operator (==, !=, <, <=, >, >=, BEGINSWITH, IN) expected after '\(key)'")
+    }
+
+    mutating func identifier() throws -> String {
+        skipSpace()
+        let start = pos
+        while pos < chars.count, chars[pos].isLetter || chars[pos].isNumber || chars[pos] == "_" { pos += 1 }
+        guard pos > start, chars[start].isLetter else { throw fail("a field name expected") }
+        return String(chars[start..<pos])
+    }
+
+    mutating func value() throws -> FieldValue {
+        skipSpace()
+        if match("%@") {
+            guard nextArgument < arguments.count else { throw fail("more %@ than arguments (\(arguments.count))") }
+            nextArgument += 1
+            return arguments[nextArgument - 1]
+        }
+        if pos < chars.count, chars[pos] == "'" || chars[pos] == "\"" {
+            let quote = chars[pos]
+            pos += 1
+            var s = ""
+            while pos < chars.count, chars[pos] != quote {
+                if chars[pos] == "\\", pos + 1 < chars.count { pos += 1 }
+                s.append(chars[pos])
+                pos += 1
+            }
+            guard pos < chars.count else { throw fail("unterminated string") }
+            pos += 1
+            return .string(s)
+        }
+        if matchWord("TRUE") || matchWord("YES") { return .boolean(true) }
+        if matchWord("FALSE") || matchWord("NO") { return .boolean(false) }
+        let start = pos
+        if pos < chars.count, chars[pos] == "-" || chars[pos] == "+" { pos += 1 }
+        while pos < chars.count, chars[pos].isNumber || chars[pos] == "." || chars[pos] == "e" || chars[pos] == "E" { pos += 1 }
+        let number = String(chars[start..<pos])
+        if let i = Int64(number) { return .integer(i) }
+        if let d = Double(number), d.isFinite { return .double(d) }
+        pos = start
+        throw fail("a value expected (%@, a quoted string, a number, TRUE or FALSE)")
+    }
+
+    mutating func skipSpace() { while pos < chars.count, chars[pos].isWhitespace { pos += 1 } }
+
+    mutating func match(_ s: String) -> Bool {
+        let c = Array(s)
+        guard pos + c.count <= chars.count, Array(chars[pos..<pos + c.count]) == c else { return false }
+        pos += c.count
+        return true
+    }
+
+    /// A keyword, case-insensitive, not followed by a name character.
+    mutating func matchWord(_ word: String) -> Bool {
+        let c = Array(word)
+        guard pos + c.count <= chars.count,
+              String(chars[pos..<pos + c.count]).uppercased() == word,
+              pos + c.count == chars.count || !(chars[pos + c.count].isLetter || chars[pos + c.count].isNumber || chars[pos + c.count] == "_")
+        else { return false }
+        pos += c.count
+        return true
+    }
+
+    func fail(_ reason: String) -> ShareFlowError {
+        ShareFlowError.invalid("predicate '\(Naming.printable(text))': \(reason) at character \(pos + 1) (O7)")
+    }
+}
+
+/// Where a query stopped (O7): give it to a new `QueryOperation` to go on.
+public final class QueryCursor: Sendable, CustomStringConvertible {
+    let query: Query
+    let zoneID: RecordZoneID?
+    let scope: DatabaseScope
+    let containerIdentifier: String
+    let offset: Int
+
+    init(query: Query, zoneID: RecordZoneID?, scope: DatabaseScope, containerIdentifier: String, offset: Int) {
+        self.query = query
+        self.zoneID = zoneID
+        self.scope = scope
+        self.containerIdentifier = containerIdentifier
+        self.offset = offset
+    }
+
+    public var description: String { "QueryCursor(\(query.recordType) from \(offset))" }
+}

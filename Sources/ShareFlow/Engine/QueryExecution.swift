@@ -1,0 +1,125 @@
+import Foundation
+import GRDB
+
+/// O7: running a query in one zone of a database, honouring R12 in the shared database.
+extension Engine {
+    struct QueryPage {
+        var records: [Record]
+        var cursor: QueryCursor?
+    }
+
+    func runQuery(_ query: Query, zoneID: RecordZoneID?, desiredKeys: [String]?, limit: Int?, offset: Int,
+                  in database: CloudDatabase) throws -> QueryPage {
+        try Naming.check(recordType: query.recordType)
+        for key in query.sortDescriptors.map(\.key) + query.predicate.keys where !Predicate.systemKeys.contains(key) {
+            try Naming.check(fieldKey: key)
+        }
+        if let limit, limit < 1 { throw ShareFlowError.invalid("resultsLimit must be 1 or more, got \(limit) (O7)") }
+        guard database.databaseScope != .shared || zoneID != nil else {
+            throw ShareFlowError.invalid("a query in the shared database needs a zoneID: the zone of a share (O7)")
+        }
+        let target = zoneID ?? .default
+        return try reading { db in
+            let caller = try loadAccount(id: database.container.session.accountID, db: db)
+            let zone = try self.zone(for: target, in: database, caller: caller, db: db)
+            var rows = try recordRows(zone: zone, type: query.recordType, db: db)
+            if database.databaseScope == .shared {
+                let visible = try namesVisibleInSharedDatabase(zone: zone, caller: caller, db: db)
+                rows = rows.filter { visible($0.name) }
+            }
+            let matching = rows.filter { row in
+                query.predicate.matches { key in Engine.value(of: key, in: row) }
+            }
+            let sorted = query.sortDescriptors.isEmpty ? matching : matching.sorted { a, b in
+                for s in query.sortDescriptors {
+                    let x = Engine.value(of: s.key, in: a), y = Engine.value(of: s.key, in: b)
+                    // Records without the key come first, as nil sorts before any value.
+                    let order: ComparisonResult = switch (x, y) {
+                    case (nil, nil): .orderedSame
+                    case (nil, _): .orderedAscending
+                    case (_, nil): .orderedDescending
+                    case let (x?, y?): FieldValue.order(x, y) ?? .orderedSame
+                    }
+                    if order != .orderedSame { return s.ascending == (order == .orderedAscending) }
+                }
+                return a.name < b.name
+            }
+            let page = sorted.dropFirst(offset).prefix(limit ?? Int.max)
+            let records = try page.map { try makeRecord($0, zone: zone, caller: caller, db: db).copy(keys: desiredKeys) }
+            let next = offset + page.count
+            let cursor = next < sorted.count
+                ? QueryCursor(query: query, zoneID: zoneID, scope: database.databaseScope,
+                              containerIdentifier: database.container.containerIdentifier, offset: next)
+                : nil
+            return QueryPage(records: records, cursor: cursor)
+        }
+    }
+
+    static func value(of key: String, in row: RecordRow) -> FieldValue? {
+        switch key {
+        case "recordName": return .string(row.name)
+        case "modificationDate": return .date(Date(timeIntervalSince1970: row.modifiedAt))
+        default: return row.fields[key]
+        }
+    }
+
+    /// R12: which records of `zone` the caller sees in their shared database — those of the
+    /// shares they may read (a zone share: all; a hierarchy share: its root and descendants).
+    private func namesVisibleInSharedDatabase(zone: ZoneRow, caller: Account, db: Database) throws -> (String) -> Bool {
+        var roots = Set<String>()
+        for share in try sharesOf(zone: zone, db: db) {
+            guard let me = try participantRow(share: share.id, account: caller.id, db: db),
+                  SharingRules.decide(.readRecords, role: me.role, permission: me.permission, status: me.status,
+                                      isPublicShare: share.publicPermission != .none).isAllowed else { continue }
+            guard let root = share.rootName else { return { _ in true } }
+            roots.insert(root)
+        }
+        guard !roots.isEmpty else { return { _ in false } }
+        let parents = try parentNames(zone: zone, db: db)
+        return { name in
+            var current: String? = name
+            var seen = Set<String>()
+            while let n = current, seen.insert(n).inserted {
+                if roots.contains(n) { return true }
+                current = parents[n] ?? nil
+            }
+            return false
+        }
+    }
+}
+
+extension Predicate {
+    /// The keys the predicate names.
+    var keys: [String] {
+        switch self {
+        case .all: return []
+        case .and(let parts): return parts.flatMap(\.keys)
+        case .compare(let key, _, _), .beginsWith(let key, _), .isIn(let key, _): return [key]
+        }
+    }
+}
+
+extension CloudDatabase {
+    /// O7 in one call: the first `resultsLimit` matching records of the zone (the default zone
+    /// when nil) and a cursor when there are more.
+    ///
+    /// ```swift
+    /// let (trips, cursor) = try db.records(matching: Query(recordType: "Trip"), inZoneWith: zone.zoneID)
+    /// ```
+    public func records(matching query: Query, inZoneWith zoneID: RecordZoneID? = nil, desiredKeys: [String]? = nil,
+                        resultsLimit: Int? = nil) throws -> (records: [Record], cursor: QueryCursor?) {
+        let page = try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, offset: 0, in: self)
+        return (page.records, page.cursor)
+    }
+
+    /// Goes on from `cursor`, in the database and zone it came from.
+    public func records(continuingMatchFrom cursor: QueryCursor, desiredKeys: [String]? = nil,
+                        resultsLimit: Int? = nil) throws -> (records: [Record], cursor: QueryCursor?) {
+        guard cursor.scope == databaseScope, cursor.containerIdentifier == container.containerIdentifier else {
+            throw ShareFlowError.invalid("this cursor belongs to the \(cursor.scope.rawValue) database of \(cursor.containerIdentifier) (O7)")
+        }
+        let page = try engine.runQuery(cursor.query, zoneID: cursor.zoneID, desiredKeys: desiredKeys, limit: resultsLimit,
+                                       offset: cursor.offset, in: self)
+        return (page.records, page.cursor)
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import XCTest
+@testable import ShareFlow
+
+/// O7 (queries) and O8 (audits); the Lua side is Tests/lua/query_test.lua.
+final class QueryTests: XCTestCase {
+    private func trips(_ w: World, _ n: Int = 7) throws -> [Record] {
+        let records = (1...n).map { i in
+            Record(recordType: "Trip", recordID: RecordID(recordName: "t\(i)", zoneID: w.zone.zoneID),
+                   fields: ["days": .integer(Int64(i)), "title": .string(i % 2 == 0 ? "Lisbon \(i)" : "Porto \(i)")])
+        }
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: records).error)
+        return records
+    }
+
+    func testO7PredicateSortLimitAndCursor() throws {
+        let w = try World()
+        _ = try trips(w)
+        let q = try Query(recordType: "Trip", predicate: "days >= %@ AND title BEGINSWITH %@",
+                          arguments: [.integer(2), .string("Lis")], sortDescriptors: [SortDescriptor(key: "days", ascending: false)])
+        let db = w.c.privateCloudDatabase
+        let first = try db.records(matching: q, inZoneWith: w.zone.zoneID, resultsLimit: 2)
+        XCTAssertEqual(first.records.map(\.recordID.recordName), ["t6", "t4"])
+        let cursor = try XCTUnwrap(first.cursor)
+        let rest = try db.records(continuingMatchFrom: cursor)
+        XCTAssertEqual(rest.records.map(\.recordID.recordName), ["t2"])
+        XCTAssertNil(rest.cursor)
+        let picked = try db.records(matching: Query(recordType: "Trip", predicate: "recordName IN {'t1', 't3'} AND days != 3"),
+                                    inZoneWith: w.zone.zoneID)
+        XCTAssertEqual(picked.records.map(\.recordID.recordName), ["t1"])
+        let keys = try db.records(matching: Query(recordType: "Trip", predicate: "days == 5"), inZoneWith: w.zone.zoneID,
+                                  desiredKeys: ["days"])
+        XCTAssertEqual(keys.records.first?.fields, ["days": .integer(5)])
+    }
+
+    func testO7ThroughTheOperationWithBothBlockNames() throws {
+        let w = try World()
+        _ = try trips(w, 3)
+        let op = QueryOperation(query: Query(recordType: "Trip", sortDescriptors: [SortDescriptor(key: "recordName")]))
+        op.zoneID = w.zone.zoneID
+        op.resultsLimit = 2
+        var matched: [String] = [], fetched: [String] = []
+        var cursor: QueryCursor?
+        var completions = 0
+        op.recordMatchedBlock = { id, _ in matched.append(id.recordName) }
+        op.recordFetchedBlock = { fetched.append($0.recordID.recordName) }
+        op.queryResultBlock = { if case .success(let c) = $0 { cursor = c } }
+        op.queryCompletionBlock = { _, _ in completions += 1 }
+        w.c.add(op)
+        op.waitUntilFinished()
+        XCTAssertEqual(matched, ["t1", "t2"])
+        XCTAssertEqual(fetched, matched)
+        XCTAssertEqual(completions, 1)
+        let next = QueryOperation(cursor: try XCTUnwrap(cursor))
+        var more: [String] = []
+        next.recordMatchedBlock = { id, _ in more.append(id.recordName) }
+        w.c.add(next)
+        next.waitUntilFinished()
+        XCTAssertEqual(more, ["t3"])
+        let bad = QueryOperation()
+        w.c.add(bad)
+        bad.waitUntilFinished()
+        XCTAssertEqual(bad.error?.code, .invalidArguments)
+    }
+
+    func testO7BadPredicatesAndNamesAreInvalidArguments() throws {
+        for bad in ["days >>= 3", "days ==", "days == %@", "(days == 1", "days LIKE 'x'", "1days == 2", "days == 1 OR days == 2"] {
+            XCTAssertThrowsError(try Predicate(format: bad), bad) { e in
+                XCTAssertEqual((e as? ShareFlowError)?.code, .invalidArguments, bad)
+                XCTAssertTrue((e as? ShareFlowError)?.message.contains("O7") ?? false)
+            }
+        }
+        let w = try World()
+        XCTAssertThrowsError(try w.c.privateCloudDatabase.records(matching: Query(recordType: "Not a type")))
+        XCTAssertThrowsError(try w.c.sharedCloudDatabase.records(matching: Query(recordType: "Trip")), "the shared database needs a zone")
+    }
+
+    /// R12 in queries: the shared database shows only what the caller has accepted.
+    func testO7HonoursR12InTheSharedDatabase() throws {
+        let w = try World()
+        let all = try trips(w, 3)
+        let share = Share(rootRecord: all[1])
+        share.addParticipant(try w.participant("bob@example.com"))
+        let child = Record(recordType: "Trip", recordID: RecordID(recordName: "child", zoneID: w.zone.zoneID), parent: all[1].recordID)
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [all[1], child, share]).error)
+        let shared = w.bc.sharedCloudDatabase
+        XCTAssertEqual(try shared.records(matching: Query(recordType: "Trip"), inZoneWith: w.zone.zoneID).records.count, 0, "pending")
+        try w.accept(share.url!, in: w.bc)
+        let seen = try shared.records(matching: Query(recordType: "Trip", sortDescriptors: [SortDescriptor(key: "recordName")]),
+                                      inZoneWith: w.zone.zoneID)
+        XCTAssertEqual(seen.records.map(\.recordID.recordName), ["child", "t2"])
+        XCTAssertThrowsError(try w.cc.sharedCloudDatabase.records(matching: Query(recordType: "Trip"), inZoneWith: w.zone.zoneID)) { e in
+            XCTAssertEqual((e as? ShareFlowError)?.code, .zoneNotFound, "a stranger (R27)")
+        }
+    }
+
+    func testO8AuditListsEveryShareWithEveryParticipant() throws {
+        let w = try World()
+        let s = try w.share(["bob@example.com", "nobody@example.com"], permission: .readWrite)
+        try w.accept(s.url!, in: w.bc)
+        let other = try w.engine.session(for: w.carol).container("iCloud.other")
+        let zone = try other.privateCloudDatabase.saveZone("Z")
+        let note = Record(recordType: "Note", recordID: RecordID(recordName: "n", zoneID: zone.zoneID))
+        XCTAssertNil(try other.privateCloudDatabase.modifyRecords(saving: [note, Share(rootRecord: note)]).error)
+
+        XCTAssertEqual(try w.engine.auditShares().count, 2)
+        let audit = try XCTUnwrap(w.engine.auditShares(container: World.containerID).first)
+        XCTAssertEqual(try w.engine.auditShares(container: World.containerID).count, 1)
+        XCTAssertEqual(audit.url, s.url)
+        XCTAssertEqual(audit.title, "Lisbon trip")
+        XCTAssertEqual(audit.ownerUserRecordID, w.alice.userRecordID)
+        XCTAssertEqual(audit.rootRecordID, w.trip.recordID)
+        XCTAssertEqual(audit.participants.map(\.acceptanceStatus), [.accepted, .accepted, .pending])
+        XCTAssertNil(audit.participants[2].userRecordID, "no account for nobody@example.com")
+        XCTAssertEqual(try w.engine.auditShares(participant: "nobody@example.com").count, 1, "by the address invited")
+        XCTAssertEqual(try w.engine.auditShares(owner: "carol@example.com").count, 1)
+        XCTAssertEqual(try w.engine.auditShares(owner: "bob@example.com").count, 0)
+        XCTAssertEqual(try w.engine.auditShares(owner: "nobody@example.com").count, 0)
+        // Removed participants stay in the audit.
+        let fresh = try XCTUnwrap(w.c.privateCloudDatabase.fetchRecord(s.recordID) as? Share)
+        fresh.removeParticipant(try XCTUnwrap(fresh.participants.first { $0.role == .privateUser && $0.acceptanceStatus == .accepted }))
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [fresh]).error)
+        XCTAssertTrue(try w.engine.auditShares(participant: "bob@example.com").first?.participants.contains { $0.acceptanceStatus == .removed } ?? false)
+    }
+}
