@@ -8,9 +8,9 @@ final class StoreTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-store-\(UUID())")
         let path = dir.appendingPathComponent("nested/store.sqlite").path
         let store = try Store(path: path)
-        let mode = try store.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
+        let mode = try store.read { try String.fetchOne($0.db, sql: "PRAGMA journal_mode") }
         XCTAssertEqual(mode, "wal")
-        let version = try store.read { try String.fetchOne($0, sql: "SELECT value FROM shareflow_meta WHERE key = 'schemaVersion'") }
+        let version = try store.read { try String.fetchOne($0.db, sql: "SELECT value FROM shareflow_meta WHERE key = 'schemaVersion'") }
         XCTAssertEqual(version, String(Store.schemaVersion))
         // Reopening an existing store works.
         _ = try Store(path: path)
@@ -31,16 +31,16 @@ final class StoreTests: XCTestCase {
     func testNestedWritesJoinTheOpenTransaction() throws {
         let store = try Store(path: ":memory:")
         try store.write { db in
-            try db.execute(sql: "INSERT INTO shareflow_meta VALUES ('a', '1')")
+            try db.db.execute(sql: "INSERT INTO shareflow_meta VALUES ('a', '1')")
             // An inner failure rolls back only its savepoint.
             XCTAssertThrowsError(try store.write { db in
-                try db.execute(sql: "INSERT INTO shareflow_meta VALUES ('b', '2')")
+                try db.db.execute(sql: "INSERT INTO shareflow_meta VALUES ('b', '2')")
                 throw CancellationError()
             })
-            let inner = try store.read { try String.fetchOne($0, sql: "SELECT value FROM shareflow_meta WHERE key = 'a'") }
+            let inner = try store.read { try String.fetchOne($0.db, sql: "SELECT value FROM shareflow_meta WHERE key = 'a'") }
             XCTAssertEqual(inner, "1")
         }
-        let keys = try store.read { try String.fetchAll($0, sql: "SELECT key FROM shareflow_meta ORDER BY key") }
+        let keys = try store.read { try String.fetchAll($0.db, sql: "SELECT key FROM shareflow_meta ORDER BY key") }
         XCTAssertEqual(keys, ["a", "format", "schemaVersion"])
     }
 }

@@ -78,6 +78,9 @@ extension NameComponents {
 /// Whether an account lets others find it by email or phone (CKContainer.ApplicationPermissionStatus).
 public enum Discoverability: String, Sendable, CaseIterable {
     case initialState, granted, denied, couldNotComplete
+
+    /// R2: an identity carries the account's name only when the account is discoverable.
+    public var revealsName: Bool { self == .granted }
 }
 
 /// A user as others see them (R2).

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// A pending invitation, for workflows such as expiring invitations.
 public struct Invitation: Sendable {
@@ -19,16 +18,11 @@ extension Engine {
     public func pendingInvitations(olderThan age: Double) throws -> [Invitation] {
         let cutoff = Date().timeIntervalSince1970 - age
         return try reading { db in
-            try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT p.participantID, s.url, r.fields, p.lookupKind, p.lookupValue, p.addedAt
-                FROM participant p JOIN share s ON s.id = p.shareID JOIN record r ON r.id = s.recordID
-                WHERE p.status = 'pending' AND p.addedAt <= ? ORDER BY p.addedAt
-                """), arguments: [cutoff]).map { row in
-                let fields = (try? JSONDecoder().decode([String: FieldValue].self, from: Data((row[2] as String).utf8))) ?? [:]
+            try db.pendingInvitations(addedBefore: cutoff).map { row in
                 var title: String?
-                if case .string(let t) = fields["cloudkit.title"] { title = t }
-                return Invitation(participantID: row[0], shareURL: row[1], shareTitle: title,
-                                  lookupInfo: LookupInfo(kind: row[3], value: row[4]), addedAt: row[5])
+                if case .string(let t) = row.fields["cloudkit.title"] { title = t }
+                return Invitation(participantID: row.participantID, shareURL: row.url, shareTitle: title,
+                                  lookupInfo: row.lookup, addedAt: row.addedAt)
             }
         }
     }
@@ -38,17 +32,13 @@ extension Engine {
     @discardableResult
     public func removeParticipant(_ participantID: String, reason: RemovalReason) throws -> Bool {
         try transaction { db in
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT p.id, p.shareID, s.zoneID, r.name FROM participant p JOIN share s ON s.id = p.shareID
-                JOIN record r ON r.id = s.recordID WHERE p.participantID = ?
-                """), arguments: [participantID]) else { return false }
-            let shareID: Int64 = row[1]
-            guard let p = try participantRows(share: shareID, db: db).first(where: { $0.participantID == participantID }),
+            guard let shareID = try db.shareID(ofParticipant: participantID), let shareRow = try db.share(id: shareID),
+                  let p = try participantRows(share: shareID, db: db).first(where: { $0.participantID == participantID }),
                   p.status != .removed else { return false }
             guard p.role != .owner else { throw ShareFlowError.invalid("the owner of a share cannot be removed from it") }
-            let zone = try zoneRow(id: row[2], db: db)
+            let zone = try zoneRow(id: shareRow.zoneRowID, db: db)
             let owner = try self.owner(of: zone, db: db)
-            let share = try makeShare(shareRow(zone: zone, recordName: row[3], db: db)!, zone: zone, caller: owner, db: db)
+            let share = try makeShare(shareRow, zone: zone, caller: owner, db: db)
             try setStatus(.removed, of: p, share: share, reason: reason, caller: owner, container: zone.container, db: db)
             return true
         }
@@ -103,17 +93,14 @@ extension Engine {
             // An owner filter naming no account matches nothing.
             if let ownerFilter, ownerFilter.id == nil { return [] }
             var audits: [ShareAudit] = []
-            for shareID in try Int64.fetchAll(db.cachedStatement(sql: "SELECT s.id FROM share s JOIN zone z ON z.id = s.zoneID WHERE (?1 IS NULL OR z.container = ?1) AND (?2 IS NULL OR z.ownerID = ?2) ORDER BY s.id"),
-                                              arguments: [container, ownerFilter?.id]) {
+            for shareID in try db.shareIDs(container: container, ownerID: ownerFilter?.id ?? nil) {
                 let rows = try participantRows(share: shareID, db: db)
                 if let p = participantFilter {
                     let on = rows.contains { row in (p.id != nil && row.accountID == p.id) || (p.lookup != nil && row.lookup == p.lookup) }
                     guard on else { continue }
                 }
-                let head = try Row.fetchOne(db.cachedStatement(sql: "SELECT s.zoneID, r.name FROM share s JOIN record r ON r.id = s.recordID WHERE s.id = ?"),
-                                            arguments: [shareID])!
-                let zone = try zoneRow(id: head[0], db: db)
-                guard let row = try shareRow(zone: zone, recordName: head[1], db: db) else { continue }
+                guard let row = try db.share(id: shareID) else { continue }
+                let zone = try zoneRow(id: row.zoneRowID, db: db)
                 let ownerAccount = try self.owner(of: zone, db: db)
                 var title: String?
                 if case .string(let t) = try recordRow(zone: zone, name: row.recordName, db: db)?.fields["cloudkit.title"] { title = t }

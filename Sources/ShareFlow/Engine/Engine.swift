@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Logging
 
 /// The sharing engine: the account directory, containers and their databases, shares and
@@ -62,7 +61,7 @@ public final class Engine: @unchecked Sendable {
 
     func accountsChanged() { accountsGeneration += 1 }
 
-    func transaction<T>(_ body: (Database) throws -> T) throws -> T {
+    func transaction<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
         transactionDepth += 1
@@ -73,7 +72,6 @@ public final class Engine: @unchecked Sendable {
         } catch {
             pendingEvents.removeSubrange(mark...)
             transactionDepth -= 1
-            if error is DatabaseError { throw ShareFlowError.wrap(error, store: store) }
             throw error
         }
         transactionDepth -= 1
@@ -82,14 +80,10 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Reads under the lock.
-    func reading<T>(_ body: (Database) throws -> T) throws -> T {
+    func reading<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
-        do {
-            return try store.read(body)
-        } catch let error as DatabaseError {
-            throw ShareFlowError.wrap(error, store: store)
-        }
+        return try store.read(body)
     }
 
     /// Queues an event for delivery after commit (at once when no transaction is open).
@@ -109,7 +103,7 @@ public final class Engine: @unchecked Sendable {
 
     /// Delivers an event to its observers now (tools and benchmarks; the engine's own events
     /// go through its transactions).
-    public func publish(_ event: Event) {
+    package func publish(_ event: Event) {
         lock.lock()
         defer { lock.unlock() }
         events.deliver(event)
@@ -117,7 +111,7 @@ public final class Engine: @unchecked Sendable {
 
     /// Asks the policies at `request.point`, logging the decision; a denial throws
     /// `permissionFailure` (tools and benchmarks).
-    public func decide(_ request: PolicyRequest, item: String) throws {
+    package func decide(_ request: PolicyRequest, item: String) throws {
         try checkPolicy(request, item: item)
     }
 

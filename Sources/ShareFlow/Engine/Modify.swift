@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// Saving and deleting records and shares: R3, R4, R5, R6, R8, R9, R11, R13, R14, R21, R22, R25.
 extension Engine {
@@ -98,7 +97,7 @@ extension Engine {
     // MARK: Records
 
     func saveRecord(_ record: Record, in database: CloudDatabase, caller: Account, policy: RecordSavePolicy,
-                    savedInThisCall: Set<RecordID>, db: Database) throws -> Record {
+                    savedInThisCall: Set<RecordID>, db: StoreTransaction) throws -> Record {
         let id = record.recordID
         let item = "record \(Naming.printable(id.recordName))"
         try checkNaming(record, item: item)
@@ -147,21 +146,14 @@ extension Engine {
            let above = try shareCovering(zone: zone, recordName: parent.recordName, db: db), above.id != rooted.id {
             throw ShareFlowError(.alreadyShared, "\(item) roots share \(rooted.recordName) and cannot join share \(above.recordName) under \(parent.recordName) (R5)")
         }
-        let encoded = try JSONEncoder().encode(fields)
-        guard encoded.count <= ModifyLimits.maxRecordBytes else {
-            throw ShareFlowError(.limitExceeded, "\(item) holds \(encoded.count) bytes of field data; a record holds at most \(ModifyLimits.maxRecordBytes) (R22)")
-        }
-        let json = String(decoding: encoded, as: UTF8.self)
+        let stored = try encodeFields(fields, item: item)
         let now = Date().timeIntervalSince1970
         let tag = RandomIdentifier.changeTag()
         if let existing {
-            try db.execute(sql: "UPDATE record SET fields = ?, parentName = ?, tag = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
-                           arguments: [json, parent?.recordName, tag, caller.id, now, existing.id])
+            try db.updateRecord(id: existing.id, fields: stored, parentName: parent?.recordName, tag: tag, by: caller.id, at: now)
         } else {
-            try db.execute(sql: """
-                INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt)
-                VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
-                """, arguments: [zone.id, id.recordName, record.recordType, json, parent?.recordName, tag, caller.id, caller.id, now])
+            _ = try db.insertRecord(zone: zone.id, name: id.recordName, type: record.recordType, fields: stored,
+                                    parentName: parent?.recordName, tag: tag, by: caller.id, at: now)
         }
         guard let savedRow = try recordRow(zone: zone, name: id.recordName, db: db) else {
             throw ShareFlowError(.unknownItem, "\(item) was deleted while it was being saved (by a policy)")
@@ -189,7 +181,7 @@ extension Engine {
 
     /// R25: the parent exists in the zone (saved before, or earlier in this call, which
     /// `saveOrder` arranges), and is neither the record nor one of its descendants.
-    private func checkParent(_ parentName: String, of name: String, zone: ZoneRow, item: String, db: Database) throws {
+    private func checkParent(_ parentName: String, of name: String, zone: ZoneRow, item: String, db: StoreTransaction) throws {
         var current: String? = parentName
         var seen = Set<String>()
         var first = true
@@ -209,7 +201,7 @@ extension Engine {
 
     /// R21 under `ifServerRecordUnchanged`: the copy saved is the server's current one.
     private func checkChangeTag(_ record: Record, existing: RecordRow?, policy: RecordSavePolicy, zone: ZoneRow,
-                                caller: Account, item: String, db: Database) throws {
+                                caller: Account, item: String, db: StoreTransaction) throws {
         guard policy == .ifServerRecordUnchanged else { return }
         let reason: String
         switch (existing, record.recordChangeTag) {
@@ -232,7 +224,7 @@ extension Engine {
     // MARK: Shares
 
     func saveShare(_ share: Share, in database: CloudDatabase, caller: Account, policy: RecordSavePolicy,
-                   savedInThisCall: Set<RecordID>, db: Database) throws -> Share {
+                   savedInThisCall: Set<RecordID>, db: StoreTransaction) throws -> Share {
         let id = share.recordID
         let item = "share \(share.title.map { "'\($0)'" } ?? Naming.printable(id.recordName))"
         try checkNaming(share, item: item)
@@ -267,9 +259,8 @@ extension Engine {
                 if share.publicPermission == share.serverPublicPermission { publicPermission = existing.publicPermission }
             }
             try checkPolicy(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item)
-            try db.execute(sql: "UPDATE record SET fields = ?, tag = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
-                           arguments: [try encodeFields(fields, item: item), RandomIdentifier.changeTag(), caller.id,
-                                       Date().timeIntervalSince1970, existing.recordID])
+            try db.updateRecord(id: existing.recordID, fields: try encodeFields(fields, item: item), parentName: nil,
+                                tag: RandomIdentifier.changeTag(), by: caller.id, at: Date().timeIntervalSince1970)
         } else {
             guard database.databaseScope == .private else {
                 throw ShareFlowError.denied("\(item): only the zone's owner creates shares, in their private database")
@@ -285,20 +276,14 @@ extension Engine {
             }
             try checkNotAlreadyShared(share, zone: zone, savedInThisCall: savedInThisCall, item: item, db: db)
             try checkPolicy(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item)
-            try db.execute(sql: """
-                INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt)
-                VALUES (?, ?, ?, ?, NULL, 1, ?, ?, ?, ?)
-                """, arguments: [zone.id, id.recordName, Share.recordType, try encodeFields(fields, item: item),
-                                 RandomIdentifier.changeTag(), caller.id, caller.id, Date().timeIntervalSince1970])
-            let recordRowID = db.lastInsertedRowID
-            try db.execute(sql: "INSERT INTO share (recordID, zoneID, url, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
-                           arguments: [recordRowID, zone.id, Engine.newShareURL(), share.rootRecordID?.recordName])
-            let shareID = db.lastInsertedRowID
-            try db.execute(sql: """
-                INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
-                VALUES (?, ?, ?, ?, ?, 'owner', 'readWrite', 'accepted', ?)
-                """, arguments: [shareID, RandomIdentifier.uuidString(), caller.id, caller.primaryLookup.kind, caller.primaryLookup.value,
-                                 Date().timeIntervalSince1970])
+            let now = Date().timeIntervalSince1970
+            let recordRowID = try db.insertRecord(zone: zone.id, name: id.recordName, type: Share.recordType,
+                                                  fields: try encodeFields(fields, item: item), parentName: nil,
+                                                  tag: RandomIdentifier.changeTag(), by: caller.id, at: now)
+            let shareID = try db.insertShare(record: recordRowID, zone: zone.id, url: Engine.newShareURL(),
+                                             rootName: share.rootRecordID?.recordName)
+            try db.insertParticipant(share: shareID, participantID: RandomIdentifier.uuidString(), account: caller.id,
+                                     lookup: caller.primaryLookup, role: .owner, permission: .readWrite, status: .accepted, at: now)
             stored = try shareRow(zone: zone, recordName: id.recordName, db: db)
             me = try participantRow(share: shareID, account: caller.id, db: db)
         }
@@ -316,7 +301,7 @@ extension Engine {
                                      isPublicShare: isPublic, item: item)
             try checkPolicy(PolicyRequest(point: .sharePublicPermission, caller: caller, container: container, share: share,
                                           from: row.publicPermission.rawValue, to: publicPermission.rawValue), item: item)
-            try db.execute(sql: "UPDATE share SET publicPermission = ? WHERE id = ?", arguments: [publicPermission.rawValue, row.id])
+            try db.setPublicPermission(publicPermission, share: row.id)
             for p in try participantRows(share: row.id, db: db) where p.role != .owner {
                 let matches = publicPermission == .none ? p.status != .removed : p.status == .pending
                 guard matches else { continue }
@@ -334,7 +319,7 @@ extension Engine {
                                     removedByR11: removedByR11, caller: caller, container: container, item: item, db: db)
 
         // R8
-        let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'"), arguments: [row.id]) ?? 0
+        let count = try db.activeParticipantCount(share: row.id)
         if count > options.maxParticipants {
             throw ShareFlowError(.tooManyParticipants, "\(item) would have \(count) participants; a share holds at most \(options.maxParticipants), owner included (R8)")
         }
@@ -351,22 +336,23 @@ extension Engine {
         return fresh
     }
 
-    private func encodeFields(_ fields: [String: FieldValue], item: String) throws -> String {
-        let encoded = try JSONEncoder().encode(fields)
-        guard encoded.count <= ModifyLimits.maxRecordBytes else {
-            throw ShareFlowError(.limitExceeded, "\(item) holds \(encoded.count) bytes of field data; a record holds at most \(ModifyLimits.maxRecordBytes) (R22)")
+    /// R22: at most 1 MB of field data per record, as stored.
+    private func encodeFields(_ fields: [String: FieldValue], item: String) throws -> StoredFields {
+        let stored = try StoredFields(fields)
+        guard stored.byteCount <= ModifyLimits.maxRecordBytes else {
+            throw ShareFlowError(.limitExceeded, "\(item) holds \(stored.byteCount) bytes of field data; a record holds at most \(ModifyLimits.maxRecordBytes) (R22)")
         }
-        return String(decoding: encoded, as: UTF8.self)
+        return stored
     }
 
     /// R5: the root is saved in this call, and neither it, its ancestors, its descendants nor
     /// its zone is shared already.
-    private func checkNotAlreadyShared(_ share: Share, zone: ZoneRow, savedInThisCall: Set<RecordID>, item: String, db: Database) throws {
+    private func checkNotAlreadyShared(_ share: Share, zone: ZoneRow, savedInThisCall: Set<RecordID>, item: String, db: StoreTransaction) throws {
         if let zoneShare = try zoneShareRow(zone: zone, db: db) {
             throw ShareFlowError(.alreadyShared, "\(item): zone \(zone.zoneID.zoneName) is already shared by \(zoneShare.recordName) (R5)")
         }
         guard let rootID = share.rootRecordID else {
-            if let any = try String.fetchOne(db.cachedStatement(sql: "SELECT rootName FROM share WHERE zoneID = ? LIMIT 1"), arguments: [zone.id]) {
+            if let any = try db.anySharedRoot(zone: zone.id) {
                 throw ShareFlowError(.alreadyShared, "\(item): record \(any) in zone \(zone.zoneID.zoneName) is already shared; a zone share needs an unshared zone (R5)")
             }
             return
@@ -377,16 +363,11 @@ extension Engine {
         if let existing = try shareRow(rootName: rootID.recordName, zone: zone, db: db) {
             throw ShareFlowError(.alreadyShared, "\(item): record \(rootID.recordName) is already shared by \(existing.recordName) (R5)")
         }
-        let parentName = try String.fetchOne(db.cachedStatement(sql: "SELECT parentName FROM record WHERE zoneID = ? AND name = ?"), arguments: [zone.id, rootID.recordName])
+        let parentName = try db.parentName(zone: zone.id, name: rootID.recordName)
         if let parentName, let above = try shareCovering(zone: zone, recordName: parentName, db: db) {
             throw ShareFlowError(.alreadyShared, "\(item): an ancestor of \(rootID.recordName) is already shared by \(above.recordName) (R5)")
         }
-        if let below = try String.fetchOne(db.cachedStatement(sql: """
-            WITH RECURSIVE d(name) AS (
-                SELECT name FROM record WHERE zoneID = ?1 AND parentName = ?2
-                UNION SELECT r.name FROM record r JOIN d ON r.zoneID = ?1 AND r.parentName = d.name)
-            SELECT rootName FROM share WHERE zoneID = ?1 AND rootName IN (SELECT name FROM d) LIMIT 1
-            """), arguments: [zone.id, rootID.recordName]) {
+        if let below = try db.sharedDescendantRoot(zone: zone.id, below: rootID.recordName) {
             throw ShareFlowError(.alreadyShared, "\(item): descendant \(below) of \(rootID.recordName) is already shared (R5)")
         }
     }
@@ -396,7 +377,7 @@ extension Engine {
     /// just took off stay off unless this save adds them.
     private func applyParticipantChanges(_ share: Share, row: ShareRow, me: ParticipantRow, publicPermission: ParticipantPermission,
                                          asShown: Bool, removedByR11: Set<Int64>, caller: Account,
-                                         container: String, item: String, db: Database) throws {
+                                         container: String, item: String, db: StoreTransaction) throws {
         var rows = try participantRows(share: row.id, db: db)
         func requireManage() throws {
             try SharingRules.require(.manageParticipants, role: me.role, permission: me.permission, status: me.status,
@@ -424,7 +405,7 @@ extension Engine {
                 try changeRole(of: existing, to: p, share: share, me: me, caller: caller, container: container, item: item, db: db)
                 guard existing.permission != p.permission else { continue }
                 try requireManage()
-                try db.execute(sql: "UPDATE participant SET permission = ? WHERE id = ?", arguments: [p.permission.rawValue, existing.id])
+                try db.setPermission(p.permission, participant: existing.id)
                 var event = Event(.participantPermissionChanged, caller: caller, container: container)
                 event.share = share
                 event.participant = p
@@ -442,15 +423,11 @@ extension Engine {
             try checkPolicy(PolicyRequest(point: .participantAdd, caller: caller, container: container, share: share, participant: p), item: item)
             let lookup = p.userIdentity.lookupInfo ?? .userRecordID(p.userIdentity.userRecordID ?? "")
             if let existing {
-                try db.execute(sql: "UPDATE participant SET status = 'pending', role = ?, permission = ?, addedAt = ? WHERE id = ?",
-                               arguments: [role.rawValue, p.permission.rawValue, Date().timeIntervalSince1970, existing.id])
+                try db.reinstate(participant: existing.id, role: role, permission: p.permission, at: Date().timeIntervalSince1970)
             } else {
-                try db.execute(sql: """
-                    INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)
-                    """, arguments: [row.id, p.participantID, matched, lookup.kind, lookup.value, role.rawValue, p.permission.rawValue,
-                                     Date().timeIntervalSince1970])
-                matchedRows.insert(db.lastInsertedRowID)
+                matchedRows.insert(try db.insertParticipant(share: row.id, participantID: p.participantID, account: matched, lookup: lookup,
+                                                            role: role, permission: p.permission, status: .pending,
+                                                            at: Date().timeIntervalSince1970))
             }
             rows = try participantRows(share: row.id, db: db)
             p.acceptanceStatus = .pending
@@ -492,7 +469,7 @@ extension Engine {
 
     /// R26: the owner makes a private participant an administrator, or back.
     private func changeRole(of row: ParticipantRow, to p: Participant, share: Share, me: ParticipantRow, caller: Account,
-                            container: String, item: String, db: Database) throws {
+                            container: String, item: String, db: StoreTransaction) throws {
         guard p.role != row.role, p.role != .unknown else { return }
         let movable: Set<ParticipantRole> = [.administrator, .privateUser]
         guard movable.contains(p.role), movable.contains(row.role) else {
@@ -501,7 +478,7 @@ extension Engine {
         guard me.role == .owner else {
             throw ShareFlowError.denied("\(item): only the owner changes a participant's role (R26)")
         }
-        try db.execute(sql: "UPDATE participant SET role = ? WHERE id = ?", arguments: [p.role.rawValue, row.id])
+        try db.setRole(p.role, participant: row.id)
     }
 
     private func isSamePerson(_ row: ParticipantRow, accountID: Int64?, lookup: LookupInfo?) -> Bool {
@@ -511,8 +488,8 @@ extension Engine {
 
     /// Changes a participant's status; a removal emits `participant.removed` with its reason.
     func setStatus(_ status: ParticipantAcceptanceStatus, of row: ParticipantRow, share: Share?, reason: RemovalReason?,
-                   caller: Account, container: String, db: Database) throws {
-        try db.execute(sql: "UPDATE participant SET status = ? WHERE id = ?", arguments: [status.rawValue, row.id])
+                   caller: Account, container: String, db: StoreTransaction) throws {
+        try db.setStatus(status, participant: row.id)
         guard status == .removed, let reason else { return }
         var event = Event(.participantRemoved, caller: caller, container: container)
         event.share = share
@@ -525,7 +502,7 @@ extension Engine {
 
     // MARK: Deleting
 
-    func deleteRecord(_ id: RecordID, in database: CloudDatabase, caller: Account, db: Database) throws {
+    func deleteRecord(_ id: RecordID, in database: CloudDatabase, caller: Account, db: StoreTransaction) throws {
         let item = "record \(id.recordName)"
         let container = database.container.containerIdentifier
         let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
@@ -565,16 +542,16 @@ extension Engine {
         if let rooted = try shareRow(rootName: row.name, zone: zone, db: db) {
             try endShare(rooted, zone: zone, caller: caller, container: container, db: db)
         }
-        try db.execute(sql: "DELETE FROM record WHERE id = ?", arguments: [row.id])
+        try db.deleteRecord(id: row.id)
     }
 
     /// R14: the owner deleting a share ends it for everyone.
-    private func endShare(_ share: ShareRow, zone: ZoneRow, caller: Account, container: String, db: Database) throws {
+    private func endShare(_ share: ShareRow, zone: ZoneRow, caller: Account, container: String, db: StoreTransaction) throws {
         let object = try makeShare(share, zone: zone, caller: caller, db: db)
         for p in try participantRows(share: share.id, db: db) where p.role != .owner && p.status != .removed {
             try setStatus(.removed, of: p, share: object, reason: .shareDeleted, caller: caller, container: container, db: db)
         }
-        try db.execute(sql: "DELETE FROM record WHERE id = ?", arguments: [share.recordID])
+        try db.deleteRecord(id: share.recordID)
         var event = Event(.shareDeleted, caller: caller, container: container)
         event.share = object
         emit(event)

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// O7: running a query in one zone of a database, honouring R12 in the shared database.
 extension Engine {
@@ -22,7 +21,7 @@ extension Engine {
         return try reading { db in
             let caller = try loadAccount(id: database.container.session.accountID, db: db)
             let zone = try self.zone(for: target, in: database, caller: caller, db: db)
-            var rows = try recordRows(zone: zone, type: query.recordType, db: db)
+            var rows = try db.records(zone: zone.id, type: query.recordType)
             if database.databaseScope == .shared {
                 let visible = try namesVisibleInSharedDatabase(zone: zone, caller: caller, db: db)
                 rows = rows.filter { visible($0.name) }
@@ -65,9 +64,9 @@ extension Engine {
 
     /// R12: which records of `zone` the caller sees in their shared database — those of the
     /// shares they may read (a zone share: all; a hierarchy share: its root and descendants).
-    private func namesVisibleInSharedDatabase(zone: ZoneRow, caller: Account, db: Database) throws -> (String) -> Bool {
+    private func namesVisibleInSharedDatabase(zone: ZoneRow, caller: Account, db: StoreTransaction) throws -> (String) -> Bool {
         var roots = Set<String>()
-        for share in try sharesOf(zone: zone, db: db) {
+        for share in try db.shares(zone: zone.id) {
             guard let me = try participantRow(share: share.id, account: caller.id, db: db),
                   SharingRules.decide(.readRecords, role: me.role, permission: me.permission, status: me.status,
                                       isPublicShare: share.publicPermission != .none).isAllowed else { continue }
@@ -75,7 +74,7 @@ extension Engine {
             roots.insert(root)
         }
         guard !roots.isEmpty else { return { _ in false } }
-        let parents = try parentNames(zone: zone, db: db)
+        let parents = try db.parentNames(zone: zone.id)
         return { name in
             var current: String? = name
             var seen = Set<String>()

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// Participants, metadata, acceptance and discovery: R7, R10, R12, R16, R18, R19, R20, O5.
 extension Engine {
@@ -8,7 +7,7 @@ extension Engine {
     public func fetchShareParticipant(_ lookup: LookupInfo, caller: Account, container: String) throws -> Participant {
         let participant = try reading { db -> Participant in
             let identity: UserIdentity
-            if let found = try self.identity(for: lookup, db: db) {
+            if let found = try db.identity(for: lookup) {
                 identity = found
             } else if case .userRecordID(let u) = lookup {
                 throw ShareFlowError.unknown("no account has userRecordID '\(u)'")
@@ -25,33 +24,6 @@ extension Engine {
         return participant
     }
 
-    /// The identity behind a lookup, in one indexed query with a cached statement (the hot
-    /// path of FetchShareParticipants); nil when no account matches.
-    func identity(for lookup: LookupInfo, db: Database) throws -> UserIdentity? {
-        let sql: String
-        switch lookup {
-        case .emailAddress:
-            sql = "SELECT a.userRecordID, a.name, a.discoverability FROM account_email e JOIN account a ON a.id = e.accountID WHERE e.email = ?"
-        case .phoneNumber:
-            sql = "SELECT a.userRecordID, a.name, a.discoverability FROM account_phone p JOIN account a ON a.id = p.accountID WHERE p.phone = ?"
-        case .userRecordID:
-            sql = "SELECT userRecordID, name, discoverability FROM account WHERE userRecordID = ?"
-        }
-        let statement = try db.cachedStatement(sql: sql)
-        statement.setUncheckedArguments([lookup.value])
-        // A cursor's row reads the statement's columns in place (fetchOne copies the row
-        // first); it is valid while the cursor lives.
-        let cursor = try Row.fetchCursor(statement)
-        return try withExtendedLifetime(cursor) { () -> UserIdentity? in
-            guard let row = try cursor.next() else { return nil }
-            var name: NameComponents?
-            if (row[2] as String) == Discoverability.granted.rawValue {
-                name = NameComponents(storedJSON: row[1])
-            }
-            return UserIdentity(userRecordID: row[0], lookupInfo: lookup, nameComponents: name, hasiCloudAccount: true)
-        }
-    }
-
     /// The metadata of the share at `url`, for `caller` (R16).
     public func fetchShareMetadata(url: String, caller: Account, container: String, shouldFetchRootRecord: Bool = false,
                                    rootRecordDesiredKeys: [String]? = nil) throws -> ShareMetadata {
@@ -59,17 +31,9 @@ extension Engine {
             let hidden = ShareFlowError.unknown("no share at \(url) for \(caller.email ?? caller.userRecordID) (R16)")
             // R27: one probe, the same statement and index seeks for a live URL as for a made-up
             // one, so a stranger learns nothing from the time it takes either.
-            let probe = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT s.id, s.publicPermission, p.id,
-                       EXISTS (SELECT 1 FROM participant u WHERE u.shareID = s.id AND u.accountID IS NULL AND u.status = 'pending')
-                FROM (SELECT ? AS url) q
-                LEFT JOIN share s ON s.url = q.url
-                LEFT JOIN participant p ON p.shareID = s.id AND p.accountID = ?
-                """), arguments: [url, caller.id])!
-            let isParticipant = (probe[2] as Int64?) != nil
-            let isPublic = (probe[1] as String?).map { $0 != ParticipantPermission.none.rawValue } ?? false
-            guard (probe[0] as Int64?) != nil, isParticipant || isPublic else {
-                if (probe[3] as Bool?) == true {
+            let probe = try db.probeShare(url: url, caller: caller.id)
+            guard probe.exists, probe.isParticipant || probe.isPublic else {
+                if probe.hasUnmatchedInvitations {
                     throw ShareFlowError(.participantMayNeedVerification,
                                          "\(caller.email ?? caller.userRecordID) is not a participant of the share at \(url); it was sent to an address not yet verified for any account — add that address to this account to verify (R16, R17)")
                 }
@@ -131,22 +95,19 @@ extension Engine {
             try checkPolicy(PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects), item: item)
             if let mine {
                 if isPublic && mine.status == .removed {
-                    try db.execute(sql: "UPDATE participant SET status = 'accepted', role = 'publicUser', permission = ? WHERE id = ?",
-                                   arguments: [row.publicPermission.rawValue, mine.id])
+                    try db.acceptAsPublicUser(participant: mine.id, permission: row.publicPermission)
                 } else {
-                    try db.execute(sql: "UPDATE participant SET status = 'accepted' WHERE id = ?", arguments: [mine.id])
+                    try db.setStatus(.accepted, participant: mine.id)
                 }
             } else {
                 // R10: anyone with the URL of a public share joins as a publicUser.
-                let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'"), arguments: [row.id]) ?? 0
+                let count = try db.activeParticipantCount(share: row.id)
                 guard count < options.maxParticipants else {
                     throw ShareFlowError(.tooManyParticipants, "\(item) already has \(count) participants, the most a share holds (R8)")
                 }
-                try db.execute(sql: """
-                    INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
-                    VALUES (?, ?, ?, ?, ?, 'publicUser', ?, 'accepted', ?)
-                    """, arguments: [row.id, RandomIdentifier.uuidString(), caller.id, caller.primaryLookup.kind, caller.primaryLookup.value,
-                                     row.publicPermission.rawValue, Date().timeIntervalSince1970])
+                try db.insertParticipant(share: row.id, participantID: RandomIdentifier.uuidString(), account: caller.id,
+                                         lookup: caller.primaryLookup, role: .publicUser, permission: row.publicPermission,
+                                         status: .accepted, at: Date().timeIntervalSince1970)
             }
             let share = try makeShare(row, zone: zone, caller: caller, db: db)
             var event = Event(.shareAccepted, caller: caller, container: container)
@@ -165,14 +126,13 @@ extension Engine {
                                           progress: ((Int, Int) -> Void)? = nil,
                                           isCancelled: () -> Bool = { false }) throws -> [UserIdentity] {
         let identities = try reading { db -> [UserIdentity] in
-            let contacts = try Row.fetchAll(db.cachedStatement(sql: "SELECT kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id"),
-                                            arguments: [caller.id])
+            let contacts = try db.contacts(of: caller.id)
             var order: [Int64] = []
             var found: [Int64: (account: Account, lookup: LookupInfo, ids: [String])] = [:]
             for (i, c) in contacts.enumerated() {
                 if isCancelled() { throw ShareFlowError(.operationCancelled, "discovery was cancelled after \(i) of \(contacts.count) contacts") }
-                let lookup = LookupInfo(kind: c["kind"], value: c["value"])
-                let identifier: String = c["contactIdentifier"]
+                let lookup = c.lookupInfo
+                let identifier = c.contactIdentifier
                 if let id = try accountID(for: lookup, db: db), id != caller.id {
                     if found[id] != nil {
                         if !found[id]!.ids.contains(identifier) { found[id]!.ids.append(identifier) }

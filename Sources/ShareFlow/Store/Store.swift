@@ -45,29 +45,39 @@ public final class Store: @unchecked Sendable {
     }
 
     /// Runs `body` in a transaction, or in a savepoint when a transaction is already open.
-    public func write<T>(_ body: (Database) throws -> T) throws -> T {
-        if let db = current {
-            var result: T?
-            try db.inSavepoint {
-                result = try body(db)
-                return .commit
+    /// A failure of the store itself is thrown as `serviceUnavailable` naming the store and the
+    /// cause (never the SQL); any other error rolls back and passes through.
+    package func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+        do {
+            if let db = current {
+                var result: T?
+                try db.inSavepoint {
+                    result = try body(StoreTransaction(db))
+                    return .commit
+                }
+                return result!
             }
-            return result!
-        }
-        return try queue.write { db in
-            current = db
-            defer { current = nil }
-            return try body(db)
+            return try queue.write { db in
+                current = db
+                defer { current = nil }
+                return try body(StoreTransaction(db))
+            }
+        } catch let error as DatabaseError {
+            throw StoreFailure(error, path: path).shareFlowError
         }
     }
 
     /// Runs `body` with a connection: the open transaction's, or a fresh read.
-    public func read<T>(_ body: (Database) throws -> T) throws -> T {
-        if let db = current { return try body(db) }
-        return try queue.read { db in
-            current = db
-            defer { current = nil }
-            return try body(db)
+    package func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+        do {
+            if let db = current { return try body(StoreTransaction(db)) }
+            return try queue.read { db in
+                current = db
+                defer { current = nil }
+                return try body(StoreTransaction(db))
+            }
+        } catch let error as DatabaseError {
+            throw StoreFailure(error, path: path).shareFlowError
         }
     }
 

@@ -32,7 +32,7 @@ extension Engine {
         try reading { db in
             var s = StoreSnapshot()
             var accounts: [Int64: String] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT id, userRecordID, discoverability FROM account") {
+            for row in try Row.fetchAll(db.db, sql: "SELECT id, userRecordID, discoverability FROM account") {
                 let id: Int64 = row[0]
                 let a = try loadAccount(id: id, db: db)
                 let who = a.email ?? a.phones.first ?? a.userRecordID
@@ -41,11 +41,11 @@ extension Engine {
                 s.items["accounts", default: [:]][a.userRecordID] =
                     "\(who) [\(addresses)\(a.name.isEmpty ? "" : "; \(a.name.formatted)"); \(a.discoverability.rawValue); \(a.contacts.count) contacts]"
             }
-            for row in try Row.fetchAll(db, sql: "SELECT id, container, scope, ownerID, name FROM zone") {
+            for row in try Row.fetchAll(db.db, sql: "SELECT id, container, scope, ownerID, name FROM zone") {
                 let owner = accounts[row[3]] ?? "public"
                 s.items["zones", default: [:]]["\(row[0] as Int64)"] = "\(row[4] as String) of \(owner) in \(row[1] as String)"
             }
-            for row in try Row.fetchAll(db, sql: """
+            for row in try Row.fetchAll(db.db, sql: """
                 SELECT r.id, r.name, r.type, r.fields, r.parentName, z.name, z.ownerID FROM record r JOIN zone z ON z.id = r.zoneID
                 WHERE r.type != 'cloudkit.share'
                 """) {
@@ -57,7 +57,7 @@ extension Engine {
                     "\(row[2] as String) \(row[1] as String) in \(row[5] as String) of \(owner)\(parent) {\(shown)}"
             }
             var shares: [Int64: String] = [:]
-            for row in try Row.fetchAll(db, sql: """
+            for row in try Row.fetchAll(db.db, sql: """
                 SELECT s.id, s.url, s.rootName, s.publicPermission, r.fields FROM share s JOIN record r ON r.id = s.recordID
                 """) {
                 let fields = (try? JSONDecoder().decode([String: FieldValue].self, from: Data((row[4] as String).utf8))) ?? [:]
@@ -67,7 +67,7 @@ extension Engine {
                 let root = (row[2] as String?).map { "root \($0)" } ?? "zone share"
                 s.items["shares", default: [:]][row[1]] = "\(title) \(root), publicPermission \(row[3] as String), \(row[1] as String)"
             }
-            for row in try Row.fetchAll(db, sql: "SELECT participantID, shareID, lookupValue, role, permission, status FROM participant") {
+            for row in try Row.fetchAll(db.db, sql: "SELECT participantID, shareID, lookupValue, role, permission, status FROM participant") {
                 s.items["participants", default: [:]][row[0]] =
                     "\(row[2] as String) on \(shares[row[1]] ?? "?"): \(row[3] as String) \(row[4] as String) \(row[5] as String)"
             }

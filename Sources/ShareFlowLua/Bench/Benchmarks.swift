@@ -1,7 +1,6 @@
 import CLua
 import CShareFlowSupport
 import Foundation
-import GRDB
 import GRDBSQLite
 import ShareFlow
 
@@ -182,7 +181,8 @@ public struct Benchmarks {
         guard sqlite3_open_v2(path, &raw, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { throw PluginError("cannot open \(path)") }
         defer { sqlite3_close(raw) }
         var statement: OpaquePointer?
-        sqlite3_prepare_v2(raw, "SELECT a.userRecordID, a.name, a.discoverability FROM account_email e JOIN account a ON a.id = e.accountID WHERE e.email = ?", -1, &statement, nil)
+        // The same statement the engine runs, straight through SQLite's C API.
+        sqlite3_prepare_v2(raw, StoreTransaction.identityByEmailSQL, -1, &statement, nil)
         defer { sqlite3_finalize(statement) }
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
@@ -220,46 +220,18 @@ public struct Benchmarks {
 
     /// Accounts `user<i>@bench.example`, inserted in bulk (setup, not measured).
     func bulkAccounts(_ engine: Engine, count: Int) throws {
-        try engine.store.write { db in
-            let account = try db.makeStatement(sql: "INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, ?, ?, 0)")
-            let email = try db.makeStatement(sql: "INSERT INTO account_email (email, accountID, position) VALUES (?, ?, 0)")
-            for i in 0..<count {
-                try account.execute(arguments: [String(format: "_bench%027d", i), "{\"givenName\":\"User \(i)\"}", i % 2 == 0 ? "granted" : "initialState"])
-                try email.execute(arguments: ["user\(i)@bench.example", db.lastInsertedRowID])
-            }
-        }
+        _ = try engine.store.seedAccounts(count: count, email: { "user\($0)@bench.example" },
+                                          name: { NameComponents(givenName: "User \($0)") }, discoverable: { $0 % 2 == 0 })
     }
 
-    /// `count` shares owned by owner@example.com, each with `guests` pending participants;
-    /// bulk SQL (setup, not measured). Returns the URLs.
-    func bulkShares(_ engine: Engine, count: Int, guests: [Int64]) throws -> [String] {
+    /// `count` shares owned by owner@example.com, each with `guests` pending participants,
+    /// inserted in bulk (setup, not measured). Returns the URLs.
+    func bulkShares(_ engine: Engine, count: Int, guests: [(id: Int64, email: String)]) throws -> [String] {
         let owner = try engine.accounts.create(emails: ["owner@example.com"])
         let c = try engine.session(for: owner).container("iCloud.com.example.bench")
         _ = try c.privateCloudDatabase.saveZone("Bench")
-        return try engine.store.write { db in
-            let zone = try Int64.fetchOne(db, sql: "SELECT id FROM zone WHERE name = 'Bench'")!
-            let record = try db.makeStatement(sql: "INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, modifiedAt) VALUES (?, ?, ?, ?, NULL, 1, 0)")
-            let share = try db.makeStatement(sql: "INSERT INTO share (recordID, zoneID, url, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')")
-            let participant = try db.makeStatement(sql: """
-                INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
-                VALUES (?, ?, ?, 'emailAddress', ?, ?, ?, ?, ?)
-                """)
-            var urls: [String] = []
-            let now = Date().timeIntervalSince1970
-            for i in 0..<count {
-                try record.execute(arguments: [zone, "doc\(i)", "Doc", "{\"title\":{\"s\":\"Doc \(i)\"}}"])
-                try record.execute(arguments: [zone, "share\(i)", Share.recordType, "{\"cloudkit.title\":{\"s\":\"Share \(i)\"}}"])
-                let url = "https://shareflow.invalid/share/bench\(i)-\(UUID().uuidString)"
-                try share.execute(arguments: [db.lastInsertedRowID, zone, url, "doc\(i)"])
-                let shareID = db.lastInsertedRowID
-                try participant.execute(arguments: [shareID, UUID().uuidString, owner.id, "owner@example.com", "owner", "readWrite", "accepted", now])
-                for g in guests {
-                    try participant.execute(arguments: [shareID, UUID().uuidString, g, "guest\(g)@example.com", "privateUser", "readOnly", "pending", now])
-                }
-                urls.append(url)
-            }
-            return urls
-        }
+        return try engine.store.seedShares(owner: owner, container: "iCloud.com.example.bench", zoneName: "Bench",
+                                           count: count, guests: guests)
     }
 
     /// Accepts per second without and with the allow-list policy, and the median ratio of
@@ -272,7 +244,7 @@ public struct Benchmarks {
         // round's pair, and the median of the pairs' ratios ignores it.
         let rounds = 10
         let perRound = max(sizes.accepts / rounds, 1)
-        let urls = try bulkShares(engine, count: 2 * rounds * perRound, guests: [bob.id])
+        let urls = try bulkShares(engine, count: 2 * rounds * perRound, guests: [(bob.id, "bob@example.com")])
         let container = try engine.session(for: bob).container("iCloud.com.example.bench")
         let (metas, error) = container.fetchShareMetadataResults(urls)
         if let error { throw error }
@@ -299,7 +271,7 @@ public struct Benchmarks {
             policy.append(try rate(metadatas[next..<next + perRound])); next += perRound
             progress(String(format: "  accepts/s without %.0f, with the policy %.0f", plain.last!, policy.last!))
         }
-        let accepted = try engine.store.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM participant WHERE status = 'accepted' AND role != 'owner'") }
+        let accepted = try engine.store.acceptedParticipantCount()
         precondition(accepted == next, "every accept was committed")
         return (median(plain), median(policy), pairedRatio(policy, plain))
     }
@@ -342,16 +314,9 @@ public struct Benchmarks {
     func residentMemory(in scratch: URL) throws -> (Double, Double) {
         let engine = Engine(store: try Store(path: scratch.appendingPathComponent("rss.sqlite").path))
         engine.logger.logLevel = .critical
-        let guests = try engine.store.write { db -> [Int64] in
-            try (0..<(sizes.participantsPerShare - 1)).map { i in
-                try db.execute(sql: "INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, '{}', 'initialState', 0)",
-                               arguments: [String(format: "_guest%026d", i)])
-                let id = db.lastInsertedRowID
-                try db.execute(sql: "INSERT INTO account_email (email, accountID, position) VALUES (?, ?, 0)", arguments: ["guest\(id)@example.com", id])
-                return id
-            }
-        }
-        _ = try bulkShares(engine, count: sizes.shares, guests: guests)
+        let emails = (0..<(sizes.participantsPerShare - 1)).map { "guest\($0)@example.com" }
+        let guests = try engine.store.seedAccounts(count: emails.count, email: { emails[$0] })
+        _ = try bulkShares(engine, count: sizes.shares, guests: Array(zip(guests, emails)).map { (id: $0.0, email: $0.1) })
         let owner = try engine.accounts.find(LookupInfo.emailAddress("owner@example.com"))!
         let db = try engine.session(for: owner).container("iCloud.com.example.bench").privateCloudDatabase
         let zone = RecordZoneID(zoneName: "Bench", ownerName: owner.userRecordID)

@@ -1,0 +1,65 @@
+import Foundation
+import GRDB
+
+/// Bulk data for benchmarks and load tests: rows as the engine would have made them, inserted
+/// with prepared statements in one transaction (setup, never measured). Not for users: it
+/// skips the rules and emits no events.
+extension Store {
+    /// `count` accounts, account `i` with email `email(i)`, discoverable when `discoverable(i)`.
+    /// Returns their row IDs.
+    package func seedAccounts(count: Int, email: (Int) -> String, name: (Int) -> NameComponents = { _ in NameComponents() },
+                              discoverable: (Int) -> Bool = { _ in false }) throws -> [Int64] {
+        try queue.write { db in
+            let account = try db.makeStatement(sql: "INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, ?, ?, 0)")
+            let address = try db.makeStatement(sql: "INSERT INTO account_email (email, accountID, position) VALUES (?, ?, 0)")
+            let encoder = JSONEncoder()
+            return try (0..<count).map { i in
+                let json = String(decoding: try encoder.encode(name(i)), as: UTF8.self)
+                try account.execute(arguments: [Account.newUserRecordID(), json,
+                                                (discoverable(i) ? Discoverability.granted : .initialState).rawValue])
+                let id = db.lastInsertedRowID
+                try address.execute(arguments: [email(i), id])
+                return id
+            }
+        }
+    }
+
+    /// `count` hierarchy shares in `owner`'s existing zone `zoneName` of `container`, share `i`
+    /// rooted at record `doc<i>`, each with `guests` as pending readOnly participants (by
+    /// account row ID and email). Returns the share URLs in order.
+    package func seedShares(owner: Account, container: String, zoneName: String, count: Int,
+                            guests: [(id: Int64, email: String)]) throws -> [String] {
+        try queue.write { db in
+            let tx = StoreTransaction(db)
+            guard let zone = try tx.zoneRowID(container: container, isPublic: false, ownerID: owner.id, name: zoneName) else {
+                throw ShareFlowError(.zoneNotFound, "zone \(zoneName) of \(owner.userRecordID) in \(container) does not exist")
+            }
+            let now = Date().timeIntervalSince1970
+            var urls: [String] = []
+            for i in 0..<count {
+                _ = try tx.insertRecord(zone: zone, name: "doc\(i)", type: "Doc", fields: try StoredFields(["title": .string("Doc \(i)")]),
+                                        parentName: nil, tag: RandomIdentifier.changeTag(), by: owner.id, at: now)
+                let record = try tx.insertRecord(zone: zone, name: "share\(i)", type: Share.recordType,
+                                                 fields: try StoredFields(["cloudkit.title": .string("Share \(i)")]),
+                                                 parentName: nil, tag: RandomIdentifier.changeTag(), by: owner.id, at: now)
+                let url = "https://shareflow.invalid/share/bench\(i)-\(RandomIdentifier.uuidString())"
+                let share = try tx.insertShare(record: record, zone: zone, url: url, rootName: "doc\(i)")
+                try tx.insertParticipant(share: share, participantID: RandomIdentifier.uuidString(), account: owner.id,
+                                         lookup: .emailAddress(owner.email ?? ""), role: .owner, permission: .readWrite,
+                                         status: .accepted, at: now)
+                for g in guests {
+                    try tx.insertParticipant(share: share, participantID: RandomIdentifier.uuidString(), account: g.id,
+                                             lookup: .emailAddress(g.email), role: .privateUser, permission: .readOnly,
+                                             status: .pending, at: now)
+                }
+                urls.append(url)
+            }
+            return urls
+        }
+    }
+
+    /// Participants other than owners who have accepted, across the store.
+    package func acceptedParticipantCount() throws -> Int {
+        try queue.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM participant WHERE status = 'accepted' AND role != 'owner'") ?? 0 }
+    }
+}

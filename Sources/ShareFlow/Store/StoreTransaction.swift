@@ -1,0 +1,88 @@
+import Foundation
+import GRDB
+
+/// The store as the engine uses it inside one read or transaction: rows in, rows out, no SQL
+/// outside this folder. This is the seam a second store (PostgreSQL, later) plugs into — the
+/// engine never learns the SQL dialect.
+///
+/// Methods that change rows are named for what they change (`insertRecord`, `setStatus`); the
+/// rules deciding whether to call them live in the engine (`SharingRules`, `Engine+Modify`).
+package struct StoreTransaction {
+    let db: Database
+
+    init(_ db: Database) { self.db = db }
+}
+
+/// A record's fields as stored (JSON), made once so a save can check its size (R22) and store
+/// the same bytes.
+package struct StoredFields {
+    let json: String
+    package var byteCount: Int { json.utf8.count }
+
+    package init(_ fields: [String: FieldValue]) throws {
+        json = String(decoding: try JSONEncoder().encode(fields), as: UTF8.self)
+    }
+
+    static func decode(_ json: String) -> [String: FieldValue] {
+        (try? JSONDecoder().decode([String: FieldValue].self, from: Data(json.utf8))) ?? [:]
+    }
+}
+
+// MARK: Rows
+
+/// A zone as stored: its row ID and the zone ID callers name it by.
+package struct ZoneRow {
+    package let id: Int64
+    package let container: String
+    package let ownerID: Int64
+    package let zoneID: RecordZoneID
+    package let isPublic: Bool
+}
+
+package struct RecordRow {
+    package let id: Int64
+    package let name: String
+    package let type: String
+    package let fields: [String: FieldValue]
+    package let parentName: String?
+    package let tag: String
+    package let modifiedAt: Double
+}
+
+package struct ShareRow {
+    package let id: Int64
+    package let recordID: Int64
+    package let zoneRowID: Int64
+    package let url: String
+    package let rootName: String?
+    package let publicPermission: ParticipantPermission
+    package let recordName: String
+}
+
+package struct ParticipantRow {
+    package let id: Int64
+    package let participantID: String
+    package let accountID: Int64?
+    package let lookup: LookupInfo
+    package var role: ParticipantRole
+    package var permission: ParticipantPermission
+    package var status: ParticipantAcceptanceStatus
+}
+
+/// What share metadata needs to know about a URL for a caller before it does anything else
+/// (R16, R27): one probe, the same work for a live URL as for a made-up one.
+package struct ShareProbe {
+    package let exists: Bool
+    package let isPublic: Bool
+    package let isParticipant: Bool
+    package let hasUnmatchedInvitations: Bool
+}
+
+/// A pending invitation as stored.
+package struct InvitationRow {
+    package let participantID: String
+    package let url: String
+    package let fields: [String: FieldValue]
+    package let lookup: LookupInfo
+    package let addedAt: Double
+}
