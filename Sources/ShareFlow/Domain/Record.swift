@@ -134,13 +134,10 @@ public class Record: CustomStringConvertible {
 
     /// A copy with only `keys` (nil: all), for `rootRecordDesiredKeys`.
     func copy(keys: [String]?) -> Record {
-        let r = Record(recordType: recordType, recordID: recordID,
-                       fields: keys.map { k in fields.filter { k.contains($0.key) } } ?? fields, parent: parent)
-        r.share = share
-        r.recordChangeTag = recordChangeTag
-        r.modificationDate = modificationDate
-        r.serverFields = serverFields.map { base in keys.map { k in base.filter { k.contains($0.key) } } ?? base }
-        r.serverParent = serverParent
+        let r = duplicate()
+        guard let keys else { return r }
+        r.fields = fields.filter { keys.contains($0.key) }
+        r.serverFields = serverFields?.filter { keys.contains($0.key) }
         return r
     }
 }
