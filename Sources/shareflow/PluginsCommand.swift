@@ -67,8 +67,13 @@ extension ShareFlowCommand {
             var names: [String] = []
 
             func run() throws {
+                // Reloading is a check: it makes no store (nor plugin data beside one) where
+                // there is none.
+                var global = self.global
+                if global.store != ":memory:" && !FileManager.default.fileExists(atPath: global.store) { global.store = ":memory:" }
                 let engine: Engine
                 do { engine = try global.makeEngine() } catch let f as CLIFailure { fail(f.message) }
+                defer { engine.store.checkpoint() }
                 do {
                     let manager = try global.loadPlugins(into: engine)
                     let reloaded = names.isEmpty ? try manager.reload() : try names.flatMap { try manager.reload($0) }

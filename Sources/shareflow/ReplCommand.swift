@@ -24,6 +24,7 @@ extension ShareFlowCommand {
         func run() throws {
             let engine: Engine
             do { engine = try global.makeEngine() } catch let f as CLIFailure { fail(f.message) }
+            defer { engine.store.checkpoint() }
             let plugins: PluginManager
             do { plugins = try global.loadPlugins(into: engine) } catch { fail("\(error)") }
             let host = try ScriptHost(engine: engine)

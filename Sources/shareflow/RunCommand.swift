@@ -42,6 +42,8 @@ extension ShareFlowCommand {
             defer { if let scratch { try? FileManager.default.removeItem(at: scratch) } }
             let engine: Engine
             engine = try global.makeEngine()
+            // A clean exit leaves the store file whole: the WAL checkpointed into it.
+            defer { engine.store.checkpoint() }
             let before = dryRun ? try engine.snapshot() : nil
             let plugins: PluginManager
             do { plugins = try global.loadPlugins(into: engine) } catch { throw CLIFailure(message: "\(error)") }

@@ -10,7 +10,7 @@ struct ShareFlowCommand: ParsableCommand {
         commandName: "shareflow",
         abstract: "CloudKit-style sharing engine with an embedded Lua 5.4.",
         version: "0.1.0",
-        subcommands: [Run.self, Repl.self, Test.self, Plugins.self, Bench.self]
+        subcommands: [Run.self, Repl.self, Test.self, Plugins.self, Bench.self, StoreCommand.self]
     )
 }
 
@@ -69,6 +69,8 @@ struct GlobalOptions: ParsableArguments {
             store = try Store(path: self.store)
         } catch let error as StoreError {
             throw CLIFailure(message: error.description)
+        } catch let error as ShareFlowError {
+            throw CLIFailure(message: "cannot open store \(self.store): \(error.message)")
         }
         return Engine(store: store, logger: logger)
     }

@@ -26,9 +26,12 @@ public final class Store: @unchecked Sendable {
     public init(path: String, busyTimeout: TimeInterval = 10) throws {
         self.path = path
         if path != ":memory:" {
-            try Store.checkForeignFile(at: path)
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            do {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            } catch {
+                throw StoreError.cannotOpen(path: path, reason: "its folder \(folder.path) cannot be made (\(Store.reason(error)))")
+            }
         }
         var config = Configuration()
         config.journalMode = path == ":memory:" ? .default : .wal
@@ -38,10 +41,64 @@ public final class Store: @unchecked Sendable {
         // In WAL mode, NORMAL survives a killed process (only power loss can drop the last
         // commits), and spares an fsync per item.
         config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-        queue = path == ":memory:"
-            ? try DatabaseQueue(configuration: config)
-            : try DatabaseQueue(path: path, configuration: config)
-        try Store.migrator.migrate(queue)
+        // Several processes may open one new store at once: one makes it (the schema is
+        // created in one migration transaction) while the others see it half-made — busy, a
+        // table that already exists, the migrations table alone. Those pass within a moment;
+        // retry until the store is whole or the busy timeout is spent.
+        let deadline = Date().addingTimeInterval(max(busyTimeout, 1))
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                if path != ":memory:" { try Store.checkForeignFile(at: path) }
+                let queue = path == ":memory:"
+                    ? try DatabaseQueue(configuration: config)
+                    : try DatabaseQueue(path: path, configuration: config)
+                try Store.migrator.migrate(queue)
+                self.queue = queue
+                return
+            } catch let error as DatabaseError where Store.isTransientOpenFailure(error) && Date() < deadline {
+                usleep(UInt32(min(5_000 * attempt, 50_000)))
+            } catch let error as DatabaseError {
+                throw StoreError.cannotOpen(path: path, reason: Store.reason(error))
+            }
+        }
+    }
+
+    /// Failures another process opening the same new store causes for a moment.
+    private static func isTransientOpenFailure(_ error: DatabaseError) -> Bool {
+        switch error.resultCode {
+        case .SQLITE_BUSY, .SQLITE_LOCKED: return true
+        case .SQLITE_ERROR: return error.message?.contains("already exists") == true
+        default: return false
+        }
+    }
+
+    /// What went wrong, in words, without SQL.
+    static func reason(_ error: Error) -> String {
+        if let db = error as? DatabaseError {
+            switch db.resultCode {
+            case .SQLITE_CANTOPEN: return "it cannot be opened: the file or its folder is missing or not accessible"
+            case .SQLITE_READONLY: return "it is read-only"
+            case .SQLITE_PERM: return "permission denied"
+            case .SQLITE_BUSY, .SQLITE_LOCKED: return "another process holds it locked"
+            case .SQLITE_FULL: return "the disk is full"
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB: return "it is damaged (\(db.message ?? "corrupt"))"
+            default: return db.message ?? "SQLite error \(db.resultCode.rawValue)"
+            }
+        }
+        if let cocoa = error as? CocoaError, let underlying = cocoa.userInfo[NSUnderlyingErrorKey] as? NSError,
+           underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        return "\(error)"
+    }
+
+    /// Moves the WAL's content into the database file and empties the WAL, so the file alone
+    /// is the whole store (copy it, back it up). Done at a clean exit.
+    public func checkpoint() {
+        guard path != ":memory:" else { return }
+        try? queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
     }
 
     /// Runs `body` in a transaction, or in a savepoint when a transaction is already open.
@@ -112,7 +169,8 @@ public final class Store: @unchecked Sendable {
         defer { try? probe.close() }
         try probe.read { db in
             let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
-            if tables.isEmpty { return }
+            // Nothing yet, or GRDB's migrations table alone: a store another process is making.
+            if tables.allSatisfy({ $0 == "grdb_migrations" }) { return }
             guard tables.contains("shareflow_meta") else {
                 throw StoreError.notAStore(path: path, reason: "it is an SQLite database of another program (tables: \(tables.prefix(5).joined(separator: ", ")))")
             }
@@ -132,11 +190,17 @@ public final class Store: @unchecked Sendable {
 public enum StoreError: Error, CustomStringConvertible {
     case notAStore(path: String, reason: String)
     case newerSchema(path: String, found: Int, supported: Int)
+    case cannotOpen(path: String, reason: String)
+    case cannotBackUp(destination: String, reason: String)
 
     public var description: String {
         switch self {
         case let .notAStore(path, reason):
             return "\(path) is not a ShareFlow store: \(reason); refusing to open it (the file was not changed)"
+        case let .cannotOpen(path, reason):
+            return "cannot open store \(path): \(reason)"
+        case let .cannotBackUp(destination, reason):
+            return "cannot back up to \(destination): \(reason)"
         case let .newerSchema(path, found, supported):
             return "\(path) has store schema version \(found), newer than this shareflow supports (\(supported)); upgrade shareflow (the file was not changed)"
         }

@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import ShareFlow
+
+extension ShareFlowCommand {
+    struct StoreCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "store",
+            abstract: "Look after the store: its size and counts, a health check, a backup.",
+            subcommands: [Info.self, Check.self, Backup.self]
+        )
+
+        /// The store named by --store, which must exist (these commands never make one).
+        static func open(_ global: GlobalOptions) throws -> Store {
+            guard global.store == ":memory:" || FileManager.default.fileExists(atPath: global.store) else {
+                fail("cannot open store \(global.store): it does not exist")
+            }
+            do { return try Store(path: global.store) } catch let e as StoreError { fail(e.description) }
+        }
+
+        static func printJSON<T: Encodable>(_ value: T) throws {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(value), as: UTF8.self))
+        }
+
+        struct Info: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Schema version, file sizes and row counts.")
+            @OptionGroup var global: GlobalOptions
+
+            func run() throws {
+                let store = try StoreCommand.open(global)
+                defer { store.checkpoint() }
+                let info = try store.info()
+                if global.json { return try StoreCommand.printJSON(info) }
+                print("store \(info.path)")
+                print("  schema version \(info.schemaVersion)")
+                print("  \(info.fileBytes) bytes, \(info.walBytes) bytes in the write-ahead log")
+                for kind in ["accounts", "zones", "records", "shares", "participants"] {
+                    print("  \(kind): \(info.counts[kind] ?? 0)")
+                }
+            }
+        }
+
+        struct Check: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "SQLite's integrity check and ShareFlow's invariants; exits 1 when anything is wrong.")
+            @OptionGroup var global: GlobalOptions
+
+            func run() throws {
+                let store = try StoreCommand.open(global)
+                defer { store.checkpoint() }
+                let check = try store.check()
+                if global.json {
+                    try StoreCommand.printJSON(check)
+                } else if check.isHealthy {
+                    print("store \(store.path): ok")
+                } else {
+                    print("store \(store.path): \(check.problems.count + (check.integrity == ["ok"] ? 0 : check.integrity.count)) problem(s)")
+                    for line in check.integrity where line != "ok" { print("  integrity: \(line)") }
+                    for line in check.problems { print("  \(line)") }
+                }
+                if !check.isHealthy { throw ExitCode(1) }
+            }
+        }
+
+        struct Backup: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Copy the store to DEST with SQLite's online backup (writers may go on).")
+            @OptionGroup var global: GlobalOptions
+            @Argument(help: "The backup file to make (must not exist).")
+            var destination: String
+
+            func run() throws {
+                let store = try StoreCommand.open(global)
+                defer { store.checkpoint() }
+                do { try store.backup(to: destination) } catch let e as StoreError { fail(e.description) }
+                if global.json {
+                    try StoreCommand.printJSON(["store": store.path, "backup": destination])
+                } else {
+                    print("backed up \(store.path) to \(destination)")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import XCTest
+
+/// SPEC §11 as an operator meets it: several processes opening one new store, a clean exit
+/// leaving the file whole, `store info|check|backup`, and commands that make no store.
+final class StoreCommandTests: XCTestCase {
+    /// About 1 in 10 of these failed before (`table shareflow_meta already exists`, `database is
+    /// locked`, a false "not a ShareFlow store").
+    func testThreeProcessesOpeningOneNewStoreAtOnce() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let script = dir.appendingPathComponent("join.lua")
+        try CLI.write("""
+            local sf = require("shareflow")
+            sf.accounts.create{ email = arg[1] .. "@example.com" }
+            print(sf.accounts.count() >= 1)
+            """, to: script)
+        for round in 0..<12 {
+            let store = dir.appendingPathComponent("new\(round)/store.sqlite").path
+            final class Results: @unchecked Sendable { var items = [CLI.Result?](repeating: nil, count: 3); let lock = NSLock() }
+            let results = Results()
+            let group = DispatchGroup()
+            for n in 0..<3 {
+                group.enter()
+                Thread.detachNewThread {
+                    let r = try? CLI.run(["run", "--store", store, script.path, "user\(n)"])
+                    results.lock.lock(); results.items[n] = r; results.lock.unlock()
+                    group.leave()
+                }
+            }
+            XCTAssertEqual(group.wait(timeout: .now() + 120), .success)
+            for (n, r) in results.items.enumerated() {
+                XCTAssertEqual(r?.status, 0, "round \(round), process \(n): \(r?.stderr ?? "did not run")")
+            }
+            let info = try CLI.run(["store", "info", "--store", store, "--json"])
+            XCTAssertTrue(info.stdout.contains("\"accounts\":3"), "round \(round): \(info.stdout)\(info.stderr)")
+        }
+    }
+
+    func testACleanExitLeavesTheStoreFileWhole() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("store.sqlite").path
+        let write = dir.appendingPathComponent("write.lua"), read = dir.appendingPathComponent("read.lua")
+        try CLI.write("require('shareflow').accounts.create{ email = 'alice@example.com' }", to: write)
+        try CLI.write("print(require('shareflow').accounts.count())", to: read)
+        XCTAssertEqual(try CLI.run(["run", "--store", store, write.path]).status, 0)
+        // The file alone, as a user copies it.
+        let copy = dir.appendingPathComponent("copy/store.sqlite")
+        try FileManager.default.createDirectory(at: copy.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: store, toPath: copy.path)
+        let r = try CLI.run(["run", "--store", copy.path, read.path])
+        XCTAssertEqual(r.stdout, "1\n", r.stderr)
+    }
+
+    func testStoreInfoCheckAndBackup() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("store.sqlite").path
+        let setup = try CLI.run(["run", "--store", store, "Scripts/examples/audit_access.lua"])
+        XCTAssertEqual(setup.status, 0, setup.stderr)
+
+        let info = try CLI.run(["store", "info", "--store", store])
+        XCTAssertEqual(info.status, 0, info.stderr)
+        XCTAssertTrue(info.stdout.contains("schema version 2"), info.stdout)
+        XCTAssertTrue(info.stdout.contains("shares: 2"), info.stdout)
+        let json = try CLI.run(["store", "info", "--store", store, "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        XCTAssertEqual((object?["counts"] as? [String: Int])?["participants"], 6)
+        XCTAssertFalse(json.stdout.contains("\\/"), "no escaped slashes")
+
+        XCTAssertEqual(try CLI.run(["store", "check", "--store", store]).stdout, "store \(store): ok\n")
+        let backup = dir.appendingPathComponent("backup.sqlite").path
+        let b = try CLI.run(["store", "backup", "--store", store, backup])
+        XCTAssertEqual(b.status, 0, b.stderr)
+        XCTAssertEqual(try CLI.run(["store", "check", "--store", backup]).status, 0)
+        let again = try CLI.run(["store", "backup", "--store", store, backup])
+        XCTAssertEqual(again.status, 1)
+        XCTAssertEqual(again.stderr, "shareflow: cannot back up to \(backup): it exists; a backup never overwrites a file\n")
+
+        // Break an invariant behind ShareFlow's back: the check names it and fails.
+        let breaker = Process()
+        breaker.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        breaker.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"delete from participant where role='owner' and id=(select min(id) from participant)\"); c.commit()", backup]
+        try breaker.run(); breaker.waitUntilExit()
+        let broken = try CLI.run(["store", "check", "--store", backup])
+        XCTAssertEqual(broken.status, 1)
+        XCTAssertTrue(broken.stdout.contains("has 0 accepted owners (one expected)"), broken.stdout)
+
+        let missing = try CLI.run(["store", "info", "--store", dir.appendingPathComponent("nope.sqlite").path])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.stderr.hasPrefix("shareflow: cannot open store "), missing.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("nope.sqlite").path), "nothing made")
+    }
+
+    func testPluginsReloadMakesNoStore() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = try CLI.run(["plugins", "reload", "--plugins", CLI.root.appendingPathComponent("Plugins").path], cwd: dir)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), [], "nothing made in the current folder")
+    }
+}
