@@ -1,4 +1,5 @@
 import CLua
+import CShareFlowSupport
 import Foundation
 import ShareFlow
 
@@ -23,6 +24,10 @@ public struct LuaTestRunner {
     public var engineOptions = Engine.Options()
     /// Where tests outside a plugin folder find plugins to load.
     public var pluginDirectories = ["Plugins"]
+    /// Seconds one test may run before it fails as timed out (nil: no limit).
+    public var timeout: Double? = 10
+    /// Set when Ctrl-C stopped a test: the caller stops and reports what ran.
+    public private(set) var interrupted = false
 
     public init() {}
 
@@ -48,8 +53,10 @@ public struct LuaTestRunner {
         return files.sorted()
     }
 
-    /// Runs every test of `file`; `report` is called after each.
-    public func run(file: String, report: (Outcome) -> Void) {
+    /// Runs every test of `file`; `report` is called after each. Ctrl-C fails the running test
+    /// with "interrupted" and stops (see `interrupted`).
+    public mutating func run(file: String, report: (Outcome) -> Void) {
+        guard !interrupted else { return }
         // First pass: learn the test names.
         let names: [String]
         do {
@@ -71,16 +78,23 @@ public struct LuaTestRunner {
                 lua_rawget(L, -2)
                 lua_copy(L, -1, -3)
                 host.lua.pop(2)
-                try host.lua.call(arguments: 0, results: 0)
+                sf_set_interrupt_target(host.lua.limits)
+                defer { sf_set_interrupt_target(nil) }
+                try host.lua.guardedCall(arguments: 0, results: 0)
                 host.lua.close()
             } catch let e as LuaError {
                 failure = e.description
             } catch {
                 failure = "\(error)"
             }
+            if sf_take_sigint() != 0 { interrupted = true }
             report(Outcome(file: file, name: name, failure: failure))
+            if interrupted { return }
         }
     }
+
+    /// From now on Ctrl-C interrupts the running test instead of killing the process.
+    public static func catchInterrupts() { sf_install_sigint() }
 
     private func loadTests(file: String) throws -> (host: ScriptHost, names: [String]) {
         var options = engineOptions
@@ -88,6 +102,12 @@ public struct LuaTestRunner {
         let engine = Engine(store: try Store(path: ":memory:"), options: options)
         engine.logger.logLevel = .critical
         let host = try ScriptHost(engine: engine)
+        if let timeout {
+            // The budget's mechanism, on the wall clock: a test stuck in a loop (or in a
+            // pattern function) fails with this reason, and pcall cannot keep it going.
+            host.lua.cpuBudget = UInt64(max(timeout, 0.001) * 1e9)
+            host.lua.budgetReason = "timed out after \(LuaTestRunner.seconds(timeout)) (--timeout)"
+        }
         try host.run(LuaTestRunner.harness, chunkName: "=[test harness]")
         try attachPlugins(host, file: file)
         try prepare(host, file)
@@ -95,6 +115,10 @@ public struct LuaTestRunner {
         let names = try host.run("local n = {} for i, t in ipairs(__shareflow_tests) do n[i] = t.name end return n")
         guard case .table(let t) = names.first ?? .nil else { return (host, []) }
         return (host, t.array.compactMap(\.stringValue))
+    }
+
+    static func seconds(_ t: Double) -> String {
+        t == t.rounded() ? "\(Int(t)) s" : String(format: "%.3g s", t)
     }
 
     /// Plugins for the test: a file inside `<dir>/<name>/` (with `<dir>/<name>/init.lua`) gets

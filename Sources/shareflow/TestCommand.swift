@@ -15,12 +15,27 @@ extension ShareFlowCommand {
         @Argument(help: "Test files or folders (default: Plugins and Scripts).")
         var paths: [String] = []
 
+        @Option(name: .long, help: "Seconds one test may run before it fails as timed out (0: no limit).")
+        var timeout: Double = 10
+
+        func validate() throws {
+            guard timeout.isFinite, timeout >= 0, timeout <= 86_400 else {
+                throw ValidationError("--timeout must be a number of seconds from 0 (no limit) to 86400, got \(timeout)")
+            }
+        }
+
         func run() throws {
             _ = try global.validateLogLevel()
-            let files = LuaTestRunner.testFiles(in: paths.isEmpty ? ["Plugins", "Scripts"] : paths)
+            let searched = paths.isEmpty ? ["Plugins", "Scripts"] : paths
+            let files = LuaTestRunner.testFiles(in: searched)
+            guard !files.isEmpty else {
+                fail("no tests found in \(searched.joined(separator: ", ")) (test files are named *_test.lua)")
+            }
             var passed = 0, failed = 0
             var results: [[String: Any]] = []
-            let runner = LuaTestRunner()
+            var runner = LuaTestRunner()
+            runner.timeout = timeout == 0 ? nil : timeout
+            LuaTestRunner.catchInterrupts()
             for file in files {
                 runner.run(file: file) { outcome in
                     if let failure = outcome.failure {
@@ -33,18 +48,23 @@ extension ShareFlowCommand {
                         passed += 1
                         if !global.json { print("ok   \(outcome.file): \(outcome.name)") }
                     }
+                    // Each result as it comes, even into a pipe: a stuck test shows where it is.
+                    fflush(nil)
                     results.append(["file": outcome.file, "name": outcome.name, "passed": outcome.failure == nil,
                                     "failure": outcome.failure ?? NSNull()])
                 }
             }
+            if runner.interrupted && !global.json { print("interrupted (Ctrl-C): the tests after this one did not run") }
             if global.json {
-                let object: [String: Any] = ["passed": passed, "failed": failed, "tests": results]
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+                var object: [String: Any] = ["passed": passed, "failed": failed, "tests": results]
+                if runner.interrupted { object["interrupted"] = true }
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
                 print(String(decoding: data, as: UTF8.self))
             } else {
                 print("\(passed) passed, \(failed) failed")
             }
-            if failed > 0 || (files.isEmpty && !paths.isEmpty) { throw ExitCode(1) }
+            if runner.interrupted { throw ExitCode(130) }
+            if failed > 0 { throw ExitCode(1) }
         }
     }
 }
