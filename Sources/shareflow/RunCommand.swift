@@ -51,7 +51,15 @@ extension ShareFlowCommand {
             let host = try ScriptHost(engine: engine, sandboxFolder: sandbox ? (scriptFolder.isEmpty ? "." : scriptFolder) : nil)
             host.plugins = plugins
             if let who = `as` {
-                do { try host.setDefaultSession(who) } catch { throw CLIFailure(message: "--as \(who): \(error)") }
+                // Checked now, not at the script's first sf.container call.
+                do {
+                    guard try engine.accounts.find(who) != nil else {
+                        throw CLIFailure(message: "--as \(who): no account has this \(who.hasPrefix("_") ? "userRecordID" : who.contains("@") ? "email address" : "phone number") in store \(global.store)")
+                    }
+                    try host.setDefaultSession(who)
+                } catch let e as ShareFlowError {
+                    throw CLIFailure(message: "--as \(who): \(e.message)")
+                }
             }
             if isatty(STDERR_FILENO) != 0 {
                 // A long discovery shows where it is, on one terminal line.

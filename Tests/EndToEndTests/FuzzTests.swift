@@ -18,7 +18,7 @@ final class FuzzTests: XCTestCase {
 
     func testTrustedScriptSurvivesFuzzing() throws {
         try fuzz(mode: "script", [
-            "run", "--store", ":memory:", "--log-level", "critical", "--as", "owner@example.com",
+            "run", "--store", ":memory:", "--log-level", "critical",
             "Tests/fuzz/fuzz.lua", Self.budget, Self.seed,
         ])
     }

@@ -95,4 +95,22 @@ final class RunCommandTests: XCTestCase {
         XCTAssertNotEqual(r.status, 0)
         XCTAssertTrue(r.stderr.contains("--log-level 'loud'"), r.stderr)
     }
+
+    /// `--as nobody@x.com` was accepted and failed later, at the script's first call, with a traceback.
+    func testAsIsCheckedAtStartUp() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let script = dir.appendingPathComponent("s.lua")
+        try CLI.write("print('ran')", to: script)
+        for (who, message) in [("nobody@x.com", "no account has this email address in store :memory:"),
+                               ("not an email@", "is not a valid email address (R1)"),
+                               ("_nope", "no account has this userRecordID")] {
+            let r = try CLI.run(["run", "--store", ":memory:", "--as", who, script.path])
+            XCTAssertEqual(r.status, 1)
+            XCTAssertEqual(r.stdout, "", "the script never ran")
+            XCTAssertTrue(r.stderr.hasPrefix("shareflow: --as \(who): "), r.stderr)
+            XCTAssertTrue(r.stderr.contains(message), r.stderr)
+            XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "one line: \(r.stderr)")
+        }
+    }
 }
