@@ -44,17 +44,30 @@ extension ShareFlowCommand {
                                             config: try configOrFail(global))
                 let names = self.names.isEmpty ? manager.available().map(\.name) : self.names
                 var failed = 0
+                var report: [[String: Any]] = []
                 for name in names {
                     let problems = manager.check(name)
-                    if problems.isEmpty {
-                        print("ok    \(name)")
-                    } else {
-                        failed += 1
-                        for p in problems { print("FAIL  \(p)") }
-                    }
+                    if !problems.isEmpty { failed += 1 }
+                    report.append(["name": name, "ok": problems.isEmpty, "problems": problems])
+                    if global.json { continue }
+                    if problems.isEmpty { print("ok    \(name)") } else { for p in problems { print("FAIL  \(p)") } }
                 }
-                print("\(names.count - failed) passed, \(failed) failed")
-                if failed > 0 { throw ExitCode(1) }
+                // A config entry no plugin answers to: that plugin is off although the file
+                // means to configure it (and `run` refuses the file).
+                var configProblems: [String] = []
+                for (name, suggestion) in manager.unknownConfigNames() {
+                    let hint = suggestion.map { "; did you mean '\($0)'?" } ?? ""
+                    configProblems.append("config \(global.configPath ?? "file"): plugin '\(name)' is not in \(global.plugins.joined(separator: ", "))\(hint)")
+                }
+                if global.json {
+                    let object: [String: Any] = ["plugins": report, "config": configProblems,
+                                                 "passed": names.count - failed, "failed": failed + configProblems.count]
+                    print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self))
+                } else {
+                    for p in configProblems { print("FAIL  \(p)") }
+                    print("\(names.count - failed) passed, \(failed + configProblems.count) failed")
+                }
+                if failed > 0 || !configProblems.isEmpty { throw ExitCode(1) }
             }
         }
 

@@ -31,6 +31,11 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "Lua config file: which plugins are on, their settings, the limits (default: shareflow.config.lua if present).")
     var config: String?
 
+    /// The config file in use: --config, or shareflow.config.lua when present.
+    var configPath: String? {
+        config ?? (FileManager.default.fileExists(atPath: "shareflow.config.lua") ? "shareflow.config.lua" : nil)
+    }
+
     /// The config file, read and checked.
     func pluginConfig() throws -> PluginConfig {
         if let config { return try PluginConfig(file: config) }

@@ -47,4 +47,27 @@ final class PluginsCommandTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.stdout, "true\ttrue\tnumber\n")
     }
+
+    /// A misspelled name in the config passed `plugins check` (the allow-list then stayed off),
+    /// while `run` refused the same file.
+    func testCheckReportsConfigNamesThatMatchNoPlugin() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let config = dir.appendingPathComponent("shareflow.config.lua")
+        try CLI.write(#"return { plugins = { ["domain-alowlist"] = true, ["zzz"] = true } }"#, to: config)
+        let plugins = CLI.root.appendingPathComponent("Plugins").path
+        let r = try CLI.run(["plugins", "check", "--plugins", plugins, "--config", config.path])
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+        XCTAssertTrue(r.stdout.contains("FAIL  config \(config.path): plugin 'domain-alowlist' is not in \(plugins); did you mean 'domain-allowlist'?"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("FAIL  config \(config.path): plugin 'zzz' is not in \(plugins)\n"), r.stdout)
+        XCTAssertTrue(r.stdout.hasSuffix("3 passed, 2 failed\n"), r.stdout)
+        let json = try CLI.run(["plugins", "check", "--plugins", plugins, "--config", config.path, "--json"])
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual((object["config"] as? [String])?.count, 2)
+        XCTAssertEqual(object["failed"] as? Int, 2)
+        XCTAssertTrue(json.stdout.contains("\"problems\":[]"), "an empty list is [] in JSON: \(json.stdout)")
+        XCTAssertFalse(json.stdout.contains("\\/"), json.stdout)
+        let run = try CLI.run(["run", "--store", ":memory:", "--plugins", plugins, "--config", config.path, "/dev/null"])
+        XCTAssertEqual(run.stderr, "shareflow: no plugin 'domain-alowlist' in \(plugins); did you mean 'domain-allowlist'?\n")
+    }
 }

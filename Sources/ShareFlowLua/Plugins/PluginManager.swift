@@ -75,10 +75,39 @@ public final class PluginManager {
     public var loadedNames: [String] { loadOrder }
 
     public func folder(of name: String) throws -> String {
-        guard let f = available().first(where: { $0.name == name })?.folder else {
-            throw PluginError("no plugin '\(name)' in \(directories.joined(separator: ", "))")
+        let found = available()
+        guard let f = found.first(where: { $0.name == name })?.folder else {
+            let hint = PluginManager.closest(to: name, among: found.map(\.name)).map { "; did you mean '\($0)'?" } ?? ""
+            throw PluginError("no plugin '\(name)' in \(directories.joined(separator: ", "))\(hint)")
         }
         return f
+    }
+
+    /// The names the config file turns on or configures that no plugin folder has, each with
+    /// the closest name found (a misspelled name would leave that plugin off).
+    public func unknownConfigNames() -> [(name: String, suggestion: String?)] {
+        let found = available().map(\.name)
+        return config.order.filter { !found.contains($0) }.map { ($0, PluginManager.closest(to: $0, among: found)) }
+    }
+
+    /// The candidate within a small edit distance of `name` (a third of its length, at least 2).
+    static func closest(to name: String, among candidates: [String]) -> String? {
+        func distance(_ a: [Character], _ b: [Character]) -> Int {
+            var row = Array(0...b.count)
+            for i in 1...max(a.count, 1) where !a.isEmpty {
+                var previous = row[0]
+                row[0] = i
+                for j in stride(from: 1, through: b.count, by: 1) {
+                    let current = row[j]
+                    row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                    previous = current
+                }
+            }
+            return a.isEmpty ? b.count : row[b.count]
+        }
+        let limit = max(2, name.count / 3)
+        return candidates.map { ($0, distance(Array(name.lowercased()), Array($0.lowercased()))) }
+            .filter { $0.1 <= limit }.min { $0.1 < $1.1 }?.0
     }
 
     /// Loads every plugin the config turns on; a plugin named in the config but not found is
