@@ -93,12 +93,35 @@ void sf_set_gc(lua_State *L) {
     lua_setfield(L, -2, SF_OBJECT_KEY);
 }
 
+/* An error value the host raised (an `Error` table: code, codeNumber, message) as the line a
+ * person reads, "code (n): message"; read raw, so no metamethod runs in the handler. */
+static int describe_host_error(lua_State *L, int idx) {
+    if (lua_type(L, idx) != LUA_TTABLE || !lua_getmetatable(L, idx)) return 0;
+    luaL_getmetatable(L, "shareflow.Error");
+    int ours = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    if (!ours) return 0;
+    lua_pushliteral(L, "code");
+    int code = lua_rawget(L, idx) == LUA_TSTRING;
+    lua_pushliteral(L, "codeNumber");
+    int number = lua_rawget(L, idx) == LUA_TNUMBER;
+    lua_pushliteral(L, "message");
+    int message = lua_rawget(L, idx) == LUA_TSTRING;
+    if (!code || !message) { lua_pop(L, 3); return 0; }
+    if (number) lua_pushfstring(L, "%s (%d): %s", lua_tostring(L, -3), (int)lua_tointeger(L, -2), lua_tostring(L, -1));
+    else lua_pushfstring(L, "%s: %s", lua_tostring(L, -3), lua_tostring(L, -1));
+    lua_replace(L, -4);
+    lua_pop(L, 2);
+    return 1;
+}
+
 int sf_traceback(lua_State *L) {
     sf_limits *lim = sf_limits_of(L);
     /* A spent budget's message needs no traceback (and growth is refused now). */
     if (lim && lim->expired) return 1;
     if (lim) lim->host_depth++;  /* a traceback near the memory cap still gets made */
     const char *msg = lua_tostring(L, 1);
+    if (msg == NULL && describe_host_error(L, 1)) msg = lua_tostring(L, -1);
     if (msg == NULL) {
         if (luaL_getmetafield(L, 1, "__name") == LUA_TSTRING)
             msg = lua_pushfstring(L, "(error object is a %s value)", lua_tostring(L, -1));

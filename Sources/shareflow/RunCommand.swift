@@ -30,23 +30,24 @@ extension ShareFlowCommand {
         func run() throws {
             // The engine, the plugins and the script's state live in `execute`: a failure
             // returns from it first, so every Lua state is closed (finalizers run) before exit.
-            do { try execute() } catch let f as CLIFailure { fail(f.message, code: f.code) }
+            do {
+                let report = try execute()
+                if global.json {
+                    var object: [String: Any] = ["ok": true]
+                    if let report { object["dryRun"] = report.json.merging(["store": global.store]) { a, _ in a } }
+                    printJSON(object)
+                }
+            } catch let f as CLIFailure {
+                guard global.json else { fail(f.description, code: f.code) }
+                printJSON(["ok": false, "error": f.json])
+                throw ExitCode(f.code)
+            }
         }
 
-        private func execute() throws {
-            var global = self.global
-            var scratch: URL?
-            if dryRun {
-                scratch = try prepareDryRun(&global)
-            }
-            defer { if let scratch { try? FileManager.default.removeItem(at: scratch) } }
-            let engine: Engine
-            engine = try global.makeEngine()
-            // A clean exit leaves the store file whole: the WAL checkpointed into it.
-            defer { engine.store.checkpoint() }
-            let before = dryRun ? try engine.snapshot() : nil
+        private func execute() throws -> ChangeReport? {
+            let engine = try global.makeEngine()
             let plugins: PluginManager
-            do { plugins = try global.loadPlugins(into: engine) } catch { throw CLIFailure(message: "\(error)") }
+            do { plugins = try global.loadPlugins(into: engine, privateData: dryRun) } catch { throw CLIFailure(message: "\(error)") }
             let scriptFolder = (script as NSString).deletingLastPathComponent
             let host = try ScriptHost(engine: engine, sandboxFolder: sandbox ? (scriptFolder.isEmpty ? "." : scriptFolder) : nil)
             host.plugins = plugins
@@ -68,34 +69,38 @@ extension ShareFlowCommand {
                     FileHandle.standardError.write(Data("\rdiscovering users: \(done)/\(total) contacts\(end)".utf8))
                 }
             }
-            do {
-                try host.runFile(script, arguments: arguments)
-            } catch let error as LuaError {
-                throw CLIFailure(message: error.description)
-            }
-            if let before {
-                let changes = before.changes(to: try engine.snapshot())
-                let target = self.global.store == ":memory:" ? "the in-memory store" : self.global.store
-                print("dry run: nothing was written to \(target). The script would have made \(changes.count) change\(changes.count == 1 ? "" : "s")\(changes.isEmpty ? "." : ":")")
-                for line in changes { print("  " + line) }
-            }
-        }
-
-        /// Copies the store (and its WAL) to a scratch folder and points `global` at the copy,
-        /// with plugin data there too. The original file is never opened.
-        private func prepareDryRun(_ global: inout GlobalOptions) throws -> URL {
-            let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("shareflow-dry-run-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-            guard global.store != ":memory:" else { return scratch }
-            let copy = scratch.appendingPathComponent("store.sqlite").path
-            if FileManager.default.fileExists(atPath: global.store) {
-                try FileManager.default.copyItem(atPath: global.store, toPath: copy)
-                if FileManager.default.fileExists(atPath: global.store + "-wal") {
-                    try FileManager.default.copyItem(atPath: global.store + "-wal", toPath: copy + "-wal")
+            func runScript() throws {
+                do {
+                    try host.runFile(script, arguments: arguments)
+                } catch let error as LuaError {
+                    throw CLIFailure(lua: error)
                 }
             }
-            global.store = copy
-            return scratch
+            guard dryRun else {
+                // A clean exit leaves the store file whole: the WAL checkpointed into it.
+                defer { engine.store.checkpoint() }
+                try runScript()
+                return nil
+            }
+            // SPEC §9: the whole script in one transaction, rolled back; nothing is copied and
+            // nothing is left behind whichever way the script ends.
+            struct RolledBack: Error {}
+            var report: ChangeReport?
+            do {
+                try engine.store.write { _ in
+                    let before = try engine.snapshot()
+                    try runScript()
+                    report = before.changes(to: try engine.snapshot())
+                    throw RolledBack()
+                }
+            } catch is RolledBack {}
+            guard let report else { return nil }
+            if !global.json {
+                let target = global.store == ":memory:" ? "the in-memory store" : global.store
+                print("dry run: nothing was written to \(target). The script would have made \(report.total) change\(report.total == 1 ? "" : "s")\(report.total == 0 ? "." : " (\(report.summary)):")")
+                for line in report.lines { print("  " + line) }
+            }
+            return report
         }
     }
 }

@@ -44,10 +44,10 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// The plugin manager for `engine`, with the enabled plugins loaded.
-    func loadPlugins(into engine: Engine) throws -> PluginManager {
+    func loadPlugins(into engine: Engine, privateData: Bool = false) throws -> PluginManager {
         let config = try pluginConfig()
         let manager: PluginManager
-        if store == ":memory:" {
+        if store == ":memory:" || privateData {
             manager = try PluginManager(engine: engine, directories: plugins, config: config, privateDataDirectory: ())
         } else {
             let dataDirectory = ((store as NSString).deletingLastPathComponent as NSString).appendingPathComponent("plugin-data")
@@ -81,11 +81,42 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
-/// A failure reported as one line on standard error, with a non-zero exit.
+/// A failure reported as one line on standard error (or, with --json, as an object on
+/// standard output), with a non-zero exit.
 struct CLIFailure: Error, CustomStringConvertible {
     let message: String
     var code: Int32 = 1
-    var description: String { message }
+    /// The error's name: a ShareFlow code (`serverRecordChanged`…), `scriptError` or `syntaxError`.
+    var name = "error"
+    var traceback = ""
+    var description: String { traceback.isEmpty ? message : message + "\n" + traceback }
+
+    init(message: String, code: Int32 = 1) {
+        self.message = message
+        self.code = code
+    }
+
+    /// A script's error: an error value raised by the API keeps its code.
+    init(lua error: LuaError) {
+        message = error.message
+        traceback = error.traceback
+        let codes = ShareFlowError.Code.allCases.map(\.rawValue)
+        if let word = error.message.split(separator: " ").first, codes.contains(String(word)) {
+            name = String(word)
+        } else {
+            name = error.kind == .syntax ? "syntaxError" : "scriptError"
+        }
+    }
+
+    var json: [String: Any] { ["code": name, "message": message, "traceback": traceback] }
+}
+
+/// One JSON object on standard output, as every --json command prints: sorted keys, `/` as is.
+func printJSON(_ object: [String: Any]) {
+    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+        return print("{\"ok\":false}")
+    }
+    print(String(decoding: data, as: UTF8.self))
 }
 
 func fail(_ message: String, code: Int32 = 1) -> Never {

@@ -212,10 +212,28 @@ final class ConsoleTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(try bytes(), before, "the store is byte-for-byte as it was")
         XCTAssertTrue(r.stdout.hasPrefix("script ran\ndry run: nothing was written to \(store). The script would have made "), r.stdout)
-        for line in ["accounts: + carol@example.com", "records: - Trip lisbon in Trips of alice@example.com {title=\"Lisbon\"}",
-                     "shares: - \"Lisbon\" root lisbon", "participants: - bob@example.com on \"Lisbon\""] {
+        XCTAssertTrue(r.stdout.contains("changes (+1 account, -1 record, -1 share, -2 participants):"), r.stdout)
+        for line in ["  accounts:\n    + account carol@example.com",
+                     "  zone Trips of alice@example.com in X:\n    - record Trip lisbon {title=\"Lisbon\"}",
+                     "\n    - share \"Lisbon\" root lisbon, publicPermission none\n    - participant alice@example.com: owner readWrite accepted\n    - participant bob@example.com: privateUser readOnly pending\n"] {
             XCTAssertTrue(r.stdout.contains(line), "missing \(line):\n\(r.stdout)")
         }
+        // The same as JSON; a dry run that fails leaves the store as it was and nothing behind.
+        let json = try CLI.run(["run", "--store", store, "--dry-run", "--json", "change.lua", url], cwd: dir)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data((json.stdout.split(separator: "\n").last ?? "").utf8)) as? [String: Any])
+        let dryRun = try XCTUnwrap(object["dryRun"] as? [String: Any])
+        XCTAssertEqual(dryRun["changes"] as? Int, 5)
+        XCTAssertEqual((dryRun["counts"] as? [String: [String: Int]])?["participants"], ["-": 2])
+        XCTAssertEqual(try bytes(), before)
+        try CLI.write("require('shareflow').accounts.create{ email = 'dave@example.com' }\nerror('halfway')", to: dir.appendingPathComponent("fails.lua"))
+        let temp = try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).filter { $0.hasPrefix("shareflow-dry-run") }
+        let failed = try CLI.run(["run", "--store", store, "--dry-run", "--json", "fails.lua"], cwd: dir)
+        XCTAssertEqual(failed.status, 1)
+        XCTAssertTrue(failed.stdout.contains("\"code\":\"scriptError\""), failed.stdout)
+        XCTAssertTrue(failed.stdout.contains("fails.lua:2: halfway"), failed.stdout)
+        XCTAssertEqual(try bytes(), before, "a failed dry run changes nothing")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).filter { $0.hasPrefix("shareflow-dry-run") }, temp,
+                       "nothing left in TMPDIR")
         // And a real run does change it.
         XCTAssertEqual(try CLI.run(["run", "--store", store, "change.lua", url], cwd: dir).status, 0)
         XCTAssertNotEqual(try bytes(), before)

@@ -113,4 +113,32 @@ final class RunCommandTests: XCTestCase {
             XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "one line: \(r.stderr)")
         }
     }
+
+    /// `--json` did nothing for `run`; a failing script now prints its code, message and traceback.
+    func testRunJSON() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ok = dir.appendingPathComponent("ok.lua"), bad = dir.appendingPathComponent("bad.lua")
+        try CLI.write("print('hello')", to: ok)
+        try CLI.write("""
+            local sf = require("shareflow")
+            sf.accounts.create{ email = "a@example.com" }
+            sf.accounts.create{ email = "a@example.com" }
+            """, to: bad)
+        let r = try CLI.run(["run", "--store", ":memory:", "--json", ok.path])
+        XCTAssertEqual(r.stdout, "hello\n{\"ok\":true}\n")
+        let f = try CLI.run(["run", "--store", ":memory:", "--json", bad.path])
+        XCTAssertEqual(f.status, 1)
+        XCTAssertEqual(f.stderr, "")
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(f.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(object["ok"] as? Bool, false)
+        let error = try XCTUnwrap(object["error"] as? [String: String])
+        XCTAssertEqual(error["code"], "invalidArguments")
+        XCTAssertEqual(error["message"], "invalidArguments (12): email 'a@example.com' already belongs to another account")
+        XCTAssertTrue(error["traceback"]?.contains("bad.lua:3: in main chunk") ?? false, f.stdout)
+        XCTAssertFalse(f.stdout.contains("\\/"), f.stdout)
+        // Without --json the error value reads as a person reads it, not "(error object is a Error value)".
+        let plain = try CLI.run(["run", "--store", ":memory:", bad.path])
+        XCTAssertTrue(plain.stderr.hasPrefix("shareflow: invalidArguments (12): email 'a@example.com' already belongs"), plain.stderr)
+    }
 }

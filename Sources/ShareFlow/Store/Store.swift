@@ -34,13 +34,24 @@ public final class Store: @unchecked Sendable {
             }
         }
         var config = Configuration()
-        config.journalMode = path == ":memory:" ? .default : .wal
+        // WAL, set here rather than by GRDB's `.wal`, whose set-up writes to the store at every
+        // open (it makes and drops a table when the -wal file is empty, as after a clean exit):
+        // a reader must not need the write lock, nor change the file, to start.
+        config.journalMode = .default
         config.busyMode = .timeout(busyTimeout)
         config.foreignKeysEnabled = true
         config.label = "shareflow.store"
-        // In WAL mode, NORMAL survives a killed process (only power loss can drop the last
-        // commits), and spares an fsync per item.
-        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        let inMemory = path == ":memory:"
+        config.prepareDatabase { db in
+            // In WAL mode, NORMAL survives a killed process (only power loss can drop the last
+            // commits), and spares an fsync per item.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            if !inMemory, try String.fetchOne(db, sql: "PRAGMA journal_mode") != "wal" {
+                guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else {
+                    throw DatabaseError(resultCode: .SQLITE_ERROR, message: "its journal cannot be switched to write-ahead logging")
+                }
+            }
+        }
         // Several processes may open one new store at once: one makes it (the schema is
         // created in one migration transaction) while the others see it half-made — busy, a
         // table that already exists, the migrations table alone. Those pass within a moment;
@@ -54,7 +65,10 @@ public final class Store: @unchecked Sendable {
                 let queue = path == ":memory:"
                     ? try DatabaseQueue(configuration: config)
                     : try DatabaseQueue(path: path, configuration: config)
-                try Store.migrator.migrate(queue)
+                // Migrating takes the write lock: only when the schema is behind.
+                if try !queue.read({ try Store.migrator.hasCompletedMigrations($0) }) {
+                    try Store.migrator.migrate(queue)
+                }
                 self.queue = queue
                 return
             } catch let error as DatabaseError where Store.isTransientOpenFailure(error) && Date() < deadline {
@@ -65,11 +79,12 @@ public final class Store: @unchecked Sendable {
         }
     }
 
-    /// Failures another process opening the same new store causes for a moment.
+    /// Failures another process opening or migrating the same store causes for a moment: the
+    /// lock, or a migration step it applied between our check and ours ("already exists",
+    /// "duplicate column"). Each migration commits whole, so a retry finds it applied.
     private static func isTransientOpenFailure(_ error: DatabaseError) -> Bool {
         switch error.resultCode {
-        case .SQLITE_BUSY, .SQLITE_LOCKED: return true
-        case .SQLITE_ERROR: return error.message?.contains("already exists") == true
+        case .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_ERROR: return true
         default: return false
         }
     }

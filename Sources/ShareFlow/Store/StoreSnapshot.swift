@@ -4,26 +4,84 @@ import GRDB
 /// The store's content as a person reads it — accounts, zones, records, shares, participants —
 /// to show what a dry run would have changed.
 public struct StoreSnapshot: Equatable {
-    /// Kind → item key → its description.
-    public var items: [String: [String: String]] = [:]
+    public struct Item: Equatable {
+        /// Where a report lists it: "accounts", a zone, or a share with its participants.
+        public var group: String
+        public var text: String
+    }
+
+    /// Kind → item key → the item.
+    public var items: [String: [String: Item]] = [:]
 
     public static let kinds = ["accounts", "zones", "records", "shares", "participants"]
 
-    /// One line per added (+), changed (~) or removed (-) item, grouped by kind.
-    public func changes(to after: StoreSnapshot) -> [String] {
-        var lines: [String] = []
+    /// What changed from this snapshot to `after`, grouped and sorted.
+    public func changes(to after: StoreSnapshot) -> ChangeReport {
+        var report = ChangeReport()
+        var groups: [String: [ChangeReport.Change]] = [:]
         for kind in StoreSnapshot.kinds {
             let old = items[kind] ?? [:], new = after.items[kind] ?? [:]
-            for key in Set(old.keys).union(new.keys).sorted() {
+            for key in Set(old.keys).union(new.keys) {
+                let change: ChangeReport.Change
                 switch (old[key], new[key]) {
-                case (nil, let n?): lines.append("\(kind): + \(n)")
-                case (let o?, nil): lines.append("\(kind): - \(o)")
-                case (let o?, let n?) where o != n: lines.append("\(kind): ~ \(o)  →  \(n)")
-                default: break
+                case (nil, let n?): change = .init(kind: kind, sign: "+", text: n.text)
+                case (let o?, nil): change = .init(kind: kind, sign: "-", text: o.text)
+                case (let o?, let n?) where o != n: change = .init(kind: kind, sign: "~", text: "\(o.text)  →  \(n.text)")
+                default: continue
                 }
+                report.counts[kind, default: [:]][change.sign, default: 0] += 1
+                groups[(new[key] ?? old[key])!.group, default: []].append(change)
             }
         }
-        return lines
+        let order = { (g: String) -> (Int, String) in (g == "accounts" ? 0 : g.hasPrefix("zone ") ? 1 : 2, g) }
+        report.groups = groups.keys.sorted { order($0) < order($1) }.map { title in
+            let kindRank = { (k: String) in StoreSnapshot.kinds.firstIndex(of: k) ?? 9 }
+            return (title, groups[title]!.sorted { (kindRank($0.kind), $0.text, $0.sign) < (kindRank($1.kind), $1.text, $1.sign) })
+        }
+        return report
+    }
+}
+
+/// What a dry run would have changed: counts by kind and sign, and the changes grouped (the
+/// accounts, each zone's records, each share with its participants), each group sorted.
+public struct ChangeReport {
+    public struct Change: Equatable {
+        public var kind: String
+        /// `+` added, `~` changed, `-` removed.
+        public var sign: String
+        public var text: String
+    }
+
+    public var counts: [String: [String: Int]] = [:]
+    public var groups: [(title: String, changes: [Change])] = []
+
+    public var total: Int { counts.values.reduce(0) { $0 + $1.values.reduce(0, +) } }
+
+    /// "+4 accounts, +1 zone, ~1 share, -2 participants", in kind order.
+    public var summary: String {
+        var parts: [String] = []
+        for kind in StoreSnapshot.kinds {
+            for sign in ["+", "~", "-"] {
+                guard let n = counts[kind]?[sign], n > 0 else { continue }
+                parts.append("\(sign)\(n) \(n == 1 ? String(kind.dropLast()) : kind)")
+            }
+        }
+        return parts.joined(separator: ", ")
+    }
+
+    /// The report as text, one line per change under its group's title.
+    public var lines: [String] {
+        groups.flatMap { group in
+            ["\(group.title):"] + group.changes.map { "  \($0.sign) \(String($0.kind.dropLast())) \($0.text)" }
+        }
+    }
+
+    /// The report as JSON-ready values.
+    public var json: [String: Any] {
+        ["changes": total, "counts": counts,
+         "groups": groups.map { g in
+             ["title": g.title, "changes": g.changes.map { ["kind": $0.kind, "change": $0.sign, "item": $0.text] }] as [String: Any]
+         }]
     }
 }
 
@@ -32,44 +90,46 @@ extension Engine {
         try reading { db in
             var s = StoreSnapshot()
             var accounts: [Int64: String] = [:]
-            for row in try Row.fetchAll(db.db, sql: "SELECT id, userRecordID, discoverability FROM account") {
+            for row in try Row.fetchAll(db.db, sql: "SELECT id FROM account") {
                 let id: Int64 = row[0]
                 let a = try loadAccount(id: id, db: db)
                 let who = a.email ?? a.phones.first ?? a.userRecordID
                 accounts[id] = who
                 let addresses = (a.emails + a.phones).joined(separator: ", ")
-                s.items["accounts", default: [:]][a.userRecordID] =
-                    "\(who) [\(addresses)\(a.name.isEmpty ? "" : "; \(a.name.formatted)"); \(a.discoverability.rawValue); \(a.contacts.count) contacts]"
+                s.items["accounts", default: [:]][a.userRecordID] = .init(group: "accounts",
+                    text: "\(who) [\(addresses)\(a.name.isEmpty ? "" : "; \(a.name.formatted)"); \(a.discoverability.rawValue); \(a.contacts.count) contacts]")
             }
+            var zones: [Int64: String] = [:]
             for row in try Row.fetchAll(db.db, sql: "SELECT id, container, scope, ownerID, name FROM zone") {
                 let owner = accounts[row[3]] ?? "public"
-                s.items["zones", default: [:]]["\(row[0] as Int64)"] = "\(row[4] as String) of \(owner) in \(row[1] as String)"
+                let title = "zone \(row[4] as String) of \(owner) in \(row[1] as String)"
+                zones[row[0]] = title
+                s.items["zones", default: [:]]["\(row[0] as Int64)"] = .init(group: title, text: title.dropFirst(5).description)
             }
             for row in try Row.fetchAll(db.db, sql: """
-                SELECT r.id, r.name, r.type, r.fields, r.parentName, z.name, z.ownerID FROM record r JOIN zone z ON z.id = r.zoneID
-                WHERE r.type != 'cloudkit.share'
+                SELECT r.id, r.name, r.type, r.fields, r.parentName, r.zoneID FROM record r WHERE r.type != 'cloudkit.share'
                 """) {
-                let owner = accounts[row[6]] ?? "public"
                 let parent = (row[4] as String?).map { " parent \($0)" } ?? ""
-                let fields = (try? JSONDecoder().decode([String: FieldValue].self, from: Data((row[3] as String).utf8))) ?? [:]
+                let fields = StoredFields.decode(row[3])
                 let shown = fields.keys.sorted().map { "\($0)=\(fields[$0]!)" }.joined(separator: ", ")
-                s.items["records", default: [:]]["\(row[0] as Int64)"] =
-                    "\(row[2] as String) \(row[1] as String) in \(row[5] as String) of \(owner)\(parent) {\(shown)}"
+                s.items["records", default: [:]]["\(row[0] as Int64)"] = .init(group: zones[row[5]] ?? "zone ?",
+                    text: "\(row[2] as String) \(row[1] as String)\(parent) {\(shown)}")
             }
             var shares: [Int64: String] = [:]
             for row in try Row.fetchAll(db.db, sql: """
                 SELECT s.id, s.url, s.rootName, s.publicPermission, r.fields FROM share s JOIN record r ON r.id = s.recordID
                 """) {
-                let fields = (try? JSONDecoder().decode([String: FieldValue].self, from: Data((row[4] as String).utf8))) ?? [:]
+                let fields = StoredFields.decode(row[4])
                 var title = "(untitled)"
                 if case .string(let t) = fields["cloudkit.title"] { title = "\"\(t)\"" }
-                shares[row[0]] = title
+                let group = "share \(title) \(row[1] as String)"
+                shares[row[0]] = group
                 let root = (row[2] as String?).map { "root \($0)" } ?? "zone share"
-                s.items["shares", default: [:]][row[1]] = "\(title) \(root), publicPermission \(row[3] as String), \(row[1] as String)"
+                s.items["shares", default: [:]][row[1]] = .init(group: group, text: "\(title) \(root), publicPermission \(row[3] as String)")
             }
             for row in try Row.fetchAll(db.db, sql: "SELECT participantID, shareID, lookupValue, role, permission, status FROM participant") {
-                s.items["participants", default: [:]][row[0]] =
-                    "\(row[2] as String) on \(shares[row[1]] ?? "?"): \(row[3] as String) \(row[4] as String) \(row[5] as String)"
+                s.items["participants", default: [:]][row[0]] = .init(group: shares[row[1]] ?? "share ?",
+                    text: "\(row[2] as String): \(row[3] as String) \(row[4] as String) \(row[5] as String)")
             }
             return s
         }
