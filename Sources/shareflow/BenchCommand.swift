@@ -15,8 +15,8 @@ extension ShareFlowCommand {
         @Flag(name: .long, help: "Tiny sizes: checks every figure is produced (numbers mean nothing).")
         var smoke = false
 
-        @Option(name: .long, help: "Folder of plugins (for the allow-list and the cold start).")
-        var plugins: [String] = ["Plugins"]
+        @Option(name: .long, help: "Folder of the shipped plugins (for the allow-list and the cold start); default: ./Plugins, else the Plugins folder of the checkout this binary was built in.")
+        var plugins: [String] = []
 
         @Option(name: .long, help: "Accepts to measure (default 10,000).")
         var accepts: Int?
@@ -34,15 +34,42 @@ extension ShareFlowCommand {
             }
         }
 
+        /// --plugins, else ./Plugins, else the Plugins folder above the binary (`.build/release/shareflow`
+        /// in a checkout), as absolute paths (the cold start runs child processes).
+        static func shippedPlugins(given: [String], binary: String, needed: [String]) -> [String] {
+            func absolute(_ p: String) -> String { URL(fileURLWithPath: p).standardizedFileURL.path }
+            if !given.isEmpty { return given.map(absolute) }
+            var candidates = ["Plugins"]
+            var folder = URL(fileURLWithPath: binary).deletingLastPathComponent()
+            for _ in 0..<4 {
+                folder.deleteLastPathComponent()
+                candidates.append(folder.appendingPathComponent("Plugins").path)
+            }
+            return candidates.map(absolute).first { dir in
+                needed.allSatisfy { FileManager.default.fileExists(atPath: "\(dir)/\($0)/init.lua") }
+            }.map { [$0] } ?? []
+        }
+
         func run() throws {
             let binary = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
             let resolved = FileManager.default.isExecutableFile(atPath: binary) ? binary
                 : (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/shareflow" }
                     .first { FileManager.default.isExecutableFile(atPath: $0) } ?? binary
+            let needed = ["domain-allowlist", "audit-log", "expiring-invitations"]
+            let pluginDirectories = Bench.shippedPlugins(given: plugins, binary: resolved, needed: needed)
+            if only.isEmpty || !Set(only).isDisjoint(with: ["accept", "cold"]) {
+                // Up front, not after the first figures: the accept and cold-start figures need these.
+                let missing = needed.filter { name in
+                    !pluginDirectories.contains { FileManager.default.fileExists(atPath: "\($0)/\(name)/init.lua") }
+                }
+                if !missing.isEmpty {
+                    fail("bench needs the shipped plugins (\(missing.joined(separator: ", ")) not found in \(pluginDirectories.isEmpty ? "./Plugins" : pluginDirectories.joined(separator: ", "))); pass --plugins DIR, the Plugins folder of a ShareFlow checkout")
+                }
+            }
             var sizes: Benchmarks.Sizes = smoke ? .smoke : .init()
             if let accepts { sizes.accepts = accepts }
             if let accounts { sizes.accounts = accounts }
-            var bench = Benchmarks(sizes: sizes, pluginDirectories: plugins, binary: resolved) { step in
+            var bench = Benchmarks(sizes: sizes, pluginDirectories: pluginDirectories, binary: resolved) { step in
                 FileHandle.standardError.write(Data("bench: \(step)…\n".utf8))
             }
             bench.only = Set(only)

@@ -15,7 +15,7 @@ extension ShareFlowCommand {
             @OptionGroup var global: GlobalOptions
 
             func run() throws {
-                let manager = PluginManager(engine: Engine(store: try Store(path: ":memory:")), directories: global.plugins,
+                let manager = PluginManager(engine: Engine(store: try Store(path: ":memory:")), directories: global.pluginSearchPath,
                                             config: try configOrFail(global))
                 let infos = manager.info()
                 if global.json {
@@ -24,7 +24,7 @@ extension ShareFlowCommand {
                     print(String(decoding: try JSONSerialization.data(withJSONObject: list, options: [.sortedKeys]), as: UTF8.self))
                     return
                 }
-                if infos.isEmpty { print("no plugins in \(global.plugins.joined(separator: ", "))") }
+                if infos.isEmpty { print("no plugins in \(global.pluginSearchPath.joined(separator: ", "))") }
                 for info in infos {
                     let name = info.name.padding(toLength: max(22, info.name.count + 1), withPad: " ", startingAt: 0)
                     let version = (info.version ?? "?").padding(toLength: 8, withPad: " ", startingAt: 0)
@@ -40,7 +40,7 @@ extension ShareFlowCommand {
             var names: [String] = []
 
             func run() throws {
-                let manager = PluginManager(engine: Engine(store: try Store(path: ":memory:")), directories: global.plugins,
+                let manager = PluginManager(engine: Engine(store: try Store(path: ":memory:")), directories: global.pluginSearchPath,
                                             config: try configOrFail(global))
                 let names = self.names.isEmpty ? manager.available().map(\.name) : self.names
                 var failed = 0
@@ -57,7 +57,7 @@ extension ShareFlowCommand {
                 var configProblems: [String] = []
                 for (name, suggestion) in manager.unknownConfigNames() {
                     let hint = suggestion.map { "; did you mean '\($0)'?" } ?? ""
-                    configProblems.append("config \(global.configPath ?? "file"): plugin '\(name)' is not in \(global.plugins.joined(separator: ", "))\(hint)")
+                    configProblems.append("config \(global.configPath ?? "file"): plugin '\(name)' is not in \(global.pluginSearchPath.joined(separator: ", "))\(hint)")
                 }
                 if global.json {
                     let object: [String: Any] = ["plugins": report, "config": configProblems,

@@ -12,6 +12,27 @@ struct ShareFlowCommand: ParsableCommand {
         version: "0.1.0",
         subcommands: [Run.self, Repl.self, Test.self, Plugins.self, Bench.self, StoreCommand.self]
     )
+
+    /// Every error a command lets out is one line in one format, `shareflow: …` (the argument
+    /// parser's own usage errors keep theirs).
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let error as CLIFailure {
+            fail(error.description, code: error.code)
+        } catch let error as StoreError {
+            fail(error.description)
+        } catch let error as ShareFlowError {
+            fail(error.description)
+        } catch let error as PluginError {
+            fail(error.description)
+        } catch let error as LuaError {
+            fail(error.description)
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 /// Options every subcommand takes.
@@ -25,11 +46,26 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .long, help: "Machine-readable output.")
     var json = false
 
-    @Option(name: .long, help: "Folder of plugins (<dir>/<name>/init.lua); repeatable.")
-    var plugins: [String] = ["Plugins"]
+    @Option(name: .long, help: "Folder of plugins (<dir>/<name>/init.lua); repeatable. Searched first, then the config file's folder, then ./Plugins.")
+    var plugins: [String] = []
 
     @Option(name: .long, help: "Lua config file: which plugins are on, their settings, the limits (default: shareflow.config.lua if present).")
     var config: String?
+
+    /// Where plugins are found (SPEC §9), first match winning: each --plugins, the config
+    /// file's folder (and its Plugins folder), then ./Plugins — so a command works from any
+    /// folder given its config.
+    var pluginSearchPath: [String] {
+        var dirs = plugins
+        if let config = configPath {
+            let folder = (config as NSString).deletingLastPathComponent
+            let base = folder.isEmpty ? "." : folder
+            dirs += [(base as NSString).appendingPathComponent("Plugins"), base]
+        }
+        dirs.append("Plugins")
+        var seen = Set<String>()
+        return dirs.filter { seen.insert(URL(fileURLWithPath: $0).standardizedFileURL.path).inserted }
+    }
 
     /// The config file in use: --config, or shareflow.config.lua when present.
     var configPath: String? {
@@ -48,10 +84,10 @@ struct GlobalOptions: ParsableArguments {
         let config = try pluginConfig()
         let manager: PluginManager
         if store == ":memory:" || privateData {
-            manager = try PluginManager(engine: engine, directories: plugins, config: config, privateDataDirectory: ())
+            manager = try PluginManager(engine: engine, directories: pluginSearchPath, config: config, privateDataDirectory: ())
         } else {
             let dataDirectory = ((store as NSString).deletingLastPathComponent as NSString).appendingPathComponent("plugin-data")
-            manager = PluginManager(engine: engine, directories: plugins, config: config, dataDirectory: dataDirectory)
+            manager = PluginManager(engine: engine, directories: pluginSearchPath, config: config, dataDirectory: dataDirectory)
         }
         try manager.loadEnabled()
         return manager

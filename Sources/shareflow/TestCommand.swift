@@ -27,13 +27,15 @@ extension ShareFlowCommand {
         func run() throws {
             _ = try global.validateLogLevel()
             let searched = paths.isEmpty ? ["Plugins", "Scripts"] : paths
-            let files = LuaTestRunner.testFiles(in: searched)
+            // The default folders only where they are (run outside a checkout, there may be none).
+            let files = LuaTestRunner.testFiles(in: paths.isEmpty ? searched.filter { FileManager.default.fileExists(atPath: $0) } : paths)
             guard !files.isEmpty else {
                 fail("no tests found in \(searched.joined(separator: ", ")) (test files are named *_test.lua)")
             }
             var passed = 0, failed = 0
             var results: [[String: Any]] = []
             var runner = LuaTestRunner()
+            runner.pluginDirectories = global.pluginSearchPath
             runner.timeout = timeout == 0 ? nil : timeout
             LuaTestRunner.catchInterrupts()
             for file in files {
