@@ -58,8 +58,10 @@ final class PluginsCommandTests: XCTestCase {
         let plugins = CLI.root.appendingPathComponent("Plugins").path
         let r = try CLI.run(["plugins", "check", "--plugins", plugins, "--config", config.path])
         XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
-        XCTAssertTrue(r.stdout.contains("FAIL  config \(config.path): plugin 'domain-alowlist' is not in \(plugins); did you mean 'domain-allowlist'?"), r.stdout)
-        XCTAssertTrue(r.stdout.contains("FAIL  config \(config.path): plugin 'zzz' is not in \(plugins)\n"), r.stdout)
+        // Searched: --plugins, then the config file's folder (and its Plugins), then ./Plugins.
+        let searched = "\(plugins), \(dir.path)/Plugins, \(dir.path)"
+        XCTAssertTrue(r.stdout.contains("FAIL  config \(config.path): plugin 'domain-alowlist' is not in \(searched); did you mean 'domain-allowlist'?"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("FAIL  config \(config.path): plugin 'zzz' is not in \(searched)\n"), r.stdout)
         XCTAssertTrue(r.stdout.hasSuffix("3 passed, 2 failed\n"), r.stdout)
         let json = try CLI.run(["plugins", "check", "--plugins", plugins, "--config", config.path, "--json"])
         let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
@@ -68,6 +70,6 @@ final class PluginsCommandTests: XCTestCase {
         XCTAssertTrue(json.stdout.contains("\"problems\":[]"), "an empty list is [] in JSON: \(json.stdout)")
         XCTAssertFalse(json.stdout.contains("\\/"), json.stdout)
         let run = try CLI.run(["run", "--store", ":memory:", "--plugins", plugins, "--config", config.path, "/dev/null"])
-        XCTAssertEqual(run.stderr, "shareflow: no plugin 'domain-alowlist' in \(plugins); did you mean 'domain-allowlist'?\n")
+        XCTAssertEqual(run.stderr, "shareflow: no plugin 'domain-alowlist' in \(searched); did you mean 'domain-allowlist'?\n")
     }
 }
