@@ -61,7 +61,10 @@ extension Bindings {
             try call.checkKeys(2, allowed: Bindings.queryKeys.union(["zone", "zoneID", "desiredKeys", "resultsLimit", "cursor"]))
             var cursor: QueryCursor?
             if call.field(2, "cursor") != LUA_TNIL {
-                cursor = try call.object(-1, QueryCursor.self, typeName: cursorClass.typeName)
+                guard let c = call.state.object(at: -1, typeName: cursorClass.typeName, as: QueryCursor.self) else {
+                    throw call.argumentError(2, "field 'cursor' must be a QueryCursor, got \(call.typeName(-1))")
+                }
+                cursor = c
             }
             call.state.pop()
             let q = cursor == nil ? try query(call, 2, position: 2) : nil

@@ -54,7 +54,7 @@ extension Bindings {
         while lua_next(call.L, abs) != 0 {
             defer { call.state.pop() }
             guard let key = call.state.string(at: -2), lua_type(call.L, -2) == LUA_TSTRING else {
-                throw call.argumentError(abs, "field names must be strings")
+                throw call.argumentError(i > 0 ? i : 1, "field names must be strings, got \(call.typeName(-2))")
             }
             fields[key] = try fieldValue(call, -1, key: key, position: abs)
         }
@@ -204,15 +204,27 @@ extension Bindings {
     }
 
     func metadataList(_ call: LuaCall, _ i: Int32) throws -> [ShareMetadata] {
-        try list(call, i) { _ in try call.object(-1, ShareMetadata.self, typeName: metadataClass.typeName) }
+        try list(call, i) { n in
+            guard let m = call.state.object(at: -1, typeName: metadataClass.typeName, as: ShareMetadata.self) else {
+                throw call.argumentError(i, "item \(n + 1): ShareMetadata expected, got \(call.typeName(-1))")
+            }
+            return m
+        }
     }
 }
 
 /// An enum from its string; an unknown string is an error naming the value and the choices.
+/// As `luaL_checkoption`: an argument's error names its position; a table field's (at a
+/// negative index) the caller's `file:line:`.
 func enumValue<E: RawRepresentable & CaseIterable>(_ call: LuaCall, _ i: Int32, _ type: E.Type, name: String) throws -> E where E.RawValue == String {
-    let s = try call.string(i)
+    let reason = { (got: String) in "invalid \(name) \(got); expected one of: \(E.allCases.map(\.rawValue).joined(separator: ", "))" }
+    guard lua_type(call.L, i) == LUA_TSTRING, let s = call.state.string(at: i) else {
+        if i > 0 { throw call.argumentError(i, "string expected, got \(call.typeName(i))") }
+        throw LuaRaise.message(call.position + reason("(a \(call.typeName(i)))"))
+    }
     guard let v = E(rawValue: s) else {
-        throw LuaRaise.message("invalid \(name) '\(s)' (expected one of: \(E.allCases.map(\.rawValue).joined(separator: ", ")))")
+        if i > 0 { throw call.argumentError(i, reason("'\(s)'")) }
+        throw LuaRaise.message(call.position + reason("'\(s)'"))
     }
     return v
 }

@@ -24,8 +24,17 @@ public struct LuaCall {
         return state.string(at: -1) ?? ""
     }
 
+    /// The type of the value at `i` as lauxlib names it: its metatable's `__name` when that is
+    /// a string (`Container`, `RecordID`), else Lua's type name (read raw: no metamethod runs).
     public func typeName(_ i: Int32) -> String {
-        String(cString: lua_typename(L, lua_type(L, i)))
+        let type = lua_type(L, i)
+        if type == LUA_TLIGHTUSERDATA { return "light userdata" }
+        let found = luaL_getmetafield(L, i, "__name")
+        if found != LUA_TNIL {
+            defer { state.pop() }
+            if found == LUA_TSTRING, let name = state.string(at: -1) { return String(name.prefix(64)) }
+        }
+        return String(cString: lua_typename(L, type))
     }
 
     public func isNil(_ i: Int32) -> Bool { lua_type(L, i) <= LUA_TNIL }

@@ -563,11 +563,32 @@ private let luaDispatch: sf_swift_dispatch_fn = { L, box in
     } catch let raise as LuaRaise {
         raise.push(state)
     } catch let error as LuaArgumentError {
-        state.push(string: where_(L) + error.description)
+        state.push(string: where_(L) + lauxlibMessage(L, error))
     } catch {
         state.push(string: where_(L) + "\(function.name): \(error)")
     }
     return SF_SWIFT_ERROR
+}
+
+/// An argument error worded as `luaL_argerror` words it: a method's arguments counted
+/// without `self` ("calling 'f' on bad self" when `self` is wrong), the name the caller used;
+/// a property set (`obj.key = v`) names the key.
+private func lauxlibMessage(_ L: OpaquePointer, _ error: LuaArgumentError) -> String {
+    if error.function == "__newindex" && error.position == 3 {
+        let key = lua_type(L, 2) == LUA_TSTRING ? (LuaState.owner(of: L).string(at: 2) ?? "?") : "?"
+        return "bad value for '\(key)' (\(error.reason))"
+    }
+    var position = error.position
+    var name = error.function.split(separator: ".").last.map(String.init) ?? error.function
+    var ar = lua_Debug()
+    if lua_getstack(L, 0, &ar) != 0, lua_getinfo(L, "n", &ar) != 0 {
+        if let called = ar.name { name = String(cString: called) }
+        if let what = ar.namewhat, String(cString: what) == "method" {
+            position -= 1
+            if position == 0 { return "calling '\(name)' on bad self (\(error.reason))" }
+        }
+    }
+    return "bad argument #\(position) to '\(name)' (\(error.reason))"
 }
 
 /// `file:line: ` of the Lua code that called the running Swift function, as luaL_where gives.
