@@ -13,6 +13,7 @@ APT_PACKAGES := liblua5.4-dev lua5.4 lua-check tmux pkg-config libsqlite3-dev
 deps:
 	@missing=""; \
 	pkg-config --exists lua5.4 2>/dev/null || missing="$$missing liblua5.4-dev pkg-config"; \
+	pkg-config --exists libedit 2>/dev/null || missing="$$missing libedit-dev"; \
 	command -v lua5.4 >/dev/null || missing="$$missing lua5.4"; \
 	command -v luacheck >/dev/null || missing="$$missing lua-check"; \
 	command -v tmux >/dev/null || missing="$$missing tmux"; \

@@ -40,13 +40,29 @@ let package = Package(
             name: "ShareFlowLua",
             dependencies: ["ShareFlow", "CLua", "CShareFlowSupport",
                            .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "Logging", package: "swift-log")]
+        ),
+        // The console of `shareflow repl`: libedit for the line, the host for the Lua.
+        .systemLibrary(
+            name: "CEditLine",
+            pkgConfig: "libedit",
+            providers: [.apt(["libedit-dev"]), .brew(["libedit"])]
+        ),
+        .target(
+            name: "ShareFlowConsole",
+            dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport", "CEditLine"]
+        ),
+        // `shareflow bench`: the SPEC §12 figures beside their baselines.
+        .target(
+            name: "ShareFlowBench",
+            dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport",
                            .product(name: "GRDBSQLite", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "shareflow",
             dependencies: [
-                "ShareFlow", "ShareFlowLua",
+                "ShareFlow", "ShareFlowLua", "ShareFlowConsole", "ShareFlowBench", "CLua", "CShareFlowSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

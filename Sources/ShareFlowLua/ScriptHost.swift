@@ -23,7 +23,7 @@ public final class ScriptHost {
     public let labelPrefix: String
     /// Progress of DiscoverAll when the script gave no progress function.
     public var defaultDiscoveryProgress: ((Int, Int) -> Void)?
-    var bindings: Bindings!
+    package var bindings: Bindings!
     /// Registry refs of the `shareflow` table and (for a plugin) the table `init.lua` returned.
     var moduleTable: Int32 = LUA_NOREF
     var pluginTable: Int32 = LUA_NOREF

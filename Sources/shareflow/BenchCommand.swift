@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ShareFlowBench
 import ShareFlowLua
 
 extension ShareFlowCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ShareFlow
+import ShareFlowConsole
 import ShareFlowLua
 
 extension ShareFlowCommand {

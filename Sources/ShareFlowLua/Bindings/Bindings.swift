@@ -42,7 +42,7 @@ final class RecordFields {
 
 /// Every ShareFlow type's Lua class, for one script host, and the helpers that push and read
 /// them. The bindings wrap the Swift API; they enforce no rule of their own.
-final class Bindings {
+package final class Bindings {
     unowned let host: ScriptHost
     // Stored, not read through `host`: these are on every event's path.
     let lua: LuaState
@@ -104,7 +104,7 @@ final class Bindings {
     /// pin keeps nothing alive that would otherwise go: `accountHandles` holds the handle.
     @exclusivity(unchecked) private var lastAccount: (id: Int64, ref: Int32) = (0, LUA_NOREF)
 
-    func push(account: Account) {
+    package func push(account: Account) {
         if account.id == lastAccount.id, lastAccount.ref != LUA_NOREF {
             lua_rawgeti(lua.L, clua_registryindex(), lua_Integer(lastAccount.ref))
             return
@@ -148,7 +148,7 @@ final class Bindings {
     func push(session: Session) { sessionClass.push(session, in: lua) }
     func push(container: Container) { containerClass.push(container, in: lua) }
     func push(database: CloudDatabase) { databaseClass.push(database, in: lua) }
-    func push(participant: Participant?) {
+    package func push(participant: Participant?) {
         guard let participant else { return lua_pushnil(lua.L) }
         participantClass.push(participant, in: lua)
     }
@@ -156,7 +156,7 @@ final class Bindings {
         guard let metadata else { return lua_pushnil(lua.L) }
         metadataClass.push(metadata, in: lua)
     }
-    func push(record: Record?) {
+    package func push(record: Record?) {
         guard let record else { return lua_pushnil(lua.L) }
         if let share = record as? Share { shareClass.push(share, in: lua) } else { recordClass.push(record, in: lua) }
     }

@@ -4,8 +4,8 @@ import Logging
 import ShareFlow
 
 /// The `shareflow` table: the directory, sessions, constructors, operations, hooks and log.
-enum ShareFlowModule {
-    static let version = "0.1.0"
+package enum ShareFlowModule {
+    package static let version = "0.1.0"
 
     static let operationNames = [
         "FetchShareParticipantsOperation", "FetchShareMetadataOperation", "AcceptSharesOperation",

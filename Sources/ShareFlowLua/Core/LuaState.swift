@@ -16,7 +16,7 @@ public final class LuaState {
     @exclusivity(unchecked) public internal(set) var L: OpaquePointer
     /// The state's main thread.
     public let mainThread: OpaquePointer
-    let limits: UnsafeMutablePointer<sf_limits>
+    package let limits: UnsafeMutablePointer<sf_limits>
     private var closed = false
     /// What references hold instead of the state: a weak reference would give the state a
     /// side table and make every retain of it on the hot path take the slow path.

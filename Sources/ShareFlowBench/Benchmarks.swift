@@ -1,3 +1,4 @@
+import ShareFlowLua
 import CLua
 import CShareFlowSupport
 import Foundation

@@ -1,3 +1,4 @@
+import ShareFlowLua
 import Foundation
 #if canImport(Glibc)
 import Glibc
