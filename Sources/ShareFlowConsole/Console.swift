@@ -47,16 +47,18 @@ public final class Console {
     // MARK: Evaluating
 
     /// Evaluates a chunk: an expression prints its values; a statement runs.
-    public func evaluate(_ source: String) -> Evaluation {
+    /// `line` is where the chunk starts in the input, so an error names the input's line.
+    public func evaluate(_ source: String, line: Int = 1) -> Evaluation {
         let lua = host.lua
         let base = lua.top
         defer { lua.top = base }
+        let lead = String(repeating: "\n", count: max(line - 1, 0))
         do {
             do {
-                try lua.load("return " + source, chunkName: "=stdin")
+                try lua.load(lead + "return " + source, chunkName: "=stdin")
             } catch let e as LuaError where e.kind == .syntax {
                 do {
-                    try lua.load(source, chunkName: "=stdin")
+                    try lua.load(lead + source, chunkName: "=stdin")
                 } catch let e as LuaError where e.kind == .syntax {
                     if e.message.hasSuffix("<eof>") { return .incomplete }
                     return .failed(e.message)
@@ -99,7 +101,8 @@ public final class Console {
         Lua 5.4 with ShareFlow: `shareflow` (also `sf`) is loaded.
           an expression prints its value     1 + 1,  sf.accounts.list()
           a statement runs                   x = 10  (each entry is its own chunk: `local` ends with it)
-          incomplete input continues on a >> prompt; Tab completes names; Up/Down browse history
+          incomplete input continues on a >> prompt; Tab completes names; Up/Down browse history,
+          Ctrl-R searches it; emacs keys edit the line (libedit; ~/.editrc is read)
           Ctrl-C interrupts a running statement; Ctrl-D (or :quit) leaves
         Commands:
           :help             this text
@@ -188,8 +191,7 @@ public final class Console {
 
     /// The interactive console on a terminal. Returns the exit code.
     public func runInteractive(banner: Bool = true) -> Int32 {
-        let editor = LineEditor()
-        editor.history = loadHistory()
+        let editor = EditLineReader(history: loadHistory())
         editor.completer = { [unowned self] in complete($0) }
         sf_install_sigint()
         if banner {
@@ -220,7 +222,8 @@ public final class Console {
                 switch evaluate(chunk) {
                 case .incomplete: continue
                 case .done(let output): output.forEach { Swift.print($0) }
-                case .failed(let message): Swift.print(message)
+                // The terminal echoed ^C: the word goes after it, spaced.
+                case .failed(let message): Swift.print(message == "interrupted" ? " interrupted" : message)
                 }
                 chunk = ""
             }
@@ -232,8 +235,11 @@ public final class Console {
     public func runScripted(lines: AnySequence<String>) -> Int32 {
         var chunk = ""
         var failed = false
+        var number = 0, chunkStart = 1
         for line in lines {
+            number += 1
             if chunk.isEmpty {
+                chunkStart = number
                 let trimmed = line.trimmingCharacters(in: .whitespaces)
                 if trimmed.isEmpty { continue }
                 if trimmed.hasPrefix(":") {
@@ -249,7 +255,7 @@ public final class Console {
                 }
             }
             chunk += (chunk.isEmpty ? "" : "\n") + line
-            switch evaluate(chunk) {
+            switch evaluate(chunk, line: chunkStart) {
             case .incomplete: continue
             case .done(let output): output.forEach { Swift.print($0) }
             case .failed(let message):

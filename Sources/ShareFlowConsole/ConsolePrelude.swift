@@ -84,7 +84,20 @@ extension Console {
         end
 
         function __console_complete(text)
-          local word = text:match("[%w_%.:]*$") or ""
+          -- The word: names, dots, a colon, and indexes by number or quoted string (ps[1].x).
+          local word = text:match("[%w_%.:%[%]\"']*$") or ""
+          -- Only what can be read without calling anything: never evaluate a call.
+          local function readable(path)
+            local rest = path:match("^[%a_][%w_]*(.*)$")
+            if not rest then return false end
+            while #rest > 0 do
+              local nxt = rest:match("^%.[%a_][%w_]*(.*)$") or rest:match("^%[%d+%](.*)$")
+                or rest:match('^%["[^"]*"%](.*)$') or rest:match("^%['[^']*'%](.*)$")
+              if not nxt then return false end
+              rest = nxt
+            end
+            return true
+          end
           local start = #text - #word
           local candidates, seen = {}, {}
           local function add(c) if not seen[c] then seen[c] = true; candidates[#candidates + 1] = c end end
@@ -94,7 +107,7 @@ extension Console {
               if type(k) == "string" and k:sub(1, #word) == word and not k:match("^__") then add(k) end
             end
             for _, k in ipairs(keywords) do if k:sub(1, #word) == word then add(k) end end
-          elseif base:match("^[%a_][%w_]*[%w_%.]*$") and not base:find("..", 1, true) then
+          elseif readable(base) then
             local chunk = load("return " .. base, "=complete", "t")
             local ok, obj = pcall(chunk or error)
             if ok and obj ~= nil then
@@ -106,6 +119,14 @@ extension Console {
                   if m:sub(1, #partial) == partial and (sep == "." or isMethod[m]) then
                     add(base .. sep .. m .. (sep == ":" and "(" or ""))
                   end
+                end
+                -- A view that iterates (a record's fields): its keys.
+                if sep == "." and #(members or {}) == 0 then
+                  pcall(function()
+                    for k in pairs(obj) do
+                      if type(k) == "string" and k:sub(1, #partial) == partial then add(base .. "." .. k) end
+                    end
+                  end)
                 end
               elseif type(obj) == "table" then
                 local function scan(t, depth)

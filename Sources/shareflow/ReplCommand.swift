@@ -16,11 +16,22 @@ extension ShareFlowCommand {
         @Option(name: .long, help: "Act as this user (email, phone or userRecordID) for shareflow.container(id).")
         var `as`: String?
 
-        @Option(name: .long, help: "History file (default: ~/.shareflow_history).")
+        @Option(name: .long, help: "History file (default: $XDG_STATE_HOME/shareflow/history, else $HOME/.shareflow_history).")
         var history: String?
 
         @Flag(name: .long, help: "Keep no history.")
         var noHistory = false
+
+        /// `$XDG_STATE_HOME/shareflow/history` when that is set, else `$HOME/.shareflow_history`
+        /// (the environment's home, not the password file's).
+        static func defaultHistoryFile() -> String {
+            let env = ProcessInfo.processInfo.environment
+            if let state = env["XDG_STATE_HOME"], state.hasPrefix("/") {
+                return (state as NSString).appendingPathComponent("shareflow/history")
+            }
+            let home = env["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+            return (home as NSString).appendingPathComponent(".shareflow_history")
+        }
 
         func run() throws {
             let engine: Engine
@@ -37,7 +48,7 @@ extension ShareFlowCommand {
             }
             let interactive = isatty(STDIN_FILENO) != 0
             if interactive && !noHistory {
-                console.historyFile = history ?? (NSHomeDirectory() as NSString).appendingPathComponent(".shareflow_history")
+                console.historyFile = history ?? Repl.defaultHistoryFile()
             }
             let code = interactive
                 ? console.runInteractive()

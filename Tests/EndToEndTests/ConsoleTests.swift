@@ -98,7 +98,8 @@ final class ConsoleTests: XCTestCase {
         try t.line("kept + 1")
         try t.waitFor("\n43\n")
         try t.press("C-d")
-        try t.waitFor("shareflow> \n")
+        try t.waitFor("shareflow> ^D\n")   // libedit echoes the EOF key, as its other programs do
+        XCTAssertFalse(try t.screen().contains("^Cinterrupted"), "a space after the echoed ^C")
     }
 
     func testHistoryIsKeptAcrossSessions() throws {
@@ -167,10 +168,66 @@ final class ConsoleTests: XCTestCase {
         r = try CLI.run(["repl", "--store", ":memory:"], stdin: "x = 1\nerror('bad thing')\nx + 1\n")
         XCTAssertEqual(r.status, 1, "a failed statement makes the exit code non-zero")
         XCTAssertEqual(r.stdout, "2\n", "later statements still run")
-        XCTAssertTrue(r.stderr.contains("stdin:1: bad thing"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("stdin:2: bad thing"), "the input's line: \(r.stderr)")
         r = try CLI.run(["repl", "--store", ":memory:"], stdin: ":nonsense\n")
         XCTAssertEqual(r.status, 1)
         XCTAssertTrue(r.stderr.contains("unknown command ':nonsense'"), r.stderr)
+    }
+
+    /// libedit: Ctrl-R searches history backwards; editing stays whole on multi-byte characters.
+    func testLibeditHistorySearchAndUTF8Editing() throws {
+        let t = try console()
+        try t.line("greeting = 'olá'")
+        try t.line("other = 1")
+        try t.press("C-r")
+        try t.type("greet")
+        try t.press("Enter")
+        try t.press("Enter")
+        try t.line("greeting")
+        try t.waitFor("\nolá\n", count: 1)
+        try t.type("s = 'ñandú'")
+        try t.press("Left", "BSpace")   // deletes the ú before the quote, both its bytes
+        try t.press("Enter")
+        try t.line("#s")
+        try t.waitFor("\n5\n")   // ñ (2 bytes) a n d: 5 bytes
+    }
+
+    /// Tab after an index (`ps[1].userIdentity.`) and on a record's fields.
+    func testCompletionAfterIndexesAndOnRecordFields() throws {
+        let t = try console()
+        try t.line("alice = sf.accounts.create{ email = 'alice@example.com' }")
+        try t.line("c = sf.as(alice):container('X') ps = c:fetchShareParticipants{ 'bob@example.com' }")
+        try t.type("ps[1].userIdentity.look"); try t.press("Tab")
+        try t.waitFor("ps[1].userIdentity.lookupInfo")
+        try t.press("C-u")
+        try t.line("r = sf.Record{ recordType = 'T', fields = { title = 'x', tally = 2 } }")
+        try t.type("r.fields.ti"); try t.press("Tab")
+        try t.waitFor("r.fields.title")
+        try t.press("C-u")
+        try t.type("r.fields.t"); try t.press("Tab", "Tab")
+        try t.waitFor("r.fields.tally  r.fields.title")
+    }
+
+    /// History goes to $HOME (not the password file's home), or $XDG_STATE_HOME when set.
+    func testHistoryLivesInHomeOrXDGStateHome() throws {
+        for (env, file) in [("HOME=\(dir.path)/home", "home/.shareflow_history"),
+                            ("XDG_STATE_HOME=\(dir.path)/state", "state/shareflow/history")] {
+            let t = try Tmux(command: "cd \(CLI.root.path) && mkdir -p \(dir.path)/home && \(env) \(CLI.binary) repl --store :memory:")
+            try t.waitFor("shareflow> ")
+            try t.line("noted = 1")
+            try t.waitFor("shareflow> ", count: 2)
+            try t.press("C-d")
+            usleep(300_000)
+            let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
+            XCTAssertTrue(text.contains("noted = 1\n"), "\(file): \(text)")
+        }
+    }
+
+    /// Piped, an error names the line of the input, not of the statement.
+    func testPipedErrorsNameTheInputLine() throws {
+        let r = try CLI.run(["repl", "--store", ":memory:"], stdin: "x = 1\n\nfunction f()\n  return nil + 1\nend\nf()\n")
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.hasPrefix("stdin:4: attempt to perform arithmetic on a nil value"), r.stderr)
     }
 
     func testDryRunLeavesTheStoreByteForByteAndReportsChanges() throws {
