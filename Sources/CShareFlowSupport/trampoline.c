@@ -61,6 +61,21 @@ void sf_push_swift_function(lua_State *L, void *box) {
     lua_pushcclosure(L, sf_trampoline, 1);
 }
 
+static int sf_class_index(lua_State *L) {
+    lua_settop(L, 2);
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+    lua_pop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(2));
+    lua_insert(L, 1);
+    lua_call(L, 2, 1);
+    return 1;
+}
+
+void sf_push_class_index(lua_State *L) {
+    lua_pushcclosure(L, sf_class_index, 2);
+}
+
 void sf_push_object(lua_State *L, void *object, const char *tname) {
     void **slot = (void **)lua_newuserdatauv(L, sizeof(void *), 0);
     *slot = object;

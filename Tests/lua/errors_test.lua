@@ -45,3 +45,13 @@ test("module functions keep their numbering", function()
   raises(function() sf.on(5) end, "bad argument #1 to 'on' (string expected, got number)")
   raises(function() sf.LookupInfo("x") end, "bad argument #1 to 'LookupInfo' (table expected, got string)")
 end)
+
+test("methods are found in a method table, as liolib's, without a call into the host", function()
+  local c = world()
+  local index = debug.getmetatable(c).__index
+  local _, methods = debug.getupvalue(index, 1)
+  expect.eq(type(methods), "table", "__index keeps the method table as its first upvalue")
+  expect.eq(rawget(methods, "acceptShares"), c.acceptShares)
+  expect.eq(rawget(methods, "containerIdentifier"), nil, "properties are not methods")
+  expect.eq(c.containerIdentifier, "iCloud.errors")
+end)

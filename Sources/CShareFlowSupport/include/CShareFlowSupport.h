@@ -26,6 +26,10 @@ void sf_install(sf_swift_dispatch_fn dispatch, sf_swift_release_fn release);
 
 /* Pushes a C closure that calls the Swift box; Lua's GC releases the box. */
 void sf_push_swift_function(lua_State *L, void *box);
+/* Pops a class's method table and its property function (Swift) and pushes the class's
+ * __index: a method is found in the table without leaving C (as liolib's method table);
+ * anything else goes to the function. */
+void sf_push_class_index(lua_State *L);
 
 /* Pushes a full userdata holding a retained Swift object, with the metatable
  * registered under tname (luaL_newmetatable); its __gc releases the object. */

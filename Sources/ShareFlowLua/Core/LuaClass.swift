@@ -106,7 +106,8 @@ public final class LuaClass<Object: AnyObject> {
             lua_setfield(L, -2, name)
         }
         let getters = self.getters, setters = self.setters, typeName = self.typeName
-        let methodsRef = luaL_ref(L, clua_registryindex())
+        // The method table stays on the stack for the C __index below.
+        let methodsIndex = lua_gettop(L)
         // Getters by position, found through a Lua table of name → position: the key stays a
         // Lua string (no Swift string made and hashed per property read).
         let getterList = Array(getters.values)
@@ -116,12 +117,11 @@ public final class LuaClass<Object: AnyObject> {
             lua_setfield(L, -2, name)
         }
         let gettersRef = luaL_ref(L, clua_registryindex())
+        lua_pushvalue(L, methodsIndex)
+        // Properties: the part of __index that is Swift (methods never get here).
         lua.push(function: "__index") { call in
             guard let object = call.state.object(at: 1, typeName: typeName, as: Object.self) else { return 0 }
             let L = call.L
-            lua_rawgeti(L, clua_registryindex(), lua_Integer(methodsRef))
-            lua_pushvalue(L, 2)
-            if lua_rawget(L, -2) != LUA_TNIL { return 1 }
             lua_settop(L, 2)
             lua_rawgeti(L, clua_registryindex(), lua_Integer(gettersRef))
             lua_pushvalue(L, 2)
@@ -134,7 +134,9 @@ public final class LuaClass<Object: AnyObject> {
             try getterList[index](call.state, object)
             return 1
         }
-        lua_setfield(L, -2, "__index")
+        sf_push_class_index(L)
+        lua_setfield(L, -3, "__index")
+        lua.pop()  // the method table
 
         lua.push(function: "__newindex") { call in
             guard let object = call.state.object(at: 1, typeName: typeName, as: Object.self) else { return 0 }
