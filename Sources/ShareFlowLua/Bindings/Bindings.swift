@@ -62,6 +62,8 @@ package final class Bindings {
     /// Registry refs of the value tables' metatables (LookupInfo, RecordID, …).
     @exclusivity(unchecked) var valueMetatables: [Int32] = []
     var operationMakers: [String: () -> CloudOperation] = [:]
+    /// The operations in the order `defineOperations` lists them.
+    var operationNames: [String] = []
     /// Policy requests as tables (kept here: a table can outlive the policy that got it).
     private(set) lazy var requests = RequestTable(self)
 

@@ -56,6 +56,8 @@ extension Bindings {
         if let ref = op.nextInput() { lua.pushReference(ref) } else { fallback() }
     }
 
+    /// Every operation the Lua API offers, declared once: its name (`sf.<Name>{…}`), how to
+    /// make one, and its fields and blocks.
     func defineOperations() {
         let classes: [(String, () -> CloudOperation, (OpClass) -> Void)] = [
             ("FetchShareParticipantsOperation", { FetchShareParticipantsOperation() }, defineFetchShareParticipants),
@@ -75,6 +77,7 @@ extension Bindings {
             cls.register(in: lua)
             operationClasses[name] = cls
             operationMakers[name] = make
+            operationNames.append(name)
         }
     }
 

@@ -7,11 +7,7 @@ import ShareFlow
 package enum ShareFlowModule {
     package static let version = "0.1.0"
 
-    static let operationNames = [
-        "FetchShareParticipantsOperation", "FetchShareMetadataOperation", "AcceptSharesOperation",
-        "DiscoverAllUserIdentitiesOperation", "DiscoverUserIdentitiesOperation", "ModifyRecordsOperation",
-        "ModifyRecordZonesOperation", "FetchRecordsOperation", "QueryOperation",
-    ]
+    // The operations' constructors come from the one list in `Bindings.defineOperations`.
 
     /// Fills the table on top of the stack.
     static func install(into lua: LuaState, host: ScriptHost, bindings b: Bindings) throws {
@@ -27,8 +23,8 @@ package enum ShareFlowModule {
         Hooks.install(lua, host: host, bindings: b)
         installAdministration(lua, host, b)
 
-        lua_createtable(L, 0, Int32(operationNames.count))
-        for name in operationNames {
+        lua_createtable(L, 0, Int32(b.operationNames.count))
+        for name in b.operationNames {
             lua.push(function: name) { [unowned b] _ in b.newOperation(name: name); return 1 }
             lua_setfield(L, -2, name)
         }
