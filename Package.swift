@@ -52,10 +52,14 @@ let package = Package(
             name: "ShareFlowConsole",
             dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport", "CEditLine"]
         ),
-        // `shareflow bench`: the SPEC §12 figures beside their baselines.
+        // `shareflow bench`: the SPEC §12 figures beside their baselines (in C, the raw ones).
+        .target(
+            name: "CShareFlowBench",
+            dependencies: ["CLua", "CShareFlowSupport"]
+        ),
         .target(
             name: "ShareFlowBench",
-            dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport",
+            dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport", "CShareFlowBench",
                            .product(name: "GRDBSQLite", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")]
         ),

@@ -1,5 +1,6 @@
 import ShareFlowLua
 import CLua
+import CShareFlowBench
 import CShareFlowSupport
 import Foundation
 import GRDBSQLite

@@ -148,13 +148,6 @@ int sf_take_sigint(void);
  * budget reaches the coroutines that run. */
 void sf_track_coroutines(lua_State *L);
 
-/* Raw C baselines for `shareflow bench`: call the function at registry ref `fn` `n` times,
- * each time with a table built here holding what the engine's event (or policy request)
- * holds; the values at registry refs `caller`, `participant` and `share` stand for the
- * account, the participant and the share. Return the nanoseconds taken, or -1 on a Lua error. */
-long long sf_bench_event_baseline(lua_State *L, int fn, int caller, int participant, int n);
-long long sf_bench_policy_baseline(lua_State *L, int fn, int caller, int share, int participant, int n);
-
 /* Replaces string.find/match/gmatch/gsub and table.sort/insert/remove/move in the state's
  * global string and table tables with versions that call sf_budget_checkpoint as they run
  * (Lua's own never return to the VM, so the budget hook cannot stop them). Same results and

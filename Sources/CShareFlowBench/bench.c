@@ -1,6 +1,7 @@
 /* Raw C baselines for `shareflow bench` (SPEC §12): the same Lua function called with an
  * equivalent table built here, with no host in between. */
-#include "internal.h"
+#include "CShareFlowBench.h"
+#include <CShareFlowSupport.h>
 
 static void set_string(lua_State *L, const char *k, const char *v) {
     lua_pushstring(L, v);
