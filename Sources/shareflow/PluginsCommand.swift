@@ -90,7 +90,11 @@ extension ShareFlowCommand {
                 do {
                     let manager = try global.loadPlugins(into: engine)
                     let reloaded = names.isEmpty ? try manager.reload() : try names.flatMap { try manager.reload($0) }
-                    print(reloaded.isEmpty ? "no plugins are enabled" : "reloaded: \(reloaded.joined(separator: ", "))")
+                    if global.json {
+                        printJSON(["reloaded": reloaded])
+                    } else {
+                        print(reloaded.isEmpty ? "no plugins are enabled" : "reloaded: \(reloaded.joined(separator: ", "))")
+                    }
                 } catch let e as PluginError {
                     fail(e.description)
                 }

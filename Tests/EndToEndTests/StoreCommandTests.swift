@@ -100,4 +100,50 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), [], "nothing made in the current folder")
     }
+
+    /// A read-only script waited 10 s for a busy writer (opening took the write lock) and failed
+    /// without naming the store. Readers now start and finish while another process writes.
+    func testAReaderDoesNotWaitForABusyWriter() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("store.sqlite").path
+        try CLI.write("require('shareflow').accounts.create{ email = 'a@example.com' }", to: dir.appendingPathComponent("w.lua"))
+        try CLI.write("print(require('shareflow').accounts.count())", to: dir.appendingPathComponent("r.lua"))
+        XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("w.lua").path]).status, 0)
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        holder.arguments = ["python3", "-c", """
+            import sqlite3, sys, time
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute("BEGIN IMMEDIATE"); c.execute("UPDATE account SET name = name")
+            print("locked", flush=True); time.sleep(8); c.execute("ROLLBACK")
+            """, store]
+        let out = Pipe()
+        holder.standardOutput = out
+        try holder.run()
+        defer { holder.terminate(); holder.waitUntilExit() }
+        _ = out.fileHandleForReading.availableData  // "locked"
+        let start = Date()
+        let r = try CLI.run(["run", "--store", store, dir.appendingPathComponent("r.lua").path])
+        XCTAssertEqual(r.stdout, "1\n", r.stderr)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 5, "the reader did not wait for the writer")
+        let info = try CLI.run(["store", "info", "--store", store])
+        XCTAssertEqual(info.status, 0, info.stderr)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 7)
+    }
+
+    /// A refused store gets no -wal or -shm file beside it.
+    func testARefusedStoreGetsNoSideFiles() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let other = dir.appendingPathComponent("other.sqlite").path
+        let make = Process()
+        make.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        make.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table notes(x)'); c.commit()", other]
+        try make.run(); make.waitUntilExit()
+        let r = try CLI.run(["run", "--store", other, "/dev/null"])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("is not a ShareFlow store"), r.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["other.sqlite"])
+    }
 }

@@ -111,9 +111,15 @@ public final class Store: @unchecked Sendable {
 
     /// Moves the WAL's content into the database file and empties the WAL, so the file alone
     /// is the whole store (copy it, back it up). Done at a clean exit.
+    ///
+    /// Never waits: while another process writes, the checkpoint is left to whoever exits
+    /// last (a truncating checkpoint would otherwise wait out the busy timeout).
     public func checkpoint() {
         guard path != ":memory:" else { return }
-        try? queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        try? queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA busy_timeout = 0")
+            _ = try? db.checkpoint(.truncate)
+        }
     }
 
     /// Runs `body` in a transaction, or in a savepoint when a transaction is already open.
