@@ -146,4 +146,44 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("is not a ShareFlow store"), r.stderr)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["other.sqlite"])
     }
+
+    /// A store in a read-only place could not be opened even to read. It opens read-only now:
+    /// reads work, writes fail naming the store. (Tests run as root, who may write anywhere:
+    /// the process runs as `nobody` in a user namespace.)
+    func testAStoreInAReadOnlyPlaceOpensReadOnly() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { throw XCTSkip("no unshare") }
+        let dir = try CLI.temporaryDirectory()
+        defer {
+            chmod(dir.path, 0o755)
+            try? FileManager.default.removeItem(at: dir)
+        }
+        let store = dir.appendingPathComponent("store.sqlite").path
+        try CLI.write("require('shareflow').accounts.create{ email = 'a@example.com' }", to: dir.appendingPathComponent("w.lua"))
+        try CLI.write("print(require('shareflow').accounts.count())", to: dir.appendingPathComponent("r.lua"))
+        XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("w.lua").path]).status, 0)
+        XCTAssertEqual(chmod(dir.path, 0o555), 0)
+        func asNobody(_ args: [String]) throws -> CLI.Result {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            p.arguments = ["--user", "--map-user=65534", CLI.binary] + args
+            let out = Pipe(), err = Pipe()
+            p.standardOutput = out
+            p.standardError = err
+            try p.run()
+            p.waitUntilExit()
+            return CLI.Result(status: p.terminationStatus,
+                              stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+                              stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        }
+        guard (try? asNobody(["--version"]))?.status == 0 else { throw XCTSkip("user namespaces are not available here") }
+        let read = try asNobody(["run", "--store", store, dir.appendingPathComponent("r.lua").path])
+        XCTAssertEqual(read.status, 0, read.stderr)
+        XCTAssertEqual(read.stdout, "1\n")
+        let write = try asNobody(["run", "--store", store, dir.appendingPathComponent("w.lua").path])
+        XCTAssertEqual(write.status, 1)
+        XCTAssertTrue(write.stderr.hasPrefix("shareflow: serviceUnavailable (6): store \(store) is read-only"), write.stderr)
+        XCTAssertEqual(try asNobody(["store", "check", "--store", store]).status, 0)
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir.path)), ["store.sqlite", "w.lua", "r.lua"],
+                       "nothing made beside it")
+    }
 }

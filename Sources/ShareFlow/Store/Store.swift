@@ -15,6 +15,8 @@ public final class Store: @unchecked Sendable {
     static let formatName = "shareflow"
 
     public let path: String
+    /// Opened read-only: the file or its folder is not writable (SPEC §11).
+    public let isReadOnly: Bool
     let queue: DatabaseQueue
     /// The connection of the write in progress, so nested engine calls (an observer or
     /// policy that reads the directory) join it instead of deadlocking. Guarded by the
@@ -33,7 +35,19 @@ public final class Store: @unchecked Sendable {
                 throw StoreError.cannotOpen(path: path, reason: "its folder \(folder.path) cannot be made (\(Store.reason(error)))")
             }
         }
+        // A store in a read-only place (the file or its folder not writable) opens read-only:
+        // reads work, a write fails as serviceUnavailable naming the store.
+        let folderPath = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        isReadOnly = path != ":memory:" && FileManager.default.fileExists(atPath: path)
+            && (!FileManager.default.isWritableFile(atPath: path) || !FileManager.default.isWritableFile(atPath: folderPath))
+        // SQLite reads a WAL store through its -shm file; where that cannot be made (a
+        // read-only folder) the store is opened as immutable: the file as it is, which a clean
+        // exit leaves whole.
+        let sqlitePath = isReadOnly && !FileManager.default.isWritableFile(atPath: folderPath)
+            && !FileManager.default.fileExists(atPath: path + "-shm")
+            ? Store.immutableURI(path) : path
         var config = Configuration()
+        config.readonly = isReadOnly
         // WAL, set here rather than by GRDB's `.wal`, whose set-up writes to the store at every
         // open (it makes and drops a table when the -wal file is empty, as after a clean exit):
         // a reader must not need the write lock, nor change the file, to start.
@@ -41,7 +55,7 @@ public final class Store: @unchecked Sendable {
         config.busyMode = .timeout(busyTimeout)
         config.foreignKeysEnabled = true
         config.label = "shareflow.store"
-        let inMemory = path == ":memory:"
+        let inMemory = path == ":memory:" || isReadOnly
         config.prepareDatabase { db in
             // In WAL mode, NORMAL survives a killed process (only power loss can drop the last
             // commits), and spares an fsync per item.
@@ -61,12 +75,15 @@ public final class Store: @unchecked Sendable {
         while true {
             attempt += 1
             do {
-                if path != ":memory:" { try Store.checkForeignFile(at: path) }
+                if path != ":memory:" { try Store.checkForeignFile(at: path, sqlitePath: sqlitePath) }
                 let queue = path == ":memory:"
                     ? try DatabaseQueue(configuration: config)
-                    : try DatabaseQueue(path: path, configuration: config)
+                    : try DatabaseQueue(path: sqlitePath, configuration: config)
                 // Migrating takes the write lock: only when the schema is behind.
                 if try !queue.read({ try Store.migrator.hasCompletedMigrations($0) }) {
+                    guard !isReadOnly else {
+                        throw StoreError.cannotOpen(path: path, reason: "it is read-only and its schema needs upgrading by this shareflow")
+                    }
                     try Store.migrator.migrate(queue)
                 }
                 self.queue = queue
@@ -77,6 +94,14 @@ public final class Store: @unchecked Sendable {
                 throw StoreError.cannotOpen(path: path, reason: Store.reason(error))
             }
         }
+    }
+
+    /// `path` as an SQLite URI opening it immutable (SQLite here takes `file:` names as URIs).
+    static func immutableURI(_ path: String) -> String {
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#%")
+        return "file:" + (absolute.addingPercentEncoding(withAllowedCharacters: allowed) ?? absolute) + "?immutable=1"
     }
 
     /// Failures another process opening or migrating the same store causes for a moment: the
@@ -115,7 +140,7 @@ public final class Store: @unchecked Sendable {
     /// Never waits: while another process writes, the checkpoint is left to whoever exits
     /// last (a truncating checkpoint would otherwise wait out the busy timeout).
     public func checkpoint() {
-        guard path != ":memory:" else { return }
+        guard path != ":memory:", !isReadOnly else { return }
         try? queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA busy_timeout = 0")
             _ = try? db.checkpoint(.truncate)
@@ -168,7 +193,7 @@ public final class Store: @unchecked Sendable {
 
     /// Throws, touching nothing, when `path` holds something other than a ShareFlow store
     /// this binary can open.
-    static func checkForeignFile(at path: String) throws {
+    static func checkForeignFile(at path: String, sqlitePath: String? = nil) throws {
         let fm = FileManager.default
         var isDir: ObjCBool = false
         guard fm.fileExists(atPath: path, isDirectory: &isDir) else { return }
@@ -186,7 +211,7 @@ public final class Store: @unchecked Sendable {
         }
         var config = Configuration()
         config.readonly = true
-        let probe = try DatabaseQueue(path: path, configuration: config)
+        let probe = try DatabaseQueue(path: sqlitePath ?? path, configuration: config)
         defer { try? probe.close() }
         try probe.read { db in
             let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
