@@ -55,3 +55,11 @@ test("methods are found in a method table, as liolib's, without a call into the 
   expect.eq(rawget(methods, "containerIdentifier"), nil, "properties are not methods")
   expect.eq(c.containerIdentifier, "iCloud.errors")
 end)
+
+test("a constructor's bad field is its bad argument at the caller's line, not the prelude's", function()
+  local e = raises(function() sf.ModifyRecordsOperation{ bad = 1 } end,
+                   "bad argument #1 to 'ModifyRecordsOperation' (ModifyRecordsOperation has no field 'bad')")
+  expect.truthy(e:find("errors_test%.lua:%d+: bad argument"), e)
+  expect.falsy(e:find("prelude", 1, true), e)
+  raises(function() sf.QueryOperation{ resultsLimit = -1 } end, "bad value for 'resultsLimit'")
+end)
