@@ -178,7 +178,9 @@ final class ConsoleTests: XCTestCase {
     func testLibeditHistorySearchAndUTF8Editing() throws {
         let t = try console()
         try t.line("greeting = 'olá'")
+        try t.waitFor("shareflow> ", count: 2)
         try t.line("other = 1")
+        try t.waitFor("shareflow> ", count: 3)
         try t.press("C-r")
         try t.type("greet")
         try t.press("Enter")
@@ -195,12 +197,17 @@ final class ConsoleTests: XCTestCase {
     /// Tab after an index (`ps[1].userIdentity.`) and on a record's fields.
     func testCompletionAfterIndexesAndOnRecordFields() throws {
         let t = try console()
+        // Each line once the prompt is back: keys typed while a statement runs reach the
+        // terminal, not the editor (slow under a sanitizer).
         try t.line("alice = sf.accounts.create{ email = 'alice@example.com' }")
+        try t.waitFor("shareflow> ", count: 2)
         try t.line("c = sf.as(alice):container('X') ps = c:fetchShareParticipants{ 'bob@example.com' }")
+        try t.waitFor("shareflow> ", count: 3)
         try t.type("ps[1].userIdentity.look"); try t.press("Tab")
         try t.waitFor("ps[1].userIdentity.lookupInfo")
         try t.press("C-u")
         try t.line("r = sf.Record{ recordType = 'T', fields = { title = 'x', tally = 2 } }")
+        try t.waitFor("shareflow> ", count: 4)
         try t.type("r.fields.ti"); try t.press("Tab")
         try t.waitFor("r.fields.title")
         try t.press("C-u")
