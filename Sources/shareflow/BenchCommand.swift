@@ -76,7 +76,7 @@ extension ShareFlowCommand {
             bench.only = Set(only)
             let r = try bench.run()
             if json {
-                let data = try JSONSerialization.data(withJSONObject: r, options: [.sortedKeys, .prettyPrinted])
+                let data = try JSONSerialization.data(withJSONObject: r, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
                 print(String(decoding: data, as: UTF8.self))
                 return
             }

@@ -21,7 +21,7 @@ extension ShareFlowCommand {
                 if global.json {
                     let list = infos.map { ["name": $0.name, "version": $0.version ?? "", "description": $0.description ?? "",
                                             "folder": $0.folder, "enabled": $0.enabled] as [String: Any] }
-                    print(String(decoding: try JSONSerialization.data(withJSONObject: list, options: [.sortedKeys]), as: UTF8.self))
+                    print(String(decoding: try JSONSerialization.data(withJSONObject: list, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self))
                     return
                 }
                 if infos.isEmpty { print("no plugins in \(global.pluginSearchPath.joined(separator: ", "))") }
