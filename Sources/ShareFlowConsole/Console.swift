@@ -232,6 +232,18 @@ public final class Console {
 
     /// Piped standard input: no prompts, each statement's results printed, errors on standard
     /// error; exit code 1 if any statement failed.
+    /// Piped with `json`: one JSON object per statement or command on standard output,
+    /// `{"line":N,"ok":true,"output":[…]}` or `{"line":N,"ok":false,"error":"…"}`.
+    public var jsonOutput = false
+
+    private func emitJSON(line: Int, ok: Bool, output: [String] = [], error: String? = nil) {
+        var object: [String: Any] = ["line": line, "ok": ok]
+        if let error { object["error"] = error } else { object["output"] = output }
+        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) {
+            Swift.print(String(decoding: data, as: UTF8.self))
+        }
+    }
+
     public func runScripted(lines: AnySequence<String>) -> Int32 {
         var chunk = ""
         var failed = false
@@ -245,7 +257,11 @@ public final class Console {
                 if trimmed.hasPrefix(":") {
                     lastCommandFailed = false
                     guard let out = command(trimmed) else { break }
-                    if lastCommandFailed {
+                    if jsonOutput {
+                        if lastCommandFailed { failed = true }
+                        emitJSON(line: number, ok: !lastCommandFailed, output: lastCommandFailed ? [] : [out],
+                                 error: lastCommandFailed ? String(out.dropFirst(7)) : nil)
+                    } else if lastCommandFailed {
                         failed = true
                         FileHandle.standardError.write(Data((out + "\n").utf8))
                     } else {
@@ -257,6 +273,10 @@ public final class Console {
             chunk += (chunk.isEmpty ? "" : "\n") + line
             switch evaluate(chunk, line: chunkStart) {
             case .incomplete: continue
+            case .done(let output) where jsonOutput: emitJSON(line: chunkStart, ok: true, output: output)
+            case .failed(let message) where jsonOutput:
+                failed = true
+                emitJSON(line: chunkStart, ok: false, error: message)
             case .done(let output): output.forEach { Swift.print($0) }
             case .failed(let message):
                 failed = true

@@ -47,6 +47,7 @@ extension ShareFlowCommand {
                 if answer.hasPrefix("error:") { fail("--as \(who): \(answer.dropFirst(7))") }
             }
             let interactive = isatty(STDIN_FILENO) != 0
+            console.jsonOutput = global.json && !interactive
             if interactive && !noHistory {
                 console.historyFile = history ?? Repl.defaultHistoryFile()
             }

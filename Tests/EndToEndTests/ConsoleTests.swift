@@ -230,6 +230,18 @@ final class ConsoleTests: XCTestCase {
         }
     }
 
+    /// Piped with --json: one object per statement or command, with its input line.
+    func testPipedJSON() throws {
+        let r = try CLI.run(["repl", "--store", ":memory:", "--json"], stdin: "1 + 1\n\nerror('no')\n:as nobody@x.com\n")
+        XCTAssertEqual(r.status, 1)
+        let lines = r.stdout.split(separator: "\n").map { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        XCTAssertEqual(lines.count, 3, r.stdout)
+        XCTAssertEqual(lines[0]?["output"] as? [String], ["2"])
+        XCTAssertEqual(lines[1]?["line"] as? Int, 3)
+        XCTAssertTrue((lines[1]?["error"] as? String)?.hasPrefix("stdin:3: no") ?? false, r.stdout)
+        XCTAssertEqual(lines[2]?["error"] as? String, "no account for 'nobody@x.com'")
+    }
+
     /// Piped, an error names the line of the input, not of the statement.
     func testPipedErrorsNameTheInputLine() throws {
         let r = try CLI.run(["repl", "--store", ":memory:"], stdin: "x = 1\n\nfunction f()\n  return nil + 1\nend\nf()\n")
