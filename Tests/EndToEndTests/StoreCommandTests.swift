@@ -15,7 +15,7 @@ final class StoreCommandTests: XCTestCase {
             sf.accounts.create{ email = arg[1] .. "@example.com" }
             print(sf.accounts.count() >= 1)
             """, to: script)
-        for round in 0..<12 {
+        for round in 0..<20 {
             let store = dir.appendingPathComponent("new\(round)/store.sqlite").path
             final class Results: @unchecked Sendable { var items = [CLI.Result?](repeating: nil, count: 3); let lock = NSLock() }
             let results = Results()
