@@ -13,6 +13,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // liblua5.4 from the system (Debian: liblua5.4-dev), with a shim for Lua's macros.
@@ -63,10 +66,19 @@ let package = Package(
                            .product(name: "GRDBSQLite", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")]
         ),
+        // `shareflow serve`: CloudKit Web Services over HTTP (SPEC §13), on Hummingbird 2.
+        .target(
+            name: "ShareFlowServer",
+            dependencies: ["ShareFlow", "ShareFlowLua",
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "HTTPTypes", package: "swift-http-types"),
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         .executableTarget(
             name: "shareflow",
             dependencies: [
-                "ShareFlow", "ShareFlowLua", "ShareFlowConsole", "ShareFlowBench", "CLua", "CShareFlowSupport",
+                "ShareFlow", "ShareFlowLua", "ShareFlowConsole", "ShareFlowBench", "ShareFlowServer", "CLua", "CShareFlowSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -97,6 +97,14 @@ public class Record: CustomStringConvertible {
         return r
     }
 
+    /// Marks this object as a copy of the server's record at change tag `tag` (the server
+    /// protocol carries tags a client holds; R21 then checks them on save).
+    package func assumeServerCopy(tag: String?) {
+        recordChangeTag = tag
+        serverFields = tag == nil ? nil : fields
+        serverParent = parent
+    }
+
     /// A copy no one else holds (a conflict's `clientRecord`).
     func duplicate() -> Record {
         let r = Record(recordType: recordType, recordID: recordID)

@@ -99,6 +99,21 @@ extension Store {
                 END;
                 """)
         }
+        // SPEC §13: the server's credentials, stored as SHA-256 hashes (never the tokens).
+        migrator.registerMigration("v3") { db in
+            try db.execute(sql: """
+                CREATE TABLE credential (
+                    id INTEGER PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    container TEXT NOT NULL,
+                    hash TEXT NOT NULL UNIQUE,
+                    accountID INTEGER REFERENCES account(id) ON DELETE CASCADE,
+                    expiresAt REAL,
+                    createdAt REAL NOT NULL);
+                CREATE INDEX credential_lookup ON credential(kind, container, hash);
+                UPDATE shareflow_meta SET value = '3' WHERE key = 'schemaVersion';
+                """)
+        }
         return migrator
     }
 }

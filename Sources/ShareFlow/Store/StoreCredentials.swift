@@ -1,0 +1,34 @@
+import Foundation
+import GRDB
+
+/// What a stored credential grants: an API token opens a container; a web auth token also
+/// names its user (SPEC §13). Only hashes are stored.
+public struct StoredCredential: Sendable {
+    public enum Kind: String, Sendable { case apiToken, webAuthToken }
+    public let kind: Kind
+    public let container: String
+    public let accountID: Int64?
+    public let expiresAt: Double?
+}
+
+extension Store {
+    /// Records a credential by its hash.
+    package func addCredential(_ kind: StoredCredential.Kind, container: String, hash: String, accountID: Int64? = nil,
+                               expiresAt: Double? = nil) throws {
+        try write { tx in
+            try tx.db.execute(sql: "INSERT INTO credential (kind, container, hash, accountID, expiresAt, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
+                              arguments: [kind.rawValue, container, hash, accountID, expiresAt, Date().timeIntervalSince1970])
+        }
+    }
+
+    /// The credential with this hash for `container`, if any (expired ones too: the caller
+    /// tells an expired token from a wrong one).
+    package func credential(_ kind: StoredCredential.Kind, container: String, hash: String) throws -> StoredCredential? {
+        try read { tx in
+            try Row.fetchOne(tx.db.cachedStatement(sql: "SELECT accountID, expiresAt FROM credential WHERE kind = ? AND container = ? AND hash = ?"),
+                             arguments: [kind.rawValue, container, hash]).map {
+                StoredCredential(kind: kind, container: container, accountID: $0[0], expiresAt: $0[1])
+            }
+        }
+    }
+}

@@ -1,0 +1,281 @@
+import Foundation
+import ShareFlow
+
+/// One request of the CloudKit Web Services protocol, as the router hands it over.
+struct APIRequest: Sendable {
+    var container: String
+    var environment: String
+    var database: String
+    var subpath: String
+    var isGET: Bool
+    var apiToken: String?
+    var webAuthToken: String?
+    var body: Data
+}
+
+/// The answer: an HTTP status, a JSON body, and who asked (for the access log; never a token).
+struct APIResponse: Sendable {
+    var status: Int
+    var body: Data
+    var caller: String?
+}
+
+/// The endpoints of SPEC §13 over the engine. Runs on the engine's thread only.
+final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread alone
+    typealias Object = WireFormat.Object
+    let engine: Engine
+
+    init(engine: Engine) { self.engine = engine }
+
+    private struct Failure: Error {
+        let status: Int
+        let body: Object
+    }
+
+    func handle(_ r: APIRequest) -> APIResponse {
+        var caller: Account?
+        do {
+            guard ["development", "production"].contains(r.environment) else {
+                throw Failure(status: 400, body: WireFormat.error(code: "BAD_REQUEST", reason: "environment '\(r.environment)' is not development or production"))
+            }
+            guard let scope = DatabaseScope(rawValue: r.database) else {
+                throw Failure(status: 400, body: WireFormat.error(code: "BAD_REQUEST", reason: "database '\(r.database)' is not public, private or shared"))
+            }
+            try authenticateContainer(r)
+            caller = try user(r)
+            let body = try parse(r)
+            let result = try dispatch(r, scope: scope, caller: caller, body: body)
+            return APIResponse(status: 200, body: Self.json(result), caller: caller?.email ?? caller?.userRecordID)
+        } catch let f as Failure {
+            return APIResponse(status: f.status, body: Self.json(f.body), caller: caller?.email)
+        } catch let e as WireFormat.BadRequest {
+            return APIResponse(status: 400, body: Self.json(WireFormat.error(code: "BAD_REQUEST", reason: e.reason)), caller: caller?.email)
+        } catch let e as ShareFlowError {
+            let (_, status) = WireFormat.serverErrorCode(e.code)
+            return APIResponse(status: status, body: Self.json(WireFormat.error(e)), caller: caller?.email)
+        } catch {
+            return APIResponse(status: 500, body: Self.json(WireFormat.error(code: "INTERNAL_ERROR", reason: "\(error)")), caller: caller?.email)
+        }
+    }
+
+    static func json(_ o: Object) -> Data {
+        (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+    }
+
+    // MARK: Authentication (SPEC §13)
+
+    private func authenticateContainer(_ r: APIRequest) throws {
+        guard let token = r.apiToken, !token.isEmpty else {
+            throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckAPIToken is required"))
+        }
+        guard try engine.store.credential(.apiToken, container: r.container, hash: Credentials.hash(token)) != nil else {
+            throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckAPIToken is not valid for \(r.container)"))
+        }
+    }
+
+    /// The user of `ckWebAuthToken`, or nil without one; a bad or expired token is 401.
+    private func user(_ r: APIRequest) throws -> Account? {
+        guard let token = r.webAuthToken, !token.isEmpty else { return nil }
+        guard let credential = try engine.store.credential(.webAuthToken, container: r.container, hash: Credentials.hash(token)),
+              let id = credential.accountID else {
+            throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckWebAuthToken is not valid for \(r.container)"))
+        }
+        if let expiry = credential.expiresAt, expiry < Date().timeIntervalSince1970 {
+            throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckWebAuthToken has expired"))
+        }
+        guard let account = try engine.accounts.list().first(where: { $0.id == id }) else {
+            throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "the account of this ckWebAuthToken no longer exists"))
+        }
+        return account
+    }
+
+    private func requireUser(_ caller: Account?) throws -> Account {
+        guard let caller else {
+            var body = WireFormat.error(code: "AUTHENTICATION_REQUIRED", reason: "request needs authorization")
+            body["redirectURL"] = "about:blank"
+            throw Failure(status: 421, body: body)
+        }
+        return caller
+    }
+
+    private func parse(_ r: APIRequest) throws -> Object {
+        if r.isGET || r.body.isEmpty { return [:] }
+        guard let o = try? JSONSerialization.jsonObject(with: r.body), let object = o as? Object else {
+            throw WireFormat.BadRequest(reason: "the body is not a JSON object")
+        }
+        return object
+    }
+
+    // MARK: Endpoints
+
+    private func dispatch(_ r: APIRequest, scope: DatabaseScope, caller: Account?, body: Object) throws -> Object {
+        switch r.subpath {
+        case "users/caller":
+            return ["users": [identity(of: try requireUser(caller))]]
+        case "users/current":
+            let me = try requireUser(caller)
+            var o: Object = ["userRecordName": me.userRecordID]
+            o["firstName"] = me.name.givenName ?? NSNull()
+            o["lastName"] = me.name.familyName ?? NSNull()
+            return o
+        case "zones/list":
+            let db = try database(r, scope, try requireUser(caller))
+            return ["zones": try db.fetchAllRecordZones().map { ["zoneID": WireFormat.zoneID($0.zoneID)] }]
+        case "zones/lookup":
+            let me = try requireUser(caller)
+            let db = try database(r, scope, me)
+            let known = Set(try db.fetchAllRecordZones().map(\.zoneID))
+            let asked = try (body["zones"] as? [Any] ?? []).enumerated().map { n, z in
+                try WireFormat.zoneID(z, field: "zones[\(n)]", caller: me.userRecordID)!
+            }
+            return ["zones": asked.map { z -> Object in
+                known.contains(z) ? ["zoneID": WireFormat.zoneID(z)]
+                    : WireFormat.error(code: "ZONE_NOT_FOUND", reason: "zone \(z.zoneName) does not exist").merging(["zoneID": WireFormat.zoneID(z)]) { a, _ in a }
+            }]
+        case "zones/modify":
+            let me = try requireUser(caller)
+            let db = try database(r, scope, me)
+            guard let ops = body["operations"] as? [Any] else { throw WireFormat.BadRequest(reason: "operations is required") }
+            return ["zones": try ops.enumerated().map { n, raw -> Object in
+                guard let op = raw as? Object, let type = op["operationType"] as? String, let zone = op["zone"] as? Object,
+                      let zid = try WireFormat.zoneID(zone["zoneID"], field: "operations[\(n)].zone.zoneID", caller: me.userRecordID) else {
+                    throw WireFormat.BadRequest(reason: "operations[\(n)] needs operationType and zone.zoneID")
+                }
+                do {
+                    switch type {
+                    case "create": return ["zoneID": WireFormat.zoneID(try db.saveZone(zid.zoneName).zoneID)]
+                    case "delete":
+                        try db.deleteZone(zid)
+                        return ["zoneID": WireFormat.zoneID(zid), "deleted": true]
+                    default: throw WireFormat.BadRequest(reason: "operations[\(n)].operationType '\(type)' is not create or delete")
+                    }
+                } catch let e as ShareFlowError {
+                    return WireFormat.error(e, extra: ["zoneID": WireFormat.zoneID(zid)])
+                }
+            }]
+        case "records/lookup":
+            let me = try requireUser(caller)
+            let db = try database(r, scope, me)
+            let zone = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: me.userRecordID) ?? .default
+            guard let items = body["records"] as? [Any] else { throw WireFormat.BadRequest(reason: "records is required") }
+            let desired = body["desiredKeys"] as? [String]
+            return ["records": try items.enumerated().map { n, raw -> Object in
+                guard let item = raw as? Object, let name = item["recordName"] as? String else {
+                    throw WireFormat.BadRequest(reason: "records[\(n)].recordName is required")
+                }
+                do {
+                    return WireFormat.record(try db.fetchRecord(RecordID(recordName: name, zoneID: zone)), desiredKeys: desired)
+                } catch let e as ShareFlowError {
+                    return WireFormat.error(e, extra: ["recordName": name])
+                }
+            }]
+        case "records/modify":
+            let me = try requireUser(caller)
+            return try modify(try database(r, scope, me), caller: me, body: body)
+        default:
+            throw Failure(status: 404, body: WireFormat.error(code: "NOT_FOUND", reason: "no endpoint \(r.subpath)"))
+        }
+    }
+
+    private func database(_ r: APIRequest, _ scope: DatabaseScope, _ caller: Account) throws -> CloudDatabase {
+        try engine.session(for: caller).container(r.container).database(scope)
+    }
+
+    private func identity(of a: Account) -> Object {
+        var o: Object = ["userRecordName": a.userRecordID]
+        if let e = a.email { o["lookupInfo"] = ["emailAddress": e] }
+        var name: Object = [:]
+        if let g = a.name.givenName { name["givenName"] = g }
+        if let f = a.name.familyName { name["familyName"] = f }
+        if !name.isEmpty { o["nameComponents"] = name }
+        return o
+    }
+
+    /// records/modify: `create` (a new record; an existing name is EXISTS), `update` and
+    /// `replace` (the copy at `recordChangeTag`: a stale one is CONFLICT), their `force` forms
+    /// (no tag), `delete` and `forceDelete`. `atomic` (default true) is R22's.
+    private func modify(_ db: CloudDatabase, caller: Account, body: Object) throws -> Object {
+        guard let ops = body["operations"] as? [Any] else { throw WireFormat.BadRequest(reason: "operations is required") }
+        let zone = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: caller.userRecordID) ?? .default
+        let atomic = body["atomic"] as? Bool ?? true
+        let desired = body["desiredKeys"] as? [String]
+        enum Planned { case save(Record, RecordSavePolicy), delete(RecordID), failed(Object) }
+        var plans: [(name: String, plan: Planned)] = []
+        for (n, raw) in ops.enumerated() {
+            guard let op = raw as? Object, let type = op["operationType"] as? String, let rec = op["record"] as? Object else {
+                throw WireFormat.BadRequest(reason: "operations[\(n)] needs operationType and record")
+            }
+            let name = try WireFormat.string(rec["recordName"], field: "operations[\(n)].record.recordName") ?? UUID().uuidString
+            let id = RecordID(recordName: name, zoneID: zone)
+            let tag = try WireFormat.string(rec["recordChangeTag"], field: "operations[\(n)].record.recordChangeTag")
+            do {
+                switch type {
+                case "delete", "forceDelete":
+                    if type == "delete" {
+                        let server = try db.fetchRecord(id)
+                        guard let tag, tag == server.recordChangeTag else {
+                            throw ShareFlowError(.serverRecordChanged, "record \(name) changed on the server since this copy (delete needs its current recordChangeTag) (R21)")
+                        }
+                    }
+                    plans.append((name, .delete(id)))
+                case "create", "update", "forceUpdate", "replace", "forceReplace":
+                    guard let recordType = try WireFormat.string(rec["recordType"], field: "operations[\(n)].record.recordType") else {
+                        throw WireFormat.BadRequest(reason: "operations[\(n)].record.recordType is required")
+                    }
+                    var fields: [String: FieldValue] = [:]
+                    for (key, value) in rec["fields"] as? Object ?? [:] {
+                        fields[key] = try WireFormat.fieldValue(value, field: key, zone: zone)
+                    }
+                    var parent: RecordID?
+                    if let p = rec["parent"] as? Object, let pn = p["recordName"] as? String { parent = RecordID(recordName: pn, zoneID: zone) }
+                    if type == "create" {
+                        plans.append((name, .save(Record(recordType: recordType, recordID: id, fields: fields, parent: parent), .ifServerRecordUnchanged)))
+                        continue
+                    }
+                    let server = try db.fetchRecord(id)
+                    if type == "update" || type == "replace" {
+                        guard let tag, tag == server.recordChangeTag else {
+                            throw ShareFlowError(.serverRecordChanged, "record \(name) changed on the server since this copy (recordChangeTag \(tag ?? "missing"), server's \(server.recordChangeTag ?? "?")) (R21)")
+                        }
+                    }
+                    // update merges the given fields into the server's; replace is the record given.
+                    let merged = type.hasSuffix("pdate") ? server.fields.merging(fields) { _, new in new } : fields
+                    let record = Record(recordType: recordType, recordID: id, fields: merged, parent: parent ?? (type.hasSuffix("pdate") ? server.parent : nil))
+                    record.assumeServerCopy(tag: server.recordChangeTag)
+                    plans.append((name, .save(record, .ifServerRecordUnchanged)))
+                default:
+                    throw WireFormat.BadRequest(reason: "operations[\(n)].operationType '\(type)' is not one of create, update, forceUpdate, replace, forceReplace, delete, forceDelete")
+                }
+            } catch let e as ShareFlowError {
+                plans.append((name, .failed(WireFormat.error(e, extra: ["recordName": name]))))
+            }
+        }
+        let precheckFailed = plans.contains { if case .failed = $0.plan { true } else { false } }
+        if precheckFailed && atomic && !zone.isDefaultZone {
+            return ["records": plans.map { p -> Object in
+                if case .failed(let o) = p.plan { return o }
+                return WireFormat.error(code: "ATOMIC_ERROR", reason: "batchRequestFailed: another operation of this atomic request failed (R22)")
+                    .merging(["recordName": p.name]) { a, _ in a }
+            }]
+        }
+        let saves = plans.compactMap { p -> Record? in if case .save(let r, _) = p.plan { return r }; return nil }
+        let deletes = plans.compactMap { p -> RecordID? in if case .delete(let id) = p.plan { return id }; return nil }
+        let result = try db.modifyRecords(saving: saves, deleting: deletes, atomically: atomic)
+        var saved = result.saveResults.makeIterator(), deleted = result.deleteResults.makeIterator()
+        return ["records": plans.map { p -> Object in
+            switch p.plan {
+            case .failed(let o): return o
+            case .save:
+                switch saved.next()!.1 {
+                case .success(let r): return WireFormat.record(r, desiredKeys: desired)
+                case .failure(let e): return WireFormat.error(e, extra: ["recordName": p.name])
+                }
+            case .delete:
+                switch deleted.next()!.1 {
+                case .success: return ["recordName": p.name, "deleted": true]
+                case .failure(let e): return WireFormat.error(e, extra: ["recordName": p.name])
+                }
+            }
+        }]
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ShareFlow
+
+/// `shareflow serve`: CloudKit Web Services over HTTP on Hummingbird 2 (SPEC §13). Every
+/// request's engine work runs on one thread (`EngineThread`), so the engine and the plugins'
+/// Lua states never see two threads.
+///
+/// ```swift
+/// try await CloudKitServer(engine: engine, host: "127.0.0.1", port: 8080, logger: logger).run()
+/// ```
+public struct CloudKitServer: Sendable {
+    public let engine: Engine
+    public let host: String
+    public let port: Int
+    public let logger: Logger
+    /// The largest request body read (bigger: QUOTA_EXCEEDED).
+    public var maxBodyBytes = 16 << 20
+    /// Called with the port once the server accepts connections.
+    public var onListening: @Sendable (Int) -> Void = { _ in }
+
+    public init(engine: Engine, host: String, port: Int, logger: Logger) {
+        self.engine = engine
+        self.host = host
+        self.port = port
+        self.logger = logger
+    }
+
+    /// Serves until SIGTERM or SIGINT; then stops accepting, finishes the requests in flight,
+    /// checkpoints the store and returns.
+    public func run() async throws {
+        let thread = EngineThread()
+        let api = CloudKitAPI(engine: engine)
+        let router = Router()
+        router.add(middleware: AccessLog<BasicRequestContext>(logger: logger))
+        router.get("/healthz") { _, _ -> String in "ok" }
+        let maxBody = maxBodyBytes
+        let handler: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
+            var request = request
+            let path = context.parameters.getCatchAll().joined(separator: "/")
+            let body: ByteBuffer
+            do {
+                body = try await request.collectBody(upTo: maxBody)
+            } catch {
+                return CloudKitServer.response(APIResponse(status: 413, body: CloudKitAPI.json(
+                    WireFormat.error(code: "QUOTA_EXCEEDED", reason: "the body is larger than \(maxBody) bytes")), caller: nil))
+            }
+            let query = request.uri.queryParameters
+            let apiRequest = APIRequest(
+                container: context.parameters.get("container") ?? "", environment: context.parameters.get("environment") ?? "",
+                database: context.parameters.get("database") ?? "", subpath: path, isGET: request.method == .get,
+                apiToken: query["ckAPIToken"].map(String.init), webAuthToken: query["ckWebAuthToken"].map(String.init),
+                body: Data(buffer: body))
+            let answer = try await thread.run { api.handle(apiRequest) }
+            return CloudKitServer.response(answer)
+        }
+        router.post("/database/1/:container/:environment/:database/**", use: handler)
+        router.get("/database/1/:container/:environment/:database/**", use: handler)
+        let onListening = self.onListening
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: port), serverName: "ShareFlow"),
+            onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
+            logger: logger)
+        try await app.runService()
+        _ = try? await thread.run { [engine] in engine.store.checkpoint() }
+    }
+
+    static func response(_ a: APIResponse) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        if let caller = a.caller { headers[callerField] = caller }
+        return Response(status: .init(code: a.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: a.body)))
+    }
+}
+
+/// The response header a handler names its caller in, for the access log (which removes it).
+let callerField = HTTPField.Name("x-shareflow-caller")!
+
+/// One line per request: method, path (never the query, where the tokens are), status,
+/// duration and caller.
+struct AccessLog<Context: RequestContext>: RouterMiddleware {
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            logger.info("\(request.method) \(request.uri.path) error \(start.duration(to: .now)) \(error)")
+            throw error
+        }
+        let caller = response.headers[callerField] ?? "-"
+        response.headers[callerField] = nil
+        let ms = Double(start.duration(to: .now).components.attoseconds) / 1e15 + Double(start.duration(to: .now).components.seconds) * 1000
+        logger.info("\(request.method) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", ms)) ms \(caller)")
+        return response
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import ShareFlow
+
+/// CloudKit Web Services' dictionaries (WEB-SERVICES.md §1.4) to and from ShareFlow's values.
+enum WireFormat {
+    typealias Object = [String: Any]
+
+    /// A request that cannot be understood: `BAD_REQUEST`, naming the field.
+    struct BadRequest: Error { let reason: String }
+
+    // MARK: Errors (SPEC §13)
+
+    static func serverErrorCode(_ code: ShareFlowError.Code) -> (String, Int) {
+        switch code {
+        case .permissionFailure: return ("ACCESS_DENIED", 403)
+        case .unknownItem: return ("NOT_FOUND", 404)
+        case .zoneNotFound: return ("ZONE_NOT_FOUND", 404)
+        case .serverRecordChanged: return ("CONFLICT", 409)
+        case .batchRequestFailed: return ("ATOMIC_ERROR", 400)
+        case .referenceViolation: return ("VALIDATING_REFERENCE_ERROR", 412)
+        case .requestRateLimited: return ("THROTTLED", 429)
+        case .serviceUnavailable: return ("TRY_AGAIN_LATER", 503)
+        case .invalidArguments, .limitExceeded, .tooManyParticipants, .alreadyShared, .badDatabase,
+             .participantMayNeedVerification, .partialFailure, .operationCancelled:
+            return ("BAD_REQUEST", 400)
+        }
+    }
+
+    /// An error dictionary: `uuid`, `serverErrorCode`, `reason` (the ShareFlow code named), and
+    /// `retryAfter` when there is one.
+    static func error(_ e: ShareFlowError, extra: Object = [:]) -> Object {
+        var code = serverErrorCode(e.code).0
+        if e.code == .serverRecordChanged && e.message.contains("already exists") { code = "EXISTS" }
+        var o: Object = ["uuid": UUID().uuidString.lowercased(), "serverErrorCode": code, "reason": "\(e.code.rawValue): \(e.message)"]
+        if let r = e.retryAfter { o["retryAfter"] = r }
+        return o.merging(extra) { a, _ in a }
+    }
+
+    static func error(code: String, reason: String) -> Object {
+        ["uuid": UUID().uuidString.lowercased(), "serverErrorCode": code, "reason": reason]
+    }
+
+    // MARK: Identities and zones
+
+    static func lookupInfo(_ l: LookupInfo?) -> Object? {
+        switch l {
+        case .emailAddress(let v)?: return ["emailAddress": v]
+        case .phoneNumber(let v)?: return ["phoneNumber": v]
+        case .userRecordID(let v)?: return ["userRecordName": v]
+        case nil: return nil
+        }
+    }
+
+    static func identity(_ i: UserIdentity) -> Object {
+        var o: Object = [:]
+        if let id = i.userRecordID { o["userRecordName"] = id }
+        if let l = lookupInfo(i.lookupInfo) { o["lookupInfo"] = l }
+        if let n = i.nameComponents {
+            var name: Object = [:]
+            if let v = n.givenName { name["givenName"] = v }
+            if let v = n.familyName { name["familyName"] = v }
+            if let v = n.middleName { name["middleName"] = v }
+            if let v = n.namePrefix { name["namePrefix"] = v }
+            if let v = n.nameSuffix { name["nameSuffix"] = v }
+            if let v = n.nickname { name["nickname"] = v }
+            o["nameComponents"] = name
+        }
+        return o
+    }
+
+    static func zoneID(_ z: RecordZoneID) -> Object { ["zoneName": z.zoneName, "ownerRecordName": z.ownerName] }
+
+    static func zoneID(_ o: Any?, field: String, caller: String) throws -> RecordZoneID? {
+        guard let o else { return nil }
+        guard let d = o as? Object else { throw BadRequest(reason: "\(field) must be an object") }
+        let name = try string(d["zoneName"], field: "\(field).zoneName") ?? RecordZoneID.defaultZoneName
+        let owner = try string(d["ownerRecordName"], field: "\(field).ownerRecordName") ?? caller
+        return RecordZoneID(zoneName: name, ownerName: owner)
+    }
+
+    static func string(_ v: Any?, field: String) throws -> String? {
+        guard let v, !(v is NSNull) else { return nil }
+        guard let s = v as? String else { throw BadRequest(reason: "\(field) must be a string") }
+        return s
+    }
+
+    // MARK: Fields
+
+    static func field(_ v: FieldValue) -> Object {
+        switch v {
+        case .string(let s): return ["value": s, "type": "STRING"]
+        case .integer(let i): return ["value": i, "type": "INT64"]
+        case .double(let d): return ["value": d, "type": "DOUBLE"]
+        case .boolean(let b): return ["value": b ? 1 : 0, "type": "INT64"]
+        case .bytes(let d): return ["value": d.base64EncodedString(), "type": "BYTES"]
+        case .date(let d): return ["value": Int64((d.timeIntervalSince1970 * 1000).rounded()), "type": "TIMESTAMP"]
+        case .location(let l): return ["value": ["latitude": l.latitude, "longitude": l.longitude], "type": "LOCATION"]
+        case .reference(let id, let action):
+            return ["value": ["recordName": id.recordName, "zoneID": zoneID(id.zoneID), "action": action == .deleteSelf ? "DELETE_SELF" : "NONE"],
+                    "type": "REFERENCE"]
+        case .list(let items):
+            let inner = items.first.map { field($0)["type"] as? String ?? "STRING" } ?? "STRING"
+            return ["value": items.map { field($0)["value"]! }, "type": inner + "_LIST"]
+        }
+    }
+
+    static func fieldValue(_ raw: Any, field name: String, zone: RecordZoneID) throws -> FieldValue {
+        guard let d = raw as? Object, let value = d["value"] else {
+            throw BadRequest(reason: "fields.\(name) must be an object with a value")
+        }
+        let type = try string(d["type"], field: "fields.\(name).type")
+        return try typed(value, type: type, field: "fields.\(name)", zone: zone)
+    }
+
+    private static func typed(_ value: Any, type: String?, field: String, zone: RecordZoneID) throws -> FieldValue {
+        if let type, type.hasSuffix("_LIST") {
+            guard let items = value as? [Any] else { throw BadRequest(reason: "\(field) must be a list (\(type))") }
+            let inner = String(type.dropLast(5))
+            return .list(try items.enumerated().map { try typed($1, type: inner, field: "\(field)[\($0)]", zone: zone) })
+        }
+        switch type {
+        case "STRING"?:
+            guard let s = value as? String else { throw BadRequest(reason: "\(field) must be a string (STRING)") }
+            return .string(s)
+        case "INT64"?:
+            guard let n = value as? NSNumber, !isFloat(n) else { throw BadRequest(reason: "\(field) must be an integer (INT64)") }
+            return .integer(n.int64Value)
+        case "DOUBLE"?:
+            guard let n = value as? NSNumber else { throw BadRequest(reason: "\(field) must be a number (DOUBLE)") }
+            return .double(n.doubleValue)
+        case "TIMESTAMP"?:
+            guard let n = value as? NSNumber else { throw BadRequest(reason: "\(field) must be milliseconds (TIMESTAMP)") }
+            return .date(Date(timeIntervalSince1970: n.doubleValue / 1000))
+        case "BYTES"?:
+            guard let s = value as? String, let data = Data(base64Encoded: s) else { throw BadRequest(reason: "\(field) must be base64 (BYTES)") }
+            return .bytes(data)
+        case "LOCATION"?:
+            guard let o = value as? Object, let la = o["latitude"] as? NSNumber, let lo = o["longitude"] as? NSNumber else {
+                throw BadRequest(reason: "\(field) must have latitude and longitude (LOCATION)")
+            }
+            return .location(Location(latitude: la.doubleValue, longitude: lo.doubleValue))
+        case "REFERENCE"?:
+            guard let o = value as? Object, let name = o["recordName"] as? String else {
+                throw BadRequest(reason: "\(field) must have a recordName (REFERENCE)")
+            }
+            let z = try zoneID(o["zoneID"], field: "\(field).zoneID", caller: zone.ownerName) ?? zone
+            return .reference(RecordID(recordName: name, zoneID: z), action: (o["action"] as? String) == "DELETE_SELF" ? .deleteSelf : .none)
+        case nil:
+            switch value {
+            case let s as String: return .string(s)
+            case let n as NSNumber: return isFloat(n) ? .double(n.doubleValue) : .integer(n.int64Value)
+            case let items as [Any]: return .list(try items.enumerated().map { try typed($1, type: nil, field: "\(field)[\($0)]", zone: zone) })
+            case let o as Object where o["recordName"] != nil: return try typed(o, type: "REFERENCE", field: field, zone: zone)
+            case let o as Object where o["latitude"] != nil: return try typed(o, type: "LOCATION", field: field, zone: zone)
+            default: throw BadRequest(reason: "\(field) has a value of no CloudKit type")
+            }
+        case let other?:
+            throw BadRequest(reason: "\(field) has an unknown type \(other)")
+        }
+    }
+
+    /// Whether JSON gave this number with a fraction or exponent (a double), not as an integer.
+    static func isFloat(_ n: NSNumber) -> Bool {
+        let t = String(cString: n.objCType)
+        return t == "d" || t == "f"
+    }
+
+    // MARK: Records
+
+    static func record(_ r: Record, desiredKeys: [String]? = nil) -> Object {
+        var fields: Object = [:]
+        for (k, v) in r.fields where desiredKeys?.contains(k) ?? true { fields[k] = field(v) }
+        var o: Object = ["recordName": r.recordID.recordName, "recordType": r.recordType, "fields": fields,
+                         "zoneID": zoneID(r.recordID.zoneID)]
+        if let tag = r.recordChangeTag { o["recordChangeTag"] = tag }
+        if let date = r.modificationDate {
+            let stamp: Object = ["timestamp": Int64((date.timeIntervalSince1970 * 1000).rounded()), "userRecordName": r.recordID.zoneID.ownerName]
+            o["created"] = stamp
+            o["modified"] = stamp
+        }
+        if let p = r.parent { o["parent"] = ["recordName": p.recordName] }
+        if let s = r.share { o["share"] = ["recordName": s.recordName, "zoneID": zoneID(s.zoneID)] }
+        return o
+    }
+}

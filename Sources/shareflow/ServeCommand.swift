@@ -1,0 +1,96 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ShareFlow
+import ShareFlowLua
+import ShareFlowServer
+
+extension ShareFlowCommand {
+    struct Serve: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Serve the store over CloudKit Web Services (HTTP), SPEC §13.",
+            discussion: "Prints 'listening on http://HOST:N' when ready. SIGTERM stops accepting, finishes the requests in flight, checkpoints the store and exits 0. Tokens come from `shareflow tokens`.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Option(name: .long, help: "Address to listen on.")
+        var host = "127.0.0.1"
+
+        @Option(name: .long, help: "Port to listen on (0: any free port).")
+        var port = 8080
+
+        @Option(name: .long, help: "The URL clients reach this server at (share URLs are made from it).")
+        var publicURL: String?
+
+        func validate() throws {
+            guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
+        }
+
+        func run() throws {
+            let engine = try global.makeEngine()
+            let plugins = try global.loadPlugins(into: engine)
+            _ = plugins
+            var server = CloudKitServer(engine: engine, host: host, port: port, logger: engine.logger)
+            let host = self.host
+            server.onListening = { port in
+                print("listening on http://\(host):\(port)")
+                fflush(nil)
+            }
+            let done = DispatchSemaphore(value: 0)
+            final class Outcome: @unchecked Sendable { var error: Error? }  // written before `done` signals
+            let outcome = Outcome()
+            let running = server
+            Task {
+                do { try await running.run() } catch { outcome.error = error }
+                done.signal()
+            }
+            done.wait()
+            if let error = outcome.error { throw CLIFailure(message: "serve: \(error)") }
+        }
+    }
+
+    struct Tokens: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make tokens for the server: an API token per container, a web auth token per user.",
+            subcommands: [API.self, User.self])
+
+        struct API: ParsableCommand {
+            static let configuration = CommandConfiguration(commandName: "api", abstract: "Print a new API token (ckAPIToken) for a container.")
+            @OptionGroup var global: GlobalOptions
+            @Option(name: .long, help: "The container, e.g. iCloud.com.example.app.")
+            var container: String
+
+            func run() throws {
+                let engine = try global.makeEngine()
+                defer { engine.store.checkpoint() }
+                let token = try Credentials.newAPIToken(container: container, store: engine.store)
+                if global.json { printJSON(["container": container, "ckAPIToken": token]) } else { print(token) }
+            }
+        }
+
+        struct User: ParsableCommand {
+            static let configuration = CommandConfiguration(commandName: "user", abstract: "Print a new web auth token (ckWebAuthToken) for a user of a container.")
+            @OptionGroup var global: GlobalOptions
+            @Option(name: .long, help: "The container, e.g. iCloud.com.example.app.")
+            var container: String
+            @Option(name: .long, help: "The user: email, phone or userRecordID.")
+            var `as`: String
+            @Option(name: .long, help: "Seconds the token is valid (default 30 minutes).")
+            var ttl: Double = 1800
+
+            func validate() throws {
+                guard ttl.isFinite, ttl > 0, ttl <= 366 * 86_400 else { throw ValidationError("--ttl must be from 1 second to a year, got \(ttl)") }
+            }
+
+            func run() throws {
+                let engine = try global.makeEngine()
+                defer { engine.store.checkpoint() }
+                guard let account = try engine.accounts.find(`as`) else {
+                    throw CLIFailure(message: "--as \(`as`): no account has this address in store \(global.store)")
+                }
+                let token = try Credentials.newWebAuthToken(container: container, account: account, ttl: ttl, store: engine.store)
+                if global.json { printJSON(["container": container, "ckWebAuthToken": token, "userRecordName": account.userRecordID]) } else { print(token) }
+            }
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import XCTest
+
+/// `shareflow serve` as a CloudKit Web Services client meets it (SPEC §13): a real server
+/// process on a free loopback port, requests over HTTP. (First slice: auth, users, zones,
+/// records; sharing over HTTP and pyicloud come next.)
+final class ServeTests: XCTestCase {
+    private var dir: URL!
+    private var store: String!
+    private var server: Process!
+    private var base = ""
+    private var api = "", web = ""
+    private var serverLog: URL!
+
+    override func setUpWithError() throws {
+        dir = try CLI.temporaryDirectory()
+        store = dir.appendingPathComponent("store.sqlite").path
+        try CLI.write("""
+            local sf = require("shareflow")
+            sf.accounts.create{ email = "alice@example.com", name = { given = "Alice" } }
+            sf.accounts.create{ email = "bob@example.com" }
+            """, to: dir.appendingPathComponent("setup.lua"))
+        XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("setup.lua").path]).status, 0)
+        api = try CLI.run(["tokens", "api", "--store", store, "--container", "iCloud.test"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        web = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "alice@example.com"]).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertTrue(api.range(of: "^[0-9a-f]{64}$", options: .regularExpression) != nil, api)
+        XCTAssertGreaterThanOrEqual(web.count, 100)
+        server = Process()
+        server.executableURL = URL(fileURLWithPath: CLI.binary)
+        server.arguments = ["serve", "--store", store, "--port", "0"]
+        let out = dir.appendingPathComponent("serve.out")
+        serverLog = dir.appendingPathComponent("serve.err")
+        XCTAssertTrue(FileManager.default.createFile(atPath: out.path, contents: nil))
+        XCTAssertTrue(FileManager.default.createFile(atPath: serverLog.path, contents: nil))
+        server.standardOutput = try FileHandle(forWritingTo: out)
+        server.standardError = try FileHandle(forWritingTo: serverLog)
+        try server.run()
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on http://127.0.0.1:") }) {
+                base = String(line.dropFirst("listening on ".count))
+                break
+            }
+            usleep(20_000)
+        }
+        XCTAssertFalse(base.isEmpty, "the server said where it listens")
+    }
+
+    override func tearDownWithError() throws {
+        if server?.isRunning == true { server.terminate(); server.waitUntilExit() }
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    /// One HTTP request; the status and the JSON body.
+    private func call(_ method: String, _ path: String, query: String? = nil, body: String? = nil) throws -> (Int, [String: Any]) {
+        var url = base + path
+        url += "?" + (query ?? "ckAPIToken=\(api)&ckWebAuthToken=\(web)")
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        if let body { request.httpBody = Data(body.utf8); request.setValue("text/plain", forHTTPHeaderField: "Content-Type") }
+        final class Box: @unchecked Sendable { var status = 0; var data = Data() }
+        let box = Box(), done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: request) { data, response, _ in
+            box.status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            box.data = data ?? Data()
+            done.signal()
+        }.resume()
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
+        let object = (try? JSONSerialization.jsonObject(with: box.data)) as? [String: Any] ?? ["raw": String(decoding: box.data, as: UTF8.self)]
+        return (box.status, object)
+    }
+
+    private let db = "/database/1/iCloud.test/development"
+
+    func testAuthUsersZonesAndRecordsOverHTTP() throws {
+        // Health, and every auth failure.
+        var r = try call("GET", "/healthz", query: "")
+        XCTAssertEqual(r.0, 200)
+        r = try call("GET", db + "/public/users/caller", query: "")
+        XCTAssertEqual(r.0, 401); XCTAssertEqual(r.1["serverErrorCode"] as? String, "AUTHENTICATION_FAILED")
+        r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(String(repeating: "0", count: 64))")
+        XCTAssertEqual(r.0, 401)
+        r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)")
+        XCTAssertEqual(r.0, 421); XCTAssertEqual(r.1["serverErrorCode"] as? String, "AUTHENTICATION_REQUIRED")
+        r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)&ckWebAuthToken=\(String(repeating: "A", count: 120))")
+        XCTAssertEqual(r.0, 401)
+        r = try call("GET", "/database/1/iCloud.other/development/public/users/caller")
+        XCTAssertEqual(r.0, 401, "an API token opens its own container only")
+
+        r = try call("GET", db + "/public/users/caller")
+        XCTAssertEqual(r.0, 200)
+        let me = (r.1["users"] as? [[String: Any]])?.first
+        XCTAssertEqual((me?["lookupInfo"] as? [String: String])?["emailAddress"], "alice@example.com")
+        XCTAssertEqual((me?["nameComponents"] as? [String: String])?["givenName"], "Alice")
+
+        // Zones.
+        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        r = try call("POST", db + "/private/zones/list", body: "{}")  // pyicloud sends POST {}
+        XCTAssertEqual((r.1["zones"] as? [[String: Any]])?.count, 2, "\(r.1)")
+        r = try call("POST", db + "/private/zones/lookup", body: #"{"zones":[{"zoneName":"Trips"},{"zoneName":"Nope"}]}"#)
+        let looked = r.1["zones"] as? [[String: Any]]
+        XCTAssertNotNil(looked?[0]["zoneID"])
+        XCTAssertEqual(looked?[1]["serverErrorCode"] as? String, "ZONE_NOT_FOUND")
+
+        // Records: create, a stale update refused, the right one taken, create again EXISTS.
+        let zone = #""zoneID":{"zoneName":"Trips"}"#
+        r = try call("POST", db + "/private/records/modify", body: """
+            {\(zone),"operations":[{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip",
+             "fields":{"title":{"value":"Lisbon"},"days":{"value":5,"type":"INT64"},"when":{"value":1790000000000,"type":"TIMESTAMP"}}}}]}
+            """)
+        let created = (r.1["records"] as? [[String: Any]])?.first
+        let tag = try XCTUnwrap(created?["recordChangeTag"] as? String, "\(r.1)")
+        r = try call("POST", db + "/private/records/modify", body: """
+            {\(zone),"operations":[{"operationType":"update","record":{"recordName":"lisbon","recordType":"Trip","recordChangeTag":"stale",
+             "fields":{"days":{"value":6,"type":"INT64"}}}}]}
+            """)
+        XCTAssertEqual(r.0, 200, "per-item errors inside a 200")
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "CONFLICT")
+        r = try call("POST", db + "/private/records/modify", body: """
+            {\(zone),"operations":[{"operationType":"update","record":{"recordName":"lisbon","recordType":"Trip","recordChangeTag":"\(tag)",
+             "fields":{"days":{"value":6,"type":"INT64"}}}}]}
+            """)
+        let updated = (r.1["records"] as? [[String: Any]])?.first
+        XCTAssertNotEqual(updated?["recordChangeTag"] as? String, tag)
+        XCTAssertEqual(((updated?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String, "Lisbon", "update merges")
+        r = try call("POST", db + "/private/records/modify", body: """
+            {\(zone),"operations":[{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{}}}]}
+            """)
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "EXISTS")
+        r = try call("POST", db + "/private/records/lookup", body: #"{\#(zone),"records":[{"recordName":"lisbon"},{"recordName":"nope"}]}"#)
+        let found = r.1["records"] as? [[String: Any]]
+        XCTAssertEqual(((found?[0]["fields"] as? [String: Any])?["days"] as? [String: Any])?["value"] as? Int, 6)
+        XCTAssertEqual(found?[1]["serverErrorCode"] as? String, "NOT_FOUND")
+        r = try call("POST", db + "/private/records/modify", body: "not json")
+        XCTAssertEqual(r.0, 400); XCTAssertEqual(r.1["serverErrorCode"] as? String, "BAD_REQUEST")
+
+        // SIGTERM: exits 0; what was written over HTTP is there for `shareflow run`.
+        server.terminate()
+        server.waitUntilExit()
+        XCTAssertEqual(server.terminationStatus, 0)
+        try CLI.write("""
+            local sf = require("shareflow")
+            local db = sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase
+            local r = db:fetchRecord(sf.RecordID{ recordName = "lisbon", zoneID = db:saveZone("Trips").zoneID })
+            print(r.fields.title, r.fields.days, r.fields.when.seconds)
+            """, to: dir.appendingPathComponent("check.lua"))
+        let check = try CLI.run(["run", "--store", store, dir.appendingPathComponent("check.lua").path])
+        XCTAssertEqual(check.stdout, "Lisbon\t6\t1790000000.0\n", check.stderr)
+        let log = try String(contentsOf: serverLog, encoding: .utf8)
+        XCTAssertTrue(log.contains("POST /database/1/iCloud.test/development/private/records/modify 200"), log)
+        XCTAssertTrue(log.contains("alice@example.com"), "the caller is logged")
+        XCTAssertFalse(log.contains(api) || log.contains(web), "never a token")
+    }
+
+    func testAnExpiredUserTokenIsAuthenticationFailed() throws {
+        let short = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "bob@example.com", "--ttl", "1"])
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        usleep(1_300_000)
+        let r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)&ckWebAuthToken=\(short)")
+        XCTAssertEqual(r.0, 401)
+        XCTAssertEqual(r.1["reason"] as? String, "ckWebAuthToken has expired")
+    }
+}
