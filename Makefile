@@ -17,6 +17,7 @@ deps:
 	command -v lua5.4 >/dev/null || missing="$$missing lua5.4"; \
 	command -v luacheck >/dev/null || missing="$$missing lua-check"; \
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
+	command -v curl >/dev/null || missing="$$missing curl"; \
 	[ -f /usr/include/sqlite3.h ] || missing="$$missing libsqlite3-dev"; \
 	if [ -n "$$missing" ]; then \
 	  echo "make: installing$$missing with apt-get"; \

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import XCTest
 
 /// `shareflow serve` as a CloudKit Web Services client meets it (SPEC §13): a real server
@@ -56,23 +53,28 @@ final class ServeTests: XCTestCase {
         try? FileManager.default.removeItem(at: dir)
     }
 
-    /// One HTTP request; the status and the JSON body.
+    /// One HTTP request, made by curl (an independent client; Foundation's URLSession would
+    /// keep libcurl state for the life of the test process); the status and the JSON body.
     private func call(_ method: String, _ path: String, query: String? = nil, body: String? = nil) throws -> (Int, [String: Any]) {
-        var url = base + path
-        url += "?" + (query ?? "ckAPIToken=\(api)&ckWebAuthToken=\(web)")
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = method
-        if let body { request.httpBody = Data(body.utf8); request.setValue("text/plain", forHTTPHeaderField: "Content-Type") }
-        final class Box: @unchecked Sendable { var status = 0; var data = Data() }
-        let box = Box(), done = DispatchSemaphore(value: 0)
-        URLSession.shared.dataTask(with: request) { data, response, _ in
-            box.status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            box.data = data ?? Data()
-            done.signal()
-        }.resume()
-        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
-        let object = (try? JSONSerialization.jsonObject(with: box.data)) as? [String: Any] ?? ["raw": String(decoding: box.data, as: UTF8.self)]
-        return (box.status, object)
+        let url = base + path + "?" + (query ?? "ckAPIToken=\(api)&ckWebAuthToken=\(web)")
+        let out = dir.appendingPathComponent("response-\(UUID().uuidString)")
+        var args = ["-s", "-o", out.path, "-w", "%{http_code}", "-X", method, "--max-time", "30"]
+        if let body {
+            let file = dir.appendingPathComponent("request-\(UUID().uuidString)")
+            try CLI.write(body, to: file)
+            args += ["-H", "Content-Type: text/plain", "--data-binary", "@" + file.path]
+        }
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        curl.arguments = ["curl"] + args + [url]
+        let status = Pipe()
+        curl.standardOutput = status
+        try curl.run()
+        curl.waitUntilExit()
+        let code = Int(String(decoding: status.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) ?? 0
+        let data = (try? Data(contentsOf: out)) ?? Data()
+        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? ["raw": String(decoding: data, as: UTF8.self)]
+        return (code, object)
     }
 
     private let db = "/database/1/iCloud.test/development"
