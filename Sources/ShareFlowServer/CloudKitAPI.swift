@@ -29,7 +29,12 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
 
     private struct Failure: Error {
         let status: Int
-        let body: Object
+        let body: Data
+
+        init(status: Int, body: Object) {
+            self.status = status
+            self.body = CloudKitAPI.json(body)
+        }
     }
 
     func handle(_ r: APIRequest) -> APIResponse {
@@ -47,7 +52,7 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
             let result = try dispatch(r, scope: scope, caller: caller, body: body)
             return APIResponse(status: 200, body: Self.json(result), caller: caller?.email ?? caller?.userRecordID)
         } catch let f as Failure {
-            return APIResponse(status: f.status, body: Self.json(f.body), caller: caller?.email)
+            return APIResponse(status: f.status, body: f.body, caller: caller?.email)
         } catch let e as WireFormat.BadRequest {
             return APIResponse(status: 400, body: Self.json(WireFormat.error(code: "BAD_REQUEST", reason: e.reason)), caller: caller?.email)
         } catch let e as ShareFlowError {
@@ -169,6 +174,29 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
                     return WireFormat.error(e, extra: ["recordName": name])
                 }
             }]
+        case "records/query":
+            let me = try requireUser(caller)
+            return try query(try database(r, scope, me), caller: me, body: body)
+        case "users/lookup/email", "users/lookup/id":
+            let me = try requireUser(caller)
+            let byEmail = r.subpath.hasSuffix("email")
+            guard let asked = body["users"] as? [Any] else { throw WireFormat.BadRequest(reason: "users is required") }
+            let requests = try asked.enumerated().map { n, raw -> LookupRequest in
+                let key = byEmail ? "emailAddress" : "userRecordName"
+                guard let o = raw as? Object, let v = o[key] as? String else {
+                    throw WireFormat.BadRequest(reason: "users[\(n)].\(key) is required")
+                }
+                return byEmail ? LookupRequest(emailAddress: v) : LookupRequest(userRecordID: v)
+            }
+            // Discoverable accounts only (R20), as Apple's lookup answers.
+            let (found, _) = try engine.session(for: me).container(r.container).discoverUserIdentityResults(requests)
+            return ["users": found.map { i -> Object in
+                var o: Object = ["userRecordName": i.userRecordID ?? ""]
+                o["firstName"] = i.nameComponents?.givenName ?? NSNull()
+                o["lastName"] = i.nameComponents?.familyName ?? NSNull()
+                if byEmail, let e = i.lookupInfo?.emailAddress { o["emailAddress"] = e }
+                return o
+            }]
         case "records/modify":
             let me = try requireUser(caller)
             return try modify(try database(r, scope, me), caller: me, body: body)
@@ -188,6 +216,62 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
         if let g = a.name.givenName { name["givenName"] = g }
         if let f = a.name.familyName { name["familyName"] = f }
         if !name.isEmpty { o["nameComponents"] = name }
+        return o
+    }
+
+    /// records/query: `query` {`recordType`, `filterBy`, `sortBy`}, `zoneID`, `resultsLimit`,
+    /// `desiredKeys`, and `continuationMarker` to go on (O7 underneath, R12 included).
+    private func query(_ db: CloudDatabase, caller: Account, body: Object) throws -> Object {
+        guard let q = body["query"] as? Object, let type = q["recordType"] as? String else {
+            throw WireFormat.BadRequest(reason: "query.recordType is required")
+        }
+        let zone = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: caller.userRecordID)
+        var parts: [ShareFlow.Predicate] = []
+        for (n, raw) in (q["filterBy"] as? [Any] ?? []).enumerated() {
+            let field = "query.filterBy[\(n)]"
+            guard let f = raw as? Object, let comparator = f["comparator"] as? String else {
+                throw WireFormat.BadRequest(reason: "\(field).comparator is required")
+            }
+            guard let key = (f["fieldName"] ?? f["systemFieldName"]) as? String else {
+                throw WireFormat.BadRequest(reason: "\(field) needs fieldName or systemFieldName")
+            }
+            let name = key == "modifiedTimestamp" ? "modificationDate" : key
+            guard let rawValue = f["fieldValue"] else { throw WireFormat.BadRequest(reason: "\(field).fieldValue is required") }
+            let value = try WireFormat.fieldValue(rawValue, field: "\(field).fieldValue", zone: zone ?? .default)
+            let ops: [String: ShareFlow.Predicate.Comparison] = ["EQUALS": .equal, "NOT_EQUALS": .notEqual, "LESS_THAN": .less,
+                                                       "LESS_THAN_OR_EQUALS": .lessOrEqual, "GREATER_THAN": .greater,
+                                                       "GREATER_THAN_OR_EQUALS": .greaterOrEqual]
+            if let op = ops[comparator] {
+                parts.append(.compare(key: name, op: op, value: value))
+            } else if comparator == "BEGINS_WITH", case .string(let prefix) = value {
+                parts.append(.beginsWith(key: name, prefix: prefix))
+            } else if comparator == "IN", case .list(let values) = value {
+                parts.append(.isIn(key: name, values: values))
+            } else {
+                throw WireFormat.BadRequest(reason: "\(field).comparator \(comparator) is not supported here (EQUALS, NOT_EQUALS, LESS_THAN, LESS_THAN_OR_EQUALS, GREATER_THAN, GREATER_THAN_OR_EQUALS, BEGINS_WITH with a string, IN with a list)")
+            }
+        }
+        let sorts = try (q["sortBy"] as? [Any] ?? []).enumerated().map { n, raw -> ShareFlow.SortDescriptor in
+            guard let o = raw as? Object, let key = (o["fieldName"] ?? o["systemFieldName"]) as? String else {
+                throw WireFormat.BadRequest(reason: "query.sortBy[\(n)] needs fieldName or systemFieldName")
+            }
+            return ShareFlow.SortDescriptor(key: key == "modifiedTimestamp" ? "modificationDate" : key, ascending: o["ascending"] as? Bool ?? true)
+        }
+        var offset = 0
+        if let marker = body["continuationMarker"] {
+            guard let s = marker as? String, let data = Data(base64Encoded: s), let n = Int(String(decoding: data, as: UTF8.self)), n >= 0 else {
+                throw WireFormat.BadRequest(reason: "continuationMarker is not one this server gave")
+            }
+            offset = n
+        }
+        let limit = (body["resultsLimit"] as? NSNumber)?.intValue
+        if let limit, limit < 1 { throw WireFormat.BadRequest(reason: "resultsLimit must be 1 or more") }
+        let desired = body["desiredKeys"] as? [String]
+        let predicate: ShareFlow.Predicate = parts.isEmpty ? .all : parts.count == 1 ? parts[0] : .and(parts)
+        let page = try db.records(matching: Query(recordType: type, predicate: predicate, sortDescriptors: sorts),
+                                  inZoneWith: zone, desiredKeys: desired, resultsLimit: limit, offset: offset)
+        var o: Object = ["records": page.records.map { WireFormat.record($0, desiredKeys: desired) }]
+        if let next = page.next { o["continuationMarker"] = Data(String(next).utf8).base64EncodedString() }
         return o
     }
 

@@ -160,6 +160,29 @@ final class ServeTests: XCTestCase {
         XCTAssertFalse(log.contains(api) || log.contains(web), "never a token")
     }
 
+    func testQueryAndUserLookupOverHTTP() throws {
+        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        XCTAssertEqual(r.0, 200)
+        let ops = (1...5).map { #"{"operationType":"create","record":{"recordName":"t\#($0)","recordType":"Trip","fields":{"days":{"value":\#($0),"type":"INT64"},"title":{"value":"\#($0 % 2 == 0 ? "Lisbon" : "Porto") \#($0)"}}}}"# }
+        r = try call("POST", db + "/private/records/modify", body: #"{"zoneID":{"zoneName":"Trips"},"operations":[\#(ops.joined(separator: ","))]}"#)
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.count, 5, "\(r.1)")
+        let query = #"{"zoneID":{"zoneName":"Trips"},"resultsLimit":1,"query":{"recordType":"Trip","filterBy":[{"comparator":"GREATER_THAN_OR_EQUALS","fieldName":"days","fieldValue":{"value":2,"type":"INT64"}},{"comparator":"BEGINS_WITH","fieldName":"title","fieldValue":{"value":"Lis","type":"STRING"}}],"sortBy":[{"fieldName":"days","ascending":false}]}}"#
+        r = try call("POST", db + "/private/records/query", body: query)
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.map { $0["recordName"] as? String }, ["t4"], "\(r.1)")
+        let marker = try XCTUnwrap(r.1["continuationMarker"] as? String)
+        r = try call("POST", db + "/private/records/query", body: String(query.dropLast()) + #","continuationMarker":"\#(marker)"}"#)
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.map { $0["recordName"] as? String }, ["t2"], "\(r.1)")
+        XCTAssertNil(r.1["continuationMarker"])
+        r = try call("POST", db + "/private/records/query", body: #"{"query":{"recordType":"Trip","filterBy":[{"comparator":"NEAR","fieldName":"x","fieldValue":{"value":1}}]}}"#)
+        XCTAssertEqual(r.0, 400)
+        XCTAssertTrue((r.1["reason"] as? String)?.contains("query.filterBy[0].comparator NEAR") ?? false, "\(r.1)")
+
+        // users/lookup: only discoverable accounts answer (R20); Bob is not discoverable.
+        r = try call("POST", db + "/public/users/lookup/email", body: #"{"users":[{"emailAddress":"bob@example.com"},{"emailAddress":"nobody@example.com"}]}"#)
+        XCTAssertEqual(r.0, 200)
+        XCTAssertEqual((r.1["users"] as? [Any])?.count, 0, "\(r.1)")
+    }
+
     func testAnExpiredUserTokenIsAuthenticationFailed() throws {
         let short = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "bob@example.com", "--ttl", "1"])
             .stdout.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -111,6 +111,14 @@ extension CloudDatabase {
         return (page.records, page.cursor)
     }
 
+    /// O7 from the `offset`-th match (a server's continuation marker): the page and where the
+    /// next one starts, or nil when this one is the last.
+    package func records(matching query: Query, inZoneWith zoneID: RecordZoneID?, desiredKeys: [String]?,
+                         resultsLimit: Int?, offset: Int) throws -> (records: [Record], next: Int?) {
+        let page = try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, offset: max(offset, 0), in: self)
+        return (page.records, page.cursor?.offset)
+    }
+
     /// Goes on from `cursor`, in the database and zone it came from.
     public func records(continuingMatchFrom cursor: QueryCursor, desiredKeys: [String]? = nil,
                         resultsLimit: Int? = nil) throws -> (records: [Record], cursor: QueryCursor?) {
