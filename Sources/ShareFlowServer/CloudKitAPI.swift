@@ -200,6 +200,13 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
         case "records/modify":
             let me = try requireUser(caller)
             return try modify(try database(r, scope, me), caller: me, body: body)
+        case "records/resolve", "records/accept":
+            let me = try requireUser(caller)
+            guard scope == .public else {
+                throw WireFormat.BadRequest(reason: "\(r.subpath) is on the public database's path")
+            }
+            return try resolve(container: try engine.session(for: me).container(r.container), body: body,
+                               accept: r.subpath == "records/accept")
         default:
             throw Failure(status: 404, body: WireFormat.error(code: "NOT_FOUND", reason: "no endpoint \(r.subpath)"))
         }
@@ -275,6 +282,104 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
         return o
     }
 
+    /// The Share object a share record of records/modify stands for: on `create`, a new share
+    /// of `forRecord` (saved in this request, R5); otherwise the server's share at the given
+    /// tag. Its participants become those listed, named by `userIdentity.lookupInfo` and
+    /// resolved as FetchShareParticipants does (no account: R2); `publicPermission` as given.
+    private func shareFor(_ n: Int, _ rec: Object, type: String, name: String, zone: RecordZoneID, db: CloudDatabase,
+                          plans: [Record]) throws -> Share {
+        let field = "operations[\(n)].record"
+        let share: Share
+        if type == "create" {
+            guard let forRecord = rec["forRecord"] as? Object, let rootName = forRecord["recordName"] as? String else {
+                throw WireFormat.BadRequest(reason: "\(field).forRecord.recordName is required to create a share")
+            }
+            guard let root = plans.first(where: { $0.recordID.recordName == rootName }) else {
+                throw ShareFlowError(.invalidArguments, "share \(name) must be saved in the same request as its root record \(rootName) (R5)")
+            }
+            share = Share(rootRecord: root, recordName: name)
+        } else {
+            guard let server = try db.fetchRecord(RecordID(recordName: name, zoneID: zone)) as? Share else {
+                throw ShareFlowError(.invalidArguments, "record \(name) is not a share")
+            }
+            if type == "update" || type == "replace" {
+                let tag = rec["recordChangeTag"] as? String
+                guard tag == server.recordChangeTag else {
+                    throw ShareFlowError(.serverRecordChanged, "share \(name) changed on the server since this copy (recordChangeTag \(tag ?? "missing"), server's \(server.recordChangeTag ?? "?")) (R21)")
+                }
+            }
+            share = server
+        }
+        if let p = try WireFormat.permission(rec["publicPermission"], field: "\(field).publicPermission") { share.publicPermission = p }
+        if let fields = rec["fields"] as? Object {
+            for (key, value) in fields { share.fields[key] = try WireFormat.fieldValue(value, field: key, zone: zone) }
+        }
+        guard let listed = rec["participants"] as? [Any] else { return share }
+        var keep = Set<String>()
+        for (m, raw) in listed.enumerated() {
+            guard let p = raw as? Object else { throw WireFormat.BadRequest(reason: "\(field).participants[\(m)] must be an object") }
+            if (p["type"] as? String) == "OWNER" { continue }
+            let permission = try WireFormat.permission(p["permission"], field: "\(field).participants[\(m)].permission") ?? .readOnly
+            if let id = p["participantId"] as? String, let existing = share.participants.first(where: { $0.participantID == id }) {
+                existing.permission = permission
+                keep.insert(id)
+                continue
+            }
+            let info = ((p["userIdentity"] as? Object)?["lookupInfo"] as? Object) ?? [:]
+            let request = LookupRequest(emailAddress: info["emailAddress"] as? String, phoneNumber: info["phoneNumber"] as? String,
+                                        userRecordID: info["userRecordName"] as? String)
+            let (results, _) = db.container.fetchShareParticipantResults([request])
+            let participant = try results[0].1.get()
+            participant.permission = permission
+            share.addParticipant(participant)
+            if let same = share.participants.first(where: { $0 === participant || $0.userIdentity.lookupInfo == participant.userIdentity.lookupInfo }) {
+                keep.insert(same.participantID)
+            }
+        }
+        for p in share.participants where p.role != .owner && !keep.contains(p.participantID) { share.removeParticipant(p) }
+        return share
+    }
+
+    /// records/resolve and records/accept: each short GUID's share, as its caller sees it.
+    private func resolve(container: Container, body: Object, accept: Bool) throws -> Object {
+        guard let guids = body["shortGUIDs"] as? [Any] else { throw WireFormat.BadRequest(reason: "shortGUIDs is required") }
+        var results: [Object] = []
+        for (n, raw) in guids.enumerated() {
+            guard let g = raw as? Object, let value = g["value"] as? String else {
+                throw WireFormat.BadRequest(reason: "shortGUIDs[\(n)].value is required")
+            }
+            do {
+                results.append(try shortGUIDResult(value, g, container: container, accept: accept))
+            } catch let e as ShareFlowError {
+                results.append(WireFormat.error(e, extra: ["shortGUID": ["value": value]]))
+            }
+        }
+        return ["results": results]
+    }
+
+    private func shortGUIDResult(_ value: String, _ g: Object, container: Container, accept: Bool) throws -> Object {
+        let url = "https://shareflow.invalid/share/" + value
+        let fetchRoot = g["shouldFetchRootRecord"] as? Bool ?? false
+        let keys = g["rootRecordDesiredKeys"] as? [String]
+        let first = try container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys).0[0].1.get()
+        let meta: ShareMetadata
+        if accept {
+            _ = try container.acceptShareResults([first]).0[0].1.get()
+            meta = try container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys).0[0].1.get()
+        } else {
+            meta = first
+        }
+        var o: Object = ["containerIdentifier": meta.containerIdentifier, "databaseScope": "SHARED",
+                         "zoneID": WireFormat.zoneID(meta.share.recordID.zoneID), "share": WireFormat.record(meta.share),
+                         "ownerIdentity": WireFormat.identity(meta.ownerIdentity), "shortGUID": ["value": value],
+                         "participantPermission": WireFormat.permission(meta.participantPermission),
+                         "participantStatus": WireFormat.status(meta.participantStatus),
+                         "participantType": WireFormat.type(meta.participantRole)]
+        if let root = meta.hierarchicalRootRecordID { o["rootRecordName"] = root.recordName }
+        if let root = meta.rootRecord { o["rootRecord"] = WireFormat.record(root) }
+        return o
+    }
+
     /// records/modify: `create` (a new record; an existing name is EXISTS), `update` and
     /// `replace` (the copy at `recordChangeTag`: a stale one is CONFLICT), their `force` forms
     /// (no tag), `delete` and `forceDelete`. `atomic` (default true) is R22's.
@@ -283,7 +388,7 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
         let zone = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: caller.userRecordID) ?? .default
         let atomic = body["atomic"] as? Bool ?? true
         let desired = body["desiredKeys"] as? [String]
-        enum Planned { case save(Record, RecordSavePolicy), delete(RecordID), failed(Object) }
+        enum Planned { case save(Record, RecordSavePolicy), delete(RecordID), failed(Object), share(Int, Object, String) }
         var plans: [(name: String, plan: Planned)] = []
         for (n, raw) in ops.enumerated() {
             guard let op = raw as? Object, let type = op["operationType"] as? String, let rec = op["record"] as? Object else {
@@ -292,6 +397,12 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
             let name = try WireFormat.string(rec["recordName"], field: "operations[\(n)].record.recordName") ?? UUID().uuidString
             let id = RecordID(recordName: name, zoneID: zone)
             let tag = try WireFormat.string(rec["recordChangeTag"], field: "operations[\(n)].record.recordChangeTag")
+            // A share (Apple spells it cloudKit.share in requests): made below, once the records
+            // of this request are known (its root is one of them, R5).
+            if (rec["recordType"] as? String)?.lowercased() == "cloudkit.share" && !type.hasSuffix("elete") {
+                plans.append((name, .share(n, rec, type)))
+                continue
+            }
             do {
                 switch type {
                 case "delete", "forceDelete":
@@ -334,6 +445,17 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
                 plans.append((name, .failed(WireFormat.error(e, extra: ["recordName": name]))))
             }
         }
+        for (index, item) in plans.enumerated() {
+            guard case .share(let n, let rec, let type) = item.plan else { continue }
+            do {
+                let share = try shareFor(n, rec, type: type, name: item.name, zone: zone, db: db, plans: plans.compactMap {
+                    if case .save(let r, _) = $0.plan { return r }; return nil
+                })
+                plans[index].plan = .save(share, .ifServerRecordUnchanged)
+            } catch let e as ShareFlowError {
+                plans[index].plan = .failed(WireFormat.error(e, extra: ["recordName": item.name]))
+            }
+        }
         let precheckFailed = plans.contains { if case .failed = $0.plan { true } else { false } }
         if precheckFailed && atomic && !zone.isDefaultZone {
             return ["records": plans.map { p -> Object in
@@ -354,6 +476,7 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
                 case .success(let r): return WireFormat.record(r, desiredKeys: desired)
                 case .failure(let e): return WireFormat.error(e, extra: ["recordName": p.name])
                 }
+            case .share: return WireFormat.error(code: "INTERNAL_ERROR", reason: "share \(p.name) was not planned")
             case .delete:
                 switch deleted.next()!.1 {
                 case .success: return ["recordName": p.name, "deleted": true]

@@ -167,6 +167,52 @@ enum WireFormat {
 
     // MARK: Records
 
+    /// A share's short GUID: its URL's token (R6: ≥ 128 random bits, URL-safe).
+    static func shortGUID(_ url: String?) -> String? { url.flatMap { $0.split(separator: "/").last.map(String.init) } }
+
+    static func participant(_ p: Participant) -> Object {
+        ["participantId": p.participantID, "userIdentity": identity(p.userIdentity), "type": type(p.role),
+         "acceptanceStatus": status(p.acceptanceStatus), "permission": permission(p.permission)]
+    }
+
+    static func type(_ role: ParticipantRole) -> String {
+        switch role {
+        case .owner: "OWNER"
+        case .administrator: "ADMINISTRATOR"
+        case .privateUser: "USER"
+        case .publicUser: "PUBLIC_USER"
+        case .unknown: "UNKNOWN"
+        }
+    }
+
+    static func status(_ status: ParticipantAcceptanceStatus) -> String {
+        switch status {
+        case .pending: "INVITED"
+        case .accepted: "ACCEPTED"
+        case .removed: "REMOVED"
+        case .unknown: "UNKNOWN"
+        }
+    }
+
+    static func permission(_ p: ParticipantPermission) -> String {
+        switch p {
+        case .none: "NONE"
+        case .readOnly: "READ_ONLY"
+        case .readWrite: "READ_WRITE"
+        case .unknown: "UNKNOWN"
+        }
+    }
+
+    static func permission(_ s: Any?, field: String) throws -> ParticipantPermission? {
+        guard let s else { return nil }
+        switch s as? String {
+        case "NONE"?: return ParticipantPermission.none
+        case "READ_ONLY"?: return .readOnly
+        case "READ_WRITE"?: return .readWrite
+        default: throw BadRequest(reason: "\(field) must be NONE, READ_ONLY or READ_WRITE")
+        }
+    }
+
     static func record(_ r: Record, desiredKeys: [String]? = nil) -> Object {
         var fields: Object = [:]
         for (k, v) in r.fields where desiredKeys?.contains(k) ?? true { fields[k] = field(v) }
@@ -180,6 +226,14 @@ enum WireFormat {
         }
         if let p = r.parent { o["parent"] = ["recordName": p.recordName] }
         if let s = r.share { o["share"] = ["recordName": s.recordName, "zoneID": zoneID(s.zoneID)] }
+        if let share = r as? Share {
+            o["recordType"] = "cloudkit.share"
+            if let guid = shortGUID(share.url) { o["shortGUID"] = guid }
+            o["publicPermission"] = permission(share.publicPermission)
+            o["participants"] = share.participants.map(participant)
+            if let owner = share.owner { o["owner"] = participant(owner) }
+            if let me = share.currentUserParticipant { o["currentUserParticipant"] = participant(me) }
+        }
         return o
     }
 }

@@ -183,6 +183,69 @@ final class ServeTests: XCTestCase {
         XCTAssertEqual((r.1["users"] as? [Any])?.count, 0, "\(r.1)")
     }
 
+    /// The sharing flow on the wire, as Apple's: a root and a `cloudKit.share` with an invitee
+    /// by lookupInfo; the invitee resolves, accepts and reads; a stale share update is refused;
+    /// a stranger learns nothing.
+    func testTheSharingFlowOverHTTP() throws {
+        func token(_ who: String) throws -> String {
+            try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", who]).stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        try CLI.write("require('shareflow').accounts.create{ email = 'carol@example.com' }", to: dir.appendingPathComponent("carol.lua"))
+        XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("carol.lua").path]).status, 0)
+        let bob = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
+        let carol = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("carol@example.com"))"
+        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        XCTAssertEqual(r.0, 200)
+        r = try call("POST", db + "/private/records/modify", body: """
+            {"zoneID":{"zoneName":"Trips"},"operations":[
+             {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","createShortGUID":true,"fields":{"title":{"value":"Lisbon"}}}},
+             {"operationType":"create","record":{"recordName":"share-1","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
+              "publicPermission":"NONE","participants":[{"type":"USER","permission":"READ_WRITE","acceptanceStatus":"INVITED",
+              "userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+            """)
+        let saved = try XCTUnwrap(r.1["records"] as? [[String: Any]], "\(r.1)")
+        XCTAssertEqual(saved.count, 2, "\(r.1)")
+        let share = saved[1]
+        XCTAssertEqual(share["recordType"] as? String, "cloudkit.share", "lowercase returned")
+        let guid = try XCTUnwrap(share["shortGUID"] as? String, "\(share)")
+        XCTAssertGreaterThanOrEqual(guid.count, 22)
+        XCTAssertEqual((share["participants"] as? [[String: Any]])?.count, 2)
+        let shareTag = try XCTUnwrap(share["recordChangeTag"] as? String)
+
+        // Bob resolves (with the root's desired keys), accepts, reads from his shared database.
+        r = try call("POST", db + "/public/records/resolve", query: bob,
+                     body: #"{"shortGUIDs":[{"value":"\#(guid)","shouldFetchRootRecord":true,"rootRecordDesiredKeys":["title"]}]}"#)
+        var result = (r.1["results"] as? [[String: Any]])?.first
+        XCTAssertEqual(result?["participantStatus"] as? String, "INVITED", "\(r.1)")
+        XCTAssertEqual(result?["participantPermission"] as? String, "READ_WRITE")
+        XCTAssertEqual(result?["rootRecordName"] as? String, "lisbon")
+        XCTAssertNotNil(result?["rootRecord"])
+        r = try call("POST", db + "/public/records/accept", query: bob, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+        result = (r.1["results"] as? [[String: Any]])?.first
+        XCTAssertEqual(result?["participantStatus"] as? String, "ACCEPTED", "\(r.1)")
+        let zone = try XCTUnwrap(result?["zoneID"] as? [String: Any])
+        let zoneJSON = String(decoding: try JSONSerialization.data(withJSONObject: zone), as: UTF8.self)
+        r = try call("POST", db + "/shared/records/lookup", query: bob, body: #"{"zoneID":\#(zoneJSON),"records":[{"recordName":"lisbon"}]}"#)
+        XCTAssertEqual((((r.1["records"] as? [[String: Any]])?.first?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String,
+                       "Lisbon", "\(r.1)")
+
+        // Bob's acceptance changed the share: Alice's copy at the old tag is stale (R21).
+        r = try call("POST", db + "/private/records/modify", body: """
+            {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"update","record":{"recordName":"share-1",
+             "recordType":"cloudkit.share","recordChangeTag":"\(shareTag)","publicPermission":"READ_ONLY"}}]}
+            """)
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "CONFLICT", "\(r.1)")
+
+        // Carol, a stranger: NOT_FOUND from resolve, ZONE_NOT_FOUND from her shared database (R16, R27).
+        r = try call("POST", db + "/public/records/resolve", query: carol, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+        XCTAssertEqual((r.1["results"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "NOT_FOUND", "\(r.1)")
+        r = try call("POST", db + "/shared/zones/lookup", query: carol, body: #"{"zones":[\#(zoneJSON)]}"#)
+        XCTAssertEqual((r.1["zones"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "ZONE_NOT_FOUND", "\(r.1)")
+        r = try call("POST", db + "/shared/records/lookup", query: carol, body: #"{"zoneID":\#(zoneJSON),"records":[{"recordName":"lisbon"}]}"#)
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "ZONE_NOT_FOUND", "\(r.1)")
+    }
+
     func testAnExpiredUserTokenIsAuthenticationFailed() throws {
         let short = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "bob@example.com", "--ttl", "1"])
             .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
