@@ -42,6 +42,10 @@ test: deps
 # child has no standard error a test reads; a child expected to fail could fail for ASan's
 # reason): the target fails when any file holds one, and prints them.
 # Reports from the toolchain's libraries are suppressed in sanitize/lsan.supp, each with why.
+# The Swift runtime's own crash backtracer is off (SWIFT_BACKTRACE=enable=no): it reads the
+# crashed thread's raw stack, which ASan reports as a stack-buffer-underflow in
+# CrashHandlerLinux's memserver; with it off, ASan's handler reports any real crash itself. (A
+# console killed with its terminal at a test's end took that path.)
 # SANITIZE_RECOVER=1 (its own scratch path) keeps every process running past its first report,
 # so one run lists every report instead of stopping at the first (for triage, not for CI).
 ASAN_RECOVER := $(filter 1,$(SANITIZE_RECOVER))
@@ -67,6 +71,7 @@ sanitize: deps
 	@symbolizer="$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/llvm-symbolizer"; \
 	if [ -x "$$symbolizer" ]; then export ASAN_SYMBOLIZER_PATH="$$symbolizer"; fi; \
 	export SHAREFLOW_BIN=$(CURDIR)/$(ASAN_SCRATCH)/debug/shareflow LSAN_OPTIONS=$(LSAN_OPTS); \
+	export SWIFT_BACKTRACE=enable=no; \
 	status=0; \
 	echo "ASAN_OPTIONS=$(ASAN_OPTS) timeout 2700 $(ASAN_TEST) $(foreach t,$(SANITIZE_ALONE),--skip $(firstword $(subst @, ,$(t))))"; \
 	ASAN_OPTIONS=$(ASAN_OPTS) timeout 2700 $(ASAN_TEST) $(foreach t,$(SANITIZE_ALONE),--skip $(firstword $(subst @, ,$(t)))) \
