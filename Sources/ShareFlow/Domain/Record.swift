@@ -124,15 +124,19 @@ public class Record: CustomStringConvertible {
 
     /// Takes the server's state after a fetch or a save.
     func adoptServerState(of server: Record) {
+        adoptServerStamp(of: server)
+        fields = server.fields
+        parent = server.parent
+        share = server.share
+    }
+
+    /// The change tag, date and server copy every adoption takes (a share keeps its own
+    /// fields: see `Share.adoptServerState`).
+    final func adoptServerStamp(of server: Record) {
         recordChangeTag = server.recordChangeTag
         modificationDate = server.modificationDate
         serverFields = server.fields
         serverParent = server.parent
-        if !(self is Share) {
-            fields = server.fields
-            parent = server.parent
-            share = server.share
-        }
     }
 
     public var description: String {

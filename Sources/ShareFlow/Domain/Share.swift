@@ -86,6 +86,20 @@ public final class Share: Record {
         removedParticipantIDs.append(p.participantID)
     }
 
+    /// Takes the server's state after a save: its stamp, URL, participants and public
+    /// permission; the adds and removes made on this object are done.
+    override func adoptServerState(of server: Record) {
+        adoptServerStamp(of: server)
+        guard let server = server as? Share else { return }
+        serverPublicPermission = server.publicPermission
+        url = server.url
+        participants = server.participants
+        currentUserParticipant = server.currentUserParticipant
+        publicPermission = server.publicPermission
+        removedParticipantIDs = []
+        addedParticipantIDs = []
+    }
+
     override func duplicate() -> Record {
         let s = Share(recordID: recordID, rootRecordID: rootRecordID)
         s.copyState(from: self)

@@ -64,7 +64,7 @@ extension Engine {
         for (record, outcome) in zip(saving, saves) {
             let outcome = outcome ?? .failure(ShareFlowError(.serviceUnavailable, "record \(record.recordID.recordName) was not reached"))
             if case .success(let saved) = outcome {
-                if let share = record as? Share, let fresh = saved as? Share { share.refresh(from: fresh) } else { record.adoptServerState(of: saved) }
+                record.adoptServerState(of: saved)
                 result.saved.append(saved)
             }
             result.saveResults.append((record, outcome))
@@ -583,18 +583,3 @@ extension ShareFlowError {
     }
 }
 
-extension Share {
-    /// Takes the server's state after a save.
-    func refresh(from server: Share) {
-        serverFields = server.fields
-        serverPublicPermission = server.publicPermission
-        url = server.url
-        participants = server.participants
-        currentUserParticipant = server.currentUserParticipant
-        publicPermission = server.publicPermission
-        recordChangeTag = server.recordChangeTag
-        modificationDate = server.modificationDate
-        removedParticipantIDs = []
-        addedParticipantIDs = []
-    }
-}
