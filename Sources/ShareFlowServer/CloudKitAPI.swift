@@ -88,7 +88,7 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
         if let expiry = credential.expiresAt, expiry < Date().timeIntervalSince1970 {
             throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckWebAuthToken has expired"))
         }
-        guard let account = try engine.accounts.list().first(where: { $0.id == id }) else {
+        guard let account = try engine.accounts.account(id: id) else {
             throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "the account of this ckWebAuthToken no longer exists"))
         }
         return account

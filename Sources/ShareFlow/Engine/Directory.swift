@@ -41,6 +41,11 @@ public struct Directory {
         }
     }
 
+    /// By the account's row ID, as stored credentials name it.
+    package func account(id: Int64) throws -> Account? {
+        try engine.reading { try $0.account(id: id) }
+    }
+
     public func get(userRecordID: String) throws -> Account? {
         try find(LookupInfo(userRecordID: userRecordID))
     }
