@@ -509,6 +509,19 @@ function shareflow.on(event, fn, opts) end
 ---@param opts? {priority?: integer, name?: string}
 ---@return shareflow.Hook
 function shareflow.policy(point, fn, opts) end
+---@class shareflow.AuthenticationRequest
+---@field method string
+---@field path string
+---@field container string
+---@field environment string
+---@field database string
+---@field headers table<string, string> names in lowercase
+---@field query table<string, string> without ckAPIToken and ckWebAuthToken
+
+---@param fn fun(req: shareflow.AuthenticationRequest): (shareflow.Account|string|nil, string?)
+---@param opts? {priority?: integer, name?: string}
+---@return shareflow.Hook
+function shareflow.authenticate(fn, opts) end
 ---@return table
 function shareflow.allow() end
 ---@param reason? string

@@ -233,7 +233,7 @@ public struct Benchmarks {
         let c = try engine.session(for: owner).container("iCloud.com.example.bench")
         _ = try c.privateCloudDatabase.saveZone("Bench")
         return try engine.store.seedShares(owner: owner, container: "iCloud.com.example.bench", zoneName: "Bench",
-                                           count: count, guests: guests)
+                                           count: count, guests: guests).map(engine.shareURL(token:))
     }
 
     /// Accepts per second without and with the allow-list policy, and the median ratio of

@@ -7,10 +7,20 @@ struct APIRequest: Sendable {
     var environment: String
     var database: String
     var subpath: String
-    var isGET: Bool
+    var method: String
+    /// The URL path, and the request target as sent (path and query): what a server-to-server
+    /// signature covers, depending on the client.
+    var path: String
+    var target: String
+    /// Names in lowercase.
+    var headers: [String: String]
+    /// Every query parameter but the two tokens.
+    var query: [String: String]
     var apiToken: String?
     var webAuthToken: String?
     var body: Data
+
+    var isGET: Bool { method == "GET" }
 }
 
 /// The answer: an HTTP status, a JSON body, and who asked (for the access log; never a token).
@@ -46,8 +56,7 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
             guard let scope = DatabaseScope(rawValue: r.database) else {
                 throw Failure(status: 400, body: WireFormat.error(code: "BAD_REQUEST", reason: "database '\(r.database)' is not public, private or shared"))
             }
-            try authenticateContainer(r)
-            caller = try user(r)
+            caller = try authenticate(r, scope: scope)
             let body = try parse(r)
             let result = try dispatch(r, scope: scope, caller: caller, body: body)
             return APIResponse(status: 200, body: Self.json(result), caller: caller?.email ?? caller?.userRecordID)
@@ -68,6 +77,64 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
     }
 
     // MARK: Authentication (SPEC §13)
+
+    /// Who the request acts as: a server-to-server key's account; else, once `ckAPIToken`
+    /// opens the container, the user of `ckWebAuthToken` or the account a plugin's
+    /// authenticator names; nil for no user.
+    private func authenticate(_ r: APIRequest, scope: DatabaseScope) throws -> Account? {
+        if let keyID = r.headers["x-apple-cloudkit-request-keyid"] {
+            return try serverKeyAccount(r, keyID: keyID, scope: scope)
+        }
+        try authenticateContainer(r)
+        if let account = try user(r) { return account }
+        guard !engine.authenticators.isEmpty else { return nil }
+        let request = AuthenticationRequest(method: r.method, path: r.path, container: r.container, environment: r.environment,
+                                            database: r.database, headers: r.headers, query: r.query)
+        do {
+            return try engine.authenticators.authenticate(request)?.account
+        } catch let e as ShareFlowError {
+            throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: e.message))
+        }
+    }
+
+    /// A request signed with a registered key (ECDSA P-256 over `date:base64(sha256(body)):subpath`),
+    /// dated within 10 minutes, for the public database's records and zones only.
+    private func serverKeyAccount(_ r: APIRequest, keyID: String, scope: DatabaseScope) throws -> Account {
+        func refuse(_ reason: String) -> Failure {
+            Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: reason))
+        }
+        guard r.apiToken == nil, r.webAuthToken == nil else {
+            throw refuse("a request signed with a server-to-server key carries no ckAPIToken or ckWebAuthToken")
+        }
+        guard let key = try engine.store.credential(.serverKey, container: r.container, hash: keyID.lowercased()),
+              let pem = key.publicKey, let accountID = key.accountID else {
+            throw refuse("X-Apple-CloudKit-Request-KeyID is not a key registered for \(r.container) (shareflow keys add)")
+        }
+        guard let dateText = r.headers["x-apple-cloudkit-request-iso8601date"], let date = Self.iso8601(dateText) else {
+            throw refuse("X-Apple-CloudKit-Request-ISO8601Date is missing or not an ISO 8601 date like 2016-01-25T22:15:43Z")
+        }
+        guard abs(date.timeIntervalSinceNow) <= 600 else {
+            throw refuse("X-Apple-CloudKit-Request-ISO8601Date \(dateText) is more than 10 minutes from the server's time")
+        }
+        guard let signature = r.headers["x-apple-cloudkit-request-signaturev1"],
+              Credentials.verify(signature: signature, date: dateText, body: r.body, paths: Array(Set([r.path, r.target])), publicKeyPEM: pem) else {
+            throw refuse("X-Apple-CloudKit-Request-SignatureV1 is missing or not the key's signature of date:base64(sha256(body)):path")
+        }
+        guard scope == .public, !r.subpath.hasPrefix("users/") else {
+            throw refuse("a server-to-server key reaches the public database's records and zones only; \(r.database)/\(r.subpath) needs a ckWebAuthToken")
+        }
+        guard let account = try engine.accounts.account(id: accountID) else {
+            throw refuse("the account of key \(keyID) no longer exists")
+        }
+        return account
+    }
+
+    static func iso8601(_ text: String) -> Date? {
+        let f = ISO8601DateFormatter()
+        if let d = f.date(from: text) { return d }
+        f.formatOptions.insert(.withFractionalSeconds)
+        return f.date(from: text)
+    }
 
     private func authenticateContainer(_ r: APIRequest) throws {
         guard let token = r.apiToken, !token.isEmpty else {
@@ -197,6 +264,31 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
                 if byEmail, let e = i.lookupInfo?.emailAddress { o["emailAddress"] = e }
                 return o
             }]
+        case "users/discover":
+            // GET: the caller's contacts that are discoverable accounts (R19); POST: the
+            // accounts of `lookupInfos` that are discoverable (R20). Unknown ones are left out.
+            let me = try requireUser(caller)
+            let container = try engine.session(for: me).container(r.container)
+            let (found, error): ([UserIdentity], ShareFlowError?)
+            if r.isGET {
+                (found, error) = container.discoverAllUserIdentityResults()
+            } else {
+                guard let infos = body["lookupInfos"] as? [Any] else { throw WireFormat.BadRequest(reason: "lookupInfos is required") }
+                let requests = try infos.enumerated().map { n, raw -> LookupRequest in
+                    guard let o = raw as? Object else { throw WireFormat.BadRequest(reason: "lookupInfos[\(n)] must be an object") }
+                    let field = "lookupInfos[\(n)]"
+                    let email = try WireFormat.string(o["emailAddress"], field: "\(field).emailAddress")
+                    let phone = try WireFormat.string(o["phoneNumber"], field: "\(field).phoneNumber")
+                    let id = try WireFormat.string(o["userRecordName"], field: "\(field).userRecordName")
+                    guard email != nil || phone != nil || id != nil else {
+                        throw WireFormat.BadRequest(reason: "\(field) needs emailAddress, phoneNumber or userRecordName")
+                    }
+                    return LookupRequest(emailAddress: email, phoneNumber: phone, userRecordID: id)
+                }
+                (found, error) = container.discoverUserIdentityResults(requests)
+            }
+            if let error, error.code != .partialFailure { throw error }
+            return ["users": found.map(WireFormat.identity)]
         case "records/modify":
             let me = try requireUser(caller)
             return try modify(try database(r, scope, me), caller: me, body: body)
@@ -283,21 +375,30 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
     }
 
     /// The Share object a share record of records/modify stands for: on `create`, a new share
-    /// of `forRecord` (saved in this request, R5); otherwise the server's share at the given
-    /// tag. Its participants become those listed, named by `userIdentity.lookupInfo` and
+    /// of `forRecord` (saved in this request, or already on the server: Apple's two-request
+    /// flow); otherwise the server's share at the given tag. Its participants become those listed, named by `userIdentity.lookupInfo` and
     /// resolved as FetchShareParticipants does (no account: R2); `publicPermission` as given.
     private func shareFor(_ n: Int, _ rec: Object, type: String, name: String, zone: RecordZoneID, db: CloudDatabase,
-                          plans: [Record]) throws -> Share {
+                          plans: [Record], companion: inout Record?) throws -> Share {
         let field = "operations[\(n)].record"
         let share: Share
         if type == "create" {
             guard let forRecord = rec["forRecord"] as? Object, let rootName = forRecord["recordName"] as? String else {
                 throw WireFormat.BadRequest(reason: "\(field).forRecord.recordName is required to create a share")
             }
-            guard let root = plans.first(where: { $0.recordID.recordName == rootName }) else {
-                throw ShareFlowError(.invalidArguments, "share \(name) must be saved in the same request as its root record \(rootName) (R5)")
+            let tag = try WireFormat.string(forRecord["recordChangeTag"], field: "\(field).forRecord.recordChangeTag")
+            if let root = plans.first(where: { $0.recordID.recordName == rootName }) {
+                share = Share(rootRecord: root, recordName: name)
+            } else {
+                // A root saved by an earlier request, at the tag the client holds: saved again
+                // with its share, in this request (R5), so a changed root is CONFLICT.
+                let root = try db.fetchRecord(RecordID(recordName: rootName, zoneID: zone))
+                if let tag, tag != root.recordChangeTag {
+                    throw ShareFlowError(.serverRecordChanged, "record \(rootName) changed on the server since this copy (forRecord.recordChangeTag \(tag), server's \(root.recordChangeTag ?? "?")) (R21)")
+                }
+                companion = root
+                share = Share(rootRecord: root, recordName: name)
             }
-            share = Share(rootRecord: root, recordName: name)
         } else {
             guard let server = try db.fetchRecord(RecordID(recordName: name, zoneID: zone)) as? Share else {
                 throw ShareFlowError(.invalidArguments, "record \(name) is not a share")
@@ -350,6 +451,14 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
             }
             do {
                 results.append(try shortGUIDResult(value, g, container: container, accept: accept))
+            } catch let e as ShareFlowError where e.code == .participantMayNeedVerification {
+                // R16's case has a form of its own: a result whose potentialMatchList shows,
+                // masked, where the invitations went, so the caller knows which address to verify.
+                results.append(["containerIdentifier": container.containerIdentifier, "databaseScope": "SHARED",
+                                "shortGUID": ["value": value],
+                                "potentialMatchList": e.potentialMatches.map { m -> Object in
+                                    ["participantId": m.participantID, "contactInformation": WireFormat.masked(m.lookupInfo)]
+                                }])
             } catch let e as ShareFlowError {
                 results.append(WireFormat.error(e, extra: ["shortGUID": ["value": value]]))
             }
@@ -358,7 +467,7 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
     }
 
     private func shortGUIDResult(_ value: String, _ g: Object, container: Container, accept: Bool) throws -> Object {
-        let url = "https://shareflow.invalid/share/" + value
+        let url = engine.shareURL(token: value)
         let fetchRoot = g["shouldFetchRootRecord"] as? Bool ?? false
         let keys = g["rootRecordDesiredKeys"] as? [String]
         let first = try container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys).0[0].1.get()
@@ -375,6 +484,7 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
                          "participantPermission": WireFormat.permission(meta.participantPermission),
                          "participantStatus": WireFormat.status(meta.participantStatus),
                          "participantType": WireFormat.type(meta.participantRole)]
+        o["webpageURL"] = engine.shareURL(token: value)
         if let root = meta.hierarchicalRootRecordID { o["rootRecordName"] = root.recordName }
         if let root = meta.rootRecord { o["rootRecord"] = WireFormat.record(root) }
         return o
@@ -388,7 +498,8 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
         let zone = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: caller.userRecordID) ?? .default
         let atomic = body["atomic"] as? Bool ?? true
         let desired = body["desiredKeys"] as? [String]
-        enum Planned { case save(Record, RecordSavePolicy), delete(RecordID), failed(Object), share(Int, Object, String) }
+        // A companion is a share's root saved with it but not asked for (not in the response).
+        enum Planned { case save(Record, RecordSavePolicy), delete(RecordID), failed(Object), share(Int, Object, String), companion(Record) }
         var plans: [(name: String, plan: Planned)] = []
         for (n, raw) in ops.enumerated() {
             guard let op = raw as? Object, let type = op["operationType"] as? String, let rec = op["record"] as? Object else {
@@ -423,8 +534,13 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
                     }
                     var parent: RecordID?
                     if let p = rec["parent"] as? Object, let pn = p["recordName"] as? String { parent = RecordID(recordName: pn, zoneID: zone) }
+                    // Apple: a record saved with createShortGUID gets the short GUID its share
+                    // will have (the share's URL token).
+                    let wantsShortGUID = rec["createShortGUID"] as? Bool ?? false
                     if type == "create" {
-                        plans.append((name, .save(Record(recordType: recordType, recordID: id, fields: fields, parent: parent), .ifServerRecordUnchanged)))
+                        let record = Record(recordType: recordType, recordID: id, fields: fields, parent: parent)
+                        record.requestsShortGUID = wantsShortGUID
+                        plans.append((name, .save(record, .ifServerRecordUnchanged)))
                         continue
                     }
                     let server = try db.fetchRecord(id)
@@ -437,6 +553,7 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
                     let merged = type.hasSuffix("pdate") ? server.fields.merging(fields) { _, new in new } : fields
                     let record = Record(recordType: recordType, recordID: id, fields: merged, parent: parent ?? (type.hasSuffix("pdate") ? server.parent : nil))
                     record.assumeServerCopy(tag: server.recordChangeTag)
+                    record.requestsShortGUID = wantsShortGUID
                     plans.append((name, .save(record, .ifServerRecordUnchanged)))
                 default:
                     throw WireFormat.BadRequest(reason: "operations[\(n)].operationType '\(type)' is not one of create, update, forceUpdate, replace, forceReplace, delete, forceDelete")
@@ -445,36 +562,55 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
                 plans.append((name, .failed(WireFormat.error(e, extra: ["recordName": name]))))
             }
         }
+        var companions: [(name: String, plan: Planned)] = []
         for (index, item) in plans.enumerated() {
             guard case .share(let n, let rec, let type) = item.plan else { continue }
             do {
+                var companion: Record?
                 let share = try shareFor(n, rec, type: type, name: item.name, zone: zone, db: db, plans: plans.compactMap {
                     if case .save(let r, _) = $0.plan { return r }; return nil
-                })
+                }, companion: &companion)
                 plans[index].plan = .save(share, .ifServerRecordUnchanged)
+                if let companion { companions.append((companion.recordID.recordName, .companion(companion))) }
             } catch let e as ShareFlowError {
                 plans[index].plan = .failed(WireFormat.error(e, extra: ["recordName": item.name]))
             }
         }
+        plans = companions + plans
         let precheckFailed = plans.contains { if case .failed = $0.plan { true } else { false } }
         if precheckFailed && atomic && !zone.isDefaultZone {
-            return ["records": plans.map { p -> Object in
+            return ["records": plans.compactMap { p -> Object? in
+                if case .companion = p.plan { return nil }
                 if case .failed(let o) = p.plan { return o }
                 return WireFormat.error(code: "ATOMIC_ERROR", reason: "batchRequestFailed: another operation of this atomic request failed (R22)")
                     .merging(["recordName": p.name]) { a, _ in a }
             }]
         }
-        let saves = plans.compactMap { p -> Record? in if case .save(let r, _) = p.plan { return r }; return nil }
+        let saves = plans.compactMap { p -> Record? in
+            switch p.plan {
+            case .save(let r, _), .companion(let r): return r
+            default: return nil
+            }
+        }
         let deletes = plans.compactMap { p -> RecordID? in if case .delete(let id) = p.plan { return id }; return nil }
         let result = try db.modifyRecords(saving: saves, deleting: deletes, atomically: atomic)
         var saved = result.saveResults.makeIterator(), deleted = result.deleteResults.makeIterator()
-        return ["records": plans.map { p -> Object in
+        // A companion's failure is its share's: the client asked for the share only.
+        var companionFailure: ShareFlowError?
+        return ["records": plans.compactMap { p -> Object? in
             switch p.plan {
+            case .companion:
+                if case .failure(let e) = saved.next()!.1 { companionFailure = e }
+                return nil
             case .failed(let o): return o
-            case .save:
+            case .save(let asked, _):
                 switch saved.next()!.1 {
                 case .success(let r): return WireFormat.record(r, desiredKeys: desired)
-                case .failure(let e): return WireFormat.error(e, extra: ["recordName": p.name])
+                case .failure(let e):
+                    if let root = companionFailure, asked is Share, e.code == .batchRequestFailed {
+                        return WireFormat.error(ShareFlowError(root.code, "the share's root record: \(root.message)"), extra: ["recordName": p.name])
+                    }
+                    return WireFormat.error(e, extra: ["recordName": p.name])
                 }
             case .share: return WireFormat.error(code: "INTERNAL_ERROR", reason: "share \(p.name) was not planned")
             case .delete:

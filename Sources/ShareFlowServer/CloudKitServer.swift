@@ -21,6 +21,9 @@ public struct CloudKitServer: Sendable {
     public var maxBodyBytes = 16 << 20
     /// Called with the port once the server accepts connections.
     public var onListening: @Sendable (Int) -> Void = { _ in }
+    /// Whether share URLs point at this server (`http://host:port/share/…`) when the engine's
+    /// `publicURL` was left at its default (no `--public-url`).
+    public var sharesPointHere = true
 
     public init(engine: Engine, host: String, port: Int, logger: Logger) {
         self.engine = engine
@@ -37,6 +40,21 @@ public struct CloudKitServer: Sendable {
         let router = Router()
         router.add(middleware: AccessLog<BasicRequestContext>(logger: logger))
         router.get("/healthz") { _, _ -> String in "ok" }
+        // Where share URLs lead (`<public URL>/share/<shortGUID>`): a page telling the person
+        // who followed one to open it in the app. The same page for every GUID, live or not
+        // (R16: a URL reveals nothing by itself).
+        router.get("/share/:guid") { _, context -> Response in
+            let guid = (context.parameters.get("guid") ?? "").filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }.prefix(64)
+            var headers = HTTPFields()
+            headers[.contentType] = "text/html; charset=utf-8"
+            let page = """
+                <!doctype html><html><head><meta charset="utf-8"><title>Shared with you</title></head>
+                <body><h1>Someone shared something with you</h1>
+                <p>Open this link in the app that shared it, signed in as the person it was sent to.
+                An app resolves it with <code>records/resolve</code> and the short GUID <code>\(guid)</code>.</p></body></html>
+                """
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
+        }
         let maxBody = maxBodyBytes
         let handler: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
             var request = request
@@ -49,9 +67,18 @@ public struct CloudKitServer: Sendable {
                     WireFormat.error(code: "QUOTA_EXCEEDED", reason: "the body is larger than \(maxBody) bytes")), caller: nil))
             }
             let query = request.uri.queryParameters
+            var headers: [String: String] = [:]
+            for field in request.headers {
+                let name = field.name.canonicalName
+                headers[name] = headers[name].map { $0 + ", " + field.value } ?? field.value
+            }
+            var others: [String: String] = [:]
+            for (key, value) in query where key != "ckAPIToken" && key != "ckWebAuthToken" { others[String(key)] = String(value) }
+            let uriPath = request.uri.path
             let apiRequest = APIRequest(
                 container: context.parameters.get("container") ?? "", environment: context.parameters.get("environment") ?? "",
-                database: context.parameters.get("database") ?? "", subpath: path, isGET: request.method == .get,
+                database: context.parameters.get("database") ?? "", subpath: path, method: request.method.rawValue,
+                path: uriPath, target: request.uri.query.map { uriPath + "?" + $0 } ?? uriPath, headers: headers, query: others,
                 apiToken: query["ckAPIToken"].map(String.init), webAuthToken: query["ckWebAuthToken"].map(String.init),
                 body: Data(buffer: body))
             let answer = try await thread.run { api.handle(apiRequest) }
@@ -60,10 +87,20 @@ public struct CloudKitServer: Sendable {
         router.post("/database/1/:container/:environment/:database/**", use: handler)
         router.get("/database/1/:container/:environment/:database/**", use: handler)
         let onListening = self.onListening
+        let pointHere = sharesPointHere && engine.options.publicURL == Engine.defaultPublicURL
+        let (engine, host) = (self.engine, self.host)
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(host, port: port), serverName: "ShareFlow"),
-            onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                // Queued before anyone can know the port: every request runs after it.
+                if pointHere {
+                    let shown = host.contains(":") ? "[\(host)]" : host
+                    thread.enqueue { engine.options.publicURL = "http://\(shown):\(port)" }
+                }
+                onListening(port)
+            },
             logger: logger)
         try await app.runService()
         _ = try? await thread.run { [engine] in engine.store.checkpoint() }

@@ -2,9 +2,9 @@ import Crypto
 import Foundation
 import ShareFlow
 
-/// Minting and checking the server's tokens (SPEC §13), in the shapes clients enforce: an API
-/// token is 64 hex digits, a web auth token at least 100 base64url characters. The store keeps
-/// their SHA-256 only.
+/// Minting and checking the server's credentials (SPEC §13), in the shapes clients enforce: an
+/// API token is 64 hex digits, a web auth token at least 100 base64url characters, a key ID 64
+/// hex digits. The store keeps the tokens' SHA-256 only.
 public enum Credentials {
     /// A new API token for `container`.
     public static func newAPIToken(container: String, store: Store) throws -> String {
@@ -22,7 +22,52 @@ public enum Credentials {
         return token
     }
 
-    static func hash(_ token: String) -> String {
-        SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+    public struct KeyError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Registers an ECDSA P-256 public key (PEM) for `container`, signing as `account`;
+    /// returns its key ID (the same key added again keeps its ID).
+    public static func addServerKey(container: String, publicKeyPEM: String, account: Account, store: Store) throws -> String {
+        let key: P256.Signing.PublicKey
+        do {
+            key = try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
+        } catch {
+            throw KeyError(description: "not an ECDSA P-256 public key in PEM (make one with: openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout)")
+        }
+        let id = keyID(container: container, key: key)
+        try store.addCredential(.serverKey, container: container, hash: id, accountID: account.id, publicKey: key.pemRepresentation)
+        return id
+    }
+
+    /// The key ID a public key (PEM) has in `container`, or nil when it is no P-256 key.
+    public static func keyID(container: String, publicKeyPEM: String) -> String? {
+        (try? P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)).map { keyID(container: container, key: $0) }
+    }
+
+    static func keyID(container: String, key: P256.Signing.PublicKey) -> String {
+        hex(SHA256.hash(data: Data(container.utf8) + [0] + key.derRepresentation))
+    }
+
+    /// Whether `signature` (base64 DER) is `key`'s over `date:base64(sha256(body)):subpath`.
+    /// Clients differ in what they sign, and each form is accepted (WEB-SERVICES.md §1.2): the
+    /// path with or without its query, and for no body the hash of "" or an empty string.
+    static func verify(signature: String, date: String, body: Data, paths: [String], publicKeyPEM: String) -> Bool {
+        guard let key = try? P256.Signing.PublicKey(pemRepresentation: publicKeyPEM),
+              let der = Data(base64Encoded: signature), let sig = try? P256.Signing.ECDSASignature(derRepresentation: der) else {
+            return false
+        }
+        var hashes = [Data(SHA256.hash(data: body)).base64EncodedString()]
+        if body.isEmpty { hashes.append("") }
+        for path in paths {
+            for h in hashes where key.isValidSignature(sig, for: Data("\(date):\(h):\(path)".utf8)) { return true }
+        }
+        return false
+    }
+
+    static func hash(_ token: String) -> String { hex(SHA256.hash(data: Data(token.utf8))) }
+
+    private static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
+        digest.map { String(format: "%02x", $0) }.joined()
     }
 }

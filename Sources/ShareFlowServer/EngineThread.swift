@@ -22,6 +22,14 @@ final class EngineThread: @unchecked Sendable {  // jobs guarded by `condition`
         }
     }
 
+    /// Queues `job` for the engine's thread, ahead of every job queued after this returns.
+    func enqueue(_ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
     /// Runs `body` on the engine's thread and returns its result.
     func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in

@@ -63,7 +63,7 @@ enum WireFormat {
             if let v = n.namePrefix { name["namePrefix"] = v }
             if let v = n.nameSuffix { name["nameSuffix"] = v }
             if let v = n.nickname { name["nickname"] = v }
-            o["nameComponents"] = name
+            if !name.isEmpty { o["nameComponents"] = name }
         }
         return o
     }
@@ -167,8 +167,21 @@ enum WireFormat {
 
     // MARK: Records
 
-    /// A share's short GUID: its URL's token (R6: ≥ 128 random bits, URL-safe).
-    static func shortGUID(_ url: String?) -> String? { url.flatMap { $0.split(separator: "/").last.map(String.init) } }
+    /// An invitation's address as a stranger may see it (`potentialMatchList`): enough to
+    /// recognise one's own (`g•••••@mac.com`, `•••••••67`), not to learn someone else's.
+    static func masked(_ l: LookupInfo) -> Object {
+        switch l {
+        case .emailAddress(let e):
+            let parts = e.split(separator: "@", maxSplits: 1)
+            let local = parts.first.map(String.init) ?? ""
+            let domain = parts.count > 1 ? "@" + parts[1] : ""
+            return ["emailAddress": String(local.prefix(1)) + String(repeating: "•", count: max(local.count - 1, 3)) + domain]
+        case .phoneNumber(let p):
+            return ["phoneNumber": String(repeating: "•", count: max(p.count - 2, 3)) + String(p.suffix(2))]
+        case .userRecordID:
+            return [:]
+        }
+    }
 
     static func participant(_ p: Participant) -> Object {
         ["participantId": p.participantID, "userIdentity": identity(p.userIdentity), "type": type(p.role),
@@ -226,9 +239,9 @@ enum WireFormat {
         }
         if let p = r.parent { o["parent"] = ["recordName": p.recordName] }
         if let s = r.share { o["share"] = ["recordName": s.recordName, "zoneID": zoneID(s.zoneID)] }
+        if let guid = r.shortGUID { o["shortGUID"] = guid }
         if let share = r as? Share {
             o["recordType"] = "cloudkit.share"
-            if let guid = shortGUID(share.url) { o["shortGUID"] = guid }
             o["publicPermission"] = permission(share.publicPermission)
             o["participants"] = share.participants.map(participant)
             if let owner = share.owner { o["owner"] = participant(owner) }

@@ -24,10 +24,21 @@ extension ShareFlowCommand {
 
         func validate() throws {
             guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
+            if let publicURL {
+                guard let url = URLComponents(string: publicURL), ["http", "https"].contains(url.scheme ?? ""), url.host?.isEmpty == false,
+                      url.query == nil, url.fragment == nil else {
+                    throw ValidationError("--public-url must be an http or https URL without query or fragment, like https://share.example.com, got '\(publicURL)'")
+                }
+            }
         }
 
         func run() throws {
             let engine = try global.makeEngine()
+            if let publicURL {
+                var base = publicURL
+                while base.hasSuffix("/") { base.removeLast() }
+                engine.options.publicURL = base
+            }
             let plugins = try global.loadPlugins(into: engine)
             _ = plugins
             var server = CloudKitServer(engine: engine, host: host, port: port, logger: engine.logger)
@@ -46,6 +57,63 @@ extension ShareFlowCommand {
             }
             done.wait()
             if let error = outcome.error { throw CLIFailure(message: "serve: \(error)") }
+        }
+    }
+
+    struct Keys: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register server-to-server keys (ECDSA P-256) that sign requests to the public database.",
+            subcommands: [Add.self])
+
+        struct Add: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Register a public key for a container and print its key ID (X-Apple-CloudKit-Request-KeyID).",
+                discussion: "Make a key pair with: openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout -out eckey.pub.pem. Requests signed with it act as --as, or as an account made for the key.")
+            @OptionGroup var global: GlobalOptions
+            @Option(name: .long, help: "The container, e.g. iCloud.com.example.app.")
+            var container: String
+            @Option(name: .long, help: "The public key, PEM (a private key file is refused).")
+            var publicKey: String
+            @Option(name: .long, help: "The account the key's requests act as: email, phone or userRecordID (default: an account of its own).")
+            var `as`: String?
+
+            func run() throws {
+                let pem: String
+                do {
+                    pem = try String(contentsOfFile: publicKey, encoding: .utf8)
+                } catch {
+                    throw CLIFailure(message: "--public-key \(publicKey): cannot read it: \((error as NSError).localizedDescription)")
+                }
+                if pem.contains("PRIVATE KEY") {
+                    throw CLIFailure(message: "--public-key \(publicKey): is a private key; give the public one (openssl ec -in eckey.pem -pubout)")
+                }
+                guard let id = Credentials.keyID(container: container, publicKeyPEM: pem) else {
+                    throw CLIFailure(message: "--public-key \(publicKey): not an ECDSA P-256 public key in PEM (openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout)")
+                }
+                let engine = try global.makeEngine()
+                defer { engine.store.checkpoint() }
+                let account: Account
+                if let who = `as` {
+                    guard let found = try engine.accounts.find(who) else {
+                        throw CLIFailure(message: "--as \(who): no account has this address in store \(global.store)")
+                    }
+                    account = found
+                } else if let known = try engine.store.credential(.serverKey, container: container, hash: id)?.accountID,
+                          let found = try engine.accounts.account(id: known) {
+                    account = found
+                } else {
+                    // An account needs an address: one under .invalid (RFC 2606), which no
+                    // person has, so no invitation ever reaches it by mistake.
+                    account = try engine.accounts.create(emails: ["key-\(id.prefix(16))@shareflow.invalid"],
+                                                         name: NameComponents(givenName: "Server key", familyName: String(id.prefix(8))))
+                }
+                do {
+                    _ = try Credentials.addServerKey(container: container, publicKeyPEM: pem, account: account, store: engine.store)
+                } catch let e as Credentials.KeyError {
+                    throw CLIFailure(message: "--public-key \(publicKey): \(e.description)")
+                }
+                if global.json { printJSON(["container": container, "keyID": id, "userRecordName": account.userRecordID]) } else { print(id) }
+            }
         }
     }
 

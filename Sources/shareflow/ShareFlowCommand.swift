@@ -10,7 +10,7 @@ struct ShareFlowCommand: ParsableCommand {
         commandName: "shareflow",
         abstract: "CloudKit-style sharing engine with an embedded Lua 5.4.",
         version: "0.1.0",
-        subcommands: [Run.self, Repl.self, Test.self, Plugins.self, Bench.self, StoreCommand.self, Serve.self, Tokens.self]
+        subcommands: [Run.self, Repl.self, Test.self, Plugins.self, Bench.self, StoreCommand.self, Serve.self, Tokens.self, Keys.self]
     )
 
     /// Every error a command lets out is one line in one format, `shareflow: …` (the argument

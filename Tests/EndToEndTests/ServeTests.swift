@@ -1,16 +1,16 @@
 import Foundation
 import XCTest
 
-/// `shareflow serve` as a CloudKit Web Services client meets it (SPEC §13): a real server
-/// process on a free loopback port, requests over HTTP. (First slice: auth, users, zones,
-/// records; sharing over HTTP and pyicloud come next.)
-final class ServeTests: XCTestCase {
-    private var dir: URL!
-    private var store: String!
-    private var server: Process!
-    private var base = ""
-    private var api = "", web = ""
-    private var serverLog: URL!
+/// A real `shareflow serve` process on a free loopback port, over a store with Alice and Bob,
+/// an API token and Alice's web auth token; requests made by curl.
+class ServerTestCase: XCTestCase {
+    var dir: URL!
+    var store: String!
+    var server: Process!
+    var base = ""
+    var api = "", web = ""
+    var serverLog: URL!
+    let db = "/database/1/iCloud.test/development"
 
     override func setUpWithError() throws {
         dir = try CLI.temporaryDirectory()
@@ -22,22 +22,47 @@ final class ServeTests: XCTestCase {
             """, to: dir.appendingPathComponent("setup.lua"))
         XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("setup.lua").path]).status, 0)
         api = try CLI.run(["tokens", "api", "--store", store, "--container", "iCloud.test"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        web = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "alice@example.com"]).stdout
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        web = try token("alice@example.com")
         XCTAssertTrue(api.range(of: "^[0-9a-f]{64}$", options: .regularExpression) != nil, api)
         XCTAssertGreaterThanOrEqual(web.count, 100)
+        try startServer()
+    }
+
+    override func tearDownWithError() throws {
+        stopServer()
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    /// A web auth token for `who`.
+    func token(_ who: String) throws -> String {
+        try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", who]).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Runs a Lua script on the store (the server may be running: the store is shared).
+    @discardableResult
+    func script(_ text: String) throws -> CLI.Result {
+        let file = dir.appendingPathComponent("script-\(UUID().uuidString).lua")
+        try CLI.write(text, to: file)
+        let r = try CLI.run(["run", "--store", store, file.path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return r
+    }
+
+    func startServer(_ extra: [String] = []) throws {
         server = Process()
         server.executableURL = URL(fileURLWithPath: CLI.binary)
-        server.arguments = ["serve", "--store", store, "--port", "0"]
-        let out = dir.appendingPathComponent("serve.out")
-        serverLog = dir.appendingPathComponent("serve.err")
+        server.arguments = ["serve", "--store", store, "--port", "0"] + extra
+        let out = dir.appendingPathComponent("serve-\(UUID().uuidString).out")
+        serverLog = dir.appendingPathComponent("serve-\(UUID().uuidString).err")
         XCTAssertTrue(FileManager.default.createFile(atPath: out.path, contents: nil))
         XCTAssertTrue(FileManager.default.createFile(atPath: serverLog.path, contents: nil))
         server.standardOutput = try FileHandle(forWritingTo: out)
         server.standardError = try FileHandle(forWritingTo: serverLog)
         try server.run()
+        base = ""
         let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
+        while Date() < deadline && server.isRunning {
             let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on http://127.0.0.1:") }) {
                 base = String(line.dropFirst("listening on ".count))
@@ -45,25 +70,27 @@ final class ServeTests: XCTestCase {
             }
             usleep(20_000)
         }
-        XCTAssertFalse(base.isEmpty, "the server said where it listens")
+        XCTAssertFalse(base.isEmpty, "the server said where it listens: \((try? String(contentsOf: serverLog, encoding: .utf8)) ?? "")")
     }
 
-    override func tearDownWithError() throws {
+    func stopServer() {
         if server?.isRunning == true { server.terminate(); server.waitUntilExit() }
-        try? FileManager.default.removeItem(at: dir)
     }
 
     /// One HTTP request, made by curl (an independent client; Foundation's URLSession would
     /// keep libcurl state for the life of the test process); the status and the JSON body.
-    private func call(_ method: String, _ path: String, query: String? = nil, body: String? = nil) throws -> (Int, [String: Any]) {
+    func call(_ method: String, _ path: String, query: String? = nil, body: String? = nil, bodyFile: URL? = nil,
+              headers: [String] = []) throws -> (Int, [String: Any]) {
         let url = base + path + "?" + (query ?? "ckAPIToken=\(api)&ckWebAuthToken=\(web)")
         let out = dir.appendingPathComponent("response-\(UUID().uuidString)")
-        var args = ["-s", "-o", out.path, "-w", "%{http_code}", "-X", method, "--max-time", "30"]
+        var args = ["-s", "-o", out.path, "-w", "%{http_code}", "-X", method, "--max-time", "60"]
+        for h in headers { args += ["-H", h] }
+        var file = bodyFile
         if let body {
-            let file = dir.appendingPathComponent("request-\(UUID().uuidString)")
-            try CLI.write(body, to: file)
-            args += ["-H", "Content-Type: text/plain", "--data-binary", "@" + file.path]
+            file = dir.appendingPathComponent("request-\(UUID().uuidString)")
+            try CLI.write(body, to: file!)
         }
+        if let file { args += ["-H", "Content-Type: text/plain", "--data-binary", "@" + file.path] }
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         curl.arguments = ["curl"] + args + [url]
@@ -76,8 +103,11 @@ final class ServeTests: XCTestCase {
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? ["raw": String(decoding: data, as: UTF8.self)]
         return (code, object)
     }
+}
 
-    private let db = "/database/1/iCloud.test/development"
+/// `shareflow serve` as a CloudKit Web Services client meets it (SPEC §13): auth, users, zones,
+/// records, queries and the sharing flow over HTTP.
+final class ServeTests: ServerTestCase {
 
     func testAuthUsersZonesAndRecordsOverHTTP() throws {
         // Health, and every auth failure.
@@ -187,10 +217,6 @@ final class ServeTests: XCTestCase {
     /// by lookupInfo; the invitee resolves, accepts and reads; a stale share update is refused;
     /// a stranger learns nothing.
     func testTheSharingFlowOverHTTP() throws {
-        func token(_ who: String) throws -> String {
-            try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", who]).stdout
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        }
         try CLI.write("require('shareflow').accounts.create{ email = 'carol@example.com' }", to: dir.appendingPathComponent("carol.lua"))
         XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("carol.lua").path]).status, 0)
         let bob = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
@@ -244,6 +270,60 @@ final class ServeTests: XCTestCase {
         XCTAssertEqual((r.1["zones"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "ZONE_NOT_FOUND", "\(r.1)")
         r = try call("POST", db + "/shared/records/lookup", query: carol, body: #"{"zoneID":\#(zoneJSON),"records":[{"recordName":"lisbon"}]}"#)
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "ZONE_NOT_FOUND", "\(r.1)")
+    }
+
+    /// Apple's documented sequence: the root saved alone with createShortGUID, then its share in
+    /// a second request naming it by forRecord and the root's change tag. The share takes the
+    /// root's short GUID; share URLs are made from --public-url.
+    func testTwoRequestSharingKeepsTheShortGUIDAndUsesThePublicURL() throws {
+        stopServer()
+        try startServer(["--public-url", "https://share.example.test/"])
+        let bob = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
+        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        XCTAssertEqual(r.0, 200)
+        r = try call("POST", db + "/private/records/modify", body: """
+            {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"create","record":{"recordName":"porto","recordType":"Trip",
+             "createShortGUID":true,"fields":{"title":{"value":"Porto"}}}}]}
+            """)
+        let root = try XCTUnwrap((r.1["records"] as? [[String: Any]])?.first, "\(r.1)")
+        let guid = try XCTUnwrap(root["shortGUID"] as? String, "createShortGUID gives the root its short GUID: \(root)")
+        XCTAssertNotNil(guid.range(of: "^[A-Za-z0-9_-]{22,}$", options: .regularExpression), guid)
+        let tag = try XCTUnwrap(root["recordChangeTag"] as? String)
+        func share(rootTag: String) throws -> [String: Any] {
+            let r = try call("POST", db + "/private/records/modify", body: """
+                {"zoneID":{"zoneName":"Trips"},"atomic":true,"operations":[{"operationType":"create","record":{"recordName":"share-porto",
+                 "recordType":"cloudkit.share","fields":{"cloudkit.title":{"value":"Porto","type":"STRING"}},
+                 "forRecord":{"recordName":"porto","recordChangeTag":"\(rootTag)"},"publicPermission":"NONE",
+                 "participants":[{"type":"USER","permission":"READ_ONLY","acceptanceStatus":"INVITED",
+                 "userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+                """)
+            XCTAssertEqual(r.0, 200, "\(r.1)")
+            let records = try XCTUnwrap(r.1["records"] as? [[String: Any]], "\(r.1)")
+            XCTAssertEqual(records.count, 1, "only the share is answered: \(records)")
+            return records[0]
+        }
+        XCTAssertEqual(try share(rootTag: "stale")["serverErrorCode"] as? String, "CONFLICT", "a stale root is refused")
+        let made = try share(rootTag: tag)
+        XCTAssertEqual(made["shortGUID"] as? String, guid, "the share carries its root's short GUID: \(made)")
+        XCTAssertEqual(made["recordType"] as? String, "cloudkit.share")
+        r = try call("POST", db + "/private/records/lookup", body: #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"porto"}]}"#)
+        let shared = (r.1["records"] as? [[String: Any]])?.first
+        XCTAssertEqual((shared?["share"] as? [String: Any])?["recordName"] as? String, "share-porto", "\(r.1)")
+        XCTAssertEqual(shared?["shortGUID"] as? String, guid)
+
+        r = try call("POST", db + "/public/records/resolve", query: bob, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+        let result = (r.1["results"] as? [[String: Any]])?.first
+        XCTAssertEqual(result?["webpageURL"] as? String, "https://share.example.test/share/" + guid, "\(r.1)")
+        XCTAssertEqual(result?["participantStatus"] as? String, "INVITED")
+        // Links from iOS carry the title as a fragment; the token alone names the share.
+        let page = try script("""
+            local sf = require("shareflow")
+            local c = sf.as("bob@example.com"):container("iCloud.test")
+            local m = c:fetchShareMetadata{ "https://share.example.test/share/\(guid)#Porto" }
+            local _, meta = next(m)
+            print(meta.share.title, meta.share.url)
+            """)
+        XCTAssertEqual(page.stdout, "Porto\thttps://shareflow.invalid/share/\(guid)\n", page.stderr)
     }
 
     func testAnExpiredUserTokenIsAuthenticationFailed() throws {

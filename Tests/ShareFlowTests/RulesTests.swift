@@ -58,10 +58,9 @@ final class RulesTests: XCTestCase {
     }
 
     func testR6URLsAreRandomAndStable() throws {
-        let urls = (0..<200).map { _ in Engine.newShareURL() }
-        XCTAssertEqual(Set(urls).count, urls.count)
-        for url in urls {
-            let token = url.split(separator: "/").last!
+        let tokens: [String] = (0..<200).map { _ in Engine.newShareToken() }
+        XCTAssertEqual(Set(tokens).count, tokens.count)
+        for token in tokens {
             XCTAssertGreaterThanOrEqual(token.count * 6, 128, "at least 128 random bits")
             XCTAssertTrue(token.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
         }
@@ -71,6 +70,17 @@ final class RulesTests: XCTestCase {
         share.title = "New title"
         _ = try w.c.privateCloudDatabase.modifyRecords(saving: [share])
         XCTAssertEqual(share.url, url)
+        XCTAssertEqual(share.url, "https://shareflow.invalid/share/" + (share.shortGUID ?? "?"), "the URL is the public URL and the token")
+        // A URL is known by its token: another host, a query or an iOS-style #title fragment
+        // name the same share; a URL without a token names none.
+        for other in ["http://localhost:8080/share/\(share.shortGUID!)", url! + "#New%20title", url! + "?via=mail"] {
+            XCTAssertEqual(try w.c.fetchShareMetadataResults([other]).0[0].1.get().share.recordID, share.recordID, other)
+        }
+        XCTAssertEqual(Engine.shareToken(url: "https://shareflow.invalid/share/"), nil)
+        XCTAssertEqual(Engine.shareToken(url: "https://shareflow.invalid/"), nil)
+        w.engine.options.publicURL = "https://share.example.com"
+        let again = try w.c.privateCloudDatabase.fetchRecord(share.recordID) as? Share
+        XCTAssertEqual(again?.url, "https://share.example.com/share/" + share.shortGUID!)
     }
 
     func testR7R8ParticipantDefaultsAndLimit() throws {

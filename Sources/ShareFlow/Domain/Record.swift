@@ -51,6 +51,11 @@ public class Record: CustomStringConvertible {
     /// Changes with every save; nil before the first (R21).
     public internal(set) var recordChangeTag: String?
     public internal(set) var modificationDate: Date?
+    /// The short GUID of CloudKit Web Services (SPEC §13): reserved when the record was saved
+    /// with `createShortGUID`, or the URL token of the share it roots. The share takes it.
+    public internal(set) var shortGUID: String?
+    /// Asks the next save to reserve a short GUID (the server's `createShortGUID`).
+    package var requestsShortGUID = false
     /// The fields and parent as the server last gave them to this object: what `changedKeys()`
     /// compares against, and the `ancestorRecord` of a conflict (R21). Nil for a new record.
     var serverFields: [String: FieldValue]?
@@ -116,6 +121,7 @@ public class Record: CustomStringConvertible {
         fields = other.fields
         parent = other.parent
         share = other.share
+        shortGUID = other.shortGUID
         recordChangeTag = other.recordChangeTag
         modificationDate = other.modificationDate
         serverFields = other.serverFields
@@ -135,6 +141,7 @@ public class Record: CustomStringConvertible {
     final func adoptServerStamp(of server: Record) {
         recordChangeTag = server.recordChangeTag
         modificationDate = server.modificationDate
+        shortGUID = server.shortGUID
         serverFields = server.fields
         serverParent = server.parent
     }

@@ -43,6 +43,9 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
     public var clientRecord: Record? { conflict?.client }
     public var ancestorRecord: Record? { conflict?.ancestor }
     var conflict: RecordConflict?
+    /// For `participantMayNeedVerification` (R16): the share's invitations no account matches
+    /// (CloudKit's `potentialMatchList`), so the caller can tell which address to verify.
+    public var potentialMatches: [(participantID: String, lookupInfo: LookupInfo)] = []
 
     public init(_ code: Code, _ message: String, partialErrors: [(item: String, error: ShareFlowError)] = [],
                 retryAfter: Double? = nil) {

@@ -21,7 +21,7 @@ extension Engine {
             try db.pendingInvitations(addedBefore: cutoff).map { row in
                 var title: String?
                 if case .string(let t) = row.fields["cloudkit.title"] { title = t }
-                return Invitation(participantID: row.participantID, shareURL: row.url, shareTitle: title,
+                return Invitation(participantID: row.participantID, shareURL: shareURL(token: row.token), shareTitle: title,
                                   lookupInfo: row.lookup, addedAt: row.addedAt)
             }
         }
@@ -110,7 +110,7 @@ extension Engine {
                     entries.append(ShareAudit.Entry(participantID: r.participantID, lookupInfo: r.lookup, userRecordID: userRecordID,
                                                     role: r.role, permission: r.permission, acceptanceStatus: r.status))
                 }
-                audits.append(ShareAudit(url: row.url, containerIdentifier: zone.container,
+                audits.append(ShareAudit(url: shareURL(token: row.token), containerIdentifier: zone.container,
                                          shareRecordID: RecordID(recordName: row.recordName, zoneID: zone.zoneID), title: title,
                                          ownerUserRecordID: ownerAccount.userRecordID, ownerLookupInfo: ownerAccount.primaryLookup,
                                          rootRecordID: row.rootName.map { RecordID(recordName: $0, zoneID: zone.zoneID) },

@@ -20,6 +20,8 @@ public final class Engine: @unchecked Sendable {
     /// A constant, not lazy: read on every event.
     public let events = EventBus()
     public let policies = PolicySet()
+    /// How a server maps a deployment's own credentials to accounts (SPEC §13).
+    public let authenticators = Authenticators()
     /// Events of the transaction in progress, delivered when it commits.
     private var pendingEvents: [Event] = []
     private var transactionDepth = 0
@@ -29,6 +31,9 @@ public final class Engine: @unchecked Sendable {
         public var maxParticipants = 100
         /// DiscoverAll reports progress every this many contacts.
         public var discoveryProgressInterval = 1000
+        /// Share URLs are `<publicURL>/share/<token>` (`shareflow serve --public-url`); no
+        /// trailing slash.
+        public var publicURL = Engine.defaultPublicURL
         public init() {}
     }
 

@@ -149,11 +149,16 @@ extension Engine {
         let stored = try encodeFields(fields, item: item)
         let now = Date().timeIntervalSince1970
         let tag = RandomIdentifier.changeTag()
+        let rowID: Int64
         if let existing {
             try db.updateRecord(id: existing.id, fields: stored, parentName: parent?.recordName, tag: tag, by: caller.id, at: now)
+            rowID = existing.id
         } else {
-            _ = try db.insertRecord(zone: zone.id, name: id.recordName, type: record.recordType, fields: stored,
-                                    parentName: parent?.recordName, tag: tag, by: caller.id, at: now)
+            rowID = try db.insertRecord(zone: zone.id, name: id.recordName, type: record.recordType, fields: stored,
+                                        parentName: parent?.recordName, tag: tag, by: caller.id, at: now)
+        }
+        if record.requestsShortGUID && existing?.shortGUID == nil {
+            try db.setShortGUID(Engine.newShareToken(), record: rowID)
         }
         guard let savedRow = try recordRow(zone: zone, name: id.recordName, db: db) else {
             throw ShareFlowError(.unknownItem, "\(item) was deleted while it was being saved (by a policy)")
@@ -280,7 +285,13 @@ extension Engine {
             let recordRowID = try db.insertRecord(zone: zone.id, name: id.recordName, type: Share.recordType,
                                                   fields: try encodeFields(fields, item: item), parentName: nil,
                                                   tag: RandomIdentifier.changeTag(), by: caller.id, at: now)
-            let shareID = try db.insertShare(record: recordRowID, zone: zone.id, url: Engine.newShareURL(),
+            // The root's reserved short GUID, when a client asked for one (SPEC §13), is the token.
+            var token = Engine.newShareToken()
+            if let rootName = share.rootRecordID?.recordName, let reserved = try recordRow(zone: zone, name: rootName, db: db)?.shortGUID,
+               try db.share(token: reserved) == nil {
+                token = reserved
+            }
+            let shareID = try db.insertShare(record: recordRowID, zone: zone.id, token: token,
                                              rootName: share.rootRecordID?.recordName)
             try db.insertParticipant(share: shareID, participantID: RandomIdentifier.uuidString(), account: caller.id,
                                      lookup: caller.primaryLookup, role: .owner, permission: .readWrite, status: .accepted, at: now)
@@ -557,12 +568,6 @@ extension Engine {
         emit(event)
     }
 
-    /// R6: 192 random bits, URL-safe.
-    static func newShareURL() -> String {
-        let token = Data(RandomIdentifier.bytes(24)).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        return "https://shareflow.invalid/share/" + token
-    }
 }
 
 extension Account {

@@ -110,8 +110,10 @@ extension Engine {
         record.modificationDate = Date(timeIntervalSince1970: row.modifiedAt)
         record.serverFields = row.fields
         record.serverParent = record.parent
+        record.shortGUID = row.shortGUID
         if let rooted = try db.share(zone: zone.id, rootName: row.name) {
             record.share = RecordID(recordName: rooted.recordName, zoneID: zone.zoneID)
+            record.shortGUID = rooted.token
         }
         return record
     }
@@ -146,7 +148,10 @@ extension Engine {
         try db.share(zone: zone.id, recordName: recordName)
     }
 
-    func shareRow(url: String, db: StoreTransaction) throws -> ShareRow? { try db.share(url: url) }
+    func shareRow(url: String, db: StoreTransaction) throws -> ShareRow? {
+        guard let token = Engine.shareToken(url: url) else { return nil }
+        return try db.share(token: token)
+    }
 
     func shareRow(rootName: String, zone: ZoneRow, db: StoreTransaction) throws -> ShareRow? {
         try db.share(zone: zone.id, rootName: rootName)
@@ -201,7 +206,8 @@ extension Engine {
         share.recordChangeTag = record?.tag
         share.serverFields = share.fields
         share.modificationDate = record.map { Date(timeIntervalSince1970: $0.modifiedAt) }
-        share.url = row.url
+        share.url = shareURL(token: row.token)
+        share.shortGUID = row.token
         share.publicPermission = row.publicPermission
         share.serverPublicPermission = row.publicPermission
         let rows = try participantRows(share: row.id, db: db)

@@ -31,11 +31,14 @@ extension Engine {
             let hidden = ShareFlowError.unknown("no share at \(url) for \(caller.email ?? caller.userRecordID) (R16)")
             // R27: one probe, the same statement and index seeks for a live URL as for a made-up
             // one, so a stranger learns nothing from the time it takes either.
-            let probe = try db.probeShare(url: url, caller: caller.id)
+            let token = Engine.shareToken(url: url) ?? ""
+            let probe = try db.probeShare(token: token, caller: caller.id)
             guard probe.exists, probe.isParticipant || probe.isPublic else {
                 if probe.hasUnmatchedInvitations {
-                    throw ShareFlowError(.participantMayNeedVerification,
-                                         "\(caller.email ?? caller.userRecordID) is not a participant of the share at \(url); it was sent to an address not yet verified for any account — add that address to this account to verify (R16, R17)")
+                    var error = ShareFlowError(.participantMayNeedVerification,
+                                               "\(caller.email ?? caller.userRecordID) is not a participant of the share at \(url); it was sent to an address not yet verified for any account — add that address to this account to verify (R16, R17)")
+                    error.potentialMatches = try db.unmatchedInvitations(token: token)
+                    throw error
                 }
                 throw hidden
             }

@@ -114,6 +114,25 @@ extension Store {
                 UPDATE shareflow_meta SET value = '3' WHERE key = 'schemaVersion';
                 """)
         }
+        // SPEC §13: a share's URL is `<public URL>/share/<token>`, so the store keeps only the
+        // token (the server's --public-url decides the rest); a record may hold a short GUID
+        // reserved by `createShortGUID`, which the share made for it later takes as its token;
+        // a server-to-server key is stored as its public key (PEM), named by its key ID.
+        // The share trigger is dropped around the rewrite so that no change tag moves.
+        migrator.registerMigration("v4") { db in
+            try db.execute(sql: """
+                DROP TRIGGER share_update_changes_share;
+                ALTER TABLE share RENAME COLUMN url TO token;
+                UPDATE share SET token = replace(token, rtrim(token, replace(token, '/', '')), '');
+                CREATE TRIGGER share_update_changes_share AFTER UPDATE ON share BEGIN
+                    UPDATE record SET tag = lower(hex(randomblob(6))) WHERE id = NEW.recordID;
+                END;
+                ALTER TABLE record ADD COLUMN shortGUID TEXT;
+                CREATE UNIQUE INDEX record_shortGUID ON record(shortGUID) WHERE shortGUID IS NOT NULL;
+                ALTER TABLE credential ADD COLUMN publicKey TEXT;
+                UPDATE shareflow_meta SET value = '4' WHERE key = 'schemaVersion';
+                """)
+        }
         return migrator
     }
 }

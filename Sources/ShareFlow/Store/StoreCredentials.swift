@@ -2,22 +2,27 @@ import Foundation
 import GRDB
 
 /// What a stored credential grants: an API token opens a container; a web auth token also
-/// names its user (SPEC §13). Only hashes are stored.
+/// names its user; a server-to-server key, stored as its public key under its key ID, signs
+/// requests to the public database as its account (SPEC §13). Of tokens, only hashes are stored.
 public struct StoredCredential: Sendable {
-    public enum Kind: String, Sendable { case apiToken, webAuthToken }
+    public enum Kind: String, Sendable { case apiToken, webAuthToken, serverKey }
     public let kind: Kind
     public let container: String
     public let accountID: Int64?
     public let expiresAt: Double?
+    /// A server key's public key (PEM).
+    public let publicKey: String?
 }
 
 extension Store {
     /// Records a credential by its hash.
     package func addCredential(_ kind: StoredCredential.Kind, container: String, hash: String, accountID: Int64? = nil,
-                               expiresAt: Double? = nil) throws {
+                               expiresAt: Double? = nil, publicKey: String? = nil) throws {
         try write { tx in
-            try tx.db.execute(sql: "INSERT INTO credential (kind, container, hash, accountID, expiresAt, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
-                              arguments: [kind.rawValue, container, hash, accountID, expiresAt, Date().timeIntervalSince1970])
+            try tx.db.execute(sql: """
+                INSERT INTO credential (kind, container, hash, accountID, expiresAt, createdAt, publicKey) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (hash) DO UPDATE SET accountID = excluded.accountID, expiresAt = excluded.expiresAt
+                """, arguments: [kind.rawValue, container, hash, accountID, expiresAt, Date().timeIntervalSince1970, publicKey])
         }
     }
 
@@ -25,9 +30,9 @@ extension Store {
     /// tells an expired token from a wrong one).
     package func credential(_ kind: StoredCredential.Kind, container: String, hash: String) throws -> StoredCredential? {
         try read { tx in
-            try Row.fetchOne(tx.db.cachedStatement(sql: "SELECT accountID, expiresAt FROM credential WHERE kind = ? AND container = ? AND hash = ?"),
+            try Row.fetchOne(tx.db.cachedStatement(sql: "SELECT accountID, expiresAt, publicKey FROM credential WHERE kind = ? AND container = ? AND hash = ?"),
                              arguments: [kind.rawValue, container, hash]).map {
-                StoredCredential(kind: kind, container: container, accountID: $0[0], expiresAt: $0[1])
+                StoredCredential(kind: kind, container: container, accountID: $0[0], expiresAt: $0[1], publicKey: $0[2])
             }
         }
     }

@@ -48,19 +48,19 @@ extension Store {
                 problems.append("table \(row[0] as String) row \(row[1] as Int64? ?? -1) refers to a missing row of \(row[2] as String)")
             }
             for row in try Row.fetchAll(db, sql: """
-                SELECT s.url, (SELECT COUNT(*) FROM participant p WHERE p.shareID = s.id AND p.role = 'owner' AND p.status = 'accepted')
+                SELECT s.token, (SELECT COUNT(*) FROM participant p WHERE p.shareID = s.id AND p.role = 'owner' AND p.status = 'accepted')
                 FROM share s
                 """) where (row[1] as Int) != 1 {
-                problems.append("share \(row[0] as String) has \(row[1] as Int) accepted owners (one expected)")
+                problems.append("share …/share/\(row[0] as String) has \(row[1] as Int) accepted owners (one expected)")
             }
-            for row in try Row.fetchAll(db, sql: "SELECT s.url, r.type FROM share s JOIN record r ON r.id = s.recordID WHERE r.type != 'cloudkit.share'") {
-                problems.append("share \(row[0] as String) is saved as a record of type \(row[1] as String)")
+            for row in try Row.fetchAll(db, sql: "SELECT s.token, r.type FROM share s JOIN record r ON r.id = s.recordID WHERE r.type != 'cloudkit.share'") {
+                problems.append("share …/share/\(row[0] as String) is saved as a record of type \(row[1] as String)")
             }
             for row in try Row.fetchAll(db, sql: """
-                SELECT s.url, s.rootName FROM share s
+                SELECT s.token, s.rootName FROM share s
                 WHERE s.rootName IS NOT NULL AND NOT EXISTS (SELECT 1 FROM record r WHERE r.zoneID = s.zoneID AND r.name = s.rootName)
                 """) {
-                problems.append("share \(row[0] as String): its root record \(row[1] as String) does not exist")
+                problems.append("share …/share/\(row[0] as String): its root record \(row[1] as String) does not exist")
             }
             for row in try Row.fetchAll(db, sql: """
                 SELECT c.name, c.parentName FROM record c

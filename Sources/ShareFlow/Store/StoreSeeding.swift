@@ -26,7 +26,7 @@ extension Store {
 
     /// `count` hierarchy shares in `owner`'s existing zone `zoneName` of `container`, share `i`
     /// rooted at record `doc<i>`, each with `guests` as pending readOnly participants (by
-    /// account row ID and email). Returns the share URLs in order.
+    /// account row ID and email). Returns the shares' URL tokens in order (`Engine.shareURL(token:)`).
     package func seedShares(owner: Account, container: String, zoneName: String, count: Int,
                             guests: [(id: Int64, email: String)]) throws -> [String] {
         try queue.write { db in
@@ -35,15 +35,15 @@ extension Store {
                 throw ShareFlowError(.zoneNotFound, "zone \(zoneName) of \(owner.userRecordID) in \(container) does not exist")
             }
             let now = Date().timeIntervalSince1970
-            var urls: [String] = []
+            var tokens: [String] = []
             for i in 0..<count {
                 _ = try tx.insertRecord(zone: zone, name: "doc\(i)", type: "Doc", fields: try StoredFields(["title": .string("Doc \(i)")]),
                                         parentName: nil, tag: RandomIdentifier.changeTag(), by: owner.id, at: now)
                 let record = try tx.insertRecord(zone: zone, name: "share\(i)", type: Share.recordType,
                                                  fields: try StoredFields(["cloudkit.title": .string("Share \(i)")]),
                                                  parentName: nil, tag: RandomIdentifier.changeTag(), by: owner.id, at: now)
-                let url = "https://shareflow.invalid/share/bench\(i)-\(RandomIdentifier.uuidString())"
-                let share = try tx.insertShare(record: record, zone: zone, url: url, rootName: "doc\(i)")
+                let token = "bench\(i)-\(RandomIdentifier.uuidString())"
+                let share = try tx.insertShare(record: record, zone: zone, token: token, rootName: "doc\(i)")
                 try tx.insertParticipant(share: share, participantID: RandomIdentifier.uuidString(), account: owner.id,
                                          lookup: .emailAddress(owner.email ?? ""), role: .owner, permission: .readWrite,
                                          status: .accepted, at: now)
@@ -52,9 +52,9 @@ extension Store {
                                              lookup: .emailAddress(g.email), role: .privateUser, permission: .readOnly,
                                              status: .pending, at: now)
                 }
-                urls.append(url)
+                tokens.append(token)
             }
-            return urls
+            return tokens
         }
     }
 

@@ -117,12 +117,12 @@ extension Engine {
             }
             var shares: [Int64: String] = [:]
             for row in try Row.fetchAll(db.db, sql: """
-                SELECT s.id, s.url, s.rootName, s.publicPermission, r.fields FROM share s JOIN record r ON r.id = s.recordID
+                SELECT s.id, s.token, s.rootName, s.publicPermission, r.fields FROM share s JOIN record r ON r.id = s.recordID
                 """) {
                 let fields = StoredFields.decode(row[4])
                 var title = "(untitled)"
                 if case .string(let t) = fields["cloudkit.title"] { title = "\"\(t)\"" }
-                let group = "share \(title) \(row[1] as String)"
+                let group = "share \(title) …/share/\(row[1] as String)"
                 shares[row[0]] = group
                 let root = (row[2] as String?).map { "root \($0)" } ?? "zone share"
                 s.items["shares", default: [:]][row[1]] = .init(group: group, text: "\(title) \(root), publicPermission \(row[3] as String)")

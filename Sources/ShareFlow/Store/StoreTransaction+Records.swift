@@ -59,11 +59,11 @@ extension StoreTransaction {
 
     // MARK: Records
 
-    private static let recordColumns = "id, name, type, fields, parentName, tag, modifiedAt"
+    private static let recordColumns = "id, name, type, fields, parentName, tag, modifiedAt, shortGUID"
 
     private func recordRow(_ row: Row) -> RecordRow {
         RecordRow(id: row[0], name: row[1], type: row[2], fields: StoredFields.decode(row[3]), parentName: row[4],
-                  tag: row[5], modifiedAt: row[6])
+                  tag: row[5], modifiedAt: row[6], shortGUID: row[7])
     }
 
     package func record(zone: Int64, name: String) throws -> RecordRow? {
@@ -97,6 +97,11 @@ extension StoreTransaction {
             VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
             """, arguments: [zone, name, type, fields.json, parentName, tag, account, account, time])
         return db.lastInsertedRowID
+    }
+
+    /// Reserves `token` as the record's short GUID (SPEC §13 `createShortGUID`).
+    package func setShortGUID(_ token: String, record id: Int64) throws {
+        try db.execute(sql: "UPDATE record SET shortGUID = ? WHERE id = ?", arguments: [token, id])
     }
 
     package func updateRecord(id: Int64, fields: StoredFields, parentName: String?, tag: String, by account: Int64, at time: Double) throws {

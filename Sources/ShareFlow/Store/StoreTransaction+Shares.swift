@@ -3,10 +3,10 @@ import GRDB
 
 /// Shares and their participants.
 extension StoreTransaction {
-    private static let shareColumns = "s.id, s.recordID, s.zoneID, s.url, s.rootName, s.publicPermission, r.name"
+    private static let shareColumns = "s.id, s.recordID, s.zoneID, s.token, s.rootName, s.publicPermission, r.name"
 
     private func shareRow(_ row: Row) -> ShareRow {
-        ShareRow(id: row[0], recordID: row[1], zoneRowID: row[2], url: row[3], rootName: row[4],
+        ShareRow(id: row[0], recordID: row[1], zoneRowID: row[2], token: row[3], rootName: row[4],
                  publicPermission: ParticipantPermission(rawValue: row[5]) ?? .none, recordName: row[6])
     }
 
@@ -17,9 +17,9 @@ extension StoreTransaction {
                          arguments: [zone, recordName]).map(shareRow)
     }
 
-    package func share(url: String) throws -> ShareRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.url = ?"),
-                         arguments: [url]).map(shareRow)
+    package func share(token: String) throws -> ShareRow? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.token = ?"),
+                         arguments: [token]).map(shareRow)
     }
 
     package func share(id: Int64) throws -> ShareRow? {
@@ -64,9 +64,9 @@ extension StoreTransaction {
             """), arguments: [zone, name])
     }
 
-    package func insertShare(record: Int64, zone: Int64, url: String, rootName: String?) throws -> Int64 {
-        try db.execute(sql: "INSERT INTO share (recordID, zoneID, url, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
-                       arguments: [record, zone, url, rootName])
+    package func insertShare(record: Int64, zone: Int64, token: String, rootName: String?) throws -> Int64 {
+        try db.execute(sql: "INSERT INTO share (recordID, zoneID, token, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
+                       arguments: [record, zone, token, rootName])
         return db.lastInsertedRowID
     }
 
@@ -74,21 +74,29 @@ extension StoreTransaction {
         try db.execute(sql: "UPDATE share SET publicPermission = ? WHERE id = ?", arguments: [permission.rawValue, share])
     }
 
-    /// R16, R27: for a caller, whether the share at `url` exists, is public, has them on it, or
+    /// R16, R27: for a caller, whether the share of a URL's `token` exists, is public, has them on it, or
     /// has invitations no account matches — in one statement whose index seeks are the same
-    /// whether or not the URL is live.
-    package func probeShare(url: String, caller: Int64) throws -> ShareProbe {
+    /// whether or not the token is live.
+    package func probeShare(token: String, caller: Int64) throws -> ShareProbe {
         let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT s.id, s.publicPermission, p.id,
                    EXISTS (SELECT 1 FROM participant u WHERE u.shareID = s.id AND u.accountID IS NULL AND u.status = 'pending')
-            FROM (SELECT ? AS url) q
-            LEFT JOIN share s ON s.url = q.url
+            FROM (SELECT ? AS token) q
+            LEFT JOIN share s ON s.token = q.token
             LEFT JOIN participant p ON p.shareID = s.id AND p.accountID = ?
-            """), arguments: [url, caller])!
+            """), arguments: [token, caller])!
         return ShareProbe(exists: (row[0] as Int64?) != nil,
                           isPublic: (row[1] as String?).map { $0 != ParticipantPermission.none.rawValue } ?? false,
                           isParticipant: (row[2] as Int64?) != nil,
                           hasUnmatchedInvitations: (row[3] as Bool?) == true)
+    }
+
+    /// The pending invitations of the share of `token` that no account matches (R16).
+    package func unmatchedInvitations(token: String) throws -> [(participantID: String, lookupInfo: LookupInfo)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT p.participantID, p.lookupKind, p.lookupValue FROM participant p JOIN share s ON s.id = p.shareID
+            WHERE s.token = ? AND p.accountID IS NULL AND p.status = 'pending' ORDER BY p.id
+            """), arguments: [token]).map { (participantID: $0[0], lookupInfo: LookupInfo(kind: $0[1], value: $0[2])) }
     }
 
     // MARK: Participants
@@ -160,11 +168,11 @@ extension StoreTransaction {
     /// Pending invitations added at or before `cutoff`, oldest first.
     package func pendingInvitations(addedBefore cutoff: Double) throws -> [InvitationRow] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT p.participantID, s.url, r.fields, p.lookupKind, p.lookupValue, p.addedAt
+            SELECT p.participantID, s.token, r.fields, p.lookupKind, p.lookupValue, p.addedAt
             FROM participant p JOIN share s ON s.id = p.shareID JOIN record r ON r.id = s.recordID
             WHERE p.status = 'pending' AND p.addedAt <= ? ORDER BY p.addedAt
             """), arguments: [cutoff]).map { row in
-            InvitationRow(participantID: row[0], url: row[1], fields: StoredFields.decode(row[2]),
+            InvitationRow(participantID: row[0], token: row[1], fields: StoredFields.decode(row[2]),
                           lookup: LookupInfo(kind: row[3], value: row[4]), addedAt: row[5])
         }
     }

@@ -47,13 +47,16 @@ package struct RecordRow {
     package let parentName: String?
     package let tag: String
     package let modifiedAt: Double
+    /// Reserved by `createShortGUID` (SPEC §13): the token of the share made for this record.
+    package let shortGUID: String?
 }
 
 package struct ShareRow {
     package let id: Int64
     package let recordID: Int64
     package let zoneRowID: Int64
-    package let url: String
+    /// The URL's token (R6); the engine makes the URL (`Engine.shareURL(token:)`).
+    package let token: String
     package let rootName: String?
     package let publicPermission: ParticipantPermission
     package let recordName: String
@@ -69,8 +72,8 @@ package struct ParticipantRow {
     package var status: ParticipantAcceptanceStatus
 }
 
-/// What share metadata needs to know about a URL for a caller before it does anything else
-/// (R16, R27): one probe, the same work for a live URL as for a made-up one.
+/// What share metadata needs to know about a URL's token for a caller before it does anything else
+/// (R16, R27): one probe, the same work for a live token as for a made-up one.
 package struct ShareProbe {
     package let exists: Bool
     package let isPublic: Bool
@@ -81,7 +84,7 @@ package struct ShareProbe {
 /// A pending invitation as stored.
 package struct InvitationRow {
     package let participantID: String
-    package let url: String
+    package let token: String
     package let fields: [String: FieldValue]
     package let lookup: LookupInfo
     package let addedAt: Double

@@ -156,6 +156,21 @@ enum Hooks {
         }
         lua_setfield(L, -2, "policy")
 
+        lua.push(function: "authenticate") { [unowned host, unowned b] call in
+            let fn = try call.function(1)
+            let (priority, name) = try options(call, 2, default: "authenticator")
+            // As for policies: the host removes its authenticators before it goes.
+            let bindings = Unmanaged.passUnretained(b)
+            let set = b.engine.authenticators
+            let id = set.add(name: host.labelPrefix + name, priority: priority) { request in
+                try Hooks.authenticate(request, function: fn, bindings: bindings)
+            }
+            host.registrations.append { set.remove(id: id) }
+            handleClass.push(Handle(label: name) { set.remove(id: id) }, in: call.state)
+            return 1
+        }
+        lua_setfield(L, -2, "authenticate")
+
         // Made in C: a policy's verdict is read there, raw, and only these two are recognised.
         lua_pushcclosure(L, sf_verdict_allow, 0)
         lua_setfield(L, -2, "allow")
@@ -193,6 +208,60 @@ enum Hooks {
         try call.checkKeys(i, allowed: ["priority", "name"])
         let priority = try call.integerField(i, "priority", in: -1_000_000...1_000_000) ?? 0
         return (priority, try call.stringField(i, "name") ?? name)
+    }
+
+    /// Calls an authenticator (`ctx.authenticate`) with the request as a table of strings,
+    /// under the state's CPU budget, in one protected call. It answers an account, or an
+    /// email, phone or userRecordName of one; nothing (not its credential); or nil and a
+    /// reason (refused). Anything else refuses: a confused authenticator fails closed.
+    static func authenticate(_ r: AuthenticationRequest, function: LuaReference, bindings: Unmanaged<Bindings>) throws -> AuthenticationVerdict {
+        guard function.lifetime.L != nil else { return .pass }
+        let b = bindings.takeUnretainedValue()
+        let lua = b.lua
+        var verdict = AuthenticationVerdict.pass
+        var who: String?
+        let base = lua.top
+        defer { lua.top = base }
+        try lua.protected { lua in
+            let L = lua.L
+            lua_rawgeti(L, clua_registryindex(), lua_Integer(function.ref))
+            lua_createtable(L, 0, 7)
+            for (key, value) in [("method", r.method), ("path", r.path), ("container", r.container),
+                                 ("environment", r.environment), ("database", r.database)] {
+                lua.push(string: value)
+                lua_setfield(L, -2, key)
+            }
+            for (key, table) in [("headers", r.headers), ("query", r.query)] {
+                lua_createtable(L, 0, Int32(min(table.count, 256)))
+                for (name, value) in table {
+                    lua.push(string: name)
+                    lua.push(string: value)
+                    lua_rawset(L, -3)
+                }
+                lua_setfield(L, -2, key)
+            }
+            try lua.call(arguments: 1, results: 2)
+            switch lua_type(L, -2) {
+            case LUA_TNIL:
+                if lua_type(L, -1) == LUA_TSTRING { verdict = .refuse(String((lua.string(at: -1) ?? "").prefix(1024))) }
+            case LUA_TSTRING:
+                who = lua.string(at: -2)
+            case LUA_TUSERDATA:
+                if let handle = lua.object(at: -2, typeName: "Account", as: AccountHandle.self) {
+                    verdict = .account(try handle.account)
+                } else {
+                    verdict = .refuse("the authenticator returned a userdata that is no Account")
+                }
+            default:
+                verdict = .refuse("the authenticator returned a \(String(cString: lua_typename(L, lua_type(L, -2)))) (expected an account, an email, phone or userRecordName, or nil)")
+            }
+            return 0
+        }
+        guard let who else { return verdict }
+        guard who.utf8.count <= 320, let account = try b.engine.accounts.find(who) else {
+            return .refuse("no account for '\(who.prefix(320))'")
+        }
+        return .account(account)
     }
 
     static func pushEvent(_ ev: borrowing Event, _ b: Bindings) {

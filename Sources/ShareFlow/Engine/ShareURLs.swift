@@ -1,0 +1,32 @@
+import Foundation
+
+/// Share URLs (R6, SPEC §13): `<public URL>/share/<token>`. The store keeps the token alone, so
+/// the same share has the server's URL under `shareflow serve --public-url` and the default one
+/// elsewhere, and a URL is recognised by its token whatever host it names.
+extension Engine {
+    /// Where share URLs point when nothing else is configured (`Options.publicURL`).
+    public static let defaultPublicURL = "https://shareflow.invalid"
+
+    /// The URL of the share whose token is `token`.
+    ///
+    /// ```swift
+    /// engine.options.publicURL = "https://share.example.com"
+    /// engine.shareURL(token: "Qm9i…")  // "https://share.example.com/share/Qm9i…"
+    /// ```
+    public func shareURL(token: String) -> String { options.publicURL + "/share/" + token }
+
+    /// The token of a share URL: what follows its last `/share/`, without the query or the
+    /// fragment (links from iOS carry the share's title as `#title`); nil when there is none.
+    public static func shareToken(url: String) -> String? {
+        guard let range = url.range(of: "/share/", options: .backwards) else { return nil }
+        let token = url[range.upperBound...].prefix { $0 != "#" && $0 != "?" && $0 != "/" }
+        return token.isEmpty ? nil : String(token)
+    }
+
+    /// R6: a new token, 192 random bits, URL-safe (base64url, 32 characters): also a short
+    /// GUID as CloudKit clients expect one (at least 22 URL-safe characters).
+    static func newShareToken() -> String {
+        Data(RandomIdentifier.bytes(24)).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+}

@@ -1,0 +1,182 @@
+import Crypto
+import Foundation
+import XCTest
+
+/// Who a request to `shareflow serve` acts as, and what it may do (SPEC §13): server-to-server
+/// keys, a plugin's authenticator, policies on the wire, discovery, R16's potential matches,
+/// and bodies too big or malformed.
+final class ServeAuthTests: ServerTestCase {
+    private func iso8601(_ date: Date) -> String {
+        let f = ISO8601DateFormatter()
+        return f.string(from: date)
+    }
+
+    /// A request signed as Apple's server-to-server keys sign: ECDSA P-256 over
+    /// `date:base64(sha256(body)):subpath`, DER, base64.
+    private func signed(_ key: P256.Signing.PrivateKey, keyID: String, subpath: String, body: String, date: Date = Date(),
+                        query: String = "") throws -> (Int, [String: Any]) {
+        let path = db + "/" + subpath
+        let stamp = iso8601(date)
+        let hash = Data(SHA256.hash(data: Data(body.utf8))).base64EncodedString()
+        let signature = try key.signature(for: Data("\(stamp):\(hash):\(path)".utf8)).derRepresentation.base64EncodedString()
+        return try call("POST", path, query: query, body: body, headers: [
+            "X-Apple-CloudKit-Request-KeyID: \(keyID)", "X-Apple-CloudKit-Request-ISO8601Date: \(stamp)",
+            "X-Apple-CloudKit-Request-SignatureV1: \(signature)"])
+    }
+
+    func testServerToServerKeysSignRequestsToThePublicDatabase() throws {
+        let key = P256.Signing.PrivateKey()
+        let pem = dir.appendingPathComponent("key.pub.pem")
+        try CLI.write(key.publicKey.pemRepresentation, to: pem)
+        let added = try CLI.run(["keys", "add", "--store", store, "--container", "iCloud.test", "--public-key", pem.path])
+        XCTAssertEqual(added.status, 0, added.stderr)
+        let keyID = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertNotNil(keyID.range(of: "^[0-9a-f]{64}$", options: .regularExpression), keyID)
+        // A private key is refused, naming the file and what to give instead.
+        let secret = dir.appendingPathComponent("key.pem")
+        try CLI.write(key.pemRepresentation, to: secret)
+        let refused = try CLI.run(["keys", "add", "--store", store, "--container", "iCloud.test", "--public-key", secret.path])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("key.pem: is a private key"), refused.stderr)
+
+        let body = #"{"operations":[{"operationType":"create","record":{"recordName":"notice","recordType":"Notice","fields":{"text":{"value":"hello"}}}}]}"#
+        var r = try signed(key, keyID: keyID, subpath: "public/records/modify", body: body)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["recordName"] as? String, "notice", "\(r.1)")
+        r = try signed(key, keyID: keyID, subpath: "public/records/lookup", body: #"{"records":[{"recordName":"notice"}]}"#)
+        XCTAssertEqual((((r.1["records"] as? [[String: Any]])?.first?["fields"] as? [String: Any])?["text"] as? [String: Any])?["value"] as? String,
+                       "hello", "\(r.1)")
+
+        // Every way a signature fails is 401, naming the cause.
+        func refusedBecause(_ r: (Int, [String: Any]), _ words: String, file: StaticString = #filePath, line: UInt = #line) {
+            XCTAssertEqual(r.0, 401, "\(r.1)", file: file, line: line)
+            XCTAssertEqual(r.1["serverErrorCode"] as? String, "AUTHENTICATION_FAILED", file: file, line: line)
+            XCTAssertTrue((r.1["reason"] as? String)?.contains(words) ?? false, "\(r.1)", file: file, line: line)
+        }
+        let path = db + "/public/records/lookup"
+        let lookup = #"{"records":[{"recordName":"notice"}]}"#
+        let stamp = iso8601(Date())
+        let hash = Data(SHA256.hash(data: Data(lookup.utf8))).base64EncodedString()
+        let good = try key.signature(for: Data("\(stamp):\(hash):\(path)".utf8)).derRepresentation.base64EncodedString()
+        refusedBecause(try call("POST", path, query: "", body: lookup + " ", headers: [
+            "X-Apple-CloudKit-Request-KeyID: \(keyID)", "X-Apple-CloudKit-Request-ISO8601Date: \(stamp)",
+            "X-Apple-CloudKit-Request-SignatureV1: \(good)"]), "SignatureV1")
+        refusedBecause(try signed(key, keyID: keyID, subpath: "public/records/lookup", body: lookup, date: Date().addingTimeInterval(-900)),
+                       "more than 10 minutes")
+        refusedBecause(try signed(P256.Signing.PrivateKey(), keyID: keyID, subpath: "public/records/lookup", body: lookup), "SignatureV1")
+        refusedBecause(try signed(key, keyID: String(repeating: "0", count: 64), subpath: "public/records/lookup", body: lookup),
+                       "not a key registered")
+        refusedBecause(try signed(key, keyID: keyID, subpath: "private/records/lookup", body: lookup), "public database")
+        refusedBecause(try signed(key, keyID: keyID, subpath: "public/users/caller", body: ""), "public database")
+        refusedBecause(try signed(key, keyID: keyID, subpath: "public/records/lookup", body: lookup, query: "ckAPIToken=\(api)"),
+                       "carries no ckAPIToken")
+    }
+
+    /// The shipped proxy-auth plugin maps a proxy's header to an account; a wrong secret is
+    /// refused naming the authenticator; a policy's denial is ACCESS_DENIED naming the policy.
+    func testAPluginAuthenticatesAndAPolicyDenialNamesThePolicy() throws {
+        stopServer()
+        let config = dir.appendingPathComponent("config.lua")
+        try CLI.write("""
+            return { plugins = {
+              ["proxy-auth"] = { secret = "open-sesame" },
+              ["domain-allowlist"] = { domains = { "example.org" } },
+            } }
+            """, to: config)
+        try startServer(["--plugins", CLI.root.appendingPathComponent("Plugins").path, "--config", config.path])
+        let viaProxy = ["X-Auth-Request-Email: bob@example.com", "X-Proxy-Secret: open-sesame"]
+        var r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)", headers: viaProxy)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        XCTAssertEqual(((r.1["users"] as? [[String: Any]])?.first?["lookupInfo"] as? [String: String])?["emailAddress"], "bob@example.com")
+        r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)",
+                     headers: ["X-Auth-Request-Email: bob@example.com", "X-Proxy-Secret: guess"])
+        XCTAssertEqual(r.0, 401)
+        XCTAssertTrue((r.1["reason"] as? String)?.contains("authenticator 'proxy-auth/header' refused") ?? false, "\(r.1)")
+        r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)",
+                     headers: ["X-Auth-Request-Email: nobody@example.com", "X-Proxy-Secret: open-sesame"])
+        XCTAssertEqual(r.0, 401)
+        XCTAssertTrue((r.1["reason"] as? String)?.contains("no account for 'nobody@example.com'") ?? false, "\(r.1)")
+        r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)")
+        XCTAssertEqual(r.0, 421, "no credential at all: a user is required")
+        r = try call("GET", db + "/public/users/caller", query: "", headers: viaProxy)
+        XCTAssertEqual(r.0, 401, "the API token is still required")
+
+        // Alice shares with Bob; Bob (through the proxy) accepts; the allow-list denies him.
+        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
+        r = try call("POST", db + "/private/records/modify", body: """
+            {"zoneID":{"zoneName":"Z"},"operations":[
+             {"operationType":"create","record":{"recordName":"doc","recordType":"Doc","createShortGUID":true,"fields":{}}},
+             {"operationType":"create","record":{"recordName":"share","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
+              "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+            """)
+        let guid = try XCTUnwrap((r.1["records"] as? [[String: Any]])?.last?["shortGUID"] as? String, "\(r.1)")
+        r = try call("POST", db + "/public/records/accept", query: "ckAPIToken=\(api)", body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#,
+                     headers: viaProxy)
+        XCTAssertEqual(r.0, 200, "per-item errors inside a 200")
+        let denied = try XCTUnwrap((r.1["results"] as? [[String: Any]])?.first, "\(r.1)")
+        XCTAssertEqual(denied["serverErrorCode"] as? String, "ACCESS_DENIED", "\(denied)")
+        XCTAssertTrue((denied["reason"] as? String)?.contains("domain-allowlist/accept") ?? false, "\(denied)")
+        XCTAssertEqual((denied["shortGUID"] as? [String: Any])?["value"] as? String, guid)
+    }
+
+    /// users/discover both ways (R19, R20), and a stranger with an account told where an
+    /// invitation went, masked (R16's participantMayNeedVerification as potentialMatchList).
+    func testDiscoveryAndPotentialMatches() throws {
+        try script("""
+            local sf = require("shareflow")
+            local bob = sf.accounts.find{ email = "bob@example.com" }
+            bob:setDiscoverable(true)
+            sf.accounts.create{ email = "carol@example.com", name = { given = "Carol" } }
+            sf.accounts.find{ email = "alice@example.com" }:addContacts{ "bob@example.com", "carol@example.com" }
+            """)
+        var r = try call("GET", db + "/public/users/discover")
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        XCTAssertEqual((r.1["users"] as? [[String: Any]])?.compactMap { ($0["lookupInfo"] as? [String: String])?["emailAddress"] },
+                       ["bob@example.com"], "Carol is a contact but not discoverable: \(r.1)")
+        r = try call("POST", db + "/public/users/discover",
+                     body: #"{"lookupInfos":[{"emailAddress":"carol@example.com"},{"emailAddress":"bob@example.com"},{"phoneNumber":"+15555550100"}]}"#)
+        XCTAssertEqual((r.1["users"] as? [[String: Any]])?.count, 1, "\(r.1)")
+        r = try call("POST", db + "/public/users/discover", body: #"{"lookupInfos":[{}]}"#)
+        XCTAssertEqual(r.0, 400)
+        XCTAssertTrue((r.1["reason"] as? String)?.contains("lookupInfos[0]") ?? false, "\(r.1)")
+
+        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
+        r = try call("POST", db + "/private/records/modify", body: """
+            {"zoneID":{"zoneName":"Z"},"operations":[
+             {"operationType":"create","record":{"recordName":"doc","recordType":"Doc","fields":{}}},
+             {"operationType":"create","record":{"recordName":"share","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
+              "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"dave.old@example.com"}}}]}}]}
+            """)
+        let guid = try XCTUnwrap((r.1["records"] as? [[String: Any]])?.last?["shortGUID"] as? String, "\(r.1)")
+        let carol = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("carol@example.com"))"
+        r = try call("POST", db + "/public/records/resolve", query: carol, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+        let result = try XCTUnwrap((r.1["results"] as? [[String: Any]])?.first, "\(r.1)")
+        let matches = try XCTUnwrap(result["potentialMatchList"] as? [[String: Any]], "\(result)")
+        XCTAssertEqual((matches.first?["contactInformation"] as? [String: String])?["emailAddress"], "d•••••••@example.com")
+        XCTAssertNil(result["share"], "no share data for a stranger")
+        XCTAssertFalse("\(r.1)".contains("dave.old"), "the address itself is not shown")
+    }
+
+    func testOversizedAndMalformedBodies() throws {
+        let big = dir.appendingPathComponent("big.json")
+        let chunk = Data(repeating: UInt8(ascii: " "), count: 1 << 20)
+        XCTAssertTrue(FileManager.default.createFile(atPath: big.path, contents: nil))
+        let handle = try FileHandle(forWritingTo: big)
+        for _ in 0..<17 { handle.write(chunk) }
+        try handle.close()
+        var r = try call("POST", db + "/private/records/modify", bodyFile: big)
+        XCTAssertEqual(r.0, 413, "\(r.1)")
+        XCTAssertEqual(r.1["serverErrorCode"] as? String, "QUOTA_EXCEEDED")
+
+        for (body, words) in [("[1,2]", "not a JSON object"), (#"{"operations":[{"operationType":"create"}]}"#, "operations[0]"),
+                              (#"{"operations":"all"}"#, "operations"), ("{\"operations\":[", "not a JSON object"),
+                              (#"{"zoneID":{"zoneName":7},"operations":[]}"#, "zoneID.zoneName")] {
+            r = try call("POST", db + "/private/records/modify", body: body)
+            XCTAssertEqual(r.0, 400, body)
+            XCTAssertEqual(r.1["serverErrorCode"] as? String, "BAD_REQUEST", body)
+            XCTAssertTrue((r.1["reason"] as? String)?.contains(words) ?? false, "\(body): \(r.1)")
+        }
+        r = try call("POST", db + "/private/records/modify", body: #"{"operations":[]}"#, headers: ["Content-Type: application/json"])
+        XCTAssertEqual(r.0, 200, "application/json as well as text/plain: \(r.1)")
+    }
+}
