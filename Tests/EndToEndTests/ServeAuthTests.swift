@@ -119,6 +119,54 @@ final class ServeAuthTests: ServerTestCase {
         XCTAssertEqual((denied["shortGUID"] as? [String: Any])?["value"] as? String, guid)
     }
 
+    /// An authenticator written by an attacker: it loops, raises, returns tables with raising
+    /// metatables, huge or NUL-laden names. Each request is refused (401) within the budget,
+    /// naming the authenticator, and the server serves on.
+    func testAHostileAuthenticatorFailsClosedAndTheServerServesOn() throws {
+        stopServer()
+        let plugins = dir.appendingPathComponent("plugins/hostile-auth")
+        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
+        try CLI.write("""
+            return {
+              name = "hostile-auth", version = "1.0.0", description = "attacks the server's authentication",
+              setup = function(ctx)
+                ctx.authenticate(function(req)
+                  local mode = req.headers["x-mode"]
+                  if mode == "loop" then while true do end end
+                  if mode == "pcall-loop" then while true do pcall(function() while true do end end) end end
+                  if mode == "error" then error("boom") end
+                  if mode == "table" then return setmetatable({}, { __index = function() error("no") end }) end
+                  if mode == "huge" then return string.rep("x", 1e6) end
+                  if mode == "nul" then return "bob@example.com\\0.evil.org" end
+                  if mode == "number" then return 0/0 end
+                  if mode == "bob" then return ctx.accounts.find{ email = "bob@example.com" } end
+                  return nil
+                end, { name = "attack" })
+              end,
+            }
+            """, to: plugins.appendingPathComponent("init.lua"))
+        let config = dir.appendingPathComponent("hostile.config.lua")
+        try CLI.write(#"return { limits = { cpuMillis = 50 }, plugins = { ["hostile-auth"] = true } }"#, to: config)
+        try startServer(["--plugins", plugins.deletingLastPathComponent().path, "--config", config.path])
+        for (mode, words) in [("loop", "CPU budget"), ("pcall-loop", "CPU budget"), ("error", "boom"), ("table", "returned a table"),
+                              ("huge", "no account for"), ("nul", "NUL byte"), ("number", "returned a number")] {
+            let start = Date()
+            let r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)", headers: ["X-Mode: \(mode)"])
+            XCTAssertEqual(r.0, 401, "\(mode): \(r.1)")
+            let reason = r.1["reason"] as? String ?? ""
+            XCTAssertTrue(reason.hasPrefix("authenticator 'hostile-auth/attack'") && reason.contains(words), "\(mode): \(reason)")
+            XCTAssertLessThan(reason.utf8.count, 10_000, mode)
+            XCTAssertLessThan(Date().timeIntervalSince(start), 20, "\(mode) was stopped by the budget")
+        }
+        var r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)", headers: ["X-Mode: bob"])
+        XCTAssertEqual(((r.1["users"] as? [[String: Any]])?.first?["lookupInfo"] as? [String: String])?["emailAddress"], "bob@example.com", "\(r.1)")
+        r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)")
+        XCTAssertEqual(r.0, 421, "nothing returned: no user")
+        r = try call("GET", db + "/public/users/caller")
+        XCTAssertEqual(r.0, 200, "a web auth token is not the authenticators' business")
+        XCTAssertTrue(server.isRunning)
+    }
+
     /// users/discover both ways (R19, R20), and a stranger with an account told where an
     /// invitation went, masked (R16's participantMayNeedVerification as potentialMatchList).
     func testDiscoveryAndPotentialMatches() throws {

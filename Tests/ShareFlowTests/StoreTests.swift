@@ -16,6 +16,34 @@ final class StoreTests: XCTestCase {
         _ = try Store(path: path)
     }
 
+    /// v4 keeps a share's URL token, not the URL: a v3 store's shares keep working, under the
+    /// same change tags, and their URLs follow the public URL.
+    func testV3StoreMigratesShareURLsToTokensKeepingChangeTags() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-store-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("old.sqlite").path
+        let queue = try DatabaseQueue(path: path)
+        try Store.migrator.migrate(queue, upTo: "v3")
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'notDetermined', 0);
+                INSERT INTO zone (id, container, scope, ownerID, name) VALUES (1, 'iCloud.t', 'private', 1, 'Z');
+                INSERT INTO record (id, zoneID, name, type, fields, changeTag, modifiedAt, tag) VALUES (1, 1, 'doc', 'Doc', '{}', 1, 0, 'aaaa');
+                INSERT INTO record (id, zoneID, name, type, fields, changeTag, modifiedAt, tag) VALUES (2, 1, 'share', 'cloudkit.share', '{}', 1, 0, 'bbbb');
+                INSERT INTO share (id, recordID, zoneID, url, rootName, publicPermission)
+                    VALUES (1, 2, 1, 'https://shareflow.invalid/share/Tok3n_-abc', 'doc', 'none');
+                """)
+        }
+        try queue.close()
+        let store = try Store(path: path)
+        let row = try store.read { tx in
+            try Row.fetchOne(tx.db, sql: "SELECT s.token, r.tag FROM share s JOIN record r ON r.id = s.recordID")
+        }
+        XCTAssertEqual(row?[0] as String?, "Tok3n_-abc")
+        XCTAssertEqual(row?[1] as String?, "bbbb", "migrating changes no change tag")
+    }
+
     func testForeignFileIsRefusedByteForByte() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-store-\(UUID())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
