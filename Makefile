@@ -8,7 +8,7 @@ BIN := .build/debug/shareflow
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := liblua5.4-dev lua5.4 lua-check tmux pkg-config libsqlite3-dev
 
-.PHONY: deps build demo test sanitize lint bench clean
+.PHONY: deps pyenv build demo test sanitize lint bench clean
 
 # pkg-config must find lua5.4 (the CLua system library target links through it); the
 # tests also use tmux (the console), lua5.4 (cold-start baseline) and luacheck.
@@ -26,6 +26,21 @@ deps:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# pyicloud, an independent CloudKit client, for PyiCloudTests: pinned, in a virtual environment
+# under .build (a fresh Debian may lack the venv module: python3-venv then comes from apt).
+PYICLOUD_VERSION := 2026.10.1
+PYENV := .build/pyenv
+
+pyenv:
+	@if ! $(PYENV)/bin/python -c "import pyicloud" 2>/dev/null || ! $(PYENV)/bin/pip show pyicloud 2>/dev/null | grep -qx "Version: $(PYICLOUD_VERSION)"; then \
+	  echo "make: installing pyicloud==$(PYICLOUD_VERSION) into $(PYENV)"; \
+	  rm -rf $(PYENV); mkdir -p .build; \
+	  python3 -m venv $(PYENV) 2>/dev/null || { \
+	    rm -rf $(PYENV); \
+	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq python3-venv >/dev/null && python3 -m venv $(PYENV); }; \
+	  $(PYENV)/bin/pip install -q --disable-pip-version-check "pyicloud==$(PYICLOUD_VERSION)"; \
+	fi
+
 build: deps
 	$(SWIFT) build
 
@@ -36,7 +51,7 @@ demo: build
 # CI shows only the end of the output: the failed tests are listed again after the suite.
 FAILED_TESTS = grep -E "error: |' failed \(" $(1) | sort -u | head -40 | sed 's/^/  /'
 
-test: deps
+test: deps pyenv
 	$(SWIFT) build --build-tests
 	@mkdir -p .build
 	@set -o pipefail; status=0; \
@@ -74,7 +89,7 @@ ASAN_TEST := $(SWIFT) test --skip-build --sanitize=address --scratch-path $(ASAN
 SANITIZE_ALONE := LuaStateTests/testSwiftErrorCaughtByPcallWithoutLeak@quarantine_size_mb=0 \
                   HostilePluginTests/testDenyWithHugeReason@quarantine_size_mb=0
 
-sanitize: deps
+sanitize: deps pyenv
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path $(ASAN_SCRATCH) $(ASAN_RECOVER_FLAGS)
 	@rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS)
 	@symbolizer="$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/llvm-symbolizer"; \

@@ -1,0 +1,54 @@
+import Foundation
+import XCTest
+
+/// The sharing flow driven by an independent client, pyicloud from PyPI (pinned in the
+/// Makefile, installed by `make test` into .build/pyenv), against a real `shareflow serve`, in
+/// pyicloud's strict mode (Tests/pyicloud/sharing_flow.py); then the same data read by
+/// `shareflow run` on the store.
+final class PyiCloudTests: ServerTestCase {
+    /// The virtual environment's Python (SHAREFLOW_PYTHON overrides).
+    static let python: String = ProcessInfo.processInfo.environment["SHAREFLOW_PYTHON"]
+        ?? CLI.root.appendingPathComponent(".build/pyenv/bin/python").path
+
+    func testPyiCloudDrivesTheSharingFlowInStrictMode() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.python) else {
+            return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
+        }
+        try script("require('shareflow').accounts.create{ email = 'carol@example.com' }")
+        let flow = Process()
+        flow.executableURL = URL(fileURLWithPath: Self.python)
+        flow.arguments = [CLI.root.appendingPathComponent("Tests/pyicloud/sharing_flow.py").path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["PYICLOUD_CK_EXTRA"] = "forbid"
+        environment["SHAREFLOW_BASE"] = base
+        environment["SHAREFLOW_API"] = api
+        environment["SHAREFLOW_ALICE"] = web
+        environment["SHAREFLOW_BOB"] = try token("bob@example.com")
+        environment["SHAREFLOW_CAROL"] = try token("carol@example.com")
+        flow.environment = environment
+        let output = dir.appendingPathComponent("pyicloud.out")
+        XCTAssertTrue(FileManager.default.createFile(atPath: output.path, contents: nil))
+        flow.standardOutput = try FileHandle(forWritingTo: output)
+        flow.standardError = flow.standardOutput
+        try flow.run()
+        let deadline = Date().addingTimeInterval(120)
+        while flow.isRunning && Date() < deadline { usleep(50_000) }
+        if flow.isRunning { flow.terminate() }
+        flow.waitUntilExit()
+        let text = try String(contentsOf: output, encoding: .utf8)
+        XCTAssertEqual(flow.terminationStatus, 0, text)
+        XCTAssertTrue(text.hasSuffix("pyicloud sharing flow ok\n"), text)
+        XCTAssertEqual(text.split(separator: "\n").filter { $0.hasPrefix("ok: ") }.count, 16, "every check ran:\n" + text)
+
+        // What pyicloud wrote over HTTP is in the store for `shareflow run`.
+        stopServer()
+        let read = try script("""
+            local sf = require("shareflow")
+            local db = sf.as("bob@example.com"):container("iCloud.test").sharedCloudDatabase
+            local zone = db:fetchAllRecordZones()[1]
+            local r = db:fetchRecord(sf.RecordID{ recordName = "lisbon", zoneID = zone.zoneID })
+            print(r.fields.title, r.fields.days, r.share and r.share.recordName)
+            """)
+        XCTAssertEqual(read.stdout, "Lisbon in May\t5\tshare-lisbon\n", read.stderr)
+    }
+}
