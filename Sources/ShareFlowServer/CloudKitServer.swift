@@ -19,6 +19,8 @@ public struct CloudKitServer: Sendable {
     public let logger: Logger
     /// The largest request body read (bigger: QUOTA_EXCEEDED).
     public var maxBodyBytes = 16 << 20
+    /// Requests per user token (or API token, without one) per `perSeconds`; nil: no limit.
+    public var rateLimit: (requests: Int, perSeconds: Double)?
     /// Called with the port once the server accepts connections.
     public var onListening: @Sendable (Int) -> Void = { _ in }
     /// Whether share URLs point at this server (`http://host:port/share/…`) when the engine's
@@ -56,8 +58,23 @@ public struct CloudKitServer: Sendable {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
         }
         let maxBody = maxBodyBytes
+        let limiter = rateLimit.map { RateLimiter(requests: $0.requests, perSeconds: $0.perSeconds) }
         let handler: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
             var request = request
+            if let limiter {
+                let query = request.uri.queryParameters
+                let key = query["ckWebAuthToken"].map { "user " + $0 } ?? query["ckAPIToken"].map { "api " + $0 }
+                    ?? request.headers[HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!].map { "key " + $0 } ?? "anonymous"
+                if let wait = limiter.take(key) {
+                    let seconds = max(1, Int(wait.rounded(.up)))
+                    var body = WireFormat.error(code: "THROTTLED",
+                                                reason: "requestRateLimited: more than \(limiter.requests) requests in \(limiter.perSeconds) s with this token; retry after \(seconds) s")
+                    body["retryAfter"] = seconds
+                    var response = CloudKitServer.response(APIResponse(status: 429, body: CloudKitAPI.json(body), caller: nil))
+                    response.headers[.retryAfter] = String(seconds)
+                    return response
+                }
+            }
             let path = context.parameters.getCatchAll().joined(separator: "/")
             let body: ByteBuffer
             do {

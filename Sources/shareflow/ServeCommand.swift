@@ -40,8 +40,11 @@ extension ShareFlowCommand {
                 engine.options.publicURL = base
             }
             let plugins = try global.loadPlugins(into: engine)
+            let config = try global.pluginConfig()
             _ = plugins
             var server = CloudKitServer(engine: engine, host: host, port: port, logger: engine.logger)
+            server.rateLimit = config.rateLimit
+            server.maxBodyBytes = Int(config.maxBodyMiB * 1024 * 1024)
             let host = self.host
             server.onListening = { port in
                 print("listening on http://\(host):\(port)")

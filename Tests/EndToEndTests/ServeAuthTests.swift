@@ -205,6 +205,36 @@ final class ServeAuthTests: ServerTestCase {
         XCTAssertFalse("\(r.1)".contains("dave.old"), "the address itself is not shown")
     }
 
+    /// config server.rateLimit: a bucket per user token (or API token without one); over it,
+    /// THROTTLED 429 with retryAfter in the body and Retry-After in the headers.
+    func testRateLimitsPerTokenAreThrottledWithRetryAfter() throws {
+        stopServer()
+        let config = dir.appendingPathComponent("limits.config.lua")
+        try CLI.write("return { server = { rateLimit = { requests = 5, perSeconds = 120 }, maxBodyMiB = 1 } }", to: config)
+        try startServer(["--config", config.path])
+        for n in 1...5 {
+            XCTAssertEqual(try call("GET", db + "/public/users/caller").0, 200, "request \(n) of 5")
+        }
+        let r = try call("GET", db + "/public/users/caller")
+        XCTAssertEqual(r.0, 429, "\(r.1)")
+        XCTAssertEqual(r.1["serverErrorCode"] as? String, "THROTTLED")
+        let retry = try XCTUnwrap(r.1["retryAfter"] as? Int, "\(r.1)")
+        XCTAssertTrue((20...24).contains(retry), "one request refills in 24 s: \(retry)")
+        XCTAssertTrue((r.1["_headers"] as? String)?.contains("retry-after: \(retry)") ?? false, "\(r.1)")
+        // Bob's token has its own bucket; so has the API token alone.
+        let bob = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
+        XCTAssertEqual(try call("GET", db + "/public/users/caller", query: bob).0, 200)
+        XCTAssertEqual(try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)").0, 421)
+        // server.maxBodyMiB from the same config.
+        let big = String(repeating: " ", count: 1_100_000) + "{}"
+        XCTAssertEqual(try call("POST", db + "/private/records/modify", query: bob, body: big).0, 413)
+        // A config with a rate limit out of range is refused at start, naming the key.
+        try CLI.write("return { server = { rateLimit = { requests = 0 } } }", to: config)
+        let refused = try CLI.run(["serve", "--store", store, "--port", "0", "--config", config.path])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("server.rateLimit.requests must be an integer from 1 to 1000000"), refused.stderr)
+    }
+
     func testOversizedAndMalformedBodies() throws {
         let big = dir.appendingPathComponent("big.json")
         let chunk = Data(repeating: UInt8(ascii: " "), count: 1 << 20)

@@ -78,12 +78,14 @@ class ServerTestCase: XCTestCase {
     }
 
     /// One HTTP request, made by curl (an independent client; Foundation's URLSession would
-    /// keep libcurl state for the life of the test process); the status and the JSON body.
+    /// keep libcurl state for the life of the test process); the status and the JSON body
+    /// (with the response's header lines under "_headers").
     func call(_ method: String, _ path: String, query: String? = nil, body: String? = nil, bodyFile: URL? = nil,
               headers: [String] = []) throws -> (Int, [String: Any]) {
         let url = base + path + "?" + (query ?? "ckAPIToken=\(api)&ckWebAuthToken=\(web)")
         let out = dir.appendingPathComponent("response-\(UUID().uuidString)")
-        var args = ["-s", "-o", out.path, "-w", "%{http_code}", "-X", method, "--max-time", "60"]
+        let headerFile = dir.appendingPathComponent("headers-\(UUID().uuidString)")
+        var args = ["-s", "-o", out.path, "-D", headerFile.path, "-w", "%{http_code}", "-X", method, "--max-time", "60"]
         for h in headers { args += ["-H", h] }
         var file = bodyFile
         if let body {
@@ -100,7 +102,8 @@ class ServerTestCase: XCTestCase {
         curl.waitUntilExit()
         let code = Int(String(decoding: status.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) ?? 0
         let data = (try? Data(contentsOf: out)) ?? Data()
-        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? ["raw": String(decoding: data, as: UTF8.self)]
+        var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? ["raw": String(decoding: data, as: UTF8.self)]
+        object["_headers"] = (try? String(contentsOf: headerFile, encoding: .utf8))?.lowercased() ?? ""
         return (code, object)
     }
 }

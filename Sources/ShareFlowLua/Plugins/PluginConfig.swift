@@ -6,6 +6,7 @@ import Foundation
 /// ```lua
 /// return {
 ///   limits = { cpuMillis = 50, memoryMiB = 64 },
+///   server = { rateLimit = { requests = 600, perSeconds = 60 }, maxBodyMiB = 16 },
 ///   plugins = {
 ///     ["domain-allowlist"] = { domains = { "example.com" } },
 ///     ["audit-log"] = { path = "audit.jsonl" },
@@ -22,6 +23,11 @@ public struct PluginConfig {
     public var memoryMiB: Double = 64
     /// Disk each plugin's data folder may hold (`ctx.appendFile`).
     public var diskMiB: Double = 64
+    /// `shareflow serve`: requests per user token (or API token, without one) in a window of
+    /// `perSeconds`; nil: no limit (SPEC §13).
+    public var rateLimit: (requests: Int, perSeconds: Double)?
+    /// `shareflow serve`: the largest request body, in MiB (bigger: QUOTA_EXCEEDED).
+    public var maxBodyMiB: Double = 16
 
     public init() {}
 
@@ -47,8 +53,35 @@ public struct PluginConfig {
             throw PluginError("config file \(path) must return a table, got \(results.first?.description ?? "nothing")")
         }
         for key in root.hash.keys {
-            guard case .string(let k) = key, ["plugins", "limits"].contains(k) else {
-                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits)")
+            guard case .string(let k) = key, ["plugins", "limits", "server"].contains(k) else {
+                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server)")
+            }
+        }
+        if let server = root["server"] {
+            guard case .table(let t) = server else { throw PluginError("config file \(path): 'server' must be a table") }
+            for (key, value) in t.hash {
+                switch key {
+                case .string("maxBodyMiB"):
+                    guard let n = ConfigField.number(value), n.isFinite, (0.001...1024).contains(n) else {
+                        throw PluginError("config file \(path): server.maxBodyMiB must be a number from 0.001 to 1024, got \(value)")
+                    }
+                    maxBodyMiB = n
+                case .string("rateLimit"):
+                    guard case .table(let r) = value else { throw PluginError("config file \(path): server.rateLimit must be a table { requests =, perSeconds = }") }
+                    for k in r.hash.keys where k != .string("requests") && k != .string("perSeconds") {
+                        throw PluginError("config file \(path): unknown key server.rateLimit.\(k) (expected requests, perSeconds)")
+                    }
+                    guard let n = ConfigField.number(r["requests"] ?? .nil), n.isFinite, n == n.rounded(), (1...1_000_000).contains(n) else {
+                        throw PluginError("config file \(path): server.rateLimit.requests must be an integer from 1 to 1000000, got \(r["requests"] ?? .nil)")
+                    }
+                    let seconds = ConfigField.number(r["perSeconds"] ?? .number(1)) ?? .nan
+                    guard seconds.isFinite, (0.001...86_400).contains(seconds) else {
+                        throw PluginError("config file \(path): server.rateLimit.perSeconds must be a number from 0.001 to 86400, got \(r["perSeconds"] ?? .nil)")
+                    }
+                    rateLimit = (Int(n), seconds)
+                default:
+                    throw PluginError("config file \(path): unknown key server.\(key) (expected rateLimit, maxBodyMiB)")
+                }
             }
         }
         if let limits = root["limits"] {
