@@ -26,19 +26,23 @@ deps:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# pyicloud, an independent CloudKit client, for PyiCloudTests: pinned, in a virtual environment
-# under .build (a fresh Debian may lack the venv module: python3-venv then comes from apt).
+# Python tools for the server's tests, pinned, in a virtual environment under .build (a fresh
+# Debian may lack the venv module: python3-venv then comes from apt): pyicloud, an independent
+# CloudKit client (PyiCloudTests), and schemathesis, which fuzzes the server against
+# docs/openapi.yaml (OpenAPITests).
 PYICLOUD_VERSION := 2026.10.1
+SCHEMATHESIS_VERSION := 4.32.5
 PYENV := .build/pyenv
 
 pyenv:
-	@if ! $(PYENV)/bin/python -c "import pyicloud" 2>/dev/null || ! $(PYENV)/bin/pip show pyicloud 2>/dev/null | grep -qx "Version: $(PYICLOUD_VERSION)"; then \
-	  echo "make: installing pyicloud==$(PYICLOUD_VERSION) into $(PYENV)"; \
+	@if ! $(PYENV)/bin/pip show pyicloud 2>/dev/null | grep -qx "Version: $(PYICLOUD_VERSION)" \
+	   || ! $(PYENV)/bin/pip show schemathesis 2>/dev/null | grep -qx "Version: $(SCHEMATHESIS_VERSION)"; then \
+	  echo "make: installing pyicloud==$(PYICLOUD_VERSION) and schemathesis==$(SCHEMATHESIS_VERSION) into $(PYENV)"; \
 	  rm -rf $(PYENV); mkdir -p .build; \
 	  python3 -m venv $(PYENV) 2>/dev/null || { \
 	    rm -rf $(PYENV); \
 	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq python3-venv >/dev/null && python3 -m venv $(PYENV); }; \
-	  $(PYENV)/bin/pip install -q --disable-pip-version-check "pyicloud==$(PYICLOUD_VERSION)"; \
+	  $(PYENV)/bin/pip install -q --disable-pip-version-check "pyicloud==$(PYICLOUD_VERSION)" "schemathesis==$(SCHEMATHESIS_VERSION)"; \
 	fi
 
 build: deps

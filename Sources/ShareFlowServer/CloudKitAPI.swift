@@ -31,7 +31,7 @@ struct APIResponse: Sendable {
 }
 
 /// The endpoints of SPEC §13 over the engine. Runs on the engine's thread only.
-final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread alone
+public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread alone
     typealias Object = WireFormat.Object
     let engine: Engine
 
@@ -180,7 +180,60 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
 
     // MARK: Endpoints
 
+    /// One endpoint: its subpath, the methods it answers, and the databases on whose path it is
+    /// (nil: any). `shareflow serve --routes` lists them; docs/openapi.yaml describes them.
+    struct Endpoint: Sendable {
+        let subpath: String
+        let methods: [String]
+        let databases: [String]?
+    }
+
+    static let endpoints: [Endpoint] = [
+        Endpoint(subpath: "records/modify", methods: ["POST"], databases: nil),
+        Endpoint(subpath: "records/lookup", methods: ["POST"], databases: nil),
+        Endpoint(subpath: "records/query", methods: ["POST"], databases: nil),
+        Endpoint(subpath: "records/resolve", methods: ["POST"], databases: ["public"]),
+        Endpoint(subpath: "records/accept", methods: ["POST"], databases: ["public"]),
+        Endpoint(subpath: "zones/modify", methods: ["POST"], databases: nil),
+        // pyicloud sends zones/list as POST {}.
+        Endpoint(subpath: "zones/list", methods: ["GET", "POST"], databases: nil),
+        Endpoint(subpath: "zones/lookup", methods: ["POST"], databases: nil),
+        // Apple documents users/* on the public path; MistKit sends users/current on private.
+        Endpoint(subpath: "users/caller", methods: ["GET"], databases: nil),
+        Endpoint(subpath: "users/current", methods: ["GET"], databases: nil),
+        Endpoint(subpath: "users/discover", methods: ["GET", "POST"], databases: nil),
+        Endpoint(subpath: "users/lookup/email", methods: ["POST"], databases: nil),
+        Endpoint(subpath: "users/lookup/id", methods: ["POST"], databases: nil),
+    ]
+
+    /// Every route the server answers, as `METHOD path-template`, one per line.
+    public static var routes: [String] {
+        var lines = ["GET /healthz", "GET /share/{shortGUID}"]
+        for e in endpoints {
+            for database in e.databases ?? ["{database}"] {
+                for method in e.methods { lines.append("\(method) /database/1/{container}/{environment}/\(database)/\(e.subpath)") }
+            }
+        }
+        return lines
+    }
+
+    /// The endpoint of a request, or the error that it has none: an unknown subpath is 404, a
+    /// known one with another method or off its database's path is 400.
+    private func endpoint(_ r: APIRequest) throws -> Endpoint {
+        guard let e = Self.endpoints.first(where: { $0.subpath == r.subpath }) else {
+            throw Failure(status: 404, body: WireFormat.error(code: "NOT_FOUND", reason: "no endpoint \(Naming.printable(String(r.subpath.prefix(200))))"))
+        }
+        guard e.methods.contains(r.method) else {
+            throw WireFormat.BadRequest(reason: "\(r.subpath) is \(e.methods.joined(separator: " or ")), not \(Naming.printable(String(r.method.prefix(20))))")
+        }
+        if let databases = e.databases, !databases.contains(r.database) {
+            throw WireFormat.BadRequest(reason: "\(r.subpath) is on the \(databases.joined(separator: " or ")) database's path")
+        }
+        return e
+    }
+
     private func dispatch(_ r: APIRequest, scope: DatabaseScope, caller: Account?, body: Object) throws -> Object {
+        _ = try endpoint(r)
         switch r.subpath {
         case "users/caller":
             return ["users": [identity(of: try requireUser(caller))]]
@@ -294,9 +347,6 @@ final class CloudKitAPI: @unchecked Sendable {  // used from the EngineThread al
             return try modify(try database(r, scope, me), caller: me, body: body)
         case "records/resolve", "records/accept":
             let me = try requireUser(caller)
-            guard scope == .public else {
-                throw WireFormat.BadRequest(reason: "\(r.subpath) is on the public database's path")
-            }
             return try resolve(container: try engine.session(for: me).container(r.container), body: body,
                                accept: r.subpath == "records/accept")
         default:

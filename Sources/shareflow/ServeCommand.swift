@@ -22,6 +22,9 @@ extension ShareFlowCommand {
         @Option(name: .long, help: "The URL clients reach this server at (share URLs are made from it).")
         var publicURL: String?
 
+        @Flag(name: .long, help: "Print every route the server answers (METHOD path-template) and exit; docs/openapi.yaml describes them.")
+        var routes = false
+
         func validate() throws {
             guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
             if let publicURL {
@@ -33,6 +36,10 @@ extension ShareFlowCommand {
         }
 
         func run() throws {
+            if routes {
+                if global.json { printJSON(["routes": CloudKitAPI.routes]) } else { CloudKitAPI.routes.forEach { print($0) } }
+                return
+            }
             let engine = try global.makeEngine()
             if let publicURL {
                 var base = publicURL

@@ -51,7 +51,7 @@ public enum Naming {
     private static func isLetter(_ c: UInt8) -> Bool { (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) }
 
     /// `s` with control characters shown as `\u{…}`, so an error line stays one line.
-    static func printable(_ s: String) -> String {
+    package static func printable(_ s: String) -> String {
         String(s.prefix(80).unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined())
     }
 }

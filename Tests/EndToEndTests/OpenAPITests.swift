@@ -1,0 +1,63 @@
+import Foundation
+import XCTest
+
+/// docs/openapi.yaml held against a real `shareflow serve`: the routes both ways
+/// (Tests/openapi/check_routes.py), then schemathesis (pinned, in .build/pyenv) generating
+/// requests from the document — examples, coverage and fuzzing, a bounded number per operation —
+/// with no 5xx allowed, only documented statuses and content types, and every response body
+/// valid against its schema.
+final class OpenAPITests: ServerTestCase {
+    private func run(_ executable: String, _ arguments: [String], environment extra: [String: String],
+                     timeout: TimeInterval) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.currentDirectoryURL = dir
+        process.environment = ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
+        let output = dir.appendingPathComponent("tool-\(UUID().uuidString).out")
+        XCTAssertTrue(FileManager.default.createFile(atPath: output.path, contents: nil))
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = process.standardOutput
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(100_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
+    }
+
+    func testTheDocumentAndTheServerAgreeAndFuzzingFindsNo5xx() throws {
+        let bin = URL(fileURLWithPath: PyiCloudTests.python).deletingLastPathComponent()
+        let py = bin.appendingPathComponent("python").path, schemathesis = bin.appendingPathComponent("schemathesis").path
+        guard FileManager.default.isExecutableFile(atPath: schemathesis) else {
+            return XCTFail("no schemathesis at \(schemathesis): run `make pyenv` (make test does)")
+        }
+        let spec = CLI.root.appendingPathComponent("docs/openapi.yaml").path
+        let routes = try CLI.run(["serve", "--routes"])
+        XCTAssertEqual(routes.status, 0, routes.stderr)
+        let routesFile = dir.appendingPathComponent("routes.txt")
+        try CLI.write(routes.stdout, to: routesFile)
+        let environment = ["SF_API": api, "SF_WEB": web, "SF_BASE": base]
+        let check = try run(py, [CLI.root.appendingPathComponent("Tests/openapi/check_routes.py").path, spec, routesFile.path, base],
+                            environment: environment, timeout: 120)
+        XCTAssertEqual(check.0, 0, check.1)
+        XCTAssertTrue(check.1.contains("17 routes served, 17 documented, 0 problems"), check.1)
+
+        // Something to find: a zone, a record and a share for the generated requests to meet.
+        _ = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
+        _ = try call("POST", db + "/private/records/modify", body: """
+            {"zoneID":{"zoneName":"Z"},"operations":[{"operationType":"create","record":{"recordName":"doc","recordType":"Doc","fields":{"n":{"value":1}}}},
+             {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
+              "participants":[{"userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+            """)
+        let fuzz = try run(schemathesis, ["--no-color", "--config-file", CLI.root.appendingPathComponent("Tests/openapi/schemathesis.toml").path,
+                                          "run", spec, "--phases", "examples,coverage,fuzzing", "--seed", "20261123"],
+                           environment: environment, timeout: 600)
+        XCTAssertEqual(fuzz.0, 0, String(fuzz.1.suffix(6000)))
+        XCTAssertTrue(fuzz.1.contains("Tested: 17"), String(fuzz.1.suffix(3000)))
+        XCTAssertFalse(fuzz.1.contains("failed"), String(fuzz.1.suffix(3000)))
+        XCTAssertTrue(server.isRunning, "the server survived")
+        let log = try String(contentsOf: serverLog, encoding: .utf8)
+        XCTAssertFalse(log.contains(" 500 "), "no INTERNAL_ERROR in the access log")
+    }
+}
