@@ -172,9 +172,10 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
 
     private func parse(_ r: APIRequest) throws -> Object {
         if r.isGET || r.body.isEmpty { return [:] }
-        guard let o = try? JSONSerialization.jsonObject(with: r.body), let object = o as? Object else {
-            throw WireFormat.BadRequest(reason: "the body is not a JSON object")
+        guard let o = try? JSONSerialization.jsonObject(with: r.body) else {
+            throw WireFormat.BadRequest(reason: "the body is not a JSON object: not valid JSON, or nested deeper than the parser allows")
         }
+        guard let object = o as? Object else { throw WireFormat.BadRequest(reason: "the body is not a JSON object") }
         return object
     }
 
@@ -199,8 +200,9 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         Endpoint(subpath: "zones/list", methods: ["GET", "POST"], databases: nil),
         Endpoint(subpath: "zones/lookup", methods: ["POST"], databases: nil),
         // Apple documents users/* on the public path; MistKit sends users/current on private.
-        Endpoint(subpath: "users/caller", methods: ["GET"], databases: nil),
-        Endpoint(subpath: "users/current", methods: ["GET"], databases: nil),
+        // POST too: a client whose only raw call is POST (pyicloud's raw_post) sends {}.
+        Endpoint(subpath: "users/caller", methods: ["GET", "POST"], databases: nil),
+        Endpoint(subpath: "users/current", methods: ["GET", "POST"], databases: nil),
         Endpoint(subpath: "users/discover", methods: ["GET", "POST"], databases: nil),
         Endpoint(subpath: "users/lookup/email", methods: ["POST"], databases: nil),
         Endpoint(subpath: "users/lookup/id", methods: ["POST"], databases: nil),
@@ -250,7 +252,8 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             let me = try requireUser(caller)
             let db = try database(r, scope, me)
             let known = Set(try db.fetchAllRecordZones().map(\.zoneID))
-            let asked = try (body["zones"] as? [Any] ?? []).enumerated().map { n, z in
+            guard let zones = try WireFormat.items(body["zones"], field: "zones") else { throw WireFormat.BadRequest(reason: "zones is required") }
+            let asked = try zones.enumerated().map { n, z in
                 try WireFormat.zoneID(z, field: "zones[\(n)]", caller: me.userRecordID)!
             }
             return ["zones": asked.map { z -> Object in
@@ -260,13 +263,17 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         case "zones/modify":
             let me = try requireUser(caller)
             let db = try database(r, scope, me)
-            guard let ops = body["operations"] as? [Any] else { throw WireFormat.BadRequest(reason: "operations is required") }
+            guard let ops = try WireFormat.items(body["operations"], field: "operations") else { throw WireFormat.BadRequest(reason: "operations is required") }
             return ["zones": try ops.enumerated().map { n, raw -> Object in
                 guard let op = raw as? Object, let type = op["operationType"] as? String, let zone = op["zone"] as? Object,
                       let zid = try WireFormat.zoneID(zone["zoneID"], field: "operations[\(n)].zone.zoneID", caller: me.userRecordID) else {
                     throw WireFormat.BadRequest(reason: "operations[\(n)] needs operationType and zone.zoneID")
                 }
                 do {
+                    // Zones are made and deleted in one's own database only.
+                    guard zid.ownerName == me.userRecordID || zid.ownerName == RecordZoneID.default.ownerName else {
+                        throw ShareFlowError(.permissionFailure, "zone \(zid.zoneName) belongs to \(zid.ownerName); zones are made and deleted by their owner, in their own database")
+                    }
                     switch type {
                     case "create": return ["zoneID": WireFormat.zoneID(try db.saveZone(zid.zoneName).zoneID)]
                     case "delete":
@@ -282,8 +289,8 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             let me = try requireUser(caller)
             let db = try database(r, scope, me)
             let zone = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: me.userRecordID) ?? .default
-            guard let items = body["records"] as? [Any] else { throw WireFormat.BadRequest(reason: "records is required") }
-            let desired = body["desiredKeys"] as? [String]
+            guard let items = try WireFormat.items(body["records"], field: "records") else { throw WireFormat.BadRequest(reason: "records is required") }
+            let desired = try WireFormat.strings(body["desiredKeys"], field: "desiredKeys")
             return ["records": try items.enumerated().map { n, raw -> Object in
                 guard let item = raw as? Object, let name = item["recordName"] as? String else {
                     throw WireFormat.BadRequest(reason: "records[\(n)].recordName is required")
@@ -300,7 +307,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         case "users/lookup/email", "users/lookup/id":
             let me = try requireUser(caller)
             let byEmail = r.subpath.hasSuffix("email")
-            guard let asked = body["users"] as? [Any] else { throw WireFormat.BadRequest(reason: "users is required") }
+            guard let asked = try WireFormat.items(body["users"], field: "users") else { throw WireFormat.BadRequest(reason: "users is required") }
             let requests = try asked.enumerated().map { n, raw -> LookupRequest in
                 let key = byEmail ? "emailAddress" : "userRecordName"
                 guard let o = raw as? Object, let v = o[key] as? String else {
@@ -326,7 +333,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             if r.isGET {
                 (found, error) = container.discoverAllUserIdentityResults()
             } else {
-                guard let infos = body["lookupInfos"] as? [Any] else { throw WireFormat.BadRequest(reason: "lookupInfos is required") }
+                guard let infos = try WireFormat.items(body["lookupInfos"], field: "lookupInfos") else { throw WireFormat.BadRequest(reason: "lookupInfos is required") }
                 let requests = try infos.enumerated().map { n, raw -> LookupRequest in
                     guard let o = raw as? Object else { throw WireFormat.BadRequest(reason: "lookupInfos[\(n)] must be an object") }
                     let field = "lookupInfos[\(n)]"
@@ -371,12 +378,13 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
     /// records/query: `query` {`recordType`, `filterBy`, `sortBy`}, `zoneID`, `resultsLimit`,
     /// `desiredKeys`, and `continuationMarker` to go on (O7 underneath, R12 included).
     private func query(_ db: CloudDatabase, caller: Account, body: Object) throws -> Object {
-        guard let q = body["query"] as? Object, let type = q["recordType"] as? String else {
+        guard let q = try WireFormat.object(body["query"], field: "query"),
+              let type = try WireFormat.string(q["recordType"], field: "query.recordType") else {
             throw WireFormat.BadRequest(reason: "query.recordType is required")
         }
         let zone = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: caller.userRecordID)
         var parts: [ShareFlow.Predicate] = []
-        for (n, raw) in (q["filterBy"] as? [Any] ?? []).enumerated() {
+        for (n, raw) in (try WireFormat.items(q["filterBy"], field: "query.filterBy") ?? []).enumerated() {
             let field = "query.filterBy[\(n)]"
             guard let f = raw as? Object, let comparator = f["comparator"] as? String else {
                 throw WireFormat.BadRequest(reason: "\(field).comparator is required")
@@ -400,11 +408,12 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 throw WireFormat.BadRequest(reason: "\(field).comparator \(comparator) is not supported here (EQUALS, NOT_EQUALS, LESS_THAN, LESS_THAN_OR_EQUALS, GREATER_THAN, GREATER_THAN_OR_EQUALS, BEGINS_WITH with a string, IN with a list)")
             }
         }
-        let sorts = try (q["sortBy"] as? [Any] ?? []).enumerated().map { n, raw -> ShareFlow.SortDescriptor in
+        let sorts = try (WireFormat.items(q["sortBy"], field: "query.sortBy") ?? []).enumerated().map { n, raw -> ShareFlow.SortDescriptor in
             guard let o = raw as? Object, let key = (o["fieldName"] ?? o["systemFieldName"]) as? String else {
                 throw WireFormat.BadRequest(reason: "query.sortBy[\(n)] needs fieldName or systemFieldName")
             }
-            return ShareFlow.SortDescriptor(key: key == "modifiedTimestamp" ? "modificationDate" : key, ascending: o["ascending"] as? Bool ?? true)
+            let ascending = try WireFormat.bool(o["ascending"], field: "query.sortBy[\(n)].ascending") ?? true
+            return ShareFlow.SortDescriptor(key: key == "modifiedTimestamp" ? "modificationDate" : key, ascending: ascending)
         }
         var offset = 0
         if let marker = body["continuationMarker"] {
@@ -413,9 +422,10 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             }
             offset = n
         }
-        let limit = (body["resultsLimit"] as? NSNumber)?.intValue
-        if let limit, limit < 1 { throw WireFormat.BadRequest(reason: "resultsLimit must be 1 or more") }
-        let desired = body["desiredKeys"] as? [String]
+        // Apple answers at most 200 records a page; more follow with the continuation marker.
+        let limit = try WireFormat.integer(body["resultsLimit"], field: "resultsLimit", in: 1...Int(Int32.max)).map { min($0, 200) } ?? 200
+        let desired = try WireFormat.strings(body["desiredKeys"], field: "desiredKeys")
+        _ = try WireFormat.bool(body["zoneWide"], field: "zoneWide")
         let predicate: ShareFlow.Predicate = parts.isEmpty ? .all : parts.count == 1 ? parts[0] : .and(parts)
         let page = try db.records(matching: Query(recordType: type, predicate: predicate, sortDescriptors: sorts),
                                   inZoneWith: zone, desiredKeys: desired, resultsLimit: limit, offset: offset)
@@ -433,7 +443,8 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         let field = "operations[\(n)].record"
         let share: Share
         if type == "create" {
-            guard let forRecord = rec["forRecord"] as? Object, let rootName = forRecord["recordName"] as? String else {
+            guard let forRecord = try WireFormat.object(rec["forRecord"], field: "\(field).forRecord"),
+                  let rootName = try WireFormat.string(forRecord["recordName"], field: "\(field).forRecord.recordName") else {
                 throw WireFormat.BadRequest(reason: "\(field).forRecord.recordName is required to create a share")
             }
             let tag = try WireFormat.string(forRecord["recordChangeTag"], field: "\(field).forRecord.recordChangeTag")
@@ -454,7 +465,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 throw ShareFlowError(.invalidArguments, "record \(name) is not a share")
             }
             if type == "update" || type == "replace" {
-                let tag = rec["recordChangeTag"] as? String
+                let tag = try WireFormat.string(rec["recordChangeTag"], field: "\(field).recordChangeTag")
                 guard tag == server.recordChangeTag else {
                     throw ShareFlowError(.serverRecordChanged, "share \(name) changed on the server since this copy (recordChangeTag \(tag ?? "missing"), server's \(server.recordChangeTag ?? "?")) (R21)")
                 }
@@ -462,23 +473,26 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             share = server
         }
         if let p = try WireFormat.permission(rec["publicPermission"], field: "\(field).publicPermission") { share.publicPermission = p }
-        if let fields = rec["fields"] as? Object {
+        if let fields = try WireFormat.object(rec["fields"], field: "\(field).fields") {
             for (key, value) in fields { share.fields[key] = try WireFormat.fieldValue(value, field: key, zone: zone) }
         }
-        guard let listed = rec["participants"] as? [Any] else { return share }
+        guard let listed = try WireFormat.items(rec["participants"], field: "\(field).participants") else { return share }
         var keep = Set<String>()
         for (m, raw) in listed.enumerated() {
             guard let p = raw as? Object else { throw WireFormat.BadRequest(reason: "\(field).participants[\(m)] must be an object") }
-            if (p["type"] as? String) == "OWNER" { continue }
+            if try WireFormat.string(p["type"], field: "\(field).participants[\(m)].type") == "OWNER" { continue }
             let permission = try WireFormat.permission(p["permission"], field: "\(field).participants[\(m)].permission") ?? .readOnly
-            if let id = p["participantId"] as? String, let existing = share.participants.first(where: { $0.participantID == id }) {
+            if let id = try WireFormat.string(p["participantId"], field: "\(field).participants[\(m)].participantId"), let existing = share.participants.first(where: { $0.participantID == id }) {
                 existing.permission = permission
                 keep.insert(id)
                 continue
             }
-            let info = ((p["userIdentity"] as? Object)?["lookupInfo"] as? Object) ?? [:]
-            let request = LookupRequest(emailAddress: info["emailAddress"] as? String, phoneNumber: info["phoneNumber"] as? String,
-                                        userRecordID: info["userRecordName"] as? String)
+            let at = "\(field).participants[\(m)].userIdentity"
+            let identity = try WireFormat.object(p["userIdentity"], field: at)
+            let info = try WireFormat.object(identity?["lookupInfo"], field: at + ".lookupInfo") ?? [:]
+            let request = LookupRequest(emailAddress: try WireFormat.string(info["emailAddress"], field: at + ".lookupInfo.emailAddress"),
+                                        phoneNumber: try WireFormat.string(info["phoneNumber"], field: at + ".lookupInfo.phoneNumber"),
+                                        userRecordID: try WireFormat.string(info["userRecordName"], field: at + ".lookupInfo.userRecordName"))
             let (results, _) = db.container.fetchShareParticipantResults([request])
             let participant = try results[0].1.get()
             participant.permission = permission
@@ -493,7 +507,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
 
     /// records/resolve and records/accept: each short GUID's share, as its caller sees it.
     private func resolve(container: Container, body: Object, accept: Bool) throws -> Object {
-        guard let guids = body["shortGUIDs"] as? [Any] else { throw WireFormat.BadRequest(reason: "shortGUIDs is required") }
+        guard let guids = try WireFormat.items(body["shortGUIDs"], field: "shortGUIDs") else { throw WireFormat.BadRequest(reason: "shortGUIDs is required") }
         var results: [Object] = []
         for (n, raw) in guids.enumerated() {
             guard let g = raw as? Object, let value = g["value"] as? String else {
@@ -518,8 +532,8 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
 
     private func shortGUIDResult(_ value: String, _ g: Object, container: Container, accept: Bool) throws -> Object {
         let url = engine.shareURL(token: value)
-        let fetchRoot = g["shouldFetchRootRecord"] as? Bool ?? false
-        let keys = g["rootRecordDesiredKeys"] as? [String]
+        let fetchRoot = try WireFormat.bool(g["shouldFetchRootRecord"], field: "shortGUIDs.shouldFetchRootRecord") ?? false
+        let keys = try WireFormat.strings(g["rootRecordDesiredKeys"], field: "shortGUIDs.rootRecordDesiredKeys")
         let first = try container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys).0[0].1.get()
         let meta: ShareMetadata
         if accept {
@@ -544,10 +558,11 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
     /// `replace` (the copy at `recordChangeTag`: a stale one is CONFLICT), their `force` forms
     /// (no tag), `delete` and `forceDelete`. `atomic` (default true) is R22's.
     private func modify(_ db: CloudDatabase, caller: Account, body: Object) throws -> Object {
-        guard let ops = body["operations"] as? [Any] else { throw WireFormat.BadRequest(reason: "operations is required") }
+        guard let ops = try WireFormat.items(body["operations"], field: "operations") else { throw WireFormat.BadRequest(reason: "operations is required") }
         let zone = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: caller.userRecordID) ?? .default
-        let atomic = body["atomic"] as? Bool ?? true
-        let desired = body["desiredKeys"] as? [String]
+        let atomic = try WireFormat.bool(body["atomic"], field: "atomic") ?? true
+        let desired = try WireFormat.strings(body["desiredKeys"], field: "desiredKeys")
+        _ = try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings")
         // A companion is a share's root saved with it but not asked for (not in the response).
         enum Planned { case save(Record, RecordSavePolicy), delete(RecordID), failed(Object), share(Int, Object, String), companion(Record) }
         var plans: [(name: String, plan: Planned)] = []
@@ -560,7 +575,14 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             let tag = try WireFormat.string(rec["recordChangeTag"], field: "operations[\(n)].record.recordChangeTag")
             // A share (Apple spells it cloudKit.share in requests): made below, once the records
             // of this request are known (its root is one of them, R5).
-            if (rec["recordType"] as? String)?.lowercased() == "cloudkit.share" && !type.hasSuffix("elete") {
+            guard ["create", "update", "forceUpdate", "replace", "forceReplace", "delete", "forceDelete"].contains(type) else {
+                throw WireFormat.BadRequest(reason: "operations[\(n)].operationType '\(Naming.printable(String(type.prefix(40))))' is not one of create, update, forceUpdate, replace, forceReplace, delete, forceDelete")
+            }
+            let given = try WireFormat.object(rec["fields"], field: "operations[\(n)].record.fields")
+            let parentName = try WireFormat.object(rec["parent"], field: "operations[\(n)].record.parent")
+                .map { try WireFormat.string($0["recordName"], field: "operations[\(n)].record.parent.recordName") }
+            let wantsShortGUID = try WireFormat.bool(rec["createShortGUID"], field: "operations[\(n)].record.createShortGUID") ?? false
+            if try WireFormat.string(rec["recordType"], field: "operations[\(n)].record.recordType")?.lowercased() == "cloudkit.share" && !type.hasSuffix("elete") {
                 plans.append((name, .share(n, rec, type)))
                 continue
             }
@@ -579,14 +601,13 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                         throw WireFormat.BadRequest(reason: "operations[\(n)].record.recordType is required")
                     }
                     var fields: [String: FieldValue] = [:]
-                    for (key, value) in rec["fields"] as? Object ?? [:] {
+                    for (key, value) in given ?? [:] {
                         fields[key] = try WireFormat.fieldValue(value, field: key, zone: zone)
                     }
                     var parent: RecordID?
-                    if let p = rec["parent"] as? Object, let pn = p["recordName"] as? String { parent = RecordID(recordName: pn, zoneID: zone) }
+                    if let pn = parentName ?? nil { parent = RecordID(recordName: pn, zoneID: zone) }
                     // Apple: a record saved with createShortGUID gets the short GUID its share
                     // will have (the share's URL token).
-                    let wantsShortGUID = rec["createShortGUID"] as? Bool ?? false
                     if type == "create" {
                         let record = Record(recordType: recordType, recordID: id, fields: fields, parent: parent)
                         record.requestsShortGUID = wantsShortGUID

@@ -79,9 +79,12 @@ public struct CloudKitServer: Sendable {
             let body: ByteBuffer
             do {
                 body = try await request.collectBody(upTo: maxBody)
-            } catch {
+            } catch is NIOTooManyBytesError {
                 return CloudKitServer.response(APIResponse(status: 413, body: CloudKitAPI.json(
                     WireFormat.error(code: "QUOTA_EXCEEDED", reason: "the body is larger than \(maxBody) bytes")), caller: nil))
+            } catch {
+                return CloudKitServer.response(APIResponse(status: 400, body: CloudKitAPI.json(
+                    WireFormat.error(code: "BAD_REQUEST", reason: "the body could not be read whole (it ended early?)")), caller: nil))
             }
             let query = request.uri.queryParameters
             var headers: [String: String] = [:]
@@ -93,8 +96,8 @@ public struct CloudKitServer: Sendable {
             for (key, value) in query where key != "ckAPIToken" && key != "ckWebAuthToken" { others[String(key)] = String(value) }
             let uriPath = request.uri.path
             let apiRequest = APIRequest(
-                container: context.parameters.get("container") ?? "", environment: context.parameters.get("environment") ?? "",
-                database: context.parameters.get("database") ?? "", subpath: path, method: request.method.rawValue,
+                container: decoded(context.parameters.get("container")), environment: decoded(context.parameters.get("environment")),
+                database: decoded(context.parameters.get("database")), subpath: path, method: request.method.rawValue,
                 path: uriPath, target: request.uri.query.map { uriPath + "?" + $0 } ?? uriPath, headers: headers, query: others,
                 apiToken: query["ckAPIToken"].map(String.init), webAuthToken: query["ckWebAuthToken"].map(String.init),
                 body: Data(buffer: body))
@@ -134,8 +137,12 @@ public struct CloudKitServer: Sendable {
 /// The response header a handler names its caller in, for the access log (which removes it).
 let callerField = HTTPField.Name("x-shareflow-caller")!
 
+/// A path parameter as the client meant it (`iCloud%2Et` is `iCloud.t`).
+private func decoded(_ s: String?) -> String { s.map { $0.removingPercentEncoding ?? $0 } ?? "" }
+
 /// One line per request: method, path (never the query, where the tokens are), status,
-/// duration and caller.
+/// duration and caller. Also where a request no route answers (an unknown path or method) gets
+/// a JSON error like every other, instead of the router's empty body.
 struct AccessLog<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
 
@@ -144,6 +151,15 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
         var response: Response
         do {
             response = try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            let (code, status): (String, Int) = switch error.status {
+            case .notFound: ("NOT_FOUND", 404)
+            case .contentTooLarge: ("QUOTA_EXCEEDED", 413)
+            case .methodNotAllowed: ("BAD_REQUEST", 400)
+            default: (error.status.code >= 500 ? "INTERNAL_ERROR" : "BAD_REQUEST", error.status.code >= 500 ? 500 : 400)
+            }
+            let reason = error.status == .notFound ? "no route \(request.method) \(String(request.uri.path.prefix(200)))" : "\(error.status)"
+            response = CloudKitServer.response(APIResponse(status: status, body: CloudKitAPI.json(WireFormat.error(code: code, reason: reason)), caller: nil))
         } catch {
             logger.info("\(request.method) \(request.uri.path) error \(start.duration(to: .now)) \(error)")
             throw error

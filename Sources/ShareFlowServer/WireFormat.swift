@@ -84,6 +84,68 @@ enum WireFormat {
         return s
     }
 
+    // Typed reads of a request's keys: absent or null is nil; any other type is BAD_REQUEST
+    // naming the key (a wrong type is never taken for "not given").
+
+    static func bool(_ v: Any?, field: String) throws -> Bool? {
+        guard let v, !(v is NSNull) else { return nil }
+        guard let n = v as? NSNumber, isBool(n) else {
+            throw BadRequest(reason: "\(field) must be true or false")
+        }
+        return n.boolValue
+    }
+
+    static func object(_ v: Any?, field: String) throws -> Object? {
+        guard let v, !(v is NSNull) else { return nil }
+        guard let o = v as? Object else { throw BadRequest(reason: "\(field) must be an object") }
+        return o
+    }
+
+    static func array(_ v: Any?, field: String) throws -> [Any]? {
+        guard let v, !(v is NSNull) else { return nil }
+        guard let a = v as? [Any] else { throw BadRequest(reason: "\(field) must be a list") }
+        return a
+    }
+
+    /// A list of at most `limit` items (WEB-SERVICES.md §1.7): more is limitExceeded, before any work.
+    static func items(_ v: Any?, field: String, limit: Int = maxItems) throws -> [Any]? {
+        guard let a = try array(v, field: field) else { return nil }
+        guard a.count <= limit else {
+            throw BadRequest(reason: "limitExceeded: \(field) has \(a.count) items; a request holds at most \(limit)")
+        }
+        return a
+    }
+
+    /// The most items of one kind a request may hold (records, zones, lookups, short GUIDs).
+    static let maxItems = 400
+
+    static func strings(_ v: Any?, field: String) throws -> [String]? {
+        guard let a = try items(v, field: field, limit: 10_000) else { return nil }
+        return try a.enumerated().map { n, item in
+            guard let s = item as? String else { throw BadRequest(reason: "\(field)[\(n)] must be a string") }
+            return s
+        }
+    }
+
+    static func integer(_ v: Any?, field: String, in range: ClosedRange<Int>) throws -> Int? {
+        guard let v, !(v is NSNull) else { return nil }
+        guard let n = v as? NSNumber, !isFloat(n), !isBool(n), let i = int64(n), let value = Int(exactly: i), range.contains(value) else {
+            throw BadRequest(reason: "\(field) must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
+    /// A JSON integer as Int64, or nil when it is outside Int64 (JSON numbers above Int64.max
+    /// arrive as unsigned, and `int64Value` would wrap them).
+    static func int64(_ n: NSNumber) -> Int64? {
+        let d = n.decimalValue
+        guard d >= Decimal(Int64.min), d <= Decimal(Int64.max) else { return nil }
+        return String(cString: n.objCType) == "Q" ? Int64(exactly: n.uint64Value) : n.int64Value
+    }
+
+    /// Whether an NSNumber came from a JSON true or false (a boolean's type is `c`).
+    static func isBool(_ n: NSNumber) -> Bool { String(cString: n.objCType) == "c" }
+
     // MARK: Fields
 
     static func field(_ v: FieldValue) -> Object {
@@ -93,7 +155,11 @@ enum WireFormat {
         case .double(let d): return ["value": d, "type": "DOUBLE"]
         case .boolean(let b): return ["value": b ? 1 : 0, "type": "INT64"]
         case .bytes(let d): return ["value": d.base64EncodedString(), "type": "BYTES"]
-        case .date(let d): return ["value": Int64((d.timeIntervalSince1970 * 1000).rounded()), "type": "TIMESTAMP"]
+        case .date(let d):
+            // Milliseconds; a date beyond what an Int64 of milliseconds holds (one made in Lua
+            // can be) goes out as a number rather than trap.
+            let ms = (d.timeIntervalSince1970 * 1000).rounded()
+            return ["value": Int64(exactly: ms).map { $0 as Any } ?? ms, "type": "TIMESTAMP"]
         case .location(let l): return ["value": ["latitude": l.latitude, "longitude": l.longitude], "type": "LOCATION"]
         case .reference(let id, let action):
             return ["value": ["recordName": id.recordName, "zoneID": zoneID(id.zoneID), "action": action == .deleteSelf ? "DELETE_SELF" : "NONE"],
@@ -124,12 +190,16 @@ enum WireFormat {
             return .string(s)
         case "INT64"?:
             guard let n = value as? NSNumber, !isFloat(n) else { throw BadRequest(reason: "\(field) must be an integer (INT64)") }
-            return .integer(n.int64Value)
+            guard let i = int64(n) else { throw BadRequest(reason: "\(field) is outside INT64 (-2^63 to 2^63-1)") }
+            return .integer(i)
         case "DOUBLE"?:
             guard let n = value as? NSNumber else { throw BadRequest(reason: "\(field) must be a number (DOUBLE)") }
             return .double(n.doubleValue)
         case "TIMESTAMP"?:
-            guard let n = value as? NSNumber else { throw BadRequest(reason: "\(field) must be milliseconds (TIMESTAMP)") }
+            // ECMAScript's range of dates, ±100,000,000 days from 1970: what every client can hold.
+            guard let n = value as? NSNumber, n.doubleValue.isFinite, abs(n.doubleValue) <= 8.64e15 else {
+                throw BadRequest(reason: "\(field) must be milliseconds since 1970, within ±8.64e15 (TIMESTAMP)")
+            }
             return .date(Date(timeIntervalSince1970: n.doubleValue / 1000))
         case "BYTES"?:
             guard let s = value as? String, let data = Data(base64Encoded: s) else { throw BadRequest(reason: "\(field) must be base64 (BYTES)") }
@@ -148,7 +218,10 @@ enum WireFormat {
         case nil:
             switch value {
             case let s as String: return .string(s)
-            case let n as NSNumber: return isFloat(n) ? .double(n.doubleValue) : .integer(n.int64Value)
+            case let n as NSNumber:
+                if isFloat(n) { return .double(n.doubleValue) }
+                guard let i = int64(n) else { throw BadRequest(reason: "\(field) is outside INT64 (-2^63 to 2^63-1)") }
+                return .integer(i)
             case let items as [Any]: return .list(try items.enumerated().map { try typed($1, type: nil, field: "\(field)[\($0)]", zone: zone) })
             case let o as Object where o["recordName"] != nil: return try typed(o, type: "REFERENCE", field: field, zone: zone)
             case let o as Object where o["latitude"] != nil: return try typed(o, type: "LOCATION", field: field, zone: zone)
@@ -217,7 +290,7 @@ enum WireFormat {
     }
 
     static func permission(_ s: Any?, field: String) throws -> ParticipantPermission? {
-        guard let s else { return nil }
+        guard let s, !(s is NSNull) else { return nil }
         switch s as? String {
         case "NONE"?: return ParticipantPermission.none
         case "READ_ONLY"?: return .readOnly

@@ -256,5 +256,58 @@ final class ServeAuthTests: ServerTestCase {
         }
         r = try call("POST", db + "/private/records/modify", body: #"{"operations":[]}"#, headers: ["Content-Type: application/json"])
         XCTAssertEqual(r.0, 200, "application/json as well as text/plain: \(r.1)")
+
+        // Found by the attack review: values that trapped or wrapped, wrong types taken for
+        // "not given", lists without bounds. Each is BAD_REQUEST naming the field.
+        func create(_ field: String) -> String {
+            #"{"operations":[{"operationType":"create","record":{"recordName":"x","recordType":"T","fields":{"f":\#(field)}}}]}"#
+        }
+        let lookups = (0...400).map { #"{"recordName":"r\#($0)"}"# }.joined(separator: ",")
+        for (path, body, words) in [
+            ("records/modify", create(#"{"value":1e300,"type":"TIMESTAMP"}"#), "fields.f must be milliseconds"),
+            ("records/modify", create(#"{"value":-1e300,"type":"TIMESTAMP_LIST"}"#), "must be a list"),
+            ("records/modify", create(#"{"value":[1e300],"type":"TIMESTAMP_LIST"}"#), "fields.f[0] must be milliseconds"),
+            ("records/modify", create(#"{"value":18446744073709551615,"type":"INT64"}"#), "outside INT64"),
+            ("records/modify", create(#"{"value":9223372036854775808}"#), "outside INT64"),
+            ("records/modify", #"{"atomic":"yes","operations":[]}"#, "atomic must be true or false"),
+            ("records/modify", #"{"desiredKeys":"t","operations":[]}"#, "desiredKeys must be a list"),
+            ("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"T","fields":[1,2]}}]}"#, "record.fields must be an object"),
+            ("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"T","createShortGUID":"true"}}]}"#, "createShortGUID must be true or false"),
+            ("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"T","parent":"root"}}]}"#, "record.parent must be an object"),
+            ("records/modify", #"{"operations":[{"operationType":"frobnicate","record":{"recordName":"s","recordType":"cloudkit.share"}}]}"#, "frobnicate"),
+            ("records/query", #"{"query":{"recordType":"T","filterBy":{"x":1}}}"#, "query.filterBy must be a list"),
+            ("records/query", #"{"resultsLimit":"2","query":{"recordType":"T"}}"#, "resultsLimit must be an integer"),
+            ("records/lookup", #"{"records":[\#(lookups)]}"#, "limitExceeded: records has 401 items"),
+        ] {
+            r = try call("POST", db + "/private/" + path, body: body)
+            XCTAssertEqual(r.0, 400, "\(path) \(body.prefix(120)): \(r.1)")
+            XCTAssertTrue((r.1["reason"] as? String)?.contains(words) ?? false, "\(words): \(r.1)")
+        }
+        r = try call("POST", db + "/public/records/resolve", body: #"{"shortGUIDs":[{"value":"x","shouldFetchRootRecord":"yes"}]}"#)
+        XCTAssertEqual(r.0, 400, "\(r.1)")
+        r = try call("GET", db + "/private/records/modify")
+        XCTAssertEqual(r.0, 400, "\(r.1)")
+        XCTAssertTrue((r.1["reason"] as? String)?.contains("records/modify is POST, not GET") ?? false, "\(r.1)")
+        for (method, path) in [("PUT", db + "/private/records/modify"), ("DELETE", "/database/2/x"), ("GET", "/nothing/here")] {
+            r = try call(method, path)
+            XCTAssertEqual(r.0, 404, "\(method) \(path)")
+            XCTAssertEqual(r.1["serverErrorCode"] as? String, "NOT_FOUND", "JSON like every other answer: \(r.1)")
+        }
+        r = try call("GET", "/database/1/iCloud%2Etest/development/public/users/caller")
+        XCTAssertEqual(r.0, 200, "a percent-encoded container is the container: \(r.1)")
+        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z","ownerRecordName":"_someoneElse"}}}]}"#)
+        XCTAssertEqual((r.1["zones"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "ACCESS_DENIED", "\(r.1)")
+
+        // A date no TIMESTAMP holds, made in Lua, is served without a trap.
+        try script("""
+            local sf = require("shareflow")
+            local db = sf.as("alice@example.com"):container("iCloud.test").publicCloudDatabase
+            assert(db:modifyRecords{ save = { sf.Record{ recordType = "T", recordName = "far", fields = { when = sf.Date(1e300) } } } })
+            """)
+        r = try call("POST", db + "/public/records/lookup", body: #"{"records":[{"recordName":"far"}]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        XCTAssertEqual(((((r.1["records"] as? [[String: Any]])?.first?["fields"] as? [String: Any])?["when"] as? [String: Any])?["value"] as? Double),
+                       1e303, "\(r.1)")
+        XCTAssertTrue(server.isRunning)
     }
 }

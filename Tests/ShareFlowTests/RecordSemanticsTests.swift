@@ -359,6 +359,20 @@ final class RecordValueTests: XCTestCase {
         XCTAssertEqual(try w.bc.publicCloudDatabase.fetchRecord(pub.recordID).recordType, "Note")
     }
 
+    /// A default zone read before anything was saved in it is empty: reading it made the zone,
+    /// a write inside a read, and the public database answered serviceUnavailable ("read-only").
+    func testR24AnUntouchedDefaultZoneReadsEmpty() throws {
+        let w = try World()
+        for db in [w.c.publicCloudDatabase, w.c.privateCloudDatabase] {
+            XCTAssertThrowsError(try db.fetchRecord(RecordID(recordName: "nope", zoneID: .default))) { error in
+                XCTAssertEqual((error as? ShareFlowError)?.code, .unknownItem, "\(db.databaseScope): \(error)")
+            }
+            let page = try db.records(matching: Query(recordType: "Note", predicate: .all, sortDescriptors: []), inZoneWith: nil,
+                                      desiredKeys: nil, resultsLimit: nil, offset: 0)
+            XCTAssertEqual(page.records.count, 0)
+        }
+    }
+
     /// A stranger got unknownItem or permissionFailure for another user's existing zone, but
     /// zoneNotFound for a missing one.
     func testR27AZoneNotSharedWithTheCallerAnswersAsAMissingOne() throws {

@@ -18,8 +18,10 @@ extension Engine {
         if let id = try db.zoneRowID(container: container, isPublic: isPublic, ownerID: ownerID, name: zoneID.zoneName) {
             return ZoneRow(id: id, container: container, ownerID: ownerID, zoneID: zoneID, isPublic: isPublic)
         }
-        // Default zones exist for everyone without being created.
+        // Default zones exist for everyone without being created; read before anything was
+        // saved in one, it is empty (a row ID no record has).
         guard create || zoneID.isDefaultZone else { return nil }
+        guard db.isWritable else { return ZoneRow(id: -1, container: container, ownerID: ownerID, zoneID: zoneID, isPublic: isPublic) }
         let id = try db.insertZone(container: container, isPublic: isPublic, ownerID: ownerID, name: zoneID.zoneName)
         return ZoneRow(id: id, container: container, ownerID: ownerID, zoneID: zoneID, isPublic: isPublic)
     }

@@ -22,6 +22,8 @@ public final class Store: @unchecked Sendable {
     /// policy that reads the directory) join it instead of deadlocking. Guarded by the
     /// engine's lock.
     private var current: Database?
+    /// Whether `current` is a write transaction.
+    private var writing = false
 
     /// `busyTimeout`: how long a write waits for another process's write lock before failing
     /// with `serviceUnavailable`.
@@ -155,15 +157,16 @@ public final class Store: @unchecked Sendable {
             if let db = current {
                 var result: T?
                 try db.inSavepoint {
-                    result = try body(StoreTransaction(db))
+                    result = try body(StoreTransaction(db, writable: true))
                     return .commit
                 }
                 return result!
             }
             return try queue.write { db in
                 current = db
-                defer { current = nil }
-                return try body(StoreTransaction(db))
+                writing = true
+                defer { current = nil; writing = false }
+                return try body(StoreTransaction(db, writable: true))
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError
@@ -173,11 +176,11 @@ public final class Store: @unchecked Sendable {
     /// Runs `body` with a connection: the open transaction's, or a fresh read.
     package func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         do {
-            if let db = current { return try body(StoreTransaction(db)) }
+            if let db = current { return try body(StoreTransaction(db, writable: writing)) }
             return try queue.read { db in
                 current = db
                 defer { current = nil }
-                return try body(StoreTransaction(db))
+                return try body(StoreTransaction(db, writable: false))
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError

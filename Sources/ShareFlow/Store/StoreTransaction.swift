@@ -9,8 +9,14 @@ import GRDB
 /// rules deciding whether to call them live in the engine (`SharingRules`, `Engine+Modify`).
 package struct StoreTransaction {
     let db: Database
+    /// False in a read: nothing may be inserted (a default zone read before anything was
+    /// saved in it is read as empty, not made).
+    package let isWritable: Bool
 
-    init(_ db: Database) { self.db = db }
+    init(_ db: Database, writable: Bool = true) {
+        self.db = db
+        self.isWritable = writable
+    }
 }
 
 /// A record's fields as stored (JSON), made once so a save can check its size (R22) and store
