@@ -49,10 +49,10 @@ class ServerTestCase: XCTestCase {
         return r
     }
 
-    func startServer(_ extra: [String] = []) throws {
+    func startServer(_ extra: [String] = [], port: Int = 0) throws {
         server = Process()
         server.executableURL = URL(fileURLWithPath: CLI.binary)
-        server.arguments = ["serve", "--store", store, "--port", "0"] + extra
+        server.arguments = ["serve", "--store", store, "--port", String(port)] + extra
         let out = dir.appendingPathComponent("serve-\(UUID().uuidString).out")
         serverLog = dir.appendingPathComponent("serve-\(UUID().uuidString).err")
         XCTAssertTrue(FileManager.default.createFile(atPath: out.path, contents: nil))
