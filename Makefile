@@ -8,7 +8,7 @@ BIN := .build/debug/shareflow
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := liblua5.4-dev lua5.4 lua-check tmux pkg-config libsqlite3-dev
 
-.PHONY: deps pyenv build demo test sanitize lint bench clean
+.PHONY: deps pyenv build demo test sanitize tsan lint bench clean
 
 # pkg-config must find lua5.4 (the CLua system library target links through it); the
 # tests also use tmux (the console), lua5.4 (cold-start baseline) and luacheck.
@@ -129,6 +129,30 @@ sanitize: deps pyenv
 	  echo "sanitize: $$(echo "$$reports" | wc -l) process(es) reported memory errors or leaks (all in $(ASAN_LOGS)):"; \
 	  for f in $$reports; do echo "  $$(basename $$f): $$(grep -h '^SUMMARY:' $$f | sort -u | tr '\n' ' ')"; done; \
 	  for f in $$(echo "$$reports" | head -3); do echo "==== $$f"; cat "$$f"; done; \
+	fi; \
+	exit $$status
+
+# The server's tests under ThreadSanitizer: the server binary they start (SHAREFLOW_BIN) and the
+# test process are both instrumented, in their own scratch path. Every report, from any
+# process, goes to a file in TSAN_LOGS; the target fails when one holds a report.
+TSAN_SCRATCH := .build-tsan
+TSAN_LOGS := $(CURDIR)/$(TSAN_SCRATCH)/sanitizer-logs
+TSAN_TESTS := ServeTests|ServeAuthTests|LoadTests|PyiCloudTests|ReadmeServeTests
+
+tsan: deps pyenv
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+	@rm -rf $(TSAN_LOGS) && mkdir -p $(TSAN_LOGS)
+	@set -o pipefail; status=0; \
+	export SHAREFLOW_BIN=$(CURDIR)/$(TSAN_SCRATCH)/debug/shareflow SWIFT_BACKTRACE=enable=no; \
+	export TSAN_OPTIONS="halt_on_error=0:exitcode=66:log_path=$(TSAN_LOGS)/tsan:log_exe_name=1"; \
+	timeout 1800 $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --disable-swift-testing \
+	  --filter '$(TSAN_TESTS)' 2>&1 | tee $(TSAN_LOGS)/../suite.log || status=$$?; \
+	if [ $$status != 0 ]; then echo "tsan: the server's tests failed (status $$status):"; $(call FAILED_TESTS,$(TSAN_LOGS)/../suite.log); fi; \
+	reports=$$(grep -l 'WARNING: ThreadSanitizer' $(TSAN_LOGS)/* 2>/dev/null); \
+	if [ -n "$$reports" ]; then \
+	  status=1; \
+	  echo "tsan: $$(echo "$$reports" | wc -l) process(es) reported data races (all in $(TSAN_LOGS)):"; \
+	  for f in $$(echo "$$reports" | head -3); do echo "==== $$f"; head -80 "$$f"; done; \
 	fi; \
 	exit $$status
 

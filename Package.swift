@@ -62,7 +62,7 @@ let package = Package(
         ),
         .target(
             name: "ShareFlowBench",
-            dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport", "CShareFlowBench",
+            dependencies: ["ShareFlowLua", "ShareFlow", "ShareFlowServer", "CLua", "CShareFlowSupport", "CShareFlowBench",
                            .product(name: "GRDBSQLite", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")]
         ),

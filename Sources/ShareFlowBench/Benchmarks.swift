@@ -18,6 +18,10 @@ public struct Benchmarks {
         public var participantsPerShare = 100
         public var coldStarts = 10
         public var repetitions = 5
+        /// `serve`: HTTP connections (one user each), shares they resolve, seconds per figure.
+        public var connections = 64
+        public var serveShares = 200
+        public var serveSeconds = 5.0
 
         public init() {}
 
@@ -26,12 +30,13 @@ public struct Benchmarks {
             var s = Sizes()
             s.accounts = 3_000; s.lookups = 500; s.accepts = 100; s.hookCalls = 2_000
             s.shares = 10; s.participantsPerShare = 10; s.coldStarts = 2; s.repetitions = 2
+            s.connections = 8; s.serveShares = 10; s.serveSeconds = 0.5
             return s
         }
     }
 
     /// The figure groups a run can be limited to (`shareflow bench --only hooks`), for profiling.
-    public static let groups = ["memory", "hooks", "fetch", "accept", "cold"]
+    public static let groups = ["memory", "hooks", "fetch", "accept", "cold", "serve"]
 
     public var sizes: Sizes
     /// Groups to run; empty runs all.
@@ -83,6 +88,17 @@ public struct Benchmarks {
             let (plain, withPolicy, ratio) = try accepts(in: scratch)
             r["accept_per_s"] = plain; r["accept_with_policy_per_s"] = withPolicy
             r["accept_with_policy_vs_without"] = ratio
+        }
+        if wanted("serve") {
+            let f = try serve(in: scratch)
+            r["serve_resolve_per_s"] = f.resolveHTTP; r["serve_resolve_in_process_per_s"] = f.resolveInProcess
+            r["serve_resolve_vs_in_process"] = f.resolveHTTP / f.resolveInProcess
+            r["serve_resolve_p50_ms"] = f.resolveP50; r["serve_resolve_p99_ms"] = f.resolveP99
+            r["serve_accept_per_s"] = f.acceptHTTP; r["serve_accept_in_process_per_s"] = f.acceptInProcess
+            r["serve_accept_vs_in_process"] = f.acceptHTTP / f.acceptInProcess
+            r["serve_accept_p50_ms"] = f.acceptP50; r["serve_accept_p99_ms"] = f.acceptP99
+            r["serve_errors"] = f.errors
+            r["serve_connections"] = sizes.connections
         }
         if wanted("cold") {
             progress("cold start")

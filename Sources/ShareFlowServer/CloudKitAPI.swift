@@ -23,11 +23,17 @@ struct APIRequest: Sendable {
     var isGET: Bool { method == "GET" }
 }
 
-/// The answer: an HTTP status, a JSON body, and who asked (for the access log; never a token).
-struct APIResponse: Sendable {
+/// The answer: an HTTP status, a JSON object, and who asked (for the access log; never a
+/// token). The object is made on the engine's thread and encoded on the connection's, so the
+/// engine's one thread does not spend its time writing JSON. Unchecked: the object holds only
+/// immutable values (strings, numbers, arrays and dictionaries of them) and is not changed
+/// after it crosses.
+struct APIResponse: @unchecked Sendable {
     var status: Int
-    var body: Data
+    var object: [String: Any]
     var caller: String?
+
+    var body: Data { CloudKitAPI.json(object) }
 }
 
 /// The endpoints of SPEC §13 over the engine. Runs on the engine's thread only.
@@ -37,14 +43,31 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
 
     init(engine: Engine) { self.engine = engine }
 
-    private struct Failure: Error {
+    /// Unchecked as APIResponse: made and thrown on the engine's thread, an immutable object.
+    private struct Failure: Error, @unchecked Sendable {
         let status: Int
-        let body: Data
+        let body: Object
+    }
 
-        init(status: Int, body: Object) {
-            self.status = status
-            self.body = CloudKitAPI.json(body)
+    // Credentials and accounts already checked, so a request costs the engine no store reads
+    // for them: tokens never change once minted (an expired one is told by its time), and
+    // accounts are read again when the directory changes (`accountsGeneration`).
+    private var apiTokens: Set<String> = []
+    private var webTokens: [String: (accountID: Int64, expiresAt: Double?)] = [:]
+    private var accounts: [Int64: Account] = [:]
+    private var accountsGeneration = -1
+    private static let maxCached = 10_000
+
+    private func cachedAccount(id: Int64) throws -> Account? {
+        if accountsGeneration != engine.accountsGeneration {
+            accounts.removeAll()
+            accountsGeneration = engine.accountsGeneration
         }
+        if let a = accounts[id] { return a }
+        guard let a = try engine.accounts.account(id: id) else { return nil }
+        if accounts.count >= Self.maxCached { accounts.removeAll() }
+        accounts[id] = a
+        return a
     }
 
     func handle(_ r: APIRequest) -> APIResponse {
@@ -59,16 +82,16 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             caller = try authenticate(r, scope: scope)
             let body = try parse(r)
             let result = try dispatch(r, scope: scope, caller: caller, body: body)
-            return APIResponse(status: 200, body: Self.json(result), caller: caller?.email ?? caller?.userRecordID)
+            return APIResponse(status: 200, object: result, caller: caller?.email ?? caller?.userRecordID)
         } catch let f as Failure {
-            return APIResponse(status: f.status, body: f.body, caller: caller?.email)
+            return APIResponse(status: f.status, object: f.body, caller: caller?.email)
         } catch let e as WireFormat.BadRequest {
-            return APIResponse(status: 400, body: Self.json(WireFormat.error(code: "BAD_REQUEST", reason: e.reason)), caller: caller?.email)
+            return APIResponse(status: 400, object: WireFormat.error(code: "BAD_REQUEST", reason: e.reason), caller: caller?.email)
         } catch let e as ShareFlowError {
             let (_, status) = WireFormat.serverErrorCode(e.code)
-            return APIResponse(status: status, body: Self.json(WireFormat.error(e)), caller: caller?.email)
+            return APIResponse(status: status, object: WireFormat.error(e), caller: caller?.email)
         } catch {
-            return APIResponse(status: 500, body: Self.json(WireFormat.error(code: "INTERNAL_ERROR", reason: "\(error)")), caller: caller?.email)
+            return APIResponse(status: 500, object: WireFormat.error(code: "INTERNAL_ERROR", reason: "\(error)"), caller: caller?.email)
         }
     }
 
@@ -140,22 +163,33 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         guard let token = r.apiToken, !token.isEmpty else {
             throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckAPIToken is required"))
         }
+        let key = r.container + "\u{0}" + token
+        if apiTokens.contains(key) { return }
         guard try engine.store.credential(.apiToken, container: r.container, hash: Credentials.hash(token)) != nil else {
             throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckAPIToken is not valid for \(r.container)"))
         }
+        if apiTokens.count >= Self.maxCached { apiTokens.removeAll() }
+        apiTokens.insert(key)
     }
 
     /// The user of `ckWebAuthToken`, or nil without one; a bad or expired token is 401.
     private func user(_ r: APIRequest) throws -> Account? {
         guard let token = r.webAuthToken, !token.isEmpty else { return nil }
-        guard let credential = try engine.store.credential(.webAuthToken, container: r.container, hash: Credentials.hash(token)),
-              let id = credential.accountID else {
-            throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckWebAuthToken is not valid for \(r.container)"))
+        let key = r.container + "\u{0}" + token
+        var known = webTokens[key]
+        if known == nil {
+            guard let credential = try engine.store.credential(.webAuthToken, container: r.container, hash: Credentials.hash(token)),
+                  let id = credential.accountID else {
+                throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckWebAuthToken is not valid for \(r.container)"))
+            }
+            known = (id, credential.expiresAt)
+            if webTokens.count >= Self.maxCached { webTokens.removeAll() }
+            webTokens[key] = known
         }
-        if let expiry = credential.expiresAt, expiry < Date().timeIntervalSince1970 {
+        if let expiry = known!.expiresAt, expiry < Date().timeIntervalSince1970 {
             throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckWebAuthToken has expired"))
         }
-        guard let account = try engine.accounts.account(id: id) else {
+        guard let account = try cachedAccount(id: known!.accountID) else {
             throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "the account of this ckWebAuthToken no longer exists"))
         }
         return account

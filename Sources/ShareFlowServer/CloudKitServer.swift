@@ -70,7 +70,7 @@ public struct CloudKitServer: Sendable {
                     var body = WireFormat.error(code: "THROTTLED",
                                                 reason: "requestRateLimited: more than \(limiter.requests) requests in \(limiter.perSeconds) s with this token; retry after \(seconds) s")
                     body["retryAfter"] = seconds
-                    var response = CloudKitServer.response(APIResponse(status: 429, body: CloudKitAPI.json(body), caller: nil))
+                    var response = CloudKitServer.response(APIResponse(status: 429, object: body, caller: nil))
                     response.headers[.retryAfter] = String(seconds)
                     return response
                 }
@@ -80,11 +80,11 @@ public struct CloudKitServer: Sendable {
             do {
                 body = try await request.collectBody(upTo: maxBody)
             } catch is NIOTooManyBytesError {
-                return CloudKitServer.response(APIResponse(status: 413, body: CloudKitAPI.json(
-                    WireFormat.error(code: "QUOTA_EXCEEDED", reason: "the body is larger than \(maxBody) bytes")), caller: nil))
+                return CloudKitServer.response(APIResponse(status: 413, object:
+                    WireFormat.error(code: "QUOTA_EXCEEDED", reason: "the body is larger than \(maxBody) bytes"), caller: nil))
             } catch {
-                return CloudKitServer.response(APIResponse(status: 400, body: CloudKitAPI.json(
-                    WireFormat.error(code: "BAD_REQUEST", reason: "the body could not be read whole (it ended early?)")), caller: nil))
+                return CloudKitServer.response(APIResponse(status: 400, object:
+                    WireFormat.error(code: "BAD_REQUEST", reason: "the body could not be read whole (it ended early?)"), caller: nil))
             }
             let query = request.uri.queryParameters
             var headers: [String: String] = [:]
@@ -159,7 +159,7 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
             default: (error.status.code >= 500 ? "INTERNAL_ERROR" : "BAD_REQUEST", error.status.code >= 500 ? 500 : 400)
             }
             let reason = error.status == .notFound ? "no route \(request.method) \(String(request.uri.path.prefix(200)))" : "\(error.status)"
-            response = CloudKitServer.response(APIResponse(status: status, body: CloudKitAPI.json(WireFormat.error(code: code, reason: reason)), caller: nil))
+            response = CloudKitServer.response(APIResponse(status: status, object: WireFormat.error(code: code, reason: reason), caller: nil))
         } catch {
             logger.info("\(request.method) \(request.uri.path) error \(start.duration(to: .now)) \(error)")
             throw error

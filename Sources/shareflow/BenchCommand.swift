@@ -94,6 +94,11 @@ extension ShareFlowCommand {
             if r["policy_decision_ns"] != nil { print("| one `share.accept` policy decision | \(n("policy_decision_ns")) ns | \(n("policy_decision_c_ns")) ns (raw C `lua_pcall`) | \(n("policy_decision_ratio", 2))× | ≤ 2× |") }
             if r["fetch_participants_per_s"] != nil { print("| FetchShareParticipants | \(n("fetch_participants_per_s")) /s | \(n("sqlite_lookups_per_s")) /s (raw SQLite) | \(n("fetch_participants_vs_sqlite", 2))× | ≥ 0.5× |") }
             if r["accept_with_policy_per_s"] != nil { print("| AcceptShares with the allow-list policy | \(n("accept_with_policy_per_s")) /s | \(n("accept_per_s")) /s (no plugin) | \(n("accept_with_policy_vs_without", 2))× | ≥ 0.9× |") }
+            if r["serve_resolve_per_s"] != nil {
+                let c = r["serve_connections"] ?? "?"
+                print("| `records/resolve` over HTTP, \(c) connections | \(n("serve_resolve_per_s")) /s (p50 \(n("serve_resolve_p50_ms", 2)) ms, p99 \(n("serve_resolve_p99_ms", 2)) ms) | \(n("serve_resolve_in_process_per_s")) /s (in-process) | \(n("serve_resolve_vs_in_process", 2))× | ≥ 0.5× |")
+                print("| `records/accept` over HTTP, \(c) connections | \(n("serve_accept_per_s")) /s (p50 \(n("serve_accept_p50_ms", 2)) ms, p99 \(n("serve_accept_p99_ms", 2)) ms) | \(n("serve_accept_in_process_per_s")) /s (in-process) | \(n("serve_accept_vs_in_process", 2))× | ≥ 0.5× |")
+            }
             if r["cold_start_ms"] != nil { print("| cold start `run empty.lua`, shipped plugins on | \(n("cold_start_ms", 1)) ms | \(n("lua_cold_start_ms", 1)) ms (`lua5.4 empty.lua`) | | reported |") }
             if r["rss_mib_1000x100"] != nil { print("| resident memory, 1,000 shares × 100 participants loaded | \(n("rss_mib_1000x100", 1)) MiB | | (+\(n("rss_delta_mib_1000x100", 1)) MiB for the shares) | reported |") }
         }

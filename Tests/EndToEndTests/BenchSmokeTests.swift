@@ -11,7 +11,10 @@ final class BenchSmokeTests: XCTestCase {
         let keys = ["hook_dispatch_ns", "hook_dispatch_c_ns", "hook_dispatch_ratio", "policy_decision_ns", "policy_decision_ratio",
                     "fetch_participants_per_s", "sqlite_lookups_per_s", "fetch_participants_vs_sqlite",
                     "accept_per_s", "accept_with_policy_per_s", "accept_with_policy_vs_without",
-                    "cold_start_ms", "lua_cold_start_ms", "rss_mib_1000x100"]
+                    "cold_start_ms", "lua_cold_start_ms", "rss_mib_1000x100",
+                    "serve_resolve_per_s", "serve_resolve_in_process_per_s", "serve_resolve_vs_in_process", "serve_resolve_p50_ms",
+                    "serve_resolve_p99_ms", "serve_accept_per_s", "serve_accept_in_process_per_s", "serve_accept_vs_in_process",
+                    "serve_accept_p99_ms"]
         for key in keys {
             let value = (object[key] as? NSNumber)?.doubleValue ?? -1
             XCTAssertGreaterThan(value, 0, "\(key) = \(String(describing: object[key]))")
@@ -20,12 +23,14 @@ final class BenchSmokeTests: XCTestCase {
         XCTAssertGreaterThan((machine?["cores"] as? Int) ?? 0, 0)
         XCTAssertNotNil(machine?["cpu"] as? String)
         XCTAssertNotNil(object["date"] as? String)
+        XCTAssertEqual(object["serve_errors"] as? Int, 0, "every HTTP call of the serve figures succeeded")
     }
 
     func testTableNamesEveryFigureWithItsBaseline() throws {
         let r = try CLI.run(["bench", "--smoke"], timeout: 300)
         XCTAssertEqual(r.status, 0, r.stderr)
-        for part in ["raw C `lua_pcall`", "raw SQLite", "(no plugin)", "`lua5.4 empty.lua`", "1,000 shares × 100 participants"] {
+        for part in ["raw C `lua_pcall`", "raw SQLite", "(no plugin)", "`lua5.4 empty.lua`", "1,000 shares × 100 participants",
+                     "`records/resolve` over HTTP", "/s (in-process)"] {
             XCTAssertTrue(r.stdout.contains(part), "missing \(part):\n\(r.stdout)")
         }
     }

@@ -1,0 +1,207 @@
+import CShareFlowSupport
+import Foundation
+import Logging
+import ShareFlow
+import ShareFlowServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `shareflow bench --only serve` (SPEC §12, §13): records/resolve and records/accept over
+/// loopback HTTP with many connections, beside the same engine calls in-process in the same
+/// run, and the latency of the HTTP calls.
+extension Benchmarks {
+    static let serveContainer = "iCloud.com.example.bench"
+
+    struct ServeFigures {
+        var resolveHTTP = 0.0, resolveInProcess = 0.0, acceptHTTP = 0.0, acceptInProcess = 0.0
+        var resolveP50 = 0.0, resolveP99 = 0.0, acceptP50 = 0.0, acceptP99 = 0.0
+        var errors = 0
+    }
+
+    func serve(in scratch: URL) throws -> ServeFigures {
+        let engine = Engine(store: try Store(path: scratch.appendingPathComponent("serve.sqlite").path))
+        engine.logger.logLevel = .critical
+        let connections = sizes.connections
+        // One user per connection, each invited to every share; each connection asks for the
+        // shares in turn.
+        var guests: [Account] = []
+        for i in 0..<connections { guests.append(try engine.accounts.create(emails: ["guest\(i)@example.com"])) }
+        let urls = try bulkShares(engine, count: sizes.serveShares, guests: guests.map { ($0.id, $0.email!) })
+        let guids = urls.map { Engine.shareToken(url: $0)! }
+        let api = try Credentials.newAPIToken(container: Self.serveContainer, store: engine.store)
+        let tokens = try guests.map { try Credentials.newWebAuthToken(container: Self.serveContainer, account: $0, ttl: 3600, store: engine.store) }
+        var f = ServeFigures()
+
+        // In-process: what each endpoint asks of the engine, one call after another.
+        let containers = try guests.map { try engine.session(for: $0).container(Self.serveContainer) }
+        func inProcess(_ accept: Bool) throws -> Double {
+            var n = 0
+            let start = sf_now_ns(), end = start + Int64(sizes.serveSeconds * 1e9)
+            while sf_now_ns() < end {
+                let c = containers[n % containers.count], url = urls[(n / containers.count) % urls.count]
+                let meta = try c.fetchShareMetadataResults([url]).0[0].1.get()
+                if accept {
+                    _ = try c.acceptShareResults([meta]).0[0].1.get()
+                    _ = try c.fetchShareMetadataResults([url]).0[0].1.get()
+                }
+                n += 1
+            }
+            return Double(n) / (Double(sf_now_ns() - start) / 1e9)
+        }
+        progress("serve: in-process resolve and accept, \(sizes.serveSeconds) s each")
+        // Accept first, so that the HTTP accepts after it find the same (accepted) state.
+        f.acceptInProcess = try inProcess(true)
+        f.resolveInProcess = try inProcess(false)
+
+        // Over HTTP: the server on a free loopback port, in this process.
+        let listening = DispatchSemaphore(value: 0)
+        final class Port: @unchecked Sendable { var value = 0 }  // written before `listening` signals
+        let port = Port()
+        var server = CloudKitServer(engine: engine, host: "127.0.0.1", port: 0, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
+        server.onListening = { p in port.value = p; listening.signal() }
+        let running = server
+        let task = Task { try await running.run() }
+        defer { task.cancel() }
+        guard listening.wait(timeout: .now() + 30) == .success else { throw BenchError("the server did not start") }
+        for (name, accept) in [("resolve", false), ("accept", true)] {
+            progress("serve: records/\(name) over HTTP, \(connections) connections, \(sizes.serveSeconds) s")
+            let path = "/database/1/\(Self.serveContainer)/development/public/records/\(name)"
+            let load = try HTTPLoad(port: port.value, connections: connections, seconds: sizes.serveSeconds) { c, n in
+                let body = #"{"shortGUIDs":[{"value":"\#(guids[n % guids.count])"}]}"#
+                return (path + "?ckAPIToken=\(api)&ckWebAuthToken=\(tokens[c])", body)
+            }
+            f.errors += load.errors
+            if accept {
+                f.acceptHTTP = load.rate; f.acceptP50 = load.p50; f.acceptP99 = load.p99
+            } else {
+                f.resolveHTTP = load.rate; f.resolveP50 = load.p50; f.resolveP99 = load.p99
+            }
+        }
+        return f
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
+
+/// A load client: `connections` threads, each with one keep-alive HTTP/1.1 connection on
+/// blocking sockets, sending POSTs back to back for `seconds`. A request that does not answer
+/// 200 with results free of `serverErrorCode` counts as an error.
+struct HTTPLoad {
+    private(set) var rate = 0.0
+    private(set) var p50 = 0.0, p99 = 0.0
+    private(set) var errors = 0
+
+    init(port: Int, connections: Int, seconds: Double, request: @escaping @Sendable (Int, Int) -> (String, String)) throws {
+        final class Results: @unchecked Sendable {  // guarded by `lock`
+            let lock = NSLock()
+            var latencies: [Double] = []
+            var errors = 0
+            var failure: String?
+        }
+        let results = Results()
+        let group = DispatchGroup()
+        let start = sf_now_ns(), end = start + Int64(seconds * 1e9)
+        for c in 0..<connections {
+            group.enter()
+            let thread = Thread {
+                defer { group.leave() }
+                var mine: [Double] = [], errors = 0
+                do {
+                    let socket = try HTTPConnection(port: port)
+                    defer { socket.close() }
+                    var n = c
+                    while sf_now_ns() < end {
+                        let (path, body) = request(c, n)
+                        let t0 = sf_now_ns()
+                        let (status, answer) = try socket.post(path, body: body)
+                        mine.append(Double(sf_now_ns() - t0) / 1e6)
+                        if status != 200 || answer.contains("serverErrorCode") { errors += 1 }
+                        n += connections
+                    }
+                } catch {
+                    results.lock.lock(); results.failure = "\(error)"; results.lock.unlock()
+                }
+                results.lock.lock()
+                results.latencies += mine
+                results.errors += errors
+                results.lock.unlock()
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+        group.wait()
+        if let failure = results.failure { throw BenchError("HTTP load: \(failure)") }
+        let elapsed = Double(sf_now_ns() - start) / 1e9
+        let sorted = results.latencies.sorted()
+        rate = Double(sorted.count) / elapsed
+        p50 = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+        p99 = sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
+        errors = results.errors
+    }
+}
+
+/// One keep-alive HTTP/1.1 connection over a blocking socket.
+final class HTTPConnection {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw BenchError("socket: \(String(cString: strerror(errno)))") }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { Glibc.close(fd); throw BenchError("connect to port \(port): \(String(cString: strerror(errno)))") }
+    }
+
+    func close() { Glibc.close(fd) }
+
+    func post(_ path: String, body: String) throws -> (Int, String) {
+        let request = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        var bytes = Array(request.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw BenchError("send: \(String(cString: strerror(errno)))") }
+            sent += n
+        }
+        // The head, then Content-Length bytes of body.
+        var headEnd: Int?
+        while true {
+            if let i = find([13, 10, 13, 10]) { headEnd = i; break }
+            try fill()
+        }
+        let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
+        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+        let length = head.lowercased().components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
+            .flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) } ?? 0
+        let bodyStart = headEnd! + 4
+        while buffer.count < bodyStart + length { try fill() }
+        let answer = String(decoding: buffer[bodyStart..<bodyStart + length], as: UTF8.self)
+        buffer.removeFirst(bodyStart + length)
+        return (status, answer)
+    }
+
+    private func find(_ needle: [UInt8]) -> Int? {
+        guard buffer.count >= needle.count else { return nil }
+        for i in 0...(buffer.count - needle.count) where buffer[i] == needle[0] && Array(buffer[i..<i + needle.count]) == needle { return i }
+        return nil
+    }
+
+    private func fill() throws {
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { throw BenchError("recv: \(n == 0 ? "connection closed" : String(cString: strerror(errno)))") }
+        buffer += chunk[0..<n]
+    }
+}
