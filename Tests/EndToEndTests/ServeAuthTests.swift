@@ -205,6 +205,34 @@ final class ServeAuthTests: ServerTestCase {
         XCTAssertFalse("\(r.1)".contains("dave.old"), "the address itself is not shown")
     }
 
+    /// Tests/fuzz/json_fuzz.py: 1,500 bodies no schema describes (truncated, flipped, invalid
+    /// UTF-8, nested 100,000 deep, odd numbers, duplicated keys, NUL), each answered with JSON,
+    /// a 200 or a 4xx; the server serves on.
+    func testRawJSONFuzzingGetsJSONAnswersAndNo5xx() throws {
+        let python = PyiCloudTests.python
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            return XCTFail("no Python environment at \(python): run `make pyenv` (make test does)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [CLI.root.appendingPathComponent("Tests/fuzz/json_fuzz.py").path, base, "1500", "20261123"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["SF_API": api, "SF_WEB": web]) { _, new in new }
+        let output = dir.appendingPathComponent("fuzz.out")
+        XCTAssertTrue(FileManager.default.createFile(atPath: output.path, contents: nil))
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = process.standardOutput
+        try process.run()
+        let deadline = Date().addingTimeInterval(300)
+        while process.isRunning && Date() < deadline { usleep(100_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        let text = try String(contentsOf: output, encoding: .utf8)
+        XCTAssertEqual(process.terminationStatus, 0, text)
+        XCTAssertTrue(text.contains("1500 cases, 0 failures"), text)
+        XCTAssertTrue(server.isRunning)
+        XCTAssertEqual(try call("GET", db + "/public/users/caller").0, 200, "and serves on")
+    }
+
     /// config server.rateLimit: a bucket per user token (or API token without one); over it,
     /// THROTTLED 429 with retryAfter in the body and Retry-After in the headers.
     func testRateLimitsPerTokenAreThrottledWithRetryAfter() throws {
