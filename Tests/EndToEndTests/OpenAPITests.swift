@@ -7,25 +7,6 @@ import XCTest
 /// with no 5xx allowed, only documented statuses and content types, and every response body
 /// valid against its schema.
 final class OpenAPITests: ServerTestCase {
-    private func run(_ executable: String, _ arguments: [String], environment extra: [String: String],
-                     timeout: TimeInterval) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = dir
-        process.environment = ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
-        let output = dir.appendingPathComponent("tool-\(UUID().uuidString).out")
-        XCTAssertTrue(FileManager.default.createFile(atPath: output.path, contents: nil))
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = process.standardOutput
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(100_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
-    }
-
     func testTheDocumentAndTheServerAgreeAndFuzzingFindsNo5xx() throws {
         let bin = URL(fileURLWithPath: PyiCloudTests.python).deletingLastPathComponent()
         let py = bin.appendingPathComponent("python").path, schemathesis = bin.appendingPathComponent("schemathesis").path
@@ -38,7 +19,7 @@ final class OpenAPITests: ServerTestCase {
         let routesFile = dir.appendingPathComponent("routes.txt")
         try CLI.write(routes.stdout, to: routesFile)
         let environment = ["SF_API": api, "SF_WEB": web, "SF_BASE": base]
-        let check = try run(py, [CLI.root.appendingPathComponent("Tests/openapi/check_routes.py").path, spec, routesFile.path, base],
+        let check = try runTool(py, [CLI.root.appendingPathComponent("Tests/openapi/check_routes.py").path, spec, routesFile.path, base],
                             environment: environment, timeout: 120)
         XCTAssertEqual(check.0, 0, check.1)
         XCTAssertTrue(check.1.contains("19 routes served, 19 documented, 0 problems"), check.1)
@@ -50,7 +31,7 @@ final class OpenAPITests: ServerTestCase {
              {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
               "participants":[{"userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
             """)
-        let fuzz = try run(schemathesis, ["--no-color", "--config-file", CLI.root.appendingPathComponent("Tests/openapi/schemathesis.toml").path,
+        let fuzz = try runTool(schemathesis, ["--no-color", "--config-file", CLI.root.appendingPathComponent("Tests/openapi/schemathesis.toml").path,
                                           "run", spec, "--phases", "examples,coverage,fuzzing", "--seed", "20261123"],
                            environment: environment, timeout: 600)
         XCTAssertEqual(fuzz.0, 0, String(fuzz.1.suffix(6000)))

@@ -15,28 +15,11 @@ final class PyiCloudTests: ServerTestCase {
             return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
         }
         try script("require('shareflow').accounts.create{ email = 'carol@example.com' }")
-        let flow = Process()
-        flow.executableURL = URL(fileURLWithPath: Self.python)
-        flow.arguments = [CLI.root.appendingPathComponent("Tests/pyicloud/sharing_flow.py").path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["PYICLOUD_CK_EXTRA"] = "forbid"
-        environment["SHAREFLOW_BASE"] = base
-        environment["SHAREFLOW_API"] = api
-        environment["SHAREFLOW_ALICE"] = web
-        environment["SHAREFLOW_BOB"] = try token("bob@example.com")
-        environment["SHAREFLOW_CAROL"] = try token("carol@example.com")
-        flow.environment = environment
-        let output = dir.appendingPathComponent("pyicloud.out")
-        XCTAssertTrue(FileManager.default.createFile(atPath: output.path, contents: nil))
-        flow.standardOutput = try FileHandle(forWritingTo: output)
-        flow.standardError = flow.standardOutput
-        try flow.run()
-        let deadline = Date().addingTimeInterval(120)
-        while flow.isRunning && Date() < deadline { usleep(50_000) }
-        if flow.isRunning { flow.terminate() }
-        flow.waitUntilExit()
-        let text = try String(contentsOf: output, encoding: .utf8)
-        XCTAssertEqual(flow.terminationStatus, 0, text)
+        let (status, text) = try runTool(Self.python, [CLI.root.appendingPathComponent("Tests/pyicloud/sharing_flow.py").path], environment: [
+            "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
+            "SHAREFLOW_BOB": try token("bob@example.com"), "SHAREFLOW_CAROL": try token("carol@example.com"),
+        ], timeout: 120)
+        XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.hasSuffix("pyicloud sharing flow ok\n"), text)
         XCTAssertEqual(text.split(separator: "\n").filter { $0.hasPrefix("ok: ") }.count, 16, "every check ran:\n" + text)
 

@@ -213,21 +213,9 @@ final class ServeAuthTests: ServerTestCase {
         guard FileManager.default.isExecutableFile(atPath: python) else {
             return XCTFail("no Python environment at \(python): run `make pyenv` (make test does)")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [CLI.root.appendingPathComponent("Tests/fuzz/json_fuzz.py").path, base, "1500", "20261123"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["SF_API": api, "SF_WEB": web]) { _, new in new }
-        let output = dir.appendingPathComponent("fuzz.out")
-        XCTAssertTrue(FileManager.default.createFile(atPath: output.path, contents: nil))
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = process.standardOutput
-        try process.run()
-        let deadline = Date().addingTimeInterval(300)
-        while process.isRunning && Date() < deadline { usleep(100_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        let text = try String(contentsOf: output, encoding: .utf8)
-        XCTAssertEqual(process.terminationStatus, 0, text)
+        let (status, text) = try runTool(python, [CLI.root.appendingPathComponent("Tests/fuzz/json_fuzz.py").path, base, "1500", "20261123"],
+                                         environment: ["SF_API": api, "SF_WEB": web], timeout: 300)
+        XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.contains("1500 cases, 0 failures"), text)
         XCTAssertTrue(server.isRunning)
         XCTAssertEqual(try call("GET", db + "/public/users/caller").0, 200, "and serves on")

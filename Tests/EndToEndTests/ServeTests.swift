@@ -73,6 +73,27 @@ class ServerTestCase: XCTestCase {
         XCTAssertFalse(base.isEmpty, "the server said where it listens: \((try? String(contentsOf: serverLog, encoding: .utf8)) ?? "")")
     }
 
+    /// Runs a tool (a Python script, schemathesis) in the test's folder with `extra` in its
+    /// environment; its status and everything it printed. Stopped after `timeout` seconds.
+    func runTool(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:],
+                 timeout: TimeInterval) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.currentDirectoryURL = dir
+        process.environment = ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
+        let output = dir.appendingPathComponent("tool-\(UUID().uuidString).out")
+        XCTAssertTrue(FileManager.default.createFile(atPath: output.path, contents: nil))
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = process.standardOutput
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(100_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
+    }
+
     func stopServer() {
         if server?.isRunning == true { server.terminate(); server.waitUntilExit() }
     }
