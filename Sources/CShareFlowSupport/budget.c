@@ -20,7 +20,7 @@ long long sf_now_ns(void) {
 
 static void sf_hook(lua_State *L, lua_Debug *ar) {
     sf_limits *lim = sf_limits_of(L);
-    if (lim == NULL || !lim->expired) {
+    if (lim == NULL || !SF_GET(lim->expired)) {
         /* Armed for a call that has returned since: stand down. */
         lua_sethook(L, NULL, 0, 0);
         return;
@@ -41,39 +41,43 @@ void sf_arm(lua_State *L) {
 }
 
 void sf_limits_expire(sf_limits *limits, int interrupted) {
-    limits->interrupted = interrupted;
-    limits->expired = 1;
+    SF_SET(limits->interrupted, interrupted);
+    SF_SET(limits->expired, 1);
     sf_arm(limits->main);
-    int n = limits->nthreads;
-    for (int i = 0; i < n && i < SF_MAX_THREADS; i++) sf_arm(limits->threads[i]);
+    int n = SF_GET(limits->nthreads);
+    for (int i = 0; i < n && i < SF_MAX_THREADS; i++) sf_arm(SF_GET(limits->threads[i]));
 }
 
 void sf_limits_reset(sf_limits *limits) {
-    limits->expired = 0;
-    limits->interrupted = 0;
+    SF_SET(limits->expired, 0);
+    SF_SET(limits->interrupted, 0);
     lua_sethook(limits->main, NULL, 0, 0);
 }
 
 int sf_budget_spent(sf_limits *lim) {
-    if (lim->expired) return 1;
-    long long deadline = lim->deadline_ns;
+    if (SF_GET(lim->expired)) return 1;
+    long long deadline = SF_GET(lim->deadline_ns);
     if (deadline == 0 || sf_now_ns() <= deadline) return 0;
     pthread_mutex_lock(&sf_watch_lock);
-    if (lim->deadline_ns != 0) sf_limits_expire(lim, 0);
+    if (SF_GET(lim->deadline_ns) != 0) sf_limits_expire(lim, 0);
     pthread_mutex_unlock(&sf_watch_lock);
-    return lim->expired;
+    return SF_GET(lim->expired);
 }
+
+int sf_budget_running(sf_limits *lim) { return SF_GET(lim->deadline_ns) != 0; }
+
+int sf_budget_interrupted(sf_limits *lim) { return SF_GET(lim->interrupted); }
 
 void sf_budget_checkpoint(lua_State *L) {
     sf_limits *lim = sf_limits_of(L);
     if (lim == NULL) return;
-    if (!lim->expired) {
-        long long deadline = lim->deadline_ns;
+    if (!SF_GET(lim->expired)) {
+        long long deadline = SF_GET(lim->deadline_ns);
         if (deadline == 0 || sf_now_ns() <= deadline) return;
         pthread_mutex_lock(&sf_watch_lock);
-        if (lim->deadline_ns != 0) sf_limits_expire(lim, 0);
+        if (SF_GET(lim->deadline_ns) != 0) sf_limits_expire(lim, 0);
         pthread_mutex_unlock(&sf_watch_lock);
-        if (!lim->expired) return;
+        if (!SF_GET(lim->expired)) return;
     }
     sf_push_spent_reason(L, lim);
     lua_error(L);
@@ -87,14 +91,14 @@ static int watchdog_started = 0;
 
 /* A state being closed: its finalizers run with no hook, so nothing can stop a Lua __gc that
  * loops; past this deadline the process says so and ends instead of hanging. */
-static volatile long long closing_deadline = 0;
+static long long closing_deadline = 0;  /* atomic: read by the watchdog */
 
 static void *watchdog(void *arg) {
     (void)arg;
     for (;;) {
         usleep(2000);
         long long now = sf_now_ns();
-        long long closing = closing_deadline;
+        long long closing = SF_GET(closing_deadline);
         if (closing != 0 && now > closing) {
             static const char msg[] = "shareflow: a Lua __gc finalizer was still running after 2 s while closing a Lua state; exiting\n";
             ssize_t ignored = write(2, msg, sizeof msg - 1);
@@ -104,8 +108,8 @@ static void *watchdog(void *arg) {
         pthread_mutex_lock(&sf_watch_lock);
         for (int i = 0; i < nwatched; i++) {
             sf_limits *lim = watched[i];
-            long long deadline = lim->deadline_ns;
-            if (deadline != 0 && now > deadline && !lim->expired) sf_limits_expire(lim, 0);
+            long long deadline = SF_GET(lim->deadline_ns);
+            if (deadline != 0 && now > deadline && !SF_GET(lim->expired)) sf_limits_expire(lim, 0);
         }
         pthread_mutex_unlock(&sf_watch_lock);
     }
@@ -127,9 +131,9 @@ void sf_close(lua_State *L) {
     pthread_mutex_lock(&sf_watch_lock);
     start_watchdog();
     pthread_mutex_unlock(&sf_watch_lock);
-    closing_deadline = sf_now_ns() + 2000000000LL;
+    SF_SET(closing_deadline, sf_now_ns() + 2000000000LL);
     lua_close(L);
-    closing_deadline = 0;
+    SF_SET(closing_deadline, 0);
 }
 
 int sf_watchdog_register(sf_limits *limits) {
@@ -167,19 +171,19 @@ void sf_begin_budget(sf_limits *limits) {
     if (outer_deadline != 0 && outer_deadline < deadline) deadline = outer_deadline;
     limits->saved_outer_deadline = outer_deadline;
     if (outer_deadline == 0 || deadline < outer_deadline) outer_deadline = deadline;
-    limits->deadline_ns = deadline;
+    SF_SET(limits->deadline_ns, deadline);
 }
 
 void sf_end_budget(sf_limits *limits) {
     outer_deadline = limits->saved_outer_deadline;
-    limits->deadline_ns = 0;
+    SF_SET(limits->deadline_ns, 0);
     pthread_mutex_lock(&sf_watch_lock);  /* the watchdog is not between its check and its arm */
     sf_limits_reset(limits);
     pthread_mutex_unlock(&sf_watch_lock);
 }
 
 int sf_guarded_pcall(lua_State *L, sf_limits *limits, int nargs, int nresults) {
-    int budgeted = limits->budget_ns != 0 && limits->deadline_ns == 0;
+    int budgeted = limits->budget_ns != 0 && SF_GET(limits->deadline_ns) == 0;
     if (budgeted) sf_begin_budget(limits);
     int status = sf_pcall(L, nargs, nresults);
     if (budgeted) sf_end_budget(limits);
@@ -196,9 +200,9 @@ static int push_thread(lua_State *L, lua_State *co) {
     pthread_mutex_lock(&sf_watch_lock);
     int ok = lim->nthreads < SF_MAX_THREADS;
     if (ok) {
-        lim->threads[lim->nthreads] = co;
-        lim->nthreads++;
-        if (lim->expired) sf_arm(co);
+        SF_SET(lim->threads[lim->nthreads], co);
+        SF_SET(lim->nthreads, lim->nthreads + 1);
+        if (SF_GET(lim->expired)) sf_arm(co);
     }
     pthread_mutex_unlock(&sf_watch_lock);
     if (!ok) luaL_error(L, "too many nested coroutines (limit %d)", SF_MAX_THREADS);
@@ -208,7 +212,7 @@ static int push_thread(lua_State *L, lua_State *co) {
 static void pop_thread(lua_State *L) {
     sf_limits *lim = sf_limits_of(L);
     pthread_mutex_lock(&sf_watch_lock);
-    lim->nthreads--;
+    SF_SET(lim->nthreads, lim->nthreads - 1);
     pthread_mutex_unlock(&sf_watch_lock);
 }
 

@@ -14,6 +14,12 @@ static inline sf_limits *sf_limits_of(lua_State *L) {
     return f == sf_alloc ? (sf_limits *)ud : NULL;
 }
 
+/* The fields of sf_limits the watchdog thread or a signal handler shares with the state's own
+ * thread (expired, interrupted, deadline_ns, nthreads, threads[i]) are read and written
+ * atomically: plain accesses from two threads are a data race (ThreadSanitizer sees them). */
+#define SF_GET(field) __atomic_load_n(&(field), __ATOMIC_ACQUIRE)
+#define SF_SET(field, value) __atomic_store_n(&(field), (value), __ATOMIC_RELEASE)
+
 /* Held by the watchdog while it arms hooks, and by coroutine bookkeeping while it changes
  * the list of running coroutines, so the watchdog never arms a thread that has gone. */
 extern pthread_mutex_t sf_watch_lock;

@@ -17,7 +17,7 @@ void *sf_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
      * raising through Swift frames is never allowed. A spent budget refuses all growth, so
      * a C function that allocates (string.rep, table.concat, load) stops with the call. */
     if (nsize > old && lim->host_depth == 0) {
-        if (lim->expired) return NULL;
+        if (SF_GET(lim->expired)) return NULL;
         if (lim->limit && lim->used - old + nsize > lim->limit) return NULL;
     }
     void *p = realloc(ptr, nsize);
@@ -78,5 +78,5 @@ void sf_set_budget_reason(sf_limits *limits, const char *reason) {
 }
 
 void sf_push_spent_reason(lua_State *L, sf_limits *lim) {
-    lua_rawgetp(L, LUA_REGISTRYINDEX, lim->interrupted ? &SF_INTERRUPTED_KEY : &SF_SPENT_KEY);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, SF_GET(lim->interrupted) ? &SF_INTERRUPTED_KEY : &SF_SPENT_KEY);
 }

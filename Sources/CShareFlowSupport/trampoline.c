@@ -133,7 +133,7 @@ static int describe_host_error(lua_State *L, int idx) {
 int sf_traceback(lua_State *L) {
     sf_limits *lim = sf_limits_of(L);
     /* A spent budget's message needs no traceback (and growth is refused now). */
-    if (lim && lim->expired) return 1;
+    if (lim && SF_GET(lim->expired)) return 1;
     if (lim) lim->host_depth++;  /* a traceback near the memory cap still gets made */
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL && describe_host_error(L, 1)) msg = lua_tostring(L, -1);
@@ -161,7 +161,7 @@ int sf_pcall(lua_State *L, int nargs, int nresults) {
     if (lim) {
         lim->host_depth = depth;
         lim->busy--;
-        if (status != LUA_OK && lim->expired) {
+        if (status != LUA_OK && SF_GET(lim->expired)) {
             /* Whatever the spent budget turned into on its way out (a refused allocation, an
              * error in a handler), the call ended because of it. */
             lua_pop(L, 1);
@@ -352,7 +352,7 @@ int sf_call_hook(lua_State *L, sf_limits *limits, sf_hook_call *h) {
     h->limits = limits;
     /* sf_guarded_pcall's work, with the handler pushed first rather than rotated into place:
      * this runs on every event. */
-    int budgeted = limits->budget_ns != 0 && limits->deadline_ns == 0;
+    int budgeted = limits->budget_ns != 0 && SF_GET(limits->deadline_ns) == 0;
     if (budgeted) sf_begin_budget(limits);
     int depth = limits->host_depth;
     limits->host_depth = 0;
@@ -365,7 +365,7 @@ int sf_call_hook(lua_State *L, sf_limits *limits, sf_hook_call *h) {
     lua_remove(L, base);
     limits->host_depth = depth;
     limits->busy--;
-    if (status != LUA_OK && limits->expired) {
+    if (status != LUA_OK && SF_GET(limits->expired)) {
         lua_pop(L, 1);
         sf_push_spent_reason(L, limits);
         status = LUA_ERRRUN;

@@ -94,15 +94,17 @@ struct sf_limits {
     size_t limit;          /* 0 = no limit */
     size_t peak;
     int host_depth;
-    volatile int expired;  /* set by the watchdog */
-    volatile int interrupted; /* set by Ctrl-C */
-    volatile long long deadline_ns; /* CLOCK_MONOTONIC; 0 = no call under a budget */
+    /* Shared with the watchdog thread and the SIGINT handler: C reads and writes them
+     * atomically (SF_GET, SF_SET), Swift through sf_budget_running and sf_budget_interrupted. */
+    int expired;           /* set by the watchdog */
+    int interrupted;       /* set by Ctrl-C */
+    long long deadline_ns; /* CLOCK_MONOTONIC; 0 = no call under a budget */
     long long budget_ns;   /* a guarded call's CPU budget; 0 = none */
     long long saved_outer_deadline; /* the thread's outer deadline when this call began */
     lua_State *main;
     /* Coroutines running now (innermost last), so the hook reaches them too. */
-    lua_State *volatile threads[SF_MAX_THREADS];
-    volatile int nthreads;
+    lua_State *threads[SF_MAX_THREADS];
+    int nthreads;
     /* Calls into this state under way (sf_pcall), so a state is never closed under them. */
     int busy;
     /* The owner asked to close the state while busy: it closes when the last call returns. */
@@ -115,6 +117,11 @@ void *sf_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 /* Arms the hook that ends the running call with `reason`; safe from another
  * thread or a signal handler (lua_sethook is). */
 void sf_limits_expire(sf_limits *limits, int interrupted);
+
+/* For Swift: whether a budgeted call is under way (its deadline is set), and whether the
+ * spent budget was an interrupt (Ctrl-C). Atomic reads: the watchdog thread writes these. */
+int sf_budget_running(sf_limits *limits);
+int sf_budget_interrupted(sf_limits *limits);
 /* Disarms the hook; call when a guarded call returns. */
 void sf_limits_reset(sf_limits *limits);
 

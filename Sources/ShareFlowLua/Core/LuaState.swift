@@ -188,7 +188,7 @@ public final class LuaState {
         try withoutActuallyEscaping(body) { body in
             var context = ProtectedBody(state: self, body: body)
             let status = withUnsafeMutablePointer(to: &context) { p in
-                let budgeted = limits.pointee.budget_ns != 0 && limits.pointee.deadline_ns == 0
+                let budgeted = limits.pointee.budget_ns != 0 && sf_budget_running(limits) == 0
                 if budgeted { sf_begin_budget(limits) }
                 defer { if budgeted { sf_end_budget(limits) } }
                 return sf_protected(L, nargs, nresults, runProtectedBody, p)
@@ -201,7 +201,7 @@ public final class LuaState {
     /// Swift function (which no hook reaches) calls this as it goes.
     public func checkBudget() throws {
         guard sf_budget_spent(limits) != 0 else { return }
-        throw LuaRaise.message(limits.pointee.interrupted != 0 ? "interrupted" : budgetReason)
+        throw LuaRaise.message(sf_budget_interrupted(limits) != 0 ? "interrupted" : budgetReason)
     }
 
     /// Ends the running Lua code with "interrupted" (Ctrl-C); safe from a signal handler.
