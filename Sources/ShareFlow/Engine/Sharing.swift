@@ -91,9 +91,16 @@ extension Engine {
             // accept). Read during the decision they show the share before this accept; a
             // request kept and read later may show what happened since.
             let objects = PolicyRequest.Objects(
-                // Weak: a policy may keep the request, and the request must not keep the engine.
-                share: { [weak self] in try? self?.reading { db in try self?.makeShare(row, zone: zone, caller: caller, db: db) } },
-                participant: { [weak self] in mine.flatMap { m in try? self?.reading { db in try self?.participantObject(m, db: db) } } ?? nil },
+                // Through the link: a policy may keep the request, and the request must not keep
+                // the engine (nor read it once gone).
+                share: { [link] in
+                    guard let engine = link.engine else { return nil }
+                    return try? engine.reading { db in try engine.makeShare(row, zone: zone, caller: caller, db: db) }
+                },
+                participant: { [link] in
+                    guard let engine = link.engine, let m = mine else { return nil }
+                    return try? engine.reading { db in try engine.participantObject(m, db: db) }
+                },
                 metadata: metadata)
             try checkPolicy(PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects), item: item)
             if let mine {
