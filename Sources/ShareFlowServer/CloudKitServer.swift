@@ -61,8 +61,8 @@ public struct CloudKitServer: Sendable {
         let limiter = rateLimit.map { RateLimiter(requests: $0.requests, perSeconds: $0.perSeconds) }
         let handler: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
             var request = request
+            let query = request.uri.queryParameters
             if let limiter {
-                let query = request.uri.queryParameters
                 let key = query["ckWebAuthToken"].map { "user " + $0 } ?? query["ckAPIToken"].map { "api " + $0 }
                     ?? request.headers[HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!].map { "key " + $0 } ?? "anonymous"
                 if let wait = limiter.take(key) {
@@ -86,7 +86,6 @@ public struct CloudKitServer: Sendable {
                 return CloudKitServer.response(APIResponse(status: 400, object:
                     WireFormat.error(code: "BAD_REQUEST", reason: "the body could not be read whole (it ended early?)"), caller: nil))
             }
-            let query = request.uri.queryParameters
             var headers: [String: String] = [:]
             for field in request.headers {
                 let name = field.name.canonicalName

@@ -116,8 +116,9 @@ enum WireFormat {
         return a
     }
 
-    /// The most items of one kind a request may hold (records, zones, lookups, short GUIDs).
-    static let maxItems = 400
+    /// The most items of one kind a request may hold (records, zones, lookups, short GUIDs):
+    /// the engine's limit for one modify call (R22), for every list a request carries.
+    static let maxItems = ModifyLimits.maxItems
 
     static func strings(_ v: Any?, field: String) throws -> [String]? {
         guard let a = try items(v, field: field, limit: 10_000) else { return nil }

@@ -22,29 +22,22 @@ final class LoadTests: ServerTestCase {
         try data.write(to: state.appendingPathComponent("users.json"))
     }
 
-    private func phase(_ arguments: [String], timeout: TimeInterval = 180) throws -> (Int32, String) {
-        let process = try start(arguments)
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.0.isRunning && Date() < deadline { usleep(100_000) }
-        if process.0.isRunning { process.0.terminate() }
-        process.0.waitUntilExit()
-        return (process.0.terminationStatus, try String(contentsOf: process.1, encoding: .utf8))
-    }
+    private var driver: String { CLI.root.appendingPathComponent("Tests/load/sharing_load.py").path }
 
-    private func start(_ arguments: [String]) throws -> (Process, URL) {
+    private func python() throws -> String {
         let python = PyiCloudTests.python
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw NSError(domain: "LoadTests", code: 1, userInfo: [NSLocalizedDescriptionKey: "no Python environment at \(python): run `make pyenv`"])
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [CLI.root.appendingPathComponent("Tests/load/sharing_load.py").path] + arguments
-        let output = dir.appendingPathComponent("load-\(UUID().uuidString).out")
-        XCTAssertTrue(FileManager.default.createFile(atPath: output.path, contents: nil))
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = process.standardOutput
-        try process.run()
-        return (process, output)
+        return python
+    }
+
+    private func phase(_ arguments: [String], timeout: TimeInterval = 180) throws -> (Int32, String) {
+        try runTool(try python(), [driver] + arguments, timeout: timeout)
+    }
+
+    private func start(_ arguments: [String]) throws -> (Process, URL) {
+        try startTool(try python(), [driver] + arguments)
     }
 
     private func storeIsWhole(file: StaticString = #filePath, line: UInt = #line) throws {

@@ -77,6 +77,16 @@ class ServerTestCase: XCTestCase {
     /// environment; its status and everything it printed. Stopped after `timeout` seconds.
     func runTool(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:],
                  timeout: TimeInterval) throws -> (Int32, String) {
+        let (process, output) = try startTool(executable, arguments, environment: extra)
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(100_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
+    }
+
+    /// Starts a tool as `runTool` does, without waiting: the process and the file it prints to.
+    func startTool(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:]) throws -> (Process, URL) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -87,11 +97,7 @@ class ServerTestCase: XCTestCase {
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = process.standardOutput
         try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(100_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
+        return (process, output)
     }
 
     func stopServer() {
