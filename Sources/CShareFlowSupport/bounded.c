@@ -1187,6 +1187,67 @@ static int utf8_len(lua_State *L) {
     return 1;
 }
 
+/* table.unpack and table.concat read each element with lua_geti, which follows an __index
+ * chain of tables in C (up to 2000 hops per element, no hook between them): a long list over
+ * a long chain ran for seconds inside one call. Same results and errors as ltablib.c's; the
+ * budget is checked as elements are read (every element when the table has a metatable). */
+static int element_cost(lua_State *L, int arg) {
+    if (lua_getmetatable(L, arg)) {
+        lua_pop(L, 1);
+        return SF_STEPS_PER_CHECK;
+    }
+    return 1;
+}
+
+static int tunpack(lua_State *L) {
+    lua_Unsigned n;
+    lua_Integer i = luaL_optinteger(L, 2, 1);
+    lua_Integer e = luaL_opt(L, luaL_checkinteger, 3, luaL_len(L, 1));
+    if (i > e) return 0;  /* empty range */
+    n = (lua_Unsigned)e - i;  /* number of elements minus 1 (avoid overflows) */
+    if (SF_UNLIKELY(n >= (unsigned int)INT_MAX || !lua_checkstack(L, (int)(++n))))
+        return luaL_error(L, "too many results to unpack");
+    int cost = element_cost(L, 1), left = SF_STEPS_PER_CHECK;
+    for (; i < e; i++) {  /* push arg[i..e - 1] (to avoid overflows) */
+        SF_CHARGE(L, left, cost);
+        lua_geti(L, 1, i);
+    }
+    SF_CHARGE(L, left, cost);
+    lua_geti(L, 1, e);  /* push last element */
+    return (int)n;
+}
+
+static void addfield(lua_State *L, luaL_Buffer *b, lua_Integer i, int *left, int cost) {
+    SF_CHARGE(L, *left, cost);
+    lua_geti(L, 1, i);
+    if (SF_UNLIKELY(!lua_isstring(L, -1)))
+        luaL_error(L, "invalid value (at index %I) in table for 'concat'", (LUAI_UACINT)i);
+    size_t l;
+    lua_tolstring(L, -1, &l);
+    SF_CHARGE(L, *left, l / 256);  /* the copy */
+    luaL_addvalue(b);
+}
+
+static int tconcat(lua_State *L) {
+    luaL_Buffer b;
+    lua_Integer last = aux_getn(L, 1, TAB_R);
+    size_t lsep;
+    const char *sep = luaL_optlstring(L, 2, "", &lsep);
+    lua_Integer i = luaL_optinteger(L, 3, 1);
+    last = luaL_optinteger(L, 4, last);
+    int cost = element_cost(L, 1), left = SF_STEPS_PER_CHECK;
+    luaL_buffinit(L, &b);
+    for (; i < last; i++) {
+        addfield(L, &b, i, &left, cost);
+        luaL_addlstring(&b, sep, lsep);
+        SF_CHARGE(L, left, lsep / 256);
+    }
+    if (i == last)  /* add last value (if interval was not empty) */
+        addfield(L, &b, i, &left, cost);
+    luaL_pushresult(&b);
+    return 1;
+}
+
 static const luaL_Reg bounded_string_funcs[] = {
     {"rep", str_rep},
     {"find", str_find},
@@ -1201,6 +1262,8 @@ static const luaL_Reg bounded_table_funcs[] = {
     {"insert", tinsert},
     {"remove", tremove},
     {"move", tmove},
+    {"unpack", tunpack},
+    {"concat", tconcat},
     {NULL, NULL}
 };
 

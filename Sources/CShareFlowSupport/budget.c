@@ -216,8 +216,9 @@ static void pop_thread(lua_State *L) {
     pthread_mutex_unlock(&sf_watch_lock);
 }
 
-/* Calls the original function (upvalue 1) with the arguments, with the coroutine at 1 listed. */
-static int tracked(lua_State *L) {
+/* Calls the original function (upvalue 1) with the arguments, with the coroutine at 1 listed;
+ * `closing`, when given, counts the call for its duration. */
+static int tracked_call(lua_State *L, int *closing) {
     lua_State *co = lua_tothread(L, 1);
     luaL_argexpected(L, co != NULL, 1, "coroutine");
     int pushed = push_thread(L, co);
@@ -225,11 +226,22 @@ static int tracked(lua_State *L) {
     luaL_checkstack(L, 1, NULL);
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
+    if (closing) (*closing)++;
     int status = lua_pcall(L, nargs, LUA_MULTRET, 0);
+    if (closing) (*closing)--;
     if (pushed) pop_thread(L);
     if (status != LUA_OK) return lua_error(L);
     return lua_gettop(L);
 }
+
+static int tracked(lua_State *L) { return tracked_call(L, NULL); }
+
+/* How many coroutine.close calls may run one inside another's __close handler. Lua 5.4.4
+ * (Debian's) runs a closed coroutine's handlers with that coroutine's own C-call count, not
+ * the closer's (fixed in 5.4.6 by lua_closethread), so each nested close may use Lua's whole
+ * C-call allowance (200 levels) again: about 60 levels of it overflowed the C stack. Capped,
+ * the worst is (SF_MAX_NESTED_CLOSE + 1) allowances, a few hundred KiB. */
+#define SF_MAX_NESTED_CLOSE 4
 
 /* coroutine.close, tracked. A coroutine that died of an error raised by the budget's hook
  * keeps Lua's "no hooks inside a hook" flag set, so its pending __close handlers would run
@@ -249,7 +261,11 @@ static int tracked_close(lua_State *L) {
         }
         return 2;
     }
-    return tracked(L);
+    sf_limits *lim = sf_limits_of(L);
+    if (lim == NULL) return tracked_call(L, NULL);
+    if (lim->closing >= SF_MAX_NESTED_CLOSE)
+        return luaL_error(L, "coroutine.close nested too deeply (limit %d): a __close handler closes another coroutine", SF_MAX_NESTED_CLOSE);
+    return tracked_call(L, &lim->closing);
 }
 
 static void track(lua_State *L, const char *name, lua_CFunction f) {

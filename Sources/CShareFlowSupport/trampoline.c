@@ -152,8 +152,16 @@ int sf_pcall(lua_State *L, int nargs, int nresults) {
     sf_limits *lim = sf_limits_of(L);
     int depth = 0;
     /* Lua code called from Swift is limited again, even inside a trampoline. */
-    if (lim) { depth = lim->host_depth; lim->host_depth = 0; lim->busy++; }
     int base = lua_gettop(L) - nargs;
+    if (!lua_checkstack(L, 1)) {  /* no room for the handler: the call fails, leaving a message */
+        lua_settop(L, base - 1);
+        lua_pushliteral(L, "stack overflow");
+        return LUA_ERRMEM;
+    }
+    if (lim) {
+        if (lim->busy == 0) lim->calls++;
+        depth = lim->host_depth; lim->host_depth = 0; lim->busy++;
+    }
     lua_pushcfunction(L, sf_traceback);
     lua_insert(L, base);
     int status = lua_pcall(L, nargs, nresults, base);
@@ -356,6 +364,7 @@ int sf_call_hook(lua_State *L, sf_limits *limits, sf_hook_call *h) {
     if (budgeted) sf_begin_budget(limits);
     int depth = limits->host_depth;
     limits->host_depth = 0;
+    if (limits->busy == 0) limits->calls++;
     limits->busy++;
     int base = lua_gettop(L) + 1;
     lua_pushcfunction(L, sf_traceback);

@@ -46,7 +46,10 @@ public final class ScriptHost {
         self.engine = engine
         self.logger = engine.logger
         self.labelPrefix = labelPrefix
-        lua = try LuaState(memoryLimit: memoryLimit)
+        lua = try LuaState(memoryLimit: memoryLimit, libraries: sandboxFolder == nil ? .standard : .sandbox)
+        // Trusted scripts too: coroutine.close's nesting cap (Lua 5.4.4's C-stack bug) and the
+        // library functions that stop for Ctrl-C.
+        lua.trackCoroutines()
         bindings = Bindings(host: self)
         // A plugin sees the engine's objects read-only (SPEC §8); trusted scripts change them.
         lua.guardsWrites = sandboxFolder != nil && !labelPrefix.isEmpty
@@ -137,6 +140,9 @@ public final class ScriptHost {
         let base = lua.top
         defer { lua.top = base }
         try lua.load(code, chunkName: "@" + path)
+        // Any number of arguments: room for each on the stack first (45 overran Lua's 20 free
+        // slots and corrupted the heap).
+        try lua.checkStack(Int32(clamping: arguments.count + 1))
         for a in arguments { lua.push(string: a) }
         try lua.call(arguments: Int32(arguments.count), results: 0)
     }

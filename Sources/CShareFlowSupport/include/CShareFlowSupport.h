@@ -109,6 +109,13 @@ struct sf_limits {
     int busy;
     /* The owner asked to close the state while busy: it closes when the last call returns. */
     int close_when_idle;
+    /* coroutine.close calls under way, one inside another's __close handler (Lua 5.4.4 runs a
+     * closed coroutine's handlers with that coroutine's own C-call count, so Lua's C-stack
+     * limit does not see this nesting: sf_track_coroutines caps it). */
+    int closing;
+    /* Outermost calls into the state so far (sf_pcall, sf_call_hook): per-call allowances
+     * such as the log's (limits.logKiB) start again when it moves. */
+    unsigned long long calls;
     char reason[128];
 };
 
@@ -150,6 +157,14 @@ void sf_end_budget(sf_limits *limits);
 void sf_set_interrupt_target(sf_limits *limits);
 void sf_install_sigint(void);
 int sf_take_sigint(void);
+
+/* Opens a sandboxed state's libraries from the allow-list (sandbox.c; SPEC §8): base, coroutine,
+ * table, string, math and utf8 cut down to their listed names, os with only clock, date,
+ * difftime and time, a package table of the sandbox's own (loaded, preload; no loaders), and
+ * the sandbox's own load (text only, 1 MiB), collectgarbage and setmetatable (no __gc, no
+ * weak-keys-only tables). io and debug are never opened. Call on a state made without
+ * luaL_openlibs; returns the status. */
+int sf_open_sandbox(lua_State *L);
 
 /* Replaces coroutine.resume and coroutine.close in the state's coroutine table so a spent
  * budget reaches the coroutines that run. */

@@ -195,7 +195,7 @@ extension ShareFlowModule {
             let n = Int(lua_rawlen(L, i))
             var keys = 0
             lua_pushnil(L)
-            while lua_next(L, i) != 0 { keys += 1; lua.pop() }
+            while lua_next(L, i) != 0 { keys += 1; lua.pop(); try lua.budgetStep() }
             if keys == n && n > 0 {
                 out.add("[")
                 for k in 1...n {
@@ -215,6 +215,7 @@ extension ShareFlowModule {
                 lua_pushnil(L)
                 while lua_next(L, i) != 0 {
                     lua.pop()
+                    try lua.budgetStep()
                     lua_pushvalue(L, -1)
                     count += 1
                     lua_rawseti(L, keyList, count)

@@ -237,8 +237,8 @@ package final class Bindings {
             .method("addContacts") { [unowned self] call, a in
                 try call.table(2)
                 var contacts: [(value: String, identifier: String?)] = []
-                for n in 0..<call.length(2) {
-                    let t = call.element(2, n + 1)
+                for n in 0..<(try call.listLength(2)) {
+                    let t = try call.element(2, n + 1)
                     defer { call.state.pop() }
                     if t == LUA_TSTRING {
                         contacts.append((call.state.string(at: -1)!, nil))
@@ -377,8 +377,8 @@ package final class Bindings {
             }
             .method("fetchRecords") { [unowned self] call, d in
                 try call.table(2)
-                let ids = try (0..<call.length(2)).map { n -> RecordID in
-                    call.element(2, n + 1)
+                let ids = try (0..<call.listLength(2)).map { n -> RecordID in
+                    try call.element(2, n + 1)
                     defer { call.state.pop() }
                     return try recordID(call, -1, position: 2)
                 }
@@ -410,7 +410,7 @@ package final class Bindings {
                 if call.field(2, "save") != LUA_TNIL {
                     try call.table(-1)
                     saving = try (0..<call.length(-1)).map { n -> Record in
-                        call.element(-1, n + 1)
+                        try call.element(-1, n + 1)
                         defer { call.state.pop() }
                         guard let r = record(at: -1) else { throw call.argumentError(2, "save[\(n + 1)] must be a record or share, got \(call.typeName(-1))") }
                         // A save stamps what it saves (change tag, URL): not the caller's objects.
@@ -424,7 +424,7 @@ package final class Bindings {
                 if call.field(2, "delete") != LUA_TNIL {
                     try call.table(-1)
                     deleting = try (0..<call.length(-1)).map { n -> RecordID in
-                        call.element(-1, n + 1)
+                        try call.element(-1, n + 1)
                         defer { call.state.pop() }
                         return try recordID(call, -1, position: 2)
                     }

@@ -147,8 +147,8 @@ extension Bindings {
             } else {
                 try call.table(i)
                 op.inputValue = call.state.reference(at: i)
-                op.inputs = (0..<call.length(i)).map { n in
-                    call.element(i, n + 1)
+                op.inputs = try (0..<call.listLength(i)).map { n in
+                    try call.element(i, n + 1)
                     defer { call.state.pop() }
                     return call.state.reference(at: -1)
                 }
@@ -357,8 +357,8 @@ extension Bindings {
         }, set: { [unowned self] call, o, i in
             guard !call.isNil(i) else { op(o).recordZonesToSave = nil; return }
             try call.table(i)
-            op(o).recordZonesToSave = try (0..<call.length(i)).map { n in
-                call.element(i, n + 1)
+            op(o).recordZonesToSave = try (0..<call.listLength(i)).map { n in
+                try call.element(i, n + 1)
                 defer { call.state.pop() }
                 if let s = call.state.string(at: -1) { return s }
                 return try zoneID(call, -1, position: i, defaultOwner: { "" }).zoneName
@@ -372,8 +372,8 @@ extension Bindings {
                              guard let d = op(o).database else { throw LuaRaise.message("set op.database before zone names, or pass zone IDs") }
                              return try d.container.session.account.userRecordID
                          }
-                         op(o).recordZoneIDsToDelete = try (0..<call.length(i)).map { n in
-                             call.element(i, n + 1)
+                         op(o).recordZoneIDsToDelete = try (0..<call.listLength(i)).map { n in
+                             try call.element(i, n + 1)
                              defer { call.state.pop() }
                              return try zoneID(call, -1, position: i, defaultOwner: owner)
                          }

@@ -53,6 +53,7 @@ extension Bindings {
         lua_pushnil(call.L)
         while lua_next(call.L, abs) != 0 {
             defer { call.state.pop() }
+            try call.state.budgetStep()
             guard let key = call.state.string(at: -2), lua_type(call.L, -2) == LUA_TSTRING else {
                 throw call.argumentError(i > 0 ? i : 1, "field names must be strings, got \(call.typeName(-2))")
             }
@@ -186,8 +187,8 @@ extension Bindings {
     func list<T>(_ call: LuaCall, _ i: Int32, _ read: (Int) throws -> T) throws -> [T] {
         try call.table(i)
         let abs = lua_absindex(call.L, i)
-        return try (0..<call.length(abs)).map { n in
-            call.element(abs, n + 1)
+        return try (0..<call.listLength(abs)).map { n in
+            try call.element(abs, n + 1)
             defer { call.state.pop() }
             return try read(n)
         }

@@ -285,6 +285,7 @@ extension Bindings {
             lua_pushnil(L)
             while lua_next(L, abs) != 0 {
                 count += 1
+                try call.state.budgetStep()
                 let fits = lua_isinteger(L, -2) != 0 && (1...max(n, 1)).contains(Int(clua_tointeger(L, -2)))
                 call.state.pop()
                 guard fits else {
@@ -300,7 +301,7 @@ extension Bindings {
             var items: [FieldValue] = []
             items.reserveCapacity(n)
             for m in 0..<n {
-                call.element(abs, m + 1)
+                try call.element(abs, m + 1)
                 defer { call.state.pop() }
                 if let v = try fieldValue(call, -1, key: "\(key)[\(m + 1)]", position: position, inList: true) { items.append(v) }
             }

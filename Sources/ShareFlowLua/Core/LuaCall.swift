@@ -171,21 +171,31 @@ public struct LuaCall {
     }
 
     /// Every string key of the table at `i`, to reject unknown fields.
-    public func keys(_ i: Int32) -> [String] {
+    public func keys(_ i: Int32) throws -> [String] {
         let abs = lua_absindex(L, i)
         var keys: [String] = []
         guard lua_type(L, abs) == LUA_TTABLE else { return keys }
         lua_pushnil(L)
         while lua_next(L, abs) != 0 {
+            defer { state.pop() }
+            try state.budgetStep()
             if lua_type(L, -2) == LUA_TSTRING, let k = state.string(at: -2) { keys.append(k) }
-            state.pop()
         }
         return keys
     }
 
-    /// Throws when the table at `i` has a string key outside `allowed`.
+    /// Throws when the table at `i` has a string key outside `allowed`: at the first one, so a
+    /// table of a million keys is not copied first.
     public func checkKeys(_ i: Int32, allowed: Set<String>) throws {
-        for k in keys(i) where !allowed.contains(k) {
+        let abs = lua_absindex(L, i)
+        guard lua_type(L, abs) == LUA_TTABLE else { return }
+        try state.checkStack(3)
+        lua_pushnil(L)
+        while lua_next(L, abs) != 0 {
+            state.pop()
+            try state.budgetStep()
+            guard lua_type(L, -1) == LUA_TSTRING, let k = state.string(at: -1), !allowed.contains(k) else { continue }
+            state.pop()
             throw argumentError(i, "unknown field '\(k)' (expected one of: \(allowed.sorted().joined(separator: ", ")))")
         }
     }
@@ -193,9 +203,26 @@ public struct LuaCall {
     /// Length of the sequence part of the table at `i`.
     public func length(_ i: Int32) -> Int { Int(lua_rawlen(L, i)) }
 
-    /// Pushes `t[n]` (raw) and returns its type.
+    /// The most items a list given to a host function for the engine to work through may
+    /// hold: the engine's own batch limit (R22), so a call's Swift work stays in proportion
+    /// to the budget that Lua code is held to.
+    public static let maxListItems = 400
+
+    /// The length of the list at `i` (a positive index) that the engine will work through:
+    /// at most `maxListItems`.
+    public func listLength(_ i: Int32) throws -> Int {
+        let n = length(i)
+        guard n <= LuaCall.maxListItems else {
+            throw argumentError(i, "a list of at most \(LuaCall.maxListItems) items expected, got \(n)")
+        }
+        return n
+    }
+
+    /// Pushes `t[n]` (raw) and returns its type. Loops over a caller's list call this for each
+    /// item, so it is where the CPU budget is checked as they go.
     @discardableResult
-    public func element(_ i: Int32, _ n: Int) -> Int32 {
+    public func element(_ i: Int32, _ n: Int) throws -> Int32 {
+        try state.budgetStep()
         guard lua_type(L, i) == LUA_TTABLE else { lua_pushnil(L); return LUA_TNIL }
         return lua_rawgeti(L, i, lua_Integer(n))
     }

@@ -63,10 +63,22 @@ public final class LuaState {
     /// Per-state data that bindings hang on the state (class metatables and so on).
     public var extensions: [ObjectIdentifier: AnyObject] = [:]
 
+    /// Which of Lua's libraries a new state opens.
+    public enum Libraries: Sendable {
+        /// All of them (`luaL_openlibs`): trusted scripts.
+        case standard
+        /// The sandbox's allow-list (SPEC §8, `sf_open_sandbox`): plugins, `run --sandbox`,
+        /// configuration files. `io`, `os` (but its time functions), `debug` and `package`'s
+        /// loaders are never opened; `Sandbox.apply` adds `require` and the rest.
+        case sandbox
+        /// None.
+        case none
+    }
+
     /// - Parameters:
     ///   - memoryLimit: bytes this state may hold at most (0: no limit).
-    ///   - openLibraries: open Lua's standard libraries.
-    public init(memoryLimit: Int = 0, openLibraries: Bool = true) throws {
+    ///   - libraries: which of Lua's libraries to open.
+    public init(memoryLimit: Int = 0, libraries: Libraries = .standard) throws {
         _ = LuaState.installed
         limits = .allocate(capacity: 1)
         limits.initialize(to: sf_limits())
@@ -80,7 +92,15 @@ public final class LuaState {
         lifetime.L = L
         clua_getextraspace(L).storeBytes(of: Unmanaged.passUnretained(self).toOpaque(),
                                          as: UnsafeMutableRawPointer.self)
-        if openLibraries { luaL_openlibs(L) }
+        switch libraries {
+        case .standard: luaL_openlibs(L)
+        case .sandbox:
+            // Every stored property is set by now: a throw runs deinit, which closes the state.
+            guard sf_open_sandbox(L) == LUA_OK else {
+                throw LuaError(kind: .memory, message: "cannot create a Lua state (out of memory)")
+            }
+        case .none: break
+        }
         lua_createtable(L, 0, 0)
         lua_createtable(L, 0, 1)
         lua_pushstring(L, "v")
@@ -202,6 +222,17 @@ public final class LuaState {
     public func checkBudget() throws {
         guard sf_budget_spent(limits) != 0 else { return }
         throw LuaRaise.message(sf_budget_interrupted(limits) != 0 ? "interrupted" : budgetReason)
+    }
+
+    /// Steps of host work over caller data since the last budget check.
+    @exclusivity(unchecked) private var steps = 0
+
+    /// One step of host work over caller data (an item of a list, a key of a table): every
+    /// 256th checks the budget, so a loop in Swift over a long list stops with the call.
+    @inline(__always)
+    public func budgetStep() throws {
+        steps &+= 1
+        if steps & 255 == 0 { try checkBudget() }
     }
 
     /// Ends the running Lua code with "interrupted" (Ctrl-C); safe from a signal handler.
@@ -342,6 +373,7 @@ public final class LuaState {
                        budget: inout Int) throws -> LuaValue {
         budget -= 1
         guard budget >= 0 else { throw LuaError(message: "\(function): more than \(LuaState.maxValues) values to copy") }
+        try budgetStep()
         switch lua_type(L, index) {
         case LUA_TNIL, LUA_TNONE: return .nil
         case LUA_TBOOLEAN: return .boolean(lua_toboolean(L, index) != 0)

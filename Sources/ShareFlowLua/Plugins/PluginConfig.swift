@@ -41,7 +41,7 @@ public struct PluginConfig {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw PluginError("cannot read config file \(path)")
         }
-        let lua = try LuaState()
+        let lua = try LuaState(libraries: .sandbox)
         try Sandbox.apply(to: lua, folder: (path as NSString).deletingLastPathComponent) { _ in }
         let results: [LuaValue]
         do {

@@ -1,151 +1,100 @@
 import CLua
 import Foundation
 
-/// What a plugin's Lua state may use (SPEC §8): no `io`, `os` reduced to time functions, no
-/// `debug`, text-only `load`, `require` confined to the plugin's folder (Lua files only),
-/// `print` to the log. Each plugin has its own state, so its string metatable and library
-/// tables are its own: it cannot alter them for others.
+/// What a plugin's Lua state may use (SPEC §8). The state is made with
+/// `LuaState(libraries: .sandbox)`, which opens Lua's libraries from an allow-list in C
+/// (`sf_open_sandbox`: no `io`, `os` reduced to its time functions, no `debug`, a `package`
+/// with no loaders, text-only `load`, a `setmetatable` that refuses `__gc`); this adds what
+/// needs the host: `require` confined to the plugin's folder (Lua files only), `print` to the
+/// log, an `xpcall` whose handler runs under the budget, and the budget-checking library
+/// functions. Each plugin has its own state, so its string metatable and library tables are
+/// its own: it cannot alter them for others.
 enum Sandbox {
     /// - Parameter print: where `print` goes (nil: standard output, as for a sandboxed script).
     static func apply(to lua: LuaState, folder: String, print: ((String) -> Void)?) throws {
         lua.trackCoroutines()
-        if let print {
-            lua.push(function: "print") { call in
-                var parts: [String] = []
-                for i in 1...max(call.count, 1) where call.count > 0 { parts.append(ShareFlowModule.describe(call.state, at: i)) }
-                print(parts.joined(separator: "\t"))
-                return 0
-            }
-        } else {
-            lua_getglobal(lua.L, "print")
-        }
-        let printIndex = lua.top
+        try lua.checkStack(4)
         try lua.load(prelude, chunkName: "=[sandbox]")
-        lua.push(string: folder)
-        lua_pushvalue(lua.L, printIndex)
         lua.push(function: "require") { call in
             let name = try call.string(1)
             switch ModuleFile.read(module: name, in: folder) {
             case .success(let (bytes, path)):
+                try call.state.checkStack(2)
                 bytes.withUnsafeBytes { buf in
                     _ = lua_pushlstring(call.L, buf.baseAddress?.assumingMemoryBound(to: CChar.self), buf.count)
                 }
                 call.state.push(string: path)
             case .failure(let reason):
+                try call.state.checkStack(2)
                 lua_pushnil(call.L)
                 call.state.push(string: reason.description)
             }
             return 2
         }
-        try lua.call(arguments: 3, results: 0)
-        lua.pop()
+        if let print {
+            lua.push(function: "print") { call in
+                var parts: [String] = []
+                var bytes = 0
+                for i in 1...max(call.count, 1) where call.count > 0 {
+                    let part = ShareFlowModule.describe(call.state, at: i)
+                    bytes += part.utf8.count
+                    parts.append(part)
+                    if bytes > Sandbox.maxPrintBytes { break }
+                }
+                print(parts.joined(separator: "\t"))
+                return 0
+            }
+        } else {
+            lua_pushnil(lua.L)
+        }
+        try lua.call(arguments: 2, results: 0)
     }
 
+    /// What one `print` of a plugin may hand the log before `limits.logKiB` cuts it (the
+    /// parts past this are not even described).
+    static let maxPrintBytes = 1 << 20
+
+    /// Every value the prelude captures is itself on the allow-list (the reachability test
+    /// walks upvalues too).
     static let prelude = """
-        local folder, print_, readModule_ = ...
-        local load_, type_, error_, rawget_, setmetatable_ = load, type, error, rawget, setmetatable
-        local maxChunk = 1024 * 1024
-        local os_ = os
-        os = { time = os_.time, clock = os_.clock, date = os_.date, difftime = os_.difftime }
-        local debugSetmetatable, debugGetmetatable, next_, find_ = debug.setmetatable, debug.getmetatable, next, string.find
-        io, debug, dofile, loadfile = nil, nil, nil, nil
-        print = print_
-        -- Text only: a binary chunk is refused whatever mode the caller asks for. Parsing runs
-        -- in C, out of the budget's reach, so a chunk is at most 1 MiB.
-        load = function(chunk, name, mode, env)
-          if type_(chunk) == "string" then
-            if #chunk > maxChunk then return nil, "load: chunk larger than 1 MiB" end
-          elseif type_(chunk) == "function" then
-            local reader, total = chunk, 0
-            chunk = function()
-              local piece = reader()
-              if type_(piece) == "string" then
-                total = total + #piece
-                if total > maxChunk then error_("load: chunk larger than 1 MiB", 0) end
-              end
-              return piece
-            end
-          end
-          return load_(chunk, name, "t", env)
-        end
+        local readModule_, print_ = ...
+        local load_, type_, error_, select_, pcall_ = load, type, error, select, pcall
+        local pack, unpack = table.pack, table.unpack
+        local loaded, preload = package.loaded, package.preload
+        if print_ ~= nil then print = print_ end
         -- xpcall's handler would run where the error is raised; a budget's error is raised from
         -- a hook, where Lua runs no hooks, so a looping handler could never be stopped. Here the
         -- handler runs after the failed call has unwound (plugins have no debug library to
         -- look at the stack anyway), under the budget like any other code.
-        local pcall_, pack, unpack = pcall, table.pack, table.unpack
         xpcall = function(f, handler, ...)
           local r = pack(pcall_(f, ...))
           if r[1] then return unpack(r, 1, r.n) end
-          return false, select(2, pcall_(handler, r[2]))
-        end
-        -- Metatables as they are when set. The garbage collector reads two fields of a live
-        -- metatable in C, where no hook runs: __gc (a finalizer no budget can stop) and __mode
-        -- (weak keys alone make ephemeron tables, whose collection can take seconds). So a
-        -- table gets a copy of the metatable given, checked, which the plugin never holds:
-        -- getmetatable still answers the table it gave, but fields set on it afterwards do not
-        -- reach the table (__index = mt, the usual class idiom, still finds later methods).
-        local copies = setmetatable_({}, { __mode = "kv" })  -- copy -> the plugin's metatable (no ephemerons here either)
-        setmetatable = function(t, mt)
-          if type_(t) ~= "table" then
-            error_("bad argument #1 to 'setmetatable' (table expected, got " .. type_(t) .. ")", 2)
-          end
-          if mt ~= nil and type_(mt) ~= "table" then
-            error_("bad argument #2 to 'setmetatable' (nil or table expected)", 2)
-          end
-          local current = debugGetmetatable(t)
-          if current ~= nil then
-            local given = copies[current]
-            if (given and rawget_(given, "__metatable") ~= nil) or (not given and rawget_(current, "__metatable") ~= nil) then
-              error_("cannot change a protected metatable", 2)
-            end
-          end
-          if mt == nil then
-            debugSetmetatable(t, nil)
-            return t
-          end
-          if rawget_(mt, "__gc") ~= nil then
-            error_("bad argument #2 to 'setmetatable' (plugins cannot set __gc finalizers)", 2)
-          end
-          local mode = rawget_(mt, "__mode")
-          if type_(mode) == "string" and find_(mode, "k", 1, true) and not find_(mode, "v", 1, true) then
-            error_("bad argument #2 to 'setmetatable' (plugins cannot make tables with weak keys only; use __mode = 'kv')", 2)
-          end
-          local copy = {}
-          for k, v in next_, mt do copy[k] = v end
-          if rawget_(mt, "__metatable") == nil then copy.__metatable = mt end
-          copies[copy] = mt
-          debugSetmetatable(t, copy)
-          return t
-        end
-        local collect = collectgarbage
-        collectgarbage = function(opt, ...)
-          -- A full collection runs in C for as long as the heap is big (about 2 ms per MiB):
-          -- past 8 MiB a plugin gets one incremental step instead, which the budget can follow.
-          if opt == nil or opt == "collect" or opt == "step" then
-            if collect("count") > 8192 then return collect("step", 0) end
-            return collect(opt, ...)
-          end
-          if opt == "count" or opt == "isrunning" then
-            return collect(opt, ...)
-          end
-          error_("collectgarbage('" .. tostring(opt) .. "') is not available to plugins", 2)
+          return false, select_(2, pcall_(handler, r[2]))
         end
         -- require: Lua files inside the plugin's folder, loaded as text. The host finds and
         -- reads the file (no symbolic link, regular files of at most 1 MiB); nothing here calls
         -- a global or a string method the plugin could have replaced.
-        local function searcher(name)
-          if type_(name) ~= "string" then return "\\n\\tmodule names are strings" end
-          local text, path = readModule_(name)
-          if not text then return "\\n\\t" .. path end
-          local chunk, err = load_(text, "@" .. path, "t")
-          if not chunk then error_(err, 0) end
-          return chunk, path
+        require = function(name)
+          if type_(name) ~= "string" then
+            error_("bad argument #1 to 'require' (string expected, got " .. type_(name) .. ")", 2)
+          end
+          local module = loaded[name]
+          if module then return module end
+          local loader, extra = preload[name], ":preload:"
+          if loader == nil then
+            local text, path = readModule_(name)
+            if not text then error_("module '" .. name .. "' not found:\\n\\t" .. path, 2) end
+            local chunk, err = load_(text, "@" .. path, "t")
+            if not chunk then
+              error_("error loading module '" .. name .. "' from file '" .. path .. "':\\n\\t" .. err, 2)
+            end
+            loader, extra = chunk, path
+          end
+          local result = loader(name, extra)
+          if result ~= nil then loaded[name] = result end
+          if loaded[name] == nil then loaded[name] = true end
+          return loaded[name], extra
         end
-        package.searchers = { package.searchers[1], searcher }
-        package.loadlib = nil
-        package.searchpath = nil
-        package.cpath = ""
-        package.path = ""
         """
 }
 
