@@ -18,7 +18,7 @@ void *sf_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
      * a C function that allocates (string.rep, table.concat, load) stops with the call. */
     if (nsize > old && lim->host_depth == 0) {
         if (SF_GET(lim->expired)) return NULL;
-        if (lim->limit && lim->used - old + nsize > lim->limit) return NULL;
+        if (lim->limit && lim->used + lim->host_bytes - old + nsize > lim->limit) return NULL;
     }
     void *p = realloc(ptr, nsize);
     if (p == NULL) return NULL;
@@ -28,9 +28,9 @@ void *sf_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 }
 
 void sf_charge_host_growth(lua_State *L, sf_limits *lim) {
-    if (lim == NULL || lim->limit == 0 || lim->host_depth != 0 || lim->used <= lim->limit) return;
-    lua_gc(L, LUA_GCCOLLECT);
-    if (lim->used > lim->limit)
+    if (lim == NULL || lim->limit == 0 || lim->host_depth != 0 || lim->used + lim->host_bytes <= lim->limit) return;
+    lua_gc(L, LUA_GCCOLLECT);  /* host objects no longer held give their charge back here */
+    if (lim->used + lim->host_bytes > lim->limit)
         luaL_error(L, "not enough memory (limit of %d KiB reached)", (int)(lim->limit / 1024));
 }
 

@@ -32,7 +32,7 @@ static int sf_trampoline(lua_State *L) {
     int n = sf_dispatch(L, *slot);
     if (lim) lim->host_depth--;
     if (n == SF_SWIFT_ERROR) return lua_error(L);
-    if (lim && lim->limit && lim->host_depth == 0 && lim->used > lim->limit) {
+    if (lim && lim->limit && lim->host_depth == 0 && lim->used + lim->host_bytes > lim->limit) {
         lua_settop(L, 0);
         sf_charge_host_growth(L, lim);
     }
@@ -76,10 +76,39 @@ void sf_push_class_index(lua_State *L) {
     lua_pushcclosure(L, sf_class_index, 2);
 }
 
+/* A host object's userdata: the retained object first (what sf_to_object and Swift read),
+ * then what it is charged against the state's cap. */
+typedef struct sf_object_slot {
+    void *object;
+    size_t charge;
+} sf_object_slot;
+
 void sf_push_object(lua_State *L, void *object, const char *tname) {
-    void **slot = (void **)lua_newuserdatauv(L, sizeof(void *), 0);
-    *slot = object;
+    sf_object_slot *slot = (sf_object_slot *)lua_newuserdatauv(L, sizeof(sf_object_slot), 0);
+    slot->object = object;
+    slot->charge = 0;
     luaL_setmetatable(L, tname);
+}
+
+static int sf_object_gc(lua_State *L) {
+    sf_object_slot *slot = (sf_object_slot *)lua_touserdata(L, 1);
+    if (slot == NULL || lua_rawlen(L, 1) != sizeof(sf_object_slot)) return 0;
+    sf_limits *lim = sf_limits_of(L);
+    if (lim) lim->host_bytes -= slot->charge;
+    slot->charge = 0;
+    if (slot->object) {
+        sf_release(slot->object);
+        slot->object = NULL;
+    }
+    return 0;
+}
+
+void sf_charge_object(lua_State *L, int idx, size_t bytes) {
+    sf_object_slot *slot = (sf_object_slot *)lua_touserdata(L, idx);
+    sf_limits *lim = sf_limits_of(L);
+    if (slot == NULL || lim == NULL || lua_rawlen(L, idx) != sizeof(sf_object_slot)) return;
+    lim->host_bytes = lim->host_bytes - slot->charge + bytes;
+    slot->charge = bytes;
 }
 
 int sf_push_cached_object(lua_State *L, int cache, void *address) {
@@ -102,10 +131,46 @@ void *sf_to_object(lua_State *L, int idx) {
 }
 
 void sf_set_gc(lua_State *L) {
-    lua_pushcfunction(L, sf_box_gc);
+    lua_pushcfunction(L, sf_object_gc);
     lua_setfield(L, -2, "__gc");
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, SF_OBJECT_KEY);
+}
+
+/* luaL_traceback finds the last level by a search of lua_getstack calls, each walking the
+ * stack from the top: on a stack a million levels deep (unbounded recursion) that took half a
+ * second in the message handler, where no budget reaches. Past SF_TRACEBACK_DEPTH levels, the
+ * first ten are shown and the rest summed up. */
+#define SF_TRACEBACK_DEPTH 1000
+
+static void bounded_traceback(lua_State *L, const char *msg, int level) {
+    lua_Debug ar;
+    if (!lua_getstack(L, level + SF_TRACEBACK_DEPTH, &ar)) {
+        luaL_traceback(L, L, msg, level);
+        return;
+    }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    if (msg) {
+        luaL_addstring(&b, msg);
+        luaL_addchar(&b, '\n');
+    }
+    luaL_addstring(&b, "stack traceback:");
+    for (int i = level; i < level + 10 && lua_getstack(L, i, &ar); i++) {
+        lua_getinfo(L, "Slnt", &ar);
+        if (ar.currentline <= 0) lua_pushfstring(L, "\n\t%s: in ", ar.short_src);
+        else lua_pushfstring(L, "\n\t%s:%d: in ", ar.short_src, ar.currentline);
+        luaL_addvalue(&b);
+        if (*ar.namewhat != '\0') lua_pushfstring(L, "%s '%s'", ar.namewhat, ar.name);
+        else if (*ar.what == 'm') lua_pushliteral(L, "main chunk");
+        else if (*ar.what != 'C') lua_pushfstring(L, "function <%s:%d>", ar.short_src, ar.linedefined);
+        else lua_pushliteral(L, "?");
+        luaL_addvalue(&b);
+        if (ar.istailcall) luaL_addstring(&b, "\n\t(...tail calls...)");
+    }
+    lua_pushfstring(L, "\n\t...\t(the stack is more than %d levels deep; the rest is not shown)", SF_TRACEBACK_DEPTH);
+    luaL_addvalue(&b);
+    luaL_pushresult(&b);
 }
 
 /* An error value the host raised (an `Error` table: code, codeNumber, message) as the line a
@@ -143,7 +208,7 @@ int sf_traceback(lua_State *L) {
         else
             msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
-    luaL_traceback(L, L, msg, 1);
+    bounded_traceback(L, msg, 1);
     if (lim) lim->host_depth--;
     return 1;
 }

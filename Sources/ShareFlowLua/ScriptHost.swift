@@ -38,6 +38,46 @@ public final class ScriptHost {
     /// The plugins of this process, for `shareflow.plugins` in trusted scripts.
     public var plugins: PluginManager?
 
+    /// Bytes of log one call into this state may write (`limits.logKiB`, SPEC §8); nil: no
+    /// bound (trusted scripts). Past it, the rest of the call's output is dropped and one line
+    /// says how much.
+    public var logLimit: Int?
+    /// The call (`sf_limits.calls`) the counts below belong to.
+    private var logCall: UInt64 = 0
+    private var loggedBytes = 0
+    private(set) var droppedLogBytes = 0
+
+    /// Writes a line of this state's log (`sf.log.*`, a plugin's `print`) within `logLimit`.
+    func log(_ level: Logger.Level, _ text: String) {
+        guard let limit = logLimit else { return logger.log(level: level, "\(prefixed(text))") }
+        let call = UInt64(lua.limits.pointee.calls)
+        if call != logCall {
+            reportDroppedLog()
+            logCall = call
+            loggedBytes = 0
+        }
+        let n = text.utf8.count
+        if droppedLogBytes == 0 && loggedBytes + n <= limit {
+            loggedBytes += n
+            return logger.log(level: level, "\(prefixed(text))")
+        }
+        let room = droppedLogBytes == 0 ? max(limit - loggedBytes, 0) : 0
+        if room > 0 { logger.log(level: level, "\(prefixed(String(decoding: text.utf8.prefix(room), as: UTF8.self)))") }
+        loggedBytes = limit
+        droppedLogBytes += n - room
+    }
+
+    /// The one line that says how much of a call's log was dropped (at the call's end).
+    func reportDroppedLog() {
+        guard droppedLogBytes > 0, let limit = logLimit else { return }
+        logger.warning("\(prefixed("log limit of \(limit / 1024) KiB per call reached: \(droppedLogBytes) bytes dropped"))")
+        droppedLogBytes = 0
+    }
+
+    private func prefixed(_ text: String) -> String {
+        labelPrefix.isEmpty ? text : "[\(labelPrefix.dropLast())] \(text)"
+    }
+
     /// - Parameters:
     ///   - memoryLimit: the state's memory cap in bytes (0: none).
     ///   - labelPrefix: prefixes the names of observers and policies registered here.
@@ -55,9 +95,7 @@ public final class ScriptHost {
         lua.guardsWrites = sandboxFolder != nil && !labelPrefix.isEmpty
         if let folder = sandboxFolder {
             // A plugin's print goes to the log; a sandboxed script keeps standard output.
-            let log: ((String) -> Void)? = labelPrefix.isEmpty ? nil : { [logger = engine.logger, name = String(labelPrefix.dropLast())] text in
-                logger.info("[\(name)] \(text)")
-            }
+            let log: ((String) -> Void)? = labelPrefix.isEmpty ? nil : { [unowned self] text in self.log(.info, text) }
             try Sandbox.apply(to: lua, folder: folder, print: log)
         }
         try installModule()

@@ -41,6 +41,10 @@ int sf_push_cached_object(lua_State *L, int cache, void *address);
 void *sf_to_object(lua_State *L, int idx);
 /* Adds __gc (release) to the metatable on top of the stack. */
 void sf_set_gc(lua_State *L);
+/* Sets what the host object in the userdata at idx costs the state (the Swift memory behind
+ * it: a record's fields), counted with the state's own bytes against its memory cap until
+ * the userdata is collected. Checked when control returns to Lua (sf_charge_host_growth). */
+void sf_charge_object(lua_State *L, int idx, size_t bytes);
 
 /* Traceback message handler for lua_pcall. */
 int sf_traceback(lua_State *L);
@@ -91,7 +95,8 @@ int sf_verdict_deny(lua_State *L);
 
 struct sf_limits {
     size_t used;
-    size_t limit;          /* 0 = no limit */
+    size_t limit;          /* 0 = no limit; counts used + host_bytes */
+    size_t host_bytes;     /* what host objects the state keeps alive cost (sf_charge_object) */
     size_t peak;
     int host_depth;
     /* Shared with the watchdog thread and the SIGINT handler: C reads and writes them

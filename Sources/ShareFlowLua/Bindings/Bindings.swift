@@ -237,7 +237,7 @@ package final class Bindings {
             .method("addContacts") { [unowned self] call, a in
                 try call.table(2)
                 var contacts: [(value: String, identifier: String?)] = []
-                for n in 0..<(try call.listLength(2)) {
+                for n in 0..<call.length(2) {
                     let t = try call.element(2, n + 1)
                     defer { call.state.pop() }
                     if t == LUA_TSTRING {

@@ -21,6 +21,7 @@ extension Bindings {
                       set: { [unowned self] call, r, i in
                           try call.table(i)
                           r.fields = try fieldTable(call, i)
+                          call.state.recharge(at: 1)
                       })
             .property("parent", get: { [unowned self] _, r in push(r.parent) },
                       set: { [unowned self] call, r, i in
@@ -39,6 +40,7 @@ extension Bindings {
             .method("set", mutating: true) { [unowned self] call, r in
                 let key = try call.string(2)
                 r.fields[key] = try fieldValue(call, 3, key: key, position: 3)
+                call.state.recharge(at: 1)
                 return 0
             }
         if R.self == Record.self {
@@ -77,6 +79,7 @@ extension Bindings {
                 }
                 let key = try call.string(2)
                 view.record.fields[key] = try fieldValue(call, 3, key: key, position: 3)
+                call.state.recharge(at: 1)
                 return 0
             }
             .metamethod("__pairs") { [unowned self] call in

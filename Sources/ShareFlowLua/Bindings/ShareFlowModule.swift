@@ -69,10 +69,14 @@ package enum ShareFlowModule {
         for (name, level) in levels {
             lua.push(function: "log.\(name)") { [unowned host] call in
                 var parts: [String] = []
+                var bytes = 0
                 for i in 1...max(call.count, 1) where call.count > 0 {
-                    parts.append(describe(call.state, at: i))
+                    let part = describe(call.state, at: i)
+                    bytes += part.utf8.count
+                    parts.append(part)
+                    if bytes > Sandbox.maxPrintBytes { break }  // past the per-call allowance anyway
                 }
-                host.logger.log(level: level, "\(parts.joined(separator: " "))")
+                host.log(level, parts.joined(separator: " "))
                 return 0
             }
             lua_setfield(L, -2, name)
@@ -93,7 +97,14 @@ package enum ShareFlowModule {
             if call.field(1, "phones") != LUA_TNIL { phones += try b.stringList(call, -1) }
             call.state.pop()
             var name = NameComponents()
-            if call.field(1, "name") == LUA_TTABLE { name = try b.nameComponents(call, -1, position: 1) }
+            switch call.field(1, "name") {
+            case LUA_TNIL: break
+            case LUA_TTABLE: name = try b.nameComponents(call, -1, position: 1)
+            default:
+                let got = call.typeName(-1)
+                call.state.pop()
+                throw call.argumentError(1, "field 'name' must be a table of name components ({ given = …, family = … }), got \(got)")
+            }
             call.state.pop()
             let discoverable = try call.booleanField(1, "discoverable") ?? false
             let account = try b.raising { try b.engine.accounts.create(emails: emails, phones: phones, name: name, discoverable: discoverable) }

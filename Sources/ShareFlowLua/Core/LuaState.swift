@@ -522,11 +522,23 @@ public final class LuaState {
         if sf_push_cached_object(L, objectCacheRef, address) != 0 { return }
         lua_rawgeti(L, clua_registryindex(), lua_Integer(objectCacheRef))
         sf_push_object(L, object.retain().toOpaque(), typeName)
+        // Under a memory cap, what the object holds in Swift counts against it while Lua keeps
+        // the object (SPEC §8): a plugin cannot grow the host past its cap through records.
+        if limits.pointee.limit != 0, let costly = object.takeUnretainedValue() as? HostMemoryCost {
+            sf_charge_object(L, -1, costly.hostBytes)
+        }
         lua_pushlightuserdata(L, address)
         lua_pushvalue(L, -2)
         lua_rawset(L, -4)
         lua_copy(L, -1, -2)
         pop()
+    }
+
+    /// Charges the object at `index` again after it changed (a record's fields were set).
+    public func recharge(at index: Int32) {
+        guard limits.pointee.limit != 0, let raw = sf_to_object(L, index) else { return }
+        guard let costly = Unmanaged<AnyObject>.fromOpaque(raw).takeUnretainedValue() as? HostMemoryCost else { return }
+        sf_charge_object(L, index, costly.hostBytes)
     }
 
     /// The Swift object at `index` if it is userdata of `typeName`.

@@ -23,6 +23,8 @@ public struct PluginConfig {
     public var memoryMiB: Double = 64
     /// Disk each plugin's data folder may hold (`ctx.appendFile`).
     public var diskMiB: Double = 64
+    /// KiB of log one plugin call may write (SPEC §8).
+    public var logKiB: Double = 64
     /// `shareflow serve`: requests per user token (or API token, without one) in a window of
     /// `perSeconds`; nil: no limit (SPEC §13).
     public var rateLimit: (requests: Int, perSeconds: Double)?
@@ -87,10 +89,10 @@ public struct PluginConfig {
         if let limits = root["limits"] {
             guard case .table(let t) = limits else { throw PluginError("config file \(path): 'limits' must be a table") }
             // Bounds a deployment can want; outside them a typo, not a setting.
-            let ranges: [String: ClosedRange<Double>] = ["cpuMillis": 1...60_000, "memoryMiB": 1...16_384, "diskMiB": 0...1_048_576]
+            let ranges: [String: ClosedRange<Double>] = ["cpuMillis": 1...60_000, "memoryMiB": 1...16_384, "diskMiB": 0...1_048_576, "logKiB": 1...1_048_576]
             for (key, value) in t.hash {
                 guard case .string(let name) = key, let range = ranges[name] else {
-                    throw PluginError("config file \(path): unknown key limits.\(key) (expected cpuMillis, memoryMiB, diskMiB)")
+                    throw PluginError("config file \(path): unknown key limits.\(key) (expected cpuMillis, memoryMiB, diskMiB, logKiB)")
                 }
                 guard let n = ConfigField.number(value), n.isFinite, range.contains(n) else {
                     throw PluginError("config file \(path): limits.\(name) must be a number from \(ConfigField.format(range.lowerBound)) to \(ConfigField.format(range.upperBound)), got \(value)")
@@ -98,6 +100,7 @@ public struct PluginConfig {
                 switch name {
                 case "cpuMillis": cpuMillis = n
                 case "memoryMiB": memoryMiB = n
+                case "logKiB": logKiB = n
                 default: diskMiB = n
                 }
             }

@@ -196,6 +196,7 @@ public final class PluginManager {
         let host = try ScriptHost(engine: engine, memoryLimit: Int(config.memoryMiB * 1024 * 1024),
                                   labelPrefix: PluginManager.prefix(name), sandboxFolder: folder)
         host.lua.cpuBudget = budget
+        host.logLimit = Int(config.logKiB * 1024)
         host.budgetReason = "plugin '\(name)': CPU budget of \(ConfigField.format(config.cpuMillis)) ms exceeded"
         host.plugins = nil
         return host
@@ -217,7 +218,7 @@ public final class PluginManager {
         guard data.count <= ModuleFile.maxBytes else { throw PluginError("\(path) is larger than 1 MiB") }
         let lua = host.lua
         let base = lua.top
-        defer { lua.top = base }
+        defer { lua.top = base; host.reportDroppedLog() }
         try lua.load(String(decoding: data, as: UTF8.self), chunkName: "@" + path)
         try lua.guardedCall(arguments: 0, results: 1)
         var value = LuaValue.nil
@@ -283,6 +284,8 @@ public final class PluginManager {
         let base = lua.top
         defer { lua.top = base }
         let dataFolder = (dataDirectory as NSString).appendingPathComponent(name)
+        // The log line a flood in setup earned, once setup is over (hooks report theirs).
+        defer { host.reportDroppedLog() }
         do {
             try lua.protected { lua in
                 let L = lua.L
