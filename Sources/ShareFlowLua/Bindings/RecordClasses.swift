@@ -52,6 +52,7 @@ extension Bindings {
     func fieldTable(_ call: LuaCall, _ i: Int32) throws -> [String: FieldValue] {
         var fields: [String: FieldValue] = [:]
         let abs = lua_absindex(call.L, i)
+        call.state.beginCopy()
         lua_pushnil(call.L)
         while lua_next(call.L, abs) != 0 {
             defer { call.state.pop() }
@@ -59,7 +60,7 @@ extension Bindings {
             guard let key = call.state.string(at: -2), lua_type(call.L, -2) == LUA_TSTRING else {
                 throw call.argumentError(i > 0 ? i : 1, "field names must be strings, got \(call.typeName(-2))")
             }
-            fields[key] = try fieldValue(call, -1, key: key, position: abs)
+            fields[key] = try fieldValue(call, -1, key: key, position: abs, fresh: false)
         }
         return fields
     }

@@ -233,7 +233,9 @@ extension Bindings {
     /// `sf.Bytes`, `sf.Date`, `sf.Location`, `sf.Reference`, a record or recordID (a reference),
     /// or a list of these. Anything else (a dictionary, a sparse list, a list of lists, a
     /// function) is an error naming the field.
-    func fieldValue(_ call: LuaCall, _ i: Int32, key: String, position: Int32) throws -> FieldValue? {
+    /// `fresh`: a conversion of its own (one field set), not a part of a table's (`fieldTable`).
+    func fieldValue(_ call: LuaCall, _ i: Int32, key: String, position: Int32, fresh: Bool = true) throws -> FieldValue? {
+        if fresh { call.state.beginCopy() }
         let value = try fieldValue(call, i, key: key, position: position, inList: false)
         // The engine's own check, so an assignment fails where it is written, not at the save.
         if let value, let problem = value.problem(key: key) { throw call.argumentError(position, problem) }
@@ -247,6 +249,7 @@ extension Bindings {
         case LUA_TSTRING:
             var len = 0
             let p = lua_tolstring(L, i, &len)!
+            try call.state.chargeCopy(len)
             let bytes = UnsafeRawBufferPointer(start: p, count: len)
             guard let s = String(validating: bytes, as: UTF8.self) else {
                 throw call.argumentError(position, "field '\(key)' is not valid UTF-8 text; store bytes with sf.Bytes(s) (R23)")
@@ -333,6 +336,7 @@ extension Bindings {
             }
             var len = 0
             let p = lua_tolstring(L, -1, &len)!
+            try call.state.chargeCopy(len)
             return .bytes(Data(bytes: p, count: len))
         case .date: return .date(Date(timeIntervalSince1970: try number("seconds")))
         case .location: return .location(Location(latitude: try number("latitude"), longitude: try number("longitude")))

@@ -208,11 +208,12 @@ public struct LuaCall {
     /// to the budget that Lua code is held to.
     public static let maxListItems = 400
 
-    /// The length of the list at `i` (a positive index) that the engine will work through:
-    /// at most `maxListItems`.
+    /// The length of the list at `i` (a positive index) that the engine will work through: at
+    /// most `maxListItems` in a state under a CPU budget (a plugin's); trusted scripts, like
+    /// shell scripts, may hand the engine any number.
     public func listLength(_ i: Int32) throws -> Int {
         let n = length(i)
-        guard n <= LuaCall.maxListItems else {
+        guard n <= LuaCall.maxListItems || state.limits.pointee.budget_ns == 0 else {
             throw argumentError(i, "a list of at most \(LuaCall.maxListItems) items expected, got \(n)")
         }
         return n

@@ -235,6 +235,33 @@ public final class LuaState {
         if steps & 255 == 0 { try checkBudget() }
     }
 
+    /// Bytes copied out of Lua by the conversion under way (`beginCopy`), and where the CPU
+    /// budget was last checked.
+    @exclusivity(unchecked) private var copiedBytes = 0
+    @exclusivity(unchecked) private var copiedAtCheck = 0
+
+    /// Starts counting what a conversion copies out of Lua into Swift (`chargeCopy`).
+    public func beginCopy() {
+        copiedBytes = 0
+        copiedAtCheck = 0
+    }
+
+    /// Charges `n` bytes a conversion copies into Swift: one long string the table holds many
+    /// times is copied once per reference, so items alone do not measure the work. The CPU
+    /// budget is checked every 64 KiB copied, and under a memory cap the copy may not take the
+    /// state past it (what the state holds, its host objects and this copy together).
+    @inline(__always)
+    public func chargeCopy(_ n: Int) throws {
+        copiedBytes &+= n
+        guard copiedBytes &- copiedAtCheck >= 65536 else { return }
+        copiedAtCheck = copiedBytes
+        try checkBudget()
+        let lim = limits.pointee
+        if lim.limit != 0 && lim.used + lim.host_bytes + copiedBytes > lim.limit {
+            throw LuaRaise.message("not enough memory (limit of \(lim.limit / 1024) KiB reached)")
+        }
+    }
+
     /// Ends the running Lua code with "interrupted" (Ctrl-C); safe from a signal handler.
     public func interrupt() { sf_limits_expire(limits, 1) }
 
@@ -364,6 +391,7 @@ public final class LuaState {
     public static let maxValues = 100_000
 
     public func value(at index: Int32, function: String = "value") throws -> LuaValue {
+        beginCopy()
         var seen = Set<UnsafeRawPointer>()
         var budget = LuaState.maxValues
         return try value(at: lua_absindex(L, index), seen: &seen, depth: 0, function: function, budget: &budget)
@@ -383,6 +411,7 @@ public final class LuaState {
         case LUA_TSTRING:
             var len = 0
             let p = lua_tolstring(L, index, &len)!
+            try chargeCopy(len)
             let bytes = UnsafeRawBufferPointer(start: p, count: len)
             if let s = String(validating: bytes, as: UTF8.self) { return .string(s) }
             return .bytes(Array(bytes))
