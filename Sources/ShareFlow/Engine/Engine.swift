@@ -131,6 +131,19 @@ public final class Engine: @unchecked Sendable {
         guard policies.hasPolicies(request.point) else { return }
         try policies.check(request, item: item)
     }
+
+    /// Asks the policies in the middle of the write `db`; a denial throws `permissionFailure`.
+    /// Returns whether they changed the store: a policy may call back into the engine, and its
+    /// writes join this transaction's connection. The caller then reads again what it stands
+    /// on (the share, the participant, the zone, the root) before it writes, so a policy that
+    /// deleted it gets ShareFlow's error, not a write the store refuses. Counting the
+    /// connection's changes spares that second read to the policies that only decide.
+    func askPolicies(_ request: PolicyRequest, item: String, db: StoreTransaction) throws -> Bool {
+        guard policies.hasPolicies(request.point) else { return false }
+        let before = db.changeCount
+        try policies.check(request, item: item)
+        return db.changeCount != before
+    }
 }
 
 /// The engine, for a closure that may outlive it, or nil once it is gone. Not a weak

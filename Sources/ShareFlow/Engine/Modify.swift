@@ -249,27 +249,48 @@ extension Engine {
         var fields = share.fields
         var publicPermission = share.publicPermission
 
-        if let existing = stored {
-            me = try participantRow(share: existing.id, account: caller.id, db: db)
-            guard let me else { throw ShareFlowError.unknown("\(item) does not exist") }
+        // A policy may call back into the engine and change the store (its own nested write).
+        // After one did, the save goes on from the store as it is now: the zone, the share, the
+        // caller's place on it and the root are read again and every check made again, so what
+        // a policy deleted is zoneNotFound or unknownItem, never a write the store refuses.
+        func zoneStillExists() throws {
+            guard let now = try db.zone(id: zone.id, publicOwnerName: Engine.publicOwnerName), now.zoneID == zone.zoneID else {
+                throw ShareFlowError(.zoneNotFound, "\(item): zone \(zone.zoneID.zoneName) was deleted while the share was being saved (by a policy)")
+            }
+        }
+        /// The share `before` as stored now, the same share (its URL token) or none.
+        func shareStillExists(_ before: ShareRow) throws -> ShareRow {
+            try zoneStillExists()
+            guard let now = try shareRow(zone: zone, recordName: id.recordName, db: db), now.id == before.id, now.token == before.token else {
+                throw ShareFlowError.unknown("\(item) was deleted while it was being saved (by a policy)")
+            }
+            return now
+        }
+
+        /// The checks of a change to the stored share: the caller may make it, the copy is
+        /// the server's current one (R21); under changedKeys, what it writes.
+        func checkUpdate(_ existing: ShareRow) throws -> ParticipantRow {
+            guard let me = try participantRow(share: existing.id, account: caller.id, db: db) else {
+                throw ShareFlowError.unknown("\(item) does not exist")
+            }
             if me.role != .owner {
                 try SharingRules.require(.manageParticipants, role: me.role, permission: me.permission, status: me.status,
                                          isPublicShare: existing.publicPermission != .none, item: item)
             }
             let record = try recordRow(zone: zone, name: id.recordName, db: db)
             try checkChangeTag(share, existing: record, policy: policy, zone: zone, caller: caller, item: item, db: db)
+            (fields, publicPermission) = (share.fields, share.publicPermission)
             if policy == .changedKeys {
                 fields = record?.fields ?? [:]
                 for key in share.changedKeys() { fields[key] = share.fields[key] }
                 if share.publicPermission == share.serverPublicPermission { publicPermission = existing.publicPermission }
             }
-            try checkPolicy(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item)
-            try db.updateRecord(id: existing.recordID, fields: try encodeFields(fields, item: item), parentName: nil,
-                                tag: RandomIdentifier.changeTag(), by: caller.id, at: Date().timeIntervalSince1970)
-        } else {
-            guard database.databaseScope == .private else {
-                throw ShareFlowError.denied("\(item): only the zone's owner creates shares, in their private database")
-            }
+            return me
+        }
+
+        /// The checks of a new share: its name is free (or a record the copy stands for, R21),
+        /// and neither its root nor its zone is shared (R5).
+        func checkCreate() throws {
             if let record = try recordRow(zone: zone, name: id.recordName, db: db) {
                 // A record of that name that is no share (a share's name is its record's).
                 guard policy == .ifServerRecordUnchanged else {
@@ -280,7 +301,29 @@ extension Engine {
                 throw ShareFlowError(.unknownItem, "\(item) no longer exists on the server (this copy has change tag \(tag))")
             }
             try checkNotAlreadyShared(share, zone: zone, savedInThisCall: savedInThisCall, item: item, db: db)
-            try checkPolicy(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item)
+        }
+
+        if var existing = stored {
+            me = try checkUpdate(existing)
+            if try askPolicies(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item, db: db) {
+                existing = try shareStillExists(existing)
+                stored = existing
+                me = try checkUpdate(existing)
+            }
+            try db.updateRecord(id: existing.recordID, fields: try encodeFields(fields, item: item), parentName: nil,
+                                tag: RandomIdentifier.changeTag(), by: caller.id, at: Date().timeIntervalSince1970)
+        } else {
+            guard database.databaseScope == .private else {
+                throw ShareFlowError.denied("\(item): only the zone's owner creates shares, in their private database")
+            }
+            try checkCreate()
+            if try askPolicies(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item, db: db) {
+                try zoneStillExists()
+                if let root = share.rootRecordID, try recordRow(zone: zone, name: root.recordName, db: db) == nil {
+                    throw ShareFlowError.unknown("\(item): its root record \(root.recordName) was deleted while the share was being saved (by a policy)")
+                }
+                try checkCreate()
+            }
             let now = Date().timeIntervalSince1970
             let recordRowID = try db.insertRecord(zone: zone.id, name: id.recordName, type: Share.recordType,
                                                   fields: try encodeFields(fields, item: item), parentName: nil,
@@ -298,7 +341,7 @@ extension Engine {
             stored = try shareRow(zone: zone, recordName: id.recordName, db: db)
             me = try participantRow(share: shareID, account: caller.id, db: db)
         }
-        let row = stored!, mine = me!
+        var row = stored!, mine = me!
         let isPublic = publicPermission != .none
 
         // R11, only on a real change: changing publicPermission removes pending participants;
@@ -310,8 +353,16 @@ extension Engine {
             }
             try SharingRules.require(.changePublicPermission, role: mine.role, permission: mine.permission, status: mine.status,
                                      isPublicShare: isPublic, item: item)
-            try checkPolicy(PolicyRequest(point: .sharePublicPermission, caller: caller, container: container, share: share,
-                                          from: row.publicPermission.rawValue, to: publicPermission.rawValue), item: item)
+            if try askPolicies(PolicyRequest(point: .sharePublicPermission, caller: caller, container: container, share: share,
+                                             from: row.publicPermission.rawValue, to: publicPermission.rawValue), item: item, db: db) {
+                row = try shareStillExists(row)
+                guard let now = try participantRow(share: row.id, account: caller.id, db: db) else {
+                    throw ShareFlowError.unknown("\(item) does not exist")
+                }
+                mine = now
+                try SharingRules.require(.changePublicPermission, role: mine.role, permission: mine.permission, status: mine.status,
+                                         isPublicShare: isPublic, item: item)
+            }
             try db.setPublicPermission(publicPermission, share: row.id)
             for p in try participantRows(share: row.id, db: db) where p.role != .owner {
                 let matches = publicPermission == .none ? p.status != .removed : p.status == .pending
@@ -399,7 +450,7 @@ extension Engine {
             var matched: Int64?
             if let userRecordID = p.userIdentity.userRecordID { matched = try accountID(for: .userRecordID(userRecordID), db: db) }
             let byID = rows.first(where: { $0.participantID == p.participantID })
-            let existing = byID ?? rows.first(where: { isSamePerson($0, accountID: matched, lookup: p.userIdentity.lookupInfo) })
+            var existing = byID ?? rows.first(where: { isSamePerson($0, accountID: matched, lookup: p.userIdentity.lookupInfo) })
             if let existing { matchedRows.insert(existing.id) }
             if let existing, existing.role == .owner { continue }
             guard p.role != .owner else {
@@ -431,7 +482,30 @@ extension Engine {
                 throw ShareFlowError.invalid("\(item): participants can be added only while publicPermission is none; it is \(publicPermission.rawValue) (R9)")
             }
             let role = try newRole(for: p, me: me, item: item)
-            try checkPolicy(PolicyRequest(point: .participantAdd, caller: caller, container: container, share: share, participant: p), item: item)
+            if try askPolicies(PolicyRequest(point: .participantAdd, caller: caller, container: container, share: share, participant: p),
+                               item: item, db: db) {
+                // A policy called back into the engine and changed the store: the add goes on
+                // from the share as it is now, or fails as ShareFlow says it.
+                guard let now = try db.share(id: row.id), now.token == row.token else {
+                    throw ShareFlowError.unknown("\(item) was deleted while it was being saved (by a policy)")
+                }
+                guard let meNow = try participantRow(share: row.id, account: caller.id, db: db) else {
+                    throw ShareFlowError.unknown("\(item) does not exist")
+                }
+                try SharingRules.require(.manageParticipants, role: meNow.role, permission: meNow.permission, status: meNow.status,
+                                         isPublicShare: now.publicPermission != .none, item: item)
+                guard now.publicPermission == .none else {
+                    throw ShareFlowError.invalid("\(item): participants can be added only while publicPermission is none; it is \(now.publicPermission.rawValue) (R9)")
+                }
+                rows = try participantRows(share: row.id, db: db)
+                existing = rows.first(where: { $0.participantID == p.participantID })
+                    ?? rows.first(where: { isSamePerson($0, accountID: matched, lookup: p.userIdentity.lookupInfo) })
+                if let existing, existing.status != .removed {
+                    // The policy put them on the share itself.
+                    matchedRows.insert(existing.id)
+                    continue
+                }
+            }
             let lookup = p.userIdentity.lookupInfo ?? .userRecordID(p.userIdentity.userRecordID ?? "")
             if let existing {
                 try db.reinstate(participant: existing.id, role: role, permission: p.permission, at: Date().timeIntervalSince1970)

@@ -76,57 +76,82 @@ extension Engine {
         }
         return try transaction { db in
             let item = "share at \(metadata.url)"
-            guard let row = try shareRow(url: metadata.url, db: db) else {
-                throw ShareFlowError.unknown("\(item) no longer exists")
+            /// The share, its zone and the caller's place on it, as stored now.
+            func current() throws -> (row: ShareRow, zone: ZoneRow, mine: ParticipantRow?) {
+                guard let row = try shareRow(url: metadata.url, db: db) else {
+                    throw ShareFlowError.unknown("\(item) no longer exists")
+                }
+                return (row, try zoneRow(id: row.zoneRowID, db: db), try participantRow(share: row.id, account: caller.id, db: db))
             }
-            let zone = try zoneRow(id: row.zoneRowID, db: db)
-            let isPublic = row.publicPermission != .none
-            let mine = try participantRow(share: row.id, account: caller.id, db: db)
-            if mine?.role == .owner || mine?.status == .accepted {
-                return try makeShare(row, zone: zone, caller: caller, db: db)  // R18: again changes nothing
+            /// R10, R18: whether the caller may accept; false when they are on the share already
+            /// (accepting again changes nothing).
+            func mayAccept(_ row: ShareRow, _ mine: ParticipantRow?) throws -> Bool {
+                if mine?.role == .owner || mine?.status == .accepted { return false }
+                try SharingRules.require(.accept, role: mine?.role ?? .publicUser, permission: mine?.permission ?? row.publicPermission,
+                                         status: mine?.status ?? .unknown, isPublicShare: row.publicPermission != .none, item: item)
+                return true
             }
-            try SharingRules.require(.accept, role: mine?.role ?? .publicUser, permission: mine?.permission ?? row.publicPermission,
-                                     status: mine?.status ?? .unknown, isPublicShare: isPublic, item: item)
+            var (row, zone, mine) = try current()
+            guard try mayAccept(row, mine) else { return try makeShare(row, zone: zone, caller: caller, db: db) }
             // Made only if a policy reads them (most don't: that saves a share load per
             // accept). Read during the decision they show the share before this accept; a
             // request kept and read later may show what happened since.
             let objects = PolicyRequest.Objects(
                 // Through the link: a policy may keep the request, and the request must not keep
                 // the engine (nor read it once gone).
-                share: { [link] in
+                share: { [link, row, zone] in
                     guard let engine = link.engine else { return nil }
                     return try? engine.reading { db in try engine.makeShare(row, zone: zone, caller: caller, db: db) }
                 },
-                participant: { [link] in
+                participant: { [link, mine] in
                     guard let engine = link.engine, let m = mine else { return nil }
                     return try? engine.reading { db in try engine.participantObject(m, db: db) }
                 },
                 metadata: metadata)
-            try checkPolicy(PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects), item: item)
-            if let mine {
-                if isPublic && mine.status == .removed {
-                    try db.acceptAsPublicUser(participant: mine.id, permission: row.publicPermission)
-                } else {
-                    try db.setStatus(.accepted, participant: mine.id)
-                }
-            } else {
-                // R10: anyone with the URL of a public share joins as a publicUser.
-                let count = try db.activeParticipantCount(share: row.id)
-                guard count < options.maxParticipants else {
-                    throw ShareFlowError(.tooManyParticipants, "\(item) already has \(count) participants, the most a share holds (R8)")
-                }
-                try db.insertParticipant(share: row.id, participantID: RandomIdentifier.uuidString(), account: caller.id,
-                                         lookup: caller.primaryLookup, role: .publicUser, permission: row.publicPermission,
-                                         status: .accepted, at: Date().timeIntervalSince1970)
+            let request = PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects)
+            guard try askPolicies(request, item: item, db: db) else {
+                return try accept(row: row, zone: zone, mine: mine, metadata: metadata, caller: caller, container: container, db: db)
             }
-            let share = try makeShare(row, zone: zone, caller: caller, db: db)
-            var event = Event(.shareAccepted, caller: caller, container: container)
-            event.share = share
-            event.participant = share.currentUserParticipant
-            event.metadata = metadata
-            emit(event)
-            return share
+            // A policy called back into the engine and changed the store: the accept goes on from
+            // the store as it is now, checked again — a share deleted meanwhile is unknownItem,
+            // never a write the store refuses.
+            guard try shareRow(url: metadata.url, db: db)?.id == row.id else {
+                throw ShareFlowError.unknown("\(item) was deleted while it was being accepted (by a policy)")
+            }
+            (row, zone, mine) = try current()
+            guard try mayAccept(row, mine) else { return try makeShare(row, zone: zone, caller: caller, db: db) }
+            return try accept(row: row, zone: zone, mine: mine, metadata: metadata, caller: caller, container: container, db: db)
         }
+    }
+
+    /// The accept's writes, once every rule and policy allowed it (R10, R18).
+    private func accept(row: ShareRow, zone: ZoneRow, mine: ParticipantRow?, metadata: ShareMetadata, caller: Account,
+                        container: String, db: StoreTransaction) throws -> Share {
+        let item = "share at \(metadata.url)"
+        let isPublic = row.publicPermission != .none
+        if let mine {
+            if isPublic && mine.status == .removed {
+                try db.acceptAsPublicUser(participant: mine.id, permission: row.publicPermission)
+            } else {
+                try db.setStatus(.accepted, participant: mine.id)
+            }
+        } else {
+            // R10: anyone with the URL of a public share joins as a publicUser.
+            let count = try db.activeParticipantCount(share: row.id)
+            guard count < options.maxParticipants else {
+                throw ShareFlowError(.tooManyParticipants, "\(item) already has \(count) participants, the most a share holds (R8)")
+            }
+            try db.insertParticipant(share: row.id, participantID: RandomIdentifier.uuidString(), account: caller.id,
+                                     lookup: caller.primaryLookup, role: .publicUser, permission: row.publicPermission,
+                                     status: .accepted, at: Date().timeIntervalSince1970)
+        }
+        let share = try makeShare(row, zone: zone, caller: caller, db: db)
+        var event = Event(.shareAccepted, caller: caller, container: container)
+        event.share = share
+        event.participant = share.currentUserParticipant
+        event.metadata = metadata
+        emit(event)
+        return share
     }
 
     /// R19: the discoverable accounts among `caller`'s contacts, one identity per account with

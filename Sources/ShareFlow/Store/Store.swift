@@ -157,7 +157,7 @@ public final class Store: @unchecked Sendable {
             if let db = current {
                 var result: T?
                 try db.inSavepoint {
-                    result = try body(StoreTransaction(db, writable: true))
+                    result = try body(StoreTransaction(db, writable: true, path: path))
                     return .commit
                 }
                 return result!
@@ -166,7 +166,7 @@ public final class Store: @unchecked Sendable {
                 current = db
                 writing = true
                 defer { current = nil; writing = false }
-                return try body(StoreTransaction(db, writable: true))
+                return try body(StoreTransaction(db, writable: true, path: path))
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError
@@ -176,11 +176,11 @@ public final class Store: @unchecked Sendable {
     /// Runs `body` with a connection: the open transaction's, or a fresh read.
     package func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         do {
-            if let db = current { return try body(StoreTransaction(db, writable: writing)) }
+            if let db = current { return try body(StoreTransaction(db, writable: writing, path: path)) }
             return try queue.read { db in
                 current = db
                 defer { current = nil }
-                return try body(StoreTransaction(db, writable: false))
+                return try body(StoreTransaction(db, writable: false, path: path))
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError
@@ -223,8 +223,9 @@ public final class Store: @unchecked Sendable {
             guard tables.contains("shareflow_meta") else {
                 throw StoreError.notAStore(path: path, reason: "it is an SQLite database of another program (tables: \(tables.prefix(5).joined(separator: ", ")))")
             }
-            let format = try String.fetchOne(db, sql: "SELECT value FROM shareflow_meta WHERE key = 'format'")
-            guard format == formatName else {
+            // Read as stored: a BLOB spelling the mark is no mark (nor is a NULL a crash).
+            let format = try DatabaseValue.fetchOne(db, sql: "SELECT value FROM shareflow_meta WHERE key = 'format'")
+            guard format == formatName.databaseValue else {
                 throw StoreError.notAStore(path: path, reason: "its shareflow_meta has no ShareFlow format mark")
             }
             let version = try Int.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM shareflow_meta WHERE key = 'schemaVersion'") ?? 0

@@ -5,7 +5,7 @@ import GRDB
 /// names its user; a server-to-server key, stored as its public key under its key ID, signs
 /// requests to the public database as its account (SPEC §13). Of tokens, only hashes are stored.
 public struct StoredCredential: Sendable {
-    public enum Kind: String, Sendable { case apiToken, webAuthToken, serverKey }
+    public enum Kind: String, Sendable, CaseIterable { case apiToken, webAuthToken, serverKey }
     public let kind: Kind
     public let container: String
     public let accountID: Int64?
@@ -30,9 +30,10 @@ extension Store {
     /// tells an expired token from a wrong one).
     package func credential(_ kind: StoredCredential.Kind, container: String, hash: String) throws -> StoredCredential? {
         try read { tx in
-            try Row.fetchOne(tx.db.cachedStatement(sql: "SELECT accountID, expiresAt, publicKey FROM credential WHERE kind = ? AND container = ? AND hash = ?"),
-                             arguments: [kind.rawValue, container, hash]).map {
-                StoredCredential(kind: kind, container: container, accountID: $0[0], expiresAt: $0[1], publicKey: $0[2])
+            try tx.fetchOne("SELECT id, accountID, expiresAt, publicKey FROM credential WHERE kind = ? AND container = ? AND hash = ?",
+                            [kind.rawValue, container, hash], table: "credential", keyAt: 0) {
+                StoredCredential(kind: kind, container: container, accountID: try $0.optionalInteger(1, "accountID"),
+                                 expiresAt: try $0.optionalReal(2, "expiresAt"), publicKey: try $0.optionalText(3, "publicKey"))
             }
         }
     }

@@ -31,6 +31,19 @@ struct StoreFailure {
         case .SQLITE_IOERR:
             return ShareFlowError(.serviceUnavailable, "\(store) could not be read or written (I/O error \(db.extendedResultCode.rawValue)); retry",
                                   retryAfter: 5)
+        case .SQLITE_CONSTRAINT:
+            // The engine checks its rules before it writes: the store refuses a change only when
+            // what the change stands on moved meanwhile (a policy calling back into the engine
+            // deleted it). Said in ShareFlow's words: SQLite's names tables and columns.
+            switch db.extendedResultCode {
+            case .SQLITE_CONSTRAINT_FOREIGNKEY:
+                return ShareFlowError(.unknownItem, "\(store) refused a change: an item it refers to no longer exists (it was deleted while the change was being made)")
+            case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY:
+                return ShareFlowError(.serviceUnavailable, "\(store) refused a change: an item of the same name was made while the change was being made; retry to be told why",
+                                      retryAfter: StoreFailure.busyRetryAfter)
+            default:
+                return ShareFlowError(.serviceUnavailable, "\(store) refused a change: a stored value breaks its schema (check it with `shareflow store check`)")
+            }
         case .SQLITE_CORRUPT, .SQLITE_NOTADB:
             return ShareFlowError(.serviceUnavailable, "\(store) is damaged (\(db.message ?? "corrupt")); restore it from a backup")
         default:

@@ -23,59 +23,203 @@ public struct StoreCheck: Sendable, Codable {
 
 extension Store {
     public func info() throws -> StoreInfo {
-        try queue.read { db in
-            var counts: [String: Int] = [:]
-            for (kind, table) in [("accounts", "account"), ("zones", "zone"), ("records", "record"), ("shares", "share"), ("participants", "participant")] {
-                counts[kind] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
+        do {
+            return try queue.read { db in
+                var counts: [String: Int] = [:]
+                for (kind, table) in [("accounts", "account"), ("zones", "zone"), ("records", "record"), ("shares", "share"), ("participants", "participant")] {
+                    counts[kind] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
+                }
+                let version = try Int.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM shareflow_meta WHERE key = 'schemaVersion'") ?? 0
+                func size(_ file: String) -> Int64 {
+                    ((try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? NSNumber)?.int64Value ?? 0
+                }
+                return StoreInfo(path: path, schemaVersion: version, fileBytes: path == ":memory:" ? 0 : size(path),
+                                 walBytes: path == ":memory:" ? 0 : size(path + "-wal"), counts: counts)
             }
-            let version = try Int.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM shareflow_meta WHERE key = 'schemaVersion'") ?? 0
-            func size(_ file: String) -> Int64 {
-                ((try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? NSNumber)?.int64Value ?? 0
-            }
-            return StoreInfo(path: path, schemaVersion: version, fileBytes: path == ":memory:" ? 0 : size(path),
-                             walBytes: path == ":memory:" ? 0 : size(path + "-wal"), counts: counts)
+        } catch let error as DatabaseError {
+            throw StoreFailure(error, path: path).shareFlowError
         }
     }
 
-    /// SQLite's integrity and foreign-key checks, then ShareFlow's invariants: one accepted
-    /// owner per share, every share's record a share record, every hierarchy share's root in
-    /// its zone, every parent in its record's zone, every field readable.
+    /// SQLite's integrity and foreign-key checks, then ShareFlow's: every row of every table
+    /// read through the readers the engine uses (each unreadable value is a problem naming its
+    /// table, row and column), the schema objects against those the migrations make (a trigger,
+    /// view, index or table ShareFlow did not make, or one changed or missing), and the
+    /// invariants: one accepted owner per share, every share's record a share record, every
+    /// hierarchy share's root in its zone, every parent in its record's zone, no parent cycle,
+    /// every private zone owned by an account.
+    ///
+    /// Never stops at a bad row: a check that cannot run says so as a problem.
     public func check() throws -> StoreCheck {
-        try queue.read { db in
-            let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
-            var problems: [String] = []
-            for row in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") {
-                problems.append("table \(row[0] as String) row \(row[1] as Int64? ?? -1) refers to a missing row of \(row[2] as String)")
-            }
-            for row in try Row.fetchAll(db, sql: """
-                SELECT s.token, (SELECT COUNT(*) FROM participant p WHERE p.shareID = s.id AND p.role = 'owner' AND p.status = 'accepted')
-                FROM share s
-                """) where (row[1] as Int) != 1 {
-                problems.append("share …/share/\(row[0] as String) has \(row[1] as Int) accepted owners (one expected)")
-            }
-            for row in try Row.fetchAll(db, sql: "SELECT s.token, r.type FROM share s JOIN record r ON r.id = s.recordID WHERE r.type != 'cloudkit.share'") {
-                problems.append("share …/share/\(row[0] as String) is saved as a record of type \(row[1] as String)")
-            }
-            for row in try Row.fetchAll(db, sql: """
-                SELECT s.token, s.rootName FROM share s
-                WHERE s.rootName IS NOT NULL AND NOT EXISTS (SELECT 1 FROM record r WHERE r.zoneID = s.zoneID AND r.name = s.rootName)
-                """) {
-                problems.append("share …/share/\(row[0] as String): its root record \(row[1] as String) does not exist")
-            }
-            for row in try Row.fetchAll(db, sql: """
-                SELECT c.name, c.parentName FROM record c
-                WHERE c.parentName IS NOT NULL AND NOT EXISTS (SELECT 1 FROM record p WHERE p.zoneID = c.zoneID AND p.name = c.parentName)
-                """) {
-                problems.append("record \(row[0] as String): its parent \(row[1] as String) does not exist (R25)")
-            }
-            for row in try Row.fetchAll(db, sql: "SELECT name, fields FROM record") {
-                let json: String = row[1]
-                if (try? JSONDecoder().decode([String: FieldValue].self, from: Data(json.utf8))) == nil {
-                    problems.append("record \(row[0] as String): its fields cannot be read")
+        let expected = try Store.ownSchemaObjects()
+        do {
+            return try queue.read { db in
+                let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+                var problems: [String] = []
+                /// A part of the check; a failure of the store is a problem line, and the rest goes on.
+                func checking(_ what: String, _ body: () throws -> Void) {
+                    do { try body() } catch { problems.append("\(what) could not be checked: \(Store.reason(error))") }
                 }
+                var objects: [String: SchemaObject]?
+                checking("the schema") {
+                    objects = try Store.schemaObjects(db)
+                    problems += Store.schemaProblems(objects: objects!, expected: expected)
+                }
+                // A table the store lacks is listed as missing above; the others are read.
+                for table in StoredTable.all where objects.map({ $0[table.name]?.type == "table" }) ?? true {
+                    checking("table \(table.name)") { problems += try table.damagedRows(db) }
+                }
+                checking("foreign keys") {
+                    for row in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") {
+                        problems.append("table \(Store.shown(row, 0)) row \(Store.shown(row, 1)) refers to a missing row of \(Store.shown(row, 2))")
+                    }
+                }
+                checking("share owners") {
+                    for row in try Row.fetchAll(db, sql: """
+                        SELECT s.token, (SELECT COUNT(*) FROM participant p WHERE p.shareID = s.id AND p.role = 'owner' AND p.status = 'accepted')
+                        FROM share s
+                        """) where row[1] as DatabaseValue != 1.databaseValue {
+                        problems.append("share …/share/\(Store.shown(row, 0)) has \(Store.shown(row, 1)) accepted owners (one expected)")
+                    }
+                }
+                checking("share records") {
+                    for row in try Row.fetchAll(db, sql: "SELECT s.token, r.type FROM share s JOIN record r ON r.id = s.recordID WHERE r.type IS NOT 'cloudkit.share'") {
+                        problems.append("share …/share/\(Store.shown(row, 0)) is saved as a record of type \(Store.shown(row, 1))")
+                    }
+                }
+                checking("share roots") {
+                    for row in try Row.fetchAll(db, sql: """
+                        SELECT s.token, s.rootName FROM share s
+                        WHERE s.rootName IS NOT NULL AND NOT EXISTS (SELECT 1 FROM record r WHERE r.zoneID = s.zoneID AND r.name = s.rootName)
+                        """) {
+                        problems.append("share …/share/\(Store.shown(row, 0)): its root record \(Store.shown(row, 1)) does not exist")
+                    }
+                }
+                checking("parents") {
+                    for row in try Row.fetchAll(db, sql: """
+                        SELECT c.name, c.parentName FROM record c
+                        WHERE c.parentName IS NOT NULL AND NOT EXISTS (SELECT 1 FROM record p WHERE p.zoneID = c.zoneID AND p.name = c.parentName)
+                        """) {
+                        problems.append("record \(Store.shown(row, 0)): its parent \(Store.shown(row, 1)) does not exist (R25)")
+                    }
+                    problems += try Store.parentCycles(db)
+                }
+                checking("zone owners") {
+                    for row in try Row.fetchAll(db, sql: """
+                        SELECT z.id, z.name, z.ownerID FROM zone z
+                        WHERE z.scope = 'private' AND NOT EXISTS (SELECT 1 FROM account a WHERE a.id = z.ownerID)
+                        """) {
+                        problems.append("zone \(Store.shown(row, 1)) (row \(Store.shown(row, 0))): its owner, account \(Store.shown(row, 2)), does not exist")
+                    }
+                }
+                return StoreCheck(integrity: integrity, problems: problems)
             }
-            return StoreCheck(integrity: integrity, problems: problems)
+        } catch let error as DatabaseError {
+            throw StoreFailure(error, path: path).shareFlowError
         }
+    }
+
+    /// A value of a row as a problem line shows it: text as it is, anything else by its kind.
+    static func shown(_ row: Row, _ index: Int) -> String {
+        let value = row[index] as DatabaseValue
+        if case .string(let s) = value.storage { return StoredRow.excerpt(s) }
+        if case .int64(let n) = value.storage { return String(n) }
+        return "(\(StoredRow.describe(value)))"
+    }
+
+    // MARK: Schema objects
+
+    /// A schema object as `sqlite_master` lists it.
+    struct SchemaObject: Equatable {
+        let type: String
+        let table: String
+        /// Its SQL with runs of white space made one space (nil for automatic indexes).
+        let sql: String?
+    }
+
+    /// The store's tables, indexes, triggers and views by name, SQLite's own (`sqlite_…`) left out.
+    static func schemaObjects(_ db: Database) throws -> [String: SchemaObject] {
+        var objects: [String: SchemaObject] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'") {
+            let sql = (row[3] as DatabaseValue).storage
+            objects[shown(row, 1)] = SchemaObject(type: shown(row, 0), table: shown(row, 2),
+                                                  sql: { if case .string(let s) = sql { return normalized(s) }; return nil }())
+        }
+        return objects
+    }
+
+    static func normalized(_ sql: String) -> String {
+        sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }).joined(separator: " ")
+    }
+
+    /// What the migrations make, from an empty in-memory database migrated now: the list
+    /// follows every new migration by itself.
+    static func ownSchemaObjects() throws -> [String: SchemaObject] {
+        let fresh = try DatabaseQueue()
+        try migrator.migrate(fresh)
+        return try fresh.read { try schemaObjects($0) }
+    }
+
+    /// Objects ShareFlow did not make (a trigger runs on every change: one that adds a
+    /// participant to every new share gives a stranger every share), and its own changed or
+    /// missing.
+    static func schemaProblems(objects: [String: SchemaObject], expected: [String: SchemaObject]) -> [String] {
+        var problems: [String] = []
+        for (name, object) in objects.sorted(by: { $0.key < $1.key }) {
+            guard let own = expected[name], own.type == object.type else {
+                let on = object.type == "table" || object.type == "view" ? "" : " on table \(object.table)"
+                problems.append("\(object.type) \(name)\(on) is not ShareFlow's: its schema makes no such object; drop it")
+                continue
+            }
+            if own != object {
+                problems.append("\(object.type) \(name) differs from the one ShareFlow's schema makes")
+            }
+        }
+        for (name, own) in expected.sorted(by: { $0.key < $1.key }) where objects[name]?.type != own.type {
+            problems.append("\(own.type) \(name) of ShareFlow's schema is missing")
+        }
+        return problems
+    }
+
+    // MARK: Parent cycles
+
+    /// R25: parent chains end. A cycle (a → b → a), which only another program can leave, is
+    /// listed once, by the records on it in chain order from the least name.
+    static func parentCycles(_ db: Database) throws -> [String] {
+        var zoneNames: [Int64: String] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT id, name FROM zone") {
+            if case .int64(let id) = (row[0] as DatabaseValue).storage { zoneNames[id] = shown(row, 1) }
+        }
+        // Zone → record → parent; rows of other types are listed as damaged already.
+        var parents: [Int64: [String: String]] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT zoneID, name, parentName FROM record WHERE parentName IS NOT NULL") {
+            guard case .int64(let zone) = (row[0] as DatabaseValue).storage,
+                  case .string(let name) = (row[1] as DatabaseValue).storage,
+                  case .string(let parent) = (row[2] as DatabaseValue).storage else { continue }
+            parents[zone, default: [:]][name] = parent
+        }
+        var problems: [String] = []
+        for (zone, map) in parents.sorted(by: { $0.key < $1.key }) {
+            var done = Set<String>()
+            for start in map.keys.sorted() where !done.contains(start) {
+                var path: [String] = [], onPath: [String: Int] = [:]
+                var current: String? = start
+                while let n = current, !done.contains(n) {
+                    if let at = onPath[n] {
+                        var cycle = Array(path[at...])
+                        let first = cycle.indices.min { cycle[$0] < cycle[$1] }!
+                        cycle = Array(cycle[first...] + cycle[..<first])
+                        problems.append("records \((cycle + [cycle[0]]).map(StoredRow.excerpt).joined(separator: " → ")) in zone \(zoneNames[zone] ?? "?") (row \(zone)) form a parent cycle (R25)")
+                        break
+                    }
+                    onPath[n] = path.count
+                    path.append(n)
+                    current = map[n]
+                }
+                done.formUnion(path)
+            }
+        }
+        return problems
     }
 
     /// Copies the store to `destination` with SQLite's online backup: consistent while other

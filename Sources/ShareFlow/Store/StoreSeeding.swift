@@ -30,7 +30,7 @@ extension Store {
     package func seedShares(owner: Account, container: String, zoneName: String, count: Int,
                             guests: [(id: Int64, email: String)]) throws -> [String] {
         try queue.write { db in
-            let tx = StoreTransaction(db)
+            let tx = StoreTransaction(db, path: path)
             guard let zone = try tx.zoneRowID(container: container, isPublic: false, ownerID: owner.id, name: zoneName) else {
                 throw ShareFlowError(.zoneNotFound, "zone \(zoneName) of \(owner.userRecordID) in \(container) does not exist")
             }

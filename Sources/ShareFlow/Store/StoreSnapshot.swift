@@ -90,8 +90,7 @@ extension Engine {
         try reading { db in
             var s = StoreSnapshot()
             var accounts: [Int64: String] = [:]
-            for row in try Row.fetchAll(db.db, sql: "SELECT id FROM account") {
-                let id: Int64 = row[0]
+            for id in try db.accountIDs() {
                 let a = try loadAccount(id: id, db: db)
                 let who = a.email ?? a.phones.first ?? a.userRecordID
                 accounts[id] = who
@@ -100,36 +99,37 @@ extension Engine {
                     text: "\(who) [\(addresses)\(a.name.isEmpty ? "" : "; \(a.name.formatted)"); \(a.discoverability.rawValue); \(a.contacts.count) contacts]")
             }
             var zones: [Int64: String] = [:]
-            for row in try Row.fetchAll(db.db, sql: "SELECT id, container, scope, ownerID, name FROM zone") {
-                let owner = accounts[row[3]] ?? "public"
-                let title = "zone \(row[4] as String) of \(owner) in \(row[1] as String)"
-                zones[row[0]] = title
-                s.items["zones", default: [:]]["\(row[0] as Int64)"] = .init(group: title, text: title.dropFirst(5).description)
+            for (id, container, ownerID, name) in try db.fetchAll("SELECT id, container, ownerID, name FROM zone", table: "zone", keyAt: 0, {
+                (try $0.integer(0, "id"), try $0.text(1, "container"), try $0.integer(2, "ownerID"), try $0.text(3, "name"))
+            }) {
+                let title = "zone \(name) of \(accounts[ownerID] ?? "public") in \(container)"
+                zones[id] = title
+                s.items["zones", default: [:]]["\(id)"] = .init(group: title, text: title.dropFirst(5).description)
             }
-            for row in try Row.fetchAll(db.db, sql: """
-                SELECT r.id, r.name, r.type, r.fields, r.parentName, r.zoneID FROM record r WHERE r.type != 'cloudkit.share'
-                """) {
-                let parent = (row[4] as String?).map { " parent \($0)" } ?? ""
-                let fields = StoredFields.decode(row[3])
-                let shown = fields.keys.sorted().map { "\($0)=\(fields[$0]!)" }.joined(separator: ", ")
-                s.items["records", default: [:]]["\(row[0] as Int64)"] = .init(group: zones[row[5]] ?? "zone ?",
-                    text: "\(row[2] as String) \(row[1] as String)\(parent) {\(shown)}")
+            for (record, zoneID) in try db.fetchAll("""
+                SELECT id, name, type, fields, parentName, tag, modifiedAt, shortGUID, zoneID FROM record WHERE type != 'cloudkit.share'
+                """, table: "record", keyAt: 0, { (try StoreTransaction.recordRow($0), try $0.integer(8, "zoneID")) }) {
+                let parent = record.parentName.map { " parent \($0)" } ?? ""
+                let shown = record.fields.keys.sorted().map { "\($0)=\(record.fields[$0]!)" }.joined(separator: ", ")
+                s.items["records", default: [:]]["\(record.id)"] = .init(group: zones[zoneID] ?? "zone ?",
+                    text: "\(record.type) \(record.name)\(parent) {\(shown)}")
             }
             var shares: [Int64: String] = [:]
-            for row in try Row.fetchAll(db.db, sql: """
-                SELECT s.id, s.token, s.rootName, s.publicPermission, r.fields FROM share s JOIN record r ON r.id = s.recordID
-                """) {
-                let fields = StoredFields.decode(row[4])
+            for (share, fields) in try db.fetchAll("""
+                SELECT s.id, s.recordID, s.zoneID, s.token, s.rootName, s.publicPermission, r.name, r.fields FROM share s JOIN record r ON r.id = s.recordID
+                """, table: "share", keyAt: 0, { (try StoreTransaction.shareRow($0), try $0.of("record", keyAt: 1).fields(7, "fields")) }) {
                 var title = "(untitled)"
                 if case .string(let t) = fields["cloudkit.title"] { title = "\"\(t)\"" }
-                let group = "share \(title) …/share/\(row[1] as String)"
-                shares[row[0]] = group
-                let root = (row[2] as String?).map { "root \($0)" } ?? "zone share"
-                s.items["shares", default: [:]][row[1]] = .init(group: group, text: "\(title) \(root), publicPermission \(row[3] as String)")
+                let group = "share \(title) …/share/\(share.token)"
+                shares[share.id] = group
+                let root = share.rootName.map { "root \($0)" } ?? "zone share"
+                s.items["shares", default: [:]][share.token] = .init(group: group, text: "\(title) \(root), publicPermission \(share.publicPermission.rawValue)")
             }
-            for row in try Row.fetchAll(db.db, sql: "SELECT participantID, shareID, lookupValue, role, permission, status FROM participant") {
-                s.items["participants", default: [:]][row[0]] = .init(group: shares[row[1]] ?? "share ?",
-                    text: "\(row[2] as String): \(row[3] as String) \(row[4] as String) \(row[5] as String)")
+            for (p, shareID) in try db.fetchAll("""
+                SELECT id, participantID, accountID, lookupKind, lookupValue, role, permission, status, shareID FROM participant
+                """, table: "participant", keyAt: 0, { (try StoreTransaction.participantRow($0), try $0.integer(8, "shareID")) }) {
+                s.items["participants", default: [:]][p.participantID] = .init(group: shares[shareID] ?? "share ?",
+                    text: "\(p.lookup.value): \(p.role.rawValue) \(p.permission.rawValue) \(p.status.rawValue)")
             }
             return s
         }

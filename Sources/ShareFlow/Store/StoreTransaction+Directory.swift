@@ -6,41 +6,54 @@ extension StoreTransaction {
     /// The statement behind FetchShareParticipants by email: the bench runs it through SQLite's
     /// C API as the baseline of SPEC §12.
     package static let identityByEmailSQL =
-        "SELECT a.userRecordID, a.name, a.discoverability FROM account_email e JOIN account a ON a.id = e.accountID WHERE e.email = ?"
+        "SELECT a.userRecordID, a.name, a.discoverability, a.id FROM account_email e JOIN account a ON a.id = e.accountID WHERE e.email = ?"
 
     package func accountID(for lookup: LookupInfo) throws -> Int64? {
         switch lookup {
         case .emailAddress(let e):
-            return try Int64.fetchOne(db.cachedStatement(sql: "SELECT accountID FROM account_email WHERE email = ?"), arguments: [e])
+            return try fetchOne("SELECT accountID, email FROM account_email WHERE email = ?", [e], table: "account_email", keyAt: 1) {
+                try $0.integer(0, "accountID")
+            }
         case .phoneNumber(let p):
-            return try Int64.fetchOne(db.cachedStatement(sql: "SELECT accountID FROM account_phone WHERE phone = ?"), arguments: [p])
+            return try fetchOne("SELECT accountID, phone FROM account_phone WHERE phone = ?", [p], table: "account_phone", keyAt: 1) {
+                try $0.integer(0, "accountID")
+            }
         case .userRecordID(let u):
-            return try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM account WHERE userRecordID = ?"), arguments: [u])
+            return try fetchOne("SELECT id FROM account WHERE userRecordID = ?", [u], table: "account", keyAt: 0) { try $0.integer(0, "id") }
         }
     }
 
     package func account(id: Int64) throws -> Account? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT userRecordID, name, discoverability FROM account WHERE id = ?"), arguments: [id]) else {
-            return nil
+        let sql = "SELECT id, userRecordID, name, discoverability FROM account WHERE id = ?"
+        guard let (userRecordID, name, discoverability) = try fetchOne(sql, [id], table: "account", keyAt: 0, { row in
+            (try row.text(1, "userRecordID"), try row.name(2, "name"), try row.word(3, "discoverability", as: Discoverability.self))
+        }) else { return nil }
+        let emails = try fetchAll("SELECT email FROM account_email WHERE accountID = ? ORDER BY position", [id], table: "account_email", keyAt: 0) {
+            try $0.text(0, "email")
         }
-        let nameJSON: String = row["name"]
-        let emails = try String.fetchAll(db.cachedStatement(sql: "SELECT email FROM account_email WHERE accountID = ? ORDER BY position"), arguments: [id])
-        let phones = try String.fetchAll(db.cachedStatement(sql: "SELECT phone FROM account_phone WHERE accountID = ? ORDER BY position"), arguments: [id])
-        return Account(id: id, userRecordID: row["userRecordID"], emails: emails, phones: phones, name: NameComponents(storedJSON: nameJSON),
-                       discoverability: Discoverability(rawValue: row["discoverability"]) ?? .initialState,
-                       contacts: try contacts(of: id))
+        let phones = try fetchAll("SELECT phone FROM account_phone WHERE accountID = ? ORDER BY position", [id], table: "account_phone", keyAt: 0) {
+            try $0.text(0, "phone")
+        }
+        return Account(id: id, userRecordID: userRecordID, emails: emails, phones: phones, name: name,
+                       discoverability: discoverability, contacts: try contacts(of: id))
+    }
+
+    /// An account's contact as stored (`contact`, columns id, kind, value, contactIdentifier).
+    static func contact(_ row: StoredRow) throws -> Account.Contact {
+        Account.Contact(lookupInfo: try row.lookup(kindAt: 1, "kind", valueAt: 2, "value"), contactIdentifier: try row.text(3, "contactIdentifier"))
     }
 
     package func contacts(of account: Int64) throws -> [Account.Contact] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id"), arguments: [account])
-            .map { Account.Contact(lookupInfo: LookupInfo(kind: $0["kind"], value: $0["value"]), contactIdentifier: $0["contactIdentifier"]) }
+        try fetchAll("SELECT id, kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id", [account],
+                     table: "contact", keyAt: 0, StoreTransaction.contact)
     }
 
     package func accountIDs() throws -> [Int64] {
-        try Int64.fetchAll(db.cachedStatement(sql: "SELECT id FROM account ORDER BY id"))
+        try fetchAll("SELECT id FROM account ORDER BY id", table: "account", keyAt: 0) { try $0.integer(0, "id") }
     }
 
     package func accountCount() throws -> Int {
+        // COUNT(*) is SQLite's own integer, never a stored value: nothing to damage.
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM account")) ?? 0
     }
 
@@ -53,22 +66,17 @@ extension StoreTransaction {
         case .emailAddress:
             sql = StoreTransaction.identityByEmailSQL
         case .phoneNumber:
-            sql = "SELECT a.userRecordID, a.name, a.discoverability FROM account_phone p JOIN account a ON a.id = p.accountID WHERE p.phone = ?"
+            sql = "SELECT a.userRecordID, a.name, a.discoverability, a.id FROM account_phone p JOIN account a ON a.id = p.accountID WHERE p.phone = ?"
         case .userRecordID:
-            sql = "SELECT userRecordID, name, discoverability FROM account WHERE userRecordID = ?"
+            sql = "SELECT userRecordID, name, discoverability, id FROM account WHERE userRecordID = ?"
         }
-        let statement = try db.cachedStatement(sql: sql)
-        statement.setUncheckedArguments([lookup.value])
-        // A cursor's row reads the statement's columns in place (fetchOne copies the row
-        // first); it is valid while the cursor lives.
-        let cursor = try Row.fetchCursor(statement)
-        return try withExtendedLifetime(cursor) { () -> UserIdentity? in
-            guard let row = try cursor.next() else { return nil }
+        // A cursor's row reads the statement's columns in place (a fetched row is a copy).
+        return try fetchOne(sql, [lookup.value], table: "account", keyAt: 3) { row -> UserIdentity in
             var name: NameComponents?
-            if Discoverability(rawValue: row[2] as String)?.revealsName == true {
-                name = NameComponents(storedJSON: row[1])
+            if try row.word(2, "discoverability", as: Discoverability.self).revealsName {
+                name = try row.name(1, "name")
             }
-            return UserIdentity(userRecordID: row[0], lookupInfo: lookup, nameComponents: name, hasiCloudAccount: true)
+            return UserIdentity(userRecordID: try row.text(0, "userRecordID"), lookupInfo: lookup, nameComponents: name, hasiCloudAccount: true)
         }
     }
 
@@ -87,6 +95,7 @@ extension StoreTransaction {
         case .phoneNumber: (table, column) = ("account_phone", "phone")
         case .userRecordID: throw ShareFlowError.invalid("a userRecordID is not an address to add")
         }
+        // COUNT(*) is SQLite's own integer, never a stored value.
         let position = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM \(table) WHERE accountID = ?"), arguments: [account]) ?? 0
         try db.execute(sql: "INSERT INTO \(table) (\(column), accountID, position) VALUES (?, ?, ?)",
                        arguments: [address.value, account, position])

@@ -6,8 +6,8 @@ extension StoreTransaction {
     // MARK: Zones
 
     package func zoneRowID(container: String, isPublic: Bool, ownerID: Int64, name: String) throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM zone WHERE container = ? AND scope = ? AND ownerID = ? AND name = ?"),
-                           arguments: [container, isPublic ? "public" : "private", ownerID, name])
+        try fetchOne("SELECT id FROM zone WHERE container = ? AND scope = ? AND ownerID = ? AND name = ?",
+                     [container, isPublic ? "public" : "private", ownerID, name], table: "zone", keyAt: 0) { try $0.integer(0, "id") }
     }
 
     package func insertZone(container: String, isPublic: Bool, ownerID: Int64, name: String) throws -> Int64 {
@@ -16,41 +16,62 @@ extension StoreTransaction {
         return db.lastInsertedRowID
     }
 
+    /// Whether a zone is public, from its `scope` column.
+    static func isPublic(_ row: StoredRow, _ index: Int) throws -> Bool {
+        switch try row.text(index, "scope") {
+        case "public": return true
+        case "private": return false
+        case let other: throw row.damaged("scope", "expected one of public, private, found \(StoredRow.describe(other.databaseValue))")
+        }
+    }
+
     /// The zone row `id`; `publicOwnerName` names the owner of public zones.
     package func zone(id: Int64, publicOwnerName: String) throws -> ZoneRow? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT z.container, z.scope, z.ownerID, z.name, a.userRecordID FROM zone z LEFT JOIN account a ON a.id = z.ownerID WHERE z.id = ?
-            """), arguments: [id]) else { return nil }
-        let isPublic = (row[1] as String) == "public"
-        return ZoneRow(id: id, container: row[0], ownerID: row[2],
-                       zoneID: RecordZoneID(zoneName: row[3], ownerName: isPublic ? publicOwnerName : row[4]), isPublic: isPublic)
+        try fetchOne("""
+            SELECT z.id, z.container, z.scope, z.ownerID, z.name, a.userRecordID, a.id FROM zone z LEFT JOIN account a ON a.id = z.ownerID WHERE z.id = ?
+            """, [id], table: "zone", keyAt: 0) { row in
+            let isPublic = try StoreTransaction.isPublic(row, 2)
+            let ownerID = try row.integer(3, "ownerID")
+            let ownerName: String
+            if isPublic {
+                ownerName = publicOwnerName
+            } else {
+                // A private zone's owner is an account (no foreign key says so: a public zone's is 0).
+                guard try row.optionalInteger(6, "ownerID") != nil else { throw row.damaged("ownerID", "no account \(ownerID) exists to own this private zone") }
+                ownerName = try row.of("account", keyAt: 6).text(5, "userRecordID")
+            }
+            return ZoneRow(id: id, container: try row.text(1, "container"), ownerID: ownerID,
+                           zoneID: RecordZoneID(zoneName: try row.text(4, "name"), ownerName: ownerName), isPublic: isPublic)
+        }
     }
 
     /// A private zone of `ownerID` in which `participant` is on a share, pending or accepted
     /// (R27: only such a zone exists for them in their shared database).
     package func zoneSharedWith(_ participant: Int64, container: String, ownerID: Int64, name: String) throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: """
+        try fetchOne("""
             SELECT z.id FROM zone z
             WHERE z.container = ? AND z.scope = 'private' AND z.ownerID = ? AND z.name = ?
               AND EXISTS (SELECT 1 FROM share s JOIN participant p ON p.shareID = s.id
                           WHERE s.zoneID = z.id AND p.accountID = ? AND p.status IN ('pending', 'accepted'))
-            """), arguments: [container, ownerID, name, participant])
+            """, [container, ownerID, name, participant], table: "zone", keyAt: 0) { try $0.integer(0, "id") }
     }
 
     /// The names of an owner's private zones in a container, oldest first.
     package func privateZoneNames(container: String, ownerID: Int64) throws -> [String] {
-        try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM zone WHERE container = ? AND scope = 'private' AND ownerID = ? ORDER BY id"),
-                            arguments: [container, ownerID])
+        try fetchAll("SELECT id, name FROM zone WHERE container = ? AND scope = 'private' AND ownerID = ? ORDER BY id",
+                     [container, ownerID], table: "zone", keyAt: 0) { try $0.text(1, "name") }
     }
 
     /// R12: the zones (name, owner's userRecordID) of the shares `account` has accepted in a container.
     package func acceptedZones(of account: Int64, container: String) throws -> [RecordZoneID] {
-        try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT DISTINCT z.name, a.userRecordID FROM participant p
+        try fetchAll("""
+            SELECT DISTINCT z.id, z.name, a.id, a.userRecordID FROM participant p
             JOIN share s ON s.id = p.shareID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
             WHERE p.accountID = ? AND p.status = 'accepted' AND p.role != 'owner' AND z.container = ?
             ORDER BY z.id
-            """), arguments: [account, container]).map { RecordZoneID(zoneName: $0[0], ownerName: $0[1]) }
+            """, [account, container], table: "zone", keyAt: 0) { row in
+            RecordZoneID(zoneName: try row.text(1, "name"), ownerName: try row.of("account", keyAt: 2).text(3, "userRecordID"))
+        }
     }
 
     package func deleteZone(id: Int64) throws {
@@ -61,31 +82,39 @@ extension StoreTransaction {
 
     private static let recordColumns = "id, name, type, fields, parentName, tag, modifiedAt, shortGUID"
 
-    private func recordRow(_ row: Row) -> RecordRow {
-        RecordRow(id: row[0], name: row[1], type: row[2], fields: StoredFields.decode(row[3]), parentName: row[4],
-                  tag: row[5], modifiedAt: row[6], shortGUID: row[7])
+    /// A record as stored (`recordColumns`).
+    static func recordRow(_ row: StoredRow) throws -> RecordRow {
+        RecordRow(id: try row.integer(0, "id"), name: try row.text(1, "name"), type: try row.text(2, "type"),
+                  fields: try row.fields(3, "fields"), parentName: try row.optionalText(4, "parentName"),
+                  tag: try row.text(5, "tag"), modifiedAt: try row.real(6, "modifiedAt"), shortGUID: try row.optionalText(7, "shortGUID"))
     }
 
     package func record(zone: Int64, name: String) throws -> RecordRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoreTransaction.recordColumns) FROM record WHERE zoneID = ? AND name = ?"),
-                         arguments: [zone, name]).map(recordRow)
+        try fetchOne("SELECT \(StoreTransaction.recordColumns) FROM record WHERE zoneID = ? AND name = ?", [zone, name],
+                     table: "record", keyAt: 0, StoreTransaction.recordRow)
     }
 
-    /// Every record of `type` in a zone (O7 filters and sorts them).
+    /// Every record of `type` in a zone (O7 filters and sorts them). A damaged one fails the
+    /// query, named: a result without it would pass for every match.
     package func records(zone: Int64, type: String) throws -> [RecordRow] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(StoreTransaction.recordColumns) FROM record WHERE zoneID = ? AND type = ?"),
-                         arguments: [zone, type]).map(recordRow)
+        try fetchAll("SELECT \(StoreTransaction.recordColumns) FROM record WHERE zoneID = ? AND type = ?", [zone, type],
+                     table: "record", keyAt: 0, StoreTransaction.recordRow)
     }
 
+    /// The parent's name of record `name` of the zone; nil when it has none or does not exist.
     package func parentName(zone: Int64, name: String) throws -> String? {
-        try String.fetchOne(db.cachedStatement(sql: "SELECT parentName FROM record WHERE zoneID = ? AND name = ?"), arguments: [zone, name])
+        try fetchOne("SELECT id, parentName FROM record WHERE zoneID = ? AND name = ?", [zone, name], table: "record", keyAt: 0) {
+            try $0.optionalText(1, "parentName")
+        } ?? nil
     }
 
     /// Each record of the zone and its parent's name.
     package func parentNames(zone: Int64) throws -> [String: String?] {
         var map: [String: String?] = [:]
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, parentName FROM record WHERE zoneID = ?"), arguments: [zone]) {
-            map[row[0]] = row[1] as String?
+        for (name, parent) in try fetchAll("SELECT id, name, parentName FROM record WHERE zoneID = ?", [zone], table: "record", keyAt: 0, {
+            (try $0.text(1, "name"), try $0.optionalText(2, "parentName"))
+        }) {
+            map[name] = parent
         }
         return map
     }

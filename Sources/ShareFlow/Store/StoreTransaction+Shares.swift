@@ -5,63 +5,69 @@ import GRDB
 extension StoreTransaction {
     private static let shareColumns = "s.id, s.recordID, s.zoneID, s.token, s.rootName, s.publicPermission, r.name"
 
-    private func shareRow(_ row: Row) -> ShareRow {
-        ShareRow(id: row[0], recordID: row[1], zoneRowID: row[2], token: row[3], rootName: row[4],
-                 publicPermission: ParticipantPermission(rawValue: row[5]) ?? .none, recordName: row[6])
+    /// A share as stored (`shareColumns`: the share's columns, then its record's name).
+    static func shareRow(_ row: StoredRow) throws -> ShareRow {
+        let recordID = try row.integer(1, "recordID")
+        return ShareRow(id: try row.integer(0, "id"), recordID: recordID, zoneRowID: try row.integer(2, "zoneID"),
+                        token: try row.text(3, "token"), rootName: try row.optionalText(4, "rootName"),
+                        publicPermission: try row.word(5, "publicPermission"), recordName: try row.of("record", keyAt: 1).text(6, "name"))
     }
 
     /// The share saved as record `recordName` of the zone.
     package func share(zone: Int64, recordName: String) throws -> ShareRow? {
         // record first (its (zoneID, name) key), then its share: never a scan of the zone's shares.
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoreTransaction.shareColumns) FROM record r CROSS JOIN share s ON s.recordID = r.id WHERE r.zoneID = ? AND r.name = ?"),
-                         arguments: [zone, recordName]).map(shareRow)
+        try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM record r CROSS JOIN share s ON s.recordID = r.id WHERE r.zoneID = ? AND r.name = ?",
+                     [zone, recordName], table: "share", keyAt: 0, StoreTransaction.shareRow)
     }
 
     package func share(token: String) throws -> ShareRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.token = ?"),
-                         arguments: [token]).map(shareRow)
+        try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.token = ?",
+                     [token], table: "share", keyAt: 0, StoreTransaction.shareRow)
     }
 
     package func share(id: Int64) throws -> ShareRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.id = ?"),
-                         arguments: [id]).map(shareRow)
+        try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.id = ?",
+                     [id], table: "share", keyAt: 0, StoreTransaction.shareRow)
     }
 
     /// The hierarchy share rooted at record `rootName` of the zone.
     package func share(zone: Int64, rootName: String) throws -> ShareRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName = ?"),
-                         arguments: [zone, rootName]).map(shareRow)
+        try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName = ?",
+                     [zone, rootName], table: "share", keyAt: 0, StoreTransaction.shareRow)
     }
 
     package func zoneShare(zone: Int64) throws -> ShareRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName IS NULL"),
-                         arguments: [zone]).map(shareRow)
+        try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName IS NULL",
+                     [zone], table: "share", keyAt: 0, StoreTransaction.shareRow)
     }
 
     package func shares(zone: Int64) throws -> [ShareRow] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? ORDER BY s.id"),
-                         arguments: [zone]).map(shareRow)
+        try fetchAll("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? ORDER BY s.id",
+                     [zone], table: "share", keyAt: 0, StoreTransaction.shareRow)
     }
 
     /// Every share, or those of `container` or of an owner, oldest first (O8).
     package func shareIDs(container: String?, ownerID: Int64?) throws -> [Int64] {
-        try Int64.fetchAll(db.cachedStatement(sql: "SELECT s.id FROM share s JOIN zone z ON z.id = s.zoneID WHERE (?1 IS NULL OR z.container = ?1) AND (?2 IS NULL OR z.ownerID = ?2) ORDER BY s.id"),
-                           arguments: [container, ownerID])
+        try fetchAll("SELECT s.id FROM share s JOIN zone z ON z.id = s.zoneID WHERE (?1 IS NULL OR z.container = ?1) AND (?2 IS NULL OR z.ownerID = ?2) ORDER BY s.id",
+                     [container, ownerID], table: "share", keyAt: 0) { try $0.integer(0, "id") }
     }
 
     /// The root record of some hierarchy share of the zone, if any (R5: a zone share needs an unshared zone).
     package func anySharedRoot(zone: Int64) throws -> String? {
-        try String.fetchOne(db.cachedStatement(sql: "SELECT rootName FROM share WHERE zoneID = ? LIMIT 1"), arguments: [zone])
+        try fetchOne("SELECT id, rootName FROM share WHERE zoneID = ? LIMIT 1", [zone], table: "share", keyAt: 0) {
+            try $0.optionalText(1, "rootName")
+        } ?? nil
     }
 
     /// The root of a share below record `name` (by `parent`), if any (R5).
     package func sharedDescendantRoot(zone: Int64, below name: String) throws -> String? {
-        try String.fetchOne(db.cachedStatement(sql: """
+        // UNION (not UNION ALL) ends the walk on a parent cycle another program left.
+        try fetchOne("""
             WITH RECURSIVE d(name) AS (
                 SELECT name FROM record WHERE zoneID = ?1 AND parentName = ?2
                 UNION SELECT r.name FROM record r JOIN d ON r.zoneID = ?1 AND r.parentName = d.name)
-            SELECT rootName FROM share WHERE zoneID = ?1 AND rootName IN (SELECT name FROM d) LIMIT 1
-            """), arguments: [zone, name])
+            SELECT id, rootName FROM share WHERE zoneID = ?1 AND rootName IN (SELECT name FROM d) LIMIT 1
+            """, [zone, name], table: "share", keyAt: 0) { try $0.text(1, "rootName") }
     }
 
     package func insertShare(record: Int64, zone: Int64, token: String, rootName: String?) throws -> Int64 {
@@ -78,55 +84,65 @@ extension StoreTransaction {
     /// has invitations no account matches — in one statement whose index seeks are the same
     /// whether or not the token is live.
     package func probeShare(token: String, caller: Int64) throws -> ShareProbe {
-        let row = try Row.fetchOne(db.cachedStatement(sql: """
+        // Always one row (the left joins keep the token's).
+        let probe = try fetchOne("""
             SELECT s.id, s.publicPermission, p.id,
                    EXISTS (SELECT 1 FROM participant u WHERE u.shareID = s.id AND u.accountID IS NULL AND u.status = 'pending')
             FROM (SELECT ? AS token) q
             LEFT JOIN share s ON s.token = q.token
             LEFT JOIN participant p ON p.shareID = s.id AND p.accountID = ?
-            """), arguments: [token, caller])!
-        return ShareProbe(exists: (row[0] as Int64?) != nil,
-                          isPublic: (row[1] as String?).map { $0 != ParticipantPermission.none.rawValue } ?? false,
-                          isParticipant: (row[2] as Int64?) != nil,
-                          hasUnmatchedInvitations: (row[3] as Bool?) == true)
+            """, [token, caller], table: "share", keyAt: 0) { row -> ShareProbe in
+            let exists = try row.optionalInteger(0, "id") != nil
+            return ShareProbe(exists: exists,
+                              isPublic: try exists && row.word(1, "publicPermission", as: ParticipantPermission.self) != .none,
+                              isParticipant: try row.optionalInteger(2, "id") != nil,
+                              hasUnmatchedInvitations: try row.integer(3, "EXISTS") != 0)
+        }
+        return probe ?? ShareProbe(exists: false, isPublic: false, isParticipant: false, hasUnmatchedInvitations: false)
     }
 
     /// The pending invitations of the share of `token` that no account matches (R16).
     package func unmatchedInvitations(token: String) throws -> [(participantID: String, lookupInfo: LookupInfo)] {
-        try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT p.participantID, p.lookupKind, p.lookupValue FROM participant p JOIN share s ON s.id = p.shareID
+        try fetchAll("""
+            SELECT p.id, p.participantID, p.lookupKind, p.lookupValue FROM participant p JOIN share s ON s.id = p.shareID
             WHERE s.token = ? AND p.accountID IS NULL AND p.status = 'pending' ORDER BY p.id
-            """), arguments: [token]).map { (participantID: $0[0], lookupInfo: LookupInfo(kind: $0[1], value: $0[2])) }
+            """, [token], table: "participant", keyAt: 0) {
+            (participantID: try $0.text(1, "participantID"), lookupInfo: try $0.lookup(kindAt: 2, "lookupKind", valueAt: 3, "lookupValue"))
+        }
     }
 
     // MARK: Participants
 
     private static let participantColumns = "id, participantID, accountID, lookupKind, lookupValue, role, permission, status"
 
-    private func participantRow(_ row: Row) -> ParticipantRow {
-        ParticipantRow(id: row[0], participantID: row[1], accountID: row[2], lookup: LookupInfo(kind: row[3], value: row[4]),
-                       role: ParticipantRole(rawValue: row[5]) ?? .unknown,
-                       permission: ParticipantPermission(rawValue: row[6]) ?? .unknown,
-                       status: ParticipantAcceptanceStatus(rawValue: row[7]) ?? .unknown)
+    /// A participant as stored (`participantColumns`).
+    static func participantRow(_ row: StoredRow) throws -> ParticipantRow {
+        ParticipantRow(id: try row.integer(0, "id"), participantID: try row.text(1, "participantID"),
+                       accountID: try row.optionalInteger(2, "accountID"),
+                       lookup: try row.lookup(kindAt: 3, "lookupKind", valueAt: 4, "lookupValue"),
+                       role: try row.word(5, "role"), permission: try row.word(6, "permission"), status: try row.word(7, "status"))
     }
 
     package func participants(share: Int64) throws -> [ParticipantRow] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(StoreTransaction.participantColumns) FROM participant WHERE shareID = ? ORDER BY id"),
-                         arguments: [share]).map(participantRow)
+        try fetchAll("SELECT \(StoreTransaction.participantColumns) FROM participant WHERE shareID = ? ORDER BY id", [share],
+                     table: "participant", keyAt: 0, StoreTransaction.participantRow)
     }
 
     package func participant(share: Int64, account: Int64) throws -> ParticipantRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoreTransaction.participantColumns) FROM participant WHERE shareID = ? AND accountID = ?"),
-                         arguments: [share, account]).map(participantRow)
+        try fetchOne("SELECT \(StoreTransaction.participantColumns) FROM participant WHERE shareID = ? AND accountID = ?", [share, account],
+                     table: "participant", keyAt: 0, StoreTransaction.participantRow)
     }
 
     /// The share a participant (by its participantID) is on.
     package func shareID(ofParticipant participantID: String) throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT shareID FROM participant WHERE participantID = ?"), arguments: [participantID])
+        try fetchOne("SELECT id, shareID FROM participant WHERE participantID = ?", [participantID], table: "participant", keyAt: 0) {
+            try $0.integer(1, "shareID")
+        }
     }
 
     /// R8: participants not removed.
     package func activeParticipantCount(share: Int64) throws -> Int {
+        // COUNT(*) is SQLite's own integer, never a stored value.
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'"), arguments: [share]) ?? 0
     }
 
@@ -167,13 +183,14 @@ extension StoreTransaction {
 
     /// Pending invitations added at or before `cutoff`, oldest first.
     package func pendingInvitations(addedBefore cutoff: Double) throws -> [InvitationRow] {
-        try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT p.participantID, s.token, r.fields, p.lookupKind, p.lookupValue, p.addedAt
+        try fetchAll("""
+            SELECT p.id, p.participantID, s.id, s.token, r.id, r.fields, p.lookupKind, p.lookupValue, p.addedAt
             FROM participant p JOIN share s ON s.id = p.shareID JOIN record r ON r.id = s.recordID
             WHERE p.status = 'pending' AND p.addedAt <= ? ORDER BY p.addedAt
-            """), arguments: [cutoff]).map { row in
-            InvitationRow(participantID: row[0], token: row[1], fields: StoredFields.decode(row[2]),
-                          lookup: LookupInfo(kind: row[3], value: row[4]), addedAt: row[5])
+            """, [cutoff], table: "participant", keyAt: 0) { row in
+            InvitationRow(participantID: try row.text(1, "participantID"), token: try row.of("share", keyAt: 2).text(3, "token"),
+                          fields: try row.of("record", keyAt: 4).fields(5, "fields"),
+                          lookup: try row.lookup(kindAt: 6, "lookupKind", valueAt: 7, "lookupValue"), addedAt: try row.real(8, "addedAt"))
         }
     }
 }

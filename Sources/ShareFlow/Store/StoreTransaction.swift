@@ -12,10 +12,17 @@ package struct StoreTransaction {
     /// False in a read: nothing may be inserted (a default zone read before anything was
     /// saved in it is read as empty, not made).
     package let isWritable: Bool
+    /// The store's file, named by the error a damaged row gives.
+    let path: String?
 
-    init(_ db: Database, writable: Bool = true) {
+    /// Rows inserted, changed or deleted through this connection so far: a nested engine call
+    /// (a policy's) that wrote anything moved it.
+    package var changeCount: Int { db.totalChangesCount }
+
+    init(_ db: Database, writable: Bool = true, path: String?) {
         self.db = db
         self.isWritable = writable
+        self.path = path
     }
 }
 
@@ -29,8 +36,52 @@ package struct StoredFields {
         json = String(decoding: try JSONEncoder().encode(fields), as: UTF8.self)
     }
 
-    static func decode(_ json: String) -> [String: FieldValue] {
-        (try? JSONDecoder().decode([String: FieldValue].self, from: Data(json.utf8))) ?? [:]
+    /// The fields stored as `json`. Anything but a JSON object of field values (invalid JSON,
+    /// an array, a value of no field type) is `Unreadable`: read as no fields, a damaged
+    /// record would lose its data at its next save.
+    static func decode(_ json: String) throws -> [String: FieldValue] {
+        do {
+            return try JSONDecoder().decode([String: FieldValue].self, from: Data(json.utf8))
+        } catch let error as DecodingError {
+            throw Unreadable(json: json, error: error)
+        }
+    }
+
+    /// Why stored fields cannot be read, in words (the JSON's shape, the field at fault).
+    struct Unreadable: Error, CustomStringConvertible {
+        let description: String
+
+        init(json: String, error: DecodingError) {
+            let path: [CodingKey]
+            switch error {
+            case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c): path = c.codingPath
+            @unknown default: path = []
+            }
+            if let field = path.first {
+                description = "expected a JSON object of fields, found field '\(StoredRow.excerpt(field.stringValue))' holding no field value"
+            } else {
+                description = "expected a JSON object of fields, found \(Unreadable.shape(of: json))"
+            }
+        }
+
+        /// What a JSON text is at its top: an array, a string… or no JSON at all.
+        static func shape(of json: String) -> String {
+            let kind: String
+            switch json.unicodeScalars.first(where: { !$0.properties.isWhitespace }) ?? " " {
+            case "{": kind = "a JSON object of another shape"
+            case "[": kind = "a JSON array"
+            case "\"": kind = "a JSON string"
+            case "t", "f": kind = "a JSON boolean"
+            case "n": kind = "JSON null"
+            case let c where c == "-" || CharacterSet.decimalDigits.contains(c): kind = "a JSON number"
+            default: kind = "no JSON"
+            }
+            // Invalid text after a valid start is still no JSON.
+            guard (try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed])) != nil else {
+                return "invalid JSON"
+            }
+            return kind
+        }
     }
 }
 

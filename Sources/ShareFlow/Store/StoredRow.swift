@@ -1,0 +1,289 @@
+import Foundation
+import GRDB
+
+/// A stored value ShareFlow cannot read, and where it is: the table, the row (its row ID, or
+/// its key in a table without one) and the column. Said in words, never as SQL.
+struct DamagedRow: Error, CustomStringConvertible {
+    let table: String
+    let row: String
+    let column: String
+    let problem: String
+
+    var description: String { "table \(table) row \(row) column \(column): \(problem)" }
+
+    /// The error a caller gets: `serviceUnavailable` naming the store, like every other store
+    /// failure; the rest of the store goes on serving.
+    func shareFlowError(path: String?) -> ShareFlowError {
+        ShareFlowError(.serviceUnavailable, "\(path.map { "store \($0)" } ?? "the store"): damaged row: \(self)")
+    }
+}
+
+/// One row of one table, read column by column through throwing conversions that take only
+/// the storage class the schema declares. GRDB's subscripts trap on a NULL or a value they
+/// cannot convert, and convert silently where they can (a BLOB read as text, "abc" read as
+/// the integer 0): a row another program or a disk fault left must be a `DamagedRow`
+/// naming the table, the row and the column, never a crash nor a wrong answer.
+///
+/// Every read of a stored value goes through these readers, and `Store.check()` reads every
+/// row of every table through them too, so what the check passes the engine can read.
+struct StoredRow {
+    let row: Row
+    let table: String
+    /// How the row is named in an error: its row ID, or its key.
+    let key: String
+
+    /// `keyAt`: the column holding the row's ID (or key), used only to name it.
+    init(_ row: Row, table: String, keyAt index: Int) {
+        self.row = row
+        self.table = table
+        key = StoredRow.name(row[index] as DatabaseValue)
+    }
+
+    /// The same row, naming the columns of another table of a join (its ID at `keyAt`).
+    func of(_ table: String, keyAt index: Int) -> StoredRow { StoredRow(row, table: table, keyAt: index) }
+
+    func damaged(_ column: String, _ problem: String) -> DamagedRow {
+        DamagedRow(table: table, row: key, column: column, problem: problem)
+    }
+
+    private func value(_ index: Int) -> DatabaseValue { row[index] as DatabaseValue }
+
+    // MARK: Storage classes
+
+    func text(_ index: Int, _ column: String) throws -> String {
+        let v = value(index)
+        guard case .string(let s) = v.storage else { throw damaged(column, "expected TEXT, found \(StoredRow.describe(v))") }
+        return s
+    }
+
+    func optionalText(_ index: Int, _ column: String) throws -> String? {
+        value(index).isNull ? nil : try text(index, column)
+    }
+
+    func integer(_ index: Int, _ column: String) throws -> Int64 {
+        let v = value(index)
+        guard case .int64(let n) = v.storage else { throw damaged(column, "expected INTEGER, found \(StoredRow.describe(v))") }
+        return n
+    }
+
+    func optionalInteger(_ index: Int, _ column: String) throws -> Int64? {
+        value(index).isNull ? nil : try integer(index, column)
+    }
+
+    /// A REAL column: SQLite stores a whole number there as REAL, but another writer may leave
+    /// an INTEGER, which reads as the same number. NaN and infinities are no time nor date.
+    func real(_ index: Int, _ column: String) throws -> Double {
+        let v = value(index)
+        switch v.storage {
+        case .double(let d) where d.isFinite: return d
+        case .int64(let n): return Double(n)
+        default: throw damaged(column, "expected REAL, found \(StoredRow.describe(v))")
+        }
+    }
+
+    func optionalReal(_ index: Int, _ column: String) throws -> Double? {
+        value(index).isNull ? nil : try real(index, column)
+    }
+
+    // MARK: ShareFlow's shapes
+
+    /// One of the words an enum stores (a role, a permission, a status…).
+    func word<T: RawRepresentable & CaseIterable>(_ index: Int, _ column: String, as type: T.Type = T.self) throws -> T
+    where T.RawValue == String {
+        let s = try text(index, column)
+        guard let value = T(rawValue: s) else { throw unknownWord(s, column, T.allCases.map(\.rawValue)) }
+        return value
+    }
+
+    /// One of `words`.
+    func word(_ index: Int, _ column: String, in words: [String]) throws -> String {
+        let s = try text(index, column)
+        guard words.contains(s) else { throw unknownWord(s, column, words) }
+        return s
+    }
+
+    private func unknownWord(_ found: String, _ column: String, _ words: [String]) -> DamagedRow {
+        damaged(column, "expected one of \(words.joined(separator: ", ")), found \(StoredRow.describe(found.databaseValue))")
+    }
+
+    /// An address or ID as stored: its kind and its value.
+    func lookup(kindAt kindIndex: Int, _ kindColumn: String, valueAt valueIndex: Int, _ valueColumn: String) throws -> LookupInfo {
+        let kind = try lookupKind(kindIndex, kindColumn)
+        return kind(try text(valueIndex, valueColumn))
+    }
+
+    /// The kind of an address or ID: how to make one from its value.
+    func lookupKind(_ index: Int, _ column: String) throws -> (String) -> LookupInfo {
+        switch try text(index, column) {
+        case "emailAddress": return LookupInfo.emailAddress
+        case "phoneNumber": return LookupInfo.phoneNumber
+        case "userRecordID": return LookupInfo.userRecordID
+        case let other: throw damaged(column, "expected one of emailAddress, phoneNumber, userRecordID, found \(StoredRow.describe(other.databaseValue))")
+        }
+    }
+
+    /// A record's fields: a JSON object of field values (`StoredFields`).
+    func fields(_ index: Int, _ column: String) throws -> [String: FieldValue] {
+        let v = value(index)
+        guard case .string(let json) = v.storage else { throw damaged(column, "expected TEXT (JSON), found \(StoredRow.describe(v))") }
+        do {
+            return try StoredFields.decode(json)
+        } catch let problem as StoredFields.Unreadable {
+            throw damaged(column, problem.description)
+        }
+    }
+
+    /// An account's name: the JSON object `JSONEncoder` wrote for `NameComponents`.
+    func name(_ index: Int, _ column: String) throws -> NameComponents {
+        let json = try text(index, column)
+        let name = NameComponents(storedJSON: json)
+        // The fast reader answers an empty name for anything it cannot read; only then is the
+        // text decoded again, strictly, to tell an empty name from a damaged one (a non-empty
+        // name is the common case and costs nothing more).
+        guard name == NameComponents() else { return name }
+        do {
+            return try JSONDecoder().decode(NameComponents.self, from: Data(json.utf8))
+        } catch {
+            throw damaged(column, "expected a JSON object of name parts, found \(StoredFields.Unreadable.shape(of: json))")
+        }
+    }
+
+    // MARK: Naming values
+
+    /// A stored value as an error shows it: its storage class, and a short, printable excerpt.
+    static func describe(_ value: DatabaseValue) -> String {
+        switch value.storage {
+        case .null: return "NULL"
+        case .int64(let n): return "INTEGER \(n)"
+        case .double(let d): return "REAL \(d)"
+        case .blob(let data): return "BLOB (\(data.count) byte\(data.count == 1 ? "" : "s"))"
+        case .string(let s): return "TEXT '\(excerpt(s))'"
+        }
+    }
+
+    /// A row's ID or key as an error names it.
+    static func name(_ value: DatabaseValue) -> String {
+        switch value.storage {
+        case .int64(let n): return String(n)
+        case .string(let s): return "'\(excerpt(s))'"
+        default: return "(\(describe(value)))"
+        }
+    }
+
+    /// At most 40 characters, control characters escaped: a message stays one line.
+    static func excerpt(_ s: String) -> String {
+        var out = ""
+        for (n, c) in s.unicodeScalars.enumerated() {
+            guard n < 40 else { out += "…"; break }
+            out += c.properties.generalCategory == .control ? c.escaped(asASCII: true) : String(c)
+        }
+        return out
+    }
+}
+
+extension StoreTransaction {
+    /// The first row of `sql` read with `decode`; a damaged one is `serviceUnavailable` naming
+    /// the store, the table, the row and the column. The statement is cached and its row
+    /// read in place (no copy).
+    func fetchOne<T>(_ sql: String, _ arguments: StatementArguments = [], table: String, keyAt: Int,
+                     _ decode: (StoredRow) throws -> T) throws -> T? {
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+        return try withExtendedLifetime(cursor) { () -> T? in
+            guard let row = try cursor.next() else { return nil }
+            return try decoding { try decode(StoredRow(row, table: table, keyAt: keyAt)) }
+        }
+    }
+
+    /// Every row of `sql` read with `decode`. One damaged row fails the whole read, naming it:
+    /// a list that skipped it would pass for complete.
+    func fetchAll<T>(_ sql: String, _ arguments: StatementArguments = [], table: String, keyAt: Int,
+                     _ decode: (StoredRow) throws -> T) throws -> [T] {
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+        return try withExtendedLifetime(cursor) { () -> [T] in
+            var values: [T] = []
+            while let row = try cursor.next() {
+                values.append(try decoding { try decode(StoredRow(row, table: table, keyAt: keyAt)) })
+            }
+            return values
+        }
+    }
+
+    /// Runs `body`, turning a damaged row into the caller's error.
+    func decoding<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let damage as DamagedRow { throw damage.shareFlowError(path: path) }
+    }
+}
+
+/// Every table ShareFlow keeps, each column with the reader the engine reads it through, so
+/// `Store.check()` reads every row as the engine would (the columns no query reads
+/// included). A test holds the list against a freshly migrated store's columns.
+struct StoredTable: Sendable {
+    typealias Reader = @Sendable (StoredRow, Int, String) throws -> Void
+
+    let name: String
+    /// The column naming a row in a problem: its row ID, or its key.
+    let key: String
+    let columns: [(name: String, read: Reader)]
+
+    static let text: Reader = { _ = try $0.text($1, $2) }
+    static let optionalText: Reader = { _ = try $0.optionalText($1, $2) }
+    static let integer: Reader = { _ = try $0.integer($1, $2) }
+    static let optionalInteger: Reader = { _ = try $0.optionalInteger($1, $2) }
+    static let real: Reader = { _ = try $0.real($1, $2) }
+    static let optionalReal: Reader = { _ = try $0.optionalReal($1, $2) }
+    static let fields: Reader = { _ = try $0.fields($1, $2) }
+    static let name: Reader = { _ = try $0.name($1, $2) }
+    static let lookupKind: Reader = { _ = try $0.lookupKind($1, $2) }
+    static let scope: Reader = { row, index, _ in _ = try StoreTransaction.isPublic(row, index) }
+    static func word<T: RawRepresentable & CaseIterable>(_ type: T.Type) -> Reader where T.RawValue == String {
+        let words = T.allCases.map(\.rawValue)
+        return { _ = try $0.word($1, $2, in: words) }
+    }
+
+    static let all: [StoredTable] = [
+        StoredTable(name: "shareflow_meta", key: "key", columns: [("key", text), ("value", text)]),
+        StoredTable(name: "account", key: "id", columns: [
+            ("id", integer), ("userRecordID", text), ("name", name), ("discoverability", word(Discoverability.self)), ("createdAt", real)]),
+        StoredTable(name: "account_email", key: "email", columns: [("email", text), ("accountID", integer), ("position", integer)]),
+        StoredTable(name: "account_phone", key: "phone", columns: [("phone", text), ("accountID", integer), ("position", integer)]),
+        StoredTable(name: "contact", key: "id", columns: [
+            ("id", integer), ("accountID", integer), ("kind", lookupKind), ("value", text), ("contactIdentifier", text)]),
+        StoredTable(name: "zone", key: "id", columns: [("id", integer), ("container", text), ("scope", scope), ("ownerID", integer), ("name", text)]),
+        StoredTable(name: "record", key: "id", columns: [
+            ("id", integer), ("zoneID", integer), ("name", text), ("type", text), ("fields", fields), ("parentName", optionalText),
+            ("changeTag", integer), ("createdBy", optionalInteger), ("modifiedBy", optionalInteger), ("modifiedAt", real),
+            ("tag", text), ("shortGUID", optionalText)]),
+        StoredTable(name: "share", key: "id", columns: [
+            ("id", integer), ("recordID", integer), ("zoneID", integer), ("token", text), ("rootName", optionalText),
+            ("publicPermission", word(ParticipantPermission.self))]),
+        StoredTable(name: "participant", key: "id", columns: [
+            ("id", integer), ("shareID", integer), ("participantID", text), ("accountID", optionalInteger), ("lookupKind", lookupKind),
+            ("lookupValue", text), ("role", word(ParticipantRole.self)), ("permission", word(ParticipantPermission.self)),
+            ("status", word(ParticipantAcceptanceStatus.self)), ("addedAt", real)]),
+        StoredTable(name: "credential", key: "id", columns: [
+            ("id", integer), ("kind", word(StoredCredential.Kind.self)), ("container", text), ("hash", text), ("accountID", optionalInteger),
+            ("expiresAt", optionalReal), ("createdAt", real), ("publicKey", optionalText)]),
+    ]
+
+    /// The most unreadable values listed per table; past it, one line says how many more.
+    static let listedPerTable = 1000
+
+    /// One problem line per unreadable value of the table, in row order.
+    func damagedRows(_ db: Database) throws -> [String] {
+        let cursor = try Row.fetchCursor(db, sql: "SELECT \(key), \(columns.map(\.name).joined(separator: ", ")) FROM \(name) ORDER BY \(key)")
+        var problems: [String] = []
+        var more = 0
+        while let row = try cursor.next() {
+            let stored = StoredRow(row, table: name, keyAt: 0)
+            for (n, column) in columns.enumerated() {
+                do {
+                    try column.read(stored, n + 1, column.name)
+                } catch let damage as DamagedRow {
+                    if problems.count < StoredTable.listedPerTable { problems.append("damaged row: \(damage)") } else { more += 1 }
+                }
+            }
+        }
+        if more > 0 { problems.append("damaged rows: \(more) more unreadable values in table \(name)") }
+        return problems
+    }
+}

@@ -1,0 +1,232 @@
+import Foundation
+import XCTest
+
+/// SPEC §11 as an operator meets a damaged store: a row another program left of the wrong
+/// type makes `run` exit 1 with one clear line naming the table, row and column (never a
+/// crash), every other row still serves, `serve` answers that item's error and goes on, and
+/// `store check` lists each problem.
+final class DamagedStoreCommandTests: XCTestCase {
+    private var dir: URL!
+    private var store: String!
+
+    override func setUpWithError() throws {
+        dir = try CLI.temporaryDirectory()
+        store = dir.appendingPathComponent("store.sqlite").path
+        try CLI.write("""
+            local sf = require("shareflow")
+            sf.accounts.create{ email = "alice@example.com" }
+            sf.accounts.create{ email = "bob@example.com" }
+            local c = sf.as("alice@example.com"):container(arg[1] or "iCloud.com.example.trips")
+            local db = c.privateCloudDatabase
+            local zone = db:saveZone("Trips")
+            local trip = sf.Record{ recordType = "Trip", recordName = "lisbon", zone = zone, fields = { title = "Lisbon" } }
+            local day = sf.Record{ recordType = "Day", recordName = "day1", zone = zone, parent = trip }
+            local share = sf.Share{ rootRecord = trip, title = "Lisbon trip" }
+            share:addParticipant(c:fetchShareParticipants{ "bob@example.com" }[1])
+            assert(not select(2, db:modifyRecords{ save = { trip, day, share } }))
+            print(share.recordID.recordName)
+            """, to: dir.appendingPathComponent("setup.lua"))
+        try CLI.write("""
+            local sf = require("shareflow")
+            local db = sf.as("alice@example.com"):container("iCloud.com.example.trips").privateCloudDatabase
+            local r = assert(db:fetchRecord(sf.RecordID{ recordName = arg[1], zoneID = db:saveZone("Trips").zoneID }))
+            print(r.recordType)
+            """, to: dir.appendingPathComponent("read.lua"))
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    /// Makes the store; returns the share's record name.
+    @discardableResult
+    private func setUpStore(container: String? = nil) throws -> String {
+        let r = try CLI.run(["run", "--store", store, dir.appendingPathComponent("setup.lua").path] + (container.map { [$0] } ?? []))
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Runs `sql` on the store through Python's sqlite3, as another program would.
+    private func damage(_ sql: String) throws {
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit(); c.close()",
+                            store, sql]
+        try python.run()
+        python.waitUntilExit()
+        XCTAssertEqual(python.terminationStatus, 0, "python3 sqlite3 ran \(sql)")
+    }
+
+    private func read(_ name: String) throws -> CLI.Result {
+        try CLI.run(["run", "--store", store, dir.appendingPathComponent("read.lua").path, name])
+    }
+
+    /// Exit 1 with a message (no signal: a trap ends a process with SIGILL or SIGTRAP, which
+    /// `terminationStatus` reports as 4 or 5), its first line naming `expected`.
+    private func assertFailsCleanly(_ r: CLI.Result, _ expected: String, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(r.status, 1, r.stderr, file: file, line: line)
+        XCTAssertFalse(r.stderr.contains("Fatal error"), r.stderr, file: file, line: line)
+        let first = r.stderr.split(separator: "\n").first.map(String.init) ?? ""
+        XCTAssertTrue(first.hasPrefix("shareflow: "), first, file: file, line: line)
+        XCTAssertTrue(first.contains(expected), "\(first) should name \(expected)", file: file, line: line)
+        XCTAssertFalse(first.contains("SELECT"), first, file: file, line: line)
+    }
+
+    func testRunFailsCleanlyOnADamagedRowAndReadsTheOthers() throws {
+        let shareName = try setUpStore()
+        XCTAssertEqual(try read("lisbon").stdout, "Trip\n")
+        XCTAssertEqual(try read(shareName).stdout, "cloudkit.share\n")
+        try damage("UPDATE record SET fields = x'00ff' WHERE name = 'lisbon'")
+        assertFailsCleanly(try read("lisbon"), "store \(store!): damaged row: table record row 1 column fields: expected TEXT (JSON), found BLOB (2 bytes)")
+        let day = try read("day1")
+        XCTAssertEqual(day.status, 0, day.stderr)
+        XCTAssertEqual(day.stdout, "Day\n")
+
+        try damage("UPDATE record SET fields = '{}', modifiedAt = 'noon' WHERE name = 'lisbon'")
+        assertFailsCleanly(try read("lisbon"), "table record row 1 column modifiedAt: expected REAL, found TEXT 'noon'")
+        try damage("UPDATE record SET modifiedAt = 0, tag = x'01' WHERE name = 'lisbon'")
+        assertFailsCleanly(try read("lisbon"), "table record row 1 column tag: expected TEXT, found BLOB (1 byte)")
+        try damage("UPDATE record SET tag = 'abc', fields = '[1]' WHERE name = 'lisbon'")
+        assertFailsCleanly(try read("lisbon"), "table record row 1 column fields: expected a JSON object of fields, found a JSON array")
+        try damage("UPDATE record SET fields = '{\"title\": {\"s\": \"Lis' WHERE name = 'lisbon'")
+        assertFailsCleanly(try read("lisbon"), "column fields: expected a JSON object of fields, found invalid JSON")
+        // A damaged participant fails the share's record, not the records it shares.
+        try damage("UPDATE record SET fields = '{}' WHERE name = 'lisbon'; UPDATE participant SET role = x'00' WHERE lookupValue = 'bob@example.com'")
+        XCTAssertEqual(try read("lisbon").stdout, "Trip\n")
+        assertFailsCleanly(try read(shareName), "table participant row 2 column role: expected TEXT, found BLOB (1 byte)")
+
+        // --json: one object with the error's code and message.
+        let json = try CLI.run(["run", "--json", "--store", store, dir.appendingPathComponent("read.lua").path, shareName])
+        XCTAssertEqual(json.status, 1)
+        XCTAssertTrue(json.stdout.contains("damaged row: table participant row 2 column role"), json.stdout + json.stderr)
+    }
+
+    func testStoreCheckListsEveryProblemAndAHealthyStoreIsOK() throws {
+        try setUpStore()
+        let healthy = try CLI.run(["store", "check", "--store", store])
+        XCTAssertEqual(healthy.status, 0, healthy.stdout + healthy.stderr)
+        XCTAssertEqual(healthy.stdout, "store \(store!): ok\n")
+
+        try damage("""
+            UPDATE record SET fields = x'7b7d' WHERE name = 'lisbon';
+            UPDATE record SET modifiedAt = 'soon' WHERE name = 'day1';
+            UPDATE participant SET role = x'00' WHERE lookupValue = 'bob@example.com';
+            UPDATE account SET discoverability = 'maybe' WHERE id = 2;
+            CREATE TRIGGER evil AFTER INSERT ON share BEGIN
+                INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
+                VALUES (NEW.id, 'mallory-' || NEW.id, NULL, 'emailAddress', 'mallory@example.com', 'privateUser', 'readWrite', 'accepted', 0);
+            END;
+            CREATE VIEW everything AS SELECT * FROM record;
+            CREATE INDEX record_type ON record(type);
+            UPDATE record SET parentName = 'day1' WHERE name = 'lisbon';
+            """)
+        let r = try CLI.run(["store", "check", "--store", store])
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+        XCTAssertFalse(r.stderr.contains("Fatal error"), r.stderr)
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        let expected = [
+            "  view everything is not ShareFlow's: its schema makes no such object; drop it",
+            "  trigger evil on table share is not ShareFlow's: its schema makes no such object; drop it",
+            "  index record_type on table record is not ShareFlow's: its schema makes no such object; drop it",
+            "  damaged row: table account row 2 column discoverability: expected one of initialState, granted, denied, couldNotComplete, found TEXT 'maybe'",
+            "  damaged row: table record row 1 column fields: expected TEXT (JSON), found BLOB (2 bytes)",
+            "  damaged row: table record row 2 column modifiedAt: expected REAL, found TEXT 'soon'",
+            "  damaged row: table participant row 2 column role: expected TEXT, found BLOB (1 byte)",
+            "  records day1 → lisbon → day1 in zone Trips (row 1) form a parent cycle (R25)",
+        ]
+        XCTAssertEqual(lines, ["store \(store!): \(expected.count) problem(s)"] + expected, r.stdout)
+
+        let json = try CLI.run(["store", "check", "--json", "--store", store])
+        XCTAssertEqual(json.status, 1)
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        XCTAssertEqual((object?["problems"] as? [String])?.count, expected.count, json.stdout)
+
+        // The planted trigger is still only reported: the check changes nothing.
+        let again = try CLI.run(["store", "check", "--store", store])
+        XCTAssertEqual(again.stdout, r.stdout)
+    }
+
+    /// `serve` reads through the same store: the damaged record is that item's error, the
+    /// other record of the same request is served, and the server keeps running.
+    func testServeAnswersADamagedRecordAsItsItemsErrorAndGoesOn() throws {
+        try setUpStore(container: "iCloud.test")
+        try damage("UPDATE record SET fields = x'00' WHERE name = 'lisbon'")
+        let server = ServerHarness(dir: dir, store: store)
+        try server.start()
+        defer { server.stop() }
+        let zone = #""zoneID":{"zoneName":"Trips"}"#
+        for _ in 0..<2 {
+            let (status, body) = try server.call("POST", "/private/records/lookup", body: #"{\#(zone),"records":[{"recordName":"lisbon"},{"recordName":"day1"}]}"#)
+            XCTAssertEqual(status, 200, "\(body)")
+            let records = body["records"] as? [[String: Any]]
+            XCTAssertEqual(records?.count, 2, "\(body)")
+            XCTAssertEqual(records?.first?["serverErrorCode"] as? String, "TRY_AGAIN_LATER", "\(body)")
+            let reason = records?.first?["reason"] as? String ?? ""
+            XCTAssertTrue(reason.contains("damaged row: table record row 1 column fields: expected TEXT (JSON), found BLOB (1 byte)"), reason)
+            XCTAssertEqual(records?.last?["recordType"] as? String, "Day", "\(body)")
+        }
+        XCTAssertTrue(server.isRunning, "the server goes on")
+    }
+}
+
+/// A `shareflow serve` over a given store, with an API token and Alice's web auth token.
+private final class ServerHarness {
+    let dir: URL
+    let store: String
+    private var process: Process?
+    private var base = "", api = "", web = ""
+
+    init(dir: URL, store: String) {
+        self.dir = dir
+        self.store = store
+    }
+
+    var isRunning: Bool { process?.isRunning == true }
+
+    func start() throws {
+        api = try CLI.run(["tokens", "api", "--store", store, "--container", "iCloud.test"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        web = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "alice@example.com"]).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: CLI.binary)
+        server.arguments = ["serve", "--store", store, "--port", "0"]
+        let out = dir.appendingPathComponent("serve.out"), err = dir.appendingPathComponent("serve.err")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        server.standardOutput = try FileHandle(forWritingTo: out)
+        server.standardError = try FileHandle(forWritingTo: err)
+        try server.run()
+        process = server
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && server.isRunning && base.isEmpty {
+            let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on http://127.0.0.1:") }) {
+                base = String(line.dropFirst("listening on ".count))
+            }
+            usleep(20_000)
+        }
+        XCTAssertFalse(base.isEmpty, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+
+    func stop() {
+        if let process, process.isRunning { process.terminate(); process.waitUntilExit() }
+    }
+
+    /// One request to the private database of iCloud.test, by curl: the status and the JSON body.
+    func call(_ method: String, _ path: String, body: String) throws -> (Int, [String: Any]) {
+        let url = base + "/database/1/iCloud.test/development" + path + "?ckAPIToken=\(api)&ckWebAuthToken=\(web)"
+        let request = dir.appendingPathComponent("request-\(UUID().uuidString)"), response = dir.appendingPathComponent("response-\(UUID().uuidString)")
+        try CLI.write(body, to: request)
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        curl.arguments = ["curl", "-s", "-o", response.path, "-w", "%{http_code}", "-X", method, "--max-time", "60",
+                          "-H", "Content-Type: text/plain", "--data-binary", "@" + request.path, url]
+        let status = Pipe()
+        curl.standardOutput = status
+        try curl.run()
+        curl.waitUntilExit()
+        let code = Int(String(decoding: status.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) ?? 0
+        let data = (try? Data(contentsOf: response)) ?? Data()
+        return (code, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? ["raw": String(decoding: data, as: UTF8.self)])
+    }
+}
