@@ -65,10 +65,12 @@ public final class ScriptHost {
         if room > 0 { logger.log(level: level, "\(prefixed(String(decoding: text.utf8.prefix(room), as: UTF8.self)))") }
         loggedBytes = limit
         droppedLogBytes += n - room
+        lua.limits.pointee.log_dropped = 1
     }
 
     /// The one line that says how much of a call's log was dropped (at the call's end).
     func reportDroppedLog() {
+        lua.limits.pointee.log_dropped = 0
         guard droppedLogBytes > 0, let limit = logLimit else { return }
         logger.warning("\(prefixed("log limit of \(limit / 1024) KiB per call reached: \(droppedLogBytes) bytes dropped"))")
         droppedLogBytes = 0

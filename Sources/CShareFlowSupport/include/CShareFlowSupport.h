@@ -121,6 +121,9 @@ struct sf_limits {
     /* Outermost calls into the state so far (sf_pcall, sf_call_hook): per-call allowances
      * such as the log's (limits.logKiB) start again when it moves. */
     unsigned long long calls;
+    /* Set by the host when a call's log passed limits.logKiB: the call's end reports it (a
+     * flag here, so the event path reads one int rather than the host object). */
+    int log_dropped;
     char reason[128];
 };
 

@@ -53,7 +53,7 @@ struct HookCall {
         let base = lua_gettop(L)
         defer {
             lua_settop(L, base)
-            bindings._withUnsafeGuaranteedRef { if $0.host.droppedLogBytes != 0 { $0.host.reportDroppedLog() } }
+            if limits.pointee.log_dropped != 0 { bindings._withUnsafeGuaranteedRef { $0.host.reportDroppedLog() } }
             if limits.pointee.close_when_idle != 0 {
                 bindings._withUnsafeGuaranteedRef { $0.lua.closeIfIdle() }
             }

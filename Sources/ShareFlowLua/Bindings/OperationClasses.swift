@@ -33,6 +33,9 @@ extension Bindings {
     /// raised into the operation.
     func callback(_ ref: LuaReference, _ name: String, _ pushArgs: () -> Int32) {
         let base = lua.top
+        // The function, its arguments (a result pair, an error table being built) and the
+        // traceback handler: room first, never a push past the stack's end.
+        do { try lua.checkStack(16) } catch { return host.reportCallbackError(name, error) }
         lua.pushReference(ref)
         let n = pushArgs()
         do {

@@ -1,24 +1,23 @@
 import Foundation
 import ShareFlow
 
-/// What a host object holds in Swift memory, roughly: charged against the memory cap of a
-/// state that keeps it (SPEC §8), so records a plugin keeps alive count as its own bytes do.
-protocol HostMemoryCost: AnyObject {
-    var hostBytes: Int { get }
+/// What a host object holds in Swift memory, roughly, or nil for the small ones: charged
+/// against the memory cap of a state that keeps it (SPEC §8), so records a plugin keeps alive
+/// count as its own bytes do. Class casts, not a protocol's: this runs for each new object on
+/// the event path, where a conformance look-up would cost more than the push.
+@inline(__always)
+func hostBytes(of object: AnyObject) -> Int? {
+    if let record = object as? Record { return record.hostBytes }
+    if let view = object as? RecordFields { return view.record.hostBytes }
+    return nil
 }
 
-extension Record: HostMemoryCost {
+extension Record {
     var hostBytes: Int {
         var bytes = 256 + recordType.utf8.count + recordID.recordName.utf8.count
         for (key, value) in fields { bytes += 48 + key.utf8.count + value.hostBytes }
         return bytes
     }
-}
-
-/// A view of a record's fields (`record.fields`) keeps the record alive: it costs what the
-/// record does.
-extension RecordFields: HostMemoryCost {
-    var hostBytes: Int { record.hostBytes }
 }
 
 extension FieldValue {

@@ -553,8 +553,8 @@ public final class LuaState {
         sf_push_object(L, object.retain().toOpaque(), typeName)
         // Under a memory cap, what the object holds in Swift counts against it while Lua keeps
         // the object (SPEC §8): a plugin cannot grow the host past its cap through records.
-        if limits.pointee.limit != 0, let costly = object.takeUnretainedValue() as? HostMemoryCost {
-            sf_charge_object(L, -1, costly.hostBytes)
+        if limits.pointee.limit != 0, let bytes = hostBytes(of: object.takeUnretainedValue()) {
+            sf_charge_object(L, -1, bytes)
         }
         lua_pushlightuserdata(L, address)
         lua_pushvalue(L, -2)
@@ -566,8 +566,8 @@ public final class LuaState {
     /// Charges the object at `index` again after it changed (a record's fields were set).
     public func recharge(at index: Int32) {
         guard limits.pointee.limit != 0, let raw = sf_to_object(L, index) else { return }
-        guard let costly = Unmanaged<AnyObject>.fromOpaque(raw).takeUnretainedValue() as? HostMemoryCost else { return }
-        sf_charge_object(L, index, costly.hostBytes)
+        guard let bytes = hostBytes(of: Unmanaged<AnyObject>.fromOpaque(raw).takeUnretainedValue()) else { return }
+        sf_charge_object(L, index, bytes)
     }
 
     /// The Swift object at `index` if it is userdata of `typeName`.
