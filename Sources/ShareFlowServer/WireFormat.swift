@@ -159,8 +159,7 @@ enum WireFormat {
         case .date(let d):
             // Milliseconds; a date beyond what an Int64 of milliseconds holds (one made in Lua
             // can be) goes out as a number rather than trap.
-            let ms = (d.timeIntervalSince1970 * 1000).rounded()
-            return ["value": Int64(exactly: ms).map { $0 as Any } ?? ms, "type": "TIMESTAMP"]
+            return ["value": milliseconds(d), "type": "TIMESTAMP"]
         case .location(let l): return ["value": ["latitude": l.latitude, "longitude": l.longitude], "type": "LOCATION"]
         case .reference(let id, let action):
             return ["value": ["recordName": id.recordName, "zoneID": zoneID(id.zoneID), "action": action == .deleteSelf ? "DELETE_SELF" : "NONE"],
@@ -300,6 +299,13 @@ enum WireFormat {
         }
     }
 
+    /// A date as CloudKit's milliseconds since 1970. One beyond what an Int64 of milliseconds
+    /// holds (made in Lua, or read from a damaged row) goes out as a number rather than trap.
+    static func milliseconds(_ date: Date) -> Any {
+        let ms = (date.timeIntervalSince1970 * 1000).rounded()
+        return Int64(exactly: ms).map { $0 as Any } ?? ms
+    }
+
     static func record(_ r: Record, desiredKeys: [String]? = nil) -> Object {
         var fields: Object = [:]
         for (k, v) in r.fields where desiredKeys?.contains(k) ?? true { fields[k] = field(v) }
@@ -307,7 +313,7 @@ enum WireFormat {
                          "zoneID": zoneID(r.recordID.zoneID)]
         if let tag = r.recordChangeTag { o["recordChangeTag"] = tag }
         if let date = r.modificationDate {
-            let stamp: Object = ["timestamp": Int64((date.timeIntervalSince1970 * 1000).rounded()), "userRecordName": r.recordID.zoneID.ownerName]
+            let stamp: Object = ["timestamp": milliseconds(date), "userRecordName": r.recordID.zoneID.ownerName]
             o["created"] = stamp
             o["modified"] = stamp
         }

@@ -167,6 +167,68 @@ final class DamagedStoreCommandTests: XCTestCase {
         }
         XCTAssertTrue(server.isRunning, "the server goes on")
     }
+
+    /// Attack review: a far-off `modifiedAt` (1e300 s) trapped the server converting it to
+    /// milliseconds; now the record is served with the number as it is.
+    func testServeAnswersARecordWithAFarOffDate() throws {
+        try setUpStore(container: "iCloud.test")
+        try damage("UPDATE record SET modifiedAt = 1e300 WHERE name = 'day1'; UPDATE record SET modifiedAt = -9223372036854775807 WHERE name = 'lisbon'")
+        let server = ServerHarness(dir: dir, store: store)
+        try server.start()
+        defer { server.stop() }
+        let (status, body) = try server.call("POST", "/private/records/lookup",
+                                             body: #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"lisbon"},{"recordName":"day1"}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        let records = body["records"] as? [[String: Any]] ?? []
+        XCTAssertEqual(records.map { $0["recordName"] as? String }, ["lisbon", "day1"], "\(body)")
+        XCTAssertNotNil((records.last?["modified"] as? [String: Any])?["timestamp"], "\(body)")
+        XCTAssertTrue(server.isRunning, "the server goes on")
+    }
+
+    /// Attack review: SQLite's own messages ("no such column: p.addedAt") reached the operator
+    /// and clients; now the store's failure is said in ShareFlow's words.
+    func testAChangedSchemaIsSaidWithoutSQLiteNames() throws {
+        let share = try setUpStore()
+        try damage("ALTER TABLE participant RENAME COLUMN permission TO perm")
+        try CLI.write("""
+            local sf = require("shareflow")
+            local c = sf.as("alice@example.com"):container("iCloud.com.example.trips")
+            local zone = c.privateCloudDatabase:saveZone("Trips")
+            local s = assert(c.privateCloudDatabase:fetchRecord(sf.RecordID{ recordName = arg[1], zoneID = zone.zoneID }))
+            print(#s.participants)
+            """, to: dir.appendingPathComponent("share.lua"))
+        let r = try CLI.run(["run", "--store", store, dir.appendingPathComponent("share.lua").path, share])
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+        XCTAssertFalse(r.stderr.contains("no such column") || r.stderr.contains("permission"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("schema this shareflow expects"), r.stderr)
+        let check = try CLI.run(["store", "check", "--store", store])
+        XCTAssertEqual(check.status, 1, check.stdout)
+        XCTAssertFalse(check.stdout.contains("no such column"), check.stdout)
+    }
+
+    /// Attack review: a store whose migration record is missing (or behind its own version)
+    /// was taken for one another process was making: ten seconds of retries, then SQLite's
+    /// error, and the file changed. Now it is refused at once and left as it was.
+    func testAStoreWithoutItsMigrationRecordIsRefusedAtOnceUnchanged() throws {
+        try setUpStore()
+        for sql in ["DROP TABLE grdb_migrations", "DELETE FROM grdb_migrations WHERE identifier = 'v4'",
+                    "UPDATE shareflow_meta SET value = 'abc' WHERE key = 'schemaVersion'"] {
+            let copy = dir.appendingPathComponent("copy-\(UUID().uuidString).sqlite").path
+            try FileManager.default.copyItem(atPath: store, toPath: copy)
+            let python = Process()
+            python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            python.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit(); c.execute('PRAGMA journal_mode=DELETE'); c.close()", copy, sql]
+            try python.run()
+            python.waitUntilExit()
+            let before = try Data(contentsOf: URL(fileURLWithPath: copy))
+            let started = Date()
+            let r = try CLI.run(["store", "info", "--store", copy])
+            XCTAssertLessThan(Date().timeIntervalSince(started), 5, sql)
+            XCTAssertEqual(r.status, 1, "\(sql): \(r.stdout)")
+            XCTAssertTrue(r.stderr.contains("it is damaged"), "\(sql): \(r.stderr)")
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: copy)), before, "\(sql): the file was changed")
+        }
+    }
 }
 
 /// A `shareflow serve` over a given store, with an API token and Alice's web auth token.

@@ -125,8 +125,9 @@ public final class Store: @unchecked Sendable {
             case .SQLITE_PERM: return "permission denied"
             case .SQLITE_BUSY, .SQLITE_LOCKED: return "another process holds it locked"
             case .SQLITE_FULL: return "the disk is full"
-            case .SQLITE_CORRUPT, .SQLITE_NOTADB: return "it is damaged (\(db.message ?? "corrupt"))"
-            default: return db.message ?? "SQLite error \(db.resultCode.rawValue)"
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB: return "it is damaged (SQLite finds its file or schema malformed); check it with `shareflow store check` or restore it from a backup"
+            case .SQLITE_ERROR: return "its schema is not the one this shareflow expects (a table or column is missing or changed); check it with `shareflow store check`"
+            default: return "SQLite error \(db.resultCode.rawValue)"
             }
         }
         if let cocoa = error as? CocoaError, let underlying = cocoa.userInfo[NSUnderlyingErrorKey] as? NSError,
@@ -228,9 +229,29 @@ public final class Store: @unchecked Sendable {
             guard format == formatName.databaseValue else {
                 throw StoreError.notAStore(path: path, reason: "its shareflow_meta has no ShareFlow format mark")
             }
-            let version = try Int.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM shareflow_meta WHERE key = 'schemaVersion'") ?? 0
+            // Read as stored, strictly: garbage is damage, not version 0 (which would migrate it).
+            let stored = try DatabaseValue.fetchOne(db, sql: "SELECT value FROM shareflow_meta WHERE key = 'schemaVersion'")
+            var version: Int?
+            switch stored?.storage {
+            case .string(let s)?: version = Int(s)
+            case .int64(let i)?: version = Int(exactly: i)
+            default: version = nil
+            }
+            guard let version, version >= 1 else {
+                throw StoreError.cannotOpen(path: path, reason: "it is damaged (its schema version is missing or not a number: \(stored.map { "\($0)" } ?? "no row")); restore it from a backup (the file was not changed)")
+            }
             if version > schemaVersion {
                 throw StoreError.newerSchema(path: path, found: version, supported: schemaVersion)
+            }
+            // Each migration commits with its record in grdb_migrations: a store whose record is
+            // missing or behind its own version was changed by hand, and migrating it again would
+            // fail half-way (and, taken for another process's migration, be retried for seconds).
+            let applied = tables.contains("grdb_migrations")
+                ? Set(try DatabaseValue.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations").compactMap { String.fromDatabaseValue($0) })
+                : []
+            let missing = (1...version).map { "v\($0)" }.filter { !applied.contains($0) }
+            guard missing.isEmpty else {
+                throw StoreError.cannotOpen(path: path, reason: "it is damaged (schema version \(version), but its migration record lacks \(missing.joined(separator: ", "))); restore it from a backup (the file was not changed)")
             }
         }
     }

@@ -45,9 +45,12 @@ struct StoreFailure {
                 return ShareFlowError(.serviceUnavailable, "\(store) refused a change: a stored value breaks its schema (check it with `shareflow store check`)")
             }
         case .SQLITE_CORRUPT, .SQLITE_NOTADB:
-            return ShareFlowError(.serviceUnavailable, "\(store) is damaged (\(db.message ?? "corrupt")); restore it from a backup")
+            return ShareFlowError(.serviceUnavailable, "\(store) is damaged (SQLite finds its file or schema malformed); check it with `shareflow store check` or restore it from a backup")
+        case .SQLITE_ERROR:
+            // SQLite's own message names tables and columns ("no such column: p.addedAt").
+            return ShareFlowError(.serviceUnavailable, "\(store) does not have the schema this shareflow expects (a table or column is missing or changed); check it with `shareflow store check`")
         default:
-            return ShareFlowError(.serviceUnavailable, "\(store) failed (SQLite error \(db.resultCode.rawValue): \(db.message ?? "no message"))")
+            return ShareFlowError(.serviceUnavailable, "\(store) failed (SQLite error \(db.extendedResultCode.rawValue))")
         }
     }
 }
