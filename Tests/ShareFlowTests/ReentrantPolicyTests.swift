@@ -7,8 +7,19 @@ import XCTest
 /// accept, zoneNotFound for a zone), never a write the store refuses with SQLite's text, and
 /// the store stays sound (the policy's change rolls back with the item, O6).
 final class ReentrantPolicyTests: XCTestCase {
+    /// Engines given a meddling policy: its closure holds the world, which holds the engine,
+    /// so the policy is removed at the end (the cycle would outlive the test, a leak).
+    private var meddled: [Engine] = []
+
+    override func tearDown() {
+        for engine in meddled { engine.policies.removeAll(namePrefix: "meddler") }
+        meddled = []
+        super.tearDown()
+    }
+
     /// Adds a policy at `point` that runs `change` the first time it is asked, then allows.
     private func onFirstDecision(_ w: World, _ point: DecisionPoint, _ change: @escaping () throws -> Void) {
+        meddled.append(w.engine)
         var done = false
         w.engine.policies.add(point, name: "meddler") { _ in
             if !done {
