@@ -657,7 +657,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                     // update merges the given fields into the server's; replace is the record given.
                     let merged = type.hasSuffix("pdate") ? server.fields.merging(fields) { _, new in new } : fields
                     let record = Record(recordType: recordType, recordID: id, fields: merged, parent: parent ?? (type.hasSuffix("pdate") ? server.parent : nil))
-                    record.assumeServerCopy(tag: server.recordChangeTag)
+                    record.assumeServerCopy(of: server)
                     record.requestsShortGUID = wantsShortGUID
                     plans.append((name, .save(record, .ifServerRecordUnchanged)))
                 default:

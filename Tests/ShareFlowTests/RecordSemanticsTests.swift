@@ -117,7 +117,8 @@ final class RecordSemanticsTests: XCTestCase {
         let c = Record(recordType: "Trip", recordID: w.trip.recordID, fields: ["title": .string("Faro")])
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [c], savePolicy: .allKeys).error)
         now = try w.c.privateCloudDatabase.fetchRecord(w.trip.recordID)
-        XCTAssertEqual(now.fields, ["title": .string("Faro")], "allKeys replaces the record")
+        XCTAssertEqual(now.fields, ["title": .string("Faro"), "days": .integer(7)],
+                       "allKeys writes every key the copy holds; one it never held stays (R29)")
     }
 
     func testR21RemoveThenReAddOfOnePersonInOneSaveKeepsThem() throws {

@@ -102,12 +102,13 @@ public class Record: CustomStringConvertible {
         return r
     }
 
-    /// Marks this object as a copy of the server's record at change tag `tag` (the server
-    /// protocol carries tags a client holds; R21 then checks them on save).
-    package func assumeServerCopy(tag: String?) {
-        recordChangeTag = tag
-        serverFields = tag == nil ? nil : fields
-        serverParent = parent
+    /// Marks this object as an edit of `server` (the server protocol carries only the tag a
+    /// client holds; R21 then checks it on save): what differs from the server's fields is
+    /// what the save writes (R29), a key the object lacks and the server has is deleted.
+    package func assumeServerCopy(of server: Record) {
+        recordChangeTag = server.recordChangeTag
+        serverFields = server.fields
+        serverParent = server.parent
     }
 
     /// A copy no one else holds (a conflict's `clientRecord`).

@@ -12,8 +12,25 @@ public enum RecordSavePolicy: String, Sendable, CaseIterable {
     /// No tag check: the keys changed on this copy (`changedKeys()`) are written over the
     /// server's record; its other keys stay as they are.
     case changedKeys
-    /// No tag check: the server's record becomes this copy, every key.
+    /// No tag check: every key this copy holds is written over the server's record (and the
+    /// keys removed from it are deleted); keys it never held stay (R29).
     case allKeys
+
+    /// What a save of `record` writes over the fields stored now (`stored`; nil: no record yet),
+    /// R29: a save never deletes a key the saved object did not hold. A copy fetched with
+    /// `desiredKeys` holds only those keys, so the others are kept whatever the policy. Under
+    /// `ifServerRecordUnchanged` and `changedKeys` only the keys changed on the copy since it
+    /// was fetched (or all it holds, for a new object) are written; under `allKeys` every key
+    /// it holds. A key set to nil on the copy is deleted.
+    public func fieldsToWrite(of record: Record, over stored: [String: FieldValue]?) -> [String: FieldValue] {
+        guard var fields = stored else { return record.fields }
+        let changed = record.changedKeys()
+        for key in changed { fields[key] = record.fields[key] }
+        if self == .allKeys {
+            for (key, value) in record.fields { fields[key] = value }
+        }
+        return fields
+    }
 }
 
 /// The limits of one modify call (R22), CloudKit's.

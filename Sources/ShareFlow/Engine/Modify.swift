@@ -109,13 +109,12 @@ extension Engine {
         if let existing, existing.type != record.recordType {
             throw ShareFlowError.invalid("\(item) has type \(existing.type); it cannot be saved as \(record.recordType)")
         }
-        // What this save writes: the copy, or (changedKeys) the copy's changes over the server's record.
-        var fields = record.fields
+        // What this save writes (R29): the keys the copy changed (allKeys: every key it holds)
+        // over the server's record; a key it never held, fetched or not, stays.
+        let fields = policy.fieldsToWrite(of: record, over: existing?.fields)
         var parent = record.parent
-        if policy == .changedKeys, let existing {
-            fields = existing.fields
-            for key in record.changedKeys() { fields[key] = record.fields[key] }
-            if !record.parentChanged { parent = existing.parentName.map { RecordID(recordName: $0, zoneID: id.zoneID) } }
+        if policy == .changedKeys, let existing, !record.parentChanged {
+            parent = existing.parentName.map { RecordID(recordName: $0, zoneID: id.zoneID) }
         }
         let parentMoved = parent?.recordName != existing?.parentName
         if let parent, parentMoved {
@@ -279,11 +278,11 @@ extension Engine {
             }
             let record = try recordRow(zone: zone, name: id.recordName, db: db)
             try checkChangeTag(share, existing: record, policy: policy, zone: zone, caller: caller, item: item, db: db)
-            (fields, publicPermission) = (share.fields, share.publicPermission)
-            if policy == .changedKeys {
-                fields = record?.fields ?? [:]
-                for key in share.changedKeys() { fields[key] = share.fields[key] }
-                if share.publicPermission == share.serverPublicPermission { publicPermission = existing.publicPermission }
+            // R29, as for any record: the keys the copy changed (allKeys: all it holds).
+            fields = policy.fieldsToWrite(of: share, over: record?.fields ?? [:])
+            publicPermission = share.publicPermission
+            if policy == .changedKeys, share.publicPermission == share.serverPublicPermission {
+                publicPermission = existing.publicPermission
             }
             return me
         }
