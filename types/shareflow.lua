@@ -165,6 +165,9 @@ function Database:query(q) end
 ---@field recordType string
 ---@field recordChangeTag? string
 ---@field modificationDate? number
+---@field creationDate? number
+---@field creatorUserRecordID? shareflow.RecordID
+---@field lastModifiedUserRecordID? shareflow.RecordID
 ---@field fields table<string, any>
 ---@field parent? shareflow.RecordID
 ---@field share? shareflow.RecordID

@@ -426,7 +426,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             guard let key = (f["fieldName"] ?? f["systemFieldName"]) as? String else {
                 throw WireFormat.BadRequest(reason: "\(field) needs fieldName or systemFieldName")
             }
-            let name = key == "modifiedTimestamp" ? "modificationDate" : key
+            let name = WireFormat.systemFieldKeys[key] ?? key
             guard let rawValue = f["fieldValue"] else { throw WireFormat.BadRequest(reason: "\(field).fieldValue is required") }
             let value = try WireFormat.fieldValue(rawValue, field: "\(field).fieldValue", zone: zone ?? .default)
             let ops: [String: ShareFlow.Predicate.Comparison] = ["EQUALS": .equal, "NOT_EQUALS": .notEqual, "LESS_THAN": .less,
@@ -447,7 +447,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 throw WireFormat.BadRequest(reason: "query.sortBy[\(n)] needs fieldName or systemFieldName")
             }
             let ascending = try WireFormat.bool(o["ascending"], field: "query.sortBy[\(n)].ascending") ?? true
-            return ShareFlow.SortDescriptor(key: key == "modifiedTimestamp" ? "modificationDate" : key, ascending: ascending)
+            return ShareFlow.SortDescriptor(key: WireFormat.systemFieldKeys[key] ?? key, ascending: ascending)
         }
         var offset = 0
         if let marker = body["continuationMarker"] {

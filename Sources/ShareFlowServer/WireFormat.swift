@@ -299,6 +299,11 @@ enum WireFormat {
         }
     }
 
+    /// CloudKit Web Services' `systemFieldName`s (R31) as the engine's query keys.
+    static let systemFieldKeys = ["modifiedTimestamp": "modificationDate", "createdTimestamp": "creationDate",
+                                  "createdUserRecordName": "creatorUserRecordID", "modifiedUserRecordName": "lastModifiedUserRecordID",
+                                  "recordName": "recordName"]
+
     /// A date as CloudKit's milliseconds since 1970. One beyond what an Int64 of milliseconds
     /// holds (made in Lua, or read from a damaged row) goes out as a number rather than trap.
     static func milliseconds(_ date: Date) -> Any {
@@ -312,10 +317,14 @@ enum WireFormat {
         var o: Object = ["recordName": r.recordID.recordName, "recordType": r.recordType, "fields": fields,
                          "zoneID": zoneID(r.recordID.zoneID)]
         if let tag = r.recordChangeTag { o["recordChangeTag"] = tag }
+        // R31: who made the record and when, who saved it last and when.
+        if let date = r.creationDate {
+            o["created"] = ["timestamp": milliseconds(date), "userRecordName": r.creatorUserRecordID?.recordName ?? r.recordID.zoneID.ownerName,
+                            "deviceID": "shareflow"] as Object
+        }
         if let date = r.modificationDate {
-            let stamp: Object = ["timestamp": milliseconds(date), "userRecordName": r.recordID.zoneID.ownerName]
-            o["created"] = stamp
-            o["modified"] = stamp
+            o["modified"] = ["timestamp": milliseconds(date), "userRecordName": r.lastModifiedUserRecordID?.recordName ?? r.recordID.zoneID.ownerName,
+                             "deviceID": "shareflow"] as Object
         }
         if let p = r.parent { o["parent"] = ["recordName": p.recordName] }
         if let s = r.share { o["share"] = ["recordName": s.recordName, "zoneID": zoneID(s.zoneID)] }

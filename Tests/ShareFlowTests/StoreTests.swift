@@ -44,6 +44,35 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(row?[1] as String?, "bbbb", "migrating changes no change tag")
     }
 
+    /// v5 (R31) adds a record's creation date: a v4 store's records take their modification
+    /// date, keep their change tags and their creator.
+    func testV4StoreMigratesWithCreationDatesKeepingChangeTags() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-store-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("old.sqlite").path
+        let queue = try DatabaseQueue(path: path)
+        try Store.migrator.migrate(queue, upTo: "v4")
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'granted', 0);
+                INSERT INTO zone (id, container, scope, ownerID, name) VALUES (1, 'iCloud.t', 'private', 1, 'Z');
+                INSERT INTO record (id, zoneID, name, type, fields, changeTag, createdBy, modifiedBy, modifiedAt, tag)
+                    VALUES (1, 1, 'doc', 'Doc', '{}', 1, 1, 1, 1234.5, 'aaaa');
+                """)
+        }
+        try queue.close()
+        let store = try Store(path: path)
+        let row = try store.read { tx in
+            try Row.fetchOne(tx.db, sql: "SELECT createdAt, tag FROM record WHERE id = 1")
+        }
+        XCTAssertEqual(row?[0] as Double?, 1234.5)
+        XCTAssertEqual(row?[1] as String?, "aaaa", "migrating changes no change tag")
+        let check = try store.check()
+        XCTAssertEqual(check.problems, [])
+        XCTAssertEqual(check.integrity, ["ok"])
+    }
+
     func testForeignFileIsRefusedByteForByte() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-store-\(UUID())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -37,7 +37,7 @@ public struct SortDescriptor: Sendable, Equatable {
 }
 
 /// The predicate subset of O7: comparisons (`==`, `!=`, `<`, `<=`, `>`, `>=`), `BEGINSWITH`,
-/// `IN` and `AND`, over fields and the system fields `recordName` and `modificationDate`.
+/// `IN` and `AND`, over fields and the system fields `recordName` (or `recordID`), `modificationDate`, `creationDate`, `creatorUserRecordID` and `lastModifiedUserRecordID` (R31).
 public indirect enum Predicate: Sendable, Equatable {
     case all
     case compare(key: String, op: Comparison, value: FieldValue)
@@ -50,7 +50,8 @@ public indirect enum Predicate: Sendable, Equatable {
     }
 
     /// The system fields a predicate or a sort may name besides the record's own.
-    public static let systemKeys: Set<String> = ["recordName", "modificationDate"]
+    public static let systemKeys: Set<String> = ["recordName", "recordID", "modificationDate", "creationDate",
+                                                 "creatorUserRecordID", "lastModifiedUserRecordID"]
 
     /// Whether a record with `fields` (and its system fields) matches.
     public func matches(_ value: (String) -> FieldValue?) -> Bool {

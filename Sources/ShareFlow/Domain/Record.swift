@@ -51,6 +51,12 @@ public class Record: CustomStringConvertible {
     /// Changes with every save; nil before the first (R21).
     public internal(set) var recordChangeTag: String?
     public internal(set) var modificationDate: Date?
+    /// R31, as CloudKit's: when the record was first saved (never changes after), the user
+    /// record of the account that first saved it, and of the one that saved it last (a
+    /// participant's edit in a shared zone names the participant). Nil before the first save.
+    public internal(set) var creationDate: Date?
+    public internal(set) var creatorUserRecordID: RecordID?
+    public internal(set) var lastModifiedUserRecordID: RecordID?
     /// The short GUID of CloudKit Web Services (SPEC §13): reserved when the record was saved
     /// with `createShortGUID`, or the URL token of the share it roots. The share takes it.
     public internal(set) var shortGUID: String?
@@ -96,6 +102,9 @@ public class Record: CustomStringConvertible {
         let r = Record(recordType: recordType, recordID: recordID, fields: base, parent: serverParent)
         r.recordChangeTag = recordChangeTag
         r.modificationDate = modificationDate
+        r.creationDate = creationDate
+        r.creatorUserRecordID = creatorUserRecordID
+        r.lastModifiedUserRecordID = lastModifiedUserRecordID
         r.share = share
         r.serverFields = base
         r.serverParent = serverParent
@@ -125,6 +134,9 @@ public class Record: CustomStringConvertible {
         shortGUID = other.shortGUID
         recordChangeTag = other.recordChangeTag
         modificationDate = other.modificationDate
+        creationDate = other.creationDate
+        creatorUserRecordID = other.creatorUserRecordID
+        lastModifiedUserRecordID = other.lastModifiedUserRecordID
         serverFields = other.serverFields
         serverParent = other.serverParent
     }
@@ -142,6 +154,9 @@ public class Record: CustomStringConvertible {
     final func adoptServerStamp(of server: Record) {
         recordChangeTag = server.recordChangeTag
         modificationDate = server.modificationDate
+        creationDate = server.creationDate
+        creatorUserRecordID = server.creatorUserRecordID
+        lastModifiedUserRecordID = server.lastModifiedUserRecordID
         shortGUID = server.shortGUID
         serverFields = server.fields
         serverParent = server.parent

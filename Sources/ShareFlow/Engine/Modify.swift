@@ -138,6 +138,9 @@ extension Engine {
                 throw ShareFlowError.denied("\(item): a participant cannot move a record out of the share (R13)")
             }
         }
+        if database.databaseScope == .public, let existing {
+            try Engine.requireCreator(existing, caller: caller, item: item)
+        }
         try checkChangeTag(record, existing: existing, policy: policy, zone: zone, caller: caller, item: item, db: db)
         // R5: a record rooting a share cannot move under another shared record.
         if let parent, parentMoved,
@@ -584,6 +587,14 @@ extension Engine {
         emit(event)
     }
 
+    /// R30: the public database is world readable and creator writable (CloudKit's default
+    /// security role): only the account that created a record changes or deletes it.
+    static func requireCreator(_ row: RecordRow, caller: Account, item: String) throws {
+        guard row.createdBy == caller.id else {
+            throw ShareFlowError.denied("\(item) was created by another user; in the public database only its creator may change or delete it (R30)")
+        }
+    }
+
     // MARK: Deleting
 
     func deleteRecord(_ id: RecordID, in database: CloudDatabase, caller: Account, db: StoreTransaction) throws {
@@ -607,6 +618,9 @@ extension Engine {
             let shareObject = try makeShare(share, zone: zone, caller: caller, db: db)
             try setStatus(.removed, of: me, share: shareObject, reason: .left, caller: caller, container: container, db: db)
             return
+        }
+        if database.databaseScope == .public {
+            try Engine.requireCreator(row, caller: caller, item: item)
         }
         if database.databaseScope == .shared {
             guard let covering = try shareCovering(zone: zone, recordName: row.name, db: db),

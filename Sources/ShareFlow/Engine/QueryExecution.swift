@@ -56,8 +56,11 @@ extension Engine {
 
     static func value(of key: String, in row: RecordRow) -> FieldValue? {
         switch key {
-        case "recordName": return .string(row.name)
+        case "recordName", "recordID": return .string(row.name)
         case "modificationDate": return .date(Date(timeIntervalSince1970: row.modifiedAt))
+        case "creationDate": return .date(Date(timeIntervalSince1970: row.createdAt))
+        case "creatorUserRecordID": return row.creatorName.map { .string($0) }
+        case "lastModifiedUserRecordID": return row.modifierName.map { .string($0) }
         default: return row.fields[key]
         }
     }

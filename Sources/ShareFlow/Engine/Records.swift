@@ -101,6 +101,14 @@ extension Engine {
     }
 
     /// The record as the caller gets it (a `Share` for a share record).
+    /// R31: the dates and the user records of creator and last modifier, as stored.
+    static func stampMetadata(_ row: RecordRow, on record: Record) {
+        record.modificationDate = Date(timeIntervalSince1970: row.modifiedAt)
+        record.creationDate = Date(timeIntervalSince1970: row.createdAt)
+        record.creatorUserRecordID = row.creatorName.map { RecordID(recordName: $0, zoneID: .default) }
+        record.lastModifiedUserRecordID = row.modifierName.map { RecordID(recordName: $0, zoneID: .default) }
+    }
+
     func makeRecord(_ row: RecordRow, zone: ZoneRow, caller: Account, db: StoreTransaction) throws -> Record {
         let recordID = RecordID(recordName: row.name, zoneID: zone.zoneID)
         if row.type == Share.recordType, let share = try shareRow(zone: zone, recordName: row.name, db: db) {
@@ -109,7 +117,7 @@ extension Engine {
         let record = Record(recordType: row.type, recordID: recordID, fields: row.fields,
                             parent: row.parentName.map { RecordID(recordName: $0, zoneID: zone.zoneID) })
         record.recordChangeTag = row.tag
-        record.modificationDate = Date(timeIntervalSince1970: row.modifiedAt)
+        Engine.stampMetadata(row, on: record)
         record.serverFields = row.fields
         record.serverParent = record.parent
         record.shortGUID = row.shortGUID
@@ -207,7 +215,7 @@ extension Engine {
         share.fields = record?.fields ?? [:]
         share.recordChangeTag = record?.tag
         share.serverFields = share.fields
-        share.modificationDate = record.map { Date(timeIntervalSince1970: $0.modifiedAt) }
+        if let record { Engine.stampMetadata(record, on: share) }
         share.url = shareURL(token: row.token)
         share.shortGUID = row.token
         share.publicPermission = row.publicPermission

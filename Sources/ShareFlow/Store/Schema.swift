@@ -133,6 +133,16 @@ extension Store {
                 UPDATE shareflow_meta SET value = '4' WHERE key = 'schemaVersion';
                 """)
         }
+        // R31: a record's creation date (its creator and last modifier were kept from v1). Rows
+        // written before take their modification date, the best known. The record trigger is
+        // not touched, so no change tag moves.
+        migrator.registerMigration("v5") { db in
+            try db.execute(sql: """
+                ALTER TABLE record ADD COLUMN createdAt REAL;
+                UPDATE record SET createdAt = modifiedAt;
+                UPDATE shareflow_meta SET value = '5' WHERE key = 'schemaVersion';
+                """)
+        }
         return migrator
     }
 }

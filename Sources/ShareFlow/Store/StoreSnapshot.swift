@@ -107,8 +107,8 @@ extension Engine {
                 s.items["zones", default: [:]]["\(id)"] = .init(group: title, text: title.dropFirst(5).description)
             }
             for (record, zoneID) in try db.fetchAll("""
-                SELECT id, name, type, fields, parentName, tag, modifiedAt, shortGUID, zoneID FROM record WHERE type != 'cloudkit.share'
-                """, table: "record", keyAt: 0, { (try StoreTransaction.recordRow($0), try $0.integer(8, "zoneID")) }) {
+                SELECT \(StoreTransaction.recordColumns), r.zoneID FROM \(StoreTransaction.recordSource) WHERE r.type != 'cloudkit.share'
+                """, table: "record", keyAt: 0, { (try StoreTransaction.recordRow($0), try $0.integer(StoreTransaction.recordColumnCount, "zoneID")) }) {
                 let parent = record.parentName.map { " parent \($0)" } ?? ""
                 let shown = record.fields.keys.sorted().map { "\($0)=\(record.fields[$0]!)" }.joined(separator: ", ")
                 s.items["records", default: [:]]["\(record.id)"] = .init(group: zones[zoneID] ?? "zone ?",

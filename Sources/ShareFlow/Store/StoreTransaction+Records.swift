@@ -80,24 +80,33 @@ extension StoreTransaction {
 
     // MARK: Records
 
-    private static let recordColumns = "id, name, type, fields, parentName, tag, modifiedAt, shortGUID"
+    /// A record's columns (`recordRow` reads them) from `recordSource`: the row `r`, with the
+    /// userRecordIDs of its creator and last modifier (R31).
+    static let recordColumns = "r.id, r.name, r.type, r.fields, r.parentName, r.tag, r.modifiedAt, r.shortGUID, r.createdAt, r.createdBy, c.userRecordID, r.modifiedBy, m.userRecordID"
+    static let recordSource = "record r LEFT JOIN account c ON c.id = r.createdBy LEFT JOIN account m ON m.id = r.modifiedBy"
+    /// The index of the first column after `recordColumns`.
+    static let recordColumnCount = 13
 
     /// A record as stored (`recordColumns`).
     static func recordRow(_ row: StoredRow) throws -> RecordRow {
-        RecordRow(id: try row.integer(0, "id"), name: try row.text(1, "name"), type: try row.text(2, "type"),
-                  fields: try row.fields(3, "fields"), parentName: try row.optionalText(4, "parentName"),
-                  tag: try row.text(5, "tag"), modifiedAt: try row.real(6, "modifiedAt"), shortGUID: try row.optionalText(7, "shortGUID"))
+        let modifiedAt = try row.real(6, "modifiedAt")
+        return RecordRow(id: try row.integer(0, "id"), name: try row.text(1, "name"), type: try row.text(2, "type"),
+                         fields: try row.fields(3, "fields"), parentName: try row.optionalText(4, "parentName"),
+                         tag: try row.text(5, "tag"), modifiedAt: modifiedAt, shortGUID: try row.optionalText(7, "shortGUID"),
+                         createdAt: try row.optionalReal(8, "createdAt") ?? modifiedAt, createdBy: try row.optionalInteger(9, "createdBy"),
+                         creatorName: try row.of("account", keyAt: 9).optionalText(10, "userRecordID"),
+                         modifierName: try row.of("account", keyAt: 11).optionalText(12, "userRecordID"))
     }
 
     package func record(zone: Int64, name: String) throws -> RecordRow? {
-        try fetchOne("SELECT \(StoreTransaction.recordColumns) FROM record WHERE zoneID = ? AND name = ?", [zone, name],
+        try fetchOne("SELECT \(StoreTransaction.recordColumns) FROM \(StoreTransaction.recordSource) WHERE r.zoneID = ? AND r.name = ?", [zone, name],
                      table: "record", keyAt: 0, StoreTransaction.recordRow)
     }
 
     /// Every record of `type` in a zone (O7 filters and sorts them). A damaged one fails the
     /// query, named: a result without it would pass for every match.
     package func records(zone: Int64, type: String) throws -> [RecordRow] {
-        try fetchAll("SELECT \(StoreTransaction.recordColumns) FROM record WHERE zoneID = ? AND type = ?", [zone, type],
+        try fetchAll("SELECT \(StoreTransaction.recordColumns) FROM \(StoreTransaction.recordSource) WHERE r.zoneID = ? AND r.type = ?", [zone, type],
                      table: "record", keyAt: 0, StoreTransaction.recordRow)
     }
 
@@ -122,9 +131,9 @@ extension StoreTransaction {
     package func insertRecord(zone: Int64, name: String, type: String, fields: StoredFields, parentName: String?, tag: String,
                               by account: Int64, at time: Double) throws -> Int64 {
         try db.execute(sql: """
-            INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt)
-            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
-            """, arguments: [zone, name, type, fields.json, parentName, tag, account, account, time])
+            INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt, createdAt)
+            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
+            """, arguments: [zone, name, type, fields.json, parentName, tag, account, account, time, time])
         return db.lastInsertedRowID
     }
 

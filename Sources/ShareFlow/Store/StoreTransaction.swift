@@ -106,6 +106,12 @@ package struct RecordRow {
     package let modifiedAt: Double
     /// Reserved by `createShortGUID` (SPEC §13): the token of the share made for this record.
     package let shortGUID: String?
+    /// R31: when it was first saved, by whom (account row and userRecordID), and who saved it
+    /// last. Nil where the account is gone.
+    package let createdAt: Double
+    package let createdBy: Int64?
+    package let creatorName: String?
+    package let modifierName: String?
 }
 
 package struct ShareRow {

@@ -252,7 +252,7 @@ struct StoredTable: Sendable {
         StoredTable(name: "record", key: "id", columns: [
             ("id", integer), ("zoneID", integer), ("name", text), ("type", text), ("fields", fields), ("parentName", optionalText),
             ("changeTag", integer), ("createdBy", optionalInteger), ("modifiedBy", optionalInteger), ("modifiedAt", real),
-            ("tag", text), ("shortGUID", optionalText)]),
+            ("tag", text), ("shortGUID", optionalText), ("createdAt", optionalReal)]),
         StoredTable(name: "share", key: "id", columns: [
             ("id", integer), ("recordID", integer), ("zoneID", integer), ("token", text), ("rootName", optionalText),
             ("publicPermission", word(ParticipantPermission.self))]),

@@ -12,6 +12,9 @@ extension Bindings {
             .property("recordType") { lua, r in lua.push(string: r.recordType) }
             .property("recordChangeTag") { lua, r in try lua.push(r.recordChangeTag.map { .string($0) } ?? .nil) }
             .property("modificationDate") { lua, r in try lua.push(r.modificationDate.map { .number($0.timeIntervalSince1970) } ?? .nil) }
+            .property("creationDate") { lua, r in try lua.push(r.creationDate.map { .number($0.timeIntervalSince1970) } ?? .nil) }
+            .property("creatorUserRecordID") { [unowned self] _, r in push(r.creatorUserRecordID) }
+            .property("lastModifiedUserRecordID") { [unowned self] _, r in push(r.lastModifiedUserRecordID) }
             .property("fields", get: { [unowned self] _, r in
                           // The view may change the record only where the record may be changed.
                           let writable = lua.isWritable(at: 1)
