@@ -642,13 +642,20 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                     if let pn = parentName ?? nil { parent = RecordID(recordName: pn, zoneID: zone) }
                     // Apple: a record saved with createShortGUID gets the short GUID its share
                     // will have (the share's URL token).
-                    if type == "create" {
+                    // R36: forceUpdate and forceReplace of a record that does not exist create it
+                    // (Apple: "Creates a record if it doesn't exist"); update and replace stay NOT_FOUND.
+                    var existing: Record?
+                    if type != "create" {
+                        do { existing = try db.fetchRecord(id) } catch let e as ShareFlowError where e.code == .unknownItem && type.hasPrefix("force") {
+                            existing = nil
+                        }
+                    }
+                    guard let server = existing else {
                         let record = Record(recordType: recordType, recordID: id, fields: fields, parent: parent)
                         record.requestsShortGUID = wantsShortGUID
                         plans.append((name, .save(record, .ifServerRecordUnchanged)))
                         continue
                     }
-                    let server = try db.fetchRecord(id)
                     if type == "update" || type == "replace" {
                         guard let tag, tag == server.recordChangeTag else {
                             throw ShareFlowError(.serverRecordChanged, "record \(name) changed on the server since this copy (recordChangeTag \(tag ?? "missing"), server's \(server.recordChangeTag ?? "?")) (R21)")

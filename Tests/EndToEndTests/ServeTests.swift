@@ -356,6 +356,43 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual(page.stdout, "Porto\thttps://shareflow.invalid/share/\(guid)\n", page.stderr)
     }
 
+    /// R36: forceUpdate and forceReplace of a missing record create it; update and replace stay
+    /// NOT_FOUND. R29: an update writes the keys it gives and keeps the others. R31: created
+    /// and modified name their users and keep the creation time.
+    func testForceSavesCreateAndUpdatesKeepTheOtherKeys() throws {
+        let zone = #""zoneID":{"zoneName":"Trips"}"#
+        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        for type in ["update", "replace"] {
+            r = try call("POST", db + "/private/records/modify", body: """
+                {\(zone),"operations":[{"operationType":"\(type)","record":{"recordName":"missing-\(type)","recordType":"Note","recordChangeTag":"x",
+                 "fields":{"a":{"value":"1"}}}}]}
+                """)
+            XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "NOT_FOUND", "\(type): \(r.1)")
+        }
+        for type in ["forceUpdate", "forceReplace"] {
+            r = try call("POST", db + "/private/records/modify", body: """
+                {\(zone),"operations":[{"operationType":"\(type)","record":{"recordName":"made-by-\(type)","recordType":"Note",
+                 "fields":{"a":{"value":"1"},"b":{"value":"2"}}}}]}
+                """)
+            let made = (r.1["records"] as? [[String: Any]])?.first
+            XCTAssertNotNil(made?["recordChangeTag"], "\(type) creates a missing record: \(r.1)")
+        }
+        r = try call("POST", db + "/private/records/lookup", body: #"{\#(zone),"records":[{"recordName":"made-by-forceUpdate"}]}"#)
+        let stored = (r.1["records"] as? [[String: Any]])?.first
+        let created = (stored?["created"] as? [String: Any])?["timestamp"] as? Int64
+        r = try call("POST", db + "/private/records/modify", body: """
+            {\(zone),"operations":[{"operationType":"update","record":{"recordName":"made-by-forceUpdate","recordType":"Note",
+             "recordChangeTag":"\(stored?["recordChangeTag"] as? String ?? "")","fields":{"a":{"value":"changed"}}}}]}
+            """)
+        let updated = (r.1["records"] as? [[String: Any]])?.first
+        let fields = updated?["fields"] as? [String: [String: Any]]
+        XCTAssertEqual(fields?["a"]?["value"] as? String, "changed", "\(r.1)")
+        XCTAssertEqual(fields?["b"]?["value"] as? String, "2", "an update keeps the keys it does not give (R29): \(r.1)")
+        XCTAssertEqual((updated?["created"] as? [String: Any])?["timestamp"] as? Int64, created, "created does not move (R31)")
+        XCTAssertNotNil((updated?["modified"] as? [String: Any])?["userRecordName"])
+    }
+
     func testAnExpiredUserTokenIsAuthenticationFailed() throws {
         let short = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "bob@example.com", "--ttl", "1"])
             .stdout.trimmingCharacters(in: .whitespacesAndNewlines)

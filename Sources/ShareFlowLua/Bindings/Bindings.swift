@@ -71,6 +71,10 @@ package final class Bindings {
         self.host = host
         self.lua = host.lua
         self.engine = host.engine
+        // Records hold their fields in Swift: charged to a capped state that keeps them.
+        recordClass.hostCost = { $0.hostBytes }
+        shareClass.hostCost = { $0.hostBytes }
+        fieldsClass.hostCost = { $0.record.hostBytes }
     }
 
     func register() {

@@ -3,9 +3,8 @@ import ShareFlow
 
 /// What a host object holds in Swift memory, roughly, or nil for the small ones: charged
 /// against the memory cap of a state that keeps it (SPEC §8), so records a plugin keeps alive
-/// count as its own bytes do. Class casts, not a protocol's: this runs for each new object on
-/// the event path, where a conformance look-up would cost more than the push.
-@inline(__always)
+/// count as its own bytes do. New objects are charged by their class (`LuaClass.hostCost`);
+/// this finds the cost of one whose fields changed (`LuaState.recharge`).
 func hostBytes(of object: AnyObject) -> Int? {
     if let record = object as? Record { return record.hostBytes }
     if let view = object as? RecordFields { return view.record.hostBytes }

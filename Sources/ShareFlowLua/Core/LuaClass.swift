@@ -172,12 +172,25 @@ public final class LuaClass<Object: AnyObject> {
 
     /// Pushes `object` with this class's metatable.
     public func push(_ object: Object, in lua: LuaState) {
-        lua.push(unretained: .passUnretained(object), typeName: typeName)
+        if lua.push(unretained: .passUnretained(object), typeName: typeName), let cost = hostCost {
+            charge(object, cost, lua)
+        }
     }
 
     /// As `push(_:in:)`, for the event path: the caller's value keeps `object` alive, and
     /// passing it unmanaged spares a retain and a release around the call.
     func push(unretained object: Unmanaged<Object>, in lua: LuaState) {
-        lua.push(unretained: .fromOpaque(object.toOpaque()), typeName: typeName)
+        if lua.push(unretained: .fromOpaque(object.toOpaque()), typeName: typeName), let cost = hostCost {
+            charge(object.takeUnretainedValue(), cost, lua)
+        }
+    }
+
+    /// What an object of this class holds in Swift memory (records: their fields), charged
+    /// against a capped state's memory while Lua keeps the object (SPEC §8). Nil: small.
+    var hostCost: ((Object) -> Int)?
+
+    private func charge(_ object: Object, _ cost: (Object) -> Int, _ lua: LuaState) {
+        guard lua.memoryLimit != 0 else { return }
+        sf_charge_object(lua.L, -1, cost(object))
     }
 }

@@ -545,22 +545,19 @@ public final class LuaState {
 
     /// As `push(object:typeName:)`, for callers on the event path: the object travels as an
     /// unmanaged reference, so the call costs no retain when it is already in the cache.
-    @inline(__always)
-    func push(unretained object: Unmanaged<AnyObject>, typeName: String) {
+    /// Returns whether it made a new userdata (the object was not in the cache).
+    @inline(__always) @discardableResult
+    func push(unretained object: Unmanaged<AnyObject>, typeName: String) -> Bool {
         let address = object.toOpaque()
-        if sf_push_cached_object(L, objectCacheRef, address) != 0 { return }
+        if sf_push_cached_object(L, objectCacheRef, address) != 0 { return false }
         lua_rawgeti(L, clua_registryindex(), lua_Integer(objectCacheRef))
         sf_push_object(L, object.retain().toOpaque(), typeName)
-        // Under a memory cap, what the object holds in Swift counts against it while Lua keeps
-        // the object (SPEC §8): a plugin cannot grow the host past its cap through records.
-        if limits.pointee.limit != 0, let bytes = hostBytes(of: object.takeUnretainedValue()) {
-            sf_charge_object(L, -1, bytes)
-        }
         lua_pushlightuserdata(L, address)
         lua_pushvalue(L, -2)
         lua_rawset(L, -4)
         lua_copy(L, -1, -2)
         pop()
+        return true
     }
 
     /// Charges the object at `index` again after it changed (a record's fields were set).
