@@ -93,9 +93,11 @@ void sf_push_object(lua_State *L, void *object, const char *tname) {
 static int sf_object_gc(lua_State *L) {
     sf_object_slot *slot = (sf_object_slot *)lua_touserdata(L, 1);
     if (slot == NULL || lua_rawlen(L, 1) != sizeof(sf_object_slot)) return 0;
-    sf_limits *lim = sf_limits_of(L);
-    if (lim) lim->host_bytes -= slot->charge;
-    slot->charge = 0;
+    if (slot->charge != 0) {  /* most objects carry none: no look-up on the event path */
+        sf_limits *lim = sf_limits_of(L);
+        if (lim) lim->host_bytes -= slot->charge;
+        slot->charge = 0;
+    }
     if (slot->object) {
         sf_release(slot->object);
         slot->object = NULL;
