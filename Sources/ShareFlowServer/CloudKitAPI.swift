@@ -204,6 +204,14 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         return caller
     }
 
+    /// R30: the public database's records and zones read with the API token alone (CloudKit JS
+    /// sites show public content to visitors who are not signed in), as the engine's public
+    /// reader; every other request, and every write, needs a user or a key (421).
+    private func reader(_ caller: Account?, _ scope: DatabaseScope) throws -> Account {
+        if caller == nil && scope == .public { return .publicReader }
+        return try requireUser(caller)
+    }
+
     private func parse(_ r: APIRequest) throws -> Object {
         if r.isGET || r.body.isEmpty { return [:] }
         guard let o = try? JSONSerialization.jsonObject(with: r.body) else {
@@ -280,10 +288,10 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             o["lastName"] = me.name.familyName ?? NSNull()
             return o
         case "zones/list":
-            let db = try database(r, scope, try requireUser(caller))
+            let db = try database(r, scope, try reader(caller, scope))
             return ["zones": try db.fetchAllRecordZones().map { ["zoneID": WireFormat.zoneID($0.zoneID)] }]
         case "zones/lookup":
-            let me = try requireUser(caller)
+            let me = try reader(caller, scope)
             let db = try database(r, scope, me)
             let known = Set(try db.fetchAllRecordZones().map(\.zoneID))
             guard let zones = try WireFormat.items(body["zones"], field: "zones") else { throw WireFormat.BadRequest(reason: "zones is required") }
@@ -320,7 +328,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 }
             }]
         case "records/lookup":
-            let me = try requireUser(caller)
+            let me = try reader(caller, scope)
             let db = try database(r, scope, me)
             let zone = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: me.userRecordID) ?? .default
             guard let items = try WireFormat.items(body["records"], field: "records") else { throw WireFormat.BadRequest(reason: "records is required") }
@@ -336,7 +344,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 }
             }]
         case "records/query":
-            let me = try requireUser(caller)
+            let me = try reader(caller, scope)
             return try query(try database(r, scope, me), caller: me, body: body)
         case "users/lookup/email", "users/lookup/id":
             let me = try requireUser(caller)

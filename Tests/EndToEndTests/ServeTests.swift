@@ -393,6 +393,29 @@ final class ServeTests: ServerTestCase {
         XCTAssertNotNil((updated?["modified"] as? [String: Any])?["userRecordName"])
     }
 
+    /// R30 over HTTP: the API token alone reads the public database (a visitor not signed
+    /// in); every write still needs a user (421); a record is its creator's to change.
+    func testThePublicDatabaseReadsWithTheAPITokenAlone() throws {
+        var r = try call("POST", db + "/public/records/modify", body: #"{"operations":[{"operationType":"create","record":{"recordName":"hello","recordType":"Notice","fields":{"text":{"value":"hi"}}}}]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        let visitor = "ckAPIToken=\(api)"
+        r = try call("POST", db + "/public/records/lookup", query: visitor, body: #"{"records":[{"recordName":"hello"}]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        let found = (r.1["records"] as? [[String: Any]])?.first
+        XCTAssertEqual(((found?["fields"] as? [String: Any])?["text"] as? [String: Any])?["value"] as? String, "hi", "\(r.1)")
+        r = try call("POST", db + "/public/records/query", query: visitor, body: #"{"query":{"recordType":"Notice"}}"#)
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.count, 1, "\(r.1)")
+        r = try call("POST", db + "/public/zones/list", query: visitor, body: "{}")
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        r = try call("POST", db + "/public/records/modify", query: visitor, body: #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"hello"}}]}"#)
+        XCTAssertEqual(r.0, 421, "a write needs a user: \(r.1)")
+        r = try call("POST", db + "/private/records/query", query: visitor, body: #"{"query":{"recordType":"Notice"}}"#)
+        XCTAssertEqual(r.0, 421, "only the public database reads without a user: \(r.1)")
+        r = try call("POST", db + "/public/records/lookup", body: #"{"records":[{"recordName":"hello"}]}"#)
+        XCTAssertEqual(((r.1["records"] as? [[String: Any]])?.first?["created"] as? [String: Any])?["userRecordName"] as? String,
+                       ((r.1["records"] as? [[String: Any]])?.first?["modified"] as? [String: Any])?["userRecordName"] as? String)
+    }
+
     func testAnExpiredUserTokenIsAuthenticationFailed() throws {
         let short = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "bob@example.com", "--ttl", "1"])
             .stdout.trimmingCharacters(in: .whitespacesAndNewlines)

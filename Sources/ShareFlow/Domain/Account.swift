@@ -13,6 +13,14 @@ public struct Account: Hashable, Sendable, CustomStringConvertible {
     public var discoverability: Discoverability
     public var contacts: [Contact]
 
+    /// R30: who reads the public database for a visitor who is not signed in (a web page
+    /// showing public content with the API token alone). No row of the store (row IDs start at
+    /// 1); it reads the public database and writes nothing.
+    public static let publicReader = Account(id: 0, userRecordID: "_publicReader", emails: [], phones: [], name: NameComponents(),
+                                             discoverability: .denied, contacts: [])
+
+    public var isPublicReader: Bool { id == Account.publicReader.id }
+
     public var email: String? { emails.first }
     public var isDiscoverable: Bool { discoverability == .granted }
 

@@ -142,6 +142,7 @@ extension Engine {
     func accountID(for lookup: LookupInfo, db: StoreTransaction) throws -> Int64? { try db.accountID(for: lookup) }
 
     func loadAccount(id: Int64, db: StoreTransaction) throws -> Account {
+        if id == Account.publicReader.id { return .publicReader }
         guard let account = try db.account(id: id) else { throw ShareFlowError.unknown("no account with id \(id)") }
         return account
     }

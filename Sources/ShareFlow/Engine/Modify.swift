@@ -7,6 +7,7 @@ extension Engine {
 
     func modifyRecords(saving: [Record], deleting: [RecordID], savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
                        atomic: Bool = true, in database: CloudDatabase) throws -> ModifyResult {
+        try Engine.requireSignedIn(database)
         let total = saving.count + deleting.count
         guard total <= ModifyLimits.maxItems else {
             throw ShareFlowError(.limitExceeded, "a modify call takes at most \(ModifyLimits.maxItems) records and record IDs; this one has \(total) (R22)")
@@ -585,6 +586,14 @@ extension Engine {
         event.participant = try participantObject(updated, db: db)
         event.reason = reason.rawValue
         emit(event)
+    }
+
+    /// R30: the public reader (a visitor not signed in) reads the public database and writes
+    /// nothing.
+    static func requireSignedIn(_ database: CloudDatabase) throws {
+        guard database.container.session.accountID != Account.publicReader.id else {
+            throw ShareFlowError.denied("a visitor who is not signed in reads the public database only; writes need a user (R30)")
+        }
     }
 
     /// R30: the public database is world readable and creator writable (CloudKit's default

@@ -62,6 +62,7 @@ extension Engine {
     }
 
     func saveZone(_ name: String, in database: CloudDatabase) throws -> RecordZone {
+        try Engine.requireSignedIn(database)
         guard database.databaseScope == .private else {
             throw ShareFlowError(.badDatabase, "zones can be created only in the private database, not the \(database.databaseScope.rawValue) one")
         }
@@ -241,6 +242,7 @@ extension Engine {
 
 extension Engine {
     func deleteZone(_ zoneID: RecordZoneID, in database: CloudDatabase) throws {
+        try Engine.requireSignedIn(database)
         guard database.databaseScope == .private else {
             throw ShareFlowError(.badDatabase, "zones can be deleted only in the private database")
         }
