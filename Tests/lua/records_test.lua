@@ -198,3 +198,13 @@ test("R26: the owner makes an administrator, who manages participants but cannot
   expect.code(select(2, next(err.partialErrors)), "permissionFailure")
   expect.raises(function() bobs.participants[3].role = "boss" end, "invalid role 'boss'")
 end)
+
+test("R24: sf.RecordID without a zone is the default zone; a zoneID without ownerName is the caller's", function()
+  local w = world()
+  local note = sf.Record{ recordType = "Note", recordName = "n1", fields = { text = "default zone" } }
+  assert(select(2, w.db:modifyRecords{ save = { note, w.trip } }) == nil)
+  expect.eq(w.db:fetchRecord(sf.RecordID{ recordName = "n1" }).fields.text, "default zone")
+  expect.eq(w.db:fetchRecord(sf.RecordID{ recordName = "lisbon", zoneID = { zoneName = "Trips" } }).fields.title, "Lisbon")
+  expect.eq(w.db:fetchRecord(sf.RecordID{ recordName = "lisbon", zoneID = "Trips" }).fields.title, "Lisbon")
+  expect.raises(function() return sf.RecordID{ recordName = "x", zoneID = 7 } end, "zoneID must be a zone or zoneID table, got number")
+end)

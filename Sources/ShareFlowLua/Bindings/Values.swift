@@ -103,13 +103,21 @@ extension Bindings {
         guard let name = try call.stringField(abs, "recordName") else {
             throw call.argumentError(position, "recordID needs recordName")
         }
-        guard call.field(abs, "zoneID") == LUA_TTABLE else {
+        // R24, as sf.Record: no zoneID is the default zone of whichever database the ID is used
+        // with; a zoneID without ownerName is the caller's own zone (CKCurrentUserDefaultName).
+        switch call.field(abs, "zoneID") {
+        case LUA_TNIL:
             call.state.pop()
-            throw call.argumentError(position, "recordID needs zoneID")
+            return RecordID(recordName: name, zoneID: .default)
+        case LUA_TTABLE, LUA_TSTRING:
+            defer { call.state.pop() }
+            let zone = try zoneID(call, -1, position: position, defaultOwner: { RecordZoneID.currentUserName })
+            return RecordID(recordName: name, zoneID: zone)
+        default:
+            let got = call.typeName(-1)
+            call.state.pop()
+            throw call.argumentError(position, "recordID's zoneID must be a zone or zoneID table, got \(got)")
         }
-        defer { call.state.pop() }
-        let zone = try zoneID(call, -1, position: position, defaultOwner: { throw call.argumentError(position, "zoneID needs ownerName") })
-        return RecordID(recordName: name, zoneID: zone)
     }
 
     // MARK: Identities
