@@ -520,11 +520,13 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         }
         guard let listed = try WireFormat.items(rec["participants"], field: "\(field).participants") else { return share }
         var keep = Set<String>()
+        var permissionChanged = false
         for (m, raw) in listed.enumerated() {
             guard let p = raw as? Object else { throw WireFormat.BadRequest(reason: "\(field).participants[\(m)] must be an object") }
             if try WireFormat.string(p["type"], field: "\(field).participants[\(m)].type") == "OWNER" { continue }
             let permission = try WireFormat.permission(p["permission"], field: "\(field).participants[\(m)].permission") ?? .readOnly
             if let id = try WireFormat.string(p["participantId"], field: "\(field).participants[\(m)].participantId"), let existing = share.participants.first(where: { $0.participantID == id }) {
+                if existing.permission != permission { permissionChanged = true }
                 existing.permission = permission
                 keep.insert(id)
                 continue
@@ -544,6 +546,15 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             }
         }
         for p in share.participants where p.role != .owner && !keep.contains(p.participantID) { share.removeParticipant(p) }
+        // R35: a share's participants are saved only from the server's current copy, whatever
+        // the operationType: a forced save that changes them needs the copy's change tag (a list
+        // built before someone accepted would take them off).
+        if type.hasPrefix("force"), !share.addedParticipantIDs.isEmpty || !share.removedParticipantIDs.isEmpty || permissionChanged {
+            let tag = try WireFormat.string(rec["recordChangeTag"], field: "\(field).recordChangeTag")
+            guard let tag, tag == share.recordChangeTag else {
+                throw ShareFlowError(.serverRecordChanged, "share \(name): its participants are saved only from the server's current copy, whatever the operationType (recordChangeTag \(tag ?? "missing"), server's \(share.recordChangeTag ?? "?")) (R35)")
+            }
+        }
         return share
     }
 

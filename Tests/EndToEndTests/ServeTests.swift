@@ -292,6 +292,20 @@ final class ServeTests: ServerTestCase {
              "recordType":"cloudkit.share","recordChangeTag":"\(shareTag)","publicPermission":"READ_ONLY"}}]}
             """)
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "CONFLICT", "\(r.1)")
+        // R35: a forced save whose participant list was built before Bob accepted (it lists
+        // Carol only) would take Bob off: without the current tag it is CONFLICT, and Bob stays.
+        let carolOnly = #"[{"type":"USER","permission":"READ_ONLY","acceptanceStatus":"INVITED","userIdentity":{"lookupInfo":{"emailAddress":"carol@example.com"}}}]"#
+        for type in ["forceUpdate", "forceReplace"] {
+            r = try call("POST", db + "/private/records/modify", body: """
+                {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"\(type)","record":{"recordName":"share-1",
+                 "recordType":"cloudkit.share","participants":\(carolOnly)}}]}
+                """)
+            let item = (r.1["records"] as? [[String: Any]])?.first
+            XCTAssertEqual(item?["serverErrorCode"] as? String, "CONFLICT", "\(type): \(r.1)")
+            XCTAssertTrue((item?["reason"] as? String)?.contains("R35") == true, "\(r.1)")
+        }
+        r = try call("POST", db + "/public/records/resolve", query: bob, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+        XCTAssertEqual((r.1["results"] as? [[String: Any]])?.first?["participantStatus"] as? String, "ACCEPTED", "Bob stays: \(r.1)")
 
         // Carol, a stranger: NOT_FOUND from resolve, ZONE_NOT_FOUND from her shared database (R16, R27).
         r = try call("POST", db + "/public/records/resolve", query: carol, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)

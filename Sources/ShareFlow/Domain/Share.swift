@@ -29,10 +29,10 @@ public final class Share: Record {
     /// when it differs).
     var serverPublicPermission: ParticipantPermission?
     /// Participants the owner removed since the last save.
-    var removedParticipantIDs: [String] = []
+    package var removedParticipantIDs: [String] = []
     /// Participants the owner added since the last save: only these may bring back someone
     /// the server has removed.
-    var addedParticipantIDs: Set<String> = []
+    package var addedParticipantIDs: Set<String> = []
 
     public var title: String? {
         get { if case .string(let s) = fields["cloudkit.title"] { return s }; return nil }

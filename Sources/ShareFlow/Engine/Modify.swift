@@ -246,6 +246,8 @@ extension Engine {
         let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
         var stored = try shareRow(zone: zone, recordName: id.recordName, db: db)
         let created = stored == nil
+        // The share's change tag before this save wrote anything (R35).
+        let tagAtStart = created ? nil : try recordRow(zone: zone, name: id.recordName, db: db)?.tag
         var me: ParticipantRow?
         // What this save writes: the copy's fields and public permission, or (changedKeys) only
         // what the copy changed.
@@ -380,8 +382,18 @@ extension Engine {
             emit(event)
         }
 
+        // R35: whatever the save policy, a copy whose change tag is not the server's may not
+        // change the participants (a list read before someone accepted would take them off).
+        let staleServerCopy = try created || policy == .ifServerRecordUnchanged || share.recordChangeTag == tagAtStart ? nil
+            : makeShare(row, zone: zone, caller: caller, db: db)
+        let participantsBefore = staleServerCopy == nil ? [] : try participantRows(share: row.id, db: db).map(\.state)
         try applyParticipantChanges(share, row: row, me: mine, publicPermission: publicPermission, asShown: policy != .changedKeys,
                                     removedByR11: removedByR11, caller: caller, container: container, item: item, db: db)
+        if let server = staleServerCopy, try participantRows(share: row.id, db: db).map(\.state) != participantsBefore {
+            var error = ShareFlowError(.serverRecordChanged, "\(item) changed on the server since this copy (copy's change tag \(share.recordChangeTag ?? "none"), server's \(tagAtStart ?? "?")); whatever the save policy, a share's participants are changed only from the server's current copy: merge with the error's serverRecord and save again (R35)")
+            error.conflict = RecordConflict(server: server, client: share.duplicate(), ancestor: share.ancestor())
+            throw error
+        }
 
         // R8
         let count = try db.activeParticipantCount(share: row.id)

@@ -133,6 +133,9 @@ package struct ParticipantRow {
     package var role: ParticipantRole
     package var permission: ParticipantPermission
     package var status: ParticipantAcceptanceStatus
+
+    /// Who is on the share how, to tell whether a save changed the participants (R35).
+    package var state: String { "\(id):\(role.rawValue):\(permission.rawValue):\(status.rawValue)" }
 }
 
 /// What share metadata needs to know about a URL's token for a caller before it does anything else
