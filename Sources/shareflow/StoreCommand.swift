@@ -54,10 +54,12 @@ extension ShareFlowCommand {
                     try StoreCommand.printJSON(check)
                 } else if check.isHealthy {
                     print("store \(store.path): ok")
+                    for line in check.notes { print("  note: \(line)") }
                 } else {
                     print("store \(store.path): \(check.problems.count + (check.integrity == ["ok"] ? 0 : check.integrity.count)) problem(s)")
                     for line in check.integrity where line != "ok" { print("  integrity: \(line)") }
                     for line in check.problems { print("  \(line)") }
+                    for line in check.notes { print("  note: \(line)") }
                 }
                 if !check.isHealthy { throw ExitCode(1) }
             }

@@ -123,6 +123,9 @@ extension Engine {
                 throw ShareFlowError(.referenceViolation, "\(item): its parent \(parent) must be in the same zone \(id.zoneID) (R25)")
             }
             try checkParent(parent.recordName, of: id.recordName, zone: zone, item: item, db: db)
+        } else if let parent, try !db.recordExists(zone: zone.id, name: parent.recordName) {
+            // R34: a child whose parent was deleted keeps the name, but R25 holds for every save.
+            throw ShareFlowError(.referenceViolation, "\(item): its parent \(parent.recordName) no longer exists in zone \(zone.zoneID.zoneName); save it without a parent or under another (R25, R34)")
         }
         if database.databaseScope == .shared {
             // R13: a participant saves into a share that covers the record (or its new parent).

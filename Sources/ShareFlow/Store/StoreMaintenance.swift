@@ -18,6 +18,9 @@ public struct StoreCheck: Sendable, Codable {
     public let integrity: [String]
     /// One line per broken invariant, naming the rows.
     public let problems: [String]
+    /// What the engine leaves on purpose and an operator may want to know, not damage: records
+    /// whose parent was deleted (R34).
+    public var notes: [String] = []
     public var isHealthy: Bool { integrity == ["ok"] && problems.isEmpty }
 }
 
@@ -55,6 +58,7 @@ extension Store {
         do {
             return try queue.read { db in
                 let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+                var notes: [String] = []
                 var problems: [String] = []
                 /// A part of the check; a failure of the store is a problem line, and the rest goes on.
                 func checking(_ what: String, _ body: () throws -> Void) {
@@ -100,7 +104,8 @@ extension Store {
                         SELECT c.name, c.parentName FROM record c
                         WHERE c.parentName IS NOT NULL AND NOT EXISTS (SELECT 1 FROM record p WHERE p.zoneID = c.zoneID AND p.name = c.parentName)
                         """) {
-                        problems.append("record \(Store.shown(row, 0)): its parent \(Store.shown(row, 1)) does not exist (R25)")
+                        // R34: deleting a parent leaves its children (CloudKit does not cascade).
+                        notes.append("record \(Store.shown(row, 0)): its parent \(Store.shown(row, 1)) was deleted; the record stays without it (R34)")
                     }
                     problems += try Store.parentCycles(db)
                 }
@@ -112,7 +117,9 @@ extension Store {
                         problems.append("zone \(Store.shown(row, 1)) (row \(Store.shown(row, 0))): its owner, account \(Store.shown(row, 2)), does not exist")
                     }
                 }
-                return StoreCheck(integrity: integrity, problems: problems)
+                var result = StoreCheck(integrity: integrity, problems: problems)
+                result.notes = notes
+                return result
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError

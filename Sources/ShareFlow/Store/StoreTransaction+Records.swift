@@ -110,6 +110,11 @@ extension StoreTransaction {
                      table: "record", keyAt: 0, StoreTransaction.recordRow)
     }
 
+    /// Whether record `name` is in the zone (nothing of it read).
+    package func recordExists(zone: Int64, name: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM record WHERE zoneID = ? AND name = ?)", arguments: [zone, name]) ?? false
+    }
+
     /// The parent's name of record `name` of the zone; nil when it has none or does not exist.
     package func parentName(zone: Int64, name: String) throws -> String? {
         try fetchOne("SELECT id, parentName FROM record WHERE zoneID = ? AND name = ?", [zone, name], table: "record", keyAt: 0) {
