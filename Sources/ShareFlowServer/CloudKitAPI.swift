@@ -457,12 +457,15 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             let ascending = try WireFormat.bool(o["ascending"], field: "query.sortBy[\(n)].ascending") ?? true
             return ShareFlow.SortDescriptor(key: WireFormat.systemFieldKeys[key] ?? key, ascending: ascending)
         }
-        var offset = 0
+        // R33: the marker is where the last page ended (its last record's sort values and
+        // name), not an offset.
+        var after: QueryPosition?
         if let marker = body["continuationMarker"] {
-            guard let s = marker as? String, let data = Data(base64Encoded: s), let n = Int(String(decoding: data, as: UTF8.self)), n >= 0 else {
-                throw WireFormat.BadRequest(reason: "continuationMarker is not one this server gave")
+            guard let s = marker as? String, s.utf8.count <= 65536, let data = Data(base64Encoded: s),
+                  let position = try? JSONDecoder().decode(QueryPosition.self, from: data), position.values.count == sorts.count else {
+                throw WireFormat.BadRequest(reason: "continuationMarker is not one this server gave for this query")
             }
-            offset = n
+            after = position
         }
         // Apple answers at most 200 records a page; more follow with the continuation marker.
         let limit = try WireFormat.integer(body["resultsLimit"], field: "resultsLimit", in: 1...Int(Int32.max)).map { min($0, 200) } ?? 200
@@ -470,9 +473,9 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         _ = try WireFormat.bool(body["zoneWide"], field: "zoneWide")
         let predicate: ShareFlow.Predicate = parts.isEmpty ? .all : parts.count == 1 ? parts[0] : .and(parts)
         let page = try db.records(matching: Query(recordType: type, predicate: predicate, sortDescriptors: sorts),
-                                  inZoneWith: zone, desiredKeys: desired, resultsLimit: limit, offset: offset)
+                                  inZoneWith: zone, desiredKeys: desired, resultsLimit: limit, after: after)
         var o: Object = ["records": page.records.map { WireFormat.record($0, desiredKeys: desired) }]
-        if let next = page.next { o["continuationMarker"] = Data(String(next).utf8).base64EncodedString() }
+        if let next = page.next, let data = try? JSONEncoder().encode(next) { o["continuationMarker"] = data.base64EncodedString() }
         return o
     }
 

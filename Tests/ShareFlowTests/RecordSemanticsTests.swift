@@ -369,7 +369,7 @@ final class RecordValueTests: XCTestCase {
                 XCTAssertEqual((error as? ShareFlowError)?.code, .unknownItem, "\(db.databaseScope): \(error)")
             }
             let page = try db.records(matching: Query(recordType: "Note", predicate: .all, sortDescriptors: []), inZoneWith: nil,
-                                      desiredKeys: nil, resultsLimit: nil, offset: 0)
+                                      desiredKeys: nil, resultsLimit: nil, after: nil)
             XCTAssertEqual(page.records.count, 0)
         }
     }

@@ -248,21 +248,48 @@ private struct PredicateParser {
     }
 }
 
-/// Where a query stopped (O7): give it to a new `QueryOperation` to go on.
+/// Where a query's page ended (R33): the last record's sort values and name. The next page
+/// starts strictly after it in the query's order (its sort keys, then the record name), so a
+/// record deleted or inserted between two pages neither hides nor repeats another.
+package struct QueryPosition: Codable, Sendable, Equatable {
+    package var values: [FieldValue?]
+    package var name: String
+
+    package init(values: [FieldValue?], name: String) {
+        self.values = values
+        self.name = name
+    }
+
+    /// `a` against `b` in the order of `sorts` (nil first, as a missing key), then by name.
+    static func order(_ a: QueryPosition, _ b: QueryPosition, _ sorts: [SortDescriptor]) -> ComparisonResult {
+        for (i, s) in sorts.enumerated() where i < a.values.count && i < b.values.count {
+            let o: ComparisonResult = switch (a.values[i], b.values[i]) {
+            case (nil, nil): .orderedSame
+            case (nil, _): .orderedAscending
+            case (_, nil): .orderedDescending
+            case let (x?, y?): FieldValue.order(x, y) ?? .orderedSame
+            }
+            if o != .orderedSame { return s.ascending ? o : (o == .orderedAscending ? .orderedDescending : .orderedAscending) }
+        }
+        return a.name == b.name ? .orderedSame : a.name < b.name ? .orderedAscending : .orderedDescending
+    }
+}
+
+/// Where a query stopped (O7, R33): give it to a new `QueryOperation` to go on.
 public final class QueryCursor: Sendable, CustomStringConvertible {
     let query: Query
     let zoneID: RecordZoneID?
     let scope: DatabaseScope
     let containerIdentifier: String
-    let offset: Int
+    let after: QueryPosition
 
-    init(query: Query, zoneID: RecordZoneID?, scope: DatabaseScope, containerIdentifier: String, offset: Int) {
+    init(query: Query, zoneID: RecordZoneID?, scope: DatabaseScope, containerIdentifier: String, after: QueryPosition) {
         self.query = query
         self.zoneID = zoneID
         self.scope = scope
         self.containerIdentifier = containerIdentifier
-        self.offset = offset
+        self.after = after
     }
 
-    public var description: String { "QueryCursor(\(query.recordType) from \(offset))" }
+    public var description: String { "QueryCursor(\(query.recordType) after \(after.name))" }
 }

@@ -7,13 +7,16 @@ extension Engine {
         var cursor: QueryCursor?
     }
 
-    func runQuery(_ query: Query, zoneID: RecordZoneID?, desiredKeys: [String]?, limit: Int?, offset: Int,
+    func runQuery(_ query: Query, zoneID: RecordZoneID?, desiredKeys: [String]?, limit: Int?, after: QueryPosition?,
                   in database: CloudDatabase) throws -> QueryPage {
         try Naming.check(recordType: query.recordType)
         for key in query.sortDescriptors.map(\.key) + query.predicate.keys where !Predicate.systemKeys.contains(key) {
             try Naming.check(fieldKey: key)
         }
         if let limit, limit < 1 { throw ShareFlowError.invalid("resultsLimit must be 1 or more, got \(limit) (O7)") }
+        if let after, after.values.count != query.sortDescriptors.count {
+            throw ShareFlowError.invalid("this cursor is not one of this query's (O7)")
+        }
         guard database.databaseScope != .shared || zoneID != nil else {
             throw ShareFlowError.invalid("a query in the shared database needs a zoneID: the zone of a share (O7)")
         }
@@ -29,26 +32,22 @@ extension Engine {
             let matching = rows.filter { row in
                 query.predicate.matches { key in Engine.value(of: key, in: row) }
             }
-            let sorted = query.sortDescriptors.isEmpty ? matching : matching.sorted { a, b in
-                for s in query.sortDescriptors {
-                    let x = Engine.value(of: s.key, in: a), y = Engine.value(of: s.key, in: b)
-                    // Records without the key come first, as nil sorts before any value.
-                    let order: ComparisonResult = switch (x, y) {
-                    case (nil, nil): .orderedSame
-                    case (nil, _): .orderedAscending
-                    case (_, nil): .orderedDescending
-                    case let (x?, y?): FieldValue.order(x, y) ?? .orderedSame
-                    }
-                    if order != .orderedSame { return s.ascending == (order == .orderedAscending) }
-                }
-                return a.name < b.name
+            // R33: one total order (the sort keys, then the record name; records without a key
+            // first), and a page starts strictly after the last record of the one before (a
+            // keyset, not an offset): a record deleted or inserted in between hides or repeats
+            // no other.
+            let sorts = query.sortDescriptors
+            func position(_ row: RecordRow) -> QueryPosition {
+                QueryPosition(values: sorts.map { Engine.value(of: $0.key, in: row) }, name: row.name)
             }
-            let page = sorted.dropFirst(offset).prefix(limit ?? Int.max)
-            let records = try page.map { try makeRecord($0, zone: zone, caller: caller, db: db).copy(keys: desiredKeys) }
-            let next = offset + page.count
-            let cursor = next < sorted.count
+            var keyed = matching.map { (row: $0, position: position($0)) }
+            if let after { keyed.removeAll { QueryPosition.order($0.position, after, sorts) != .orderedDescending } }
+            keyed.sort { QueryPosition.order($0.position, $1.position, sorts) == .orderedAscending }
+            let page = keyed.prefix(limit ?? Int.max)
+            let records = try page.map { try makeRecord($0.row, zone: zone, caller: caller, db: db).copy(keys: desiredKeys) }
+            let cursor = page.count < keyed.count
                 ? QueryCursor(query: query, zoneID: zoneID, scope: database.databaseScope,
-                              containerIdentifier: database.container.containerIdentifier, offset: next)
+                              containerIdentifier: database.container.containerIdentifier, after: page.last!.position)
                 : nil
             return QueryPage(records: records, cursor: cursor)
         }
@@ -110,16 +109,16 @@ extension CloudDatabase {
     /// ```
     public func records(matching query: Query, inZoneWith zoneID: RecordZoneID? = nil, desiredKeys: [String]? = nil,
                         resultsLimit: Int? = nil) throws -> (records: [Record], cursor: QueryCursor?) {
-        let page = try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, offset: 0, in: self)
+        let page = try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: nil, in: self)
         return (page.records, page.cursor)
     }
 
-    /// O7 from the `offset`-th match (a server's continuation marker): the page and where the
-    /// next one starts, or nil when this one is the last.
+    /// O7 after `after` (a server's continuation marker, R33): the page and where the next one
+    /// starts, or nil when this one is the last.
     package func records(matching query: Query, inZoneWith zoneID: RecordZoneID?, desiredKeys: [String]?,
-                         resultsLimit: Int?, offset: Int) throws -> (records: [Record], next: Int?) {
-        let page = try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, offset: max(offset, 0), in: self)
-        return (page.records, page.cursor?.offset)
+                         resultsLimit: Int?, after: QueryPosition?) throws -> (records: [Record], next: QueryPosition?) {
+        let page = try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: after, in: self)
+        return (page.records, page.cursor?.after)
     }
 
     /// Goes on from `cursor`, in the database and zone it came from.
@@ -129,7 +128,7 @@ extension CloudDatabase {
             throw ShareFlowError.invalid("this cursor belongs to the \(cursor.scope.rawValue) database of \(cursor.containerIdentifier) (O7)")
         }
         let page = try engine.runQuery(cursor.query, zoneID: cursor.zoneID, desiredKeys: desiredKeys, limit: resultsLimit,
-                                       offset: cursor.offset, in: self)
+                                       after: cursor.after, in: self)
         return (page.records, page.cursor)
     }
 }

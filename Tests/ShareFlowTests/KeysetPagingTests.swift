@@ -1,0 +1,42 @@
+import Foundation
+import XCTest
+@testable import ShareFlow
+
+/// R33: a query cursor continues after the last record returned, by its sort values and name
+/// (a keyset, not an offset): deletes and inserts between two pages neither hide nor repeat a
+/// record that was there throughout.
+final class KeysetPagingTests: XCTestCase {
+    func save(_ w: World, _ names: [String]) throws {
+        let records = names.map { Record(recordType: "Note", recordID: RecordID(recordName: $0, zoneID: w.zone.zoneID),
+                                         fields: ["rank": .integer(Int64($0.dropFirst())!)]) }
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: records).error)
+    }
+
+    func testDeletesAndInsertsBetweenPagesNeitherHideNorRepeat() throws {
+        for sorts in [[SortDescriptor(key: "rank")], [SortDescriptor(key: "rank", ascending: false)], []] {
+            let w = try World()
+            let db = w.c.privateCloudDatabase
+            try save(w, (10..<30).map { "n\($0)" })
+            let query = Query(recordType: "Note", sortDescriptors: sorts)
+            var (page, cursor) = try db.records(matching: query, inZoneWith: w.zone.zoneID, resultsLimit: 5)
+            var seen = page.map(\.recordID.recordName)
+            var deleted: Set<String> = []
+            var round = 0
+            while let c = cursor {
+                // Between pages: delete one record already seen and one not yet seen, insert one
+                // before and one after the cursor.
+                round += 1
+                let before = seen.first { !deleted.contains($0) }!, ahead = "n\(sorts.first?.ascending == false ? 10 + round : 29 - round)"
+                XCTAssertNil(try db.modifyRecords(deleting: [RecordID(recordName: before, zoneID: w.zone.zoneID),
+                                                             RecordID(recordName: ahead, zoneID: w.zone.zoneID)]).error)
+                deleted.formUnion([before, ahead])
+                try save(w, ["n\(round)", "n\(100 + round)"])
+                (page, cursor) = try db.records(continuingMatchFrom: c, resultsLimit: 5)
+                seen += page.map(\.recordID.recordName)
+            }
+            XCTAssertEqual(seen.count, Set(seen).count, "\(sorts): no record repeats: \(seen)")
+            let throughout = Set((10..<30).map { "n\($0)" }).subtracting(deleted)
+            XCTAssertTrue(throughout.isSubset(of: Set(seen)), "\(sorts): missing \(throughout.subtracting(seen))")
+        }
+    }
+}
