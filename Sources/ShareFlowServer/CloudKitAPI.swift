@@ -446,8 +446,10 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 parts.append(.beginsWith(key: name, prefix: prefix))
             } else if comparator == "IN", case .list(let values) = value {
                 parts.append(.isIn(key: name, values: values))
+            } else if comparator == "LIST_CONTAINS" {
+                parts.append(.any(key: name, op: .equal, value: value))
             } else {
-                throw WireFormat.BadRequest(reason: "\(field).comparator \(comparator) is not supported here (EQUALS, NOT_EQUALS, LESS_THAN, LESS_THAN_OR_EQUALS, GREATER_THAN, GREATER_THAN_OR_EQUALS, BEGINS_WITH with a string, IN with a list)")
+                throw WireFormat.BadRequest(reason: "\(field).comparator \(comparator) is not supported here (EQUALS, NOT_EQUALS, LESS_THAN, LESS_THAN_OR_EQUALS, GREATER_THAN, GREATER_THAN_OR_EQUALS, BEGINS_WITH with a string, IN with a list, LIST_CONTAINS)")
             }
         }
         let sorts = try (WireFormat.items(q["sortBy"], field: "query.sortBy") ?? []).enumerated().map { n, raw -> ShareFlow.SortDescriptor in

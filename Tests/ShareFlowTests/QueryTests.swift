@@ -33,6 +33,39 @@ final class QueryTests: XCTestCase {
         XCTAssertEqual(keys.records.first?.fields, ["days": .integer(5)])
     }
 
+    /// Point 11 of wave 3: NSPredicate's `=>` and `=<`, `ANY list == value` and `list CONTAINS
+    /// value` on list fields; a form the parser does not know is invalidArguments, never a
+    /// silent empty result.
+    func testListMembershipAndTheOtherSpellings() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        let records = [("a", ["beach", "food"]), ("b", ["food"]), ("c", ["hike"])].enumerated().map { i, r in
+            Record(recordType: "Trip", recordID: RecordID(recordName: r.0, zoneID: w.zone.zoneID),
+                   fields: ["tags": .list(r.1.map { .string($0) }), "days": .integer(Int64(i + 1))])
+        }
+        XCTAssertNil(try db.modifyRecords(saving: records).error)
+        func names(_ format: String, _ arguments: [FieldValue] = []) throws -> [String] {
+            try db.records(matching: Query(recordType: "Trip", predicate: format, arguments: arguments,
+                                           sortDescriptors: [SortDescriptor(key: "recordName")]), inZoneWith: w.zone.zoneID)
+                .records.map(\.recordID.recordName)
+        }
+        XCTAssertEqual(try names("ANY tags == 'food'"), ["a", "b"])
+        XCTAssertEqual(try names("tags CONTAINS %@", [.string("hike")]), ["c"])
+        XCTAssertEqual(try names("ANY tags == 'none'"), [])
+        XCTAssertEqual(try names("days => 2"), ["b", "c"])
+        XCTAssertEqual(try names("days =< 2"), ["a", "b"])
+    }
+
+    func testAFormTheParserDoesNotKnowIsInvalidArguments() throws {
+        let w = try World()
+        for format in ["days LIKE 'x'", "ANY tags", "tags CONTAINS", "days => ", "days =! 3", "ANY tags BEGINSWITH 'f'", "days == 1 OR days == 2"] {
+            XCTAssertThrowsError(try Query(recordType: "Trip", predicate: format), format) { error in
+                XCTAssertEqual((error as? ShareFlowError)?.code, .invalidArguments, "\(format): \(error)")
+            }
+        }
+        _ = w
+    }
+
     func testO7ThroughTheOperationWithBothBlockNames() throws {
         let w = try World()
         _ = try trips(w, 3)

@@ -43,10 +43,24 @@ public indirect enum Predicate: Sendable, Equatable {
     case compare(key: String, op: Comparison, value: FieldValue)
     case beginsWith(key: String, prefix: String)
     case isIn(key: String, values: [FieldValue])
+    /// A list field one of whose items compares true (`ANY tags == 'x'`, `tags CONTAINS 'x'`;
+    /// over HTTP `LIST_CONTAINS`). A field that is not a list matches as a list of itself.
+    case any(key: String, op: Comparison, value: FieldValue)
     case and([Predicate])
 
     public enum Comparison: String, Sendable, CaseIterable {
         case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+
+        func holds(_ order: ComparisonResult) -> Bool {
+            switch self {
+            case .equal: return order == .orderedSame
+            case .notEqual: return order != .orderedSame
+            case .less: return order == .orderedAscending
+            case .lessOrEqual: return order != .orderedDescending
+            case .greater: return order == .orderedDescending
+            case .greaterOrEqual: return order != .orderedAscending
+            }
+        }
     }
 
     /// The system fields a predicate or a sort may name besides the record's own.
@@ -66,14 +80,11 @@ public indirect enum Predicate: Sendable, Equatable {
             return values.contains { FieldValue.order($0, v) == .orderedSame }
         case let .compare(key, op, expected):
             guard let v = value(key), let order = FieldValue.order(v, expected) else { return op == .notEqual && value(key) == nil }
-            switch op {
-            case .equal: return order == .orderedSame
-            case .notEqual: return order != .orderedSame
-            case .less: return order == .orderedAscending
-            case .lessOrEqual: return order != .orderedDescending
-            case .greater: return order == .orderedDescending
-            case .greaterOrEqual: return order != .orderedAscending
-            }
+            return op.holds(order)
+        case let .any(key, op, expected):
+            guard let v = value(key) else { return false }
+            let items: [FieldValue] = if case .list(let items) = v { items } else { [v] }
+            return items.contains { item in FieldValue.order(item, expected).map(op.holds) ?? false }
         }
     }
 
@@ -156,8 +167,18 @@ private struct PredicateParser {
             guard match(")") else { throw fail("')' expected") }
             return p
         }
+        // ANY list == value (NSPredicate's aggregate form): one of the list's items compares true.
+        if matchWord("ANY") {
+            let key = try identifier()
+            skipSpace()
+            guard let op = comparison() else { throw fail("a comparison (==, !=, <, <=, >, >=) expected after 'ANY \(key)'") }
+            return .any(key: key, op: op, value: try value())
+        }
         let key = try identifier()
         skipSpace()
+        if matchWord("CONTAINS") {
+            return .any(key: key, op: .equal, value: try value())
+        }
         if matchWord("BEGINSWITH") {
             guard case .string(let prefix) = try value() else { throw fail("BEGINSWITH takes a string") }
             return .beginsWith(key: key, prefix: prefix)
@@ -176,11 +197,20 @@ private struct PredicateParser {
             guard case .list(let values) = try value() else { throw fail("IN takes a list") }
             return .isIn(key: key, values: values)
         }
-        for op in [("==", Predicate.Comparison.equal), ("!=", .notEqual), ("<>", .notEqual), ("<=", .lessOrEqual),
-                   (">=", .greaterOrEqual), ("=", .equal), ("<", .less), (">", .greater)] where match(op.0) {
-            return .compare(key: key, op: op.1, value: try value())
+        if let op = comparison() {
+            return .compare(key: key, op: op, value: try value())
         }
-        throw fail("an operator (==, !=, <, <=, >, >=, BEGINSWITH, IN) expected after '\(key)'")
+        throw fail("an operator (==, !=, <, <=, >, >=, BEGINSWITH, IN, CONTAINS) expected after '\(key)'")
+    }
+
+    /// A comparison operator, NSPredicate's spellings included (`=>`, `=<`, `<>`, `=`).
+    mutating func comparison() -> Predicate.Comparison? {
+        for op in [("==", Predicate.Comparison.equal), ("!=", .notEqual), ("<>", .notEqual), ("<=", .lessOrEqual),
+                   (">=", .greaterOrEqual), ("=>", .greaterOrEqual), ("=<", .lessOrEqual), ("=", .equal), ("<", .less),
+                   (">", .greater)] where match(op.0) {
+            return op.1
+        }
+        return nil
     }
 
     mutating func identifier() throws -> String {

@@ -95,7 +95,7 @@ extension Predicate {
         switch self {
         case .all: return []
         case .and(let parts): return parts.flatMap(\.keys)
-        case .compare(let key, _, _), .beginsWith(let key, _), .isIn(let key, _): return [key]
+        case .compare(let key, _, _), .beginsWith(let key, _), .isIn(let key, _), .any(let key, _, _): return [key]
         }
     }
 }
