@@ -333,12 +333,16 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             let zone = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: me.userRecordID) ?? .default
             guard let items = try WireFormat.items(body["records"], field: "records") else { throw WireFormat.BadRequest(reason: "records is required") }
             let desired = try WireFormat.strings(body["desiredKeys"], field: "desiredKeys")
+            let asStrings = try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false
             return ["records": try items.enumerated().map { n, raw -> Object in
                 guard let item = raw as? Object, let name = item["recordName"] as? String else {
                     throw WireFormat.BadRequest(reason: "records[\(n)].recordName is required")
                 }
+                // A record's own desiredKeys, else the request's.
+                let keys = try WireFormat.strings(item["desiredKeys"], field: "records[\(n)].desiredKeys") ?? desired
                 do {
-                    return WireFormat.record(try db.fetchRecord(RecordID(recordName: name, zoneID: zone)), desiredKeys: desired)
+                    return WireFormat.record(try db.fetchRecord(RecordID(recordName: name, zoneID: zone)), desiredKeys: keys,
+                                             numbersAsStrings: asStrings)
                 } catch let e as ShareFlowError {
                     return WireFormat.error(e, extra: ["recordName": name])
                 }
@@ -476,7 +480,8 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         let predicate: ShareFlow.Predicate = parts.isEmpty ? .all : parts.count == 1 ? parts[0] : .and(parts)
         let page = try db.records(matching: Query(recordType: type, predicate: predicate, sortDescriptors: sorts),
                                   inZoneWith: zone, desiredKeys: desired, resultsLimit: limit, after: after)
-        var o: Object = ["records": page.records.map { WireFormat.record($0, desiredKeys: desired) }]
+        let asStrings = try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false
+        var o: Object = ["records": page.records.map { WireFormat.record($0, desiredKeys: desired, numbersAsStrings: asStrings) }]
         if let next = page.next, let data = try? JSONEncoder().encode(next) { o["continuationMarker"] = data.base64EncodedString() }
         return o
     }
@@ -620,6 +625,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         let zone = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: caller.userRecordID) ?? .default
         let atomic = try WireFormat.bool(body["atomic"], field: "atomic") ?? true
         let desired = try WireFormat.strings(body["desiredKeys"], field: "desiredKeys")
+        let asStrings = try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false
         _ = try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings")
         // A companion is a share's root saved with it but not asked for (not in the response).
         enum Planned { case save(Record, RecordSavePolicy), delete(RecordID), failed(Object), share(Int, Object, String), companion(Record) }
@@ -741,7 +747,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             case .failed(let o): return o
             case .save(let asked, _):
                 switch saved.next()!.1 {
-                case .success(let r): return WireFormat.record(r, desiredKeys: desired)
+                case .success(let r): return WireFormat.record(r, desiredKeys: desired, numbersAsStrings: asStrings)
                 case .failure(let e):
                     if let root = companionFailure, asked is Share, e.code == .batchRequestFailed {
                         return WireFormat.error(ShareFlowError(root.code, "the share's root record: \(root.message)"), extra: ["recordName": p.name])

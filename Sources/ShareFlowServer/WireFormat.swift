@@ -299,6 +299,15 @@ enum WireFormat {
         }
     }
 
+    private static func stringifyingNumbers(_ value: Any) -> Any {
+        if let list = value as? [Any] { return list.map(stringifyingNumbers) }
+        if value is Bool { return value }
+        if let i = value as? Int64 { return String(i) }
+        if let i = value as? Int { return String(i) }
+        if let d = value as? Double { return d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d) }
+        return value
+    }
+
     /// CloudKit Web Services' `systemFieldName`s (R31) as the engine's query keys.
     static let systemFieldKeys = ["modifiedTimestamp": "modificationDate", "createdTimestamp": "creationDate",
                                   "createdUserRecordName": "creatorUserRecordID", "modifiedUserRecordName": "lastModifiedUserRecordID",
@@ -311,9 +320,15 @@ enum WireFormat {
         return Int64(exactly: ms).map { $0 as Any } ?? ms
     }
 
-    static func record(_ r: Record, desiredKeys: [String]? = nil) -> Object {
+    /// `numbersAsStrings`: numbers in field values (INT64, DOUBLE, TIMESTAMP and their lists)
+    /// go out as strings, as the request key of that name asks.
+    static func record(_ r: Record, desiredKeys: [String]? = nil, numbersAsStrings: Bool = false) -> Object {
         var fields: Object = [:]
-        for (k, v) in r.fields where desiredKeys?.contains(k) ?? true { fields[k] = field(v) }
+        for (k, v) in r.fields where desiredKeys?.contains(k) ?? true {
+            var f = field(v)
+            if numbersAsStrings, let value = f["value"] { f["value"] = stringifyingNumbers(value) }
+            fields[k] = f
+        }
         var o: Object = ["recordName": r.recordID.recordName, "recordType": r.recordType, "fields": fields,
                          "zoneID": zoneID(r.recordID.zoneID)]
         if let tag = r.recordChangeTag { o["recordChangeTag"] = tag }

@@ -430,6 +430,26 @@ final class ServeTests: ServerTestCase {
                        ((r.1["records"] as? [[String: Any]])?.first?["modified"] as? [String: Any])?["userRecordName"] as? String)
     }
 
+    /// records/lookup honours each record's own desiredKeys and numbersAsStrings.
+    func testLookupHonoursPerRecordDesiredKeysAndNumbersAsStrings() throws {
+        var r = try call("POST", db + "/private/records/modify", body: """
+            {"operations":[{"operationType":"create","record":{"recordName":"n1","recordType":"Note",
+             "fields":{"count":{"value":42,"type":"INT64"},"ratio":{"value":0.5,"type":"DOUBLE"},"title":{"value":"t"},
+             "scores":{"value":[1,2],"type":"INT64_LIST"}}}}]}
+            """)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        r = try call("POST", db + "/private/records/lookup", body: """
+            {"desiredKeys":["title"],"numbersAsStrings":true,"records":[{"recordName":"n1"},{"recordName":"n1","desiredKeys":["count","ratio","scores"]}]}
+            """)
+        let records = try XCTUnwrap(r.1["records"] as? [[String: Any]], "\(r.1)")
+        XCTAssertEqual((records[0]["fields"] as? [String: Any])?.keys.sorted(), ["title"])
+        let fields = try XCTUnwrap(records[1]["fields"] as? [String: [String: Any]])
+        XCTAssertEqual(fields.keys.sorted(), ["count", "ratio", "scores"])
+        XCTAssertEqual(fields["count"]?["value"] as? String, "42")
+        XCTAssertEqual(fields["ratio"]?["value"] as? String, "0.5")
+        XCTAssertEqual(fields["scores"]?["value"] as? [String], ["1", "2"])
+    }
+
     func testAnExpiredUserTokenIsAuthenticationFailed() throws {
         let short = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "bob@example.com", "--ttl", "1"])
             .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
