@@ -26,7 +26,9 @@ public struct StoreSnapshot: Equatable {
                 switch (old[key], new[key]) {
                 case (nil, let n?): change = .init(kind: kind, sign: "+", text: n.text)
                 case (let o?, nil): change = .init(kind: kind, sign: "-", text: o.text)
-                case (let o?, let n?) where o != n: change = .init(kind: kind, sign: "~", text: "\(o.text)  →  \(n.text)")
+                // Only what an item says counts: a participant whose share was renamed is in a
+                // group of another title, not changed.
+                case (let o?, let n?) where o.text != n.text: change = .init(kind: kind, sign: "~", text: "\(o.text)  →  \(n.text)")
                 default: continue
                 }
                 report.counts[kind, default: [:]][change.sign, default: 0] += 1
@@ -98,20 +100,25 @@ extension Engine {
                 s.items["accounts", default: [:]][a.userRecordID] = .init(group: "accounts",
                     text: "\(who) [\(addresses)\(a.name.isEmpty ? "" : "; \(a.name.formatted)"); \(a.discoverability.rawValue); \(a.contacts.count) contacts]")
             }
+            // Zones and records are keyed by what they are (container, owner, name), never by row
+            // IDs, which SQLite reuses: deleting zone A and making zone B is not a rename.
             var zones: [Int64: String] = [:]
+            var zoneKeys: [Int64: String] = [:]
             for (id, container, ownerID, name) in try db.fetchAll("SELECT id, container, ownerID, name FROM zone", table: "zone", keyAt: 0, {
                 (try $0.integer(0, "id"), try $0.text(1, "container"), try $0.integer(2, "ownerID"), try $0.text(3, "name"))
             }) {
                 let title = "zone \(name) of \(accounts[ownerID] ?? "public") in \(container)"
                 zones[id] = title
-                s.items["zones", default: [:]]["\(id)"] = .init(group: title, text: title.dropFirst(5).description)
+                let key = "\(container)\u{0}\(ownerID)\u{0}\(name)"
+                zoneKeys[id] = key
+                s.items["zones", default: [:]][key] = .init(group: title, text: title.dropFirst(5).description)
             }
             for (record, zoneID) in try db.fetchAll("""
                 SELECT \(StoreTransaction.recordColumns), r.zoneID FROM \(StoreTransaction.recordSource) WHERE r.type != 'cloudkit.share'
                 """, table: "record", keyAt: 0, { (try StoreTransaction.recordRow($0), try $0.integer(StoreTransaction.recordColumnCount, "zoneID")) }) {
                 let parent = record.parentName.map { " parent \($0)" } ?? ""
                 let shown = record.fields.keys.sorted().map { "\($0)=\(record.fields[$0]!)" }.joined(separator: ", ")
-                s.items["records", default: [:]]["\(record.id)"] = .init(group: zones[zoneID] ?? "zone ?",
+                s.items["records", default: [:]][(zoneKeys[zoneID] ?? "\(zoneID)") + "\u{0}" + record.name] = .init(group: zones[zoneID] ?? "zone ?",
                     text: "\(record.type) \(record.name)\(parent) {\(shown)}")
             }
             var shares: [Int64: String] = [:]
