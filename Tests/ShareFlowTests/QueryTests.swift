@@ -117,7 +117,10 @@ final class QueryTests: XCTestCase {
         let child = Record(recordType: "Trip", recordID: RecordID(recordName: "child", zoneID: w.zone.zoneID), parent: all[1].recordID)
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [all[1], child, share]).error)
         let shared = w.bc.sharedCloudDatabase
-        XCTAssertEqual(try shared.records(matching: Query(recordType: "Trip"), inZoneWith: w.zone.zoneID).records.count, 0, "pending")
+        // R37: until Bob accepts, his shared database is a stranger's: the zone is not found.
+        XCTAssertThrowsError(try shared.records(matching: Query(recordType: "Trip"), inZoneWith: w.zone.zoneID), "pending") { e in
+            XCTAssertEqual((e as? ShareFlowError)?.code, .zoneNotFound)
+        }
         try w.accept(share.url!, in: w.bc)
         let seen = try shared.records(matching: Query(recordType: "Trip", sortDescriptors: [SortDescriptor(key: "recordName")]),
                                       inZoneWith: w.zone.zoneID)

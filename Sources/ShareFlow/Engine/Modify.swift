@@ -104,30 +104,15 @@ extension Engine {
         try checkNaming(record, item: item)
         let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
         let existing = try recordRow(zone: zone, name: id.recordName, db: db)
-        if record.recordType == Share.recordType || existing?.type == Share.recordType {
-            throw ShareFlowError.invalid("\(item): records of type cloudkit.share are saved as Share objects")
-        }
-        if let existing, existing.type != record.recordType {
-            throw ShareFlowError.invalid("\(item) has type \(existing.type); it cannot be saved as \(record.recordType)")
-        }
-        // What this save writes (R29): the keys the copy changed (allKeys: every key it holds)
-        // over the server's record; a key it never held, fetched or not, stays.
-        let fields = policy.fieldsToWrite(of: record, over: existing?.fields)
         var parent = record.parent
         if policy == .changedKeys, let existing, !record.parentChanged {
             parent = existing.parentName.map { RecordID(recordName: $0, zoneID: id.zoneID) }
         }
         let parentMoved = parent?.recordName != existing?.parentName
-        if let parent, parentMoved {
-            guard parent.zoneID == id.zoneID else {
-                throw ShareFlowError(.referenceViolation, "\(item): its parent \(parent) must be in the same zone \(id.zoneID) (R25)")
-            }
-            try checkParent(parent.recordName, of: id.recordName, zone: zone, item: item, db: db)
-        } else if let parent, try !db.recordExists(zone: zone.id, name: parent.recordName) {
-            // R34: a child whose parent was deleted keeps the name, but R25 holds for every save.
-            throw ShareFlowError(.referenceViolation, "\(item): its parent \(parent.recordName) no longer exists in zone \(zone.zoneID.zoneName); save it without a parent or under another (R25, R34)")
-        }
         if database.databaseScope == .shared {
+            // R37: what the caller may write is decided before anything about the record is
+            // looked at (its type, its parent's existence): a record outside every share they
+            // write answers exactly as a missing one whose parent is outside.
             // R13: a participant saves into a share that covers the record (or its new parent).
             let covering = existing != nil
                 ? try shareCovering(zone: zone, recordName: id.recordName, db: db)
@@ -141,6 +126,24 @@ extension Engine {
                try shareCovering(zone: zone, recordName: parent.recordName, db: db)?.id != covering.id {
                 throw ShareFlowError.denied("\(item): a participant cannot move a record out of the share (R13)")
             }
+        }
+        if record.recordType == Share.recordType || existing?.type == Share.recordType {
+            throw ShareFlowError.invalid("\(item): records of type cloudkit.share are saved as Share objects")
+        }
+        if let existing, existing.type != record.recordType {
+            throw ShareFlowError.invalid("\(item) has type \(existing.type); it cannot be saved as \(record.recordType)")
+        }
+        // What this save writes (R29): the keys the copy changed (allKeys: every key it holds)
+        // over the server's record; a key it never held, fetched or not, stays.
+        let fields = policy.fieldsToWrite(of: record, over: existing?.fields)
+        if let parent, parentMoved {
+            guard parent.zoneID == id.zoneID else {
+                throw ShareFlowError(.referenceViolation, "\(item): its parent \(parent) must be in the same zone \(id.zoneID) (R25)")
+            }
+            try checkParent(parent.recordName, of: id.recordName, zone: zone, item: item, db: db)
+        } else if let parent, try !db.recordExists(zone: zone.id, name: parent.recordName) {
+            // R34: a child whose parent was deleted keeps the name, but R25 holds for every save.
+            throw ShareFlowError(.referenceViolation, "\(item): its parent \(parent.recordName) no longer exists in zone \(zone.zoneID.zoneName); save it without a parent or under another (R25, R34)")
         }
         if database.databaseScope == .public, let existing {
             try Engine.requireCreator(existing, caller: caller, item: item)
@@ -625,18 +628,17 @@ extension Engine {
         let item = "record \(id.recordName)"
         let container = database.container.containerIdentifier
         let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
-        guard let row = try recordRow(zone: zone, name: id.recordName, db: db) else {
-            throw ShareFlowError.unknown("\(item) does not exist in zone \(id.zoneID)")
-        }
+        // R37: in the shared database a record outside the caller's shares answers exactly as a
+        // missing one: one message for both.
+        let missing = ShareFlowError.unknown("\(item) does not exist in zone \(id.zoneID)")
+        guard let row = try recordRow(zone: zone, name: id.recordName, db: db) else { throw missing }
         if row.type == Share.recordType, let share = try shareRow(zone: zone, recordName: row.name, db: db) {
             if database.databaseScope == .private {
                 try endShare(share, zone: zone, caller: caller, container: container, db: db)
                 return
             }
             // R14: a participant deleting the share leaves it; it stays for everyone else.
-            guard let me = try participantRow(share: share.id, account: caller.id, db: db) else {
-                throw ShareFlowError.unknown("\(item) does not exist")
-            }
+            guard let me = try participantRow(share: share.id, account: caller.id, db: db) else { throw missing }
             try SharingRules.require(.deleteShare, role: me.role, permission: me.permission, status: me.status,
                                      isPublicShare: share.publicPermission != .none, item: "share \(row.name)")
             let shareObject = try makeShare(share, zone: zone, caller: caller, db: db)
@@ -651,7 +653,7 @@ extension Engine {
                   let me = try participantRow(share: covering.id, account: caller.id, db: db),
                   SharingRules.decide(.readRecords, role: me.role, permission: me.permission, status: me.status,
                                       isPublicShare: covering.publicPermission != .none).isAllowed else {
-                throw ShareFlowError.unknown("\(item) does not exist")
+                throw missing
             }
             if covering.rootName == row.name {
                 try SharingRules.require(.deleteRootRecord, role: me.role, permission: me.permission, status: me.status,

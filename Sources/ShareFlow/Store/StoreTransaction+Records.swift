@@ -47,12 +47,14 @@ extension StoreTransaction {
 
     /// A private zone of `ownerID` in which `participant` is on a share, pending or accepted
     /// (R27: only such a zone exists for them in their shared database).
+    /// R37: only an accepted share opens a zone in the shared database; a pending invitee's is a
+    /// stranger's (zoneNotFound) until they accept.
     package func zoneSharedWith(_ participant: Int64, container: String, ownerID: Int64, name: String) throws -> Int64? {
         try fetchOne("""
             SELECT z.id FROM zone z
             WHERE z.container = ? AND z.scope = 'private' AND z.ownerID = ? AND z.name = ?
               AND EXISTS (SELECT 1 FROM share s JOIN participant p ON p.shareID = s.id
-                          WHERE s.zoneID = z.id AND p.accountID = ? AND p.status IN ('pending', 'accepted'))
+                          WHERE s.zoneID = z.id AND p.accountID = ? AND p.status = 'accepted')
             """, [container, ownerID, name, participant], table: "zone", keyAt: 0) { try $0.integer(0, "id") }
     }
 
