@@ -55,7 +55,9 @@ test("O7: QueryOperation calls both block names; the shared database honours R12
   share:addParticipant(w.c:fetchShareParticipants{ "bob@example.com" }[1])
   assert(select(2, w.db:modifyRecords{ save = { w.trips[2], share } }) == nil)
   local bc = sf.as("bob@example.com"):container(C)
-  expect.eq(#bc.sharedCloudDatabase:query{ recordType = "Trip", zoneID = w.zone.zoneID }, 0, "pending sees nothing")
+  -- R37: a pending invitee's shared database is a stranger's: the zone is not found.
+  local _, pending = bc.sharedCloudDatabase:query{ recordType = "Trip", zoneID = w.zone.zoneID }
+  expect.code(pending, "zoneNotFound", "pending sees nothing")
   bc:acceptShares{ bc:fetchShareMetadata{ share.url }[share.url] }
   expect.eq(names(bc.sharedCloudDatabase:query{ recordType = "Trip", zoneID = w.zone.zoneID }), "t2")
   local _, err = bc.sharedCloudDatabase:query{ recordType = "Trip" }

@@ -317,7 +317,7 @@ test("R12: records are visible only while accepted; removal hides them at once",
   local share = shared(w, { "bob@example.com" })
   local sdb = w.bc.sharedCloudDatabase
   local r, err = sdb:fetchRecord(w.trip.recordID)
-  expect.code(err, "unknownItem", "pending sees nothing")
+  expect.code(err, "zoneNotFound", "pending sees nothing, not even the zone (R37)")
   assert(accept(w.bc, share.url))
   expect.eq(sdb:fetchRecord(w.trip.recordID).fields.title, "Lisbon")
   expect.eq(#sdb:fetchAllRecordZones(), 1)
