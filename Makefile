@@ -80,7 +80,7 @@ test: deps pyenv
 # that happens every time shows up in many processes, or bigger, and fails the run. The accept's
 # objects showed up once more at 4,279 bytes after records gained their metadata (R31: three
 # more properties on every Record and Share), past the 4 KiB this allowed before; the bound
-# follows the objects; the leak itself is still to be chased (seen in one of four full runs).
+# follows the objects; the leak itself is still to be chased (seen in one of six full runs).
 # SANITIZE_RECOVER=1 (its own scratch path) keeps every process running past its first report,
 # so one run lists every report instead of stopping at the first (for triage, not for CI).
 ASAN_RECOVER := $(filter 1,$(SANITIZE_RECOVER))
