@@ -155,7 +155,8 @@ sanitize: deps pyenv
 
 # The server's tests under ThreadSanitizer: the server binary they start (SHAREFLOW_BIN) and the
 # test process are both instrumented, in their own scratch path. Every report, from any
-# process, goes to a file in TSAN_LOGS; the target fails when one holds a report.
+# process, goes to a file in TSAN_LOGS; the target fails when one holds a report. Races inside
+# third-party code are suppressed in sanitize/tsan.supp, each with why.
 TSAN_SCRATCH := .build-tsan
 TSAN_LOGS := $(CURDIR)/$(TSAN_SCRATCH)/sanitizer-logs
 TSAN_TESTS := ServeTests|ServeAuthTests|LoadTests|PyiCloudTests|ReadmeServeTests
@@ -165,7 +166,7 @@ tsan: deps pyenv
 	@rm -rf $(TSAN_LOGS) && mkdir -p $(TSAN_LOGS)
 	@set -o pipefail; status=0; \
 	export SHAREFLOW_BIN=$(CURDIR)/$(TSAN_SCRATCH)/debug/shareflow SWIFT_BACKTRACE=enable=no; \
-	export TSAN_OPTIONS="halt_on_error=0:exitcode=66:log_path=$(TSAN_LOGS)/tsan:log_exe_name=1"; \
+	export TSAN_OPTIONS="halt_on_error=0:exitcode=66:log_path=$(TSAN_LOGS)/tsan:log_exe_name=1:suppressions=$(CURDIR)/sanitize/tsan.supp"; \
 	timeout 1800 $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --disable-swift-testing \
 	  --filter '$(TSAN_TESTS)' 2>&1 | tee $(TSAN_LOGS)/../suite.log || status=$$?; \
 	if [ $$status != 0 ]; then echo "tsan: the server's tests failed (status $$status):"; $(call FAILED_TESTS,$(TSAN_LOGS)/../suite.log); fi; \
