@@ -19,8 +19,6 @@ public struct Account: Hashable, Sendable, CustomStringConvertible {
     public static let publicReader = Account(id: 0, userRecordID: "_publicReader", emails: [], phones: [], name: NameComponents(),
                                              discoverability: .denied, contacts: [])
 
-    public var isPublicReader: Bool { id == Account.publicReader.id }
-
     public var email: String? { emails.first }
     public var isDiscoverable: Bool { discoverability == .granted }
 

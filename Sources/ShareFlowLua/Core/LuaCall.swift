@@ -170,20 +170,6 @@ public struct LuaCall {
         return clua_tonumber(L, -1)
     }
 
-    /// Every string key of the table at `i`, to reject unknown fields.
-    public func keys(_ i: Int32) throws -> [String] {
-        let abs = lua_absindex(L, i)
-        var keys: [String] = []
-        guard lua_type(L, abs) == LUA_TTABLE else { return keys }
-        lua_pushnil(L)
-        while lua_next(L, abs) != 0 {
-            defer { state.pop() }
-            try state.budgetStep()
-            if lua_type(L, -2) == LUA_TSTRING, let k = state.string(at: -2) { keys.append(k) }
-        }
-        return keys
-    }
-
     /// Throws when the table at `i` has a string key outside `allowed`: at the first one, so a
     /// table of a million keys is not copied first.
     public func checkKeys(_ i: Int32, allowed: Set<String>) throws {
