@@ -98,12 +98,15 @@ function Account:addContacts(contacts) end
 ---@class shareflow.Session
 ---@field account shareflow.Account
 local Session = {}
+---@alias shareflow.Environment "development"|"production"
 ---@param id string
+---@param options? {environment?: shareflow.Environment}
 ---@return shareflow.Container
-function Session:container(id) end
+function Session:container(id, options) end
 
 ---@class shareflow.Container
 ---@field containerIdentifier string
+---@field environment shareflow.Environment
 ---@field privateCloudDatabase shareflow.Database
 ---@field sharedCloudDatabase shareflow.Database
 ---@field publicCloudDatabase shareflow.Database
@@ -205,6 +208,7 @@ function Share:removeParticipant(p) end
 
 ---@class shareflow.Metadata
 ---@field containerIdentifier string
+---@field environment shareflow.Environment
 ---@field share shareflow.Share
 ---@field url string
 ---@field ownerIdentity shareflow.Identity
@@ -386,6 +390,7 @@ function admin.removeParticipant(participantID, reason) end
 ---@class shareflow.ShareAudit
 ---@field url string
 ---@field container string
+---@field environment shareflow.Environment
 ---@field recordID shareflow.RecordID
 ---@field title? string
 ---@field owner {userRecordID: string, lookupInfo: shareflow.LookupInfo}
@@ -449,8 +454,9 @@ function shareflow.log.error(...) end
 ---@return shareflow.Session
 function shareflow.as(who) end
 ---@param id string
+---@param options? {environment?: shareflow.Environment}
 ---@return shareflow.Container
-function shareflow.container(id) end
+function shareflow.container(id, options) end
 ---@param t shareflow.LookupInfo
 ---@return shareflow.LookupInfo
 function shareflow.LookupInfo(t) end

@@ -248,7 +248,7 @@ public struct Benchmarks {
         let owner = try engine.accounts.create(emails: ["owner@example.com"])
         let c = try engine.session(for: owner).container("iCloud.com.example.bench")
         _ = try c.privateCloudDatabase.saveZone("Bench")
-        return try engine.store.seedShares(owner: owner, container: "iCloud.com.example.bench", zoneName: "Bench",
+        return try engine.store.seedShares(owner: owner, container: c.containerID, zoneName: "Bench",
                                            count: count, guests: guests).map(engine.shareURL(token:))
     }
 

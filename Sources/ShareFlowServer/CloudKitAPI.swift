@@ -21,6 +21,8 @@ struct APIRequest: Sendable {
     var body: Data
 
     var isGET: Bool { method == "GET" }
+    /// The path's environment, once `handle` has refused any other word (R32).
+    var cloudEnvironment: CloudEnvironment { CloudEnvironment(rawValue: environment) ?? .default }
 }
 
 /// The answer: an HTTP status, a JSON object, and who asked (for the access log; never a
@@ -73,7 +75,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
     func handle(_ r: APIRequest) -> APIResponse {
         var caller: Account?
         do {
-            guard ["development", "production"].contains(r.environment) else {
+            guard CloudEnvironment(rawValue: r.environment) != nil else {
                 throw Failure(status: 400, body: WireFormat.error(code: "BAD_REQUEST", reason: "environment '\(r.environment)' is not development or production"))
             }
             guard let scope = DatabaseScope(rawValue: r.database) else {
@@ -129,7 +131,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         guard r.apiToken == nil, r.webAuthToken == nil else {
             throw refuse("a request signed with a server-to-server key carries no ckAPIToken or ckWebAuthToken")
         }
-        guard let key = try engine.store.credential(.serverKey, container: r.container, hash: keyID.lowercased()),
+        guard let key = try engine.store.credential(.serverKey, container: r.container, environment: r.cloudEnvironment, hash: keyID.lowercased()),
               let pem = key.publicKey, let accountID = key.accountID else {
             throw refuse("X-Apple-CloudKit-Request-KeyID is not a key registered for \(r.container) (shareflow keys add)")
         }
@@ -163,10 +165,11 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         guard let token = r.apiToken, !token.isEmpty else {
             throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckAPIToken is required"))
         }
-        let key = r.container + "\u{0}" + token
+        // R32: an API token opens one environment of its container.
+        let key = r.container + "\u{0}" + r.environment + "\u{0}" + token
         if apiTokens.contains(key) { return }
-        guard try engine.store.credential(.apiToken, container: r.container, hash: Credentials.hash(token)) != nil else {
-            throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckAPIToken is not valid for \(r.container)"))
+        guard try engine.store.credential(.apiToken, container: r.container, environment: r.cloudEnvironment, hash: Credentials.hash(token)) != nil else {
+            throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckAPIToken is not valid for \(r.container) in \(r.environment)"))
         }
         if apiTokens.count >= Self.maxCached { apiTokens.removeAll() }
         apiTokens.insert(key)
@@ -178,7 +181,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         let key = r.container + "\u{0}" + token
         var known = webTokens[key]
         if known == nil {
-            guard let credential = try engine.store.credential(.webAuthToken, container: r.container, hash: Credentials.hash(token)),
+            guard let credential = try engine.store.credential(.webAuthToken, container: r.container, environment: r.cloudEnvironment, hash: Credentials.hash(token)),
                   let id = credential.accountID else {
                 throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckWebAuthToken is not valid for \(r.container)"))
             }
@@ -362,7 +365,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 return byEmail ? LookupRequest(emailAddress: v) : LookupRequest(userRecordID: v)
             }
             // Discoverable accounts only (R20), as Apple's lookup answers.
-            let (found, _) = try engine.session(for: me).container(r.container).discoverUserIdentityResults(requests)
+            let (found, _) = try engine.session(for: me).container(r.container, environment: r.cloudEnvironment).discoverUserIdentityResults(requests)
             return ["users": found.map { i -> Object in
                 var o: Object = ["userRecordName": i.userRecordID ?? ""]
                 o["firstName"] = i.nameComponents?.givenName ?? NSNull()
@@ -374,7 +377,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             // GET: the caller's contacts that are discoverable accounts (R19); POST: the
             // accounts of `lookupInfos` that are discoverable (R20). Unknown ones are left out.
             let me = try requireUser(caller)
-            let container = try engine.session(for: me).container(r.container)
+            let container = try engine.session(for: me).container(r.container, environment: r.cloudEnvironment)
             let (found, error): ([UserIdentity], ShareFlowError?)
             if r.isGET {
                 (found, error) = container.discoverAllUserIdentityResults()
@@ -400,7 +403,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             return try modify(try database(r, scope, me), caller: me, body: body)
         case "records/resolve", "records/accept":
             let me = try requireUser(caller)
-            return try resolve(container: try engine.session(for: me).container(r.container), body: body,
+            return try resolve(container: try engine.session(for: me).container(r.container, environment: r.cloudEnvironment), body: body,
                                accept: r.subpath == "records/accept")
         default:
             throw Failure(status: 404, body: WireFormat.error(code: "NOT_FOUND", reason: "no endpoint \(r.subpath)"))
@@ -408,7 +411,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
     }
 
     private func database(_ r: APIRequest, _ scope: DatabaseScope, _ caller: Account) throws -> CloudDatabase {
-        try engine.session(for: caller).container(r.container).database(scope)
+        try engine.session(for: caller).container(r.container, environment: r.cloudEnvironment).database(scope)
     }
 
     private func identity(of a: Account) -> Object {
@@ -605,7 +608,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         } else {
             meta = first
         }
-        var o: Object = ["containerIdentifier": meta.containerIdentifier, "databaseScope": "SHARED",
+        var o: Object = ["containerIdentifier": meta.containerIdentifier, "environment": meta.environment.rawValue, "databaseScope": "SHARED",
                          "zoneID": WireFormat.zoneID(meta.share.recordID.zoneID), "share": WireFormat.record(meta.share),
                          "ownerIdentity": WireFormat.identity(meta.ownerIdentity), "shortGUID": ["value": value],
                          "participantPermission": WireFormat.permission(meta.participantPermission),

@@ -6,10 +6,10 @@ import ShareFlow
 /// API token is 64 hex digits, a web auth token at least 100 base64url characters, a key ID 64
 /// hex digits. The store keeps the tokens' SHA-256 only.
 public enum Credentials {
-    /// A new API token for `container`.
-    public static func newAPIToken(container: String, store: Store) throws -> String {
+    /// A new API token for `container` in `environment`: it opens that data set only (R32).
+    public static func newAPIToken(container: String, environment: CloudEnvironment = .default, store: Store) throws -> String {
         let token = RandomIdentifier.bytes(32).map { String(format: "%02x", $0) }.joined()
-        try store.addCredential(.apiToken, container: container, hash: hash(token))
+        try store.addCredential(.apiToken, container: container, environment: environment, hash: hash(token))
         return token
     }
 

@@ -108,7 +108,7 @@ extension ShareFlowCommand {
                         throw CLIFailure(message: "--as \(who): no account has this address in store \(global.store)")
                     }
                     account = found
-                } else if let known = try engine.store.credential(.serverKey, container: container, hash: id)?.accountID,
+                } else if let known = try engine.store.credential(.serverKey, container: container, environment: .default, hash: id)?.accountID,
                           let found = try engine.accounts.account(id: known) {
                     account = found
                 } else {
@@ -133,16 +133,24 @@ extension ShareFlowCommand {
             subcommands: [API.self, User.self])
 
         struct API: ParsableCommand {
-            static let configuration = CommandConfiguration(commandName: "api", abstract: "Print a new API token (ckAPIToken) for a container.")
+            static let configuration = CommandConfiguration(commandName: "api", abstract: "Print a new API token (ckAPIToken) for one environment of a container.")
             @OptionGroup var global: GlobalOptions
             @Option(name: .long, help: "The container, e.g. iCloud.com.example.app.")
             var container: String
+            @Option(name: .long, help: "The environment the token opens: development or production (R32).")
+            var environment: String = CloudEnvironment.default.rawValue
+
+            func validate() throws {
+                guard CloudEnvironment(rawValue: environment) != nil else {
+                    throw ValidationError("--environment must be development or production, got '\(environment)'")
+                }
+            }
 
             func run() throws {
                 let engine = try global.makeEngine()
                 defer { engine.store.checkpoint() }
-                let token = try Credentials.newAPIToken(container: container, store: engine.store)
-                if global.json { printJSON(["container": container, "ckAPIToken": token]) } else { print(token) }
+                let token = try Credentials.newAPIToken(container: container, environment: try CloudEnvironment(named: environment), store: engine.store)
+                if global.json { printJSON(["container": container, "environment": environment, "ckAPIToken": token]) } else { print(token) }
             }
         }
 

@@ -430,6 +430,62 @@ final class ServeTests: ServerTestCase {
                        ((r.1["records"] as? [[String: Any]])?.first?["modified"] as? [String: Any])?["userRecordName"] as? String)
     }
 
+    /// R32: /development/ and /production/ are separate data sets, and an API token opens the
+    /// environment it was made for; a share URL of one is not found in the other.
+    func testEnvironmentsAreSeparateDataSets() throws {
+        let prod = "/database/1/iCloud.test/production"
+        let live = try CLI.run(["tokens", "api", "--store", store, "--container", "iCloud.test", "--environment", "production", "--json"])
+        XCTAssertEqual(live.status, 0, live.stderr)
+        let liveObject = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(live.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(liveObject["environment"] as? String, "production")
+        let liveAPI = try XCTUnwrap(liveObject["ckAPIToken"] as? String)
+        let bad = try CLI.run(["tokens", "api", "--store", store, "--container", "iCloud.test", "--environment", "staging"])
+        XCTAssertNotEqual(bad.status, 0)
+        XCTAssertTrue(bad.stderr.contains("--environment must be development or production, got 'staging'"), bad.stderr)
+        let aliceLive = "ckAPIToken=\(liveAPI)&ckWebAuthToken=\(web)"
+        let bob = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
+        let bobLive = "ckAPIToken=\(liveAPI)&ckWebAuthToken=\(try token("bob@example.com"))"
+
+        // Each token opens its own environment only.
+        var r = try call("POST", prod + "/private/zones/list", body: "{}")
+        XCTAssertEqual(r.0, 401, "the development token does not open production: \(r.1)")
+        XCTAssertTrue((r.1["reason"] as? String)?.contains("production") == true, "\(r.1)")
+        r = try call("POST", db + "/private/zones/list", query: aliceLive, body: "{}")
+        XCTAssertEqual(r.0, 401, "the production token does not open development: \(r.1)")
+
+        // A zone, a record and a share in development; production knows none of them.
+        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        r = try call("POST", db + "/private/records/modify", body: """
+            {"zoneID":{"zoneName":"Trips"},"operations":[
+             {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
+             {"operationType":"create","record":{"recordName":"share-1","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon"},
+              "publicPermission":"NONE","participants":[{"type":"USER","permission":"READ_WRITE","acceptanceStatus":"INVITED",
+              "userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+            """)
+        let guid = try XCTUnwrap((r.1["records"] as? [[String: Any]])?.last?["shortGUID"] as? String, "\(r.1)")
+        r = try call("POST", prod + "/private/zones/list", query: aliceLive, body: "{}")
+        XCTAssertEqual((r.1["zones"] as? [[String: Any]])?.compactMap { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String },
+                       ["_defaultZone"], "\(r.1)")
+        r = try call("POST", prod + "/private/records/lookup", query: aliceLive, body: #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"lisbon"}]}"#)
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "ZONE_NOT_FOUND", "\(r.1)")
+        // Bob resolves the development GUID in development, not in production.
+        r = try call("POST", prod + "/public/records/resolve", query: bobLive, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+        XCTAssertEqual((r.1["results"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "NOT_FOUND", "\(r.1)")
+        r = try call("POST", prod + "/public/records/accept", query: bobLive, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+        XCTAssertEqual((r.1["results"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "NOT_FOUND", "\(r.1)")
+        r = try call("POST", db + "/public/records/resolve", query: bob, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+        let result = (r.1["results"] as? [[String: Any]])?.first
+        XCTAssertEqual(result?["participantStatus"] as? String, "INVITED", "\(r.1)")
+        XCTAssertEqual(result?["environment"] as? String, "development", "\(r.1)")
+
+        // The public database too: a development notice is not production's.
+        r = try call("POST", db + "/public/records/modify", body: #"{"operations":[{"operationType":"create","record":{"recordName":"hello","recordType":"Notice","fields":{"text":{"value":"dev"}}}}]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        r = try call("POST", prod + "/public/records/lookup", query: "ckAPIToken=\(liveAPI)", body: #"{"records":[{"recordName":"hello"}]}"#)
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "NOT_FOUND", "\(r.1)")
+    }
+
     /// records/lookup honours each record's own desiredKeys and numbersAsStrings.
     func testLookupHonoursPerRecordDesiredKeysAndNumbersAsStrings() throws {
         var r = try call("POST", db + "/private/records/modify", body: """

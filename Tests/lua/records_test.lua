@@ -208,3 +208,27 @@ test("R24: sf.RecordID without a zone is the default zone; a zoneID without owne
   expect.eq(w.db:fetchRecord(sf.RecordID{ recordName = "lisbon", zoneID = "Trips" }).fields.title, "Lisbon")
   expect.raises(function() return sf.RecordID{ recordName = "x", zoneID = 7 } end, "zoneID must be a zone or zoneID table, got number")
 end)
+
+test("R32: development and production are separate data sets; accounts are shared", function()
+  local w = world()
+  local share = shared(w, { "bob@example.com" })
+  expect.eq(w.c.environment, "development")
+  local live = sf.as("alice@example.com"):container(C, { environment = "production" })
+  expect.eq(live.environment, "production")
+  expect.eq(#live.privateCloudDatabase:fetchAllRecordZones(), 1)
+  local rec, err = live.privateCloudDatabase:fetchRecord(w.trip.recordID)
+  expect.eq(rec, nil)
+  expect.code(err, "zoneNotFound")
+  -- Bob's production container does not find the development share's URL.
+  local bobLive = sf.as("bob@example.com"):container(C, { environment = "production" })
+  local ms, merr = bobLive:fetchShareMetadata{ share.url }
+  expect.eq(ms[share.url], nil)
+  expect.code(merr.partialErrors[share.url], "unknownItem")
+  local meta = assert(w.bc:fetchShareMetadata{ share.url })[share.url]
+  expect.eq(meta.environment, "development")
+  local audits = sf.admin.shares{ owner = "alice@example.com" }
+  expect.eq(audits[1].environment, "development")
+  expect.raises(function() return w.c.session:container(C, { environment = "staging" }) end,
+    "environment 'staging' is not development or production")
+  expect.raises(function() return w.c.session:container(C, { env = "production" }) end, "env")
+end)

@@ -310,14 +310,14 @@ public final class QueryCursor: Sendable, CustomStringConvertible {
     let query: Query
     let zoneID: RecordZoneID?
     let scope: DatabaseScope
-    let containerIdentifier: String
+    let containerID: ContainerID
     let after: QueryPosition
 
-    init(query: Query, zoneID: RecordZoneID?, scope: DatabaseScope, containerIdentifier: String, after: QueryPosition) {
+    init(query: Query, zoneID: RecordZoneID?, scope: DatabaseScope, containerID: ContainerID, after: QueryPosition) {
         self.query = query
         self.zoneID = zoneID
         self.scope = scope
-        self.containerIdentifier = containerIdentifier
+        self.containerID = containerID
         self.after = after
     }
 

@@ -129,7 +129,10 @@ public final class Share: Record {
 
 /// What a user learns from a share's URL before accepting it.
 public final class ShareMetadata: CustomStringConvertible {
-    public let containerIdentifier: String
+    /// The container and environment the share lives in (R32).
+    public let containerID: ContainerID
+    public var containerIdentifier: String { containerID.identifier }
+    public var environment: CloudEnvironment { containerID.environment }
     public let share: Share
     public let url: String
     public let ownerIdentity: UserIdentity
@@ -141,10 +144,10 @@ public final class ShareMetadata: CustomStringConvertible {
     public let participantStatus: ParticipantAcceptanceStatus
     public let participantPermission: ParticipantPermission
 
-    init(containerIdentifier: String, share: Share, url: String, ownerIdentity: UserIdentity,
+    init(containerID: ContainerID, share: Share, url: String, ownerIdentity: UserIdentity,
          hierarchicalRootRecordID: RecordID?, rootRecord: Record?, participantRole: ParticipantRole,
          participantStatus: ParticipantAcceptanceStatus, participantPermission: ParticipantPermission) {
-        self.containerIdentifier = containerIdentifier
+        self.containerID = containerID
         self.share = share
         self.url = url
         self.ownerIdentity = ownerIdentity

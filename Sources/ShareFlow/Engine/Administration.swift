@@ -39,7 +39,7 @@ extension Engine {
             let zone = try zoneRow(id: shareRow.zoneRowID, db: db)
             let owner = try self.owner(of: zone, db: db)
             let share = try makeShare(shareRow, zone: zone, caller: owner, db: db)
-            try setStatus(.removed, of: p, share: share, reason: reason, caller: owner, container: zone.container, db: db)
+            try setStatus(.removed, of: p, share: share, reason: reason, caller: owner, container: zone.container.identifier, db: db)
             return true
         }
     }
@@ -60,6 +60,8 @@ public struct ShareAudit: Sendable {
 
     public let url: String
     public let containerIdentifier: String
+    /// Which of the container's data sets the share is in (R32).
+    public let environment: CloudEnvironment
     public let shareRecordID: RecordID
     public let title: String?
     public let ownerUserRecordID: String
@@ -110,7 +112,8 @@ extension Engine {
                     entries.append(ShareAudit.Entry(participantID: r.participantID, lookupInfo: r.lookup, userRecordID: userRecordID,
                                                     role: r.role, permission: r.permission, acceptanceStatus: r.status))
                 }
-                audits.append(ShareAudit(url: shareURL(token: row.token), containerIdentifier: zone.container,
+                audits.append(ShareAudit(url: shareURL(token: row.token), containerIdentifier: zone.container.identifier,
+                                         environment: zone.container.environment,
                                          shareRecordID: RecordID(recordName: row.recordName, zoneID: zone.zoneID), title: title,
                                          ownerUserRecordID: ownerAccount.userRecordID, ownerLookupInfo: ownerAccount.primaryLookup,
                                          rootRecordID: row.rootName.map { RecordID(recordName: $0, zoneID: zone.zoneID) },

@@ -1,10 +1,14 @@
 import Foundation
 
-/// A container (`iCloud.com.example.app`) as one session sees it: its three databases and
-/// its operation queue.
+/// A container (`iCloud.com.example.app`) in one environment as one session sees it: its three
+/// databases and its operation queue.
 public final class Container {
     public let session: Session
     public let containerIdentifier: String
+    /// Which data set it reads and writes (R32).
+    public let environment: CloudEnvironment
+    /// The container identifier and environment: what the store keys its data by.
+    public var containerID: ContainerID { ContainerID(containerIdentifier, environment) }
     // A database keeps its container alive (it may outlive the caller's reference to it), so
     // the container does not keep its databases: they are small views, made on demand.
     public var privateCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .private) }
@@ -13,9 +17,10 @@ public final class Container {
     /// Operations added and not yet run, run in QoS order (O1, O4).
     public private(set) lazy var queue = ContainerQueue(container: self)
 
-    init(session: Session, identifier: String) {
+    init(session: Session, identifier: String, environment: CloudEnvironment) {
         self.session = session
         self.containerIdentifier = identifier
+        self.environment = environment
     }
 
     var engine: Engine { session.engine }

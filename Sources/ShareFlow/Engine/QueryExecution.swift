@@ -47,7 +47,7 @@ extension Engine {
             let records = try page.map { try makeRecord($0.row, zone: zone, caller: caller, db: db).copy(keys: desiredKeys) }
             let cursor = page.count < keyed.count
                 ? QueryCursor(query: query, zoneID: zoneID, scope: database.databaseScope,
-                              containerIdentifier: database.container.containerIdentifier, after: page.last!.position)
+                              containerID: database.container.containerID, after: page.last!.position)
                 : nil
             return QueryPage(records: records, cursor: cursor)
         }
@@ -124,8 +124,8 @@ extension CloudDatabase {
     /// Goes on from `cursor`, in the database and zone it came from.
     public func records(continuingMatchFrom cursor: QueryCursor, desiredKeys: [String]? = nil,
                         resultsLimit: Int? = nil) throws -> (records: [Record], cursor: QueryCursor?) {
-        guard cursor.scope == databaseScope, cursor.containerIdentifier == container.containerIdentifier else {
-            throw ShareFlowError.invalid("this cursor belongs to the \(cursor.scope.rawValue) database of \(cursor.containerIdentifier) (O7)")
+        guard cursor.scope == databaseScope, cursor.containerID == container.containerID else {
+            throw ShareFlowError.invalid("this cursor belongs to the \(cursor.scope.rawValue) database of \(cursor.containerID) (O7, R32)")
         }
         let page = try engine.runQuery(cursor.query, zoneID: cursor.zoneID, desiredKeys: desiredKeys, limit: resultsLimit,
                                        after: cursor.after, in: self)

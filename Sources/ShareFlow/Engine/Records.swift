@@ -5,7 +5,7 @@ extension Engine {
     static let publicOwnerName = "__defaultOwner__"
 
     /// The stored zone behind `zoneID` in `container` (public or private storage).
-    func zoneRow(_ zoneID: RecordZoneID, container: String, isPublic: Bool, create: Bool, db: StoreTransaction) throws -> ZoneRow? {
+    func zoneRow(_ zoneID: RecordZoneID, container: ContainerID, isPublic: Bool, create: Bool, db: StoreTransaction) throws -> ZoneRow? {
         let ownerID: Int64
         if isPublic {
             ownerID = 0
@@ -28,7 +28,7 @@ extension Engine {
 
     /// The zone a database call addresses, checked against the database's scope (R3).
     func zone(for zoneID: RecordZoneID, in database: CloudDatabase, caller: Account, db: StoreTransaction) throws -> ZoneRow {
-        let container = database.container.containerIdentifier
+        let container = database.container.containerID
         switch database.databaseScope {
         case .public:
             guard zoneID.isDefaultZone else {
@@ -73,7 +73,7 @@ extension Engine {
         return try transaction { db in
             let caller = try loadAccount(id: database.container.session.accountID, db: db)
             let zoneID = RecordZoneID(zoneName: name, ownerName: caller.userRecordID)
-            _ = try zoneRow(zoneID, container: database.container.containerIdentifier, isPublic: false, create: true, db: db)
+            _ = try zoneRow(zoneID, container: database.container.containerID, isPublic: false, create: true, db: db)
             return RecordZone(zoneID: zoneID)
         }
     }
@@ -81,7 +81,7 @@ extension Engine {
     func fetchAllRecordZones(in database: CloudDatabase) throws -> [RecordZone] {
         try reading { db in
             let caller = try loadAccount(id: database.container.session.accountID, db: db)
-            let container = database.container.containerIdentifier
+            let container = database.container.containerID
             switch database.databaseScope {
             case .public:
                 return [RecordZone(zoneID: RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: Engine.publicOwnerName))]
@@ -159,9 +159,10 @@ extension Engine {
         try db.share(zone: zone.id, recordName: recordName)
     }
 
-    func shareRow(url: String, db: StoreTransaction) throws -> ShareRow? {
+    /// The share at `url` in `environment` (R32: one of the other environment is not found).
+    func shareRow(url: String, environment: CloudEnvironment, db: StoreTransaction) throws -> ShareRow? {
         guard let token = Engine.shareToken(url: url) else { return nil }
-        return try db.share(token: token)
+        return try db.share(token: token, environment: environment)
     }
 
     func shareRow(rootName: String, zone: ZoneRow, db: StoreTransaction) throws -> ShareRow? {

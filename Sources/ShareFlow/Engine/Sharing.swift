@@ -25,14 +25,14 @@ extension Engine {
     }
 
     /// The metadata of the share at `url`, for `caller` (R16).
-    public func fetchShareMetadata(url: String, caller: Account, container: String, shouldFetchRootRecord: Bool = false,
+    public func fetchShareMetadata(url: String, caller: Account, container: ContainerID, shouldFetchRootRecord: Bool = false,
                                    rootRecordDesiredKeys: [String]? = nil) throws -> ShareMetadata {
         let metadata = try reading { db -> ShareMetadata in
             let hidden = ShareFlowError.unknown("no share at \(url) for \(caller.email ?? caller.userRecordID) (R16)")
             // R27: one probe, the same statement and index seeks for a live URL as for a made-up
             // one, so a stranger learns nothing from the time it takes either.
             let token = Engine.shareToken(url: url) ?? ""
-            let probe = try db.probeShare(token: token, caller: caller.id)
+            let probe = try db.probeShare(token: token, environment: container.environment, caller: caller.id)
             guard probe.exists, probe.isParticipant || probe.isPublic else {
                 if probe.hasUnmatchedInvitations {
                     var error = ShareFlowError(.participantMayNeedVerification,
@@ -42,7 +42,7 @@ extension Engine {
                 }
                 throw hidden
             }
-            guard let row = try shareRow(url: url, db: db) else { throw hidden }
+            guard let row = try shareRow(url: url, environment: container.environment, db: db) else { throw hidden }
             let zone = try zoneRow(id: row.zoneRowID, db: db)
             let mine = try participantRow(share: row.id, account: caller.id, db: db)
             let role: ParticipantRole, status: ParticipantAcceptanceStatus, permission: ParticipantPermission
@@ -57,12 +57,12 @@ extension Engine {
             if shouldFetchRootRecord, let rootName = row.rootName, let rootRow = try recordRow(zone: zone, name: rootName, db: db) {
                 root = try makeRecord(rootRow, zone: zone, caller: caller, db: db).copy(keys: rootRecordDesiredKeys)
             }
-            return ShareMetadata(containerIdentifier: zone.container, share: share, url: url,
+            return ShareMetadata(containerID: zone.container, share: share, url: url,
                                  ownerIdentity: ownerAccount.identity(lookupInfo: nil),
                                  hierarchicalRootRecordID: share.rootRecordID, rootRecord: root,
                                  participantRole: role, participantStatus: status, participantPermission: permission)
         }
-        var event = Event(.shareMetadataFetched, caller: caller, container: container)
+        var event = Event(.shareMetadataFetched, caller: caller, container: container.identifier)
         event.url = url
         event.metadata = metadata
         emit(event)
@@ -70,15 +70,16 @@ extension Engine {
     }
 
     /// Accepts the share of `metadata` for `caller`, atomically (R10, R12, R18, O5, O6).
-    public func acceptShare(_ metadata: ShareMetadata, caller: Account, container: String) throws -> Share {
-        guard metadata.containerIdentifier == container else {
-            throw ShareFlowError.invalid("the share at \(metadata.url) is in container \(metadata.containerIdentifier), but this operation runs in \(container); accept it in its own container (O5)")
+    public func acceptShare(_ metadata: ShareMetadata, caller: Account, container containerID: ContainerID) throws -> Share {
+        guard metadata.containerID == containerID else {
+            throw ShareFlowError.invalid("the share at \(metadata.url) is in container \(metadata.containerID), but this operation runs in \(containerID); accept it in its own container (O5, R32)")
         }
+        let container = containerID.identifier
         return try transaction { db in
             let item = "share at \(metadata.url)"
             /// The share, its zone and the caller's place on it, as stored now.
             func current() throws -> (row: ShareRow, zone: ZoneRow, mine: ParticipantRow?) {
-                guard let row = try shareRow(url: metadata.url, db: db) else {
+                guard let row = try shareRow(url: metadata.url, environment: containerID.environment, db: db) else {
                     throw ShareFlowError.unknown("\(item) no longer exists")
                 }
                 return (row, try zoneRow(id: row.zoneRowID, db: db), try participantRow(share: row.id, account: caller.id, db: db))
@@ -115,7 +116,7 @@ extension Engine {
             // A policy called back into the engine and changed the store: the accept goes on from
             // the store as it is now, checked again — a share deleted meanwhile is unknownItem,
             // never a write the store refuses.
-            guard try shareRow(url: metadata.url, db: db)?.id == row.id else {
+            guard try shareRow(url: metadata.url, environment: containerID.environment, db: db)?.id == row.id else {
                 throw ShareFlowError.unknown("\(item) was deleted while it was being accepted (by a policy)")
             }
             (row, zone, mine) = try current()

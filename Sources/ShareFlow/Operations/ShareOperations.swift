@@ -83,7 +83,7 @@ public final class FetchShareMetadataOperation: CloudOperation {
             do {
                 let caller = try container.session.account
                 let failures = process(urls, id: { $0 }, body: { url in
-                    try container.engine.fetchShareMetadata(url: url, caller: caller, container: container.containerIdentifier,
+                    try container.engine.fetchShareMetadata(url: url, caller: caller, container: container.containerID,
                                                             shouldFetchRootRecord: shouldFetchRootRecord,
                                                             rootRecordDesiredKeys: rootRecordDesiredKeys)
                 }, deliver: { url, result in
@@ -123,7 +123,7 @@ public final class AcceptSharesOperation: CloudOperation {
                 // reported done must survive a crash (SPEC §11, O6; CrashTests), and batching
                 // measured only ~5% faster (the commit is not what an accept costs).
                 let failures = process(metadatas, id: { $0.share.recordID.description }, body: { metadata in
-                    try container.engine.acceptShare(metadata, caller: caller, container: container.containerIdentifier)
+                    try container.engine.acceptShare(metadata, caller: caller, container: container.containerID)
                 }, deliver: { metadata, result in
                     perShareResultBlock?(metadata, result)
                     switch result {

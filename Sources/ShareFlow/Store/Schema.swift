@@ -143,6 +143,30 @@ extension Store {
                 UPDATE shareflow_meta SET value = '5' WHERE key = 'schemaVersion';
                 """)
         }
+        // R32: every container has a development and a production data set. A zone names its
+        // environment (rows written before are development's); the table is rebuilt because its
+        // uniqueness now includes the environment. Records, shares and participants hang off
+        // zones, so they follow. An API token names its environment; other credentials (a
+        // user's web auth token, a server key) serve both.
+        migrator.registerMigration("v6") { db in
+            try db.execute(sql: """
+                CREATE TABLE zone_v6 (
+                    id INTEGER PRIMARY KEY,
+                    container TEXT NOT NULL,
+                    environment TEXT NOT NULL DEFAULT 'development',
+                    scope TEXT NOT NULL,
+                    ownerID INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    UNIQUE (container, environment, scope, ownerID, name));
+                INSERT INTO zone_v6 (id, container, environment, scope, ownerID, name)
+                    SELECT id, container, 'development', scope, ownerID, name FROM zone;
+                DROP TABLE zone;
+                ALTER TABLE zone_v6 RENAME TO zone;
+                ALTER TABLE credential ADD COLUMN environment TEXT;
+                UPDATE credential SET environment = 'development' WHERE kind = 'apiToken';
+                UPDATE shareflow_meta SET value = '6' WHERE key = 'schemaVersion';
+                """)
+        }
         return migrator
     }
 }

@@ -8,6 +8,8 @@ public struct StoredCredential: Sendable {
     public enum Kind: String, Sendable, CaseIterable { case apiToken, webAuthToken, serverKey }
     public let kind: Kind
     public let container: String
+    /// An API token's environment (R32); other credentials serve both (nil).
+    public let environment: CloudEnvironment?
     public let accountID: Int64?
     public let expiresAt: Double?
     /// A server key's public key (PEM).
@@ -16,23 +18,28 @@ public struct StoredCredential: Sendable {
 
 extension Store {
     /// Records a credential by its hash.
-    package func addCredential(_ kind: StoredCredential.Kind, container: String, hash: String, accountID: Int64? = nil,
-                               expiresAt: Double? = nil, publicKey: String? = nil) throws {
+    package func addCredential(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment? = nil, hash: String,
+                               accountID: Int64? = nil, expiresAt: Double? = nil, publicKey: String? = nil) throws {
         try write { tx in
             try tx.db.execute(sql: """
-                INSERT INTO credential (kind, container, hash, accountID, expiresAt, createdAt, publicKey) VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO credential (kind, container, environment, hash, accountID, expiresAt, createdAt, publicKey) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (hash) DO UPDATE SET accountID = excluded.accountID, expiresAt = excluded.expiresAt
-                """, arguments: [kind.rawValue, container, hash, accountID, expiresAt, Date().timeIntervalSince1970, publicKey])
+                """, arguments: [kind.rawValue, container, environment?.rawValue, hash, accountID, expiresAt, Date().timeIntervalSince1970, publicKey])
         }
     }
 
     /// The credential with this hash for `container`, if any (expired ones too: the caller
-    /// tells an expired token from a wrong one).
-    package func credential(_ kind: StoredCredential.Kind, container: String, hash: String) throws -> StoredCredential? {
+    /// tells an expired token from a wrong one). A credential that names an environment other
+    /// than `environment` is not found (R32).
+    package func credential(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment, hash: String) throws -> StoredCredential? {
         try read { tx in
-            try tx.fetchOne("SELECT id, accountID, expiresAt, publicKey FROM credential WHERE kind = ? AND container = ? AND hash = ?",
-                            [kind.rawValue, container, hash], table: "credential", keyAt: 0) {
-                StoredCredential(kind: kind, container: container, accountID: try $0.optionalInteger(1, "accountID"),
+            try tx.fetchOne("""
+                SELECT id, accountID, expiresAt, publicKey, environment FROM credential
+                WHERE kind = ? AND container = ? AND hash = ? AND (environment IS NULL OR environment = ?)
+                """, [kind.rawValue, container, hash, environment.rawValue], table: "credential", keyAt: 0) {
+                StoredCredential(kind: kind, container: container,
+                                 environment: try $0.optionalText(4, "environment") == nil ? nil : try $0.word(4, "environment"),
+                                 accountID: try $0.optionalInteger(1, "accountID"),
                                  expiresAt: try $0.optionalReal(2, "expiresAt"), publicKey: try $0.optionalText(3, "publicKey"))
             }
         }

@@ -27,7 +27,7 @@ extension Store {
     /// `count` hierarchy shares in `owner`'s existing zone `zoneName` of `container`, share `i`
     /// rooted at record `doc<i>`, each with `guests` as pending readOnly participants (by
     /// account row ID and email). Returns the shares' URL tokens in order (`Engine.shareURL(token:)`).
-    package func seedShares(owner: Account, container: String, zoneName: String, count: Int,
+    package func seedShares(owner: Account, container: ContainerID, zoneName: String, count: Int,
                             guests: [(id: Int64, email: String)]) throws -> [String] {
         try queue.write { db in
             let tx = StoreTransaction(db, path: path)

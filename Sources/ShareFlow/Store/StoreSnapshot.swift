@@ -104,10 +104,12 @@ extension Engine {
             // IDs, which SQLite reuses: deleting zone A and making zone B is not a rename.
             var zones: [Int64: String] = [:]
             var zoneKeys: [Int64: String] = [:]
-            for (id, container, ownerID, name) in try db.fetchAll("SELECT id, container, ownerID, name FROM zone", table: "zone", keyAt: 0, {
-                (try $0.integer(0, "id"), try $0.text(1, "container"), try $0.integer(2, "ownerID"), try $0.text(3, "name"))
+            for (id, container, ownerID, name) in try db.fetchAll("SELECT id, container, ownerID, name, environment FROM zone", table: "zone", keyAt: 0, {
+                (try $0.integer(0, "id"), ContainerID(try $0.text(1, "container"), try $0.word(4, "environment")),
+                 try $0.integer(2, "ownerID"), try $0.text(3, "name"))
             }) {
-                let title = "zone \(name) of \(accounts[ownerID] ?? "public") in \(container)"
+                // Development is where everything was before environments (R32): named only for production.
+                let title = "zone \(name) of \(accounts[ownerID] ?? "public") in \(container.environment == .default ? container.identifier : "\(container)")"
                 zones[id] = title
                 let key = "\(container)\u{0}\(ownerID)\u{0}\(name)"
                 zoneKeys[id] = key

@@ -5,14 +5,18 @@ import GRDB
 extension StoreTransaction {
     // MARK: Zones
 
-    package func zoneRowID(container: String, isPublic: Bool, ownerID: Int64, name: String) throws -> Int64? {
-        try fetchOne("SELECT id FROM zone WHERE container = ? AND scope = ? AND ownerID = ? AND name = ?",
-                     [container, isPublic ? "public" : "private", ownerID, name], table: "zone", keyAt: 0) { try $0.integer(0, "id") }
+    // R32: every query that finds zones names the container's environment too, so nothing of
+    // one data set is found from the other.
+
+    package func zoneRowID(container: ContainerID, isPublic: Bool, ownerID: Int64, name: String) throws -> Int64? {
+        try fetchOne("SELECT id FROM zone WHERE container = ? AND environment = ? AND scope = ? AND ownerID = ? AND name = ?",
+                     [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name],
+                     table: "zone", keyAt: 0) { try $0.integer(0, "id") }
     }
 
-    package func insertZone(container: String, isPublic: Bool, ownerID: Int64, name: String) throws -> Int64 {
-        try db.execute(sql: "INSERT INTO zone (container, scope, ownerID, name) VALUES (?, ?, ?, ?)",
-                       arguments: [container, isPublic ? "public" : "private", ownerID, name])
+    package func insertZone(container: ContainerID, isPublic: Bool, ownerID: Int64, name: String) throws -> Int64 {
+        try db.execute(sql: "INSERT INTO zone (container, environment, scope, ownerID, name) VALUES (?, ?, ?, ?, ?)",
+                       arguments: [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name])
         return db.lastInsertedRowID
     }
 
@@ -28,7 +32,7 @@ extension StoreTransaction {
     /// The zone row `id`; `publicOwnerName` names the owner of public zones.
     package func zone(id: Int64, publicOwnerName: String) throws -> ZoneRow? {
         try fetchOne("""
-            SELECT z.id, z.container, z.scope, z.ownerID, z.name, a.userRecordID, a.id FROM zone z LEFT JOIN account a ON a.id = z.ownerID WHERE z.id = ?
+            SELECT z.id, z.container, z.scope, z.ownerID, z.name, a.userRecordID, a.id, z.environment FROM zone z LEFT JOIN account a ON a.id = z.ownerID WHERE z.id = ?
             """, [id], table: "zone", keyAt: 0) { row in
             let isPublic = try StoreTransaction.isPublic(row, 2)
             let ownerID = try row.integer(3, "ownerID")
@@ -40,7 +44,7 @@ extension StoreTransaction {
                 guard try row.optionalInteger(6, "ownerID") != nil else { throw row.damaged("ownerID", "no account \(ownerID) exists to own this private zone") }
                 ownerName = try row.of("account", keyAt: 6).text(5, "userRecordID")
             }
-            return ZoneRow(id: id, container: try row.text(1, "container"), ownerID: ownerID,
+            return ZoneRow(id: id, container: ContainerID(try row.text(1, "container"), try row.word(7, "environment")), ownerID: ownerID,
                            zoneID: RecordZoneID(zoneName: try row.text(4, "name"), ownerName: ownerName), isPublic: isPublic)
         }
     }
@@ -49,29 +53,29 @@ extension StoreTransaction {
     /// (R27: only such a zone exists for them in their shared database).
     /// R37: only an accepted share opens a zone in the shared database; a pending invitee's is a
     /// stranger's (zoneNotFound) until they accept.
-    package func zoneSharedWith(_ participant: Int64, container: String, ownerID: Int64, name: String) throws -> Int64? {
+    package func zoneSharedWith(_ participant: Int64, container: ContainerID, ownerID: Int64, name: String) throws -> Int64? {
         try fetchOne("""
             SELECT z.id FROM zone z
-            WHERE z.container = ? AND z.scope = 'private' AND z.ownerID = ? AND z.name = ?
+            WHERE z.container = ? AND z.environment = ? AND z.scope = 'private' AND z.ownerID = ? AND z.name = ?
               AND EXISTS (SELECT 1 FROM share s JOIN participant p ON p.shareID = s.id
                           WHERE s.zoneID = z.id AND p.accountID = ? AND p.status = 'accepted')
-            """, [container, ownerID, name, participant], table: "zone", keyAt: 0) { try $0.integer(0, "id") }
+            """, [container.identifier, container.environment.rawValue, ownerID, name, participant], table: "zone", keyAt: 0) { try $0.integer(0, "id") }
     }
 
     /// The names of an owner's private zones in a container, oldest first.
-    package func privateZoneNames(container: String, ownerID: Int64) throws -> [String] {
-        try fetchAll("SELECT id, name FROM zone WHERE container = ? AND scope = 'private' AND ownerID = ? ORDER BY id",
-                     [container, ownerID], table: "zone", keyAt: 0) { try $0.text(1, "name") }
+    package func privateZoneNames(container: ContainerID, ownerID: Int64) throws -> [String] {
+        try fetchAll("SELECT id, name FROM zone WHERE container = ? AND environment = ? AND scope = 'private' AND ownerID = ? ORDER BY id",
+                     [container.identifier, container.environment.rawValue, ownerID], table: "zone", keyAt: 0) { try $0.text(1, "name") }
     }
 
     /// R12: the zones (name, owner's userRecordID) of the shares `account` has accepted in a container.
-    package func acceptedZones(of account: Int64, container: String) throws -> [RecordZoneID] {
+    package func acceptedZones(of account: Int64, container: ContainerID) throws -> [RecordZoneID] {
         try fetchAll("""
             SELECT DISTINCT z.id, z.name, a.id, a.userRecordID FROM participant p
             JOIN share s ON s.id = p.shareID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
-            WHERE p.accountID = ? AND p.status = 'accepted' AND p.role != 'owner' AND z.container = ?
+            WHERE p.accountID = ? AND p.status = 'accepted' AND p.role != 'owner' AND z.container = ? AND z.environment = ?
             ORDER BY z.id
-            """, [account, container], table: "zone", keyAt: 0) { row in
+            """, [account, container.identifier, container.environment.rawValue], table: "zone", keyAt: 0) { row in
             RecordZoneID(zoneName: try row.text(1, "name"), ownerName: try row.of("account", keyAt: 2).text(3, "userRecordID"))
         }
     }

@@ -20,9 +20,18 @@ extension StoreTransaction {
                      [zone, recordName], table: "share", keyAt: 0, StoreTransaction.shareRow)
     }
 
+    /// The share with URL token `token` in any environment (tokens are unique store-wide).
     package func share(token: String) throws -> ShareRow? {
         try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.token = ?",
                      [token], table: "share", keyAt: 0, StoreTransaction.shareRow)
+    }
+
+    /// The share with URL token `token` in `environment` (R32: a URL of the other one is not found).
+    package func share(token: String, environment: CloudEnvironment) throws -> ShareRow? {
+        try fetchOne("""
+            SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID
+            WHERE s.token = ? AND z.environment = ?
+            """, [token, environment.rawValue], table: "share", keyAt: 0, StoreTransaction.shareRow)
     }
 
     package func share(id: Int64) throws -> ShareRow? {
@@ -83,15 +92,15 @@ extension StoreTransaction {
     /// R16, R27: for a caller, whether the share of a URL's `token` exists, is public, has them on it, or
     /// has invitations no account matches — in one statement whose index seeks are the same
     /// whether or not the token is live.
-    package func probeShare(token: String, caller: Int64) throws -> ShareProbe {
+    package func probeShare(token: String, environment: CloudEnvironment, caller: Int64) throws -> ShareProbe {
         // Always one row (the left joins keep the token's).
         let probe = try fetchOne("""
             SELECT s.id, s.publicPermission, p.id,
                    EXISTS (SELECT 1 FROM participant u WHERE u.shareID = s.id AND u.accountID IS NULL AND u.status = 'pending')
             FROM (SELECT ? AS token) q
-            LEFT JOIN share s ON s.token = q.token
+            LEFT JOIN share s ON s.token = q.token AND EXISTS (SELECT 1 FROM zone z WHERE z.id = s.zoneID AND z.environment = ?)
             LEFT JOIN participant p ON p.shareID = s.id AND p.accountID = ?
-            """, [token, caller], table: "share", keyAt: 0) { row -> ShareProbe in
+            """, [token, environment.rawValue, caller], table: "share", keyAt: 0) { row -> ShareProbe in
             let exists = try row.optionalInteger(0, "id") != nil
             return ShareProbe(exists: exists,
                               isPublic: try exists && row.word(1, "publicPermission", as: ParticipantPermission.self) != .none,

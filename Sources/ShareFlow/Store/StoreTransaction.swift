@@ -90,7 +90,7 @@ package struct StoredFields {
 /// A zone as stored: its row ID and the zone ID callers name it by.
 package struct ZoneRow {
     package let id: Int64
-    package let container: String
+    package let container: ContainerID
     package let ownerID: Int64
     package let zoneID: RecordZoneID
     package let isPublic: Bool

@@ -239,6 +239,10 @@ struct StoredTable: Sendable {
         let words = T.allCases.map(\.rawValue)
         return { _ = try $0.word($1, $2, in: words) }
     }
+    static func optionalWord<T: RawRepresentable & CaseIterable>(_ type: T.Type) -> Reader where T.RawValue == String {
+        let words = T.allCases.map(\.rawValue)
+        return { row, index, column in if try row.optionalText(index, column) != nil { _ = try row.word(index, column, in: words) } }
+    }
 
     static let all: [StoredTable] = [
         StoredTable(name: "shareflow_meta", key: "key", columns: [("key", text), ("value", text)]),
@@ -248,7 +252,7 @@ struct StoredTable: Sendable {
         StoredTable(name: "account_phone", key: "phone", columns: [("phone", text), ("accountID", integer), ("position", integer)]),
         StoredTable(name: "contact", key: "id", columns: [
             ("id", integer), ("accountID", integer), ("kind", lookupKind), ("value", text), ("contactIdentifier", text)]),
-        StoredTable(name: "zone", key: "id", columns: [("id", integer), ("container", text), ("scope", scope), ("ownerID", integer), ("name", text)]),
+        StoredTable(name: "zone", key: "id", columns: [("id", integer), ("container", text), ("environment", word(CloudEnvironment.self)), ("scope", scope), ("ownerID", integer), ("name", text)]),
         StoredTable(name: "record", key: "id", columns: [
             ("id", integer), ("zoneID", integer), ("name", text), ("type", text), ("fields", fields), ("parentName", optionalText),
             ("changeTag", integer), ("createdBy", optionalInteger), ("modifiedBy", optionalInteger), ("modifiedAt", real),
@@ -262,7 +266,8 @@ struct StoredTable: Sendable {
             ("status", word(ParticipantAcceptanceStatus.self)), ("addedAt", real)]),
         StoredTable(name: "credential", key: "id", columns: [
             ("id", integer), ("kind", word(StoredCredential.Kind.self)), ("container", text), ("hash", text), ("accountID", optionalInteger),
-            ("expiresAt", optionalReal), ("createdAt", real), ("publicKey", optionalText)]),
+            ("expiresAt", optionalReal), ("createdAt", real), ("publicKey", optionalText),
+            ("environment", optionalWord(CloudEnvironment.self))]),
     ]
 
     /// The most unreadable values listed per table; past it, one line says how many more.

@@ -58,6 +58,7 @@ extension ShareFlowModule {
                 lua_createtable(call.L, 0, 9)
                 lua.push(string: a.url); lua_setfield(call.L, -2, "url")
                 lua.push(string: a.containerIdentifier); lua_setfield(call.L, -2, "container")
+                lua.push(string: a.environment.rawValue); lua_setfield(call.L, -2, "environment")
                 b.push(a.shareRecordID); lua_setfield(call.L, -2, "recordID")
                 if let t = a.title { lua.push(string: t); lua_setfield(call.L, -2, "title") }
                 lua_createtable(call.L, 0, 2)

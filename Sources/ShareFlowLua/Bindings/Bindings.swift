@@ -275,15 +275,26 @@ package final class Bindings {
             .property("account") { [unowned self] _, s in push(account: try s.account) }
             .method("container") { [unowned self] call, s in
                 let id = try call.string(2)
-                push(container: try raising { try s.container(id) })
+                let environment = try containerOptions(call, 3)
+                push(container: try raising { try s.container(id, environment: environment) })
                 return 1
             }
             .describe { s in "Session(\((try? s.account.email) ?? nil ?? "?"))" }
     }
 
+    /// The options table of `container(id, { environment = … })` at `i` (absent: development, R32).
+    func containerOptions(_ call: LuaCall, _ i: Int32) throws -> CloudEnvironment {
+        guard !call.isNil(i) else { return .default }
+        try call.table(i)
+        try call.checkKeys(i, allowed: ["environment"])
+        guard let name = try call.stringField(i, "environment") else { return .default }
+        return try raising { try CloudEnvironment(named: name) }
+    }
+
     private func defineContainer() {
         containerClass
             .property("containerIdentifier") { lua, c in lua.push(string: c.containerIdentifier) }
+            .property("environment") { lua, c in lua.push(string: c.environment.rawValue) }
             .property("privateCloudDatabase") { [unowned self] _, c in push(database: c.privateCloudDatabase) }
             .property("sharedCloudDatabase") { [unowned self] _, c in push(database: c.sharedCloudDatabase) }
             .property("publicCloudDatabase") { [unowned self] _, c in push(database: c.publicCloudDatabase) }
@@ -357,7 +368,7 @@ package final class Bindings {
                 push(error)
                 return 2
             }
-            .describe { c in "Container(\(c.containerIdentifier), as \((try? c.session.account.email) ?? nil ?? "?"))" }
+            .describe { c in "Container(\(c.containerIdentifier)\(c.environment == .default ? "" : " \(c.environment)"), as \((try? c.session.account.email) ?? nil ?? "?"))" }
     }
 
     private func defineDatabase() {

@@ -160,6 +160,7 @@ extension Bindings {
     func defineMetadata() {
         metadataClass
             .property("containerIdentifier") { lua, m in lua.push(string: m.containerIdentifier) }
+            .property("environment") { lua, m in lua.push(string: m.environment.rawValue) }
             .property("share") { [unowned self] _, m in push(record: m.share) }
             .property("url") { lua, m in lua.push(string: m.url) }
             .property("ownerIdentity") { [unowned self] _, m in push(m.ownerIdentity) }

@@ -160,11 +160,12 @@ package enum ShareFlowModule {
         lua_setfield(L, -2, "as")
         lua.push(function: "container") { [unowned b, unowned host] call in
             let id = try call.string(1)
+            let environment = try b.containerOptions(call, 2)
             guard let who = host.defaultSession else {
                 throw LuaRaise.message("shareflow.container: no acting user; pass --as WHO or use shareflow.as(who):container(id)")
             }
             let session = try b.raising { try b.engine.session(for: who) }
-            b.push(container: try b.raising { try session.container(id) })
+            b.push(container: try b.raising { try session.container(id, environment: environment) })
             return 1
         }
         lua_setfield(L, -2, "container")
