@@ -22,6 +22,10 @@ public struct Benchmarks {
         public var connections = 64
         public var serveShares = 200
         public var serveSeconds = 5.0
+        /// `records`: the parent chain's length (the measured saves are at its last 100 levels,
+        /// 300–400 at full size) and the big query zone (the small one is a hundredth of it).
+        public var chainDepth = 400
+        public var queryZone = 100_000
 
         public init() {}
 
@@ -31,12 +35,13 @@ public struct Benchmarks {
             s.accounts = 3_000; s.lookups = 500; s.accepts = 100; s.hookCalls = 2_000
             s.shares = 10; s.participantsPerShare = 10; s.coldStarts = 2; s.repetitions = 2
             s.connections = 8; s.serveShares = 10; s.serveSeconds = 0.5
+            s.chainDepth = 120; s.queryZone = 2_000
             return s
         }
     }
 
     /// The figure groups a run can be limited to (`shareflow bench --only hooks`), for profiling.
-    public static let groups = ["memory", "hooks", "fetch", "accept", "cold", "serve"]
+    public static let groups = ["memory", "hooks", "fetch", "accept", "records", "cold", "serve"]
 
     public var sizes: Sizes
     /// Groups to run; empty runs all.
@@ -89,6 +94,15 @@ public struct Benchmarks {
             r["accept_per_s"] = plain; r["accept_with_policy_per_s"] = withPolicy
             r["accept_with_policy_vs_without"] = ratio
         }
+        if wanted("records") {
+            progress("records: saves at depth \(sizes.chainDepth - 100)–\(sizes.chainDepth) of one chain; a query page in \(sizes.queryZone) records")
+            let (deep, shallow) = try deepChainSaves(in: scratch)
+            r["deep_chain_save_ms"] = median(deep); r["shallow_save_ms"] = median(shallow)
+            r["deep_chain_save_ratio"] = pairedRatio(deep, shallow)
+            let (big, small) = try queryPages(in: scratch)
+            r["query_page_big_ms"] = median(big); r["query_page_small_ms"] = median(small)
+            r["query_page_100k_vs_1k"] = pairedRatio(big, small)
+        }
         if wanted("serve") {
             let f = try serve(in: scratch)
             r["serve_resolve_per_s"] = f.resolveHTTP; r["serve_resolve_in_process_per_s"] = f.resolveInProcess
@@ -109,7 +123,7 @@ public struct Benchmarks {
 
         r["sizes"] = ["accounts": sizes.accounts, "lookups": sizes.lookups, "accepts": sizes.accepts,
                       "hook_calls": sizes.hookCalls, "shares": sizes.shares, "participants_per_share": sizes.participantsPerShare,
-                      "repetitions": sizes.repetitions]
+                      "repetitions": sizes.repetitions, "chain_depth": sizes.chainDepth, "query_zone": sizes.queryZone]
         r["machine"] = Benchmarks.machine()
         r["date"] = ISO8601DateFormatter().string(from: Date())
         return r
@@ -327,6 +341,75 @@ public struct Benchmarks {
         let ms = Double(sf_now_ns() - start) / 1e6
         guard status == 0 else { throw PluginError("\(path) \(args.joined(separator: " ")) failed (status \(status))") }
         return ms
+    }
+
+    /// Milliseconds to save 100 records one call each at depth `chainDepth - 100`… of one parent
+    /// chain under a shared root, and 100 children of that root, per repetition (SPEC §12: ≤ 3×).
+    func deepChainSaves(in scratch: URL) throws -> ([Double], [Double]) {
+        let engine = Engine(store: try Store(path: scratch.appendingPathComponent("chain.sqlite").path))
+        engine.logger.logLevel = .critical
+        let owner = try engine.accounts.create(emails: ["owner@example.com"])
+        _ = try engine.accounts.create(emails: ["guest@example.com"])
+        let db = try engine.session(for: owner).container("iCloud.com.example.bench").privateCloudDatabase
+        let zone = try db.saveZone("Chain").zoneID
+        // The chain, 100 records a call (each call's records are saved parents first).
+        var chain: [Record] = []
+        for i in 0..<sizes.chainDepth {
+            chain.append(Record(recordType: "Node", recordID: RecordID(recordName: "n\(i)", zoneID: zone),
+                                fields: ["title": .string("Node \(i)"), "body": .string(String(repeating: "x", count: 200))],
+                                parent: i == 0 ? nil : chain[i - 1].recordID))
+        }
+        let share = Share(rootRecord: chain[0])
+        let participant = try db.container.fetchShareParticipantResults([LookupRequest(emailAddress: "guest@example.com")]).0[0].1.get()
+        share.addParticipant(participant)
+        for start in stride(from: 0, to: chain.count, by: 100) {
+            let batch = Array(chain[start..<min(start + 100, chain.count)]) + (start == 0 ? [share] : [])
+            if let e = try db.modifyRecords(saving: batch).error { throw e }
+        }
+        let deepParents = chain.suffix(100).map(\.recordID)
+        var deep: [Double] = [], shallow: [Double] = []
+        for rep in 0...sizes.repetitions {
+            func timed(_ parent: (Int) -> RecordID, _ tag: String) throws -> Double {
+                let start = DispatchTime.now().uptimeNanoseconds
+                for i in 0..<100 {
+                    let r = Record(recordType: "Leaf", recordID: RecordID(recordName: "\(tag)\(rep)-\(i)", zoneID: zone),
+                                   fields: ["title": .string("Leaf \(i)")], parent: parent(i))
+                    if let e = try db.modifyRecords(saving: [r]).error { throw e }
+                }
+                return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+            }
+            let d = try timed({ deepParents[$0 % deepParents.count] }, "deep")
+            let s = try timed({ _ in chain[0].recordID }, "shallow")
+            if rep > 0 { deep.append(d); shallow.append(s) }  // repetition 0 warms up
+        }
+        return (deep, shallow)
+    }
+
+    /// Milliseconds for the first page of 50, sorted by modificationDate (newest first), in a
+    /// zone of `queryZone` records and in one of a hundredth of it (SPEC §12: ≤ 3×).
+    func queryPages(in scratch: URL) throws -> ([Double], [Double]) {
+        let engine = Engine(store: try Store(path: scratch.appendingPathComponent("query.sqlite").path))
+        engine.logger.logLevel = .critical
+        let owner = try engine.accounts.create(emails: ["owner@example.com"])
+        let db = try engine.session(for: owner).container("iCloud.com.example.bench").privateCloudDatabase
+        let big = try db.saveZone("Big").zoneID, small = try db.saveZone("Small").zoneID
+        try engine.store.seedRecords(owner: owner, container: db.container.containerID, zoneName: "Big", count: sizes.queryZone)
+        try engine.store.seedRecords(owner: owner, container: db.container.containerID, zoneName: "Small", count: max(1, sizes.queryZone / 100))
+        let query = Query(recordType: "Item", sortDescriptors: [SortDescriptor(key: "modificationDate", ascending: false)])
+        var bigTimes: [Double] = [], smallTimes: [Double] = []
+        for rep in 0...sizes.repetitions {
+            func timed(_ zone: RecordZoneID) throws -> Double {
+                let start = DispatchTime.now().uptimeNanoseconds
+                for _ in 0..<10 {
+                    let page = try db.records(matching: query, inZoneWith: zone, resultsLimit: 50)
+                    precondition(page.records.count == min(50, zone == big ? sizes.queryZone : max(1, sizes.queryZone / 100)))
+                }
+                return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e7
+            }
+            let b = try timed(big), s = try timed(small)
+            if rep > 0 { bigTimes.append(b); smallTimes.append(s) }
+        }
+        return (bigTimes, smallTimes)
     }
 
     func residentMemory(in scratch: URL) throws -> (Double, Double) {

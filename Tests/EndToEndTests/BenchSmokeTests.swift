@@ -14,7 +14,8 @@ final class BenchSmokeTests: XCTestCase {
                     "cold_start_ms", "lua_cold_start_ms", "rss_mib_1000x100",
                     "serve_resolve_per_s", "serve_resolve_in_process_per_s", "serve_resolve_vs_in_process", "serve_resolve_p50_ms",
                     "serve_resolve_p99_ms", "serve_accept_per_s", "serve_accept_in_process_per_s", "serve_accept_vs_in_process",
-                    "serve_accept_p99_ms"]
+                    "serve_accept_p99_ms", "deep_chain_save_ms", "shallow_save_ms", "deep_chain_save_ratio",
+                    "query_page_big_ms", "query_page_small_ms", "query_page_100k_vs_1k"]
         for key in keys {
             let value = (object[key] as? NSNumber)?.doubleValue ?? -1
             XCTAssertGreaterThan(value, 0, "\(key) = \(String(describing: object[key]))")
@@ -30,7 +31,7 @@ final class BenchSmokeTests: XCTestCase {
         let r = try CLI.run(["bench", "--smoke"], timeout: 300)
         XCTAssertEqual(r.status, 0, r.stderr)
         for part in ["raw C `lua_pcall`", "raw SQLite", "(no plugin)", "`lua5.4 empty.lua`", "1,000 shares × 100 participants",
-                     "`records/resolve` over HTTP", "/s (in-process)"] {
+                     "`records/resolve` over HTTP", "/s (in-process)", "100 children of the root", "a zone of a hundredth"] {
             XCTAssertTrue(r.stdout.contains(part), "missing \(part):\n\(r.stdout)")
         }
     }

@@ -39,4 +39,40 @@ final class KeysetPagingTests: XCTestCase {
             XCTAssertTrue(throughout.isSubset(of: Set(seen)), "\(sorts): missing \(throughout.subtracting(seen))")
         }
     }
+
+    /// The orders the store keeps (no sort, the record name, the modification date — read from
+    /// an index, a page at a time) give R33's total order: the key, then the name ascending;
+    /// paged with a predicate, they give exactly the matching records in that order.
+    func testStoreOrdersAreTheTotalOrder() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        for round in 0..<4 {
+            try save(w, (0..<12).map { "n\(round * 100 + $0)" })
+        }
+        let all = try db.records(matching: Query(recordType: "Note"), inZoneWith: w.zone.zoneID).records
+        XCTAssertEqual(all.count, 48)
+        let predicate = try Predicate(format: "rank >= %@", arguments: [.integer(105)])
+        for (sort, ascending) in [("", true), ("recordName", true), ("recordName", false), ("recordID", false),
+                                  ("modificationDate", true), ("modificationDate", false)] {
+            let sorts = sort.isEmpty ? [] : [SortDescriptor(key: sort, ascending: ascending)]
+            let expected = all.filter { if case .integer(let r)? = $0["rank"] { return r >= 105 }; return false }.sorted { a, b in
+                let (x, y) = (a.recordID.recordName, b.recordID.recordName)
+                switch sort {
+                case "modificationDate":
+                    let (da, db) = (a.modificationDate!, b.modificationDate!)
+                    return da == db ? x < y : (ascending ? da < db : da > db)
+                case "": return x < y
+                default: return ascending ? x < y : x > y
+                }
+            }.map(\.recordID.recordName)
+            var (page, cursor) = try db.records(matching: Query(recordType: "Note", predicate: predicate, sortDescriptors: sorts),
+                                                inZoneWith: w.zone.zoneID, resultsLimit: 5)
+            var seen = page.map(\.recordID.recordName)
+            while let c = cursor {
+                (page, cursor) = try db.records(continuingMatchFrom: c, resultsLimit: 5)
+                seen += page.map(\.recordID.recordName)
+            }
+            XCTAssertEqual(seen, expected, "\(sort) \(ascending)")
+        }
+    }
 }

@@ -99,4 +99,169 @@ final class ShareInterleavingTests: XCTestCase {
             XCTAssertEqual(shown(fresh), after, "\(context): a fresh copy and the store disagree")
         }
     }
+
+    // MARK: Records round 3 (R29, R30, R33)
+
+    func testPartialCopiesPublicWritersAndPagingUnderConcurrentEdits() throws {
+        for seed: UInt64 in [3, 11, 99, 2027, 65_537] {
+            try runRecords(seed: seed, steps: 220)
+        }
+    }
+
+    /// A pager: one query read a page at a time while the other steps go on.
+    private struct Pager {
+        let query: Query
+        let limit: Int
+        var cursor: QueryCursor?
+        var seen: [String] = []
+        var atStart: Set<String>
+        /// Saved (moved in a modificationDate order) or deleted since the pager began.
+        var touched: Set<String> = []
+        var done = false
+    }
+
+    /// Alice's zone of records under one shared root, Bob a readWrite participant; copies of
+    /// them fetched whole or with random desiredKeys by either, edited and saved back under
+    /// random policies; Alice and Bob writing the public database; queries paged while all
+    /// this goes on. A model holds every key of every record: after each step the store
+    /// agrees with it (no field ever lost, a refused save changes nothing), and every pager,
+    /// once done, saw each record that was there throughout and never touched exactly once.
+    private func runRecords(seed: UInt64, steps: Int) throws {
+        var g = Generator(state: seed)
+        let w = try World()
+        let owner = w.c.privateCloudDatabase, guest = w.bc.sharedCloudDatabase
+        let keys = ["a", "b", "c", "d"]
+        var model: [String: [String: FieldValue]] = [:]
+        let root = Record(recordType: "Item", recordID: RecordID(recordName: "root", zoneID: w.zone.zoneID), fields: ["rank": .integer(0)])
+        model["root"] = ["rank": .integer(0)]
+        var batch: [Record] = [root]
+        for i in 1..<16 {
+            var fields: [String: FieldValue] = ["rank": .integer(Int64(g.below(5)))]
+            for k in keys where g.below(2) == 0 { fields[k] = .string("\(k)0-\(i)") }
+            batch.append(Record(recordType: "Item", recordID: RecordID(recordName: "r\(i)", zoneID: w.zone.zoneID), fields: fields, parent: root.recordID))
+            model["r\(i)"] = fields
+        }
+        let share = Share(rootRecord: root)
+        share.addParticipant(try w.participant("bob@example.com", permission: .readWrite))
+        XCTAssertNil(try owner.modifyRecords(saving: batch + [share]).error)
+        try w.accept(share.url!, in: w.bc)
+        var nextName = 16
+        var copies: [(record: Record, byGuest: Bool)] = []
+        var pagers: [Pager] = []
+        var finished = 0
+        var publicModel: [String: (creator: String, fields: [String: FieldValue])] = [:]
+        let publicWriters = [(w.c.publicCloudDatabase, w.alice.userRecordID), (w.bc.publicCloudDatabase, w.bob.userRecordID)]
+
+        func fetch(_ name: String, keys desired: [String]?, byGuest: Bool) throws -> Record? {
+            let op = FetchRecordsOperation(recordIDs: [RecordID(recordName: name, zoneID: w.zone.zoneID)])
+            op.desiredKeys = desired
+            var fetched: Record?
+            op.perRecordResultBlock = { _, r in fetched = try? r.get() }
+            op.database = byGuest ? guest : owner
+            (byGuest ? w.bc : w.c).add(op)
+            op.waitUntilFinished()
+            return fetched
+        }
+        func touch(_ name: String) { for i in pagers.indices { pagers[i].touched.insert(name) } }
+
+        for step in 0..<steps {
+            let context = "seed \(seed) step \(step)"
+            switch g.below(11) {
+            case 0, 1:  // a copy, whole or partial, by the owner or the participant
+                let names = model.keys.sorted()
+                let desired: [String]? = g.below(3) == 0 ? nil : (keys + ["rank"]).filter { _ in g.below(2) == 0 }
+                let byGuest = g.below(2) == 0
+                if let r = try fetch(g.pick(names), keys: desired, byGuest: byGuest) {
+                    if let desired { XCTAssertTrue(Set(r.fields.keys).isSubset(of: Set(desired)), "\(context): a partial copy holds only its keys") }
+                    copies.append((r, byGuest))
+                }
+            case 2, 3:  // edit a copy (a key it holds or not, or delete one it holds) and save it
+                guard !copies.isEmpty else { continue }
+                let (copy, byGuest) = copies.remove(at: g.below(copies.count))
+                let name = copy.recordID.recordName
+                let key = g.pick(keys)
+                if g.below(4) == 0, copy.fields[key] != nil { copy[key] = nil } else { copy[key] = .string("\(key)\(step)") }
+                let policy = g.pick(RecordSavePolicy.allCases)
+                let before = model[name]
+                let changed = copy.changedKeys(), held = copy.fields
+                let result = try (byGuest ? guest : owner).modifyRecords(saving: [copy], savePolicy: policy)
+                if let error = result.firstError {
+                    XCTAssertTrue([.serverRecordChanged, .unknownItem].contains(error.code), "\(context): \(error)")
+                } else if var fields = before {
+                    for k in changed { fields[k] = held[k] }
+                    if policy == .allKeys { for (k, v) in held { fields[k] = v } }
+                    model[name] = fields
+                    touch(name)
+                } else {
+                    // Deleted meanwhile: a save that checks no tag makes it again from what the
+                    // copy holds (as forceUpdate does, R36); one that checks the tag cannot pass.
+                    XCTAssertNotEqual(policy, .ifServerRecordUnchanged, "\(context): a stale copy of deleted \(name) was saved")
+                    model[name] = held
+                    touch(name)
+                }
+            case 4:  // a new record, or a delete (never the root)
+                if g.below(2) == 0 {
+                    let name = "r\(nextName)"
+                    nextName += 1
+                    let fields: [String: FieldValue] = ["rank": .integer(Int64(g.below(5))), "a": .string("new")]
+                    let r = Record(recordType: "Item", recordID: RecordID(recordName: name, zoneID: w.zone.zoneID), fields: fields, parent: root.recordID)
+                    XCTAssertNil(try owner.modifyRecords(saving: [r]).error, context)
+                    model[name] = fields
+                } else if let name = model.keys.filter({ $0 != "root" }).sorted().randomElement(using: &g) {
+                    XCTAssertNil(try owner.modifyRecords(deleting: [RecordID(recordName: name, zoneID: w.zone.zoneID)]).error, context)
+                    model[name] = nil
+                    touch(name)
+                }
+            case 5:  // the public database: each writes their own notes, never another's (R30)
+                let (db, me) = publicWriters[g.below(2)]
+                let name = "note\(g.below(6))"
+                let note = Record(recordType: "Note", recordName: name, fields: ["text": .string("\(me) \(step)")])
+                let result = try db.modifyRecords(saving: [note], savePolicy: .changedKeys)
+                if let owned = publicModel[name], owned.creator != me {
+                    XCTAssertEqual(result.firstError?.code, .permissionFailure, "\(context): another's public record")
+                } else {
+                    XCTAssertNil(result.firstError, "\(context): \(String(describing: result.firstError))")
+                    publicModel[name] = (me, ["text": .string("\(me) \(step)")])
+                }
+            case 6:  // start paging a query
+                let sorts = g.pick([[], [SortDescriptor(key: "rank")], [SortDescriptor(key: "modificationDate")],
+                                    [SortDescriptor(key: "modificationDate", ascending: false)], [SortDescriptor(key: "recordName", ascending: false)]])
+                pagers.append(Pager(query: Query(recordType: "Item", sortDescriptors: sorts), limit: 2 + g.below(6),
+                                    atStart: Set(model.keys)))
+            default:  // one more page of some pager
+                guard let i = pagers.indices.filter({ !pagers[$0].done }).randomElement(using: &g) else { continue }
+                let page = try pagers[i].cursor.map { try owner.records(continuingMatchFrom: $0, resultsLimit: pagers[i].limit) }
+                    ?? owner.records(matching: pagers[i].query, inZoneWith: w.zone.zoneID, resultsLimit: pagers[i].limit)
+                XCTAssertLessThanOrEqual(page.records.count, pagers[i].limit, context)
+                pagers[i].seen += page.records.map(\.recordID.recordName)
+                pagers[i].cursor = page.cursor
+                pagers[i].done = page.cursor == nil
+            }
+            // The store holds exactly the model: every key of every record, none lost.
+            for (name, fields) in model {
+                XCTAssertEqual(try owner.fetchRecord(RecordID(recordName: name, zoneID: w.zone.zoneID)).fields, fields, "\(context): \(name)")
+            }
+            for (name, note) in publicModel {
+                let stored = try w.c.publicCloudDatabase.fetchRecord(Record(recordType: "Note", recordName: name).recordID)
+                XCTAssertEqual(stored.fields, note.fields, "\(context): public \(name)")
+                XCTAssertEqual(stored.creatorUserRecordID?.recordName, note.creator, "\(context): public \(name)")
+            }
+            for pager in pagers where pager.done {
+                let sortsKey = pager.query.sortDescriptors.first?.key ?? "none"
+                let moves = sortsKey == "modificationDate"
+                var counts: [String: Int] = [:]
+                for n in pager.seen { counts[n, default: 0] += 1 }
+                for (n, c) in counts where c > 1 {
+                    XCTAssertTrue(moves && pager.touched.contains(n), "\(context): \(sortsKey) page repeated \(n)")
+                }
+                for n in pager.atStart.subtracting(pager.touched) where model[n] != nil {
+                    XCTAssertEqual(counts[n], 1, "\(context): \(sortsKey) pages skipped \(n) (seen \(pager.seen))")
+                }
+            }
+            finished += pagers.filter(\.done).count
+            pagers.removeAll { $0.done }
+        }
+        XCTAssertGreaterThan(finished, 3, "seed \(seed): pagers ran to their end")
+        XCTAssertGreaterThan(publicModel.count, 2, "seed \(seed): public records were written")
+    }
 }

@@ -196,21 +196,17 @@ extension Engine {
     /// R25: the parent exists in the zone (saved before, or earlier in this call, which
     /// `saveOrder` arranges), and is neither the record nor one of its descendants.
     private func checkParent(_ parentName: String, of name: String, zone: ZoneRow, item: String, db: StoreTransaction) throws {
-        var current: String? = parentName
-        var seen = Set<String>()
-        var first = true
-        while let n = current {
-            guard n != name else {
-                throw ShareFlowError(.referenceViolation, "\(item): its parent \(parentName) \(first ? "is the record itself" : "descends from it"); parent chains never form a cycle (R25)")
-            }
-            guard seen.insert(n).inserted else { break }
-            guard let row = try recordRow(zone: zone, name: n, db: db) else {
-                guard first else { break }
-                throw ShareFlowError(.referenceViolation, "\(item): its parent \(parentName) does not exist in zone \(zone.zoneID.zoneName); save the parent first or in the same call (R25)")
-            }
-            first = false
-            current = row.parentName
+        guard parentName != name else {
+            throw ShareFlowError(.referenceViolation, "\(item): its parent \(parentName) is the record itself; parent chains never form a cycle (R25)")
         }
+        guard try db.recordExists(zone: zone.id, name: parentName) else {
+            throw ShareFlowError(.referenceViolation, "\(item): its parent \(parentName) does not exist in zone \(zone.zoneID.zoneName); save the parent first or in the same call (R25)")
+        }
+        // Only a record with children can be above its new parent, so a leaf (every new record
+        // but one re-made under a deleted name its orphans still name, R34) costs two index
+        // seeks whatever its depth; otherwise one walk up in SQL, not a row read per level.
+        guard try db.hasChildren(zone: zone.id, name: name), try db.isAncestor(name, of: parentName, zone: zone.id) else { return }
+        throw ShareFlowError(.referenceViolation, "\(item): its parent \(parentName) descends from it; parent chains never form a cycle (R25)")
     }
 
     /// R21 under `ifServerRecordUnchanged`: the copy saved is the server's current one.

@@ -24,32 +24,72 @@ extension Engine {
         return try reading { db in
             let caller = try loadAccount(id: database.container.session.accountID, db: db)
             let zone = try self.zone(for: target, in: database, caller: caller, db: db)
-            var rows = try db.records(zone: zone.id, type: query.recordType)
+            var visible: (String) -> Bool = { _ in true }
             if database.databaseScope == .shared {
-                let visible = try namesVisibleInSharedDatabase(zone: zone, caller: caller, db: db)
-                rows = rows.filter { visible($0.name) }
+                visible = try namesVisibleInSharedDatabase(zone: zone, caller: caller, db: db)
             }
-            let matching = rows.filter { row in
-                query.predicate.matches { key in Engine.value(of: key, in: row) }
-            }
-            // R33: one total order (the sort keys, then the record name; records without a key
-            // first), and a page starts strictly after the last record of the one before (a
-            // keyset, not an offset): a record deleted or inserted in between hides or repeats
-            // no other.
             let sorts = query.sortDescriptors
             func position(_ row: RecordRow) -> QueryPosition {
                 QueryPosition(values: sorts.map { Engine.value(of: $0.key, in: row) }, name: row.name)
             }
-            var keyed = matching.map { (row: $0, position: position($0)) }
-            if let after { keyed.removeAll { QueryPosition.order($0.position, after, sorts) != .orderedDescending } }
-            keyed.sort { QueryPosition.order($0.position, $1.position, sorts) == .orderedAscending }
-            let page = keyed.prefix(limit ?? Int.max)
-            let records = try page.map { try makeRecord($0.row, zone: zone, caller: caller, db: db).copy(keys: desiredKeys) }
-            let cursor = page.count < keyed.count
+            var page: [RecordRow] = []
+            var more = false
+            if let order = Engine.storeOrder(sorts), after.map({ Engine.storeKeyset($0, order) != nil }) ?? true {
+                // SPEC §12: in an order the store keeps, the page is read from the first record
+                // after the cursor and the scan stops once the page is full and one more matched.
+                let limit = limit ?? Int.max
+                try db.records(zone: zone.id, type: query.recordType, order: order, after: after.flatMap { Engine.storeKeyset($0, order) }) { row in
+                    guard visible(row.name), query.predicate.matches({ key in Engine.value(of: key, in: row) }) else { return true }
+                    guard page.count < limit else { more = true; return false }
+                    page.append(row)
+                    return true
+                }
+            } else {
+                let matching = try db.records(zone: zone.id, type: query.recordType).filter { row in
+                    visible(row.name) && query.predicate.matches { key in Engine.value(of: key, in: row) }
+                }
+                // R33: one total order (the sort keys, then the record name; records without a
+                // key first), and a page starts strictly after the last record of the one before
+                // (a keyset, not an offset): a record deleted or inserted in between hides or
+                // repeats no other.
+                var keyed = matching.map { (row: $0, position: position($0)) }
+                if let after { keyed.removeAll { QueryPosition.order($0.position, after, sorts) != .orderedDescending } }
+                keyed.sort { QueryPosition.order($0.position, $1.position, sorts) == .orderedAscending }
+                page = keyed.prefix(limit ?? Int.max).map(\.row)
+                more = page.count < keyed.count
+            }
+            let records = try page.map { try makeRecord($0, zone: zone, caller: caller, db: db).copy(keys: desiredKeys) }
+            let cursor = more
                 ? QueryCursor(query: query, zoneID: zoneID, scope: database.databaseScope,
-                              containerID: database.container.containerID, after: page.last!.position)
+                              containerID: database.container.containerID, after: position(page.last!))
                 : nil
             return QueryPage(records: records, cursor: cursor)
+        }
+    }
+
+    /// The store's order for these sort descriptors, when it keeps one (R33's total order: no
+    /// key or the record name, or the modification date, then the name); nil for any other.
+    static func storeOrder(_ sorts: [SortDescriptor]) -> StoreTransaction.RecordOrder? {
+        switch sorts.count {
+        case 0: return .name(ascending: true)
+        case 1:
+            switch sorts[0].key {
+            case "recordName", "recordID": return .name(ascending: sorts[0].ascending)
+            case "modificationDate": return .modification(ascending: sorts[0].ascending)
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+
+    /// A cursor's position as the store's keyset for `order`, or nil when it holds no value
+    /// the store can seek to (then the query takes the general path).
+    static func storeKeyset(_ after: QueryPosition, _ order: StoreTransaction.RecordOrder) -> (modifiedAt: Double?, name: String)? {
+        switch order {
+        case .name: return (nil, after.name)
+        case .modification:
+            guard after.values.count == 1, case .date(let d)? = after.values[0] else { return nil }
+            return (d.timeIntervalSince1970, after.name)
         }
     }
 

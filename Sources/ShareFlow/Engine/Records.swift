@@ -183,13 +183,8 @@ extension Engine {
     func shareCovering(zone: ZoneRow, recordName: String?, shareRecordName: String? = nil, db: StoreTransaction) throws -> ShareRow? {
         if let shareRecordName { return try shareRow(zone: zone, recordName: shareRecordName, db: db) }
         if let zoneShare = try zoneShareRow(zone: zone, db: db) { return zoneShare }
-        var name = recordName
-        var seen = Set<String>()
-        while let current = name, seen.insert(current).inserted {
-            if let share = try shareRow(rootName: current, zone: zone, db: db) { return share }
-            name = try db.parentName(zone: zone.id, name: current)
-        }
-        return nil
+        guard let recordName else { return nil }
+        return try db.shareRooted(atOrAbove: recordName, zone: zone.id)
     }
 
     func participantRows(share: Int64, db: StoreTransaction) throws -> [ParticipantRow] { try db.participants(share: share) }

@@ -147,7 +147,8 @@ extension Store {
         // environment (rows written before are development's); the table is rebuilt because its
         // uniqueness now includes the environment. Records, shares and participants hang off
         // zones, so they follow. An API token names its environment; other credentials (a
-        // user's web auth token, a server key) serve both.
+        // user's web auth token, a server key) serve both. SPEC §12: a query page reads about
+        // as many rows as it returns, in the order of two indexes (by name; by modification).
         migrator.registerMigration("v6") { db in
             try db.execute(sql: """
                 CREATE TABLE zone_v6 (
@@ -164,6 +165,8 @@ extension Store {
                 ALTER TABLE zone_v6 RENAME TO zone;
                 ALTER TABLE credential ADD COLUMN environment TEXT;
                 UPDATE credential SET environment = 'development' WHERE kind = 'apiToken';
+                CREATE INDEX record_type_name ON record(zoneID, type, name);
+                CREATE INDEX record_type_modified ON record(zoneID, type, modifiedAt, name);
                 UPDATE shareflow_meta SET value = '6' WHERE key = 'schemaVersion';
                 """)
         }

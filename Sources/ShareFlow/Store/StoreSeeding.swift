@@ -62,4 +62,23 @@ extension Store {
     package func acceptedParticipantCount() throws -> Int {
         try queue.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM participant WHERE status = 'accepted' AND role != 'owner'") ?? 0 }
     }
+
+    /// `count` records of type `Item` (`item<i>`, a title and a number) in `owner`'s existing
+    /// zone `zoneName`, modified one second apart in a shuffled order, so that no order of the
+    /// rows by ID is the order by modification date.
+    package func seedRecords(owner: Account, container: ContainerID, zoneName: String, count: Int) throws {
+        try queue.write { db in
+            let tx = StoreTransaction(db, path: path)
+            guard let zone = try tx.zoneRowID(container: container, isPublic: false, ownerID: owner.id, name: zoneName) else {
+                throw ShareFlowError(.zoneNotFound, "zone \(zoneName) of \(owner.userRecordID) in \(container) does not exist")
+            }
+            let base = Date().timeIntervalSince1970 - Double(count)
+            var generator = SystemRandomNumberGenerator()
+            for (i, at) in (0..<count).shuffled(using: &generator).enumerated() {
+                _ = try tx.insertRecord(zone: zone, name: "item\(i)", type: "Item",
+                                        fields: try StoredFields(["title": .string("Item \(i)"), "n": .integer(Int64(i))]),
+                                        parentName: nil, tag: RandomIdentifier.changeTag(), by: owner.id, at: base + Double(at))
+            }
+        }
+    }
 }

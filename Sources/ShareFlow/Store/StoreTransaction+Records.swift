@@ -116,10 +116,64 @@ extension StoreTransaction {
                      table: "record", keyAt: 0, StoreTransaction.recordRow)
     }
 
+    /// An order the store can give a type's records in from an index (R33's total order: the
+    /// key, then the record name ascending).
+    package enum RecordOrder: Sendable, Equatable {
+        case name(ascending: Bool)
+        case modification(ascending: Bool)
+    }
+
+    /// The records of `type` in the zone in `order`, starting strictly after `after` (the
+    /// modification time for `.modification`, and the name), handed to `body` one by one until
+    /// it returns false: a query page reads about as many rows as it returns, whatever the
+    /// zone's size (SPEC §12).
+    package func records(zone: Int64, type: String, order: RecordOrder, after: (modifiedAt: Double?, name: String)?,
+                         _ body: (RecordRow) throws -> Bool) throws {
+        var sql = "SELECT \(StoreTransaction.recordColumns) FROM \(StoreTransaction.recordSource) WHERE r.zoneID = ? AND r.type = ?"
+        var arguments: StatementArguments = [zone, type]
+        switch order {
+        case .name(let ascending):
+            if let after {
+                sql += ascending ? " AND r.name > ?" : " AND r.name < ?"
+                arguments += [after.name]
+            }
+            sql += ascending ? " ORDER BY r.name" : " ORDER BY r.name DESC"
+        case .modification(let ascending):
+            if let after, let time = after.modifiedAt {
+                sql += ascending ? " AND (r.modifiedAt > ?3 OR (r.modifiedAt = ?3 AND r.name > ?4))"
+                                 : " AND (r.modifiedAt < ?3 OR (r.modifiedAt = ?3 AND r.name > ?4))"
+                arguments += [time, after.name]
+            }
+            sql += ascending ? " ORDER BY r.modifiedAt, r.name" : " ORDER BY r.modifiedAt DESC, r.name"
+        }
+        try forEach(sql, arguments, table: "record", keyAt: 0, StoreTransaction.recordRow, body)
+    }
+
     /// Whether record `name` is in the zone (nothing of it read).
     package func recordExists(zone: Int64, name: String) throws -> Bool {
         try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM record WHERE zoneID = ? AND name = ?)", arguments: [zone, name]) ?? false
     }
+
+    /// Whether some record of the zone names `name` as its parent (existing or not, R34).
+    package func hasChildren(zone: Int64, name: String) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM record WHERE zoneID = ? AND parentName = ?)"),
+                          arguments: [zone, name]) ?? false
+    }
+
+    /// Whether `ancestor` is on the parent chain above record `name` (not `name` itself). The
+    /// walk is one statement; UNION (not UNION ALL) ends it on a cycle another program left.
+    package func isAncestor(_ ancestor: String, of name: String, zone: Int64) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: """
+            WITH RECURSIVE up(n) AS (
+                SELECT parentName FROM record WHERE zoneID = ?1 AND name = ?2
+                UNION SELECT r.parentName FROM record r JOIN up ON r.zoneID = ?1 AND r.name = up.n)
+            SELECT EXISTS (SELECT 1 FROM up WHERE n = ?3)
+            """), arguments: [zone, name, ancestor]) ?? false
+    }
+
+    /// How far a walk up a parent chain goes in one statement: past it (only a cycle another
+    /// program left gets there), the walk stops.
+    static let maxChainWalk = 100_000
 
     /// The parent's name of record `name` of the zone; nil when it has none or does not exist.
     package func parentName(zone: Int64, name: String) throws -> String? {

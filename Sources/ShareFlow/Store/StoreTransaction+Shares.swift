@@ -61,6 +61,21 @@ extension StoreTransaction {
                      [container, ownerID], table: "share", keyAt: 0) { try $0.integer(0, "id") }
     }
 
+    /// The hierarchy share rooted at record `name` or at its nearest ancestor by `parent` (R4),
+    /// in one statement: the walk up is SQLite's, not a query per level. A cycle another
+    /// program left ends the walk at `maxChainWalk` levels.
+    package func shareRooted(atOrAbove name: String, zone: Int64) throws -> ShareRow? {
+        try fetchOne("""
+            WITH RECURSIVE up(n, depth) AS (
+                SELECT ?2, 0
+                UNION ALL SELECT r.parentName, up.depth + 1 FROM record r JOIN up ON r.zoneID = ?1 AND r.name = up.n
+                WHERE r.parentName IS NOT NULL AND up.depth < ?3)
+            SELECT \(StoreTransaction.shareColumns) FROM up
+            JOIN share s ON s.zoneID = ?1 AND s.rootName = up.n JOIN record r ON r.id = s.recordID
+            ORDER BY up.depth LIMIT 1
+            """, [zone, name, StoreTransaction.maxChainWalk], table: "share", keyAt: 0, StoreTransaction.shareRow)
+    }
+
     /// The root record of some hierarchy share of the zone, if any (R5: a zone share needs an unshared zone).
     package func anySharedRoot(zone: Int64) throws -> String? {
         try fetchOne("SELECT id, rootName FROM share WHERE zoneID = ? LIMIT 1", [zone], table: "share", keyAt: 0) {

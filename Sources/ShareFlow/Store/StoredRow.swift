@@ -194,6 +194,18 @@ extension StoreTransaction {
         }
     }
 
+    /// The rows of `sql`, each read with `decode` and handed to `body` in order, until `body`
+    /// returns false: a caller that needs the first few rows of an ordered scan reads no more.
+    func forEach<T>(_ sql: String, _ arguments: StatementArguments = [], table: String, keyAt: Int,
+                    _ decode: (StoredRow) throws -> T, _ body: (T) throws -> Bool) throws {
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+        try withExtendedLifetime(cursor) {
+            while let row = try cursor.next() {
+                guard try body(try decoding { try decode(StoredRow(row, table: table, keyAt: keyAt)) }) else { return }
+            }
+        }
+    }
+
     /// Every row of `sql` read with `decode`. One damaged row fails the whole read, naming it:
     /// a list that skipped it would pass for complete.
     func fetchAll<T>(_ sql: String, _ arguments: StatementArguments = [], table: String, keyAt: Int,
