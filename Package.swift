@@ -16,6 +16,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // Already under Hummingbird; named for the connection deadlines (NIOHTTPTypes) and the
+        // shutdown deadline (ServiceGroup).
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // liblua5.4 from the system (Debian: liblua5.4-dev), with a shim for Lua's macros.
@@ -73,6 +77,8 @@ let package = Package(
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
+                           .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(

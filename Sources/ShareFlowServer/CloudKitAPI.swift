@@ -45,6 +45,9 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
 
     init(engine: Engine) { self.engine = engine }
 
+    /// The most bytes of records (as stored) one response carries (SPEC §13, wave 3).
+    var maxResponseBytes = 32 << 20
+
     /// Unchecked as APIResponse: made and thrown on the engine's thread, an immutable object.
     private struct Failure: Error, @unchecked Sendable {
         let status: Int
@@ -303,7 +306,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             }
             return ["zones": asked.map { z -> Object in
                 known.contains(z) ? ["zoneID": WireFormat.zoneID(z)]
-                    : WireFormat.error(code: "ZONE_NOT_FOUND", reason: "zone \(z.zoneName) does not exist").merging(["zoneID": WireFormat.zoneID(z)]) { a, _ in a }
+                    : WireFormat.zoneError(code: "ZONE_NOT_FOUND", reason: "zone \(z.zoneName) does not exist", zoneID: z)
             }]
         case "zones/modify":
             let me = try requireUser(caller)
@@ -327,7 +330,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                     default: throw WireFormat.BadRequest(reason: "operations[\(n)].operationType '\(type)' is not create or delete")
                     }
                 } catch let e as ShareFlowError {
-                    return WireFormat.error(e, extra: ["zoneID": WireFormat.zoneID(zid)])
+                    return WireFormat.zoneError(e, zoneID: zid)
                 }
             }]
         case "records/lookup":
@@ -337,17 +340,29 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             guard let items = try WireFormat.items(body["records"], field: "records") else { throw WireFormat.BadRequest(reason: "records is required") }
             let desired = try WireFormat.strings(body["desiredKeys"], field: "desiredKeys")
             let asStrings = try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false
+            // A name asked again is read once; every answer counts against the response's
+            // budget, so 200 copies of a 1 MB record are not a 200 MB answer.
+            var fetched: [String: Result<Record, ShareFlowError>] = [:]
+            var budget = maxResponseBytes
             return ["records": try items.enumerated().map { n, raw -> Object in
                 guard let item = raw as? Object, let name = item["recordName"] as? String else {
                     throw WireFormat.BadRequest(reason: "records[\(n)].recordName is required")
                 }
                 // A record's own desiredKeys, else the request's.
                 let keys = try WireFormat.strings(item["desiredKeys"], field: "records[\(n)].desiredKeys") ?? desired
-                do {
-                    return WireFormat.record(try db.fetchRecord(RecordID(recordName: name, zoneID: zone)), desiredKeys: keys,
-                                             numbersAsStrings: asStrings)
-                } catch let e as ShareFlowError {
-                    return WireFormat.error(e, extra: ["recordName": name])
+                let result = fetched[name] ?? Result { try db.fetchRecord(RecordID(recordName: name, zoneID: zone)) }
+                    .mapError { $0 as? ShareFlowError ?? ShareFlowError(.serviceUnavailable, "\($0)") }
+                fetched[name] = result
+                switch result {
+                case .success(let record):
+                    guard record.storedBytes <= budget else {
+                        return WireFormat.recordError(code: "QUOTA_EXCEEDED", reason: "limitExceeded: this response already carries \(maxResponseBytes - budget) of at most \(maxResponseBytes) bytes of records; ask for \(Naming.printable(name)) in another request",
+                                                      recordName: name)
+                    }
+                    budget -= record.storedBytes
+                    return WireFormat.record(record, desiredKeys: keys, numbersAsStrings: asStrings)
+                case .failure(let e):
+                    return WireFormat.recordError(e, recordName: name)
                 }
             }]
         case "records/query":
@@ -452,6 +467,9 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             } else if comparator == "BEGINS_WITH", case .string(let prefix) = value {
                 parts.append(.beginsWith(key: name, prefix: prefix))
             } else if comparator == "IN", case .list(let values) = value {
+                guard values.count <= WireFormat.maxItems else {
+                    throw WireFormat.BadRequest(reason: "limitExceeded: \(field).fieldValue has \(values.count) values for IN; a request holds at most \(WireFormat.maxItems)")
+                }
                 parts.append(.isIn(key: name, values: values))
             } else if comparator == "LIST_CONTAINS" {
                 parts.append(.any(key: name, op: .equal, value: value))
@@ -482,7 +500,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         _ = try WireFormat.bool(body["zoneWide"], field: "zoneWide")
         let predicate: ShareFlow.Predicate = parts.isEmpty ? .all : parts.count == 1 ? parts[0] : .and(parts)
         let page = try db.records(matching: Query(recordType: type, predicate: predicate, sortDescriptors: sorts),
-                                  inZoneWith: zone, desiredKeys: desired, resultsLimit: limit, after: after)
+                                  inZoneWith: zone, desiredKeys: desired, resultsLimit: limit, after: after, maxBytes: maxResponseBytes)
         let asStrings = try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false
         var o: Object = ["records": page.records.map { WireFormat.record($0, desiredKeys: desired, numbersAsStrings: asStrings) }]
         if let next = page.next, let data = try? JSONEncoder().encode(next) { o["continuationMarker"] = data.base64EncodedString() }
@@ -590,7 +608,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                                     ["participantId": m.participantID, "contactInformation": WireFormat.masked(m.lookupInfo)]
                                 }])
             } catch let e as ShareFlowError {
-                results.append(WireFormat.error(e, extra: ["shortGUID": ["value": value]]))
+                results.append(WireFormat.resultError(e, shortGUID: value))
             }
         }
         return ["results": results]
@@ -704,7 +722,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                     throw WireFormat.BadRequest(reason: "operations[\(n)].operationType '\(type)' is not one of create, update, forceUpdate, replace, forceReplace, delete, forceDelete")
                 }
             } catch let e as ShareFlowError {
-                plans.append((name, .failed(WireFormat.error(e, extra: ["recordName": name]))))
+                plans.append((name, .failed(WireFormat.recordError(e, recordName: name))))
             }
         }
         var companions: [(name: String, plan: Planned)] = []
@@ -718,7 +736,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 plans[index].plan = .save(share, .ifServerRecordUnchanged)
                 if let companion { companions.append((companion.recordID.recordName, .companion(companion))) }
             } catch let e as ShareFlowError {
-                plans[index].plan = .failed(WireFormat.error(e, extra: ["recordName": item.name]))
+                plans[index].plan = .failed(WireFormat.recordError(e, recordName: item.name))
             }
         }
         plans = companions + plans
@@ -727,8 +745,8 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             return ["records": plans.compactMap { p -> Object? in
                 if case .companion = p.plan { return nil }
                 if case .failed(let o) = p.plan { return o }
-                return WireFormat.error(code: "ATOMIC_ERROR", reason: "batchRequestFailed: another operation of this atomic request failed (R22)")
-                    .merging(["recordName": p.name]) { a, _ in a }
+                return WireFormat.recordError(code: "ATOMIC_ERROR", reason: "batchRequestFailed: another operation of this atomic request failed (R22)",
+                                              recordName: p.name)
             }]
         }
         let saves = plans.compactMap { p -> Record? in
@@ -753,15 +771,15 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 case .success(let r): return WireFormat.record(r, desiredKeys: desired, numbersAsStrings: asStrings)
                 case .failure(let e):
                     if let root = companionFailure, asked is Share, e.code == .batchRequestFailed {
-                        return WireFormat.error(ShareFlowError(root.code, "the share's root record: \(root.message)"), extra: ["recordName": p.name])
+                        return WireFormat.recordError(ShareFlowError(root.code, "the share's root record: \(root.message)"), recordName: p.name)
                     }
-                    return WireFormat.error(e, extra: ["recordName": p.name])
+                    return WireFormat.recordError(e, recordName: p.name)
                 }
-            case .share: return WireFormat.error(code: "INTERNAL_ERROR", reason: "share \(p.name) was not planned")
+            case .share: return WireFormat.recordError(code: "INTERNAL_ERROR", reason: "share \(p.name) was not planned", recordName: p.name)
             case .delete:
                 switch deleted.next()!.1 {
                 case .success: return ["recordName": p.name, "deleted": true]
-                case .failure(let e): return WireFormat.error(e, extra: ["recordName": p.name])
+                case .failure(let e): return WireFormat.recordError(e, recordName: p.name)
                 }
             }
         }]

@@ -1,8 +1,10 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
+import ServiceLifecycle
 import ShareFlow
 
 /// `shareflow serve`: CloudKit Web Services over HTTP on Hummingbird 2 (SPEC §13). Every
@@ -21,6 +23,16 @@ public struct CloudKitServer: Sendable {
     public var maxBodyBytes = 16 << 20
     /// Requests per user token (or API token, without one) per `perSeconds`; nil: no limit.
     public var rateLimit: (requests: Int, perSeconds: Double)?
+    /// How long a connection may take to send a request head, a body, or its next request.
+    public var deadlines = ConnectionDeadlines()
+    /// Connections open at once; past it the server stops accepting until one closes (the
+    /// rest wait in the kernel's backlog), so clients never use up its descriptors.
+    public var maxConnections = 512
+    /// After SIGTERM, how long requests in flight may take before what is left is closed.
+    public var shutdownSeconds = 10.0
+    /// The most bytes of records one response carries (lookups past it fail per item, a query
+    /// page ends early with a continuation marker).
+    public var maxResponseBytes = 32 << 20
     /// Called with the port once the server accepts connections.
     public var onListening: @Sendable (Int) -> Void = { _ in }
     /// Whether share URLs point at this server (`http://host:port/share/…`) when the engine's
@@ -39,9 +51,11 @@ public struct CloudKitServer: Sendable {
     public func run() async throws {
         let thread = EngineThread()
         let api = CloudKitAPI(engine: engine)
+        api.maxResponseBytes = maxResponseBytes
         let router = Router()
         router.add(middleware: AccessLog<BasicRequestContext>(logger: logger))
         router.get("/healthz") { _, _ -> String in "ok" }
+        router.head("/healthz") { _, _ -> HTTPResponse.Status in .ok }
         // Where share URLs lead (`<public URL>/share/<shortGUID>`): a page telling the person
         // who followed one to open it in the app. The same page for every GUID, live or not
         // (R16: a URL reveals nothing by itself).
@@ -108,9 +122,12 @@ public struct CloudKitServer: Sendable {
         let onListening = self.onListening
         let pointHere = sharesPointHere && engine.options.publicURL == Engine.defaultPublicURL
         let (engine, host) = (self.engine, self.host)
+        let deadlines = self.deadlines
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname(host, port: port), serverName: "ShareFlow"),
+            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionDeadlineHandler(deadlines)])),
+            configuration: .init(address: .hostname(host, port: port), serverName: "ShareFlow",
+                                 availableConnectionsDelegate: MaximumAvailableConnections(maxConnections, logger: logger)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 // Queued before anyone can know the port: every request runs after it.
@@ -121,13 +138,24 @@ public struct CloudKitServer: Sendable {
                 onListening(port)
             },
             logger: logger)
-        try await app.runService()
+        // SIGTERM: stop accepting and let requests in flight finish, for `shutdownSeconds` at
+        // most; then what is left is cancelled (its connections closed), and the store is
+        // checkpointed either way.
+        var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        group.maximumGracefulShutdownDuration = Duration.milliseconds(Int64(shutdownSeconds * 1000))
+        group.maximumCancellationDuration = Duration.seconds(2)
+        try await ServiceGroup(configuration: group).run()
         _ = try? await thread.run { [engine] in engine.store.checkpoint() }
     }
 
     static func response(_ a: APIResponse) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
+        // Every 429 says when to come back in the header too: pyicloud reads it only there.
+        if a.status == 429 {
+            let seconds = (a.object["retryAfter"] as? NSNumber)?.doubleValue ?? 1
+            headers[.retryAfter] = String(max(1, Int(seconds.rounded(.up))))
+        }
         if let caller = a.caller { headers[callerField] = caller }
         return Response(status: .init(code: a.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: a.body)))
     }
@@ -149,6 +177,9 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
         let start = ContinuousClock.now
         var response: Response
         do {
+            // An empty path segment is no route (`//database/…` is not `/database/…`): a proxy
+            // or a signature may read the path as sent.
+            guard !request.uri.path.contains("//") else { throw HTTPError(.notFound) }
             response = try await next(request, context)
         } catch let error as any HTTPResponseError {
             let (code, status): (String, Int) = switch error.status {

@@ -29,15 +29,47 @@ enum WireFormat {
     /// An error dictionary: `uuid`, `serverErrorCode`, `reason` (the ShareFlow code named), and
     /// `retryAfter` when there is one.
     static func error(_ e: ShareFlowError, extra: Object = [:]) -> Object {
-        var code = serverErrorCode(e.code).0
-        if e.code == .serverRecordChanged && e.message.contains("already exists") { code = "EXISTS" }
-        var o: Object = ["uuid": UUID().uuidString.lowercased(), "serverErrorCode": code, "reason": "\(e.code.rawValue): \(e.message)"]
+        var o: Object = ["uuid": UUID().uuidString.lowercased(), "serverErrorCode": code(e), "reason": "\(e.code.rawValue): \(e.message)"]
         if let r = e.retryAfter { o["retryAfter"] = r }
         return o.merging(extra) { a, _ in a }
     }
 
     static func error(code: String, reason: String) -> Object {
         ["uuid": UUID().uuidString.lowercased(), "serverErrorCode": code, "reason": reason]
+    }
+
+    /// The wire code of `e` (`EXISTS` for a create whose name is taken).
+    static func code(_ e: ShareFlowError) -> String {
+        e.code == .serverRecordChanged && e.message.contains("already exists") ? "EXISTS" : serverErrorCode(e.code).0
+    }
+
+    // Per-item errors (SPEC §13, wave 3): only the keys live clients model. pyicloud's strict
+    // model of an item of `records` rejects `uuid` and `retryAfter`; zone items keep
+    // `retryAfter`; the request-level body (above) keeps `uuid`.
+
+    /// A failed item of `records`: `recordName`, `serverErrorCode`, `reason`.
+    static func recordError(_ e: ShareFlowError, recordName: String) -> Object {
+        recordError(code: code(e), reason: "\(e.code.rawValue): \(e.message)", recordName: recordName)
+    }
+
+    static func recordError(code: String, reason: String, recordName: String) -> Object {
+        ["recordName": recordName, "serverErrorCode": code, "reason": reason]
+    }
+
+    /// A failed item of `zones`: `zoneID`, `serverErrorCode`, `reason`, `retryAfter` when set.
+    static func zoneError(_ e: ShareFlowError, zoneID: RecordZoneID) -> Object {
+        var o = zoneError(code: code(e), reason: "\(e.code.rawValue): \(e.message)", zoneID: zoneID)
+        if let r = e.retryAfter { o["retryAfter"] = r }
+        return o
+    }
+
+    static func zoneError(code: String, reason: String, zoneID: RecordZoneID) -> Object {
+        ["zoneID": WireFormat.zoneID(zoneID), "serverErrorCode": code, "reason": reason]
+    }
+
+    /// A failed item of `results` (resolve, accept): `shortGUID`, `serverErrorCode`, `reason`.
+    static func resultError(_ e: ShareFlowError, shortGUID: String) -> Object {
+        ["shortGUID": ["value": shortGUID], "serverErrorCode": code(e), "reason": "\(e.code.rawValue): \(e.message)"]
     }
 
     // MARK: Identities and zones
@@ -324,7 +356,9 @@ enum WireFormat {
     /// go out as strings, as the request key of that name asks.
     static func record(_ r: Record, desiredKeys: [String]? = nil, numbersAsStrings: Bool = false) -> Object {
         var fields: Object = [:]
-        for (k, v) in r.fields where desiredKeys?.contains(k) ?? true {
+        // A set: fields × keys comparisons per record would let one request cost their product.
+        let wanted = desiredKeys.map(Set.init)
+        for (k, v) in r.fields where wanted?.contains(k) ?? true {
             var f = field(v)
             if numbersAsStrings, let value = f["value"] { f["value"] = stringifyingNumbers(value) }
             fields[k] = f

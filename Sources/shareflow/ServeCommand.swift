@@ -52,6 +52,12 @@ extension ShareFlowCommand {
             var server = CloudKitServer(engine: engine, host: host, port: port, logger: engine.logger)
             server.rateLimit = config.rateLimit
             server.maxBodyBytes = Int(config.maxBodyMiB * 1024 * 1024)
+            if let v = config.server["maxResponseMiB"] { server.maxResponseBytes = Int(v * 1024 * 1024) }
+            if let v = config.server["maxConnections"] { server.maxConnections = Int(v) }
+            if let v = config.server["headerSeconds"] { server.deadlines.headerSeconds = v }
+            if let v = config.server["bodySeconds"] { server.deadlines.bodySeconds = v }
+            if let v = config.server["idleSeconds"] { server.deadlines.idleSeconds = v }
+            if let v = config.server["shutdownSeconds"] { server.shutdownSeconds = v }
             let host = self.host
             server.onListening = { port in
                 print("listening on http://\(host):\(port)")

@@ -159,3 +159,30 @@ final class QueryTests: XCTestCase {
         XCTAssertTrue(try w.engine.auditShares(participant: "bob@example.com").first?.participants.contains { $0.acceptanceStatus == .removed } ?? false)
     }
 }
+
+/// `IN` is hashed (a query costs records + values, never their product) with exactly the
+/// equality of `FieldValue.order`: checked against the linear search over many values.
+final class MatchSetTests: XCTestCase {
+    func testTheHashedSetAgreesWithTheOrderEverywhere() {
+        let zone = RecordZoneID(zoneName: "Z", ownerName: "_o")
+        let pool: [FieldValue] = [
+            .integer(0), .integer(1), .integer(-1), .integer(Int64.max), .integer(Int64.max - 1), .integer(1 << 53), .integer((1 << 53) + 1),
+            .double(0), .double(-0.0), .double(1), .double(1.5), .double(.nan), .double(.infinity), .double(9_007_199_254_740_992),
+            .string("a"), .string("é"), .string("e\u{301}"), .string(""), .boolean(true), .boolean(false),
+            .date(Date(timeIntervalSince1970: 0)), .date(Date(timeIntervalSince1970: 1.5)),
+            .reference(RecordID(recordName: "r", zoneID: zone), action: .none), .reference(RecordID(recordName: "r", zoneID: zone), action: .deleteSelf),
+            .reference(RecordID(recordName: "r", zoneID: .default), action: .none),
+            .bytes(Data([1, 2])), .list([.integer(1)]), .location(Location(latitude: 1, longitude: 2)),
+        ]
+        var state: UInt64 = 7
+        func next(_ n: Int) -> Int { state = state &* 6364136223846793005 &+ 1442695040888963407; return Int((state >> 33) % UInt64(n)) }
+        for _ in 0..<400 {
+            let values = (0..<next(6)).map { _ in pool[next(pool.count)] }
+            let set = MatchSet(values)
+            for v in pool {
+                let linear = values.contains { FieldValue.order($0, v) == .orderedSame }
+                XCTAssertEqual(set.contains(v), linear, "\(v) IN \(values)")
+            }
+        }
+    }
+}

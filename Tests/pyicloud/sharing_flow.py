@@ -14,6 +14,7 @@ import requests
 from pydantic import ValidationError
 from pyicloud.common.cloudkit.client import CloudKitApiError, CloudKitContainerClient
 from pyicloud.common.cloudkit.models import (
+    CKErrorItem,
     CKModifyOperation,
     CKQueryObject,
     CKRecord,
@@ -142,7 +143,9 @@ check([r.fields.get_value("title") for r in rows if isinstance(r, CKRecord)] == 
 # Carol, a stranger: NOT_FOUND from resolve, ZONE_NOT_FOUND from her shared database.
 stranger = carol.invites.resolve([guid])["results"][0]
 check(stranger.get("serverErrorCode") == "NOT_FOUND", "a stranger's resolve is NOT_FOUND")
-payload = api_error(lambda: carol.shared.lookup(["lisbon"], zone_id=theirs))
-check(payload is not None and payload["records"][0]["serverErrorCode"] == "ZONE_NOT_FOUND", "a stranger's lookup is ZONE_NOT_FOUND")
+# A per-record error is an item pyicloud's strict model accepts (CKErrorItem: no uuid, no retryAfter).
+rows = carol.shared.lookup(["lisbon"], zone_id=theirs).records
+check(len(rows) == 1 and isinstance(rows[0], CKErrorItem) and rows[0].serverErrorCode == "ZONE_NOT_FOUND"
+      and rows[0].recordName == "lisbon", "a stranger's lookup is ZONE_NOT_FOUND, as a strict CKErrorItem")
 
 print("pyicloud sharing flow ok")

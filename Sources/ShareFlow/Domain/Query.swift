@@ -88,6 +88,21 @@ public indirect enum Predicate: Sendable, Equatable {
         }
     }
 
+    /// The predicate made ready to test many records: an `IN` list becomes a hashed set, so a
+    /// query costs the records it reads plus the values it sends, never their product.
+    func compiled() -> ((String) -> FieldValue?) -> Bool {
+        switch self {
+        case let .isIn(key, values):
+            let set = MatchSet(values)
+            return { value in value(key).map(set.contains) ?? false }
+        case .and(let parts):
+            let tests = parts.map { $0.compiled() }
+            return { value in tests.allSatisfy { $0(value) } }
+        default:
+            return { value in self.matches(value) }
+        }
+    }
+
     /// Parses `format`; an error names what it did not understand, and where.
     public init(format: String, arguments: [FieldValue] = []) throws {
         var parser = PredicateParser(text: format, arguments: arguments)
@@ -113,6 +128,52 @@ extension FieldValue {
         case let (.bytes(x), .bytes(y)): return x == y ? .orderedSame : nil
         case let (.location(x), .location(y)): return x == y ? .orderedSame : nil
         default: return nil
+        }
+    }
+}
+
+/// Values looked up by hash with exactly `FieldValue.order(a, b) == .orderedSame` as equality:
+/// integers against integers exactly, a double against integers and doubles as numbers,
+/// references by zone and name, and no match for a list or for values of different types.
+struct MatchSet {
+    private var integers = Set<Int64>()
+    private var doubles = Set<Double>()
+    private var integersAsDoubles = Set<Double>()
+    private var hasNaN = false
+    private var strings = Set<String>()
+    private var dates = Set<Date>()
+    private var booleans = Set<Bool>()
+    private var references = Set<RecordID>()
+    private var others: [FieldValue] = []
+
+    init(_ values: [FieldValue]) {
+        for v in values {
+            switch v {
+            case .integer(let i): integers.insert(i); integersAsDoubles.insert(Double(i))
+            case .double(let d): if d.isNaN { hasNaN = true } else { doubles.insert(d) }
+            case .string(let s): strings.insert(s)
+            case .date(let d): dates.insert(d)
+            case .boolean(let b): booleans.insert(b)
+            case .reference(let id, _): references.insert(id)
+            case .list: break  // a list compares with nothing
+            case .bytes, .location: others.append(v)
+            }
+        }
+    }
+
+    func contains(_ v: FieldValue) -> Bool {
+        switch v {
+        // NaN is neither less nor greater than any number, so `order` calls it the same as each.
+        case .integer(let i): return hasNaN || integers.contains(i) || doubles.contains(Double(i))
+        case .double(let d):
+            if d.isNaN { return hasNaN || !integers.isEmpty || !doubles.isEmpty }
+            return hasNaN || doubles.contains(d) || integersAsDoubles.contains(d)
+        case .string(let s): return strings.contains(s)
+        case .date(let d): return dates.contains(d)
+        case .boolean(let b): return booleans.contains(b)
+        case .reference(let id, _): return references.contains(id)
+        case .list: return false
+        case .bytes, .location: return others.contains { FieldValue.order($0, v) == .orderedSame }
         }
     }
 }

@@ -60,6 +60,9 @@ public class Record: CustomStringConvertible {
     /// The short GUID of CloudKit Web Services (SPEC §13): reserved when the record was saved
     /// with `createShortGUID`, or the URL token of the share it roots. The share takes it.
     public internal(set) var shortGUID: String?
+    /// The size of its fields as the store holds them (0 for a record never fetched): what
+    /// sending it costs, for a server's response budget.
+    public internal(set) var storedBytes = 0
     /// Asks the next save to reserve a short GUID (the server's `createShortGUID`).
     package var requestsShortGUID = false
     /// The fields and parent as the server last gave them to this object: what `changedKeys()`
@@ -132,6 +135,7 @@ public class Record: CustomStringConvertible {
         parent = other.parent
         share = other.share
         shortGUID = other.shortGUID
+        storedBytes = other.storedBytes
         recordChangeTag = other.recordChangeTag
         modificationDate = other.modificationDate
         creationDate = other.creationDate
@@ -158,6 +162,7 @@ public class Record: CustomStringConvertible {
         creatorUserRecordID = server.creatorUserRecordID
         lastModifiedUserRecordID = server.lastModifiedUserRecordID
         shortGUID = server.shortGUID
+        storedBytes = server.storedBytes
         serverFields = server.fields
         serverParent = server.parent
     }
@@ -171,8 +176,9 @@ public class Record: CustomStringConvertible {
     func copy(keys: [String]?) -> Record {
         let r = duplicate()
         guard let keys else { return r }
-        r.fields = fields.filter { keys.contains($0.key) }
-        r.serverFields = serverFields?.filter { keys.contains($0.key) }
+        let wanted = Set(keys)  // fields × keys comparisons would let a caller choose the cost
+        r.fields = fields.filter { wanted.contains($0.key) }
+        r.serverFields = serverFields?.filter { wanted.contains($0.key) }
         return r
     }
 }

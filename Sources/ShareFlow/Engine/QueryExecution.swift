@@ -8,7 +8,7 @@ extension Engine {
     }
 
     func runQuery(_ query: Query, zoneID: RecordZoneID?, desiredKeys: [String]?, limit: Int?, after: QueryPosition?,
-                  in database: CloudDatabase) throws -> QueryPage {
+                  maxBytes: Int? = nil, in database: CloudDatabase) throws -> QueryPage {
         try Naming.check(recordType: query.recordType)
         for key in query.sortDescriptors.map(\.key) + query.predicate.keys where !Predicate.systemKeys.contains(key) {
             try Naming.check(fieldKey: key)
@@ -32,21 +32,29 @@ extension Engine {
             func position(_ row: RecordRow) -> QueryPosition {
                 QueryPosition(values: sorts.map { Engine.value(of: $0.key, in: row) }, name: row.name)
             }
+            let matches = query.predicate.compiled()
             var page: [RecordRow] = []
             var more = false
+            var bytes = 0
+            /// Whether `row` still fits the page's byte budget (the first always does).
+            func fits(_ row: RecordRow) -> Bool {
+                guard let maxBytes, !page.isEmpty else { return true }
+                return bytes + row.storedBytes <= maxBytes
+            }
             if let order = Engine.storeOrder(sorts), after.map({ Engine.storeKeyset($0, order) != nil }) ?? true {
                 // SPEC §12: in an order the store keeps, the page is read from the first record
                 // after the cursor and the scan stops once the page is full and one more matched.
                 let limit = limit ?? Int.max
                 try db.records(zone: zone.id, type: query.recordType, order: order, after: after.flatMap { Engine.storeKeyset($0, order) }) { row in
-                    guard visible(row.name), query.predicate.matches({ key in Engine.value(of: key, in: row) }) else { return true }
-                    guard page.count < limit else { more = true; return false }
+                    guard visible(row.name), matches({ key in Engine.value(of: key, in: row) }) else { return true }
+                    guard page.count < limit, fits(row) else { more = true; return false }
                     page.append(row)
+                    bytes += row.storedBytes
                     return true
                 }
             } else {
                 let matching = try db.records(zone: zone.id, type: query.recordType).filter { row in
-                    visible(row.name) && query.predicate.matches { key in Engine.value(of: key, in: row) }
+                    visible(row.name) && matches { key in Engine.value(of: key, in: row) }
                 }
                 // R33: one total order (the sort keys, then the record name; records without a
                 // key first), and a page starts strictly after the last record of the one before
@@ -55,7 +63,11 @@ extension Engine {
                 var keyed = matching.map { (row: $0, position: position($0)) }
                 if let after { keyed.removeAll { QueryPosition.order($0.position, after, sorts) != .orderedDescending } }
                 keyed.sort { QueryPosition.order($0.position, $1.position, sorts) == .orderedAscending }
-                page = keyed.prefix(limit ?? Int.max).map(\.row)
+                for entry in keyed.prefix(limit ?? Int.max) {
+                    guard fits(entry.row) else { break }
+                    page.append(entry.row)
+                    bytes += entry.row.storedBytes
+                }
                 more = page.count < keyed.count
             }
             let records = try page.map { try makeRecord($0, zone: zone, caller: caller, db: db).copy(keys: desiredKeys) }
@@ -155,9 +167,12 @@ extension CloudDatabase {
 
     /// O7 after `after` (a server's continuation marker, R33): the page and where the next one
     /// starts, or nil when this one is the last.
+    /// With `maxBytes`, the page also ends before the record that would take the records' stored
+    /// size past it (never before the first), so a page of big records is several pages.
     package func records(matching query: Query, inZoneWith zoneID: RecordZoneID?, desiredKeys: [String]?,
-                         resultsLimit: Int?, after: QueryPosition?) throws -> (records: [Record], next: QueryPosition?) {
-        let page = try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: after, in: self)
+                         resultsLimit: Int?, after: QueryPosition?, maxBytes: Int? = nil) throws -> (records: [Record], next: QueryPosition?) {
+        let page = try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: after,
+                                       maxBytes: maxBytes, in: self)
         return (page.records, page.cursor?.after)
     }
 

@@ -122,6 +122,7 @@ extension Engine {
         record.serverFields = row.fields
         record.serverParent = record.parent
         record.shortGUID = row.shortGUID
+        record.storedBytes = row.storedBytes
         if let rooted = try db.share(zone: zone.id, rootName: row.name) {
             record.share = RecordID(recordName: rooted.recordName, zoneID: zone.zoneID)
             record.shortGUID = rooted.token

@@ -96,12 +96,14 @@ extension StoreTransaction {
     /// A record as stored (`recordColumns`).
     static func recordRow(_ row: StoredRow) throws -> RecordRow {
         let modifiedAt = try row.real(6, "modifiedAt")
-        return RecordRow(id: try row.integer(0, "id"), name: try row.text(1, "name"), type: try row.text(2, "type"),
+        var record = RecordRow(id: try row.integer(0, "id"), name: try row.text(1, "name"), type: try row.text(2, "type"),
                          fields: try row.fields(3, "fields"), parentName: try row.optionalText(4, "parentName"),
                          tag: try row.text(5, "tag"), modifiedAt: modifiedAt, shortGUID: try row.optionalText(7, "shortGUID"),
                          createdAt: try row.optionalReal(8, "createdAt") ?? modifiedAt, createdBy: try row.optionalInteger(9, "createdBy"),
                          creatorName: try row.of("account", keyAt: 9).optionalText(10, "userRecordID"),
                          modifierName: try row.of("account", keyAt: 11).optionalText(12, "userRecordID"))
+        record.storedBytes = row.byteCount(3)
+        return record
     }
 
     package func record(zone: Int64, name: String) throws -> RecordRow? {

@@ -112,6 +112,8 @@ package struct RecordRow {
     package let createdBy: Int64?
     package let creatorName: String?
     package let modifierName: String?
+    /// The size of its fields as stored (their JSON), what answering with it costs.
+    package var storedBytes: Int = 0
 }
 
 package struct ShareRow {

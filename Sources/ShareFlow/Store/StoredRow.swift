@@ -48,6 +48,15 @@ struct StoredRow {
 
     private func value(_ index: Int) -> DatabaseValue { row[index] as DatabaseValue }
 
+    /// The bytes of a TEXT or BLOB value (0 for any other), read in place.
+    func byteCount(_ index: Int) -> Int {
+        switch value(index).storage {
+        case .string(let s): return s.utf8.count
+        case .blob(let d): return d.count
+        default: return 0
+        }
+    }
+
     // MARK: Storage classes
 
     func text(_ index: Int, _ column: String) throws -> String {

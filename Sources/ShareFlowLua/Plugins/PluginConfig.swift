@@ -30,6 +30,17 @@ public struct PluginConfig {
     public var rateLimit: (requests: Int, perSeconds: Double)?
     /// `shareflow serve`: the largest request body, in MiB (bigger: QUOTA_EXCEEDED).
     public var maxBodyMiB: Double = 16
+    /// `shareflow serve`, SPEC §13 wave 3: the most MiB of records one response carries, the
+    /// connections open at once, the seconds a connection may take to send a request head
+    /// (`headerSeconds`), a body (`bodySeconds`), its next request (`idleSeconds`), and the
+    /// seconds SIGTERM waits for requests in flight (`shutdownSeconds`). Set only when the
+    /// file names them (the server has its defaults).
+    public var server: [String: Double] = [:]
+    /// The numeric `server` keys and their bounds (outside them a typo, not a setting).
+    public static let serverRanges: [String: ClosedRange<Double>] = [
+        "maxResponseMiB": 0.001...4096, "maxConnections": 1...1_000_000, "headerSeconds": 0.1...3600,
+        "bodySeconds": 0.1...86_400, "idleSeconds": 0.1...86_400, "shutdownSeconds": 0...3600,
+    ]
 
     public init() {}
 
@@ -81,8 +92,14 @@ public struct PluginConfig {
                         throw PluginError("config file \(path): server.rateLimit.perSeconds must be a number from 0.001 to 86400, got \(r["perSeconds"] ?? .nil)")
                     }
                     rateLimit = (Int(n), seconds)
+                case .string(let name) where PluginConfig.serverRanges[name] != nil:
+                    let range = PluginConfig.serverRanges[name]!
+                    guard let n = ConfigField.number(value), n.isFinite, range.contains(n), name != "maxConnections" || n == n.rounded() else {
+                        throw PluginError("config file \(path): server.\(name) must be a\(name == "maxConnections" ? "n integer" : " number") from \(ConfigField.format(range.lowerBound)) to \(ConfigField.format(range.upperBound)), got \(value)")
+                    }
+                    self.server[name] = n
                 default:
-                    throw PluginError("config file \(path): unknown key server.\(key) (expected rateLimit, maxBodyMiB)")
+                    throw PluginError("config file \(path): unknown key server.\(key) (expected rateLimit, maxBodyMiB, \(PluginConfig.serverRanges.keys.sorted().joined(separator: ", ")))")
                 }
             }
         }

@@ -1,0 +1,183 @@
+import Foundation
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A raw TCP client, for what curl will not do: send half a request, stop, or stay idle.
+struct RawClient {
+    let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw NSError(domain: "RawClient", code: Int(errno)) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else { close(fd); throw NSError(domain: "RawClient connect", code: Int(errno)) }
+    }
+
+    func send(_ text: String) {
+        _ = text.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// What arrives within `seconds`, and whether the server closed the connection.
+    func read(for seconds: Double) -> (text: String, closed: Bool) {
+        var received = Data()
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let left = Int32(max(1, deadline.timeIntervalSinceNow * 1000))
+            guard poll(&p, 1, left) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { return (String(decoding: received, as: UTF8.self), true) }
+            received.append(contentsOf: buffer[0..<n])
+        }
+        return (String(decoding: received, as: UTF8.self), false)
+    }
+
+    func shut() { close(fd) }
+}
+
+/// `shareflow serve` against slow clients, amplification and wire details (SPEC §13, wave 3),
+/// each against a real server process.
+final class ServeHardeningTests: ServerTestCase {
+    var port: Int { Int(base.split(separator: ":").last ?? "0") ?? 0 }
+
+    func restart(config: String) throws {
+        stopServer()
+        let file = dir.appendingPathComponent("hardening-\(UUID().uuidString).lua")
+        try CLI.write(config, to: file)
+        try startServer(["--config", file.path])
+    }
+
+    func testAStalledHeaderAStoppedBodyAndAnIdleConnectionAreClosed() throws {
+        try restart(config: "return { server = { headerSeconds = 1, bodySeconds = 1.5, idleSeconds = 1 } }")
+        let start = Date()
+        let header = try RawClient(port: port)
+        header.send("POST \(db)/private/zones/list HTTP/1.1\r\nHost: x\r\n")   // the head never ends
+        let body = try RawClient(port: port)
+        body.send("POST \(db)/private/zones/list?ckAPIToken=\(api)&ckWebAuthToken=\(web) HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a\":")
+        let idle = try RawClient(port: port)
+        idle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        let answered = idle.read(for: 0.5)
+        XCTAssertTrue(answered.text.hasPrefix("HTTP/1.1 200"), answered.text)
+        for (name, client) in [("header", header), ("body", body), ("idle", idle)] {
+            let r = client.read(for: 6)
+            XCTAssertTrue(r.closed, "\(name): the server closed the connection")
+            client.shut()
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 8)
+        // A trickled body (a byte now and then) ends at the body's deadline too.
+        let trickle = try RawClient(port: port)
+        trickle.send("POST \(db)/private/zones/list HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+        var closed = false
+        let trickleStart = Date()
+        while !closed && Date().timeIntervalSince(trickleStart) < 6 {
+            trickle.send("x")
+            closed = trickle.read(for: 0.3).closed
+        }
+        XCTAssertTrue(closed, "a trickled body is closed at bodySeconds")
+        trickle.shut()
+        XCTAssertEqual(try call("POST", db + "/private/zones/list", body: "{}").0, 200, "others are served throughout")
+    }
+
+    func testOpenConnectionsAreCappedAndTheRestWait() throws {
+        try restart(config: "return { server = { maxConnections = 4, headerSeconds = 30, idleSeconds = 30 } }")
+        let holders = try (0..<4).map { _ in try RawClient(port: port) }
+        usleep(300_000)
+        // A fifth client is not served while four connections are open…
+        let waiting = try RawClient(port: port)
+        waiting.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        XCTAssertFalse(waiting.read(for: 1).text.contains("200"), "served past the cap")
+        // …and is, once one closes.
+        holders[0].shut()
+        XCTAssertTrue(waiting.read(for: 5).text.hasPrefix("HTTP/1.1 200"), "the waiting client is served")
+        waiting.shut()
+        holders.dropFirst().forEach { $0.shut() }
+        // Hundreds of idle sockets (within the kernel's backlog of 256) leave the server with
+        // descriptors to spare: it holds four, the kernel queues the rest.
+        let many = (0..<200).compactMap { _ in try? RawClient(port: port) }
+        usleep(300_000)
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.processIdentifier)/fd").count) ?? 0
+        XCTAssertLessThan(fds, 100, "the server holds no descriptor per waiting client")
+        many.forEach { $0.shut() }
+        XCTAssertEqual(try call("POST", db + "/private/zones/list", body: "{}").0, 200)
+    }
+
+    func testSIGTERMFinishesWithinTheShutdownDeadline() throws {
+        try restart(config: "return { server = { shutdownSeconds = 1, bodySeconds = 120, idleSeconds = 120 } }")
+        let holder = try RawClient(port: port)
+        holder.send("POST \(db)/private/zones/list?ckAPIToken=\(api)&ckWebAuthToken=\(web) HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        usleep(300_000)
+        let start = Date()
+        server.terminate()
+        let deadline = Date().addingTimeInterval(15)
+        while server.isRunning && Date() < deadline { usleep(50_000) }
+        XCTAssertFalse(server.isRunning, "SIGTERM ends the server although a client holds a body open")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 8)
+        XCTAssertEqual(server.terminationStatus, 0)
+        holder.shut()
+    }
+
+    func testLookupsAndQueryPagesStayWithinTheResponseBudget() throws {
+        try restart(config: "return { server = { maxResponseMiB = 1 } }")
+        let big = String(repeating: "x", count: 600_000)
+        var r = try call("POST", db + "/private/records/modify", body: """
+            {"operations":[\((0..<3).map { #"{"operationType":"create","record":{"recordName":"big\#($0)","recordType":"Blob","fields":{"data":{"value":"\#(big)"}}}}"# }.joined(separator: ","))]}
+            """)
+        XCTAssertEqual(r.0, 200, String(describing: r.1).prefix(300).description)
+        let asked = Array(repeating: #"{"recordName":"big0"}"#, count: 200).joined(separator: ",")
+        r = try call("POST", db + "/private/records/lookup", body: #"{"records":[\#(asked)]}"#)
+        let items = try XCTUnwrap(r.1["records"] as? [[String: Any]])
+        XCTAssertEqual(items.count, 200)
+        XCTAssertEqual(items.filter { $0["fields"] != nil }.count, 1, "one copy fits a 1 MiB budget")
+        XCTAssertEqual(items.filter { $0["serverErrorCode"] as? String == "QUOTA_EXCEEDED" }.count, 199)
+        XCTAssertEqual(Set(items.last.map { Array($0.keys) } ?? []), ["recordName", "serverErrorCode", "reason"])
+        // A query page ends before the record that would pass the budget; the marker goes on.
+        var names: [String] = []
+        var marker: String?
+        repeat {
+            let more = marker.map { #","continuationMarker":"\#($0)""# } ?? ""
+            r = try call("POST", db + "/private/records/query", body: #"{"query":{"recordType":"Blob"}\#(more)}"#)
+            let page = try XCTUnwrap(r.1["records"] as? [[String: Any]], "\(r.1)")
+            XCTAssertLessThanOrEqual(page.count, 1)
+            names += page.compactMap { $0["recordName"] as? String }
+            marker = r.1["continuationMarker"] as? String
+        } while marker != nil && names.count < 10
+        XCTAssertEqual(names, ["big0", "big1", "big2"])
+    }
+
+    func testWireDetailsRealClientsNeed() throws {
+        // Per-item errors carry only what pyicloud's strict model of a record item accepts.
+        var r = try call("POST", db + "/private/records/lookup", body: #"{"records":[{"recordName":"nope"}]}"#)
+        let item = try XCTUnwrap((r.1["records"] as? [[String: Any]])?.first)
+        XCTAssertEqual(Set(item.keys), ["recordName", "serverErrorCode", "reason"], "\(item)")
+        r = try call("POST", db + "/private/zones/lookup", body: #"{"zones":[{"zoneName":"Nope"}]}"#)
+        let zone = try XCTUnwrap((r.1["zones"] as? [[String: Any]])?.first)
+        XCTAssertEqual(Set(zone.keys), ["zoneID", "serverErrorCode", "reason"], "\(zone)")
+        r = try call("POST", db + "/public/records/resolve", body: #"{"shortGUIDs":[{"value":"NoSuchShareGUID0000000000"}]}"#)
+        let result = try XCTUnwrap((r.1["results"] as? [[String: Any]])?.first)
+        XCTAssertEqual(Set(result.keys), ["shortGUID", "serverErrorCode", "reason"], "\(result)")
+        // HEAD /healthz answers; an empty path segment is no route.
+        let head = try RawClient(port: port)
+        head.send("HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        XCTAssertTrue(head.read(for: 3).text.hasPrefix("HTTP/1.1 200"))
+        head.shut()
+        r = try call("POST", "/" + db + "/private/zones/list", body: "{}")
+        XCTAssertEqual(r.0, 404, "\(r.1)")
+        // IN is bounded and hashed: 400 values over many records answer at once; 401 are refused.
+        let values = (0..<400).map { #""v\#($0)""# }.joined(separator: ",")
+        r = try call("POST", db + "/private/records/query", body: #"{"query":{"recordType":"Note","filterBy":[{"fieldName":"k","comparator":"IN","fieldValue":{"value":[\#(values)],"type":"STRING_LIST"}}]}}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        let tooMany = (0..<401).map { #""v\#($0)""# }.joined(separator: ",")
+        r = try call("POST", db + "/private/records/query", body: #"{"query":{"recordType":"Note","filterBy":[{"fieldName":"k","comparator":"IN","fieldValue":{"value":[\#(tooMany)],"type":"STRING_LIST"}}]}}"#)
+        XCTAssertEqual(r.0, 400)
+        XCTAssertTrue((r.1["reason"] as? String)?.contains("limitExceeded") == true, "\(r.1)")
+    }
+}
