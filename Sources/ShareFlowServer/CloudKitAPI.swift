@@ -1,4 +1,5 @@
 import Foundation
+import Crypto
 import ShareFlow
 
 /// One request of the CloudKit Web Services protocol, as the router hands it over.
@@ -34,6 +35,9 @@ struct APIResponse: @unchecked Sendable {
     var status: Int
     var object: [String: Any]
     var caller: String?
+    /// Who the request turned out to be, once its credentials were accepted: the rate
+    /// limiter's bucket for the next requests with them (an account; an API token alone).
+    var identity: String?
 
     var body: Data { CloudKitAPI.json(object) }
 }
@@ -58,6 +62,9 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
     // for them: tokens never change once minted (an expired one is told by its time), and
     // accounts are read again when the directory changes (`accountsGeneration`).
     private var apiTokens: Set<String> = []
+    /// Signatures of server-to-server requests already accepted, until their date leaves the
+    /// 10-minute window. The least recent go first past the bound.
+    private var usedSignatures = RecentlyUsed<String, Double>(capacity: 200_000)
     private var webTokens: [String: (accountID: Int64, expiresAt: Double?)] = [:]
     private var accounts: [Int64: Account] = [:]
     private var accountsGeneration = -1
@@ -77,6 +84,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
 
     func handle(_ r: APIRequest) -> APIResponse {
         var caller: Account?
+        var identity: String?
         do {
             guard CloudEnvironment(rawValue: r.environment) != nil else {
                 throw Failure(status: 400, body: WireFormat.error(code: "BAD_REQUEST", reason: "environment '\(r.environment)' is not development or production"))
@@ -85,18 +93,19 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 throw Failure(status: 400, body: WireFormat.error(code: "BAD_REQUEST", reason: "database '\(r.database)' is not public, private or shared"))
             }
             caller = try authenticate(r, scope: scope)
+            identity = caller.map { "account \($0.id)" } ?? r.apiToken.map { "api " + Credentials.hash($0) }
             let body = try parse(r)
             let result = try dispatch(r, scope: scope, caller: caller, body: body)
-            return APIResponse(status: 200, object: result, caller: caller?.email ?? caller?.userRecordID)
+            return APIResponse(status: 200, object: result, caller: caller?.email ?? caller?.userRecordID, identity: identity)
         } catch let f as Failure {
-            return APIResponse(status: f.status, object: f.body, caller: caller?.email)
+            return APIResponse(status: f.status, object: f.body, caller: caller?.email, identity: identity)
         } catch let e as WireFormat.BadRequest {
-            return APIResponse(status: 400, object: WireFormat.error(code: "BAD_REQUEST", reason: e.reason), caller: caller?.email)
+            return APIResponse(status: 400, object: WireFormat.error(code: "BAD_REQUEST", reason: e.reason), caller: caller?.email, identity: identity)
         } catch let e as ShareFlowError {
             let (_, status) = WireFormat.serverErrorCode(e.code)
-            return APIResponse(status: status, object: WireFormat.error(e), caller: caller?.email)
+            return APIResponse(status: status, object: WireFormat.error(e), caller: caller?.email, identity: identity)
         } catch {
-            return APIResponse(status: 500, object: WireFormat.error(code: "INTERNAL_ERROR", reason: "\(error)"), caller: caller?.email)
+            return APIResponse(status: 500, object: WireFormat.error(code: "INTERNAL_ERROR", reason: "\(error)"), caller: caller?.email, identity: identity)
         }
     }
 
@@ -148,6 +157,14 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
               Credentials.verify(signature: signature, date: dateText, body: r.body, paths: Array(Set([r.path, r.target])), publicKeyPEM: pem) else {
             throw refuse("X-Apple-CloudKit-Request-SignatureV1 is missing or not the key's signature of date:base64(sha256(body)):path")
         }
+        // A signature is good once: the same signed request sent again within its window (a
+        // replay by whoever saw it) is refused. Kept until its date leaves the window.
+        let seen = keyID.lowercased() + " " + signature
+        let now = Date().timeIntervalSince1970
+        if let until = usedSignatures[seen], until > now {
+            throw refuse("X-Apple-CloudKit-Request-SignatureV1 was already used: a signed request is accepted once (sign each request anew)")
+        }
+        usedSignatures[seen] = date.timeIntervalSince1970 + 600
         guard scope == .public, !r.subpath.hasPrefix("users/") else {
             throw refuse("a server-to-server key reaches the public database's records and zones only; \(r.database)/\(r.subpath) needs a ckWebAuthToken")
         }
@@ -485,26 +502,68 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             return ShareFlow.SortDescriptor(key: WireFormat.systemFieldKeys[key] ?? key, ascending: ascending)
         }
         // R33: the marker is where the last page ended (its last record's sort values and
-        // name), not an offset.
+        // name), not an offset. It names what it belongs to — environment, database, zone,
+        // caller and query — and a marker of anything else is refused, never a wrong page.
+        let predicate: ShareFlow.Predicate = parts.isEmpty ? .all : parts.count == 1 ? parts[0] : .and(parts)
+        let context = Self.markerContext(db, zone: zone, caller: caller,
+                                         query: Query(recordType: type, predicate: predicate, sortDescriptors: sorts))
         var after: QueryPosition?
         if let marker = body["continuationMarker"] {
             guard let s = marker as? String, s.utf8.count <= 65536, let data = Data(base64Encoded: s),
-                  let position = try? JSONDecoder().decode(QueryPosition.self, from: data), position.values.count == sorts.count else {
+                  let decoded = try? JSONDecoder().decode(QueryMarker.self, from: data) else {
                 throw WireFormat.BadRequest(reason: "continuationMarker is not one this server gave for this query")
             }
-            after = position
+            guard decoded.context == context, decoded.position.values.count == sorts.count else {
+                throw WireFormat.BadRequest(reason: "continuationMarker belongs to another query, zone, database, environment or user; start this query without it")
+            }
+            after = decoded.position
         }
         // Apple answers at most 200 records a page; more follow with the continuation marker.
         let limit = try WireFormat.integer(body["resultsLimit"], field: "resultsLimit", in: 1...Int(Int32.max)).map { min($0, 200) } ?? 200
         let desired = try WireFormat.strings(body["desiredKeys"], field: "desiredKeys")
         _ = try WireFormat.bool(body["zoneWide"], field: "zoneWide")
-        let predicate: ShareFlow.Predicate = parts.isEmpty ? .all : parts.count == 1 ? parts[0] : .and(parts)
         let page = try db.records(matching: Query(recordType: type, predicate: predicate, sortDescriptors: sorts),
                                   inZoneWith: zone, desiredKeys: desired, resultsLimit: limit, after: after, maxBytes: maxResponseBytes)
         let asStrings = try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false
         var o: Object = ["records": page.records.map { WireFormat.record($0, desiredKeys: desired, numbersAsStrings: asStrings) }]
-        if let next = page.next, let data = try? JSONEncoder().encode(next) { o["continuationMarker"] = data.base64EncodedString() }
+        if let next = page.next, let data = try? JSONEncoder().encode(QueryMarker(position: next, context: context)) {
+            o["continuationMarker"] = data.base64EncodedString()
+        }
         return o
+    }
+
+    /// R26 before R2: the caller may change this share's participants — its owner (a new share
+    /// in their own zone, which exists), or its owner or an administrator (a saved one).
+    private static func requireParticipantManager(_ share: Share, creating: Bool, db: CloudDatabase, zone: RecordZoneID, item: String) throws {
+        if creating {
+            guard db.databaseScope == .private else {
+                throw ShareFlowError(.permissionFailure, "\(item): shares are made by their owner, in the private database")
+            }
+            let zones = try db.fetchAllRecordZones()
+            guard zone.isDefaultZone || zones.contains(where: { $0.zoneID.zoneName == zone.zoneName }) else {
+                throw ShareFlowError(.zoneNotFound, "zone '\(zone.zoneName)' does not exist; save it first")
+            }
+            return
+        }
+        let role = share.currentUserParticipant?.role
+        guard role == .owner || role == .administrator else {
+            throw ShareFlowError(.permissionFailure, "\(item): only its owner or an administrator changes its participants (R26)")
+        }
+    }
+
+    /// A continuation marker: where the page ended, and what query it is of.
+    private struct QueryMarker: Codable {
+        let position: QueryPosition
+        let context: String
+    }
+
+    /// What a marker belongs to, as a digest: the environment, database, zone, caller and query.
+    private static func markerContext(_ db: CloudDatabase, zone: RecordZoneID?, caller: Account, query: Query) -> String {
+        let zone = zone ?? .default
+        let text = [db.container.containerIdentifier, db.container.environment.rawValue, db.databaseScope.rawValue,
+                    zone.zoneName, zone.ownerName, caller.userRecordID, query.recordType, "\(query.predicate)",
+                    query.sortDescriptors.map { "\($0.key) \($0.ascending)" }.joined(separator: ",")].joined(separator: "\u{0}")
+        return SHA256.hash(data: Data(text.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
     }
 
     /// The Share object a share record of records/modify stands for: on `create`, a new share
@@ -550,6 +609,9 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             for (key, value) in fields { share.fields[key] = try WireFormat.fieldValue(value, field: key, zone: zone) }
         }
         guard let listed = try WireFormat.items(rec["participants"], field: "\(field).participants") else { return share }
+        // Who may change participants is decided before any address is looked up: a request
+        // that would fail anyway resolves no one (no participant.fetched for plugins to log).
+        try Self.requireParticipantManager(share, creating: type == "create", db: db, zone: zone, item: "share \(name)")
         var keep = Set<String>()
         var permissionChanged = false
         for (m, raw) in listed.enumerated() {

@@ -52,8 +52,8 @@ public struct CloudKitServer: Sendable {
         let thread = EngineThread()
         let api = CloudKitAPI(engine: engine)
         api.maxResponseBytes = maxResponseBytes
-        let router = Router()
-        router.add(middleware: AccessLog<BasicRequestContext>(logger: logger))
+        let router = Router(context: ServerRequestContext.self)
+        router.add(middleware: AccessLog<ServerRequestContext>(logger: logger))
         router.get("/healthz") { _, _ -> String in "ok" }
         router.head("/healthz") { _, _ -> HTTPResponse.Status in .ok }
         // Where share URLs lead (`<public URL>/share/<shortGUID>`): a page telling the person
@@ -73,20 +73,22 @@ public struct CloudKitServer: Sendable {
         }
         let maxBody = maxBodyBytes
         let limiter = rateLimit.map { RateLimiter(requests: $0.requests, perSeconds: $0.perSeconds) }
-        let handler: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
+        let handler: @Sendable (Request, ServerRequestContext) async throws -> Response = { request, context in
             var request = request
             let query = request.uri.queryParameters
+            // What the rate limiter remembers a credential by (a key ID in any case is one key).
+            let container = decoded(context.parameters.get("container")), environment = decoded(context.parameters.get("environment"))
+            let credential: String? = query["ckWebAuthToken"].map { "web \(container)\u{0}\($0)" }
+                ?? request.headers[HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!].map { "key \(container)\u{0}\($0.lowercased())" }
+                ?? query["ckAPIToken"].map { "api \(container)\u{0}\(environment)\u{0}\($0)" }
             if let limiter {
-                let key = query["ckWebAuthToken"].map { "user " + $0 } ?? query["ckAPIToken"].map { "api " + $0 }
-                    ?? request.headers[HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!].map { "key " + $0 } ?? "anonymous"
+                let key = limiter.key(credential: credential, client: context.remoteAddress?.ipAddress ?? "unknown")
                 if let wait = limiter.take(key) {
                     let seconds = max(1, Int(wait.rounded(.up)))
                     var body = WireFormat.error(code: "THROTTLED",
-                                                reason: "requestRateLimited: more than \(limiter.requests) requests in \(limiter.perSeconds) s with this token; retry after \(seconds) s")
+                                                reason: "requestRateLimited: more than \(limiter.requests) requests in \(limiter.perSeconds) s \(key.hasPrefix("client ") ? "from this address without accepted credentials" : "by this user"); retry after \(seconds) s")
                     body["retryAfter"] = seconds
-                    var response = CloudKitServer.response(APIResponse(status: 429, object: body, caller: nil))
-                    response.headers[.retryAfter] = String(seconds)
-                    return response
+                    return CloudKitServer.response(APIResponse(status: 429, object: body, caller: nil))
                 }
             }
             let path = context.parameters.getCatchAll().joined(separator: "/")
@@ -109,12 +111,13 @@ public struct CloudKitServer: Sendable {
             for (key, value) in query where key != "ckAPIToken" && key != "ckWebAuthToken" { others[String(key)] = String(value) }
             let uriPath = request.uri.path
             let apiRequest = APIRequest(
-                container: decoded(context.parameters.get("container")), environment: decoded(context.parameters.get("environment")),
+                container: container, environment: environment,
                 database: decoded(context.parameters.get("database")), subpath: path, method: request.method.rawValue,
                 path: uriPath, target: request.uri.query.map { uriPath + "?" + $0 } ?? uriPath, headers: headers, query: others,
                 apiToken: query["ckAPIToken"].map(String.init), webAuthToken: query["ckWebAuthToken"].map(String.init),
                 body: Data(buffer: body))
             let answer = try await thread.run { api.handle(apiRequest) }
+            if let limiter, let credential, let identity = answer.identity { limiter.remember(credential: credential, identity: identity) }
             return CloudKitServer.response(answer)
         }
         router.post("/database/1/:container/:environment/:database/**", use: handler)
@@ -158,6 +161,18 @@ public struct CloudKitServer: Sendable {
         }
         if let caller = a.caller { headers[callerField] = caller }
         return Response(status: .init(code: a.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: a.body)))
+    }
+}
+
+/// A request's context: Hummingbird's, and the client's address (the rate limiter's bucket
+/// for requests whose credentials are not known yet).
+struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let remoteAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
     }
 }
 

@@ -1,24 +1,50 @@
 import Foundation
 
-/// Requests per token over a window (SPEC §13, config `server.rateLimit`): a token bucket per
-/// user token (or API token, without one) that holds `requests` and refills over `perSeconds`.
-/// Checked before a request reaches the engine, so a client over its share costs the engine
-/// nothing, and before authentication, so guessing tokens is throttled too.
+/// Requests per identity over a window (SPEC §13, config `server.rateLimit`): a token bucket
+/// that holds `requests` and refills over `perSeconds`, checked before a request reaches the
+/// engine, so a client over its share costs the engine nothing.
+///
+/// Buckets are keyed on who a request is, never on the text of its credentials: a credential
+/// the engine has accepted is remembered with the identity it resolved to (an account, or an
+/// API token's container for anonymous reads), and its requests take from that identity's
+/// bucket. A request whose credential is not (yet) known — a first request, a guessed token, a
+/// case variant of a key ID — takes from its client address's bucket, so guessing, refused and
+/// unauthenticated requests never use up a signed-in user's requests. Buckets and remembered
+/// credentials are bounded; past the bound the least recently used go first.
 final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
     let requests: Int
     let perSeconds: Double
     private let lock = NSLock()
-    private var buckets: [String: (tokens: Double, at: Double)] = [:]
-    /// The most buckets kept: beyond, full ones are forgotten (a client sending made-up tokens
-    /// cannot grow the table without bound).
-    private let maxBuckets = 100_000
+    private var buckets = RecentlyUsed<String, (tokens: Double, at: Double)>(capacity: 100_000)
+    private var identities = RecentlyUsed<String, String>(capacity: 100_000)
 
-    init(requests: Int, perSeconds: Double) {
+    init(requests: Int, perSeconds: Double, capacity: Int = 100_000) {
         self.requests = requests
         self.perSeconds = perSeconds
+        buckets = RecentlyUsed(capacity: capacity)
+        identities = RecentlyUsed(capacity: capacity)
     }
 
     private var refill: Double { Double(requests) / perSeconds }
+
+    /// The bucket a request takes from: its credential's identity when known, else its client
+    /// address's.
+    func key(credential: String?, client: String) -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        if let credential, let identity = identities[credential] { return "identity " + identity }
+        return "client " + client
+    }
+
+    /// Remembers that `credential` was accepted as `identity`. The request that showed it
+    /// counts against the identity too (it was taken from its address's bucket, unknown then).
+    func remember(credential: String, identity: String, now: Double = ProcessInfo.processInfo.systemUptime) {
+        lock.lock()
+        let known = identities[credential] != nil
+        if !known { identities[credential] = identity }
+        lock.unlock()
+        if !known { _ = take("identity " + identity, now: now) }
+    }
 
     /// Takes one request from `key`'s bucket: nil when allowed, else the seconds until one is.
     func take(_ key: String, now: Double = ProcessInfo.processInfo.systemUptime) -> Double? {
@@ -27,19 +53,81 @@ final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
         var bucket = buckets[key] ?? (Double(requests), now)
         bucket.tokens = min(Double(requests), bucket.tokens + (now - bucket.at) * refill)
         bucket.at = now
-        guard bucket.tokens >= 1 else {
-            buckets[key] = bucket
-            return (1 - bucket.tokens) / refill
-        }
+        defer { buckets[key] = bucket }
+        guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / refill }
         bucket.tokens -= 1
-        buckets[key] = bucket
-        if buckets.count > maxBuckets { forgetFull(now: now) }
         return nil
     }
+}
 
-    private func forgetFull(now: Double) {
-        let capacity = Double(requests)
-        buckets = buckets.filter { $0.value.tokens + (now - $0.value.at) * refill < capacity }
-        if buckets.count > maxBuckets { buckets.removeAll() }
+/// A map of at most `capacity` entries that forgets the least recently used one to make room:
+/// a hash map for the entries and a doubly linked list (through indices) for their order.
+struct RecentlyUsed<Key: Hashable, Value> {
+    private struct Node {
+        var key: Key
+        var value: Value
+        var newer: Int?
+        var older: Int?
+    }
+    let capacity: Int
+    private var index: [Key: Int] = [:]
+    private var nodes: [Node] = []
+    private var newest: Int?
+    private var oldest: Int?
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    var count: Int { index.count }
+
+    subscript(key: Key) -> Value? {
+        mutating get {
+            guard let i = index[key] else { return nil }
+            touch(i)
+            return nodes[i].value
+        }
+        set {
+            if let i = index[key] {
+                guard let newValue else { return }  // entries are forgotten by age only
+                nodes[i].value = newValue
+                touch(i)
+                return
+            }
+            guard let newValue else { return }
+            let slot: Int
+            if index.count >= capacity, let last = oldest {
+                // Reuse the oldest entry's slot.
+                unlink(last)
+                index[nodes[last].key] = nil
+                nodes[last] = Node(key: key, value: newValue)
+                slot = last
+            } else {
+                nodes.append(Node(key: key, value: newValue))
+                slot = nodes.count - 1
+            }
+            index[key] = slot
+            pushNewest(slot)
+        }
+    }
+
+    private mutating func touch(_ i: Int) {
+        guard newest != i else { return }
+        unlink(i)
+        pushNewest(i)
+    }
+
+    private mutating func unlink(_ i: Int) {
+        let (newer, older) = (nodes[i].newer, nodes[i].older)
+        if let newer { nodes[newer].older = older } else { newest = older }
+        if let older { nodes[older].newer = newer } else { oldest = newer }
+        nodes[i].newer = nil
+        nodes[i].older = nil
+    }
+
+    private mutating func pushNewest(_ i: Int) {
+        nodes[i].older = newest
+        nodes[i].newer = nil
+        if let n = newest { nodes[n].newer = i }
+        newest = i
+        if oldest == nil { oldest = i }
     }
 }

@@ -147,6 +147,9 @@ extension ShareFlowCommand {
             var environment: String = CloudEnvironment.default.rawValue
 
             func validate() throws {
+                guard !container.trimmingCharacters(in: .whitespaces).isEmpty, !container.utf8.contains(0) else {
+                    throw ValidationError("--container must name a container, e.g. iCloud.com.example.app")
+                }
                 guard CloudEnvironment(rawValue: environment) != nil else {
                     throw ValidationError("--environment must be development or production, got '\(environment)'")
                 }

@@ -70,6 +70,15 @@ final class ServeAuthTests: ServerTestCase {
         refusedBecause(try signed(key, keyID: keyID, subpath: "public/users/caller", body: ""), "public database")
         refusedBecause(try signed(key, keyID: keyID, subpath: "public/records/lookup", body: lookup, query: "ckAPIToken=\(api)"),
                        "carries no ckAPIToken")
+        // A signature is accepted once: the same signed request sent again is a replay, in
+        // whatever case its key ID is written.
+        let replayed = try key.signature(for: Data("\(stamp):\(hash):\(path)".utf8)).derRepresentation.base64EncodedString()
+        for (n, id) in [keyID, keyID, keyID.uppercased()].enumerated() {
+            let r = try call("POST", path, query: "", body: lookup, headers: [
+                "X-Apple-CloudKit-Request-KeyID: \(id)", "X-Apple-CloudKit-Request-ISO8601Date: \(stamp)",
+                "X-Apple-CloudKit-Request-SignatureV1: \(replayed)"])
+            if n == 0 { XCTAssertEqual(r.0, 200, "\(r.1)") } else { refusedBecause(r, "already used") }
+        }
     }
 
     /// The shipped proxy-auth plugin maps a proxy's header to an account; a wrong secret is
@@ -241,6 +250,16 @@ final class ServeAuthTests: ServerTestCase {
         let bob = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
         XCTAssertEqual(try call("GET", db + "/public/users/caller", query: bob).0, 200)
         XCTAssertEqual(try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)").0, 421)
+        // Buckets are the resolved identity's, never the credential's text: guessed tokens
+        // take from their address's bucket (401, then 429) and never from Bob's.
+        var statuses: [Int] = []
+        for n in 0..<8 {
+            statuses.append(try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)&ckWebAuthToken=guess\(n)").0)
+        }
+        // (Alice's, Bob's and the API token's first requests, unknown then, took 3 of its 5.)
+        XCTAssertEqual(statuses.filter { $0 == 401 }.count, 2, "the address's bucket had 2 left: \(statuses)")
+        XCTAssertEqual(statuses.filter { $0 == 429 }.count, 6, "\(statuses)")
+        for _ in 0..<3 { XCTAssertEqual(try call("GET", db + "/public/users/caller", query: bob).0, 200, "Bob keeps his own bucket") }
         // server.maxBodyMiB from the same config.
         let big = String(repeating: " ", count: 1_100_000) + "{}"
         XCTAssertEqual(try call("POST", db + "/private/records/modify", query: bob, body: big).0, 413)

@@ -180,4 +180,51 @@ final class ServeHardeningTests: ServerTestCase {
         XCTAssertEqual(r.0, 400)
         XCTAssertTrue((r.1["reason"] as? String)?.contains("limitExceeded") == true, "\(r.1)")
     }
+
+    /// A continuation marker names its query, zone, database, environment and user: replayed
+    /// anywhere else it is BAD_REQUEST, never a silently wrong page.
+    func testAContinuationMarkerGoesOnlyWithItsQuery() throws {
+        let notes = (0..<4).map { #"{"operationType":"create","record":{"recordName":"n\#($0)","recordType":"Note","fields":{"k":{"value":"v"}}}}"# }
+        var r = try call("POST", db + "/private/records/modify", body: #"{"operations":[\#(notes.joined(separator: ","))]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        let query = #"{"query":{"recordType":"Note","sortBy":[{"systemFieldName":"modifiedTimestamp","ascending":false}]},"resultsLimit":2"#
+        r = try call("POST", db + "/private/records/query", body: query + "}")
+        let marker = try XCTUnwrap(r.1["continuationMarker"] as? String, "\(r.1)")
+        r = try call("POST", db + "/private/records/query", body: query + #","continuationMarker":"\#(marker)"}"#)
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.count, 2, "its own query goes on: \(r.1)")
+        let live = try CLI.run(["tokens", "api", "--store", store, "--container", "iCloud.test", "--environment", "production"]).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let elsewhere: [(String, String, String)] = [
+            ("/database/1/iCloud.test/production/private/records/query", query + #","continuationMarker":"\#(marker)"}"#, "ckAPIToken=\(live)&ckWebAuthToken=\(web)"),
+            (db + "/private/records/query", #"{"query":{"recordType":"Other","sortBy":[{"systemFieldName":"modifiedTimestamp","ascending":false}]},"continuationMarker":"\#(marker)"}"#, "ckAPIToken=\(api)&ckWebAuthToken=\(web)"),
+            (db + "/private/records/query", query + #","continuationMarker":"\#(marker)"}"#, "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"),
+        ]
+        for (path, body, query) in elsewhere {
+            r = try call("POST", path, query: query, body: body)
+            XCTAssertEqual(r.0, 400, "\(path): \(r.1)")
+            XCTAssertTrue((r.1["reason"] as? String)?.contains("continuationMarker") == true, "\(r.1)")
+        }
+    }
+
+    /// Whether the caller may change a share's participants is decided before any address is
+    /// looked up; addresses and zone names are bounded.
+    func testPermissionComesBeforeParticipantLookupsAndNamesAreBounded() throws {
+        let huge = String(repeating: "a", count: 100_000) + "@example.com"
+        let share = #"{"operationType":"create","record":{"recordName":"s1","recordType":"cloudkit.share","forRecord":{"recordName":"r1"},"participants":[{"userIdentity":{"lookupInfo":{"emailAddress":"\#(huge)"}}}]}}"#
+        // A zone that does not exist: its answer, not the address's.
+        var r = try call("POST", db + "/private/records/modify", body: #"{"zoneID":{"zoneName":"Nowhere"},"operations":[\#(share)]}"#)
+        let items = try XCTUnwrap(r.1["records"] as? [[String: Any]], "\(r.1)")
+        XCTAssertTrue(items.contains { $0["serverErrorCode"] as? String == "ZONE_NOT_FOUND" }, "\(items)")
+        XCTAssertFalse("\(items)".contains("aaaaaaaaaa"), "the address is neither looked up nor echoed")
+        // In a zone that exists the address is refused by its length, in a short line.
+        _ = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
+        r = try call("POST", db + "/private/records/modify", body: #"{"zoneID":{"zoneName":"Z"},"atomic":false,"operations":[{"operationType":"create","record":{"recordName":"r1","recordType":"T"}},\#(share)]}"#)
+        let reason = ((r.1["records"] as? [[String: Any]])?.last?["reason"] as? String) ?? "\(r.1)"
+        XCTAssertTrue(reason.contains("email address of 100012 bytes"), reason)
+        XCTAssertLessThan(reason.utf8.count, 300)
+        // A zone name of 100 KB is refused.
+        let longZone = String(repeating: "z", count: 100_000)
+        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(longZone)"}}}]}"#)
+        XCTAssertTrue(((r.1["zones"] as? [[String: Any]])?.first?["reason"] as? String)?.contains("at most 255") == true, String("\(r.1)".prefix(300)))
+    }
 }

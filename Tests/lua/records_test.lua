@@ -232,3 +232,11 @@ test("R32: development and production are separate data sets; accounts are share
     "environment 'staging' is not development or production")
   expect.raises(function() return w.c.session:container(C, { env = "production" }) end, "env")
 end)
+
+test("R32: container options are read by name; a positional value is an error, not development", function()
+  sf.accounts.create{ email = "alice@example.com" }
+  local s = sf.as("alice@example.com")
+  expect.raises(function() return s:container(C, { "production" }) end, "unexpected field %[1%]")
+  expect.raises(function() return s:container(C, { environment = 1 }) end, "environment")
+  expect.eq(s:container(C, {}).environment, "development")
+end)

@@ -62,8 +62,17 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
     /// The ID of this item in a `partialErrors` table.
     public var description: String { value }
 
+    /// The longest email address (RFC 5321) and phone number (with its separators) accepted.
+    public static let maxEmailBytes = 254
+    public static let maxPhoneBytes = 64
+
     /// R1: trimmed, lower-cased, one `@` with text on both sides and a dot in the domain.
     public static func normalizedEmail(_ raw: String) throws -> String {
+        // RFC 5321: a path holds at most 254 characters; checked first, so a megabyte of
+        // "address" costs nothing and is not repeated in the error (or an audit log).
+        guard raw.utf8.count <= maxEmailBytes else {
+            throw ShareFlowError.invalid("an email address of \(raw.utf8.count) bytes is not valid; at most \(maxEmailBytes) (R1)")
+        }
         try Naming.check(text: raw, "email address")
         let email = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
@@ -71,19 +80,22 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
               !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
               !email.contains(where: { $0.isWhitespace || $0 == "," || $0 == ";" || $0 == "<" || $0 == ">" })
         else {
-            throw ShareFlowError.invalid("'\(raw)' is not a valid email address (R1)")
+            throw ShareFlowError.invalid("'\(Naming.printable(raw))' is not a valid email address (R1)")
         }
         return email
     }
 
     /// R1: E.164 — `+` and 7 to 15 digits; spaces, dashes, dots and parentheses are removed.
     public static func normalizedPhone(_ raw: String) throws -> String {
+        guard raw.utf8.count <= maxPhoneBytes else {
+            throw ShareFlowError.invalid("a phone number of \(raw.utf8.count) bytes is not valid; at most \(maxPhoneBytes) (R1)")
+        }
         try Naming.check(text: raw, "phone number")
         let kept = raw.trimmingCharacters(in: .whitespacesAndNewlines)
             .filter { !" -.()".contains($0) }
         let digits = kept.dropFirst()
         guard kept.first == "+", (7...15).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-            throw ShareFlowError.invalid("'\(raw)' is not a valid phone number: E.164 needs '+' and 7 to 15 digits (R1)")
+            throw ShareFlowError.invalid("'\(Naming.printable(raw))' is not a valid phone number: E.164 needs '+' and 7 to 15 digits (R1)")
         }
         return kept
     }

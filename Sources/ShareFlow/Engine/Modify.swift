@@ -126,6 +126,16 @@ extension Engine {
                try shareCovering(zone: zone, recordName: parent.recordName, db: db)?.id != covering.id {
                 throw ShareFlowError.denied("\(item): a participant cannot move a record out of the share (R13)")
             }
+            // Taking the parent away moves the record out of a hierarchy share as surely (only
+            // the share's root has no parent in it).
+            if parent == nil, existing?.parentName != nil, let root = covering.rootName, root != id.recordName {
+                throw ShareFlowError.denied("\(item): a participant cannot move a record out of the share (R13)")
+            }
+            // R34: records whose parent was deleted left the share; a participant making that
+            // name again would bring them back in.
+            if existing == nil, try db.hasChildren(zone: zone.id, name: id.recordName) {
+                throw ShareFlowError.denied("\(item) cannot be made by a participant: records outside the share name it as their parent (R13, R34)")
+            }
         }
         if record.recordType == Share.recordType || existing?.type == Share.recordType {
             throw ShareFlowError.invalid("\(item): records of type cloudkit.share are saved as Share objects")
@@ -149,11 +159,18 @@ extension Engine {
             try Engine.requireCreator(existing, caller: caller, item: item)
         }
         try checkChangeTag(record, existing: existing, policy: policy, zone: zone, caller: caller, item: item, db: db)
-        // R5: a record rooting a share cannot move under another shared record.
-        if let parent, parentMoved,
-           let rooted = try shareRow(rootName: id.recordName, zone: zone, db: db),
-           let above = try shareCovering(zone: zone, recordName: parent.recordName, db: db), above.id != rooted.id {
-            throw ShareFlowError(.alreadyShared, "\(item) roots share \(rooted.recordName) and cannot join share \(above.recordName) under \(parent.recordName) (R5)")
+        // R5: shares never nest. A record moved under a shared record (or made again under
+        // one, above orphans that kept its name, R34) may neither root a share nor have one
+        // below it. Only a record with a share on it or children pays for the walk up.
+        if let parent, parentMoved || existing == nil {
+            let rooted = existing == nil ? nil : try shareRow(rootName: id.recordName, zone: zone, db: db)
+            let below = try db.hasChildren(zone: zone.id, name: id.recordName)
+                ? try db.sharedDescendantRoot(zone: zone.id, below: id.recordName) : nil
+            if rooted != nil || below != nil,
+               let above = try shareCovering(zone: zone, recordName: parent.recordName, db: db), above.id != rooted?.id {
+                let what = rooted.map { "roots share \($0.recordName)" } ?? "has shared record \(below!) below it"
+                throw ShareFlowError(.alreadyShared, "\(item) \(what) and cannot join share \(above.recordName) under \(parent.recordName) (R5)")
+            }
         }
         let stored = try encodeFields(fields, item: item)
         let now = Date().timeIntervalSince1970
@@ -527,7 +544,10 @@ extension Engine {
             if let existing {
                 try db.reinstate(participant: existing.id, role: role, permission: p.permission, at: Date().timeIntervalSince1970)
             } else {
-                matchedRows.insert(try db.insertParticipant(share: row.id, participantID: p.participantID, account: matched, lookup: lookup,
+                // A participant ID names one place on one share: an object already placed on
+                // another share (a copy of its participants) gets a fresh one here.
+                let participantID = try db.participantIDExists(p.participantID) ? RandomIdentifier.uuidString() : p.participantID
+                matchedRows.insert(try db.insertParticipant(share: row.id, participantID: participantID, account: matched, lookup: lookup,
                                                             role: role, permission: p.permission, status: .pending,
                                                             at: Date().timeIntervalSince1970))
             }

@@ -118,25 +118,43 @@ extension Engine {
 
     /// R12: which records of `zone` the caller sees in their shared database — those of the
     /// shares they may read (a zone share: all; a hierarchy share: its root and descendants).
+    /// A record belongs to the share of its nearest shared ancestor (itself included), as a
+    /// fetch decides; each name's answer is kept, so a page costs each record of the zone's
+    /// parent map once at most, whatever the depth of its chains.
     private func namesVisibleInSharedDatabase(zone: ZoneRow, caller: Account, db: StoreTransaction) throws -> (String) -> Bool {
-        var roots = Set<String>()
+        var readable = Set<String>(), roots = Set<String>()
         for share in try db.shares(zone: zone.id) {
-            guard let me = try participantRow(share: share.id, account: caller.id, db: db),
-                  SharingRules.decide(.readRecords, role: me.role, permission: me.permission, status: me.status,
-                                      isPublicShare: share.publicPermission != .none).isAllowed else { continue }
-            guard let root = share.rootName else { return { _ in true } }
+            let me = try participantRow(share: share.id, account: caller.id, db: db)
+            let allowed = me.map {
+                SharingRules.decide(.readRecords, role: $0.role, permission: $0.permission, status: $0.status,
+                                    isPublicShare: share.publicPermission != .none).isAllowed
+            } ?? false
+            guard let root = share.rootName else {
+                if allowed { return { _ in true } }
+                continue
+            }
             roots.insert(root)
+            if allowed { readable.insert(root) }
         }
-        guard !roots.isEmpty else { return { _ in false } }
+        guard !readable.isEmpty else { return { _ in false } }
         let parents = try db.parentNames(zone: zone.id)
+        final class Memo { var known: [String: Bool] = [:] }
+        let memo = Memo()
         return { name in
+            var path: [String] = []
+            var onPath = Set<String>()
             var current: String? = name
-            var seen = Set<String>()
-            while let n = current, seen.insert(n).inserted {
-                if roots.contains(n) { return true }
+            var answer = false
+            while let n = current {
+                if let known = memo.known[n] { answer = known; break }
+                if roots.contains(n) { answer = readable.contains(n); path.append(n); break }
+                // A cycle another program left: the records on it are in no share.
+                guard onPath.insert(n).inserted else { break }
+                path.append(n)
                 current = parents[n] ?? nil
             }
-            return false
+            for n in path { memo.known[n] = answer }
+            return answer
         }
     }
 }

@@ -70,6 +70,9 @@ extension Engine {
             throw ShareFlowError.invalid("'\(name)' is not a valid custom zone name")
         }
         try Naming.check(text: name, "zone name")
+        guard name.utf8.count <= Naming.maxLength else {
+            throw ShareFlowError.invalid("a zone name of \(name.utf8.count) bytes; at most \(Naming.maxLength)")
+        }
         return try transaction { db in
             let caller = try loadAccount(id: database.container.session.accountID, db: db)
             let zoneID = RecordZoneID(zoneName: name, ownerName: caller.userRecordID)

@@ -170,6 +170,12 @@ extension StoreTransaction {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'"), arguments: [share]) ?? 0
     }
 
+    /// Whether any share of the store has a participant with this ID.
+    package func participantIDExists(_ participantID: String) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM participant WHERE participantID = ?)"),
+                          arguments: [participantID]) ?? false
+    }
+
     @discardableResult
     package func insertParticipant(share: Int64, participantID: String, account: Int64?, lookup: LookupInfo, role: ParticipantRole,
                                    permission: ParticipantPermission, status: ParticipantAcceptanceStatus, at time: Double) throws -> Int64 {

@@ -170,8 +170,9 @@ public struct LuaCall {
         return clua_tonumber(L, -1)
     }
 
-    /// Throws when the table at `i` has a string key outside `allowed`: at the first one, so a
-    /// table of a million keys is not copied first.
+    /// Throws when the table at `i` has a key outside `allowed` (a positional value too: an
+    /// options table is read by name, so `{ "production" }` would be silently ignored): at the
+    /// first one, so a table of a million keys is not copied first.
     public func checkKeys(_ i: Int32, allowed: Set<String>) throws {
         let abs = lua_absindex(L, i)
         guard lua_type(L, abs) == LUA_TTABLE else { return }
@@ -180,9 +181,16 @@ public struct LuaCall {
         while lua_next(L, abs) != 0 {
             state.pop()
             try state.budgetStep()
-            guard lua_type(L, -1) == LUA_TSTRING, let k = state.string(at: -1), !allowed.contains(k) else { continue }
+            let expected = "expected one of: \(allowed.sorted().joined(separator: ", "))"
+            guard lua_type(L, -1) == LUA_TSTRING, let k = state.string(at: -1) else {
+                let n = lua_type(L, -1) == LUA_TNUMBER ? clua_tonumber(L, -1) : .nan
+                let shown = n.isFinite ? (n == n.rounded() && Swift.abs(n) < 1e15 ? "[\(Int64(n))]" : "[\(n)]") : "with a \(typeName(-1)) key"
+                state.pop()
+                throw argumentError(i, "unexpected field \(shown) (fields are named; \(expected))")
+            }
+            guard !allowed.contains(k) else { continue }
             state.pop()
-            throw argumentError(i, "unknown field '\(k)' (expected one of: \(allowed.sorted().joined(separator: ", ")))")
+            throw argumentError(i, "unknown field '\(k)' (\(expected))")
         }
     }
 
