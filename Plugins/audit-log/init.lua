@@ -27,7 +27,17 @@ return {
         identity = ev.identity and ev.identity.userRecordID,
         operation = ev.operation, items = ev.items, failed = ev.failed, duration = ev.duration,
       }
-      ctx.appendFile(ctx.config.path, ctx.json.encode(line) .. "\n")
+      local text = ctx.json.encode(line) .. "\n"
+      -- An audit log never goes quiet: past half the plugin's disk quota the log moves to
+      -- <path>.1 (the older .1 goes), so the newest lines always fit, and the operator is told.
+      -- (Each file and folder also costs 4 KiB of the quota.)
+      if ctx.rotateFile(ctx.config.path, (ctx.diskQuota - 4 * 4096) // 2 - #text) then
+        ctx.log.warn("audit-log: " .. ctx.config.path .. " reached half the plugin's disk quota; moved it to "
+          .. ctx.config.path .. ".1 (the older .1 is gone) and started afresh")
+        ctx.appendFile(ctx.config.path, ctx.json.encode({ event = "audit.rotated",
+          time = os.date("!%Y-%m-%dT%H:%M:%SZ"), previous = ctx.config.path .. ".1" }) .. "\n")
+      end
+      ctx.appendFile(ctx.config.path, text)
     end
 
     for _, name in ipairs(ctx.config.events or ctx.events) do

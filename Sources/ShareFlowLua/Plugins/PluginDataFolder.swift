@@ -94,6 +94,35 @@ public final class PluginDataFolder: @unchecked Sendable {  // mutable state beh
         return full
     }
 
+    /// Moves file `name` (at the folder's top level) to `name.1`, replacing the `.1` there, when
+    /// it holds at least `atLeast` bytes (any size when nil): a log rotated at half the quota
+    /// keeps going forever, its newest part kept. Returns whether it moved.
+    @discardableResult
+    public func rotate(_ name: String, atLeast: Int? = nil) throws -> Bool {
+        guard !name.isEmpty, !name.contains("/"), name != ".", name != "..", !name.utf8.contains(0), name.utf8.count <= 200 else {
+            throw PluginDataFolderError("\(String(name.prefix(80))): a file to rotate is named by a plain file name at the top of the data folder")
+        }
+        return try lock.withLock {
+            var st = stat()
+            guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+            guard st.st_mode & S_IFMT == S_IFREG else {
+                throw PluginDataFolderError("\(name): only a regular file is rotated")
+            }
+            if let atLeast, Int(st.st_size) < atLeast { return false }
+            var freed = 0
+            var old = stat()
+            if fstatat(fd, name + ".1", &old, AT_SYMLINK_NOFOLLOW) == 0 {
+                guard old.st_mode & S_IFMT == S_IFREG else { throw PluginDataFolderError("\(name).1: only a regular file is replaced") }
+                freed = Int(old.st_size) + Int(SF_DF_ENTRY_COST)
+            }
+            guard renameat(fd, name, fd, name + ".1") == 0 else {
+                throw PluginDataFolderError("\(name): cannot rotate: \(Self.message(errno))")
+            }
+            used = max(0, used - freed)
+            return true
+        }
+    }
+
     /// How many of the path's components do not exist yet below the folder.
     private func newEntries(_ relativePath: String) -> Int {
         var prefix = "", missing = 0

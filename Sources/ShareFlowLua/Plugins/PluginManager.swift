@@ -315,6 +315,19 @@ public final class PluginManager {
                     return 1
                 }
                 lua_setfield(L, -2, "appendFile")
+                lua.push(function: "rotateFile") { call in
+                    let name = try call.string(1)
+                    let atLeast = call.isNil(2) ? nil : try call.integer(2)
+                    do {
+                        if folder == nil { folder = try PluginDataFolder(path: dataFolder, quotaBytes: quota) }
+                        lua_pushboolean(call.L, try folder!.rotate(name, atLeast: atLeast) ? 1 : 0)
+                    } catch let e as PluginDataFolderError {
+                        throw LuaRaise.message(call.position + e.description)
+                    }
+                    return 1
+                }
+                lua_setfield(L, -2, "rotateFile")
+                lua_pushinteger(L, lua_Integer(quota)); lua_setfield(L, -2, "diskQuota")
                 lua.push(string: dataFolder); lua_setfield(L, -2, "dataFolder")
                 lua_createtable(L, 0, 2)
                 lua_rawgeti(L, clua_registryindex(), lua_Integer(host.moduleTable))
