@@ -227,4 +227,18 @@ final class ServeHardeningTests: ServerTestCase {
         r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(longZone)"}}}]}"#)
         XCTAssertTrue(((r.1["zones"] as? [[String: Any]])?.first?["reason"] as? String)?.contains("at most 255") == true, String("\(r.1)".prefix(300)))
     }
+
+    /// No request holds the engine's thread past a bound: a query that reads for longer than
+    /// `querySeconds` without filling its page is limitExceeded, naming what to change.
+    func testALongQueryIsRefusedNotLeftToHoldTheEngine() throws {
+        try restart(config: "return { server = { querySeconds = 0.001 } }")
+        for batch in 0..<3 {
+            let ops = (0..<300).map { #"{"operationType":"create","record":{"recordName":"q\#(batch)-\#($0)","recordType":"Item","fields":{"rank":{"value":\#($0)}}}}"# }
+            XCTAssertEqual(try call("POST", db + "/private/records/modify", body: #"{"operations":[\#(ops.joined(separator: ","))]}"#).0, 200)
+        }
+        let r = try call("POST", db + "/private/records/query", body: #"{"query":{"recordType":"Item","sortBy":[{"fieldName":"rank"}],"filterBy":[{"fieldName":"rank","comparator":"LESS_THAN","fieldValue":{"value":-1}}]}}"#)
+        XCTAssertEqual(r.0, 400, "\(r.1)")
+        XCTAssertTrue((r.1["reason"] as? String)?.contains("without filling its page") == true, "\(r.1)")
+        XCTAssertEqual(try call("GET", db + "/private/users/caller").0, 200, "the engine is free")
+    }
 }

@@ -33,6 +33,14 @@ extension Engine {
                 QueryPosition(values: sorts.map { Engine.value(of: $0.key, in: row) }, name: row.name)
             }
             let matches = query.predicate.compiled()
+            // A bound on the time the query reads, checked every 256 records read.
+            let deadline = options.queryTimeLimit.map { DispatchTime.now().uptimeNanoseconds + UInt64($0 * 1e9) }
+            var read = 0
+            func step() throws {
+                read += 1
+                guard let deadline, read & 255 == 0, DispatchTime.now().uptimeNanoseconds > deadline else { return }
+                throw ShareFlowError(.limitExceeded, "the query of \(query.recordType) read \(read) records in \(options.queryTimeLimit!) s without filling its page; sort by modificationDate or recordName (read in order) or narrow it, and page with a smaller resultsLimit (O7)")
+            }
             var page: [RecordRow] = []
             var more = false
             var bytes = 0
@@ -46,6 +54,7 @@ extension Engine {
                 // after the cursor and the scan stops once the page is full and one more matched.
                 let limit = limit ?? Int.max
                 try db.records(zone: zone.id, type: query.recordType, order: order, after: after.flatMap { Engine.storeKeyset($0, order) }) { row in
+                    try step()
                     guard visible(row.name), matches({ key in Engine.value(of: key, in: row) }) else { return true }
                     guard page.count < limit, fits(row) else { more = true; return false }
                     page.append(row)
@@ -53,8 +62,11 @@ extension Engine {
                     return true
                 }
             } else {
-                let matching = try db.records(zone: zone.id, type: query.recordType).filter { row in
-                    visible(row.name) && matches { key in Engine.value(of: key, in: row) }
+                var matching: [RecordRow] = []
+                try db.records(zone: zone.id, type: query.recordType) { row in
+                    try step()
+                    if visible(row.name) && matches({ key in Engine.value(of: key, in: row) }) { matching.append(row) }
+                    return true
                 }
                 // R33: one total order (the sort keys, then the record name; records without a
                 // key first), and a page starts strictly after the last record of the one before

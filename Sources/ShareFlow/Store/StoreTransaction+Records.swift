@@ -111,11 +111,12 @@ extension StoreTransaction {
                      table: "record", keyAt: 0, StoreTransaction.recordRow)
     }
 
-    /// Every record of `type` in a zone (O7 filters and sorts them). A damaged one fails the
-    /// query, named: a result without it would pass for every match.
-    package func records(zone: Int64, type: String) throws -> [RecordRow] {
-        try fetchAll("SELECT \(StoreTransaction.recordColumns) FROM \(StoreTransaction.recordSource) WHERE r.zoneID = ? AND r.type = ?", [zone, type],
-                     table: "record", keyAt: 0, StoreTransaction.recordRow)
+    /// Every record of `type` in a zone, handed to `body` until it returns false (O7 filters
+    /// and sorts them). A damaged one fails the query, named: a result without it would pass
+    /// for every match.
+    package func records(zone: Int64, type: String, _ body: (RecordRow) throws -> Bool) throws {
+        try forEach("SELECT \(StoreTransaction.recordColumns) FROM \(StoreTransaction.recordSource) WHERE r.zoneID = ? AND r.type = ?", [zone, type],
+                    table: "record", keyAt: 0, StoreTransaction.recordRow, body)
     }
 
     /// An order the store can give a type's records in from an index (R33's total order: the

@@ -33,13 +33,14 @@ public struct PluginConfig {
     /// `shareflow serve`, SPEC §13 wave 3: the most MiB of records one response carries, the
     /// connections open at once, the seconds a connection may take to send a request head
     /// (`headerSeconds`), a body (`bodySeconds`), its next request (`idleSeconds`), and the
-    /// seconds SIGTERM waits for requests in flight (`shutdownSeconds`). Set only when the
+    /// seconds SIGTERM waits for requests in flight (`shutdownSeconds`), and the seconds one
+    /// query may read records on the engine's thread (`querySeconds`). Set only when the
     /// file names them (the server has its defaults).
     public var server: [String: Double] = [:]
     /// The numeric `server` keys and their bounds (outside them a typo, not a setting).
     public static let serverRanges: [String: ClosedRange<Double>] = [
         "maxResponseMiB": 0.001...4096, "maxConnections": 1...1_000_000, "headerSeconds": 0.1...3600,
-        "bodySeconds": 0.1...86_400, "idleSeconds": 0.1...86_400, "shutdownSeconds": 0...3600,
+        "bodySeconds": 0.1...86_400, "idleSeconds": 0.1...86_400, "shutdownSeconds": 0...3600, "querySeconds": 0.001...3600,
     ]
 
     public init() {}
