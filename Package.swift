@@ -92,6 +92,7 @@ let package = Package(
         ),
         .testTarget(name: "ShareFlowTests", dependencies: ["ShareFlow", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport"]),
+        .testTarget(name: "ShareFlowServerTests", dependencies: ["ShareFlowServer"]),
         .testTarget(name: "EndToEndTests", dependencies: [.product(name: "Crypto", package: "swift-crypto")], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
