@@ -87,10 +87,10 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         var identity: String?
         do {
             guard CloudEnvironment(rawValue: r.environment) != nil else {
-                throw Failure(status: 400, body: WireFormat.error(code: "BAD_REQUEST", reason: "environment '\(r.environment)' is not development or production"))
+                throw Failure(status: 400, body: WireFormat.error(code: "BAD_REQUEST", reason: "environment '\(Naming.printable(r.environment))' is not development or production"))
             }
             guard let scope = DatabaseScope(rawValue: r.database) else {
-                throw Failure(status: 400, body: WireFormat.error(code: "BAD_REQUEST", reason: "database '\(r.database)' is not public, private or shared"))
+                throw Failure(status: 400, body: WireFormat.error(code: "BAD_REQUEST", reason: "database '\(Naming.printable(r.database))' is not public, private or shared"))
             }
             caller = try authenticate(r, scope: scope)
             identity = caller.map { "account \($0.id)" } ?? r.apiToken.map { "api " + Credentials.hash($0) }
@@ -145,7 +145,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         }
         guard let key = try engine.store.credential(.serverKey, container: r.container, environment: r.cloudEnvironment, hash: keyID.lowercased()),
               let pem = key.publicKey, let accountID = key.accountID else {
-            throw refuse("X-Apple-CloudKit-Request-KeyID is not a key registered for \(r.container) (shareflow keys add)")
+            throw refuse("X-Apple-CloudKit-Request-KeyID is not a key registered for \(Naming.printable(r.container)) (shareflow keys add)")
         }
         guard let dateText = r.headers["x-apple-cloudkit-request-iso8601date"], let date = Self.iso8601(dateText) else {
             throw refuse("X-Apple-CloudKit-Request-ISO8601Date is missing or not an ISO 8601 date like 2016-01-25T22:15:43Z")
@@ -159,7 +159,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         }
         // A signature is good once: the same signed request sent again within its window (a
         // replay by whoever saw it) is refused. Kept until its date leaves the window.
-        let seen = keyID.lowercased() + " " + signature
+        let seen = keyID.lowercased() + " " + (Credentials.canonicalSignature(signature) ?? signature)
         let now = Date().timeIntervalSince1970
         if let until = usedSignatures[seen], until > now {
             throw refuse("X-Apple-CloudKit-Request-SignatureV1 was already used: a signed request is accepted once (sign each request anew)")
@@ -189,7 +189,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         let key = r.container + "\u{0}" + r.environment + "\u{0}" + token
         if apiTokens.contains(key) { return }
         guard try engine.store.credential(.apiToken, container: r.container, environment: r.cloudEnvironment, hash: Credentials.hash(token)) != nil else {
-            throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckAPIToken is not valid for \(r.container) in \(r.environment)"))
+            throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckAPIToken is not valid for \(Naming.printable(r.container)) in \(r.environment)"))
         }
         if apiTokens.count >= Self.maxCached { apiTokens.removeAll() }
         apiTokens.insert(key)
@@ -203,7 +203,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         if known == nil {
             guard let credential = try engine.store.credential(.webAuthToken, container: r.container, environment: r.cloudEnvironment, hash: Credentials.hash(token)),
                   let id = credential.accountID else {
-                throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckWebAuthToken is not valid for \(r.container)"))
+                throw Failure(status: 401, body: WireFormat.error(code: "AUTHENTICATION_FAILED", reason: "ckWebAuthToken is not valid for \(Naming.printable(r.container))"))
             }
             known = (id, credential.expiresAt)
             if webTokens.count >= Self.maxCached { webTokens.removeAll() }
@@ -367,18 +367,23 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 }
                 // A record's own desiredKeys, else the request's.
                 let keys = try WireFormat.strings(item["desiredKeys"], field: "records[\(n)].desiredKeys") ?? desired
+                // Past the budget nothing more is read: the work and the memory stop there too.
+                let overBudget = WireFormat.recordError(code: "QUOTA_EXCEEDED", reason: "limitExceeded: this response carries at most \(maxResponseBytes) bytes of records; ask for \(Naming.printable(name)) in another request",
+                                                        recordName: name)
+                guard budget > 0 else { return overBudget }
                 let result = fetched[name] ?? Result { try db.fetchRecord(RecordID(recordName: name, zoneID: zone)) }
                     .mapError { $0 as? ShareFlowError ?? ShareFlowError(.serviceUnavailable, "\($0)") }
-                fetched[name] = result
                 switch result {
                 case .success(let record):
                     guard record.storedBytes <= budget else {
-                        return WireFormat.recordError(code: "QUOTA_EXCEEDED", reason: "limitExceeded: this response already carries \(maxResponseBytes - budget) of at most \(maxResponseBytes) bytes of records; ask for \(Naming.printable(name)) in another request",
-                                                      recordName: name)
+                        budget = 0
+                        return overBudget
                     }
+                    fetched[name] = result
                     budget -= record.storedBytes
                     return WireFormat.record(record, desiredKeys: keys, numbersAsStrings: asStrings)
                 case .failure(let e):
+                    fetched[name] = result
                     return WireFormat.recordError(e, recordName: name)
                 }
             }]

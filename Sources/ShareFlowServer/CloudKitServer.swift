@@ -146,7 +146,9 @@ public struct CloudKitServer: Sendable {
         // checkpointed either way.
         var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         group.maximumGracefulShutdownDuration = Duration.milliseconds(Int64(shutdownSeconds * 1000))
-        group.maximumCancellationDuration = Duration.seconds(2)
+        // No trap once cancelled: work waiting for the engine's thread is dropped at once
+        // (EngineThread.run), and the job running is bounded (querySeconds).
+        group.maximumCancellationDuration = nil
         try await ServiceGroup(configuration: group).run()
         _ = try? await thread.run { [engine] in engine.store.checkpoint() }
     }
@@ -206,13 +208,14 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
             let reason = error.status == .notFound ? "no route \(request.method) \(String(request.uri.path.prefix(200)))" : "\(error.status)"
             response = CloudKitServer.response(APIResponse(status: status, object: WireFormat.error(code: code, reason: reason), caller: nil))
         } catch {
-            logger.info("\(request.method) \(request.uri.path) error \(start.duration(to: .now)) \(error)")
+            logger.info("\(request.method) \(Naming.printable(request.uri.path)) error \(start.duration(to: .now)) \(error)")
             throw error
         }
         let caller = response.headers[callerField] ?? "-"
         response.headers[callerField] = nil
         let ms = Double(start.duration(to: .now).components.attoseconds) / 1e15 + Double(start.duration(to: .now).components.seconds) * 1000
-        logger.info("\(request.method) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", ms)) ms \(caller)")
+        // The path shown is cut to 80 characters: a log line per request stays a line.
+        logger.info("\(request.method) \(Naming.printable(request.uri.path)) \(response.status.code) \(String(format: "%.1f", ms)) ms \(caller)")
         return response
     }
 }

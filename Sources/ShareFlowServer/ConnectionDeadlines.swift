@@ -20,6 +20,12 @@ public struct ConnectionDeadlines: Sendable {
 
 /// Closes the connection when a deadline of `ConnectionDeadlines` passes. Sits after the
 /// HTTP codec, so it sees request heads and ends, and the responses going out.
+///
+/// Two clocks: the request's (from the connection opening to its first head, then from each
+/// head to its end) and the connection's progress (`idleSeconds` without a byte read from the
+/// client, a write completing or the socket draining). A client that stops reading — even one
+/// with pipelined requests still queued — makes no progress and is closed; a slow reader of a
+/// big answer keeps draining the socket and is not.
 final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -27,31 +33,51 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     typealias OutboundOut = HTTPResponsePart
 
     private let deadlines: ConnectionDeadlines
-    private var timer: Scheduled<Void>?
-    /// Requests whose response has not ended (a pipelined client may send several).
-    private var open = 0
+    private var requestTimer: Scheduled<Void>?
+    private var stallTimer: Scheduled<Void>?
+    /// Until the channel goes inactive or the handler leaves it: no timer is armed after.
+    private var live = true
 
     init(_ deadlines: ConnectionDeadlines) { self.deadlines = deadlines }
 
-    private func arm(_ seconds: Double, _ context: ChannelHandlerContext) {
-        timer?.cancel()
+    private func schedule(_ seconds: Double, _ context: ChannelHandlerContext) -> Scheduled<Void> {
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
+        return context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
             loopBound.value.close(promise: nil)
         }
     }
 
+    private func armRequest(_ seconds: Double, _ context: ChannelHandlerContext) {
+        guard live else { return }
+        requestTimer?.cancel()
+        requestTimer = schedule(seconds, context)
+    }
+
+    /// The connection made progress: it may stay `idleSeconds` more.
+    private func progressed(_ context: ChannelHandlerContext) {
+        guard live else { return }
+        stallTimer?.cancel()
+        stallTimer = schedule(deadlines.idleSeconds, context)
+    }
+
     private func disarm() {
-        timer?.cancel()
-        timer = nil
+        live = false
+        requestTimer?.cancel()
+        requestTimer = nil
+        stallTimer?.cancel()
+        stallTimer = nil
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { arm(deadlines.headerSeconds, context) }
+        if context.channel.isActive {
+            armRequest(deadlines.headerSeconds, context)
+            progressed(context)
+        }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        arm(deadlines.headerSeconds, context)
+        armRequest(deadlines.headerSeconds, context)
+        progressed(context)
         context.fireChannelActive()
     }
 
@@ -63,27 +89,29 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        progressed(context)
         switch unwrapInboundIn(data) {
         case .head:
-            open += 1
-            arm(deadlines.bodySeconds, context)
+            armRequest(deadlines.bodySeconds, context)
         case .body:
             break
         case .end:
             // The request is in; the time it takes to answer is the server's, not the client's.
-            disarm()
+            requestTimer?.cancel()
+            requestTimer = nil
         }
         context.fireChannelRead(data)
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { progressed(context) }
+        context.fireChannelWritabilityChanged()
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) {
-            open -= 1
-            if open <= 0 {
-                open = 0
-                arm(deadlines.idleSeconds, context)
-            }
-        }
-        context.write(data, promise: promise)
+        let written = promise ?? context.eventLoop.makePromise()
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        written.futureResult.whenSuccess { loopBound.value.0.progressed(loopBound.value.1) }
+        context.write(data, promise: written)
     }
 }

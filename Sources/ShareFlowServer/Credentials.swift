@@ -70,4 +70,30 @@ public enum Credentials {
     private static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
         digest.map { String(format: "%02x", $0) }.joined()
     }
+
+    /// P-256's group order n, big-endian.
+    private static let order: [UInt8] = [
+        0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+        0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+    ]
+
+    /// One name for a signature and its twin: ECDSA's (r, s) and (r, n − s) verify alike, so a
+    /// replay cache keyed on the text would take the twin for a new signature. The name is
+    /// r and the smaller of s and n − s; nil when the text is no DER P-256 signature.
+    static func canonicalSignature(_ base64: String) -> String? {
+        guard let der = Data(base64Encoded: base64),
+              let raw = try? P256.Signing.ECDSASignature(derRepresentation: der).rawRepresentation, raw.count == 64 else { return nil }
+        let r = Array(raw.prefix(32)), sValue = Array(raw.suffix(32))
+        // n − s, byte by byte from the least significant.
+        var twin = [UInt8](repeating: 0, count: 32)
+        var borrow = 0
+        for i in stride(from: 31, through: 0, by: -1) {
+            var d = Int(order[i]) - Int(sValue[i]) - borrow
+            borrow = d < 0 ? 1 : 0
+            if d < 0 { d += 256 }
+            twin[i] = UInt8(d)
+        }
+        let low = sValue.lexicographicallyPrecedes(twin) ? sValue : twin
+        return hex(r) + hex(low)
+    }
 }

@@ -30,13 +30,62 @@ final class EngineThread: @unchecked Sendable {  // jobs guarded by `condition`
         condition.unlock()
     }
 
-    /// Runs `body` on the engine's thread and returns its result.
+    /// Runs `body` on the engine's thread and returns its result. Cancelled while it waits its
+    /// turn (its client gone, or the server shutting down), it never runs and throws
+    /// `CancellationError` at once: a shutdown waits for the one job running, not the queue.
     func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            condition.lock()
-            jobs.append { continuation.resume(with: Result { try body() }) }
-            condition.signal()
-            condition.unlock()
+        let ticket = Ticket<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard ticket.wait(continuation) else { return }
+                enqueue {
+                    guard let continuation = ticket.start() else { return }
+                    continuation.resume(with: Result { try body() })
+                }
+            }
+        } onCancel: {
+            ticket.cancel()
+        }
+    }
+
+    /// One job's place in the queue: waiting (with its continuation once it has one), running,
+    /// or cancelled. Whichever of the engine's thread and the cancellation comes first wins.
+    private final class Ticket<T: Sendable>: @unchecked Sendable {  // state guarded by `lock`
+        private let lock = NSLock()
+        private var continuation: CheckedContinuation<T, Error>?
+        private var cancelled = false
+        private var started = false
+
+        /// Keeps the continuation; false (after resuming it) when cancelled already.
+        func wait(_ c: CheckedContinuation<T, Error>) -> Bool {
+            lock.lock()
+            if cancelled {
+                lock.unlock()
+                c.resume(throwing: CancellationError())
+                return false
+            }
+            continuation = c
+            lock.unlock()
+            return true
+        }
+
+        /// The continuation to run the job for, or nil when it was cancelled.
+        func start() -> CheckedContinuation<T, Error>? {
+            lock.lock()
+            defer { lock.unlock() }
+            guard !cancelled, let c = continuation else { return nil }
+            started = true
+            continuation = nil
+            return c
+        }
+
+        func cancel() {
+            lock.lock()
+            cancelled = true
+            let waiting = started ? nil : continuation
+            continuation = nil
+            lock.unlock()
+            waiting?.resume(throwing: CancellationError())
         }
     }
 }

@@ -73,10 +73,22 @@ final class ServeAuthTests: ServerTestCase {
         // A signature is accepted once: the same signed request sent again is a replay, in
         // whatever case its key ID is written.
         let replayed = try key.signature(for: Data("\(stamp):\(hash):\(path)".utf8)).derRepresentation.base64EncodedString()
-        for (n, id) in [keyID, keyID, keyID.uppercased()].enumerated() {
+        // Its twin (r, n − s) verifies as well and is the same signature.
+        let raw = try P256.Signing.ECDSASignature(derRepresentation: Data(base64Encoded: replayed)!).rawRepresentation
+        let order: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                              0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51]
+        var twinS = [UInt8](repeating: 0, count: 32), borrow = 0
+        for i in stride(from: 31, through: 0, by: -1) {
+            var d = Int(order[i]) - Int(raw[raw.startIndex + 32 + i]) - borrow
+            borrow = d < 0 ? 1 : 0
+            if d < 0 { d += 256 }
+            twinS[i] = UInt8(d)
+        }
+        let twin = try P256.Signing.ECDSASignature(rawRepresentation: Data(raw.prefix(32)) + twinS).derRepresentation.base64EncodedString()
+        for (n, (id, signature)) in [(keyID, replayed), (keyID, replayed), (keyID.uppercased(), replayed), (keyID, twin)].enumerated() {
             let r = try call("POST", path, query: "", body: lookup, headers: [
                 "X-Apple-CloudKit-Request-KeyID: \(id)", "X-Apple-CloudKit-Request-ISO8601Date: \(stamp)",
-                "X-Apple-CloudKit-Request-SignatureV1: \(replayed)"])
+                "X-Apple-CloudKit-Request-SignatureV1: \(signature)"])
             if n == 0 { XCTAssertEqual(r.0, 200, "\(r.1)") } else { refusedBecause(r, "already used") }
         }
     }

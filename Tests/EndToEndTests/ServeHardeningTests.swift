@@ -241,4 +241,56 @@ final class ServeHardeningTests: ServerTestCase {
         XCTAssertTrue((r.1["reason"] as? String)?.contains("without filling its page") == true, "\(r.1)")
         XCTAssertEqual(try call("GET", db + "/private/users/caller").0, 200, "the engine is free")
     }
+
+    /// A client that pipelines requests and never reads their answers makes no progress: it is
+    /// closed after idleSeconds, and the cap's slot is free again.
+    func testAPipeliningClientThatNeverReadsIsClosed() throws {
+        try restart(config: "return { server = { maxConnections = 2, headerSeconds = 2, bodySeconds = 2, idleSeconds = 2 } }")
+        let hog = try RawClient(port: port)
+        var size: Int32 = 4096
+        setsockopt(hog.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        _ = fcntl(hog.fd, F_SETFL, fcntl(hog.fd, F_GETFL) | O_NONBLOCK)
+        let request = Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        var batch: [UInt8] = []
+        for _ in 0..<200 { batch += request }
+        let start = Date()
+        var closed = false
+        while Date().timeIntervalSince(start) < 15 && !closed {
+            let n = batch.withUnsafeBytes { Glibc.send(hog.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK { closed = true }
+            usleep(50_000)
+        }
+        XCTAssertTrue(closed, "the server closed the connection of a client that never reads")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 12)
+        hog.shut()
+        XCTAssertEqual(try call("POST", db + "/private/zones/list", body: "{}").0, 200, "the slot is free again")
+    }
+
+    /// SIGTERM while queries wait for the engine's thread: what waits is dropped, what runs is
+    /// bounded; the server checkpoints and exits 0, never trapping.
+    func testSIGTERMWithQueuedEngineWorkExitsCleanly() throws {
+        try restart(config: "return { server = { shutdownSeconds = 0.5, querySeconds = 1 } }")
+        for batch in 0..<10 {
+            let ops = (0..<400).map { #"{"operationType":"create","record":{"recordName":"w\#(batch)-\#($0)","recordType":"Item","fields":{"s":{"value":"\#($0 * 7919 % 400)"}}}}"# }
+            XCTAssertEqual(try call("POST", db + "/private/records/modify", body: #"{"operations":[\#(ops.joined(separator: ","))]}"#).0, 200)
+        }
+        let url = base + db + "/private/records/query?ckAPIToken=\(api)&ckWebAuthToken=\(web)"
+        let body = #"{"query":{"recordType":"Item","sortBy":[{"fieldName":"s"},{"fieldName":"s","ascending":false}]},"resultsLimit":1}"#
+        let clients = try (0..<8).map { _ -> Process in
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = ["curl", "-s", "-o", "/dev/null", "--max-time", "30", "-X", "POST", "-H", "Content-Type: text/plain", "--data", body, url]
+            try p.run()
+            return p
+        }
+        usleep(500_000)
+        let start = Date()
+        server.terminate()
+        let deadline = Date().addingTimeInterval(20)
+        while server.isRunning && Date() < deadline { usleep(50_000) }
+        XCTAssertFalse(server.isRunning)
+        XCTAssertEqual(server.terminationStatus, 0, (try? String(contentsOf: serverLog, encoding: .utf8)).map { String($0.suffix(1000)) } ?? "")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 10)
+        clients.forEach { $0.waitUntilExit() }
+    }
 }

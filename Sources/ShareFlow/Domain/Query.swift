@@ -13,6 +13,9 @@ public struct Query: Sendable {
     public var predicate: Predicate
     public var sortDescriptors: [SortDescriptor]
 
+    /// The most sort descriptors a query runs with.
+    public static let maxSortDescriptors = 16
+
     public init(recordType: String, predicate: Predicate = .all, sortDescriptors: [SortDescriptor] = []) {
         self.recordType = recordType
         self.predicate = predicate

@@ -14,6 +14,11 @@ extension Engine {
             try Naming.check(fieldKey: key)
         }
         if let limit, limit < 1 { throw ShareFlowError.invalid("resultsLimit must be 1 or more, got \(limit) (O7)") }
+        // Each sort key is compared for every pair the sort meets: a bound keeps a query's cost
+        // in proportion to the records it reads.
+        guard query.sortDescriptors.count <= Query.maxSortDescriptors else {
+            throw ShareFlowError(.limitExceeded, "a query sorts by at most \(Query.maxSortDescriptors) keys, got \(query.sortDescriptors.count) (O7)")
+        }
         if let after, after.values.count != query.sortDescriptors.count {
             throw ShareFlowError.invalid("this cursor is not one of this query's (O7)")
         }
@@ -62,25 +67,39 @@ extension Engine {
                     return true
                 }
             } else {
-                var matching: [RecordRow] = []
-                try db.records(zone: zone.id, type: query.recordType) { row in
-                    try step()
-                    if visible(row.name) && matches({ key in Engine.value(of: key, in: row) }) { matching.append(row) }
-                    return true
-                }
                 // R33: one total order (the sort keys, then the record name; records without a
                 // key first), and a page starts strictly after the last record of the one before
                 // (a keyset, not an offset): a record deleted or inserted in between hides or
-                // repeats no other.
-                var keyed = matching.map { (row: $0, position: position($0)) }
-                if let after { keyed.removeAll { QueryPosition.order($0.position, after, sorts) != .orderedDescending } }
-                keyed.sort { QueryPosition.order($0.position, $1.position, sorts) == .orderedAscending }
-                for entry in keyed.prefix(limit ?? Int.max) {
+                // repeats no other. With a page size, only the first `limit + 1` matches are kept
+                // (sorted as they come): memory and sorting in proportion to the page, not the zone.
+                let keep = limit.map { $0 + 1 } ?? Int.max
+                var best: [(row: RecordRow, position: QueryPosition)] = []
+                func before(_ a: QueryPosition, _ b: QueryPosition) -> Bool { QueryPosition.order(a, b, sorts) == .orderedAscending }
+                try db.records(zone: zone.id, type: query.recordType) { row in
+                    try step()
+                    guard visible(row.name), matches({ key in Engine.value(of: key, in: row) }) else { return true }
+                    let p = position(row)
+                    if let after, QueryPosition.order(p, after, sorts) != .orderedDescending { return true }
+                    if keep == Int.max { best.append((row, p)); return true }
+                    if best.count == keep {
+                        guard before(p, best[best.count - 1].position) else { return true }
+                        best.removeLast()
+                    }
+                    var low = 0, high = best.count
+                    while low < high {
+                        let mid = (low + high) / 2
+                        if before(best[mid].position, p) { low = mid + 1 } else { high = mid }
+                    }
+                    best.insert((row, p), at: low)
+                    return true
+                }
+                if keep == Int.max { best.sort { before($0.position, $1.position) } }
+                for entry in best.prefix(limit ?? Int.max) {
                     guard fits(entry.row) else { break }
                     page.append(entry.row)
                     bytes += entry.row.storedBytes
                 }
-                more = page.count < keyed.count
+                more = page.count < best.count
             }
             let records = try page.map { try makeRecord($0, zone: zone, caller: caller, db: db).copy(keys: desiredKeys) }
             let cursor = more
