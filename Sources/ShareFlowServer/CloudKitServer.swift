@@ -153,6 +153,9 @@ public struct CloudKitServer: Sendable {
         _ = try? await thread.run { [engine] in engine.store.checkpoint() }
     }
 
+    /// The size of the parts a big answer is written in.
+    static let partBytes = 64 << 10
+
     static func response(_ a: APIResponse) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
@@ -162,7 +165,22 @@ public struct CloudKitServer: Sendable {
             headers[.retryAfter] = String(max(1, Int(seconds.rounded(.up))))
         }
         if let caller = a.caller { headers[callerField] = caller }
-        return Response(status: .init(code: a.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: a.body)))
+        let bytes = a.body
+        guard bytes.count > partBytes else {
+            return Response(status: .init(code: a.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        }
+        // A big answer goes out in parts, each written when the client has taken the one before:
+        // a slow reader shows progress part by part (ConnectionDeadlineHandler), one that stops
+        // reading shows none.
+        return Response(status: .init(code: a.status), headers: headers, body: .init(contentLength: bytes.count) { writer in
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(offset + partBytes, bytes.count)
+                try await writer.write(ByteBuffer(bytes: bytes[offset..<end]))
+                offset = end
+            }
+            try await writer.finish(nil)
+        })
     }
 }
 

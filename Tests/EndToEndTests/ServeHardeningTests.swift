@@ -293,4 +293,30 @@ final class ServeHardeningTests: ServerTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(start), 10)
         clients.forEach { $0.waitUntilExit() }
     }
+
+    /// A slow reader of a big answer keeps taking bytes: it gets all of them, whatever
+    /// idleSeconds, while one that stops reading is closed (above).
+    func testASlowReaderGetsTheWholeAnswer() throws {
+        try restart(config: "return { server = { idleSeconds = 1 } }")
+        let big = String(repeating: "x", count: 900_000)
+        let ops = (0..<5).map { #"{"operationType":"create","record":{"recordName":"slow\#($0)","recordType":"Blob","fields":{"data":{"value":"\#(big)"}}}}"# }
+        XCTAssertEqual(try call("POST", db + "/private/records/modify", body: #"{"operations":[\#(ops.joined(separator: ","))]}"#).0, 200)
+        let body = #"{"records":[\#((0..<5).map { #"{"recordName":"slow\#($0)"}"# }.joined(separator: ","))]}"#
+        let client = try RawClient(port: port)
+        var size: Int32 = 65536
+        setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        client.send("POST \(db)/private/records/lookup?ckAPIToken=\(api)&ckWebAuthToken=\(web) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        var received = 0
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let start = Date()
+        while Date().timeIntervalSince(start) < 60 {
+            let n = recv(client.fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            received += n
+            usleep(40_000)   // about 1.5 MB/s
+        }
+        client.shut()
+        XCTAssertGreaterThan(received, 4_500_000, "the whole answer arrived")
+        XCTAssertGreaterThan(Date().timeIntervalSince(start), 2, "it was read slowly, past idleSeconds")
+    }
 }
