@@ -35,13 +35,24 @@ struct ShareFlowCommand: ParsableCommand {
     }
 }
 
+/// `--log-level`: swift-log's levels (`warn` is taken for `warning`), listed by `--help`.
+enum LogLevel: String, ExpressibleByArgument, CaseIterable {
+    case trace, debug, info, notice, warning, error, critical
+
+    init?(argument: String) {
+        self.init(rawValue: argument == "warn" ? "warning" : argument)
+    }
+
+    var level: Logger.Level { Logger.Level(rawValue: rawValue)! }
+}
+
 /// Options every subcommand takes.
 struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "The SQLite store (':memory:' for a throw-away one).")
     var store: String = ".shareflow/store.sqlite"
 
-    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    @Option(name: .long, help: "How much the engine logs to standard error.")
+    var logLevel: LogLevel = .info
 
     @Flag(name: .long, help: "Machine-readable output.")
     var json = false
@@ -93,18 +104,10 @@ struct GlobalOptions: ParsableArguments {
         return manager
     }
 
-    func validateLogLevel() throws -> Logger.Level {
-        guard let level = Logger.Level(rawValue: logLevel) ?? (logLevel == "warn" ? .warning : nil) else {
-            throw ValidationError("--log-level '\(logLevel)' is not one of trace, debug, info, notice, warning, error, critical")
-        }
-        return level
-    }
-
     /// Opens the store and the engine, with logs on standard error.
     func makeEngine() throws -> Engine {
-        let level = try validateLogLevel()
         var logger = Logger(label: "shareflow") { StandardErrorLog(label: $0) }
-        logger.logLevel = level
+        logger.logLevel = logLevel.level
         let store: Store
         do {
             store = try Store(path: self.store)

@@ -25,7 +25,6 @@ extension ShareFlowCommand {
         }
 
         func run() throws {
-            _ = try global.validateLogLevel()
             let searched = paths.isEmpty ? ["Plugins", "Scripts"] : paths
             // The default folders only where they are (run outside a checkout, there may be none).
             let files = LuaTestRunner.testFiles(in: paths.isEmpty ? searched.filter { FileManager.default.fileExists(atPath: $0) } : paths)
