@@ -370,7 +370,6 @@ extension Engine {
 
         // R11, only on a real change: changing publicPermission removes pending participants;
         // `none` removes all but the owner.
-        var removedByR11 = Set<Int64>()
         if publicPermission != row.publicPermission {
             guard publicPermission != .unknown else {
                 throw ShareFlowError.invalid("\(item): publicPermission 'unknown' cannot be set")
@@ -391,7 +390,6 @@ extension Engine {
             for p in try participantRows(share: row.id, db: db) where p.role != .owner {
                 let matches = publicPermission == .none ? p.status != .removed : p.status == .pending
                 guard matches else { continue }
-                removedByR11.insert(p.id)
                 try setStatus(.removed, of: p, share: share, reason: .publicPermissionChanged, caller: caller, container: container, db: db)
             }
             var event = Event(.sharePublicPermissionChanged, caller: caller, container: container)
@@ -407,7 +405,7 @@ extension Engine {
             : makeShare(row, zone: zone, caller: caller, db: db)
         let participantsBefore = staleServerCopy == nil ? [] : try participantRows(share: row.id, db: db).map(\.state)
         try applyParticipantChanges(share, row: row, me: mine, publicPermission: publicPermission, asShown: policy != .changedKeys,
-                                    removedByR11: removedByR11, caller: caller, container: container, item: item, db: db)
+                                    caller: caller, container: container, item: item, db: db)
         if let server = staleServerCopy, try participantRows(share: row.id, db: db).map(\.state) != participantsBefore {
             var error = ShareFlowError(.serverRecordChanged, "\(item) changed on the server since this copy (copy's change tag \(share.recordChangeTag ?? "none"), server's \(tagAtStart ?? "?")); whatever the save policy, a share's participants are changed only from the server's current copy: merge with the error's serverRecord and save again (R35)")
             error.conflict = RecordConflict(server: server, client: share.duplicate(), ancestor: share.ancestor())
@@ -472,7 +470,7 @@ extension Engine {
     /// (changedKeys) applies only the adds and removes made on the object. Participants R11
     /// just took off stay off unless this save adds them.
     private func applyParticipantChanges(_ share: Share, row: ShareRow, me: ParticipantRow, publicPermission: ParticipantPermission,
-                                         asShown: Bool, removedByR11: Set<Int64>, caller: Account,
+                                         asShown: Bool, caller: Account,
                                          container: String, item: String, db: StoreTransaction) throws {
         var rows = try participantRows(share: row.id, db: db)
         func requireManage() throws {

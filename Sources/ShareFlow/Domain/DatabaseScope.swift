@@ -1,0 +1,4 @@
+/// Which of a container's databases.
+public enum DatabaseScope: String, Sendable, CaseIterable {
+    case `private`, shared, `public`
+}

@@ -1,0 +1,56 @@
+import Foundation
+
+/// One of a container's three databases, seen by the container's session.
+public final class CloudDatabase {
+    public let container: Container
+    public let databaseScope: DatabaseScope
+
+    init(container: Container, scope: DatabaseScope) {
+        self.container = container
+        self.databaseScope = scope
+    }
+
+    var engine: Engine { container.session.engine }
+
+    /// Creates a custom zone in the private database (or returns the one already there).
+    @discardableResult
+    public func saveZone(_ name: String) throws -> RecordZone {
+        try engine.saveZone(name, in: self)
+    }
+
+    public func fetchAllRecordZones() throws -> [RecordZone] {
+        try engine.fetchAllRecordZones(in: self)
+    }
+
+    /// The record, or `unknownItem`.
+    public func fetchRecord(_ id: RecordID) throws -> Record {
+        try engine.fetchRecord(id, in: self)
+    }
+
+    /// Each ID's record or error, in input order.
+    public func fetchRecords(_ ids: [RecordID]) -> [(RecordID, Result<Record, ShareFlowError>)] {
+        ids.map { id in
+            do { return (id, .success(try engine.fetchRecord(id, in: self))) }
+            catch { return (id, .failure(error as? ShareFlowError ?? ShareFlowError(.serviceUnavailable, "\(error)"))) }
+        }
+    }
+
+    /// Saves and deletes records and shares. Each item is atomic (O6); in custom zones the
+    /// call is too, unless `atomically` is false (R22). Saves check change tags as
+    /// `savePolicy` says (R21).
+    ///
+    /// ```swift
+    /// let result = try db.modifyRecords(saving: [trip, share])
+    /// if let e = result.firstError, e.code == .serverRecordChanged { merge(e.serverRecord!) }
+    /// ```
+    public func modifyRecords(saving: [Record] = [], deleting: [RecordID] = [],
+                              savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
+                              atomically: Bool = true) throws -> ModifyResult {
+        try engine.modifyRecords(saving: saving, deleting: deleting, savePolicy: savePolicy, atomic: atomically, in: self)
+    }
+
+    /// The zone ID a new zone or record of this database gets for `name`.
+    public func zoneID(_ name: String) throws -> RecordZoneID {
+        RecordZoneID(zoneName: name, ownerName: databaseScope == .public ? Engine.publicOwnerName : try container.session.account.userRecordID)
+    }
+}
