@@ -22,8 +22,8 @@ public struct ConnectionDeadlines: Sendable {
 /// HTTP codec, so it sees request heads and ends, and the responses going out.
 ///
 /// Two clocks: the request's (from the connection opening to its first head, then from each
-/// head to its end) and the connection's progress (`idleSeconds` without a byte read from the
-/// client, a write completing or the socket draining). A client that stops reading — even one
+/// head to its end) and the connection's progress (`idleSeconds` without a request part read,
+/// a write handed down or the socket draining). A client that stops reading — even one
 /// with pipelined requests still queued — makes no progress and is closed; a slow reader of a
 /// big answer keeps draining the socket and is not.
 final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
@@ -35,10 +35,15 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     private let deadlines: ConnectionDeadlines
     private var requestTimer: Scheduled<Void>?
     private var stallTimer: Scheduled<Void>?
+    private var lastProgress = NIODeadline.now()
+    private let idle: TimeAmount
     /// Until the channel goes inactive or the handler leaves it: no timer is armed after.
     private var live = true
 
-    init(_ deadlines: ConnectionDeadlines) { self.deadlines = deadlines }
+    init(_ deadlines: ConnectionDeadlines) {
+        self.deadlines = deadlines
+        idle = .nanoseconds(Int64(deadlines.idleSeconds * 1e9))
+    }
 
     private func schedule(_ seconds: Double, _ context: ChannelHandlerContext) -> Scheduled<Void> {
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
@@ -53,11 +58,23 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
         requestTimer = schedule(seconds, context)
     }
 
-    /// The connection made progress: it may stay `idleSeconds` more.
+    /// The connection made progress: it may stay `idleSeconds` more. Only a time is noted;
+    /// the one stall timer checks it when it fires (no timer churn per request part).
     private func progressed(_ context: ChannelHandlerContext) {
         guard live else { return }
-        stallTimer?.cancel()
-        stallTimer = schedule(deadlines.idleSeconds, context)
+        lastProgress = .now()
+        if stallTimer == nil { armStall(at: lastProgress + idle, context) }
+    }
+
+    private func armStall(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        stallTimer = context.eventLoop.scheduleTask(deadline: deadline) {
+            let (handler, context) = loopBound.value
+            handler.stallTimer = nil
+            guard handler.live else { return }
+            let due = handler.lastProgress + handler.idle
+            if due <= .now() { context.close(promise: nil) } else { handler.armStall(at: due, context) }
+        }
     }
 
     private func disarm() {
@@ -108,10 +125,10 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
         context.fireChannelWritabilityChanged()
     }
 
+    /// A write is handed down only while the socket takes what came before (the server's
+    /// writer waits for writability), so handing one down is progress too.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let written = promise ?? context.eventLoop.makePromise()
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        written.futureResult.whenSuccess { loopBound.value.0.progressed(loopBound.value.1) }
-        context.write(data, promise: written)
+        progressed(context)
+        context.write(data, promise: promise)
     }
 }
