@@ -716,7 +716,7 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
         let asStrings = try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false
         _ = try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings")
         // A companion is a share's root saved with it but not asked for (not in the response).
-        enum Planned { case save(Record, RecordSavePolicy), delete(RecordID), failed(Object), share(Int, Object, String), companion(Record) }
+        enum Planned { case save(Record, RecordSavePolicy), delete(RecordID, tag: String?), failed(Object), share(Int, Object, String), companion(Record) }
         var plans: [(name: String, plan: Planned)] = []
         for (n, raw) in ops.enumerated() {
             guard let op = raw as? Object, let type = op["operationType"] as? String, let rec = op["record"] as? Object else {
@@ -741,13 +741,9 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             do {
                 switch type {
                 case "delete", "forceDelete":
-                    if type == "delete" {
-                        let server = try db.fetchRecord(id)
-                        guard let tag, tag == server.recordChangeTag else {
-                            throw ShareFlowError(.serverRecordChanged, "record \(name) changed on the server since this copy (delete needs its current recordChangeTag) (R21)")
-                        }
-                    }
-                    plans.append((name, .delete(id)))
+                    // R21, checked by the engine in its transaction: a `delete` needs the current
+                    // change tag (none given never matches one); `forceDelete` does not.
+                    plans.append((name, .delete(id, tag: type == "delete" ? tag ?? "" : nil)))
                 case "create", "update", "forceUpdate", "replace", "forceReplace":
                     guard let recordType = try WireFormat.string(rec["recordType"], field: "operations[\(n)].record.recordType") else {
                         throw WireFormat.BadRequest(reason: "operations[\(n)].record.recordType is required")
@@ -822,8 +818,10 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
             default: return nil
             }
         }
-        let deletes = plans.compactMap { p -> RecordID? in if case .delete(let id) = p.plan { return id }; return nil }
-        let result = try db.modifyRecords(saving: saves, deleting: deletes, atomically: atomic)
+        let deletes = plans.compactMap { p -> RecordID? in if case .delete(let id, _) = p.plan { return id }; return nil }
+        var tags: [RecordID: String] = [:]
+        for p in plans { if case .delete(let id, let tag?) = p.plan { tags[id] = tag } }
+        let result = try db.modifyRecords(saving: saves, deleting: deletes, atomically: atomic, deletingOnlyAtTags: tags)
         var saved = result.saveResults.makeIterator(), deleted = result.deleteResults.makeIterator()
         // A companion's failure is its share's: the client asked for the share only.
         var companionFailure: ShareFlowError?

@@ -85,4 +85,26 @@ final class ShareScopingTests: XCTestCase {
         XCTAssertEqual(ids.count, 2)
         XCTAssertEqual(Set(ids).count, 2, "each place has its own participant ID")
     }
+
+    /// R21 for deletes that name their copy: the tag is checked in the engine's transaction (a
+    /// second process's save in between is seen), and only once the caller may delete (R37).
+    func testADeleteAtAStaleTagIsRefusedInTheTransaction() throws {
+        let w = try World()
+        try w.accept(try XCTUnwrap(w.share(["bob@example.com"], permission: .readWrite).url), in: w.bc)
+        let db = w.c.privateCloudDatabase
+        let copy = try db.fetchRecord(w.day.recordID)
+        let newer = try db.fetchRecord(w.day.recordID)
+        newer["note"] = .string("edited")
+        XCTAssertNil(try db.modifyRecords(saving: [newer]).error)
+        let stale = try db.modifyRecords(deleting: [w.day.recordID], deletingOnlyAtTags: [w.day.recordID: copy.recordChangeTag!])
+        XCTAssertEqual(stale.firstError?.code, .serverRecordChanged)
+        XCTAssertNoThrow(try db.fetchRecord(w.day.recordID), "nothing deleted")
+        let current = try db.fetchRecord(w.day.recordID).recordChangeTag!
+        XCTAssertNil(try db.modifyRecords(deleting: [w.day.recordID], deletingOnlyAtTags: [w.day.recordID: current]).error)
+        // In the shared database a record outside the caller's shares is missing, tag or not.
+        let outside = Record(recordType: "Trip", recordID: RecordID(recordName: "porto", zoneID: w.zone.zoneID))
+        XCTAssertNil(try db.modifyRecords(saving: [outside]).error)
+        let probe = try w.bc.sharedCloudDatabase.modifyRecords(deleting: [outside.recordID], deletingOnlyAtTags: [outside.recordID: "wrong"])
+        XCTAssertEqual(probe.firstError?.code, .unknownItem)
+    }
 }

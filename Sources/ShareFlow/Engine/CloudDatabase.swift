@@ -43,10 +43,14 @@ public final class CloudDatabase {
     /// let result = try db.modifyRecords(saving: [trip, share])
     /// if let e = result.firstError, e.code == .serverRecordChanged { merge(e.serverRecord!) }
     /// ```
+    /// `deletingOnlyAtTags`: record IDs whose delete must find this change tag on the server
+    /// (R21, checked in the same transaction; otherwise `serverRecordChanged`); the others are
+    /// deleted whatever their tag, as CloudKit's deletes are.
     public func modifyRecords(saving: [Record] = [], deleting: [RecordID] = [],
                               savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
-                              atomically: Bool = true) throws -> ModifyResult {
-        try engine.modifyRecords(saving: saving, deleting: deleting, savePolicy: savePolicy, atomic: atomically, in: self)
+                              atomically: Bool = true, deletingOnlyAtTags: [RecordID: String] = [:]) throws -> ModifyResult {
+        try engine.modifyRecords(saving: saving, deleting: deleting, savePolicy: savePolicy, atomic: atomically,
+                                 deleteTags: deletingOnlyAtTags, in: self)
     }
 
     /// The zone ID a new zone or record of this database gets for `name`.

@@ -6,7 +6,7 @@ extension Engine {
     private struct BatchRolledBack: Error {}
 
     func modifyRecords(saving: [Record], deleting: [RecordID], savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
-                       atomic: Bool = true, in database: CloudDatabase) throws -> ModifyResult {
+                       atomic: Bool = true, deleteTags: [RecordID: String] = [:], in database: CloudDatabase) throws -> ModifyResult {
         try Engine.requireSignedIn(database)
         let total = saving.count + deleting.count
         guard total <= ModifyLimits.maxItems else {
@@ -38,7 +38,7 @@ extension Engine {
                 }
                 for (n, id) in deleting.enumerated() {
                     do {
-                        try transaction { db in try deleteRecord(id, in: database, caller: caller, db: db) }
+                        try transaction { db in try deleteRecord(id, in: database, caller: caller, ifTag: deleteTags[id], db: db) }
                         deletes[n] = .success(())
                     } catch {
                         deletes[n] = .failure(ShareFlowError.wrap(error, store: store))
@@ -638,8 +638,15 @@ extension Engine {
 
     // MARK: Deleting
 
-    func deleteRecord(_ id: RecordID, in database: CloudDatabase, caller: Account, db: StoreTransaction) throws {
+    func deleteRecord(_ id: RecordID, in database: CloudDatabase, caller: Account, ifTag: String? = nil, db: StoreTransaction) throws {
         let item = "record \(id.recordName)"
+        /// R21 for a delete that names the copy it deletes: checked once the caller may delete
+        /// (R37: nothing is told about a record they may not touch).
+        func checkTag(_ row: RecordRow) throws {
+            guard let ifTag, ifTag != row.tag else { return }
+            let copy = ifTag.isEmpty ? "no change tag given" : "change tag \(ifTag)"
+            throw ShareFlowError(.serverRecordChanged, "\(item) changed on the server since this copy (\(copy), server's \(row.tag)); a delete names the current recordChangeTag: fetch it and delete again (R21)")
+        }
         let container = database.container.containerIdentifier
         let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
         // R37: in the shared database a record outside the caller's shares answers exactly as a
@@ -648,6 +655,7 @@ extension Engine {
         guard let row = try recordRow(zone: zone, name: id.recordName, db: db) else { throw missing }
         if row.type == Share.recordType, let share = try shareRow(zone: zone, recordName: row.name, db: db) {
             if database.databaseScope == .private {
+                try checkTag(row)
                 try endShare(share, zone: zone, caller: caller, container: container, db: db)
                 return
             }
@@ -655,6 +663,7 @@ extension Engine {
             guard let me = try participantRow(share: share.id, account: caller.id, db: db) else { throw missing }
             try SharingRules.require(.deleteShare, role: me.role, permission: me.permission, status: me.status,
                                      isPublicShare: share.publicPermission != .none, item: "share \(row.name)")
+            try checkTag(row)
             let shareObject = try makeShare(share, zone: zone, caller: caller, db: db)
             try setStatus(.removed, of: me, share: shareObject, reason: .left, caller: caller, container: container, db: db)
             return
@@ -676,6 +685,7 @@ extension Engine {
             try SharingRules.require(.modifyRecords, role: me.role, permission: me.permission, status: me.status,
                                      isPublicShare: covering.publicPermission != .none, item: item)
         }
+        try checkTag(row)
         // R13: deleting a hierarchy's root deletes its share.
         if let rooted = try shareRow(rootName: row.name, zone: zone, db: db) {
             try endShare(rooted, zone: zone, caller: caller, container: container, db: db)
