@@ -731,6 +731,9 @@ public final class CloudKitAPI: @unchecked Sendable {  // used from the EngineTh
                 throw WireFormat.BadRequest(reason: "operations[\(n)].operationType '\(Naming.printable(String(type.prefix(40))))' is not one of create, update, forceUpdate, replace, forceReplace, delete, forceDelete")
             }
             let given = try WireFormat.object(rec["fields"], field: "operations[\(n)].record.fields")
+            if let given, given.count > ModifyLimits.maxFields {
+                throw WireFormat.BadRequest(reason: "limitExceeded: operations[\(n)].record.fields has \(given.count) fields; a record holds at most \(ModifyLimits.maxFields)")
+            }
             let parentName = try WireFormat.object(rec["parent"], field: "operations[\(n)].record.parent")
                 .map { try WireFormat.string($0["recordName"], field: "operations[\(n)].record.parent.recordName") }
             let wantsShortGUID = try WireFormat.bool(rec["createShortGUID"], field: "operations[\(n)].record.createShortGUID") ?? false

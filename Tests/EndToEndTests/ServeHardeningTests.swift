@@ -222,6 +222,11 @@ final class ServeHardeningTests: ServerTestCase {
         let reason = ((r.1["records"] as? [[String: Any]])?.last?["reason"] as? String) ?? "\(r.1)"
         XCTAssertTrue(reason.contains("email address of 100012 bytes"), reason)
         XCTAssertLessThan(reason.utf8.count, 300)
+        // A record of more than 1,024 fields is refused, as a request.
+        let wide = (0...1024).map { #""f\#($0)":{"value":1}"# }.joined(separator: ",")
+        r = try call("POST", db + "/private/records/modify", body: #"{"zoneID":{"zoneName":"Z"},"operations":[{"operationType":"create","record":{"recordName":"w","recordType":"T","fields":{\#(wide)}}}]}"#)
+        XCTAssertEqual(r.0, 400, String("\(r.1)".prefix(300)))
+        XCTAssertTrue((r.1["reason"] as? String)?.contains("at most 1024") == true, String("\(r.1)".prefix(300)))
         // A zone name of 100 KB is refused.
         let longZone = String(repeating: "z", count: 100_000)
         r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(longZone)"}}}]}"#)

@@ -39,4 +39,7 @@ public enum ModifyLimits {
     public static let maxItems = 400
     /// Bytes of field data in one record, as stored.
     public static let maxRecordBytes = 1_000_000
+    /// Keys in one record: each is checked, encoded and compared on every save, so their number
+    /// is bounded like their bytes.
+    public static let maxFields = 1_024
 }

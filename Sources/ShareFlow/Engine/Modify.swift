@@ -194,6 +194,10 @@ extension Engine {
 
     /// R23: names, keys and values a record may have.
     private func checkNaming(_ record: Record, item: String) throws {
+        // Before any key is looked at: a million keys cost nothing to refuse.
+        guard record.fields.count <= ModifyLimits.maxFields else {
+            throw ShareFlowError(.limitExceeded, "\(item) holds \(record.fields.count) fields; a record holds at most \(ModifyLimits.maxFields) (R22)")
+        }
         let id = record.recordID
         try Naming.check(recordName: id.recordName)
         try Naming.check(text: id.zoneID.zoneName, "zone name")
@@ -432,6 +436,9 @@ extension Engine {
 
     /// R22: at most 1 MB of field data per record, as stored.
     private func encodeFields(_ fields: [String: FieldValue], item: String) throws -> StoredFields {
+        guard fields.count <= ModifyLimits.maxFields else {
+            throw ShareFlowError(.limitExceeded, "\(item) holds \(fields.count) fields; a record holds at most \(ModifyLimits.maxFields) (R22)")
+        }
         let stored = try StoredFields(fields)
         guard stored.byteCount <= ModifyLimits.maxRecordBytes else {
             throw ShareFlowError(.limitExceeded, "\(item) holds \(stored.byteCount) bytes of field data; a record holds at most \(ModifyLimits.maxRecordBytes) (R22)")
