@@ -90,10 +90,27 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "ShareFlowTests", dependencies: ["ShareFlow", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport"]),
-        .testTarget(name: "ShareFlowServerTests", dependencies: ["ShareFlowServer"]),
-        .testTarget(name: "EndToEndTests", dependencies: [.product(name: "Crypto", package: "swift-crypto")], exclude: ["Fixtures"]),
+        // What the tests share. ShareFlowTestKit links no part of ShareFlow (the end-to-end tests
+        // drive the built binary): the binary and its folders, tmux, `serve` on a free port,
+        // curl, Python's sqlite3, a seeded generator. ShareFlowEngineTestKit: the engine's
+        // fixtures (the World, old stores).
+        .target(name: "ShareFlowTestKit", path: "Tests/ShareFlowTestKit"),
+        .target(
+            name: "ShareFlowEngineTestKit",
+            dependencies: ["ShareFlow", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Tests/ShareFlowEngineTestKit"
+        ),
+        .testTarget(
+            name: "ShareFlowTests",
+            dependencies: ["ShareFlow", "ShareFlowEngineTestKit", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "ShareFlowTestKit", "CLua", "CShareFlowSupport"]),
+        .testTarget(name: "ShareFlowServerTests", dependencies: ["ShareFlowServer", "ShareFlowTestKit"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["ShareFlowTestKit", .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Fixtures"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

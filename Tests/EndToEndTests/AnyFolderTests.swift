@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// SPEC §9: every command works from any folder — plugins through --plugins, the config

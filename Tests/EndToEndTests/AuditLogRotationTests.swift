@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// The shipped audit-log plugin never goes quiet (SPEC §13, wave 3): at its disk quota the log

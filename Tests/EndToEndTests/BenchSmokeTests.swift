@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// `shareflow bench --smoke` produces every SPEC §12 figure, positive. No timing is asserted:

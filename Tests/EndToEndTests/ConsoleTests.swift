@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// `shareflow repl` as a person uses it: on a real terminal (tmux) and with piped input.

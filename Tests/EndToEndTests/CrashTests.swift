@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// O6: kill the process in the middle of a 3,000-share accept; every share is either accepted

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// SPEC §11 as an operator meets a damaged store: a row another program left of the wrong
@@ -48,13 +49,7 @@ final class DamagedStoreCommandTests: XCTestCase {
 
     /// Runs `sql` on the store through Python's sqlite3, as another program would.
     private func damage(_ sql: String) throws {
-        let python = Process()
-        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit(); c.close()",
-                            store, sql]
-        try python.run()
-        python.waitUntilExit()
-        XCTAssertEqual(python.terminationStatus, 0, "python3 sqlite3 ran \(sql)")
+        XCTAssertEqual(try Tools.sqlite(store, sql), 0, "python3 sqlite3 ran \(sql)")
     }
 
     private func read(_ name: String) throws -> CLI.Result {
@@ -215,11 +210,7 @@ final class DamagedStoreCommandTests: XCTestCase {
                     "UPDATE shareflow_meta SET value = 'abc' WHERE key = 'schemaVersion'"] {
             let copy = dir.appendingPathComponent("copy-\(UUID().uuidString).sqlite").path
             try FileManager.default.copyItem(atPath: store, toPath: copy)
-            let python = Process()
-            python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            python.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit(); c.execute('PRAGMA journal_mode=DELETE'); c.close()", copy, sql]
-            try python.run()
-            python.waitUntilExit()
+            try Tools.sqlite(copy, sql + "; PRAGMA journal_mode=DELETE;")
             let before = try Data(contentsOf: URL(fileURLWithPath: copy))
             let started = Date()
             let r = try CLI.run(["store", "info", "--store", copy])
@@ -235,60 +226,29 @@ final class DamagedStoreCommandTests: XCTestCase {
 private final class ServerHarness {
     let dir: URL
     let store: String
-    private var process: Process?
-    private var base = "", api = "", web = ""
+    private var server: ServeProcess?
+    private var api = "", web = ""
 
     init(dir: URL, store: String) {
         self.dir = dir
         self.store = store
     }
 
-    var isRunning: Bool { process?.isRunning == true }
+    var isRunning: Bool { server?.isRunning == true }
 
     func start() throws {
         api = try CLI.run(["tokens", "api", "--store", store, "--container", "iCloud.test"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         web = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "alice@example.com"]).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: CLI.binary)
-        server.arguments = ["serve", "--store", store, "--port", "0"]
-        let out = dir.appendingPathComponent("serve.out"), err = dir.appendingPathComponent("serve.err")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        server.standardOutput = try FileHandle(forWritingTo: out)
-        server.standardError = try FileHandle(forWritingTo: err)
-        try server.run()
-        process = server
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline && server.isRunning && base.isEmpty {
-            let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on http://127.0.0.1:") }) {
-                base = String(line.dropFirst("listening on ".count))
-            }
-            usleep(20_000)
-        }
-        XCTAssertFalse(base.isEmpty, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        server = try ServeProcess(store: store, in: dir)
     }
 
-    func stop() {
-        if let process, process.isRunning { process.terminate(); process.waitUntilExit() }
-    }
+    func stop() { server?.stop() }
 
     /// One request to the private database of iCloud.test, by curl: the status and the JSON body.
     func call(_ method: String, _ path: String, body: String) throws -> (Int, [String: Any]) {
-        let url = base + "/database/1/iCloud.test/development" + path + "?ckAPIToken=\(api)&ckWebAuthToken=\(web)"
-        let request = dir.appendingPathComponent("request-\(UUID().uuidString)"), response = dir.appendingPathComponent("response-\(UUID().uuidString)")
-        try CLI.write(body, to: request)
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        curl.arguments = ["curl", "-s", "-o", response.path, "-w", "%{http_code}", "-X", method, "--max-time", "60",
-                          "-H", "Content-Type: text/plain", "--data-binary", "@" + request.path, url]
-        let status = Pipe()
-        curl.standardOutput = status
-        try curl.run()
-        curl.waitUntilExit()
-        let code = Int(String(decoding: status.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) ?? 0
-        let data = (try? Data(contentsOf: response)) ?? Data()
-        return (code, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? ["raw": String(decoding: data, as: UTF8.self)])
+        let base = server?.base ?? ""
+        return try Tools.curl(method, base + "/database/1/iCloud.test/development" + path + "?ckAPIToken=\(api)&ckWebAuthToken=\(web)",
+                              body: body, in: dir)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// Fuzzes the Lua API (Tests/fuzz, SPEC §5–§8): random values — NaN, ±inf, extreme integers,

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// The hostile plugin corpus (`Fixtures/hostile`, SPEC §6–§8): plugins that try to crash,

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// Scripts, plugins and Lua tests pass luacheck (`make lint`), with .luacheckrc's settings.

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// The server under many clients (Tests/load/sharing_load.py, in .build/pyenv): 64 concurrent

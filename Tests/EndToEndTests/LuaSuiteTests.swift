@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// The Lua test files run through `shareflow test`, as a user runs theirs.

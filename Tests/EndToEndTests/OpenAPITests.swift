@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// docs/openapi.yaml held against a real `shareflow serve`: the routes both ways

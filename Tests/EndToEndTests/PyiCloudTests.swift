@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// The sharing flow driven by an independent client, pyicloud from PyPI (pinned in the

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// The README's serving walk-through (its ```bash block) runs as written — `shareflow` on the

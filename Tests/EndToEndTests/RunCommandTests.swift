@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 final class RunCommandTests: XCTestCase {
@@ -62,10 +63,7 @@ final class RunCommandTests: XCTestCase {
 
         // Another program's SQLite database.
         let other = dir.appendingPathComponent("other.sqlite")
-        let sqlite = Process()
-        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        sqlite.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table t(x)'); c.execute('insert into t values (1)'); c.commit()", other.path]
-        try sqlite.run(); sqlite.waitUntilExit()
+        try Tools.sqlite(other.path, "create table t(x); insert into t values (1);")
         let otherBefore = try Data(contentsOf: other)
         r = try CLI.run(["run", "--store", other.path, "s.lua"], cwd: dir)
         XCTAssertNotEqual(r.status, 0)
@@ -79,10 +77,7 @@ final class RunCommandTests: XCTestCase {
         try CLI.write("print('ran')", to: dir.appendingPathComponent("s.lua"))
         let store = dir.appendingPathComponent("s.sqlite")
         XCTAssertEqual(try CLI.run(["run", "--store", store.path, "s.lua"], cwd: dir).status, 0)
-        let bump = Process()
-        bump.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        bump.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"update shareflow_meta set value='99' where key='schemaVersion'\"); c.commit(); c.execute('pragma wal_checkpoint(truncate)'); c.execute('pragma journal_mode=delete')", store.path]
-        try bump.run(); bump.waitUntilExit()
+        try Tools.sqlite(store.path, "update shareflow_meta set value='99' where key='schemaVersion'; pragma wal_checkpoint(truncate); pragma journal_mode=delete;")
         let before = try Data(contentsOf: store)
         let r = try CLI.run(["run", "--store", store.path, "s.lua"], cwd: dir)
         XCTAssertNotEqual(r.status, 0)

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// The findings of the wave-3 attack on the trust boundary (SPEC §8), each run in a child

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// Every script in Scripts/ and every ```lua block of the README runs, so the docs cannot rot.

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// Who a request to `shareflow serve` acts as, and what it may do (SPEC §13): server-to-server

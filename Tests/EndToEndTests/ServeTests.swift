@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// A real `shareflow serve` process on a free loopback port, over a store with Alice and Bob,
@@ -50,27 +51,10 @@ class ServerTestCase: XCTestCase {
     }
 
     func startServer(_ extra: [String] = [], port: Int = 0) throws {
-        server = Process()
-        server.executableURL = URL(fileURLWithPath: CLI.binary)
-        server.arguments = ["serve", "--store", store, "--port", String(port)] + extra
-        let out = dir.appendingPathComponent("serve-\(UUID().uuidString).out")
-        serverLog = dir.appendingPathComponent("serve-\(UUID().uuidString).err")
-        XCTAssertTrue(FileManager.default.createFile(atPath: out.path, contents: nil))
-        XCTAssertTrue(FileManager.default.createFile(atPath: serverLog.path, contents: nil))
-        server.standardOutput = try FileHandle(forWritingTo: out)
-        server.standardError = try FileHandle(forWritingTo: serverLog)
-        try server.run()
-        base = ""
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline && server.isRunning {
-            let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on http://127.0.0.1:") }) {
-                base = String(line.dropFirst("listening on ".count))
-                break
-            }
-            usleep(20_000)
-        }
-        XCTAssertFalse(base.isEmpty, "the server said where it listens: \((try? String(contentsOf: serverLog, encoding: .utf8)) ?? "")")
+        let started = try ServeProcess(store: store, in: dir, arguments: extra, port: port)
+        server = started.process
+        serverLog = started.log
+        base = started.base
     }
 
     /// Runs a tool (a Python script, schemathesis) in the test's folder with `extra` in its
@@ -109,29 +93,8 @@ class ServerTestCase: XCTestCase {
     /// (with the response's header lines under "_headers").
     func call(_ method: String, _ path: String, query: String? = nil, body: String? = nil, bodyFile: URL? = nil,
               headers: [String] = []) throws -> (Int, [String: Any]) {
-        let url = base + path + "?" + (query ?? "ckAPIToken=\(api)&ckWebAuthToken=\(web)")
-        let out = dir.appendingPathComponent("response-\(UUID().uuidString)")
-        let headerFile = dir.appendingPathComponent("headers-\(UUID().uuidString)")
-        var args = ["-s", "-o", out.path, "-D", headerFile.path, "-w", "%{http_code}", "-X", method, "--max-time", "60"]
-        for h in headers { args += ["-H", h] }
-        var file = bodyFile
-        if let body {
-            file = dir.appendingPathComponent("request-\(UUID().uuidString)")
-            try CLI.write(body, to: file!)
-        }
-        if let file { args += ["-H", "Content-Type: text/plain", "--data-binary", "@" + file.path] }
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        curl.arguments = ["curl"] + args + [url]
-        let status = Pipe()
-        curl.standardOutput = status
-        try curl.run()
-        curl.waitUntilExit()
-        let code = Int(String(decoding: status.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) ?? 0
-        let data = (try? Data(contentsOf: out)) ?? Data()
-        var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? ["raw": String(decoding: data, as: UTF8.self)]
-        object["_headers"] = (try? String(contentsOf: headerFile, encoding: .utf8))?.lowercased() ?? ""
-        return (code, object)
+        try Tools.curl(method, base + path + "?" + (query ?? "ckAPIToken=\(api)&ckWebAuthToken=\(web)"),
+                       body: body, bodyFile: bodyFile, headers: headers, in: dir)
     }
 }
 

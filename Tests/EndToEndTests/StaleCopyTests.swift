@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// R21 across processes: two `shareflow run` processes hold copies of the same record and

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowTestKit
 import XCTest
 
 /// SPEC §11 as an operator meets it: several processes opening one new store, a clean exit
@@ -79,10 +80,7 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertEqual(again.stderr, "shareflow: cannot back up to \(backup): it exists; a backup never overwrites a file\n")
 
         // Break an invariant behind ShareFlow's back: the check names it and fails.
-        let breaker = Process()
-        breaker.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        breaker.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"delete from participant where role='owner' and id=(select min(id) from participant)\"); c.commit()", backup]
-        try breaker.run(); breaker.waitUntilExit()
+        try Tools.sqlite(backup, "delete from participant where role='owner' and id=(select min(id) from participant)")
         let broken = try CLI.run(["store", "check", "--store", backup])
         XCTAssertEqual(broken.status, 1)
         XCTAssertTrue(broken.stdout.contains("has 0 accepted owners (one expected)"), broken.stdout)
@@ -137,10 +135,7 @@ final class StoreCommandTests: XCTestCase {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let other = dir.appendingPathComponent("other.sqlite").path
-        let make = Process()
-        make.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        make.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table notes(x)'); c.commit()", other]
-        try make.run(); make.waitUntilExit()
+        try Tools.sqlite(other, "create table notes(x)")
         let r = try CLI.run(["run", "--store", other, "/dev/null"])
         XCTAssertEqual(r.status, 1)
         XCTAssertTrue(r.stderr.contains("is not a ShareFlow store"), r.stderr)

@@ -1,5 +1,6 @@
 import Foundation
 import ShareFlow
+import ShareFlowTestKit
 import XCTest
 @testable import ShareFlowLua
 
@@ -8,8 +9,7 @@ final class PluginTests: XCTestCase {
     var dir: URL!
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-plugins-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        dir = try makeTemporaryFolder("sf-plugins")
     }
 
     func plugin(_ name: String, config: String = "", setup: String, extra: [String: String] = [:]) throws {

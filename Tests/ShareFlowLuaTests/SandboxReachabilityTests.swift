@@ -2,6 +2,7 @@ import CLua
 import CShareFlowSupport
 import Foundation
 import ShareFlow
+import ShareFlowTestKit
 import XCTest
 @testable import ShareFlowLua
 
@@ -206,8 +207,7 @@ final class SandboxReachabilityTests: XCTestCase {
     var dir: URL!
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-reach-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        dir = try makeTemporaryFolder("sf-reach")
     }
 
     override func tearDownWithError() throws {

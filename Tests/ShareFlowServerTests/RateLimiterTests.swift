@@ -1,3 +1,4 @@
+import ShareFlowTestKit
 import XCTest
 @testable import ShareFlowServer
 
@@ -6,8 +7,8 @@ import XCTest
 final class RateLimiterTests: XCTestCase {
     /// Against a plain model (an array in recency order) over random operations.
     func testRecentlyUsedForgetsTheLeastRecentlyUsedFirst() {
-        var state: UInt64 = 42
-        func next(_ n: Int) -> Int { state = state &* 6364136223846793005 &+ 1442695040888963407; return Int((state >> 33) % UInt64(n)) }
+        var random = SeededRandom(seed: 42)
+        func next(_ n: Int) -> Int { random.next(n) }
         for capacity in [1, 2, 5, 17] {
             var map = RecentlyUsed<Int, Int>(capacity: capacity)
             var model: [(key: Int, value: Int)] = []  // most recent last

@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import ShareFlowEngineTestKit
+import ShareFlowTestKit
 import XCTest
 @testable import ShareFlow
 
@@ -19,7 +21,7 @@ final class DamagedStoreTests: XCTestCase {
         var db: CloudDatabase { world.c.privateCloudDatabase }
 
         init() throws {
-            dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-damaged-\(UUID())")
+            dir = try makeTemporaryFolder("sf-damaged")
             path = dir.appendingPathComponent("store.sqlite").path
             world = try World(engine: Engine(store: Store(path: path)))
             share = try world.share(["bob@example.com"])

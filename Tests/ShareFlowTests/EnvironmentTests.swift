@@ -1,4 +1,6 @@
 import GRDB
+import ShareFlowEngineTestKit
+import ShareFlowTestKit
 import XCTest
 @testable import ShareFlow
 
@@ -118,23 +120,15 @@ final class EnvironmentTests: XCTestCase {
     /// v6 (R32): a v5 store's zones, records and shares are development's; its API tokens open
     /// development only; nothing else moves.
     func testAV5StoreKeepsItsDataInDevelopment() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-store-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let (dir, path) = try makeOldStore(upTo: "v5", migrator: Store.migrator, sql: """
+            INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'granted', 0);
+            INSERT INTO account_email VALUES ('owner@example.com', 1, 0);
+            INSERT INTO zone (id, container, scope, ownerID, name) VALUES (7, 'iCloud.t', 'private', 1, 'Z');
+            INSERT INTO record (id, zoneID, name, type, fields, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt)
+                VALUES (1, 7, 'doc', 'Doc', '{}', 1, 1, 1, 1234.5, 'aaaa', 1000);
+            INSERT INTO credential (kind, container, hash, createdAt) VALUES ('apiToken', 'iCloud.t', 'h1', 0);
+            """)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let path = dir.appendingPathComponent("old.sqlite").path
-        let queue = try DatabaseQueue(path: path)
-        try Store.migrator.migrate(queue, upTo: "v5")
-        try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'granted', 0);
-                INSERT INTO account_email VALUES ('owner@example.com', 1, 0);
-                INSERT INTO zone (id, container, scope, ownerID, name) VALUES (7, 'iCloud.t', 'private', 1, 'Z');
-                INSERT INTO record (id, zoneID, name, type, fields, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt)
-                    VALUES (1, 7, 'doc', 'Doc', '{}', 1, 1, 1, 1234.5, 'aaaa', 1000);
-                INSERT INTO credential (kind, container, hash, createdAt) VALUES ('apiToken', 'iCloud.t', 'h1', 0);
-                """)
-        }
-        try queue.close()
         let store = try Store(path: path)
         let engine = Engine(store: store)
         let owner = try XCTUnwrap(try engine.accounts.find("owner@example.com"))

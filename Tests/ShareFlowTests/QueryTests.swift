@@ -1,4 +1,6 @@
 import Foundation
+import ShareFlowEngineTestKit
+import ShareFlowTestKit
 import XCTest
 @testable import ShareFlow
 
@@ -174,8 +176,8 @@ final class MatchSetTests: XCTestCase {
             .reference(RecordID(recordName: "r", zoneID: .default), action: .none),
             .bytes(Data([1, 2])), .list([.integer(1)]), .location(Location(latitude: 1, longitude: 2)),
         ]
-        var state: UInt64 = 7
-        func next(_ n: Int) -> Int { state = state &* 6364136223846793005 &+ 1442695040888963407; return Int((state >> 33) % UInt64(n)) }
+        var random = SeededRandom(seed: 7)
+        func next(_ n: Int) -> Int { random.next(n) }
         for _ in 0..<400 {
             let values = (0..<next(6)).map { _ in pool[next(pool.count)] }
             let set = MatchSet(values)

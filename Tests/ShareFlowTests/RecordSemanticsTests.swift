@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import ShareFlowEngineTestKit
+import ShareFlowTestKit
 import XCTest
 @testable import ShareFlow
 
@@ -262,7 +264,7 @@ final class RecordSemanticsTests: XCTestCase {
     // MARK: A busy store
 
     func testABusyStoreIsServiceUnavailableWithRetryAfterAndThePathButNoSQL() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("busy-\(UUID().uuidString)")
+        let dir = try makeTemporaryFolder("busy")
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("store.sqlite").path
         let w = try World(engine: Engine(store: Store(path: path, busyTimeout: 0.2)))

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ShareFlowEngineTestKit
 import XCTest
 @testable import ShareFlow
 

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlowEngineTestKit
 import XCTest
 @testable import ShareFlow
 

@@ -1,11 +1,13 @@
 import Foundation
 import GRDB
+import ShareFlowEngineTestKit
+import ShareFlowTestKit
 import XCTest
 @testable import ShareFlow
 
 final class StoreTests: XCTestCase {
     func testNewStoreIsWALWithSchemaVersion() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-store-\(UUID())")
+        let dir = try makeTemporaryFolder("sf-store")
         let path = dir.appendingPathComponent("nested/store.sqlite").path
         let store = try Store(path: path)
         let mode = try store.read { try String.fetchOne($0.db, sql: "PRAGMA journal_mode") }
@@ -19,23 +21,15 @@ final class StoreTests: XCTestCase {
     /// v4 keeps a share's URL token, not the URL: a v3 store's shares keep working, under the
     /// same change tags, and their URLs follow the public URL.
     func testV3StoreMigratesShareURLsToTokensKeepingChangeTags() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-store-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let (dir, path) = try makeOldStore(upTo: "v3", migrator: Store.migrator, sql: """
+            INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'notDetermined', 0);
+            INSERT INTO zone (id, container, scope, ownerID, name) VALUES (1, 'iCloud.t', 'private', 1, 'Z');
+            INSERT INTO record (id, zoneID, name, type, fields, changeTag, modifiedAt, tag) VALUES (1, 1, 'doc', 'Doc', '{}', 1, 0, 'aaaa');
+            INSERT INTO record (id, zoneID, name, type, fields, changeTag, modifiedAt, tag) VALUES (2, 1, 'share', 'cloudkit.share', '{}', 1, 0, 'bbbb');
+            INSERT INTO share (id, recordID, zoneID, url, rootName, publicPermission)
+                VALUES (1, 2, 1, 'https://shareflow.invalid/share/Tok3n_-abc', 'doc', 'none');
+            """)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let path = dir.appendingPathComponent("old.sqlite").path
-        let queue = try DatabaseQueue(path: path)
-        try Store.migrator.migrate(queue, upTo: "v3")
-        try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'notDetermined', 0);
-                INSERT INTO zone (id, container, scope, ownerID, name) VALUES (1, 'iCloud.t', 'private', 1, 'Z');
-                INSERT INTO record (id, zoneID, name, type, fields, changeTag, modifiedAt, tag) VALUES (1, 1, 'doc', 'Doc', '{}', 1, 0, 'aaaa');
-                INSERT INTO record (id, zoneID, name, type, fields, changeTag, modifiedAt, tag) VALUES (2, 1, 'share', 'cloudkit.share', '{}', 1, 0, 'bbbb');
-                INSERT INTO share (id, recordID, zoneID, url, rootName, publicPermission)
-                    VALUES (1, 2, 1, 'https://shareflow.invalid/share/Tok3n_-abc', 'doc', 'none');
-                """)
-        }
-        try queue.close()
         let store = try Store(path: path)
         let row = try store.read { tx in
             try Row.fetchOne(tx.db, sql: "SELECT s.token, r.tag FROM share s JOIN record r ON r.id = s.recordID")
@@ -47,21 +41,13 @@ final class StoreTests: XCTestCase {
     /// v5 (R31) adds a record's creation date: a v4 store's records take their modification
     /// date, keep their change tags and their creator.
     func testV4StoreMigratesWithCreationDatesKeepingChangeTags() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-store-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let (dir, path) = try makeOldStore(upTo: "v4", migrator: Store.migrator, sql: """
+            INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'granted', 0);
+            INSERT INTO zone (id, container, scope, ownerID, name) VALUES (1, 'iCloud.t', 'private', 1, 'Z');
+            INSERT INTO record (id, zoneID, name, type, fields, changeTag, createdBy, modifiedBy, modifiedAt, tag)
+                VALUES (1, 1, 'doc', 'Doc', '{}', 1, 1, 1, 1234.5, 'aaaa');
+            """)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let path = dir.appendingPathComponent("old.sqlite").path
-        let queue = try DatabaseQueue(path: path)
-        try Store.migrator.migrate(queue, upTo: "v4")
-        try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'granted', 0);
-                INSERT INTO zone (id, container, scope, ownerID, name) VALUES (1, 'iCloud.t', 'private', 1, 'Z');
-                INSERT INTO record (id, zoneID, name, type, fields, changeTag, createdBy, modifiedBy, modifiedAt, tag)
-                    VALUES (1, 1, 'doc', 'Doc', '{}', 1, 1, 1, 1234.5, 'aaaa');
-                """)
-        }
-        try queue.close()
         let store = try Store(path: path)
         let row = try store.read { tx in
             try Row.fetchOne(tx.db, sql: "SELECT createdAt, tag FROM record WHERE id = 1")
@@ -74,8 +60,7 @@ final class StoreTests: XCTestCase {
     }
 
     func testForeignFileIsRefusedByteForByte() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sf-store-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try makeTemporaryFolder("sf-store")
         let file = dir.appendingPathComponent("data.bin")
         let bytes = Data((0..<4096).map { UInt8($0 % 251) })
         try bytes.write(to: file)

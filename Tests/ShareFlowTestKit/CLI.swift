@@ -1,9 +1,9 @@
 import Foundation
-import XCTest
 
 /// Runs the built `shareflow` binary as a user would: a real process, its output and exit code.
-enum CLI {
-    static let root: URL = {
+public enum CLI {
+    /// The package's root folder (the one holding Package.swift).
+    public static let root: URL = {
         var url = URL(fileURLWithPath: #filePath)
         while url.path != "/" {
             url.deleteLastPathComponent()
@@ -12,19 +12,26 @@ enum CLI {
         fatalError("package root not found above \(#filePath)")
     }()
 
-    static let binary: String = {
+    /// The binary under test: SHAREFLOW_BIN (an instrumented build), else .build/debug/shareflow.
+    public static let binary: String = {
         if let path = ProcessInfo.processInfo.environment["SHAREFLOW_BIN"] { return path }
         return root.appendingPathComponent(".build/debug/shareflow").path
     }()
 
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
+    public struct Result: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+
+        public init(status: Int32, stdout: String, stderr: String) {
+            self.status = status
+            self.stdout = stdout
+            self.stderr = stderr
+        }
     }
 
     @discardableResult
-    static func run(_ arguments: [String], stdin: String? = nil, cwd: URL? = nil,
+    public static func run(_ arguments: [String], stdin: String? = nil, cwd: URL? = nil,
                     environment: [String: String] = [:], timeout: TimeInterval = 120) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
@@ -59,13 +66,11 @@ enum CLI {
     }
 
     /// A fresh temporary folder for one test.
-    static func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("shareflow-e2e-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
+    public static func temporaryDirectory() throws -> URL {
+        try makeTemporaryFolder("shareflow-e2e")
     }
 
-    static func write(_ text: String, to url: URL) throws {
+    public static func write(_ text: String, to url: URL) throws {
         try text.write(to: url, atomically: true, encoding: .utf8)
     }
 }

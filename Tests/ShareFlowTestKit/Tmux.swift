@@ -3,11 +3,11 @@ import XCTest
 
 /// A real terminal for the console: a private tmux server, keys sent with send-keys, the
 /// screen read with capture-pane.
-final class Tmux {
-    let socket = "shareflow-test-\(UUID().uuidString.prefix(8))"
-    let session = "console"
+public final class Tmux {
+    public let socket = "shareflow-test-\(UUID().uuidString.prefix(8))"
+    public let session = "console"
 
-    init(command: String, width: Int = 140, height: Int = 50) throws {
+    public init(command: String, width: Int = 140, height: Int = 50) throws {
         // The server this starts must not inherit a pipe we read to its end.
         try run(["new-session", "-d", "-s", session, "-x", "\(width)", "-y", "\(height)", command + "; sleep 60"], capture: false)
     }
@@ -17,7 +17,7 @@ final class Tmux {
     /// Runs tmux through /bin/sh with posix_spawn and waitpid: tmux's server forks away from
     /// its client, which Foundation's Process does not always reap.
     @discardableResult
-    func run(_ args: [String], capture: Bool = true) throws -> String {
+    public func run(_ args: [String], capture: Bool = true) throws -> String {
         let quoted = (["tmux", "-L", socket] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("tmux-\(UUID().uuidString)").path
         let command = quoted.joined(separator: " ") + " </dev/null 2>/dev/null >" + (capture ? output : "/dev/null")
@@ -33,16 +33,16 @@ final class Tmux {
     }
 
     /// Types text literally (no key names).
-    func type(_ text: String) throws { try run(["send-keys", "-t", session, "-l", text], capture: false) }
+    public func type(_ text: String) throws { try run(["send-keys", "-t", session, "-l", text], capture: false) }
     /// Presses keys by name: Enter, Tab, Left, Home, C-c, …
-    func press(_ keys: String...) throws { try run(["send-keys", "-t", session] + keys, capture: false) }
-    func line(_ text: String) throws { try type(text); try press("Enter") }
+    public func press(_ keys: String...) throws { try run(["send-keys", "-t", session] + keys, capture: false) }
+    public func line(_ text: String) throws { try type(text); try press("Enter") }
 
-    func screen() throws -> String { try run(["capture-pane", "-t", session, "-p", "-J", "-S", "-200"]) }
+    public func screen() throws -> String { try run(["capture-pane", "-t", session, "-p", "-J", "-S", "-200"]) }
 
     /// Waits until the screen contains `text` (at least `count` times).
     @discardableResult
-    func waitFor(_ text: String, count: Int = 1, timeout: TimeInterval = 15, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+    public func waitFor(_ text: String, count: Int = 1, timeout: TimeInterval = 15, file: StaticString = #filePath, line: UInt = #line) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         var screen = ""
         while Date() < deadline {

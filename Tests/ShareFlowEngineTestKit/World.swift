@@ -1,17 +1,17 @@
 import Foundation
-@testable import ShareFlow
+import ShareFlow
 
 /// Alice owns a Trips zone with a trip and a day under it; Bob and Carol have accounts.
-struct World {
-    let engine: Engine
-    let alice: Account, bob: Account, carol: Account
-    let c: Container, bc: Container, cc: Container
-    let zone: RecordZone
-    let trip: Record, day: Record
+public struct World {
+    public let engine: Engine
+    public let alice: Account, bob: Account, carol: Account
+    public let c: Container, bc: Container, cc: Container
+    public let zone: RecordZone
+    public let trip: Record, day: Record
 
-    static let containerID = "iCloud.com.example.trips"
+    public static let containerID = "iCloud.com.example.trips"
 
-    init(engine: Engine? = nil) throws {
+    public init(engine: Engine? = nil) throws {
         let engine = try engine ?? Engine(store: Store(path: ":memory:"))
         self.engine = engine
         alice = try engine.accounts.create(emails: ["alice@example.com"], name: NameComponents(givenName: "Alice"), discoverable: true)
@@ -26,7 +26,7 @@ struct World {
         day = Record(recordType: "Day", recordID: RecordID(recordName: "day1", zoneID: zone.zoneID), parent: trip.recordID)
     }
 
-    func participant(_ who: String, permission: ParticipantPermission = .readOnly) throws -> Participant {
+    public func participant(_ who: String, permission: ParticipantPermission = .readOnly) throws -> Participant {
         let (results, error) = c.fetchShareParticipantResults([LookupRequest(emailAddress: who)])
         if let error { throw error }
         let p = try results[0].1.get()
@@ -36,7 +36,7 @@ struct World {
 
     /// Saves trip, day and a share of the trip with `people`.
     @discardableResult
-    func share(_ people: [String] = [], permission: ParticipantPermission = .readOnly) throws -> Share {
+    public func share(_ people: [String] = [], permission: ParticipantPermission = .readOnly) throws -> Share {
         let share = Share(rootRecord: trip)
         share.title = "Lisbon trip"
         for who in people { share.addParticipant(try participant(who, permission: permission)) }
@@ -47,7 +47,7 @@ struct World {
 
     /// Fetches the metadata and accepts, as `container`'s user.
     @discardableResult
-    func accept(_ url: String, in container: Container) throws -> Share {
+    public func accept(_ url: String, in container: Container) throws -> Share {
         let (metas, error) = container.fetchShareMetadataResults([url])
         if let error { throw error.partialErrors.first?.error ?? error }
         let (shares, acceptError) = container.acceptShareResults([try metas[0].1.get()])
@@ -58,9 +58,9 @@ struct World {
 
 extension ModifyResult {
     /// The first item error that is not another item's `batchRequestFailed` (R22).
-    var firstError: ShareFlowError? { errors.first { $0.error.code != .batchRequestFailed }?.error ?? errors.first?.error }
+    public var firstError: ShareFlowError? { errors.first { $0.error.code != .batchRequestFailed }?.error ?? errors.first?.error }
 
-    func error(for record: Record) -> ShareFlowError? {
+    public func error(for record: Record) -> ShareFlowError? {
         errors.first { $0.item == record.recordID.description }?.error
     }
 }
