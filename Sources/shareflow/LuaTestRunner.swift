@@ -110,12 +110,26 @@ public struct LuaTestRunner {
             host.lua.budgetReason = "timed out after \(LuaTestRunner.seconds(timeout)) (--timeout)"
         }
         try host.run(LuaTestRunner.harness, chunkName: "=[test harness]")
+        try findModules(beside: file, in: host)
         try attachPlugins(host, file: file)
         try prepare(host, file)
         try host.runFile(file, arguments: [])
         let names = try host.run("local n = {} for i, t in ipairs(__shareflow_tests) do n[i] = t.name end return n")
         guard case .table(let t) = names.first ?? .nil else { return (host, []) }
         return (host, t.array.compactMap(\.stringValue))
+    }
+
+    /// `require(name)` finds `name.lua` in the test file's folder first (shared helpers, like
+    /// Tests/lua/helpers.lua), as the standalone `lua` finds modules beside a script run from
+    /// its folder.
+    private func findModules(beside file: String, in host: ScriptHost) throws {
+        let folder = (file as NSString).deletingLastPathComponent
+        try host.lua.push(.string(folder.isEmpty ? "." : folder))
+        host.lua.setGlobal("__shareflow_test_folder")
+        try host.run("""
+            package.path = __shareflow_test_folder .. "/?.lua;" .. package.path
+            __shareflow_test_folder = nil
+            """, chunkName: "=[test harness]")
     }
 
     static func seconds(_ t: Double) -> String {

@@ -1,5 +1,7 @@
 -- Every event of SPEC §6, emitted after commit, with its fields.
 local sf = require("shareflow")
+local helpers = require("helpers")
+local errorFor = helpers.errorFor
 local C = "iCloud.com.example.events"
 
 local function capture()
@@ -18,13 +20,6 @@ local function common(ev, name)
   expect.truthy(type(ev.time) == "number" and ev.time > 1.7e9, name .. " has a time")
   expect.truthy(ev.caller and ev.caller.userRecordID, name .. " has a caller")
   expect.eq(ev.container, C, name .. " container")
-end
-
--- The error a modify call reported for `record` (partialErrors are keyed "name (zone/owner)").
-local function errorFor(err, record)
-  for k, e in pairs(err.partialErrors) do
-    if k:sub(1, #record.recordName + 2) == record.recordName .. " (" then return e end
-  end
 end
 
 test("every event is emitted with its fields", function()

@@ -1,5 +1,7 @@
 -- Operations (O1–O6) as CloudKit runs them: queues, blocks, partial failures, cancel, QoS.
 local sf = require("shareflow")
+local helpers = require("helpers")
+local errorFor = helpers.errorFor
 local C = "iCloud.com.example.trips"
 
 local function setup()
@@ -21,13 +23,6 @@ local function newShare(s, name, people)
   local _, err = s.db:modifyRecords{ save = { r, share } }
   assert(not err, tostring(err))
   return share, r
-end
-
--- The error a modify call reported for `record` (partialErrors are keyed "name (zone/owner)").
-local function errorFor(err, record)
-  for k, e in pairs(err.partialErrors) do
-    if k:sub(1, #record.recordName + 2) == record.recordName .. " (" then return e end
-  end
 end
 
 test("O2: per-item block once per item in input order, then completion once, under mixed results", function()

@@ -1,6 +1,10 @@
 -- Records never lose data: R21 (change tags, save policies), R22 (atomic calls, limits), R25
 -- (parents), R26 (administrators), through the Lua API. Run: shareflow test Tests/lua
 local sf = require("shareflow")
+local helpers = require("helpers")
+local errorFor = helpers.errorFor
+local invite = helpers.invite
+local shared = helpers.shared
 local C = "iCloud.com.example.trips"
 
 local function world()
@@ -18,32 +22,11 @@ local function world()
   return w
 end
 
-local function invite(w, share, who, permission)
-  local p = w.c:fetchShareParticipants{ who }[1]
-  p.permission = permission or "readOnly"
-  share:addParticipant(p)
-end
-
 local function accept(c, url)
   local ms = assert(c:fetchShareMetadata{ url })
   local shares, err = c:acceptShares{ ms[url] }
   assert(shares[1], tostring(err))
   return shares[1]
-end
-
--- The error a modify call reported for `record` (partialErrors are keyed "name (zone/owner)").
-local function errorFor(err, record)
-  for k, e in pairs(err.partialErrors) do
-    if k:sub(1, #record.recordName + 2) == record.recordName .. " (" then return e end
-  end
-end
-
-local function shared(w, people, permission)
-  local share = sf.Share{ rootRecord = w.trip, title = "Lisbon trip" }
-  for _, who in ipairs(people or {}) do invite(w, share, who, permission) end
-  local _, err = w.db:modifyRecords{ save = { w.trip, w.day, share } }
-  assert(err == nil, tostring(err))
-  return share
 end
 
 test("R21: a stale copy of a share is refused with serverRecordChanged; nothing is lost", function()

@@ -1,5 +1,9 @@
 -- Rules R1–R18 through the Lua API, as a user drives them. Run: shareflow test Tests/lua
 local sf = require("shareflow")
+local helpers = require("helpers")
+local errorFor = helpers.errorFor
+local participant = helpers.participant
+local shared = helpers.shared
 local C = "iCloud.com.example.trips"
 
 -- Alice owns a zone with a trip (and a day under it); Bob and Carol have accounts.
@@ -27,38 +31,12 @@ local function world(tag)
   return w
 end
 
-local function participant(c, who)
-  local ps, err = c:fetchShareParticipants{ who }
-  assert(ps[1], tostring(err))
-  return ps[1]
-end
-
--- Saves trip + day + a share of trip with the given people added (permission readOnly).
-local function shared(w, people, permission)
-  local share = sf.Share{ rootRecord = w.trip, title = "Lisbon trip" }
-  for _, who in ipairs(people or {}) do
-    local p = participant(w.c, who)
-    p.permission = permission or "readOnly"
-    share:addParticipant(p)
-  end
-  local saved, err = w.db:modifyRecords{ save = { w.trip, w.day, share } }
-  assert(err == nil, tostring(err))
-  return share, saved
-end
-
 local function accept(c, url)
   local ms, err = c:fetchShareMetadata{ url }
   if not ms[url] then return nil, err.partialErrors[url] end
   local shares, err2 = c:acceptShares{ ms[url] }
   if not shares[1] then return nil, err2 and err2.partialErrors and select(2, next(err2.partialErrors)) end
   return shares[1]
-end
-
--- The error a modify call reported for `record` (partialErrors are keyed "name (zone/owner)").
-local function errorFor(err, record)
-  for k, e in pairs(err.partialErrors) do
-    if k:sub(1, #record.recordName + 2) == record.recordName .. " (" then return e end
-  end
 end
 
 test("R1: emails compare case-insensitively after trimming", function()
