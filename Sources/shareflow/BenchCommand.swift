@@ -64,7 +64,7 @@ extension ShareFlowCommand {
                     !pluginDirectories.contains { FileManager.default.fileExists(atPath: "\($0)/\(name)/init.lua") }
                 }
                 if !missing.isEmpty {
-                    fail("bench needs the shipped plugins (\(missing.joined(separator: ", ")) not found in \(pluginDirectories.isEmpty ? "./Plugins" : pluginDirectories.joined(separator: ", "))); pass --plugins DIR, the Plugins folder of a ShareFlow checkout")
+                    throw CLIFailure(message: "bench needs the shipped plugins (\(missing.joined(separator: ", ")) not found in \(pluginDirectories.isEmpty ? "./Plugins" : pluginDirectories.joined(separator: ", "))); pass --plugins DIR, the Plugins folder of a ShareFlow checkout")
                 }
             }
             var sizes: Benchmarks.Sizes = smoke ? .smoke : .init()

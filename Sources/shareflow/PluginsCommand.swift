@@ -16,7 +16,7 @@ extension ShareFlowCommand {
 
             func run() throws {
                 let manager = PluginManager(engine: Engine(store: try Store(path: ":memory:")), directories: global.pluginSearchPath,
-                                            config: try configOrFail(global))
+                                            config: try global.pluginConfig())
                 let infos = manager.info()
                 if global.json {
                     let list = infos.map { ["name": $0.name, "version": $0.version ?? "", "description": $0.description ?? "",
@@ -41,7 +41,7 @@ extension ShareFlowCommand {
 
             func run() throws {
                 let manager = PluginManager(engine: Engine(store: try Store(path: ":memory:")), directories: global.pluginSearchPath,
-                                            config: try configOrFail(global))
+                                            config: try global.pluginConfig())
                 let names = self.names.isEmpty ? manager.available().map(\.name) : self.names
                 var failed = 0
                 var report: [[String: Any]] = []
@@ -85,25 +85,16 @@ extension ShareFlowCommand {
                 var global = self.global
                 if global.store != ":memory:" && !FileManager.default.fileExists(atPath: global.store) { global.store = ":memory:" }
                 let engine: Engine
-                do { engine = try global.makeEngine() } catch let f as CLIFailure { fail(f.message) }
+                engine = try global.makeEngine()
                 defer { engine.store.checkpoint() }
-                do {
-                    let manager = try global.loadPlugins(into: engine)
-                    let reloaded = names.isEmpty ? try manager.reload() : try names.flatMap { try manager.reload($0) }
-                    if global.json {
-                        printJSON(["reloaded": reloaded])
-                    } else {
-                        print(reloaded.isEmpty ? "no plugins are enabled" : "reloaded: \(reloaded.joined(separator: ", "))")
-                    }
-                } catch let e as PluginError {
-                    fail(e.description)
+                let manager = try global.loadPlugins(into: engine)
+                let reloaded = names.isEmpty ? try manager.reload() : try names.flatMap { try manager.reload($0) }
+                if global.json {
+                    printJSON(["reloaded": reloaded])
+                } else {
+                    print(reloaded.isEmpty ? "no plugins are enabled" : "reloaded: \(reloaded.joined(separator: ", "))")
                 }
             }
         }
     }
-}
-
-/// The config file or one clear error line.
-func configOrFail(_ global: GlobalOptions) throws -> PluginConfig {
-    do { return try global.pluginConfig() } catch let e as PluginError { fail(e.description) }
 }

@@ -35,16 +35,16 @@ extension ShareFlowCommand {
 
         func run() throws {
             let engine: Engine
-            do { engine = try global.makeEngine() } catch let f as CLIFailure { fail(f.message) }
+            engine = try global.makeEngine()
             defer { engine.store.checkpoint() }
             let plugins: PluginManager
-            do { plugins = try global.loadPlugins(into: engine) } catch { fail("\(error)") }
+            do { plugins = try global.loadPlugins(into: engine) } catch { throw CLIFailure(message: "\(error)") }
             let host = try ScriptHost(engine: engine)
             host.plugins = plugins
             let console = try Console(host: host)
             if let who = `as` {
                 let answer = console.command(":as \(who)") ?? ""
-                if answer.hasPrefix("error:") { fail("--as \(who): \(answer.dropFirst(7))") }
+                if answer.hasPrefix("error:") { throw CLIFailure(message: "--as \(who): \(answer.dropFirst(7))") }
             }
             let interactive = isatty(STDIN_FILENO) != 0
             console.jsonOutput = global.json && !interactive

@@ -38,7 +38,7 @@ extension ShareFlowCommand {
                     printJSON(object)
                 }
             } catch let f as CLIFailure {
-                guard global.json else { fail(f.description, code: f.code) }
+                guard global.json else { throw f }
                 printJSON(["ok": false, "error": f.json])
                 throw ExitCode(f.code)
             }

@@ -13,24 +13,31 @@ struct ShareFlowCommand: ParsableCommand {
         subcommands: [Run.self, Repl.self, Test.self, Plugins.self, Bench.self, StoreCommand.self, Serve.self, Tokens.self, Keys.self]
     )
 
-    /// Every error a command lets out is one line in one format, `shareflow: …` (the argument
-    /// parser's own usage errors keep theirs).
+    /// The one way out on failure: every command throws (so its `defer`s run: the store is
+    /// checkpointed and closed, Lua states finalized) and every error it lets out is one line
+    /// in one format, `shareflow: …`, here (the argument parser's own usage errors and
+    /// `ExitCode`s keep theirs).
     static func main() {
         do {
             var command = try parseAsRoot()
             try command.run()
-        } catch let error as CLIFailure {
-            fail(error.description, code: error.code)
-        } catch let error as StoreError {
-            fail(error.description)
-        } catch let error as ShareFlowError {
-            fail(error.description)
-        } catch let error as PluginError {
-            fail(error.description)
-        } catch let error as LuaError {
-            fail(error.description)
         } catch {
-            exit(withError: error)
+            guard let (message, code) = oneLine(error) else { exit(withError: error) }
+            FileHandle.standardError.write(Data(("shareflow: " + message + "\n").utf8))
+            exit(withError: ExitCode(code))
+        }
+    }
+
+    /// What a failure says after `shareflow: `, and its exit status; nil for the argument
+    /// parser's own errors.
+    static func oneLine(_ error: Error) -> (String, Int32)? {
+        switch error {
+        case let error as CLIFailure: (error.description, error.code)
+        case let error as StoreError: (error.description, 1)
+        case let error as ShareFlowError: (error.description, 1)
+        case let error as PluginError: (error.description, 1)
+        case let error as LuaError: (error.description, 1)
+        default: nil
         }
     }
 }
@@ -164,9 +171,4 @@ func printJSON(_ object: [String: Any]) {
         return print("{\"ok\":false}")
     }
     print(String(decoding: data, as: UTF8.self))
-}
-
-func fail(_ message: String, code: Int32 = 1) -> Never {
-    FileHandle.standardError.write(Data(("shareflow: " + message + "\n").utf8))
-    exit(code)
 }

@@ -13,9 +13,9 @@ extension ShareFlowCommand {
         /// The store named by --store, which must exist (these commands never make one).
         static func open(_ global: GlobalOptions) throws -> Store {
             guard global.store == ":memory:" || FileManager.default.fileExists(atPath: global.store) else {
-                fail("cannot open store \(global.store): it does not exist")
+                throw CLIFailure(message: "cannot open store \(global.store): it does not exist")
             }
-            do { return try Store(path: global.store) } catch let e as StoreError { fail(e.description) }
+            return try Store(path: global.store)
         }
 
         static func printJSON<T: Encodable>(_ value: T) throws {
@@ -74,7 +74,7 @@ extension ShareFlowCommand {
             func run() throws {
                 let store = try StoreCommand.open(global)
                 defer { store.checkpoint() }
-                do { try store.backup(to: destination) } catch let e as StoreError { fail(e.description) }
+                try store.backup(to: destination)
                 if global.json {
                     try StoreCommand.printJSON(["store": store.path, "backup": destination])
                 } else {

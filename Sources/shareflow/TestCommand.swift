@@ -29,7 +29,7 @@ extension ShareFlowCommand {
             // The default folders only where they are (run outside a checkout, there may be none).
             let files = LuaTestRunner.testFiles(in: paths.isEmpty ? searched.filter { FileManager.default.fileExists(atPath: $0) } : paths)
             guard !files.isEmpty else {
-                fail("no tests found in \(searched.joined(separator: ", ")) (test files are named *_test.lua)")
+                throw CLIFailure(message: "no tests found in \(searched.joined(separator: ", ")) (test files are named *_test.lua)")
             }
             var passed = 0, failed = 0
             var results: [[String: Any]] = []
