@@ -20,6 +20,8 @@ let package = Package(
         // shutdown deadline (ServiceGroup).
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Already under Hummingbird; named for the server's channel handlers (NIOCore).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
     ],
     targets: [
         // liblua5.4 from the system (Debian: liblua5.4-dev), with a shim for Lua's macros.
@@ -46,7 +48,6 @@ let package = Package(
         .target(
             name: "ShareFlowLua",
             dependencies: ["ShareFlow", "CLua", "CShareFlowSupport",
-                           .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         // The console of `shareflow repl`: libedit for the line, the host for the Lua.
@@ -75,6 +76,8 @@ let package = Package(
             name: "ShareFlowServer",
             dependencies: ["ShareFlow", "ShareFlowLua",
                            .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HummingbirdCore", package: "hummingbird"),
+                           .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -86,7 +89,6 @@ let package = Package(
             dependencies: [
                 "ShareFlow", "ShareFlowLua", "ShareFlowConsole", "ShareFlowBench", "ShareFlowServer", "CLua", "CShareFlowSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
