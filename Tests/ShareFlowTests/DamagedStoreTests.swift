@@ -182,12 +182,7 @@ final class DamagedStoreTests: XCTestCase {
             UPDATE record SET fields = x'7b7d' WHERE id = \(trip);
             UPDATE record SET modifiedAt = 'soon', fields = '[]' WHERE id = \(day);
             UPDATE participant SET role = x'00' WHERE id = \(bob);
-            CREATE TRIGGER evil AFTER INSERT ON share BEGIN
-                INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
-                VALUES (NEW.id, 'mallory-' || NEW.id, NULL, 'emailAddress', 'mallory@example.com', 'privateUser', 'readWrite', 'accepted', 0);
-            END;
-            CREATE VIEW everything AS SELECT * FROM record;
-            CREATE INDEX record_type ON record(type);
+            \(StoreDamage.foreignSchemaObjects)
             UPDATE record SET parentName = 'day1' WHERE id = \(trip);
             """)
         let check = try f.engine.store.check()

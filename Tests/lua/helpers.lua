@@ -3,6 +3,27 @@
 local sf = require("shareflow")
 local helpers = {}
 
+--- The container the suites' worlds live in.
+helpers.container = "iCloud.com.example.trips"
+
+--- Alice owns a Trips zone in helpers.container, with a trip and a day under it (not saved);
+--- Bob and Carol have accounts. w.c, w.bc, w.cc: their containers; w.db: Alice's private database.
+function helpers.world()
+  local C = helpers.container
+  local w = {}
+  w.alice = sf.accounts.create{ email = "alice@example.com" }
+  sf.accounts.create{ email = "bob@example.com" }
+  sf.accounts.create{ email = "carol@example.com" }
+  w.c = sf.as("alice@example.com"):container(C)
+  w.bc = sf.as("bob@example.com"):container(C)
+  w.cc = sf.as("carol@example.com"):container(C)
+  w.db = w.c.privateCloudDatabase
+  w.zone = w.db:saveZone("Trips")
+  w.trip = sf.Record{ recordType = "Trip", recordName = "lisbon", zone = w.zone, fields = { title = "Lisbon" } }
+  w.day = sf.Record{ recordType = "Day", recordName = "day1", zone = w.zone, parent = w.trip }
+  return w
+end
+
 --- The error a modify call reported for `record` (partialErrors are keyed "name (zone/owner)").
 function helpers.errorFor(err, record)
   for k, e in pairs(err.partialErrors) do

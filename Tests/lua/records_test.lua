@@ -3,24 +3,10 @@
 local sf = require("shareflow")
 local helpers = require("helpers")
 local errorFor = helpers.errorFor
+local world = helpers.world
 local invite = helpers.invite
 local shared = helpers.shared
-local C = "iCloud.com.example.trips"
-
-local function world()
-  local w = {}
-  w.alice = sf.accounts.create{ email = "alice@example.com" }
-  sf.accounts.create{ email = "bob@example.com" }
-  sf.accounts.create{ email = "carol@example.com" }
-  w.c = sf.as("alice@example.com"):container(C)
-  w.bc = sf.as("bob@example.com"):container(C)
-  w.cc = sf.as("carol@example.com"):container(C)
-  w.db = w.c.privateCloudDatabase
-  w.zone = w.db:saveZone("Trips")
-  w.trip = sf.Record{ recordType = "Trip", recordName = "lisbon", zone = w.zone, fields = { title = "Lisbon" } }
-  w.day = sf.Record{ recordType = "Day", recordName = "day1", zone = w.zone, parent = w.trip }
-  return w
-end
+local C = helpers.container
 
 local function accept(c, url)
   local ms = assert(c:fetchShareMetadata{ url })

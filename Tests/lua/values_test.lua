@@ -1,19 +1,9 @@
 -- R23 (values and names), R24 (default zone), R27 (zone privacy), R28 (fresh objects) through
 -- the Lua API. Run: shareflow test Tests/lua
 local sf = require("shareflow")
-local C = "iCloud.com.example.trips"
-
-local function world()
-  local w = {}
-  w.alice = sf.accounts.create{ email = "alice@example.com" }
-  sf.accounts.create{ email = "bob@example.com" }
-  sf.accounts.create{ email = "carol@example.com" }
-  w.c = sf.as("alice@example.com"):container(C)
-  w.db = w.c.privateCloudDatabase
-  w.zone = w.db:saveZone("Trips")
-  w.trip = sf.Record{ recordType = "Trip", recordName = "lisbon", zone = w.zone, fields = { title = "Lisbon" } }
-  return w
-end
+local helpers = require("helpers")
+local world = helpers.world
+local C = helpers.container
 
 test("R23: bytes, dates, locations, references and lists come back exactly", function()
   local w = world()
