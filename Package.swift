@@ -92,7 +92,11 @@ let package = Package(
         ),
         .testTarget(name: "ShareFlowTests", dependencies: ["ShareFlow", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport"]),
-        .testTarget(name: "ShareFlowServerTests", dependencies: ["ShareFlowServer"]),
+        .testTarget(name: "ShareFlowServerTests", dependencies: ["ShareFlowServer", "ShareFlow",
+                                                          .product(name: "Hummingbird", package: "hummingbird"),
+                                                          .product(name: "HummingbirdTesting", package: "hummingbird"),
+                                                          .product(name: "HTTPTypes", package: "swift-http-types"),
+                                                          .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EndToEndTests", dependencies: [.product(name: "Crypto", package: "swift-crypto")], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]

@@ -50,20 +50,7 @@ public struct CloudKitServer: Sendable {
     /// checkpoints the store and returns.
     public func run() async throws {
         let thread = EngineThread()
-        let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: AccessLog(logger: logger))
-        router.get("/healthz") { _, _ -> String in "ok" }
-        router.head("/healthz") { _, _ -> HTTPResponse.Status in .ok }
-        router.get("/share/:guid", use: SharePage.answer)
-        // A database route: throttled first (before its body is read), then read and checked,
-        // then authenticated, then answered by its endpoint.
-        let database = router.group("/database/1/:container/:environment/:database")
-        if let rateLimit {
-            database.add(middleware: RateLimitMiddleware(limiter: RateLimiter(requests: rateLimit.requests, perSeconds: rateLimit.perSeconds)))
-        }
-        database.add(middleware: DatabaseRequestMiddleware(maxBodyBytes: maxBodyBytes))
-        database.add(middleware: AuthenticationMiddleware(thread: thread, authenticator: CallerAuthenticator(engine: engine)))
-        CloudKitAPI(engine: engine, maxResponseBytes: maxResponseBytes).register(on: database, thread: thread)
+        let router = router(thread: thread)
         let onListening = self.onListening
         let pointHere = sharesPointHere && engine.options.publicURL == Engine.defaultPublicURL
         let (engine, host) = (self.engine, self.host)
@@ -93,6 +80,26 @@ public struct CloudKitServer: Sendable {
         group.maximumCancellationDuration = nil
         try await ServiceGroup(configuration: group).run()
         _ = try? await thread.run { [engine] in engine.store.checkpoint() }
+    }
+
+    /// Every route, its work run on `thread`: what `run` serves, and what the in-process
+    /// tests drive (`app.test(.router)`).
+    func router(thread: EngineThread) -> Router<ServerRequestContext> {
+        let router = Router(context: ServerRequestContext.self)
+        router.add(middleware: AccessLog(logger: logger))
+        router.get("/healthz") { _, _ -> String in "ok" }
+        router.head("/healthz") { _, _ -> HTTPResponse.Status in .ok }
+        router.get("/share/:guid", use: SharePage.answer)
+        // A database route: throttled first (before its body is read), then read and checked,
+        // then authenticated, then answered by its endpoint.
+        let database = router.group("/database/1/:container/:environment/:database")
+        if let rateLimit {
+            database.add(middleware: RateLimitMiddleware(limiter: RateLimiter(requests: rateLimit.requests, perSeconds: rateLimit.perSeconds)))
+        }
+        database.add(middleware: DatabaseRequestMiddleware(maxBodyBytes: maxBodyBytes))
+        database.add(middleware: AuthenticationMiddleware(thread: thread, authenticator: CallerAuthenticator(engine: engine)))
+        CloudKitAPI(engine: engine, maxResponseBytes: maxResponseBytes).register(on: database, thread: thread)
+        return router
     }
 
     /// The size of the parts a big answer is written in.
