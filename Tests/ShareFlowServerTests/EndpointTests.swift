@@ -226,4 +226,20 @@ final class EndpointTests: XCTestCase {
             }
         }
     }
+
+    /// docs/reference/server.md names every endpoint, and every file it points at exists.
+    func testTheReferenceNamesEveryEndpoint() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let page = try String(contentsOf: root.appendingPathComponent("docs/reference/server.md"), encoding: .utf8)
+        for endpoint in CloudKitAPI.endpoints {
+            XCTAssertTrue(page.contains("`\(endpoint.subpath)`"), "server.md does not name \(endpoint.subpath)")
+        }
+        let files = try NSRegularExpression(pattern: "`((?:Endpoints|Routing|Middleware|Authentication|Errors|Connections|Wire)/[A-Za-z]+\\.swift)`")
+        let matches = files.matches(in: page, range: NSRange(page.startIndex..., in: page))
+        XCTAssertGreaterThan(matches.count, 5)
+        for m in matches {
+            let path = String(page[Range(m.range(at: 1), in: page)!])
+            XCTAssertTrue(FileManager.default.fileExists(atPath: root.appendingPathComponent("Sources/ShareFlowServer/" + path).path), "server.md names \(path), which is not there")
+        }
+    }
 }
