@@ -74,7 +74,7 @@ let package = Package(
         // `shareflow serve`: CloudKit Web Services over HTTP (SPEC §13), on Hummingbird 2.
         .target(
             name: "ShareFlowServer",
-            dependencies: ["ShareFlow", "ShareFlowLua",
+            dependencies: ["ShareFlow",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "HummingbirdCore", package: "hummingbird"),
                            .product(name: "NIOCore", package: "swift-nio"),
@@ -107,7 +107,15 @@ let package = Package(
             dependencies: ["ShareFlow", "ShareFlowEngineTestKit", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "ShareFlowTestKit", "CLua", "CShareFlowSupport"]),
-        .testTarget(name: "ShareFlowServerTests", dependencies: ["ShareFlowServer", "ShareFlowTestKit"]),
+        .testTarget(
+            name: "ShareFlowServerTests",
+            dependencies: ["ShareFlowServer", "ShareFlow", "ShareFlowTestKit",
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HummingbirdTesting", package: "hummingbird"),
+                           .product(name: "HTTPTypes", package: "swift-http-types"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["ShareFlowTestKit", .product(name: "Crypto", package: "swift-crypto")],

@@ -41,7 +41,7 @@ public struct Benchmarks {
     }
 
     /// The figure groups a run can be limited to (`shareflow bench --only hooks`), for profiling.
-    public static let groups = ["memory", "hooks", "fetch", "accept", "records", "cold", "serve"]
+    public static let groups = ["memory", "hooks", "fetch", "reads", "accept", "records", "cold", "serve"]
 
     public var sizes: Sizes
     /// Groups to run; empty runs all.
@@ -87,6 +87,15 @@ public struct Benchmarks {
             let (fetch, sqlite) = try fetchParticipants(in: scratch)
             r["fetch_participants_per_s"] = median(fetch); r["sqlite_lookups_per_s"] = median(sqlite)
             r["fetch_participants_vs_sqlite"] = pairedRatio(fetch, sqlite)
+        }
+        if wanted("reads") {
+            progress("reads: db:fetchRecord and FetchShareMetadata (64 participants) beside the raw SQLite reads of their rows")
+            let (record, recordRaw) = try fetchRecordVersusSQLite(in: scratch)
+            r["fetch_record_per_s"] = median(record); r["fetch_record_sqlite_per_s"] = median(recordRaw)
+            r["fetch_record_vs_sqlite"] = pairedRatio(record, recordRaw)
+            let (metadata, metadataRaw) = try shareMetadataVersusSQLite(in: scratch)
+            r["share_metadata_64_per_s"] = median(metadata); r["share_metadata_64_sqlite_per_s"] = median(metadataRaw)
+            r["share_metadata_64_vs_sqlite"] = pairedRatio(metadata, metadataRaw)
         }
         if wanted("accept") {
             progress("accept: \(sizes.accepts) accepts without and with the allow-list policy")

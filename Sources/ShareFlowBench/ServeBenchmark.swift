@@ -29,8 +29,8 @@ extension Benchmarks {
         for i in 0..<connections { guests.append(try engine.accounts.create(emails: ["guest\(i)@example.com"])) }
         let urls = try bulkShares(engine, count: sizes.serveShares, guests: guests.map { ($0.id, $0.email!) })
         let guids = urls.map { Engine.shareToken(url: $0)! }
-        let api = try Credentials.newAPIToken(container: Self.serveContainer, store: engine.store)
-        let tokens = try guests.map { try Credentials.newWebAuthToken(container: Self.serveContainer, account: $0, ttl: 3600, store: engine.store) }
+        let api = try Credentials.newAPIToken(container: Self.serveContainer, engine: engine)
+        let tokens = try guests.map { try Credentials.newWebAuthToken(container: Self.serveContainer, account: $0, ttl: 3600, engine: engine) }
         var f = ServeFigures()
 
         // In-process: what each endpoint asks of the engine, one call after another.

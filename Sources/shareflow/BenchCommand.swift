@@ -93,6 +93,8 @@ extension ShareFlowCommand {
             if r["hook_dispatch_ns"] != nil { print("| `participant.fetched` to one Lua observer | \(n("hook_dispatch_ns")) ns | \(n("hook_dispatch_c_ns")) ns (raw C `lua_pcall`) | \(n("hook_dispatch_ratio", 2))× | ≤ 1.5× |") }
             if r["policy_decision_ns"] != nil { print("| one `share.accept` policy decision | \(n("policy_decision_ns")) ns | \(n("policy_decision_c_ns")) ns (raw C `lua_pcall`) | \(n("policy_decision_ratio", 2))× | ≤ 2× |") }
             if r["fetch_participants_per_s"] != nil { print("| FetchShareParticipants | \(n("fetch_participants_per_s")) /s | \(n("sqlite_lookups_per_s")) /s (raw SQLite) | \(n("fetch_participants_vs_sqlite", 2))× | ≥ 0.5× |") }
+            if r["fetch_record_per_s"] != nil { print("| `db:fetchRecord` of one record (from Lua) | \(n("fetch_record_per_s")) /s | \(n("fetch_record_sqlite_per_s")) /s (raw SQLite read of its row) | \(n("fetch_record_vs_sqlite", 3))× | ≥ 0.2× |") }
+            if r["share_metadata_64_per_s"] != nil { print("| FetchShareMetadata, 64 participants | \(n("share_metadata_64_per_s")) /s | \(n("share_metadata_64_sqlite_per_s")) /s (raw SQLite reads of the same rows) | \(n("share_metadata_64_vs_sqlite", 3))× | ≥ 0.3× |") }
             if r["accept_with_policy_per_s"] != nil { print("| AcceptShares with the allow-list policy | \(n("accept_with_policy_per_s")) /s | \(n("accept_per_s")) /s (no plugin) | \(n("accept_with_policy_vs_without", 2))× | ≥ 0.9× |") }
             if r["serve_resolve_per_s"] != nil {
                 let c = r["serve_connections"] ?? "?"

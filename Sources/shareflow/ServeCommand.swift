@@ -116,7 +116,7 @@ extension ShareFlowCommand {
                         throw CLIFailure(message: "--as \(who): no account has this address in store \(global.store)")
                     }
                     account = found
-                } else if let known = try engine.store.credential(.serverKey, container: container, environment: .default, hash: id)?.accountID,
+                } else if let known = try engine.credentials.find(.serverKey, container: container, environment: .default, hash: id)?.accountID,
                           let found = try engine.accounts.account(id: known) {
                     account = found
                 } else {
@@ -126,7 +126,7 @@ extension ShareFlowCommand {
                                                          name: NameComponents(givenName: "Server key", familyName: String(id.prefix(8))))
                 }
                 do {
-                    _ = try Credentials.addServerKey(container: container, publicKeyPEM: pem, account: account, store: engine.store)
+                    _ = try Credentials.addServerKey(container: container, publicKeyPEM: pem, account: account, engine: engine)
                 } catch let e as Credentials.KeyError {
                     throw CLIFailure(message: "--public-key \(publicKey): \(e.description)")
                 }
@@ -160,7 +160,7 @@ extension ShareFlowCommand {
             func run() throws {
                 let engine = try global.makeEngine()
                 defer { engine.store.checkpoint() }
-                let token = try Credentials.newAPIToken(container: container, environment: try CloudEnvironment(named: environment), store: engine.store)
+                let token = try Credentials.newAPIToken(container: container, environment: try CloudEnvironment(named: environment), engine: engine)
                 if global.json { printJSON(["container": container, "environment": environment, "ckAPIToken": token]) } else { print(token) }
             }
         }
@@ -185,7 +185,7 @@ extension ShareFlowCommand {
                 guard let account = try engine.accounts.find(`as`) else {
                     throw CLIFailure(message: "--as \(`as`): no account has this address in store \(global.store)")
                 }
-                let token = try Credentials.newWebAuthToken(container: container, account: account, ttl: ttl, store: engine.store)
+                let token = try Credentials.newWebAuthToken(container: container, account: account, ttl: ttl, engine: engine)
                 if global.json { printJSON(["container": container, "ckWebAuthToken": token, "userRecordName": account.userRecordID]) } else { print(token) }
             }
         }

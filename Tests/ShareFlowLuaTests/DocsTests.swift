@@ -1,20 +1,15 @@
 import Foundation
 import ShareFlow
+import ShareFlowTestKit
 import XCTest
 @testable import ShareFlowLua
 
 /// The API reference and the LuaLS definitions name every field and method the bindings have.
 final class DocsTests: XCTestCase {
-    func root() -> URL {
-        var url = URL(fileURLWithPath: #filePath)
-        while !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { url.deleteLastPathComponent() }
-        return url
-    }
-
     func testEveryBoundNameIsDocumentedAndTyped() throws {
         let host = try ScriptHost(engine: Engine(store: Store(path: ":memory:")))
-        let docs = try String(contentsOf: root().appendingPathComponent("docs/LUA_API.md"), encoding: .utf8)
-        let types = try String(contentsOf: root().appendingPathComponent("types/shareflow.lua"), encoding: .utf8)
+        let docs = try String(contentsOf: packageRoot.appendingPathComponent("docs/LUA_API.md"), encoding: .utf8)
+        let types = try String(contentsOf: packageRoot.appendingPathComponent("types/shareflow.lua"), encoding: .utf8)
         var checked = 0
         for (type, names) in host.apiSurface {
             for name in names {

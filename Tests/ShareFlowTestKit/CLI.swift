@@ -2,15 +2,8 @@ import Foundation
 
 /// Runs the built `shareflow` binary as a user would: a real process, its output and exit code.
 public enum CLI {
-    /// The package's root folder (the one holding Package.swift).
-    public static let root: URL = {
-        var url = URL(fileURLWithPath: #filePath)
-        while url.path != "/" {
-            url.deleteLastPathComponent()
-            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
-        }
-        fatalError("package root not found above \(#filePath)")
-    }()
+    /// The package's root folder: the tests run there.
+    public static var root: URL { packageRoot }
 
     /// The binary under test: SHAREFLOW_BIN (an instrumented build), else .build/debug/shareflow.
     public static let binary: String = {

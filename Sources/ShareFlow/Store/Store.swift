@@ -178,10 +178,24 @@ public final class Store: @unchecked Sendable {
     package func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         do {
             if let db = current { return try body(StoreTransaction(db, writable: writing, path: path)) }
-            return try queue.read { db in
+            // A deferred transaction, not GRDB's `read`: its `PRAGMA query_only` toggles make
+            // SQLite expire every prepared statement, so each cached statement was compiled
+            // again on every read (its authorizer was ~45% of a fetchRecord's time). What
+            // query_only guarded is checked instead: a read that changed a row is undone and
+            // is an error.
+            return try queue.inDatabase { db in
                 current = db
                 defer { current = nil }
-                return try body(StoreTransaction(db, writable: false, path: path))
+                let changes = db.totalChangesCount
+                var result: T?
+                try db.inTransaction(.deferred) {
+                    result = try body(StoreTransaction(db, writable: false, path: path))
+                    return db.totalChangesCount == changes ? .commit : .rollback
+                }
+                guard db.totalChangesCount == changes, let result else {
+                    throw ShareFlowError(.serviceUnavailable, "store \(path): a read changed rows; it was undone (a ShareFlow bug: please report it)")
+                }
+                return result
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError

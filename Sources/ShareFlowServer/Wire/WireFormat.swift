@@ -5,9 +5,6 @@ import ShareFlow
 enum WireFormat {
     typealias Object = [String: Any]
 
-    /// A request that cannot be understood: `BAD_REQUEST`, naming the field.
-    struct BadRequest: Error { let reason: String }
-
     // MARK: Errors (SPEC §13)
 
     static func serverErrorCode(_ code: ShareFlowError.Code) -> (String, Int) {
@@ -104,7 +101,7 @@ enum WireFormat {
 
     static func zoneID(_ o: Any?, field: String, caller: String) throws -> RecordZoneID? {
         guard let o else { return nil }
-        guard let d = o as? Object else { throw BadRequest(reason: "\(field) must be an object") }
+        guard let d = o as? Object else { throw CloudKitError.badRequest("\(field) must be an object") }
         let name = try string(d["zoneName"], field: "\(field).zoneName") ?? RecordZoneID.defaultZoneName
         let owner = try string(d["ownerRecordName"], field: "\(field).ownerRecordName") ?? caller
         return RecordZoneID(zoneName: name, ownerName: owner)
@@ -112,7 +109,7 @@ enum WireFormat {
 
     static func string(_ v: Any?, field: String) throws -> String? {
         guard let v, !(v is NSNull) else { return nil }
-        guard let s = v as? String else { throw BadRequest(reason: "\(field) must be a string") }
+        guard let s = v as? String else { throw CloudKitError.badRequest("\(field) must be a string") }
         return s
     }
 
@@ -122,20 +119,20 @@ enum WireFormat {
     static func bool(_ v: Any?, field: String) throws -> Bool? {
         guard let v, !(v is NSNull) else { return nil }
         guard let n = v as? NSNumber, isBool(n) else {
-            throw BadRequest(reason: "\(field) must be true or false")
+            throw CloudKitError.badRequest("\(field) must be true or false")
         }
         return n.boolValue
     }
 
     static func object(_ v: Any?, field: String) throws -> Object? {
         guard let v, !(v is NSNull) else { return nil }
-        guard let o = v as? Object else { throw BadRequest(reason: "\(field) must be an object") }
+        guard let o = v as? Object else { throw CloudKitError.badRequest("\(field) must be an object") }
         return o
     }
 
     static func array(_ v: Any?, field: String) throws -> [Any]? {
         guard let v, !(v is NSNull) else { return nil }
-        guard let a = v as? [Any] else { throw BadRequest(reason: "\(field) must be a list") }
+        guard let a = v as? [Any] else { throw CloudKitError.badRequest("\(field) must be a list") }
         return a
     }
 
@@ -143,7 +140,7 @@ enum WireFormat {
     static func items(_ v: Any?, field: String, limit: Int = maxItems) throws -> [Any]? {
         guard let a = try array(v, field: field) else { return nil }
         guard a.count <= limit else {
-            throw BadRequest(reason: "limitExceeded: \(field) has \(a.count) items; a request holds at most \(limit)")
+            throw CloudKitError.badRequest("limitExceeded: \(field) has \(a.count) items; a request holds at most \(limit)")
         }
         return a
     }
@@ -155,7 +152,7 @@ enum WireFormat {
     static func strings(_ v: Any?, field: String) throws -> [String]? {
         guard let a = try items(v, field: field, limit: 10_000) else { return nil }
         return try a.enumerated().map { n, item in
-            guard let s = item as? String else { throw BadRequest(reason: "\(field)[\(n)] must be a string") }
+            guard let s = item as? String else { throw CloudKitError.badRequest("\(field)[\(n)] must be a string") }
             return s
         }
     }
@@ -163,7 +160,7 @@ enum WireFormat {
     static func integer(_ v: Any?, field: String, in range: ClosedRange<Int>) throws -> Int? {
         guard let v, !(v is NSNull) else { return nil }
         guard let n = v as? NSNumber, !isFloat(n), !isBool(n), let i = int64(n), let value = Int(exactly: i), range.contains(value) else {
-            throw BadRequest(reason: "\(field) must be an integer from \(range.lowerBound) to \(range.upperBound)")
+            throw CloudKitError.badRequest("\(field) must be an integer from \(range.lowerBound) to \(range.upperBound)")
         }
         return value
     }
@@ -204,7 +201,7 @@ enum WireFormat {
 
     static func fieldValue(_ raw: Any, field name: String, zone: RecordZoneID) throws -> FieldValue {
         guard let d = raw as? Object, let value = d["value"] else {
-            throw BadRequest(reason: "fields.\(name) must be an object with a value")
+            throw CloudKitError.badRequest("fields.\(name) must be an object with a value")
         }
         let type = try string(d["type"], field: "fields.\(name).type")
         return try typed(value, type: type, field: "fields.\(name)", zone: zone)
@@ -212,38 +209,38 @@ enum WireFormat {
 
     private static func typed(_ value: Any, type: String?, field: String, zone: RecordZoneID) throws -> FieldValue {
         if let type, type.hasSuffix("_LIST") {
-            guard let items = value as? [Any] else { throw BadRequest(reason: "\(field) must be a list (\(type))") }
+            guard let items = value as? [Any] else { throw CloudKitError.badRequest("\(field) must be a list (\(type))") }
             let inner = String(type.dropLast(5))
             return .list(try items.enumerated().map { try typed($1, type: inner, field: "\(field)[\($0)]", zone: zone) })
         }
         switch type {
         case "STRING"?:
-            guard let s = value as? String else { throw BadRequest(reason: "\(field) must be a string (STRING)") }
+            guard let s = value as? String else { throw CloudKitError.badRequest("\(field) must be a string (STRING)") }
             return .string(s)
         case "INT64"?:
-            guard let n = value as? NSNumber, !isFloat(n) else { throw BadRequest(reason: "\(field) must be an integer (INT64)") }
-            guard let i = int64(n) else { throw BadRequest(reason: "\(field) is outside INT64 (-2^63 to 2^63-1)") }
+            guard let n = value as? NSNumber, !isFloat(n) else { throw CloudKitError.badRequest("\(field) must be an integer (INT64)") }
+            guard let i = int64(n) else { throw CloudKitError.badRequest("\(field) is outside INT64 (-2^63 to 2^63-1)") }
             return .integer(i)
         case "DOUBLE"?:
-            guard let n = value as? NSNumber else { throw BadRequest(reason: "\(field) must be a number (DOUBLE)") }
+            guard let n = value as? NSNumber else { throw CloudKitError.badRequest("\(field) must be a number (DOUBLE)") }
             return .double(n.doubleValue)
         case "TIMESTAMP"?:
             // ECMAScript's range of dates, ±100,000,000 days from 1970: what every client can hold.
             guard let n = value as? NSNumber, n.doubleValue.isFinite, abs(n.doubleValue) <= 8.64e15 else {
-                throw BadRequest(reason: "\(field) must be milliseconds since 1970, within ±8.64e15 (TIMESTAMP)")
+                throw CloudKitError.badRequest("\(field) must be milliseconds since 1970, within ±8.64e15 (TIMESTAMP)")
             }
             return .date(Date(timeIntervalSince1970: n.doubleValue / 1000))
         case "BYTES"?:
-            guard let s = value as? String, let data = Data(base64Encoded: s) else { throw BadRequest(reason: "\(field) must be base64 (BYTES)") }
+            guard let s = value as? String, let data = Data(base64Encoded: s) else { throw CloudKitError.badRequest("\(field) must be base64 (BYTES)") }
             return .bytes(data)
         case "LOCATION"?:
             guard let o = value as? Object, let la = o["latitude"] as? NSNumber, let lo = o["longitude"] as? NSNumber else {
-                throw BadRequest(reason: "\(field) must have latitude and longitude (LOCATION)")
+                throw CloudKitError.badRequest("\(field) must have latitude and longitude (LOCATION)")
             }
             return .location(Location(latitude: la.doubleValue, longitude: lo.doubleValue))
         case "REFERENCE"?:
             guard let o = value as? Object, let name = o["recordName"] as? String else {
-                throw BadRequest(reason: "\(field) must have a recordName (REFERENCE)")
+                throw CloudKitError.badRequest("\(field) must have a recordName (REFERENCE)")
             }
             let z = try zoneID(o["zoneID"], field: "\(field).zoneID", caller: zone.ownerName) ?? zone
             return .reference(RecordID(recordName: name, zoneID: z), action: (o["action"] as? String) == "DELETE_SELF" ? .deleteSelf : .none)
@@ -252,15 +249,15 @@ enum WireFormat {
             case let s as String: return .string(s)
             case let n as NSNumber:
                 if isFloat(n) { return .double(n.doubleValue) }
-                guard let i = int64(n) else { throw BadRequest(reason: "\(field) is outside INT64 (-2^63 to 2^63-1)") }
+                guard let i = int64(n) else { throw CloudKitError.badRequest("\(field) is outside INT64 (-2^63 to 2^63-1)") }
                 return .integer(i)
             case let items as [Any]: return .list(try items.enumerated().map { try typed($1, type: nil, field: "\(field)[\($0)]", zone: zone) })
             case let o as Object where o["recordName"] != nil: return try typed(o, type: "REFERENCE", field: field, zone: zone)
             case let o as Object where o["latitude"] != nil: return try typed(o, type: "LOCATION", field: field, zone: zone)
-            default: throw BadRequest(reason: "\(field) has a value of no CloudKit type")
+            default: throw CloudKitError.badRequest("\(field) has a value of no CloudKit type")
             }
         case let other?:
-            throw BadRequest(reason: "\(field) has an unknown type \(other)")
+            throw CloudKitError.badRequest("\(field) has an unknown type \(other)")
         }
     }
 
@@ -327,7 +324,7 @@ enum WireFormat {
         case "NONE"?: return ParticipantPermission.none
         case "READ_ONLY"?: return .readOnly
         case "READ_WRITE"?: return .readWrite
-        default: throw BadRequest(reason: "\(field) must be NONE, READ_ONLY or READ_WRITE")
+        default: throw CloudKitError.badRequest("\(field) must be NONE, READ_ONLY or READ_WRITE")
         }
     }
 

@@ -7,17 +7,17 @@ import ShareFlow
 /// hex digits. The store keeps the tokens' SHA-256 only.
 public enum Credentials {
     /// A new API token for `container` in `environment`: it opens that data set only (R32).
-    public static func newAPIToken(container: String, environment: CloudEnvironment = .default, store: Store) throws -> String {
+    public static func newAPIToken(container: String, environment: CloudEnvironment = .default, engine: Engine) throws -> String {
         let token = RandomIdentifier.bytes(32).map { String(format: "%02x", $0) }.joined()
-        try store.addCredential(.apiToken, container: container, environment: environment, hash: hash(token))
+        try engine.credentials.add(.apiToken, container: container, environment: environment, hash: hash(token))
         return token
     }
 
     /// A new web auth token for `account` in `container`, valid `ttl` seconds.
-    public static func newWebAuthToken(container: String, account: Account, ttl: Double, store: Store) throws -> String {
+    public static func newWebAuthToken(container: String, account: Account, ttl: Double, engine: Engine) throws -> String {
         let token = Data(RandomIdentifier.bytes(96)).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        try store.addCredential(.webAuthToken, container: container, hash: hash(token), accountID: account.id,
+        try engine.credentials.add(.webAuthToken, container: container, hash: hash(token), accountID: account.id,
                                 expiresAt: Date().timeIntervalSince1970 + ttl)
         return token
     }
@@ -28,7 +28,7 @@ public enum Credentials {
 
     /// Registers an ECDSA P-256 public key (PEM) for `container`, signing as `account`;
     /// returns its key ID (the same key added again keeps its ID).
-    public static func addServerKey(container: String, publicKeyPEM: String, account: Account, store: Store) throws -> String {
+    public static func addServerKey(container: String, publicKeyPEM: String, account: Account, engine: Engine) throws -> String {
         let key: P256.Signing.PublicKey
         do {
             key = try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
@@ -36,7 +36,7 @@ public enum Credentials {
             throw KeyError(description: "not an ECDSA P-256 public key in PEM (make one with: openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout)")
         }
         let id = keyID(container: container, key: key)
-        try store.addCredential(.serverKey, container: container, hash: id, accountID: account.id, publicKey: key.pemRepresentation)
+        try engine.credentials.add(.serverKey, container: container, hash: id, accountID: account.id, publicKey: key.pemRepresentation)
         return id
     }
 

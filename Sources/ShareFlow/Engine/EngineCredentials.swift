@@ -1,0 +1,35 @@
+import Foundation
+
+extension Engine {
+    /// The credentials a server accepts (SPEC §13), kept in the engine's store by hash: what a
+    /// server reaches instead of the store's rows, so every reader sees them the same way.
+    ///
+    /// ```swift
+    /// try engine.credentials.add(.apiToken, container: "iCloud.example", environment: .production, hash: digest)
+    /// let found = try engine.credentials.find(.apiToken, container: "iCloud.example", environment: .production, hash: digest)
+    /// ```
+    public var credentials: CredentialBook { CredentialBook(engine: self) }
+}
+
+/// The engine's book of credentials: API tokens, web auth tokens and server-to-server keys,
+/// each under the hash a server computes from what a client sends.
+public struct CredentialBook {
+    let engine: Engine
+
+    /// Records a credential by its hash (the same hash again updates its account and expiry).
+    public func add(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment? = nil, hash: String,
+                    accountID: Int64? = nil, expiresAt: Double? = nil, publicKey: String? = nil) throws {
+        engine.lock.lock()
+        defer { engine.lock.unlock() }
+        try engine.store.addCredential(kind, container: container, environment: environment, hash: hash,
+                                       accountID: accountID, expiresAt: expiresAt, publicKey: publicKey)
+    }
+
+    /// The credential with this hash for `container`, expired ones included (the caller tells
+    /// an expired token from a wrong one); one naming another environment is not found (R32).
+    public func find(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment, hash: String) throws -> StoredCredential? {
+        engine.lock.lock()
+        defer { engine.lock.unlock() }
+        return try engine.store.credential(kind, container: container, environment: environment, hash: hash)
+    }
+}

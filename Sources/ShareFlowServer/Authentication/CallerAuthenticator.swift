@@ -1,0 +1,144 @@
+import Foundation
+import ShareFlow
+
+/// Who a database request acts as (SPEC §13): a server-to-server key's account; else, once
+/// `ckAPIToken` opens the container, the user of `ckWebAuthToken` or the account a plugin's
+/// authenticator names; no account for the API token alone. Runs on the engine's thread only.
+///
+/// Credentials and accounts already checked are kept, so a request costs the engine no store
+/// reads for them: tokens never change once minted (an expired one is told by its time), and
+/// accounts are read again when the directory changes (`accountsGeneration`).
+final class CallerAuthenticator: @unchecked Sendable {  // used from the EngineThread alone
+    let engine: Engine
+
+    init(engine: Engine) { self.engine = engine }
+
+    private var apiTokens: Set<String> = []
+    /// Signatures of server-to-server requests already accepted, until their date leaves the
+    /// 10-minute window. The least recent go first past the bound.
+    private var usedSignatures = RecentlyUsed<String, Double>(capacity: 200_000)
+    private var webTokens: [String: (accountID: Int64, expiresAt: Double?)] = [:]
+    private var accounts: [Int64: Account] = [:]
+    private var accountsGeneration = -1
+    private static let maxCached = 10_000
+
+    func authenticate(_ r: DatabaseRequest) throws -> Caller {
+        if let keyID = r.headers["x-apple-cloudkit-request-keyid"] {
+            let account = try serverKeyAccount(r, keyID: keyID)
+            return Caller(account: account, identity: "account \(account.id)")
+        }
+        let apiToken = try openContainer(r)
+        if let account = try user(r) ?? pluginAccount(r) {
+            return Caller(account: account, identity: "account \(account.id)")
+        }
+        return Caller(account: nil, identity: "api " + Credentials.hash(apiToken))
+    }
+
+    /// The account a plugin's authenticator names for a request without a user token, if any.
+    private func pluginAccount(_ r: DatabaseRequest) throws -> Account? {
+        guard !engine.authenticators.isEmpty else { return nil }
+        let request = AuthenticationRequest(method: r.method, path: r.path, container: r.container, environment: r.environment.rawValue,
+                                            database: r.scope.rawValue, headers: r.headers, query: r.query)
+        do {
+            return try engine.authenticators.authenticate(request)?.account
+        } catch let e as ShareFlowError {
+            throw CloudKitError.authenticationFailed(e.message)
+        }
+    }
+
+    /// A request signed with a registered key (ECDSA P-256 over `date:base64(sha256(body)):subpath`),
+    /// dated within 10 minutes, for the public database's records and zones only.
+    private func serverKeyAccount(_ r: DatabaseRequest, keyID: String) throws -> Account {
+        let refuse = CloudKitError.authenticationFailed
+        guard r.apiToken == nil, r.webAuthToken == nil else {
+            throw refuse("a request signed with a server-to-server key carries no ckAPIToken or ckWebAuthToken")
+        }
+        guard let key = try engine.credentials.find(.serverKey, container: r.container, environment: r.environment, hash: keyID.lowercased()),
+              let pem = key.publicKey, let accountID = key.accountID else {
+            throw refuse("X-Apple-CloudKit-Request-KeyID is not a key registered for \(Naming.printable(r.container)) (shareflow keys add)")
+        }
+        guard let dateText = r.headers["x-apple-cloudkit-request-iso8601date"], let date = Self.iso8601(dateText) else {
+            throw refuse("X-Apple-CloudKit-Request-ISO8601Date is missing or not an ISO 8601 date like 2016-01-25T22:15:43Z")
+        }
+        guard abs(date.timeIntervalSinceNow) <= 600 else {
+            throw refuse("X-Apple-CloudKit-Request-ISO8601Date \(dateText) is more than 10 minutes from the server's time")
+        }
+        guard let signature = r.headers["x-apple-cloudkit-request-signaturev1"],
+              Credentials.verify(signature: signature, date: dateText, body: r.body, paths: Array(Set([r.path, r.target])), publicKeyPEM: pem) else {
+            throw refuse("X-Apple-CloudKit-Request-SignatureV1 is missing or not the key's signature of date:base64(sha256(body)):path")
+        }
+        // A signature is good once: the same signed request sent again within its window (a
+        // replay by whoever saw it) is refused. Kept until its date leaves the window.
+        let seen = keyID.lowercased() + " " + (Credentials.canonicalSignature(signature) ?? signature)
+        let now = Date().timeIntervalSince1970
+        if let until = usedSignatures[seen], until > now {
+            throw refuse("X-Apple-CloudKit-Request-SignatureV1 was already used: a signed request is accepted once (sign each request anew)")
+        }
+        usedSignatures[seen] = date.timeIntervalSince1970 + 600
+        guard r.scope == .public, !r.subpath.hasPrefix("users/") else {
+            throw refuse("a server-to-server key reaches the public database's records and zones only; \(r.scope.rawValue)/\(r.subpath) needs a ckWebAuthToken")
+        }
+        guard let account = try engine.accounts.account(id: accountID) else {
+            throw refuse("the account of key \(keyID) no longer exists")
+        }
+        return account
+    }
+
+    static func iso8601(_ text: String) -> Date? {
+        let f = ISO8601DateFormatter()
+        if let d = f.date(from: text) { return d }
+        f.formatOptions.insert(.withFractionalSeconds)
+        return f.date(from: text)
+    }
+
+    /// The request's `ckAPIToken`, once it is known to open this container in this
+    /// environment (R32: one environment per token).
+    private func openContainer(_ r: DatabaseRequest) throws -> String {
+        guard let token = r.apiToken, !token.isEmpty else {
+            throw CloudKitError.authenticationFailed("ckAPIToken is required")
+        }
+        let key = r.container + "\u{0}" + r.environment.rawValue + "\u{0}" + token
+        if apiTokens.contains(key) { return token }
+        guard try engine.credentials.find(.apiToken, container: r.container, environment: r.environment, hash: Credentials.hash(token)) != nil else {
+            throw CloudKitError.authenticationFailed("ckAPIToken is not valid for \(Naming.printable(r.container)) in \(r.environment.rawValue)")
+        }
+        if apiTokens.count >= Self.maxCached { apiTokens.removeAll() }
+        apiTokens.insert(key)
+        return token
+    }
+
+    /// The user of `ckWebAuthToken`, or nil without one; a bad or expired token is refused.
+    private func user(_ r: DatabaseRequest) throws -> Account? {
+        guard let token = r.webAuthToken, !token.isEmpty else { return nil }
+        let key = r.container + "\u{0}" + token
+        var known = webTokens[key]
+        if known == nil {
+            guard let credential = try engine.credentials.find(.webAuthToken, container: r.container, environment: r.environment, hash: Credentials.hash(token)),
+                  let id = credential.accountID else {
+                throw CloudKitError.authenticationFailed("ckWebAuthToken is not valid for \(Naming.printable(r.container))")
+            }
+            known = (id, credential.expiresAt)
+            if webTokens.count >= Self.maxCached { webTokens.removeAll() }
+            webTokens[key] = known
+        }
+        if let expiry = known!.expiresAt, expiry < Date().timeIntervalSince1970 {
+            throw CloudKitError.authenticationFailed("ckWebAuthToken has expired")
+        }
+        guard let account = try cachedAccount(id: known!.accountID) else {
+            throw CloudKitError.authenticationFailed("the account of this ckWebAuthToken no longer exists")
+        }
+        return account
+    }
+
+    private func cachedAccount(id: Int64) throws -> Account? {
+        if accountsGeneration != engine.accountsGeneration {
+            accounts.removeAll()
+            accountsGeneration = engine.accountsGeneration
+        }
+        if let a = accounts[id] { return a }
+        guard let a = try engine.accounts.account(id: id) else { return nil }
+        if accounts.count >= Self.maxCached { accounts.removeAll() }
+        accounts[id] = a
+        return a
+    }
+}

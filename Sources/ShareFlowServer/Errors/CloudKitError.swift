@@ -1,0 +1,73 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import ShareFlow
+
+/// An error as CloudKit Web Services answers one: an HTTP status and Apple's error body
+/// (`uuid`, `serverErrorCode`, `reason`, and `retryAfter` or `redirectURL` where the case has
+/// one). Thrown anywhere under a route — a parser, a middleware, a handler — it is rendered
+/// the same way (`HTTPResponseError`), so no path answers with another shape.
+///
+/// ```swift
+/// throw CloudKitError.badRequest("zones is required")
+/// ```
+///
+/// Unchecked: the body holds only immutable JSON values and is not changed once made.
+struct CloudKitError: HTTPResponseError, @unchecked Sendable, CustomStringConvertible {
+    let status: HTTPResponse.Status
+    let body: WireFormat.Object
+
+    init(status: Int, body: WireFormat.Object) {
+        self.status = HTTPResponse.Status(code: status)
+        self.body = body
+    }
+
+    init(status: Int, code: String, reason: String) {
+        self.init(status: status, body: WireFormat.error(code: code, reason: reason))
+    }
+
+    /// An engine error as its wire code and status (SPEC §13).
+    init(_ e: ShareFlowError) {
+        self.init(status: WireFormat.serverErrorCode(e.code).1, body: WireFormat.error(e))
+    }
+
+    /// Any error thrown under a route: ours as it is, the engine's by its code, anything else
+    /// an internal error that names it.
+    static func from(_ error: any Error) -> CloudKitError {
+        switch error {
+        case let e as CloudKitError: e
+        case let e as ShareFlowError: CloudKitError(e)
+        default: CloudKitError(status: 500, code: "INTERNAL_ERROR", reason: "\(error)")
+        }
+    }
+
+    /// A request that cannot be understood: `BAD_REQUEST`, naming the field.
+    static func badRequest(_ reason: String) -> CloudKitError {
+        CloudKitError(status: 400, code: "BAD_REQUEST", reason: reason)
+    }
+
+    static func authenticationFailed(_ reason: String) -> CloudKitError {
+        CloudKitError(status: 401, code: "AUTHENTICATION_FAILED", reason: reason)
+    }
+
+    /// No user where the endpoint needs one: 421 with a sign-in URL, as Apple answers.
+    static var authenticationRequired: CloudKitError {
+        var body = WireFormat.error(code: "AUTHENTICATION_REQUIRED", reason: "request needs authorization")
+        body["redirectURL"] = "about:blank"
+        return CloudKitError(status: 421, body: body)
+    }
+
+    /// `requestRateLimited`, with `retryAfter` in the body (and the header: `response`).
+    static func throttled(_ reason: String, retryAfter seconds: Int) -> CloudKitError {
+        var body = WireFormat.error(code: "THROTTLED", reason: reason)
+        body["retryAfter"] = seconds
+        return CloudKitError(status: 429, body: body)
+    }
+
+    var reason: String { body["reason"] as? String ?? "" }
+    var description: String { "\(status.code) \(body["serverErrorCode"] ?? "?"): \(reason)" }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        CloudKitServer.response(status: Int(status.code), WireObject(body))
+    }
+}

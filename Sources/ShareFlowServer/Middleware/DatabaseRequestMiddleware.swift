@@ -1,0 +1,55 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ShareFlow
+
+/// Checks what a database route's path names — an environment (R32) and a database scope —
+/// and reads the body whole, up to `maxBodyBytes` (past it: QUOTA_EXCEEDED), into the
+/// context's `DatabaseRequest`.
+struct DatabaseRequestMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let maxBodyBytes: Int
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let environmentName = Self.decoded(context.parameters.get("environment"))
+        guard let environment = CloudEnvironment(rawValue: environmentName) else {
+            throw CloudKitError.badRequest("environment '\(Naming.printable(environmentName))' is not development or production")
+        }
+        let databaseName = Self.decoded(context.parameters.get("database"))
+        guard let scope = DatabaseScope(rawValue: databaseName) else {
+            throw CloudKitError.badRequest("database '\(Naming.printable(databaseName))' is not public, private or shared")
+        }
+        var request = request
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: maxBodyBytes)
+        } catch is NIOTooManyBytesError {
+            throw CloudKitError(status: 413, code: "QUOTA_EXCEEDED", reason: "the body is larger than \(maxBodyBytes) bytes")
+        } catch {
+            throw CloudKitError.badRequest("the body could not be read whole (it ended early?)")
+        }
+        var headers: [String: String] = [:]
+        for field in request.headers {
+            let name = field.name.canonicalName
+            headers[name] = headers[name].map { $0 + ", " + field.value } ?? field.value
+        }
+        let query = request.uri.queryParameters
+        var others: [String: String] = [:]
+        for (key, value) in query where key != "ckAPIToken" && key != "ckWebAuthToken" { others[String(key)] = String(value) }
+        let path = request.uri.path
+        // `/database/1/<container>/<environment>/<database>/` and what follows.
+        let subpath = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(6).joined(separator: "/")
+        var context = context
+        context.database = DatabaseRequest(
+            container: Self.decoded(context.parameters.get("container")), environment: environment, scope: scope,
+            subpath: subpath, method: request.method.rawValue, path: path,
+            target: request.uri.query.map { path + "?" + $0 } ?? path, headers: headers, query: others,
+            apiToken: query["ckAPIToken"].map(String.init), webAuthToken: query["ckWebAuthToken"].map(String.init),
+            body: Data(buffer: body))
+        return try await next(request, context)
+    }
+
+    /// A path parameter as the client meant it (`iCloud%2Et` is `iCloud.t`).
+    static func decoded(_ s: String?) -> String { s.map { $0.removingPercentEncoding ?? $0 } ?? "" }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import ShareFlow
+
+/// One line per request: method, path (never the query, where the tokens are), status,
+/// duration and caller. Also where every error under a route becomes Apple's error body: a
+/// `CloudKitError` as it is, and a request no route answers (an unknown path or method) a
+/// JSON NOT_FOUND like every other answer, instead of the router's empty body.
+struct AccessLog: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        var response: Response
+        do {
+            // An empty path segment is no route (`//database/…` is not `/database/…`): a proxy
+            // or a signature may read the path as sent.
+            guard !request.uri.path.contains("//") else { throw HTTPError(.notFound) }
+            response = try await next(request, context)
+        } catch let error as CloudKitError {
+            response = try error.response(from: request, context: context)
+        } catch let error as any HTTPResponseError {
+            let (code, status): (String, Int) = switch error.status {
+            case .notFound: ("NOT_FOUND", 404)
+            case .contentTooLarge: ("QUOTA_EXCEEDED", 413)
+            case .methodNotAllowed: ("BAD_REQUEST", 400)
+            default: (error.status.code >= 500 ? "INTERNAL_ERROR" : "BAD_REQUEST", error.status.code >= 500 ? 500 : 400)
+            }
+            let reason = error.status == .notFound ? "no route \(request.method) \(String(request.uri.path.prefix(200)))" : "\(error.status)"
+            response = try CloudKitError(status: status, code: code, reason: reason).response(from: request, context: context)
+        } catch {
+            logger.info("\(request.method) \(Naming.printable(request.uri.path)) error \(start.duration(to: .now)) \(error)")
+            throw error
+        }
+        let elapsed = start.duration(to: .now).components
+        let ms = Double(elapsed.attoseconds) / 1e15 + Double(elapsed.seconds) * 1000
+        // The path shown is cut to 80 characters: a log line per request stays a line.
+        logger.info("\(request.method) \(Naming.printable(request.uri.path)) \(response.status.code) \(String(format: "%.1f", ms)) ms \(context.notes.caller ?? "-")")
+        return response
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import ShareFlow
+
+/// The endpoints of SPEC §13 over the engine: one table that both registers the routes on
+/// Hummingbird's router and lists them (`shareflow serve --routes`, docs/openapi.yaml), each
+/// entry naming its handler (a function of an `EndpointCall`, in `Endpoints/`).
+///
+/// ```swift
+/// let api = CloudKitAPI(engine: engine)
+/// api.register(on: router.group("/database/1/:container/:environment/:database"), thread: thread)
+/// ```
+public final class CloudKitAPI: Sendable {
+    let engine: Engine
+    /// The most bytes of records (as stored) one response carries (SPEC §13, wave 3).
+    let maxResponseBytes: Int
+
+    init(engine: Engine, maxResponseBytes: Int = 32 << 20) {
+        self.engine = engine
+        self.maxResponseBytes = maxResponseBytes
+    }
+
+    /// One endpoint: its subpath, the methods it answers, the databases on whose path it is
+    /// (nil: any) and its handler.
+    struct Endpoint: Sendable {
+        let subpath: String
+        let methods: [HTTPRequest.Method]
+        let databases: [DatabaseScope]?
+        let handle: @Sendable (EndpointCall) throws -> WireFormat.Object
+
+        init(_ subpath: String, _ methods: [HTTPRequest.Method], on databases: [DatabaseScope]? = nil,
+             _ handle: @escaping @Sendable (EndpointCall) throws -> WireFormat.Object) {
+            self.subpath = subpath
+            self.methods = methods
+            self.databases = databases
+            self.handle = handle
+        }
+    }
+
+    static let endpoints: [Endpoint] = [
+        Endpoint("records/modify", [.post], RecordsModify.answer),
+        Endpoint("records/lookup", [.post], RecordsLookup.answer),
+        Endpoint("records/query", [.post], RecordsQuery.answer),
+        Endpoint("records/resolve", [.post], on: [.public]) { try ShareLinks.answer($0, accept: false) },
+        Endpoint("records/accept", [.post], on: [.public]) { try ShareLinks.answer($0, accept: true) },
+        Endpoint("zones/modify", [.post], ZoneEndpoints.modify),
+        // pyicloud sends zones/list as POST {}.
+        Endpoint("zones/list", [.get, .post], ZoneEndpoints.list),
+        Endpoint("zones/lookup", [.post], ZoneEndpoints.lookup),
+        // Apple documents users/* on the public path; MistKit sends users/current on private.
+        // POST too: a client whose only raw call is POST (pyicloud's raw_post) sends {}.
+        Endpoint("users/caller", [.get, .post], UserEndpoints.caller),
+        Endpoint("users/current", [.get, .post], UserEndpoints.current),
+        Endpoint("users/discover", [.get, .post], UserEndpoints.discover),
+        Endpoint("users/lookup/email", [.post]) { try UserEndpoints.lookup($0, byEmail: true) },
+        Endpoint("users/lookup/id", [.post]) { try UserEndpoints.lookup($0, byEmail: false) },
+    ]
+
+    /// Every route the server answers, as `METHOD path-template`, one per line.
+    public static var routes: [String] {
+        var lines = ["GET /healthz", "GET /share/{shortGUID}"]
+        for e in endpoints {
+            for database in e.databases?.map(\.rawValue) ?? ["{database}"] {
+                for method in e.methods { lines.append("\(method) /database/1/{container}/{environment}/\(database)/\(e.subpath)") }
+            }
+        }
+        return lines
+    }
+
+    /// Registers every endpoint on `group` (the database path, its middleware added), its
+    /// work run on `thread`. A known endpoint asked with the other of GET and POST is
+    /// BAD_REQUEST naming its methods; any other method is no route (NOT_FOUND).
+    func register(on group: RouterGroup<ServerRequestContext>, thread: EngineThread) {
+        for endpoint in Self.endpoints {
+            let path = RouterPath(endpoint.subpath)
+            for method in endpoint.methods {
+                group.on(path, method: method) { [self] _, context in try await self.answer(endpoint, context: context, thread: thread) }
+            }
+            for method in [HTTPRequest.Method.get, .post] where !endpoint.methods.contains(method) {
+                let methods = endpoint.methods.map(\.rawValue).joined(separator: " or ")
+                group.on(path, method: method) { _, _ -> Response in
+                    throw CloudKitError.badRequest("\(endpoint.subpath) is \(methods), not \(method.rawValue)")
+                }
+            }
+        }
+    }
+
+    /// Runs `endpoint`'s handler for the request on the engine's thread; its object is
+    /// encoded here, on the connection's.
+    private func answer(_ endpoint: Endpoint, context: ServerRequestContext, thread: EngineThread) async throws -> Response {
+        guard let request = context.database else {
+            throw CloudKitError(status: 500, code: "INTERNAL_ERROR", reason: "\(endpoint.subpath) ran before its request was read")
+        }
+        if let databases = endpoint.databases, !databases.contains(request.scope) {
+            throw CloudKitError.badRequest("\(endpoint.subpath) is on the \(databases.map(\.rawValue).joined(separator: " or ")) database's path")
+        }
+        let caller = context.caller?.account
+        let answer = try await thread.run { [self] in
+            do {
+                let call = EndpointCall(api: self, request: request, caller: caller, body: try Self.parse(request))
+                return WireObject(try endpoint.handle(call))
+            } catch {
+                throw CloudKitError.from(error)
+            }
+        }
+        return CloudKitServer.response(status: 200, answer)
+    }
+
+    /// The body as a JSON object (a GET's, or an empty one, is `{}`).
+    static func parse(_ r: DatabaseRequest) throws -> WireFormat.Object {
+        if r.isGET || r.body.isEmpty { return [:] }
+        guard let o = try? JSONSerialization.jsonObject(with: r.body) else {
+            throw CloudKitError.badRequest("the body is not a JSON object: not valid JSON, or nested deeper than the parser allows")
+        }
+        guard let object = o as? WireFormat.Object else { throw CloudKitError.badRequest("the body is not a JSON object") }
+        return object
+    }
+}

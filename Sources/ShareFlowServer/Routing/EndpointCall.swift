@@ -1,0 +1,39 @@
+import Foundation
+import ShareFlow
+
+/// One request at its endpoint, on the engine's thread: the server's state, the request, its
+/// caller and its body. What every handler is a function of.
+struct EndpointCall {
+    typealias Object = WireFormat.Object
+    let api: CloudKitAPI
+    let request: DatabaseRequest
+    /// The authenticated account; nil for the API token alone.
+    let caller: Account?
+    let body: Object
+
+    var engine: Engine { api.engine }
+
+    /// The caller, for endpoints that need a user: none is 421 with a sign-in URL.
+    func requireUser() throws -> Account {
+        guard let caller else { throw CloudKitError.authenticationRequired }
+        return caller
+    }
+
+    /// R30: the public database's records and zones read with the API token alone (CloudKit JS
+    /// sites show public content to visitors who are not signed in), as the engine's public
+    /// reader; every other request, and every write, needs a user or a key (421).
+    func reader() throws -> Account {
+        if caller == nil && request.scope == .public { return .publicReader }
+        return try requireUser()
+    }
+
+    /// The request's container, in its environment, as `account`.
+    func container(as account: Account) throws -> Container {
+        try engine.session(for: account).container(request.container, environment: request.environment)
+    }
+
+    /// The request's database, as `account`.
+    func database(as account: Account) throws -> CloudDatabase {
+        try container(as: account).database(request.scope)
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+import ShareFlow
+
+/// A request's context: Hummingbird's, the client's address (the rate limiter's bucket for
+/// requests whose credentials are not known yet), and what the middleware of a database route
+/// found — the request it names (`DatabaseRequestMiddleware`) and its caller
+/// (`AuthenticationMiddleware`).
+struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let remoteAddress: SocketAddress?
+    /// The container, environment, database and body of a database route, once checked.
+    var database: DatabaseRequest?
+    /// Who the request acts as, once authenticated.
+    var caller: Caller?
+    /// What inner middleware learns for the outer ones (the access log, the rate limiter),
+    /// which see the context as it was when they called in.
+    let notes = RequestNotes()
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}
+
+/// Who a request acts as: an account, or none (the API token alone, for public reads), and
+/// what the rate limiter knows it by.
+struct Caller: Sendable {
+    let account: Account?
+    /// The rate limiter's identity: an account, or an API token (by hash) without one.
+    let identity: String
+}
+
+/// Written once by the authentication middleware, read by the middleware around it after the
+/// response is made. Unchecked: one request's tasks use it one after another, under `lock`.
+final class RequestNotes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _caller: String?
+    private var _identity: String?
+
+    /// Who asked, for the access log (an address or a user record name; never a token).
+    var caller: String? {
+        get { lock.withLock { _caller } }
+        set { lock.withLock { _caller = newValue } }
+    }
+
+    /// The identity the request's credentials were accepted as.
+    var identity: String? {
+        get { lock.withLock { _identity } }
+        set { lock.withLock { _identity = newValue } }
+    }
+}

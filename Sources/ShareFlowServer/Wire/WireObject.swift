@@ -1,0 +1,16 @@
+import Foundation
+
+/// A JSON object crossing from the engine's thread to the connection's, where it is encoded:
+/// the engine's one thread does not spend its time writing JSON. Unchecked: it holds only
+/// immutable values (strings, numbers, arrays and dictionaries of them), not changed after it
+/// crosses.
+struct WireObject: @unchecked Sendable {
+    let object: WireFormat.Object
+
+    init(_ object: WireFormat.Object) { self.object = object }
+
+    /// The object as JSON, keys sorted, slashes as they are.
+    var json: Data {
+        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+    }
+}

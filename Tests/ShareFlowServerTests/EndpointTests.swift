@@ -1,0 +1,246 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import ShareFlow
+import ShareFlowTestKit
+@testable import ShareFlowServer
+import XCTest
+
+/// Each endpoint, driven in process through the server's own router and middleware
+/// (HummingbirdTesting's `.router`): no process, no socket. The end-to-end suites keep
+/// driving the real binary over TCP.
+final class EndpointTests: XCTestCase {
+    private var engine: Engine!
+    private var api = "", alice = "", bob = ""
+
+    override func setUpWithError() throws {
+        engine = try Engine(store: Store(path: ":memory:"))
+        let a = try engine.accounts.create(emails: ["alice@example.com"], name: NameComponents(givenName: "Alice", familyName: "A"), discoverable: true)
+        let b = try engine.accounts.create(emails: ["bob@example.com"], name: NameComponents(givenName: "Bob"))
+        api = try Credentials.newAPIToken(container: "iCloud.test", engine: engine)
+        alice = try Credentials.newWebAuthToken(container: "iCloud.test", account: a, ttl: 3600, engine: engine)
+        bob = try Credentials.newWebAuthToken(container: "iCloud.test", account: b, ttl: 3600, engine: engine)
+    }
+
+    private struct Answer {
+        let status: Int
+        let object: [String: Any]
+        let headers: HTTPFields
+        var code: String? { object["serverErrorCode"] as? String }
+        var reason: String { object["reason"] as? String ?? "" }
+        var records: [[String: Any]] { object["records"] as? [[String: Any]] ?? [] }
+    }
+
+    /// Runs `body` against a router made as `shareflow serve` makes it.
+    private func withServer(rateLimit: (Int, Double)? = nil, maxBodyBytes: Int = 16 << 20,
+                            _ body: @escaping @Sendable (Client) async throws -> Void) async throws {
+        var server = CloudKitServer(engine: engine, host: "127.0.0.1", port: 0, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        server.rateLimit = rateLimit
+        server.maxBodyBytes = maxBodyBytes
+        let app = Application(router: server.router(thread: EngineThread()))
+        try await app.test(.router) { client in try await body(Client(client: client)) }
+    }
+
+    /// A client holding the API token, acting as a user by web auth token (or none).
+    private struct Client: Sendable {
+        let client: any TestClientProtocol
+
+        func call(_ method: HTTPRequest.Method, _ path: String, as token: String?, api: String, body: String? = nil) async throws -> Answer {
+            var query = "ckAPIToken=\(api)"
+            if let token { query += "&ckWebAuthToken=\(token)" }
+            let uri = path.hasPrefix("/database/") ? path + "?" + query : path
+            return try await client.execute(uri: uri, method: method, body: body.map { ByteBuffer(string: $0) }) { response in
+                let object = (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:]
+                return Answer(status: Int(response.status.code), object: object, headers: response.headers)
+            }
+        }
+    }
+
+    private let db = "/database/1/iCloud.test/development"
+
+    func testUsersEndpoints() async throws {
+        let (db, api, alice) = (db, api, alice)
+        try await withServer { c in
+            var r = try await c.call(.get, db + "/public/users/caller", as: alice, api: api)
+            XCTAssertEqual(r.status, 200)
+            let me = try XCTUnwrap((r.object["users"] as? [[String: Any]])?.first)
+            XCTAssertEqual((me["lookupInfo"] as? [String: Any])?["emailAddress"] as? String, "alice@example.com")
+            r = try await c.call(.post, db + "/private/users/current", as: alice, api: api, body: "{}")
+            XCTAssertEqual(r.object["firstName"] as? String, "Alice")
+            r = try await c.call(.get, db + "/public/users/caller", as: nil, api: api)
+            XCTAssertEqual(r.status, 421, "no user: sign in")
+            XCTAssertEqual(r.code, "AUTHENTICATION_REQUIRED")
+            XCTAssertEqual(r.object["redirectURL"] as? String, "about:blank")
+            r = try await c.call(.get, db + "/public/users/caller", as: alice, api: "wrong")
+            XCTAssertEqual(r.status, 401)
+            XCTAssertTrue(r.reason.contains("ckAPIToken is not valid"), r.reason)
+            r = try await c.call(.post, db + "/public/users/lookup/email", as: alice, api: api,
+                                 body: #"{"users":[{"emailAddress":"alice@example.com"},{"emailAddress":"bob@example.com"}]}"#)
+            XCTAssertEqual((r.object["users"] as? [[String: Any]])?.count, 1, "Bob is not discoverable (R20): \(r.object)")
+            r = try await c.call(.post, db + "/public/users/discover", as: alice, api: api, body: #"{"lookupInfos":[{"emailAddress":"alice@example.com"}]}"#)
+            XCTAssertEqual((r.object["users"] as? [[String: Any]])?.count, 1, "\(r.object)")
+            r = try await c.call(.post, db + "/public/users/discover", as: alice, api: api, body: #"{"lookupInfos":[{}]}"#)
+            XCTAssertEqual(r.status, 400)
+            XCTAssertTrue(r.reason.contains("lookupInfos[0] needs emailAddress"), r.reason)
+        }
+    }
+
+    func testZoneEndpoints() async throws {
+        let (db, api, alice) = (db, api, alice)
+        try await withServer { c in
+            var r = try await c.call(.post, db + "/private/zones/modify", as: alice, api: api,
+                                     body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+            XCTAssertEqual(r.status, 200, "\(r.object)")
+            r = try await c.call(.get, db + "/private/zones/list", as: alice, api: api)
+            let names = (r.object["zones"] as? [[String: Any]])?.compactMap { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String }
+            XCTAssertEqual(Set(names ?? []), ["_defaultZone", "Trips"])
+            r = try await c.call(.post, db + "/private/zones/lookup", as: alice, api: api,
+                                 body: #"{"zones":[{"zoneName":"Trips"},{"zoneName":"Nope"}]}"#)
+            let zones = try XCTUnwrap(r.object["zones"] as? [[String: Any]])
+            XCTAssertNil(zones[0]["serverErrorCode"])
+            XCTAssertEqual(zones[1]["serverErrorCode"] as? String, "ZONE_NOT_FOUND")
+            r = try await c.call(.post, db + "/private/zones/modify", as: alice, api: api,
+                                 body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z","ownerRecordName":"_other"}}}]}"#)
+            XCTAssertEqual((r.object["zones"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "ACCESS_DENIED", "\(r.object)")
+            r = try await c.call(.post, db + "/private/zones/modify", as: nil, api: api, body: #"{"operations":[]}"#)
+            XCTAssertEqual(r.status, 421, "writes need a user")
+        }
+    }
+
+    func testRecordEndpoints() async throws {
+        let (db, api, alice) = (db, api, alice)
+        try await withServer { c in
+            var r = try await c.call(.post, db + "/private/records/modify", as: alice, api: api, body: """
+                {"operations":[{"operationType":"create","record":{"recordName":"a","recordType":"Note","fields":{"n":{"value":1},"t":{"value":"x"}}}},
+                               {"operationType":"create","record":{"recordName":"b","recordType":"Note","fields":{"n":{"value":2}}}}]}
+                """)
+            XCTAssertEqual(r.records.count, 2, "\(r.object)")
+            let tag = try XCTUnwrap(r.records[0]["recordChangeTag"] as? String)
+            r = try await c.call(.post, db + "/private/records/lookup", as: alice, api: api,
+                                 body: #"{"records":[{"recordName":"a"},{"recordName":"zz"}],"desiredKeys":["t"]}"#)
+            XCTAssertEqual(((r.records[0]["fields"] as? [String: Any])?.keys).map(Set.init), ["t"], "desiredKeys: \(r.records[0])")
+            XCTAssertEqual(r.records[1]["serverErrorCode"] as? String, "NOT_FOUND")
+            XCTAssertNil(r.records[1]["uuid"], "per-item errors carry no uuid")
+            r = try await c.call(.post, db + "/private/records/query", as: alice, api: api,
+                                 body: #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":false}]},"resultsLimit":1}"#)
+            XCTAssertEqual(r.records.first?["recordName"] as? String, "b")
+            let marker = try XCTUnwrap(r.object["continuationMarker"] as? String)
+            r = try await c.call(.post, db + "/private/records/query", as: alice, api: api,
+                                 body: #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":false}]},"resultsLimit":1,"continuationMarker":"\#(marker)"}"#)
+            XCTAssertEqual(r.records.map { $0["recordName"] as? String }, ["a"])
+            r = try await c.call(.post, db + "/private/records/query", as: alice, api: api,
+                                 body: #"{"query":{"recordType":"Other"},"continuationMarker":"\#(marker)"}"#)
+            XCTAssertEqual(r.status, 400, "a marker of another query")
+            // R21 in the engine: a delete at a stale tag is CONFLICT, the rest of a non-atomic batch commits.
+            r = try await c.call(.post, db + "/private/records/modify", as: alice, api: api,
+                                 body: #"{"operations":[{"operationType":"update","record":{"recordName":"a","recordType":"Note","recordChangeTag":"\#(tag)","fields":{"t":{"value":"y"}}}}]}"#)
+            XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
+            XCTAssertEqual((r.records.first?["fields"] as? [String: Any])?.keys.contains("n"), true, "update keeps fields not sent")
+            r = try await c.call(.post, db + "/private/records/modify", as: alice, api: api,
+                                 body: #"{"atomic":false,"operations":[{"operationType":"delete","record":{"recordName":"a","recordChangeTag":"\#(tag)"}},{"operationType":"forceDelete","record":{"recordName":"b"}}]}"#)
+            XCTAssertEqual(r.records[0]["serverErrorCode"] as? String, "CONFLICT", "\(r.object)")
+            XCTAssertEqual(r.records[1]["deleted"] as? Bool, true, "\(r.object)")
+            r = try await c.call(.post, db + "/public/records/lookup", as: nil, api: api, body: #"{"records":[{"recordName":"a"}]}"#)
+            XCTAssertEqual(r.status, 200, "R30: public reads need only the API token")
+        }
+    }
+
+    func testSharingFlowAndShareLinks() async throws {
+        let (db, api, alice, bob) = (db, api, alice, bob)
+        try await withServer { c in
+            var r = try await c.call(.post, db + "/private/zones/modify", as: alice, api: api,
+                                     body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+            r = try await c.call(.post, db + "/private/records/modify", as: alice, api: api, body: """
+                {"zoneID":{"zoneName":"Trips"},"operations":[
+                 {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
+                 {"operationType":"create","record":{"recordName":"s","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
+                  "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+                """)
+            let guid = try XCTUnwrap(r.records.last?["shortGUID"] as? String, "\(r.object)")
+            r = try await c.call(.post, db + "/public/records/resolve", as: bob, api: api, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+            XCTAssertEqual((r.object["results"] as? [[String: Any]])?.first?["participantStatus"] as? String, "INVITED", "\(r.object)")
+            r = try await c.call(.post, db + "/public/records/accept", as: bob, api: api, body: #"{"shortGUIDs":[{"value":"\#(guid)"},{"value":"made-up"}]}"#)
+            let results = try XCTUnwrap(r.object["results"] as? [[String: Any]])
+            XCTAssertEqual(results[0]["participantStatus"] as? String, "ACCEPTED", "\(r.object)")
+            XCTAssertEqual(results[1]["serverErrorCode"] as? String, "NOT_FOUND", "a made-up GUID fails alone: \(results[1])")
+            r = try await c.call(.post, db + "/private/records/resolve", as: bob, api: api, body: #"{"shortGUIDs":[]}"#)
+            XCTAssertEqual(r.status, 400)
+            XCTAssertTrue(r.reason.contains("records/resolve is on the public database's path"), r.reason)
+            r = try await c.call(.get, "/share/\(guid)", as: nil, api: api)
+            XCTAssertEqual(r.status, 200)
+        }
+    }
+
+    /// What every database route shares: the path checked, methods, unknown routes, the body
+    /// bound, rate limiting — each answered in Apple's error body.
+    func testRoutingAndMiddleware() async throws {
+        let (db, api, alice) = (db, api, alice)
+        try await withServer(rateLimit: (8, 60), maxBodyBytes: 1024) { c in
+            var r = try await c.call(.get, db + "/private/records/modify", as: alice, api: api)
+            XCTAssertEqual(r.status, 400)
+            XCTAssertTrue(r.reason.contains("records/modify is POST, not GET"), r.reason)
+            r = try await c.call(.put, db + "/private/records/modify", as: alice, api: api)
+            XCTAssertEqual(r.status, 404)
+            XCTAssertEqual(r.code, "NOT_FOUND", "JSON like every other answer")
+            r = try await c.call(.post, db + "/private/records/frobnicate", as: alice, api: api, body: "{}")
+            XCTAssertEqual(r.status, 404)
+            r = try await c.call(.post, "/database/1/iCloud.test/staging/private/records/lookup", as: alice, api: api, body: "{}")
+            XCTAssertEqual(r.status, 400)
+            XCTAssertTrue(r.reason.contains("environment 'staging' is not development or production"), r.reason)
+            r = try await c.call(.post, db + "/everyone/records/lookup", as: alice, api: api, body: "{}")
+            XCTAssertTrue(r.reason.contains("is not public, private or shared"), r.reason)
+            r = try await c.call(.post, db + "/private/records/lookup", as: alice, api: api, body: String(repeating: " ", count: 2000))
+            XCTAssertEqual(r.status, 413)
+            XCTAssertEqual(r.code, "QUOTA_EXCEEDED")
+            r = try await c.call(.post, db + "/private/records/lookup", as: alice, api: api, body: "[1]")
+            XCTAssertEqual(r.status, 400)
+            XCTAssertTrue(r.reason.contains("not a JSON object"), r.reason)
+            // Eight requests a minute: whatever is left of them, then THROTTLED with Retry-After.
+            var throttled: Answer?
+            for _ in 0..<10 where throttled == nil {
+                r = try await c.call(.get, db + "/public/users/caller", as: alice, api: api)
+                if r.status == 429 { throttled = r }
+            }
+            let t = try XCTUnwrap(throttled, "the ninth request in a minute is throttled")
+            XCTAssertEqual(t.code, "THROTTLED")
+            XCTAssertNotNil(t.object["retryAfter"] as? Int)
+            XCTAssertNotNil(t.headers[.retryAfter], "pyicloud reads Retry-After")
+        }
+    }
+
+    /// The route list (`shareflow serve --routes`) and the router agree: every listed route
+    /// answers, none with NOT_FOUND for want of a route.
+    func testEveryListedRouteIsServed() async throws {
+        let (api, alice) = (api, alice)
+        try await withServer { c in
+            for line in CloudKitAPI.routes {
+                let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+                let path = parts[1].replacingOccurrences(of: "{container}", with: "iCloud.test")
+                    .replacingOccurrences(of: "{environment}", with: "development").replacingOccurrences(of: "{database}", with: "private")
+                    .replacingOccurrences(of: "{shortGUID}", with: "x")
+                let r = try await c.call(HTTPRequest.Method(parts[0])!, path, as: alice, api: api, body: parts[0] == "POST" ? "{}" : nil)
+                XCTAssertFalse(r.status == 404 && r.reason.hasPrefix("no route"), "\(line): \(r.object)")
+                XCTAssertLessThan(r.status, 500, "\(line): \(r.object)")
+            }
+        }
+    }
+
+    /// docs/reference/server.md names every endpoint, and every file it points at exists.
+    func testTheReferenceNamesEveryEndpoint() throws {
+        let root = packageRoot
+        let page = try String(contentsOf: root.appendingPathComponent("docs/reference/server.md"), encoding: .utf8)
+        for endpoint in CloudKitAPI.endpoints {
+            XCTAssertTrue(page.contains("`\(endpoint.subpath)`"), "server.md does not name \(endpoint.subpath)")
+        }
+        let files = try NSRegularExpression(pattern: "`((?:Endpoints|Routing|Middleware|Authentication|Errors|Connections|Wire)/[A-Za-z]+\\.swift)`")
+        let matches = files.matches(in: page, range: NSRange(page.startIndex..., in: page))
+        XCTAssertGreaterThan(matches.count, 5)
+        for m in matches {
+            let path = String(page[Range(m.range(at: 1), in: page)!])
+            XCTAssertTrue(FileManager.default.fileExists(atPath: root.appendingPathComponent("Sources/ShareFlowServer/" + path).path), "server.md names \(path), which is not there")
+        }
+    }
+}
