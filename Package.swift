@@ -102,25 +102,15 @@ let package = Package(
             dependencies: ["ShareFlow", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/ShareFlowEngineTestKit"
         ),
-        .testTarget(
-            name: "ShareFlowTests",
-            dependencies: ["ShareFlow", "ShareFlowEngineTestKit", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift")]
-        ),
+        .testTarget(name: "ShareFlowTests", dependencies: ["ShareFlow", "ShareFlowEngineTestKit", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "ShareFlowTestKit", "CLua", "CShareFlowSupport"]),
-        .testTarget(
-            name: "ShareFlowServerTests",
-            dependencies: ["ShareFlowServer", "ShareFlow", "ShareFlowTestKit",
-                           .product(name: "Hummingbird", package: "hummingbird"),
-                           .product(name: "HummingbirdTesting", package: "hummingbird"),
-                           .product(name: "HTTPTypes", package: "swift-http-types"),
-                           .product(name: "NIOCore", package: "swift-nio"),
-                           .product(name: "Logging", package: "swift-log")]
-        ),
-        .testTarget(
-            name: "EndToEndTests",
-            dependencies: ["ShareFlowTestKit", .product(name: "Crypto", package: "swift-crypto")],
-            exclude: ["Fixtures"]
-        ),
+        .testTarget(name: "ShareFlowServerTests", dependencies: ["ShareFlowServer", "ShareFlow", "ShareFlowTestKit",
+                                                          .product(name: "Hummingbird", package: "hummingbird"),
+                                                          .product(name: "HummingbirdTesting", package: "hummingbird"),
+                                                          .product(name: "HTTPTypes", package: "swift-http-types"),
+                                                          .product(name: "NIOCore", package: "swift-nio"),
+                                                          .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ShareFlowTestKit", .product(name: "Crypto", package: "swift-crypto")], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )
