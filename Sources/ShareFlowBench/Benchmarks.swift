@@ -250,13 +250,19 @@ public struct Benchmarks {
             precondition(results.count == emails.count)
             return Double(emails.count) / seconds
         }
-        var ours: [Double] = [], theirs: [Double] = []
+        return try pairedRuns(ours: engineRate, baseline: rawRate)
+    }
+
+    /// Each repetition measures the baseline, then ours, back to back; the first pair is a
+    /// warm-up. Returns (ours, baseline).
+    func pairedRuns(ours: () throws -> Double, baseline: () throws -> Double) rethrows -> ([Double], [Double]) {
+        var measured: [Double] = [], baselines: [Double] = []
         for rep in 0...sizes.repetitions {
-            let r = rawRate(), o = try engineRate()
+            let b = try baseline(), o = try ours()
             if rep == 0 { continue }
-            theirs.append(r); ours.append(o)
+            baselines.append(b); measured.append(o)
         }
-        return (ours, theirs)
+        return (measured, baselines)
     }
 
     /// Accounts `user<i>@bench.example`, inserted in bulk (setup, not measured).

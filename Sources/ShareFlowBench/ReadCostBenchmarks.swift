@@ -63,13 +63,7 @@ extension Benchmarks {
             try host.run("bench_fetch(\(calls))")
             return Double(calls) / (Double(sf_now_ns() - start) / 1e9)
         }
-        var ours: [Double] = [], theirs: [Double] = []
-        for rep in 0...sizes.repetitions {
-            let r = rawRate(), o = try luaRate()
-            if rep == 0 { continue }
-            theirs.append(r); ours.append(o)
-        }
-        return (ours, theirs)
+        return try pairedRuns(ours: luaRate, baseline: rawRate)
     }
 
     /// Reads per second of each repetition: (FetchShareMetadata of a share with 64 participants
@@ -146,13 +140,7 @@ extension Benchmarks {
             }
             return Double(calls) / (Double(sf_now_ns() - start) / 1e9)
         }
-        var ours: [Double] = [], theirs: [Double] = []
-        for rep in 0...sizes.repetitions {
-            let r = rawRate(), o = try engineRate()
-            if rep == 0 { continue }
-            theirs.append(r); ours.append(o)
-        }
-        return (ours, theirs)
+        return try pairedRuns(ours: engineRate, baseline: rawRate)
     }
 
     private func rawInteger(_ db: OpaquePointer?, _ sql: String) throws -> Int64 {

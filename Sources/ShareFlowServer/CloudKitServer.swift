@@ -90,14 +90,14 @@ public struct CloudKitServer: Sendable {
         router.get("/healthz") { _, _ -> String in "ok" }
         router.head("/healthz") { _, _ -> HTTPResponse.Status in .ok }
         router.get("/share/:guid", use: SharePage.answer)
-        // A database route: throttled first (before its body is read), then read and checked,
-        // then authenticated, then answered by its endpoint.
+        // A database route: throttled by address first (before its body is read), then read
+        // and checked, authenticated, throttled by identity, and answered by its endpoint.
         let database = router.group("/database/1/:container/:environment/:database")
-        if let rateLimit {
-            database.add(middleware: RateLimitMiddleware(limiter: RateLimiter(requests: rateLimit.requests, perSeconds: rateLimit.perSeconds)))
-        }
+        let limiter = rateLimit.map { RateLimiter(requests: $0.requests, perSeconds: $0.perSeconds) }
+        if let limiter { database.add(middleware: RateLimitMiddleware(limiter: limiter)) }
         database.add(middleware: DatabaseRequestMiddleware(maxBodyBytes: maxBodyBytes))
         database.add(middleware: AuthenticationMiddleware(thread: thread, authenticator: CallerAuthenticator(engine: engine)))
+        if let limiter { database.add(middleware: IdentityRateLimitMiddleware(limiter: limiter)) }
         CloudKitAPI(engine: engine, maxResponseBytes: maxResponseBytes).register(on: database, thread: thread)
         return router
     }

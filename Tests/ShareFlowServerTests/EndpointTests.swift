@@ -187,6 +187,11 @@ final class EndpointTests: XCTestCase {
             XCTAssertEqual(r.code, "NOT_FOUND", "JSON like every other answer")
             r = try await c.call(.post, db + "/private/records/frobnicate", as: alice, api: api, body: "{}")
             XCTAssertEqual(r.status, 404)
+            XCTAssertEqual(r.reason, "no endpoint records/frobnicate")
+            r = try await c.call(.post, db + "/private/records/frobnicate", as: nil, api: "wrong", body: "{}")
+            XCTAssertEqual(r.status, 401, "which endpoints exist is no answer to a stranger: \(r.object)")
+            r = try await c.call(.get, db + "/private/users/caller/", as: alice, api: api)
+            XCTAssertEqual(r.status, 200, "a trailing slash is the same route")
             r = try await c.call(.post, "/database/1/iCloud.test/staging/private/records/lookup", as: alice, api: api, body: "{}")
             XCTAssertEqual(r.status, 400)
             XCTAssertTrue(r.reason.contains("environment 'staging' is not development or production"), r.reason)
@@ -208,6 +213,33 @@ final class EndpointTests: XCTestCase {
             XCTAssertEqual(t.code, "THROTTLED")
             XCTAssertNotNil(t.object["retryAfter"] as? Int)
             XCTAssertNotNil(t.headers[.retryAfter], "pyicloud reads Retry-After")
+        }
+    }
+
+    /// Rate limits count who a request turned out to be: a key ID is no secret, so requests
+    /// naming one (with a bad signature) spend their address's bucket, never its account's or
+    /// a signed-in user's.
+    func testAKeyIDSpendsOnlyItsAddresssRequests() async throws {
+        let (db, api, alice) = (db, api, alice)
+        try await withServer(rateLimit: (4, 600)) { c in
+            var r = try await c.call(.get, db + "/public/users/caller", as: alice, api: api)
+            XCTAssertEqual(r.status, 200, "Alice's first request: the address's first, and hers")
+            var statuses: [Int] = []
+            for _ in 0..<4 {
+                let answer = try await c.client.execute(uri: db + "/public/records/query", method: .post,
+                                                        headers: [HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!: String(repeating: "ab", count: 32),
+                                                                  HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!: "2026-01-01T00:00:00Z",
+                                                                  HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!: "AAAA"],
+                                                        body: ByteBuffer(string: "{}")) { Int($0.status.code) }
+                statuses.append(answer)
+            }
+            XCTAssertEqual(statuses, [401, 401, 401, 429], "the address had 3 requests left")
+            for _ in 0..<3 {
+                r = try await c.call(.get, db + "/public/users/caller", as: alice, api: api)
+                XCTAssertEqual(r.status, 200, "Alice keeps her own bucket: \(r.object)")
+            }
+            r = try await c.call(.get, db + "/public/users/caller", as: alice, api: api)
+            XCTAssertEqual(r.status, 429, "her fifth request in the window")
         }
     }
 

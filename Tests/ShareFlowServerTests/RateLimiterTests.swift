@@ -32,14 +32,15 @@ final class RateLimiterTests: XCTestCase {
 
     func testBucketsFollowTheIdentityNotTheCredentialText() {
         let limiter = RateLimiter(requests: 2, perSeconds: 100, capacity: 10)
-        // Unknown credentials share their address's bucket, whatever their text.
-        XCTAssertEqual(limiter.key(credential: "web guess1", client: "10.0.0.1"), "client 10.0.0.1")
-        XCTAssertEqual(limiter.key(credential: "web guess2", client: "10.0.0.1"), "client 10.0.0.1")
-        // Once accepted, two credentials of one account share the account's bucket.
-        limiter.remember(credential: "web alice-1", identity: "account 1", now: 0)
-        limiter.remember(credential: "web alice-2", identity: "account 1", now: 0)
-        XCTAssertEqual(limiter.key(credential: "web alice-2", client: "10.0.0.9"), "identity account 1")
-        // The two requests that showed them counted against the account: its 2 are spent.
+        // Unknown credentials have no identity: their requests are their address's to count.
+        XCTAssertNil(limiter.identity(of: "web guess1"))
+        // Once accepted, two credentials of one account are the account's.
+        limiter.remember(credential: "web alice-1", identity: "account 1")
+        limiter.remember(credential: "web alice-2", identity: "account 1")
+        XCTAssertEqual(limiter.identity(of: "web alice-2"), "account 1")
+        // One bucket for the account, whichever credential its requests show.
+        XCTAssertNil(limiter.take("identity account 1", now: 0))
+        XCTAssertNil(limiter.take("identity account 1", now: 0))
         XCTAssertNotNil(limiter.take("identity account 1", now: 0), "the account's bucket is empty")
         XCTAssertNil(limiter.take("identity account 1", now: 60), "it refills: 2 per 100 s, one by 50 s")
         XCTAssertNil(limiter.take("client 10.0.0.1", now: 0), "the address's bucket is its own")

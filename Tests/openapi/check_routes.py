@@ -44,7 +44,7 @@ for route in sorted(documented & served):
     text = body.decode("utf-8", "replace")
     if status >= 500 or str(status) not in documented_statuses:
         problems.append(f"{route}: status {status} (documented: {', '.join(documented_statuses)}): {text[:200]}")
-    if status == 404 and "no endpoint" in text:
+    if status == 404 and ("no endpoint" in text or "no route" in text):
         problems.append(f"{route}: the server has no such endpoint: {text[:200]}")
     print(f"{route}: {status}")
 

@@ -72,9 +72,13 @@ public final class Engine: @unchecked Sendable {
     /// Runs `body` under the lock in one transaction (a savepoint when nested); its events are
     /// delivered after the outermost commit, and dropped on rollback.
     /// Bumped by every change to the directory, so cached accounts know when to reload.
-    public private(set) var accountsGeneration = 0
+    /// Read from any thread (a server checks its cached callers against it without a hop
+    /// to the engine's thread), so it is kept under a lock of its own.
+    public var accountsGeneration: Int { generationLock.withLock { generation } }
+    private let generationLock = NSLock()
+    private var generation = 0
 
-    func accountsChanged() { accountsGeneration += 1 }
+    func accountsChanged() { generationLock.withLock { generation += 1 } }
 
     func transaction<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         lock.lock()

@@ -3,13 +3,17 @@ import ShareFlow
 
 /// Who a database request acts as (SPEC §13): a server-to-server key's account; else, once
 /// `ckAPIToken` opens the container, the user of `ckWebAuthToken` or the account a plugin's
-/// authenticator names; no account for the API token alone. Runs on the engine's thread only.
+/// authenticator names; no account for the API token alone. `authenticate` runs on the
+/// engine's thread.
 ///
 /// Credentials and accounts already checked are kept, so a request costs the engine no store
 /// reads for them: tokens never change once minted (an expired one is told by its time), and
-/// accounts are read again when the directory changes (`accountsGeneration`).
-final class CallerAuthenticator: @unchecked Sendable {  // used from the EngineThread alone
+/// accounts are read again when the directory changes (`accountsGeneration`). A user's request
+/// whose credentials are all kept is answered from them on the connection's thread
+/// (`knownCaller`), so it goes to the engine's thread once, for its endpoint.
+final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lock`
     let engine: Engine
+    private let lock = NSLock()
 
     init(engine: Engine) { self.engine = engine }
 
@@ -22,17 +26,41 @@ final class CallerAuthenticator: @unchecked Sendable {  // used from the EngineT
     private var accountsGeneration = -1
     private static let maxCached = 10_000
 
+    /// The caller of a user's request whose API token, web auth token and account were all
+    /// checked before (the token unexpired, the directory unchanged since), without the
+    /// engine's thread; nil when anything must be read or asked (a key's signature, a plugin's
+    /// authenticator, a credential not seen yet).
+    func knownCaller(_ r: DatabaseRequest) -> Caller? {
+        guard r.headers["x-apple-cloudkit-request-keyid"] == nil, let token = r.apiToken, !token.isEmpty,
+              let web = r.webAuthToken, !web.isEmpty else { return nil }
+        let generation = engine.accountsGeneration
+        let now = Date().timeIntervalSince1970
+        return lock.withLock {
+            guard apiTokens.contains(Self.apiKey(r, token)), let known = webTokens[Self.webKey(r, web)],
+                  (known.expiresAt ?? .infinity) >= now, accountsGeneration == generation,
+                  let account = accounts[known.accountID] else { return nil }
+            return Caller(account: account, identity: "account \(account.id)", generation: generation)
+        }
+    }
+
     func authenticate(_ r: DatabaseRequest) throws -> Caller {
+        let generation = engine.accountsGeneration
         if let keyID = r.headers["x-apple-cloudkit-request-keyid"] {
             let account = try serverKeyAccount(r, keyID: keyID)
-            return Caller(account: account, identity: "account \(account.id)")
+            return Caller(account: account, identity: "account \(account.id)", generation: generation)
         }
         let apiToken = try openContainer(r)
         if let account = try user(r) ?? pluginAccount(r) {
-            return Caller(account: account, identity: "account \(account.id)")
+            return Caller(account: account, identity: "account \(account.id)", generation: generation)
         }
-        return Caller(account: nil, identity: "api " + Credentials.hash(apiToken))
+        return Caller(account: nil, identity: "api " + Credentials.hash(apiToken), generation: generation)
     }
+
+    private static func apiKey(_ r: DatabaseRequest, _ token: String) -> String {
+        r.container + "\u{0}" + r.environment.rawValue + "\u{0}" + token
+    }
+
+    private static func webKey(_ r: DatabaseRequest, _ token: String) -> String { r.container + "\u{0}" + token }
 
     /// The account a plugin's authenticator names for a request without a user token, if any.
     private func pluginAccount(_ r: DatabaseRequest) throws -> Account? {
@@ -71,10 +99,14 @@ final class CallerAuthenticator: @unchecked Sendable {  // used from the EngineT
         // replay by whoever saw it) is refused. Kept until its date leaves the window.
         let seen = keyID.lowercased() + " " + (Credentials.canonicalSignature(signature) ?? signature)
         let now = Date().timeIntervalSince1970
-        if let until = usedSignatures[seen], until > now {
+        let replayed = lock.withLock { () -> Bool in
+            if let until = usedSignatures[seen], until > now { return true }
+            usedSignatures[seen] = date.timeIntervalSince1970 + 600
+            return false
+        }
+        if replayed {
             throw refuse("X-Apple-CloudKit-Request-SignatureV1 was already used: a signed request is accepted once (sign each request anew)")
         }
-        usedSignatures[seen] = date.timeIntervalSince1970 + 600
         guard r.scope == .public, !r.subpath.hasPrefix("users/") else {
             throw refuse("a server-to-server key reaches the public database's records and zones only; \(r.scope.rawValue)/\(r.subpath) needs a ckWebAuthToken")
         }
@@ -97,29 +129,33 @@ final class CallerAuthenticator: @unchecked Sendable {  // used from the EngineT
         guard let token = r.apiToken, !token.isEmpty else {
             throw CloudKitError.authenticationFailed("ckAPIToken is required")
         }
-        let key = r.container + "\u{0}" + r.environment.rawValue + "\u{0}" + token
-        if apiTokens.contains(key) { return token }
+        let key = Self.apiKey(r, token)
+        if lock.withLock({ apiTokens.contains(key) }) { return token }
         guard try engine.credentials.find(.apiToken, container: r.container, environment: r.environment, hash: Credentials.hash(token)) != nil else {
             throw CloudKitError.authenticationFailed("ckAPIToken is not valid for \(Naming.printable(r.container)) in \(r.environment.rawValue)")
         }
-        if apiTokens.count >= Self.maxCached { apiTokens.removeAll() }
-        apiTokens.insert(key)
+        lock.withLock {
+            if apiTokens.count >= Self.maxCached { apiTokens.removeAll() }
+            apiTokens.insert(key)
+        }
         return token
     }
 
     /// The user of `ckWebAuthToken`, or nil without one; a bad or expired token is refused.
     private func user(_ r: DatabaseRequest) throws -> Account? {
         guard let token = r.webAuthToken, !token.isEmpty else { return nil }
-        let key = r.container + "\u{0}" + token
-        var known = webTokens[key]
+        let key = Self.webKey(r, token)
+        var known = lock.withLock { webTokens[key] }
         if known == nil {
             guard let credential = try engine.credentials.find(.webAuthToken, container: r.container, environment: r.environment, hash: Credentials.hash(token)),
                   let id = credential.accountID else {
                 throw CloudKitError.authenticationFailed("ckWebAuthToken is not valid for \(Naming.printable(r.container))")
             }
             known = (id, credential.expiresAt)
-            if webTokens.count >= Self.maxCached { webTokens.removeAll() }
-            webTokens[key] = known
+            lock.withLock {
+                if webTokens.count >= Self.maxCached { webTokens.removeAll() }
+                webTokens[key] = known
+            }
         }
         if let expiry = known!.expiresAt, expiry < Date().timeIntervalSince1970 {
             throw CloudKitError.authenticationFailed("ckWebAuthToken has expired")
@@ -131,14 +167,22 @@ final class CallerAuthenticator: @unchecked Sendable {  // used from the EngineT
     }
 
     private func cachedAccount(id: Int64) throws -> Account? {
-        if accountsGeneration != engine.accountsGeneration {
-            accounts.removeAll()
-            accountsGeneration = engine.accountsGeneration
+        let generation = engine.accountsGeneration
+        let cached = lock.withLock { () -> Account? in
+            if accountsGeneration != generation {
+                accounts.removeAll()
+                accountsGeneration = generation
+            }
+            return accounts[id]
         }
-        if let a = accounts[id] { return a }
+        if let cached { return cached }
         guard let a = try engine.accounts.account(id: id) else { return nil }
-        if accounts.count >= Self.maxCached { accounts.removeAll() }
-        accounts[id] = a
+        lock.withLock {
+            // Kept only if the directory did not change while it was read.
+            guard accountsGeneration == generation, engine.accountsGeneration == generation else { return }
+            if accounts.count >= Self.maxCached { accounts.removeAll() }
+            accounts[id] = a
+        }
         return a
     }
 }

@@ -39,7 +39,9 @@ struct DatabaseRequestMiddleware: RouterMiddleware {
         for (key, value) in query where key != "ckAPIToken" && key != "ckWebAuthToken" { others[String(key)] = String(value) }
         let path = request.uri.path
         // `/database/1/<container>/<environment>/<database>/` and what follows.
+        // A trailing slash is the same route (the router's reading), so the same subpath.
         let subpath = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(6).joined(separator: "/")
+            .replacingOccurrences(of: "/+$", with: "", options: .regularExpression)
         var context = context
         context.database = DatabaseRequest(
             container: Self.decoded(context.parameters.get("container")), environment: environment, scope: scope,

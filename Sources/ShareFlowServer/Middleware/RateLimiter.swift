@@ -27,23 +27,19 @@ final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
 
     private var refill: Double { Double(requests) / perSeconds }
 
-    /// The bucket a request takes from: its credential's identity when known, else its client
-    /// address's.
-    func key(credential: String?, client: String) -> String {
+    /// The identity `credential` was accepted as, if it was.
+    func identity(of credential: String) -> String? {
         lock.lock()
         defer { lock.unlock() }
-        if let credential, let identity = identities[credential] { return "identity " + identity }
-        return "client " + client
+        return identities[credential]
     }
 
-    /// Remembers that `credential` was accepted as `identity`. The request that showed it
-    /// counts against the identity too (it was taken from its address's bucket, unknown then).
-    func remember(credential: String, identity: String, now: Double = ProcessInfo.processInfo.systemUptime) {
+    /// Remembers that `credential` was accepted as `identity`: its next requests are the
+    /// identity's to count, after authentication (`IdentityRateLimitMiddleware`).
+    func remember(credential: String, identity: String) {
         lock.lock()
-        let known = identities[credential] != nil
-        if !known { identities[credential] = identity }
-        lock.unlock()
-        if !known { _ = take("identity " + identity, now: now) }
+        defer { lock.unlock() }
+        if identities[credential] == nil { identities[credential] = identity }
     }
 
     /// Takes one request from `key`'s bucket: nil when allowed, else the seconds until one is.

@@ -70,8 +70,17 @@ public final class CloudKitAPI: Sendable {
 
     /// Registers every endpoint on `group` (the database path, its middleware added), its
     /// work run on `thread`. A known endpoint asked with the other of GET and POST is
-    /// BAD_REQUEST naming its methods; any other method is no route (NOT_FOUND).
+    /// BAD_REQUEST naming its methods; any other method is no route (NOT_FOUND). A GET or POST
+    /// of a subpath no endpoint has goes through the group's middleware like any other — rate
+    /// limited, its path and credentials checked — before it is NOT_FOUND: which endpoints
+    /// exist is no answer to a stranger, and no request skips the rate limit.
     func register(on group: RouterGroup<ServerRequestContext>, thread: EngineThread) {
+        for method in [HTTPRequest.Method.get, .post] {
+            group.on("**", method: method) { _, context -> Response in
+                let subpath = context.database?.subpath ?? ""
+                throw CloudKitError(status: 404, code: "NOT_FOUND", reason: "no endpoint \(Naming.printable(String(subpath.prefix(200))))")
+            }
+        }
         for endpoint in Self.endpoints {
             let path = RouterPath(endpoint.subpath)
             for method in endpoint.methods {
@@ -95,16 +104,27 @@ public final class CloudKitAPI: Sendable {
         if let databases = endpoint.databases, !databases.contains(request.scope) {
             throw CloudKitError.badRequest("\(endpoint.subpath) is on the \(databases.map(\.rawValue).joined(separator: " or ")) database's path")
         }
-        let caller = context.caller?.account
+        let caller = context.caller
         let answer = try await thread.run { [self] in
             do {
-                let call = EndpointCall(api: self, request: request, caller: caller, body: try Self.parse(request))
+                let call = EndpointCall(api: self, request: request, caller: try current(caller), body: try Self.parse(request))
                 return WireObject(try endpoint.handle(call))
             } catch {
                 throw CloudKitError.from(error)
             }
         }
         return CloudKitServer.response(status: 200, answer)
+    }
+
+    /// The caller's account as the directory has it now: read again when the directory changed
+    /// since authentication (an address removed, the account deleted).
+    private func current(_ caller: Caller?) throws -> Account? {
+        guard let caller, let account = caller.account else { return nil }
+        guard caller.generation != engine.accountsGeneration else { return account }
+        guard let now = try engine.accounts.account(id: account.id) else {
+            throw CloudKitError.authenticationFailed("the account of this request no longer exists")
+        }
+        return now
     }
 
     /// The body as a JSON object (a GET's, or an empty one, is `{}`).

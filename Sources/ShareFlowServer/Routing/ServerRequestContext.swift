@@ -15,8 +15,8 @@ struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
     var database: DatabaseRequest?
     /// Who the request acts as, once authenticated.
     var caller: Caller?
-    /// What inner middleware learns for the outer ones (the access log, the rate limiter),
-    /// which see the context as it was when they called in.
+    /// What inner middleware learns for the access log, which sees the context as it was when
+    /// it called in.
     let notes = RequestNotes()
 
     init(source: ApplicationRequestContextSource) {
@@ -31,24 +31,21 @@ struct Caller: Sendable {
     let account: Account?
     /// The rate limiter's identity: an account, or an API token (by hash) without one.
     let identity: String
+    /// The directory's generation the account was read at (`Engine.accountsGeneration`): an
+    /// endpoint reads the account again when the directory changed since.
+    let generation: Int
 }
 
-/// Written once by the authentication middleware, read by the middleware around it after the
-/// response is made. Unchecked: one request's tasks use it one after another, under `lock`.
+/// Written by the authentication middleware, read by the access log around it once the
+/// response is made (the context it holds is the one it passed in). Unchecked: one request's
+/// tasks use it one after another, under `lock`.
 final class RequestNotes: @unchecked Sendable {
     private let lock = NSLock()
     private var _caller: String?
-    private var _identity: String?
 
     /// Who asked, for the access log (an address or a user record name; never a token).
     var caller: String? {
         get { lock.withLock { _caller } }
         set { lock.withLock { _caller = newValue } }
-    }
-
-    /// The identity the request's credentials were accepted as.
-    var identity: String? {
-        get { lock.withLock { _identity } }
-        set { lock.withLock { _identity = newValue } }
     }
 }
