@@ -44,4 +44,11 @@ public struct Account: Hashable, Sendable, CustomStringConvertible {
     static func newUserRecordID() -> String {
         "_" + (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
     }
+
+    /// How the account is named on its own participant row.
+    var primaryLookup: LookupInfo {
+        if let e = email { return .emailAddress(e) }
+        if let p = phones.first { return .phoneNumber(p) }
+        return .userRecordID(userRecordID)
+    }
 }

@@ -6,7 +6,7 @@ import GRDB
 /// engine never learns the SQL dialect.
 ///
 /// Methods that change rows are named for what they change (`insertRecord`, `setStatus`); the
-/// rules deciding whether to call them live in the engine (`SharingRules`, `Engine+Modify`).
+/// rules deciding whether to call them live in the engine (`SharingRules`, `Engine/RecordSave.swift`, `Engine/ShareSave.swift` …).
 package struct StoreTransaction {
     let db: Database
     /// False in a read: nothing may be inserted (a default zone read before anything was
