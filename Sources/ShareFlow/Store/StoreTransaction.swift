@@ -140,6 +140,25 @@ package struct ParticipantRow {
     package var state: String { "\(id):\(role.rawValue):\(permission.rawValue):\(status.rawValue)" }
 }
 
+/// What others see of an account, read in one statement: its user record, its name and
+/// whether it shows it (R2), and its first email and phone (how an owner is named). Never its
+/// contacts: a participant or an owner needs no more of the account.
+package struct AccountIdentityRow {
+    package let id: Int64
+    package let userRecordID: String
+    package let name: NameComponents
+    package let discoverability: Discoverability
+    package let email: String?
+    package let phone: String?
+
+    package init(id: Int64, userRecordID: String, name: NameComponents, discoverability: Discoverability, email: String?, phone: String?) {
+        (self.id, self.userRecordID, self.name, self.discoverability, self.email, self.phone) = (id, userRecordID, name, discoverability, email, phone)
+    }
+}
+
+/// A participant with what others see of its account (`participantsWithAccounts`).
+package typealias ParticipantWithAccount = (row: ParticipantRow, account: AccountIdentityRow?)
+
 /// What share metadata needs to know about a URL's token for a caller before it does anything else
 /// (R16, R27): one probe, the same work for a live token as for a made-up one.
 package struct ShareProbe {
