@@ -48,7 +48,21 @@ let package = Package(
         .target(
             name: "ShareFlowLua",
             dependencies: ["ShareFlow", "CLua", "CShareFlowSupport",
-                           .product(name: "Logging", package: "swift-log")]
+                           .product(name: "Logging", package: "swift-log")],
+            exclude: ["Lua"],
+            plugins: ["EmbedLua"]
+        ),
+        // The host's own Lua (a target's Lua/ folder: preludes, the console's printer) built
+        // into the binary as `EmbeddedLua`. Apart from Plugins/, which holds ShareFlow's plugins.
+        .plugin(
+            name: "EmbedLua",
+            capability: .buildTool(),
+            dependencies: ["EmbedLuaGenerator"],
+            path: "BuildTools/EmbedLua"
+        ),
+        .executableTarget(
+            name: "EmbedLuaGenerator",
+            path: "BuildTools/EmbedLuaGenerator"
         ),
         // The console of `shareflow repl`: libedit for the line, the host for the Lua.
         .systemLibrary(
@@ -58,7 +72,9 @@ let package = Package(
         ),
         .target(
             name: "ShareFlowConsole",
-            dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport", "CEditLine"]
+            dependencies: ["ShareFlowLua", "ShareFlow", "CLua", "CShareFlowSupport", "CEditLine"],
+            exclude: ["Lua"],
+            plugins: ["EmbedLua"]
         ),
         // `shareflow bench`: the SPEC §12 figures beside their baselines (in C, the raw ones).
         .target(

@@ -33,14 +33,6 @@ public struct Account: Hashable, Sendable, CustomStringConvertible {
         return "Account(\(who), \(userRecordID)\(isDiscoverable ? ", discoverable" : ""))"
     }
 
-    /// The identity others see for this account, found through `lookupInfo`.
-    func identity(lookupInfo: LookupInfo?, contactIdentifiers: [String] = []) -> UserIdentity {
-        UserIdentity(userRecordID: userRecordID,
-                     lookupInfo: lookupInfo ?? email.map { .emailAddress($0) } ?? phones.first.map { .phoneNumber($0) },
-                     nameComponents: isDiscoverable ? name : nil,
-                     hasiCloudAccount: true, contactIdentifiers: contactIdentifiers)
-    }
-
     static func newUserRecordID() -> String {
         "_" + (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
     }

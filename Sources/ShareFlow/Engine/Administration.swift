@@ -96,19 +96,20 @@ extension Engine {
             if let ownerFilter, ownerFilter.id == nil { return [] }
             var audits: [ShareAudit] = []
             for shareID in try db.shareIDs(container: container, ownerID: ownerFilter?.id ?? nil) {
-                let rows = try participantRows(share: shareID, db: db)
+                // Each participant with its account, in one statement for the share.
+                let rows = try db.participantsWithAccounts(share: shareID)
                 if let p = participantFilter {
-                    let on = rows.contains { row in (p.id != nil && row.accountID == p.id) || (p.lookup != nil && row.lookup == p.lookup) }
+                    let on = rows.contains { (row, _) in (p.id != nil && row.accountID == p.id) || (p.lookup != nil && row.lookup == p.lookup) }
                     guard on else { continue }
                 }
                 guard let row = try db.share(id: shareID) else { continue }
                 let zone = try zoneRow(id: row.zoneRowID, db: db)
-                let ownerAccount = try self.owner(of: zone, db: db)
+                let ownerAccount = try ownerIdentity(of: zone, db: db)
                 var title: String?
                 if case .string(let t) = try recordRow(zone: zone, name: row.recordName, db: db)?.fields["cloudkit.title"] { title = t }
                 var entries: [ShareAudit.Entry] = []
-                for r in rows {
-                    let userRecordID = try r.accountID.map { try loadAccount(id: $0, db: db).userRecordID }
+                for (r, account) in rows {
+                    let userRecordID = try r.accountID.map { try (account ?? accountIdentity(id: $0, db: db)).userRecordID }
                     entries.append(ShareAudit.Entry(participantID: r.participantID, lookupInfo: r.lookup, userRecordID: userRecordID,
                                                     role: r.role, permission: r.permission, acceptanceStatus: r.status))
                 }

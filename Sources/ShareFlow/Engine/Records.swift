@@ -169,6 +169,12 @@ extension Engine {
         return try db.share(token: token, environment: environment)
     }
 
+    /// The share at `url` in `environment` with its zone, in one statement (R32 as `shareRow(url:)`).
+    func shareAndZone(url: String, environment: CloudEnvironment, db: StoreTransaction) throws -> (row: ShareRow, zone: ZoneRow)? {
+        guard let token = Engine.shareToken(url: url) else { return nil }
+        return try db.shareWithZone(token: token, environment: environment, publicOwnerName: Engine.publicOwnerName).map { ($0.share, $0.zone) }
+    }
+
     func shareRow(rootName: String, zone: ZoneRow, db: StoreTransaction) throws -> ShareRow? {
         try db.share(zone: zone.id, rootName: rootName)
     }
@@ -197,10 +203,12 @@ extension Engine {
         try db.participant(share: share, account: account)
     }
 
-    func participantObject(_ row: ParticipantRow, db: StoreTransaction) throws -> Participant {
+    /// The participant object of a stored row. `account`: what others see of its account when
+    /// it was read with the row (`participantsWithAccounts`); otherwise it is read here.
+    func participantObject(_ row: ParticipantRow, account: AccountIdentityRow? = nil, db: StoreTransaction) throws -> Participant {
         let identity: UserIdentity
         if let accountID = row.accountID {
-            identity = try loadAccount(id: accountID, db: db).identity(lookupInfo: row.lookup)
+            identity = try (account ?? accountIdentity(id: accountID, db: db)).identity(lookupInfo: row.lookup)
         } else {
             identity = UserIdentity(userRecordID: nil, lookupInfo: row.lookup, nameComponents: nil, hasiCloudAccount: false)
         }
@@ -208,8 +216,10 @@ extension Engine {
                            permission: row.permission, acceptanceStatus: row.status)
     }
 
-    /// The share as `caller` sees it (R15: the owner and the caller at least).
-    func makeShare(_ row: ShareRow, zone: ZoneRow, caller: Account, db: StoreTransaction) throws -> Share {
+    /// The share as `caller` sees it (R15: the owner and the caller at least). `participants`:
+    /// the share's, with their accounts, when the caller read them already in this transaction.
+    func makeShare(_ row: ShareRow, zone: ZoneRow, caller: Account,
+                   participants: [ParticipantWithAccount]? = nil, db: StoreTransaction) throws -> Share {
         let record = try recordRow(zone: zone, name: row.recordName, db: db)
         let share = Share(recordID: RecordID(recordName: row.recordName, zoneID: zone.zoneID),
                           rootRecordID: row.rootName.map { RecordID(recordName: $0, zoneID: zone.zoneID) })
@@ -221,15 +231,16 @@ extension Engine {
         share.shortGUID = row.token
         share.publicPermission = row.publicPermission
         share.serverPublicPermission = row.publicPermission
-        let rows = try participantRows(share: row.id, db: db)
-        let mine = rows.first { $0.accountID == caller.id }
+        // One statement for every participant and its account, not four per participant.
+        let rows = try participants ?? db.participantsWithAccounts(share: row.id)
+        let mine = rows.first { $0.row.accountID == caller.id }?.row
         let managing = mine.map { $0.role == .owner || ($0.role == .administrator && $0.status == .accepted) } ?? false
-        for p in rows {
+        for (p, account) in rows {
             let isMe = p.accountID == caller.id
             let visible = isMe || p.role == .owner
                 || (p.status != .removed && (managing || (p.status == .accepted && row.publicPermission == .none && mine?.status == .accepted)))
             guard visible else { continue }
-            let object = try participantObject(p, db: db)
+            let object = try participantObject(p, account: account, db: db)
             share.participants.append(object)
             if isMe { share.currentUserParticipant = object }
         }
@@ -238,6 +249,9 @@ extension Engine {
 
     /// The owner's account of a share's zone.
     func owner(of zone: ZoneRow, db: StoreTransaction) throws -> Account { try loadAccount(id: zone.ownerID, db: db) }
+
+    /// What others see of the owner of a share's zone (one statement; no contacts).
+    func ownerIdentity(of zone: ZoneRow, db: StoreTransaction) throws -> AccountIdentityRow { try accountIdentity(id: zone.ownerID, db: db) }
 }
 
 extension Engine {

@@ -42,17 +42,21 @@ extension Engine {
                 }
                 throw hidden
             }
-            guard let row = try shareRow(url: url, environment: container.environment, db: db) else { throw hidden }
-            let zone = try zoneRow(id: row.zoneRowID, db: db)
-            let mine = try participantRow(share: row.id, account: caller.id, db: db)
+            guard let (row, zone) = try shareAndZone(url: url, environment: container.environment, db: db) else { throw hidden }
+            // Every participant with its account in one statement: the caller's place and the
+            // share object both come from it.
+            let participants = try db.participantsWithAccounts(share: row.id)
+            let mine = participants.first { $0.row.accountID == caller.id }?.row
             let role: ParticipantRole, status: ParticipantAcceptanceStatus, permission: ParticipantPermission
             if let mine {
                 (role, status, permission) = (mine.role, mine.status, mine.permission)
             } else {
                 (role, status, permission) = (.publicUser, .unknown, row.publicPermission)
             }
-            let share = try makeShare(row, zone: zone, caller: caller, db: db)
-            let ownerAccount = try owner(of: zone, db: db)
+            let share = try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
+            // The owner is on the share's participants read above (their own row): no read again.
+            let ownerAccount = try participants.first { $0.row.accountID == zone.ownerID && $0.row.role == .owner }?.account
+                ?? ownerIdentity(of: zone, db: db)
             var root: Record?
             if shouldFetchRootRecord, let rootName = row.rootName, let rootRow = try recordRow(zone: zone, name: rootName, db: db) {
                 root = try makeRecord(rootRow, zone: zone, caller: caller, db: db).copy(keys: rootRecordDesiredKeys)
@@ -77,12 +81,15 @@ extension Engine {
         let container = containerID.identifier
         return try transaction { db in
             let item = "share at \(metadata.url)"
-            /// The share, its zone and the caller's place on it, as stored now.
-            func current() throws -> (row: ShareRow, zone: ZoneRow, mine: ParticipantRow?) {
-                guard let row = try shareRow(url: metadata.url, environment: containerID.environment, db: db) else {
-                    throw ShareFlowError.unknown("\(item) no longer exists")
-                }
-                return (row, try zoneRow(id: row.zoneRowID, db: db), try participantRow(share: row.id, account: caller.id, db: db))
+            /// The share, its zone and its participants with their accounts, as stored now, in two
+            /// statements (the caller's place and the share object both come from the second).
+            /// Nil when no share has the URL.
+            func current() throws -> (row: ShareRow, zone: ZoneRow, participants: [ParticipantWithAccount])? {
+                guard let (row, zone) = try shareAndZone(url: metadata.url, environment: containerID.environment, db: db) else { return nil }
+                return (row, zone, try db.participantsWithAccounts(share: row.id))
+            }
+            func mine(_ participants: [ParticipantWithAccount]) -> ParticipantRow? {
+                participants.first { $0.row.accountID == caller.id }?.row
             }
             /// R10, R18: whether the caller may accept; false when they are on the share already
             /// (accepting again changes nothing).
@@ -92,8 +99,10 @@ extension Engine {
                                          status: mine?.status ?? .unknown, isPublicShare: row.publicPermission != .none, item: item)
                 return true
             }
-            var (row, zone, mine) = try current()
-            guard try mayAccept(row, mine) else { return try makeShare(row, zone: zone, caller: caller, db: db) }
+            guard var (row, zone, participants) = try current() else { throw ShareFlowError.unknown("\(item) no longer exists") }
+            guard try mayAccept(row, mine(participants)) else {
+                return try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
+            }
             // Made only if a policy reads them (most don't: that saves a share load per
             // accept). Read during the decision they show the share before this accept; a
             // request kept and read later may show what happened since.
@@ -104,38 +113,51 @@ extension Engine {
                     guard let engine = link.engine else { return nil }
                     return try? engine.reading { db in try engine.makeShare(row, zone: zone, caller: caller, db: db) }
                 },
-                participant: { [link, mine] in
+                participant: { [link, mine = mine(participants)] in
                     guard let engine = link.engine, let m = mine else { return nil }
                     return try? engine.reading { db in try engine.participantObject(m, db: db) }
                 },
                 metadata: metadata)
             let request = PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects)
             guard try askPolicies(request, item: item, db: db) else {
-                return try accept(row: row, zone: zone, mine: mine, metadata: metadata, caller: caller, container: container, db: db)
+                return try accept(row: row, zone: zone, participants: participants, metadata: metadata, caller: caller,
+                                  container: container, db: db)
             }
             // A policy called back into the engine and changed the store: the accept goes on from
             // the store as it is now, checked again — a share deleted meanwhile is unknownItem,
             // never a write the store refuses.
-            guard try shareRow(url: metadata.url, environment: containerID.environment, db: db)?.id == row.id else {
+            guard let now = try current(), now.row.id == row.id else {
                 throw ShareFlowError.unknown("\(item) was deleted while it was being accepted (by a policy)")
             }
-            (row, zone, mine) = try current()
-            guard try mayAccept(row, mine) else { return try makeShare(row, zone: zone, caller: caller, db: db) }
-            return try accept(row: row, zone: zone, mine: mine, metadata: metadata, caller: caller, container: container, db: db)
+            (row, zone, participants) = now
+            guard try mayAccept(row, mine(participants)) else {
+                return try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
+            }
+            return try accept(row: row, zone: zone, participants: participants, metadata: metadata, caller: caller,
+                              container: container, db: db)
         }
     }
 
-    /// The accept's writes, once every rule and policy allowed it (R10, R18).
-    private func accept(row: ShareRow, zone: ZoneRow, mine: ParticipantRow?, metadata: ShareMetadata, caller: Account,
-                        container: String, db: StoreTransaction) throws -> Share {
+    /// The accept's writes, once every rule and policy allowed it (R10, R18). `participants`:
+    /// the share's as read in this transaction, with their accounts.
+    private func accept(row: ShareRow, zone: ZoneRow, participants: [ParticipantWithAccount], metadata: ShareMetadata,
+                        caller: Account, container: String, db: StoreTransaction) throws -> Share {
         let item = "share at \(metadata.url)"
         let isPublic = row.publicPermission != .none
-        if let mine {
+        let share: Share
+        if let i = participants.firstIndex(where: { $0.row.accountID == caller.id }) {
+            let mine = participants[i].row
+            // The caller's row changes as written; the rest of the share is as just read.
+            var after = participants
             if isPublic && mine.status == .removed {
                 try db.acceptAsPublicUser(participant: mine.id, permission: row.publicPermission)
+                after[i].row.role = .publicUser
+                after[i].row.permission = row.publicPermission
             } else {
                 try db.setStatus(.accepted, participant: mine.id)
             }
+            after[i].row.status = .accepted
+            share = try makeShare(row, zone: zone, caller: caller, participants: after, db: db)
         } else {
             // R10: anyone with the URL of a public share joins as a publicUser.
             let count = try db.activeParticipantCount(share: row.id)
@@ -145,8 +167,8 @@ extension Engine {
             try db.insertParticipant(share: row.id, participantID: RandomIdentifier.uuidString(), account: caller.id,
                                      lookup: caller.primaryLookup, role: .publicUser, permission: row.publicPermission,
                                      status: .accepted, at: Date().timeIntervalSince1970)
+            share = try makeShare(row, zone: zone, caller: caller, db: db)
         }
-        let share = try makeShare(row, zone: zone, caller: caller, db: db)
         var event = Event(.shareAccepted, caller: caller, container: container)
         event.share = share
         event.participant = share.currentUserParticipant

@@ -54,3 +54,12 @@ struct StoreFailure {
         }
     }
 }
+
+extension ShareFlowError {
+    /// Any error as a ShareFlow error: a store failure is `serviceUnavailable`, naming the
+    /// store and the cause but never the SQL.
+    static func wrap(_ error: Error, store: Store? = nil) -> ShareFlowError {
+        if let e = error as? ShareFlowError { return e }
+        return StoreFailure(error, path: store?.path).shareFlowError
+    }
+}

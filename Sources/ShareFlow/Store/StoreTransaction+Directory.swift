@@ -38,6 +38,30 @@ extension StoreTransaction {
                        discoverability: discoverability, contacts: try contacts(of: id))
     }
 
+    /// `accountIdentityColumns` of the account `a` (its ID first): the row and its first
+    /// addresses, each by the (accountID) index.
+    static let accountIdentityColumns = """
+        a.id, a.userRecordID, a.name, a.discoverability,
+        (SELECT email FROM account_email WHERE accountID = a.id ORDER BY position LIMIT 1),
+        (SELECT phone FROM account_phone WHERE accountID = a.id ORDER BY position LIMIT 1)
+        """
+
+    /// An account's identity read from `accountIdentityColumns` starting at column `at`; nil
+    /// where they are NULL (a LEFT JOIN that found no account).
+    static func accountIdentityRow(_ row: StoredRow, at i: Int) throws -> AccountIdentityRow? {
+        let a = row.of("account", keyAt: i)
+        guard let id = try a.optionalInteger(i, "id") else { return nil }
+        return AccountIdentityRow(id: id, userRecordID: try a.text(i + 1, "userRecordID"), name: try a.name(i + 2, "name"),
+                                  discoverability: try a.word(i + 3, "discoverability"),
+                                  email: try a.optionalText(i + 4, "email"), phone: try a.optionalText(i + 5, "phone"))
+    }
+
+    /// What others see of account `id`: one statement, where `account(id:)` reads four.
+    package func accountIdentity(id: Int64) throws -> AccountIdentityRow? {
+        try fetchOne("SELECT \(StoreTransaction.accountIdentityColumns) FROM account a WHERE a.id = ?", [id],
+                     table: "account", keyAt: 0) { try StoreTransaction.accountIdentityRow($0, at: 0) } ?? nil
+    }
+
     /// An account's contact as stored (`contact`, columns id, kind, value, contactIdentifier).
     static func contact(_ row: StoredRow) throws -> Account.Contact {
         Account.Contact(lookupInfo: try row.lookup(kindAt: 1, "kind", valueAt: 2, "value"), contactIdentifier: try row.text(3, "contactIdentifier"))

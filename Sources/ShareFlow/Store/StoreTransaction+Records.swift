@@ -29,24 +29,31 @@ extension StoreTransaction {
         }
     }
 
+    /// A zone's columns (`z`) with its owner's user record (`a`, joined on `z.ownerID`).
+    static let zoneColumns = "z.id, z.container, z.scope, z.ownerID, z.name, a.userRecordID, a.id, z.environment"
+
+    /// A zone as stored (`zoneColumns` from column `o`); `publicOwnerName` names the owner of
+    /// public zones.
+    static func zoneRow(_ stored: StoredRow, at o: Int, publicOwnerName: String) throws -> ZoneRow {
+        let row = stored.of("zone", keyAt: o)
+        let isPublic = try StoreTransaction.isPublic(row, o + 2)
+        let ownerID = try row.integer(o + 3, "ownerID")
+        let ownerName: String
+        if isPublic {
+            ownerName = publicOwnerName
+        } else {
+            // A private zone's owner is an account (no foreign key says so: a public zone's is 0).
+            guard try row.optionalInteger(o + 6, "ownerID") != nil else { throw row.damaged("ownerID", "no account \(ownerID) exists to own this private zone") }
+            ownerName = try row.of("account", keyAt: o + 6).text(o + 5, "userRecordID")
+        }
+        return ZoneRow(id: try row.integer(o, "id"), container: ContainerID(try row.text(o + 1, "container"), try row.word(o + 7, "environment")),
+                       ownerID: ownerID, zoneID: RecordZoneID(zoneName: try row.text(o + 4, "name"), ownerName: ownerName), isPublic: isPublic)
+    }
+
     /// The zone row `id`; `publicOwnerName` names the owner of public zones.
     package func zone(id: Int64, publicOwnerName: String) throws -> ZoneRow? {
-        try fetchOne("""
-            SELECT z.id, z.container, z.scope, z.ownerID, z.name, a.userRecordID, a.id, z.environment FROM zone z LEFT JOIN account a ON a.id = z.ownerID WHERE z.id = ?
-            """, [id], table: "zone", keyAt: 0) { row in
-            let isPublic = try StoreTransaction.isPublic(row, 2)
-            let ownerID = try row.integer(3, "ownerID")
-            let ownerName: String
-            if isPublic {
-                ownerName = publicOwnerName
-            } else {
-                // A private zone's owner is an account (no foreign key says so: a public zone's is 0).
-                guard try row.optionalInteger(6, "ownerID") != nil else { throw row.damaged("ownerID", "no account \(ownerID) exists to own this private zone") }
-                ownerName = try row.of("account", keyAt: 6).text(5, "userRecordID")
-            }
-            return ZoneRow(id: id, container: ContainerID(try row.text(1, "container"), try row.word(7, "environment")), ownerID: ownerID,
-                           zoneID: RecordZoneID(zoneName: try row.text(4, "name"), ownerName: ownerName), isPublic: isPublic)
-        }
+        try fetchOne("SELECT \(StoreTransaction.zoneColumns) FROM zone z LEFT JOIN account a ON a.id = z.ownerID WHERE z.id = ?",
+                     [id], table: "zone", keyAt: 0) { try StoreTransaction.zoneRow($0, at: 0, publicOwnerName: publicOwnerName) }
     }
 
     /// A private zone of `ownerID` in which `participant` is on a share, pending or accepted

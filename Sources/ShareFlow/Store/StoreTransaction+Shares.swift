@@ -34,6 +34,18 @@ extension StoreTransaction {
             """, [token, environment.rawValue], table: "share", keyAt: 0, StoreTransaction.shareRow)
     }
 
+    /// The share with URL token `token` in `environment`, with its zone, in one statement
+    /// (`share(token:environment:)` then `zone(id:publicOwnerName:)`, read together).
+    package func shareWithZone(token: String, environment: CloudEnvironment, publicOwnerName: String) throws -> (share: ShareRow, zone: ZoneRow)? {
+        try fetchOne("""
+            SELECT \(StoreTransaction.shareColumns), \(StoreTransaction.zoneColumns)
+            FROM share s JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID LEFT JOIN account a ON a.id = z.ownerID
+            WHERE s.token = ? AND z.environment = ?
+            """, [token, environment.rawValue], table: "share", keyAt: 0) {
+            (try StoreTransaction.shareRow($0), try StoreTransaction.zoneRow($0, at: 7, publicOwnerName: publicOwnerName))
+        }
+    }
+
     package func share(id: Int64) throws -> ShareRow? {
         try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.id = ?",
                      [id], table: "share", keyAt: 0, StoreTransaction.shareRow)
@@ -150,6 +162,21 @@ extension StoreTransaction {
     package func participants(share: Int64) throws -> [ParticipantRow] {
         try fetchAll("SELECT \(StoreTransaction.participantColumns) FROM participant WHERE shareID = ? ORDER BY id", [share],
                      table: "participant", keyAt: 0, StoreTransaction.participantRow)
+    }
+
+    /// The share's participants, each with what others see of its account: one statement for
+    /// the whole share. The account is nil where the row names none, names one the store does
+    /// not have, or names one whose row is damaged: only a participant someone is shown needs
+    /// its account, and reading it again (`accountIdentity(id:)`) then names the damage, as
+    /// before, without failing the read of a share whose other participants are whole.
+    package func participantsWithAccounts(share: Int64) throws -> [ParticipantWithAccount] {
+        try fetchAll("""
+            SELECT p.id, p.participantID, p.accountID, p.lookupKind, p.lookupValue, p.role, p.permission, p.status,
+                   \(StoreTransaction.accountIdentityColumns)
+            FROM participant p LEFT JOIN account a ON a.id = p.accountID WHERE p.shareID = ? ORDER BY p.id
+            """, [share], table: "participant", keyAt: 0) {
+            (try StoreTransaction.participantRow($0), (try? StoreTransaction.accountIdentityRow($0, at: 8)) ?? nil)
+        }
     }
 
     package func participant(share: Int64, account: Int64) throws -> ParticipantRow? {

@@ -6,7 +6,7 @@ import GRDB
 /// engine never learns the SQL dialect.
 ///
 /// Methods that change rows are named for what they change (`insertRecord`, `setStatus`); the
-/// rules deciding whether to call them live in the engine (`SharingRules`, `Engine+Modify`).
+/// rules deciding whether to call them live in the engine (`SharingRules`, `Engine/RecordSave.swift`, `Engine/ShareSave.swift` …).
 package struct StoreTransaction {
     let db: Database
     /// False in a read: nothing may be inserted (a default zone read before anything was
@@ -139,6 +139,25 @@ package struct ParticipantRow {
     /// Who is on the share how, to tell whether a save changed the participants (R35).
     package var state: String { "\(id):\(role.rawValue):\(permission.rawValue):\(status.rawValue)" }
 }
+
+/// What others see of an account, read in one statement: its user record, its name and
+/// whether it shows it (R2), and its first email and phone (how an owner is named). Never its
+/// contacts: a participant or an owner needs no more of the account.
+package struct AccountIdentityRow {
+    package let id: Int64
+    package let userRecordID: String
+    package let name: NameComponents
+    package let discoverability: Discoverability
+    package let email: String?
+    package let phone: String?
+
+    package init(id: Int64, userRecordID: String, name: NameComponents, discoverability: Discoverability, email: String?, phone: String?) {
+        (self.id, self.userRecordID, self.name, self.discoverability, self.email, self.phone) = (id, userRecordID, name, discoverability, email, phone)
+    }
+}
+
+/// A participant with what others see of its account (`participantsWithAccounts`).
+package typealias ParticipantWithAccount = (row: ParticipantRow, account: AccountIdentityRow?)
 
 /// What share metadata needs to know about a URL's token for a caller before it does anything else
 /// (R16, R27): one probe, the same work for a live token as for a made-up one.

@@ -115,62 +115,61 @@ enum Hooks {
             .describe { "Hook(\($0.label)\($0.removed ? ", removed" : ""))" }
         handleClass.register(in: lua)
 
-        lua.push(function: "on") { [unowned host, unowned b] call in
-            let eventName = try call.string(1)
-            let fn = try call.function(2)
-            let (priority, name) = try options(call, 3, default: "observer")
-            guard let event = EventKind(name: eventName) else {
-                throw call.argumentError(1, "unknown event '\(eventName)' (expected one of: \(Event.names.joined(separator: ", ")))")
-            }
-            let label = host.labelPrefix + name
-            // The closure holds plain values and an unretained reference, so an event costs no
-            // reference counting here. Safe because the host removes its registrations before
-            // it goes (ScriptHost.deinit).
-            let hook = HookCall(b, fn)
-            let handle = b.engine.events.observe(event, priority: priority, label: label) { ev in
-                try hook.deliver(ev)
-            }
-            host.registrations.append { handle.remove() }
-            handleClass.push(Handle(label: name) { handle.remove() }, in: call.state)
-            return 1
-        }
-        lua_setfield(L, -2, "on")
+        lua.setFunctions([
+            ("on", { [unowned host, unowned b] call in
+                let eventName = try call.string(1)
+                let fn = try call.function(2)
+                let (priority, name) = try options(call, 3, default: "observer")
+                guard let event = EventKind(name: eventName) else {
+                    throw call.argumentError(1, "unknown event '\(eventName)' (expected one of: \(Event.names.joined(separator: ", ")))")
+                }
+                let label = host.labelPrefix + name
+                // The closure holds plain values and an unretained reference, so an event costs no
+                // reference counting here. Safe because the host removes its registrations before
+                // it goes (ScriptHost.deinit).
+                let hook = HookCall(b, fn)
+                let handle = b.engine.events.observe(event, priority: priority, label: label) { ev in
+                    try hook.deliver(ev)
+                }
+                host.registrations.append { handle.remove() }
+                handleClass.push(Handle(label: name) { handle.remove() }, in: call.state)
+                return 1
+            }),
 
-        lua.push(function: "policy") { [unowned host, unowned b] call in
-            let pointName = try call.string(1)
-            let fn = try call.function(2)
-            let (priority, name) = try options(call, 3, default: "policy")
-            guard let point = DecisionPoint(name: pointName) else {
-                throw call.argumentError(1, "unknown decision point '\(pointName)' (expected one of: \(PolicySet.points.joined(separator: ", ")))")
-            }
-            let label = host.labelPrefix + name
-            // As for observers: no reference counting per decision; the host removes its
-            // policies before it goes.
-            let hook = HookCall(b, fn)
-            let id = b.engine.policies.add(point, name: label, priority: priority) { request in
-                try hook.decide(request)
-            }
-            let policies = b.engine.policies
-            host.registrations.append { policies.remove(id: id) }
-            handleClass.push(Handle(label: name) { policies.remove(id: id) }, in: call.state)
-            return 1
-        }
-        lua_setfield(L, -2, "policy")
+            ("policy", { [unowned host, unowned b] call in
+                let pointName = try call.string(1)
+                let fn = try call.function(2)
+                let (priority, name) = try options(call, 3, default: "policy")
+                guard let point = DecisionPoint(name: pointName) else {
+                    throw call.argumentError(1, "unknown decision point '\(pointName)' (expected one of: \(PolicySet.points.joined(separator: ", ")))")
+                }
+                let label = host.labelPrefix + name
+                // As for observers: no reference counting per decision; the host removes its
+                // policies before it goes.
+                let hook = HookCall(b, fn)
+                let id = b.engine.policies.add(point, name: label, priority: priority) { request in
+                    try hook.decide(request)
+                }
+                let policies = b.engine.policies
+                host.registrations.append { policies.remove(id: id) }
+                handleClass.push(Handle(label: name) { policies.remove(id: id) }, in: call.state)
+                return 1
+            }),
 
-        lua.push(function: "authenticate") { [unowned host, unowned b] call in
-            let fn = try call.function(1)
-            let (priority, name) = try options(call, 2, default: "authenticator")
-            // As for policies: the host removes its authenticators before it goes.
-            let bindings = Unmanaged.passUnretained(b)
-            let set = b.engine.authenticators
-            let id = set.add(name: host.labelPrefix + name, priority: priority) { request in
-                try Hooks.authenticate(request, function: fn, bindings: bindings)
-            }
-            host.registrations.append { set.remove(id: id) }
-            handleClass.push(Handle(label: name) { set.remove(id: id) }, in: call.state)
-            return 1
-        }
-        lua_setfield(L, -2, "authenticate")
+            ("authenticate", { [unowned host, unowned b] call in
+                let fn = try call.function(1)
+                let (priority, name) = try options(call, 2, default: "authenticator")
+                // As for policies: the host removes its authenticators before it goes.
+                let bindings = Unmanaged.passUnretained(b)
+                let set = b.engine.authenticators
+                let id = set.add(name: host.labelPrefix + name, priority: priority) { request in
+                    try Hooks.authenticate(request, function: fn, bindings: bindings)
+                }
+                host.registrations.append { set.remove(id: id) }
+                handleClass.push(Handle(label: name) { set.remove(id: id) }, in: call.state)
+                return 1
+            }),
+        ])
 
         // Made in C: a policy's verdict is read there, raw, and only these two are recognised.
         lua_pushcclosure(L, sf_verdict_allow, 0)
@@ -178,28 +177,29 @@ enum Hooks {
         lua_pushcclosure(L, sf_verdict_deny, 0)
         lua_setfield(L, -2, "deny")
 
-        lua.push(function: "decisions") { [unowned b] call in
-            var limit = 20
-            if !call.isNil(1) {
-                try call.table(1)
-                try call.checkKeys(1, allowed: ["limit"])
-                limit = try call.integerField(1, "limit", in: 1...10_000) ?? 20
-            }
-            let decisions = b.engine.policies.decisions(limit: limit)
-            b.pushList(decisions) { d in
-                let L = b.lua.L
-                lua_createtable(L, 0, 6)
-                lua_pushinteger(L, lua_Integer(d.id)); lua_setfield(L, -2, "id")
-                b.lua.push(string: d.point); lua_setfield(L, -2, "point")
-                b.lua.push(strings: d.policies); lua_setfield(L, -2, "policies")
-                lua_pushboolean(L, d.allow ? 1 : 0); lua_setfield(L, -2, "allow")
-                b.lua.push(strings: d.reasons); lua_setfield(L, -2, "reasons")
-                lua_pushnumber(L, d.duration); lua_setfield(L, -2, "duration")
-                lua_pushnumber(L, d.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
-            }
-            return 1
-        }
-        lua_setfield(L, -2, "decisions")
+        lua.setFunctions([
+            ("decisions", { [unowned b] call in
+                var limit = 20
+                if !call.isNil(1) {
+                    try call.table(1)
+                    try call.checkKeys(1, allowed: ["limit"])
+                    limit = try call.integerField(1, "limit", in: 1...10_000) ?? 20
+                }
+                let decisions = b.engine.policies.decisions(limit: limit)
+                b.pushList(decisions) { d in
+                    let L = b.lua.L
+                    lua_createtable(L, 0, 6)
+                    lua_pushinteger(L, lua_Integer(d.id)); lua_setfield(L, -2, "id")
+                    b.lua.push(string: d.point); lua_setfield(L, -2, "point")
+                    b.lua.push(strings: d.policies); lua_setfield(L, -2, "policies")
+                    lua_pushboolean(L, d.allow ? 1 : 0); lua_setfield(L, -2, "allow")
+                    b.lua.push(strings: d.reasons); lua_setfield(L, -2, "reasons")
+                    lua_pushnumber(L, d.duration); lua_setfield(L, -2, "duration")
+                    lua_pushnumber(L, d.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
+                }
+                return 1
+            }),
+        ])
     }
 
     /// `{ priority = 0, name = "…" }`

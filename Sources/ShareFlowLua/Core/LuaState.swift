@@ -170,17 +170,8 @@ public final class LuaState {
         sf_open_bounded_libs(L)
         coroutinesTracked = true
         // coroutine.wrap resumes in C without coroutine.resume: rebuild it on the tracked one.
-        _ = try? run("""
-            local create, resume, pack, unpack, error_ = coroutine.create, coroutine.resume, table.pack, table.unpack, error
-            coroutine.wrap = function(f)
-              local co = create(f)
-              return function(...)
-                local r = pack(resume(co, ...))
-                if r[1] then return unpack(r, 2, r.n) end
-                error_(r[2], 2)
-              end
-            end
-            """, chunkName: "=[coroutines]")
+        // The Lua: `Lua/coroutine_wrap.lua`, embedded at build time (the EmbedLua plugin).
+        _ = try? run(EmbeddedLua.coroutineWrap, chunkName: "=[coroutines]")
     }
 
     /// Calls the function below its `nargs` arguments as `call` does, under the CPU budget:

@@ -298,35 +298,35 @@ public final class PluginManager {
                 try lua.push(.table(values)); lua_setfield(L, -2, "config")
                 let quota = Int(config.diskMiB * 1024 * 1024)
                 var folder: PluginDataFolder?
-                lua.push(function: "appendFile") { call in
-                    let path = try call.string(1)
-                    // The bytes as given: a Lua string is bytes, UTF-8 or not.
-                    guard lua_type(call.L, 2) == LUA_TSTRING else { throw call.argumentError(2, "string expected, got \(call.typeName(2))") }
-                    var length = 0
-                    let bytes = lua_tolstring(call.L, 2, &length)
-                    do {
-                        // Made on the first write: a plugin that never writes leaves no folder.
-                        if folder == nil { folder = try PluginDataFolder(path: dataFolder, quotaBytes: quota) }
-                        let full = try folder!.append(UnsafeRawBufferPointer(start: bytes, count: length), to: path)
-                        call.state.push(string: full)
-                    } catch let e as PluginDataFolderError {
-                        throw LuaRaise.message(call.position + e.description)
-                    }
-                    return 1
-                }
-                lua_setfield(L, -2, "appendFile")
-                lua.push(function: "rotateFile") { call in
-                    let name = try call.string(1)
-                    let atLeast = call.isNil(2) ? nil : try call.integer(2)
-                    do {
-                        if folder == nil { folder = try PluginDataFolder(path: dataFolder, quotaBytes: quota) }
-                        lua_pushboolean(call.L, try folder!.rotate(name, atLeast: atLeast) ? 1 : 0)
-                    } catch let e as PluginDataFolderError {
-                        throw LuaRaise.message(call.position + e.description)
-                    }
-                    return 1
-                }
-                lua_setfield(L, -2, "rotateFile")
+                lua.setFunctions([
+                    ("appendFile", { call in
+                        let path = try call.string(1)
+                        // The bytes as given: a Lua string is bytes, UTF-8 or not.
+                        guard lua_type(call.L, 2) == LUA_TSTRING else { throw call.argumentError(2, "string expected, got \(call.typeName(2))") }
+                        var length = 0
+                        let bytes = lua_tolstring(call.L, 2, &length)
+                        do {
+                            // Made on the first write: a plugin that never writes leaves no folder.
+                            if folder == nil { folder = try PluginDataFolder(path: dataFolder, quotaBytes: quota) }
+                            let full = try folder!.append(UnsafeRawBufferPointer(start: bytes, count: length), to: path)
+                            call.state.push(string: full)
+                        } catch let e as PluginDataFolderError {
+                            throw LuaRaise.message(call.position + e.description)
+                        }
+                        return 1
+                    }),
+                    ("rotateFile", { call in
+                        let name = try call.string(1)
+                        let atLeast = call.isNil(2) ? nil : try call.integer(2)
+                        do {
+                            if folder == nil { folder = try PluginDataFolder(path: dataFolder, quotaBytes: quota) }
+                            lua_pushboolean(call.L, try folder!.rotate(name, atLeast: atLeast) ? 1 : 0)
+                        } catch let e as PluginDataFolderError {
+                            throw LuaRaise.message(call.position + e.description)
+                        }
+                        return 1
+                    }),
+                ])
                 lua_pushinteger(L, lua_Integer(quota)); lua_setfield(L, -2, "diskQuota")
                 lua.push(string: dataFolder); lua_setfield(L, -2, "dataFolder")
                 lua_createtable(L, 0, 2)

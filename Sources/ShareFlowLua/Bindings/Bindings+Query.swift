@@ -1,8 +1,8 @@
 import CLua
 import ShareFlow
 
-/// O7 in Lua: `sf.QueryOperation{…}` and `db:query{…}`. The predicate is parsed and checked by
-/// the engine (`Query`); here only Lua values become Swift ones.
+/// O7 in Lua: `sf.QueryOperation{…}`, `db:query{…}` and `QueryCursor`. The predicate is
+/// parsed and checked by the engine (`Query`); here only Lua values become Swift ones.
 extension Bindings {
     static let queryKeys: Set<String> = ["recordType", "predicate", "arguments", "sortDescriptors"]
 

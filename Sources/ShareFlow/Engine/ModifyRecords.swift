@@ -1,0 +1,100 @@
+import Foundation
+
+/// One modifyRecords call: its items in the order that lets a call save a parent with its
+/// children and a share with its root, each in a savepoint of its own, all undone when an
+/// atomic call fails anywhere (R22). What each item may do is decided in `saveRecord`,
+/// `saveShare` and `deleteRecord`.
+extension Engine {
+    /// Thrown inside an atomic batch's transaction to roll every item back (R22).
+    private struct BatchRolledBack: Error {}
+
+    func modifyRecords(saving: [Record], deleting: [RecordID], savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
+                       atomic: Bool = true, deleteTags: [RecordID: String] = [:], in database: CloudDatabase) throws -> ModifyResult {
+        try Engine.requireSignedIn(database)
+        let total = saving.count + deleting.count
+        guard total <= ModifyLimits.maxItems else {
+            throw ShareFlowError(.limitExceeded, "a modify call takes at most \(ModifyLimits.maxItems) records and record IDs; this one has \(total) (R22)")
+        }
+        // R22: atomic where every item is in a custom zone, as CloudKit.
+        let isAtomic = atomic && (saving.map(\.recordID.zoneID) + deleting.map(\.zoneID)).allSatisfy { !$0.isDefaultZone }
+        var saves = [Result<Record, ShareFlowError>?](repeating: nil, count: saving.count)
+        var deletes = [Result<Void, ShareFlowError>?](repeating: nil, count: deleting.count)
+        do {
+            try transaction { db in
+                let caller = try loadAccount(id: database.container.session.accountID, db: db)
+                var savedIDs = Set<RecordID>()
+                for i in Engine.saveOrder(saving) {
+                    let record = saving[i]
+                    do {
+                        saves[i] = .success(try transaction { db -> Record in
+                            if let share = record as? Share {
+                                return try saveShare(share, in: database, caller: caller, policy: savePolicy,
+                                                     savedInThisCall: savedIDs, db: db)
+                            }
+                            return try saveRecord(record, in: database, caller: caller, policy: savePolicy,
+                                                  savedInThisCall: savedIDs, db: db)
+                        })
+                        savedIDs.insert(record.recordID)
+                    } catch {
+                        saves[i] = .failure(ShareFlowError.wrap(error, store: store))
+                    }
+                }
+                for (n, id) in deleting.enumerated() {
+                    do {
+                        try transaction { db in try deleteRecord(id, in: database, caller: caller, ifTag: deleteTags[id], db: db) }
+                        deletes[n] = .success(())
+                    } catch {
+                        deletes[n] = .failure(ShareFlowError.wrap(error, store: store))
+                    }
+                }
+                let failed = saves.contains { if case .failure = $0 { true } else { false } }
+                    || deletes.contains { if case .failure = $0 { true } else { false } }
+                if isAtomic && failed { throw BatchRolledBack() }
+            }
+        } catch is BatchRolledBack {
+            let culprits = (zip(saving, saves).compactMap { r, o -> String? in
+                if case .failure(let e) = o, e.code != .batchRequestFailed { return r.recordID.recordName }; return nil
+            } + zip(deleting, deletes).compactMap { id, o -> String? in
+                if case .failure = o { return id.recordName }; return nil
+            }).joined(separator: ", ")
+            let notApplied = { (what: String) in
+                ShareFlowError(.batchRequestFailed, "\(what) was not applied: the call is atomic and \(culprits) failed (R22)")
+            }
+            for (i, o) in saves.enumerated() { if case .success = o { saves[i] = .failure(notApplied("record \(saving[i].recordID.recordName)")) } }
+            for (n, o) in deletes.enumerated() { if case .success = o { deletes[n] = .failure(notApplied("deleting \(deleting[n].recordName)")) } }
+        }
+        // Only what was committed reaches the caller's objects.
+        var result = ModifyResult()
+        for (record, outcome) in zip(saving, saves) {
+            let outcome = outcome ?? .failure(ShareFlowError(.serviceUnavailable, "record \(record.recordID.recordName) was not reached"))
+            if case .success(let saved) = outcome {
+                record.adoptServerState(of: saved)
+                result.saved.append(saved)
+            }
+            result.saveResults.append((record, outcome))
+        }
+        for (id, outcome) in zip(deleting, deletes) {
+            let outcome = outcome ?? .failure(ShareFlowError(.serviceUnavailable, "deleting \(id.recordName) was not reached"))
+            if case .success = outcome { result.deleted.append(id) }
+            result.deleteResults.append((id, outcome))
+        }
+        return result
+    }
+
+    /// Plain records before shares, so a new share finds its root saved in the same call (R5),
+    /// and a parent before the children saved with it (R25).
+    static func saveOrder(_ saving: [Record]) -> [Int] {
+        var index: [RecordID: Int] = [:]
+        for (i, r) in saving.enumerated() where !(r is Share) { index[r.recordID] = index[r.recordID] ?? i }
+        var order: [Int] = [], state = [Int: Bool]()  // false: visiting, true: done
+        func visit(_ i: Int) {
+            guard state[i] == nil else { return }
+            state[i] = false
+            if let parent = saving[i].parent, let p = index[parent], state[p] == nil { visit(p) }
+            state[i] = true
+            order.append(i)
+        }
+        for i in saving.indices where !(saving[i] is Share) { visit(i) }
+        return order + saving.indices.filter { saving[$0] is Share }
+    }
+}

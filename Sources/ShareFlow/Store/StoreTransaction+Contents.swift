@@ -1,0 +1,37 @@
+import Foundation
+import GRDB
+
+/// Everything the store holds, as rows: what a dry run compares before and after
+/// (`StoreSnapshot`, Engine/DryRun). Read in one read transaction.
+package struct StoreContents {
+    package var accounts: [Account] = []
+    package var zones: [(id: Int64, container: ContainerID, ownerID: Int64, name: String)] = []
+    /// Plain records (no share records), with the row ID of their zone.
+    package var records: [(record: RecordRow, zoneRowID: Int64)] = []
+    /// Shares with their record's fields (the title).
+    package var shares: [(share: ShareRow, fields: [String: FieldValue])] = []
+    /// Participants with the row ID of their share.
+    package var participants: [(participant: ParticipantRow, shareRowID: Int64)] = []
+}
+
+extension StoreTransaction {
+    /// Every account, zone, record, share and participant of the store.
+    package func contents() throws -> StoreContents {
+        var c = StoreContents()
+        c.accounts = try accountIDs().compactMap { try account(id: $0) }
+        c.zones = try fetchAll("SELECT id, container, ownerID, name, environment FROM zone", table: "zone", keyAt: 0) {
+            (try $0.integer(0, "id"), ContainerID(try $0.text(1, "container"), try $0.word(4, "environment")),
+             try $0.integer(2, "ownerID"), try $0.text(3, "name"))
+        }
+        c.records = try fetchAll("""
+            SELECT \(StoreTransaction.recordColumns), r.zoneID FROM \(StoreTransaction.recordSource) WHERE r.type != 'cloudkit.share'
+            """, table: "record", keyAt: 0) { (try StoreTransaction.recordRow($0), try $0.integer(StoreTransaction.recordColumnCount, "zoneID")) }
+        c.shares = try fetchAll("""
+            SELECT s.id, s.recordID, s.zoneID, s.token, s.rootName, s.publicPermission, r.name, r.fields FROM share s JOIN record r ON r.id = s.recordID
+            """, table: "share", keyAt: 0) { (try StoreTransaction.shareRow($0), try $0.of("record", keyAt: 1).fields(7, "fields")) }
+        c.participants = try fetchAll("""
+            SELECT id, participantID, accountID, lookupKind, lookupValue, role, permission, status, shareID FROM participant
+            """, table: "participant", keyAt: 0) { (try StoreTransaction.participantRow($0), try $0.integer(8, "shareID")) }
+        return c
+    }
+}

@@ -1,0 +1,40 @@
+import CLua
+import Foundation
+import ShareFlow
+
+/// `Error`: a ShareFlow error as a plain table with a metatable, returned (`nil, err`) or raised.
+extension Bindings {
+    /// An error value: `code`, `codeNumber`, `message`, `partialErrors` (item → error),
+    /// `retryAfter`, and `__tostring`.
+    func push(_ error: ShareFlowError?) {
+        guard let error else { return lua_pushnil(lua.L) }
+        let L = lua.L
+        lua_createtable(L, 0, 5)
+        lua.push(string: error.code.rawValue); lua_setfield(L, -2, "code")
+        lua_pushinteger(L, lua_Integer(error.codeNumber)); lua_setfield(L, -2, "codeNumber")
+        lua.push(string: error.message); lua_setfield(L, -2, "message")
+        if let r = error.retryAfter { lua_pushnumber(L, r); lua_setfield(L, -2, "retryAfter") }
+        if !error.partialErrors.isEmpty {
+            lua_createtable(L, 0, Int32(error.partialErrors.count))
+            for (item, e) in error.partialErrors {
+                push(e)
+                lua_setfield(L, -2, item)
+            }
+            lua_setfield(L, -2, "partialErrors")
+        }
+        // R21: copies made for this error, so the caller may merge into them and save.
+        for (key, record) in [("serverRecord", error.serverRecord), ("clientRecord", error.clientRecord),
+                              ("ancestorRecord", error.ancestorRecord)] {
+            guard let record else { continue }
+            push(record: record)
+            lua.markWritable(at: -1)
+            lua_setfield(L, -2, key)
+        }
+        setMetatable(.error)
+    }
+
+    /// Raises `error` as a Lua error value (for functions whose failures are not data).
+    func raise(_ error: ShareFlowError) -> LuaRaise {
+        LuaRaise { [unowned self] _ in self.push(error) }
+    }
+}

@@ -1,0 +1,69 @@
+import XCTest
+import GRDB
+import ShareFlowEngineTestKit
+@testable import ShareFlow
+
+/// Upper bounds on the SQL statements of the sharing hot paths, so repeat reads (the same
+/// share, zone or account read again, a read per participant) cannot creep back unseen.
+/// Every statement the engine runs counts, transaction control (BEGIN, SAVEPOINT, RELEASE,
+/// COMMIT) included; not GRDB's `PRAGMA query_only` around a read, nor a trigger's own steps.
+final class StatementCountTests: XCTestCase {
+    private final class Statements: @unchecked Sendable { var sql: [String] = [] }
+
+    /// The statements `body` runs on the engine's store.
+    private func statements(_ engine: Engine, _ body: () throws -> Void) throws -> [String] {
+        let recorded = Statements()
+        engine.store.queue.inDatabase { db in db.trace { recorded.sql.append($0.description) } }
+        defer { engine.store.queue.inDatabase { db in db.trace(options: .statement, nil) } }
+        try body()
+        return recorded.sql.filter { !$0.hasPrefix("--") && !$0.hasPrefix("PRAGMA query_only") }
+    }
+
+    /// One AcceptShares of an invitation (the metadata fetched beforehand).
+    func testAcceptingAnInvitationRunsFewStatements() throws {
+        let w = try World()
+        let share = try w.share(["bob@example.com"])
+        let (metas, error) = w.bc.fetchShareMetadataResults([share.url!])
+        XCTAssertNil(error)
+        let metadata = try metas[0].1.get()
+        var accepted: Share?
+        let sql = try statements(w.engine) {
+            let (shares, error) = w.bc.acceptShareResults([metadata])
+            XCTAssertNil(error)
+            accepted = try shares[0].1.get()
+        }
+        XCTAssertEqual(accepted?.currentUserParticipant?.acceptanceStatus, .accepted)
+        print("acceptShares: \(sql.count) statements")
+        // 22 before the participants were read with their accounts in one statement, the share
+        // with its zone, and the caller's row taken from the participants (6 of the 12 are the
+        // operation's read of the caller's account).
+        XCTAssertLessThanOrEqual(sql.count, 12, sql.joined(separator: "\n"))
+    }
+
+    /// FetchShareMetadata by the owner of a share with 64 participants: the statements do not
+    /// grow with the participants.
+    func testMetadataOfAShareWith64ParticipantsRunsFewStatements() throws {
+        let w = try World()
+        let people = (0..<61).map { "person\($0)@example.com" }
+        for who in people {
+            try w.engine.accounts.create(emails: [who], name: NameComponents(givenName: who), discoverable: true)
+        }
+        // The owner, Bob, Carol and 61 more: 64.
+        let share = try w.share(["bob@example.com", "carol@example.com"] + people)
+        var metadata: ShareMetadata?
+        let sql = try statements(w.engine) {
+            let (metas, error) = w.c.fetchShareMetadataResults([share.url!])
+            XCTAssertNil(error)
+            metadata = try metas[0].1.get()
+        }
+        XCTAssertEqual(metadata?.share.participants.count, 64)
+        XCTAssertEqual(metadata?.share.participants.first { $0.userIdentity.userRecordID == w.bob.userRecordID }?
+            .userIdentity.nameComponents?.givenName, "Bob", "a discoverable participant's name is shown")
+        XCTAssertNil(metadata?.share.participants.first { $0.userIdentity.userRecordID == w.carol.userRecordID }?
+            .userIdentity.nameComponents, "an undiscoverable participant's name is not")
+        print("fetchShareMetadata (64 participants): \(sql.count) statements")
+        // 274 before: four statements per participant object (its whole account, contacts
+        // included), and the owner's account, the share's zone and the caller's row read apart.
+        XCTAssertLessThanOrEqual(sql.count, 12, sql.joined(separator: "\n"))
+    }
+}
