@@ -38,6 +38,18 @@ extension Account {
     var primaryLookup: LookupInfo { AccountIdentityRow(self).primaryLookup }
 }
 
+/// What the engine's reads need of their caller: who it is (its row and user record name) and
+/// what to call it in a message. A whole `Account` will do, and so will its one identity row
+/// (`accountIdentity(id:)`, one statement where `loadAccount` reads four).
+protocol CallerKey {
+    var id: Int64 { get }
+    var userRecordID: String { get }
+    var email: String? { get }
+}
+
+extension Account: CallerKey {}
+extension AccountIdentityRow: CallerKey {}
+
 extension Engine {
     /// What others see of account `id`, in one statement (`loadAccount` reads four, contacts
     /// included). As `loadAccount`: the public reader for its ID, unknownItem for an ID no

@@ -27,11 +27,11 @@ extension Engine {
         }
         let target = zoneID ?? .default
         return try reading { db in
-            let caller = try loadAccount(id: database.container.session.accountID, db: db)
+            let caller = try accountIdentity(id: database.container.session.accountID, db: db)
             let zone = try self.zone(for: target, in: database, caller: caller, db: db)
             var visible: (String) -> Bool = { _ in true }
             if database.databaseScope == .shared {
-                visible = try namesVisibleInSharedDatabase(zone: zone, caller: caller, db: db)
+                visible = try namesVisibleInSharedDatabase(zone: zone, callerID: caller.id, db: db)
             }
             let sorts = query.sortDescriptors
             func position(_ row: RecordRow) -> QueryPosition {
@@ -152,10 +152,10 @@ extension Engine {
     /// A record belongs to the share of its nearest shared ancestor (itself included), as a
     /// fetch decides; each name's answer is kept, so a page costs each record of the zone's
     /// parent map once at most, whatever the depth of its chains.
-    private func namesVisibleInSharedDatabase(zone: ZoneRow, caller: Account, db: StoreTransaction) throws -> (String) -> Bool {
+    private func namesVisibleInSharedDatabase(zone: ZoneRow, callerID: Int64, db: StoreTransaction) throws -> (String) -> Bool {
         var readable = Set<String>(), roots = Set<String>()
         for share in try db.shares(zone: zone.id) {
-            let me = try participantRow(share: share.id, account: caller.id, db: db)
+            let me = try participantRow(share: share.id, account: callerID, db: db)
             let allowed = me.map {
                 SharingRules.decide(.readRecords, role: $0.role, permission: $0.permission, status: $0.status,
                                     isPublicShare: share.publicPermission != .none).isAllowed

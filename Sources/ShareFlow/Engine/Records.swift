@@ -27,7 +27,7 @@ extension Engine {
     }
 
     /// The zone a database call addresses, checked against the database's scope (R3).
-    func zone(for zoneID: RecordZoneID, in database: CloudDatabase, caller: Account, db: StoreTransaction) throws -> ZoneRow {
+    func zone(for zoneID: RecordZoneID, in database: CloudDatabase, caller: some CallerKey, db: StoreTransaction) throws -> ZoneRow {
         let container = database.container.containerID
         switch database.databaseScope {
         case .public:
@@ -113,7 +113,7 @@ extension Engine {
         record.lastModifiedUserRecordID = row.modifierName.map { RecordID(recordName: $0, zoneID: .default) }
     }
 
-    func makeRecord(_ row: RecordRow, zone: ZoneRow, caller: Account, db: StoreTransaction) throws -> Record {
+    func makeRecord(_ row: RecordRow, zone: ZoneRow, caller: some CallerKey, db: StoreTransaction) throws -> Record {
         let recordID = RecordID(recordName: row.name, zoneID: zone.zoneID)
         if row.type == Share.recordType, let share = try shareRow(zone: zone, recordName: row.name, db: db) {
             return try makeShare(share, zone: zone, caller: caller, db: db)
@@ -135,7 +135,7 @@ extension Engine {
 
     func fetchRecord(_ id: RecordID, in database: CloudDatabase) throws -> Record {
         try reading { db in
-            let caller = try loadAccount(id: database.container.session.accountID, db: db)
+            let caller = try accountIdentity(id: database.container.session.accountID, db: db)
             let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
             guard let row = try recordRow(zone: zone, name: id.recordName, db: db) else {
                 throw ShareFlowError.unknown("record \(id) does not exist")
@@ -218,7 +218,7 @@ extension Engine {
 
     /// The share as `caller` sees it (R15: the owner and the caller at least). `participants`:
     /// the share's, with their accounts, when the caller read them already in this transaction.
-    func makeShare(_ row: ShareRow, zone: ZoneRow, caller: Account,
+    func makeShare(_ row: ShareRow, zone: ZoneRow, caller: some CallerKey,
                    participants: [ParticipantWithAccount]? = nil, db: StoreTransaction) throws -> Share {
         let record = try recordRow(zone: zone, name: row.recordName, db: db)
         let share = Share(recordID: RecordID(recordName: row.recordName, zoneID: zone.zoneID),
