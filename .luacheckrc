@@ -13,3 +13,5 @@ files["Sources/ShareFlowConsole/Lua/console_prelude.lua"] = {
   globals = { "__console_show_all", "__console_complete" },
   read_globals = { "__console_members" },
 }
+-- The test harness keeps the registered tests in a global the runner reads back.
+files["Sources/shareflow/Lua/test_harness.lua"] = { globals = { "__shareflow_tests" } }

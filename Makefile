@@ -179,7 +179,7 @@ tsan: deps pyenv
 	exit $$status
 
 lint: deps
-	luacheck --no-color Scripts Plugins Tests/lua Tests/EndToEndTests/Fixtures Tests/fuzz Sources/ShareFlowLua/Lua Sources/ShareFlowConsole/Lua
+	luacheck --no-color Scripts Plugins Tests/lua Tests/EndToEndTests/Fixtures Tests/fuzz Sources/ShareFlowLua/Lua Sources/ShareFlowConsole/Lua Sources/shareflow/Lua
 
 bench: deps
 	$(SWIFT) build -c release

@@ -106,7 +106,9 @@ let package = Package(
                 "ShareFlow", "ShareFlowLua", "ShareFlowConsole", "ShareFlowBench", "ShareFlowServer", "CLua", "CShareFlowSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            exclude: ["Lua"],
+            plugins: ["EmbedLua"]
         ),
         // What the tests share. ShareFlowTestKit links no part of ShareFlow (the end-to-end tests
         // drive the built binary): the binary and its folders, tmux, `serve` on a free port,

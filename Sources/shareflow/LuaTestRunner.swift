@@ -122,8 +122,11 @@ public struct LuaTestRunner {
     /// `require(name)` finds `name.lua` in the test file's folder first (shared helpers, like
     /// Tests/lua/helpers.lua), as the standalone `lua` finds modules beside a script run from
     /// its folder.
+    /// A folder whose name holds `;` or `?` (package.path's separator and placeholder) is not
+    /// added: it would read as other folders.
     private func findModules(beside file: String, in host: ScriptHost) throws {
         let folder = (file as NSString).deletingLastPathComponent
+        guard !folder.contains(";"), !folder.contains("?") else { return }
         try host.lua.push(.string(folder.isEmpty ? "." : folder))
         host.lua.setGlobal("__shareflow_test_folder")
         try host.run("""
@@ -148,48 +151,7 @@ public struct LuaTestRunner {
         if isPlugin { try manager.load((folder as NSString).lastPathComponent) }
     }
 
-    /// `test(name, fn)` and the `expect` helpers; failures name the caller's line.
-    static let harness = """
-        __shareflow_tests = {}
-        function test(name, fn)
-          assert(type(name) == "string", "test(name, fn): name must be a string")
-          assert(type(fn) == "function", "test(name, fn): fn must be a function")
-          table.insert(__shareflow_tests, { name = name, fn = fn })
-        end
-        local function show(v)
-          if type(v) == "string" then return string.format("%q", v) end
-          return tostring(v)
-        end
-        expect = {}
-        function expect.eq(actual, expected, what)
-          if actual ~= expected then
-            error((what and (what .. ": ") or "") .. "expected " .. show(expected) .. ", got " .. show(actual), 2)
-          end
-        end
-        function expect.truthy(v, what)
-          if not v then error((what or "expected a true value") .. ", got " .. show(v), 2) end
-        end
-        function expect.falsy(v, what)
-          if v then error((what or "expected a false value") .. ", got " .. show(v), 2) end
-        end
-        function expect.code(err, code, what)
-          if type(err) ~= "table" or err.code ~= code then
-            error((what and (what .. ": ") or "") .. "expected error " .. code .. ", got " .. show(err), 2)
-          end
-          return err
-        end
-        function expect.raises(fn, pattern)
-          local ok, e = pcall(fn)
-          if ok then error("expected an error" .. (pattern and (" matching " .. show(pattern)) or ""), 2) end
-          if pattern and not tostring(e):find(pattern) then
-            error("error " .. show(tostring(e)) .. " does not match " .. show(pattern), 2)
-          end
-          return e
-        end
-        function expect.contains(s, part, what)
-          if type(s) ~= "string" or not s:find(part, 1, true) then
-            error((what and (what .. ": ") or "") .. show(s) .. " does not contain " .. show(part), 2)
-          end
-        end
-        """
+    /// `test(name, fn)` and the `expect` helpers (Lua/test_harness.lua); failures name the
+    /// caller's line.
+    static var harness: String { EmbeddedLua.testHarness }
 }

@@ -10,7 +10,8 @@ final class LintTests: XCTestCase {
         }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: luacheck)
-        let folders = ["Scripts", "Plugins", "Tests/lua", "Tests/EndToEndTests/Fixtures", "Tests/fuzz"]
+        let folders = ["Scripts", "Plugins", "Tests/lua", "Tests/EndToEndTests/Fixtures", "Tests/fuzz",
+                       "Sources/ShareFlowLua/Lua", "Sources/ShareFlowConsole/Lua", "Sources/shareflow/Lua"]
         p.arguments = ["--no-color", "-q"] + folders.filter { FileManager.default.fileExists(atPath: CLI.root.appendingPathComponent($0).path) }
         p.currentDirectoryURL = CLI.root
         let out = Pipe()

@@ -244,3 +244,36 @@ test("error codes a user can hit through the operations", function()
   expect.code(errorFor(me, second), "alreadyShared")
   expect.eq(errorFor(me, second).codeNumber, 30)
 end)
+
+test("a save asked for inside a read's callback is refused whole: nothing written, no event, the read goes on", function()
+  local alice = sf.accounts.create{ email = "reader@x.example" }
+  local contacts = {}
+  for i = 1, 3 do
+    sf.accounts.create{ email = "found" .. i .. "@x.example", discoverable = true }
+    contacts[#contacts + 1] = "found" .. i .. "@x.example"
+  end
+  for i = 1, 1000 do contacts[#contacts + 1] = "nobody" .. i .. "@y.example" end
+  alice:addContacts(contacts)
+  local c = sf.as(alice):container("iCloud.nested")
+  local db = c.privateCloudDatabase
+  local zone = assert(db:saveZone("Z"))
+  local events = 0
+  local hook = sf.on("share.saved", function() events = events + 1 end)
+  local tried, saved, err = false, nil, nil
+  local ids, discoverErr = c:discoverAllUserIdentities{ progress = function()
+    if tried then return end
+    tried = true
+    local rec = sf.Record{ recordType = "N", recordName = "ghost", zone = zone }
+    saved, err = db:modifyRecords{ save = { rec, sf.Share{ rootRecord = rec } } }
+  end }
+  hook:remove()
+  expect.eq(tried, true, "discovery reported progress")
+  expect.eq(discoverErr, nil, "the read went on")
+  expect.eq(#ids, 3)
+  expect.eq(saved, nil, "the nested save did not happen")
+  expect.truthy(err, "and said so")
+  expect.eq(events, 0, "no share.saved for a share that was never saved")
+  local ghost, missing = db:fetchRecord(sf.RecordID{ recordName = "ghost", zoneID = zone.zoneID })
+  expect.eq(ghost, nil)
+  expect.eq(missing.code, "unknownItem")
+end)

@@ -156,6 +156,12 @@ public final class Store: @unchecked Sendable {
     package func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         do {
             if let db = current {
+                // A write asked for inside a read (a read operation's callback, such as
+                // discovery's progress, calling a save) is refused before anything is written:
+                // no row changes, so no event is sent for a change that never was.
+                guard writing else {
+                    throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns")
+                }
                 var result: T?
                 try db.inSavepoint {
                     result = try body(StoreTransaction(db, writable: true, path: path))
