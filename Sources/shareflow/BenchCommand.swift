@@ -7,7 +7,7 @@ extension ShareFlowCommand {
     struct Bench: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Measure the SPEC §12 figures, each beside its baseline in the same run.",
-            discussion: "Build with `swift build -c release` first (make bench). --smoke runs tiny sizes to check that every figure is produced."
+            discussion: "Build with `swift build -c release --static-swift-stdlib` first (make bench). --smoke runs tiny sizes to check that every figure is produced."
         )
 
         @Flag(name: .long, help: "Print one JSON object.")
