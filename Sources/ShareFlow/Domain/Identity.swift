@@ -32,9 +32,16 @@ extension NameComponents {
     /// (the common case) is read directly — `JSONDecoder` cost a third of a participant fetch;
     /// anything else (escapes, unknown keys) goes through `JSONDecoder`. Unreadable → empty.
     init(storedJSON json: String) {
-        var json = json
-        if let fast = json.withUTF8(NameComponents.flatObject) { self = fast; return }
+        if let fast = NameComponents(flatJSON: json) { self = fast; return }
         self = (try? JSONDecoder().decode(NameComponents.self, from: Data(json.utf8))) ?? NameComponents()
+    }
+
+    /// The name stored as `json` when it is the common flat object (`{}` included), read
+    /// without a JSON decoder; nil for anything else (escapes, unknown keys, damage).
+    init?(flatJSON json: String) {
+        var json = json
+        guard let fast = json.withUTF8(NameComponents.flatObject) else { return nil }
+        self = fast
     }
 
     /// `{"key":"value",…}` with no escapes and only known keys, else nil.

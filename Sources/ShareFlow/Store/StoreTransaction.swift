@@ -39,9 +39,12 @@ package struct StoredFields {
     /// The fields stored as `json`. Anything but a JSON object of field values (invalid JSON,
     /// an array, a value of no field type) is `Unreadable`: read as no fields, a damaged
     /// record would lose its data at its next save.
+    /// One decoder for every read: making one costs about as much as decoding a small record.
+    private static let decoder = JSONDecoder()
+
     static func decode(_ json: String) throws -> [String: FieldValue] {
         do {
-            return try JSONDecoder().decode([String: FieldValue].self, from: Data(json.utf8))
+            return try decoder.decode([String: FieldValue].self, from: Data(json.utf8))
         } catch let error as DecodingError {
             throw Unreadable(json: json, error: error)
         }

@@ -145,11 +145,9 @@ struct StoredRow {
     /// An account's name: the JSON object `JSONEncoder` wrote for `NameComponents`.
     func name(_ index: Int, _ column: String) throws -> NameComponents {
         let json = try text(index, column)
-        let name = NameComponents(storedJSON: json)
-        // The fast reader answers an empty name for anything it cannot read; only then is the
-        // text decoded again, strictly, to tell an empty name from a damaged one (a non-empty
-        // name is the common case and costs nothing more).
-        guard name == NameComponents() else { return name }
+        // The flat object (`{}` included) is read without a decoder; anything else is decoded
+        // strictly, to tell a name with escapes from a damaged one.
+        if let name = NameComponents(flatJSON: json) { return name }
         do {
             return try JSONDecoder().decode(NameComponents.self, from: Data(json.utf8))
         } catch {
