@@ -126,7 +126,13 @@ extension Engine {
         record.serverParent = record.parent
         record.shortGUID = row.shortGUID
         record.storedBytes = row.storedBytes
-        if let rooted = try db.share(zone: zone.id, rootName: row.name) {
+        let rooted: (recordName: String, token: String)?
+        switch row.rootedShare {
+        case .share(let name, let token): rooted = (name, token)
+        case .none: rooted = nil
+        case .notRead: rooted = try db.share(zone: zone.id, rootName: row.name).map { ($0.recordName, $0.token) }
+        }
+        if let rooted {
             record.share = RecordID(recordName: rooted.recordName, zoneID: zone.zoneID)
             record.shortGUID = rooted.token
         }

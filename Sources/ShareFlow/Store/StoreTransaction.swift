@@ -117,6 +117,16 @@ package struct RecordRow {
     package let modifierName: String?
     /// The size of its fields as stored (their JSON), what answering with it costs.
     package var storedBytes: Int = 0
+    /// The share rooted at this record, when the read that made the row looked (`record(zone:name:)`
+    /// does, in the same statement); else the engine asks (`share(zone:rootName:)`).
+    package var rootedShare: RootedShareLookup = .notRead
+}
+
+/// Whether a record's row says which share is rooted at it.
+package enum RootedShareLookup {
+    case notRead
+    case none
+    case share(recordName: String, token: String)
 }
 
 package struct ShareRow {
