@@ -82,13 +82,13 @@ private struct RequestArgument {
 private let buildEvent: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { _, context in
     // The event is borrowed in place: a copy would retain each of its objects and strings.
     let argument = context!.assumingMemoryBound(to: EventArgument.self)
-    Hooks.pushEvent(argument.pointee.event.pointee, argument.pointee.bindings.takeUnretainedValue())
+    Hooks.pushEvent(argument.pointee.event, argument.pointee.bindings.takeUnretainedValue())
     return 1
 }
 
 private let buildRequest: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { _, context in
     let argument = context!.assumingMemoryBound(to: RequestArgument.self)
-    argument.pointee.requests.takeUnretainedValue().push(argument.pointee.request.pointee)
+    argument.pointee.requests.takeUnretainedValue().push(argument.pointee.request)
     return 1
 }
 
@@ -265,27 +265,30 @@ enum Hooks {
         return .account(account)
     }
 
-    static func pushEvent(_ ev: borrowing Event, _ b: Bindings) {
+    /// The event's table. Read through its address, field by field: `pointee` as a value would
+    /// copy the whole event (retaining each of its objects and strings) per delivery.
+    static func pushEvent(_ event: UnsafePointer<Event>, _ b: Bindings) {
         let L = b.lua.L
+        let ev = event
         lua_createtable(L, 0, 8)
-        b.lua.push(static: ev.kind.staticName); lua_setfield(L, -2, "name")
-        b.setCallerAndContainer(ev.caller, ev.container)
-        lua_pushnumber(L, ev.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
+        b.lua.push(static: ev.pointee.kind.staticName); lua_setfield(L, -2, "name")
+        b.setCallerAndContainer(ev.pointee.caller, ev.pointee.container)
+        lua_pushnumber(L, ev.pointee.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
         // Objects leave the event unmanaged: the event keeps them alive, and passing them on
         // as references would retain and release each one around the call.
-        if let s = ev.share.map(Unmanaged.passUnretained) { b.shareClass.push(unretained: s, in: b.lua); lua_setfield(L, -2, "share") }
-        if let p = ev.participant.map(Unmanaged.passUnretained) { b.participantClass.push(unretained: p, in: b.lua); lua_setfield(L, -2, "participant") }
-        if let l = ev.lookupInfo { b.push(l); lua_setfield(L, -2, "lookupInfo") }
-        if let m = ev.metadata.map(Unmanaged.passUnretained) { b.metadataClass.push(unretained: m, in: b.lua); lua_setfield(L, -2, "metadata") }
-        if let i = ev.identity { b.push(i); lua_setfield(L, -2, "identity") }
-        if let v = ev.url { b.lua.push(string: v); lua_setfield(L, -2, "url") }
-        if let v = ev.reason { b.lua.push(string: v); lua_setfield(L, -2, "reason") }
-        if let v = ev.from { b.lua.push(string: v); lua_setfield(L, -2, "from") }
-        if let v = ev.to { b.lua.push(string: v); lua_setfield(L, -2, "to") }
-        if let v = ev.operation { b.lua.push(string: v); lua_setfield(L, -2, "operation") }
-        if let c = ev.created { lua_pushboolean(L, c ? 1 : 0); lua_setfield(L, -2, "created") }
-        if let n = ev.items { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "items") }
-        if let n = ev.failed { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "failed") }
-        if let d = ev.duration { lua_pushnumber(L, d); lua_setfield(L, -2, "duration") }
+        if let s = ev.pointee.share.map(Unmanaged.passUnretained) { b.shareClass.push(unretained: s, in: b.lua); lua_setfield(L, -2, "share") }
+        if let p = ev.pointee.participant.map(Unmanaged.passUnretained) { b.participantClass.push(unretained: p, in: b.lua); lua_setfield(L, -2, "participant") }
+        if let l = ev.pointee.lookupInfo { b.push(l); lua_setfield(L, -2, "lookupInfo") }
+        if let m = ev.pointee.metadata.map(Unmanaged.passUnretained) { b.metadataClass.push(unretained: m, in: b.lua); lua_setfield(L, -2, "metadata") }
+        if let i = ev.pointee.identity { b.push(i); lua_setfield(L, -2, "identity") }
+        if let v = ev.pointee.url { b.lua.push(string: v); lua_setfield(L, -2, "url") }
+        if let v = ev.pointee.reason { b.lua.push(string: v); lua_setfield(L, -2, "reason") }
+        if let v = ev.pointee.from { b.lua.push(string: v); lua_setfield(L, -2, "from") }
+        if let v = ev.pointee.to { b.lua.push(string: v); lua_setfield(L, -2, "to") }
+        if let v = ev.pointee.operation { b.lua.push(string: v); lua_setfield(L, -2, "operation") }
+        if let c = ev.pointee.created { lua_pushboolean(L, c ? 1 : 0); lua_setfield(L, -2, "created") }
+        if let n = ev.pointee.items { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "items") }
+        if let n = ev.pointee.failed { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "failed") }
+        if let d = ev.pointee.duration { lua_pushnumber(L, d); lua_setfield(L, -2, "duration") }
     }
 }

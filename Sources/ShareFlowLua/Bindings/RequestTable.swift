@@ -62,17 +62,19 @@ final class RequestTable {
         metatable = luaL_ref(L, clua_registryindex())
     }
 
-    /// Pushes the request's table.
-    func push(_ r: PolicyRequest) {
+    /// Pushes the request's table, reading the request through its address (a copy would
+    /// retain each of its objects and strings per decision).
+    func push(_ request: UnsafePointer<PolicyRequest>) {
         let L = b.lua.L
+        let r = request
         lua_createtable(L, 0, 7)
-        b.lua.push(static: r.point.staticName); lua_setfield(L, -2, "point")
-        b.setCallerAndContainer(r.caller, r.container)
-        if let f = r.from { b.lua.push(string: f); lua_setfield(L, -2, "from") }
-        if let t = r.to { b.lua.push(string: t); lua_setfield(L, -2, "to") }
+        b.lua.push(static: r.pointee.point.staticName); lua_setfield(L, -2, "point")
+        b.setCallerAndContainer(r.pointee.caller, r.pointee.container)
+        if let f = r.pointee.from { b.lua.push(string: f); lua_setfield(L, -2, "from") }
+        if let t = r.pointee.to { b.lua.push(string: t); lua_setfield(L, -2, "to") }
         // The objects are not read here: reading would make them.
         serial += 1
-        recent[serial % RequestTable.kept] = (serial, r.objects)
+        recent[serial % RequestTable.kept] = (serial, r.pointee.objects)
         lua_pushlightuserdata(L, RequestTable.serialKey)
         lua_pushinteger(L, lua_Integer(serial))
         lua_rawset(L, -3)
