@@ -11,6 +11,6 @@ struct WireObject: @unchecked Sendable {
 
     /// The object as JSON, keys sorted, slashes as they are.
     var json: Data {
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        (try? JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])) ?? Data("{}".utf8)
     }
 }
