@@ -41,6 +41,8 @@ let package = Package(
             name: "ShareFlow",
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The store reads its rows' columns in place (`StoredRow`).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

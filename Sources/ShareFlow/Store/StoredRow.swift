@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// A stored value ShareFlow cannot read, and where it is: the table, the row (its row ID, or
 /// its key in a table without one) and the column. Said in words, never as SQL.
@@ -27,32 +28,46 @@ struct DamagedRow: Error, CustomStringConvertible {
 /// Every read of a stored value goes through these readers, and `Store.check()` reads every
 /// row of every table through them too, so what the check passes the engine can read.
 struct StoredRow {
-    let row: Row
+    /// The statement stepped onto the row: valid only while the cursor stays on it, so a
+    /// `StoredRow` never outlives the `decode` closure it is handed to.
+    let statement: SQLiteStatement
     let table: String
-    /// How the row is named in an error: its row ID, or its key.
-    let key: String
+    /// The column holding the row's ID (or key), read only to name the row in an error.
+    let keyAt: Int
 
-    /// `keyAt`: the column holding the row's ID (or key), used only to name it.
-    init(_ row: Row, table: String, keyAt index: Int) {
-        self.row = row
+    init(_ statement: SQLiteStatement, table: String, keyAt index: Int) {
+        self.statement = statement
         self.table = table
-        key = StoredRow.name(row[index] as DatabaseValue)
+        self.keyAt = index
     }
 
+    /// How the row is named in an error: its row ID, or its key.
+    var key: String { StoredRow.name(value(keyAt)) }
+
     /// The same row, naming the columns of another table of a join (its ID at `keyAt`).
-    func of(_ table: String, keyAt index: Int) -> StoredRow { StoredRow(row, table: table, keyAt: index) }
+    func of(_ table: String, keyAt index: Int) -> StoredRow { StoredRow(statement, table: table, keyAt: index) }
 
     func damaged(_ column: String, _ problem: String) -> DamagedRow {
         DamagedRow(table: table, row: key, column: column, problem: problem)
     }
 
-    private func value(_ index: Int) -> DatabaseValue { row[index] as DatabaseValue }
+    private func value(_ index: Int) -> DatabaseValue { DatabaseValue(sqliteStatement: statement, index: CInt(index)) }
+
+    private func type(_ index: Int) -> CInt { sqlite3_column_type(statement, CInt(index)) }
+
+    /// The bytes of a TEXT value in place, valid until the cursor moves (or the column is read
+    /// as another type); nil for any other storage class.
+    private func utf8(_ index: Int) -> UnsafeBufferPointer<UInt8>? {
+        guard type(index) == SQLITE_TEXT else { return nil }
+        // sqlite3_column_text before sqlite3_column_bytes: the count is of the UTF-8 form.
+        let start = sqlite3_column_text(statement, CInt(index))
+        return UnsafeBufferPointer(start: start, count: Int(sqlite3_column_bytes(statement, CInt(index))))
+    }
 
     /// The bytes of a TEXT or BLOB value (0 for any other), read in place.
     func byteCount(_ index: Int) -> Int {
-        switch value(index).storage {
-        case .string(let s): return s.utf8.count
-        case .blob(let d): return d.count
+        switch type(index) {
+        case SQLITE_TEXT, SQLITE_BLOB: return Int(sqlite3_column_bytes(statement, CInt(index)))
         default: return 0
         }
     }
@@ -60,38 +75,40 @@ struct StoredRow {
     // MARK: Storage classes
 
     func text(_ index: Int, _ column: String) throws -> String {
-        let v = value(index)
-        guard case .string(let s) = v.storage else { throw damaged(column, "expected TEXT, found \(StoredRow.describe(v))") }
-        return s
+        // Text as SQLite holds it, NULs and all; invalid UTF-8 another writer left is repaired
+        // (U+FFFD), as GRDB reads it.
+        guard let bytes = utf8(index) else { throw damaged(column, "expected TEXT, found \(StoredRow.describe(value(index)))") }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     func optionalText(_ index: Int, _ column: String) throws -> String? {
-        value(index).isNull ? nil : try text(index, column)
+        type(index) == SQLITE_NULL ? nil : try text(index, column)
     }
 
     func integer(_ index: Int, _ column: String) throws -> Int64 {
-        let v = value(index)
-        guard case .int64(let n) = v.storage else { throw damaged(column, "expected INTEGER, found \(StoredRow.describe(v))") }
-        return n
+        guard type(index) == SQLITE_INTEGER else { throw damaged(column, "expected INTEGER, found \(StoredRow.describe(value(index)))") }
+        return sqlite3_column_int64(statement, CInt(index))
     }
 
     func optionalInteger(_ index: Int, _ column: String) throws -> Int64? {
-        value(index).isNull ? nil : try integer(index, column)
+        type(index) == SQLITE_NULL ? nil : try integer(index, column)
     }
 
     /// A REAL column: SQLite stores a whole number there as REAL, but another writer may leave
     /// an INTEGER, which reads as the same number. NaN and infinities are no time nor date.
     func real(_ index: Int, _ column: String) throws -> Double {
-        let v = value(index)
-        switch v.storage {
-        case .double(let d) where d.isFinite: return d
-        case .int64(let n): return Double(n)
-        default: throw damaged(column, "expected REAL, found \(StoredRow.describe(v))")
+        switch type(index) {
+        case SQLITE_FLOAT:
+            let d = sqlite3_column_double(statement, CInt(index))
+            if d.isFinite { return d }
+        case SQLITE_INTEGER: return Double(sqlite3_column_int64(statement, CInt(index)))
+        default: break
         }
+        throw damaged(column, "expected REAL, found \(StoredRow.describe(value(index)))")
     }
 
     func optionalReal(_ index: Int, _ column: String) throws -> Double? {
-        value(index).isNull ? nil : try real(index, column)
+        type(index) == SQLITE_NULL ? nil : try real(index, column)
     }
 
     // MARK: ShareFlow's shapes
@@ -133,10 +150,12 @@ struct StoredRow {
 
     /// A record's fields: a JSON object of field values (`StoredFields`).
     func fields(_ index: Int, _ column: String) throws -> [String: FieldValue] {
-        let v = value(index)
-        guard case .string(let json) = v.storage else { throw damaged(column, "expected TEXT (JSON), found \(StoredRow.describe(v))") }
+        guard let bytes = utf8(index) else { throw damaged(column, "expected TEXT (JSON), found \(StoredRow.describe(value(index)))") }
+        // The form ShareFlow writes is read in place; anything else (another writer's spacing,
+        // a damaged value) takes the strict decoder, which names what is wrong.
+        if let fields = StoredFieldsReader.read(bytes) { return fields }
         do {
-            return try StoredFields.decode(json)
+            return try StoredFields.decode(String(decoding: bytes, as: UTF8.self))
         } catch let problem as StoredFields.Unreadable {
             throw damaged(column, problem.description)
         }
@@ -194,10 +213,10 @@ extension StoreTransaction {
     /// read in place (no copy).
     func fetchOne<T>(_ sql: String, _ arguments: StatementArguments = [], table: String, keyAt: Int,
                      _ decode: (StoredRow) throws -> T) throws -> T? {
-        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+        let cursor = try StoredRowCursor(db.cachedStatement(sql: sql), arguments, table: table, keyAt: keyAt)
         return try withExtendedLifetime(cursor) { () -> T? in
             guard let row = try cursor.next() else { return nil }
-            return try decoding { try decode(StoredRow(row, table: table, keyAt: keyAt)) }
+            return try decoding { try decode(row) }
         }
     }
 
@@ -205,10 +224,10 @@ extension StoreTransaction {
     /// returns false: a caller that needs the first few rows of an ordered scan reads no more.
     func forEach<T>(_ sql: String, _ arguments: StatementArguments = [], table: String, keyAt: Int,
                     _ decode: (StoredRow) throws -> T, _ body: (T) throws -> Bool) throws {
-        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+        let cursor = try StoredRowCursor(db.cachedStatement(sql: sql), arguments, table: table, keyAt: keyAt)
         try withExtendedLifetime(cursor) {
             while let row = try cursor.next() {
-                guard try body(try decoding { try decode(StoredRow(row, table: table, keyAt: keyAt)) }) else { return }
+                guard try body(try decoding { try decode(row) }) else { return }
             }
         }
     }
@@ -217,11 +236,11 @@ extension StoreTransaction {
     /// a list that skipped it would pass for complete.
     func fetchAll<T>(_ sql: String, _ arguments: StatementArguments = [], table: String, keyAt: Int,
                      _ decode: (StoredRow) throws -> T) throws -> [T] {
-        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+        let cursor = try StoredRowCursor(db.cachedStatement(sql: sql), arguments, table: table, keyAt: keyAt)
         return try withExtendedLifetime(cursor) { () -> [T] in
             var values: [T] = []
             while let row = try cursor.next() {
-                values.append(try decoding { try decode(StoredRow(row, table: table, keyAt: keyAt)) })
+                values.append(try decoding { try decode(row) })
             }
             return values
         }
@@ -230,6 +249,42 @@ extension StoreTransaction {
     /// Runs `body`, turning a damaged row into the caller's error.
     func decoding<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let damage as DamagedRow { throw damage.shareFlowError(path: path) }
+    }
+}
+
+/// The rows of a statement, each read in place (`StoredRow` over the stepped statement): no
+/// `Row` and no per-row column-name table, which a look-up of one row paid more for than for
+/// SQLite's own work. GRDB still steps the statement (`DatabaseCursor`), so its bookkeeping
+/// (transaction state, errors naming the SQL) holds.
+final class StoredRowCursor: DatabaseCursor {
+    typealias Element = StoredRow
+    let _statement: Statement
+    var _isDone = false
+    private let table: String
+    private let keyAt: Int
+
+    init(_ statement: Statement, _ arguments: StatementArguments, table: String, keyAt: Int) throws {
+        _statement = statement
+        self.table = table
+        self.keyAt = keyAt
+        // The arguments are the store's own, fixed by its code; debug builds (every test run)
+        // check their count against the statement's, release builds skip the check.
+        #if DEBUG
+        try statement.validateArguments(arguments)
+        #endif
+        // Left unreset only by a failed step, whose failure was thrown already.
+        sqlite3_reset(statement.sqliteStatement)
+        statement.setUncheckedArguments(arguments)
+    }
+
+    deinit {
+        // Releases the statement's read of the database; after a failed step this returns
+        // that failure again, which was thrown already.
+        sqlite3_reset(_statement.sqliteStatement)
+    }
+
+    func _element(sqliteStatement: SQLiteStatement) -> StoredRow {
+        StoredRow(sqliteStatement, table: table, keyAt: keyAt)
     }
 }
 
@@ -294,11 +349,11 @@ struct StoredTable: Sendable {
 
     /// One problem line per unreadable value of the table, in row order.
     func damagedRows(_ db: Database) throws -> [String] {
-        let cursor = try Row.fetchCursor(db, sql: "SELECT \(key), \(columns.map(\.name).joined(separator: ", ")) FROM \(name) ORDER BY \(key)")
+        let statement = try db.makeStatement(sql: "SELECT \(key), \(columns.map(\.name).joined(separator: ", ")) FROM \(name) ORDER BY \(key)")
+        let cursor = try StoredRowCursor(statement, [], table: name, keyAt: 0)
         var problems: [String] = []
         var more = 0
-        while let row = try cursor.next() {
-            let stored = StoredRow(row, table: name, keyAt: 0)
+        while let stored = try cursor.next() {
             for (n, column) in columns.enumerated() {
                 do {
                     try column.read(stored, n + 1, column.name)
