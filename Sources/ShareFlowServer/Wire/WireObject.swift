@@ -9,8 +9,10 @@ struct WireObject: @unchecked Sendable {
 
     init(_ object: WireFormat.Object) { self.object = object }
 
-    /// The object as JSON, keys sorted, slashes as they are.
-    var json: Data {
-        (try? JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])) ?? Data("{}".utf8)
+    /// The object as JSON, slashes as they are (`WireJSON`).
+    var json: [UInt8] {
+        if let bytes = try? WireJSON.bytes(object) { return bytes }
+        // What WireJSON cannot write, JSONSerialization cannot either; answered as before.
+        return Array((try? JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])) ?? Data("{}".utf8))
     }
 }

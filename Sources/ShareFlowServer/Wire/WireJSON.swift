@@ -1,0 +1,123 @@
+import Foundation
+
+/// Writes an answer's JSON: the strings, integers, booleans, arrays and dictionaries answers
+/// are made of, byte by byte, and any other value (a double, an `NSNumber` from a parsed body,
+/// an optional) through `JSONSerialization`, the writer answers used before.
+///
+/// corelibs' `JSONSerialization` casts every value to `[AnyHashable: Any?]`, `[Any?]` or
+/// `NSNumber` to find its type; for a share's metadata with 64 participants that cost more
+/// than reading the share. Here a value's type is told by its exact dynamic type, so an
+/// `NSNumber` holding `true` is never mistaken for the integer 1 (on Linux `as? Int` takes it);
+/// each value is written as JSONSerialization writes it (`WireJSONTests`); only the order of
+/// an object's keys may differ, which JSON leaves open.
+enum WireJSON {
+    /// A value not even `JSONSerialization` can write (NaN, an object of no JSON type).
+    struct Unwritable: Error {}
+
+    static func bytes(_ object: WireFormat.Object) throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(1024)
+        try write(object, into: &out)
+        return out
+    }
+
+    private static func write(_ value: Any, into out: inout [UInt8]) throws {
+        let type = Swift.type(of: value)
+        if type == String.self {
+            write(string: value as! String, into: &out)
+        } else if type == WireFormat.Object.self {
+            try write(object: value as! WireFormat.Object, into: &out)
+        } else if type == [Any].self {
+            let array = value as! [Any]
+            out.append(UInt8(ascii: "["))
+            for (n, item) in array.enumerated() {
+                if n > 0 { out.append(UInt8(ascii: ",")) }
+                try write(item, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        } else if type == Int.self {
+            write(integer: Int64(value as! Int), into: &out)
+        } else if type == Int64.self {
+            write(integer: value as! Int64, into: &out)
+        } else if type == Bool.self {
+            out.append(contentsOf: (value as! Bool) ? "true".utf8 : "false".utf8)
+        } else if type == [String].self {
+            try write(value as! [String] as [Any], into: &out)
+        } else if type == [WireFormat.Object].self {
+            try write(value as! [WireFormat.Object] as [Any], into: &out)
+        } else if let optional = value as? any WireOptional {
+            // As JSONSerialization writes one inside a container: its value, or null.
+            if let wrapped = optional.wrapped { try write(wrapped, into: &out) } else { out.append(contentsOf: "null".utf8) }
+        } else {
+            // Doubles, NSNumbers, NSNull…: rare in answers, written as before.
+            guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .withoutEscapingSlashes]) else {
+                throw Unwritable()
+            }
+            out.append(contentsOf: data)
+        }
+    }
+
+    private static func write(object: WireFormat.Object, into out: inout [UInt8]) throws {
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        for (key, value) in object {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            write(string: key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            try write(value, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    private static func write(integer: Int64, into out: inout [UInt8]) {
+        if integer < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = integer.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits, written backwards
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            let end = buffer.count
+            repeat {
+                buffer[end - 1 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            out.append(contentsOf: buffer[(end - count)..<end])
+        }
+    }
+
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    /// A string as JSONSerialization writes it (slashes as they are): `"` and `\` escaped,
+    /// control characters as `\b \t \n \f \r` or `\u00XX`, everything else as its UTF-8.
+    private static func write(string: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var string = string
+        string.withUTF8 { bytes in
+            var clean = 0  // start of the run of bytes needing no escape
+            for (i, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[clean..<i]))
+                clean = i + 1
+                out.append(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
+                case 0x08: out.append(UInt8(ascii: "b"))
+                case 0x09: out.append(UInt8(ascii: "t"))
+                case 0x0A: out.append(UInt8(ascii: "n"))
+                case 0x0C: out.append(UInt8(ascii: "f"))
+                case 0x0D: out.append(UInt8(ascii: "r"))
+                default: out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                }
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[clean...]))
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+/// An optional of any type, seen through `Any`.
+private protocol WireOptional { var wrapped: Any? { get } }
+
+extension Optional: WireOptional {
+    fileprivate var wrapped: Any? { self.map { $0 } }
+}
