@@ -105,9 +105,12 @@ public final class CloudKitAPI: Sendable {
             throw CloudKitError.badRequest("\(endpoint.subpath) is on the \(databases.map(\.rawValue).joined(separator: " or ")) database's path")
         }
         let caller = context.caller
+        // The body is parsed here, on the connection's side: the engine's one thread spends
+        // its time on the engine.
+        let body = WireObject(try Self.parse(request))
         let answer = try await thread.run { [self] in
             do {
-                let call = EndpointCall(api: self, request: request, caller: try current(caller), body: try Self.parse(request))
+                let call = EndpointCall(api: self, request: request, caller: try current(caller), body: body.object)
                 return WireObject(try endpoint.handle(call))
             } catch {
                 throw CloudKitError.from(error)

@@ -41,6 +41,8 @@ enum WireJSON {
             write(integer: value as! Int64, into: &out)
         } else if type == Bool.self {
             out.append(contentsOf: (value as! Bool) ? "true".utf8 : "false".utf8)
+        } else if type == [String: String].self {
+            try write(object: value as! [String: String], into: &out)
         } else if type == [String].self {
             try write(value as! [String] as [Any], into: &out)
         } else if type == [WireFormat.Object].self {
@@ -57,7 +59,7 @@ enum WireJSON {
         }
     }
 
-    private static func write(object: WireFormat.Object, into out: inout [UInt8]) throws {
+    private static func write<Value>(object: [String: Value], into out: inout [UInt8]) throws {
         out.append(UInt8(ascii: "{"))
         var first = true
         for (key, value) in object {
