@@ -44,6 +44,8 @@ let package = Package(
                 // The store reads its rows' columns in place (`StoredRow`).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                // Change tokens are signed (HMAC-SHA256, SPEC §14 S1).
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The Lua host: state, value bridge, bindings, sandbox, limits, plugins.

@@ -6,8 +6,8 @@ extension ShareFlowCommand {
     struct StoreCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "store",
-            abstract: "Look after the store: its size and counts, a health check, a backup.",
-            subcommands: [Info.self, Check.self, Backup.self]
+            abstract: "Look after the store: its size and counts, a health check, a backup, the change log's pruning.",
+            subcommands: [Info.self, Check.self, Backup.self, Compact.self]
         )
 
         /// The store named by --store, which must exist (these commands never make one).
@@ -39,6 +39,28 @@ extension ShareFlowCommand {
                 for kind in ["accounts", "zones", "records", "shares", "participants"] {
                     print("  \(kind): \(info.counts[kind] ?? 0)")
                 }
+                print("  change log: \(info.changeLog["entries"] ?? 0) entries, \(info.changeLog["tombstones"] ?? 0) tombstones")
+            }
+        }
+
+        struct Compact: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Prune the change log's tombstones older than the config's sync.retentionDays (default 30) or --older-than.",
+                discussion: "A change token from before what is pruned is then changeTokenExpired: its client fetches again from the start.")
+            @OptionGroup var global: GlobalOptions
+            @Option(name: .customLong("older-than"), help: "Prune tombstones older than this many seconds (instead of the config's retention).")
+            var olderThan: Double?
+
+            func run() throws {
+                if let olderThan, !(olderThan.isFinite && olderThan >= 0) {
+                    throw CLIFailure(message: "--older-than must be a number of seconds ≥ 0, not \(olderThan)")
+                }
+                let seconds = try olderThan ?? global.pluginConfig().retentionDays * 86_400
+                let store = try StoreCommand.open(global)
+                defer { store.checkpoint() }
+                let removed = try store.compactChangeLog(olderThan: seconds)
+                if global.json { return try StoreCommand.printJSON(["pruned": removed]) }
+                print("store \(store.path): pruned \(removed) change log entr\(removed == 1 ? "y" : "ies") older than \(seconds) s")
             }
         }
 

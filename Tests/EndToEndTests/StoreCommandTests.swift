@@ -63,7 +63,8 @@ final class StoreCommandTests: XCTestCase {
 
         let info = try CLI.run(["store", "info", "--store", store])
         XCTAssertEqual(info.status, 0, info.stderr)
-        XCTAssertTrue(info.stdout.contains("schema version 6"), info.stdout)
+        XCTAssertTrue(info.stdout.contains("schema version 7"), info.stdout)
+        XCTAssertTrue(info.stdout.contains("change log: "), info.stdout)
         XCTAssertTrue(info.stdout.contains("shares: 2"), info.stdout)
         let json = try CLI.run(["store", "info", "--store", store, "--json"])
         let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]

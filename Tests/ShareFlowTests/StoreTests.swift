@@ -83,6 +83,6 @@ final class StoreTests: XCTestCase {
             XCTAssertEqual(inner, "1")
         }
         let keys = try store.read { try String.fetchAll($0.db, sql: "SELECT key FROM shareflow_meta ORDER BY key") }
-        XCTAssertEqual(keys, ["a", "format", "schemaVersion"])
+        XCTAssertEqual(keys, ["a", "format", "schemaVersion", "syncKey"])
     }
 }

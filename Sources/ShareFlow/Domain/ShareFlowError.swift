@@ -5,7 +5,7 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
         case partialFailure, serviceUnavailable, requestRateLimited, permissionFailure, unknownItem,
              invalidArguments, serverRecordChanged, operationCancelled, batchRequestFailed,
              badDatabase, zoneNotFound, limitExceeded, tooManyParticipants, alreadyShared,
-             referenceViolation, participantMayNeedVerification
+             referenceViolation, participantMayNeedVerification, changeTokenExpired
 
         /// CloudKit's `CKError.Code` raw value.
         public var number: Int {
@@ -26,6 +26,7 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
             case .alreadyShared: return 30
             case .referenceViolation: return 31
             case .participantMayNeedVerification: return 33
+            case .changeTokenExpired: return 21
             }
         }
     }

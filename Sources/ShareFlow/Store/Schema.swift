@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 extension Store {
@@ -169,6 +170,57 @@ extension Store {
                 CREATE INDEX record_type_modified ON record(zoneID, type, modifiedAt, name);
                 UPDATE shareflow_meta SET value = '6' WHERE key = 'schemaVersion';
                 """)
+        }
+        // SPEC §14: the change log (`StoreTransaction+ChangeLog.swift`). A store made before
+        // starts its feeds at its current state: every record of a private zone is logged once,
+        // every participant's view is taken, every zone is in its owner's database feed.
+        migrator.registerMigration("v7") { db in
+            try db.execute(sql: """
+                ALTER TABLE zone ADD COLUMN changeSeq INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE zone ADD COLUMN keptFrom INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE zone_change (
+                    zoneID INTEGER NOT NULL REFERENCES zone(id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL,
+                    at REAL NOT NULL,
+                    PRIMARY KEY (zoneID, name)) WITHOUT ROWID;
+                CREATE INDEX zone_change_seq ON zone_change(zoneID, seq);
+                CREATE TABLE view_change (
+                    zoneID INTEGER NOT NULL REFERENCES zone(id) ON DELETE CASCADE,
+                    viewerID INTEGER NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL,
+                    at REAL NOT NULL,
+                    PRIMARY KEY (zoneID, viewerID, name)) WITHOUT ROWID;
+                CREATE INDEX view_change_seq ON view_change(zoneID, viewerID, seq);
+                CREATE INDEX view_change_name ON view_change(zoneID, name, deleted);
+                CREATE TABLE feed (
+                    id INTEGER PRIMARY KEY,
+                    accountID INTEGER NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                    container TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    keptFrom INTEGER NOT NULL,
+                    UNIQUE (accountID, container, environment, scope));
+                CREATE TABLE feed_change (
+                    feedID INTEGER NOT NULL REFERENCES feed(id) ON DELETE CASCADE,
+                    zoneName TEXT NOT NULL,
+                    ownerName TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL,
+                    reason TEXT,
+                    at REAL NOT NULL,
+                    PRIMARY KEY (feedID, zoneName, ownerName)) WITHOUT ROWID;
+                CREATE INDEX feed_change_seq ON feed_change(feedID, seq);
+                INSERT INTO shareflow_meta (key, value) VALUES ('syncKey', lower(hex(randomblob(32))));
+                UPDATE shareflow_meta SET value = '7' WHERE key = 'schemaVersion';
+                """)
+            try StoreTransaction(db, path: nil).logExistingContents(at: Date().timeIntervalSince1970)
         }
         return migrator
     }

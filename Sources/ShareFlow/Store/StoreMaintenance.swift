@@ -10,6 +10,8 @@ public struct StoreInfo: Sendable, Codable {
     public let walBytes: Int64
     /// Rows by kind: accounts, zones, records, shares, participants.
     public let counts: [String: Int]
+    /// The change log (SPEC §14): its entries, and how many of them are tombstones.
+    public let changeLog: [String: Int]
 }
 
 /// What `shareflow store check` found: SQLite's integrity check and ShareFlow's invariants.
@@ -36,12 +38,21 @@ extension Store {
                 func size(_ file: String) -> Int64 {
                     ((try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? NSNumber)?.int64Value ?? 0
                 }
+                let log = try StoreTransaction(db, writable: false, path: path).changeLogSize()
                 return StoreInfo(path: path, schemaVersion: version, fileBytes: path == ":memory:" ? 0 : size(path),
-                                 walBytes: path == ":memory:" ? 0 : size(path + "-wal"), counts: counts)
+                                 walBytes: path == ":memory:" ? 0 : size(path + "-wal"), counts: counts,
+                                 changeLog: ["entries": log.entries, "tombstones": log.tombstones])
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError
         }
+    }
+
+    /// Drops the change log's tombstones older than `seconds` (SPEC §14 S5); a token from before
+    /// them is `changeTokenExpired` from then on, for every process on the store. Returns how
+    /// many entries went.
+    public func compactChangeLog(olderThan seconds: Double) throws -> Int {
+        try write { try $0.pruneChangeLog(before: Date().timeIntervalSince1970 - seconds) }
     }
 
     /// SQLite's integrity and foreign-key checks, then ShareFlow's: every row of every table

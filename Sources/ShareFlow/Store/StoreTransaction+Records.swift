@@ -17,7 +17,9 @@ extension StoreTransaction {
     package func insertZone(container: ContainerID, isPublic: Bool, ownerID: Int64, name: String) throws -> Int64 {
         try db.execute(sql: "INSERT INTO zone (container, environment, scope, ownerID, name) VALUES (?, ?, ?, ?, ?)",
                        arguments: [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name])
-        return db.lastInsertedRowID
+        let id = db.lastInsertedRowID
+        try logZoneSaved(zone: id, at: Date().timeIntervalSince1970)
+        return id
     }
 
     /// Whether a zone is public, from its `scope` column.
@@ -88,6 +90,7 @@ extension StoreTransaction {
     }
 
     package func deleteZone(id: Int64) throws {
+        try logZoneDeleted(zone: id, at: Date().timeIntervalSince1970)
         try db.execute(sql: "DELETE FROM zone WHERE id = ?", arguments: [id])
     }
 
@@ -224,7 +227,10 @@ extension StoreTransaction {
             INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt, createdAt)
             VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
             """, arguments: [zone, name, type, fields.json, parentName, tag, account, account, time, time])
-        return db.lastInsertedRowID
+        let id = db.lastInsertedRowID
+        // Records already naming it as their parent (R34) come under it: what others see of them may change.
+        try logRecordSaved(zone: zone, name: name, type: type, hierarchyChanged: try hasChildren(zone: zone, name: name), at: time)
+        return id
     }
 
     /// Reserves `token` as the record's short GUID (SPEC §13 `createShortGUID`).
@@ -233,11 +239,36 @@ extension StoreTransaction {
     }
 
     package func updateRecord(id: Int64, fields: StoredFields, parentName: String?, tag: String, by account: Int64, at time: Double) throws {
+        guard let before = try loggedRecord(id) else { return }
         try db.execute(sql: "UPDATE record SET fields = ?, parentName = ?, tag = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
                        arguments: [fields.json, parentName, tag, account, time, id])
+        try logRecordSaved(zone: before.zone, name: before.name, type: before.type, hierarchyChanged: before.parentName != parentName, at: time)
     }
 
     package func deleteRecord(id: Int64) throws {
+        guard let before = try loggedRecord(id) else { return }
+        // A share's record takes the share and its participants with it (ON DELETE CASCADE):
+        // its viewers are looked at again once it is gone.
+        let shareViewers = try fetchAll("""
+            SELECT p.accountID FROM share s JOIN participant p ON p.shareID = s.id
+            WHERE s.recordID = ? AND p.role != 'owner' AND p.accountID IS NOT NULL
+            """, [id], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+        let orphans = try hasChildren(zone: before.zone, name: before.name)
         try db.execute(sql: "DELETE FROM record WHERE id = ?", arguments: [id])
+        let now = Date().timeIntervalSince1970
+        try logRecordDeleted(zone: before.zone, name: before.name, type: before.type, at: now)
+        guard let zone = try loggedZone(before.zone) else { return }
+        if orphans {
+            try relogViewers(zone: zone, at: now)
+        } else {
+            for viewer in Set(shareViewers).sorted() { try relogViewer(viewer, zone: zone, at: now) }
+        }
+    }
+
+    /// A record's zone, name, type and parent, as the change log needs them before a change.
+    private func loggedRecord(_ id: Int64) throws -> (zone: Int64, name: String, type: String, parentName: String?)? {
+        try fetchOne("SELECT id, zoneID, name, type, parentName FROM record WHERE id = ?", [id], table: "record", keyAt: 0) {
+            (try $0.integer(1, "zoneID"), try $0.text(2, "name"), try $0.text(3, "type"), try $0.optionalText(4, "parentName"))
+        }
     }
 }

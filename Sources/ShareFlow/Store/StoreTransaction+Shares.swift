@@ -109,11 +109,14 @@ extension StoreTransaction {
     package func insertShare(record: Int64, zone: Int64, token: String, rootName: String?) throws -> Int64 {
         try db.execute(sql: "INSERT INTO share (recordID, zoneID, token, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
                        arguments: [record, zone, token, rootName])
-        return db.lastInsertedRowID
+        let id = db.lastInsertedRowID
+        try logShareChanged(id, participant: nil)
+        return id
     }
 
     package func setPublicPermission(_ permission: ParticipantPermission, share: Int64) throws {
         try db.execute(sql: "UPDATE share SET publicPermission = ? WHERE id = ?", arguments: [permission.rawValue, share])
+        try logShareChanged(share, participant: nil)
     }
 
     /// R16, R27: for a caller, whether the share of a URL's `token` exists, is public, has them on it, or
@@ -211,31 +214,38 @@ extension StoreTransaction {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [share, participantID, account, lookup.kind, lookup.value, role.rawValue, permission.rawValue,
                              status.rawValue, time])
-        return db.lastInsertedRowID
+        let id = db.lastInsertedRowID
+        try logShareChanged(share, participant: account)
+        return id
     }
 
     /// Puts a participant back on a share as pending (a re-add).
     package func reinstate(participant: Int64, role: ParticipantRole, permission: ParticipantPermission, at time: Double) throws {
         try db.execute(sql: "UPDATE participant SET status = 'pending', role = ?, permission = ?, addedAt = ? WHERE id = ?",
                        arguments: [role.rawValue, permission.rawValue, time, participant])
+        try logParticipantChanged(participant)
     }
 
     package func setPermission(_ permission: ParticipantPermission, participant: Int64) throws {
         try db.execute(sql: "UPDATE participant SET permission = ? WHERE id = ?", arguments: [permission.rawValue, participant])
+        try logParticipantChanged(participant)
     }
 
     package func setRole(_ role: ParticipantRole, participant: Int64) throws {
         try db.execute(sql: "UPDATE participant SET role = ? WHERE id = ?", arguments: [role.rawValue, participant])
+        try logParticipantChanged(participant)
     }
 
     package func setStatus(_ status: ParticipantAcceptanceStatus, participant: Int64) throws {
         try db.execute(sql: "UPDATE participant SET status = ? WHERE id = ?", arguments: [status.rawValue, participant])
+        try logParticipantChanged(participant)
     }
 
     /// A public share's joiner (R10), or a removed one joining again.
     package func acceptAsPublicUser(participant: Int64, permission: ParticipantPermission) throws {
         try db.execute(sql: "UPDATE participant SET status = 'accepted', role = 'publicUser', permission = ? WHERE id = ?",
                        arguments: [permission.rawValue, participant])
+        try logParticipantChanged(participant)
     }
 
     /// Pending invitations added at or before `cutoff`, oldest first.

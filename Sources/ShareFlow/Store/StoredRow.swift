@@ -326,7 +326,8 @@ struct StoredTable: Sendable {
         StoredTable(name: "account_phone", key: "phone", columns: [("phone", text), ("accountID", integer), ("position", integer)]),
         StoredTable(name: "contact", key: "id", columns: [
             ("id", integer), ("accountID", integer), ("kind", lookupKind), ("value", text), ("contactIdentifier", text)]),
-        StoredTable(name: "zone", key: "id", columns: [("id", integer), ("container", text), ("environment", word(CloudEnvironment.self)), ("scope", scope), ("ownerID", integer), ("name", text)]),
+        StoredTable(name: "zone", key: "id", columns: [("id", integer), ("container", text), ("environment", word(CloudEnvironment.self)), ("scope", scope), ("ownerID", integer), ("name", text),
+                                                       ("changeSeq", integer), ("keptFrom", integer)]),
         StoredTable(name: "record", key: "id", columns: [
             ("id", integer), ("zoneID", integer), ("name", text), ("type", text), ("fields", fields), ("parentName", optionalText),
             ("changeTag", integer), ("createdBy", optionalInteger), ("modifiedBy", optionalInteger), ("modifiedAt", real),
@@ -342,6 +343,15 @@ struct StoredTable: Sendable {
             ("id", integer), ("kind", word(StoredCredential.Kind.self)), ("container", text), ("hash", text), ("accountID", optionalInteger),
             ("expiresAt", optionalReal), ("createdAt", real), ("publicKey", optionalText),
             ("environment", optionalWord(CloudEnvironment.self))]),
+        StoredTable(name: "zone_change", key: "zoneID", columns: [
+            ("zoneID", integer), ("name", text), ("type", text), ("seq", integer), ("deleted", integer), ("at", real)]),
+        StoredTable(name: "view_change", key: "zoneID", columns: [
+            ("zoneID", integer), ("viewerID", integer), ("name", text), ("type", text), ("seq", integer), ("deleted", integer), ("at", real)]),
+        StoredTable(name: "feed", key: "id", columns: [
+            ("id", integer), ("accountID", integer), ("container", text), ("environment", word(CloudEnvironment.self)),
+            ("scope", { _ = try $0.word($1, $2, in: ["private", "shared"]) }), ("seq", integer), ("keptFrom", integer)]),
+        StoredTable(name: "feed_change", key: "feedID", columns: [
+            ("feedID", integer), ("zoneName", text), ("ownerName", text), ("seq", integer), ("deleted", integer), ("reason", optionalText), ("at", real)]),
     ]
 
     /// The most unreadable values listed per table; past it, one line says how many more.

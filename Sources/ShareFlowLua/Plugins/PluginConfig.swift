@@ -7,6 +7,7 @@ import Foundation
 /// return {
 ///   limits = { cpuMillis = 50, memoryMiB = 64 },
 ///   server = { rateLimit = { requests = 600, perSeconds = 60 }, maxBodyMiB = 16 },
+///   sync = { retentionDays = 30 },
 ///   plugins = {
 ///     ["domain-allowlist"] = { domains = { "example.com" } },
 ///     ["audit-log"] = { path = "audit.jsonl" },
@@ -43,6 +44,9 @@ public struct PluginConfig {
         "bodySeconds": 0.1...86_400, "idleSeconds": 0.1...86_400, "shutdownSeconds": 0...3600, "querySeconds": 0.001...3600,
     ]
 
+    /// SPEC §14 S5: days the change log keeps tombstones (`shareflow store compact`).
+    public var retentionDays: Double = 30
+
     public init() {}
 
     public func isEnabled(_ name: String) -> Bool {
@@ -67,8 +71,20 @@ public struct PluginConfig {
             throw PluginError("config file \(path) must return a table, got \(results.first?.description ?? "nothing")")
         }
         for key in root.hash.keys {
-            guard case .string(let k) = key, ["plugins", "limits", "server"].contains(k) else {
-                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server)")
+            guard case .string(let k) = key, ["plugins", "limits", "server", "sync"].contains(k) else {
+                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync)")
+            }
+        }
+        if let sync = root["sync"] {
+            guard case .table(let t) = sync else { throw PluginError("config file \(path): 'sync' must be a table") }
+            for (key, value) in t.hash {
+                guard key == .string("retentionDays") else {
+                    throw PluginError("config file \(path): unknown key sync.\(key) (expected retentionDays)")
+                }
+                guard let n = ConfigField.number(value), n.isFinite, (0...36_500).contains(n) else {
+                    throw PluginError("config file \(path): sync.retentionDays must be a number of days from 0 to 36500, got \(value)")
+                }
+                retentionDays = n
             }
         }
         if let server = root["server"] {

@@ -18,7 +18,7 @@ enum WireFormat {
         case .requestRateLimited: return ("THROTTLED", 429)
         case .serviceUnavailable: return ("TRY_AGAIN_LATER", 503)
         case .invalidArguments, .limitExceeded, .tooManyParticipants, .alreadyShared, .badDatabase,
-             .participantMayNeedVerification, .partialFailure, .operationCancelled:
+             .participantMayNeedVerification, .partialFailure, .operationCancelled, .changeTokenExpired:
             return ("BAD_REQUEST", 400)
         }
     }

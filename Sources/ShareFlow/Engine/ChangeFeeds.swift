@@ -1,0 +1,225 @@
+import Crypto
+import Foundation
+
+/// What changed in a zone since a token (O10, SPEC §14 S2, S3): each changed record once, in its
+/// latest state, each deleted one once, oldest first; the token to ask with next.
+public struct RecordZoneChanges {
+    public var modifications: [Record]
+    public var deletions: [(recordID: RecordID, recordType: String)]
+    public var changeToken: String
+    public var moreComing: Bool
+}
+
+/// What changed in a database since a token (O9, S4): zones changed or made, zones gone.
+public struct DatabaseChanges: Sendable {
+    public var changedZoneIDs: [RecordZoneID]
+    /// Each zone gone, and why: `deleted` or `purged`.
+    public var deletions: [(zoneID: RecordZoneID, reason: String)]
+    public var changeToken: String
+    public var moreComing: Bool
+}
+
+extension CloudDatabase {
+    /// The zone's changes since `token` (nil: from its start), at most `resultsLimit` records
+    /// (at most 200 a page; `moreComing` says there are more).
+    ///
+    /// ```swift
+    /// var token: String? = nil
+    /// repeat {
+    ///     let page = try db.recordZoneChanges(zoneID, since: token)
+    ///     apply(page.modifications, page.deletions)
+    ///     token = page.changeToken
+    /// } while page.moreComing
+    /// ```
+    public func recordZoneChanges(_ zoneID: RecordZoneID, since token: String? = nil, resultsLimit: Int? = nil,
+                                  desiredKeys: [String]? = nil) throws -> RecordZoneChanges {
+        try engine.recordZoneChanges(zoneID, since: token, resultsLimit: resultsLimit, desiredKeys: desiredKeys, in: self)
+    }
+
+    /// The database's zone changes since `token` (nil: from the start).
+    public func databaseChanges(since token: String? = nil, resultsLimit: Int? = nil) throws -> DatabaseChanges {
+        try engine.databaseChanges(since: token, resultsLimit: resultsLimit, in: self)
+    }
+
+    /// The zone's current token: its changes from here on are what a later fetch returns.
+    public func currentChangeToken(_ zoneID: RecordZoneID) throws -> String {
+        try engine.currentChangeToken(zoneID, in: self)
+    }
+}
+
+extension Engine {
+    /// The most records (or zones) one page of a feed holds (WEB-SERVICES.md §2).
+    public static let feedPageLimit = 200
+    /// The largest `resultsLimit` taken: past it a number is a mistake, not a wish.
+    public static let feedResultsLimitMaximum = 100_000
+
+    func feedLimit(_ resultsLimit: Int?) throws -> Int {
+        guard let resultsLimit else { return Engine.feedPageLimit }
+        guard (1...Engine.feedResultsLimitMaximum).contains(resultsLimit) else {
+            throw ShareFlowError(.invalidArguments, "resultsLimit must be a whole number from 1 to \(Engine.feedResultsLimitMaximum), not \(resultsLimit)")
+        }
+        return min(resultsLimit, Engine.feedPageLimit)
+    }
+
+    /// The feed's database: only the private and shared databases have feeds (S2).
+    private func checkFeedDatabase(_ database: CloudDatabase) throws {
+        guard database.databaseScope != .public else {
+            throw ShareFlowError(.badDatabase, "the public database has no change feeds (badDatabase); use the private or shared database")
+        }
+    }
+
+    func recordZoneChanges(_ zoneID: RecordZoneID, since token: String?, resultsLimit: Int?, desiredKeys: [String]?,
+                           in database: CloudDatabase) throws -> RecordZoneChanges {
+        try checkFeedDatabase(database)
+        let limit = try feedLimit(resultsLimit)
+        return try reading { db in
+            let caller = try accountIdentity(id: database.container.session.accountID, db: db)
+            let (zone, position) = try zoneFeedPosition(zoneID, token: token, caller: caller.id, database: database, db: db)
+            let viewer: Int64? = database.databaseScope == .shared ? caller.id : nil
+            let rows = try db.zoneChanges(zone: zone.id, viewer: viewer, after: position, limit: limit + 1)
+            let page = rows.prefix(limit)
+            var changes = RecordZoneChanges(modifications: [], deletions: [], changeToken: "", moreComing: rows.count > limit)
+            for row in page {
+                let id = RecordID(recordName: row.name, zoneID: zone.zoneID)
+                if !row.deleted, let record = try recordRow(zone: zone, name: row.name, db: db) {
+                    changes.modifications.append(try makeRecord(record, zone: zone, caller: caller, db: db).copy(keys: desiredKeys))
+                } else {
+                    changes.deletions.append((id, row.type))
+                }
+            }
+            let end = page.last?.seq ?? position
+            changes.changeToken = try ChangeToken(kind: .zone, environment: database.container.containerID.environment,
+                                                  scope: database.databaseScope, target: zone.id, viewer: caller.id, seq: end).encoded(key: db.changeTokenKey())
+            return changes
+        }
+    }
+
+    func currentChangeToken(_ zoneID: RecordZoneID, in database: CloudDatabase) throws -> String {
+        try checkFeedDatabase(database)
+        return try reading { db in
+            let caller = try accountIdentity(id: database.container.session.accountID, db: db)
+            let (zone, _) = try zoneFeedPosition(zoneID, token: nil, caller: caller.id, database: database, db: db)
+            let viewer: Int64? = database.databaseScope == .shared ? caller.id : nil
+            // The viewer's last entry: where a fetch from the start would end.
+            let position = try db.zoneFeedEnd(zone: zone.id, viewer: viewer)
+            return try ChangeToken(kind: .zone, environment: database.container.containerID.environment, scope: database.databaseScope,
+                                   target: zone.id, viewer: caller.id, seq: position).encoded(key: db.changeTokenKey())
+        }
+    }
+
+    /// The zone a feed reads and the position to read after: the token's, checked against
+    /// the zone, the caller, the database and the log's kept part.
+    private func zoneFeedPosition(_ zoneID: RecordZoneID, token: String?, caller: Int64, database: CloudDatabase,
+                                  db: StoreTransaction) throws -> (ZoneRow, Int64) {
+        guard !zoneID.isDefaultZone else {
+            throw ShareFlowError(.invalidArguments, "the default zone has no change feed; only custom zones do (S2)")
+        }
+        let caller = try accountIdentity(id: caller, db: db)
+        let zone = try self.zone(for: zoneID, in: database, caller: caller, db: db)
+        guard let token else { return (zone, 0) }
+        let decoded = try ChangeToken.decode(token, key: db.changeTokenKey(), kind: .zone)
+        guard decoded.environment == database.container.containerID.environment, decoded.scope == database.databaseScope,
+              decoded.viewer == caller.id else {
+            throw ShareFlowError(.invalidArguments, "the change token is of another \(decoded.environment != database.container.containerID.environment ? "environment" : decoded.scope != database.databaseScope ? "database" : "user")")
+        }
+        guard decoded.target == zone.id else {
+            // The zone deleted and made again under its name: its old positions mean nothing.
+            if try db.zoneName(id: decoded.target) == nil {
+                throw ShareFlowError(.changeTokenExpired, "the change token is of a zone '\(zoneID.zoneName)' deleted since; fetch again from the start")
+            }
+            throw ShareFlowError(.invalidArguments, "the change token is of another zone than '\(zoneID.zoneName)'")
+        }
+        let bounds = try db.zoneLogBounds(zone: zone.id)
+        if let bounds, decoded.seq < bounds.keptFrom {
+            throw ShareFlowError(.changeTokenExpired, "the change token of zone '\(zoneID.zoneName)' is older than the kept log; fetch again from the start")
+        }
+        if let bounds, decoded.seq > bounds.current {
+            throw ShareFlowError(.invalidArguments, "the change token of zone '\(zoneID.zoneName)' names a position the zone has not reached")
+        }
+        return (zone, decoded.seq)
+    }
+
+    func databaseChanges(since token: String?, resultsLimit: Int?, in database: CloudDatabase) throws -> DatabaseChanges {
+        try checkFeedDatabase(database)
+        let limit = try feedLimit(resultsLimit)
+        let scope = database.databaseScope == .shared ? "shared" : "private"
+        return try reading { db in
+            let caller = try accountIdentity(id: database.container.session.accountID, db: db)
+            let feed = try db.feed(account: caller.id, container: database.container.containerID, scope: scope)
+            var position: Int64 = 0
+            let key = try db.changeTokenKey()
+            if let token {
+                let decoded = try ChangeToken.decode(token, key: key, kind: .database)
+                guard decoded.environment == database.container.containerID.environment, decoded.scope == database.databaseScope,
+                      decoded.viewer == caller.id, decoded.target == feed?.id ?? 0 || (decoded.target == 0 && decoded.seq == 0) else {
+                    throw ShareFlowError(.invalidArguments, "the database change token is of another database, container, environment or user")
+                }
+                if let feed, decoded.seq < feed.keptFrom {
+                    throw ShareFlowError(.changeTokenExpired, "the database change token is older than the kept log; fetch again from the start")
+                }
+                if decoded.seq > feed?.current ?? 0 {
+                    throw ShareFlowError(.invalidArguments, "the database change token names a position the database has not reached")
+                }
+                position = decoded.seq
+            }
+            let rows = try feed.map { try db.feedChanges(feed: $0.id, after: position, limit: limit + 1) } ?? []
+            let page = rows.prefix(limit)
+            var changes = DatabaseChanges(changedZoneIDs: [], deletions: [], changeToken: "", moreComing: rows.count > limit)
+            for row in page {
+                let id = RecordZoneID(zoneName: row.zoneName, ownerName: row.ownerName)
+                if let reason = row.deletedReason { changes.deletions.append((id, reason)) } else { changes.changedZoneIDs.append(id) }
+            }
+            changes.changeToken = ChangeToken(kind: .database, environment: database.container.containerID.environment,
+                                              scope: database.databaseScope, target: feed?.id ?? 0, viewer: caller.id,
+                                              seq: page.last?.seq ?? position).encoded(key: key)
+            return changes
+        }
+    }
+}
+
+/// A change token's content (S1): which feed (a zone's or a database's), whose, which
+/// environment and database, and the position; signed, so a forged or altered one is refused.
+/// Deterministic: the same position gives the same string.
+struct ChangeToken: Equatable {
+    enum Kind: UInt8 { case zone = 1, database = 2 }
+    let kind: Kind
+    let environment: CloudEnvironment
+    let scope: DatabaseScope
+    /// The zone's row, or the database feed's (0 before it has one).
+    let target: Int64
+    let viewer: Int64
+    let seq: Int64
+
+    private static let version: UInt8 = 1
+    private static let macBytes = 16
+
+    func encoded(key: [UInt8]) -> String {
+        var bytes: [UInt8] = [ChangeToken.version, kind.rawValue, environment == .production ? 1 : 0,
+                              scope == .shared ? 1 : 0]
+        for n in [target, viewer, seq] { withUnsafeBytes(of: n.bigEndian) { bytes.append(contentsOf: $0) } }
+        let mac = HMAC<SHA256>.authenticationCode(for: bytes, using: SymmetricKey(data: key))
+        bytes.append(contentsOf: mac.prefix(ChangeToken.macBytes))
+        return Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The token `string` of a `kind` feed, or `invalidArguments` saying why not.
+    static func decode(_ string: String, key: [UInt8], kind: Kind) throws -> ChangeToken {
+        let invalid = ShareFlowError(.invalidArguments, "the change token '\(StoredRow.excerpt(string))' is not one ShareFlow gave (forged, altered or cut)")
+        guard string.utf8.count < 200 else { throw invalid }
+        var base64 = string.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.utf8.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64), data.count == 28 + macBytes else { throw invalid }
+        let bytes = [UInt8](data)
+        let body = Array(bytes[0..<28])
+        let mac = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: key))
+        guard Array(mac.prefix(macBytes)) == Array(bytes[28...]), body[0] == version else { throw invalid }
+        guard let tokenKind = Kind(rawValue: body[1]), body[2] <= 1, body[3] <= 1 else { throw invalid }
+        guard tokenKind == kind else {
+            throw ShareFlowError(.invalidArguments, "the change token is a \(tokenKind == .zone ? "zone's" : "database's"), not a \(kind == .zone ? "zone's" : "database's")")
+        }
+        func int(_ at: Int) -> Int64 { body[at..<at + 8].reduce(Int64(0)) { $0 << 8 | Int64($1) } }
+        return ChangeToken(kind: tokenKind, environment: body[2] == 1 ? .production : .development, scope: body[3] == 1 ? .shared : .private,
+                           target: int(4), viewer: int(12), seq: int(20))
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import GRDB
+
+/// One entry of a zone's feed: a record changed (its latest position) or deleted.
+package struct ZoneChangeRow {
+    package let name: String
+    package let type: String
+    package let seq: Int64
+    package let deleted: Bool
+}
+
+/// One entry of a database feed: a zone changed (or made), or gone and why.
+package struct FeedChangeRow {
+    package let zoneName: String
+    package let ownerName: String
+    package let seq: Int64
+    /// Nil for a zone changed; `deleted` or `purged` for one gone.
+    package let deletedReason: String?
+}
+
+/// Reading the change log (`StoreTransaction+ChangeLog.swift` writes it).
+extension StoreTransaction {
+    /// The zone's entries after position `seq`, oldest first, at most `limit`: the owner's
+    /// (`viewer` nil) or what `viewer` sees of it.
+    package func zoneChanges(zone: Int64, viewer: Int64?, after seq: Int64, limit: Int) throws -> [ZoneChangeRow] {
+        let read: (StoredRow) throws -> ZoneChangeRow = {
+            ZoneChangeRow(name: try $0.text(0, "name"), type: try $0.text(1, "type"), seq: try $0.integer(2, "seq"), deleted: try $0.integer(3, "deleted") != 0)
+        }
+        if let viewer {
+            return try fetchAll("""
+                SELECT name, type, seq, deleted FROM view_change WHERE zoneID = ? AND viewerID = ? AND seq > ? ORDER BY seq LIMIT ?
+                """, [zone, viewer, seq, limit], table: "view_change", keyAt: 0, read)
+        }
+        return try fetchAll("SELECT name, type, seq, deleted FROM zone_change WHERE zoneID = ? AND seq > ? ORDER BY seq LIMIT ?",
+                            [zone, seq, limit], table: "zone_change", keyAt: 0, read)
+    }
+
+    /// The position of the zone feed's last entry, the owner's or `viewer`'s (0 for none).
+    package func zoneFeedEnd(zone: Int64, viewer: Int64?) throws -> Int64 {
+        if let viewer {
+            return try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM view_change WHERE zoneID = ? AND viewerID = ?"),
+                                      arguments: [zone, viewer]) ?? 0
+        }
+        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM zone_change WHERE zoneID = ?"), arguments: [zone]) ?? 0
+    }
+
+    /// The zone's last position handed out, and the position before which its log was pruned.
+    package func zoneLogBounds(zone: Int64) throws -> (current: Int64, keptFrom: Int64)? {
+        try fetchOne("SELECT id, changeSeq, keptFrom FROM zone WHERE id = ?", [zone], table: "zone", keyAt: 0) {
+            (try $0.integer(1, "changeSeq"), try $0.integer(2, "keptFrom"))
+        }
+    }
+
+    /// The zone row `id`'s name, if it still exists (a token names its zone by row).
+    package func zoneName(id: Int64) throws -> String? {
+        try fetchOne("SELECT id, name FROM zone WHERE id = ?", [id], table: "zone", keyAt: 0) { try $0.text(1, "name") }
+    }
+
+    /// `account`'s database feed for a container, environment and scope (`private`, `shared`):
+    /// its row, last position and pruned-before position; nil before anything was logged there.
+    package func feed(account: Int64, container: ContainerID, scope: String) throws -> (id: Int64, current: Int64, keptFrom: Int64)? {
+        try fetchOne("SELECT id, seq, keptFrom FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?",
+                     [account, container.identifier, container.environment.rawValue, scope], table: "feed", keyAt: 0) {
+            (try $0.integer(0, "id"), try $0.integer(1, "seq"), try $0.integer(2, "keptFrom"))
+        }
+    }
+
+    /// The feed's entries after position `seq`, oldest first, at most `limit`.
+    package func feedChanges(feed: Int64, after seq: Int64, limit: Int) throws -> [FeedChangeRow] {
+        try fetchAll("""
+            SELECT zoneName, ownerName, seq, deleted, reason FROM feed_change WHERE feedID = ? AND seq > ? ORDER BY seq LIMIT ?
+            """, [feed, seq, limit], table: "feed_change", keyAt: 0) {
+            FeedChangeRow(zoneName: try $0.text(0, "zoneName"), ownerName: try $0.text(1, "ownerName"), seq: try $0.integer(2, "seq"),
+                          deletedReason: try $0.integer(3, "deleted") != 0 ? (try $0.optionalText(4, "reason") ?? "deleted") : nil)
+        }
+    }
+
+    /// The key change tokens are signed with, made with the log (schema v7): one per store,
+    /// so every process (and every node of one database) gives the same token for a position.
+    package func changeTokenKey() throws -> [UInt8] {
+        let hex = try fetchOne("SELECT key, value FROM shareflow_meta WHERE key = 'syncKey'", [], table: "shareflow_meta", keyAt: 0) {
+            try $0.text(1, "value")
+        }
+        guard let hex, let key = StoreTransaction.bytes(hex: hex), key.count == 32 else {
+            throw DamagedRow(table: "shareflow_meta", row: "'syncKey'", column: "value", problem: "expected 64 hexadecimal digits (the change tokens' key)")
+                .shareFlowError(path: path)
+        }
+        return key
+    }
+
+    private static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        for i in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
+            out.append(byte)
+        }
+        return out
+    }
+
+    // MARK: Retention (S5)
+
+    /// Drops tombstones logged before `cutoff` (seconds since 1970), from zone, view and
+    /// database feeds, and moves each feed's kept-from position past what was dropped: a
+    /// token from before it is `changeTokenExpired`. Returns how many entries went.
+    package func pruneChangeLog(before cutoff: Double) throws -> Int {
+        try db.execute(sql: """
+            UPDATE zone SET keptFrom = MAX(keptFrom, COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = zone.id AND deleted = 1 AND at < ?1), 0),
+                                              COALESCE((SELECT MAX(seq) FROM view_change WHERE zoneID = zone.id AND deleted = 1 AND at < ?1), 0))
+            """, arguments: [cutoff])
+        try db.execute(sql: """
+            UPDATE feed SET keptFrom = MAX(keptFrom, COALESCE((SELECT MAX(seq) FROM feed_change WHERE feedID = feed.id AND deleted = 1 AND at < ?1), 0))
+            """, arguments: [cutoff])
+        var removed = 0
+        for table in ["zone_change", "view_change", "feed_change"] {
+            try db.execute(sql: "DELETE FROM \(table) WHERE deleted = 1 AND at < ?", arguments: [cutoff])
+            removed += db.changesCount
+        }
+        return removed
+    }
+
+    /// The log's size, for `store info`: entries and tombstones.
+    package func changeLogSize() throws -> (entries: Int, tombstones: Int) {
+        var entries = 0, tombstones = 0
+        for table in ["zone_change", "view_change", "feed_change"] {
+            entries += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
+            tombstones += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE deleted = 1") ?? 0
+        }
+        return (entries, tombstones)
+    }
+}

@@ -1,0 +1,309 @@
+import Foundation
+import GRDB
+
+/// The change log (SPEC §14): what every feed reads, written in the transaction that makes the
+/// change, by the store's own methods that change rows — so no path that writes a record, a
+/// share or a participant can leave the feeds behind.
+///
+/// - `zone.changeSeq` is each zone's counter: a row updated in the writing transaction, so
+///   positions are handed out in commit order with no gap (a rolled-back transaction gives its
+///   numbers back), on SQLite as on a store where plain sequences commit out of order.
+/// - `zone_change` is the owner's feed of a private zone: one row per record name ever in it, at
+///   the position of its latest change (S2), a tombstone once deleted.
+/// - `view_change` is what each participant (a viewer) sees of the zone in their shared
+///   database (S3): a live row is a record they see now and were sent; a record leaving their
+///   view becomes a tombstone, only for those who saw it.
+/// - `feed` / `feed_change`: each account's database feed per container, environment and scope
+///   (S4): a zone changed, made, or gone (`deleted`, `purged`), at its latest position.
+///
+/// Public zones have no feed (S2) and log nothing.
+extension StoreTransaction {
+    /// A participant row `p` that sees the share's records in their shared database:
+    /// `SharingRules.decide(.readRecords, …)` (R12, R37: accepted, with a permission that reads)
+    /// for anyone but the owner, who reads their private database.
+    static let sees = "p.status = 'accepted' AND p.role != 'owner' AND p.permission IN ('readOnly', 'readWrite')"
+
+    /// A zone as the log needs it.
+    struct LoggedZone {
+        let id: Int64
+        let container: String
+        let environment: String
+        let ownerID: Int64
+        let name: String
+        let ownerName: String
+    }
+
+    static let loggedZoneColumns = "z.id, z.container, z.environment, z.ownerID, z.name, a.userRecordID"
+
+    static func loggedZone(_ row: StoredRow, at o: Int) throws -> LoggedZone {
+        let zone = row.of("zone", keyAt: o)
+        return LoggedZone(id: try zone.integer(o, "id"), container: try zone.text(o + 1, "container"), environment: try zone.text(o + 2, "environment"),
+                          ownerID: try zone.integer(o + 3, "ownerID"), name: try zone.text(o + 4, "name"),
+                          ownerName: try zone.of("account", keyAt: o + 3).text(o + 5, "userRecordID"))
+    }
+
+    /// The private zone `id` (nil for a public zone or none).
+    func loggedZone(_ id: Int64) throws -> LoggedZone? {
+        try fetchOne("""
+            SELECT \(StoreTransaction.loggedZoneColumns) FROM zone z JOIN account a ON a.id = z.ownerID WHERE z.id = ? AND z.scope = 'private'
+            """, [id], table: "zone", keyAt: 0) { try StoreTransaction.loggedZone($0, at: 0) }
+    }
+
+    /// The zone's next position.
+    private func nextSeq(_ zone: Int64) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "UPDATE zone SET changeSeq = changeSeq + 1 WHERE id = ? RETURNING changeSeq"),
+                           arguments: [zone]) ?? 0
+    }
+
+    // MARK: Records
+
+    /// Logs a record saved (made or changed) in zone `zone`: the owner's feed, and each viewer
+    /// who sees it now; a viewer who saw it and no longer does (it moved out of a shared
+    /// hierarchy) gets a tombstone. A record whose move can change what others see (a new
+    /// parent, a record others named as their parent) has every viewer of the zone looked at again.
+    func logRecordSaved(zone id: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double) throws {
+        guard let zone = try loggedZone(id) else { return }
+        try logRecordSaved(zone: zone, name: name, type: type, hierarchyChanged: hierarchyChanged, at: time)
+    }
+
+    func logRecordSaved(zone: LoggedZone, name: String, type: String, hierarchyChanged: Bool, at time: Double) throws {
+        let id = zone.id
+        let seq = try nextSeq(id)
+        try run("""
+            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, 0, ?)
+            ON CONFLICT (zoneID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at
+            """, [id, name, type, seq, time])
+        try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
+        let viewers = try viewers(ofRecord: name, zone: id)
+        for viewer in viewers {
+            try run("""
+                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, ?, 0, ?)
+                ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at
+                """, [id, viewer, name, type, seq, time])
+            try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time)
+        }
+        if hierarchyChanged {
+            try relogViewers(zone: zone, at: time)
+        } else {
+            // A viewer who saw it and no longer may (a share ended in this transaction before it).
+            for viewer in try liveViewers(ofRecord: name, zone: id) where !viewers.contains(viewer) {
+                try relogViewer(viewer, zone: zone, at: time)
+            }
+        }
+    }
+
+    /// Logs record `name` deleted: a tombstone in the owner's feed and for every viewer who saw it.
+    func logRecordDeleted(zone id: Int64, name: String, type: String, at time: Double) throws {
+        guard let zone = try loggedZone(id) else { return }
+        let seq = try nextSeq(id)
+        try run("""
+            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, 1, ?)
+            ON CONFLICT (zoneID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 1, at = excluded.at
+            """, [id, name, type, seq, time])
+        try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
+        for viewer in try liveViewers(ofRecord: name, zone: id) {
+            try run("UPDATE view_change SET seq = ?, deleted = 1, at = ? WHERE zoneID = ? AND viewerID = ? AND name = ?",
+                           [seq, time, id, viewer, name])
+            try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time)
+        }
+    }
+
+    /// The accounts that see record `name` now (R12, R37): the accepted participants, other
+    /// than the owner, of the share saved as that record, of the hierarchy share at or above
+    /// it, and of the zone's share.
+    private func viewers(ofRecord name: String, zone: Int64) throws -> [Int64] {
+        try fetchAll("""
+            WITH RECURSIVE up(n, depth) AS (
+                SELECT ?2, 0
+                UNION ALL SELECT r.parentName, up.depth + 1 FROM record r JOIN up ON r.zoneID = ?1 AND r.name = up.n
+                WHERE r.parentName IS NOT NULL AND up.depth < ?3),
+            covering(id) AS (
+                SELECT s.id FROM share s JOIN up ON s.zoneID = ?1 AND s.rootName = up.n
+                UNION SELECT s.id FROM share s WHERE s.zoneID = ?1 AND s.rootName IS NULL
+                UNION SELECT s.id FROM record r JOIN share s ON s.recordID = r.id WHERE r.zoneID = ?1 AND r.name = ?2)
+            SELECT DISTINCT p.accountID FROM participant p JOIN covering c ON p.shareID = c.id
+            WHERE \(StoreTransaction.sees) AND p.accountID IS NOT NULL ORDER BY p.accountID
+            """, [zone, name, StoreTransaction.maxChainWalk], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+    }
+
+    /// The viewers holding record `name` as a live row (they were sent it and saw no tombstone).
+    private func liveViewers(ofRecord name: String, zone: Int64) throws -> [Int64] {
+        try fetchAll("SELECT viewerID FROM view_change WHERE zoneID = ? AND name = ? AND deleted = 0 ORDER BY viewerID",
+                     [zone, name], table: "view_change", keyAt: 0) { try $0.integer(0, "viewerID") }
+    }
+
+    // MARK: Views
+
+    /// Every viewer of the zone (a participant with an accepted share in it, or one holding
+    /// live rows) looked at again.
+    func relogViewers(zone: LoggedZone, at time: Double) throws {
+        let viewers = try fetchAll("""
+            SELECT p.accountID FROM share s JOIN participant p ON p.shareID = s.id
+            WHERE s.zoneID = ?1 AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
+            UNION SELECT viewerID FROM view_change WHERE zoneID = ?1 AND deleted = 0
+            """, [zone.id], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+        for viewer in viewers { try relogViewer(viewer, zone: zone, at: time) }
+    }
+
+    /// The share `share`'s participants (and whoever holds live rows of its zone) looked at
+    /// again: after a share's participants, status or reach changed.
+    func relogShare(_ share: Int64, at time: Double) throws {
+        guard let zoneID = try fetchOne("SELECT id, zoneID FROM share WHERE id = ?", [share], table: "share", keyAt: 0, { try $0.integer(1, "zoneID") }),
+              let zone = try loggedZone(zoneID) else { return }
+        try relogViewers(zone: zone, at: time)
+    }
+
+    /// What `viewer` sees of the zone now against what they were sent: each record come into
+    /// view is logged for them as changed, each gone out of it as a tombstone (S3); their
+    /// shared database's feed shows the zone changed, or deleted once no accepted share of
+    /// theirs is left in it (S4).
+    func relogViewer(_ viewer: Int64, zone: LoggedZone, at time: Double) throws {
+        // Visible: every record under the viewer's accepted hierarchy shares, every record of
+        // the zone under an accepted zone share, and those shares' own records.
+        let visible = try fetchAll("""
+            WITH RECURSIVE mine(id, rootName, recordID) AS (
+                SELECT s.id, s.rootName, s.recordID FROM share s JOIN participant p ON p.shareID = s.id
+                WHERE s.zoneID = ?1 AND p.accountID = ?2 AND \(StoreTransaction.sees)),
+            down(name) AS (
+                SELECT rootName FROM mine WHERE rootName IS NOT NULL
+                UNION SELECT r.name FROM record r JOIN down ON r.zoneID = ?1 AND r.parentName = down.name)
+            SELECT r.name, r.type FROM record r WHERE r.zoneID = ?1 AND (
+                r.name IN (SELECT name FROM down)
+                OR EXISTS (SELECT 1 FROM mine WHERE mine.rootName IS NULL)
+                OR r.id IN (SELECT recordID FROM mine))
+            """, [zone.id, viewer], table: "record", keyAt: 0) { (try $0.text(0, "name"), try $0.text(1, "type")) }
+        var live: [String: String] = [:]
+        for (name, type) in try fetchAll("SELECT name, type FROM view_change WHERE zoneID = ? AND viewerID = ? AND deleted = 0",
+                                         [zone.id, viewer], table: "view_change", keyAt: 0, { (try $0.text(0, "name"), try $0.text(1, "type")) }) {
+            live[name] = type
+        }
+        var changed = false
+        for (name, type) in visible where live.removeValue(forKey: name) == nil {
+            let seq = try nextSeq(zone.id)
+            try run("""
+                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, ?, 0, ?)
+                ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at
+                """, [zone.id, viewer, name, type, seq, time])
+            changed = true
+        }
+        for name in live.keys.sorted() {
+            let seq = try nextSeq(zone.id)
+            try run("UPDATE view_change SET seq = ?, deleted = 1, at = ? WHERE zoneID = ? AND viewerID = ? AND name = ?",
+                           [seq, time, zone.id, viewer, name])
+            changed = true
+        }
+        let sharesLeft = try Bool.fetchOne(db.cachedStatement(sql: """
+            SELECT EXISTS (SELECT 1 FROM share s JOIN participant p ON p.shareID = s.id
+                           WHERE s.zoneID = ? AND p.accountID = ? AND \(StoreTransaction.sees))
+            """), arguments: [zone.id, viewer]) ?? false
+        if !sharesLeft {
+            // Gone from their shared database: said once, if it was ever there.
+            try markFeedDeleted(account: viewer, zone: zone, scope: "shared", reason: "deleted", at: time)
+        } else if changed {
+            try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time)
+        }
+    }
+
+    // MARK: Shares
+
+    /// A share's own rows changed (made, its public permission, a participant): the share's
+    /// record changed for everyone who sees it (its change tag is renewed, R21), and
+    /// `participant`'s view, if one changed, is looked at again.
+    func logShareChanged(_ share: Int64, participant account: Int64?) throws {
+        guard let (zone, name) = try fetchOne("""
+            SELECT s.id, r.name, \(StoreTransaction.loggedZoneColumns) FROM share s JOIN record r ON r.id = s.recordID
+            JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID WHERE s.id = ? AND z.scope = 'private'
+            """, [share], table: "share", keyAt: 0, { (try StoreTransaction.loggedZone($0, at: 2), try $0.of("record", keyAt: 0).text(1, "name")) })
+        else { return }
+        try logShareChanged(zone: zone, recordName: name, participant: account)
+    }
+
+    private func logShareChanged(zone: LoggedZone, recordName: String, participant account: Int64?) throws {
+        let time = Date().timeIntervalSince1970
+        try logRecordSaved(zone: zone, name: recordName, type: "cloudkit.share", hierarchyChanged: false, at: time)
+        if let account, account != zone.ownerID { try relogViewer(account, zone: zone, at: time) }
+    }
+
+    /// A participant's row changed (status, role, permission).
+    func logParticipantChanged(_ participant: Int64) throws {
+        guard let (zone, name, account) = try fetchOne("""
+            SELECT p.id, r.name, p.accountID, \(StoreTransaction.loggedZoneColumns) FROM participant p JOIN share s ON s.id = p.shareID
+            JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
+            WHERE p.id = ? AND z.scope = 'private'
+            """, [participant], table: "participant", keyAt: 0, {
+                (try StoreTransaction.loggedZone($0, at: 3), try $0.of("record", keyAt: 0).text(1, "name"), try $0.optionalInteger(2, "accountID"))
+            })
+        else { return }
+        try logShareChanged(zone: zone, recordName: name, participant: account)
+    }
+
+    // MARK: Zones
+
+    /// A private zone made: it appears in its owner's feed.
+    func logZoneSaved(zone id: Int64, at time: Double) throws {
+        guard let zone = try loggedZone(id) else { return }
+        try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
+    }
+
+    /// A private zone about to be deleted: gone from its owner's feed and from the shared
+    /// database of everyone who had it. Its own log goes with it.
+    func logZoneDeleted(zone id: Int64, at time: Double) throws {
+        guard let zone = try loggedZone(id) else { return }
+        try markFeedDeleted(account: zone.ownerID, zone: zone, scope: "private", reason: "deleted", at: time)
+        let viewers = try fetchAll("""
+            SELECT p.accountID FROM share s JOIN participant p ON p.shareID = s.id
+            WHERE s.zoneID = ?1 AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
+            UNION SELECT viewerID FROM view_change WHERE zoneID = ?1
+            """, [id], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+        for viewer in viewers { try markFeedDeleted(account: viewer, zone: zone, scope: "shared", reason: "deleted", at: time) }
+    }
+
+    // MARK: Database feeds
+
+    /// The zone changed in `account`'s feed for its container and environment in `scope` (the
+    /// feed made on first use): at the feed's next position.
+    private func bumpFeed(account: Int64, zone: LoggedZone, scope: String, deleted: Bool, at time: Double) throws {
+        guard let (feed, seq) = try fetchOne("""
+            INSERT INTO feed (accountID, container, environment, scope, seq, keptFrom) VALUES (?, ?, ?, ?, 1, 0)
+            ON CONFLICT (accountID, container, environment, scope) DO UPDATE SET seq = seq + 1 RETURNING id, seq
+            """, [account, zone.container, zone.environment, scope], table: "feed", keyAt: 0, { (try $0.integer(0, "id"), try $0.integer(1, "seq")) })
+        else { return }
+        try run("""
+            INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (?, ?, ?, ?, 0, NULL, ?)
+            ON CONFLICT (feedID, zoneName, ownerName) DO UPDATE SET seq = excluded.seq, deleted = 0, reason = NULL, at = excluded.at
+            """, [feed, zone.name, zone.ownerName, seq, time])
+    }
+
+    /// The zone reported gone from the feed (`reason`: deleted, purged), if the feed has it live.
+    private func markFeedDeleted(account: Int64, zone: LoggedZone, scope: String, reason: String, at time: Double) throws {
+        guard let feed = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?"),
+                                            arguments: [account, zone.container, zone.environment, scope]),
+              try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM feed_change WHERE feedID = ? AND zoneName = ? AND ownerName = ? AND deleted = 0)"),
+                                arguments: [feed, zone.name, zone.ownerName]) == true else { return }
+        let seq = try Int64.fetchOne(db.cachedStatement(sql: "UPDATE feed SET seq = seq + 1 WHERE id = ? RETURNING seq"), arguments: [feed]) ?? 0
+        try run("UPDATE feed_change SET seq = ?, deleted = 1, reason = ?, at = ? WHERE feedID = ? AND zoneName = ? AND ownerName = ?",
+                       [seq, reason, time, feed, zone.name, zone.ownerName])
+    }
+
+    // MARK: Migration
+
+    /// Logs a store's whole contents as its feeds' start (schema v7).
+    func logExistingContents(at time: Double) throws {
+        let zones = try fetchAll("SELECT id FROM zone WHERE scope = 'private' ORDER BY id", [], table: "zone", keyAt: 0) { try $0.integer(0, "id") }
+        for id in zones {
+            guard let zone = try loggedZone(id) else { continue }
+            try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
+            try run("""
+                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at)
+                SELECT zoneID, name, type, ROW_NUMBER() OVER (ORDER BY id), 0, ? FROM record WHERE zoneID = ?
+                """, [time, id])
+            try run("UPDATE zone SET changeSeq = (SELECT COUNT(*) FROM record WHERE zoneID = ?1) WHERE id = ?1", [id])
+            try relogViewers(zone: zone, at: time)
+        }
+    }
+
+    /// Runs a statement of the log's, compiled once per connection.
+    private func run(_ sql: String, _ arguments: StatementArguments) throws {
+        try db.cachedStatement(sql: sql).execute(arguments: arguments)
+    }
+}

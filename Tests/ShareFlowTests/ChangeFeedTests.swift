@@ -1,0 +1,177 @@
+import Foundation
+import ShareFlowEngineTestKit
+import XCTest
+@testable import ShareFlow
+
+/// SPEC §14: the zone and database feeds, natively (O9, O10's one-call forms).
+final class ChangeFeedTests: XCTestCase {
+    private func note(_ name: String, in zone: RecordZoneID, parent: RecordID? = nil, title: String = "x") -> Record {
+        Record(recordType: "Note", recordID: RecordID(recordName: name, zoneID: zone), fields: ["title": .string(title)], parent: parent)
+    }
+
+    private func save(_ records: [Record], in db: CloudDatabase) throws {
+        let result = try db.modifyRecords(saving: records, savePolicy: .changedKeys)
+        if let e = result.firstError { throw e }
+    }
+
+    // MARK: S2: the owner's zone feed
+
+    func testTheOwnersZoneFeedGivesEachChangeOnceThenNothingWithTheSameToken() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        try save([note("a", in: w.zone.zoneID), note("b", in: w.zone.zoneID), note("c", in: w.zone.zoneID)], in: db)
+        let first = try db.recordZoneChanges(w.zone.zoneID)
+        XCTAssertEqual(first.modifications.map(\.recordID.recordName), ["a", "b", "c"])
+        XCTAssertFalse(first.moreComing)
+        let again = try db.recordZoneChanges(w.zone.zoneID, since: first.changeToken)
+        XCTAssertTrue(again.modifications.isEmpty && again.deletions.isEmpty)
+        XCTAssertEqual(again.changeToken, first.changeToken, "nothing new: the same token")
+
+        // a changed twice appears once, after b's deletion... in the order of latest change.
+        let a = try db.fetchRecord(RecordID(recordName: "a", zoneID: w.zone.zoneID))
+        a["title"] = .string("one")
+        try save([a], in: db)
+        _ = try db.modifyRecords(deleting: [RecordID(recordName: "b", zoneID: w.zone.zoneID)])
+        let a2 = try db.fetchRecord(a.recordID)
+        a2["title"] = .string("two")
+        try save([a2], in: db)
+        let delta = try db.recordZoneChanges(w.zone.zoneID, since: first.changeToken)
+        XCTAssertEqual(delta.modifications.map(\.recordID.recordName), ["a"])
+        XCTAssertEqual(delta.modifications.first?["title"], .string("two"))
+        XCTAssertEqual(delta.deletions.map(\.recordID.recordName), ["b"])
+        XCTAssertEqual(delta.deletions.first?.recordType, "Note")
+    }
+
+    func testPagesFollowResultsLimitAndDesiredKeys() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        try save((0..<7).map { note("n\($0)", in: w.zone.zoneID) }, in: db)
+        var token: String?
+        var seen: [String] = []
+        var pages = 0
+        repeat {
+            let page = try db.recordZoneChanges(w.zone.zoneID, since: token, resultsLimit: 3, desiredKeys: [])
+            XCTAssertLessThanOrEqual(page.modifications.count, 3)
+            XCTAssertTrue(page.modifications.allSatisfy { $0.fields.isEmpty }, "desiredKeys [] gives no fields")
+            seen += page.modifications.map(\.recordID.recordName)
+            token = page.changeToken
+            pages += 1
+            if !page.moreComing { break }
+        } while pages < 10
+        XCTAssertEqual(seen, (0..<7).map { "n\($0)" })
+        XCTAssertEqual(pages, 3)
+    }
+
+    // MARK: S1: tokens
+
+    func testBadTokensAndPlacesAreClearErrors() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        let other = try db.saveZone("Other")
+        try save([note("a", in: w.zone.zoneID), note("o", in: other.zoneID)], in: db)
+        let token = try db.recordZoneChanges(w.zone.zoneID).changeToken
+        func code(_ body: () throws -> Void) -> ShareFlowError.Code? {
+            do { try body(); return nil } catch let e as ShareFlowError { return e.code } catch { return nil }
+        }
+        XCTAssertEqual(code { _ = try db.recordZoneChanges(other.zoneID, since: token) }, .invalidArguments, "another zone's token")
+        var forged = Array(token)
+        forged[10] = forged[10] == "A" ? "B" : "A"
+        XCTAssertEqual(code { _ = try db.recordZoneChanges(w.zone.zoneID, since: String(forged)) }, .invalidArguments, "a forged token")
+        XCTAssertEqual(code { _ = try db.recordZoneChanges(w.zone.zoneID, since: "nonsense") }, .invalidArguments)
+        XCTAssertEqual(code { _ = try db.recordZoneChanges(w.zone.zoneID, since: "") }, .invalidArguments)
+        XCTAssertEqual(code { _ = try db.databaseChanges(since: token) }, .invalidArguments, "a zone's token for the database feed")
+        XCTAssertEqual(code { _ = try db.recordZoneChanges(RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: w.alice.userRecordID)) },
+                       .invalidArguments, "the default zone has no feed")
+        XCTAssertEqual(code { _ = try w.c.publicCloudDatabase.recordZoneChanges(RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: "_defaultOwner")) },
+                       .badDatabase)
+        XCTAssertEqual(code { _ = try w.c.publicCloudDatabase.databaseChanges() }, .badDatabase)
+        for limit in [0, -1, Int.max, Int.min] {
+            XCTAssertEqual(code { _ = try db.recordZoneChanges(w.zone.zoneID, resultsLimit: limit) }, .invalidArguments, "resultsLimit \(limit)")
+            XCTAssertEqual(code { _ = try db.databaseChanges(resultsLimit: limit) }, .invalidArguments, "resultsLimit \(limit)")
+        }
+        // Another user's token, in their own zone of the same name.
+        let bobZone = try w.bc.privateCloudDatabase.saveZone("Trips")
+        XCTAssertEqual(code { _ = try w.bc.privateCloudDatabase.recordZoneChanges(bobZone.zoneID, since: token) }, .invalidArguments, "another user's token")
+        // The other environment's.
+        let production = try w.engine.session(for: w.alice).container(World.containerID, environment: .production).privateCloudDatabase
+        let prodZone = try production.saveZone("Trips")
+        XCTAssertEqual(code { _ = try production.recordZoneChanges(prodZone.zoneID, since: token) }, .invalidArguments, "another environment's token")
+        // Deterministic: the same position gives the same string.
+        XCTAssertEqual(try db.recordZoneChanges(w.zone.zoneID).changeToken, token)
+        XCTAssertEqual(try db.currentChangeToken(w.zone.zoneID), token)
+    }
+
+    func testAPrunedLogExpiresOlderTokens() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        try save([note("a", in: w.zone.zoneID), note("b", in: w.zone.zoneID)], in: db)
+        let start = try db.recordZoneChanges(w.zone.zoneID).changeToken
+        _ = try db.modifyRecords(deleting: [RecordID(recordName: "a", zoneID: w.zone.zoneID)])
+        let removed = try w.engine.store.write { try $0.pruneChangeLog(before: Date().timeIntervalSince1970 + 1) }
+        XCTAssertGreaterThan(removed, 0)
+        XCTAssertThrowsError(try db.recordZoneChanges(w.zone.zoneID, since: start)) {
+            XCTAssertEqual(($0 as? ShareFlowError)?.code, .changeTokenExpired)
+        }
+        // From the start again: what is there.
+        XCTAssertEqual(try db.recordZoneChanges(w.zone.zoneID).modifications.map(\.recordID.recordName), ["b"])
+    }
+
+    // MARK: S3, S4: a participant's feeds
+
+    func testAParticipantSeesTheSharedZoneComeAndGoWithItsRecords() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        let share = try w.share(["bob@example.com"])
+        try save([note("private", in: w.zone.zoneID)], in: db)
+        let shared = w.bc.sharedCloudDatabase
+        XCTAssertTrue(try shared.databaseChanges().changedZoneIDs.isEmpty, "a pending invitation opens no zone (R37)")
+
+        try w.accept(share.url!, in: w.bc)
+        let dbFeed = try shared.databaseChanges()
+        XCTAssertEqual(dbFeed.changedZoneIDs, [w.zone.zoneID])
+        let zoneFeed = try shared.recordZoneChanges(w.zone.zoneID)
+        XCTAssertEqual(Set(zoneFeed.modifications.map(\.recordID.recordName)), ["lisbon", "day1", share.recordID.recordName],
+                       "the shared hierarchy and its share, never the owner's other records")
+
+        // A record moved into the hierarchy comes into view; moved out, it leaves as a tombstone.
+        let mine = try db.fetchRecord(RecordID(recordName: "private", zoneID: w.zone.zoneID))
+        mine.parent = w.trip.recordID
+        try save([mine], in: db)
+        let moved = try shared.recordZoneChanges(w.zone.zoneID, since: zoneFeed.changeToken)
+        XCTAssertEqual(moved.modifications.map(\.recordID.recordName), ["private"])
+        let back = try db.fetchRecord(mine.recordID)
+        back.parent = nil
+        try save([back], in: db)
+        let out = try shared.recordZoneChanges(w.zone.zoneID, since: moved.changeToken)
+        XCTAssertEqual(out.modifications.map(\.recordID.recordName), [])
+        XCTAssertEqual(out.deletions.map(\.recordID.recordName), ["private"])
+
+        // Removed: everything seen leaves; the zone leaves the database feed.
+        let current = try db.fetchRecord(share.recordID) as! Share
+        current.removeParticipant(current.participants.first { $0.userIdentity.userRecordID == w.bob.userRecordID }!)
+        try save([current], in: db)
+        let gone = try shared.databaseChanges(since: dbFeed.changeToken)
+        XCTAssertEqual(gone.deletions.map(\.zoneID), [w.zone.zoneID])
+        XCTAssertEqual(gone.deletions.first?.reason, "deleted")
+        XCTAssertThrowsError(try shared.recordZoneChanges(w.zone.zoneID, since: out.changeToken)) {
+            XCTAssertEqual(($0 as? ShareFlowError)?.code, .zoneNotFound, "the zone is no longer in Bob's shared database")
+        }
+    }
+
+    func testTheOwnersDatabaseFeedReportsZonesMadeChangedAndDeleted() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        let start = try db.databaseChanges()
+        XCTAssertEqual(start.changedZoneIDs, [w.zone.zoneID])
+        let again = try db.databaseChanges(since: start.changeToken)
+        XCTAssertTrue(again.changedZoneIDs.isEmpty)
+        XCTAssertEqual(again.changeToken, start.changeToken)
+        let other = try db.saveZone("Other")
+        try save([note("a", in: w.zone.zoneID)], in: db)
+        XCTAssertEqual(try db.databaseChanges(since: start.changeToken).changedZoneIDs, [other.zoneID, w.zone.zoneID])
+        try db.deleteZone(other.zoneID)
+        let after = try db.databaseChanges(since: start.changeToken)
+        XCTAssertEqual(after.changedZoneIDs, [w.zone.zoneID])
+        XCTAssertEqual(after.deletions.map(\.zoneID), [other.zoneID])
+    }
+}
