@@ -160,6 +160,25 @@ function Database:modifyRecords(changes) end
 ---@param q {recordType?: string, predicate?: string, arguments?: any[], sortDescriptors?: (string|shareflow.SortDescriptor)[], zone?: shareflow.Zone|shareflow.ZoneID, zoneID?: shareflow.ZoneID, desiredKeys?: string[], resultsLimit?: integer, cursor?: shareflow.QueryCursor}
 ---@return shareflow.Page?, shareflow.Error?
 function Database:query(q) end
+---@class shareflow.RecordZoneChanges
+---@field modifications shareflow.Record[] each changed record once, in its latest state, oldest change first
+---@field deletions {recordID: shareflow.RecordID, recordType: string}[]
+---@field changeToken string opaque; compare with ==
+---@field moreComing boolean
+---@param q {zoneID: shareflow.ZoneID|shareflow.Zone|string, zone?: shareflow.Zone, since?: string, resultsLimit?: integer, desiredKeys?: string[]}
+---@return shareflow.RecordZoneChanges?, shareflow.Error?
+function Database:recordZoneChanges(q) end
+---@class shareflow.DatabaseChanges
+---@field modifications shareflow.ZoneID[] zones changed or made
+---@field deletions {zoneID: shareflow.ZoneID, reason: "deleted"|"purged"}[]
+---@field changeToken string
+---@field moreComing boolean
+---@param q? {since?: string, resultsLimit?: integer}
+---@return shareflow.DatabaseChanges?, shareflow.Error?
+function Database:databaseChanges(q) end
+---@param zoneID shareflow.ZoneID|shareflow.Zone|string
+---@return string?, shareflow.Error?
+function Database:currentChangeToken(zoneID) end
 
 ---@class shareflow.Record
 ---@field recordID shareflow.RecordID

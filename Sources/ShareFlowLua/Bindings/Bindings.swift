@@ -55,6 +55,7 @@ package final class Bindings {
         defineMetadata()
         defineCursor()
         defineQueryMethod()
+        defineChangeFeedMethods()
         for c in [accountClass, sessionClass, containerClass, databaseClass, fieldsClass] as [AnyLuaClass] { c.registerAny(in: lua) }
         recordClass.register(in: lua)
         shareClass.register(in: lua)
