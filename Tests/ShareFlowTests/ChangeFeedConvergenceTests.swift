@@ -74,13 +74,14 @@ final class ChangeFeedConvergenceTests: XCTestCase {
         // What the run went through, so a run that never shared anything fails instead of passing.
         var guestSightings = 0, tombstonedViews = 0
 
-        func allRecords(_ zone: RecordZoneID) throws -> [Record] {
-            try names[zone, default: []].compactMap { try? owner.fetchRecord(RecordID(recordName: $0, zoneID: zone)) }
+        /// The owner's records of the zone now (a name deleted since is skipped).
+        func allRecords(_ zone: RecordZoneID) -> [Record] {
+            names[zone, default: []].compactMap { try? owner.fetchRecord(RecordID(recordName: $0, zoneID: zone)) }
         }
 
         for step in 0..<steps {
             let zone = zones[Int.random(in: 0..<zones.count, using: &rng)]
-            let existing = try allRecords(zone)
+            let existing = allRecords(zone)
             let plain = existing.filter { $0.recordType == "Item" }
             do {
                 switch Int.random(in: 0..<10, using: &rng) {
@@ -134,7 +135,7 @@ final class ChangeFeedConvergenceTests: XCTestCase {
             // The owner's copy: every record of her zones.
             try ownerReplica.follow()
             for zone in zones {
-                let expected = Dictionary(uniqueKeysWithValues: try allRecords(zone).map { ($0.recordID.recordName, $0.recordChangeTag!) })
+                let expected = Dictionary(uniqueKeysWithValues: allRecords(zone).map { ($0.recordID.recordName, $0.recordChangeTag!) })
                 XCTAssertEqual(ownerReplica.zones[zone]?.records ?? [:], expected, "seed \(seed) step \(step): the owner's copy of \(zone.zoneName)")
             }
             // Each guest's copy: what their shared database lets them fetch.
