@@ -35,4 +35,22 @@ final class PyiCloudTests: ServerTestCase {
             """)
         XCTAssertEqual(read.stdout, "Lisbon in May\t5\tshare-lisbon\n", read.stderr)
     }
+
+    /// SPEC §14 through pyicloud's `database_changes`, `changes` and `iter_changes`, strict
+    /// (Tests/pyicloud/sync_flow.py): paging, tombstones, Bob's accept, a record moved in and
+    /// out of his view, his removal, bad tokens and places.
+    func testPyiCloudFollowsTheChangeFeedsInStrictMode() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.python) else {
+            return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
+        }
+        let path = CLI.root.appendingPathComponent("Tests/pyicloud/sync_flow.py").path
+        let (status, text) = try runTool(Self.python, [path], environment: [
+            "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
+            "SHAREFLOW_BOB": try token("bob@example.com"),
+        ], timeout: 120)
+        XCTAssertEqual(status, 0, text)
+        XCTAssertTrue(text.hasSuffix("pyicloud sync flow ok\n"), text)
+        let checks = try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\ncheck(").count - 1
+        XCTAssertEqual(text.split(separator: "\n").filter { $0.hasPrefix("ok: ") }.count, checks, "every check ran:\n" + text)
+    }
 }

@@ -8,7 +8,7 @@ enum ZoneEndpoints {
     /// zones/list: every zone the caller sees in the database.
     static func list(_ call: EndpointCall) throws -> Object {
         let db = try call.database(as: try call.reader())
-        return ["zones": try db.fetchAllRecordZones().map { ["zoneID": WireFormat.zoneID($0.zoneID)] }]
+        return ["zones": try db.fetchAllRecordZones().map { zone(db, $0.zoneID) }]
     }
 
     /// zones/lookup: each zone asked for, or ZONE_NOT_FOUND in its place.
@@ -21,9 +21,16 @@ enum ZoneEndpoints {
             try WireFormat.zoneID(z, field: "zones[\(n)]", caller: me.userRecordID)!
         }
         return ["zones": asked.map { z -> Object in
-            known.contains(z) ? ["zoneID": WireFormat.zoneID(z)]
+            known.contains(z) ? zone(db, z)
                 : WireFormat.zoneError(code: "ZONE_NOT_FOUND", reason: "zone \(z.zoneName) does not exist", zoneID: z)
         }]
+    }
+
+    /// A zone dictionary: its ID, and for a custom zone its current change token (SPEC §14).
+    private static func zone(_ db: CloudDatabase, _ zoneID: RecordZoneID) -> Object {
+        var o: Object = ["zoneID": WireFormat.zoneID(zoneID)]
+        if let token = ChangeEndpoints.currentToken(db, zoneID) { o["syncToken"] = token }
+        return o
     }
 
     /// zones/modify: `create` and `delete`, each answered on its own.

@@ -39,9 +39,9 @@ public final class CloudKitAPI: Sendable {
     }
 
     static let endpoints: [Endpoint] = [
-        Endpoint("records/modify", [.post], RecordsModify.answer),
-        Endpoint("records/lookup", [.post], RecordsLookup.answer),
-        Endpoint("records/query", [.post], RecordsQuery.answer),
+        Endpoint("records/modify", [.post], withSyncToken(RecordsModify.answer)),
+        Endpoint("records/lookup", [.post], withSyncToken(RecordsLookup.answer)),
+        Endpoint("records/query", [.post], withSyncToken(RecordsQuery.answer)),
         Endpoint("records/resolve", [.post], on: [.public]) { try ShareLinks.answer($0, accept: false) },
         Endpoint("records/accept", [.post], on: [.public]) { try ShareLinks.answer($0, accept: true) },
         Endpoint("zones/modify", [.post], ZoneEndpoints.modify),
@@ -55,7 +55,29 @@ public final class CloudKitAPI: Sendable {
         Endpoint("users/discover", [.get, .post], UserEndpoints.discover),
         Endpoint("users/lookup/email", [.post]) { try UserEndpoints.lookup($0, byEmail: true) },
         Endpoint("users/lookup/id", [.post]) { try UserEndpoints.lookup($0, byEmail: false) },
+        // SPEC §14: the change feeds (the public database's are badDatabase, said by the handler).
+        Endpoint("changes/database", [.post], ChangeEndpoints.database),
+        Endpoint("changes/zone", [.post], ChangeEndpoints.zone),
+        Endpoint("records/changes", [.post], ChangeEndpoints.records),
+        Endpoint("zones/changes", [.post], ChangeEndpoints.zones),
     ]
+
+    /// `handle`, adding the top-level `syncToken` of the zone the request names (after the
+    /// request) when the query asks `getCurrentSyncToken` with any spelling of true.
+    static func withSyncToken(_ handle: @escaping @Sendable (EndpointCall) throws -> WireFormat.Object)
+        -> @Sendable (EndpointCall) throws -> WireFormat.Object {
+        { call in
+            var answer = try handle(call)
+            guard let asked = call.request.query["getCurrentSyncToken"], ["true", "1", "yes"].contains(asked.lowercased()),
+                  let caller = call.caller else { return answer }
+            let db = try call.database(as: caller)
+            if let zoneID = try WireFormat.zoneID(call.body["zoneID"], field: "zoneID", caller: caller.userRecordID) ?? Optional(RecordZoneID.default),
+               let token = ChangeEndpoints.currentToken(db, zoneID) {
+                answer["syncToken"] = token
+            }
+            return answer
+        }
+    }
 
     /// Every route the server answers, as `METHOD path-template`, one per line.
     public static var routes: [String] {
