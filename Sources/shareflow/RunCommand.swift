@@ -6,6 +6,7 @@ import ShareFlowLua
 extension ShareFlowCommand {
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "run",
             abstract: "Run a Lua script against the store.",
             discussion: "The script sees `arg` as the standalone lua gives it and `require(\"shareflow\")`."
         )
