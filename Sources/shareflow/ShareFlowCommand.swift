@@ -120,7 +120,23 @@ struct GlobalSettings {
         }
         dirs.append("Plugins")
         var seen = Set<String>()
-        return dirs.filter { seen.insert(URL(fileURLWithPath: $0).standardizedFileURL.path).inserted }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let cwd = getcwd(&buffer, buffer.count).map { String(cString: $0) }
+        return dirs.filter { seen.insert(GlobalSettings.folderKey($0, workingDirectory: cwd)).inserted }
+    }
+
+    /// What two spellings of one folder have in common: its standardized absolute path, as
+    /// URL gives it. A plain path (no empty, '.' or '..' component, no '~', no trailing '/') is
+    /// that already, below the working directory when relative; others go through URL (cold
+    /// start: URL's set-up is most of the search path's cost).
+    static func folderKey(_ path: String, workingDirectory cwd: String?) -> String {
+        let absolute = path.hasPrefix("/")
+        if let cwd, cwd.hasPrefix("/"), !path.isEmpty, !path.hasPrefix("~"), path != "/", !path.hasSuffix("/"),
+           !path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(absolute ? 1 : 0)
+               .contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) {
+            return absolute ? path : (cwd == "/" ? "" : cwd) + "/" + path
+        }
+        return URL(fileURLWithPath: path).standardizedFileURL.path
     }
 
     /// The config file in use: --config, or shareflow.config.lua when present.
