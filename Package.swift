@@ -112,6 +112,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Lua"],
+            linkerSettings: [
+                // The static Swift runtime's link arguments export every symbol of the binary
+                // (-export-dynamic, ~33,000): nothing looks them up, but each start pays for
+                // them (the dynamic loader's lookups, and the runtime's dladdr at start-up scans
+                // them all). Cold start, SPEC §12.
+                .unsafeFlags(["-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux])),
+            ],
             plugins: ["EmbedLua"]
         ),
         // What the tests share. ShareFlowTestKit links no part of ShareFlow (the end-to-end tests

@@ -6,6 +6,7 @@ import ShareFlowLua
 extension ShareFlowCommand {
     struct Bench: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "bench",
             abstract: "Measure the SPEC §12 figures, each beside its baseline in the same run.",
             discussion: "Build with `swift build -c release --static-swift-stdlib` first (make bench). --smoke runs tiny sizes to check that every figure is produced."
         )

@@ -6,12 +6,13 @@ import ShareFlowLua
 extension ShareFlowCommand {
     struct Plugins: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "plugins",
             abstract: "List, check and reload plugins.",
             subcommands: [List.self, Check.self, Reload.self]
         )
 
         struct List: ParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "List the plugins found, with version and whether the config turns them on.")
+            static let configuration = CommandConfiguration(commandName: "list", abstract: "List the plugins found, with version and whether the config turns them on.")
             @OptionGroup var global: GlobalOptions
 
             func run() throws {
@@ -34,7 +35,7 @@ extension ShareFlowCommand {
         }
 
         struct Check: ParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Check plugins: syntax, structure, config schema and values, setup (on a scratch store).")
+            static let configuration = CommandConfiguration(commandName: "check", abstract: "Check plugins: syntax, structure, config schema and values, setup (on a scratch store).")
             @OptionGroup var global: GlobalOptions
             @Argument(help: "Plugin names (default: all found).")
             var names: [String] = []
@@ -73,6 +74,7 @@ extension ShareFlowCommand {
 
         struct Reload: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "reload",
                 abstract: "Load the enabled plugins, then reload them from disk, as the console's :reload does.",
                 discussion: "A one-shot process has nothing to keep between runs; this shows that every enabled plugin unloads and loads again cleanly against the store. In a long-lived console, :reload does the same without losing state.")
             @OptionGroup var global: GlobalOptions

@@ -7,6 +7,7 @@ import ShareFlowLua
 extension ShareFlowCommand {
     struct Repl: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "repl",
             abstract: "The ShareFlow console: Lua with the engine loaded.",
             discussion: "On a terminal: line editing, history, Tab completion, Ctrl-C interrupts. With standard input piped: runs the lines as a script console, printing each result; exit 1 if any statement failed."
         )

@@ -6,6 +6,7 @@ import ShareFlowLua
 extension ShareFlowCommand {
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "run",
             abstract: "Run a Lua script against the store.",
             discussion: "The script sees `arg` as the standalone lua gives it and `require(\"shareflow\")`."
         )
@@ -28,79 +29,144 @@ extension ShareFlowCommand {
         var arguments: [String] = []
 
         func run() throws {
-            // The engine, the plugins and the script's state live in `execute`: a failure
-            // returns from it first, so every Lua state is closed (finalizers run) before exit.
-            do {
-                let report = try execute()
-                if global.json {
-                    var object: [String: Any] = ["ok": true]
-                    if let report { object["dryRun"] = report.json.merging(["store": global.store]) { a, _ in a } }
-                    printJSON(object)
-                }
-            } catch let f as CLIFailure {
-                guard global.json else { throw f }
-                printJSON(["ok": false, "error": f.json])
-                throw ExitCode(f.code)
-            }
+            try RunInvocation(global: global.settings, as: `as`, sandbox: sandbox, dryRun: dryRun,
+                              script: script, arguments: arguments).run()
         }
+    }
+}
 
-        private func execute() throws -> ChangeReport? {
-            let engine = try global.makeEngine()
-            let plugins: PluginManager
-            do { plugins = try global.loadPlugins(into: engine, privateData: dryRun) } catch { throw CLIFailure(message: "\(error)") }
-            let scriptFolder = (script as NSString).deletingLastPathComponent
-            let host = try ScriptHost(engine: engine, sandboxFolder: sandbox ? (scriptFolder.isEmpty ? "." : scriptFolder) : nil)
-            host.plugins = plugins
-            if let who = `as` {
-                // Checked now, not at the script's first sf.container call.
-                do {
-                    guard try engine.accounts.find(who) != nil else {
-                        throw CLIFailure(message: "--as \(who): no account has this \(who.hasPrefix("_") ? "userRecordID" : who.contains("@") ? "email address" : "phone number") in store \(global.store)")
-                    }
-                    try host.setDefaultSession(who)
-                } catch let e as ShareFlowError {
-                    throw CLIFailure(message: "--as \(who): \(e.message)")
+/// What `shareflow run` does, with its options' values.
+struct RunInvocation {
+    var global: GlobalSettings
+    var `as`: String?
+    var sandbox = false
+    var dryRun = false
+    var script: String
+    var arguments: [String] = []
+
+    /// Reads `run [OPTIONS] SCRIPT` without the argument parser, or nil — and the parser
+    /// reads it — whenever the line is anything else or might mean anything else: only the
+    /// options' separate-value forms, each single-valued option once, no value that starts
+    /// with '-' (the parser refuses those), a log level the parser accepts, nothing after the
+    /// script, no help or completion flag anywhere.
+    init?(commandLine: [String]) {
+        guard commandLine.first == "run" else { return nil }
+        var global = GlobalSettings()
+        var seen = Set<String>()
+        var who: String?, sandbox = false, dryRun = false
+        var i = 1
+        while i < commandLine.count, commandLine[i].hasPrefix("-") {
+            let option = commandLine[i]
+            switch option {
+            case "--json", "--sandbox", "--dry-run":
+                guard seen.insert(option).inserted else { return nil }
+                if option == "--json" { global.json = true } else if option == "--sandbox" { sandbox = true } else { dryRun = true }
+                i += 1
+            case "--store", "--log-level", "--config", "--as", "--plugins":
+                guard i + 1 < commandLine.count, option == "--plugins" || seen.insert(option).inserted else { return nil }
+                let value = commandLine[i + 1]
+                guard !value.isEmpty, !value.hasPrefix("-") else { return nil }
+                switch option {
+                case "--store": global.store = value
+                case "--log-level": global.logLevel = value
+                case "--config": global.config = value
+                case "--as": who = value
+                default: global.plugins.append(value)
                 }
-            }
-            if isatty(STDERR_FILENO) != 0 {
-                // A long discovery shows where it is, on one terminal line.
-                host.defaultDiscoveryProgress = { done, total in
-                    let end = done == total ? "\n" : ""
-                    FileHandle.standardError.write(Data("\rdiscovering users: \(done)/\(total) contacts\(end)".utf8))
-                }
-            }
-            func runScript() throws {
-                do {
-                    try host.runFile(script, arguments: arguments)
-                } catch let error as LuaError {
-                    throw CLIFailure(lua: error)
-                }
-            }
-            guard dryRun else {
-                // A clean exit leaves the store file whole: the WAL checkpointed into it.
-                defer { engine.store.checkpoint() }
-                try runScript()
+                i += 2
+            default:
                 return nil
             }
-            // SPEC §9: the whole script in one transaction, rolled back; nothing is copied and
-            // nothing is left behind whichever way the script ends.
-            struct RolledBack: Error {}
-            var report: ChangeReport?
-            do {
-                try engine.store.write { _ in
-                    let before = try engine.snapshot()
-                    try runScript()
-                    report = before.changes(to: try engine.snapshot())
-                    throw RolledBack()
-                }
-            } catch is RolledBack {}
-            guard let report else { return nil }
-            if !global.json {
-                let target = global.store == ":memory:" ? "the in-memory store" : global.store
-                print("dry run: nothing was written to \(target). The script would have made \(report.total) change\(report.total == 1 ? "" : "s")\(report.total == 0 ? "." : " (\(report.summary)):")")
-                for line in report.lines { print("  " + line) }
-            }
-            return report
         }
+        // Exactly the script, and a name the parser could not take for anything else.
+        guard i == commandLine.count - 1, LogLevel(argument: global.logLevel) != nil else { return nil }
+        let script = commandLine[i]
+        guard !script.isEmpty, script != "help" else { return nil }
+        self.init(global: global, as: who, sandbox: sandbox, dryRun: dryRun, script: script, arguments: [])
+    }
+
+    init(global: GlobalSettings, as who: String?, sandbox: Bool, dryRun: Bool, script: String, arguments: [String]) {
+        self.global = global
+        self.as = who
+        self.sandbox = sandbox
+        self.dryRun = dryRun
+        self.script = script
+        self.arguments = arguments
+    }
+
+    func run() throws {
+        // The engine, the plugins and the script's state live in `execute`: a failure
+        // returns from it first, so every Lua state is closed (finalizers run) before exit.
+        do {
+            let report = try execute()
+            if global.json {
+                var object: [String: Any] = ["ok": true]
+                if let report { object["dryRun"] = report.json.merging(["store": global.store]) { a, _ in a } }
+                printJSON(object)
+            }
+        } catch let f as CLIFailure {
+            guard global.json else { throw f }
+            printJSON(["ok": false, "error": f.json])
+            throw ExitCode(f.code)
+        }
+    }
+
+    private func execute() throws -> ChangeReport? {
+        let engine = try global.makeEngine()
+        let plugins: PluginManager
+        do { plugins = try global.loadPlugins(into: engine, privateData: dryRun) } catch { throw CLIFailure(message: "\(error)") }
+        let scriptFolder = (script as NSString).deletingLastPathComponent
+        let host = try ScriptHost(engine: engine, sandboxFolder: sandbox ? (scriptFolder.isEmpty ? "." : scriptFolder) : nil)
+        host.plugins = plugins
+        if let who = `as` {
+            // Checked now, not at the script's first sf.container call.
+            do {
+                guard try engine.accounts.find(who) != nil else {
+                    throw CLIFailure(message: "--as \(who): no account has this \(who.hasPrefix("_") ? "userRecordID" : who.contains("@") ? "email address" : "phone number") in store \(global.store)")
+                }
+                try host.setDefaultSession(who)
+            } catch let e as ShareFlowError {
+                throw CLIFailure(message: "--as \(who): \(e.message)")
+            }
+        }
+        if isatty(STDERR_FILENO) != 0 {
+            // A long discovery shows where it is, on one terminal line.
+            host.defaultDiscoveryProgress = { done, total in
+                let end = done == total ? "\n" : ""
+                FileHandle.standardError.write(Data("\rdiscovering users: \(done)/\(total) contacts\(end)".utf8))
+            }
+        }
+        func runScript() throws {
+            do {
+                try host.runFile(script, arguments: arguments)
+            } catch let error as LuaError {
+                throw CLIFailure(lua: error)
+            }
+        }
+        guard dryRun else {
+            // A clean exit leaves the store file whole: the WAL checkpointed into it.
+            defer { engine.store.checkpoint() }
+            try runScript()
+            return nil
+        }
+        // SPEC §9: the whole script in one transaction, rolled back; nothing is copied and
+        // nothing is left behind whichever way the script ends.
+        struct RolledBack: Error {}
+        var report: ChangeReport?
+        do {
+            try engine.store.write { _ in
+                let before = try engine.snapshot()
+                try runScript()
+                report = before.changes(to: try engine.snapshot())
+                throw RolledBack()
+            }
+        } catch is RolledBack {}
+        guard let report else { return nil }
+        if !global.json {
+            let target = global.store == ":memory:" ? "the in-memory store" : global.store
+            print("dry run: nothing was written to \(target). The script would have made \(report.total) change\(report.total == 1 ? "" : "s")\(report.total == 0 ? "." : " (\(report.summary)):")")
+            for line in report.lines { print("  " + line) }
+        }
+        return report
     }
 }

@@ -8,6 +8,7 @@ import ShareFlowServer
 extension ShareFlowCommand {
     struct Serve: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "serve",
             abstract: "Serve the store over CloudKit Web Services (HTTP), SPEC §13.",
             discussion: "Prints 'listening on http://HOST:N' when ready. SIGTERM stops accepting, finishes the requests in flight, checkpoints the store and exits 0. Tokens come from `shareflow tokens`.")
 
@@ -80,11 +81,13 @@ extension ShareFlowCommand {
 
     struct Keys: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "keys",
             abstract: "Register server-to-server keys (ECDSA P-256) that sign requests to the public database.",
             subcommands: [Add.self])
 
         struct Add: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "add",
                 abstract: "Register a public key for a container and print its key ID (X-Apple-CloudKit-Request-KeyID).",
                 discussion: "Make a key pair with: openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout -out eckey.pub.pem. Requests signed with it act as --as, or as an account made for the key.")
             @OptionGroup var global: GlobalOptions
@@ -137,6 +140,7 @@ extension ShareFlowCommand {
 
     struct Tokens: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "tokens",
             abstract: "Make tokens for the server: an API token per container, a web auth token per user.",
             subcommands: [API.self, User.self])
 

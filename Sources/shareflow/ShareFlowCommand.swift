@@ -19,6 +19,13 @@ struct ShareFlowCommand: ParsableCommand {
     /// `ExitCode`s keep theirs).
     static func main() {
         do {
+            // `run SCRIPT` with plain options, as the cold start measures it (SPEC §12), is read
+            // here directly; every other command line goes through the argument parser, whose
+            // set-up (its reflection over every command's options, its completion-script check)
+            // would be a sixth of the start.
+            if let invocation = RunInvocation(commandLine: Array(CommandLine.arguments.dropFirst())) {
+                return try invocation.run()
+            }
             var command = try parseAsRoot()
             try command.run()
         } catch {
@@ -78,6 +85,29 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "Lua config file: which plugins are on, their settings, the limits (default: shareflow.config.lua if present).")
     var config: String?
 
+    /// The options' values, for the work the commands share.
+    var settings: GlobalSettings {
+        GlobalSettings(store: store, logLevel: logLevel, json: json, plugins: plugins, config: config)
+    }
+
+    var pluginSearchPath: [String] { settings.pluginSearchPath }
+    var configPath: String? { settings.configPath }
+    func pluginConfig() throws -> PluginConfig { try settings.pluginConfig() }
+    func loadPlugins(into engine: Engine, privateData: Bool = false) throws -> PluginManager {
+        try settings.loadPlugins(into: engine, privateData: privateData)
+    }
+    func makeEngine() throws -> Engine { try settings.makeEngine() }
+}
+
+/// The global options' values (`GlobalOptions` as parsed, or as `RunInvocation` reads them)
+/// and what the commands do with them.
+struct GlobalSettings {
+    var store = ".shareflow/store.sqlite"
+    var logLevel = LogLevel.info.rawValue
+    var json = false
+    var plugins: [String] = []
+    var config: String?
+
     /// Where plugins are found (SPEC §9), first match winning: each --plugins, the config
     /// file's folder (and its Plugins folder), then ./Plugins — so a command works from any
     /// folder given its config.
@@ -90,7 +120,23 @@ struct GlobalOptions: ParsableArguments {
         }
         dirs.append("Plugins")
         var seen = Set<String>()
-        return dirs.filter { seen.insert(URL(fileURLWithPath: $0).standardizedFileURL.path).inserted }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let cwd = getcwd(&buffer, buffer.count).map { String(cString: $0) }
+        return dirs.filter { seen.insert(GlobalSettings.folderKey($0, workingDirectory: cwd)).inserted }
+    }
+
+    /// What two spellings of one folder have in common: its standardized absolute path, as
+    /// URL gives it. A plain path (no empty, '.' or '..' component, no '~', no trailing '/') is
+    /// that already, below the working directory when relative; others go through URL (cold
+    /// start: URL's set-up is most of the search path's cost).
+    static func folderKey(_ path: String, workingDirectory cwd: String?) -> String {
+        let absolute = path.hasPrefix("/")
+        if let cwd, cwd.hasPrefix("/"), !path.isEmpty, !path.hasPrefix("~"), path != "/", !path.hasSuffix("/"),
+           !path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(absolute ? 1 : 0)
+               .contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) {
+            return absolute ? path : (cwd == "/" ? "" : cwd) + "/" + path
+        }
+        return URL(fileURLWithPath: path).standardizedFileURL.path
     }
 
     /// The config file in use: --config, or shareflow.config.lua when present.

@@ -25,7 +25,7 @@ extension ShareFlowCommand {
         }
 
         struct Info: ParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Schema version, file sizes and row counts.")
+            static let configuration = CommandConfiguration(commandName: "info", abstract: "Schema version, file sizes and row counts.")
             @OptionGroup var global: GlobalOptions
 
             func run() throws {
@@ -65,7 +65,7 @@ extension ShareFlowCommand {
         }
 
         struct Check: ParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "SQLite's integrity check and ShareFlow's invariants; exits 1 when anything is wrong.")
+            static let configuration = CommandConfiguration(commandName: "check", abstract: "SQLite's integrity check and ShareFlow's invariants; exits 1 when anything is wrong.")
             @OptionGroup var global: GlobalOptions
 
             func run() throws {
@@ -88,7 +88,7 @@ extension ShareFlowCommand {
         }
 
         struct Backup: ParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Copy the store to DEST with SQLite's online backup (writers may go on).")
+            static let configuration = CommandConfiguration(commandName: "backup", abstract: "Copy the store to DEST with SQLite's online backup (writers may go on).")
             @OptionGroup var global: GlobalOptions
             @Argument(help: "The backup file to make (must not exist).")
             var destination: String

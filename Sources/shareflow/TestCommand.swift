@@ -6,6 +6,7 @@ import ShareFlowLua
 extension ShareFlowCommand {
     struct Test: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "test",
             abstract: "Run *_test.lua files, each test on a fresh in-memory store.",
             discussion: "A test file calls test(name, fn); expect.eq/truthy/falsy/code/raises/contains check values. Ends with 'N passed, N failed'."
         )

@@ -16,6 +16,67 @@ final class RunCommandTests: XCTestCase {
         XCTAssertEqual(r.stdout, "\(script.path)\tone\ttwo words\t2\t2\tone\ttwo words\n")
     }
 
+    /// `run [OPTIONS] SCRIPT` with plain options is read without the argument parser (cold
+    /// start); each line here is run that way and, spelled `--option=value` so that the parser
+    /// reads it, the other way: the two must not differ in anything.
+    func testCommandLinesReadWithoutTheParserActAsParsed() throws {
+        let dir = try CLI.temporaryDirectory()
+        try CLI.write("""
+            local sf = require("shareflow")
+            print(arg[0], #arg, select('#', ...), io ~= nil)
+            sf.accounts.create{ emails = { "a@example.com" } }
+            """, to: dir.appendingPathComponent("ok.lua"))
+        try CLI.write("error('it broke')\n", to: dir.appendingPathComponent("fails.lua"))
+        try CLI.write("return { plugins = { [\"domain-allowlist\"] = true, [\"audit-log\"] = true } }\n",
+                      to: dir.appendingPathComponent("on.config.lua"))
+        let plugins = CLI.root.appendingPathComponent("Plugins").path
+        let lines: [[String]] = [
+            ["--store", ":memory:", "ok.lua"],
+            ["--store", ":memory:", "--dry-run", "ok.lua"],
+            ["--store", ":memory:", "--json", "--dry-run", "ok.lua"],
+            ["--store", ":memory:", "--sandbox", "ok.lua"],
+            ["--json", "--store", ":memory:", "fails.lua"],
+            ["--store", ":memory:", "fails.lua"],
+            ["--store", ":memory:", "missing.lua"],
+            ["--store", ":memory:", "--as", "b@example.com", "ok.lua"],
+            ["--store", ":memory:", "--json", "--as", "b@example.com", "ok.lua"],
+            ["--store", ":memory:", "--log-level", "warn", "--config", "on.config.lua", "--plugins", plugins, "ok.lua"],
+            ["--store", ":memory:", "--config", "missing.config.lua", "ok.lua"],
+            ["--store", "sub/store.sqlite", "--plugins", plugins, "--plugins", "elsewhere", "ok.lua"],
+        ]
+        for line in lines {
+            let parsed = line.enumerated().reduce(into: [String]()) { out, item in
+                // The value joined to its option: only the parser reads that form.
+                if item.offset > 0, line[item.offset - 1].hasPrefix("--"), !item.element.hasPrefix("-"),
+                   ["--store", "--as", "--log-level", "--config", "--plugins"].contains(line[item.offset - 1]) {
+                    out[out.count - 1] += "=" + item.element
+                } else {
+                    out.append(item.element)
+                }
+            }
+            XCTAssertNotEqual(parsed, line)
+            let direct = try CLI.run(["run"] + line, cwd: dir)
+            try? FileManager.default.removeItem(at: dir.appendingPathComponent("sub"))
+            let viaParser = try CLI.run(["run"] + parsed, cwd: dir)
+            try? FileManager.default.removeItem(at: dir.appendingPathComponent("sub"))
+            XCTAssertEqual(direct.status, viaParser.status, "\(line)")
+            XCTAssertEqual(direct.stdout, viaParser.stdout, "\(line)")
+            XCTAssertEqual(direct.stderr, viaParser.stderr, "\(line)")
+        }
+        // What only the parser can answer still reaches it.
+        let bogus = try CLI.run(["run", "--log-level", "bogus", "ok.lua"], cwd: dir)
+        XCTAssertEqual(bogus.status, 64)
+        XCTAssertTrue(bogus.stderr.contains("--log-level 'bogus' is not one of"), bogus.stderr)
+        let help = try CLI.run(["run", "--store", ":memory:", "--help"], cwd: dir)
+        XCTAssertEqual(help.status, 0)
+        XCTAssertTrue(help.stdout.contains("USAGE: shareflow run"), help.stdout)
+        let twice = try CLI.run(["run", "--store", ":memory:", "--store", ":memory:", "ok.lua"], cwd: dir)
+        XCTAssertEqual(twice.status, 0, twice.stderr)
+        let passed = try CLI.run(["run", "--store", ":memory:", "ok.lua", "--json"], cwd: dir)
+        XCTAssertEqual(passed.status, 0, passed.stderr)
+        XCTAssertEqual(passed.stdout, "ok.lua\t1\t1\ttrue\n")
+    }
+
     func testScriptErrorPrintsFileLineAndTracebackAndFails() throws {
         let dir = try CLI.temporaryDirectory()
         let script = dir.appendingPathComponent("fails.lua")

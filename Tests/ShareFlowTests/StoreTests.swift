@@ -18,6 +18,36 @@ final class StoreTests: XCTestCase {
         _ = try Store(path: path)
     }
 
+    /// A new `:memory:` store is made from `freshSchemaSQL` rather than by the migrations: it
+    /// must be exactly what the migrations leave (every table, index and trigger as text, the
+    /// metadata and the migrations applied), in memory and in a file.
+    func testFreshSchemaIsTheMigratedSchema() throws {
+        func contents(_ db: Database) throws -> [String] {
+            let schema = try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
+                .map { "\($0["type"] as String) \($0["name"] as String) on \($0["tbl_name"] as String): \(($0["sql"] as String?) ?? "-")" }
+            let meta = try Row.fetchAll(db, sql: "SELECT key, value FROM shareflow_meta ORDER BY key").map { "\($0[0] as String)=\($0[1] as String)" }
+            let migrations = try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier")
+            let foreignKeys = try Row.fetchAll(db, sql: "SELECT * FROM pragma_foreign_key_list('record')").map(\.description)
+            return schema + meta + migrations + foreignKeys
+        }
+        let migrated = try DatabaseQueue()
+        try Store.migrator.migrate(migrated)
+        let expected = try migrated.read(contents)
+        let fresh = try Store(path: ":memory:")
+        let found = try fresh.read { try contents($0.db) }
+        if found != expected {
+            // What to paste into FreshSchema.swift after a new migration.
+            let sql = try migrated.read { try String.fetchAll($0, sql: "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid") }
+            print(sql.joined(separator: ";\n") + ";")
+        }
+        XCTAssertEqual(found, expected)
+        XCTAssertTrue(try fresh.queue.read { try Store.migrator.hasCompletedMigrations($0) })
+        // A file store still migrates, to the same schema.
+        let dir = try makeTemporaryFolder("sf-store")
+        let file = try Store(path: dir.appendingPathComponent("store.sqlite").path)
+        XCTAssertEqual(try file.read { try contents($0.db) }, expected)
+    }
+
     /// v4 keeps a share's URL token, not the URL: a v3 store's shares keep working, under the
     /// same change tags, and their URLs follow the public URL.
     func testV3StoreMigratesShareURLsToTokensKeepingChangeTags() throws {

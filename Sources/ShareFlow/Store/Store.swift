@@ -39,7 +39,7 @@ public final class Store: @unchecked Sendable {
         }
         // A store in a read-only place (the file or its folder not writable) opens read-only:
         // reads work, a write fails as serviceUnavailable naming the store.
-        let folderPath = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let folderPath = path == ":memory:" ? "" : URL(fileURLWithPath: path).deletingLastPathComponent().path
         isReadOnly = path != ":memory:" && FileManager.default.fileExists(atPath: path)
             && (!FileManager.default.isWritableFile(atPath: path) || !FileManager.default.isWritableFile(atPath: folderPath))
         // SQLite reads a WAL store through its -shm file; where that cannot be made (a
@@ -78,9 +78,14 @@ public final class Store: @unchecked Sendable {
             attempt += 1
             do {
                 if path != ":memory:" { try Store.checkForeignFile(at: path, sqlitePath: sqlitePath) }
-                let queue = path == ":memory:"
-                    ? try DatabaseQueue(configuration: config)
-                    : try DatabaseQueue(path: sqlitePath, configuration: config)
+                if path == ":memory:" {
+                    // A new in-memory store: the schema the migrations leave, made at once.
+                    let queue = try DatabaseQueue(configuration: config)
+                    try queue.write { try $0.execute(sql: Store.freshSchemaSQL) }
+                    self.queue = queue
+                    return
+                }
+                let queue = try DatabaseQueue(path: sqlitePath, configuration: config)
                 // Migrating takes the write lock: only when the schema is behind.
                 if try !queue.read({ try Store.migrator.hasCompletedMigrations($0) }) {
                     guard !isReadOnly else {

@@ -75,6 +75,16 @@ public final class PluginManager {
     public var loadedNames: [String] { loadOrder }
 
     public func folder(of name: String) throws -> String {
+        // A name that can only be one folder's entry is looked for directly, in each directory
+        // in turn (the first wins, as in `available()`), without listing them (cold start).
+        if !name.isEmpty, name != ".", name != "..", !name.utf8.contains(UInt8(ascii: "/")), !name.utf8.contains(0) {
+            for dir in directories {
+                let folder = (dir as NSString).appendingPathComponent(name)
+                if FileManager.default.fileExists(atPath: (folder as NSString).appendingPathComponent("init.lua")) {
+                    return folder
+                }
+            }
+        }
         let found = available()
         guard let f = found.first(where: { $0.name == name })?.folder else {
             let hint = PluginManager.closest(to: name, among: found.map(\.name)).map { "; did you mean '\($0)'?" } ?? ""
