@@ -94,11 +94,50 @@ extension Store {
             environment TEXT NOT NULL DEFAULT 'development',
             scope TEXT NOT NULL,
             ownerID INTEGER NOT NULL,
-            name TEXT NOT NULL,
+            name TEXT NOT NULL, changeSeq INTEGER NOT NULL DEFAULT 0, keptFrom INTEGER NOT NULL DEFAULT 0,
             UNIQUE (container, environment, scope, ownerID, name));
         CREATE INDEX record_type_name ON record(zoneID, type, name);
         CREATE INDEX record_type_modified ON record(zoneID, type, modifiedAt, name);
-        INSERT INTO shareflow_meta VALUES ('format', 'shareflow'), ('schemaVersion', '6');
-        INSERT INTO grdb_migrations VALUES ('v1'), ('v2'), ('v3'), ('v4'), ('v5'), ('v6');
+        CREATE TABLE zone_change (
+            zoneID INTEGER NOT NULL REFERENCES zone(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            type TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            deleted INTEGER NOT NULL,
+            at REAL NOT NULL,
+            PRIMARY KEY (zoneID, name)) WITHOUT ROWID;
+        CREATE INDEX zone_change_seq ON zone_change(zoneID, seq);
+        CREATE TABLE view_change (
+            zoneID INTEGER NOT NULL REFERENCES zone(id) ON DELETE CASCADE,
+            viewerID INTEGER NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            type TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            deleted INTEGER NOT NULL,
+            at REAL NOT NULL,
+            PRIMARY KEY (zoneID, viewerID, name)) WITHOUT ROWID;
+        CREATE INDEX view_change_seq ON view_change(zoneID, viewerID, seq);
+        CREATE INDEX view_change_name ON view_change(zoneID, name, deleted);
+        CREATE TABLE feed (
+            id INTEGER PRIMARY KEY,
+            accountID INTEGER NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+            container TEXT NOT NULL,
+            environment TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            keptFrom INTEGER NOT NULL,
+            UNIQUE (accountID, container, environment, scope));
+        CREATE TABLE feed_change (
+            feedID INTEGER NOT NULL REFERENCES feed(id) ON DELETE CASCADE,
+            zoneName TEXT NOT NULL,
+            ownerName TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            deleted INTEGER NOT NULL,
+            reason TEXT,
+            at REAL NOT NULL,
+            PRIMARY KEY (feedID, zoneName, ownerName)) WITHOUT ROWID;
+        CREATE INDEX feed_change_seq ON feed_change(feedID, seq);
+        INSERT INTO shareflow_meta VALUES ('format', 'shareflow'), ('schemaVersion', '7'), ('syncKey', lower(hex(randomblob(32))));
+        INSERT INTO grdb_migrations VALUES ('v1'), ('v2'), ('v3'), ('v4'), ('v5'), ('v6'), ('v7');
         """
 }
