@@ -272,7 +272,8 @@ enum Hooks {
         let ev = event
         lua_createtable(L, 0, 8)
         b.lua.push(static: ev.pointee.kind.staticName); lua_setfield(L, -2, "name")
-        b.setCallerAndContainer(ev.pointee.caller, ev.pointee.container)
+        // In place: stored properties, so the key paths fold to offsets.
+        b.setCallerAndContainer(ev.pointer(to: \.caller)!, ev.pointer(to: \.container)!)
         lua_pushnumber(L, ev.pointee.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
         // Objects leave the event unmanaged: the event keeps them alive, and passing them on
         // as references would retain and release each one around the call.
