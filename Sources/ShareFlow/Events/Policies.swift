@@ -136,7 +136,21 @@ public final class PolicySet: @unchecked Sendable {
         }
     }
     private var nextID = 0
-    @exclusivity(unchecked) private var log: [PolicyDecision] = []
+    @exclusivity(unchecked) private var log: [LoggedDecision] = []
+
+    /// A decision as the log keeps it, made into a `PolicyDecision` only when read: the point
+    /// as it was (its name and its policies' names, one reference) and the clock readings.
+    /// Building the `PolicyDecision` on every decision retained the point's name and the names
+    /// array apiece, and later released both, on the path of every accept (SPEC §12).
+    private struct LoggedDecision {
+        let id: Int
+        let point: Point
+        let asked: Int
+        /// "policy: reason" of the denial; nil when allowed.
+        let denial: String?
+        let start: UInt64
+        let end: UInt64
+    }
     @exclusivity(unchecked) private var nextDecision = 0
     /// Wall-clock time at a monotonic instant: a decision's time is derived from the
     /// monotonic clock it already reads for its duration.
@@ -184,14 +198,8 @@ public final class PolicySet: @unchecked Sendable {
         }
         let end = PolicySet.monotonicNanoseconds()
         nextDecision += 1
-        let decision = PolicyDecision(
-            id: nextDecision, point: point.name,
-            policies: asked == point.names.count ? point.names : Array(point.names.prefix(asked)),
-            allow: denial == nil,
-            reasons: denial.map { ["\($0.0): \($0.1)"] } ?? [],
-            duration: Double(end - start) / 1e9,
-            time: epoch.wall.addingTimeInterval(Double(end - epoch.uptime) / 1e9))
-        log.append(decision)
+        log.append(LoggedDecision(id: nextDecision, point: point, asked: asked,
+                                  denial: denial.map { "\($0.0): \($0.1)" }, start: start, end: end))
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
         if log.count > 2 * logCapacity { log.removeFirst(log.count - logCapacity) }
         if let (name, reason) = denial {
@@ -207,5 +215,15 @@ public final class PolicySet: @unchecked Sendable {
     }
 
     /// The most recent decisions, oldest first.
-    public func decisions(limit: Int = 20) -> [PolicyDecision] { Array(log.suffix(min(limit, logCapacity))) }
+    public func decisions(limit: Int = 20) -> [PolicyDecision] {
+        log.suffix(min(limit, logCapacity)).map { d in
+            PolicyDecision(
+                id: d.id, point: d.point.name,
+                policies: d.asked == d.point.names.count ? d.point.names : Array(d.point.names.prefix(d.asked)),
+                allow: d.denial == nil,
+                reasons: d.denial.map { [$0] } ?? [],
+                duration: Double(d.end - d.start) / 1e9,
+                time: epoch.wall.addingTimeInterval(Double(d.end - epoch.uptime) / 1e9))
+        }
+    }
 }

@@ -82,13 +82,15 @@ private struct RequestArgument {
 private let buildEvent: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { _, context in
     // The event is borrowed in place: a copy would retain each of its objects and strings.
     let argument = context!.assumingMemoryBound(to: EventArgument.self)
-    Hooks.pushEvent(argument.pointee.event, argument.pointee.bindings.takeUnretainedValue())
+    // Guaranteed, not taken: takeUnretainedValue() retained and released the bindings around
+    // the call, two atomic operations per event.
+    argument.pointee.bindings._withUnsafeGuaranteedRef { Hooks.pushEvent(argument.pointee.event, $0) }
     return 1
 }
 
 private let buildRequest: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { _, context in
     let argument = context!.assumingMemoryBound(to: RequestArgument.self)
-    argument.pointee.requests.takeUnretainedValue().push(argument.pointee.request)
+    argument.pointee.requests._withUnsafeGuaranteedRef { $0.push(argument.pointee.request) }
     return 1
 }
 
@@ -265,6 +267,16 @@ enum Hooks {
         return .account(account)
     }
 
+    /// Pushes the identity at `identity` if there is one; returns whether it did. Apart: an
+    /// optional `UserIdentity` is 152 bytes, and testing it inline in `pushEvent` copied it to
+    /// the stack six times per event (memcpy), though most events carry none.
+    @inline(never)
+    private static func pushIdentity(_ identity: UnsafePointer<UserIdentity?>, _ b: Bindings) -> Bool {
+        guard let i = identity.pointee else { return false }
+        b.push(i)
+        return true
+    }
+
     /// The event's table. Read through its address, field by field: `pointee` as a value would
     /// copy the whole event (retaining each of its objects and strings) per delivery.
     static func pushEvent(_ event: UnsafePointer<Event>, _ b: Bindings) {
@@ -281,7 +293,7 @@ enum Hooks {
         if let p = ev.pointee.participant.map(Unmanaged.passUnretained) { b.participantClass.push(unretained: p, in: b.lua); lua_setfield(L, -2, "participant") }
         if let l = ev.pointee.lookupInfo { b.push(l); lua_setfield(L, -2, "lookupInfo") }
         if let m = ev.pointee.metadata.map(Unmanaged.passUnretained) { b.metadataClass.push(unretained: m, in: b.lua); lua_setfield(L, -2, "metadata") }
-        if let i = ev.pointee.identity { b.push(i); lua_setfield(L, -2, "identity") }
+        if pushIdentity(ev.pointer(to: \.identity)!, b) { lua_setfield(L, -2, "identity") }
         if let v = ev.pointee.url { b.lua.push(string: v); lua_setfield(L, -2, "url") }
         if let v = ev.pointee.reason { b.lua.push(string: v); lua_setfield(L, -2, "reason") }
         if let v = ev.pointee.from { b.lua.push(string: v); lua_setfield(L, -2, "from") }
