@@ -7,6 +7,9 @@ public struct Event {
     /// The event's name as scripts see it (`participant.fetched`).
     public var name: String { kind.name }
     public let caller: Account?
+    /// `caller?.id`, kept apart: the Lua host reads it on every event to find the caller's
+    /// userdata, and testing the optional `Account` itself copies its 152 bytes.
+    package let callerID: Int64?
     public let container: String?
     public let time: Date
     public var share: Share?
@@ -27,6 +30,7 @@ public struct Event {
     public init(_ kind: EventKind, caller: Account?, container: String?) {
         self.kind = kind
         self.caller = caller
+        self.callerID = caller?.id
         self.container = container
         self.time = Date()
     }

@@ -10,6 +10,9 @@ import Foundation
 public struct PolicyRequest {
     public let point: DecisionPoint
     public let caller: Account?
+    /// `caller?.id`, kept apart: the Lua host reads it on every decision to find the caller's
+    /// userdata, and testing the optional `Account` itself copies its 152 bytes.
+    package let callerID: Int64?
     public let container: String?
     public let from: String?
     public let to: String?
@@ -31,6 +34,7 @@ public struct PolicyRequest {
     public init(point: DecisionPoint, caller: Account?, container: String?, objects: Objects, from: String? = nil, to: String? = nil) {
         self.point = point
         self.caller = caller
+        self.callerID = caller?.id
         self.container = container
         self.objects = objects
         self.from = from

@@ -102,8 +102,8 @@ package final class Bindings {
     /// string) by value copied it, retaining and releasing each, on every event and decision.
     /// The account itself is read only when it is not the last one pushed.
     @inline(__always)
-    func setCallerAndContainer(_ caller: UnsafePointer<Account?>, _ container: UnsafePointer<String?>) {
-        if let id = caller.pointee?.id {
+    func setCallerAndContainer(_ callerID: Int64?, _ caller: UnsafePointer<Account?>, _ container: UnsafePointer<String?>) {
+        if let id = callerID {
             if !pushLastAccount(id: id) { push(account: caller.pointee!) }
             lua_setfield(lua.L, -2, "caller")
         }

@@ -38,7 +38,7 @@ struct HookCall {
     /// Asks the policy about `request`, under the state's CPU budget.
     func decide(_ request: PolicyRequest) throws -> PolicyVerdict {
         try withUnsafePointer(to: request) { request in
-            var argument = RequestArgument(requests: requests, request: request)
+            var argument = RequestArgument(bindings: bindings, requests: requests, request: request)
             return try withUnsafeMutablePointer(to: &argument) { try call(policy: true, build: buildRequest, $0) }
         }
     }
@@ -75,6 +75,7 @@ private struct EventArgument {
 }
 
 private struct RequestArgument {
+    let bindings: Unmanaged<Bindings>
     let requests: Unmanaged<RequestTable>
     let request: UnsafePointer<PolicyRequest>
 }
@@ -90,7 +91,9 @@ private let buildEvent: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?
 
 private let buildRequest: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { _, context in
     let argument = context!.assumingMemoryBound(to: RequestArgument.self)
-    argument.pointee.requests._withUnsafeGuaranteedRef { $0.push(argument.pointee.request) }
+    argument.pointee.bindings._withUnsafeGuaranteedRef { b in
+        argument.pointee.requests._withUnsafeGuaranteedRef { $0.push(argument.pointee.request, b) }
+    }
     return 1
 }
 
@@ -285,7 +288,7 @@ enum Hooks {
         lua_createtable(L, 0, 8)
         b.lua.push(static: ev.pointee.kind.staticName); lua_setfield(L, -2, "name")
         // In place: stored properties, so the key paths fold to offsets.
-        b.setCallerAndContainer(ev.pointer(to: \.caller)!, ev.pointer(to: \.container)!)
+        b.setCallerAndContainer(ev.pointee.callerID, ev.pointer(to: \.caller)!, ev.pointer(to: \.container)!)
         lua_pushnumber(L, ev.pointee.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
         // Objects leave the event unmanaged: the event keeps them alive, and passing them on
         // as references would retain and release each one around the call.
