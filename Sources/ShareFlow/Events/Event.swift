@@ -16,7 +16,10 @@ public struct Event {
     public var participant: Participant?
     public var lookupInfo: LookupInfo?
     public var metadata: ShareMetadata?
-    public var identity: UserIdentity?
+    public var identity: UserIdentity? { didSet { hasIdentity = identity != nil } }
+    /// `identity != nil`, kept apart: an optional `UserIdentity` is 152 bytes, and testing it
+    /// copied it to the stack (three memcpy) on every event, though most carry none.
+    package private(set) var hasIdentity = false
     public var url: String?
     public var reason: String?
     public var from: String?

@@ -270,16 +270,6 @@ enum Hooks {
         return .account(account)
     }
 
-    /// Pushes the identity at `identity` if there is one; returns whether it did. Apart: an
-    /// optional `UserIdentity` is 152 bytes, and testing it inline in `pushEvent` copied it to
-    /// the stack six times per event (memcpy), though most events carry none.
-    @inline(never)
-    private static func pushIdentity(_ identity: UnsafePointer<UserIdentity?>, _ b: Bindings) -> Bool {
-        guard let i = identity.pointee else { return false }
-        b.push(i)
-        return true
-    }
-
     /// The event's table. Read through its address, field by field: `pointee` as a value would
     /// copy the whole event (retaining each of its objects and strings) per delivery.
     static func pushEvent(_ event: UnsafePointer<Event>, _ b: Bindings) {
@@ -296,7 +286,7 @@ enum Hooks {
         if let p = ev.pointee.participant.map(Unmanaged.passUnretained) { b.participantClass.push(unretained: p, in: b.lua); lua_setfield(L, -2, "participant") }
         if let l = ev.pointee.lookupInfo { b.push(l); lua_setfield(L, -2, "lookupInfo") }
         if let m = ev.pointee.metadata.map(Unmanaged.passUnretained) { b.metadataClass.push(unretained: m, in: b.lua); lua_setfield(L, -2, "metadata") }
-        if pushIdentity(ev.pointer(to: \.identity)!, b) { lua_setfield(L, -2, "identity") }
+        if ev.pointee.hasIdentity { b.push(ev.pointee.identity!); lua_setfield(L, -2, "identity") }
         if let v = ev.pointee.url { b.lua.push(string: v); lua_setfield(L, -2, "url") }
         if let v = ev.pointee.reason { b.lua.push(string: v); lua_setfield(L, -2, "reason") }
         if let v = ev.pointee.from { b.lua.push(string: v); lua_setfield(L, -2, "from") }
