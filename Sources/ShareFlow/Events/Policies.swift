@@ -202,7 +202,9 @@ public final class PolicySet: @unchecked Sendable {
         }
         let end = PolicySet.monotonicNanoseconds()
         nextDecision += 1
-        log.append(LoggedDecision(id: nextDecision, point: point, asked: asked,
+        // The point's reference moves into the log (consumed): copied, it was retained once
+        // more and released at the end of the call, two atomic operations per decision.
+        log.append(LoggedDecision(id: nextDecision, point: consume point, asked: asked,
                                   denial: denial.map { "\($0.0): \($0.1)" }, start: start, end: end))
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
         if log.count > 2 * logCapacity { log.removeFirst(log.count - logCapacity) }
