@@ -438,7 +438,8 @@ int sf_call_hook(lua_State *L, sf_limits *limits, sf_hook_call *h) {
     lua_pushcfunction(L, hook_main);
     lua_pushlightuserdata(L, h);
     int status = lua_pcall(L, 1, h->policy ? 2 : 0, base);
-    lua_remove(L, base);
+    /* The handler stays at `base`, below the results: the caller resets the stack to where it
+     * was (HookCall does), and removing it here rotated the results down on every event. */
     limits->host_depth = depth;
     limits->busy--;
     if (status != LUA_OK && SF_GET(limits->expired)) {

@@ -71,7 +71,8 @@ typedef struct sf_hook_call {
     sf_limits *limits;  /* set by sf_call_hook */
 } sf_hook_call;
 /* Under the state's CPU budget. Returns the status; for a policy on LUA_OK, leaves
- * allow (boolean) and reason (string, or nil when allowed); on an error, the message. */
+ * allow (boolean) and reason (string, or nil when allowed); on an error, the message. They
+ * are left above the message handler, at the old top + 1: the caller resets the top. */
 int sf_call_hook(lua_State *L, sf_limits *limits, sf_hook_call *call);
 
 /* `next` for a table with a hidden key (the light userdata at upvalue 1), which it steps over. */

@@ -7,13 +7,19 @@ public struct Event {
     /// The event's name as scripts see it (`participant.fetched`).
     public var name: String { kind.name }
     public let caller: Account?
+    /// `caller?.id`, kept apart: the Lua host reads it on every event to find the caller's
+    /// userdata, and testing the optional `Account` itself copies its 152 bytes.
+    package let callerID: Int64?
     public let container: String?
     public let time: Date
     public var share: Share?
     public var participant: Participant?
     public var lookupInfo: LookupInfo?
     public var metadata: ShareMetadata?
-    public var identity: UserIdentity?
+    public var identity: UserIdentity? { didSet { hasIdentity = identity != nil } }
+    /// `identity != nil`, kept apart: an optional `UserIdentity` is 152 bytes, and testing it
+    /// copied it to the stack (three memcpy) on every event, though most carry none.
+    package private(set) var hasIdentity = false
     public var url: String?
     public var reason: String?
     public var from: String?
@@ -27,6 +33,7 @@ public struct Event {
     public init(_ kind: EventKind, caller: Account?, container: String?) {
         self.kind = kind
         self.caller = caller
+        self.callerID = caller?.id
         self.container = container
         self.time = Date()
     }

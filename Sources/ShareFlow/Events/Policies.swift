@@ -10,6 +10,9 @@ import Foundation
 public struct PolicyRequest {
     public let point: DecisionPoint
     public let caller: Account?
+    /// `caller?.id`, kept apart: the Lua host reads it on every decision to find the caller's
+    /// userdata, and testing the optional `Account` itself copies its 152 bytes.
+    package let callerID: Int64?
     public let container: String?
     public let from: String?
     public let to: String?
@@ -31,6 +34,7 @@ public struct PolicyRequest {
     public init(point: DecisionPoint, caller: Account?, container: String?, objects: Objects, from: String? = nil, to: String? = nil) {
         self.point = point
         self.caller = caller
+        self.callerID = caller?.id
         self.container = container
         self.objects = objects
         self.from = from
@@ -136,7 +140,21 @@ public final class PolicySet: @unchecked Sendable {
         }
     }
     private var nextID = 0
-    @exclusivity(unchecked) private var log: [PolicyDecision] = []
+    @exclusivity(unchecked) private var log: [LoggedDecision] = []
+
+    /// A decision as the log keeps it, made into a `PolicyDecision` only when read: the point
+    /// as it was (its name and its policies' names, one reference) and the clock readings.
+    /// Building the `PolicyDecision` on every decision retained the point's name and the names
+    /// array apiece, and later released both, on the path of every accept (SPEC §12).
+    private struct LoggedDecision {
+        let id: Int
+        let point: Point
+        let asked: Int
+        /// "policy: reason" of the denial; nil when allowed.
+        let denial: String?
+        let start: UInt64
+        let end: UInt64
+    }
     @exclusivity(unchecked) private var nextDecision = 0
     /// Wall-clock time at a monotonic instant: a decision's time is derived from the
     /// monotonic clock it already reads for its duration.
@@ -184,14 +202,10 @@ public final class PolicySet: @unchecked Sendable {
         }
         let end = PolicySet.monotonicNanoseconds()
         nextDecision += 1
-        let decision = PolicyDecision(
-            id: nextDecision, point: point.name,
-            policies: asked == point.names.count ? point.names : Array(point.names.prefix(asked)),
-            allow: denial == nil,
-            reasons: denial.map { ["\($0.0): \($0.1)"] } ?? [],
-            duration: Double(end - start) / 1e9,
-            time: epoch.wall.addingTimeInterval(Double(end - epoch.uptime) / 1e9))
-        log.append(decision)
+        // The point's reference moves into the log (consumed): copied, it was retained once
+        // more and released at the end of the call, two atomic operations per decision.
+        log.append(LoggedDecision(id: nextDecision, point: consume point, asked: asked,
+                                  denial: denial.map { "\($0.0): \($0.1)" }, start: start, end: end))
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
         if log.count > 2 * logCapacity { log.removeFirst(log.count - logCapacity) }
         if let (name, reason) = denial {
@@ -207,5 +221,15 @@ public final class PolicySet: @unchecked Sendable {
     }
 
     /// The most recent decisions, oldest first.
-    public func decisions(limit: Int = 20) -> [PolicyDecision] { Array(log.suffix(min(limit, logCapacity))) }
+    public func decisions(limit: Int = 20) -> [PolicyDecision] {
+        log.suffix(min(limit, logCapacity)).map { d in
+            PolicyDecision(
+                id: d.id, point: d.point.name,
+                policies: d.asked == d.point.names.count ? d.point.names : Array(d.point.names.prefix(d.asked)),
+                allow: d.denial == nil,
+                reasons: d.denial.map { [$0] } ?? [],
+                duration: Double(d.end - d.start) / 1e9,
+                time: epoch.wall.addingTimeInterval(Double(d.end - epoch.uptime) / 1e9))
+        }
+    }
 }

@@ -98,10 +98,37 @@ package final class Bindings {
     }
 
     /// Sets the `caller` and `container` fields of the table on top of the stack (events and
-    /// policy requests both carry them).
-    func setCallerAndContainer(_ caller: Account?, _ container: String?) {
-        if let c = caller { push(account: c); lua_setfield(lua.L, -2, "caller") }
-        if let c = container { push(container: c); lua_setfield(lua.L, -2, "container") }
+    /// policy requests both carry them), reading them in place through `caller` and
+    /// `container`: an `Account` holds a dozen references, and passing it (or the optional
+    /// string) by value copied it, retaining and releasing each, on every event and decision.
+    /// The account itself is read only when it is not the last one pushed.
+    @inline(__always)
+    func setCallerAndContainer(_ callerID: Int64?, _ caller: UnsafePointer<Account?>, _ container: UnsafePointer<String?>) {
+        if let id = callerID {
+            if !pushLastAccount(id: id) { push(account: caller.pointee!) }
+            lua_setfield(lua.L, -2, "caller")
+        }
+        if container.pointee != nil {
+            if !pushLastContainer(container) { push(container: container.pointee!) }
+            lua_setfield(lua.L, -2, "container")
+        }
+    }
+
+    /// Pushes the last account pushed if it is account `id`; returns whether it did.
+    @inline(__always)
+    private func pushLastAccount(id: Int64) -> Bool {
+        guard id == lastAccount.id, lastAccount.ref != LUA_NOREF else { return false }
+        lua_rawgeti(lua.L, clua_registryindex(), lua_Integer(lastAccount.ref))
+        return true
+    }
+
+    /// Pushes the last container identifier pushed if it is the one at `identifier` (not
+    /// nil); returns whether it did.
+    @inline(__always)
+    private func pushLastContainer(_ identifier: UnsafePointer<String?>) -> Bool {
+        guard lastContainer.ref != LUA_NOREF, identifier.pointee! == lastContainer.identifier else { return false }
+        lua_rawgeti(lua.L, clua_registryindex(), lua_Integer(lastContainer.ref))
+        return true
     }
     /// A container identifier. Events of one container repeat it, so the last one's Lua
     /// string is kept: comparing Swift strings that share storage is one word, where pushing

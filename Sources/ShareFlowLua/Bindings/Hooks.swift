@@ -38,7 +38,7 @@ struct HookCall {
     /// Asks the policy about `request`, under the state's CPU budget.
     func decide(_ request: PolicyRequest) throws -> PolicyVerdict {
         try withUnsafePointer(to: request) { request in
-            var argument = RequestArgument(requests: requests, request: request)
+            var argument = RequestArgument(bindings: bindings, requests: requests, request: request)
             return try withUnsafeMutablePointer(to: &argument) { try call(policy: true, build: buildRequest, $0) }
         }
     }
@@ -75,6 +75,7 @@ private struct EventArgument {
 }
 
 private struct RequestArgument {
+    let bindings: Unmanaged<Bindings>
     let requests: Unmanaged<RequestTable>
     let request: UnsafePointer<PolicyRequest>
 }
@@ -82,13 +83,17 @@ private struct RequestArgument {
 private let buildEvent: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { _, context in
     // The event is borrowed in place: a copy would retain each of its objects and strings.
     let argument = context!.assumingMemoryBound(to: EventArgument.self)
-    Hooks.pushEvent(argument.pointee.event, argument.pointee.bindings.takeUnretainedValue())
+    // Guaranteed, not taken: takeUnretainedValue() retained and released the bindings around
+    // the call, two atomic operations per event.
+    argument.pointee.bindings._withUnsafeGuaranteedRef { Hooks.pushEvent(argument.pointee.event, $0) }
     return 1
 }
 
 private let buildRequest: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { _, context in
     let argument = context!.assumingMemoryBound(to: RequestArgument.self)
-    argument.pointee.requests.takeUnretainedValue().push(argument.pointee.request)
+    argument.pointee.bindings._withUnsafeGuaranteedRef { b in
+        argument.pointee.requests._withUnsafeGuaranteedRef { $0.push(argument.pointee.request, b) }
+    }
     return 1
 }
 
@@ -272,7 +277,8 @@ enum Hooks {
         let ev = event
         lua_createtable(L, 0, 8)
         b.lua.push(static: ev.pointee.kind.staticName); lua_setfield(L, -2, "name")
-        b.setCallerAndContainer(ev.pointee.caller, ev.pointee.container)
+        // In place: stored properties, so the key paths fold to offsets.
+        b.setCallerAndContainer(ev.pointee.callerID, ev.pointer(to: \.caller)!, ev.pointer(to: \.container)!)
         lua_pushnumber(L, ev.pointee.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
         // Objects leave the event unmanaged: the event keeps them alive, and passing them on
         // as references would retain and release each one around the call.
@@ -280,7 +286,7 @@ enum Hooks {
         if let p = ev.pointee.participant.map(Unmanaged.passUnretained) { b.participantClass.push(unretained: p, in: b.lua); lua_setfield(L, -2, "participant") }
         if let l = ev.pointee.lookupInfo { b.push(l); lua_setfield(L, -2, "lookupInfo") }
         if let m = ev.pointee.metadata.map(Unmanaged.passUnretained) { b.metadataClass.push(unretained: m, in: b.lua); lua_setfield(L, -2, "metadata") }
-        if let i = ev.pointee.identity { b.push(i); lua_setfield(L, -2, "identity") }
+        if ev.pointee.hasIdentity { b.push(ev.pointee.identity!); lua_setfield(L, -2, "identity") }
         if let v = ev.pointee.url { b.lua.push(string: v); lua_setfield(L, -2, "url") }
         if let v = ev.pointee.reason { b.lua.push(string: v); lua_setfield(L, -2, "reason") }
         if let v = ev.pointee.from { b.lua.push(string: v); lua_setfield(L, -2, "from") }

@@ -25,7 +25,9 @@ final class RequestTable {
     /// The hidden key holding a table's serial: a light userdata no script can make.
     nonisolated(unsafe) private static let serialKey = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
 
-    private unowned let b: Bindings
+    // Unowned(unsafe): the bindings own this table and outlive it, and a checked unowned
+    // reference costs a strong retain and release at each use, several per decision.
+    private unowned(unsafe) let b: Bindings
     private var metatable: Int32 = LUA_NOREF
     /// The objects of the most recent requests, by serial modulo `kept`.
     @exclusivity(unchecked) private var recent = [(serial: Int, objects: PolicyRequest.Objects?)](repeating: (0, nil), count: RequestTable.kept)
@@ -64,12 +66,16 @@ final class RequestTable {
 
     /// Pushes the request's table, reading the request through its address (a copy would
     /// retain each of its objects and strings per decision).
-    func push(_ request: UnsafePointer<PolicyRequest>) {
+    ///
+    /// `b` is this table's bindings, passed borrowed: reached through the stored reference,
+    /// the bindings and their state were retained and released around each call made on
+    /// them, several atomic operations per decision.
+    func push(_ request: UnsafePointer<PolicyRequest>, _ b: Bindings) {
         let L = b.lua.L
         let r = request
         lua_createtable(L, 0, 7)
-        b.lua.push(static: r.pointee.point.staticName); lua_setfield(L, -2, "point")
-        b.setCallerAndContainer(r.pointee.caller, r.pointee.container)
+        r.pointee.point.staticName.withCString { _ = lua_pushstring(L, $0) }; lua_setfield(L, -2, "point")
+        b.setCallerAndContainer(r.pointee.callerID, r.pointer(to: \.caller)!, r.pointer(to: \.container)!)
         if let f = r.pointee.from { b.lua.push(string: f); lua_setfield(L, -2, "from") }
         if let t = r.pointee.to { b.lua.push(string: t); lua_setfield(L, -2, "to") }
         // The objects are not read here: reading would make them.
