@@ -7,7 +7,7 @@
 ---@alias shareflow.Status "pending"|"accepted"|"removed"|"unknown"
 ---@alias shareflow.QoS "userInteractive"|"userInitiated"|"default"|"utility"|"background"
 ---@alias shareflow.Scope "private"|"shared"|"public"
----@alias shareflow.Event "participant.fetched"|"participant.added"|"participant.removed"|"participant.permissionChanged"|"share.saved"|"share.deleted"|"share.publicPermissionChanged"|"share.metadataFetched"|"share.accepted"|"user.discovered"|"operation.finished"
+---@alias shareflow.Event "participant.fetched"|"participant.added"|"participant.removed"|"participant.permissionChanged"|"share.saved"|"share.deleted"|"share.publicPermissionChanged"|"share.metadataFetched"|"share.accepted"|"user.discovered"|"operation.finished"|"record.saved"|"record.deleted"|"zone.saved"|"zone.deleted"
 ---@alias shareflow.PolicyPoint "share.accept"|"participant.add"|"share.publicPermission"|"share.save"
 
 ---@class shareflow.LookupInfo
@@ -527,6 +527,39 @@ function shareflow.FetchRecordsOperation(t) end
 ---@param t? table
 ---@return shareflow.QueryOperation
 function shareflow.QueryOperation(t) end
+---@class shareflow.FetchDatabaseChangesOperation: shareflow.Operation
+---@field previousServerChangeToken? string
+---@field resultsLimit? integer
+---@field fetchAllChanges boolean
+---@field recordZoneWithIDChangedBlock? fun(zoneID: shareflow.ZoneID)
+---@field recordZoneWithIDWasDeletedBlock? fun(zoneID: shareflow.ZoneID)
+---@field recordZoneWithIDWasPurgedBlock? fun(zoneID: shareflow.ZoneID)
+---@field changeTokenUpdatedBlock? fun(token: string)
+---@field fetchDatabaseChangesResultBlock? fun(result?: {serverChangeToken: string, moreComing: boolean}, err?: shareflow.Error)
+---@field fetchDatabaseChangesCompletionBlock? fun(token?: string, moreComing: boolean, err?: shareflow.Error)
+---@param t? table
+---@return shareflow.FetchDatabaseChangesOperation
+function shareflow.FetchDatabaseChangesOperation(t) end
+---@class shareflow.ZoneConfiguration
+---@field zoneID shareflow.ZoneID
+---@field previousServerChangeToken? string
+---@field resultsLimit? integer
+---@field desiredKeys? string[]
+---@class shareflow.FetchRecordZoneChangesOperation: shareflow.Operation
+---@field recordZoneIDs? shareflow.ZoneID[]
+---@field configurationsByRecordZoneID? shareflow.ZoneConfiguration[]|table<shareflow.ZoneID, shareflow.ZoneConfiguration>
+---@field fetchAllChanges boolean
+---@field recordWasChangedBlock? fun(recordID: shareflow.RecordID, record?: shareflow.Record, err?: shareflow.Error)
+---@field recordChangedBlock? fun(record: shareflow.Record)
+---@field recordWithIDWasDeletedBlock? fun(recordID: shareflow.RecordID, recordType: string)
+---@field recordZoneChangeTokensUpdatedBlock? fun(zoneID: shareflow.ZoneID, token?: string, clientData?: string)
+---@field recordZoneFetchResultBlock? fun(zoneID: shareflow.ZoneID, result?: {serverChangeToken: string, clientChangeTokenData?: string, moreComing: boolean}, err?: shareflow.Error)
+---@field recordZoneFetchCompletionBlock? fun(zoneID: shareflow.ZoneID, token?: string, clientData?: string, moreComing: boolean, err?: shareflow.Error)
+---@field fetchRecordZoneChangesResultBlock? fun(err?: shareflow.Error)
+---@field fetchRecordZoneChangesCompletionBlock? fun(err?: shareflow.Error)
+---@param t? table
+---@return shareflow.FetchRecordZoneChangesOperation
+function shareflow.FetchRecordZoneChangesOperation(t) end
 ---@param event shareflow.Event
 ---@param fn fun(ev: shareflow.Event)
 ---@param opts? {priority?: integer, name?: string}

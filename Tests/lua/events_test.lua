@@ -46,6 +46,10 @@ test("every event is emitted with its fields", function()
   db:modifyRecords{ save = { share } }
   c:discoverAllUserIdentities()
   db:modifyRecords{ delete = { share.recordID } }
+  local drop = sf.ModifyRecordZonesOperation{ recordZoneIDsToDelete = { zone.zoneID } }
+  drop.database = db
+  c:add(drop)
+  c:waitUntilAllOperationsAreFinished()
 
   local ev = seen["participant.fetched"][1]
   common(ev, "participant.fetched")
@@ -97,6 +101,19 @@ test("every event is emitted with its fields", function()
   common(ev, "operation.finished")
   expect.eq(ev.operation, "FetchShareParticipantsOperation")
   expect.eq(ev.items, 2); expect.eq(ev.failed, 0); expect.truthy(ev.duration >= 0)
+
+  ev = seen["record.saved"][1]
+  common(ev, "record.saved")
+  expect.eq(ev.record.recordType, "Doc"); expect.eq(ev.created, true); expect.eq(ev.database, "private")
+  ev = seen["record.deleted"][1]
+  common(ev, "record.deleted")
+  expect.eq(ev.recordType, "cloudkit.share"); expect.eq(ev.recordID.recordName, share.recordName); expect.eq(ev.database, "private")
+  ev = seen["zone.saved"][1]
+  common(ev, "zone.saved")
+  expect.eq(ev.zoneID.zoneName, "Z"); expect.eq(ev.database, "private")
+  ev = seen["zone.deleted"][1]
+  common(ev, "zone.deleted")
+  expect.eq(ev.zoneID.zoneName, "Z"); expect.eq(#seen["zone.deleted"], 1)
 
   for _, name in ipairs(sf.events) do expect.truthy(seen[name], name .. " was emitted") end
 end)

@@ -74,3 +74,99 @@ test("§14: bad tokens, places and limits are errors naming them", function()
   expect.raises(function() w.db:recordZoneChanges{ zoneID = w.zone, sinse = token } end, "sinse")
   expect.raises(function() w.db:databaseChanges{ since = setmetatable({}, { __index = function() error("boom") end }) } end, "change token")
 end)
+
+test("O9, O10: the operations page through the feeds with Apple's block names, current and older", function()
+  local w = helpers.world()
+  helpers.shared(w, {})
+  local more = {}
+  for i = 1, 5 do more[i] = sf.Record{ recordType = "Note", recordName = "n" .. i, zone = w.zone } end
+  assert(select(2, w.db:modifyRecords{ save = more }) == nil)
+  local zones, dbEnd, dbOld = {}, nil, nil
+  local dop = sf.FetchDatabaseChangesOperation{ resultsLimit = 1 }
+  dop.recordZoneWithIDChangedBlock = function(zoneID) zones[#zones + 1] = zoneID.zoneName end
+  dop.fetchDatabaseChangesResultBlock = function(result, err) expect.eq(err, nil); dbEnd = result end
+  dop.fetchDatabaseChangesCompletionBlock = function(token, moreComing, err) dbOld = { token, moreComing, err } end
+  dop.database = w.db
+  w.c:add(dop)
+  w.c:waitUntilAllOperationsAreFinished()
+  expect.eq(table.concat(zones, ","), "Trips")
+  expect.eq(dbEnd.moreComing, false)
+  expect.eq(dbOld[1], dbEnd.serverChangeToken)
+
+  local changed, deleted, updates, older = {}, {}, 0, 0
+  local zoneEnd
+  local zop = sf.FetchRecordZoneChangesOperation{
+    recordZoneIDs = { w.zone.zoneID },
+    configurationsByRecordZoneID = { { zoneID = w.zone.zoneID, resultsLimit = 3, desiredKeys = {} } },
+  }
+  zop.recordWasChangedBlock = function(recordID, record, err)
+    expect.eq(err, nil); expect.eq(record.recordName, recordID.recordName); changed[#changed + 1] = recordID.recordName
+  end
+  zop.recordChangedBlock = function() older = older + 1 end
+  zop.recordWithIDWasDeletedBlock = function(recordID, recordType) deleted[#deleted + 1] = recordID.recordName .. ":" .. recordType end
+  zop.recordZoneChangeTokensUpdatedBlock = function(zoneID, token) expect.eq(type(token), "string"); updates = updates + 1 end
+  zop.recordZoneFetchResultBlock = function(zoneID, result, err) expect.eq(err, nil); zoneEnd = result end
+  zop.database = w.db
+  w.c:add(zop)
+  w.c:waitUntilAllOperationsAreFinished()
+  expect.eq(#changed, 8, "trip, day, share and five notes")
+  expect.eq(older, 8)
+  expect.eq(updates, 2, "three pages: two tokens on the way")
+  expect.eq(zoneEnd.moreComing, false)
+  assert(select(2, w.db:modifyRecords{ delete = { more[1].recordID } }) == nil)
+  local zop2 = sf.FetchRecordZoneChangesOperation{ recordZoneIDs = { w.zone.zoneID },
+    configurationsByRecordZoneID = { [w.zone.zoneID] = { previousServerChangeToken = zoneEnd.serverChangeToken } } }
+  zop2.recordWithIDWasDeletedBlock = function(recordID, recordType) deleted[#deleted + 1] = recordID.recordName .. ":" .. recordType end
+  local failed
+  zop2.fetchRecordZoneChangesCompletionBlock = function(err) failed = err end
+  zop2.database = w.db
+  w.c:add(zop2)
+  w.c:waitUntilAllOperationsAreFinished()
+  expect.eq(failed, nil)
+  expect.eq(table.concat(deleted, ","), "n1:Note")
+
+  -- A zone that cannot be read fails alone, named, with its own error.
+  local bad = sf.FetchRecordZoneChangesOperation{ recordZoneIDs = { w.zone.zoneID, { zoneName = "Nope", ownerName = w.alice.userRecordID } } }
+  local perZone, overall = {}, nil
+  bad.recordZoneFetchResultBlock = function(zoneID, _, err) perZone[zoneID.zoneName] = err and err.code or "ok" end
+  bad.fetchRecordZoneChangesResultBlock = function(err) overall = err end
+  bad.database = w.db
+  w.c:add(bad)
+  w.c:waitUntilAllOperationsAreFinished()
+  expect.eq(perZone.Trips, "ok"); expect.eq(perZone.Nope, "zoneNotFound")
+  expect.code(overall, "partialFailure")
+  expect.raises(function() bad.configurationsByRecordZoneID = { { previousServerChangeToken = "x" } } end, "zoneID")
+  expect.raises(function() bad.configurationsByRecordZoneID = { { zoneID = w.zone.zoneID, resultsLimit = -3 } } end, "resultsLimit")
+  expect.raises(function() bad.configurationsByRecordZoneID = { 42 } end, "configuration")
+end)
+
+test("§6: record.saved, record.deleted, zone.saved and zone.deleted after commit, with read-only records", function()
+  local w = helpers.world()
+  local seen = {}
+  local handles = {}
+  for _, name in ipairs{ "record.saved", "record.deleted", "zone.saved", "zone.deleted" } do
+    handles[#handles + 1] = sf.on(name, function(e)
+      local what = e.record and e.record.recordName or e.recordID and e.recordID.recordName or e.zoneID and e.zoneID.zoneName
+      seen[#seen + 1] = e.name .. " " .. tostring(what) .. " " .. tostring(e.database) .. (e.created ~= nil and (" " .. tostring(e.created)) or "")
+      if e.record then expect.raises(function() e.record.fields.title = "changed" end, "read%-only") end
+    end)
+  end
+  helpers.shared(w, {})
+  local spare = w.db:saveZone("Spare")
+  w.db:saveZone("Spare")
+  assert(select(2, w.db:modifyRecords{ delete = { w.day.recordID } }) == nil)
+  local drop = sf.ModifyRecordZonesOperation{ recordZoneIDsToDelete = { spare.zoneID } }
+  drop.database = w.db
+  w.c:add(drop)
+  w.c:waitUntilAllOperationsAreFinished()
+  for _, h in ipairs(handles) do h:remove() end
+  local text = table.concat(seen, "\n")
+  expect.contains(text, "record.saved lisbon private true")
+  expect.contains(text, "record.saved day1 private true")
+  expect.contains(text, "record.deleted day1 private")
+  expect.contains(text, "zone.saved Spare private")
+  expect.contains(text, "zone.deleted Spare private")
+  local zoneSaves = 0
+  for _ in text:gmatch("zone.saved Spare") do zoneSaves = zoneSaves + 1 end
+  expect.eq(zoneSaves, 1, "saving a zone that exists changes nothing")
+end)

@@ -22,7 +22,7 @@ extension Engine {
         if row.type == Share.recordType, let share = try shareRow(zone: zone, recordName: row.name, db: db) {
             if database.databaseScope == .private {
                 try checkTag(row)
-                try endShare(share, zone: zone, caller: caller, container: container, db: db)
+                try endShare(share, zone: zone, caller: caller, database: database, db: db)
                 return
             }
             // R14: a participant deleting the share leaves it; it stays for everyone else.
@@ -54,13 +54,15 @@ extension Engine {
         try checkTag(row)
         // R13: deleting a hierarchy's root deletes its share.
         if let rooted = try shareRow(rootName: row.name, zone: zone, db: db) {
-            try endShare(rooted, zone: zone, caller: caller, container: container, db: db)
+            try endShare(rooted, zone: zone, caller: caller, database: database, db: db)
         }
         try db.deleteRecord(id: row.id)
+        emitRecordDeleted(id, type: row.type, database: database, caller: caller)
     }
 
     /// R14: the owner deleting a share ends it for everyone.
-    private func endShare(_ share: ShareRow, zone: ZoneRow, caller: Account, container: String, db: StoreTransaction) throws {
+    private func endShare(_ share: ShareRow, zone: ZoneRow, caller: Account, database: CloudDatabase, db: StoreTransaction) throws {
+        let container = database.container.containerIdentifier
         let object = try makeShare(share, zone: zone, caller: caller, db: db)
         for p in try participantRows(share: share.id, db: db) where p.role != .owner && p.status != .removed {
             try setStatus(.removed, of: p, share: object, reason: .shareDeleted, caller: caller, container: container, db: db)
@@ -69,5 +71,6 @@ extension Engine {
         var event = Event(.shareDeleted, caller: caller, container: container)
         event.share = object
         emit(event)
+        emitRecordDeleted(object.recordID, type: Share.recordType, database: database, caller: caller)
     }
 }

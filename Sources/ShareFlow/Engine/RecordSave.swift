@@ -95,6 +95,28 @@ extension Engine {
         guard let savedRow = try recordRow(zone: zone, name: id.recordName, db: db) else {
             throw ShareFlowError(.unknownItem, "\(item) was deleted while it was being saved (by a policy)")
         }
-        return try makeRecord(savedRow, zone: zone, caller: caller, db: db)
+        let saved = try makeRecord(savedRow, zone: zone, caller: caller, db: db)
+        emitRecordSaved(saved, created: existing == nil, database: database, caller: caller)
+        return saved
+    }
+
+    /// `record.saved` (SPEC §6), after commit: every saved record, shares included.
+    func emitRecordSaved(_ record: Record, created: Bool, database: CloudDatabase, caller: Account) {
+        guard events.hasObservers(.recordSaved) else { return }
+        var event = Event(.recordSaved, caller: caller, container: database.container.containerIdentifier)
+        event.record = record.duplicate()
+        event.created = created
+        event.database = database.databaseScope.rawValue
+        emit(event)
+    }
+
+    /// `record.deleted` (SPEC §6), after commit.
+    func emitRecordDeleted(_ id: RecordID, type: String, database: CloudDatabase, caller: Account) {
+        guard events.hasObservers(.recordDeleted) else { return }
+        var event = Event(.recordDeleted, caller: caller, container: database.container.containerIdentifier)
+        event.recordID = id
+        event.recordType = type
+        event.database = database.databaseScope.rawValue
+        emit(event)
     }
 }

@@ -76,7 +76,9 @@ extension Engine {
         return try transaction { db in
             let caller = try loadAccount(id: database.container.session.accountID, db: db)
             let zoneID = RecordZoneID(zoneName: name, ownerName: caller.userRecordID)
+            let existed = try db.zoneRowID(container: database.container.containerID, isPublic: false, ownerID: caller.id, name: name) != nil
             _ = try zoneRow(zoneID, container: database.container.containerID, isPublic: false, create: true, db: db)
+            if !existed { emitZoneEvent(.zoneSaved, zoneID, database: database, caller: caller) }
             return RecordZone(zoneID: zoneID)
         }
     }
@@ -274,7 +276,18 @@ extension Engine {
                 try deleteRecord(RecordID(recordName: share.recordName, zoneID: zoneID), in: database, caller: caller, db: db)
             }
             try db.deleteZone(id: zone.id)
+            // One event for the zone, not one per record in it (SPEC §6).
+            emitZoneEvent(.zoneDeleted, zoneID, database: database, caller: caller)
         }
+    }
+
+    /// `zone.saved` (made) or `zone.deleted` (SPEC §6), after commit.
+    func emitZoneEvent(_ kind: EventKind, _ zoneID: RecordZoneID, database: CloudDatabase, caller: Account) {
+        guard events.hasObservers(kind) else { return }
+        var event = Event(kind, caller: caller, container: database.container.containerIdentifier)
+        event.zoneID = zoneID
+        event.database = database.databaseScope.rawValue
+        emit(event)
     }
 }
 

@@ -181,6 +181,7 @@ extension Engine {
         event.share = fresh
         event.created = created
         emit(event)
+        emitRecordSaved(fresh, created: created, database: database, caller: caller)
         return fresh
     }
 }

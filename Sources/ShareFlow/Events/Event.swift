@@ -29,6 +29,15 @@ public struct Event {
     public var items: Int?
     public var failed: Int?
     public var duration: Double?
+    /// `record.saved`: the record as saved (a read-only view in Lua).
+    public var record: Record?
+    /// `record.deleted`: what was deleted.
+    public var recordID: RecordID?
+    public var recordType: String?
+    /// `zone.saved`, `zone.deleted`.
+    public var zoneID: RecordZoneID?
+    /// The record and zone events: the database's scope (`private`, `shared`, `public`).
+    public var database: String?
 
     public init(_ kind: EventKind, caller: Account?, container: String?) {
         self.kind = kind
@@ -48,6 +57,7 @@ public enum EventKind: Int, CaseIterable, Sendable, NamedByLiteral {
     case participantFetched, participantAdded, participantRemoved, participantPermissionChanged
     case shareSaved, shareDeleted, sharePublicPermissionChanged, shareMetadataFetched
     case shareAccepted, userDiscovered, operationFinished
+    case recordSaved, recordDeleted, zoneSaved, zoneDeleted
 
     public var staticName: StaticString {
         switch self {
@@ -62,6 +72,10 @@ public enum EventKind: Int, CaseIterable, Sendable, NamedByLiteral {
         case .shareAccepted: "share.accepted"
         case .userDiscovered: "user.discovered"
         case .operationFinished: "operation.finished"
+        case .recordSaved: "record.saved"
+        case .recordDeleted: "record.deleted"
+        case .zoneSaved: "zone.saved"
+        case .zoneDeleted: "zone.deleted"
         }
     }
 }

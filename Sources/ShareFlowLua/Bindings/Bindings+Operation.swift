@@ -72,6 +72,8 @@ extension Bindings {
             ("ModifyRecordZonesOperation", { ModifyRecordZonesOperation() }, defineModifyZones),
             ("FetchRecordsOperation", { FetchRecordsOperation() }, defineFetchRecords),
             ("QueryOperation", { QueryOperation() }, defineQuery),
+            ("FetchDatabaseChangesOperation", { FetchDatabaseChangesOperation() }, defineFetchDatabaseChanges),
+            ("FetchRecordZoneChangesOperation", { FetchRecordZoneChangesOperation() }, defineFetchRecordZoneChanges),
         ]
         for (name, make, define) in classes {
             let cls = OpClass(name)

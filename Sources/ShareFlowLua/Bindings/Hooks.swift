@@ -296,5 +296,15 @@ enum Hooks {
         if let n = ev.pointee.items { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "items") }
         if let n = ev.pointee.failed { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "failed") }
         if let d = ev.pointee.duration { lua_pushnumber(L, d); lua_setfield(L, -2, "duration") }
+        switch ev.pointee.kind {
+        case .recordSaved, .recordDeleted, .zoneSaved, .zoneDeleted:
+            // A read-only view: the event's record is the engine's, not the observer's to change.
+            if let r = ev.pointee.record { b.push(record: r); lua_setfield(L, -2, "record") }
+            if let id = ev.pointee.recordID { b.push(id); lua_setfield(L, -2, "recordID") }
+            if let v = ev.pointee.recordType { b.lua.push(string: v); lua_setfield(L, -2, "recordType") }
+            if let z = ev.pointee.zoneID { b.push(z); lua_setfield(L, -2, "zoneID") }
+            if let v = ev.pointee.database { b.lua.push(string: v); lua_setfield(L, -2, "database") }
+        default: break
+        }
     }
 }

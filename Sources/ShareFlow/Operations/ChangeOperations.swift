@@ -1,0 +1,152 @@
+import Foundation
+
+/// What a zone's fetch ended at: the token to keep, the client's own token (ShareFlow keeps
+/// none: always nil) and whether more changes wait.
+public struct ZoneFetchEnd: Sendable {
+    public let serverChangeToken: String
+    public let clientChangeTokenData: Data?
+    public let moreComing: Bool
+}
+
+/// O9 (CKFetchDatabaseChangesOperation): the zones changed, made or gone in the private or
+/// shared database since a token, with Apple's block names, current and older.
+///
+/// ```swift
+/// let op = FetchDatabaseChangesOperation(previousServerChangeToken: saved)
+/// op.recordZoneWithIDChangedBlock = { zoneID in toFetch.append(zoneID) }
+/// op.recordZoneWithIDWasDeletedBlock = { zoneID in drop(zoneID) }
+/// op.fetchDatabaseChangesResultBlock = { result in saved = try? result.get().serverChangeToken }
+/// container.sharedCloudDatabase.add(op)
+/// ```
+public final class FetchDatabaseChangesOperation: CloudOperation {
+    public var previousServerChangeToken: String?
+    public var resultsLimit: Int?
+    /// Pages on until nothing more comes (default); false: one page.
+    public var fetchAllChanges = true
+    public var recordZoneWithIDChangedBlock: ((RecordZoneID) -> Void)?
+    public var recordZoneWithIDWasDeletedBlock: ((RecordZoneID) -> Void)?
+    public var recordZoneWithIDWasPurgedBlock: ((RecordZoneID) -> Void)?
+    /// After each page but the last: the token to keep so far.
+    public var changeTokenUpdatedBlock: ((String) -> Void)?
+    public var fetchDatabaseChangesResultBlock: ((Result<(serverChangeToken: String, moreComing: Bool), ShareFlowError>) -> Void)?
+    /// The older name: token, moreComing, error.
+    public var fetchDatabaseChangesCompletionBlock: ((String?, Bool, ShareFlowError?) -> Void)?
+
+    public init(previousServerChangeToken: String? = nil) {
+        self.previousServerChangeToken = previousServerChangeToken
+    }
+
+    override func main(container: Container) {
+        let db = database ?? container.privateCloudDatabase
+        var token = previousServerChangeToken
+        var moreComing = false
+        do {
+            while true {
+                if isCancelled { throw ShareFlowError(.operationCancelled, "\(typeName) was cancelled") }
+                let page = try db.databaseChanges(since: token, resultsLimit: resultsLimit)
+                for zoneID in page.changedZoneIDs { recordZoneWithIDChangedBlock?(zoneID) }
+                for (zoneID, reason) in page.deletions {
+                    if reason == "purged" { recordZoneWithIDWasPurgedBlock?(zoneID) } else { recordZoneWithIDWasDeletedBlock?(zoneID) }
+                }
+                token = page.changeToken
+                moreComing = page.moreComing
+                guard moreComing, fetchAllChanges else { break }
+                changeTokenUpdatedBlock?(page.changeToken)
+            }
+        } catch {
+            self.error = .wrap(error)
+        }
+        if let error {
+            fetchDatabaseChangesResultBlock?(.failure(error))
+            fetchDatabaseChangesCompletionBlock?(nil, false, error)
+        } else {
+            fetchDatabaseChangesResultBlock?(.success((token ?? "", moreComing)))
+            fetchDatabaseChangesCompletionBlock?(token, moreComing, nil)
+        }
+    }
+}
+
+/// O10 (CKFetchRecordZoneChangesOperation): each zone's records changed or deleted since its
+/// token, with per-zone configurations and Apple's block names, current and older.
+///
+/// ```swift
+/// let op = FetchRecordZoneChangesOperation(recordZoneIDs: [zoneID],
+///     configurationsByRecordZoneID: [zoneID: .init(previousServerChangeToken: saved)])
+/// op.recordWasChangedBlock = { id, result in if let r = try? result.get() { copy[id] = r } }
+/// op.recordWithIDWasDeletedBlock = { id, _ in copy[id] = nil }
+/// op.recordZoneFetchResultBlock = { zoneID, result in saved = try? result.get().serverChangeToken }
+/// container.sharedCloudDatabase.add(op)
+/// ```
+public final class FetchRecordZoneChangesOperation: CloudOperation {
+    public struct ZoneConfiguration: Sendable {
+        public var previousServerChangeToken: String?
+        public var resultsLimit: Int?
+        public var desiredKeys: [String]?
+
+        public init(previousServerChangeToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil) {
+            self.previousServerChangeToken = previousServerChangeToken
+            self.resultsLimit = resultsLimit
+            self.desiredKeys = desiredKeys
+        }
+    }
+
+    public var recordZoneIDs: [RecordZoneID]?
+    public var configurationsByRecordZoneID: [RecordZoneID: ZoneConfiguration]?
+    /// Pages on in each zone until nothing more comes (default); false: one page a zone.
+    public var fetchAllChanges = true
+    public var recordWasChangedBlock: ((RecordID, Result<Record, ShareFlowError>) -> Void)?
+    /// The older name: each changed record.
+    public var recordChangedBlock: ((Record) -> Void)?
+    public var recordWithIDWasDeletedBlock: ((RecordID, String) -> Void)?
+    /// After each page of a zone but its last: the token to keep so far.
+    public var recordZoneChangeTokensUpdatedBlock: ((RecordZoneID, String?, Data?) -> Void)?
+    public var recordZoneFetchResultBlock: ((RecordZoneID, Result<ZoneFetchEnd, ShareFlowError>) -> Void)?
+    /// The older name: zone, token, client token, moreComing, error.
+    public var recordZoneFetchCompletionBlock: ((RecordZoneID, String?, Data?, Bool, ShareFlowError?) -> Void)?
+    public var fetchRecordZoneChangesResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
+    /// The older name.
+    public var fetchRecordZoneChangesCompletionBlock: ((ShareFlowError?) -> Void)?
+
+    public init(recordZoneIDs: [RecordZoneID]? = nil, configurationsByRecordZoneID: [RecordZoneID: ZoneConfiguration]? = nil) {
+        self.recordZoneIDs = recordZoneIDs
+        self.configurationsByRecordZoneID = configurationsByRecordZoneID
+    }
+
+    override var itemCount: Int { recordZoneIDs?.count ?? 0 }
+
+    override func main(container: Container) {
+        let db = database ?? container.privateCloudDatabase
+        if let zones = recordZoneIDs {
+            let failures = process(zones, id: \.description, body: { zoneID -> ZoneFetchEnd in
+                let configuration = configurationsByRecordZoneID?[zoneID] ?? ZoneConfiguration()
+                var token = configuration.previousServerChangeToken
+                while true {
+                    if isCancelled { throw ShareFlowError(.operationCancelled, "\(typeName) was cancelled") }
+                    let page = try db.recordZoneChanges(zoneID, since: token, resultsLimit: configuration.resultsLimit,
+                                                        desiredKeys: configuration.desiredKeys)
+                    for record in page.modifications {
+                        recordWasChangedBlock?(record.recordID, .success(record))
+                        recordChangedBlock?(record)
+                    }
+                    for deletion in page.deletions { recordWithIDWasDeletedBlock?(deletion.recordID, deletion.recordType) }
+                    token = page.changeToken
+                    guard page.moreComing, fetchAllChanges else {
+                        return ZoneFetchEnd(serverChangeToken: page.changeToken, clientChangeTokenData: nil, moreComing: page.moreComing)
+                    }
+                    recordZoneChangeTokensUpdatedBlock?(zoneID, page.changeToken, nil)
+                }
+            }, deliver: { zoneID, result in
+                recordZoneFetchResultBlock?(zoneID, result)
+                switch result {
+                case .success(let end): recordZoneFetchCompletionBlock?(zoneID, end.serverChangeToken, nil, end.moreComing, nil)
+                case .failure(let e): recordZoneFetchCompletionBlock?(zoneID, nil, nil, false, e)
+                }
+            })
+            error = completionError(failures, total: zones.count)
+        } else {
+            error = missing("recordZoneIDs")
+        }
+        fetchRecordZoneChangesResultBlock?(error.map { .failure($0) } ?? .success(()))
+        fetchRecordZoneChangesCompletionBlock?(error)
+    }
+}
