@@ -76,12 +76,13 @@ extension Engine {
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
             let (zone, position) = try zoneFeedPosition(zoneID, token: token, caller: caller.id, database: database, db: db)
             let viewer: Int64? = database.databaseScope == .shared ? caller.id : nil
-            let rows = try db.zoneChanges(zone: zone.id, viewer: viewer, after: position, limit: limit + 1)
+            let rows = try db.zoneChangesWithRecords(zone: zone.id, viewer: viewer, after: position, limit: limit + 1)
             let page = rows.prefix(limit)
             var changes = RecordZoneChanges(modifications: [], deletions: [], changeToken: "", moreComing: rows.count > limit)
+            changes.modifications.reserveCapacity(page.count)
             for row in page {
                 let id = RecordID(recordName: row.name, zoneID: zone.zoneID)
-                if !row.deleted, let record = try recordRow(zone: zone, name: row.name, db: db) {
+                if let record = row.record {
                     changes.modifications.append(try makeRecord(record, zone: zone, caller: caller, db: db).copy(keys: desiredKeys))
                 } else {
                     changes.deletions.append((id, row.type))

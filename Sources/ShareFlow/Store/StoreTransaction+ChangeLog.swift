@@ -75,12 +75,16 @@ extension StoreTransaction {
             """, [id, name, type, seq, time])
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
         let viewers = try viewers(ofRecord: name, zone: id)
-        for viewer in viewers {
+        if !viewers.isEmpty {
+            // One statement for every viewer (a share record is seen by up to 100): the rows are
+            // SQLite's work, not a statement each.
+            let accounts = StoreTransaction.jsonList(viewers)
             try run("""
-                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, ?, 0, ?)
+                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at)
+                SELECT ?, value, ?, ?, ?, 0, ? FROM json_each(?) WHERE true
                 ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at
-                """, [id, viewer, name, type, seq, time])
-            try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time)
+                """, [id, name, type, seq, time, accounts])
+            try bumpFeeds(accounts: accounts, zone: zone, scope: "shared", at: time)
         }
         if hierarchyChanged {
             try relogViewers(zone: zone, at: time)
@@ -101,12 +105,13 @@ extension StoreTransaction {
             ON CONFLICT (zoneID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 1, at = excluded.at
             """, [id, name, type, seq, time])
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
-        for viewer in try liveViewers(ofRecord: name, zone: id) {
-            try run("UPDATE view_change SET seq = ?, deleted = 1, at = ? WHERE zoneID = ? AND viewerID = ? AND name = ?",
-                           [seq, time, id, viewer, name])
-            try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time)
-        }
+        let viewers = try fetchAll("UPDATE view_change SET seq = ?, deleted = 1, at = ? WHERE zoneID = ? AND name = ? AND deleted = 0 RETURNING viewerID",
+                                   [seq, time, id, name], table: "view_change", keyAt: 0) { try $0.integer(0, "viewerID") }
+        if !viewers.isEmpty { try bumpFeeds(accounts: StoreTransaction.jsonList(viewers), zone: zone, scope: "shared", at: time) }
     }
+
+    /// Account IDs as a JSON array, for `json_each` (one statement for a set of accounts).
+    static func jsonList(_ ids: [Int64]) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }
 
     /// The accounts that see record `name` now (R12, R37): the accepted participants, other
     /// than the owner, of the share saved as that record, of the hierarchy share at or above
@@ -272,6 +277,22 @@ extension StoreTransaction {
             INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (?, ?, ?, ?, 0, NULL, ?)
             ON CONFLICT (feedID, zoneName, ownerName) DO UPDATE SET seq = excluded.seq, deleted = 0, reason = NULL, at = excluded.at
             """, [feed, zone.name, zone.ownerName, seq, time])
+    }
+
+    /// `bumpFeed` for each account of the JSON array `accounts`, in three statements whatever
+    /// their number.
+    private func bumpFeeds(accounts: String, zone: LoggedZone, scope: String, at time: Double) throws {
+        try run("""
+            INSERT INTO feed (accountID, container, environment, scope, seq, keptFrom)
+            SELECT value, ?, ?, ?, 1, 0 FROM json_each(?) WHERE true
+            ON CONFLICT (accountID, container, environment, scope) DO UPDATE SET seq = seq + 1
+            """, [zone.container, zone.environment, scope, accounts])
+        try run("""
+            INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at)
+            SELECT f.id, ?, ?, f.seq, 0, NULL, ? FROM json_each(?) j JOIN feed f
+              ON f.accountID = j.value AND f.container = ? AND f.environment = ? AND f.scope = ? WHERE true
+            ON CONFLICT (feedID, zoneName, ownerName) DO UPDATE SET seq = excluded.seq, deleted = 0, reason = NULL, at = excluded.at
+            """, [zone.name, zone.ownerName, time, accounts, zone.container, zone.environment, scope])
     }
 
     /// The zone reported gone from the feed (`reason`: deleted, purged), if the feed has it live.

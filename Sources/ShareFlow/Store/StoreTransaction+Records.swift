@@ -120,20 +120,29 @@ extension StoreTransaction {
     /// token) read in the same statement: one fetch, one statement.
     package func record(zone: Int64, name: String) throws -> RecordRow? {
         try fetchOne("""
-            SELECT \(StoreTransaction.recordColumns), rsr.name, rs.token, rs.id FROM \(StoreTransaction.recordSource)
-            LEFT JOIN share rs ON rs.zoneID = r.zoneID AND rs.rootName = r.name LEFT JOIN record rsr ON rsr.id = rs.recordID
-            WHERE r.zoneID = ? AND r.name = ?
-            """, [zone, name], table: "record", keyAt: 0) { row in
-            var record = try StoreTransaction.recordRow(row)
-            let n = StoreTransaction.recordColumnCount
-            let share = row.of("share", keyAt: n + 2)
-            if let shareName = try share.optionalText(n, "name") {
-                record.rootedShare = .share(recordName: shareName, token: try share.text(n + 1, "token"))
-            } else {
-                record.rootedShare = .none
-            }
-            return record
+            SELECT \(StoreTransaction.recordColumns), \(StoreTransaction.rootedShareColumns) FROM \(StoreTransaction.recordSource)
+            \(StoreTransaction.rootedShareSource) WHERE r.zoneID = ? AND r.name = ?
+            """, [zone, name], table: "record", keyAt: 0, StoreTransaction.recordRowWithRootedShare)
+    }
+
+    /// The share rooted at record `r` (its record's name, token and ID), joined by
+    /// `rootedShareSource`, read after `recordColumns` by `recordRowWithRootedShare`.
+    static let rootedShareColumns = "rsr.name, rs.token, rs.id"
+    static let rootedShareSource = "LEFT JOIN share rs ON rs.zoneID = r.zoneID AND rs.rootName = r.name LEFT JOIN record rsr ON rsr.id = rs.recordID"
+    /// The columns `recordColumns` and `rootedShareColumns` take.
+    static let recordWithRootedShareColumnCount = recordColumnCount + 3
+
+    /// A record as stored with the share rooted at it (`recordColumns`, `rootedShareColumns`).
+    static func recordRowWithRootedShare(_ row: StoredRow) throws -> RecordRow {
+        var record = try StoreTransaction.recordRow(row)
+        let n = StoreTransaction.recordColumnCount
+        let share = row.of("share", keyAt: n + 2)
+        if let shareName = try share.optionalText(n, "name") {
+            record.rootedShare = .share(recordName: shareName, token: try share.text(n + 1, "token"))
+        } else {
+            record.rootedShare = .none
         }
+        return record
     }
 
     /// Every record of `type` in a zone, handed to `body` until it returns false (O7 filters
