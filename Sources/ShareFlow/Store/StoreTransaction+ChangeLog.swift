@@ -110,6 +110,20 @@ extension StoreTransaction {
         if !viewers.isEmpty { try bumpFeeds(accounts: StoreTransaction.jsonList(viewers), zone: zone, scope: "shared", at: time) }
     }
 
+    /// `text` inside a JSON string: quotes, backslashes and control characters escaped.
+    static func jsonEscaped(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
     /// Account IDs as a JSON array, for `json_each` (one statement for a set of accounts).
     static func jsonList(_ ids: [Int64]) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }
 
@@ -162,25 +176,68 @@ extension StoreTransaction {
     /// view is logged for them as changed, each gone out of it as a tombstone (S3); their
     /// shared database's feed shows the zone changed, or deleted once no accepted share of
     /// theirs is left in it (S4).
-    func relogViewer(_ viewer: Int64, zone: LoggedZone, at time: Double) throws {
-        // Visible: every record under the viewer's accepted hierarchy shares, every record of
-        // the zone under an accepted zone share, and those shares' own records.
-        let visible = try fetchAll("""
-            WITH RECURSIVE mine(id, rootName, recordID) AS (
-                SELECT s.id, s.rootName, s.recordID FROM share s JOIN participant p ON p.shareID = s.id
-                WHERE s.zoneID = ?1 AND p.accountID = ?2 AND \(StoreTransaction.sees)),
-            down(name) AS (
-                SELECT rootName FROM mine WHERE rootName IS NOT NULL
-                UNION SELECT r.name FROM record r JOIN down ON r.zoneID = ?1 AND r.parentName = down.name)
-            SELECT r.name, r.type FROM record r WHERE r.zoneID = ?1 AND (
-                r.name IN (SELECT name FROM down)
-                OR EXISTS (SELECT 1 FROM mine WHERE mine.rootName IS NULL)
-                OR r.id IN (SELECT recordID FROM mine))
-            """, [zone.id, viewer], table: "record", keyAt: 0) { (try $0.text(0, "name"), try $0.text(1, "type")) }
+    ///
+    /// `share`: only the records that share covers are looked at (one participant's change on
+    /// one share): shares never overlap (R5), so the rest of the viewer's view is as it was,
+    /// and an accept costs the share's records, not everything the viewer has in the zone.
+    func relogViewer(_ viewer: Int64, zone: LoggedZone, share: Int64? = nil, at time: Double) throws {
+        // The shares looked at, and whether the viewer sees each (R12, R37).
+        // Two statements, not one with an OR: each on its index (the share's row; the
+        // viewer's participant rows), never a scan of the zone's shares.
+        let read: (StoredRow) throws -> (root: String?, record: Int64, sees: Bool) = {
+            (root: try $0.optionalText(1, "rootName"), record: try $0.integer(2, "recordID"), sees: try $0.integer(3, "sees") != 0)
+        }
+        let shares = share != nil
+            ? try fetchAll("""
+                SELECT s.id, s.rootName, s.recordID,
+                       EXISTS (SELECT 1 FROM participant p WHERE p.shareID = s.id AND p.accountID = ?2 AND \(StoreTransaction.sees))
+                FROM share s WHERE s.id = ?3 AND s.zoneID = ?1
+                """, [zone.id, viewer, share], table: "share", keyAt: 0, read)
+            : try fetchAll("""
+                SELECT DISTINCT s.id, s.rootName, s.recordID, 1 FROM participant p JOIN share s ON s.id = p.shareID
+                WHERE p.accountID = ?2 AND s.zoneID = ?1 AND \(StoreTransaction.sees)
+                """, [zone.id, viewer], table: "share", keyAt: 0, read)
+        /// The records (name, type) the shares cover: each part on an index, the zone read
+        /// whole only for a zone share.
+        func covered(_ shares: [(root: String?, record: Int64, sees: Bool)]) throws -> [(String, String)] {
+            if shares.contains(where: { $0.root == nil }) {
+                return try fetchAll("SELECT name, type FROM record WHERE zoneID = ?", [zone.id], table: "record", keyAt: 0) {
+                    (try $0.text(0, "name"), try $0.text(1, "type"))
+                }
+            }
+            guard !shares.isEmpty else { return [] }
+            let roots = "[" + shares.compactMap(\.root).map { "\"" + StoreTransaction.jsonEscaped($0) + "\"" }.joined(separator: ",") + "]"
+            return try fetchAll("""
+                WITH RECURSIVE down(name) AS (
+                    SELECT value FROM json_each(?2)
+                    UNION SELECT r.name FROM record r JOIN down ON r.zoneID = ?1 AND r.parentName = down.name)
+                SELECT r.name, r.type FROM down JOIN record r ON r.zoneID = ?1 AND r.name = down.name
+                UNION SELECT r.name, r.type FROM json_each(?3) j JOIN record r ON r.id = j.value
+                """, [zone.id, roots, StoreTransaction.jsonList(shares.map(\.record))], table: "record", keyAt: 0) {
+                (try $0.text(0, "name"), try $0.text(1, "type"))
+            }
+        }
+        let visible: [(String, String)]
         var live: [String: String] = [:]
-        for (name, type) in try fetchAll("SELECT name, type FROM view_change WHERE zoneID = ? AND viewerID = ? AND deleted = 0",
-                                         [zone.id, viewer], table: "view_change", keyAt: 0, { (try $0.text(0, "name"), try $0.text(1, "type")) }) {
-            live[name] = type
+        if share != nil, shares.first?.root != nil {
+            // Within the one hierarchy share: what it covers, seen or not, against the live
+            // rows of those names only (a viewer may hold thousands in the zone).
+            let reach = try covered(shares)
+            visible = shares.first?.sees == true ? reach : []
+            let names = "[" + reach.map { "\"" + StoreTransaction.jsonEscaped($0.0) + "\"" }.joined(separator: ",") + "]"
+            for (name, type) in try fetchAll("""
+                SELECT v.name, v.type FROM json_each(?3) j JOIN view_change v ON v.zoneID = ?1 AND v.viewerID = ?2 AND v.name = j.value
+                WHERE v.deleted = 0
+                """, [zone.id, viewer, names], table: "view_change", keyAt: 0, { (try $0.text(0, "name"), try $0.text(1, "type")) }) {
+                live[name] = type
+            }
+        } else {
+            // The whole zone: a zone share covers all of it, and without a share every live row counts.
+            visible = share != nil && shares.first?.sees != true ? [] : try covered(shares)
+            for (name, type) in try fetchAll("SELECT name, type FROM view_change WHERE zoneID = ? AND viewerID = ? AND deleted = 0",
+                                             [zone.id, viewer], table: "view_change", keyAt: 0, { (try $0.text(0, "name"), try $0.text(1, "type")) }) {
+                live[name] = type
+            }
         }
         var changed = false
         for (name, type) in visible where live.removeValue(forKey: name) == nil {
@@ -220,26 +277,27 @@ extension StoreTransaction {
             JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID WHERE s.id = ? AND z.scope = 'private'
             """, [share], table: "share", keyAt: 0, { (try StoreTransaction.loggedZone($0, at: 2), try $0.of("record", keyAt: 0).text(1, "name")) })
         else { return }
-        try logShareChanged(zone: zone, recordName: name, participant: account)
+        try logShareChanged(zone: zone, share: share, recordName: name, participant: account)
     }
 
-    private func logShareChanged(zone: LoggedZone, recordName: String, participant account: Int64?) throws {
+    private func logShareChanged(zone: LoggedZone, share: Int64, recordName: String, participant account: Int64?) throws {
         let time = Date().timeIntervalSince1970
+        if let account, account != zone.ownerID { try relogViewer(account, zone: zone, share: share, at: time) }
         try logRecordSaved(zone: zone, name: recordName, type: "cloudkit.share", hierarchyChanged: false, at: time)
-        if let account, account != zone.ownerID { try relogViewer(account, zone: zone, at: time) }
     }
 
     /// A participant's row changed (status, role, permission).
     func logParticipantChanged(_ participant: Int64) throws {
-        guard let (zone, name, account) = try fetchOne("""
-            SELECT p.id, r.name, p.accountID, \(StoreTransaction.loggedZoneColumns) FROM participant p JOIN share s ON s.id = p.shareID
+        guard let (zone, share, name, account) = try fetchOne("""
+            SELECT p.id, r.name, p.accountID, p.shareID, \(StoreTransaction.loggedZoneColumns) FROM participant p JOIN share s ON s.id = p.shareID
             JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
             WHERE p.id = ? AND z.scope = 'private'
             """, [participant], table: "participant", keyAt: 0, {
-                (try StoreTransaction.loggedZone($0, at: 3), try $0.of("record", keyAt: 0).text(1, "name"), try $0.optionalInteger(2, "accountID"))
+                (try StoreTransaction.loggedZone($0, at: 4), try $0.integer(3, "shareID"), try $0.of("record", keyAt: 0).text(1, "name"),
+                 try $0.optionalInteger(2, "accountID"))
             })
         else { return }
-        try logShareChanged(zone: zone, recordName: name, participant: account)
+        try logShareChanged(zone: zone, share: share, recordName: name, participant: account)
     }
 
     // MARK: Zones
