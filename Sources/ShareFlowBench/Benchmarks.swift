@@ -26,6 +26,8 @@ public struct Benchmarks {
         /// 300–400 at full size) and the big query zone (the small one is a hundredth of it).
         public var chainDepth = 400
         public var queryZone = 100_000
+        /// `sync`: records in the shared zone a participant syncs first (SPEC §14).
+        public var syncZone = 100_000
 
         public init() {}
 
@@ -35,13 +37,13 @@ public struct Benchmarks {
             s.accounts = 3_000; s.lookups = 500; s.accepts = 100; s.hookCalls = 2_000
             s.shares = 10; s.participantsPerShare = 10; s.coldStarts = 2; s.repetitions = 2
             s.connections = 8; s.serveShares = 10; s.serveSeconds = 0.5
-            s.chainDepth = 120; s.queryZone = 2_000
+            s.chainDepth = 120; s.queryZone = 2_000; s.syncZone = 2_000
             return s
         }
     }
 
     /// The figure groups a run can be limited to (`shareflow bench --only hooks`), for profiling.
-    public static let groups = ["memory", "hooks", "fetch", "reads", "accept", "records", "cold", "serve"]
+    public static let groups = ["memory", "hooks", "fetch", "reads", "accept", "records", "sync", "cold", "serve"]
 
     public var sizes: Sizes
     /// Groups to run; empty runs all.
@@ -112,6 +114,17 @@ public struct Benchmarks {
             r["query_page_big_ms"] = median(big); r["query_page_small_ms"] = median(small)
             r["query_page_100k_vs_1k"] = pairedRatio(big, small)
         }
+        if wanted("sync") {
+            progress("sync: a participant's first sync of a \(sizes.syncZone)-record shared zone, and the delta after edits and deletes")
+            let f = try sync(in: scratch)
+            r["sync_first_s"] = median(f.firstSeconds); r["sync_first_sqlite_s"] = median(f.rawSeconds)
+            // Time of the raw scan over ours: ≥ 0.5 means the first sync costs at most twice the scan.
+            r["sync_first_vs_sqlite"] = pairedRatio(f.rawSeconds, f.firstSeconds)
+            r["sync_delta_s"] = median(f.deltaSeconds)
+            r["sync_delta_vs_first"] = median(f.deltaSeconds) / median(f.firstSeconds)
+            r["sync_records"] = Double(f.records)
+            r["sync_save_records_per_s"] = Double(f.records) / f.saveSeconds
+        }
         if wanted("serve") {
             let f = try serve(in: scratch)
             r["serve_resolve_per_s"] = f.resolveHTTP; r["serve_resolve_in_process_per_s"] = f.resolveInProcess
@@ -132,7 +145,8 @@ public struct Benchmarks {
 
         r["sizes"] = ["accounts": sizes.accounts, "lookups": sizes.lookups, "accepts": sizes.accepts,
                       "hook_calls": sizes.hookCalls, "shares": sizes.shares, "participants_per_share": sizes.participantsPerShare,
-                      "repetitions": sizes.repetitions, "chain_depth": sizes.chainDepth, "query_zone": sizes.queryZone]
+                      "repetitions": sizes.repetitions, "chain_depth": sizes.chainDepth, "query_zone": sizes.queryZone,
+                      "sync_zone": sizes.syncZone]
         r["machine"] = Benchmarks.machine()
         r["date"] = ISO8601DateFormatter().string(from: Date())
         return r

@@ -96,6 +96,8 @@ extension ShareFlowCommand {
             if r["fetch_participants_per_s"] != nil { print("| FetchShareParticipants | \(n("fetch_participants_per_s")) /s | \(n("sqlite_lookups_per_s")) /s (raw SQLite) | \(n("fetch_participants_vs_sqlite", 2))× | ≥ 0.5× |") }
             if r["fetch_record_per_s"] != nil { print("| `db:fetchRecord` of one record (from Lua) | \(n("fetch_record_per_s")) /s | \(n("fetch_record_sqlite_per_s")) /s (raw SQLite read of its row) | \(n("fetch_record_vs_sqlite", 3))× | ≥ 0.2× |") }
             if r["share_metadata_64_per_s"] != nil { print("| FetchShareMetadata, 64 participants | \(n("share_metadata_64_per_s")) /s | \(n("share_metadata_64_sqlite_per_s")) /s (raw SQLite reads of the same rows) | \(n("share_metadata_64_vs_sqlite", 3))× | ≥ 0.3× |") }
+            if r["sync_first_s"] != nil { print("| a participant's first sync, \(n("sync_records")) records shared | \(n("sync_first_s", 2)) s | \(n("sync_first_sqlite_s", 3)) s (raw SQLite scan of the rows) | \(n("sync_first_vs_sqlite", 3))× | ≥ 0.5× |") }
+            if r["sync_delta_s"] != nil { print("| the delta after a hundredth edited, a thousandth deleted | \(n("sync_delta_s", 3)) s | \(n("sync_first_s", 2)) s (the first sync) | \(n("sync_delta_vs_first", 3))× | ≤ 0.05× |") }
             if r["accept_with_policy_per_s"] != nil { print("| AcceptShares with the allow-list policy | \(n("accept_with_policy_per_s")) /s | \(n("accept_per_s")) /s (no plugin) | \(n("accept_with_policy_vs_without", 2))× | ≥ 0.9× |") }
             if r["serve_resolve_per_s"] != nil {
                 let c = r["serve_connections"] ?? "?"
