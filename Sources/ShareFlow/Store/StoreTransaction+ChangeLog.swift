@@ -75,16 +75,14 @@ extension StoreTransaction {
             """, [id, name, type, seq, time])
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
         let viewers = try viewers(ofRecord: name, zone: id)
-        if !viewers.isEmpty {
-            // One statement for every viewer (a share record is seen by up to 100): the rows are
-            // SQLite's work, not a statement each.
-            let accounts = StoreTransaction.jsonList(viewers)
+        // A statement each, cached: statements over a bound JSON list (json_each) were
+        // compiled again on every call, which cost more than the rows.
+        for viewer in viewers {
             try run("""
-                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at)
-                SELECT ?, value, ?, ?, ?, 0, ? FROM json_each(?) WHERE true
+                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, ?, 0, ?)
                 ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at
-                """, [id, name, type, seq, time, accounts])
-            try bumpFeeds(accounts: accounts, zone: zone, scope: "shared", at: time)
+                """, [id, viewer, name, type, seq, time])
+            try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time)
         }
         if hierarchyChanged {
             try relogViewers(zone: zone, at: time)
@@ -107,25 +105,13 @@ extension StoreTransaction {
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
         let viewers = try fetchAll("UPDATE view_change SET seq = ?, deleted = 1, at = ? WHERE zoneID = ? AND name = ? AND deleted = 0 RETURNING viewerID",
                                    [seq, time, id, name], table: "view_change", keyAt: 0) { try $0.integer(0, "viewerID") }
-        if !viewers.isEmpty { try bumpFeeds(accounts: StoreTransaction.jsonList(viewers), zone: zone, scope: "shared", at: time) }
+        for viewer in viewers { try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time) }
     }
 
-    /// `text` inside a JSON string: quotes, backslashes and control characters escaped.
-    static func jsonEscaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
-
-    /// Account IDs as a JSON array, for `json_each` (one statement for a set of accounts).
-    static func jsonList(_ ids: [Int64]) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }
+    // Joins the planner could take either way are written CROSS JOIN, which SQLite takes in
+    // the order written: from the few rows (a record's shares, a viewer's participant rows) to
+    // their partners by index, never a scan of every participant (a store without ANALYZE
+    // statistics gave the planner no reason to prefer one).
 
     /// The accounts that see record `name` now (R12, R37): the accepted participants, other
     /// than the owner, of the share saved as that record, of the hierarchy share at or above
@@ -134,13 +120,13 @@ extension StoreTransaction {
         try fetchAll("""
             WITH RECURSIVE up(n, depth) AS (
                 SELECT ?2, 0
-                UNION ALL SELECT r.parentName, up.depth + 1 FROM record r JOIN up ON r.zoneID = ?1 AND r.name = up.n
+                UNION ALL SELECT r.parentName, up.depth + 1 FROM up CROSS JOIN record r ON r.zoneID = ?1 AND r.name = up.n
                 WHERE r.parentName IS NOT NULL AND up.depth < ?3),
             covering(id) AS (
-                SELECT s.id FROM share s JOIN up ON s.zoneID = ?1 AND s.rootName = up.n
+                SELECT s.id FROM up CROSS JOIN share s ON s.zoneID = ?1 AND s.rootName = up.n
                 UNION SELECT s.id FROM share s WHERE s.zoneID = ?1 AND s.rootName IS NULL
-                UNION SELECT s.id FROM record r JOIN share s ON s.recordID = r.id WHERE r.zoneID = ?1 AND r.name = ?2)
-            SELECT DISTINCT p.accountID FROM participant p JOIN covering c ON p.shareID = c.id
+                UNION SELECT s.id FROM record r CROSS JOIN share s ON s.recordID = r.id WHERE r.zoneID = ?1 AND r.name = ?2)
+            SELECT DISTINCT p.accountID FROM covering c CROSS JOIN participant p ON p.shareID = c.id
             WHERE \(StoreTransaction.sees) AND p.accountID IS NOT NULL ORDER BY p.accountID
             """, [zone, name, StoreTransaction.maxChainWalk], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
     }
@@ -157,7 +143,7 @@ extension StoreTransaction {
     /// live rows) looked at again.
     func relogViewers(zone: LoggedZone, at time: Double) throws {
         let viewers = try fetchAll("""
-            SELECT p.accountID FROM share s JOIN participant p ON p.shareID = s.id
+            SELECT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
             WHERE s.zoneID = ?1 AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
             UNION SELECT viewerID FROM view_change WHERE zoneID = ?1 AND deleted = 0
             """, [zone.id], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
@@ -194,9 +180,18 @@ extension StoreTransaction {
                 FROM share s WHERE s.id = ?3 AND s.zoneID = ?1
                 """, [zone.id, viewer, share], table: "share", keyAt: 0, read)
             : try fetchAll("""
-                SELECT DISTINCT s.id, s.rootName, s.recordID, 1 FROM participant p JOIN share s ON s.id = p.shareID
+                SELECT DISTINCT s.id, s.rootName, s.recordID, 1 FROM participant p CROSS JOIN share s ON s.id = p.shareID
                 WHERE p.accountID = ?2 AND s.zoneID = ?1 AND \(StoreTransaction.sees)
                 """, [zone.id, viewer], table: "share", keyAt: 0, read)
+        /// Record `root` and the records below it (name, type), by the parent index.
+        func subtree(_ root: String) throws -> [(String, String)] {
+            try fetchAll("""
+                WITH RECURSIVE down(name) AS (
+                    SELECT ?2
+                    UNION SELECT r.name FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.parentName = down.name)
+                SELECT r.name, r.type FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.name = down.name
+                """, [zone.id, root], table: "record", keyAt: 0) { (try $0.text(0, "name"), try $0.text(1, "type")) }
+        }
         /// The records (name, type) the shares cover: each part on an index, the zone read
         /// whole only for a zone share.
         func covered(_ shares: [(root: String?, record: Int64, sees: Bool)]) throws -> [(String, String)] {
@@ -205,17 +200,14 @@ extension StoreTransaction {
                     (try $0.text(0, "name"), try $0.text(1, "type"))
                 }
             }
-            guard !shares.isEmpty else { return [] }
-            let roots = "[" + shares.compactMap(\.root).map { "\"" + StoreTransaction.jsonEscaped($0) + "\"" }.joined(separator: ",") + "]"
-            return try fetchAll("""
-                WITH RECURSIVE down(name) AS (
-                    SELECT value FROM json_each(?2)
-                    UNION SELECT r.name FROM record r JOIN down ON r.zoneID = ?1 AND r.parentName = down.name)
-                SELECT r.name, r.type FROM down JOIN record r ON r.zoneID = ?1 AND r.name = down.name
-                UNION SELECT r.name, r.type FROM json_each(?3) j JOIN record r ON r.id = j.value
-                """, [zone.id, roots, StoreTransaction.jsonList(shares.map(\.record))], table: "record", keyAt: 0) {
-                (try $0.text(0, "name"), try $0.text(1, "type"))
+            var records: [(String, String)] = []
+            for share in shares {
+                if let root = share.root { records += try subtree(root) }
+                records += try fetchAll("SELECT name, type FROM record WHERE id = ?", [share.record], table: "record", keyAt: 0) {
+                    (try $0.text(0, "name"), try $0.text(1, "type"))
+                }
             }
+            return records
         }
         let visible: [(String, String)]
         var live: [String: String] = [:]
@@ -224,12 +216,11 @@ extension StoreTransaction {
             // rows of those names only (a viewer may hold thousands in the zone).
             let reach = try covered(shares)
             visible = shares.first?.sees == true ? reach : []
-            let names = "[" + reach.map { "\"" + StoreTransaction.jsonEscaped($0.0) + "\"" }.joined(separator: ",") + "]"
-            for (name, type) in try fetchAll("""
-                SELECT v.name, v.type FROM json_each(?3) j JOIN view_change v ON v.zoneID = ?1 AND v.viewerID = ?2 AND v.name = j.value
-                WHERE v.deleted = 0
-                """, [zone.id, viewer, names], table: "view_change", keyAt: 0, { (try $0.text(0, "name"), try $0.text(1, "type")) }) {
-                live[name] = type
+            for (name, _) in reach {
+                if let type = try fetchOne("SELECT name, type FROM view_change WHERE zoneID = ? AND viewerID = ? AND name = ? AND deleted = 0",
+                                           [zone.id, viewer, name], table: "view_change", keyAt: 0, { try $0.text(1, "type") }) {
+                    live[name] = type
+                }
             }
         } else {
             // The whole zone: a zone share covers all of it, and without a share every live row counts.
@@ -255,7 +246,7 @@ extension StoreTransaction {
             changed = true
         }
         let sharesLeft = try Bool.fetchOne(db.cachedStatement(sql: """
-            SELECT EXISTS (SELECT 1 FROM share s JOIN participant p ON p.shareID = s.id
+            SELECT EXISTS (SELECT 1 FROM participant p CROSS JOIN share s ON s.id = p.shareID
                            WHERE s.zoneID = ? AND p.accountID = ? AND \(StoreTransaction.sees))
             """), arguments: [zone.id, viewer]) ?? false
         if !sharesLeft {
@@ -314,7 +305,7 @@ extension StoreTransaction {
         guard let zone = try loggedZone(id) else { return }
         try markFeedDeleted(account: zone.ownerID, zone: zone, scope: "private", reason: "deleted", at: time)
         let viewers = try fetchAll("""
-            SELECT p.accountID FROM share s JOIN participant p ON p.shareID = s.id
+            SELECT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
             WHERE s.zoneID = ?1 AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
             UNION SELECT viewerID FROM view_change WHERE zoneID = ?1
             """, [id], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
@@ -335,22 +326,6 @@ extension StoreTransaction {
             INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (?, ?, ?, ?, 0, NULL, ?)
             ON CONFLICT (feedID, zoneName, ownerName) DO UPDATE SET seq = excluded.seq, deleted = 0, reason = NULL, at = excluded.at
             """, [feed, zone.name, zone.ownerName, seq, time])
-    }
-
-    /// `bumpFeed` for each account of the JSON array `accounts`, in three statements whatever
-    /// their number.
-    private func bumpFeeds(accounts: String, zone: LoggedZone, scope: String, at time: Double) throws {
-        try run("""
-            INSERT INTO feed (accountID, container, environment, scope, seq, keptFrom)
-            SELECT value, ?, ?, ?, 1, 0 FROM json_each(?) WHERE true
-            ON CONFLICT (accountID, container, environment, scope) DO UPDATE SET seq = seq + 1
-            """, [zone.container, zone.environment, scope, accounts])
-        try run("""
-            INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at)
-            SELECT f.id, ?, ?, f.seq, 0, NULL, ? FROM json_each(?) j JOIN feed f
-              ON f.accountID = j.value AND f.container = ? AND f.environment = ? AND f.scope = ? WHERE true
-            ON CONFLICT (feedID, zoneName, ownerName) DO UPDATE SET seq = excluded.seq, deleted = 0, reason = NULL, at = excluded.at
-            """, [zone.name, zone.ownerName, time, accounts, zone.container, zone.environment, scope])
     }
 
     /// The zone reported gone from the feed (`reason`: deleted, purged), if the feed has it live.
