@@ -62,18 +62,34 @@ extension StoreTransaction {
     /// hierarchy) gets a tombstone. A record whose move can change what others see (a new
     /// parent, a record others named as their parent) has every viewer of the zone looked at again.
     func logRecordSaved(zone id: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double) throws {
-        guard let zone = try loggedZone(id) else { return }
-        try logRecordSaved(zone: zone, name: name, type: type, hierarchyChanged: hierarchyChanged, at: time)
+        // The zone, its next position and whether anyone views it, in one statement: a save in
+        // a zone no participant sees (most of them) logs in four statements.
+        guard let (zone, seq, viewed) = try fetchOne("""
+            UPDATE zone SET changeSeq = changeSeq + 1 WHERE id = ?1 AND scope = 'private'
+            RETURNING id, container, environment, ownerID, name, (SELECT userRecordID FROM account WHERE id = zone.ownerID), changeSeq,
+                EXISTS (SELECT 1 FROM share s CROSS JOIN participant p ON p.shareID = s.id WHERE s.zoneID = ?1 AND \(StoreTransaction.sees))
+                OR EXISTS (SELECT 1 FROM view_change WHERE zoneID = ?1 AND deleted = 0)
+            """, [id], table: "zone", keyAt: 0, {
+                (LoggedZone(id: try $0.integer(0, "id"), container: try $0.text(1, "container"), environment: try $0.text(2, "environment"),
+                            ownerID: try $0.integer(3, "ownerID"), name: try $0.text(4, "name"),
+                            ownerName: try $0.of("account", keyAt: 3).text(5, "userRecordID")),
+                 try $0.integer(6, "changeSeq"), try $0.integer(7, "viewed") != 0)
+            }) else { return }
+        try logRecordSaved(zone: zone, name: name, type: type, hierarchyChanged: hierarchyChanged, at: time, seq: seq, viewed: viewed)
     }
 
-    func logRecordSaved(zone: LoggedZone, name: String, type: String, hierarchyChanged: Bool, at time: Double) throws {
+    /// `seq`: the position already taken for it; `viewed`: false when no participant views the
+    /// zone (nothing to log for viewers).
+    func logRecordSaved(zone: LoggedZone, name: String, type: String, hierarchyChanged: Bool, at time: Double,
+                        seq given: Int64? = nil, viewed: Bool = true) throws {
         let id = zone.id
-        let seq = try nextSeq(id)
+        let seq = try given ?? nextSeq(id)
         try run("""
             INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, 0, ?)
             ON CONFLICT (zoneID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at
             """, [id, name, type, seq, time])
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
+        guard viewed || hierarchyChanged else { return }
         let viewers = try viewers(ofRecord: name, zone: id)
         // A statement each, cached: statements over a bound JSON list (json_each) were
         // compiled again on every call, which cost more than the rows.

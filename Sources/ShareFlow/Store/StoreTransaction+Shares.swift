@@ -109,9 +109,9 @@ extension StoreTransaction {
     package func insertShare(record: Int64, zone: Int64, token: String, rootName: String?) throws -> Int64 {
         try db.execute(sql: "INSERT INTO share (recordID, zoneID, token, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
                        arguments: [record, zone, token, rootName])
-        let id = db.lastInsertedRowID
-        try logShareChanged(id, participant: nil)
-        return id
+        // Not logged again: its record was logged as it was inserted, and no one sees a share
+        // before a participant of it is accepted (`insertParticipant`, `setStatus` log that).
+        return db.lastInsertedRowID
     }
 
     package func setPublicPermission(_ permission: ParticipantPermission, share: Int64) throws {
@@ -215,7 +215,10 @@ extension StoreTransaction {
             """, arguments: [share, participantID, account, lookup.kind, lookup.value, role.rawValue, permission.rawValue,
                              status.rawValue, time])
         let id = db.lastInsertedRowID
-        try logShareChanged(share, participant: account)
+        // A participant added pending changes no one's view; the share's record, saved in the
+        // same transaction (ShareSave), is logged there. One who joins accepted (a public
+        // share) comes into view.
+        if status == .accepted { try logShareChanged(share, participant: account) }
         return id
     }
 
