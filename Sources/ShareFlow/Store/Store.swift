@@ -62,6 +62,10 @@ public final class Store: @unchecked Sendable {
             // In WAL mode, NORMAL survives a killed process (only power loss can drop the last
             // commits), and spares an fsync per item.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // Savepoint journals in memory: a policy's nested saves (a savepoint each) write the
+            // same few pages at every level (a zone's change counter, a feed's), and a journal
+            // spilled to a temporary file made each level a file write.
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
             if !inMemory, try String.fetchOne(db, sql: "PRAGMA journal_mode") != "wal" {
                 guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else {
                     throw DatabaseError(resultCode: .SQLITE_ERROR, message: "its journal cannot be switched to write-ahead logging")
