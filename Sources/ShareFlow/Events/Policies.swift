@@ -119,13 +119,26 @@ public final class PolicySet: @unchecked Sendable {
     /// Immutable, replaced whole on a change: a decision holds one reference and reads the
     /// rest in place, and a policy that adds or removes policies does not disturb it.
     final class Point {
-        let name: String
         let entries: [Entry]
-        let names: [String]
+        /// The names, apart from the policies' closures: what the decision log keeps. A log
+        /// holding the point itself held every closure of it (and what they capture) after
+        /// the policy was removed — a policy's closure holding its engine was a cycle.
+        let label: Label
+        var name: String { label.point }
+        var names: [String] { label.policies }
         init(_ name: String, _ entries: [Entry]) {
-            self.name = name
             self.entries = entries
-            self.names = entries.map(\.name)
+            self.label = Label(point: name, policies: entries.map(\.name))
+        }
+    }
+
+    /// A decision point's name and its policies' names.
+    final class Label {
+        let point: String
+        let policies: [String]
+        init(point: String, policies: [String]) {
+            self.point = point
+            self.policies = policies
         }
     }
 
@@ -148,7 +161,7 @@ public final class PolicySet: @unchecked Sendable {
     /// array apiece, and later released both, on the path of every accept (SPEC §12).
     private struct LoggedDecision {
         let id: Int
-        let point: Point
+        let point: Label
         let asked: Int
         /// "policy: reason" of the denial; nil when allowed.
         let denial: String?
@@ -202,9 +215,8 @@ public final class PolicySet: @unchecked Sendable {
         }
         let end = PolicySet.monotonicNanoseconds()
         nextDecision += 1
-        // The point's reference moves into the log (consumed): copied, it was retained once
-        // more and released at the end of the call, two atomic operations per decision.
-        log.append(LoggedDecision(id: nextDecision, point: consume point, asked: asked,
+        // The point's names (one reference) go into the log, never its closures.
+        log.append(LoggedDecision(id: nextDecision, point: point.label, asked: asked,
                                   denial: denial.map { "\($0.0): \($0.1)" }, start: start, end: end))
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
         if log.count > 2 * logCapacity { log.removeFirst(log.count - logCapacity) }
@@ -224,8 +236,8 @@ public final class PolicySet: @unchecked Sendable {
     public func decisions(limit: Int = 20) -> [PolicyDecision] {
         log.suffix(min(limit, logCapacity)).map { d in
             PolicyDecision(
-                id: d.id, point: d.point.name,
-                policies: d.asked == d.point.names.count ? d.point.names : Array(d.point.names.prefix(d.asked)),
+                id: d.id, point: d.point.point,
+                policies: d.asked == d.point.policies.count ? d.point.policies : Array(d.point.policies.prefix(d.asked)),
                 allow: d.denial == nil,
                 reasons: d.denial.map { [$0] } ?? [],
                 duration: Double(d.end - d.start) / 1e9,
