@@ -93,6 +93,13 @@ enum WireJSON {
     /// A string as JSONSerialization writes it (slashes as they are): `"` and `\` escaped,
     /// control characters as `\b \t \n \f \r` or `\u00XX`, everything else as its UTF-8.
     private static func write(string: String, into out: inout [UInt8]) {
+        // A long string (a big field) goes through JSONSerialization's compiled scan: this
+        // byte loop, unoptimized in debug and sanitizer builds, took seconds over megabytes.
+        if string.utf8.count > 4096,
+           let data = try? JSONSerialization.data(withJSONObject: string, options: [.fragmentsAllowed, .withoutEscapingSlashes]) {
+            out.append(contentsOf: data)
+            return
+        }
         out.append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { bytes in
