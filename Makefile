@@ -8,7 +8,7 @@ BIN := .build/debug/shareflow
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := liblua5.4-dev lua5.4 lua-check tmux pkg-config libsqlite3-dev
 
-.PHONY: deps pyenv build demo test sanitize tsan lint bench clean
+.PHONY: deps pyenv build demo test sanitize tsan lint bench clean fresh-store-image
 
 # pkg-config must find lua5.4 (the CLua system library target links through it); the
 # tests also use tmux (the console), lua5.4 (cold-start baseline) and luacheck.
@@ -190,3 +190,8 @@ bench: deps
 
 clean:
 	rm -rf .build .shareflow
+
+# After a schema change (a new migration pasted into FreshSchema.swift): rewrites the image a
+# new :memory: store is copied from (Sources/ShareFlow/Store/FreshStoreImage.swift).
+fresh-store-image:
+	SHAREFLOW_WRITE_FRESH_IMAGE=1 swift test --disable-swift-testing --filter StoreTests.testFreshStoreImageIsMadeFromFreshSchemaSQL

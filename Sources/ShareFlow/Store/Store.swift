@@ -85,7 +85,7 @@ public final class Store: @unchecked Sendable {
                 if path == ":memory:" {
                     // A new in-memory store: the schema the migrations leave, made at once.
                     let queue = try DatabaseQueue(configuration: config)
-                    try queue.write { try $0.execute(sql: Store.freshSchemaSQL) }
+                    try queue.writeWithoutTransaction { try Store.loadFreshImage(into: $0) }
                     self.queue = queue
                     return
                 }
@@ -157,6 +157,13 @@ public final class Store: @unchecked Sendable {
             try db.execute(sql: "PRAGMA busy_timeout = 0")
             _ = try? db.checkpoint(.truncate)
         }
+    }
+
+    /// Closes the connection now rather than when the store is released: a command that ends
+    /// the process without releasing its engine (see `RunInvocation`) still leaves a file
+    /// store whole, its `-wal` and `-shm` removed by SQLite. Nothing may use the store after.
+    public func close() {
+        try? queue.close()
     }
 
     /// Runs `body` in a transaction, or in a savepoint when a transaction is already open.

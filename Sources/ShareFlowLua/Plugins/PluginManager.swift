@@ -54,7 +54,21 @@ public final class PluginManager {
 
     deinit {
         unloadAll()
-        if ownsDataDirectory { PluginDataFolder.removeTree(dataDirectory) }
+        removeOwnedDataFolder()
+    }
+
+    /// For a process about to exit without releasing the manager (`shareflow run`): removes
+    /// what the manager made outside the process — the private data folder of a `:memory:`
+    /// store's plugins — and leaves the plugins' states to the operating system (they hold no
+    /// `__gc` of a plugin's, SPEC §8, so closing them would run nothing).
+    public func prepareForExit() {
+        removeOwnedDataFolder()
+    }
+
+    private func removeOwnedDataFolder() {
+        guard ownsDataDirectory else { return }
+        ownsDataDirectory = false
+        PluginDataFolder.removeTree(dataDirectory)
     }
 
     /// Every plugin folder found, by name (the first directory wins).
