@@ -174,11 +174,16 @@ public class Record: CustomStringConvertible {
 
     /// A copy with only `keys` (nil: all), for `rootRecordDesiredKeys`.
     func copy(keys: [String]?) -> Record {
-        let r = duplicate()
-        guard let keys else { return r }
+        duplicate().keeping(keys: keys)
+    }
+
+    /// This record, with only the fields `keys` names (all of them for nil): for a record
+    /// made for one answer, which no one else holds.
+    func keeping(keys: [String]?) -> Record {
+        guard let keys else { return self }
         let wanted = Set(keys)  // fields × keys comparisons would let a caller choose the cost
-        r.fields = fields.filter { wanted.contains($0.key) }
-        r.serverFields = serverFields?.filter { wanted.contains($0.key) }
-        return r
+        fields = fields.filter { wanted.contains($0.key) }
+        serverFields = serverFields?.filter { wanted.contains($0.key) }
+        return self
     }
 }

@@ -21,10 +21,10 @@ extension Store {
     package func addCredential(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment? = nil, hash: String,
                                accountID: Int64? = nil, expiresAt: Double? = nil, publicKey: String? = nil) throws {
         try write { tx in
-            try tx.db.execute(sql: """
+            try tx.run("""
                 INSERT INTO credential (kind, container, environment, hash, accountID, expiresAt, createdAt, publicKey) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (hash) DO UPDATE SET accountID = excluded.accountID, expiresAt = excluded.expiresAt
-                """, arguments: [kind.rawValue, container, environment?.rawValue, hash, accountID, expiresAt, Date().timeIntervalSince1970, publicKey])
+                """, [kind.rawValue, container, environment?.rawValue, hash, accountID, expiresAt, Date().timeIntervalSince1970, publicKey])
         }
     }
 

@@ -49,14 +49,16 @@ extension StoreTransaction {
     }
 
     /// As `zoneChanges`, each live entry with its record read in the same statement (one
-    /// statement a page, not one per record: a first sync reads the whole zone).
+    /// statement a page, not one per record: a first sync reads the whole zone). The joins
+    /// are flat: a parenthesised `LEFT JOIN (record … LEFT JOIN …)` is not flattened by
+    /// SQLite, which then built the whole zone's records for every entry of the page.
     package func zoneChangesWithRecords(zone: Int64, viewer: Int64?, after seq: Int64, limit: Int) throws -> [ZoneChangeRow] {
         let log = viewer == nil ? "zone_change" : "view_change"
         let n = StoreTransaction.recordWithRootedShareColumnCount
         return try fetchAll("""
             SELECT \(StoreTransaction.recordColumns), \(StoreTransaction.rootedShareColumns), l.name, l.type, l.seq, l.deleted
-            FROM \(log) l LEFT JOIN (\(StoreTransaction.recordSource) \(StoreTransaction.rootedShareSource))
-              ON l.deleted = 0 AND r.zoneID = l.zoneID AND r.name = l.name
+            FROM \(log) l LEFT JOIN record r ON l.deleted = 0 AND r.zoneID = l.zoneID AND r.name = l.name
+              LEFT JOIN account c ON c.id = r.createdBy LEFT JOIN account m ON m.id = r.modifiedBy \(StoreTransaction.rootedShareSource)
             WHERE l.zoneID = ?1 AND \(viewer == nil ? "?2 IS NULL" : "l.viewerID = ?2") AND l.seq > ?3 ORDER BY l.seq LIMIT ?4
             """, [zone, viewer, seq, limit], table: log, keyAt: n + 2) { row in
             let entry = row.of(log, keyAt: n + 2)
@@ -127,16 +129,16 @@ extension StoreTransaction {
     /// database feeds, and moves each feed's kept-from position past what was dropped: a
     /// token from before it is `changeTokenExpired`. Returns how many entries went.
     package func pruneChangeLog(before cutoff: Double) throws -> Int {
-        try db.execute(sql: """
+        try run("""
             UPDATE zone SET keptFrom = MAX(keptFrom, COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = zone.id AND deleted = 1 AND at < ?1), 0),
                                               COALESCE((SELECT MAX(seq) FROM view_change WHERE zoneID = zone.id AND deleted = 1 AND at < ?1), 0))
-            """, arguments: [cutoff])
-        try db.execute(sql: """
+            """, [cutoff])
+        try run("""
             UPDATE feed SET keptFrom = MAX(keptFrom, COALESCE((SELECT MAX(seq) FROM feed_change WHERE feedID = feed.id AND deleted = 1 AND at < ?1), 0))
-            """, arguments: [cutoff])
+            """, [cutoff])
         var removed = 0
         for table in ["zone_change", "view_change", "feed_change"] {
-            try db.execute(sql: "DELETE FROM \(table) WHERE deleted = 1 AND at < ?", arguments: [cutoff])
+            try run("DELETE FROM \(table) WHERE deleted = 1 AND at < ?", [cutoff])
             removed += db.changesCount
         }
         return removed

@@ -372,8 +372,4 @@ extension StoreTransaction {
         }
     }
 
-    /// Runs a statement of the log's, compiled once per connection.
-    private func run(_ sql: String, _ arguments: StatementArguments) throws {
-        try db.cachedStatement(sql: sql).execute(arguments: arguments)
-    }
 }

@@ -110,8 +110,8 @@ extension StoreTransaction {
 
     package func insertAccount(userRecordID: String, name: NameComponents, discoverability: Discoverability, at time: Double) throws -> Int64 {
         let nameJSON = String(decoding: try JSONEncoder().encode(name), as: UTF8.self)
-        try db.execute(sql: "INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, ?, ?, ?)",
-                       arguments: [userRecordID, nameJSON, discoverability.rawValue, time])
+        try run("INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, ?, ?, ?)",
+                       [userRecordID, nameJSON, discoverability.rawValue, time])
         return db.lastInsertedRowID
     }
 
@@ -125,29 +125,29 @@ extension StoreTransaction {
         }
         // COUNT(*) is SQLite's own integer, never a stored value.
         let position = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM \(table) WHERE accountID = ?"), arguments: [account]) ?? 0
-        try db.execute(sql: "INSERT INTO \(table) (\(column), accountID, position) VALUES (?, ?, ?)",
-                       arguments: [address.value, account, position])
+        try run("INSERT INTO \(table) (\(column), accountID, position) VALUES (?, ?, ?)",
+                       [address.value, account, position])
     }
 
     package func setDiscoverability(_ value: Discoverability, of account: Int64) throws {
-        try db.execute(sql: "UPDATE account SET discoverability = ? WHERE id = ?", arguments: [value.rawValue, account])
+        try run("UPDATE account SET discoverability = ? WHERE id = ?", [value.rawValue, account])
     }
 
     package func setName(_ name: NameComponents, of account: Int64) throws {
         let json = String(decoding: try JSONEncoder().encode(name), as: UTF8.self)
-        try db.execute(sql: "UPDATE account SET name = ? WHERE id = ?", arguments: [json, account])
+        try run("UPDATE account SET name = ? WHERE id = ?", [json, account])
     }
 
     package func insertContact(_ lookup: LookupInfo, identifier: String, account: Int64) throws {
-        try db.execute(sql: "INSERT INTO contact (accountID, kind, value, contactIdentifier) VALUES (?, ?, ?, ?)",
-                       arguments: [account, lookup.kind, lookup.value, identifier])
+        try run("INSERT INTO contact (accountID, kind, value, contactIdentifier) VALUES (?, ?, ?, ?)",
+                       [account, lookup.kind, lookup.value, identifier])
     }
 
     /// R17: pending participants invited at `lookup` and matched to no account become `account`'s.
     package func matchPendingParticipants(_ lookup: LookupInfo, account: Int64) throws {
-        try db.execute(sql: """
+        try run("""
             UPDATE participant SET accountID = ?
             WHERE lookupKind = ? AND lookupValue = ? AND accountID IS NULL AND status = 'pending'
-            """, arguments: [account, lookup.kind, lookup.value])
+            """, [account, lookup.kind, lookup.value])
     }
 }

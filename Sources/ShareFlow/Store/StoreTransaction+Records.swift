@@ -15,8 +15,8 @@ extension StoreTransaction {
     }
 
     package func insertZone(container: ContainerID, isPublic: Bool, ownerID: Int64, name: String) throws -> Int64 {
-        try db.execute(sql: "INSERT INTO zone (container, environment, scope, ownerID, name) VALUES (?, ?, ?, ?, ?)",
-                       arguments: [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name])
+        try run("INSERT INTO zone (container, environment, scope, ownerID, name) VALUES (?, ?, ?, ?, ?)",
+                       [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name])
         let id = db.lastInsertedRowID
         try logZoneSaved(zone: id, at: Date().timeIntervalSince1970)
         return id
@@ -91,7 +91,7 @@ extension StoreTransaction {
 
     package func deleteZone(id: Int64) throws {
         try logZoneDeleted(zone: id, at: Date().timeIntervalSince1970)
-        try db.execute(sql: "DELETE FROM zone WHERE id = ?", arguments: [id])
+        try run("DELETE FROM zone WHERE id = ?", [id])
     }
 
     // MARK: Records
@@ -232,10 +232,10 @@ extension StoreTransaction {
 
     package func insertRecord(zone: Int64, name: String, type: String, fields: StoredFields, parentName: String?, tag: String,
                               by account: Int64, at time: Double) throws -> Int64 {
-        try db.execute(sql: """
+        try run("""
             INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt, createdAt)
             VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
-            """, arguments: [zone, name, type, fields.json, parentName, tag, account, account, time, time])
+            """, [zone, name, type, fields.json, parentName, tag, account, account, time, time])
         let id = db.lastInsertedRowID
         // Records already naming it as their parent (R34) come under it: what others see of them may change.
         try logRecordSaved(zone: zone, name: name, type: type, hierarchyChanged: try hasChildren(zone: zone, name: name), at: time)
@@ -244,13 +244,13 @@ extension StoreTransaction {
 
     /// Reserves `token` as the record's short GUID (SPEC §13 `createShortGUID`).
     package func setShortGUID(_ token: String, record id: Int64) throws {
-        try db.execute(sql: "UPDATE record SET shortGUID = ? WHERE id = ?", arguments: [token, id])
+        try run("UPDATE record SET shortGUID = ? WHERE id = ?", [token, id])
     }
 
     package func updateRecord(id: Int64, fields: StoredFields, parentName: String?, tag: String, by account: Int64, at time: Double) throws {
         guard let before = try loggedRecord(id) else { return }
-        try db.execute(sql: "UPDATE record SET fields = ?, parentName = ?, tag = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
-                       arguments: [fields.json, parentName, tag, account, time, id])
+        try run("UPDATE record SET fields = ?, parentName = ?, tag = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
+                       [fields.json, parentName, tag, account, time, id])
         try logRecordSaved(zone: before.zone, name: before.name, type: before.type, hierarchyChanged: before.parentName != parentName, at: time)
     }
 
@@ -263,7 +263,7 @@ extension StoreTransaction {
             WHERE s.recordID = ? AND p.role != 'owner' AND p.accountID IS NOT NULL
             """, [id], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
         let orphans = try hasChildren(zone: before.zone, name: before.name)
-        try db.execute(sql: "DELETE FROM record WHERE id = ?", arguments: [id])
+        try run("DELETE FROM record WHERE id = ?", [id])
         let now = Date().timeIntervalSince1970
         try logRecordDeleted(zone: before.zone, name: before.name, type: before.type, at: now)
         guard let zone = try loggedZone(before.zone) else { return }

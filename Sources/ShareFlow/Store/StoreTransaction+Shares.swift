@@ -107,15 +107,15 @@ extension StoreTransaction {
     }
 
     package func insertShare(record: Int64, zone: Int64, token: String, rootName: String?) throws -> Int64 {
-        try db.execute(sql: "INSERT INTO share (recordID, zoneID, token, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
-                       arguments: [record, zone, token, rootName])
+        try run("INSERT INTO share (recordID, zoneID, token, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
+                       [record, zone, token, rootName])
         // Not logged again: its record was logged as it was inserted, and no one sees a share
         // before a participant of it is accepted (`insertParticipant`, `setStatus` log that).
         return db.lastInsertedRowID
     }
 
     package func setPublicPermission(_ permission: ParticipantPermission, share: Int64) throws {
-        try db.execute(sql: "UPDATE share SET publicPermission = ? WHERE id = ?", arguments: [permission.rawValue, share])
+        try run("UPDATE share SET publicPermission = ? WHERE id = ?", [permission.rawValue, share])
         try logShareChanged(share, participant: nil)
     }
 
@@ -209,10 +209,10 @@ extension StoreTransaction {
     @discardableResult
     package func insertParticipant(share: Int64, participantID: String, account: Int64?, lookup: LookupInfo, role: ParticipantRole,
                                    permission: ParticipantPermission, status: ParticipantAcceptanceStatus, at time: Double) throws -> Int64 {
-        try db.execute(sql: """
+        try run("""
             INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [share, participantID, account, lookup.kind, lookup.value, role.rawValue, permission.rawValue,
+            """, [share, participantID, account, lookup.kind, lookup.value, role.rawValue, permission.rawValue,
                              status.rawValue, time])
         let id = db.lastInsertedRowID
         // A participant added pending changes no one's view; the share's record, saved in the
@@ -224,30 +224,30 @@ extension StoreTransaction {
 
     /// Puts a participant back on a share as pending (a re-add).
     package func reinstate(participant: Int64, role: ParticipantRole, permission: ParticipantPermission, at time: Double) throws {
-        try db.execute(sql: "UPDATE participant SET status = 'pending', role = ?, permission = ?, addedAt = ? WHERE id = ?",
-                       arguments: [role.rawValue, permission.rawValue, time, participant])
+        try run("UPDATE participant SET status = 'pending', role = ?, permission = ?, addedAt = ? WHERE id = ?",
+                       [role.rawValue, permission.rawValue, time, participant])
         try logParticipantChanged(participant)
     }
 
     package func setPermission(_ permission: ParticipantPermission, participant: Int64) throws {
-        try db.execute(sql: "UPDATE participant SET permission = ? WHERE id = ?", arguments: [permission.rawValue, participant])
+        try run("UPDATE participant SET permission = ? WHERE id = ?", [permission.rawValue, participant])
         try logParticipantChanged(participant)
     }
 
     package func setRole(_ role: ParticipantRole, participant: Int64) throws {
-        try db.execute(sql: "UPDATE participant SET role = ? WHERE id = ?", arguments: [role.rawValue, participant])
+        try run("UPDATE participant SET role = ? WHERE id = ?", [role.rawValue, participant])
         try logParticipantChanged(participant)
     }
 
     package func setStatus(_ status: ParticipantAcceptanceStatus, participant: Int64) throws {
-        try db.execute(sql: "UPDATE participant SET status = ? WHERE id = ?", arguments: [status.rawValue, participant])
+        try run("UPDATE participant SET status = ? WHERE id = ?", [status.rawValue, participant])
         try logParticipantChanged(participant)
     }
 
     /// A public share's joiner (R10), or a removed one joining again.
     package func acceptAsPublicUser(participant: Int64, permission: ParticipantPermission) throws {
-        try db.execute(sql: "UPDATE participant SET status = 'accepted', role = 'publicUser', permission = ? WHERE id = ?",
-                       arguments: [permission.rawValue, participant])
+        try run("UPDATE participant SET status = 'accepted', role = 'publicUser', permission = ? WHERE id = ?",
+                       [permission.rawValue, participant])
         try logParticipantChanged(participant)
     }
 

@@ -24,6 +24,13 @@ package struct StoreTransaction {
         self.isWritable = writable
         self.path = path
     }
+
+    /// Runs a statement that writes, compiled once per connection: GRDB's `execute(sql:)`
+    /// compiles its text on every call, and compiling a record's INSERT cost more than
+    /// writing the row. Every writing statement of the store goes through here.
+    func run(_ sql: String, _ arguments: StatementArguments) throws {
+        try db.cachedStatement(sql: sql).execute(arguments: arguments)
+    }
 }
 
 /// A record's fields as stored (JSON), made once so a save can check its size (R22) and store
