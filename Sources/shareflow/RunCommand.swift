@@ -161,7 +161,11 @@ struct RunInvocation {
         }
         guard dryRun else {
             do { try runScript() } catch {
-                // A failed script leaves the store whole too, before its error is reported.
+                // The script's finalizers run now, while `host` is alive: left to
+                // ScriptHost.deinit, a `__gc` calling a function bound to the host (sf.plugins,
+                // sf.on, …) read an unowned reference to an object being destroyed and the
+                // process crashed. Then the store is left whole, before the error is reported.
+                host.lua.close()
                 engine.store.checkpoint()
                 throw error
             }
@@ -173,8 +177,13 @@ struct RunInvocation {
         var report: ChangeReport?
         do {
             try engine.store.write { _ in
+                // The script's finalizers run inside the transaction, so what a `__gc` writes
+                // is rolled back with the rest (closed after it, at exit or by ScriptHost.deinit,
+                // the state's finalizers wrote to the real store) and, on success, is counted.
+                defer { host.lua.close() }
                 let before = try engine.snapshot()
                 try runScript()
+                host.lua.close()
                 report = before.changes(to: try engine.snapshot())
                 throw RolledBack()
             }

@@ -204,4 +204,69 @@ final class RunCommandTests: XCTestCase {
         let plain = try CLI.run(["run", "--store", ":memory:", bad.path])
         XCTAssertTrue(plain.stderr.hasPrefix("shareflow: invalidArguments (12): email 'a@example.com' already belongs"), plain.stderr)
     }
+
+    /// A script's `__gc` finalizers run while the run's host is alive, whichever way the script
+    /// ends: on a failed script they ran from ScriptHost.deinit, where a finalizer calling
+    /// sf.plugins (bound through an unowned reference to the host) crashed the process.
+    func testFinalizersOfAFailedScriptCanUseTheModule() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let script = dir.appendingPathComponent("gc_fails.lua")
+        try CLI.write("""
+            local sf = require("shareflow")
+            setmetatable({}, { __gc = function()
+              io.stderr:write("finalizer saw plugins: ", type(sf.plugins.list()), "\\n")
+            end })
+            error("the script fails")
+            """, to: script)
+        for options in [[], ["--dry-run"]] {
+            let r = try CLI.run(["run", "--store", ":memory:"] + options + [script.path])
+            XCTAssertEqual(r.status, 1, "\(options): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("the script fails"), r.stderr)
+            XCTAssertTrue(r.stderr.contains("finalizer saw plugins: table"), r.stderr)
+            XCTAssertFalse(r.stderr.contains("Fatal error"), r.stderr)
+        }
+    }
+
+    /// `run --dry-run` writes nothing, the script's finalizers included: they run inside the
+    /// rolled-back transaction (closed after it, a `__gc`'s save reached the store) and what
+    /// they would have written is in the report.
+    func testDryRunFinalizersWriteNothing() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("store.sqlite").path
+        let setup = dir.appendingPathComponent("setup.lua"), gc = dir.appendingPathComponent("gc.lua")
+        let check = dir.appendingPathComponent("check.lua")
+        try CLI.write("""
+            local sf = require("shareflow")
+            sf.accounts.create{ email = "a@example.com" }
+            sf.as("a@example.com"):container("iCloud.t").privateCloudDatabase:saveZone("Z")
+            """, to: setup)
+        try CLI.write("""
+            local sf = require("shareflow")
+            local db = sf.as("a@example.com"):container("iCloud.t").privateCloudDatabase
+            setmetatable({}, { __gc = function() db:saveZone("FromFinalizer") end })
+            if arg[1] == "fail" then error("the script fails") end
+            """, to: gc)
+        try CLI.write("""
+            local sf = require("shareflow")
+            local zones = sf.as("a@example.com"):container("iCloud.t").privateCloudDatabase:fetchAllRecordZones()
+            local names = {}
+            for _, z in ipairs(zones) do names[#names + 1] = z.zoneID.zoneName end
+            table.sort(names)
+            print(table.concat(names, ","))
+            """, to: check)
+        XCTAssertEqual(try CLI.run(["run", "--store", store, setup.path]).status, 0)
+        let dry = try CLI.run(["run", "--dry-run", "--json", "--store", store, gc.path])
+        XCTAssertEqual(dry.status, 0, dry.stderr)
+        XCTAssertTrue(dry.stdout.contains("\"changes\":1"), dry.stdout)
+        let failed = try CLI.run(["run", "--dry-run", "--store", store, gc.path, "fail"])
+        XCTAssertEqual(failed.status, 1, failed.stderr)
+        let after = try CLI.run(["run", "--store", store, check.path])
+        XCTAssertEqual(after.status, 0, after.stderr)
+        XCTAssertFalse(after.stdout.contains("FromFinalizer"), "a dry run's finalizer wrote to the store: \(after.stdout)")
+        // A real run's finalizer still saves.
+        XCTAssertEqual(try CLI.run(["run", "--store", store, gc.path]).status, 0)
+        XCTAssertTrue(try CLI.run(["run", "--store", store, check.path]).stdout.contains("FromFinalizer"))
+    }
 }
