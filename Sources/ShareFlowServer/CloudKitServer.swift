@@ -33,6 +33,9 @@ public struct CloudKitServer: Sendable {
     /// The most bytes of records one response carries (lookups past it fail per item, a query
     /// page ends early with a continuation marker).
     public var maxResponseBytes = 32 << 20
+    /// How long one `changes/stream` lasts before it ends (the client resumes with its
+    /// `Last-Event-ID`).
+    public var streamSeconds: Double = 300
     /// Called with the port once the server accepts connections.
     public var onListening: @Sendable (Int) -> Void = { _ in }
     /// Whether share URLs point at this server (`http://host:port/share/…`) when the engine's
@@ -98,7 +101,7 @@ public struct CloudKitServer: Sendable {
         database.add(middleware: DatabaseRequestMiddleware(maxBodyBytes: maxBodyBytes))
         database.add(middleware: AuthenticationMiddleware(thread: thread, authenticator: CallerAuthenticator(engine: engine)))
         if let limiter { database.add(middleware: IdentityRateLimitMiddleware(limiter: limiter)) }
-        CloudKitAPI(engine: engine, maxResponseBytes: maxResponseBytes).register(on: database, thread: thread)
+        CloudKitAPI(engine: engine, maxResponseBytes: maxResponseBytes, streamSeconds: streamSeconds).register(on: database, thread: thread)
         return router
     }
 

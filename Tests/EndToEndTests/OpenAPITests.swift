@@ -23,7 +23,7 @@ final class OpenAPITests: ServerTestCase {
         let check = try runTool(py, [CLI.root.appendingPathComponent("Tests/openapi/check_routes.py").path, spec, routesFile.path, base],
                             environment: environment, timeout: 120)
         XCTAssertEqual(check.0, 0, check.1)
-        XCTAssertTrue(check.1.contains("23 routes served, 23 documented, 0 problems"), check.1)
+        XCTAssertTrue(check.1.contains("24 routes served, 24 documented, 0 problems"), check.1)
 
         // Something to find: a zone, a record and a share for the generated requests to meet.
         _ = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
@@ -33,7 +33,9 @@ final class OpenAPITests: ServerTestCase {
               "participants":[{"userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
             """)
         let fuzz = try runTool(schemathesis, ["--no-color", "--config-file", CLI.root.appendingPathComponent("Tests/openapi/schemathesis.toml").path,
-                                          "run", spec, "--phases", "examples,coverage,fuzzing", "--seed", "20261123"],
+                                          "run", spec, "--phases", "examples,coverage,fuzzing", "--seed", "20261123",
+                                          // A stream is long-lived: ChangeStreamTests covers it.
+                                          "--exclude-operation-id", "changeStream"],
                            environment: environment, timeout: 600)
         XCTAssertEqual(fuzz.0, 0, String(fuzz.1.suffix(6000)))
         XCTAssertTrue(fuzz.1.contains("Tested: 23"), String(fuzz.1.suffix(3000)))

@@ -15,10 +15,13 @@ public final class CloudKitAPI: Sendable {
     let engine: Engine
     /// The most bytes of records (as stored) one response carries (SPEC §13, wave 3).
     let maxResponseBytes: Int
+    /// How long one `changes/stream` lasts.
+    let streamSeconds: Double
 
-    init(engine: Engine, maxResponseBytes: Int = 32 << 20) {
+    init(engine: Engine, maxResponseBytes: Int = 32 << 20, streamSeconds: Double = 300) {
         self.engine = engine
         self.maxResponseBytes = maxResponseBytes
+        self.streamSeconds = streamSeconds
     }
 
     /// One endpoint: its subpath, the methods it answers, the databases on whose path it is
@@ -87,6 +90,7 @@ public final class CloudKitAPI: Sendable {
                 for method in e.methods { lines.append("\(method) /database/1/{container}/{environment}/\(database)/\(e.subpath)") }
             }
         }
+        lines.append("GET /database/1/{container}/{environment}/{database}/\(ChangeStream.subpath)")
         return lines
     }
 
@@ -102,6 +106,12 @@ public final class CloudKitAPI: Sendable {
                 let subpath = context.database?.subpath ?? ""
                 throw CloudKitError(status: 404, code: "NOT_FOUND", reason: "no endpoint \(Naming.printable(String(subpath.prefix(200))))")
             }
+        }
+        // SPEC §14's poke channel: a stream of server-sent events, not one answer.
+        let stream = ChangeStream(api: self, thread: thread)
+        group.on(RouterPath(ChangeStream.subpath), method: .get) { request, context in try await stream.respond(request, context: context) }
+        group.on(RouterPath(ChangeStream.subpath), method: .post) { _, _ -> Response in
+            throw CloudKitError.badRequest("\(ChangeStream.subpath) is GET, not POST")
         }
         for endpoint in Self.endpoints {
             let path = RouterPath(endpoint.subpath)
@@ -143,7 +153,7 @@ public final class CloudKitAPI: Sendable {
 
     /// The caller's account as the directory has it now: read again when the directory changed
     /// since authentication (an address removed, the account deleted).
-    private func current(_ caller: Caller?) throws -> Account? {
+    func current(_ caller: Caller?) throws -> Account? {
         guard let caller, let account = caller.account else { return nil }
         guard caller.generation != engine.accountsGeneration else { return account }
         guard let now = try engine.accounts.account(id: account.id) else {

@@ -1,0 +1,155 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOConcurrencyHelpers
+import ShareFlow
+
+/// `GET …/{private|shared}/changes/stream` (SPEC §14): the poke channel for live apps, as
+/// server-sent events. Each event names a zone that changed for the caller:
+///
+/// ```
+/// event: zone
+/// id: <the database change token after this zone>
+/// data: {"zoneID":{"zoneName":"Trips","ownerRecordName":"_…"}}
+/// ```
+///
+/// (`"deleted":true` beside `zoneID` for a zone gone from the caller's database). The stream
+/// follows the caller's database feed, one zone at a time, so each event's `id` is a token a
+/// client can resume from: reconnecting with `Last-Event-ID` announces every zone changed
+/// since it; without one the stream starts now, its first frame carrying the current token as
+/// its `id`. The feeds stay the truth: a client fetches the zone's changes when poked.
+///
+/// Bounds, so a stream holds no more than a request does: the feed is looked at every half
+/// second on the engine's thread; a comment goes out after 2 s of silence — a write is how a
+/// stream learns its client has gone (and frees its place), and the connection's idle
+/// deadline never sees a quiet stream as stalled; a stream ends after `lifetime` (the client
+/// reconnects with its `Last-Event-ID`); an account has at most `perAccount` streams open,
+/// more are 429 with Retry-After.
+struct ChangeStream: Sendable {
+    static let subpath = "changes/stream"
+    let api: CloudKitAPI
+    let thread: EngineThread
+    var pollInterval: Duration = .milliseconds(500)
+    var heartbeat: Duration = .seconds(2)
+    let lifetime: Duration
+    var perAccount = 4
+    /// Streams open, by account.
+    private let open = NIOLockedValueBox([Int64: Int]())
+
+    init(api: CloudKitAPI, thread: EngineThread) {
+        self.api = api
+        self.thread = thread
+        lifetime = .milliseconds(Int64(max(0, api.streamSeconds) * 1_000))
+    }
+
+    func respond(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let database = context.database else {
+            throw CloudKitError(status: 500, code: "INTERNAL_ERROR", reason: "changes/stream ran before its request was read")
+        }
+        guard database.scope != .public else {
+            throw CloudKitError.badRequest("badDatabase: the public database has no change feeds; use the private or shared database")
+        }
+        let resume = request.headers[HTTPField.Name("Last-Event-ID")!].map { $0.trimmingCharacters(in: .whitespaces) }
+        guard resume.map({ $0.utf8.count <= 4_096 }) ?? true else {
+            throw CloudKitError.badRequest("Last-Event-ID is longer than a change token can be")
+        }
+        let caller = context.caller
+        let api = self.api
+        // The start, read before the response begins: a bad Last-Event-ID, or no user, is an
+        // ordinary error answer, not a stream that ends at once.
+        let (account, start) = try await thread.run {
+            do {
+                let call = EndpointCall(api: api, request: database, caller: try api.current(caller), body: [:])
+                let me = try call.requireUser()
+                let db = try call.database(as: me)
+                if let resume, !resume.isEmpty {
+                    _ = try db.databaseChanges(since: resume, resultsLimit: 1)
+                    return (me.id, resume)
+                }
+                var token: String?
+                while true {
+                    let page = try db.databaseChanges(since: token, resultsLimit: Engine.feedPageLimit)
+                    token = page.changeToken
+                    if !page.moreComing { return (me.id, page.changeToken) }
+                }
+            } catch {
+                throw CloudKitError.from(error)
+            }
+        }
+        let admitted = open.withLockedValue { streams -> Bool in
+            guard streams[account, default: 0] < perAccount else { return false }
+            streams[account, default: 0] += 1
+            return true
+        }
+        guard admitted else {
+            throw CloudKitError.throttled("this account has \(perAccount) change streams open already; close one", retryAfter: 5)
+        }
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        headers[.cacheControl] = "no-cache"
+        let stream = self
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            defer { stream.open.withLockedValue { $0[account, default: 1] -= 1; if $0[account] == 0 { $0[account] = nil } } }
+            try await stream.follow(from: start, resuming: !(resume ?? "").isEmpty, database: database, caller: caller, writer: &writer)
+            try await writer.finish(nil)
+        })
+    }
+
+    /// Writes the events from `start` until the stream's lifetime ends, the client goes, or
+    /// the feed cannot be read (an `error` event says why).
+    private func follow(from start: String, resuming: Bool, database: DatabaseRequest, caller: Caller?,
+                        writer: inout any ResponseBodyWriter) async throws {
+        let clock = ContinuousClock()
+        let end = clock.now.advanced(by: lifetime)
+        var token = start
+        var quietSince = clock.now
+        if !resuming { try await writer.write(Self.frame(comment: "shareflow change stream", id: token)) }
+        let api = self.api
+        while clock.now < end, !Task.isCancelled {
+            let step: (event: WireObject?, token: String)
+            do {
+                let from = token
+                step = try await thread.run {
+                    let call = EndpointCall(api: api, request: database, caller: try api.current(caller), body: [:])
+                    let db = try call.database(as: try call.requireUser())
+                    let page = try db.databaseChanges(since: from, resultsLimit: 1)
+                    if let zone = page.changedZoneIDs.first { return (WireObject(["zoneID": WireFormat.zoneID(zone)]), page.changeToken) }
+                    if let gone = page.deletions.first { return (WireObject(["zoneID": WireFormat.zoneID(gone.zoneID), "deleted": true]), page.changeToken) }
+                    return (nil, page.changeToken)
+                }
+            } catch {
+                let e = CloudKitError.from(error)
+                try await writer.write(Self.frame(event: "error", id: nil, data: WireObject(e.body).json))
+                return
+            }
+            token = step.token
+            if let event = step.event {
+                try await writer.write(Self.frame(event: "zone", id: token, data: event.json))
+                quietSince = clock.now
+                continue  // the next zone at once: a backlog goes out without waiting
+            }
+            if clock.now - quietSince >= heartbeat {
+                try await writer.write(Self.frame(comment: "keep-alive", id: nil))
+                quietSince = clock.now
+            }
+            try await Task.sleep(for: pollInterval)
+        }
+    }
+
+    /// One server-sent event: fields one per line, a blank line after.
+    static func frame(event: String? = nil, comment: String? = nil, id: String?, data: [UInt8]? = nil) -> ByteBuffer {
+        var text = ""
+        if let comment { text += ": \(comment)\n" }
+        if let event { text += "event: \(event)\n" }
+        if let id { text += "id: \(id)\n" }
+        var buffer = ByteBuffer(string: text)
+        if let data {
+            // JSON as WireJSON writes it holds no raw newline: one data line.
+            buffer.writeString("data: ")
+            buffer.writeBytes(data)
+            buffer.writeString("\n")
+        }
+        buffer.writeString("\n")
+        return buffer
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import ShareFlowTestKit
+import XCTest
+
+/// SPEC §14's poke channel over a real server: `GET …/changes/stream` as server-sent events,
+/// read by curl as a live app's client would, resumed with `Last-Event-ID`.
+final class ChangeStreamTests: ServerTestCase {
+    /// A curl following the stream into a file, until killed or `seconds` pass.
+    private func follow(_ database: String, lastEventID: String? = nil, seconds: Int = 30) throws -> (Process, URL) {
+        let out = dir.appendingPathComponent("stream-\(UUID().uuidString)")
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        var args = ["curl", "-sN", "-D", out.path + ".headers", "-o", out.path, "--max-time", String(seconds)]
+        if let lastEventID { args += ["-H", "Last-Event-ID: \(lastEventID)"] }
+        curl.arguments = args + [base + db + "/\(database)/changes/stream?ckAPIToken=\(api)&ckWebAuthToken=\(web)"]
+        try curl.run()
+        return (curl, out)
+    }
+
+    private func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+
+    /// Waits until `file` holds `needle` (at most 10 s).
+    private func wait(for needle: String, in file: URL) -> Bool {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if text(file).contains(needle) { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// The `id:` of each frame, in order.
+    private func ids(_ stream: String) -> [String] {
+        stream.split(separator: "\n").filter { $0.hasPrefix("id: ") }.map { String($0.dropFirst(4)) }
+    }
+
+    func testTheStreamPokesEachZoneChangedAndResumesFromLastEventID() throws {
+        let (curl, out) = try follow("private")
+        defer { if curl.isRunning { curl.terminate() } }
+        // Opened now: its first frame carries the current token, no backlog.
+        XCTAssertTrue(wait(for: "id: ", in: out), text(out))
+        XCTAssertTrue(text(out).hasPrefix(": shareflow change stream\nid: "), text(out))
+        let headers = text(URL(fileURLWithPath: out.path + ".headers")).lowercased()
+        XCTAssertTrue(headers.contains("content-type: text/event-stream"), headers)
+        let start = ids(text(out))[0]
+
+        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        r = try call("POST", db + "/private/records/modify", body: """
+            {"zoneID":{"zoneName":"Live"},"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n1","fields":{"t":{"value":"x"}}}}]}
+            """)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        XCTAssertTrue(wait(for: "\"zoneName\":\"Live\"", in: out), text(out))
+        let live = text(out)
+        XCTAssertTrue(live.contains("event: zone\nid: "), live)
+        // Each event's data is one JSON object naming the zone.
+        for line in live.split(separator: "\n") where line.hasPrefix("data: ") {
+            let object = try JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)) as? [String: Any]
+            XCTAssertEqual((object?["zoneID"] as? [String: Any])?["zoneName"] as? String, "Live", String(line))
+        }
+        curl.terminate(); curl.waitUntilExit()
+
+        // Resumed from the first id: every change since it is announced again, at once.
+        let (again, resumed) = try follow("private", lastEventID: start, seconds: 3)
+        again.waitUntilExit()
+        let backlog = text(resumed)
+        XCTAssertTrue(backlog.contains("\"zoneName\":\"Live\""), backlog)
+        XCTAssertFalse(backlog.contains(": shareflow change stream"), "a resumed stream starts with the backlog: \(backlog)")
+        XCTAssertEqual(ids(backlog).last, ids(live).last, "the backlog ends where the live stream did")
+        // Resumed from the last id: nothing to say yet.
+        let (quiet, nothing) = try follow("private", lastEventID: ids(live).last, seconds: 2)
+        quiet.waitUntilExit()
+        XCTAssertFalse(text(nothing).contains("event: zone"), text(nothing))
+        // Bob's shared database saw none of it: Alice shared nothing.
+        web = try token("bob@example.com")
+        let (bobs, bobOut) = try follow("shared", seconds: 2)
+        bobs.waitUntilExit()
+        XCTAssertFalse(text(bobOut).contains("event: zone"), text(bobOut))
+    }
+
+    func testBadStreamsAreErrorsNamingTheCause() throws {
+        var r = try call("GET", db + "/private/changes/stream", headers: ["Last-Event-ID: garbage"])
+        XCTAssertEqual(r.0, 400); XCTAssertTrue((r.1["reason"] as? String ?? "").contains("change token"), "\(r.1)")
+        r = try call("GET", db + "/private/changes/stream", headers: ["Last-Event-ID: " + String(repeating: "A", count: 5_000)])
+        XCTAssertEqual(r.0, 400, "\(r.1)")
+        r = try call("GET", db + "/public/changes/stream")
+        XCTAssertEqual(r.0, 400); XCTAssertTrue((r.1["reason"] as? String ?? "").hasPrefix("badDatabase"), "\(r.1)")
+        r = try call("POST", db + "/private/changes/stream", body: "{}")
+        XCTAssertEqual(r.0, 400); XCTAssertTrue((r.1["reason"] as? String ?? "").contains("GET"), "\(r.1)")
+        r = try call("GET", db + "/private/changes/stream", query: "ckAPIToken=\(api)")
+        XCTAssertEqual(r.0, 421, "no user: sign in first \(r.1)")
+        // A token of Alice's private feed is no token of Bob's.
+        let (curl, out) = try follow("private")
+        XCTAssertTrue(wait(for: "id: ", in: out), text(out))
+        let alices = ids(text(out))[0]
+        curl.terminate(); curl.waitUntilExit()
+        web = try token("bob@example.com")
+        r = try call("GET", db + "/private/changes/stream", headers: ["Last-Event-ID: \(alices)"])
+        XCTAssertEqual(r.0, 400, "\(r.1)")
+    }
+
+    func testAnAccountHoldsAFewStreamsAtMost() throws {
+        var open: [Process] = []
+        defer { for p in open where p.isRunning { p.terminate() } }
+        for _ in 0..<4 {
+            let (curl, out) = try follow("private")
+            open.append(curl)
+            XCTAssertTrue(wait(for: "id: ", in: out), text(out))
+        }
+        let r = try call("GET", db + "/private/changes/stream")
+        XCTAssertEqual(r.0, 429, "\(r.1)")
+        XCTAssertTrue((r.1["_headers"] as? String ?? "").contains("retry-after:"), "\(r.1)")
+        // One closed, one more may open.
+        open[0].terminate(); open[0].waitUntilExit()
+        let deadline = Date().addingTimeInterval(15)
+        var admitted = false
+        while !admitted && Date() < deadline {
+            let (curl, out) = try follow("private", seconds: 2)
+            open.append(curl)
+            curl.waitUntilExit()
+            admitted = text(out).contains("id: ")
+            if !admitted { usleep(200_000) }
+        }
+        XCTAssertTrue(admitted, "a closed stream frees its place")
+    }
+}
