@@ -8,11 +8,9 @@ Where pyicloud has no call for an endpoint (zones/modify, a share's create, user
 request method is used and the answer validated with its models."""
 
 import os
-import sys
 
-import requests
 from pydantic import ValidationError
-from pyicloud.common.cloudkit.client import CloudKitApiError, CloudKitContainerClient
+from pyicloud.common.cloudkit.client import CloudKitApiError
 from pyicloud.common.cloudkit.models import (
     CKErrorItem,
     CKModifyOperation,
@@ -22,36 +20,12 @@ from pyicloud.common.cloudkit.models import (
     CKWriteRecord,
     CKZoneIDReq,
 )
-from pyicloud.services.invites.client import CloudKitInvitesClient
 
-STRICT = "forbid"
-assert os.environ.get("PYICLOUD_CK_EXTRA") == STRICT, "run with PYICLOUD_CK_EXTRA=forbid"
-
-BASE = os.environ["SHAREFLOW_BASE"] + "/database/1/iCloud.test/development"
-API = os.environ["SHAREFLOW_API"]
-
-
-class User:
-    """One person's pyicloud clients: private, shared and public databases, and invites."""
-
-    def __init__(self, token):
-        session = requests.Session()
-        params = {"ckAPIToken": API, "ckWebAuthToken": token}
-        self.private = CloudKitContainerClient(BASE + "/private", session, params)
-        self.shared = CloudKitContainerClient(BASE + "/shared", session, params)
-        self.public = CloudKitContainerClient(BASE + "/public", session, params)
-        self.invites = CloudKitInvitesClient(BASE, session, params)
+from flow_kit import STRICT, User, check  # the shared harness
 
 
 def strict(model, data):
     return model.model_validate(data, extra=STRICT)
-
-
-def check(cond, what):
-    if not cond:
-        print("FAILED: " + what)
-        sys.exit(1)
-    print("ok: " + what)
 
 
 def api_error(fn):

@@ -6,10 +6,9 @@ Run by Tests/EndToEndTests/PyiCloudTests.swift with SHAREFLOW_BASE, SHAREFLOW_AP
 SHAREFLOW_ALICE and SHAREFLOW_BOB, like sharing_flow.py."""
 
 import os
-import sys
 
 import requests
-from pyicloud.common.cloudkit.client import CloudKitApiError, CloudKitContainerClient
+from pyicloud.common.cloudkit.client import CloudKitApiError
 from pyicloud.common.cloudkit.models import (
     CKModifyOperation,
     CKRecord,
@@ -19,29 +18,8 @@ from pyicloud.common.cloudkit.models import (
     CKZoneID,
     CKZoneIDReq,
 )
-from pyicloud.services.invites.client import CloudKitInvitesClient
 
-assert os.environ.get("PYICLOUD_CK_EXTRA") == "forbid", "run with PYICLOUD_CK_EXTRA=forbid"
-
-BASE = os.environ["SHAREFLOW_BASE"] + "/database/1/iCloud.test/development"
-API = os.environ["SHAREFLOW_API"]
-
-
-class User:
-    def __init__(self, token):
-        session = requests.Session()
-        params = {"ckAPIToken": API, "ckWebAuthToken": token}
-        self.private = CloudKitContainerClient(BASE + "/private", session, params)
-        self.shared = CloudKitContainerClient(BASE + "/shared", session, params)
-        self.public = CloudKitContainerClient(BASE + "/public", session, params)
-        self.invites = CloudKitInvitesClient(BASE, session, params)
-
-
-def check(cond, what):
-    if not cond:
-        print("FAILED: " + what)
-        sys.exit(1)
-    print("ok: " + what)
+from flow_kit import API, BASE, User, check  # the shared harness
 
 
 def error_of(fn):

@@ -30,17 +30,12 @@ extension Bindings {
             return try pushResult {
                 let page = try d.recordZoneChanges(zone, since: since, resultsLimit: limit, desiredKeys: keys)
                 let L = call.L
-                lua_createtable(L, 0, 4)
-                pushList(page.modifications) { push(record: $0); lua.markWritable(at: -1) }
-                lua_setfield(L, -2, "modifications")
-                pushList(page.deletions) { deletion in
-                    lua_createtable(L, 0, 2)
-                    push(deletion.recordID); lua_setfield(L, -2, "recordID")
-                    lua.push(string: deletion.recordType); lua_setfield(L, -2, "recordType")
-                }
-                lua_setfield(L, -2, "deletions")
-                lua.push(string: page.changeToken); lua_setfield(L, -2, "changeToken")
-                lua_pushboolean(L, page.moreComing ? 1 : 0); lua_setfield(L, -2, "moreComing")
+                pushFeedPage(page.modifications, page.deletions, token: page.changeToken, moreComing: page.moreComing, L: L,
+                             modification: { push(record: $0); lua.markWritable(at: -1) },
+                             deletion: { deletion in
+                                 push(deletion.recordID); lua_setfield(L, -2, "recordID")
+                                 lua.push(string: deletion.recordType); lua_setfield(L, -2, "recordType")
+                             })
             }
         }
         // db:databaseChanges{ since =, resultsLimit = }
@@ -58,17 +53,12 @@ extension Bindings {
             return try pushResult {
                 let page = try d.databaseChanges(since: since, resultsLimit: limit)
                 let L = call.L
-                lua_createtable(L, 0, 4)
-                pushList(page.changedZoneIDs) { push($0) }
-                lua_setfield(L, -2, "modifications")
-                pushList(page.deletions) { deletion in
-                    lua_createtable(L, 0, 2)
-                    push(deletion.zoneID); lua_setfield(L, -2, "zoneID")
-                    lua.push(string: deletion.reason); lua_setfield(L, -2, "reason")
-                }
-                lua_setfield(L, -2, "deletions")
-                lua.push(string: page.changeToken); lua_setfield(L, -2, "changeToken")
-                lua_pushboolean(L, page.moreComing ? 1 : 0); lua_setfield(L, -2, "moreComing")
+                pushFeedPage(page.changedZoneIDs, page.deletions, token: page.changeToken, moreComing: page.moreComing, L: L,
+                             modification: { push($0) },
+                             deletion: { deletion in
+                                 push(deletion.zoneID); lua_setfield(L, -2, "zoneID")
+                                 lua.push(string: deletion.reason); lua_setfield(L, -2, "reason")
+                             })
             }
         }
         // db:currentChangeToken(zoneID) → token, err
@@ -86,5 +76,21 @@ extension Bindings {
         case LUA_TSTRING: return call.state.string(at: -1)
         default: throw call.argumentError(2, "field 'since' must be a change token (a string) or nil, got \(call.typeName(-1))")
         }
+    }
+
+    /// A feed page as both one-call forms give it: `{ modifications = {…}, deletions = { {…}… },
+    /// changeToken =, moreComing = }`; `deletion` sets the fields of the table made for each.
+    private func pushFeedPage<Changed, Deleted>(_ modifications: [Changed], _ deletions: [Deleted], token: String, moreComing: Bool,
+                                                L: OpaquePointer, modification: (Changed) -> Void, deletion: (Deleted) -> Void) {
+        lua_createtable(L, 0, 4)
+        pushList(modifications, modification)
+        lua_setfield(L, -2, "modifications")
+        pushList(deletions) { gone in
+            lua_createtable(L, 0, 2)
+            deletion(gone)
+        }
+        lua_setfield(L, -2, "deletions")
+        lua.push(string: token); lua_setfield(L, -2, "changeToken")
+        lua_pushboolean(L, moreComing ? 1 : 0); lua_setfield(L, -2, "moreComing")
     }
 }
