@@ -1,5 +1,6 @@
 import Foundation
 import ShareFlowEngineTestKit
+import ShareFlowTestKit
 import XCTest
 @testable import ShareFlow
 
@@ -8,18 +9,6 @@ import XCTest
 /// database and zone feeds from their tokens; after every step each reader's copy equals a
 /// full fetch of what they may read — nothing lost, nothing duplicated, no stale version.
 final class ChangeFeedConvergenceTests: XCTestCase {
-    /// SplitMix64: the same seed, the same run.
-    private struct Random: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// A reader's copy of one database: zones it holds, and each zone's records by name → change tag.
     private final class Replica {
         let db: CloudDatabase
@@ -62,7 +51,7 @@ final class ChangeFeedConvergenceTests: XCTestCase {
     }
 
     private func run(seed: UInt64, steps: Int) throws {
-        var rng = Random(state: seed)
+        var rng = SeededRandom(seed: seed)
         let w = try World()
         let owner = w.c.privateCloudDatabase
         let guests = [(w.bob, w.bc), (w.carol, w.cc)]
