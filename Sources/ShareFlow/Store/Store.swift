@@ -22,6 +22,8 @@ public final class Store: @unchecked Sendable {
     /// policy that reads the directory) join it instead of deadlocking. Guarded by the
     /// engine's lock.
     private var current: Database?
+    /// The open write transaction's moved feeds (`FeedBumps`).
+    private var feedBumps = FeedBumps()
     /// Whether `current` is a write transaction.
     private var writing = false
 
@@ -179,17 +181,24 @@ public final class Store: @unchecked Sendable {
                     throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns")
                 }
                 var result: T?
-                try db.inSavepoint {
-                    result = try body(StoreTransaction(db, writable: true, path: path))
-                    return .commit
+                do {
+                    try db.inSavepoint {
+                        result = try body(StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps))
+                        return .commit
+                    }
+                } catch {
+                    // Rolled back: the feed moves it made are undone.
+                    feedBumps.done.removeAll()
+                    throw error
                 }
                 return result!
             }
             return try queue.write { db in
                 current = db
                 writing = true
-                defer { current = nil; writing = false }
-                return try body(StoreTransaction(db, writable: true, path: path))
+                feedBumps = FeedBumps()
+                defer { current = nil; writing = false; feedBumps = FeedBumps() }
+                return try body(StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps))
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError

@@ -333,6 +333,11 @@ extension StoreTransaction {
     /// The zone changed in `account`'s feed for its container and environment in `scope` (the
     /// feed made on first use): at the feed's next position.
     private func bumpFeed(account: Int64, zone: LoggedZone, scope: String, deleted: Bool, at time: Double) throws {
+        let key = FeedBumps.Key(account: account, zone: zone.id, scope: scope)
+        if let feedBumps {
+            guard !feedBumps.done.contains(key) else { return }
+            feedBumps.done.insert(key)
+        }
         guard let (feed, seq) = try fetchOne("""
             INSERT INTO feed (accountID, container, environment, scope, seq, keptFrom) VALUES (?, ?, ?, ?, 1, 0)
             ON CONFLICT (accountID, container, environment, scope) DO UPDATE SET seq = seq + 1 RETURNING id, seq
@@ -346,6 +351,7 @@ extension StoreTransaction {
 
     /// The zone reported gone from the feed (`reason`: deleted, purged), if the feed has it live.
     private func markFeedDeleted(account: Int64, zone: LoggedZone, scope: String, reason: String, at time: Double) throws {
+        feedBumps?.done.remove(FeedBumps.Key(account: account, zone: zone.id, scope: scope))
         guard let feed = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?"),
                                             arguments: [account, zone.container, zone.environment, scope]),
               try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM feed_change WHERE feedID = ? AND zoneName = ? AND ownerName = ? AND deleted = 0)"),

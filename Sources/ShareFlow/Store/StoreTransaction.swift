@@ -19,10 +19,14 @@ package struct StoreTransaction {
     /// (a policy's) that wrote anything moved it.
     package var changeCount: Int { db.totalChangesCount }
 
-    init(_ db: Database, writable: Bool = true, path: String?) {
+    /// The database feeds already moved in this transaction (nil: note none, move each time).
+    let feedBumps: FeedBumps?
+
+    init(_ db: Database, writable: Bool = true, path: String?, feedBumps: FeedBumps? = nil) {
         self.db = db
         self.isWritable = writable
         self.path = path
+        self.feedBumps = feedBumps
     }
 
     /// Runs a statement that writes, compiled once per connection: GRDB's `execute(sql:)`
@@ -33,6 +37,20 @@ package struct StoreTransaction {
     }
 }
 
+/// The database feeds (account, zone, scope) whose zone entry one transaction has already moved
+/// to a new position: each needs moving once per transaction, not once per record saved in it —
+/// no reader sees the transaction in part, so the zone's entry is past every reader's token
+/// either way. A savepoint rolled back forgets them all (its moves are undone with it), and a
+/// zone reported deleted is forgotten (a later change must bring it back).
+package final class FeedBumps {
+    struct Key: Hashable {
+        let account: Int64
+        let zone: Int64
+        let scope: String
+    }
+    var done: Set<Key> = []
+}
+
 /// A record's fields as stored (JSON), made once so a save can check its size (R22) and store
 /// the same bytes.
 package struct StoredFields {
@@ -40,7 +58,7 @@ package struct StoredFields {
     package var byteCount: Int { json.utf8.count }
 
     package init(_ fields: [String: FieldValue]) throws {
-        json = String(decoding: try JSONEncoder().encode(fields), as: UTF8.self)
+        json = try StoredFieldsWriter.write(fields) ?? String(decoding: JSONEncoder().encode(fields), as: UTF8.self)
     }
 
     /// The fields stored as `json`. Anything but a JSON object of field values (invalid JSON,
