@@ -49,6 +49,15 @@ extension StoreTransaction {
             """, [id], table: "zone", keyAt: 0) { try StoreTransaction.loggedZone($0, at: 0) }
     }
 
+    /// Takes `count` positions of the zone: returns the one before the first (the first is
+    /// that plus 1); none for 0.
+    private func takeSeqs(_ count: Int, zone: Int64) throws -> Int64 {
+        guard count > 0 else { return 0 }
+        let end = try Int64.fetchOne(db.cachedStatement(sql: "UPDATE zone SET changeSeq = changeSeq + ? WHERE id = ? RETURNING changeSeq"),
+                                     arguments: [count, zone]) ?? 0
+        return end - Int64(count)
+    }
+
     /// The zone's next position.
     private func nextSeq(_ zone: Int64) throws -> Int64 {
         try Int64.fetchOne(db.cachedStatement(sql: "UPDATE zone SET changeSeq = changeSeq + 1 WHERE id = ? RETURNING changeSeq"),
@@ -227,17 +236,23 @@ extension StoreTransaction {
         }
         let visible: [(String, String)]
         var live: [String: String] = [:]
-        if share != nil, shares.first?.root != nil {
-            // Within the one hierarchy share: what it covers, seen or not, against the live
-            // rows of those names only (a viewer may hold thousands in the zone).
-            let reach = try covered(shares)
-            visible = shares.first?.sees == true ? reach : []
-            for (name, _) in reach {
-                if let type = try fetchOne("SELECT name, type FROM view_change WHERE zoneID = ? AND viewerID = ? AND name = ? AND deleted = 0",
-                                           [zone.id, viewer, name], table: "view_change", keyAt: 0, { try $0.text(1, "type") }) {
-                    live[name] = type
-                }
+        if share != nil, let one = shares.first, let root = one.root {
+            // Within the one hierarchy share: what it covers (the root's subtree and the
+            // share's own record), seen or not, each with the viewer's live row of that name if
+            // any — one statement, by the parent and name indexes (a viewer may hold thousands
+            // of rows in the zone; only these names are looked at).
+            let rows = try fetchAll("""
+                WITH RECURSIVE down(name) AS (
+                    SELECT ?2
+                    UNION SELECT r.name FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.parentName = down.name),
+                reach(name) AS (SELECT name FROM down UNION SELECT name FROM record WHERE id = ?3)
+                SELECT r.name, r.type, v.type FROM reach CROSS JOIN record r ON r.zoneID = ?1 AND r.name = reach.name
+                LEFT JOIN view_change v ON v.zoneID = ?1 AND v.viewerID = ?4 AND v.name = r.name AND v.deleted = 0
+                """, [zone.id, root, one.record, viewer], table: "record", keyAt: 0) {
+                (name: try $0.text(0, "name"), type: try $0.text(1, "type"), live: try $0.optionalText(2, "type"))
             }
+            visible = one.sees ? rows.map { ($0.name, $0.type) } : []
+            for row in rows { if let type = row.live { live[row.name] = type } }
         } else {
             // The whole zone: a zone share covers all of it, and without a share every live row counts.
             visible = share != nil && shares.first?.sees != true ? [] : try covered(shares)
@@ -246,21 +261,24 @@ extension StoreTransaction {
                 live[name] = type
             }
         }
-        var changed = false
-        for (name, type) in visible where live.removeValue(forKey: name) == nil {
-            let seq = try nextSeq(zone.id)
+        // Positions for every entry at once (one statement, not one per entry): the zone's
+        // counter moved by their number, handed out in order.
+        let entering = visible.filter { live.removeValue(forKey: $0.0) == nil }
+        let leaving = live.keys.sorted()
+        var seq = try takeSeqs(entering.count + leaving.count, zone: zone.id)
+        for (name, type) in entering {
+            seq += 1
             try run("""
                 INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, ?, 0, ?)
                 ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at
                 """, [zone.id, viewer, name, type, seq, time])
-            changed = true
         }
-        for name in live.keys.sorted() {
-            let seq = try nextSeq(zone.id)
+        for name in leaving {
+            seq += 1
             try run("UPDATE view_change SET seq = ?, deleted = 1, at = ? WHERE zoneID = ? AND viewerID = ? AND name = ?",
                            [seq, time, zone.id, viewer, name])
-            changed = true
         }
+        let changed = !entering.isEmpty || !leaving.isEmpty
         let sharesLeft = try Bool.fetchOne(db.cachedStatement(sql: """
             SELECT EXISTS (SELECT 1 FROM participant p CROSS JOIN share s ON s.id = p.shareID
                            WHERE s.zoneID = ? AND p.accountID = ? AND \(StoreTransaction.sees))
