@@ -116,6 +116,52 @@ final class ChangeFeedTests: XCTestCase {
         XCTAssertEqual(try db.recordZoneChanges(w.zone.zoneID).modifications.map(\.recordID.recordName), ["b"])
     }
 
+    /// A first sync after the log was pruned: its pages' tokens are good (a page ending
+    /// below the pruned part used to be `changeTokenExpired`, so a feed longer than a page
+    /// could never be fetched from the start again), and its last token too (a pruned
+    /// tombstone was the feed's last entry: the token after the live ones was expired at once).
+    /// A token of a fetch started before a later pruning still expires.
+    func testAFirstSyncAfterPruningPagesThroughToAGoodToken() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        try save(["a", "b", "c", "d"].map { note($0, in: w.zone.zoneID) }, in: db)
+        let extra = try ["Z1", "Z2", "Z3"].map { try db.saveZone($0) }
+        _ = try db.modifyRecords(deleting: [RecordID(recordName: "d", zoneID: w.zone.zoneID)])
+        try db.deleteZone(extra[2].zoneID)
+        XCTAssertGreaterThan(try w.engine.store.write { try $0.pruneChangeLog(before: Date().timeIntervalSince1970 + 1) }, 0)
+
+        var names: [String] = [], token: String? = nil, stale: String? = nil
+        repeat {
+            let page = try db.recordZoneChanges(w.zone.zoneID, since: token, resultsLimit: 1)
+            names += page.modifications.map(\.recordID.recordName)
+            token = page.changeToken
+            if page.moreComing && stale == nil { stale = page.changeToken }
+            if !page.moreComing { break }
+        } while true
+        XCTAssertEqual(names, ["a", "b", "c"])
+        let last = try db.recordZoneChanges(w.zone.zoneID, since: token)
+        XCTAssertTrue(last.modifications.isEmpty && last.deletions.isEmpty)
+        XCTAssertEqual(last.changeToken, token, "nothing new: the same token")
+        XCTAssertEqual(try db.currentChangeToken(w.zone.zoneID), token)
+
+        var zones: [String] = [], dbToken: String? = nil
+        repeat {
+            let page = try db.databaseChanges(since: dbToken, resultsLimit: 1)
+            zones += page.changedZoneIDs.map(\.zoneName)
+            dbToken = page.changeToken
+            if !page.moreComing { break }
+        } while true
+        XCTAssertTrue(zones.contains("Z1") && zones.contains("Z2") && !zones.contains("Z3"), "\(zones)")
+        XCTAssertTrue(try db.databaseChanges(since: dbToken).changedZoneIDs.isEmpty)
+
+        // Pruned again past a mid-fetch token's position: it may have missed a tombstone.
+        _ = try db.modifyRecords(deleting: [RecordID(recordName: "c", zoneID: w.zone.zoneID)])
+        _ = try w.engine.store.write { try $0.pruneChangeLog(before: Date().timeIntervalSince1970 + 1) }
+        XCTAssertThrowsError(try db.recordZoneChanges(w.zone.zoneID, since: stale)) {
+            XCTAssertEqual(($0 as? ShareFlowError)?.code, .changeTokenExpired)
+        }
+    }
+
     // MARK: S3, S4: a participant's feeds
 
     func testAParticipantSeesTheSharedZoneComeAndGoWithItsRecords() throws {

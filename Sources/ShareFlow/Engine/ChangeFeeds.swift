@@ -74,7 +74,7 @@ extension Engine {
         let limit = try feedLimit(resultsLimit)
         return try reading { db in
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
-            let (zone, position) = try zoneFeedPosition(zoneID, token: token, caller: caller.id, database: database, db: db)
+            let (zone, position, floor) = try zoneFeedPosition(zoneID, token: token, caller: caller.id, database: database, db: db)
             let viewer: Int64? = database.databaseScope == .shared ? caller.id : nil
             let rows = try db.zoneChangesWithRecords(zone: zone.id, viewer: viewer, after: position, limit: limit + 1)
             let page = rows.prefix(limit)
@@ -89,9 +89,11 @@ extension Engine {
                     changes.deletions.append((id, row.type))
                 }
             }
-            let end = page.last?.seq ?? position
+            let keptFrom = try db.zoneLogBounds(zone: zone.id)?.keptFrom ?? 0
+            let end = ChangeToken.end(page.last?.seq ?? position, moreComing: changes.moreComing, keptFrom: keptFrom)
             changes.changeToken = try ChangeToken(kind: .zone, environment: database.container.containerID.environment,
-                                                  scope: database.databaseScope, target: zone.id, viewer: caller.id, seq: end).encoded(key: db.changeTokenKey())
+                                                  scope: database.databaseScope, target: zone.id, viewer: caller.id, seq: end,
+                                                  floor: end < keptFrom ? floor : 0).encoded(key: db.changeTokenKey())
             return changes
         }
     }
@@ -100,25 +102,28 @@ extension Engine {
         try checkFeedDatabase(database)
         return try reading { db in
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
-            let (zone, _) = try zoneFeedPosition(zoneID, token: nil, caller: caller.id, database: database, db: db)
+            let (zone, _, _) = try zoneFeedPosition(zoneID, token: nil, caller: caller.id, database: database, db: db)
             let viewer: Int64? = database.databaseScope == .shared ? caller.id : nil
-            // The viewer's last entry: where a fetch from the start would end.
-            let position = try db.zoneFeedEnd(zone: zone.id, viewer: viewer)
+            // The viewer's last entry: where a fetch from the start would end (past the
+            // pruned part of the log, as the fetch's token is: ChangeToken.end).
+            let position = ChangeToken.end(try db.zoneFeedEnd(zone: zone.id, viewer: viewer), moreComing: false,
+                                           keptFrom: try db.zoneLogBounds(zone: zone.id)?.keptFrom ?? 0)
             return try ChangeToken(kind: .zone, environment: database.container.containerID.environment, scope: database.databaseScope,
                                    target: zone.id, viewer: caller.id, seq: position).encoded(key: db.changeTokenKey())
         }
     }
 
     /// The zone a feed reads and the position to read after: the token's, checked against
-    /// the zone, the caller, the database and the log's kept part.
+    /// the zone, the caller, the database and the log's kept part; and the floor the next
+    /// token carries (`ChangeToken.floor`).
     private func zoneFeedPosition(_ zoneID: RecordZoneID, token: String?, caller: Int64, database: CloudDatabase,
-                                  db: StoreTransaction) throws -> (ZoneRow, Int64) {
+                                  db: StoreTransaction) throws -> (ZoneRow, Int64, Int64) {
         guard !zoneID.isDefaultZone else {
             throw ShareFlowError(.invalidArguments, "the default zone has no change feed; only custom zones do (S2)")
         }
         let caller = try accountIdentity(id: caller, db: db)
         let zone = try self.zone(for: zoneID, in: database, caller: caller, db: db)
-        guard let token else { return (zone, 0) }
+        guard let token else { return (zone, 0, try db.zoneLogBounds(zone: zone.id)?.keptFrom ?? 0) }
         let decoded = try ChangeToken.decode(token, key: db.changeTokenKey(), kind: .zone)
         guard decoded.environment == database.container.containerID.environment, decoded.scope == database.databaseScope,
               decoded.viewer == caller.id else {
@@ -132,13 +137,13 @@ extension Engine {
             throw ShareFlowError(.invalidArguments, "the change token is of another zone than '\(zoneID.zoneName)'")
         }
         let bounds = try db.zoneLogBounds(zone: zone.id)
-        if let bounds, decoded.seq < bounds.keptFrom {
+        if let bounds, decoded.seq < bounds.keptFrom, decoded.floor < bounds.keptFrom {
             throw ShareFlowError(.changeTokenExpired, "the change token of zone '\(zoneID.zoneName)' is older than the kept log; fetch again from the start")
         }
         if let bounds, decoded.seq > bounds.current {
             throw ShareFlowError(.invalidArguments, "the change token of zone '\(zoneID.zoneName)' names a position the zone has not reached")
         }
-        return (zone, decoded.seq)
+        return (zone, decoded.seq, decoded.floor)
     }
 
     func databaseChanges(since token: String?, resultsLimit: Int?, in database: CloudDatabase) throws -> DatabaseChanges {
@@ -149,6 +154,8 @@ extension Engine {
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
             let feed = try db.feed(account: caller.id, container: database.container.containerID, scope: scope)
             var position: Int64 = 0
+            // A fetch from the start has seen nothing pruned (ChangeToken.floor).
+            var floor = feed?.keptFrom ?? 0
             let key = try db.changeTokenKey()
             if let token {
                 let decoded = try ChangeToken.decode(token, key: key, kind: .database)
@@ -156,13 +163,14 @@ extension Engine {
                       decoded.viewer == caller.id, decoded.target == feed?.id ?? 0 || (decoded.target == 0 && decoded.seq == 0) else {
                     throw ShareFlowError(.invalidArguments, "the database change token is of another database, container, environment or user")
                 }
-                if let feed, decoded.seq < feed.keptFrom {
+                if let feed, decoded.seq < feed.keptFrom, decoded.floor < feed.keptFrom {
                     throw ShareFlowError(.changeTokenExpired, "the database change token is older than the kept log; fetch again from the start")
                 }
                 if decoded.seq > feed?.current ?? 0 {
                     throw ShareFlowError(.invalidArguments, "the database change token names a position the database has not reached")
                 }
                 position = decoded.seq
+                floor = decoded.floor
             }
             let rows = try feed.map { try db.feedChanges(feed: $0.id, after: position, limit: limit + 1) } ?? []
             let page = rows.prefix(limit)
@@ -171,9 +179,11 @@ extension Engine {
                 let id = RecordZoneID(zoneName: row.zoneName, ownerName: row.ownerName)
                 if let reason = row.deletedReason { changes.deletions.append((id, reason)) } else { changes.changedZoneIDs.append(id) }
             }
+            let keptFrom = feed?.keptFrom ?? 0
+            let end = ChangeToken.end(page.last?.seq ?? position, moreComing: changes.moreComing, keptFrom: keptFrom)
             changes.changeToken = ChangeToken(kind: .database, environment: database.container.containerID.environment,
                                               scope: database.databaseScope, target: feed?.id ?? 0, viewer: caller.id,
-                                              seq: page.last?.seq ?? position).encoded(key: key)
+                                              seq: end, floor: end < keptFrom ? floor : 0).encoded(key: key)
             return changes
         }
     }
@@ -191,14 +201,31 @@ struct ChangeToken: Equatable {
     let target: Int64
     let viewer: Int64
     let seq: Int64
+    /// For a position inside the pruned part of the log (`seq` below the feed's kept-from
+    /// position), the kept-from position when the fetch that reached it started from the
+    /// start: that fetch has seen no entry pruned before it, so its token stays good until
+    /// the log is pruned again. Without it, a first sync of a feed longer than a page, once
+    /// a tombstone was pruned, was `changeTokenExpired` on its second page, every time.
+    /// 0 elsewhere: those tokens are as before (version 1), the same string for a position.
+    var floor: Int64 = 0
 
     private static let version: UInt8 = 1
+    /// A token carrying a `floor`.
+    private static let versionWithFloor: UInt8 = 2
     private static let macBytes = 16
 
+    /// Where a page's token points: after its last entry (`seq`); for the last page, at
+    /// least the kept-from position — nothing is left to read before it, and a token below
+    /// it would be expired at once (a pruned tombstone the feed's last entry, or another
+    /// viewer's).
+    static func end(_ seq: Int64, moreComing: Bool, keptFrom: Int64) -> Int64 {
+        moreComing ? seq : max(seq, keptFrom)
+    }
+
     func encoded(key: [UInt8]) -> String {
-        var bytes: [UInt8] = [ChangeToken.version, kind.rawValue, environment == .production ? 1 : 0,
+        var bytes: [UInt8] = [floor > 0 ? ChangeToken.versionWithFloor : ChangeToken.version, kind.rawValue, environment == .production ? 1 : 0,
                               scope == .shared ? 1 : 0]
-        for n in [target, viewer, seq] { withUnsafeBytes(of: n.bigEndian) { bytes.append(contentsOf: $0) } }
+        for n in [target, viewer, seq] + (floor > 0 ? [floor] : []) { withUnsafeBytes(of: n.bigEndian) { bytes.append(contentsOf: $0) } }
         let mac = HMAC<SHA256>.authenticationCode(for: bytes, using: SymmetricKey(data: key))
         bytes.append(contentsOf: mac.prefix(ChangeToken.macBytes))
         return Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
@@ -211,17 +238,18 @@ struct ChangeToken: Equatable {
         guard string.utf8.count < 200 else { throw invalid }
         var base64 = string.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.utf8.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), data.count == 28 + macBytes else { throw invalid }
+        guard let data = Data(base64Encoded: base64), data.count == 28 + macBytes || data.count == 36 + macBytes else { throw invalid }
         let bytes = [UInt8](data)
-        let body = Array(bytes[0..<28])
+        let length = data.count - macBytes
+        let body = Array(bytes[0..<length])
         let mac = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: key))
-        guard Array(mac.prefix(macBytes)) == Array(bytes[28...]), body[0] == version else { throw invalid }
+        guard Array(mac.prefix(macBytes)) == Array(bytes[length...]), body[0] == (length == 28 ? version : versionWithFloor) else { throw invalid }
         guard let tokenKind = Kind(rawValue: body[1]), body[2] <= 1, body[3] <= 1 else { throw invalid }
         guard tokenKind == kind else {
             throw ShareFlowError(.invalidArguments, "the change token is a \(tokenKind == .zone ? "zone's" : "database's"), not a \(kind == .zone ? "zone's" : "database's")")
         }
         func int(_ at: Int) -> Int64 { body[at..<at + 8].reduce(Int64(0)) { $0 << 8 | Int64($1) } }
         return ChangeToken(kind: tokenKind, environment: body[2] == 1 ? .production : .development, scope: body[3] == 1 ? .shared : .private,
-                           target: int(4), viewer: int(12), seq: int(20))
+                           target: int(4), viewer: int(12), seq: int(20), floor: length == 36 ? int(28) : 0)
     }
 }
