@@ -84,15 +84,25 @@ struct ChangeStream: Sendable {
         guard admitted else {
             throw CloudKitError.throttled("this account has \(perAccount) change streams open already; close one", retryAfter: 5)
         }
+        // The place is given back when the body lets go of it: after the stream, or if the
+        // body is never written at all (the response dropped before its head went out).
+        let place = Place { [open] in open.withLockedValue { $0[account, default: 1] -= 1; if $0[account] == 0 { $0[account] = nil } } }
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
         let stream = self
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            defer { stream.open.withLockedValue { $0[account, default: 1] -= 1; if $0[account] == 0 { $0[account] = nil } } }
+            defer { withExtendedLifetime(place) {} }
             try await stream.follow(from: start, resuming: !(resume ?? "").isEmpty, database: database, caller: caller, writer: &writer)
             try await writer.finish(nil)
         })
+    }
+
+    /// One of an account's stream places, given back when released.
+    private final class Place: Sendable {
+        let giveBack: @Sendable () -> Void
+        init(_ giveBack: @escaping @Sendable () -> Void) { self.giveBack = giveBack }
+        deinit { giveBack() }
     }
 
     /// Writes the events from `start` until the stream's lifetime ends, the client goes, or
