@@ -53,4 +53,23 @@ final class PyiCloudTests: ServerTestCase {
         let checks = try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\ncheck(").count - 1
         XCTAssertEqual(text.split(separator: "\n").filter { $0.hasPrefix("ok: ") }.count, checks, "every check ran:\n" + text)
     }
+
+    /// SPEC §14 S6 over HTTP with concurrent writers (Tests/pyicloud/sync_concurrent.py): four
+    /// threads write — creates, edits, deletes, moves into and out of Bob's view, Bob writing too
+    /// — while Alice and Bob follow their zone feeds; then each copy equals a full fetch.
+    func testFeedsConvergeOverHTTPWithConcurrentWriters() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.python) else {
+            return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
+        }
+        for seed in [20261124, 7, 1999] {
+            let (status, text) = try runTool(Self.python, [CLI.root.appendingPathComponent("Tests/pyicloud/sync_concurrent.py").path], environment: [
+                "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
+                "SHAREFLOW_BOB": try token("bob@example.com"), "SYNC_SEED": String(seed),
+            ], timeout: 180)
+            XCTAssertEqual(status, 0, "seed \(seed): " + text)
+            XCTAssertTrue(text.hasSuffix("sync under concurrent writers ok\n"), "seed \(seed): " + text)
+            // Each seed in its own zone: the next run makes "Live" again after this one's is gone.
+            _ = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"delete","zone":{"zoneID":{"zoneName":"Live"}}}]}"#)
+        }
+    }
 }
