@@ -41,6 +41,39 @@ final class PluginsCommandTests: XCTestCase {
         XCTAssertTrue(m.stderr.contains("no plugin 'missing'"), m.stderr)
     }
 
+    /// SPEC §14's `sync.retentionDays`: every bad value a config file can hold — out of range,
+    /// not finite, a string, a cycle, nested 10,000 deep, an unknown key, a metatable that
+    /// raises — is one line naming it, or (the metatable, read raw) nothing at all; never a crash.
+    func testSyncConfigBadValuesAreOneClearLine() throws {
+        let dir = try CLI.temporaryDirectory()
+        try CLI.write("", to: dir.appendingPathComponent("s.lua"))
+        let cases: [(String, String?)] = [
+            ("return { sync = { retentionDays = -1 } }", "sync.retentionDays must be a number of days from 0 to 36500, got -1"),
+            ("return { sync = { retentionDays = 0/0 } }", "sync.retentionDays must be a number of days from 0 to 36500, got nan"),
+            ("return { sync = { retentionDays = 1/0 } }", "sync.retentionDays must be a number of days from 0 to 36500, got inf"),
+            ("return { sync = { retentionDays = 1e308 } }", "sync.retentionDays must be a number of days from 0 to 36500"),
+            ("return { sync = { retentionDays = \"3\" } }", "sync.retentionDays must be a number of days from 0 to 36500"),
+            ("return { sync = { retentionDays = 2.5, extra = 1 } }", "unknown key sync.extra (expected retentionDays)"),
+            ("return { sync = 5 }", "'sync' must be a table"),
+            ("local t = {}; t.retentionDays = t; return { sync = t }", "table contains a cycle"),
+            ("local t = {}; local c = t; for _ = 1, 10000 do c.x = {}; c = c.x end; return { sync = t }", "nested more than 100 levels deep"),
+            ("return { sync = setmetatable({}, { __index = function() error('boom') end }) }", nil),
+            ("return { sync = { retentionDays = 0.5 } }", nil),
+        ]
+        for (n, (config, message)) in cases.enumerated() {
+            try CLI.write(config, to: dir.appendingPathComponent("c\(n).lua"))
+            let r = try CLI.run(["run", "--store", ":memory:", "--config", "c\(n).lua", "s.lua"], cwd: dir)
+            if let message {
+                XCTAssertEqual(r.status, 1, config)
+                XCTAssertTrue(r.stderr.hasPrefix("shareflow: config file "), "\(config): \(r.stderr)")
+                XCTAssertTrue(r.stderr.contains(message), "\(config): \(r.stderr)")
+                XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "\(config): one line: \(r.stderr)")
+            } else {
+                XCTAssertEqual(r.status, 0, "\(config): \(r.stderr)")
+            }
+        }
+    }
+
     func testSandboxedScript() throws {
         let dir = try CLI.temporaryDirectory()
         try CLI.write("print(io == nil, os.execute == nil, type(os.time()))", to: dir.appendingPathComponent("s.lua"))
