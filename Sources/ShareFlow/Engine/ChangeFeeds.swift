@@ -228,19 +228,15 @@ struct ChangeToken: Equatable {
         for n in [target, viewer, seq] + (floor > 0 ? [floor] : []) { withUnsafeBytes(of: n.bigEndian) { bytes.append(contentsOf: $0) } }
         let mac = HMAC<SHA256>.authenticationCode(for: bytes, using: SymmetricKey(data: key))
         bytes.append(contentsOf: mac.prefix(ChangeToken.macBytes))
-        return Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return Base64URL.encode(bytes)
     }
 
     /// The token `string` of a `kind` feed, or `invalidArguments` saying why not.
     static func decode(_ string: String, key: [UInt8], kind: Kind) throws -> ChangeToken {
         let invalid = ShareFlowError(.invalidArguments, "the change token '\(StoredRow.excerpt(string))' is not one ShareFlow gave (forged, altered or cut)")
         guard string.utf8.count < 200 else { throw invalid }
-        var base64 = string.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.utf8.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), data.count == 28 + macBytes || data.count == 36 + macBytes else { throw invalid }
-        let bytes = [UInt8](data)
-        let length = data.count - macBytes
+        guard let bytes = Base64URL.decode(string), bytes.count == 28 + macBytes || bytes.count == 36 + macBytes else { throw invalid }
+        let length = bytes.count - macBytes
         let body = Array(bytes[0..<length])
         let mac = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: key))
         guard Array(mac.prefix(macBytes)) == Array(bytes[length...]), body[0] == (length == 28 ? version : versionWithFloor) else { throw invalid }
@@ -251,5 +247,56 @@ struct ChangeToken: Equatable {
         func int(_ at: Int) -> Int64 { body[at..<at + 8].reduce(Int64(0)) { $0 << 8 | Int64($1) } }
         return ChangeToken(kind: tokenKind, environment: body[2] == 1 ? .production : .development, scope: body[3] == 1 ? .shared : .private,
                            target: int(4), viewer: int(12), seq: int(20), floor: length == 36 ? int(28) : 0)
+    }
+}
+
+/// Base64 with the URL's alphabet (`-`, `_`) and no padding (RFC 4648 §5), as tokens travel in
+/// URLs and JSON; written out because Foundation's encoder and three `replacingOccurrences`
+/// cost more than the rest of a feed page's bookkeeping.
+enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var i = 0
+        while i < bytes.count {
+            let n = min(3, bytes.count - i)
+            var group = UInt32(bytes[i]) << 16
+            if n > 1 { group |= UInt32(bytes[i + 1]) << 8 }
+            if n > 2 { group |= UInt32(bytes[i + 2]) }
+            for k in 0...n { out.append(alphabet[Int(group >> (18 - 6 * UInt32(k)) & 63)]) }
+            i += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The bytes `string` holds, or nil for a character outside the alphabet, padding, or a
+    /// length no encoding gives (a remainder of one character).
+    static func decode(_ string: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        var group: UInt32 = 0, bits = 0, count = 0
+        for c in string.utf8 {
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = c - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): v = c - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "-"): v = 62
+            case UInt8(ascii: "_"): v = 63
+            default: return nil
+            }
+            group = group << 6 | UInt32(v)
+            bits += 6
+            count += 1
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: group >> UInt32(bits)))
+                group &= (1 << UInt32(bits)) - 1
+            }
+        }
+        // Leftover bits must be zero, as the encoder leaves them: else two strings would name one token.
+        guard count % 4 != 1, group == 0 else { return nil }
+        return out
     }
 }

@@ -106,9 +106,9 @@ extension Store {
             type TEXT NOT NULL,
             seq INTEGER NOT NULL,
             deleted INTEGER NOT NULL,
-            at REAL NOT NULL,
+            at REAL NOT NULL, recordID INTEGER,
             PRIMARY KEY (zoneID, name)) WITHOUT ROWID;
-        CREATE INDEX zone_change_seq ON zone_change(zoneID, seq);
+        CREATE INDEX zone_change_seq ON zone_change(zoneID, seq, deleted, recordID, type);
         CREATE TABLE view_change (
             zoneID INTEGER NOT NULL REFERENCES zone(id) ON DELETE CASCADE,
             viewerID INTEGER NOT NULL REFERENCES account(id) ON DELETE CASCADE,
@@ -116,9 +116,9 @@ extension Store {
             type TEXT NOT NULL,
             seq INTEGER NOT NULL,
             deleted INTEGER NOT NULL,
-            at REAL NOT NULL,
+            at REAL NOT NULL, recordID INTEGER,
             PRIMARY KEY (zoneID, viewerID, name)) WITHOUT ROWID;
-        CREATE INDEX view_change_seq ON view_change(zoneID, viewerID, seq);
+        CREATE INDEX view_change_seq ON view_change(zoneID, viewerID, seq, deleted, recordID, type);
         CREATE INDEX view_change_name ON view_change(zoneID, name, deleted);
         CREATE TABLE feed (
             id INTEGER PRIMARY KEY,
@@ -139,8 +139,8 @@ extension Store {
             at REAL NOT NULL,
             PRIMARY KEY (feedID, zoneName, ownerName)) WITHOUT ROWID;
         CREATE INDEX feed_change_seq ON feed_change(feedID, seq);
-        INSERT INTO shareflow_meta VALUES ('format', 'shareflow'), ('schemaVersion', '7'), ('syncKey', lower(hex(randomblob(32))));
-        INSERT INTO grdb_migrations VALUES ('v1'), ('v2'), ('v3'), ('v4'), ('v5'), ('v6'), ('v7');
+        INSERT INTO shareflow_meta VALUES ('format', 'shareflow'), ('schemaVersion', '8'), ('syncKey', lower(hex(randomblob(32))));
+        INSERT INTO grdb_migrations VALUES ('v1'), ('v2'), ('v3'), ('v4'), ('v5'), ('v6'), ('v7'), ('v8');
         """
 
     /// The syncKey row, made for each store: a store's change tokens are signed with its own key.

@@ -219,8 +219,32 @@ extension Store {
                 CREATE INDEX feed_change_seq ON feed_change(feedID, seq);
                 INSERT INTO shareflow_meta (key, value) VALUES ('syncKey', lower(hex(randomblob(32))));
                 UPDATE shareflow_meta SET value = '7' WHERE key = 'schemaVersion';
+                INSERT INTO shareflow_meta (key, value) VALUES ('logPending', '1');
                 """)
-            try StoreTransaction(db, path: nil).logExistingContents(at: Date().timeIntervalSince1970)
+            // The existing contents are logged by v8, which runs next: the log's writers name
+            // each record's row, a column v8 adds.
+        }
+        migrator.registerMigration("v8") { db in
+            // A feed page walks the position index: holding what an entry says (tombstone or
+            // not, the record's type, its record's row; the name comes with the key), it reads
+            // no log row, and each record by its row rather than through the name index.
+            try db.execute(sql: """
+                ALTER TABLE zone_change ADD COLUMN recordID INTEGER;
+                ALTER TABLE view_change ADD COLUMN recordID INTEGER;
+                UPDATE zone_change SET recordID = (SELECT id FROM record r WHERE r.zoneID = zone_change.zoneID AND r.name = zone_change.name)
+                WHERE deleted = 0;
+                UPDATE view_change SET recordID = (SELECT id FROM record r WHERE r.zoneID = view_change.zoneID AND r.name = view_change.name)
+                WHERE deleted = 0;
+                DROP INDEX zone_change_seq;
+                CREATE INDEX zone_change_seq ON zone_change(zoneID, seq, deleted, recordID, type);
+                DROP INDEX view_change_seq;
+                CREATE INDEX view_change_seq ON view_change(zoneID, viewerID, seq, deleted, recordID, type);
+                UPDATE shareflow_meta SET value = '8' WHERE key = 'schemaVersion';
+                """)
+            if try String.fetchOne(db, sql: "SELECT value FROM shareflow_meta WHERE key = 'logPending'") != nil {
+                try StoreTransaction(db, path: nil).logExistingContents(at: Date().timeIntervalSince1970)
+                try db.execute(sql: "DELETE FROM shareflow_meta WHERE key = 'logPending'")
+            }
         }
         return migrator
     }

@@ -11,7 +11,7 @@ import GRDB
 /// before anything is written to it.
 public final class Store: @unchecked Sendable {
     /// The schema this binary writes. Raised by each new migration.
-    public static let schemaVersion = 7
+    public static let schemaVersion = 8
     static let formatName = "shareflow"
 
     public let path: String

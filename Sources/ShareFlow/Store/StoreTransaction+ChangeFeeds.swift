@@ -52,17 +52,45 @@ extension StoreTransaction {
     /// statement a page, not one per record: a first sync reads the whole zone). The joins
     /// are flat: a parenthesised `LEFT JOIN (record … LEFT JOIN …)` is not flattened by
     /// SQLite, which then built the whole zone's records for every entry of the page.
+    ///
+    /// A first sync reads every record of a zone, so each lookup a record costs counts
+    /// (SPEC §12, `sync_first_vs_sqlite`): the entries come from the position index alone
+    /// (schema v8 made it covering), each record by the row the entry names (by its name for
+    /// an entry without one; the name and zone checked, so a row reused can never pass for
+    /// the record; their `+` keeps the planner on the row, not the name index), creators' and modifiers' userRecordIDs from a lookup per
+    /// account of the page rather than two joins a record, and the share rooted at a record is
+    /// joined only in a zone where some share has a root.
     package func zoneChangesWithRecords(zone: Int64, viewer: Int64?, after seq: Int64, limit: Int) throws -> [ZoneChangeRow] {
         let log = viewer == nil ? "zone_change" : "view_change"
         let n = StoreTransaction.recordWithRootedShareColumnCount
+        let rooted = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)"),
+                                       arguments: [zone]) ?? true
+        var names: [Int64: String?] = [:]
+        func userRecordID(_ account: Int64?) throws -> String? {
+            guard let account else { return nil }
+            if let known = names[account] { return known }
+            let name = try fetchOne("SELECT id, userRecordID FROM account WHERE id = ?", [account], table: "account", keyAt: 0) {
+                try $0.text(1, "userRecordID")
+            }
+            names[account] = name
+            return name
+        }
         return try fetchAll("""
-            SELECT \(StoreTransaction.recordColumns), \(StoreTransaction.rootedShareColumns), l.name, l.type, l.seq, l.deleted
-            FROM \(log) l LEFT JOIN record r ON l.deleted = 0 AND r.zoneID = l.zoneID AND r.name = l.name
-              LEFT JOIN account c ON c.id = r.createdBy LEFT JOIN account m ON m.id = r.modifiedBy \(StoreTransaction.rootedShareSource)
+            SELECT r.id, r.name, r.type, r.fields, r.parentName, r.tag, r.modifiedAt, r.shortGUID, r.createdAt, r.createdBy, NULL, r.modifiedBy, NULL,
+                   \(rooted ? StoreTransaction.rootedShareColumns : "NULL, NULL, NULL"), l.name, l.type, l.seq, l.deleted
+            FROM \(log) l LEFT JOIN record r ON l.deleted = 0
+                AND r.id = COALESCE(l.recordID, (SELECT id FROM record WHERE zoneID = l.zoneID AND name = l.name)) AND +r.zoneID = l.zoneID AND +r.name = l.name
+              \(rooted ? StoreTransaction.rootedShareSource : "")
             WHERE l.zoneID = ?1 AND \(viewer == nil ? "?2 IS NULL" : "l.viewerID = ?2") AND l.seq > ?3 ORDER BY l.seq LIMIT ?4
             """, [zone, viewer, seq, limit], table: log, keyAt: n + 2) { row in
             let entry = row.of(log, keyAt: n + 2)
-            let record = try entry.optionalInteger(0, "id") == nil ? nil : try StoreTransaction.recordRowWithRootedShare(row.of("record", keyAt: 0))
+            var record: RecordRow?
+            if try entry.optionalInteger(0, "id") != nil {
+                var read = try StoreTransaction.recordRowWithRootedShare(row.of("record", keyAt: 0))
+                read.creatorName = try userRecordID(read.createdBy)
+                read.modifierName = try userRecordID(try row.of("record", keyAt: 0).optionalInteger(11, "modifiedBy"))
+                record = read
+            }
             return ZoneChangeRow(name: try entry.text(n, "name"), type: try entry.text(n + 1, "type"), seq: try entry.integer(n + 2, "seq"),
                                  deleted: try entry.integer(n + 3, "deleted") != 0, record: record)
         }

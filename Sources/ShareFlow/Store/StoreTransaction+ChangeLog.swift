@@ -70,7 +70,7 @@ extension StoreTransaction {
     /// who sees it now; a viewer who saw it and no longer does (it moved out of a shared
     /// hierarchy) gets a tombstone. A record whose move can change what others see (a new
     /// parent, a record others named as their parent) has every viewer of the zone looked at again.
-    func logRecordSaved(zone id: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double) throws {
+    func logRecordSaved(zone id: Int64, record: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double) throws {
         // The zone, its next position and whether anyone views it, in one statement: a save in
         // a zone no participant sees (most of them) logs in four statements.
         guard let (zone, seq, viewed) = try fetchOne("""
@@ -84,19 +84,20 @@ extension StoreTransaction {
                             ownerName: try $0.of("account", keyAt: 3).text(5, "userRecordID")),
                  try $0.integer(6, "changeSeq"), try $0.integer(7, "viewed") != 0)
             }) else { return }
-        try logRecordSaved(zone: zone, name: name, type: type, hierarchyChanged: hierarchyChanged, at: time, seq: seq, viewed: viewed)
+        try logRecordSaved(zone: zone, record: record, name: name, type: type, hierarchyChanged: hierarchyChanged, at: time, seq: seq, viewed: viewed)
     }
 
-    /// `seq`: the position already taken for it; `viewed`: false when no participant views the
-    /// zone (nothing to log for viewers).
-    func logRecordSaved(zone: LoggedZone, name: String, type: String, hierarchyChanged: Bool, at time: Double,
+    /// `record`: its row, which the log keeps beside the name (schema v8) so that a feed page
+    /// reads each record by its row, not through the name index; `seq`: the position already
+    /// taken for it; `viewed`: false when no participant views the zone (nothing to log for viewers).
+    func logRecordSaved(zone: LoggedZone, record: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double,
                         seq given: Int64? = nil, viewed: Bool = true) throws {
         let id = zone.id
         let seq = try given ?? nextSeq(id)
         try run("""
-            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, 0, ?)
-            ON CONFLICT (zoneID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at
-            """, [id, name, type, seq, time])
+            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES (?, ?, ?, ?, 0, ?, ?)
+            ON CONFLICT (zoneID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at, recordID = excluded.recordID
+            """, [id, name, type, seq, time, record])
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
         guard viewed || hierarchyChanged else { return }
         let viewers = try viewers(ofRecord: name, zone: id)
@@ -104,9 +105,10 @@ extension StoreTransaction {
         // compiled again on every call, which cost more than the rows.
         for viewer in viewers {
             try run("""
-                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, ?, 0, ?)
-                ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at
-                """, [id, viewer, name, type, seq, time])
+                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at, recordID) VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+                ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at,
+                    recordID = excluded.recordID
+                """, [id, viewer, name, type, seq, time, record])
             try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time)
         }
         if hierarchyChanged {
@@ -208,33 +210,33 @@ extension StoreTransaction {
                 SELECT DISTINCT s.id, s.rootName, s.recordID, 1 FROM participant p CROSS JOIN share s ON s.id = p.shareID
                 WHERE p.accountID = ?2 AND s.zoneID = ?1 AND \(StoreTransaction.sees)
                 """, [zone.id, viewer], table: "share", keyAt: 0, read)
-        /// Record `root` and the records below it (name, type), by the parent index.
-        func subtree(_ root: String) throws -> [(String, String)] {
+        /// Record `root` and the records below it (name, type, row), by the parent index.
+        func subtree(_ root: String) throws -> [(String, String, Int64)] {
             try fetchAll("""
                 WITH RECURSIVE down(name) AS (
                     SELECT ?2
                     UNION SELECT r.name FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.parentName = down.name)
-                SELECT r.name, r.type FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.name = down.name
-                """, [zone.id, root], table: "record", keyAt: 0) { (try $0.text(0, "name"), try $0.text(1, "type")) }
+                SELECT r.name, r.type, r.id FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.name = down.name
+                """, [zone.id, root], table: "record", keyAt: 2) { (try $0.text(0, "name"), try $0.text(1, "type"), try $0.integer(2, "id")) }
         }
-        /// The records (name, type) the shares cover: each part on an index, the zone read
+        /// The records (name, type, row) the shares cover: each part on an index, the zone read
         /// whole only for a zone share.
-        func covered(_ shares: [(root: String?, record: Int64, sees: Bool)]) throws -> [(String, String)] {
+        func covered(_ shares: [(root: String?, record: Int64, sees: Bool)]) throws -> [(String, String, Int64)] {
             if shares.contains(where: { $0.root == nil }) {
-                return try fetchAll("SELECT name, type FROM record WHERE zoneID = ?", [zone.id], table: "record", keyAt: 0) {
-                    (try $0.text(0, "name"), try $0.text(1, "type"))
+                return try fetchAll("SELECT name, type, id FROM record WHERE zoneID = ?", [zone.id], table: "record", keyAt: 2) {
+                    (try $0.text(0, "name"), try $0.text(1, "type"), try $0.integer(2, "id"))
                 }
             }
-            var records: [(String, String)] = []
+            var records: [(String, String, Int64)] = []
             for share in shares {
                 if let root = share.root { records += try subtree(root) }
-                records += try fetchAll("SELECT name, type FROM record WHERE id = ?", [share.record], table: "record", keyAt: 0) {
-                    (try $0.text(0, "name"), try $0.text(1, "type"))
+                records += try fetchAll("SELECT name, type, id FROM record WHERE id = ?", [share.record], table: "record", keyAt: 2) {
+                    (try $0.text(0, "name"), try $0.text(1, "type"), try $0.integer(2, "id"))
                 }
             }
             return records
         }
-        let visible: [(String, String)]
+        let visible: [(String, String, Int64)]
         var live: [String: String] = [:]
         if share != nil, let one = shares.first, let root = one.root {
             // Within the one hierarchy share: what it covers (the root's subtree and the
@@ -246,12 +248,12 @@ extension StoreTransaction {
                     SELECT ?2
                     UNION SELECT r.name FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.parentName = down.name),
                 reach(name) AS (SELECT name FROM down UNION SELECT name FROM record WHERE id = ?3)
-                SELECT r.name, r.type, v.type FROM reach CROSS JOIN record r ON r.zoneID = ?1 AND r.name = reach.name
+                SELECT r.name, r.type, v.type, r.id FROM reach CROSS JOIN record r ON r.zoneID = ?1 AND r.name = reach.name
                 LEFT JOIN view_change v ON v.zoneID = ?1 AND v.viewerID = ?4 AND v.name = r.name AND v.deleted = 0
                 """, [zone.id, root, one.record, viewer], table: "record", keyAt: 0) {
-                (name: try $0.text(0, "name"), type: try $0.text(1, "type"), live: try $0.optionalText(2, "type"))
+                (name: try $0.text(0, "name"), type: try $0.text(1, "type"), live: try $0.optionalText(2, "type"), id: try $0.integer(3, "id"))
             }
-            visible = one.sees ? rows.map { ($0.name, $0.type) } : []
+            visible = one.sees ? rows.map { ($0.name, $0.type, $0.id) } : []
             for row in rows { if let type = row.live { live[row.name] = type } }
         } else {
             // The whole zone: a zone share covers all of it, and without a share every live row counts.
@@ -266,12 +268,13 @@ extension StoreTransaction {
         let entering = visible.filter { live.removeValue(forKey: $0.0) == nil }
         let leaving = live.keys.sorted()
         var seq = try takeSeqs(entering.count + leaving.count, zone: zone.id)
-        for (name, type) in entering {
+        for (name, type, record) in entering {
             seq += 1
             try run("""
-                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, ?, 0, ?)
-                ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at
-                """, [zone.id, viewer, name, type, seq, time])
+                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at, recordID) VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+                ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at,
+                    recordID = excluded.recordID
+                """, [zone.id, viewer, name, type, seq, time, record])
         }
         for name in leaving {
             seq += 1
@@ -297,32 +300,34 @@ extension StoreTransaction {
     /// record changed for everyone who sees it (its change tag is renewed, R21), and
     /// `participant`'s view, if one changed, is looked at again.
     func logShareChanged(_ share: Int64, participant account: Int64?) throws {
-        guard let (zone, name) = try fetchOne("""
-            SELECT s.id, r.name, \(StoreTransaction.loggedZoneColumns) FROM share s JOIN record r ON r.id = s.recordID
+        guard let (zone, name, record) = try fetchOne("""
+            SELECT s.id, r.name, \(StoreTransaction.loggedZoneColumns), s.recordID FROM share s JOIN record r ON r.id = s.recordID
             JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID WHERE s.id = ? AND z.scope = 'private'
-            """, [share], table: "share", keyAt: 0, { (try StoreTransaction.loggedZone($0, at: 2), try $0.of("record", keyAt: 0).text(1, "name")) })
+            """, [share], table: "share", keyAt: 0, {
+                (try StoreTransaction.loggedZone($0, at: 2), try $0.of("record", keyAt: 0).text(1, "name"), try $0.integer(8, "recordID"))
+            })
         else { return }
-        try logShareChanged(zone: zone, share: share, recordName: name, participant: account)
+        try logShareChanged(zone: zone, share: share, record: record, recordName: name, participant: account)
     }
 
-    private func logShareChanged(zone: LoggedZone, share: Int64, recordName: String, participant account: Int64?) throws {
+    private func logShareChanged(zone: LoggedZone, share: Int64, record: Int64, recordName: String, participant account: Int64?) throws {
         let time = Date().timeIntervalSince1970
         if let account, account != zone.ownerID { try relogViewer(account, zone: zone, share: share, at: time) }
-        try logRecordSaved(zone: zone, name: recordName, type: "cloudkit.share", hierarchyChanged: false, at: time)
+        try logRecordSaved(zone: zone, record: record, name: recordName, type: "cloudkit.share", hierarchyChanged: false, at: time)
     }
 
     /// A participant's row changed (status, role, permission).
     func logParticipantChanged(_ participant: Int64) throws {
-        guard let (zone, share, name, account) = try fetchOne("""
-            SELECT p.id, r.name, p.accountID, p.shareID, \(StoreTransaction.loggedZoneColumns) FROM participant p JOIN share s ON s.id = p.shareID
-            JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
+        guard let (zone, share, name, record, account) = try fetchOne("""
+            SELECT p.id, r.name, p.accountID, p.shareID, \(StoreTransaction.loggedZoneColumns), s.recordID FROM participant p
+            JOIN share s ON s.id = p.shareID JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
             WHERE p.id = ? AND z.scope = 'private'
             """, [participant], table: "participant", keyAt: 0, {
                 (try StoreTransaction.loggedZone($0, at: 4), try $0.integer(3, "shareID"), try $0.of("record", keyAt: 0).text(1, "name"),
-                 try $0.optionalInteger(2, "accountID"))
+                 try $0.of("share", keyAt: 3).integer(10, "recordID"), try $0.optionalInteger(2, "accountID"))
             })
         else { return }
-        try logShareChanged(zone: zone, share: share, recordName: name, participant: account)
+        try logShareChanged(zone: zone, share: share, record: record, recordName: name, participant: account)
     }
 
     // MARK: Zones
@@ -381,15 +386,16 @@ extension StoreTransaction {
 
     // MARK: Migration
 
-    /// Logs a store's whole contents as its feeds' start (schema v7).
+    /// Logs a store's whole contents as its feeds' start (a store made before schema v7; run
+    /// by migration v8, once the log's rows can name their records).
     func logExistingContents(at time: Double) throws {
         let zones = try fetchAll("SELECT id FROM zone WHERE scope = 'private' ORDER BY id", [], table: "zone", keyAt: 0) { try $0.integer(0, "id") }
         for id in zones {
             guard let zone = try loggedZone(id) else { continue }
             try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
             try run("""
-                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at)
-                SELECT zoneID, name, type, ROW_NUMBER() OVER (ORDER BY id), 0, ? FROM record WHERE zoneID = ?
+                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID)
+                SELECT zoneID, name, type, ROW_NUMBER() OVER (ORDER BY id), 0, ?, id FROM record WHERE zoneID = ?
                 """, [time, id])
             try run("UPDATE zone SET changeSeq = (SELECT COUNT(*) FROM record WHERE zoneID = ?1) WHERE id = ?1", [id])
             try relogViewers(zone: zone, at: time)

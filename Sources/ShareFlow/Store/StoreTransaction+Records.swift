@@ -238,7 +238,7 @@ extension StoreTransaction {
             """, [zone, name, type, fields.json, parentName, tag, account, account, time, time])
         let id = db.lastInsertedRowID
         // Records already naming it as their parent (R34) come under it: what others see of them may change.
-        try logRecordSaved(zone: zone, name: name, type: type, hierarchyChanged: try hasChildren(zone: zone, name: name), at: time)
+        try logRecordSaved(zone: zone, record: id, name: name, type: type, hierarchyChanged: try hasChildren(zone: zone, name: name), at: time)
         return id
     }
 
@@ -251,7 +251,7 @@ extension StoreTransaction {
         guard let before = try loggedRecord(id) else { return }
         try run("UPDATE record SET fields = ?, parentName = ?, tag = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
                        [fields.json, parentName, tag, account, time, id])
-        try logRecordSaved(zone: before.zone, name: before.name, type: before.type, hierarchyChanged: before.parentName != parentName, at: time)
+        try logRecordSaved(zone: before.zone, record: id, name: before.name, type: before.type, hierarchyChanged: before.parentName != parentName, at: time)
     }
 
     package func deleteRecord(id: Int64) throws {

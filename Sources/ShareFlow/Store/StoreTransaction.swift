@@ -138,8 +138,8 @@ package struct RecordRow {
     /// last. Nil where the account is gone.
     package let createdAt: Double
     package let createdBy: Int64?
-    package let creatorName: String?
-    package let modifierName: String?
+    package var creatorName: String?
+    package var modifierName: String?
     /// The size of its fields as stored (their JSON), what answering with it costs.
     package var storedBytes: Int = 0
     /// The share rooted at this record, when the read that made the row looked (`record(zone:name:)`

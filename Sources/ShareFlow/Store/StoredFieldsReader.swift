@@ -34,8 +34,11 @@ struct StoredFieldsReader {
     /// `{"name":value,…}`: the fields.
     private mutating func object() -> [String: FieldValue]? {
         guard take(UInt8(ascii: "{")) else { return nil }
+        if take(UInt8(ascii: "}")) { return [:] }
+        // Sized once: each field is a name then `:{`, which nothing else in the form holds
+        // outside a string (so this counts each field, and a few more at worst).
         var fields: [String: FieldValue] = [:]
-        if take(UInt8(ascii: "}")) { return fields }
+        fields.reserveCapacity(fieldCountEstimate())
         repeat {
             guard let name = string(), take(UInt8(ascii: ":")), let value = value(depth: 0),
                   fields.updateValue(value, forKey: name) == nil else { return nil }
@@ -43,45 +46,93 @@ struct StoredFieldsReader {
         return take(UInt8(ascii: "}")) ? fields : nil
     }
 
+    /// The keys a field value's object may hold (`FieldValue.encode(to:)`), each one bit.
+    private enum ValueKey: UInt16 {
+        case s = 1, y = 2, r = 4, z = 8, o = 16, a = 32, i = 64, d = 128, t = 256, la = 512, lo = 1024, b = 2048, l = 4096
+    }
+
+    /// A value's key, read from its bytes without making a string (a first sync reads one a
+    /// field); anything longer than two letters, or escaped, is no key of ours.
+    private mutating func valueKey() -> ValueKey? {
+        guard take(UInt8(ascii: "\"")), bytes.count - at >= 2 else { return nil }
+        let first = bytes[at]
+        if bytes[at + 1] == UInt8(ascii: "\"") {
+            at += 2
+            switch first {
+            case UInt8(ascii: "s"): return .s
+            case UInt8(ascii: "y"): return .y
+            case UInt8(ascii: "r"): return .r
+            case UInt8(ascii: "z"): return .z
+            case UInt8(ascii: "o"): return .o
+            case UInt8(ascii: "a"): return .a
+            case UInt8(ascii: "i"): return .i
+            case UInt8(ascii: "d"): return .d
+            case UInt8(ascii: "t"): return .t
+            case UInt8(ascii: "b"): return .b
+            case UInt8(ascii: "l"): return .l
+            default: return nil
+            }
+        }
+        guard first == UInt8(ascii: "l"), bytes.count - at >= 3, bytes[at + 2] == UInt8(ascii: "\"") else { return nil }
+        let second = bytes[at + 1]
+        at += 3
+        return second == UInt8(ascii: "a") ? .la : second == UInt8(ascii: "o") ? .lo : nil
+    }
+
+    /// How many `":{` the bytes hold from here: at least the fields left (`memchr` finds
+    /// each colon, so a long string value costs next to nothing).
+    private func fieldCountEstimate() -> Int {
+        guard let base = bytes.baseAddress else { return 1 }
+        var n = 0, i = at
+        while i + 1 < bytes.count, let hit = memchr(base + i, Int32(UInt8(ascii: ":")), bytes.count - i - 1) {
+            i = UnsafePointer<UInt8>(hit.assumingMemoryBound(to: UInt8.self)) - base
+            if i > 0, base[i - 1] == UInt8(ascii: "\""), base[i + 1] == UInt8(ascii: "{") { n += 1 }
+            i += 1
+        }
+        return max(n, 1)
+    }
+
     /// One field value: an object of the keys `FieldValue.encode(to:)` writes for its case.
     private mutating func value(depth: Int) -> FieldValue? {
         // Lists hold no lists (R23); a stored one is left to the decoder, as is any depth.
         guard depth < 2, take(UInt8(ascii: "{")) else { return nil }
-        var keys: [String] = []
+        var seen: UInt16 = 0, count = 0
+        var first = ValueKey.s
         var s: String?, number: Double?, integer: Int64?, boolean: Bool?, list: [FieldValue]?
         var latitude: Double?, longitude: Double?, zone: String?, owner: String?, action: String?
         repeat {
-            guard let key = string(), take(UInt8(ascii: ":")), !keys.contains(key), keys.count < 4 else { return nil }
-            keys.append(key)
+            guard let key = valueKey(), take(UInt8(ascii: ":")), seen & key.rawValue == 0, count < 4 else { return nil }
+            if count == 0 { first = key }
+            seen |= key.rawValue
+            count += 1
             switch key {
-            case "s", "y", "r": s = string(); if s == nil { return nil }
-            case "z": zone = string(); if zone == nil { return nil }
-            case "o": owner = string(); if owner == nil { return nil }
-            case "a": action = string(); if action == nil { return nil }
-            case "i": integer = self.integer(); if integer == nil { return nil }
-            case "d", "t": number = double(); if number == nil { return nil }
-            case "la": latitude = double(); if latitude == nil { return nil }
-            case "lo": longitude = double(); if longitude == nil { return nil }
-            case "b": boolean = self.boolean(); if boolean == nil { return nil }
-            case "l": list = self.list(depth: depth + 1); if list == nil { return nil }
-            default: return nil
+            case .s, .y, .r: s = string(); if s == nil { return nil }
+            case .z: zone = string(); if zone == nil { return nil }
+            case .o: owner = string(); if owner == nil { return nil }
+            case .a: action = string(); if action == nil { return nil }
+            case .i: integer = self.integer(); if integer == nil { return nil }
+            case .d, .t: number = double(); if number == nil { return nil }
+            case .la: latitude = double(); if latitude == nil { return nil }
+            case .lo: longitude = double(); if longitude == nil { return nil }
+            case .b: boolean = self.boolean(); if boolean == nil { return nil }
+            case .l: list = self.list(depth: depth + 1); if list == nil { return nil }
             }
         } while take(UInt8(ascii: ","))
         guard take(UInt8(ascii: "}")) else { return nil }
         // Exactly the keys one case writes; any other mix is the decoder's to judge.
-        switch (keys.count, keys[0]) {
-        case (1, "s"): return s.map(FieldValue.string)
-        case (1, "i"): return integer.map(FieldValue.integer)
-        case (1, "d"): return number.map(FieldValue.double)
-        case (1, "b"): return boolean.map(FieldValue.boolean)
-        case (1, "y"): return s.flatMap { Data(base64Encoded: $0) }.map(FieldValue.bytes)
-        case (1, "t"): return number.map { .date(Date(timeIntervalSince1970: $0)) }
-        case (1, "l"): return list.map(FieldValue.list)
+        switch (count, first) {
+        case (1, .s): return s.map(FieldValue.string)
+        case (1, .i): return integer.map(FieldValue.integer)
+        case (1, .d): return number.map(FieldValue.double)
+        case (1, .b): return boolean.map(FieldValue.boolean)
+        case (1, .y): return s.flatMap { Data(base64Encoded: $0) }.map(FieldValue.bytes)
+        case (1, .t): return number.map { .date(Date(timeIntervalSince1970: $0)) }
+        case (1, .l): return list.map(FieldValue.list)
         case (2, _):
             guard let latitude, let longitude else { return nil }
             return .location(Location(latitude: latitude, longitude: longitude))
         case (3, _), (4, _):
-            guard let s, let zone, let owner, keys.count == (action == nil ? 3 : 4) else { return nil }
+            guard let s, let zone, let owner, count == (action == nil ? 3 : 4) else { return nil }
             let referenceAction: ReferenceAction
             if let action {
                 guard let a = ReferenceAction(rawValue: action) else { return nil }
@@ -89,7 +140,7 @@ struct StoredFieldsReader {
             } else {
                 referenceAction = .none
             }
-            guard keys.contains("r") else { return nil }
+            guard seen & ValueKey.r.rawValue != 0 else { return nil }
             return .reference(RecordID(recordName: s, zoneID: RecordZoneID(zoneName: zone, ownerName: owner)), action: referenceAction)
         default: return nil
         }

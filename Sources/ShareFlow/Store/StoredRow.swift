@@ -341,9 +341,10 @@ struct StoredTable: Sendable {
             ("expiresAt", optionalReal), ("createdAt", real), ("publicKey", optionalText),
             ("environment", optionalWord(CloudEnvironment.self))]),
         StoredTable(name: "zone_change", key: "zoneID", columns: [
-            ("zoneID", integer), ("name", text), ("type", text), ("seq", integer), ("deleted", integer), ("at", real)]),
+            ("zoneID", integer), ("name", text), ("type", text), ("seq", integer), ("deleted", integer), ("at", real), ("recordID", optionalInteger)]),
         StoredTable(name: "view_change", key: "zoneID", columns: [
-            ("zoneID", integer), ("viewerID", integer), ("name", text), ("type", text), ("seq", integer), ("deleted", integer), ("at", real)]),
+            ("zoneID", integer), ("viewerID", integer), ("name", text), ("type", text), ("seq", integer), ("deleted", integer), ("at", real),
+            ("recordID", optionalInteger)]),
         StoredTable(name: "feed", key: "id", columns: [
             ("id", integer), ("accountID", integer), ("container", text), ("environment", word(CloudEnvironment.self)),
             ("scope", { _ = try $0.word($1, $2, in: ["private", "shared"]) }), ("seq", integer), ("keptFrom", integer)]),

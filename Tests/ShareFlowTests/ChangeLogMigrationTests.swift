@@ -1,0 +1,90 @@
+import Foundation
+import GRDB
+import ShareFlowEngineTestKit
+import XCTest
+@testable import ShareFlow
+
+/// A store made before the change log (schema v6) starts its feeds from what it holds, and a
+/// store with the v7 log keeps it through v8 (which names each entry's record row): both read
+/// the same feeds as a store that logged every save.
+final class ChangeLogMigrationTests: XCTestCase {
+    /// Alice's zone 'Z' with records a, b (b under a) and a zone share Bob accepted (read only).
+    private static let rows = """
+        INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_alice', 'granted', 0), (2, '_bob', 'granted', 0);
+        INSERT INTO account_email (email, accountID, position) VALUES ('alice@example.com', 1, 0), ('bob@example.com', 2, 0);
+        INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (1, 'iCloud.t', 'development', 'private', 1, 'Z');
+        INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt) VALUES
+            (1, 1, 'a', 'Note', '{"title":{"s":"A"}}', NULL, 1, 1, 1, 10, 'ta', 10),
+            (2, 1, 'b', 'Note', '{"title":{"s":"B"}}', 'a', 1, 1, 1, 11, 'tb', 11),
+            (3, 1, 'share-z', 'cloudkit.share', '{}', NULL, 1, 1, 1, 12, 'ts', 12);
+        INSERT INTO share (id, recordID, zoneID, token, rootName, publicPermission) VALUES (1, 3, 1, 'tok', NULL, 'none');
+        INSERT INTO participant (id, shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt) VALUES
+            (1, 1, 'p-owner', 1, 'emailAddress', 'alice@example.com', 'owner', 'readWrite', 'accepted', 0),
+            (2, 1, 'p-bob', 2, 'emailAddress', 'bob@example.com', 'privateUser', 'readOnly', 'accepted', 0);
+        """
+
+    private func feeds(_ path: String) throws -> (owner: [String], viewer: [String], viewerZones: [String]) {
+        let engine = Engine(store: try Store(path: path))
+        let zone = RecordZoneID(zoneName: "Z", ownerName: "_alice")
+        let alice = try engine.session(for: "alice@example.com").container("iCloud.t")
+        let bob = try engine.session(for: "bob@example.com").container("iCloud.t")
+        let owner = try alice.privateCloudDatabase.recordZoneChanges(zone)
+        let viewer = try bob.sharedCloudDatabase.recordZoneChanges(zone)
+        XCTAssertEqual(viewer.modifications.first { $0.recordID.recordName == "b" }?["title"], .string("B"), "each record read whole")
+        XCTAssertEqual(viewer.modifications.first { $0.recordID.recordName == "b" }?.parent?.recordName, "a")
+        return (owner.modifications.map(\.recordID.recordName).sorted(), viewer.modifications.map(\.recordID.recordName).sorted(),
+                try bob.sharedCloudDatabase.databaseChanges().changedZoneIDs.map(\.zoneName))
+    }
+
+    func testAStoreFromBeforeTheLogStartsItsFeedsFromItsContents() throws {
+        let (dir, path) = try makeOldStore(upTo: "v6", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let found = try feeds(path)
+        XCTAssertEqual(found.owner, ["a", "b", "share-z"])
+        XCTAssertEqual(found.viewer, ["a", "b", "share-z"])
+        XCTAssertEqual(found.viewerZones, ["Z"])
+        let store = try Store(path: path)
+        XCTAssertEqual(try store.read { try Int.fetchOne($0.db, sql: "SELECT COUNT(*) FROM view_change WHERE recordID IS NULL") }, 0)
+        XCTAssertNil(try store.read { try String.fetchOne($0.db, sql: "SELECT value FROM shareflow_meta WHERE key = 'logPending'") })
+        XCTAssertEqual(try store.check().problems, [])
+    }
+
+    func testAStoreWithTheV7LogKeepsItAndNamesEachEntrysRecord() throws {
+        // The v7 log as v7 wrote it: no record rows named.
+        let (dir, path) = try makeOldStore(upTo: "v7", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows + """
+            DELETE FROM shareflow_meta WHERE key = 'logPending';
+            UPDATE zone SET changeSeq = 5 WHERE id = 1;
+            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES
+                (1, 'a', 'Note', 1, 0, 0), (1, 'b', 'Note', 2, 0, 0), (1, 'share-z', 'cloudkit.share', 3, 0, 0), (1, 'gone', 'Note', 4, 1, 0);
+            INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES
+                (1, 2, 'a', 'Note', 1, 0, 0), (1, 2, 'b', 'Note', 5, 0, 0), (1, 2, 'share-z', 'cloudkit.share', 3, 0, 0);
+            INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES (1, 2, 'iCloud.t', 'development', 'shared', 1, 0);
+            INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (1, 'Z', '_alice', 1, 0, NULL, 0);
+            """)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let found = try feeds(path)
+        XCTAssertEqual(found.owner, ["a", "b", "share-z"])
+        XCTAssertEqual(found.viewer, ["a", "b", "share-z"])
+        XCTAssertEqual(found.viewerZones, ["Z"])
+        let store = try Store(path: path)
+        let rows = try store.read { try Row.fetchAll($0.db, sql: "SELECT name, recordID, seq FROM view_change ORDER BY seq") }
+        XCTAssertEqual(rows.map { $0[0] as String }, ["a", "share-z", "b"], "positions kept, nothing logged again")
+        XCTAssertEqual(rows.map { $0[1] as Int64? }, [1, 3, 2])
+        XCTAssertEqual(try store.read { try Int64.fetchOne($0.db, sql: "SELECT recordID FROM zone_change WHERE name = 'gone'") }, nil)
+        XCTAssertEqual(try store.check().problems, [])
+    }
+
+    /// An entry naming no record row (or a row that is no longer its record) still finds its
+    /// record by name: the row is a shortcut, never the truth.
+    func testAnEntryWithoutItsRecordsRowIsReadByName() throws {
+        let (dir, path) = try makeOldStore(upTo: "v6", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try feeds(path)
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { try $0.execute(sql: "UPDATE view_change SET recordID = NULL WHERE name = 'a'; UPDATE zone_change SET recordID = NULL") }
+        try queue.close()
+        let found = try feeds(path)
+        XCTAssertEqual(found.owner, ["a", "b", "share-z"])
+        XCTAssertEqual(found.viewer, ["a", "b", "share-z"])
+    }
+}
