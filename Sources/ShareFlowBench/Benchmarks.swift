@@ -120,6 +120,8 @@ public struct Benchmarks {
             r["sync_first_s"] = median(f.firstSeconds); r["sync_first_sqlite_s"] = median(f.rawSeconds)
             // Time of the raw scan over ours: ≥ 0.5 means the first sync costs at most twice the scan.
             r["sync_first_vs_sqlite"] = pairedRatio(f.rawSeconds, f.firstSeconds)
+            r["sync_first_reading_fields_s"] = median(f.firstReadingSeconds)
+            r["sync_first_reading_fields_vs_sqlite"] = pairedRatio(f.rawBesideReadingSeconds, f.firstReadingSeconds)
             r["sync_delta_s"] = median(f.deltaSeconds)
             r["sync_delta_vs_first"] = median(f.deltaSeconds) / median(f.firstSeconds)
             r["sync_records"] = Double(f.records)

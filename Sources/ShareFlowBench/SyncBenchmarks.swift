@@ -9,6 +9,9 @@ extension Benchmarks {
     struct SyncFigures {
         var firstSeconds: [Double] = []
         var rawSeconds: [Double] = []
+        /// The first sync reading every record's fields (a feed page hands them out undecoded).
+        var firstReadingSeconds: [Double] = []
+        var rawBesideReadingSeconds: [Double] = []
         var deltaSeconds: [Double] = []
         var records = 0
         var saveSeconds = 0.0
@@ -49,11 +52,12 @@ extension Benchmarks {
         let shared = readerContainer.sharedCloudDatabase
 
         /// A first sync: every page from nil; the records it gave and the token it ends at.
-        func firstSync() throws -> (Int, String) {
+        func firstSync(readingFields: Bool = false) throws -> (Int, String) {
             var token: String?, count = 0
             while true {
                 let page = try shared.recordZoneChanges(zone, since: token)
                 count += page.modifications.count
+                if readingFields { for record in page.modifications { count += record.fields.isEmpty ? 1 : 0 } }
                 token = page.changeToken
                 if !page.moreComing { return (count, token!) }
             }
@@ -89,6 +93,18 @@ extension Benchmarks {
             return Double(sf_now_ns() - start) / 1e9
         })
         f.firstSeconds = ours; f.rawSeconds = theirs
+        // The same, reading each record's fields as an app keeping a copy would.
+        let (reading, rawBeside) = try pairedRuns(ours: {
+            let start = sf_now_ns()
+            let (count, _) = try firstSync(readingFields: true)
+            precondition(count == sizes.syncZone + 1 + 1, "every record has fields but the share: \(count)")
+            return Double(sf_now_ns() - start) / 1e9
+        }, baseline: {
+            let start = sf_now_ns()
+            precondition(rawScan() == sizes.syncZone + 1, "the scan reads every record and the share")
+            return Double(sf_now_ns() - start) / 1e9
+        })
+        f.firstReadingSeconds = reading; f.rawBesideReadingSeconds = rawBeside
 
         // The delta: 1,000 edits and 100 deletes (a hundredth and a thousandth at smaller sizes).
         let edits = max(10, sizes.syncZone / 100), deletes = max(1, sizes.syncZone / 1000)

@@ -43,7 +43,25 @@ public struct RecordID: Hashable, Sendable, CustomStringConvertible {
 public class Record: CustomStringConvertible {
     public let recordID: RecordID
     public let recordType: String
-    public var fields: [String: FieldValue]
+    public var fields: [String: FieldValue] {
+        get {
+            decodeStoredFields()
+            return decodedFields
+        }
+        set {
+            decodeStoredFields()
+            decodedFields = newValue
+        }
+        _modify {
+            decodeStoredFields()
+            yield &decodedFields
+        }
+    }
+    private var decodedFields: [String: FieldValue]
+    /// Fields as a feed page read them, checked but not yet decoded: the fields, and the
+    /// server's copy of them, once first read (a first sync hands out thousands of records
+    /// whose fields an app may never read, or reads once).
+    private var storedFields: CheckedFields?
     /// The parent record, in the same zone (R4: only `parent` makes a hierarchy).
     public var parent: RecordID?
     /// The share this record roots, once saved with one.
@@ -67,8 +85,27 @@ public class Record: CustomStringConvertible {
     package var requestsShortGUID = false
     /// The fields and parent as the server last gave them to this object: what `changedKeys()`
     /// compares against, and the `ancestorRecord` of a conflict (R21). Nil for a new record.
-    var serverFields: [String: FieldValue]?
+    var serverFields: [String: FieldValue]? {
+        get {
+            decodeStoredFields()
+            return decodedServerFields
+        }
+        set {
+            decodeStoredFields()
+            decodedServerFields = newValue
+        }
+    }
+    private var decodedServerFields: [String: FieldValue]?
     var serverParent: RecordID?
+
+    /// Decodes the stored fields, once: they are both the fields and the server's copy.
+    private func decodeStoredFields() {
+        guard let stored = storedFields else { return }
+        storedFields = nil
+        let fields = stored.decode()
+        decodedFields = fields
+        decodedServerFields = fields
+    }
 
     /// A record named `recordName` (a new UUID when nil) in the default zone of the database it
     /// is saved to (R24), as `CKRecord(recordType:)`.
@@ -80,8 +117,35 @@ public class Record: CustomStringConvertible {
     public init(recordType: String, recordID: RecordID, fields: [String: FieldValue] = [:], parent: RecordID? = nil) {
         self.recordType = recordType
         self.recordID = recordID
-        self.fields = fields
+        self.decodedFields = fields
         self.parent = parent
+    }
+
+    /// A record as the store holds it, every property the server gives set at once: a feed
+    /// page makes thousands, and each property set after `init` is a checked access.
+    init(stored recordType: String, recordID: RecordID, fields: FieldsAsRead, parent: RecordID?, changeTag: String,
+         modificationDate: Date, creationDate: Date, creator: RecordID?, modifier: RecordID?, shortGUID: String?, storedBytes: Int,
+         share: RecordID?) {
+        self.recordType = recordType
+        self.recordID = recordID
+        switch fields {
+        case .decoded(let fields):
+            self.decodedFields = fields
+            self.decodedServerFields = fields
+        case .checked(let checked):
+            self.decodedFields = [:]
+            self.storedFields = checked
+        }
+        self.parent = parent
+        self.recordChangeTag = changeTag
+        self.modificationDate = modificationDate
+        self.creationDate = creationDate
+        self.creatorUserRecordID = creator
+        self.lastModifiedUserRecordID = modifier
+        self.shortGUID = shortGUID
+        self.storedBytes = storedBytes
+        self.share = share
+        self.serverParent = parent
     }
 
     public subscript(key: String) -> FieldValue? {

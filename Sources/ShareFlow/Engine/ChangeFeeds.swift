@@ -74,19 +74,20 @@ extension Engine {
         let limit = try feedLimit(resultsLimit)
         return try reading { db in
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
-            let (zone, position, floor) = try zoneFeedPosition(zoneID, token: token, caller: caller.id, database: database, db: db)
+            let (zone, position, floor) = try zoneFeedPosition(zoneID, token: token, caller: caller, database: database, db: db)
             let viewer: Int64? = database.databaseScope == .shared ? caller.id : nil
-            let rows = try db.zoneChangesWithRecords(zone: zone.id, viewer: viewer, after: position, limit: limit + 1)
+            let rows = try db.zoneChangesWithRecords(zone: zone.id, viewer: viewer, after: position, limit: limit + 1) {
+                // Made for this answer alone: no copy to trim.
+                try makeRecord($0, zone: zone, caller: caller, db: db).keeping(keys: desiredKeys)
+            }
             let page = rows.prefix(limit)
             var changes = RecordZoneChanges(modifications: [], deletions: [], changeToken: "", moreComing: rows.count > limit)
             changes.modifications.reserveCapacity(page.count)
             for row in page {
-                let id = RecordID(recordName: row.name, zoneID: zone.zoneID)
                 if let record = row.record {
-                    // Made for this answer alone: no copy to trim.
-                    changes.modifications.append(try makeRecord(record, zone: zone, caller: caller, db: db).keeping(keys: desiredKeys))
+                    changes.modifications.append(record)
                 } else {
-                    changes.deletions.append((id, row.type))
+                    changes.deletions.append((RecordID(recordName: row.name, zoneID: zone.zoneID), row.type))
                 }
             }
             let keptFrom = try db.zoneLogBounds(zone: zone.id)?.keptFrom ?? 0
@@ -102,7 +103,7 @@ extension Engine {
         try checkFeedDatabase(database)
         return try reading { db in
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
-            let (zone, _, _) = try zoneFeedPosition(zoneID, token: nil, caller: caller.id, database: database, db: db)
+            let (zone, _, _) = try zoneFeedPosition(zoneID, token: nil, caller: caller, database: database, db: db)
             let viewer: Int64? = database.databaseScope == .shared ? caller.id : nil
             // The viewer's last entry: where a fetch from the start would end (past the
             // pruned part of the log, as the fetch's token is: ChangeToken.end).
@@ -116,12 +117,11 @@ extension Engine {
     /// The zone a feed reads and the position to read after: the token's, checked against
     /// the zone, the caller, the database and the log's kept part; and the floor the next
     /// token carries (`ChangeToken.floor`).
-    private func zoneFeedPosition(_ zoneID: RecordZoneID, token: String?, caller: Int64, database: CloudDatabase,
+    private func zoneFeedPosition(_ zoneID: RecordZoneID, token: String?, caller: AccountIdentityRow, database: CloudDatabase,
                                   db: StoreTransaction) throws -> (ZoneRow, Int64, Int64) {
         guard !zoneID.isDefaultZone else {
             throw ShareFlowError(.invalidArguments, "the default zone has no change feed; only custom zones do (S2)")
         }
-        let caller = try accountIdentity(id: caller, db: db)
         let zone = try self.zone(for: zoneID, in: database, caller: caller, db: db)
         guard let token else { return (zone, 0, try db.zoneLogBounds(zone: zone.id)?.keptFrom ?? 0) }
         let decoded = try ChangeToken.decode(token, key: db.changeTokenKey(), kind: .zone)

@@ -53,7 +53,7 @@ extension Engine {
             }
             // R27: a zone with no share the caller is in answers exactly as a zone that does not
             // exist, whoever its owner and whatever it holds.
-            let notFound = ShareFlowError(.zoneNotFound, "zone \(zoneID) is not shared with \(caller.email ?? caller.userRecordID)")
+            var notFound: ShareFlowError { ShareFlowError(.zoneNotFound, "zone \(zoneID) is not shared with \(caller.email ?? caller.userRecordID)") }
             guard let ownerID = try accountID(for: .userRecordID(zoneID.ownerName), db: db),
                   let zoneRowID = try db.zoneSharedWith(caller.id, container: container, ownerID: ownerID, name: zoneID.zoneName)
             else { throw notFound }
@@ -120,25 +120,20 @@ extension Engine {
         if row.type == Share.recordType, let share = try shareRow(zone: zone, recordName: row.name, db: db) {
             return try makeShare(share, zone: zone, caller: caller, db: db)
         }
-        let record = Record(recordType: row.type, recordID: recordID, fields: row.fields,
-                            parent: row.parentName.map { RecordID(recordName: $0, zoneID: zone.zoneID) })
-        record.recordChangeTag = row.tag
-        Engine.stampMetadata(row, on: record)
-        record.serverFields = row.fields
-        record.serverParent = record.parent
-        record.shortGUID = row.shortGUID
-        record.storedBytes = row.storedBytes
         let rooted: (recordName: String, token: String)?
         switch row.rootedShare {
         case .share(let name, let token): rooted = (name, token)
         case .none: rooted = nil
         case .notRead: rooted = try db.share(zone: zone.id, rootName: row.name).map { ($0.recordName, $0.token) }
         }
-        if let rooted {
-            record.share = RecordID(recordName: rooted.recordName, zoneID: zone.zoneID)
-            record.shortGUID = rooted.token
-        }
-        return record
+        // The share's token is the short GUID of the record it roots.
+        return Record(stored: row.type, recordID: recordID, fields: row.fieldsAsRead,
+                      parent: row.parentName.map { RecordID(recordName: $0, zoneID: zone.zoneID) }, changeTag: row.tag,
+                      modificationDate: Date(timeIntervalSince1970: row.modifiedAt), creationDate: Date(timeIntervalSince1970: row.createdAt),
+                      creator: row.creatorName.map { RecordID(recordName: $0, zoneID: .default) },
+                      modifier: row.modifierName.map { RecordID(recordName: $0, zoneID: .default) },
+                      shortGUID: rooted?.token ?? row.shortGUID, storedBytes: row.storedBytes,
+                      share: rooted.map { RecordID(recordName: $0.recordName, zoneID: zone.zoneID) })
     }
 
     func fetchRecord(_ id: RecordID, in database: CloudDatabase) throws -> Record {

@@ -2,14 +2,14 @@ import Foundation
 import GRDB
 
 /// One entry of a zone's feed: a record changed (its latest position) or deleted.
-package struct ZoneChangeRow {
+package struct ZoneChangeRow<Made> {
     package let name: String
     package let type: String
     package let seq: Int64
     package let deleted: Bool
-    /// The record as stored now, read with the entry (nil for a tombstone, or from
-    /// `zoneChanges`, which reads entries only).
-    package var record: RecordRow?
+    /// What the caller made of the record as stored now, read with the entry (nil for a
+    /// tombstone).
+    package var record: Made?
 }
 
 /// One entry of a database feed: a zone changed (or made), or gone and why.
@@ -23,22 +23,6 @@ package struct FeedChangeRow {
 
 /// Reading the change log (`StoreTransaction+ChangeLog.swift` writes it).
 extension StoreTransaction {
-    /// The zone's entries after position `seq`, oldest first, at most `limit`: the owner's
-    /// (`viewer` nil) or what `viewer` sees of it.
-    package func zoneChanges(zone: Int64, viewer: Int64?, after seq: Int64, limit: Int) throws -> [ZoneChangeRow] {
-        let read: (StoredRow) throws -> ZoneChangeRow = {
-            ZoneChangeRow(name: try $0.text(0, "name"), type: try $0.text(1, "type"), seq: try $0.integer(2, "seq"), deleted: try $0.integer(3, "deleted") != 0,
-                          record: nil)
-        }
-        if let viewer {
-            return try fetchAll("""
-                SELECT name, type, seq, deleted FROM view_change WHERE zoneID = ? AND viewerID = ? AND seq > ? ORDER BY seq LIMIT ?
-                """, [zone, viewer, seq, limit], table: "view_change", keyAt: 0, read)
-        }
-        return try fetchAll("SELECT name, type, seq, deleted FROM zone_change WHERE zoneID = ? AND seq > ? ORDER BY seq LIMIT ?",
-                            [zone, seq, limit], table: "zone_change", keyAt: 0, read)
-    }
-
     /// The position of the zone feed's last entry, the owner's or `viewer`'s (0 for none).
     package func zoneFeedEnd(zone: Int64, viewer: Int64?) throws -> Int64 {
         if let viewer {
@@ -59,20 +43,27 @@ extension StoreTransaction {
     /// an entry without one; the name and zone checked, so a row reused can never pass for
     /// the record; their `+` keeps the planner on the row, not the name index), creators' and modifiers' userRecordIDs from a lookup per
     /// account of the page rather than two joins a record, and the share rooted at a record is
-    /// joined only in a zone where some share has a root.
-    package func zoneChangesWithRecords(zone: Int64, viewer: Int64?, after seq: Int64, limit: Int) throws -> [ZoneChangeRow] {
+    /// joined only in a zone where some share has a root. Each record's fields are checked
+    /// and kept undecoded (`FieldsAsRead`) for `make`, which makes the `Record` that decodes
+    /// them when they are first read: building them was half a first sync's time.
+    /// The zone's entries after position `seq`, oldest first, at most `limit`: the owner's
+    /// (`viewer` nil) or what `viewer` sees of it; each live entry's record handed to `make`
+    /// as it is read (no copy of the row kept between the read and what is made of it).
+    package func zoneChangesWithRecords<Made>(zone: Int64, viewer: Int64?, after seq: Int64, limit: Int,
+                                              make: (RecordRow) throws -> Made) throws -> [ZoneChangeRow<Made>] {
         let log = viewer == nil ? "zone_change" : "view_change"
         let n = StoreTransaction.recordWithRootedShareColumnCount
         let rooted = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)"),
                                        arguments: [zone]) ?? true
-        var names: [Int64: String?] = [:]
+        // A page's records come from a few accounts: a short list, looked through.
+        var names: [(account: Int64, name: String?)] = []
         func userRecordID(_ account: Int64?) throws -> String? {
             guard let account else { return nil }
-            if let known = names[account] { return known }
+            if let known = names.first(where: { $0.account == account }) { return known.name }
             let name = try fetchOne("SELECT id, userRecordID FROM account WHERE id = ?", [account], table: "account", keyAt: 0) {
                 try $0.text(1, "userRecordID")
             }
-            names[account] = name
+            names.append((account, name))
             return name
         }
         return try fetchAll("""
@@ -84,15 +75,16 @@ extension StoreTransaction {
             WHERE l.zoneID = ?1 AND \(viewer == nil ? "?2 IS NULL" : "l.viewerID = ?2") AND l.seq > ?3 ORDER BY l.seq LIMIT ?4
             """, [zone, viewer, seq, limit], table: log, keyAt: n + 2) { row in
             let entry = row.of(log, keyAt: n + 2)
-            var record: RecordRow?
-            if try entry.optionalInteger(0, "id") != nil {
-                var read = try StoreTransaction.recordRowWithRootedShare(row.of("record", keyAt: 0))
-                read.creatorName = try userRecordID(read.createdBy)
-                read.modifierName = try userRecordID(try row.of("record", keyAt: 0).optionalInteger(11, "modifiedBy"))
-                record = read
+            let seq = try entry.integer(n + 2, "seq"), deleted = try entry.integer(n + 3, "deleted") != 0
+            guard try entry.optionalInteger(0, "id") != nil else {
+                return ZoneChangeRow(name: try entry.text(n, "name"), type: try entry.text(n + 1, "type"), seq: seq, deleted: deleted, record: nil)
             }
-            return ZoneChangeRow(name: try entry.text(n, "name"), type: try entry.text(n + 1, "type"), seq: try entry.integer(n + 2, "seq"),
-                                 deleted: try entry.integer(n + 3, "deleted") != 0, record: record)
+            var read = try StoreTransaction.recordRowWithRootedShare(row.of("record", keyAt: 0), lazyFields: true)
+            read.creatorName = try userRecordID(read.createdBy)
+            read.modifierName = try userRecordID(try row.of("record", keyAt: 0).optionalInteger(11, "modifiedBy"))
+            // The entry's name and type are the record's (the join matched on the name).
+            let (name, type) = (read.name, read.type)
+            return ZoneChangeRow(name: name, type: type, seq: seq, deleted: deleted, record: try make(read))
         }
     }
 
@@ -143,10 +135,19 @@ extension StoreTransaction {
     private static func bytes(hex: String) -> [UInt8]? {
         let digits = Array(hex.utf8)
         guard digits.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
         var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
         for i in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
-            out.append(byte)
+            guard let high = nibble(digits[i]), let low = nibble(digits[i + 1]) else { return nil }
+            out.append(high << 4 | low)
         }
         return out
     }

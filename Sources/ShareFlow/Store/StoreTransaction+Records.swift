@@ -103,11 +103,14 @@ extension StoreTransaction {
     /// The index of the first column after `recordColumns`.
     static let recordColumnCount = 13
 
-    /// A record as stored (`recordColumns`).
-    static func recordRow(_ row: StoredRow) throws -> RecordRow {
+    /// A record as stored (`recordColumns`); `lazyFields`: its fields checked and kept as bytes
+    /// where they can be (`FieldsAsRead`), for a row that becomes a `Record` and nothing else.
+    static func recordRow(_ row: StoredRow) throws -> RecordRow { try recordRow(row, lazyFields: false) }
+
+    static func recordRow(_ row: StoredRow, lazyFields: Bool) throws -> RecordRow {
         let modifiedAt = try row.real(6, "modifiedAt")
         var record = RecordRow(id: try row.integer(0, "id"), name: try row.text(1, "name"), type: try row.text(2, "type"),
-                         fields: try row.fields(3, "fields"), parentName: try row.optionalText(4, "parentName"),
+                         fieldsAsRead: lazyFields ? try row.fieldsAsRead(3, "fields") : .decoded(try row.fields(3, "fields")), parentName: try row.optionalText(4, "parentName"),
                          tag: try row.text(5, "tag"), modifiedAt: modifiedAt, shortGUID: try row.optionalText(7, "shortGUID"),
                          createdAt: try row.optionalReal(8, "createdAt") ?? modifiedAt, createdBy: try row.optionalInteger(9, "createdBy"),
                          creatorName: try row.of("account", keyAt: 9).optionalText(10, "userRecordID"),
@@ -133,8 +136,10 @@ extension StoreTransaction {
     static let recordWithRootedShareColumnCount = recordColumnCount + 3
 
     /// A record as stored with the share rooted at it (`recordColumns`, `rootedShareColumns`).
-    static func recordRowWithRootedShare(_ row: StoredRow) throws -> RecordRow {
-        var record = try StoreTransaction.recordRow(row)
+    static func recordRowWithRootedShare(_ row: StoredRow) throws -> RecordRow { try recordRowWithRootedShare(row, lazyFields: false) }
+
+    static func recordRowWithRootedShare(_ row: StoredRow, lazyFields: Bool) throws -> RecordRow {
+        var record = try StoreTransaction.recordRow(row, lazyFields: lazyFields)
         let n = StoreTransaction.recordColumnCount
         let share = row.of("share", keyAt: n + 2)
         if let shareName = try share.optionalText(n, "name") {

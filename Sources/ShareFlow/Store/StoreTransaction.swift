@@ -128,7 +128,10 @@ package struct RecordRow {
     package let id: Int64
     package let name: String
     package let type: String
-    package let fields: [String: FieldValue]
+    /// The fields as read: a feed page keeps them checked and undecoded (`FieldsAsRead`).
+    package let fieldsAsRead: FieldsAsRead
+    /// The fields (decoded at each use for a row read lazily: such a row goes straight to a `Record`).
+    package var fields: [String: FieldValue] { fieldsAsRead.fields }
     package let parentName: String?
     package let tag: String
     package let modifiedAt: Double

@@ -37,8 +37,7 @@ struct StoredFieldsReader {
         if take(UInt8(ascii: "}")) { return [:] }
         // Sized once: each field is a name then `:{`, which nothing else in the form holds
         // outside a string (so this counts each field, and a few more at worst).
-        var fields: [String: FieldValue] = [:]
-        fields.reserveCapacity(fieldCountEstimate())
+        var fields = [String: FieldValue](minimumCapacity: fieldCountEstimate())
         repeat {
             guard let name = string(), take(UInt8(ascii: ":")), let value = value(depth: 0),
                   fields.updateValue(value, forKey: name) == nil else { return nil }

@@ -161,6 +161,13 @@ struct StoredRow {
         }
     }
 
+    /// A record's fields as `fields` reads them, or, where `StoredFieldsChecker` passes them,
+    /// checked and kept as bytes (decoded when the record's fields are first read).
+    func fieldsAsRead(_ index: Int, _ column: String) throws -> FieldsAsRead {
+        if let bytes = utf8(index), StoredFieldsChecker.readable(bytes) { return .checked(CheckedFields(bytes)) }
+        return .decoded(try fields(index, column))
+    }
+
     /// An account's name: the JSON object `JSONEncoder` wrote for `NameComponents`.
     func name(_ index: Int, _ column: String) throws -> NameComponents {
         let json = try text(index, column)
