@@ -188,7 +188,7 @@ public final class Store: @unchecked Sendable {
                     }
                 } catch {
                     // Rolled back: the feed moves it made are undone.
-                    feedBumps.done.removeAll()
+                    feedBumps.forget()
                     throw error
                 }
                 return result!

@@ -49,19 +49,31 @@ extension StoreTransaction {
             """, [id], table: "zone", keyAt: 0) { try StoreTransaction.loggedZone($0, at: 0) }
     }
 
+    /// Forgets the zones read for record saves (`FeedBumps.zones`): a share, a participant or
+    /// a viewer's rows changed, and a zone no one viewed may now be viewed.
+    private func forgetLoggedZones() {
+        feedBumps?.zones.removeAll()
+    }
+
     /// Takes `count` positions of the zone: returns the one before the first (the first is
     /// that plus 1); none for 0.
     private func takeSeqs(_ count: Int, zone: Int64) throws -> Int64 {
         guard count > 0 else { return 0 }
-        let end = try Int64.fetchOne(db.cachedStatement(sql: "UPDATE zone SET changeSeq = changeSeq + ? WHERE id = ? RETURNING changeSeq"),
-                                     arguments: [count, zone]) ?? 0
-        return end - Int64(count)
+        try run("UPDATE zone SET changeSeq = changeSeq + ? WHERE id = ?", [count, zone])
+        return try currentSeq(zone) - Int64(count)
     }
 
     /// The zone's next position.
     private func nextSeq(_ zone: Int64) throws -> Int64 {
-        try Int64.fetchOne(db.cachedStatement(sql: "UPDATE zone SET changeSeq = changeSeq + 1 WHERE id = ? RETURNING changeSeq"),
-                           arguments: [zone]) ?? 0
+        // An UPDATE, then a SELECT: `RETURNING` builds a temporary table for its row, which
+        // cost a save more than both statements together.
+        try run("UPDATE zone SET changeSeq = changeSeq + 1 WHERE id = ?", [zone])
+        return try currentSeq(zone)
+    }
+
+    /// The zone's last position handed out (0 for no zone).
+    private func currentSeq(_ zone: Int64) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT changeSeq FROM zone WHERE id = ?"), arguments: [zone]) ?? 0
     }
 
     // MARK: Records
@@ -70,28 +82,43 @@ extension StoreTransaction {
     /// who sees it now; a viewer who saw it and no longer does (it moved out of a shared
     /// hierarchy) gets a tombstone. A record whose move can change what others see (a new
     /// parent, a record others named as their parent) has every viewer of the zone looked at again.
-    func logRecordSaved(zone id: Int64, record: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double) throws {
-        // The zone, its next position and whether anyone views it, in one statement: a save in
-        // a zone no participant sees (most of them) logs in four statements.
+    func logRecordSaved(zone id: Int64, record: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double,
+                        isNew: Bool = false) throws {
+        if let known = feedBumps?.zones[id] {
+            // Read earlier in this transaction, and nothing since could make it viewed.
+            try logRecordSaved(zone: known.zone, record: record, name: name, type: type, hierarchyChanged: hierarchyChanged, at: time,
+                               seq: try nextSeq(id), viewed: known.viewed, isNew: isNew)
+            return
+        }
+        // The zone's next position (a private zone's: public ones log nothing), then the zone,
+        // that position and whether anyone views it, in one statement: a save in a zone no
+        // participant sees (most of them) logs in five statements. Not one `UPDATE … RETURNING`:
+        // its temporary table cost more than the second statement.
+        try run("UPDATE zone SET changeSeq = changeSeq + 1 WHERE id = ? AND scope = 'private'", [id])
+        guard db.changesCount == 1 else { return }
         guard let (zone, seq, viewed) = try fetchOne("""
-            UPDATE zone SET changeSeq = changeSeq + 1 WHERE id = ?1 AND scope = 'private'
-            RETURNING id, container, environment, ownerID, name, (SELECT userRecordID FROM account WHERE id = zone.ownerID), changeSeq,
+            SELECT id, container, environment, ownerID, name, (SELECT userRecordID FROM account WHERE id = zone.ownerID), changeSeq,
                 EXISTS (SELECT 1 FROM share s CROSS JOIN participant p ON p.shareID = s.id WHERE s.zoneID = ?1 AND \(StoreTransaction.sees))
                 OR EXISTS (SELECT 1 FROM view_change WHERE zoneID = ?1 AND deleted = 0)
+            FROM zone WHERE id = ?1
             """, [id], table: "zone", keyAt: 0, {
                 (LoggedZone(id: try $0.integer(0, "id"), container: try $0.text(1, "container"), environment: try $0.text(2, "environment"),
                             ownerID: try $0.integer(3, "ownerID"), name: try $0.text(4, "name"),
                             ownerName: try $0.of("account", keyAt: 3).text(5, "userRecordID")),
                  try $0.integer(6, "changeSeq"), try $0.integer(7, "viewed") != 0)
             }) else { return }
-        try logRecordSaved(zone: zone, record: record, name: name, type: type, hierarchyChanged: hierarchyChanged, at: time, seq: seq, viewed: viewed)
+        feedBumps?.zones[id] = (zone, viewed)
+        try logRecordSaved(zone: zone, record: record, name: name, type: type, hierarchyChanged: hierarchyChanged, at: time, seq: seq, viewed: viewed,
+                           isNew: isNew)
     }
 
     /// `record`: its row, which the log keeps beside the name (schema v8) so that a feed page
     /// reads each record by its row, not through the name index; `seq`: the position already
-    /// taken for it; `viewed`: false when no participant views the zone (nothing to log for viewers).
+    /// taken for it; `viewed`: false when no participant views the zone (nothing to log for
+    /// viewers); `isNew`: the record was just made, so no viewer holds a live row of it (a
+    /// deleted one's rows were all made tombstones).
     func logRecordSaved(zone: LoggedZone, record: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double,
-                        seq given: Int64? = nil, viewed: Bool = true) throws {
+                        seq given: Int64? = nil, viewed: Bool = true, isNew: Bool = false) throws {
         let id = zone.id
         let seq = try given ?? nextSeq(id)
         try run("""
@@ -113,7 +140,7 @@ extension StoreTransaction {
         }
         if hierarchyChanged {
             try relogViewers(zone: zone, at: time)
-        } else {
+        } else if !isNew {
             // A viewer who saw it and no longer may (a share ended in this transaction before it).
             for viewer in try liveViewers(ofRecord: name, zone: id) where !viewers.contains(viewer) {
                 try relogViewer(viewer, zone: zone, at: time)
@@ -123,6 +150,7 @@ extension StoreTransaction {
 
     /// Logs record `name` deleted: a tombstone in the owner's feed and for every viewer who saw it.
     func logRecordDeleted(zone id: Int64, name: String, type: String, at time: Double) throws {
+        forgetLoggedZones()
         guard let zone = try loggedZone(id) else { return }
         let seq = try nextSeq(id)
         try run("""
@@ -144,7 +172,18 @@ extension StoreTransaction {
     /// than the owner, of the share saved as that record, of the hierarchy share at or above
     /// it, and of the zone's share.
     private func viewers(ofRecord name: String, zone: Int64) throws -> [Int64] {
-        try fetchAll("""
+        // In a zone where no share has a root (most: none, or a zone share) the record's
+        // viewers are the zone share's: two statements on indexes, not the walk up its parents
+        // (whose temporary tables cost a save in a shared zone more than its own writes).
+        let rooted = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)"),
+                                       arguments: [zone]) ?? true
+        if !rooted {
+            return try fetchAll("""
+                SELECT DISTINCT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
+                WHERE s.zoneID = ?1 AND s.rootName IS NULL AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL ORDER BY p.accountID
+                """, [zone], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+        }
+        return try fetchAll("""
             WITH RECURSIVE up(n, depth) AS (
                 SELECT ?2, 0
                 UNION ALL SELECT r.parentName, up.depth + 1 FROM up CROSS JOIN record r ON r.zoneID = ?1 AND r.name = up.n
@@ -194,6 +233,7 @@ extension StoreTransaction {
     /// one share): shares never overlap (R5), so the rest of the viewer's view is as it was,
     /// and an accept costs the share's records, not everything the viewer has in the zone.
     func relogViewer(_ viewer: Int64, zone: LoggedZone, share: Int64? = nil, at time: Double) throws {
+        forgetLoggedZones()
         // The shares looked at, and whether the viewer sees each (R12, R37).
         // Two statements, not one with an OR: each on its index (the share's row; the
         // viewer's participant rows), never a scan of the zone's shares.
@@ -300,6 +340,7 @@ extension StoreTransaction {
     /// record changed for everyone who sees it (its change tag is renewed, R21), and
     /// `participant`'s view, if one changed, is looked at again.
     func logShareChanged(_ share: Int64, participant account: Int64?) throws {
+        forgetLoggedZones()
         guard let (zone, name, record) = try fetchOne("""
             SELECT s.id, r.name, \(StoreTransaction.loggedZoneColumns), s.recordID FROM share s JOIN record r ON r.id = s.recordID
             JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID WHERE s.id = ? AND z.scope = 'private'
@@ -318,6 +359,7 @@ extension StoreTransaction {
 
     /// A participant's row changed (status, role, permission).
     func logParticipantChanged(_ participant: Int64) throws {
+        forgetLoggedZones()
         guard let (zone, share, name, record, account) = try fetchOne("""
             SELECT p.id, r.name, p.accountID, p.shareID, \(StoreTransaction.loggedZoneColumns), s.recordID FROM participant p
             JOIN share s ON s.id = p.shareID JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
@@ -341,6 +383,7 @@ extension StoreTransaction {
     /// A private zone about to be deleted: gone from its owner's feed and from the shared
     /// database of everyone who had it. Its own log goes with it.
     func logZoneDeleted(zone id: Int64, at time: Double) throws {
+        forgetLoggedZones()
         guard let zone = try loggedZone(id) else { return }
         try markFeedDeleted(account: zone.ownerID, zone: zone, scope: "private", reason: "deleted", at: time)
         let viewers = try fetchAll("""
@@ -361,10 +404,15 @@ extension StoreTransaction {
             guard !feedBumps.done.contains(key) else { return }
             feedBumps.done.insert(key)
         }
-        guard let (feed, seq) = try fetchOne("""
-            INSERT INTO feed (accountID, container, environment, scope, seq, keptFrom) VALUES (?, ?, ?, ?, 1, 0)
-            ON CONFLICT (accountID, container, environment, scope) DO UPDATE SET seq = seq + 1 RETURNING id, seq
-            """, [account, zone.container, zone.environment, scope], table: "feed", keyAt: 0, { (try $0.integer(0, "id"), try $0.integer(1, "seq")) })
+        // Moved, or made at 1; then read. Not one upsert `RETURNING`: its temporary table cost
+        // more than the three statements.
+        let names: StatementArguments = [account, zone.container, zone.environment, scope]
+        try run("UPDATE feed SET seq = seq + 1 WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?", names)
+        if db.changesCount == 0 {
+            try run("INSERT INTO feed (accountID, container, environment, scope, seq, keptFrom) VALUES (?, ?, ?, ?, 1, 0)", names)
+        }
+        guard let (feed, seq) = try fetchOne("SELECT id, seq FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?",
+                                             names, table: "feed", keyAt: 0, { (try $0.integer(0, "id"), try $0.integer(1, "seq")) })
         else { return }
         try run("""
             INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (?, ?, ?, ?, 0, NULL, ?)
@@ -379,7 +427,8 @@ extension StoreTransaction {
                                             arguments: [account, zone.container, zone.environment, scope]),
               try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM feed_change WHERE feedID = ? AND zoneName = ? AND ownerName = ? AND deleted = 0)"),
                                 arguments: [feed, zone.name, zone.ownerName]) == true else { return }
-        let seq = try Int64.fetchOne(db.cachedStatement(sql: "UPDATE feed SET seq = seq + 1 WHERE id = ? RETURNING seq"), arguments: [feed]) ?? 0
+        try run("UPDATE feed SET seq = seq + 1 WHERE id = ?", [feed])
+        let seq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM feed WHERE id = ?"), arguments: [feed]) ?? 0
         try run("UPDATE feed_change SET seq = ?, deleted = 1, reason = ?, at = ? WHERE feedID = ? AND zoneName = ? AND ownerName = ?",
                        [seq, reason, time, feed, zone.name, zone.ownerName])
     }

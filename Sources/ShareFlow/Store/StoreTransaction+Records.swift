@@ -243,7 +243,8 @@ extension StoreTransaction {
             """, [zone, name, type, fields.json, parentName, tag, account, account, time, time])
         let id = db.lastInsertedRowID
         // Records already naming it as their parent (R34) come under it: what others see of them may change.
-        try logRecordSaved(zone: zone, record: id, name: name, type: type, hierarchyChanged: try hasChildren(zone: zone, name: name), at: time)
+        try logRecordSaved(zone: zone, record: id, name: name, type: type, hierarchyChanged: try hasChildren(zone: zone, name: name), at: time,
+                           isNew: true)
         return id
     }
 

@@ -49,6 +49,17 @@ package final class FeedBumps {
         let scope: String
     }
     var done: Set<Key> = []
+    /// Private zones this transaction has logged a record save in, as the log reads them, and
+    /// whether anyone views each (a batch of saves reads them once, not once a record).
+    /// Forgotten whenever a share, a participant or a viewer's rows change, which can make a
+    /// zone viewed (`StoreTransaction.forgetLoggedZones`).
+    var zones: [Int64: (zone: StoreTransaction.LoggedZone, viewed: Bool)] = [:]
+
+    /// A savepoint rolled back: its moves and what it read are undone with it.
+    func forget() {
+        done.removeAll()
+        zones.removeAll()
+    }
 }
 
 /// A record's fields as stored (JSON), made once so a save can check its size (R22) and store
