@@ -87,4 +87,29 @@ final class ChangeLogMigrationTests: XCTestCase {
         XCTAssertEqual(found.owner, ["a", "b", "share-z"])
         XCTAssertEqual(found.viewer, ["a", "b", "share-z"])
     }
+
+    /// A savepoint rolled back takes its feed moves and what it read of the zone with it: a
+    /// save after it in the same transaction moves the database feed again (FeedBumps.forget).
+    func testASavepointRolledBackForgetsItsFeedMoves() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        let before = try db.databaseChanges().changeToken
+        let zoneBefore = try db.currentChangeToken(w.zone.zoneID)
+        let store = w.engine.store
+        try store.write { tx in
+            let zone = try XCTUnwrap(try Int64.fetchOne(tx.db, sql: "SELECT id FROM zone WHERE name = 'Trips'"))
+            let alice = try XCTUnwrap(try Int64.fetchOne(tx.db, sql: "SELECT accountID FROM account_email WHERE email = 'alice@example.com'"))
+            XCTAssertThrowsError(try store.write { inner in
+                _ = try inner.insertRecord(zone: zone, name: "gone", type: "Note", fields: try StoredFields([:]), parentName: nil, tag: "t1",
+                                           by: alice, at: 1)
+                throw CancellationError()
+            })
+            _ = try tx.insertRecord(zone: zone, name: "kept", type: "Note", fields: try StoredFields([:]), parentName: nil, tag: "t2",
+                                    by: alice, at: 2)
+        }
+        XCTAssertEqual(try db.databaseChanges(since: before).changedZoneIDs.map(\.zoneName), ["Trips"],
+                       "the feed moved for the save kept, though the rolled-back one had moved it first")
+        XCTAssertEqual(try db.recordZoneChanges(w.zone.zoneID, since: zoneBefore).modifications.map(\.recordID.recordName), ["kept"])
+        XCTAssertEqual(try store.check().problems, [])
+    }
 }

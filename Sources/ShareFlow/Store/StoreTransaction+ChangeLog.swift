@@ -59,16 +59,15 @@ extension StoreTransaction {
     /// that plus 1); none for 0.
     private func takeSeqs(_ count: Int, zone: Int64) throws -> Int64 {
         guard count > 0 else { return 0 }
+        // An UPDATE, then a SELECT: `RETURNING` builds a temporary table for its row, which
+        // cost a save more than both statements together.
         try run("UPDATE zone SET changeSeq = changeSeq + ? WHERE id = ?", [count, zone])
         return try currentSeq(zone) - Int64(count)
     }
 
     /// The zone's next position.
     private func nextSeq(_ zone: Int64) throws -> Int64 {
-        // An UPDATE, then a SELECT: `RETURNING` builds a temporary table for its row, which
-        // cost a save more than both statements together.
-        try run("UPDATE zone SET changeSeq = changeSeq + 1 WHERE id = ?", [zone])
-        return try currentSeq(zone)
+        try takeSeqs(1, zone: zone) + 1
     }
 
     /// The zone's last position handed out (0 for no zone).

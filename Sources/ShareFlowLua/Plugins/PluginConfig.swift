@@ -82,7 +82,13 @@ public struct PluginConfig {
                     throw PluginError("config file \(path): unknown key sync.\(key) (expected retentionDays)")
                 }
                 guard let n = ConfigField.number(value), n.isFinite, (0...36_500).contains(n) else {
-                    throw PluginError("config file \(path): sync.retentionDays must be a number of days from 0 to 36500, got \(value)")
+                    let got: String
+                    switch value {
+                    case .integer, .number: got = "\(value)"
+                    case .string(let s): got = "\"\(s.count > 40 ? s.prefix(40) + "…" : Substring(s))\" (a string)"
+                    default: got = "a \(ConfigField.luaType(value))"
+                    }
+                    throw PluginError("config file \(path): sync.retentionDays must be a number of days from 0 to 36500, got \(got)")
                 }
                 retentionDays = n
             }
