@@ -436,6 +436,11 @@ extension StoreTransaction {
 
     /// Logs a store's whole contents as its feeds' start (a store made before schema v7; run
     /// by migration v8, once the log's rows can name their records).
+    ///
+    /// Each record at a position after any the zone has handed out, over an entry it may
+    /// already have: v7 and v8 commit one by one, and a store left between them (v7's
+    /// `logPending` set) is a whole schema-7 store to a shareflow of that schema, which logs
+    /// its saves there before v8 runs.
     func logExistingContents(at time: Double) throws {
         let zones = try fetchAll("SELECT id FROM zone WHERE scope = 'private' ORDER BY id", [], table: "zone", keyAt: 0) { try $0.integer(0, "id") }
         for id in zones {
@@ -443,9 +448,12 @@ extension StoreTransaction {
             try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
             try run("""
                 INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID)
-                SELECT zoneID, name, type, ROW_NUMBER() OVER (ORDER BY id), 0, ?, id FROM record WHERE zoneID = ?
+                SELECT zoneID, name, type, (SELECT changeSeq FROM zone WHERE id = ?2) + ROW_NUMBER() OVER (ORDER BY id), 0, ?1, id
+                FROM record WHERE zoneID = ?2
+                ON CONFLICT (zoneID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at,
+                    recordID = excluded.recordID
                 """, [time, id])
-            try run("UPDATE zone SET changeSeq = (SELECT COUNT(*) FROM record WHERE zoneID = ?1) WHERE id = ?1", [id])
+            try run("UPDATE zone SET changeSeq = changeSeq + (SELECT COUNT(*) FROM record WHERE zoneID = ?1) WHERE id = ?1", [id])
             try relogViewers(zone: zone, at: time)
         }
     }
