@@ -88,6 +88,23 @@ final class ChangeLogMigrationTests: XCTestCase {
         XCTAssertEqual(found.viewer, ["a", "b", "share-z"])
     }
 
+    /// An entry naming a row that is another record (a row another program rewrote, or
+    /// reused) is read by name too: never reported as a deletion of a record that exists.
+    func testAnEntryNamingAnotherRecordsRowIsReadByName() throws {
+        let (dir, path) = try makeOldStore(upTo: "v6", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try feeds(path)
+        let queue = try DatabaseQueue(path: path)
+        try queue.write {
+            try $0.execute(sql: "UPDATE view_change SET recordID = 2 WHERE name = 'a'; UPDATE zone_change SET recordID = 3 WHERE name = 'a'")
+            try $0.execute(sql: "UPDATE zone_change SET recordID = 999 WHERE name = 'b'")
+        }
+        try queue.close()
+        let found = try feeds(path)
+        XCTAssertEqual(found.owner, ["a", "b", "share-z"])
+        XCTAssertEqual(found.viewer, ["a", "b", "share-z"])
+    }
+
     /// A savepoint rolled back takes its feed moves and what it read of the zone with it: a
     /// save after it in the same transaction moves the database feed again (FeedBumps.forget).
     func testASavepointRolledBackForgetsItsFeedMoves() throws {

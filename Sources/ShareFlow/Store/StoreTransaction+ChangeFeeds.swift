@@ -77,7 +77,14 @@ extension StoreTransaction {
             let entry = row.of(log, keyAt: n + 2)
             let seq = try entry.integer(n + 2, "seq"), deleted = try entry.integer(n + 3, "deleted") != 0
             guard try entry.optionalInteger(0, "id") != nil else {
-                return ZoneChangeRow(name: try entry.text(n, "name"), type: try entry.text(n + 1, "type"), seq: seq, deleted: deleted, record: nil)
+                let name = try entry.text(n, "name")
+                // A live entry whose row is not its record (rewritten or reused by another
+                // program) is read by name: the row is a shortcut, never the truth, and an
+                // entry without its record would be sent as a deletion.
+                if !deleted, let byName = try record(zone: zone, name: name) {
+                    return ZoneChangeRow(name: byName.name, type: byName.type, seq: seq, deleted: false, record: try make(byName))
+                }
+                return ZoneChangeRow(name: name, type: try entry.text(n + 1, "type"), seq: seq, deleted: deleted, record: nil)
             }
             var read = try StoreTransaction.recordRowWithRootedShare(row.of("record", keyAt: 0), lazyFields: true)
             read.creatorName = try userRecordID(read.createdBy)
