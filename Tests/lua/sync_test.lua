@@ -170,3 +170,22 @@ test("§6: record.saved, record.deleted, zone.saved and zone.deleted after commi
   for _ in text:gmatch("zone.saved Spare") do zoneSaves = zoneSaves + 1 end
   expect.eq(zoneSaves, 1, "saving a zone that exists changes nothing")
 end)
+
+test("O10: a feed page's records read and edit as fetched ones: fields, a key set before any read, a save of only what changed", function()
+  local w = helpers.world()
+  helpers.shared(w, {})
+  local page = assert(w.db:recordZoneChanges{ zoneID = w.zone })
+  local trip
+  for _, r in ipairs(page.modifications) do if r.recordName == "lisbon" then trip = r end end
+  assert(trip, "the trip is on the page")
+  trip.fields.days = 4
+  expect.eq(trip.fields.title, "Lisbon", "a field set before any read keeps the others")
+  assert(select(2, w.db:modifyRecords{ save = { trip }, savePolicy = "changedKeys" }) == nil)
+  local fetched = assert(w.db:fetchRecord(trip.recordID))
+  expect.eq(fetched.fields.title, "Lisbon")
+  expect.eq(fetched.fields.days, 4)
+  local again = assert(w.db:recordZoneChanges{ zoneID = w.zone, since = page.changeToken })
+  expect.eq(#again.modifications, 1)
+  expect.eq(again.modifications[1].fields.days, 4)
+  expect.eq(again.modifications[1].fields.title, "Lisbon")
+end)
