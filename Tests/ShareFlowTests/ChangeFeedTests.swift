@@ -162,6 +162,34 @@ final class ChangeFeedTests: XCTestCase {
         }
     }
 
+    /// The database feed's current token is where a fetch from the start ends: before any
+    /// feed, after changes (pages of one), after a zone deleted and its tombstone pruned; and
+    /// reading from it gives only what comes after.
+    func testTheCurrentDatabaseTokenIsWhereAFetchFromTheStartEnds() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        let shared = w.bc.sharedCloudDatabase
+        func fullFetch(_ database: CloudDatabase) throws -> String {
+            var token: String?
+            while true {
+                let page = try database.databaseChanges(since: token, resultsLimit: 1)
+                token = page.changeToken
+                if !page.moreComing { return page.changeToken }
+            }
+        }
+        XCTAssertEqual(try shared.currentDatabaseChangeToken(), try fullFetch(shared), "no feed yet")
+        for name in ["Z1", "Z2", "Z3"] { _ = try db.saveZone(name) }
+        XCTAssertEqual(try db.currentDatabaseChangeToken(), try fullFetch(db))
+        try db.deleteZone(RecordZoneID(zoneName: "Z3", ownerName: RecordZoneID.currentUserName))
+        _ = try w.engine.store.write { try $0.pruneChangeLog(before: Date().timeIntervalSince1970 + 1) }
+        let current = try db.currentDatabaseChangeToken()
+        XCTAssertEqual(current, try fullFetch(db), "the pruned tombstone was the feed's last entry")
+        XCTAssertTrue(try db.databaseChanges(since: current).changedZoneIDs.isEmpty)
+        _ = try db.saveZone("Z4")
+        XCTAssertEqual(try db.databaseChanges(since: current).changedZoneIDs.map(\.zoneName), ["Z4"])
+        XCTAssertThrowsError(try w.c.publicCloudDatabase.currentDatabaseChangeToken())
+    }
+
     // MARK: S3, S4: a participant's feeds
 
     func testAParticipantSeesTheSharedZoneComeAndGoWithItsRecords() throws {

@@ -45,6 +45,12 @@ extension CloudDatabase {
     public func currentChangeToken(_ zoneID: RecordZoneID) throws -> String {
         try engine.currentChangeToken(zoneID, in: self)
     }
+
+    /// The database feed's current token: where fetching from the start would end, read
+    /// without reading the feed (a live stream starts there).
+    public func currentDatabaseChangeToken() throws -> String {
+        try engine.currentDatabaseChangeToken(in: self)
+    }
 }
 
 extension Engine {
@@ -144,6 +150,20 @@ extension Engine {
             throw ShareFlowError(.invalidArguments, "the change token of zone '\(zoneID.zoneName)' names a position the zone has not reached")
         }
         return (zone, decoded.seq, decoded.floor)
+    }
+
+    func currentDatabaseChangeToken(in database: CloudDatabase) throws -> String {
+        try checkFeedDatabase(database)
+        let scope = database.databaseScope == .shared ? "shared" : "private"
+        return try reading { db in
+            let caller = try accountIdentity(id: database.container.session.accountID, db: db)
+            let feed = try db.feed(account: caller.id, container: database.container.containerID, scope: scope)
+            // As the last page of a fetch from the start ends (ChangeToken.end).
+            return ChangeToken(kind: .database, environment: database.container.containerID.environment, scope: database.databaseScope,
+                               target: feed?.id ?? 0, viewer: caller.id,
+                               seq: ChangeToken.end(feed?.current ?? 0, moreComing: false, keptFrom: feed?.keptFrom ?? 0))
+                .encoded(key: try db.changeTokenKey())
+        }
     }
 
     func databaseChanges(since token: String?, resultsLimit: Int?, in database: CloudDatabase) throws -> DatabaseChanges {

@@ -34,7 +34,9 @@ enum ChangeEndpoints {
         return ["zones": zones(page), "metaSyncToken": page.changeToken, "moreComing": page.moreComing]
     }
 
-    private static func zones(_ page: DatabaseChanges) -> [Any] {
+    /// A database feed page's zones on the wire: each changed one `{ zoneID }`, each gone
+    /// `{ zoneID, deleted: true }` (also `changes/stream`'s events).
+    static func zones(_ page: DatabaseChanges) -> [Object] {
         page.changedZoneIDs.map { ["zoneID": WireFormat.zoneID($0)] as Object }
             + page.deletions.map { ["zoneID": WireFormat.zoneID($0.zoneID), "deleted": true] as Object }
     }

@@ -66,12 +66,7 @@ struct ChangeStream: Sendable {
                     _ = try db.databaseChanges(since: resume, resultsLimit: 1)
                     return (me.id, resume)
                 }
-                var token: String?
-                while true {
-                    let page = try db.databaseChanges(since: token, resultsLimit: Engine.feedPageLimit)
-                    token = page.changeToken
-                    if !page.moreComing { return (me.id, page.changeToken) }
-                }
+                return (me.id, try db.currentDatabaseChangeToken())
             } catch {
                 throw CloudKitError.from(error)
             }
@@ -123,9 +118,7 @@ struct ChangeStream: Sendable {
                     let call = EndpointCall(api: api, request: database, caller: try api.current(caller), body: [:])
                     let db = try call.database(as: try call.requireUser())
                     let page = try db.databaseChanges(since: from, resultsLimit: 1)
-                    if let zone = page.changedZoneIDs.first { return (WireObject(["zoneID": WireFormat.zoneID(zone)]), page.changeToken) }
-                    if let gone = page.deletions.first { return (WireObject(["zoneID": WireFormat.zoneID(gone.zoneID), "deleted": true]), page.changeToken) }
-                    return (nil, page.changeToken)
+                    return (ChangeEndpoints.zones(page).first.map(WireObject.init), page.changeToken)
                 }
             } catch {
                 let e = CloudKitError.from(error)
