@@ -179,6 +179,8 @@ function Database:databaseChanges(q) end
 ---@param zoneID shareflow.ZoneID|shareflow.Zone|string
 ---@return string?, shareflow.Error?
 function Database:currentChangeToken(zoneID) end
+---@return string?, shareflow.Error?
+function Database:currentDatabaseChangeToken() end
 
 ---@class shareflow.Record
 ---@field recordID shareflow.RecordID

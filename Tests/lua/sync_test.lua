@@ -33,6 +33,7 @@ test("O9: db:databaseChanges shows a shared zone on accept and its leaving on re
   local sdb = w.bc.sharedCloudDatabase
   local start = assert(sdb:databaseChanges())
   expect.eq(#start.modifications, 0)
+  expect.eq(sdb:currentDatabaseChangeToken(), start.changeToken, "the current token: where a fetch from nil ends")
   local share = accepted(w)
   local joined = assert(sdb:databaseChanges{ since = start.changeToken })
   expect.eq(#joined.modifications, 1)
@@ -188,4 +189,18 @@ test("O10: a feed page's records read and edit as fetched ones: fields, a key se
   expect.eq(#again.modifications, 1)
   expect.eq(again.modifications[1].fields.days, 4)
   expect.eq(again.modifications[1].fields.title, "Lisbon")
+end)
+
+test("O9: db:currentDatabaseChangeToken is where a fetch from nil ends, and is refused on the public database", function()
+  local w = helpers.world()
+  w.db:saveZone("Second")
+  local token, page = nil, nil
+  repeat
+    page = assert(w.db:databaseChanges{ since = token, resultsLimit = 1 })
+    token = page.changeToken
+  until not page.moreComing
+  expect.eq(w.db:currentDatabaseChangeToken(), token)
+  local none, err = w.c.publicCloudDatabase:currentDatabaseChangeToken()
+  expect.eq(none, nil)
+  expect.eq(err.code, "badDatabase")
 end)

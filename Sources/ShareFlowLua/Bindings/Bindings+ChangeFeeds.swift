@@ -66,6 +66,10 @@ extension Bindings {
             let zone = try zoneID(call, 2, position: 2, defaultOwner: { try d.zoneID("_").ownerName })
             return try pushResult { lua.push(string: try d.currentChangeToken(zone)) }
         }
+        // db:currentDatabaseChangeToken() → token, err
+        databaseClass.method("currentDatabaseChangeToken") { [unowned self] _, d in
+            try pushResult { lua.push(string: try d.currentDatabaseChangeToken()) }
+        }
     }
 
     /// Field `since` of the table at 2: a token string, or nil (from the start).
