@@ -95,59 +95,21 @@ struct StoredFieldsChecker {
         let good: Bool
         switch key {
         case UInt8(ascii: "s"): good = plainString()
-        case UInt8(ascii: "i"): good = integer()
-        case UInt8(ascii: "b"): good = word("true") || word("false")
-        case UInt8(ascii: "d"), UInt8(ascii: "t"): good = finiteNumber()
+        case UInt8(ascii: "i"): good = scalar { $0.integer() }
+        case UInt8(ascii: "b"): good = scalar { $0.boolean() }
+        case UInt8(ascii: "d"), UInt8(ascii: "t"): good = scalar { $0.double() }
         default: good = false
         }
         return good && take(UInt8(ascii: "}"))
     }
 
-    private mutating func word(_ w: StaticString) -> Bool {
-        let count = w.utf8CodeUnitCount
-        guard bytes.count - at >= count else { return false }
-        for i in 0..<count where bytes[at + i] != w.utf8Start[i] { return false }
-        at += count
+    /// One scalar, read by `StoredFieldsReader` itself from here: numbers and booleans are
+    /// checked by the very code that will read them (their reading makes no heap object).
+    private mutating func scalar<T>(_ read: (inout StoredFieldsReader) -> T?) -> Bool {
+        var reader = StoredFieldsReader(bytes: bytes, at: at)
+        guard read(&reader) != nil else { return false }
+        at = reader.at
         return true
-    }
-
-    /// As `StoredFieldsReader.integer()`: `-?(0|[1-9][0-9]*)` within Int64, no fraction or exponent.
-    private mutating func integer() -> Bool {
-        let negative = take(UInt8(ascii: "-"))
-        guard let first = next, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { return false }
-        var magnitude: UInt64 = 0, digits = 0
-        while let d = next, d >= UInt8(ascii: "0"), d <= UInt8(ascii: "9") {
-            let (times10, o1) = magnitude.multipliedReportingOverflow(by: 10)
-            let (sum, o2) = times10.addingReportingOverflow(UInt64(d - UInt8(ascii: "0")))
-            guard !o1, !o2 else { return false }
-            magnitude = sum
-            digits += 1
-            at += 1
-        }
-        guard first != UInt8(ascii: "0") || digits == 1 else { return false }
-        if let c = next, c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") { return false }
-        return magnitude <= UInt64(Int64.max) + (negative ? 1 : 0)
-    }
-
-    /// As `StoredFieldsReader.double()`: JSON's number grammar, read as a finite double.
-    private mutating func finiteNumber() -> Bool {
-        let start = at
-        _ = take(UInt8(ascii: "-"))
-        func digits(_ c: inout StoredFieldsChecker) -> Int {
-            var n = 0
-            while let d = c.next, d >= UInt8(ascii: "0"), d <= UInt8(ascii: "9") { c.at += 1; n += 1 }
-            return n
-        }
-        let leading = at
-        let whole = digits(&self)
-        guard whole > 0, bytes[leading] != UInt8(ascii: "0") || whole == 1 else { return false }
-        if take(UInt8(ascii: ".")) { guard digits(&self) > 0 else { return false } }
-        if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
-            if !take(UInt8(ascii: "+")) { _ = take(UInt8(ascii: "-")) }
-            guard digits(&self) > 0 else { return false }
-        }
-        guard let value = Double(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self)) else { return false }
-        return value.isFinite
     }
 }
 

@@ -12,7 +12,9 @@ import Foundation
 /// each other on every value type and on the inputs where they part.
 struct StoredFieldsReader {
     private let bytes: UnsafeBufferPointer<UInt8>
-    private var at = 0
+    /// Where the reading is: `StoredFieldsChecker` reads scalars through this reader and
+    /// carries on from here.
+    private(set) var at = 0
 
     /// The fields `json` holds, or nil when it is not in ShareFlow's own form.
     static func read(_ json: UnsafeBufferPointer<UInt8>) -> [String: FieldValue]? {
@@ -22,6 +24,12 @@ struct StoredFieldsReader {
     }
 
     private init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    /// A reader of one scalar at `at` (`StoredFieldsChecker`: the same grammar, not a copy of it).
+    init(bytes: UnsafeBufferPointer<UInt8>, at: Int) {
+        self.bytes = bytes
+        self.at = at
+    }
 
     private var next: UInt8? { at < bytes.count ? bytes[at] : nil }
 
@@ -156,7 +164,7 @@ struct StoredFieldsReader {
         return take(UInt8(ascii: "]")) ? items : nil
     }
 
-    private mutating func boolean() -> Bool? {
+    mutating func boolean() -> Bool? {
         if matches("true") { return true }
         if matches("false") { return false }
         return nil
@@ -172,7 +180,7 @@ struct StoredFieldsReader {
 
     /// `-?(0|[1-9][0-9]*)` that fits in an Int64; anything with a fraction or an exponent is
     /// the decoder's.
-    private mutating func integer() -> Int64? {
+    mutating func integer() -> Int64? {
         let negative = take(UInt8(ascii: "-"))
         guard let first = next, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { return nil }
         var magnitude: UInt64 = 0
@@ -197,7 +205,7 @@ struct StoredFieldsReader {
 
     /// A JSON number (its grammar checked here: `Double("inf")` or `"0x1p3"` are no JSON),
     /// read as the nearest double; one that is not finite is the decoder's.
-    private mutating func double() -> Double? {
+    mutating func double() -> Double? {
         let start = at
         _ = take(UInt8(ascii: "-"))
         func digits(_ reader: inout StoredFieldsReader) -> Int {
