@@ -8,39 +8,6 @@ import XCTest
 /// saving new roots, their shares and children, edits, re-parents and deletes together), guests
 /// editing in batches, and each copy compared field for field with a fetch.
 final class ChangeFeedBatchConvergenceTests: XCTestCase {
-    private final class Replica {
-        let db: CloudDatabase
-        var databaseToken: String?
-        var zones: [RecordZoneID: (token: String?, records: [String: (tag: String, fields: [String: FieldValue], parent: String?)])] = [:]
-        init(_ db: CloudDatabase) { self.db = db }
-
-        func follow(limit: Int) throws {
-            var more = true
-            while more {
-                let page = try db.databaseChanges(since: databaseToken, resultsLimit: 3)
-                for id in page.changedZoneIDs where zones[id] == nil { zones[id] = (nil, [:]) }
-                for gone in page.deletions { zones[gone.zoneID] = nil }
-                databaseToken = page.changeToken
-                more = page.moreComing
-            }
-            for (id, state) in zones {
-                var token = state.token
-                var records = state.records
-                var more = true
-                while more {
-                    let page = try db.recordZoneChanges(id, since: token, resultsLimit: limit)
-                    for r in page.modifications {
-                        records[r.recordID.recordName] = (r.recordChangeTag!, r is Share ? [:] : r.fields, r.parent?.recordName)
-                    }
-                    for d in page.deletions { records[d.recordID.recordName] = nil }
-                    token = page.changeToken
-                    more = page.moreComing
-                }
-                zones[id] = (token, records)
-            }
-        }
-    }
-
     func testBatchesConverge() throws {
         for seed: UInt64 in [11, 12, 13] {
             try run(seed: seed, steps: 90)
@@ -55,8 +22,8 @@ final class ChangeFeedBatchConvergenceTests: XCTestCase {
         let zones = [w.zone.zoneID, try owner.saveZone("Second").zoneID]
         var names: [RecordZoneID: [String]] = [zones[0]: [], zones[1]: []]
         var counter = 0
-        let ownerReplica = Replica(owner)
-        let guestReplicas = guests.map { Replica($0.1.sharedCloudDatabase) }
+        let ownerReplica = FeedReplica(owner)
+        let guestReplicas = guests.map { FeedReplica($0.1.sharedCloudDatabase) }
         var sightings = 0
         func allRecords(_ zone: RecordZoneID) -> [Record] {
             names[zone, default: []].compactMap { try? owner.fetchRecord(RecordID(recordName: $0, zoneID: zone)) }

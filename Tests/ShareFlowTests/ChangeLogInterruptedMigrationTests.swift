@@ -9,24 +9,10 @@ import XCTest
 /// schema 7 opens such a store as its own and logs its saves; v8 must then start the feeds
 /// from the store's contents without colliding with the entries already there.
 final class ChangeLogInterruptedMigrationTests: XCTestCase {
-    private static let rows = """
-        INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_alice', 'granted', 0), (2, '_bob', 'granted', 0);
-        INSERT INTO account_email (email, accountID, position) VALUES ('alice@example.com', 1, 0), ('bob@example.com', 2, 0);
-        INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (1, 'iCloud.t', 'development', 'private', 1, 'Z');
-        INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt) VALUES
-            (1, 1, 'a', 'Note', '{"title":{"s":"A"}}', NULL, 1, 1, 1, 10, 'ta', 10),
-            (2, 1, 'b', 'Note', '{"title":{"s":"B"}}', 'a', 1, 1, 1, 11, 'tb', 11),
-            (3, 1, 'share-z', 'cloudkit.share', '{}', NULL, 1, 1, 1, 12, 'ts', 12);
-        INSERT INTO share (id, recordID, zoneID, token, rootName, publicPermission) VALUES (1, 3, 1, 'tok', NULL, 'none');
-        INSERT INTO participant (id, shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt) VALUES
-            (1, 1, 'p-owner', 1, 'emailAddress', 'alice@example.com', 'owner', 'readWrite', 'accepted', 0),
-            (2, 1, 'p-bob', 2, 'emailAddress', 'bob@example.com', 'privateUser', 'readOnly', 'accepted', 0);
-        """
-
     func testAStoreLeftBetweenV7AndV8WithEntriesFromASchema7WriterOpens() throws {
         // Left by this shareflow's v7 (logPending set); then a schema-7 shareflow saved 'a' and
         // made 'c' (its log rows, as v7 writes them: no record rows named).
-        let (dir, path) = try makeOldStore(upTo: "v7", migrator: Store.migrator, sql: ChangeLogInterruptedMigrationTests.rows + """
+        let (dir, path) = try makeOldStore(upTo: "v7", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows + """
             INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt) VALUES
                 (4, 1, 'c', 'Note', '{"title":{"s":"C"}}', NULL, 1, 1, 1, 13, 'tc', 13);
             UPDATE zone SET changeSeq = 2 WHERE id = 1;

@@ -8,8 +8,9 @@ import XCTest
 /// store with the v7 log keeps it through v8 (which names each entry's record row): both read
 /// the same feeds as a store that logged every save.
 final class ChangeLogMigrationTests: XCTestCase {
-    /// Alice's zone 'Z' with records a, b (b under a) and a zone share Bob accepted (read only).
-    private static let rows = """
+    /// Alice's zone 'Z' with records a, b (b under a) and a zone share Bob accepted (read only);
+    /// also ChangeLogInterruptedMigrationTests' store.
+    static let rows = """
         INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_alice', 'granted', 0), (2, '_bob', 'granted', 0);
         INSERT INTO account_email (email, accountID, position) VALUES ('alice@example.com', 1, 0), ('bob@example.com', 2, 0);
         INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (1, 'iCloud.t', 'development', 'private', 1, 'Z');
