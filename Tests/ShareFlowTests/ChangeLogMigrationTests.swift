@@ -5,8 +5,9 @@ import XCTest
 @testable import ShareFlow
 
 /// A store made before the change log (schema v6) starts its feeds from what it holds, and a
-/// store with the v7 log keeps it through v8 (which names each entry's record row): both read
-/// the same feeds as a store that logged every save.
+/// store with the v7 log keeps it through v8 (which names each entry's record row) and v9
+/// (where the owner's entries become their records' positions): all read the same feeds as a
+/// store that logged every save.
 final class ChangeLogMigrationTests: XCTestCase {
     /// Alice's zone 'Z' with records a, b (b under a) and a zone share Bob accepted (read only);
     /// also ChangeLogInterruptedMigrationTests' store.
@@ -71,7 +72,11 @@ final class ChangeLogMigrationTests: XCTestCase {
         let rows = try store.read { try Row.fetchAll($0.db, sql: "SELECT name, recordID, seq FROM view_change ORDER BY seq") }
         XCTAssertEqual(rows.map { $0[0] as String }, ["a", "share-z", "b"], "positions kept, nothing logged again")
         XCTAssertEqual(rows.map { $0[1] as Int64? }, [1, 3, 2])
-        XCTAssertEqual(try store.read { try Int64.fetchOne($0.db, sql: "SELECT recordID FROM zone_change WHERE name = 'gone'") }, nil)
+        // v9: the owner's live entries are their records' positions; only the tombstone stays.
+        let records = try store.read { try Row.fetchAll($0.db, sql: "SELECT name, seq FROM record ORDER BY name") }
+        XCTAssertEqual(records.map { "\($0[0] as String)@\($0[1] as Int64)" }, ["a@1", "b@2", "share-z@3"])
+        XCTAssertEqual(try store.read { try String.fetchAll($0.db, sql: "SELECT name FROM zone_change") }, ["gone"])
+        XCTAssertEqual(try store.read { try Int64.fetchOne($0.db, sql: "SELECT changeSeq FROM zone WHERE id = 1") }, 5)
         XCTAssertEqual(try store.check().problems, [])
     }
 
@@ -82,7 +87,7 @@ final class ChangeLogMigrationTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         _ = try feeds(path)
         let queue = try DatabaseQueue(path: path)
-        try queue.write { try $0.execute(sql: "UPDATE view_change SET recordID = NULL WHERE name = 'a'; UPDATE zone_change SET recordID = NULL") }
+        try queue.write { try $0.execute(sql: "UPDATE view_change SET recordID = NULL WHERE name = 'a'") }
         try queue.close()
         let found = try feeds(path)
         XCTAssertEqual(found.owner, ["a", "b", "share-z"])
@@ -97,13 +102,45 @@ final class ChangeLogMigrationTests: XCTestCase {
         _ = try feeds(path)
         let queue = try DatabaseQueue(path: path)
         try queue.write {
-            try $0.execute(sql: "UPDATE view_change SET recordID = 2 WHERE name = 'a'; UPDATE zone_change SET recordID = 3 WHERE name = 'a'")
-            try $0.execute(sql: "UPDATE zone_change SET recordID = 999 WHERE name = 'b'")
+            try $0.execute(sql: "UPDATE view_change SET recordID = 2 WHERE name = 'a'; UPDATE view_change SET recordID = 999 WHERE name = 'b'")
         }
         try queue.close()
         let found = try feeds(path)
         XCTAssertEqual(found.owner, ["a", "b", "share-z"])
         XCTAssertEqual(found.viewer, ["a", "b", "share-z"])
+    }
+
+    /// A v8 store (owner's entries in `zone_change`) moves each live entry's position to its
+    /// record; a record of a private zone the log never had (another program wrote it) is
+    /// placed after the zone's last position, so a first sync still sends it, and the counter
+    /// moves past it; a public zone's records stay at 0 (public zones have no feed).
+    func testAV8StoresOwnerEntriesBecomeTheirRecordsPositions() throws {
+        let (dir, path) = try makeOldStore(upTo: "v8", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows + """
+            DELETE FROM shareflow_meta WHERE key = 'logPending';
+            UPDATE zone SET changeSeq = 7 WHERE id = 1;
+            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
+                (1, 'a', 'Note', 6, 0, 0, 1), (1, 'share-z', 'cloudkit.share', 2, 0, 0, 3), (1, 'gone', 'Note', 7, 1, 0, NULL);
+            INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (2, 'iCloud.t', 'development', 'public', 1, '_defaultZone');
+            INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt) VALUES
+                (4, 2, 'pub', 'Note', '{}', NULL, 1, 1, 1, 13, 'tp', 13);
+            """)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try Store(path: path)
+        let records = try store.read { try Row.fetchAll($0.db, sql: "SELECT name, seq FROM record ORDER BY name") }
+        XCTAssertEqual(records.map { "\($0[0] as String)@\($0[1] as Int64)" }, ["a@6", "b@8", "pub@0", "share-z@2"])
+        XCTAssertEqual(try store.read { try Int64.fetchOne($0.db, sql: "SELECT changeSeq FROM zone WHERE id = 1") }, 8)
+        XCTAssertEqual(try store.read { try String.fetchAll($0.db, sql: "SELECT name FROM zone_change ORDER BY name") }, ["gone"])
+        let engine = Engine(store: store)
+        let alice = try engine.session(for: "alice@example.com").container("iCloud.t")
+        let zone = RecordZoneID(zoneName: "Z", ownerName: "_alice")
+        let all = try alice.privateCloudDatabase.recordZoneChanges(zone)
+        XCTAssertEqual(all.modifications.map(\.recordID.recordName), ["share-z", "a", "b"], "in position order")
+        XCTAssertEqual(all.deletions.map(\.0.recordName), ["gone"])
+        // A save after the migration is past everything migrated.
+        let record = Record(recordType: "Note", recordID: RecordID(recordName: "c", zoneID: zone))
+        _ = try alice.privateCloudDatabase.modifyRecords(saving: [record], deleting: [])
+        XCTAssertEqual(try alice.privateCloudDatabase.recordZoneChanges(zone, since: all.changeToken).modifications.map(\.recordID.recordName), ["c"])
+        XCTAssertEqual(try store.check().problems, [])
     }
 
     /// A savepoint rolled back takes its feed moves and what it read of the zone with it: a
@@ -128,6 +165,62 @@ final class ChangeLogMigrationTests: XCTestCase {
         XCTAssertEqual(try db.databaseChanges(since: before).changedZoneIDs.map(\.zoneName), ["Trips"],
                        "the feed moved for the save kept, though the rolled-back one had moved it first")
         XCTAssertEqual(try db.recordZoneChanges(w.zone.zoneID, since: zoneBefore).modifications.map(\.recordID.recordName), ["kept"])
+        // The position the rolled-back save took is a hole, never handed out again: the zone's
+        // counter, written once at commit, is the kept record's.
+        let (counter, kept) = try store.read { tx in
+            (try Int64.fetchOne(tx.db, sql: "SELECT changeSeq FROM zone WHERE name = 'Trips'"),
+             try Int64.fetchOne(tx.db, sql: "SELECT seq FROM record WHERE name = 'kept'"))
+        }
+        XCTAssertEqual(counter, kept)
         XCTAssertEqual(try store.check().problems, [])
+    }
+
+    /// Inside a write, the positions it has taken count before they are stored: a read made
+    /// in the transaction (a nested engine call's) sees the zone's counter past its records.
+    func testAReadInsideAWriteSeesThePositionsItTook() throws {
+        let w = try World()
+        let store = w.engine.store
+        try store.write { tx in
+            let zone = try XCTUnwrap(try Int64.fetchOne(tx.db, sql: "SELECT id FROM zone WHERE name = 'Trips'"))
+            let alice = try XCTUnwrap(try Int64.fetchOne(tx.db, sql: "SELECT accountID FROM account_email WHERE email = 'alice@example.com'"))
+            for name in ["one", "two"] {
+                _ = try tx.insertRecord(zone: zone, name: name, type: "Note", fields: try StoredFields([:]), parentName: nil, tag: "t", by: alice, at: 1)
+            }
+            let seq = try XCTUnwrap(try Int64.fetchOne(tx.db, sql: "SELECT seq FROM record WHERE name = 'two'"))
+            XCTAssertEqual(try tx.zoneLogBounds(zone: zone)?.current, seq)
+            XCTAssertEqual(try store.read { try $0.zoneLogBounds(zone: zone)?.current }, seq)
+            XCTAssertEqual(try Int64.fetchOne(tx.db, sql: "SELECT changeSeq FROM zone WHERE id = ?", arguments: [zone]), seq - 2, "stored at commit")
+        }
+        XCTAssertEqual(try store.read { try Int64.fetchOne($0.db, sql: "SELECT changeSeq FROM zone WHERE name = 'Trips'") },
+                       try store.read { try Int64.fetchOne($0.db, sql: "SELECT MAX(seq) FROM record") })
+    }
+
+    /// A name deleted and made again: the owner's feed sends the record, once, at its later
+    /// position — not the tombstone before it — to a reader from before the deletion, and the
+    /// record to one from between.
+    func testANameMadeAgainIsSentAsItsRecordNotItsTombstone() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        _ = try db.modifyRecords(saving: [w.trip], deleting: [])
+        let start = try db.currentChangeToken(w.zone.zoneID)
+        _ = try db.modifyRecords(saving: [], deleting: [w.trip.recordID])
+        let between = try db.currentChangeToken(w.zone.zoneID)
+        XCTAssertEqual(try db.recordZoneChanges(w.zone.zoneID, since: start).deletions.map(\.0.recordName), ["lisbon"])
+        let again = Record(recordType: "Trip", recordID: w.trip.recordID, fields: ["title": .string("Lisbon again")])
+        _ = try db.modifyRecords(saving: [again], deleting: [])
+        for token in [nil, start, between] {
+            let changes = try db.recordZoneChanges(w.zone.zoneID, since: token)
+            XCTAssertEqual(changes.modifications.map(\.recordID.recordName), ["lisbon"])
+            XCTAssertEqual(changes.modifications.first?["title"], .string("Lisbon again"))
+            XCTAssertEqual(changes.deletions.count, 0)
+        }
+        // Paged one at a time, the same: the tombstone is passed over, not sent as an empty page.
+        var pages: [[String]] = [], token: String? = start, more = true
+        while more {
+            let page = try db.recordZoneChanges(w.zone.zoneID, since: token, resultsLimit: 1)
+            pages.append(page.modifications.map(\.recordID.recordName) + page.deletions.map { "-" + $0.0.recordName })
+            (token, more) = (page.changeToken, page.moreComing)
+        }
+        XCTAssertEqual(pages.flatMap { $0 }, ["lisbon"])
     }
 }

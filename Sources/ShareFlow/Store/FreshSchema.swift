@@ -44,7 +44,7 @@ extension Store {
             changeTag INTEGER NOT NULL,
             createdBy INTEGER,
             modifiedBy INTEGER,
-            modifiedAt REAL NOT NULL, tag TEXT NOT NULL DEFAULT '', shortGUID TEXT, createdAt REAL,
+            modifiedAt REAL NOT NULL, tag TEXT NOT NULL DEFAULT '', shortGUID TEXT, createdAt REAL, seq INTEGER NOT NULL DEFAULT 0,
             UNIQUE (zoneID, name));
         CREATE INDEX record_parent ON record(zoneID, parentName);
         CREATE TABLE share (
@@ -139,8 +139,9 @@ extension Store {
             at REAL NOT NULL,
             PRIMARY KEY (feedID, zoneName, ownerName)) WITHOUT ROWID;
         CREATE INDEX feed_change_seq ON feed_change(feedID, seq);
-        INSERT INTO shareflow_meta VALUES ('format', 'shareflow'), ('schemaVersion', '8'), ('syncKey', lower(hex(randomblob(32))));
-        INSERT INTO grdb_migrations VALUES ('v1'), ('v2'), ('v3'), ('v4'), ('v5'), ('v6'), ('v7'), ('v8');
+        CREATE INDEX record_seq ON record(zoneID, seq);
+        INSERT INTO shareflow_meta VALUES ('format', 'shareflow'), ('schemaVersion', '9'), ('syncKey', lower(hex(randomblob(32))));
+        INSERT INTO grdb_migrations VALUES ('v1'), ('v2'), ('v3'), ('v4'), ('v5'), ('v6'), ('v7'), ('v8'), ('v9');
         """
 
     /// The syncKey row, made for each store: a store's change tokens are signed with its own key.

@@ -11,7 +11,7 @@ import GRDB
 /// before anything is written to it.
 public final class Store: @unchecked Sendable {
     /// The schema this binary writes. Raised by each new migration.
-    public static let schemaVersion = 8
+    public static let schemaVersion = 9
     static let formatName = "shareflow"
 
     public let path: String
@@ -26,6 +26,10 @@ public final class Store: @unchecked Sendable {
     private var feedBumps = FeedBumps()
     /// Whether `current` is a write transaction.
     private var writing = false
+    /// False only in `shareflow bench`'s baseline stores: saves and accepts there log no
+    /// change, so the same workload on a store that logs tells what the log costs (SPEC
+    /// §14). A store that does not log has feeds that are wrong: never a user's.
+    package var logsChanges = true
 
     /// `busyTimeout`: how long a write waits for another process's write lock before failing
     /// with `serviceUnavailable`.
@@ -196,9 +200,12 @@ public final class Store: @unchecked Sendable {
             return try queue.write { db in
                 current = db
                 writing = true
-                feedBumps = FeedBumps()
+                feedBumps = FeedBumps(logging: logsChanges)
                 defer { current = nil; writing = false; feedBumps = FeedBumps() }
-                return try body(StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps))
+                let transaction = StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps)
+                let result = try body(transaction)
+                try transaction.writeLogPositions()
+                return result
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError
@@ -208,7 +215,8 @@ public final class Store: @unchecked Sendable {
     /// Runs `body` with a connection: the open transaction's, or a fresh read.
     package func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         do {
-            if let db = current { return try body(StoreTransaction(db, writable: writing, path: path)) }
+            // Inside a write, a read sees the positions the write has taken and not yet stored.
+            if let db = current { return try body(StoreTransaction(db, writable: writing, path: path, feedBumps: writing ? feedBumps : nil)) }
             // A deferred transaction, not GRDB's `read`: its `PRAGMA query_only` toggles make
             // SQLite expire every prepared statement, so each cached statement was compiled
             // again on every read (its authorizer was ~45% of a fetchRecord's time). What

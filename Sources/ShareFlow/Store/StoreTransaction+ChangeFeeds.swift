@@ -29,7 +29,10 @@ extension StoreTransaction {
             return try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM view_change WHERE zoneID = ? AND viewerID = ?"),
                                       arguments: [zone, viewer]) ?? 0
         }
-        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM zone_change WHERE zoneID = ?"), arguments: [zone]) ?? 0
+        // The owner's: the last record written, or the last tombstone.
+        return try Int64.fetchOne(db.cachedStatement(sql: """
+            SELECT MAX(COALESCE((SELECT MAX(seq) FROM record WHERE zoneID = ?1), 0), COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = ?1), 0))
+            """), arguments: [zone]) ?? 0
     }
 
     /// As `zoneChanges`, each live entry with its record read in the same statement (one
@@ -66,14 +69,29 @@ extension StoreTransaction {
             names.append((account, name))
             return name
         }
-        return try fetchAll("""
-            SELECT r.id, r.name, r.type, r.fields, r.parentName, r.tag, r.modifiedAt, r.shortGUID, r.createdAt, r.createdBy, NULL, r.modifiedBy, NULL,
-                   \(rooted ? StoreTransaction.rootedShareColumns : "NULL, NULL, NULL"), l.name, l.type, l.seq, l.deleted
-            FROM \(log) l LEFT JOIN record r ON l.deleted = 0
+        let recordColumns = """
+            r.id, r.name, r.type, r.fields, r.parentName, r.tag, r.modifiedAt, r.shortGUID, r.createdAt, r.createdBy, NULL, r.modifiedBy, NULL,
+            \(rooted ? StoreTransaction.rootedShareColumns : "NULL, NULL, NULL")
+            """
+        // The owner's feed (schema v9) is the zone's records in position order, merged with
+        // its tombstones: each part walks its position index, and SQLite merges the two in
+        // order, stopping at the page's end. A tombstone whose name was made again since is
+        // not sent: the record is, at its later position.
+        let sql = viewer == nil ? """
+            SELECT \(recordColumns), r.name, r.type, r.seq, 0 FROM record r \(rooted ? StoreTransaction.rootedShareSource : "")
+            WHERE r.zoneID = ?1 AND r.seq > ?3
+            UNION ALL
+            SELECT \(Array(repeating: "NULL", count: n).joined(separator: ", ")), l.name, l.type, l.seq, 1 FROM zone_change l
+            WHERE l.zoneID = ?1 AND ?2 IS NULL AND l.seq > ?3 AND l.deleted = 1 AND NOT EXISTS (SELECT 1 FROM record x WHERE x.zoneID = ?1 AND x.name = l.name)
+            ORDER BY \(n + 3) LIMIT ?4
+            """ : """
+            SELECT \(recordColumns), l.name, l.type, l.seq, l.deleted
+            FROM view_change l LEFT JOIN record r ON l.deleted = 0
                 AND r.id = COALESCE(l.recordID, (SELECT id FROM record WHERE zoneID = l.zoneID AND name = l.name)) AND +r.zoneID = l.zoneID AND +r.name = l.name
               \(rooted ? StoreTransaction.rootedShareSource : "")
-            WHERE l.zoneID = ?1 AND \(viewer == nil ? "?2 IS NULL" : "l.viewerID = ?2") AND l.seq > ?3 ORDER BY l.seq LIMIT ?4
-            """, [zone, viewer, seq, limit], table: log, keyAt: n + 2) { row in
+            WHERE l.zoneID = ?1 AND l.viewerID = ?2 AND l.seq > ?3 ORDER BY l.seq LIMIT ?4
+            """
+        return try fetchAll(sql, [zone, viewer, seq, limit], table: log, keyAt: n + 2) { row in
             let entry = row.of(log, keyAt: n + 2)
             let seq = try entry.integer(n + 2, "seq"), deleted = try entry.integer(n + 3, "deleted") != 0
             guard try entry.optionalInteger(0, "id") != nil else {
@@ -97,8 +115,9 @@ extension StoreTransaction {
 
     /// The zone's last position handed out, and the position before which its log was pruned.
     package func zoneLogBounds(zone: Int64) throws -> (current: Int64, keptFrom: Int64)? {
+        // Inside a write, the positions it took and has not yet stored count.
         try fetchOne("SELECT id, changeSeq, keptFrom FROM zone WHERE id = ?", [zone], table: "zone", keyAt: 0) {
-            (try $0.integer(1, "changeSeq"), try $0.integer(2, "keptFrom"))
+            (try lastSeq(zone: zone) ?? $0.integer(1, "changeSeq"), try $0.integer(2, "keptFrom"))
         }
     }
 
@@ -183,6 +202,8 @@ extension StoreTransaction {
     /// The log's size, for `store info`: entries and tombstones.
     package func changeLogSize() throws -> (entries: Int, tombstones: Int) {
         var entries = 0, tombstones = 0
+        // The owner's entries are the records written at a position (schema v9).
+        entries += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM record WHERE seq > 0") ?? 0
         for table in ["zone_change", "view_change", "feed_change"] {
             entries += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
             tombstones += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE deleted = 1") ?? 0

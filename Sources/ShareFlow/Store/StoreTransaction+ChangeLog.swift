@@ -5,11 +5,14 @@ import GRDB
 /// change, by the store's own methods that change rows — so no path that writes a record, a
 /// share or a participant can leave the feeds behind.
 ///
-/// - `zone.changeSeq` is each zone's counter: a row updated in the writing transaction, so
-///   positions are handed out in commit order with no gap (a rolled-back transaction gives its
-///   numbers back), on SQLite as on a store where plain sequences commit out of order.
-/// - `zone_change` is the owner's feed of a private zone: one row per record name ever in it, at
-///   the position of its latest change (S2), a tombstone once deleted.
+/// - `zone.changeSeq` is each zone's counter: a row updated in the writing transaction (once,
+///   just before it commits), so positions are handed out in commit order with no gap (a
+///   rolled-back transaction gives its numbers back), on SQLite as on a store where plain
+///   sequences commit out of order.
+/// - The owner's feed of a private zone is its records at their positions (`record.seq`, set
+///   by the record's own INSERT or UPDATE: S2's latest change of each), and its tombstones in
+///   `zone_change`: one row per record name deleted, at the position of its deletion (a name
+///   made again is sent as its record, the tombstone passed over).
 /// - `view_change` is what each participant (a viewer) sees of the zone in their shared
 ///   database (S3): a live row is a record they see now and were sent; a record leaving their
 ///   view becomes a tombstone, only for those who saw it.
@@ -51,18 +54,29 @@ extension StoreTransaction {
 
     /// Forgets the zones read for record saves (`FeedBumps.zones`): a share, a participant or
     /// a viewer's rows changed, and a zone no one viewed may now be viewed.
-    private func forgetLoggedZones() {
+    func forgetLoggedZones() {
         feedBumps?.zones.removeAll()
+        feedBumps?.flatViewers.removeAll()
     }
 
     /// Takes `count` positions of the zone: returns the one before the first (the first is
     /// that plus 1); none for 0.
-    private func takeSeqs(_ count: Int, zone: Int64) throws -> Int64 {
+    ///
+    /// In a store transaction (`feedBumps`), the counter is read once and written once, just
+    /// before commit (`writeLogPositions`): a batch of saves takes its positions in memory.
+    /// Elsewhere (a migration, seeding) the row is moved at once.
+    func takeSeqs(_ count: Int, zone: Int64) throws -> Int64 {
         guard count > 0 else { return 0 }
+        if let feedBumps {
+            let last = try feedBumps.seqs[zone]?.last ?? storedSeq(zone)
+            if feedBumps.seqs[zone] == nil { feedBumps.seqs[zone] = (last, last) }
+            feedBumps.seqs[zone]!.last = last + Int64(count)
+            return last
+        }
         // An UPDATE, then a SELECT: `RETURNING` builds a temporary table for its row, which
         // cost a save more than both statements together.
         try run("UPDATE zone SET changeSeq = changeSeq + ? WHERE id = ?", [count, zone])
-        return try currentSeq(zone) - Int64(count)
+        return try storedSeq(zone) - Int64(count)
     }
 
     /// The zone's next position.
@@ -70,60 +84,96 @@ extension StoreTransaction {
         try takeSeqs(1, zone: zone) + 1
     }
 
-    /// The zone's last position handed out (0 for no zone).
-    private func currentSeq(_ zone: Int64) throws -> Int64 {
+    /// The zone's counter as its row holds it (0 for no zone).
+    private func storedSeq(_ zone: Int64) throws -> Int64 {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT changeSeq FROM zone WHERE id = ?"), arguments: [zone]) ?? 0
     }
 
+    /// The zone's last position handed out: this transaction's, if it took any.
+    func lastSeq(zone: Int64) -> Int64? {
+        feedBumps?.seqs[zone]?.last
+    }
+
+    /// Writes the counters this transaction moved into their zones' rows: run by the store
+    /// just before it commits (a zone deleted since is no row, and is left).
+    func writeLogPositions() throws {
+        guard let feedBumps else { return }
+        for (zone, seqs) in feedBumps.seqs where seqs.last != seqs.stored {
+            try run("UPDATE zone SET changeSeq = ? WHERE id = ?", [seqs.last, zone])
+            feedBumps.seqs[zone]!.stored = seqs.last
+        }
+    }
+
+    /// False in a bench's baseline store (`Store.logsChanges`); every other transaction logs.
+    var logs: Bool { feedBumps?.logging ?? true }
+
     // MARK: Records
 
-    /// Logs a record saved (made or changed) in zone `zone`: the owner's feed, and each viewer
-    /// who sees it now; a viewer who saw it and no longer does (it moved out of a shared
-    /// hierarchy) gets a tombstone. A record whose move can change what others see (a new
-    /// parent, a record others named as their parent) has every viewer of the zone looked at again.
-    func logRecordSaved(zone id: Int64, record: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double,
-                        isNew: Bool = false) throws {
-        if let known = feedBumps?.zones[id] {
-            // Read earlier in this transaction, and nothing since could make it viewed.
-            try logRecordSaved(zone: known.zone, record: record, name: name, type: type, hierarchyChanged: hierarchyChanged, at: time,
-                               seq: try nextSeq(id), viewed: known.viewed, isNew: isNew)
-            return
-        }
-        // The zone's next position (a private zone's: public ones log nothing), then the zone,
-        // that position and whether anyone views it, in one statement: a save in a zone no
-        // participant sees (most of them) logs in five statements. Not one `UPDATE … RETURNING`:
-        // its temporary table cost more than the second statement.
-        try run("UPDATE zone SET changeSeq = changeSeq + 1 WHERE id = ? AND scope = 'private'", [id])
-        guard db.changesCount == 1 else { return }
+    /// The private zone `id` as a record save logs it, and whether anyone views it: read once
+    /// a transaction (`FeedBumps.zones`), in one statement with its counter; nil for a public
+    /// zone, which logs nothing.
+    private func zoneForRecordLog(_ id: Int64) throws -> (zone: LoggedZone, viewed: Bool)? {
+        // Read earlier in this transaction, and nothing since could make it viewed.
+        if let known = feedBumps?.zones[id] { return known }
         guard let (zone, seq, viewed) = try fetchOne("""
             SELECT id, container, environment, ownerID, name, (SELECT userRecordID FROM account WHERE id = zone.ownerID), changeSeq,
                 EXISTS (SELECT 1 FROM share s CROSS JOIN participant p ON p.shareID = s.id WHERE s.zoneID = ?1 AND \(StoreTransaction.sees))
                 OR EXISTS (SELECT 1 FROM view_change WHERE zoneID = ?1 AND deleted = 0)
-            FROM zone WHERE id = ?1
+            FROM zone WHERE id = ?1 AND scope = 'private'
             """, [id], table: "zone", keyAt: 0, {
                 (LoggedZone(id: try $0.integer(0, "id"), container: try $0.text(1, "container"), environment: try $0.text(2, "environment"),
                             ownerID: try $0.integer(3, "ownerID"), name: try $0.text(4, "name"),
                             ownerName: try $0.of("account", keyAt: 3).text(5, "userRecordID")),
                  try $0.integer(6, "changeSeq"), try $0.integer(7, "viewed") != 0)
-            }) else { return }
-        feedBumps?.zones[id] = (zone, viewed)
-        try logRecordSaved(zone: zone, record: record, name: name, type: type, hierarchyChanged: hierarchyChanged, at: time, seq: seq, viewed: viewed,
+            }) else { return nil }
+        if let feedBumps {
+            feedBumps.zones[id] = (zone, viewed)
+            if feedBumps.seqs[id] == nil { feedBumps.seqs[id] = (seq, seq) }
+        }
+        return (zone, viewed)
+    }
+
+    /// The position a record about to be written in zone `zone` takes in its owner's feed
+    /// (its `seq`, schema v9: the owner's feed is the record table in position order, so the
+    /// record's own INSERT or UPDATE logs it); nil in a public zone.
+    func recordPosition(zone: Int64) throws -> Int64? {
+        guard logs else { return nil }
+        guard try zoneForRecordLog(zone) != nil else { return nil }
+        return try nextSeq(zone)
+    }
+
+    /// Logs a record saved (made or changed) in zone `zone`, written at position `seq`
+    /// (`recordPosition`): the owner's database feed, and each viewer who sees it now; a
+    /// viewer who saw it and no longer does (it moved out of a shared hierarchy) gets a
+    /// tombstone. A record whose move can change what others see (a new parent, a record
+    /// others named as their parent: `hierarchyChanged`, asked only in a zone someone views)
+    /// has every viewer of the zone looked at again.
+    func logRecordSaved(zone id: Int64, record: Int64, name: String, type: String, seq: Int64?, hierarchyChanged: () throws -> Bool,
+                        at time: Double, isNew: Bool = false) throws {
+        guard let seq, let (zone, viewed) = try zoneForRecordLog(id) else { return }
+        // A record's place in the zone changes what anyone sees only where someone views the
+        // zone and some share in it has a root: a zone share covers every record alike.
+        let moved = try viewed && flatViewers(zone: id) == nil ? hierarchyChanged() : false
+        try logRecordSaved(zone: zone, record: record, name: name, type: type, hierarchyChanged: moved, at: time, seq: seq, viewed: viewed,
                            isNew: isNew)
     }
 
-    /// `record`: its row, which the log keeps beside the name (schema v8) so that a feed page
-    /// reads each record by its row, not through the name index; `seq`: the position already
-    /// taken for it; `viewed`: false when no participant views the zone (nothing to log for
+    /// `record`: its row, which viewers' entries keep beside the name (schema v8) so that a
+    /// feed page reads each record by its row, not through the name index; `seq`: the
+    /// position its row was written at (nil: take one and move the row there, the owner's
+    /// entry); `viewed`: false when no participant views the zone (nothing to log for
     /// viewers); `isNew`: the record was just made, so no viewer holds a live row of it (a
     /// deleted one's rows were all made tombstones).
     func logRecordSaved(zone: LoggedZone, record: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double,
-                        seq given: Int64? = nil, viewed: Bool = true, isNew: Bool = false) throws {
+                        seq written: Int64? = nil, viewed: Bool = true, isNew: Bool = false) throws {
         let id = zone.id
-        let seq = try given ?? nextSeq(id)
-        try run("""
-            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES (?, ?, ?, ?, 0, ?, ?)
-            ON CONFLICT (zoneID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at, recordID = excluded.recordID
-            """, [id, name, type, seq, time, record])
+        let seq: Int64
+        if let written {
+            seq = written
+        } else {
+            seq = try nextSeq(id)
+            try run("UPDATE record SET seq = ? WHERE id = ?", [seq, record])
+        }
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
         guard viewed || hierarchyChanged else { return }
         let viewers = try viewers(ofRecord: name, zone: id)
@@ -149,6 +199,7 @@ extension StoreTransaction {
 
     /// Logs record `name` deleted: a tombstone in the owner's feed and for every viewer who saw it.
     func logRecordDeleted(zone id: Int64, name: String, type: String, at time: Double) throws {
+        guard logs else { return }
         forgetLoggedZones()
         guard let zone = try loggedZone(id) else { return }
         let seq = try nextSeq(id)
@@ -171,17 +222,7 @@ extension StoreTransaction {
     /// than the owner, of the share saved as that record, of the hierarchy share at or above
     /// it, and of the zone's share.
     private func viewers(ofRecord name: String, zone: Int64) throws -> [Int64] {
-        // In a zone where no share has a root (most: none, or a zone share) the record's
-        // viewers are the zone share's: two statements on indexes, not the walk up its parents
-        // (whose temporary tables cost a save in a shared zone more than its own writes).
-        let rooted = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)"),
-                                       arguments: [zone]) ?? true
-        if !rooted {
-            return try fetchAll("""
-                SELECT DISTINCT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
-                WHERE s.zoneID = ?1 AND s.rootName IS NULL AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL ORDER BY p.accountID
-                """, [zone], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
-        }
+        if let flat = try flatViewers(zone: zone) { return flat }
         return try fetchAll("""
             WITH RECURSIVE up(n, depth) AS (
                 SELECT ?2, 0
@@ -196,6 +237,23 @@ extension StoreTransaction {
             """, [zone, name, StoreTransaction.maxChainWalk], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
     }
 
+    /// In a zone where no share has a root (most: none, or a zone share), every record's
+    /// viewers: the zone share's, two statements on indexes rather than the walk up a
+    /// record's parents (whose temporary tables cost a save in a shared zone more than its
+    /// own writes), read once a transaction (`FeedBumps.flatViewers`). Nil where some share
+    /// has a root: each record's viewers are then its own.
+    private func flatViewers(zone: Int64) throws -> [Int64]? {
+        if let known = feedBumps?.flatViewers[zone] { return known.viewers }
+        let rooted = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)"),
+                                       arguments: [zone]) ?? true
+        let viewers = rooted ? nil : try fetchAll("""
+            SELECT DISTINCT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
+            WHERE s.zoneID = ?1 AND s.rootName IS NULL AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL ORDER BY p.accountID
+            """, [zone], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+        feedBumps?.flatViewers[zone] = FeedBumps.Viewers(viewers: viewers)
+        return viewers
+    }
+
     /// The viewers holding record `name` as a live row (they were sent it and saw no tombstone).
     private func liveViewers(ofRecord name: String, zone: Int64) throws -> [Int64] {
         try fetchAll("SELECT viewerID FROM view_change WHERE zoneID = ? AND name = ? AND deleted = 0 ORDER BY viewerID",
@@ -207,6 +265,7 @@ extension StoreTransaction {
     /// Every viewer of the zone (a participant with an accepted share in it, or one holding
     /// live rows) looked at again.
     func relogViewers(zone: LoggedZone, at time: Double) throws {
+        guard logs else { return }
         let viewers = try fetchAll("""
             SELECT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
             WHERE s.zoneID = ?1 AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
@@ -218,6 +277,7 @@ extension StoreTransaction {
     /// The share `share`'s participants (and whoever holds live rows of its zone) looked at
     /// again: after a share's participants, status or reach changed.
     func relogShare(_ share: Int64, at time: Double) throws {
+        guard logs else { return }
         guard let zoneID = try fetchOne("SELECT id, zoneID FROM share WHERE id = ?", [share], table: "share", keyAt: 0, { try $0.integer(1, "zoneID") }),
               let zone = try loggedZone(zoneID) else { return }
         try relogViewers(zone: zone, at: time)
@@ -232,6 +292,7 @@ extension StoreTransaction {
     /// one share): shares never overlap (R5), so the rest of the viewer's view is as it was,
     /// and an accept costs the share's records, not everything the viewer has in the zone.
     func relogViewer(_ viewer: Int64, zone: LoggedZone, share: Int64? = nil, at time: Double) throws {
+        guard logs else { return }
         forgetLoggedZones()
         // The shares looked at, and whether the viewer sees each (R12, R37).
         // Two statements, not one with an OR: each on its index (the share's row; the
@@ -339,6 +400,7 @@ extension StoreTransaction {
     /// record changed for everyone who sees it (its change tag is renewed, R21), and
     /// `participant`'s view, if one changed, is looked at again.
     func logShareChanged(_ share: Int64, participant account: Int64?) throws {
+        guard logs else { return }
         forgetLoggedZones()
         guard let (zone, name, record) = try fetchOne("""
             SELECT s.id, r.name, \(StoreTransaction.loggedZoneColumns), s.recordID FROM share s JOIN record r ON r.id = s.recordID
@@ -358,6 +420,7 @@ extension StoreTransaction {
 
     /// A participant's row changed (status, role, permission).
     func logParticipantChanged(_ participant: Int64) throws {
+        guard logs else { return }
         forgetLoggedZones()
         guard let (zone, share, name, record, account) = try fetchOne("""
             SELECT p.id, r.name, p.accountID, p.shareID, \(StoreTransaction.loggedZoneColumns), s.recordID FROM participant p
@@ -375,6 +438,7 @@ extension StoreTransaction {
 
     /// A private zone made: it appears in its owner's feed.
     func logZoneSaved(zone id: Int64, at time: Double) throws {
+        guard logs else { return }
         guard let zone = try loggedZone(id) else { return }
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
     }
@@ -382,6 +446,7 @@ extension StoreTransaction {
     /// A private zone about to be deleted: gone from its owner's feed and from the shared
     /// database of everyone who had it. Its own log goes with it.
     func logZoneDeleted(zone id: Int64, at time: Double) throws {
+        guard logs else { return }
         forgetLoggedZones()
         guard let zone = try loggedZone(id) else { return }
         try markFeedDeleted(account: zone.ownerID, zone: zone, scope: "private", reason: "deleted", at: time)
@@ -403,20 +468,21 @@ extension StoreTransaction {
             guard !feedBumps.done.contains(key) else { return }
             feedBumps.done.insert(key)
         }
-        // Moved, or made at 1; then read. Not one upsert `RETURNING`: its temporary table cost
-        // more than the three statements.
+        // Moved, or made at 1; then the zone's entry at the feed's new position, which the
+        // entry reads itself (scalar subqueries on the feed's key, not `INSERT … SELECT`,
+        // which SQLite runs with a statement journal). Not one upsert `RETURNING`: its
+        // temporary table cost more than the statements.
         let names: StatementArguments = [account, zone.container, zone.environment, scope]
         try run("UPDATE feed SET seq = seq + 1 WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?", names)
         if db.changesCount == 0 {
             try run("INSERT INTO feed (accountID, container, environment, scope, seq, keptFrom) VALUES (?, ?, ?, ?, 1, 0)", names)
         }
-        guard let (feed, seq) = try fetchOne("SELECT id, seq FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?",
-                                             names, table: "feed", keyAt: 0, { (try $0.integer(0, "id"), try $0.integer(1, "seq")) })
-        else { return }
         try run("""
-            INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (?, ?, ?, ?, 0, NULL, ?)
+            INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (
+                (SELECT id FROM feed WHERE accountID = ?1 AND container = ?2 AND environment = ?3 AND scope = ?4), ?5, ?6,
+                (SELECT seq FROM feed WHERE accountID = ?1 AND container = ?2 AND environment = ?3 AND scope = ?4), 0, NULL, ?7)
             ON CONFLICT (feedID, zoneName, ownerName) DO UPDATE SET seq = excluded.seq, deleted = 0, reason = NULL, at = excluded.at
-            """, [feed, zone.name, zone.ownerName, seq, time])
+            """, [account, zone.container, zone.environment, scope, zone.name, zone.ownerName, time])
     }
 
     /// The zone reported gone from the feed (`reason`: deleted, purged), if the feed has it live.

@@ -237,14 +237,16 @@ extension StoreTransaction {
 
     package func insertRecord(zone: Int64, name: String, type: String, fields: StoredFields, parentName: String?, tag: String,
                               by account: Int64, at time: Double) throws -> Int64 {
+        // The row is written at its position in the owner's feed (public zones have none: 0).
+        let seq = try recordPosition(zone: zone)
         try run("""
-            INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt, createdAt)
-            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
-            """, [zone, name, type, fields.json, parentName, tag, account, account, time, time])
+            INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt, createdAt, seq)
+            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
+            """, [zone, name, type, fields.json, parentName, tag, account, account, time, time, seq ?? 0])
         let id = db.lastInsertedRowID
         // Records already naming it as their parent (R34) come under it: what others see of them may change.
-        try logRecordSaved(zone: zone, record: id, name: name, type: type, hierarchyChanged: try hasChildren(zone: zone, name: name), at: time,
-                           isNew: true)
+        try logRecordSaved(zone: zone, record: id, name: name, type: type, seq: seq, hierarchyChanged: { try hasChildren(zone: zone, name: name) },
+                           at: time, isNew: true)
         return id
     }
 
@@ -255,9 +257,13 @@ extension StoreTransaction {
 
     package func updateRecord(id: Int64, fields: StoredFields, parentName: String?, tag: String, by account: Int64, at time: Double) throws {
         guard let before = try loggedRecord(id) else { return }
-        try run("UPDATE record SET fields = ?, parentName = ?, tag = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ? WHERE id = ?",
-                       [fields.json, parentName, tag, account, time, id])
-        try logRecordSaved(zone: before.zone, record: id, name: before.name, type: before.type, hierarchyChanged: before.parentName != parentName, at: time)
+        let seq = try recordPosition(zone: before.zone)
+        try run("""
+            UPDATE record SET fields = ?, parentName = ?, tag = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ?, seq = COALESCE(?, seq)
+            WHERE id = ?
+            """, [fields.json, parentName, tag, account, time, seq, id])
+        try logRecordSaved(zone: before.zone, record: id, name: before.name, type: before.type, seq: seq,
+                           hierarchyChanged: { before.parentName != parentName }, at: time)
     }
 
     package func deleteRecord(id: Int64) throws {

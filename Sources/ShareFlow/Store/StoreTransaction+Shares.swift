@@ -111,6 +111,9 @@ extension StoreTransaction {
                        [record, zone, token, rootName])
         // Not logged again: its record was logged as it was inserted, and no one sees a share
         // before a participant of it is accepted (`insertParticipant`, `setStatus` log that).
+        // What this transaction read of the zone for its saves (whether a share has a root)
+        // is read again.
+        forgetLoggedZones()
         return db.lastInsertedRowID
     }
 

@@ -43,6 +43,13 @@ package struct StoreTransaction {
 /// either way. A savepoint rolled back forgets them all (its moves are undone with it), and a
 /// zone reported deleted is forgotten (a later change must bring it back).
 package final class FeedBumps {
+    /// False only for a bench's baseline store (`Store.logsChanges`): nothing is logged.
+    let logging: Bool
+
+    init(logging: Bool = true) {
+        self.logging = logging
+    }
+
     struct Key: Hashable {
         let account: Int64
         let zone: Int64
@@ -54,11 +61,28 @@ package final class FeedBumps {
     /// Forgotten whenever a share, a participant or a viewer's rows change, which can make a
     /// zone viewed (`StoreTransaction.forgetLoggedZones`).
     var zones: [Int64: (zone: StoreTransaction.LoggedZone, viewed: Bool)] = [:]
+    /// Each zone's last position handed out in this transaction, and the counter as its row
+    /// holds it (`zone.changeSeq`, read once): positions are taken here and the rows written
+    /// once, just before the transaction commits (`StoreTransaction.writeLogPositions`), not
+    /// once a record. The transaction holds the write lock from its first write on, so no
+    /// other writer moves a counter in between. Only `StoreTransaction.takeSeqs` moves them.
+    var seqs: [Int64: (last: Int64, stored: Int64)] = [:]
 
-    /// A savepoint rolled back: its moves and what it read are undone with it.
+    /// Each zone's viewers where no share has a root (`StoreTransaction.flatViewers`; nil
+    /// viewers: some share has one), read once; forgotten with `zones`.
+    struct Viewers {
+        let viewers: [Int64]?
+    }
+    var flatViewers: [Int64: Viewers] = [:]
+
+    /// A savepoint rolled back: its feed moves and what it read are undone with it. Positions
+    /// it took are not given back: what was written at them is gone, so they are holes in the
+    /// feed (a feed never promises every position holds an entry; a moved entry leaves one
+    /// too), and a position is never handed out twice.
     func forget() {
         done.removeAll()
         zones.removeAll()
+        flatViewers.removeAll()
     }
 }
 

@@ -335,7 +335,7 @@ struct StoredTable: Sendable {
         StoredTable(name: "record", key: "id", columns: [
             ("id", integer), ("zoneID", integer), ("name", text), ("type", text), ("fields", fields), ("parentName", optionalText),
             ("changeTag", integer), ("createdBy", optionalInteger), ("modifiedBy", optionalInteger), ("modifiedAt", real),
-            ("tag", text), ("shortGUID", optionalText), ("createdAt", optionalReal)]),
+            ("tag", text), ("shortGUID", optionalText), ("createdAt", optionalReal), ("seq", integer)]),
         StoredTable(name: "share", key: "id", columns: [
             ("id", integer), ("recordID", integer), ("zoneID", integer), ("token", text), ("rootName", optionalText),
             ("publicPermission", word(ParticipantPermission.self))]),
