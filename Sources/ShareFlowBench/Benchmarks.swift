@@ -28,6 +28,9 @@ public struct Benchmarks {
         public var queryZone = 100_000
         /// `sync`: records in the shared zone a participant syncs first (SPEC §14).
         public var syncZone = 100_000
+        /// `log`: records a batch saves, and one-record saves, edits and accepts, per round.
+        public var logBatch = 400
+        public var logOnes = 50
 
         public init() {}
 
@@ -38,12 +41,13 @@ public struct Benchmarks {
             s.shares = 10; s.participantsPerShare = 10; s.coldStarts = 2; s.repetitions = 2
             s.connections = 8; s.serveShares = 10; s.serveSeconds = 0.5
             s.chainDepth = 120; s.queryZone = 2_000; s.syncZone = 2_000
+            s.logBatch = 40; s.logOnes = 5
             return s
         }
     }
 
     /// The figure groups a run can be limited to (`shareflow bench --only hooks`), for profiling.
-    public static let groups = ["memory", "hooks", "fetch", "reads", "accept", "records", "sync", "cold", "serve"]
+    public static let groups = ["memory", "hooks", "fetch", "reads", "accept", "records", "sync", "log", "cold", "serve"]
 
     public var sizes: Sizes
     /// Groups to run; empty runs all.
@@ -127,6 +131,14 @@ public struct Benchmarks {
             r["sync_records"] = Double(f.records)
             r["sync_save_records_per_s"] = Double(f.records) / f.saveSeconds
         }
+        if wanted("log") {
+            progress("log: saves and accepts on a store that logs changes and on one that does not")
+            for figure in try changeLogCost(in: scratch) {
+                r["log_\(figure.key)_us"] = median(figure.logged)
+                r["log_\(figure.key)_unlogged_us"] = median(figure.unlogged)
+                r["log_\(figure.key)_vs_unlogged"] = pairedRatio(figure.logged, figure.unlogged)
+            }
+        }
         if wanted("serve") {
             let f = try serve(in: scratch)
             r["serve_resolve_per_s"] = f.resolveHTTP; r["serve_resolve_in_process_per_s"] = f.resolveInProcess
@@ -148,7 +160,7 @@ public struct Benchmarks {
         r["sizes"] = ["accounts": sizes.accounts, "lookups": sizes.lookups, "accepts": sizes.accepts,
                       "hook_calls": sizes.hookCalls, "shares": sizes.shares, "participants_per_share": sizes.participantsPerShare,
                       "repetitions": sizes.repetitions, "chain_depth": sizes.chainDepth, "query_zone": sizes.queryZone,
-                      "sync_zone": sizes.syncZone]
+                      "sync_zone": sizes.syncZone, "log_batch": sizes.logBatch, "log_ones": sizes.logOnes]
         r["machine"] = Benchmarks.machine()
         r["date"] = ISO8601DateFormatter().string(from: Date())
         return r

@@ -99,6 +99,18 @@ extension ShareFlowCommand {
             if r["sync_first_s"] != nil { print("| a participant's first sync, \(n("sync_records")) records shared | \(n("sync_first_s", 2)) s | \(n("sync_first_sqlite_s", 3)) s (raw SQLite scan of the rows) | \(n("sync_first_vs_sqlite", 3))× | ≥ 0.5× |") }
             if r["sync_first_reading_fields_s"] != nil { print("| the same, reading every record's fields (decoded when first read) | \(n("sync_first_reading_fields_s", 2)) s | \(n("sync_first_sqlite_s", 3)) s | \(n("sync_first_reading_fields_vs_sqlite", 3))× | (none) |") }
             if r["sync_delta_s"] != nil { print("| the delta after a hundredth edited, a thousandth deleted | \(n("sync_delta_s", 3)) s | \(n("sync_first_s", 2)) s (the first sync) | \(n("sync_delta_vs_first", 3))× | ≤ 0.05× |") }
+            if r["log_save_batch_us"] != nil {
+                let sized = r["sizes"] as? [String: Any]
+                let rows = [("save_batch", "saving in batches of \(sized?["log_batch"] ?? "?"), an unshared zone", "a record"),
+                            ("save_batch_shared", "the same, a zone shared with one participant", "a record"),
+                            ("save_one", "one-record saves, an unshared zone", "a save"),
+                            ("save_one_shared", "the same, a zone shared with one participant", "a save"),
+                            ("edit_one", "one-record edits (fetched, changed, saved)", "a save"),
+                            ("accept", "AcceptShares, one share each", "an accept")]
+                for (key, label, unit) in rows {
+                    print("| change log on: \(label) | \(n("log_\(key)_us", 1)) µs \(unit) | \(n("log_\(key)_unlogged_us", 1)) µs (the log off) | \(n("log_\(key)_vs_unlogged", 2))× | ≤ 1.1× |")
+                }
+            }
             if r["accept_with_policy_per_s"] != nil { print("| AcceptShares with the allow-list policy | \(n("accept_with_policy_per_s")) /s | \(n("accept_per_s")) /s (no plugin) | \(n("accept_with_policy_vs_without", 2))× | ≥ 0.9× |") }
             if r["serve_resolve_per_s"] != nil {
                 let c = r["serve_connections"] ?? "?"

@@ -19,6 +19,9 @@ final class BenchSmokeTests: XCTestCase {
                     "serve_resolve_p99_ms", "serve_accept_per_s", "serve_accept_in_process_per_s", "serve_accept_vs_in_process",
                     "serve_accept_p99_ms", "deep_chain_save_ms", "shallow_save_ms", "deep_chain_save_ratio",
                     "query_page_big_ms", "query_page_small_ms", "query_page_100k_vs_1k"]
+            + ["save_batch", "save_batch_shared", "save_one", "save_one_shared", "edit_one", "accept"].flatMap {
+                ["log_\($0)_us", "log_\($0)_unlogged_us", "log_\($0)_vs_unlogged"]
+            }
         for key in keys {
             let value = (object[key] as? NSNumber)?.doubleValue ?? -1
             XCTAssertGreaterThan(value, 0, "\(key) = \(String(describing: object[key]))")
@@ -34,7 +37,8 @@ final class BenchSmokeTests: XCTestCase {
         let r = try CLI.run(["bench", "--smoke"], timeout: 300)
         XCTAssertEqual(r.status, 0, r.stderr)
         for part in ["raw C `lua_pcall`", "raw SQLite", "(no plugin)", "`lua5.4 empty.lua`", "1,000 shares × 100 participants",
-                     "`records/resolve` over HTTP", "raw SQLite read of its row", "raw SQLite reads of the same rows", "/s (in-process)", "100 children of the root", "a zone of a hundredth"] {
+                     "`records/resolve` over HTTP", "raw SQLite read of its row", "raw SQLite reads of the same rows", "/s (in-process)", "100 children of the root", "a zone of a hundredth",
+                     "µs (the log off)"] {
             XCTAssertTrue(r.stdout.contains(part), "missing \(part):\n\(r.stdout)")
         }
     }

@@ -164,8 +164,13 @@ extension StoreTransaction {
     /// entry); `viewed`: false when no participant views the zone (nothing to log for
     /// viewers); `isNew`: the record was just made, so no viewer holds a live row of it (a
     /// deleted one's rows were all made tombstones).
+    ///
+    /// `sentTo`: a viewer this transaction already logged the record for (nothing more to
+    /// send them); `viewersSettled`: no viewer's access to it changed but those already looked
+    /// at again, so none holding it needs looking at.
     func logRecordSaved(zone: LoggedZone, record: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double,
-                        seq written: Int64? = nil, viewed: Bool = true, isNew: Bool = false) throws {
+                        seq written: Int64? = nil, viewed: Bool = true, isNew: Bool = false, sentTo: Int64? = nil,
+                        viewersSettled: Bool = false) throws {
         let id = zone.id
         let seq: Int64
         if let written {
@@ -179,7 +184,7 @@ extension StoreTransaction {
         let viewers = try viewers(ofRecord: name, zone: id)
         // A statement each, cached: statements over a bound JSON list (json_each) were
         // compiled again on every call, which cost more than the rows.
-        for viewer in viewers {
+        for viewer in viewers where viewer != sentTo {
             try run("""
                 INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at, recordID) VALUES (?, ?, ?, ?, ?, 0, ?, ?)
                 ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at,
@@ -189,7 +194,7 @@ extension StoreTransaction {
         }
         if hierarchyChanged {
             try relogViewers(zone: zone, at: time)
-        } else if !isNew {
+        } else if !isNew && !viewersSettled {
             // A viewer who saw it and no longer may (a share ended in this transaction before it).
             for viewer in try liveViewers(ofRecord: name, zone: id) where !viewers.contains(viewer) {
                 try relogViewer(viewer, zone: zone, at: time)
@@ -223,6 +228,20 @@ extension StoreTransaction {
     /// it, and of the zone's share.
     private func viewers(ofRecord name: String, zone: Int64) throws -> [Int64] {
         if let flat = try flatViewers(zone: zone) { return flat }
+        // A record with no parent (a root, a share's own record: what an accept logs) is
+        // covered by a share rooted at it, the share it is, or a zone share: three lookups on
+        // indexes, not the walk up (whose temporary tables cost more than the rest of an accept's log).
+        if try parentName(zone: zone, name: name) == nil {
+            return try fetchAll("""
+                SELECT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
+                WHERE s.zoneID = ?1 AND s.rootName = ?2 AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
+                UNION SELECT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
+                WHERE s.zoneID = ?1 AND s.rootName IS NULL AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
+                UNION SELECT p.accountID FROM record r CROSS JOIN share s ON s.recordID = r.id CROSS JOIN participant p ON p.shareID = s.id
+                WHERE r.zoneID = ?1 AND r.name = ?2 AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
+                ORDER BY 1
+                """, [zone, name], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+        }
         return try fetchAll("""
             WITH RECURSIVE up(n, depth) AS (
                 SELECT ?2, 0
@@ -291,8 +310,11 @@ extension StoreTransaction {
     /// `share`: only the records that share covers are looked at (one participant's change on
     /// one share): shares never overlap (R5), so the rest of the viewer's view is as it was,
     /// and an accept costs the share's records, not everything the viewer has in the zone.
-    func relogViewer(_ viewer: Int64, zone: LoggedZone, share: Int64? = nil, at time: Double) throws {
-        guard logs else { return }
+    ///
+    /// Returns the names that came into the viewer's view (each logged for them now).
+    @discardableResult
+    func relogViewer(_ viewer: Int64, zone: LoggedZone, share: Int64? = nil, at time: Double) throws -> Set<String> {
+        guard logs else { return [] }
         forgetLoggedZones()
         // The shares looked at, and whether the viewer sees each (R12, R37).
         // Two statements, not one with an OR: each on its index (the share's row; the
@@ -342,15 +364,20 @@ extension StoreTransaction {
             // Within the one hierarchy share: what it covers (the root's subtree and the
             // share's own record), seen or not, each with the viewer's live row of that name if
             // any — one statement, by the parent and name indexes (a viewer may hold thousands
-            // of rows in the zone; only these names are looked at).
-            let rows = try fetchAll("""
+            // of rows in the zone; only these names are looked at). A root with no children
+            // (most shares an accept logs) is read without the walk down.
+            let liveRow = "LEFT JOIN view_change v ON v.zoneID = ?1 AND v.viewerID = ?4 AND v.name = r.name AND v.deleted = 0"
+            let sql = try hasChildren(zone: zone.id, name: root) ? """
                 WITH RECURSIVE down(name) AS (
                     SELECT ?2
                     UNION SELECT r.name FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.parentName = down.name),
                 reach(name) AS (SELECT name FROM down UNION SELECT name FROM record WHERE id = ?3)
-                SELECT r.name, r.type, v.type, r.id FROM reach CROSS JOIN record r ON r.zoneID = ?1 AND r.name = reach.name
-                LEFT JOIN view_change v ON v.zoneID = ?1 AND v.viewerID = ?4 AND v.name = r.name AND v.deleted = 0
-                """, [zone.id, root, one.record, viewer], table: "record", keyAt: 0) {
+                SELECT r.name, r.type, v.type, r.id FROM reach CROSS JOIN record r ON r.zoneID = ?1 AND r.name = reach.name \(liveRow)
+                """ : """
+                SELECT r.name, r.type, v.type, r.id FROM record r \(liveRow) WHERE r.zoneID = ?1 AND r.name = ?2
+                UNION ALL SELECT r.name, r.type, v.type, r.id FROM record r \(liveRow) WHERE r.id = ?3 AND r.name != ?2
+                """
+            let rows = try fetchAll(sql, [zone.id, root, one.record, viewer], table: "record", keyAt: 0) {
                 (name: try $0.text(0, "name"), type: try $0.text(1, "type"), live: try $0.optionalText(2, "type"), id: try $0.integer(3, "id"))
             }
             visible = one.sees ? rows.map { ($0.name, $0.type, $0.id) } : []
@@ -382,7 +409,8 @@ extension StoreTransaction {
                            [seq, time, zone.id, viewer, name])
         }
         let changed = !entering.isEmpty || !leaving.isEmpty
-        let sharesLeft = try Bool.fetchOne(db.cachedStatement(sql: """
+        // The share looked at is one they see (an accept): some share is left, unasked.
+        let sharesLeft = try share != nil && shares.first?.sees == true || Bool.fetchOne(db.cachedStatement(sql: """
             SELECT EXISTS (SELECT 1 FROM participant p CROSS JOIN share s ON s.id = p.shareID
                            WHERE s.zoneID = ? AND p.accountID = ? AND \(StoreTransaction.sees))
             """), arguments: [zone.id, viewer]) ?? false
@@ -392,6 +420,7 @@ extension StoreTransaction {
         } else if changed {
             try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time)
         }
+        return Set(entering.map(\.0))
     }
 
     // MARK: Shares
@@ -414,8 +443,15 @@ extension StoreTransaction {
 
     private func logShareChanged(zone: LoggedZone, share: Int64, record: Int64, recordName: String, participant account: Int64?) throws {
         let time = Date().timeIntervalSince1970
-        if let account, account != zone.ownerID { try relogViewer(account, zone: zone, share: share, at: time) }
-        try logRecordSaved(zone: zone, record: record, name: recordName, type: "cloudkit.share", hierarchyChanged: false, at: time)
+        guard let account, account != zone.ownerID else {
+            try logRecordSaved(zone: zone, record: record, name: recordName, type: "cloudkit.share", hierarchyChanged: false, at: time)
+            return
+        }
+        // The one viewer whose access changed is looked at again, and was just sent the share's
+        // record if it came into view: the others' entries move, no one else's view changed.
+        let entered = try relogViewer(account, zone: zone, share: share, at: time)
+        try logRecordSaved(zone: zone, record: record, name: recordName, type: "cloudkit.share", hierarchyChanged: false, at: time,
+                           sentTo: entered.contains(recordName) ? account : nil, viewersSettled: true)
     }
 
     /// A participant's row changed (status, role, permission).
