@@ -202,6 +202,25 @@ final class DamagedStoreTests: XCTestCase {
         XCTAssertEqual(check.problems.count, expected.count, check.problems.joined(separator: "\n"))
     }
 
+    /// A change logged past its zone's counter, or two of the owner's entries at one position
+    /// (another program's writes): each would lose or repeat a change in a feed.
+    func testCheckNamesLogPositionsPastTheCounterOrTaken() throws {
+        let f = try Fixture()
+        defer { f.remove() }
+        XCTAssertEqual(try f.engine.store.check().problems, [])
+        let zone = try f.rowID("zone", "name = 'Trips'")
+        let counter = try f.engine.store.read { try Int64.fetchOne($0.db, sql: "SELECT changeSeq FROM zone WHERE id = \(zone)")! }
+        try f.damage("""
+            UPDATE record SET seq = \(counter + 5) WHERE name = 'lisbon';
+            UPDATE record SET seq = (SELECT seq FROM record WHERE name = 'lisbon') WHERE name = 'day1';
+            """)
+        let problems = try f.engine.store.check().problems
+        XCTAssertEqual(problems, [
+            "zone Trips (row \(zone)): a change logged at position \(counter + 5), past its counter \(counter); later changes would reuse positions",
+            "zone Trips (row \(zone)): 2 changes at position \(counter + 5) of its owner's feed (one expected)",
+        ])
+    }
+
     func testCheckNamesAChangedOrMissingObjectOfShareFlowsOwnAndNULLs() throws {
         let f = try Fixture()
         defer { f.remove() }
