@@ -35,23 +35,24 @@ extension StoreTransaction {
             """), arguments: [zone]) ?? 0
     }
 
-    /// As `zoneChanges`, each live entry with its record read in the same statement (one
-    /// statement a page, not one per record: a first sync reads the whole zone). The joins
-    /// are flat: a parenthesised `LEFT JOIN (record … LEFT JOIN …)` is not flattened by
-    /// SQLite, which then built the whole zone's records for every entry of the page.
-    ///
-    /// A first sync reads every record of a zone, so each lookup a record costs counts
-    /// (SPEC §12, `sync_first_vs_sqlite`): the entries come from the position index alone
-    /// (schema v8 made it covering), each record by the row the entry names (by its name for
-    /// an entry without one; the name and zone checked, so a row reused can never pass for
-    /// the record; their `+` keeps the planner on the row, not the name index), creators' and modifiers' userRecordIDs from a lookup per
-    /// account of the page rather than two joins a record, and the share rooted at a record is
-    /// joined only in a zone where some share has a root. Each record's fields are checked
-    /// and kept undecoded (`FieldsAsRead`) for `make`, which makes the `Record` that decodes
-    /// them when they are first read: building them was half a first sync's time.
     /// The zone's entries after position `seq`, oldest first, at most `limit`: the owner's
     /// (`viewer` nil) or what `viewer` sees of it; each live entry's record handed to `make`
-    /// as it is read (no copy of the row kept between the read and what is made of it).
+    /// as it is read (no copy of the row kept between the read and what is made of it). One
+    /// statement a page, not one per record: a first sync reads the whole zone. The joins are
+    /// flat: a parenthesised `LEFT JOIN (record … LEFT JOIN …)` is not flattened by SQLite,
+    /// which then built the whole zone's records for every entry of the page.
+    ///
+    /// A first sync reads every record of a zone, so each lookup a record costs counts
+    /// (SPEC §12, `sync_first_vs_sqlite`). The owner's entries are the records themselves, by
+    /// their position index (schema v9). A viewer's come from their position index alone
+    /// (schema v8 made it covering), each record by the row the entry names (by its name for
+    /// an entry without one; the name and zone checked, so a row reused can never pass for the
+    /// record; their `+` keeps the planner on the row, not the name index). Creators' and
+    /// modifiers' userRecordIDs come from a lookup per account of the page rather than two
+    /// joins a record, and the share rooted at a record is joined only in a zone where some
+    /// share has a root. Each record's fields are checked and kept undecoded (`FieldsAsRead`)
+    /// for `make`, which makes the `Record` that decodes them when they are first read:
+    /// building them was half a first sync's time.
     package func zoneChangesWithRecords<Made>(zone: Int64, viewer: Int64?, after seq: Int64, limit: Int,
                                               make: (RecordRow) throws -> Made) throws -> [ZoneChangeRow<Made>] {
         let log = viewer == nil ? "zone_change" : "view_change"
