@@ -252,17 +252,25 @@ extension Store {
             // by zone and position, and `zone_change` keeps only tombstones. A save no longer
             // writes a log row for its owner. A live entry's position moves to its record; a
             // record of a private zone with none (another program wrote it) is placed after
-            // the zone's last position, as v8 logged a store's contents.
+            // the zone's last position, as v8 logged a store's contents. A live entry whose
+            // record is gone (another program deleted it) stays, a tombstone: v8 sent it as a
+            // deletion, and a reader from before it must still be told. The zone's last
+            // position is the highest of its counter and every entry's, each feed's: a counter
+            // another program left behind its entries must not hand theirs out again.
             try db.execute(sql: """
                 ALTER TABLE record ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
                 UPDATE record SET seq = (SELECT l.seq FROM zone_change l WHERE l.zoneID = record.zoneID AND l.name = record.name AND l.deleted = 0)
                 WHERE EXISTS (SELECT 1 FROM zone_change l WHERE l.zoneID = record.zoneID AND l.name = record.name AND l.deleted = 0);
+                UPDATE zone SET changeSeq = MAX(changeSeq, COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = zone.id), 0),
+                                                COALESCE((SELECT MAX(seq) FROM view_change WHERE zoneID = zone.id), 0));
                 CREATE TEMPORARY TABLE unlogged AS
                     SELECT r.id, (SELECT changeSeq FROM zone WHERE id = r.zoneID) + ROW_NUMBER() OVER (PARTITION BY r.zoneID ORDER BY r.id) AS seq
                     FROM record r WHERE r.seq = 0 AND r.zoneID IN (SELECT id FROM zone WHERE scope = 'private');
                 UPDATE record SET seq = (SELECT seq FROM unlogged WHERE unlogged.id = record.id) WHERE id IN (SELECT id FROM unlogged);
                 DROP TABLE unlogged;
                 UPDATE zone SET changeSeq = MAX(changeSeq, COALESCE((SELECT MAX(seq) FROM record WHERE zoneID = zone.id), 0));
+                UPDATE zone_change SET deleted = 1
+                WHERE deleted = 0 AND NOT EXISTS (SELECT 1 FROM record r WHERE r.zoneID = zone_change.zoneID AND r.name = zone_change.name);
                 DELETE FROM zone_change WHERE deleted = 0;
                 CREATE INDEX record_seq ON record(zoneID, seq);
                 UPDATE shareflow_meta SET value = '9' WHERE key = 'schemaVersion';
