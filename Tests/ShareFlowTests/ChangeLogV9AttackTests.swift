@@ -285,6 +285,26 @@ final class ChangeLogV9AttackTests: XCTestCase {
 
     // MARK: Zones
 
+    /// A zone deleted and made again under its name: a token of the old zone never reads the
+    /// new one from the middle (it is expired, or reads it whole).
+    func testAZoneMadeAgainIsNotReadFromAnOldToken() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        let zone = try db.saveZone("Again").zoneID
+        _ = try db.modifyRecords(saving: (1...5).map { item("old\($0)", zone) })
+        let old = try db.currentChangeToken(zone)
+        try db.deleteZone(zone)
+        _ = try db.saveZone("Again")
+        _ = try db.modifyRecords(saving: (1...8).map { item("new\($0)", zone) })
+        do {
+            let changes = try db.recordZoneChanges(zone, since: old)
+            XCTAssertEqual(changes.modifications.map(\.recordID.recordName).sorted(), (1...8).map { "new\($0)" }.sorted(),
+                           "an old zone's token read the new zone from the middle")
+        } catch let e as ShareFlowError {
+            XCTAssertEqual(e.code, .changeTokenExpired, "\(e)")
+        }
+    }
+
     /// A zone deleted after saves in the same transaction, and made again in it: the counter
     /// written at commit lands on no row, or on the new zone past nothing it holds.
     func testAZoneDeletedAndMadeAgainInOneTransaction() throws {

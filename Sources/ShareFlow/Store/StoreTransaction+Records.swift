@@ -15,8 +15,14 @@ extension StoreTransaction {
     }
 
     package func insertZone(container: ContainerID, isPublic: Bool, ownerID: Int64, name: String) throws -> Int64 {
-        try run("INSERT INTO zone (container, environment, scope, ownerID, name) VALUES (?, ?, ?, ?, ?)",
-                       [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name])
+        // Never the row of a zone deleted before (SQLite gives the last row's ID again once it
+        // is deleted): a change token names its zone by row, and one of the zone deleted would
+        // read the new one from the middle rather than be expired (`deleteZone` keeps the mark).
+        try run("""
+            INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (
+                MAX(COALESCE((SELECT MAX(id) FROM zone), 0), COALESCE((SELECT CAST(value AS INTEGER) FROM shareflow_meta WHERE key = 'deletedZoneID'), 0)) + 1,
+                ?, ?, ?, ?, ?)
+            """, [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name])
         let id = db.lastInsertedRowID
         try logZoneSaved(zone: id, at: Date().timeIntervalSince1970)
         return id
@@ -92,6 +98,11 @@ extension StoreTransaction {
     package func deleteZone(id: Int64) throws {
         try logZoneDeleted(zone: id, at: Date().timeIntervalSince1970)
         try run("DELETE FROM zone WHERE id = ?", [id])
+        // The highest row a zone deleted had, which no new zone takes (`insertZone`).
+        try run("""
+            INSERT INTO shareflow_meta (key, value) VALUES ('deletedZoneID', ?1)
+            ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), ?1)
+            """, [id])
     }
 
     // MARK: Records
