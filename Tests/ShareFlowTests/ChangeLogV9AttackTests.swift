@@ -509,6 +509,72 @@ final class ChangeLogV9AttackTests: XCTestCase {
         try assertPositionsSound(store, "accepts with saves")
     }
 
+    /// Random batches over a few names made, deleted and made again, in nested transactions
+    /// some of which fail, in a zone shared whole and one with hierarchy shares: owner and
+    /// participants converge, pages of one to four, and no position is used twice.
+    func testNamesMadeAgainInNestedTransactionsConverge() throws {
+        for seed: UInt64 in [1, 2, 3, 4] {
+            var rng = SeededRandom(seed: seed)
+            let w = try World()
+            let owner = w.c.privateCloudDatabase
+            let store = w.engine.store
+            let rooted = w.zone.zoneID
+            let flat = try owner.saveZone("Flat").zoneID
+            let share = try w.share(["bob@example.com", "carol@example.com"], permission: .readWrite)
+            try w.accept(share.url!, in: w.bc)
+            let zoneShare = Share(zoneID: flat)
+            zoneShare.addParticipant(try w.participant("carol@example.com", permission: .readWrite))
+            _ = try owner.modifyRecords(saving: [zoneShare])
+            try w.accept((try owner.fetchRecord(zoneShare.recordID) as! Share).url!, in: w.cc)
+            let zones = [rooted, flat]
+            let readers = [FeedReplica(owner), FeedReplica(w.bc.sharedCloudDatabase), FeedReplica(w.cc.sharedCloudDatabase)]
+            let pool = ["p0", "p1", "p2", "p3", "p4", "p5"]
+            struct Boom: Error {}
+            func randomChange() throws {
+                let zone = zones.randomElement(using: &rng)!
+                let name = pool.randomElement(using: &rng)!
+                let id = RecordID(recordName: name, zoneID: zone)
+                switch Int.random(in: 0..<4, using: &rng) {
+                case 0: _ = try owner.modifyRecords(deleting: [id])
+                case 1:
+                    let parent: RecordID? = zone == rooted && Bool.random(using: &rng) ? w.trip.recordID
+                        : Bool.random(using: &rng) ? RecordID(recordName: pool.randomElement(using: &rng)!, zoneID: zone) : nil
+                    let r = (try? owner.fetchRecord(id)) ?? item(name, zone)
+                    r["n"] = .integer(Int64.random(in: 0..<1000, using: &rng))
+                    if parent != id { r.parent = parent }
+                    _ = try owner.modifyRecords(saving: [r])
+                case 2:
+                    let guest = zone == flat ? w.cc.sharedCloudDatabase : [w.bc, w.cc].randomElement(using: &rng)!.sharedCloudDatabase
+                    let r = (try? guest.fetchRecord(id)) ?? item(name, zone, parent: zone == rooted ? w.trip.recordID : nil)
+                    r["g"] = .integer(Int64.random(in: 0..<1000, using: &rng))
+                    _ = try guest.modifyRecords(saving: [r])
+                default:
+                    _ = try owner.modifyRecords(saving: [item(name, zone, n: 5)], deleting: [id], savePolicy: .allKeys, atomically: false)
+                }
+            }
+            for step in 0..<60 {
+                do {
+                    try w.engine.transaction { _ in
+                        for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                            if Int.random(in: 0..<4, using: &rng) == 0 {
+                                try? w.engine.transaction { _ in
+                                    try? randomChange()
+                                    try? randomChange()
+                                    if Bool.random(using: &rng) { throw Boom() }
+                                }
+                            } else {
+                                try? randomChange()
+                            }
+                        }
+                    }
+                }
+                let limit = Int.random(in: 1...4, using: &rng)
+                for r in readers { try assertConverged(r, zones: zones, store: store, limit: limit, "seed \(seed) step \(step)") }
+                try assertPositionsSound(store, "seed \(seed) step \(step)")
+            }
+        }
+    }
+
     // MARK: Migration
 
     /// A v8 store whose owner's log holds a live entry for a record gone (another program
