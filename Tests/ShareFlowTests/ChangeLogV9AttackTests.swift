@@ -509,6 +509,22 @@ final class ChangeLogV9AttackTests: XCTestCase {
         try assertPositionsSound(store, "accepts with saves")
     }
 
+    /// An invitation by an address no account had, matched when an account adds it (R17):
+    /// the share's record changes (its tag is renewed), so the owner's feed sends it again.
+    func testAnInvitationMatchedToANewAddressMovesTheSharesRecord() throws {
+        let w = try World()
+        let owner = w.c.privateCloudDatabase
+        let share = Share(rootRecord: w.trip)
+        let (results, error) = w.c.fetchShareParticipantResults([try LookupRequest(emailAddress: "dave@example.com")])
+        XCTAssertNil(error)
+        share.addParticipant(try results[0].1.get())
+        _ = try owner.modifyRecords(saving: [w.trip, share])
+        let reader = FeedReplica(owner)
+        try assertConverged(reader, zones: [w.zone.zoneID], store: w.engine.store, limit: 1, "invited")
+        _ = try w.engine.accounts.addEmail("dave@example.com", to: w.carol)
+        try assertConverged(reader, zones: [w.zone.zoneID], store: w.engine.store, limit: 1, "invitation matched")
+    }
+
     /// Random batches over a few names made, deleted and made again, in nested transactions
     /// some of which fail, in a zone shared whole and one with hierarchy shares: owner and
     /// participants converge, pages of one to four, and no position is used twice.

@@ -144,10 +144,12 @@ extension StoreTransaction {
     }
 
     /// R17: pending participants invited at `lookup` and matched to no account become `account`'s.
+    /// Each share's record changes with it (its tag is renewed, R21): logged, so feeds send it again.
     package func matchPendingParticipants(_ lookup: LookupInfo, account: Int64) throws {
-        try run("""
+        let matched = try fetchAll("""
             UPDATE participant SET accountID = ?
-            WHERE lookupKind = ? AND lookupValue = ? AND accountID IS NULL AND status = 'pending'
-            """, [account, lookup.kind, lookup.value])
+            WHERE lookupKind = ? AND lookupValue = ? AND accountID IS NULL AND status = 'pending' RETURNING id
+            """, [account, lookup.kind, lookup.value], table: "participant", keyAt: 0) { try $0.integer(0, "id") }
+        for participant in matched { try logParticipantChanged(participant) }
     }
 }
