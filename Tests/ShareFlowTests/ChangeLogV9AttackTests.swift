@@ -515,7 +515,7 @@ final class ChangeLogV9AttackTests: XCTestCase {
         let w = try World()
         let owner = w.c.privateCloudDatabase
         let share = Share(rootRecord: w.trip)
-        let (results, error) = w.c.fetchShareParticipantResults([try LookupRequest(emailAddress: "dave@example.com")])
+        let (results, error) = w.c.fetchShareParticipantResults([LookupRequest(emailAddress: "dave@example.com")])
         XCTAssertNil(error)
         share.addParticipant(try results[0].1.get())
         _ = try owner.modifyRecords(saving: [w.trip, share])
@@ -589,6 +589,42 @@ final class ChangeLogV9AttackTests: XCTestCase {
                 try assertPositionsSound(store, "seed \(seed) step \(step)")
             }
         }
+    }
+
+    /// A share's root deleted and made again under its name (alone, and with children named
+    /// under it before it exists again), and a root without children gaining one: the
+    /// accept path's shortcuts for a childless root still give each participant their view.
+    func testARootDeletedAndMadeAgain() throws {
+        let w = try World()
+        let owner = w.c.privateCloudDatabase
+        let store = w.engine.store
+        let zone = w.zone.zoneID
+        let lone = item("lone", zone)
+        let share = Share(rootRecord: lone)
+        share.addParticipant(try w.participant("bob@example.com"))
+        _ = try owner.modifyRecords(saving: [lone, share])
+        let readers = [FeedReplica(owner), FeedReplica(w.bc.sharedCloudDatabase)]
+        func check(_ what: String) throws {
+            for r in readers { try assertConverged(r, zones: [zone], store: store, limit: 1, what) }
+            try assertPositionsSound(store, what)
+        }
+        try w.accept((try owner.fetchRecord(share.recordID) as! Share).url!, in: w.bc)
+        try check("accepted a childless root")
+        _ = try owner.modifyRecords(saving: [item("child", zone, parent: lone.recordID)])
+        try check("a child")
+        _ = try? owner.modifyRecords(deleting: [lone.recordID])
+        try check("root deleted")
+        try w.engine.transaction { _ in
+            _ = try? owner.modifyRecords(saving: [item("orphan", zone, parent: lone.recordID)])
+            _ = try? owner.modifyRecords(saving: [item("lone", zone, n: 3)])
+        }
+        try check("root made again, a child named before it")
+        let again = Share(rootRecord: try owner.fetchRecord(lone.recordID))
+        again.addParticipant(try w.participant("bob@example.com"))
+        _ = try? owner.modifyRecords(saving: [try owner.fetchRecord(lone.recordID), again])
+        try check("shared again")
+        if let url = (try? owner.fetchRecord(again.recordID) as? Share)?.url { _ = try? w.accept(url, in: w.bc) }
+        try check("accepted again")
     }
 
     // MARK: Migration
