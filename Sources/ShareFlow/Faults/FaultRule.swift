@@ -1,0 +1,197 @@
+/// A fault injection rule (SPEC §15 F1): what it matches, the CloudKit failure it injects, and
+/// how often. One shape for every source — the config file, Lua (`sf.faults.add`) and the admin
+/// route — each of which converts its table or JSON object to `FaultRule.Value`s first, so the
+/// checks and their wording are the same everywhere:
+///
+/// ```swift
+/// let rule = try FaultRule(["operation": .string("records/modify"), "fault": .string("requestRateLimited"),
+///                           "probability": .number(0.5), "seed": .number(7)], name: "faults[1]")
+/// ```
+public struct FaultRule: Sendable, Equatable {
+    /// The failures a rule can inject, by SPEC §15's names.
+    public enum Fault: String, CaseIterable, Sendable {
+        case requestRateLimited, serviceUnavailable, zoneBusy, partialFailure, changeTokenExpired, quotaExceeded, zonePurged,
+             authenticationFailed, networkFailure
+    }
+
+    /// `partialFailure`'s per-item code.
+    public enum ItemCode: String, CaseIterable, Sendable {
+        case serverRecordChanged, quotaExceeded, limitExceeded, zoneBusy
+    }
+
+    /// When a `networkFailure` strikes: before the operation runs, or after it committed (the
+    /// write applied, the client told nothing).
+    public enum When: String, CaseIterable, Sendable {
+        case beforeCommit, afterCommit
+    }
+
+    /// A value as a source gives it, before it is checked.
+    public enum Value: Sendable, Equatable {
+        case string(String)
+        case number(Double)
+        case boolean(Bool)
+        /// Anything else (a table, a function, JSON null): named by its type in the error.
+        case other(type: String)
+    }
+
+    /// The operation or HTTP subpath matched (`*`: any).
+    public var operation = "*"
+    public var container: String?
+    public var environment: CloudEnvironment?
+    /// `private`, `shared` or `public`.
+    public var database: String?
+    public var zone: String?
+    public var recordType: String?
+    /// A glob over record names: `*` any run of characters, `?` one.
+    public var recordName: String?
+    /// An email address or a userRecordID.
+    public var caller: String?
+    /// Nil with a `latencyMs`: the rule only delays.
+    public var fault: Fault?
+    public var retryAfter: Double = 3
+    public var itemCode: ItemCode = .serverRecordChanged
+    public var when: When = .beforeCommit
+    public var probability: Double = 1
+    public var seed: UInt64 = 0
+    public var after = 0
+    /// Nil: no limit.
+    public var count: Int?
+    public var latencyMs: Double = 0
+
+    /// The native operations a rule can name.
+    public static let operations = ["modifyRecords", "fetchRecords", "query", "fetchShareParticipants", "fetchShareMetadata", "acceptShares",
+                                    "discoverAllUserIdentities", "discoverUserIdentities", "modifyRecordZones", "databaseChanges",
+                                    "recordZoneChanges"]
+
+    /// The HTTP subpaths a rule can name, each with the native operation it runs, if any: a
+    /// request matches a rule naming either.
+    public static let subpaths: [String: String?] = [
+        "records/modify": "modifyRecords", "records/lookup": "fetchRecords", "records/query": "query",
+        "records/resolve": "fetchShareMetadata", "records/accept": "acceptShares", "zones/modify": "modifyRecordZones",
+        "changes/zone": "recordZoneChanges", "changes/database": "databaseChanges", "records/changes": "recordZoneChanges",
+        "zones/changes": "databaseChanges", "users/discover": "discoverAllUserIdentities", "users/lookup/email": "discoverUserIdentities",
+        "users/lookup/id": "discoverUserIdentities", "zones/list": nil, "zones/lookup": nil, "users/caller": nil, "users/current": nil,
+        "changes/stream": nil,
+    ]
+
+    /// The keys a rule may have, in the order an error lists them.
+    public static let keys = ["operation", "container", "environment", "database", "zone", "recordType", "recordName", "caller", "fault",
+                              "retryAfter", "itemCode", "when", "probability", "seed", "after", "count", "latencyMs"]
+
+    /// The longest glob or name a rule may hold: matching is linear in both, and past this a
+    /// pattern is a mistake, not a rule.
+    public static let maxTextLength = 1024
+
+    public init() {}
+
+    /// A rule from a source's fields; `name` says where it came from in errors
+    /// (`faults[2]`, `sf.faults.add`). Every key is checked: an unknown one, a value of the
+    /// wrong type or out of its range is `invalidArguments` naming the key and what was given.
+    public init(_ fields: [String: Value], name: String) throws {
+        func fail(_ key: String, _ expected: String, _ value: Value) -> ShareFlowError {
+            ShareFlowError(.invalidArguments, "\(name).\(key) must be \(expected), got \(FaultRule.describe(value))")
+        }
+        func text(_ key: String) throws -> String? {
+            guard let value = fields[key] else { return nil }
+            guard case .string(let s) = value, !s.isEmpty, s.utf8.count <= FaultRule.maxTextLength else {
+                throw fail(key, "a non-empty string of at most \(FaultRule.maxTextLength) bytes", value)
+            }
+            return s
+        }
+        func word<T: RawRepresentable & CaseIterable>(_ key: String, _ type: T.Type) throws -> T? where T.RawValue == String {
+            guard let value = fields[key] else { return nil }
+            guard case .string(let s) = value, let word = T(rawValue: s) else {
+                throw fail(key, "one of \(T.allCases.map(\.rawValue).joined(separator: ", "))", value)
+            }
+            return word
+        }
+        func number(_ key: String, _ range: ClosedRange<Double>, integer: Bool = false) throws -> Double? {
+            guard let value = fields[key] else { return nil }
+            guard case .number(let n) = value, n.isFinite, range.contains(n), !integer || n == n.rounded() else {
+                throw fail(key, "a\(integer ? "n integer" : " number") from \(FaultRule.format(range.lowerBound)) to \(FaultRule.format(range.upperBound))", value)
+            }
+            return n
+        }
+
+        for key in fields.keys.sorted() where !FaultRule.keys.contains(key) {
+            throw ShareFlowError(.invalidArguments, "\(name): unknown key '\(FaultRule.excerpt(key))' (expected \(FaultRule.keys.joined(separator: ", ")))")
+        }
+        if let operation = try text("operation") {
+            guard operation == "*" || FaultRule.operations.contains(operation) || FaultRule.subpaths[operation] != nil else {
+                throw fail("operation", "*, an operation (\(FaultRule.operations.joined(separator: ", "))) or an HTTP subpath (\(FaultRule.subpaths.keys.sorted().joined(separator: ", ")))", .string(operation))
+            }
+            self.operation = operation
+        }
+        container = try text("container")
+        environment = try word("environment", CloudEnvironment.self)
+        if let database = fields["database"] {
+            guard case .string(let s) = database, ["private", "shared", "public"].contains(s) else {
+                throw fail("database", "one of private, shared, public", database)
+            }
+            self.database = s
+        }
+        zone = try text("zone")
+        recordType = try text("recordType")
+        recordName = try text("recordName")
+        caller = try text("caller")
+        fault = try word("fault", Fault.self)
+        retryAfter = try number("retryAfter", 0...86_400) ?? retryAfter
+        itemCode = try word("itemCode", ItemCode.self) ?? itemCode
+        when = try word("when", When.self) ?? when
+        probability = try number("probability", 0...1) ?? probability
+        // Integers a double holds exactly: a seed from JSON or Lua is one.
+        seed = UInt64(try number("seed", 0...9_007_199_254_740_991, integer: true) ?? 0)
+        after = Int(try number("after", 0...1_000_000_000, integer: true) ?? 0)
+        count = try number("count", 1...1_000_000_000, integer: true).map { Int($0) }
+        latencyMs = try number("latencyMs", 0...60_000) ?? latencyMs
+
+        // Keys that mean something only with another: said, not ignored.
+        if fields["itemCode"] != nil, fault != .partialFailure {
+            throw ShareFlowError(.invalidArguments, "\(name).itemCode applies to fault partialFailure only (the rule's fault is \(fault?.rawValue ?? "none"))")
+        }
+        if fields["when"] != nil, fault != .networkFailure {
+            throw ShareFlowError(.invalidArguments, "\(name).when applies to fault networkFailure only (the rule's fault is \(fault?.rawValue ?? "none"))")
+        }
+        if fault == nil, latencyMs == 0 {
+            throw ShareFlowError(.invalidArguments, "\(name) has no fault and no latencyMs: it would do nothing")
+        }
+    }
+
+    /// Whether `glob` (`*` any run, `?` one character) matches the whole of `name`, by
+    /// characters; linear in both (the classic two-pointer walk with one backtrack point).
+    public static func globMatches(_ glob: String, _ name: String) -> Bool {
+        let p = Array(glob), s = Array(name)
+        var i = 0, j = 0
+        var star = -1, mark = 0
+        while j < s.count {
+            if i < p.count, p[i] == "?" || p[i] == s[j] {
+                i += 1; j += 1
+            } else if i < p.count, p[i] == "*" {
+                star = i; mark = j; i += 1
+            } else if star >= 0 {
+                i = star + 1; mark += 1; j = mark
+            } else {
+                return false
+            }
+        }
+        while i < p.count, p[i] == "*" { i += 1 }
+        return i == p.count
+    }
+
+    static func describe(_ value: Value) -> String {
+        switch value {
+        case .string(let s): return "\"\(excerpt(s))\" (a string)"
+        case .number(let n): return format(n)
+        case .boolean(let b): return "\(b) (a boolean)"
+        case .other(let type): return "a \(type)"
+        }
+    }
+
+    static func excerpt(_ s: String) -> String {
+        s.count > 40 ? String(s.prefix(40)) + "…" : s
+    }
+
+    static func format(_ n: Double) -> String {
+        n.isFinite && n == n.rounded() && abs(n) < 1e16 ? String(Int64(n)) : "\(n)"
+    }
+}
