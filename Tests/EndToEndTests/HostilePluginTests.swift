@@ -38,7 +38,7 @@ final class HostilePluginTests: XCTestCase {
     func testGlobalNewindexRaisesAtStartup() throws { try startup("global-newindex-raises") }
     func testGlobalNewindexLoops() throws { try drive("global-newindex-loops") }
     func testGlobalIndexRaises() throws { try drive("global-index-raises") }
-    func testStateHeldAtMemoryCap() throws { try drive("memory-cap-hold") }
+    func testStateHeldAtMemoryCap() throws { try drive("memory-cap-hold", config: "memory-cap.config.lua") }
 
     // MARK: Class 3 — numeric arguments are validated (bad argument, never a trap)
 
