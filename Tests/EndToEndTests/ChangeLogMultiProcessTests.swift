@@ -226,6 +226,37 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         XCTAssertTrue(text.hasSuffix("sync recreate ok\n"), text)
         try ChangeLogMultiProcessTests.checkLogInvariants(store)
     }
+
+    /// `getCurrentSyncToken` (records/query, records/lookup) while two other processes make
+    /// records: a copy started from the answer's records and followed from its token ends
+    /// equal to a fetch from the start (Tests/pyicloud/sync_snapshot_token.py).
+    func testAnAnswersRecordsAndItsSyncTokenAreOneSnapshot() throws {
+        guard FileManager.default.isExecutableFile(atPath: PyiCloudTests.python) else {
+            return XCTFail("no pyicloud environment at \(PyiCloudTests.python): run `make pyenv` (make test does)")
+        }
+        let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
+        XCTAssertEqual(setup.status, 0, setup.stderr)
+        let done = dir.appendingPathComponent("snapshot-done")
+        let (asker, output) = try startTool(PyiCloudTests.python, [CLI.root.appendingPathComponent("Tests/pyicloud/sync_snapshot_token.py").path], environment: [
+            "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web, "SNAPSHOT_DONE": done.path,
+        ])
+        let ready = Date().addingTimeInterval(20)
+        while Date() < ready && asker.isRunning && !((try? String(contentsOf: output, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
+        let writers = try (1...2).map { try startRun("mp_append.lua", [String($0), "100"], label: "append\($0)") }
+        for (process, _, err) in writers {
+            wait(process)
+            XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        }
+        FileManager.default.createFile(atPath: done.path, contents: nil)
+        let deadline = Date().addingTimeInterval(60)
+        while asker.isRunning && Date() < deadline { usleep(50_000) }
+        if asker.isRunning { asker.terminate() }
+        asker.waitUntilExit()
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        print(text.split(separator: "\n").suffix(3).joined(separator: "\n"))
+        XCTAssertEqual(asker.terminationStatus, 0, text)
+        XCTAssertTrue(text.hasSuffix("snapshot token ok\n"), text)
+    }
 }
 
 /// Numbers gathered from several threads.

@@ -98,6 +98,15 @@ public final class Engine: @unchecked Sendable {
         return result
     }
 
+    /// Runs `body` in one store transaction that the engine's calls inside it join: a write
+    /// (`writing`: saves in it are savepoints, committed together at its end) or one read
+    /// snapshot. For answers whose parts must agree (records and the token after them, SPEC
+    /// §14): read in separate transactions, another process's commit between them is in the
+    /// token but not in the records, and a client following from that token never gets it.
+    package func inOneTransaction<T>(writing: Bool, _ body: () throws -> T) throws -> T {
+        writing ? try transaction { _ in try body() } : try reading { _ in try body() }
+    }
+
     /// Reads under the lock.
     func reading<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         lock.lock()

@@ -42,9 +42,9 @@ public final class CloudKitAPI: Sendable {
     }
 
     static let endpoints: [Endpoint] = [
-        Endpoint("records/modify", [.post], withSyncToken(RecordsModify.answer)),
-        Endpoint("records/lookup", [.post], withSyncToken(RecordsLookup.answer)),
-        Endpoint("records/query", [.post], withSyncToken(RecordsQuery.answer)),
+        Endpoint("records/modify", [.post], withSyncToken(RecordsModify.answer, writes: true)),
+        Endpoint("records/lookup", [.post], withSyncToken(RecordsLookup.answer, writes: false)),
+        Endpoint("records/query", [.post], withSyncToken(RecordsQuery.answer, writes: false)),
         Endpoint("records/resolve", [.post], on: [.public]) { try ShareLinks.answer($0, accept: false) },
         Endpoint("records/accept", [.post], on: [.public]) { try ShareLinks.answer($0, accept: true) },
         Endpoint("zones/modify", [.post], ZoneEndpoints.modify),
@@ -67,18 +67,25 @@ public final class CloudKitAPI: Sendable {
 
     /// `handle`, adding the top-level `syncToken` of the zone the request names (after the
     /// request) when the query asks `getCurrentSyncToken` with any spelling of true.
-    static func withSyncToken(_ handle: @escaping @Sendable (EndpointCall) throws -> WireFormat.Object)
+    ///
+    /// The answer and the token are one snapshot of the store (`Engine.inOneTransaction`: the
+    /// write itself for `writes`, else one read): read apart, another process's commit between
+    /// them was in the token and not in the answer, and a client that starts its copy from the
+    /// answer and follows the zone from the token never got that commit.
+    static func withSyncToken(_ handle: @escaping @Sendable (EndpointCall) throws -> WireFormat.Object, writes: Bool)
         -> @Sendable (EndpointCall) throws -> WireFormat.Object {
         { call in
-            var answer = try handle(call)
             guard let asked = call.request.query["getCurrentSyncToken"], ["true", "1", "yes"].contains(asked.lowercased()),
-                  let caller = call.caller else { return answer }
-            let db = try call.database(as: caller)
-            if let zoneID = try WireFormat.zoneID(call.body["zoneID"], field: "zoneID", caller: caller.userRecordID) ?? Optional(RecordZoneID.default),
-               let token = ChangeEndpoints.currentToken(db, zoneID) {
-                answer["syncToken"] = token
+                  let caller = call.caller else { return try handle(call) }
+            return try call.engine.inOneTransaction(writing: writes) {
+                var answer = try handle(call)
+                let db = try call.database(as: caller)
+                if let zoneID = try WireFormat.zoneID(call.body["zoneID"], field: "zoneID", caller: caller.userRecordID) ?? Optional(RecordZoneID.default),
+                   let token = ChangeEndpoints.currentToken(db, zoneID) {
+                    answer["syncToken"] = token
+                }
+                return answer
             }
-            return answer
         }
     }
 
