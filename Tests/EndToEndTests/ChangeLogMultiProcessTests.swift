@@ -257,6 +257,49 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         XCTAssertEqual(asker.terminationStatus, 0, text)
         XCTAssertTrue(text.hasSuffix("snapshot token ok\n"), text)
     }
+
+    /// kill -9 of `shareflow serve` in the middle of records/modify requests of 150 items:
+    /// restarted, every token it answered before (getCurrentSyncToken) still reads, a record
+    /// saved after is given from each, and no position is taken twice.
+    func testAServerKilledMidRequestLeavesEveryTokenItGaveReadable() throws {
+        let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
+        XCTAssertEqual(setup.status, 0, setup.stderr)
+        var tokens: [String] = []
+        for round in 1...2 {
+            let pid = server.processIdentifier
+            let delay = UInt32(150_000 + Int.random(in: 0..<200_000))
+            Thread.detachNewThread { usleep(delay); kill(pid, SIGKILL) }
+            var batch = 0
+            while server.isRunning {
+                batch += 1
+                let ops = (1...150).map { k in
+                    #"{"operationType":"\#(k % 4 == 0 ? "forceDelete" : "forceUpdate")","record":{"recordName":"s\#((k * 7 + batch) % 200)","recordType":"Item","fields":{"b":{"value":"\#(batch)"}}}}"#
+                }
+                guard let r = try? Tools.curl("POST", base + db + "/private/records/modify?ckAPIToken=\(api)&ckWebAuthToken=\(web)&getCurrentSyncToken=true",
+                                              body: #"{"zoneID":{"zoneName":"Mix"},"atomic":false,"operations":[\#(ops.joined(separator: ","))]}"#, in: dir),
+                      r.0 == 200, let token = r.1["syncToken"] as? String else { continue }
+                tokens.append(token)
+            }
+            server.waitUntilExit()
+            XCTAssertEqual(server.terminationReason, .uncaughtSignal)
+            try ChangeLogMultiProcessTests.checkLogInvariants(store)
+            try startServer()
+            // One more record, then every token: it reads, gives that record, ends at the end.
+            let r = try call("POST", db + "/private/records/modify", body: #"{"zoneID":{"zoneName":"Mix"},"operations":[{"operationType":"forceUpdate","record":{"recordName":"after\#(round)","recordType":"Item","fields":{}}}]}"#)
+            XCTAssertEqual(r.0, 200, "\(r.1)")
+            var all: [String: String] = [:]
+            let end = try follow("private", &all, token: nil, limit: 200)
+            XCTAssertNotNil(all["after\(round)"])
+            XCTAssertFalse(tokens.isEmpty, "round \(round): some request was answered before the kill")
+            for token in tokens {
+                var seen: [String: String] = [:]
+                XCTAssertEqual(try follow("private", &seen, token: token, limit: 200), end)
+                XCTAssertNotNil(seen["after\(round)"], "a record saved after the kill is given from a token of before")
+            }
+            let check = try CLI.run(["store", "check", "--store", store])
+            XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+        }
+    }
 }
 
 /// Numbers gathered from several threads.
