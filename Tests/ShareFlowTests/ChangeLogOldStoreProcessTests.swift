@@ -203,6 +203,49 @@ final class ChangeLogOldStoreProcessTests: XCTestCase {
             }
         }
     }
+
+    /// A v6 store big enough that migrating it takes a moment (v8 logs its contents), opened
+    /// by three processes at once, one killed (SIGKILL) while they migrate: the others open
+    /// it, and it ends whole — every record once in each feed, no position twice.
+    func testAProcessKilledWhileSeveralMigrateLeavesTheStoreWhole() throws {
+        guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { throw XCTSkip("no built shareflow at \(CLI.binary)") }
+        for round in 0..<3 {
+            let (dir, path) = try makeOldStore(upTo: "v6", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows + """
+                WITH RECURSIVE n(i) AS (SELECT 10 UNION ALL SELECT i + 1 FROM n WHERE i < 6009)
+                INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt)
+                SELECT i, 1, 'r' || i, 'Note', '{"title":{"s":"x"}}', CASE WHEN i % 3 = 0 THEN 'a' END, 1, 1, 1, 20, 't' || i, 20 FROM n;
+                """)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let script = dir.appendingPathComponent("count.lua")
+            try CLI.write("""
+                local sf = require("shareflow")
+                local zone = { zoneName = "Z", ownerName = "_alice" }
+                for _, who in ipairs{ { "alice@example.com", "privateCloudDatabase" }, { "bob@example.com", "sharedCloudDatabase" } } do
+                  local db = sf.as(who[1]):container("iCloud.t")[who[2]]
+                  local seen, n, token = {}, 0, nil
+                  repeat
+                    local page = assert(db:recordZoneChanges{ zoneID = zone, since = token })
+                    for _, r in ipairs(page.modifications) do assert(not seen[r.recordName], "twice: " .. r.recordName); seen[r.recordName] = true; n = n + 1 end
+                    token = page.changeToken
+                  until not page.moreComing
+                  print(who[1], n)
+                end
+                """, to: script)
+            let started = try (0..<3).map { _ in try Self.start(["run", "--store", path, script.path], in: dir) }
+            usleep(UInt32(20_000 + 40_000 * round))
+            kill(started[0].0.processIdentifier, SIGKILL)
+            let results = started.map { Self.finish($0, timeout: 60) }
+            for r in results.dropFirst() {
+                XCTAssertEqual(r.status, 0, "round \(round): \(r.stderr)")
+                XCTAssertEqual(r.stdout, "alice@example.com\t6003\nbob@example.com\t6003\n", "round \(round): \(r.stderr)")
+            }
+            let store = try Store(path: path)
+            XCTAssertEqual(try store.read { try String.fetchAll($0.db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") },
+                           (1...9).map { "v\($0)" })
+            XCTAssertEqual(try store.read { try Int.fetchOne($0.db, sql: "SELECT COUNT(*) FROM (SELECT seq FROM record WHERE zoneID = 1 GROUP BY seq HAVING COUNT(*) > 1)") }, 0)
+            XCTAssertEqual(try store.check().problems, [], "round \(round)")
+        }
+    }
 }
 
 /// Lines gathered from several threads.
