@@ -300,6 +300,38 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
             XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
         }
     }
+
+    /// `store compact --older-than 0` run again and again by other processes while three
+    /// writers write and a reader follows both feeds (S5: it takes effect at once for every
+    /// process): a token the log was pruned past is changeTokenExpired, never a silent gap, and
+    /// the reader, starting again from the start when told, ends equal to a fetch from the start.
+    func testCompactingWhileOthersWriteAndReadNeverLeavesASilentGap() throws {
+        let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
+        XCTAssertEqual(setup.status, 0, setup.stderr)
+        stopServer()
+        let doneFile = dir.appendingPathComponent("writers-done")
+        let reader = try startRun("mp_read.lua", [doneFile.path, "expiring"], label: "reader")
+        let writers = try (1...3).map { try startRun("mp_write.lua", [String($0 + 40), "120"], label: "writer\($0)") }
+        var compactions = 0
+        while writers.contains(where: { $0.0.isRunning }) {
+            let r = try CLI.run(["store", "compact", "--store", store, "--older-than", "0"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            compactions += 1
+        }
+        for (process, _, err) in writers {
+            wait(process)
+            XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        }
+        FileManager.default.createFile(atPath: doneFile.path, contents: nil)
+        wait(reader.0)
+        let said = (try? String(contentsOf: reader.1, encoding: .utf8)) ?? ""
+        print("compactions: \(compactions); reader: \(said)")
+        XCTAssertEqual(reader.0.terminationStatus, 0, (try? String(contentsOf: reader.2, encoding: .utf8)) ?? "")
+        XCTAssertTrue(said.contains("mismatches=0"), said + ((try? String(contentsOf: reader.2, encoding: .utf8)) ?? ""))
+        try ChangeLogMultiProcessTests.checkLogInvariants(store)
+        let check = try CLI.run(["store", "check", "--store", store])
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+    }
 }
 
 /// Numbers gathered from several threads.

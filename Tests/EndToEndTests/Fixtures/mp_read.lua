@@ -1,7 +1,8 @@
 -- Follows Alice's zone "Mix" by token, as its owner and as Bob (who has it shared), a few
 -- entries a page, while other processes write it; once the file arg[1] exists, syncs a last
 -- time and compares each replica with a fetch from the start and with the zone's records
--- (name and tag). Prints "rounds=N mismatches=M"; each mismatch on stderr.
+-- (name and tag). With arg[2] "expiring", a token the log was pruned past starts its replica
+-- again from the start. Prints "rounds=N mismatches=M expired=E"; each mismatch on stderr.
 local sf = require("shareflow")
 local adb = sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase
 local bdb = sf.as("bob@example.com"):container("iCloud.test").sharedCloudDatabase
@@ -12,9 +13,17 @@ end
 assert(zone, "no zone Mix")
 local mismatches = 0
 local function fail(m) mismatches = mismatches + 1; io.stderr:write(m, "\n") end
+local expiring, expired = arg[2] == "expiring", 0
 local function sync(db, replica, limit)
   repeat
-    local page = assert(db:recordZoneChanges{ zoneID = zone, since = replica.token, resultsLimit = limit })
+    local page, err = db:recordZoneChanges{ zoneID = zone, since = replica.token, resultsLimit = limit }
+    if not page and expiring and err.code == "changeTokenExpired" then
+      -- The log was pruned past the token (store compact in another process): from the start.
+      expired = expired + 1
+      replica.records, replica.token = {}, nil
+      page = assert(db:recordZoneChanges{ zoneID = zone, resultsLimit = limit })
+    end
+    assert(page, tostring(err))
     for _, r in ipairs(page.modifications) do replica.records[r.recordName] = r.recordChangeTag end
     for _, d in ipairs(page.deletions) do replica.records[d.recordID.recordName] = nil end
     if replica.token and page.changeToken ~= replica.token and #page.modifications + #page.deletions == 0 then
@@ -62,4 +71,4 @@ until not cursor
 local fed = 0
 for n in pairs(fresh.records) do if n:match("^n%d$") or n:match("^h%d+$") then fed = fed + 1 end end
 if fed ~= held then fail(("the feed has %d items, the zone %d"):format(fed, held)) end
-print(("rounds=%d mismatches=%d"):format(rounds, mismatches))
+print(("rounds=%d mismatches=%d expired=%d"):format(rounds, mismatches, expired))
