@@ -332,6 +332,42 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         let check = try CLI.run(["store", "check", "--store", store])
         XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
     }
+
+    /// records/modify with getCurrentSyncToken, now answered inside the write: the token is
+    /// after the request's own changes and nothing else; an atomic request that failed moves
+    /// nothing; a request error is still one; the public database has no token.
+    func testGetCurrentSyncTokenOnModifyIsTheWritesOwnEnd() throws {
+        let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
+        XCTAssertEqual(setup.status, 0, setup.stderr)
+        let q = "ckAPIToken=\(api)&ckWebAuthToken=\(web)&getCurrentSyncToken=true"
+        func create(_ names: [String], atomic: Bool = true) throws -> (Int, [String: Any]) {
+            let ops = names.map { #"{"operationType":"create","record":{"recordName":"\#($0)","recordType":"Item","fields":{}}}"# }
+            return try call("POST", db + "/private/records/modify", query: q,
+                            body: #"{"zoneID":{"zoneName":"Mix"},"atomic":\#(atomic),"operations":[\#(ops.joined(separator: ","))]}"#)
+        }
+        var r = try create(["g1"])
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        let t1 = r.1["syncToken"] as? String
+        var all: [String: String] = [:]
+        XCTAssertEqual(try follow("private", &all, token: nil, limit: 200), t1, "the token is where a fetch from the start ends")
+        XCTAssertNotNil(all["g1"])
+        let listed = try call("POST", db + "/private/zones/list", body: "{}")
+        XCTAssertEqual(((listed.1["zones"] as? [[String: Any]])?.first { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String == "Mix" })?["syncToken"] as? String, t1)
+        r = try create(["g1", "g2"])
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        XCTAssertEqual((r.1["records"] as? [[String: Any]])?.compactMap { $0["serverErrorCode"] as? String }, ["EXISTS", "ATOMIC_ERROR"])
+        XCTAssertEqual(r.1["syncToken"] as? String, t1, "an atomic request that failed moves nothing")
+        r = try create(["g1", "g3"], atomic: false)
+        var seen: [String: String] = [:]
+        XCTAssertEqual(try follow("private", &seen, token: t1, limit: 200), r.1["syncToken"] as? String)
+        XCTAssertEqual(Array(seen.keys), ["g3"], "after the first token: what the third request made")
+        r = try call("POST", db + "/private/records/modify", query: q, body: #"{"zoneID":{"zoneName":"Mix"}}"#)
+        XCTAssertEqual(r.0, 400, "\(r.1)")
+        r = try call("POST", db + "/public/records/modify", query: q,
+                     body: #"{"operations":[{"operationType":"create","record":{"recordName":"p1","recordType":"Item","fields":{}}}]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        XCTAssertNil(r.1["syncToken"], "the public database has no feeds")
+    }
 }
 
 /// Numbers gathered from several threads.
