@@ -100,7 +100,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
     func testWritersInSeveralProcessesAndAServerKeepTheLogWhole() throws {
         let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
         XCTAssertEqual(setup.status, 0, setup.stderr)
-        var r = try call("GET", db + "/public/users/caller")
+        let r = try call("GET", db + "/public/users/caller")
         aliceName = (r.1["users"] as? [[String: Any]])?.first?["userRecordName"] as? String ?? ""
         XCTAssertFalse(aliceName.isEmpty, "\(r.1)")
         let bobQuery = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
@@ -147,7 +147,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
             wait(process)
             XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
         }
-        FileManager.default.createFile(atPath: doneFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: doneFile.path, contents: nil)
         wait(reader.0)
         let said = (try? String(contentsOf: reader.1, encoding: .utf8)) ?? ""
         XCTAssertEqual(reader.0.terminationStatus, 0, (try? String(contentsOf: reader.2, encoding: .utf8)) ?? "")
@@ -247,7 +247,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
             wait(process)
             XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
         }
-        FileManager.default.createFile(atPath: done.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: done.path, contents: nil)
         let deadline = Date().addingTimeInterval(60)
         while asker.isRunning && Date() < deadline { usleep(50_000) }
         if asker.isRunning { asker.terminate() }
@@ -322,7 +322,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
             wait(process)
             XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
         }
-        FileManager.default.createFile(atPath: doneFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: doneFile.path, contents: nil)
         wait(reader.0)
         let said = (try? String(contentsOf: reader.1, encoding: .utf8)) ?? ""
         print("compactions: \(compactions); reader: \(said)")
