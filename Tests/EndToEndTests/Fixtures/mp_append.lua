@@ -7,7 +7,8 @@ for _, z in ipairs(assert(db:fetchAllRecordZones())) do
 end
 assert(zone, "no zone Mix")
 for n = 1, tonumber(arg[2]) do
-  local _, err = db:modifyRecords{ save = { sf.Record{ recordType = "Item", recordName = ("u%s_%d"):format(arg[1], n), zoneID = zone, fields = { n = n } } } }
+  local record = sf.Record{ recordType = "Item", recordName = ("u%s_%d"):format(arg[1], n), zoneID = zone, fields = { n = n } }
+  local _, err = db:modifyRecords{ save = { record } }
   assert(not err, tostring(err))
   -- A few milliseconds between calls: the writing lasts while the other side asks.
   local t = os.clock()

@@ -33,7 +33,8 @@ for _, t in ipairs(tokens) do
     if not seen then fail(("a token from before the kill no longer reads: %s"):format(tostring(err))) end
   end
 end
-local _, err = adb:modifyRecords{ save = { sf.Record{ recordType = "Item", recordName = "after-kill", zoneID = zone, fields = { w = "v" } } },
+local afterKill = sf.Record{ recordType = "Item", recordName = "after-kill", zoneID = zone, fields = { w = "v" } }
+local _, err = adb:modifyRecords{ save = { afterKill },
   savePolicy = "allKeys" }
 assert(not err, tostring(err))
 local ends = { select(2, follow(adb, nil)), select(2, follow(bdb, nil)) }
@@ -42,7 +43,9 @@ for _, t in ipairs(tokens) do
     local seen, token = follow(db, t[k])
     if not seen then fail("a token no longer reads after a save")
     else
-      if not seen["after-kill"] then fail(("%s: the record saved after the kill is missing from an earlier token"):format(k == 1 and "alice" or "bob")) end
+      if not seen["after-kill"] then
+        fail(("%s: the record saved after the kill is missing from an earlier token"):format(k == 1 and "alice" or "bob"))
+      end
       if token ~= ends[k] then fail("following an earlier token does not end where a fetch from the start does") end
     end
     checked = checked + 1

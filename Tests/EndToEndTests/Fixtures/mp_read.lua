@@ -45,7 +45,9 @@ local function compare(label, replica, db)
   local fresh = { records = {} }
   sync(db, fresh, 200)
   for n, tag in pairs(fresh.records) do
-    if replica.records[n] ~= tag then fail(("%s: %s is %s in a fetch from the start, %s in the replica"):format(label, n, tag, tostring(replica.records[n]))) end
+    if replica.records[n] ~= tag then
+      fail(("%s: %s is %s in a fetch from the start, %s in the replica"):format(label, n, tag, tostring(replica.records[n])))
+    end
   end
   for n in pairs(replica.records) do
     if not fresh.records[n] then fail(("%s: %s is in the replica, not in a fetch from the start"):format(label, n)) end

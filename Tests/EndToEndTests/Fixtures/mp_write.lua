@@ -32,7 +32,8 @@ for b = 1, batches do
     -- Deleted and made again at once, in two calls.
     local n = name()
     db:modifyRecords{ delete = { sf.RecordID{ recordName = n, zoneID = zone } }, atomic = false }
-    local _, e2 = db:modifyRecords{ save = { sf.Record{ recordType = "Item", recordName = n, zoneID = zone, fields = { w = arg[1], again = b } } },
+    local again = sf.Record{ recordType = "Item", recordName = n, zoneID = zone, fields = { w = arg[1], again = b } }
+    local _, e2 = db:modifyRecords{ save = { again },
       savePolicy = "allKeys" }
     assert(not e2, tostring(e2))
   end
