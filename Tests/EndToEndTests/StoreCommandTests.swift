@@ -143,6 +143,50 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["other.sqlite"])
     }
 
+    /// A read while the store's file was read-only (its folder writable) leaves `-wal` and
+    /// `-shm` files with the file's mode (SQLite gives them the store's): once the file is
+    /// writable again, a write still fails — and the error names the side file and what to do,
+    /// not "its file or folder".
+    func testAStaleReadOnlySideFileIsNamed() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { throw XCTSkip("no unshare") }
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("store.sqlite").path
+        try CLI.write("require('shareflow').accounts.create{ email = 'a@example.com' }", to: dir.appendingPathComponent("w.lua"))
+        try CLI.write("print(require('shareflow').accounts.count())", to: dir.appendingPathComponent("r.lua"))
+        XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("w.lua").path]).status, 0)
+        func asNobody(_ args: [String]) throws -> CLI.Result {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            p.arguments = ["--user", "--map-user=65534", CLI.binary] + args
+            let out = Pipe(), err = Pipe()
+            p.standardOutput = out
+            p.standardError = err
+            try p.run()
+            p.waitUntilExit()
+            return CLI.Result(status: p.terminationStatus,
+                              stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+                              stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        }
+        guard (try? asNobody(["--version"]))?.status == 0 else { throw XCTSkip("user namespaces are not available here") }
+        XCTAssertEqual(chmod(store, 0o444), 0)
+        let read = try asNobody(["run", "--store", store, dir.appendingPathComponent("r.lua").path])
+        XCTAssertEqual(read.status, 0, read.stderr)
+        guard FileManager.default.fileExists(atPath: store + "-shm") else { throw XCTSkip("this SQLite leaves no -shm after a read-only read") }
+        XCTAssertEqual(chmod(store, 0o644), 0)
+        let write = try asNobody(["run", "--store", store, dir.appendingPathComponent("w.lua").path])
+        XCTAssertEqual(write.status, 1)
+        let firstLine = write.stderr.split(separator: "\n").first.map(String.init) ?? ""
+        XCTAssertTrue(firstLine.hasPrefix("shareflow: serviceUnavailable (6): store \(store) is read-only (\(store)-"), write.stderr)
+        XCTAssertTrue(firstLine.contains("cannot be written: a read made it while the store's file was read-only; remove \(store)-shm and \(store)-wal"), write.stderr)
+        // Removed as it says, the store is written again.
+        try? FileManager.default.removeItem(atPath: store + "-shm")
+        try? FileManager.default.removeItem(atPath: store + "-wal")
+        try CLI.write("require('shareflow').accounts.create{ email = 'b@example.com' }", to: dir.appendingPathComponent("w2.lua"))
+        let again = try asNobody(["run", "--store", store, dir.appendingPathComponent("w2.lua").path])
+        XCTAssertEqual(again.status, 0, again.stderr)
+    }
+
     /// A store in a read-only place could not be opened even to read. It opens read-only now:
     /// reads work, writes fail naming the store. (Tests run as root, who may write anywhere:
     /// the process runs as `nobody` in a user namespace.)

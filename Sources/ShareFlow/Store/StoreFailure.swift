@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// A failure of the SQLite store, said as an operator needs it: which store, what happened,
@@ -9,6 +10,22 @@ struct StoreFailure {
     init(_ error: Error, path: String?) {
         self.error = error
         self.path = path
+    }
+
+    /// What cannot be written, named: the store's file, its folder, or a `-wal`/`-shm` file
+    /// beside it. SQLite makes those with the store file's mode, so a read while the file was
+    /// read-only leaves them read-only after the file is made writable again, and every write
+    /// then fails until they are removed.
+    static func readOnlyCause(_ path: String?) -> String {
+        guard let path, path != ":memory:" else { return "its file or folder cannot be written" }
+        let files = FileManager.default
+        if files.fileExists(atPath: path), !files.isWritableFile(atPath: path) { return "its file cannot be written" }
+        let folder = (path as NSString).deletingLastPathComponent
+        if !files.isWritableFile(atPath: folder.isEmpty ? "." : folder) { return "its folder \(folder.isEmpty ? "." : folder) cannot be written" }
+        for suffix in ["-shm", "-wal"] where files.fileExists(atPath: path + suffix) && !files.isWritableFile(atPath: path + suffix) {
+            return "\(path + suffix) cannot be written: a read made it while the store's file was read-only; remove \(path)-shm and \(path)-wal when no process has the store open"
+        }
+        return "its file or folder cannot be written"
     }
 
     /// Seconds a caller should wait before retrying a busy or locked store.
@@ -27,7 +44,7 @@ struct StoreFailure {
             return ShareFlowError(.serviceUnavailable, "\(store) is full (no space left on its disk); free space, then retry",
                                   retryAfter: 30)
         case .SQLITE_READONLY:
-            return ShareFlowError(.serviceUnavailable, "\(store) is read-only (its file or folder cannot be written)")
+            return ShareFlowError(.serviceUnavailable, "\(store) is read-only (\(StoreFailure.readOnlyCause(path)))")
         case .SQLITE_IOERR:
             return ShareFlowError(.serviceUnavailable, "\(store) could not be read or written (I/O error \(db.extendedResultCode.rawValue)); retry",
                                   retryAfter: 5)
