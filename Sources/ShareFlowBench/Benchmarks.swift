@@ -242,7 +242,8 @@ public struct Benchmarks {
         engine.logger.logLevel = .critical
         let owner = try engine.accounts.create(emails: ["owner@bench.example"])
         try bulkAccounts(engine, count: sizes.accounts)
-        var generator = SplitMix(seed: 42)
+        // Deterministic, so runs look up the same emails.
+        var generator = SplitMix64(seed: 42)
         let emails = (0..<sizes.lookups).map { _ in "user\(Int(generator.next() % UInt64(sizes.accounts)))@bench.example" }
         let container = try engine.session(for: owner).container("iCloud.com.example.bench")
 
@@ -492,15 +493,3 @@ public struct Benchmarks {
     }
 }
 
-/// A small deterministic generator, so runs look up the same emails.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E3779B97F4A7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
-        return z ^ (z >> 31)
-    }
-}

@@ -155,19 +155,6 @@ final class StoreCommandTests: XCTestCase {
         try CLI.write("require('shareflow').accounts.create{ email = 'a@example.com' }", to: dir.appendingPathComponent("w.lua"))
         try CLI.write("print(require('shareflow').accounts.count())", to: dir.appendingPathComponent("r.lua"))
         XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("w.lua").path]).status, 0)
-        func asNobody(_ args: [String]) throws -> CLI.Result {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-            p.arguments = ["--user", "--map-user=65534", CLI.binary] + args
-            let out = Pipe(), err = Pipe()
-            p.standardOutput = out
-            p.standardError = err
-            try p.run()
-            p.waitUntilExit()
-            return CLI.Result(status: p.terminationStatus,
-                              stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-                              stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-        }
         guard (try? asNobody(["--version"]))?.status == 0 else { throw XCTSkip("user namespaces are not available here") }
         XCTAssertEqual(chmod(store, 0o444), 0)
         let read = try asNobody(["run", "--store", store, dir.appendingPathComponent("r.lua").path])
@@ -202,19 +189,6 @@ final class StoreCommandTests: XCTestCase {
         try CLI.write("print(require('shareflow').accounts.count())", to: dir.appendingPathComponent("r.lua"))
         XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("w.lua").path]).status, 0)
         XCTAssertEqual(chmod(dir.path, 0o555), 0)
-        func asNobody(_ args: [String]) throws -> CLI.Result {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-            p.arguments = ["--user", "--map-user=65534", CLI.binary] + args
-            let out = Pipe(), err = Pipe()
-            p.standardOutput = out
-            p.standardError = err
-            try p.run()
-            p.waitUntilExit()
-            return CLI.Result(status: p.terminationStatus,
-                              stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-                              stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-        }
         guard (try? asNobody(["--version"]))?.status == 0 else { throw XCTSkip("user namespaces are not available here") }
         let read = try asNobody(["run", "--store", store, dir.appendingPathComponent("r.lua").path])
         XCTAssertEqual(read.status, 0, read.stderr)
@@ -225,5 +199,21 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertEqual(try asNobody(["store", "check", "--store", store]).status, 0)
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir.path)), ["store.sqlite", "w.lua", "r.lua"],
                        "nothing made beside it")
+    }
+
+    /// Runs the CLI as `nobody` in a user namespace: tests run as root, who may write anywhere,
+    /// and a file's mode binds only a process without root's rights over it.
+    private func asNobody(_ args: [String]) throws -> CLI.Result {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        p.arguments = ["--user", "--map-user=65534", CLI.binary] + args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        p.waitUntilExit()
+        return CLI.Result(status: p.terminationStatus,
+                          stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+                          stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
     }
 }

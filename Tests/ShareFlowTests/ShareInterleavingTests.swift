@@ -7,16 +7,11 @@ import XCTest
 /// and accepts come in, a share's saved object and the store never disagree about who is on
 /// it, and a refused save changes nothing.
 final class ShareInterleavingTests: XCTestCase {
-    /// A small deterministic generator (SplitMix64), so a failure names a seed that replays it.
+    /// A small deterministic generator (the engine's SplitMix64), so a failure names a seed that replays it.
     struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        private var inner: SplitMix64
+        init(state: UInt64) { inner = SplitMix64(seed: state) }
+        mutating func next() -> UInt64 { inner.next() }
         mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
         mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
     }

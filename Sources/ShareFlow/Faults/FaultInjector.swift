@@ -181,15 +181,16 @@ public final class FaultInjector: @unchecked Sendable {
 }
 
 /// SplitMix64 (Steele, Lea and Flood): a small generator whose whole state is its seed, so a
-/// rule armed again with the same seed draws the same numbers on every platform.
-struct SplitMix64 {
+/// rule armed again with the same seed draws the same numbers on every platform (and a bench
+/// or a test run replays its inputs).
+package struct SplitMix64 {
     private var state: UInt64
 
-    init(seed: UInt64) {
+    package init(seed: UInt64) {
         state = seed
     }
 
-    mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -198,7 +199,7 @@ struct SplitMix64 {
     }
 
     /// A double in [0, 1) from the top 53 bits.
-    mutating func nextUnitDouble() -> Double {
+    package mutating func nextUnitDouble() -> Double {
         Double(next() >> 11) * 0x1p-53
     }
 }
