@@ -98,27 +98,56 @@ final class FaultRuleTests: XCTestCase {
 
     func testARuleMatchesWhatItNamesAndNothingElse() throws {
         let injector = FaultInjector()
-        injector.add(try rule(["operation": .string("records/modify"), "zone": .string("Z"), "recordName": .string("n-*"),
+        try injector.add(try rule(["operation": .string("records/modify"), "zone": .string("Z"), "recordName": .string("n-*"),
                                "caller": .string("bob@example.com"), "fault": .string("zoneBusy")]))
-        XCTAssertNotNil(injector.decide(request()), "a native call of what the subpath runs")
-        XCTAssertNotNil(injector.decide(request(subpath: "records/modify")))
-        XCTAssertNil(injector.decide(request("fetchRecords")))
-        XCTAssertNil(injector.decide(request(zone: "Other")))
-        XCTAssertNil(injector.decide(request(name: "m-1")))
-        XCTAssertNil(injector.decide(request(name: nil)), "a record-name rule never matches what has none")
-        XCTAssertNil(injector.decide(request(caller: "_carol", email: "carol@example.com")))
-        XCTAssertNotNil(injector.decide(request(caller: "_x", email: "BOB@example.com")), "an email matches whatever its case")
+        XCTAssertNotNil(injector.decide(request(), stage: .item), "a native call of what the subpath runs")
+        XCTAssertNotNil(injector.decide(request(subpath: "records/modify"), stage: .item))
+        XCTAssertNil(injector.decide(request("fetchRecords"), stage: .item))
+        XCTAssertNil(injector.decide(request(zone: "Other"), stage: .item))
+        XCTAssertNil(injector.decide(request(name: "m-1"), stage: .item))
+        XCTAssertNil(injector.decide(request(name: nil), stage: .item), "a record-name rule never matches what has none")
+        XCTAssertNil(injector.decide(request(caller: "_carol", email: "carol@example.com"), stage: .item))
+        XCTAssertNotNil(injector.decide(request(caller: "_x", email: "BOB@example.com"), stage: .item), "an email matches whatever its case")
 
         let changes = FaultInjector()
-        changes.add(try rule(["operation": .string("changes/zone"), "fault": .string("zoneBusy")]))
-        XCTAssertNotNil(changes.decide(request("recordZoneChanges", subpath: "changes/zone")))
-        XCTAssertNil(changes.decide(request("recordZoneChanges", subpath: "records/changes")), "another subpath that runs the same")
-        XCTAssertNotNil(changes.decide(request("recordZoneChanges")))
+        try changes.add(try rule(["operation": .string("changes/zone"), "fault": .string("zoneBusy")]))
+        XCTAssertNotNil(changes.decide(request("recordZoneChanges", subpath: "changes/zone"), stage: .zone))
+        XCTAssertNil(changes.decide(request("recordZoneChanges", subpath: "records/changes"), stage: .zone), "another subpath that runs the same")
+        XCTAssertNotNil(changes.decide(request("recordZoneChanges"), stage: .zone))
+        XCTAssertNil(changes.decide(request("recordZoneChanges", subpath: "changes/zone")), "a zone's fault is not the request's")
+    }
+
+    func testEachFaultIsAskedWhereItStrikes() throws {
+        let injector = FaultInjector()
+        try injector.add(try rule(["fault": .string("partialFailure")]))
+        try injector.add(try rule(["fault": .string("zonePurged")]))
+        try injector.add(try rule(["fault": .string("authenticationFailed")]))
+        XCTAssertNil(injector.decide(request()), "partialFailure is per item")
+        XCTAssertEqual(injector.decide(request(), stage: .item)?.rule.fault, .partialFailure)
+        XCTAssertEqual(injector.decide(request("databaseChanges"), stage: .databaseFeed)?.rule.fault, .zonePurged)
+        var http = request(subpath: "records/modify")
+        XCTAssertNil(injector.decide(http), "authenticationFailed only over HTTP")
+        http.overHTTP = true
+        XCTAssertEqual(injector.decide(http)?.rule.fault, .authenticationFailed)
+    }
+
+    func testARequestMatchesWhenOneOfItsItemsDoes() throws {
+        let injector = FaultInjector()
+        try injector.add(try rule(["fault": .string("requestRateLimited"), "zone": .string("Z"), "recordType": .string("Note")]))
+        let both = FaultRequest(operation: "fetchRecords", container: "iCloud.x", environment: .development, database: "private",
+                                items: [FaultItem(zone: "Y", recordType: "Note"), FaultItem(zone: "Z", recordType: "Trip"),
+                                        FaultItem(zone: "Z", recordType: "Note", recordName: "n")])
+        XCTAssertEqual(injector.decide(both)?.injection.recordName, "n", "the item that matched is recorded")
+        var neither = both
+        neither.items.removeLast()
+        XCTAssertNil(injector.decide(neither), "zone and type must match on one item")
+        neither.items = []
+        XCTAssertNil(injector.decide(neither))
     }
 
     func testAfterCountAndChanceAndTheirOrder() throws {
         let injector = FaultInjector()
-        let id = injector.add(try rule(["fault": .string("requestRateLimited"), "after": .number(2), "count": .number(3)]))
+        let id = try injector.add(try rule(["fault": .string("requestRateLimited"), "after": .number(2), "count": .number(3)]))
         let fired = (0..<8).map { _ in injector.decide(request()) != nil }
         XCTAssertEqual(fired, [false, false, true, true, true, false, false, false])
         XCTAssertEqual(injector.history().map(\.rule), [id, id, id])
@@ -126,15 +155,15 @@ final class FaultRuleTests: XCTestCase {
 
         // A second rule is asked when the first matches but does not fire.
         let two = FaultInjector()
-        two.add(try rule(["fault": .string("requestRateLimited"), "count": .number(1)]))
-        two.add(try rule(["fault": .string("serviceUnavailable")]))
+        try two.add(try rule(["fault": .string("requestRateLimited"), "count": .number(1)]))
+        try two.add(try rule(["fault": .string("serviceUnavailable")]))
         XCTAssertEqual((0..<3).compactMap { _ in two.decide(request())?.rule.fault }, [.requestRateLimited, .serviceUnavailable, .serviceUnavailable])
     }
 
     func testTheSameSeedReplaysTheSameFaults() throws {
         func run(seed: Double) throws -> [Bool] {
             let injector = FaultInjector()
-            injector.add(try rule(["fault": .string("serviceUnavailable"), "probability": .number(0.3), "seed": .number(seed)]))
+            try injector.add(try rule(["fault": .string("serviceUnavailable"), "probability": .number(0.3), "seed": .number(seed)]))
             return (0..<200).map { _ in injector.decide(request()) != nil }
         }
         let first = try run(seed: 7)
@@ -147,12 +176,13 @@ final class FaultRuleTests: XCTestCase {
 
     func testClearKeepsTheConfigsRulesAndAPluginsGoWithIt() throws {
         let injector = FaultInjector()
-        let config = injector.add(try rule(["fault": .string("zoneBusy")]), owner: .config)
-        injector.add(try rule(["fault": .string("zoneBusy")]))
-        injector.add(try rule(["fault": .string("zoneBusy")]), owner: .plugin("chaos"))
-        XCTAssertEqual(injector.clear(), 1)
-        XCTAssertEqual(injector.list().map(\.owner), [.config, .plugin("chaos")])
+        let config = try injector.add(try rule(["fault": .string("zoneBusy")]), owner: .config)
+        try injector.add(try rule(["fault": .string("zoneBusy")]))
+        try injector.add(try rule(["fault": .string("zoneBusy")]), owner: .plugin("chaos"))
         XCTAssertEqual(injector.removeAll { $0 == .plugin("chaos") }, 1)
+        XCTAssertEqual(injector.list().map(\.owner), [.config, .runtime])
+        try injector.add(try rule(["fault": .string("zoneBusy")]), owner: .plugin("chaos"))
+        XCTAssertEqual(injector.clear(), 2, "a plugin's rules were armed at run time too")
         XCTAssertEqual(injector.list().map(\.id), [config])
         XCTAssertTrue(injector.remove(id: config))
         XCTAssertFalse(injector.remove(id: config))
@@ -161,8 +191,8 @@ final class FaultRuleTests: XCTestCase {
 
     func testTheHistoryKeepsTheLastThousand() throws {
         let injector = FaultInjector()
-        injector.add(try rule(["fault": .string("zoneBusy")]))
-        for i in 0..<1_005 { _ = injector.decide(request(name: "n-\(i)")) }
+        try injector.add(try rule(["fault": .string("zoneBusy")]))
+        for i in 0..<1_005 { _ = injector.decide(request(name: "n-\(i)"), stage: .item) }
         let history = injector.history()
         XCTAssertEqual(history.count, FaultInjector.historyLimit)
         XCTAssertEqual(history.first?.recordName, "n-5")

@@ -5,7 +5,9 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
         case partialFailure, serviceUnavailable, requestRateLimited, permissionFailure, unknownItem,
              invalidArguments, serverRecordChanged, operationCancelled, batchRequestFailed,
              badDatabase, zoneNotFound, limitExceeded, tooManyParticipants, alreadyShared,
-             referenceViolation, participantMayNeedVerification, changeTokenExpired
+             referenceViolation, participantMayNeedVerification, changeTokenExpired,
+             // SPEC §15: what fault rules inject (CloudKit's own codes for these failures).
+             networkFailure, zoneBusy, quotaExceeded
 
         /// CloudKit's `CKError.Code` raw value.
         public var number: Int {
@@ -27,6 +29,9 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
             case .referenceViolation: return 31
             case .participantMayNeedVerification: return 33
             case .changeTokenExpired: return 21
+            case .networkFailure: return 4
+            case .zoneBusy: return 23
+            case .quotaExceeded: return 25
             }
         }
     }

@@ -33,12 +33,16 @@ extension CloudDatabase {
     /// ```
     public func recordZoneChanges(_ zoneID: RecordZoneID, since token: String? = nil, resultsLimit: Int? = nil,
                                   desiredKeys: [String]? = nil) throws -> RecordZoneChanges {
-        try engine.recordZoneChanges(zoneID, since: token, resultsLimit: resultsLimit, desiredKeys: desiredKeys, in: self)
+        try engine.faultGate("recordZoneChanges", self, items: [FaultItem(zone: zoneID.zoneName)]) {
+            try engine.recordZoneChanges(zoneID, since: token, resultsLimit: resultsLimit, desiredKeys: desiredKeys, in: self)
+        }
     }
 
     /// The database's zone changes since `token` (nil: from the start).
     public func databaseChanges(since token: String? = nil, resultsLimit: Int? = nil) throws -> DatabaseChanges {
-        try engine.databaseChanges(since: token, resultsLimit: resultsLimit, in: self)
+        try engine.faultGate("databaseChanges", self, items: []) {
+            try engine.databaseChanges(since: token, resultsLimit: resultsLimit, in: self)
+        }
     }
 
     /// The zone's current token: its changes from here on are what a later fetch returns.
@@ -78,6 +82,7 @@ extension Engine {
                            in database: CloudDatabase) throws -> RecordZoneChanges {
         try checkFeedDatabase(database)
         let limit = try feedLimit(resultsLimit)
+        if faults.isArmed, let injected = zoneFeedFault(zoneID, in: database) { throw injected }
         return try reading { db in
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
             let (zone, position, floor) = try zoneFeedPosition(zoneID, token: token, caller: caller, database: database, db: db)
@@ -170,7 +175,7 @@ extension Engine {
         try checkFeedDatabase(database)
         let limit = try feedLimit(resultsLimit)
         let scope = database.databaseScope == .shared ? "shared" : "private"
-        return try reading { db in
+        var page = try reading { db -> DatabaseChanges in
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
             let feed = try db.feed(account: caller.id, container: database.container.containerID, scope: scope)
             var position: Int64 = 0
@@ -206,6 +211,8 @@ extension Engine {
                                               seq: end, floor: end < keptFrom ? floor : 0).encoded(key: key)
             return changes
         }
+        purgeFaults(&page, in: database)
+        return page
     }
 }
 

@@ -15,7 +15,7 @@ public final class CloudDatabase {
     /// Creates a custom zone in the private database (or returns the one already there).
     @discardableResult
     public func saveZone(_ name: String) throws -> RecordZone {
-        try engine.saveZone(name, in: self)
+        try engine.faultGate("modifyRecordZones", self, items: [FaultItem(zone: name)]) { try engine.saveZone(name, in: self) }
     }
 
     public func fetchAllRecordZones() throws -> [RecordZone] {
@@ -24,15 +24,17 @@ public final class CloudDatabase {
 
     /// The record, or `unknownItem`.
     public func fetchRecord(_ id: RecordID) throws -> Record {
-        try engine.fetchRecord(id, in: self)
+        try engine.faultGate("fetchRecords", self, items: [FaultItem(id)]) { try engine.fetchRecord(id, in: self) }
     }
 
     /// Each ID's record or error, in input order.
     public func fetchRecords(_ ids: [RecordID]) -> [(RecordID, Result<Record, ShareFlowError>)] {
-        ids.map { id in
-            do { return (id, .success(try engine.fetchRecord(id, in: self))) }
+        // One request, however many records: its fault decided once.
+        let fetch = { ids.map { id -> (RecordID, Result<Record, ShareFlowError>) in
+            do { return (id, .success(try self.fetchRecord(id))) }
             catch { return (id, .failure(error as? ShareFlowError ?? ShareFlowError(.serviceUnavailable, "\(error)"))) }
-        }
+        } }
+        return engine.faultScope("fetchRecords", self, items: ids.map { FaultItem($0) }, fetch)
     }
 
     /// Saves and deletes records and shares. Each item is atomic (O6); in custom zones the
@@ -49,8 +51,10 @@ public final class CloudDatabase {
     public func modifyRecords(saving: [Record] = [], deleting: [RecordID] = [],
                               savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
                               atomically: Bool = true, deletingOnlyAtTags: [RecordID: String] = [:]) throws -> ModifyResult {
-        try engine.modifyRecords(saving: saving, deleting: deleting, savePolicy: savePolicy, atomic: atomically,
-                                 deleteTags: deletingOnlyAtTags, in: self)
+        try engine.faultGate("modifyRecords", self, items: saving.map { FaultItem($0.recordID, type: $0.recordType) } + deleting.map { FaultItem($0) }) {
+            try engine.modifyRecords(saving: saving, deleting: deleting, savePolicy: savePolicy, atomic: atomically,
+                                     deleteTags: deletingOnlyAtTags, in: self)
+        }
     }
 
     /// The zone ID a new zone or record of this database gets for `name`.

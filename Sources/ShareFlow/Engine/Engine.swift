@@ -22,6 +22,8 @@ public final class Engine: @unchecked Sendable {
     public let policies = PolicySet()
     /// How a server maps a deployment's own credentials to accounts (SPEC §13).
     public let authenticators = Authenticators()
+    /// The armed fault rules (SPEC §15): asked where requests enter the engine.
+    public let faults = FaultInjector()
     /// Events of the transaction in progress, delivered when it commits.
     private var pendingEvents: [Event] = []
     private var transactionDepth = 0

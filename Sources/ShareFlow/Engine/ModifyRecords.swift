@@ -19,12 +19,27 @@ extension Engine {
         let isAtomic = atomic && (saving.map(\.recordID.zoneID) + deleting.map(\.zoneID)).allSatisfy { !$0.isDefaultZone }
         var saves = [Result<Record, ShareFlowError>?](repeating: nil, count: saving.count)
         var deletes = [Result<Void, ShareFlowError>?](repeating: nil, count: deleting.count)
+        // SPEC §15: the items a rule fails (zoneBusy, partialFailure), decided in input order
+        // before any is written, so a seed gives the same items whatever the save order.
+        var injected: [Int: ShareFlowError] = [:], injectedDeletes: [Int: ShareFlowError] = [:]
+        if faults.isArmed {
+            for (i, r) in saving.enumerated() {
+                injected[i] = itemFault(FaultItem(r.recordID, type: r.recordType), id: r.recordID, client: r, in: database)
+            }
+            for (n, id) in deleting.enumerated() {
+                injectedDeletes[n] = itemFault(FaultItem(id), id: id, client: nil, in: database)
+            }
+        }
         do {
             try transaction { db in
                 let caller = try loadAccount(id: database.container.session.accountID, db: db)
                 var savedIDs = Set<RecordID>()
                 for i in Engine.saveOrder(saving) {
                     let record = saving[i]
+                    if let failure = injected[i] {
+                        saves[i] = .failure(failure)
+                        continue
+                    }
                     do {
                         saves[i] = .success(try transaction { db -> Record in
                             if let share = record as? Share {
@@ -40,6 +55,10 @@ extension Engine {
                     }
                 }
                 for (n, id) in deleting.enumerated() {
+                    if let failure = injectedDeletes[n] {
+                        deletes[n] = .failure(failure)
+                        continue
+                    }
                     do {
                         try transaction { db in try deleteRecord(id, in: database, caller: caller, ifTag: deleteTags[id], db: db) }
                         deletes[n] = .success(())

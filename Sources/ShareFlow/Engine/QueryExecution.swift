@@ -210,7 +210,9 @@ extension CloudDatabase {
     /// ```
     public func records(matching query: Query, inZoneWith zoneID: RecordZoneID? = nil, desiredKeys: [String]? = nil,
                         resultsLimit: Int? = nil) throws -> (records: [Record], cursor: QueryCursor?) {
-        let page = try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: nil, in: self)
+        let page = try engine.faultGate("query", self, items: [FaultItem(zone: zoneID?.zoneName ?? RecordZoneID.defaultZoneName, recordType: query.recordType)]) {
+            try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: nil, in: self)
+        }
         return (page.records, page.cursor)
     }
 
@@ -220,8 +222,9 @@ extension CloudDatabase {
     /// size past it (never before the first), so a page of big records is several pages.
     package func records(matching query: Query, inZoneWith zoneID: RecordZoneID?, desiredKeys: [String]?,
                          resultsLimit: Int?, after: QueryPosition?, maxBytes: Int? = nil) throws -> (records: [Record], next: QueryPosition?) {
-        let page = try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: after,
-                                       maxBytes: maxBytes, in: self)
+        let page = try engine.faultGate("query", self, items: [FaultItem(zone: zoneID?.zoneName ?? RecordZoneID.defaultZoneName, recordType: query.recordType)]) {
+            try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: after, maxBytes: maxBytes, in: self)
+        }
         return (page.records, page.cursor?.after)
     }
 
@@ -231,8 +234,10 @@ extension CloudDatabase {
         guard cursor.scope == databaseScope, cursor.containerID == container.containerID else {
             throw ShareFlowError.invalid("this cursor belongs to the \(cursor.scope.rawValue) database of \(cursor.containerID) (O7, R32)")
         }
-        let page = try engine.runQuery(cursor.query, zoneID: cursor.zoneID, desiredKeys: desiredKeys, limit: resultsLimit,
-                                       after: cursor.after, in: self)
+        let page = try engine.faultGate("query", self, items: [FaultItem(zone: cursor.zoneID?.zoneName ?? RecordZoneID.defaultZoneName,
+                                                                          recordType: cursor.query.recordType)]) {
+            try engine.runQuery(cursor.query, zoneID: cursor.zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: cursor.after, in: self)
+        }
         return (page.records, page.cursor)
     }
 }

@@ -5,136 +5,142 @@ extension Engine {
     /// R7: a participant for the user behind `lookup`: `privateUser`, `readOnly`, status
     /// `unknown`; an email or phone without an account gives one with `hasiCloudAccount` false.
     public func fetchShareParticipant(_ lookup: LookupInfo, caller: Account, container: String) throws -> Participant {
-        let participant = try reading { db -> Participant in
-            let identity: UserIdentity
-            if let found = try db.identity(for: lookup) {
-                identity = found
-            } else if case .userRecordID(let u) = lookup {
-                throw ShareFlowError.unknown("no account has userRecordID '\(u)'")
-            } else {
-                identity = UserIdentity(userRecordID: nil, lookupInfo: lookup, nameComponents: nil, hasiCloudAccount: false)
+        return try faultGate {
+            let participant = try reading { db -> Participant in
+                let identity: UserIdentity
+                if let found = try db.identity(for: lookup) {
+                    identity = found
+                } else if case .userRecordID(let u) = lookup {
+                    throw ShareFlowError.unknown("no account has userRecordID '\(u)'")
+                } else {
+                    identity = UserIdentity(userRecordID: nil, lookupInfo: lookup, nameComponents: nil, hasiCloudAccount: false)
+                }
+                return Participant(participantID: RandomIdentifier.uuidString(), userIdentity: identity, role: .privateUser,
+                                   permission: .readOnly, acceptanceStatus: .unknown)
             }
-            return Participant(participantID: RandomIdentifier.uuidString(), userIdentity: identity, role: .privateUser,
-                               permission: .readOnly, acceptanceStatus: .unknown)
+            var event = Event(.participantFetched, caller: caller, container: container)
+            event.lookupInfo = lookup
+            event.participant = participant
+            emit(event)
+            return participant
         }
-        var event = Event(.participantFetched, caller: caller, container: container)
-        event.lookupInfo = lookup
-        event.participant = participant
-        emit(event)
-        return participant
     }
 
     /// The metadata of the share at `url`, for `caller` (R16).
     public func fetchShareMetadata(url: String, caller: Account, container: ContainerID, shouldFetchRootRecord: Bool = false,
                                    rootRecordDesiredKeys: [String]? = nil) throws -> ShareMetadata {
-        let metadata = try reading { db -> ShareMetadata in
-            let hidden = ShareFlowError.unknown("no share at \(url) for \(caller.email ?? caller.userRecordID) (R16)")
-            // R27: one probe, the same statement and index seeks for a live URL as for a made-up
-            // one, so a stranger learns nothing from the time it takes either.
-            let token = Engine.shareToken(url: url) ?? ""
-            let probe = try db.probeShare(token: token, environment: container.environment, caller: caller.id)
-            guard probe.exists, probe.isParticipant || probe.isPublic else {
-                if probe.hasUnmatchedInvitations {
-                    var error = ShareFlowError(.participantMayNeedVerification,
-                                               "\(caller.email ?? caller.userRecordID) is not a participant of the share at \(url); it was sent to an address not yet verified for any account — add that address to this account to verify (R16, R17)")
-                    error.potentialMatches = try db.unmatchedInvitations(token: token)
-                    throw error
+        return try faultGate {
+            let metadata = try reading { db -> ShareMetadata in
+                let hidden = ShareFlowError.unknown("no share at \(url) for \(caller.email ?? caller.userRecordID) (R16)")
+                // R27: one probe, the same statement and index seeks for a live URL as for a made-up
+                // one, so a stranger learns nothing from the time it takes either.
+                let token = Engine.shareToken(url: url) ?? ""
+                let probe = try db.probeShare(token: token, environment: container.environment, caller: caller.id)
+                guard probe.exists, probe.isParticipant || probe.isPublic else {
+                    if probe.hasUnmatchedInvitations {
+                        var error = ShareFlowError(.participantMayNeedVerification,
+                                                   "\(caller.email ?? caller.userRecordID) is not a participant of the share at \(url); it was sent to an address not yet verified for any account — add that address to this account to verify (R16, R17)")
+                        error.potentialMatches = try db.unmatchedInvitations(token: token)
+                        throw error
+                    }
+                    throw hidden
                 }
-                throw hidden
+                guard let (row, zone) = try shareAndZone(url: url, environment: container.environment, db: db) else { throw hidden }
+                // Every participant with its account in one statement: the caller's place and the
+                // share object both come from it.
+                let participants = try db.participantsWithAccounts(share: row.id)
+                let mine = participants.first { $0.row.accountID == caller.id }?.row
+                let role: ParticipantRole, status: ParticipantAcceptanceStatus, permission: ParticipantPermission
+                if let mine {
+                    (role, status, permission) = (mine.role, mine.status, mine.permission)
+                } else {
+                    (role, status, permission) = (.publicUser, .unknown, row.publicPermission)
+                }
+                let share = try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
+                // The owner is on the share's participants read above (their own row): no read again.
+                let ownerAccount = try participants.first { $0.row.accountID == zone.ownerID && $0.row.role == .owner }?.account
+                    ?? ownerIdentity(of: zone, db: db)
+                var root: Record?
+                if shouldFetchRootRecord, let rootName = row.rootName, let rootRow = try recordRow(zone: zone, name: rootName, db: db) {
+                    root = try makeRecord(rootRow, zone: zone, caller: caller, db: db).copy(keys: rootRecordDesiredKeys)
+                }
+                return ShareMetadata(containerID: zone.container, share: share, url: url,
+                                     ownerIdentity: ownerAccount.identity(lookupInfo: nil),
+                                     hierarchicalRootRecordID: share.rootRecordID, rootRecord: root,
+                                     participantRole: role, participantStatus: status, participantPermission: permission)
             }
-            guard let (row, zone) = try shareAndZone(url: url, environment: container.environment, db: db) else { throw hidden }
-            // Every participant with its account in one statement: the caller's place and the
-            // share object both come from it.
-            let participants = try db.participantsWithAccounts(share: row.id)
-            let mine = participants.first { $0.row.accountID == caller.id }?.row
-            let role: ParticipantRole, status: ParticipantAcceptanceStatus, permission: ParticipantPermission
-            if let mine {
-                (role, status, permission) = (mine.role, mine.status, mine.permission)
-            } else {
-                (role, status, permission) = (.publicUser, .unknown, row.publicPermission)
-            }
-            let share = try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
-            // The owner is on the share's participants read above (their own row): no read again.
-            let ownerAccount = try participants.first { $0.row.accountID == zone.ownerID && $0.row.role == .owner }?.account
-                ?? ownerIdentity(of: zone, db: db)
-            var root: Record?
-            if shouldFetchRootRecord, let rootName = row.rootName, let rootRow = try recordRow(zone: zone, name: rootName, db: db) {
-                root = try makeRecord(rootRow, zone: zone, caller: caller, db: db).copy(keys: rootRecordDesiredKeys)
-            }
-            return ShareMetadata(containerID: zone.container, share: share, url: url,
-                                 ownerIdentity: ownerAccount.identity(lookupInfo: nil),
-                                 hierarchicalRootRecordID: share.rootRecordID, rootRecord: root,
-                                 participantRole: role, participantStatus: status, participantPermission: permission)
+            var event = Event(.shareMetadataFetched, caller: caller, container: container.identifier)
+            event.url = url
+            event.metadata = metadata
+            emit(event)
+            return metadata
         }
-        var event = Event(.shareMetadataFetched, caller: caller, container: container.identifier)
-        event.url = url
-        event.metadata = metadata
-        emit(event)
-        return metadata
     }
 
     /// Accepts the share of `metadata` for `caller`, atomically (R10, R12, R18, O5, O6).
     public func acceptShare(_ metadata: ShareMetadata, caller: Account, container containerID: ContainerID) throws -> Share {
-        guard metadata.containerID == containerID else {
-            throw ShareFlowError.invalid("the share at \(metadata.url) is in container \(metadata.containerID), but this operation runs in \(containerID); accept it in its own container (O5, R32)")
-        }
-        let container = containerID.identifier
-        return try transaction { db in
-            let item = "share at \(metadata.url)"
-            /// The share, its zone and its participants with their accounts, as stored now, in two
-            /// statements (the caller's place and the share object both come from the second).
-            /// Nil when no share has the URL.
-            func current() throws -> (row: ShareRow, zone: ZoneRow, participants: [ParticipantWithAccount])? {
-                guard let (row, zone) = try shareAndZone(url: metadata.url, environment: containerID.environment, db: db) else { return nil }
-                return (row, zone, try db.participantsWithAccounts(share: row.id))
+        return try faultGate {
+            guard metadata.containerID == containerID else {
+                throw ShareFlowError.invalid("the share at \(metadata.url) is in container \(metadata.containerID), but this operation runs in \(containerID); accept it in its own container (O5, R32)")
             }
-            func mine(_ participants: [ParticipantWithAccount]) -> ParticipantRow? {
-                participants.first { $0.row.accountID == caller.id }?.row
-            }
-            /// R10, R18: whether the caller may accept; false when they are on the share already
-            /// (accepting again changes nothing).
-            func mayAccept(_ row: ShareRow, _ mine: ParticipantRow?) throws -> Bool {
-                if mine?.role == .owner || mine?.status == .accepted { return false }
-                try SharingRules.require(.accept, role: mine?.role ?? .publicUser, permission: mine?.permission ?? row.publicPermission,
-                                         status: mine?.status ?? .unknown, isPublicShare: row.publicPermission != .none, item: item)
-                return true
-            }
-            guard var (row, zone, participants) = try current() else { throw ShareFlowError.unknown("\(item) no longer exists") }
-            guard try mayAccept(row, mine(participants)) else {
-                return try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
-            }
-            // Made only if a policy reads them (most don't: that saves a share load per
-            // accept). Read during the decision they show the share before this accept; a
-            // request kept and read later may show what happened since.
-            let objects = PolicyRequest.Objects(
-                // Through the link: a policy may keep the request, and the request must not keep
-                // the engine (nor read it once gone).
-                share: { [link, row, zone] in
-                    guard let engine = link.engine else { return nil }
-                    return try? engine.reading { db in try engine.makeShare(row, zone: zone, caller: caller, db: db) }
-                },
-                participant: { [link, mine = mine(participants)] in
-                    guard let engine = link.engine, let m = mine else { return nil }
-                    return try? engine.reading { db in try engine.participantObject(m, db: db) }
-                },
-                metadata: metadata)
-            let request = PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects)
-            guard try askPolicies(request, item: item, db: db) else {
+            let container = containerID.identifier
+            return try transaction { db in
+                let item = "share at \(metadata.url)"
+                /// The share, its zone and its participants with their accounts, as stored now, in two
+                /// statements (the caller's place and the share object both come from the second).
+                /// Nil when no share has the URL.
+                func current() throws -> (row: ShareRow, zone: ZoneRow, participants: [ParticipantWithAccount])? {
+                    guard let (row, zone) = try shareAndZone(url: metadata.url, environment: containerID.environment, db: db) else { return nil }
+                    return (row, zone, try db.participantsWithAccounts(share: row.id))
+                }
+                func mine(_ participants: [ParticipantWithAccount]) -> ParticipantRow? {
+                    participants.first { $0.row.accountID == caller.id }?.row
+                }
+                /// R10, R18: whether the caller may accept; false when they are on the share already
+                /// (accepting again changes nothing).
+                func mayAccept(_ row: ShareRow, _ mine: ParticipantRow?) throws -> Bool {
+                    if mine?.role == .owner || mine?.status == .accepted { return false }
+                    try SharingRules.require(.accept, role: mine?.role ?? .publicUser, permission: mine?.permission ?? row.publicPermission,
+                                             status: mine?.status ?? .unknown, isPublicShare: row.publicPermission != .none, item: item)
+                    return true
+                }
+                guard var (row, zone, participants) = try current() else { throw ShareFlowError.unknown("\(item) no longer exists") }
+                guard try mayAccept(row, mine(participants)) else {
+                    return try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
+                }
+                // Made only if a policy reads them (most don't: that saves a share load per
+                // accept). Read during the decision they show the share before this accept; a
+                // request kept and read later may show what happened since.
+                let objects = PolicyRequest.Objects(
+                    // Through the link: a policy may keep the request, and the request must not keep
+                    // the engine (nor read it once gone).
+                    share: { [link, row, zone] in
+                        guard let engine = link.engine else { return nil }
+                        return try? engine.reading { db in try engine.makeShare(row, zone: zone, caller: caller, db: db) }
+                    },
+                    participant: { [link, mine = mine(participants)] in
+                        guard let engine = link.engine, let m = mine else { return nil }
+                        return try? engine.reading { db in try engine.participantObject(m, db: db) }
+                    },
+                    metadata: metadata)
+                let request = PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects)
+                guard try askPolicies(request, item: item, db: db) else {
+                    return try accept(row: row, zone: zone, participants: participants, metadata: metadata, caller: caller,
+                                      container: container, db: db)
+                }
+                // A policy called back into the engine and changed the store: the accept goes on from
+                // the store as it is now, checked again — a share deleted meanwhile is unknownItem,
+                // never a write the store refuses.
+                guard let now = try current(), now.row.id == row.id else {
+                    throw ShareFlowError.unknown("\(item) was deleted while it was being accepted (by a policy)")
+                }
+                (row, zone, participants) = now
+                guard try mayAccept(row, mine(participants)) else {
+                    return try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
+                }
                 return try accept(row: row, zone: zone, participants: participants, metadata: metadata, caller: caller,
                                   container: container, db: db)
             }
-            // A policy called back into the engine and changed the store: the accept goes on from
-            // the store as it is now, checked again — a share deleted meanwhile is unknownItem,
-            // never a write the store refuses.
-            guard let now = try current(), now.row.id == row.id else {
-                throw ShareFlowError.unknown("\(item) was deleted while it was being accepted (by a policy)")
-            }
-            (row, zone, participants) = now
-            guard try mayAccept(row, mine(participants)) else {
-                return try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
-            }
-            return try accept(row: row, zone: zone, participants: participants, metadata: metadata, caller: caller,
-                              container: container, db: db)
         }
     }
 
@@ -183,55 +189,59 @@ extension Engine {
     public func discoverAllUserIdentities(caller: Account, container: String,
                                           progress: ((Int, Int) -> Void)? = nil,
                                           isCancelled: () -> Bool = { false }) throws -> [UserIdentity] {
-        let identities = try reading { db -> [UserIdentity] in
-            let contacts = try db.contacts(of: caller.id)
-            var order: [Int64] = []
-            var found: [Int64: (account: Account, lookup: LookupInfo, ids: [String])] = [:]
-            for (i, c) in contacts.enumerated() {
-                if isCancelled() { throw ShareFlowError(.operationCancelled, "discovery was cancelled after \(i) of \(contacts.count) contacts") }
-                let lookup = c.lookupInfo
-                let identifier = c.contactIdentifier
-                if let id = try accountID(for: lookup, db: db), id != caller.id {
-                    if found[id] != nil {
-                        if !found[id]!.ids.contains(identifier) { found[id]!.ids.append(identifier) }
-                    } else {
-                        let account = try loadAccount(id: id, db: db)
-                        if account.isDiscoverable {
-                            found[id] = (account, lookup, [identifier])
-                            order.append(id)
+        return try faultGate {
+            let identities = try reading { db -> [UserIdentity] in
+                let contacts = try db.contacts(of: caller.id)
+                var order: [Int64] = []
+                var found: [Int64: (account: Account, lookup: LookupInfo, ids: [String])] = [:]
+                for (i, c) in contacts.enumerated() {
+                    if isCancelled() { throw ShareFlowError(.operationCancelled, "discovery was cancelled after \(i) of \(contacts.count) contacts") }
+                    let lookup = c.lookupInfo
+                    let identifier = c.contactIdentifier
+                    if let id = try accountID(for: lookup, db: db), id != caller.id {
+                        if found[id] != nil {
+                            if !found[id]!.ids.contains(identifier) { found[id]!.ids.append(identifier) }
+                        } else {
+                            let account = try loadAccount(id: id, db: db)
+                            if account.isDiscoverable {
+                                found[id] = (account, lookup, [identifier])
+                                order.append(id)
+                            }
                         }
                     }
+                    if let progress, (i + 1) % options.discoveryProgressInterval == 0 { progress(i + 1, contacts.count) }
                 }
-                if let progress, (i + 1) % options.discoveryProgressInterval == 0 { progress(i + 1, contacts.count) }
+                if let progress, contacts.count >= options.discoveryProgressInterval, contacts.count % options.discoveryProgressInterval != 0 {
+                    progress(contacts.count, contacts.count)
+                }
+                return order.map { found[$0]!.account.identity(lookupInfo: found[$0]!.lookup, contactIdentifiers: found[$0]!.ids) }
             }
-            if let progress, contacts.count >= options.discoveryProgressInterval, contacts.count % options.discoveryProgressInterval != 0 {
-                progress(contacts.count, contacts.count)
+            for identity in identities {
+                var event = Event(.userDiscovered, caller: caller, container: container)
+                event.identity = identity
+                emit(event)
             }
-            return order.map { found[$0]!.account.identity(lookupInfo: found[$0]!.lookup, contactIdentifiers: found[$0]!.ids) }
+            return identities
         }
-        for identity in identities {
-            var event = Event(.userDiscovered, caller: caller, container: container)
-            event.identity = identity
-            emit(event)
-        }
-        return identities
     }
 
     /// R20: the identity behind `lookup` if that account is discoverable, else nil — the same
     /// answer as for no account at all.
     public func discoverUserIdentity(_ lookup: LookupInfo, caller: Account, container: String) throws -> UserIdentity? {
-        let identity = try reading { db -> UserIdentity? in
-            guard let id = try accountID(for: lookup, db: db) else { return nil }
-            let account = try loadAccount(id: id, db: db)
-            guard account.isDiscoverable else { return nil }
-            let ids = caller.contacts.filter { $0.lookupInfo == lookup }.map(\.contactIdentifier)
-            return account.identity(lookupInfo: lookup, contactIdentifiers: ids)
+        return try faultGate {
+            let identity = try reading { db -> UserIdentity? in
+                guard let id = try accountID(for: lookup, db: db) else { return nil }
+                let account = try loadAccount(id: id, db: db)
+                guard account.isDiscoverable else { return nil }
+                let ids = caller.contacts.filter { $0.lookupInfo == lookup }.map(\.contactIdentifier)
+                return account.identity(lookupInfo: lookup, contactIdentifiers: ids)
+            }
+            if let identity {
+                var event = Event(.userDiscovered, caller: caller, container: container)
+                event.identity = identity
+                emit(event)
+            }
+            return identity
         }
-        if let identity {
-            var event = Event(.userDiscovered, caller: caller, container: container)
-            event.identity = identity
-            emit(event)
-        }
-        return identity
     }
 }

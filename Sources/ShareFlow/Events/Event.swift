@@ -38,6 +38,8 @@ public struct Event {
     public var zoneID: RecordZoneID?
     /// The record and zone events: the database's scope (`private`, `shared`, `public`).
     public var database: String?
+    /// `fault.injected` (SPEC §15): what was injected, where and by which rule.
+    public var injection: FaultInjection?
 
     public init(_ kind: EventKind, caller: Account?, container: String?) {
         self.kind = kind
@@ -58,6 +60,7 @@ public enum EventKind: Int, CaseIterable, Sendable, NamedByLiteral {
     case shareSaved, shareDeleted, sharePublicPermissionChanged, shareMetadataFetched
     case shareAccepted, userDiscovered, operationFinished
     case recordSaved, recordDeleted, zoneSaved, zoneDeleted
+    case faultInjected
 
     public var staticName: StaticString {
         switch self {
@@ -76,6 +79,7 @@ public enum EventKind: Int, CaseIterable, Sendable, NamedByLiteral {
         case .recordDeleted: "record.deleted"
         case .zoneSaved: "zone.saved"
         case .zoneDeleted: "zone.deleted"
+        case .faultInjected: "fault.injected"
         }
     }
 }

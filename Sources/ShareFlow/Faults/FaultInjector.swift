@@ -1,4 +1,19 @@
 import Foundation
+import Synchronization
+
+/// One item of a request, as fault rules match it: a record to save, fetch or delete, or a
+/// zone of a feed.
+public struct FaultItem: Sendable, Equatable {
+    public var zone: String?
+    public var recordType: String?
+    public var recordName: String?
+
+    public init(zone: String? = nil, recordType: String? = nil, recordName: String? = nil) {
+        self.zone = zone
+        self.recordType = recordType
+        self.recordName = recordName
+    }
+}
 
 /// What an operation (or one item of it) is, as fault rules match it (SPEC §15 F1).
 public struct FaultRequest: Sendable {
@@ -10,25 +25,70 @@ public struct FaultRequest: Sendable {
     public var environment: CloudEnvironment
     /// `private`, `shared` or `public`; nil for an operation of no database (discovery).
     public var database: String?
-    public var zone: String?
-    public var recordType: String?
-    public var recordName: String?
+    /// What the request is about. A rule naming a zone, record type or record name matches a
+    /// request when one of its items matches all three; a request with none matches only
+    /// rules that name none.
+    public var items: [FaultItem]
     /// The caller's userRecordID and email, if they have one.
     public var callerID: String?
     public var callerEmail: String?
+    /// Over HTTP: only there can a request fail authentication.
+    public var overHTTP = false
 
     public init(operation: String, subpath: String? = nil, container: String, environment: CloudEnvironment, database: String? = nil,
-                zone: String? = nil, recordType: String? = nil, recordName: String? = nil, callerID: String? = nil, callerEmail: String? = nil) {
+                items: [FaultItem] = [], callerID: String? = nil, callerEmail: String? = nil) {
         self.operation = operation
         self.subpath = subpath
         self.container = container
         self.environment = environment
         self.database = database
-        self.zone = zone
-        self.recordType = recordType
-        self.recordName = recordName
+        self.items = items
         self.callerID = callerID
         self.callerEmail = callerEmail
+    }
+
+    public init(operation: String, subpath: String? = nil, container: String, environment: CloudEnvironment, database: String? = nil,
+                zone: String?, recordType: String? = nil, recordName: String? = nil, callerID: String? = nil, callerEmail: String? = nil) {
+        let item = FaultItem(zone: zone, recordType: recordType, recordName: recordName)
+        self.init(operation: operation, subpath: subpath, container: container, environment: environment, database: database,
+                  items: item == FaultItem() ? [] : [item], callerID: callerID, callerEmail: callerEmail)
+    }
+
+    /// The same request, about one of its items.
+    public func about(_ item: FaultItem) -> FaultRequest {
+        var r = self
+        r.items = [item]
+        return r
+    }
+}
+
+/// Where in an operation a fault is decided: each fault strikes at one of these (SPEC §15 F2),
+/// so a rule is counted only where its fault can happen.
+public enum FaultStage: Sendable {
+    /// Before the operation runs: the request's own error, a delay, a lost connection.
+    case request
+    /// Each record saved or deleted by a modify: `zoneBusy`, `partialFailure`.
+    case item
+    /// Each zone of a zone feed: `zoneBusy`, `changeTokenExpired`.
+    case zone
+    /// Each zone a database feed could name: `zonePurged`.
+    case databaseFeed
+
+    /// Whether `fault` strikes here in `operation` (native name).
+    func admits(_ fault: FaultRule.Fault?, operation: String, overHTTP: Bool) -> Bool {
+        switch self {
+        case .request:
+            switch fault {
+            case nil, .requestRateLimited?, .serviceUnavailable?, .quotaExceeded?, .networkFailure?: return true
+            case .authenticationFailed?: return overHTTP
+            case .zoneBusy?: return operation != "modifyRecords" && operation != "recordZoneChanges"
+            case .changeTokenExpired?: return operation == "databaseChanges"
+            case .partialFailure?, .zonePurged?: return false
+            }
+        case .item: return fault == .zoneBusy || fault == .partialFailure
+        case .zone: return fault == .zoneBusy || fault == .changeTokenExpired
+        case .databaseFeed: return fault == .zonePurged
+        }
     }
 }
 
@@ -47,7 +107,8 @@ public struct FaultInjection: Sendable, Equatable {
 /// The armed fault rules and what they injected (SPEC §15): what an operation, or an item of
 /// a modify, asks before it runs. Each rule has its own generator, seeded when it is armed,
 /// and its own counts, so the same rules, seed and requests give the same faults (F3). Safe
-/// from any thread: one lock, held only while deciding.
+/// from any thread: one lock, held only while deciding; with no rule armed, asking costs one
+/// atomic load (`isArmed`).
 public final class FaultInjector: @unchecked Sendable {
     /// Who armed a rule: the config file's rules outlive `clear()`; a plugin's end when it unloads.
     public enum Owner: Sendable, Equatable {
@@ -65,25 +126,45 @@ public final class FaultInjector: @unchecked Sendable {
         var injections = 0
     }
 
+    /// A decision: the rule that fired, its id, and what was recorded.
+    public struct Decision: Sendable {
+        public let id: Int
+        public let rule: FaultRule
+        public let injection: FaultInjection
+    }
+
     /// History kept: the last injections.
     public static let historyLimit = 1_000
+    /// Rules armed at once, at most: each is asked on every request.
+    public static let maxRules = 1_000
 
     private let lock = NSLock()
     private var armed: [Armed] = []
+    private let armedCount = Atomic<Int>(0)
     private var nextID = 1
     private var kept: [FaultInjection] = []
     /// Where the next entry of the history ring goes, once it is full.
     private var ringStart = 0
+    /// Called with each injection, outside the lock (the engine's `fault.injected` event).
+    public var onInjection: (@Sendable (FaultInjection) -> Void)?
 
     public init() {}
 
-    /// Arms `rule`; returns its id.
+    /// Whether any rule is armed: what the hot paths ask first.
+    @inline(__always)
+    public var isArmed: Bool { armedCount.load(ordering: .relaxed) > 0 }
+
+    /// Arms `rule`; returns its id. More than `maxRules` at once is `limitExceeded`.
     @discardableResult
-    public func add(_ rule: FaultRule, owner: Owner = .runtime) -> Int {
-        lock.withLock {
+    public func add(_ rule: FaultRule, owner: Owner = .runtime) throws -> Int {
+        try lock.withLock {
+            guard armed.count < FaultInjector.maxRules else {
+                throw ShareFlowError(.limitExceeded, "\(FaultInjector.maxRules) fault rules are armed already; remove some first")
+            }
             let id = nextID
             nextID += 1
             armed.append(Armed(id: id, rule: rule, owner: owner, generator: SplitMix64(seed: rule.seed)))
+            armedCount.store(armed.count, ordering: .relaxed)
             return id
         }
     }
@@ -91,18 +172,14 @@ public final class FaultInjector: @unchecked Sendable {
     /// Disarms rule `id`; false if no rule has it.
     @discardableResult
     public func remove(id: Int) -> Bool {
-        lock.withLock {
-            let before = armed.count
-            armed.removeAll { $0.id == id }
-            return armed.count != before
-        }
+        removeAll(ids: [id]) == 1
     }
 
-    /// Disarms the rules armed at run time (Lua, the admin route) — never the config file's,
-    /// nor a plugin's, which end with it (`removeAll(owner:)`). Returns how many went.
+    /// Disarms the rules armed at run time (from Lua, a plugin's too, and the admin route) —
+    /// never the config file's. Returns how many went.
     @discardableResult
     public func clear() -> Int {
-        removeAll { $0 == .runtime }
+        removeAll { $0 != .config }
     }
 
     /// Disarms every rule of owners `matching` (a plugin unloading: `.plugin(name)`).
@@ -111,6 +188,16 @@ public final class FaultInjector: @unchecked Sendable {
         lock.withLock {
             let before = armed.count
             armed.removeAll { matching($0.owner) }
+            armedCount.store(armed.count, ordering: .relaxed)
+            return before - armed.count
+        }
+    }
+
+    private func removeAll(ids: Set<Int>) -> Int {
+        lock.withLock {
+            let before = armed.count
+            armed.removeAll { ids.contains($0.id) }
+            armedCount.store(armed.count, ordering: .relaxed)
             return before - armed.count
         }
     }
@@ -125,14 +212,17 @@ public final class FaultInjector: @unchecked Sendable {
         lock.withLock { Array(kept[ringStart...] + kept[..<ringStart]) }
     }
 
-    /// The first armed rule that matches `request` and fires, if any — its match counted, its
-    /// generator drawn, its injection recorded. Rules are asked in the order armed; a rule
-    /// that matches but does not fire (by `after`, chance or `count`) lets the next be asked.
-    public func decide(_ request: FaultRequest) -> (rule: FaultRule, id: Int)? {
-        lock.withLock {
-            guard !armed.isEmpty else { return nil }
-            for index in armed.indices where FaultInjector.matches(armed[index].rule, request) {
+    /// The first armed rule whose fault strikes at `stage` that matches `request` and fires,
+    /// if any — its match counted, its generator drawn, its injection recorded. Rules are
+    /// asked in the order armed; a rule that matches but does not fire (by `after`, chance or
+    /// `count`) lets the next be asked.
+    public func decide(_ request: FaultRequest, stage: FaultStage = .request) -> Decision? {
+        guard isArmed else { return nil }
+        let decision: Decision? = lock.withLock {
+            for index in armed.indices {
                 let rule = armed[index].rule
+                guard stage.admits(rule.fault, operation: request.operation, overHTTP: request.overHTTP),
+                      let item = FaultInjector.matches(rule, request) else { continue }
                 armed[index].matches += 1
                 // Drawn at every match, whatever else decides: the sequence of draws is the
                 // sequence of matches, so a seed replays exactly (F3).
@@ -140,13 +230,16 @@ public final class FaultInjector: @unchecked Sendable {
                 guard armed[index].matches > rule.after, roll < rule.probability,
                       rule.count.map({ armed[index].injections < $0 }) ?? true else { continue }
                 armed[index].injections += 1
-                record(FaultInjection(time: Date().timeIntervalSince1970, rule: armed[index].id, fault: rule.fault,
-                                      operation: request.operation, caller: request.callerEmail ?? request.callerID,
-                                      zone: request.zone, recordName: request.recordName))
-                return (rule, armed[index].id)
+                let injection = FaultInjection(time: Date().timeIntervalSince1970, rule: armed[index].id, fault: rule.fault,
+                                               operation: request.operation, caller: request.callerEmail ?? request.callerID,
+                                               zone: item?.zone, recordName: item?.recordName)
+                record(injection)
+                return Decision(id: armed[index].id, rule: rule, injection: injection)
             }
             return nil
         }
+        if let decision { onInjection?(decision.injection) }
+        return decision
     }
 
     /// Under the lock.
@@ -159,24 +252,30 @@ public final class FaultInjector: @unchecked Sendable {
         }
     }
 
-    static func matches(_ rule: FaultRule, _ r: FaultRequest) -> Bool {
+    /// Nil when `rule` does not match `r`; else the item it matched (`.some(nil)`: the rule
+    /// names no item, and the request's first item, if any, is the one recorded).
+    static func matches(_ rule: FaultRule, _ r: FaultRequest) -> FaultItem?? {
         if rule.operation != "*", rule.operation != r.operation, rule.operation != r.subpath {
             // A subpath rule matches a native call of what it runs (`records/modify` ≡
             // `modifyRecords`), not another subpath that runs the same.
-            guard r.subpath == nil, let native = FaultRule.subpaths[rule.operation] ?? nil, native == r.operation else { return false }
+            guard r.subpath == nil, let native = FaultRule.subpaths[rule.operation] ?? nil, native == r.operation else { return nil }
         }
-        if let container = rule.container, container != r.container { return false }
-        if let environment = rule.environment, environment != r.environment { return false }
-        if let database = rule.database, database != r.database { return false }
-        if let zone = rule.zone, zone != r.zone { return false }
-        if let type = rule.recordType, type != r.recordType { return false }
-        if let glob = rule.recordName {
-            guard let name = r.recordName, FaultRule.globMatches(glob, name) else { return false }
-        }
+        if let container = rule.container, container != r.container { return nil }
+        if let environment = rule.environment, environment != r.environment { return nil }
+        if let database = rule.database, database != r.database { return nil }
         if let caller = rule.caller {
-            guard caller == r.callerID || caller.lowercased() == r.callerEmail?.lowercased() else { return false }
+            guard caller == r.callerID || caller.lowercased() == r.callerEmail?.lowercased() else { return nil }
         }
-        return true
+        guard rule.zone != nil || rule.recordType != nil || rule.recordName != nil else { return .some(r.items.first) }
+        for item in r.items {
+            if let zone = rule.zone, zone != item.zone { continue }
+            if let type = rule.recordType, type != item.recordType { continue }
+            if let glob = rule.recordName {
+                guard let name = item.recordName, FaultRule.globMatches(glob, name) else { continue }
+            }
+            return .some(item)
+        }
+        return nil
     }
 }
 

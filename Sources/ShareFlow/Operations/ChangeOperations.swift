@@ -114,6 +114,8 @@ public final class FetchRecordZoneChangesOperation: CloudOperation {
 
     override var itemCount: Int { recordZoneIDs?.count ?? 0 }
 
+    override func faultItems() -> [FaultItem] { (recordZoneIDs ?? []).map { FaultItem(zone: $0.zoneName) } }
+
     override func main(container: Container) {
         let db = database ?? container.privateCloudDatabase
         if let zones = recordZoneIDs {

@@ -62,6 +62,12 @@ open class CloudOperation: CustomStringConvertible {
     /// How many input items the operation had.
     var itemCount: Int { 0 }
 
+    /// What fault rules match the operation by (SPEC §15): its items, or none.
+    func faultItems() -> [FaultItem] { [] }
+
+    /// The database fault rules match the operation in; nil for the container's operations.
+    var faultDatabase: DatabaseScope? { database?.databaseScope ?? .private }
+
     /// Runs `body` for each item in order, reporting each through `deliver` exactly once; an
     /// item left after `cancel()` is reported as `operationCancelled`. Returns the failures.
     func process<Item, Output>(_ items: [Item], id: (Item) -> String, body: (Item) throws -> Output,
@@ -83,6 +89,9 @@ open class CloudOperation: CustomStringConvertible {
     /// The completion error for a batch: cancelled, partial failure, or none.
     func completionError(_ failures: [(item: String, error: ShareFlowError)], total: Int) -> ShareFlowError? {
         if isCancelled { return ShareFlowError(.operationCancelled, "\(typeName) was cancelled") }
+        // A request-level fault (SPEC §15) is the operation's error, not a partial failure;
+        // each item has it too (O2).
+        if !failures.isEmpty, let scope = FaultScope.current, let injected = scope.failure ?? scope.afterCommit { return injected }
         return failures.isEmpty ? nil : .partial(failures, of: total)
     }
 

@@ -28,6 +28,11 @@ public final class QueryOperation: CloudOperation {
     public init(query: Query? = nil) { self.query = query }
     public init(cursor: QueryCursor) { self.cursor = cursor }
 
+    override func faultItems() -> [FaultItem] {
+        let zone = zoneID ?? cursor?.zoneID
+        return [FaultItem(zone: zone?.zoneName ?? RecordZoneID.defaultZoneName, recordType: query?.recordType ?? cursor?.query.recordType)]
+    }
+
     override func main(container: Container) {
         var next: QueryCursor?
         let db = database ?? container.privateCloudDatabase

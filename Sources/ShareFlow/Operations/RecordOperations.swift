@@ -20,6 +20,10 @@ public final class ModifyRecordsOperation: CloudOperation {
 
     override var itemCount: Int { (recordsToSave?.count ?? 0) + (recordIDsToDelete?.count ?? 0) }
 
+    override func faultItems() -> [FaultItem] {
+        (recordsToSave ?? []).map { FaultItem($0.recordID, type: $0.recordType) } + (recordIDsToDelete ?? []).map { FaultItem($0) }
+    }
+
     override func main(container: Container) {
         var result = ModifyResult()
         if recordsToSave == nil && recordIDsToDelete == nil {
@@ -57,6 +61,10 @@ public final class ModifyRecordZonesOperation: CloudOperation {
 
     override var itemCount: Int { (recordZonesToSave?.count ?? 0) + (recordZoneIDsToDelete?.count ?? 0) }
 
+    override func faultItems() -> [FaultItem] {
+        (recordZonesToSave ?? []).map { FaultItem(zone: $0) } + (recordZoneIDsToDelete ?? []).map { FaultItem(zone: $0.zoneName) }
+    }
+
     override func main(container: Container) {
         var saved: [RecordZone] = [], deleted: [RecordZoneID] = []
         if recordZonesToSave == nil && recordZoneIDsToDelete == nil {
@@ -91,6 +99,8 @@ public final class FetchRecordsOperation: CloudOperation {
     public init(recordIDs: [RecordID]? = nil) { self.recordIDs = recordIDs }
 
     override var itemCount: Int { recordIDs?.count ?? 0 }
+
+    override func faultItems() -> [FaultItem] { (recordIDs ?? []).map { FaultItem($0) } }
 
     override func main(container: Container) {
         var records: [RecordID: Record] = [:]

@@ -27,6 +27,9 @@ public struct LookupRequest: Hashable, Sendable, CustomStringConvertible {
 
 /// Turns lookup infos into participants to add to a share (R7).
 public final class FetchShareParticipantsOperation: CloudOperation {
+    /// The container's, not a database's.
+    override var faultDatabase: DatabaseScope? { nil }
+
     public var userIdentityLookupInfos: [LookupRequest]?
     public var perShareParticipantResultBlock: ((LookupRequest, Result<Participant, ShareFlowError>) -> Void)?
     /// The older block: called for each participant fetched.
@@ -66,6 +69,9 @@ public final class FetchShareParticipantsOperation: CloudOperation {
 
 /// Fetches share metadata by URL (R16).
 public final class FetchShareMetadataOperation: CloudOperation {
+    /// The container's, not a database's.
+    override var faultDatabase: DatabaseScope? { nil }
+
     public var shareURLs: [String]?
     public var shouldFetchRootRecord = false
     public var rootRecordDesiredKeys: [String]?
@@ -105,6 +111,9 @@ public final class FetchShareMetadataOperation: CloudOperation {
 
 /// Accepts shares, each atomically (R18, O5, O6).
 public final class AcceptSharesOperation: CloudOperation {
+    /// The container's, not a database's.
+    override var faultDatabase: DatabaseScope? { nil }
+
     public var shareMetadatas: [ShareMetadata]?
     public var perShareResultBlock: ((ShareMetadata, Result<Share, ShareFlowError>) -> Void)?
     public var perShareCompletionBlock: ((ShareMetadata, Share?, ShareFlowError?) -> Void)?
@@ -143,6 +152,9 @@ public final class AcceptSharesOperation: CloudOperation {
 
 /// Finds the discoverable users among the caller's contacts (R19).
 public final class DiscoverAllUserIdentitiesOperation: CloudOperation {
+    /// The container's, not a database's.
+    override var faultDatabase: DatabaseScope? { nil }
+
     public var userIdentityDiscoveredBlock: ((UserIdentity) -> Void)?
     /// Called every `Engine.Options.discoveryProgressInterval` contacts: (done, total).
     public var progressBlock: ((Int, Int) -> Void)?
@@ -173,6 +185,9 @@ public final class DiscoverAllUserIdentitiesOperation: CloudOperation {
 
 /// Finds the discoverable users behind given lookup infos (R20).
 public final class DiscoverUserIdentitiesOperation: CloudOperation {
+    /// The container's, not a database's.
+    override var faultDatabase: DatabaseScope? { nil }
+
     public var userIdentityLookupInfos: [LookupRequest]?
     /// Called for each lookup info that found a discoverable user.
     public var userIdentityDiscoveredBlock: ((UserIdentity, LookupRequest) -> Void)?

@@ -16,7 +16,10 @@ enum WireFormat {
         case .batchRequestFailed: return ("ATOMIC_ERROR", 400)
         case .referenceViolation: return ("VALIDATING_REFERENCE_ERROR", 412)
         case .requestRateLimited: return ("THROTTLED", 429)
-        case .serviceUnavailable: return ("TRY_AGAIN_LATER", 503)
+        case .serviceUnavailable, .networkFailure: return ("TRY_AGAIN_LATER", 503)
+        // SPEC §15: as observed on Apple's service (WEB-SERVICES.md §2).
+        case .zoneBusy: return ("ZONE_BUSY", 503)
+        case .quotaExceeded: return ("QUOTA_EXCEEDED", 413)
         case .invalidArguments, .limitExceeded, .tooManyParticipants, .alreadyShared, .badDatabase,
              .participantMayNeedVerification, .partialFailure, .operationCancelled, .changeTokenExpired:
             return ("BAD_REQUEST", 400)

@@ -1,0 +1,214 @@
+import Foundation
+
+/// The request in progress on a thread, as fault injection sees it (SPEC §15): opened where a
+/// request enters the engine — an operation run from its queue, a server's request, a direct
+/// call of a database's method — and asked by every engine call inside it, so one request is
+/// decided once however many calls it makes.
+public final class FaultScope {
+    /// The native operation's name, and over HTTP the subpath, for the per-item rules.
+    public let operation: String
+    public let subpath: String?
+    /// Before commit: what every engine call of the request throws instead of running.
+    var failure: ShareFlowError?
+    /// After commit: what every engine call of the request throws once it has run.
+    var afterCommit: ShareFlowError?
+
+    public init(operation: String, subpath: String? = nil) {
+        self.operation = operation
+        self.subpath = subpath
+    }
+
+    private static let key = "ShareFlow.FaultScope"
+
+    /// The scope open on this thread. Read only when a rule is armed.
+    static var current: FaultScope? {
+        get { Thread.current.threadDictionary[key] as? FaultScope }
+        set { Thread.current.threadDictionary[key] = newValue }
+    }
+
+    /// Runs `body` inside `scope` (a server's request, whose request-level faults it decided
+    /// itself): the engine calls in it decide no request-level fault again.
+    public static func run<T>(_ scope: FaultScope, _ body: () throws -> T) rethrows -> T {
+        let outer = current
+        current = scope
+        defer { current = outer }
+        return try body()
+    }
+}
+
+extension Engine {
+    /// The native name of each operation type, as rules name it (SPEC §15).
+    static func faultName(of operation: CloudOperation) -> String {
+        switch operation {
+        case is FetchDatabaseChangesOperation: return "databaseChanges"
+        case is FetchRecordZoneChangesOperation: return "recordZoneChanges"
+        default:
+            let name = operation.typeName.hasSuffix("Operation") ? String(operation.typeName.dropLast("Operation".count)) : operation.typeName
+            return name.prefix(1).lowercased() + name.dropFirst()
+        }
+    }
+
+    /// A request as rules match it, made by `container`'s caller.
+    func faultRequest(_ operation: String, container: Container, database: DatabaseScope?, items: [FaultItem]) -> FaultRequest {
+        let caller = try? container.session.account
+        return FaultRequest(operation: operation, container: container.containerIdentifier, environment: container.environment,
+                            database: database?.rawValue, items: items, callerID: caller?.userRecordID, callerEmail: caller?.email)
+    }
+
+    /// The error a fault injects, as CloudKit reports it natively (nil: the rule only delays).
+    public static func error(injecting decision: FaultInjector.Decision) -> ShareFlowError? {
+        guard let fault = decision.rule.fault else { return nil }
+        let rule = "fault rule \(decision.id)"
+        let wait = FaultRule.format(decision.rule.retryAfter)
+        switch fault {
+        case .requestRateLimited:
+            return ShareFlowError(.requestRateLimited, "too many requests (injected by \(rule)); retry after \(wait) s", retryAfter: decision.rule.retryAfter)
+        case .serviceUnavailable:
+            return ShareFlowError(.serviceUnavailable, "the service is unavailable (injected by \(rule)); retry after \(wait) s", retryAfter: decision.rule.retryAfter)
+        case .zoneBusy:
+            return ShareFlowError(.zoneBusy, "the zone is busy (injected by \(rule)); retry after \(wait) s", retryAfter: decision.rule.retryAfter)
+        case .quotaExceeded:
+            return ShareFlowError(.quotaExceeded, "the account's storage quota is exceeded (injected by \(rule))")
+        case .changeTokenExpired:
+            return ShareFlowError(.changeTokenExpired, "the change token expired (injected by \(rule)); fetch again from the start (nil token)")
+        case .networkFailure:
+            return ShareFlowError(.networkFailure, "the connection was lost (injected by \(rule), \(decision.rule.when.rawValue))")
+        case .authenticationFailed:
+            // Over HTTP only (a 401, made by the server): natively no rule of it is asked.
+            return nil
+        case .partialFailure:
+            let code = decision.rule.itemCode
+            let item: ShareFlowError.Code = code == .serverRecordChanged ? .serverRecordChanged
+                : code == .quotaExceeded ? .quotaExceeded : code == .zoneBusy ? .zoneBusy : .limitExceeded
+            return ShareFlowError(item, "\(code.rawValue) (injected by \(rule))",
+                                  retryAfter: item == .zoneBusy ? decision.rule.retryAfter : nil)
+        case .zonePurged:
+            return nil
+        }
+    }
+
+    /// Tells observers of `fault.injected` (on the engine's thread, after the decision).
+    public func announce(_ injection: FaultInjection, caller: Account?, container: String?) {
+        guard events.hasObservers(.faultInjected) else { return }
+        var event = Event(.faultInjected, caller: caller, container: container)
+        event.injection = injection
+        emit(event)
+    }
+
+    /// Decides the request-level fault of a request that starts here, and applies it to
+    /// `scope`: the delay slept now (natively the caller's own thread waits), the failure set
+    /// to be thrown before or after the request's engine calls run.
+    func decideRequestFault(_ request: FaultRequest, into scope: FaultScope, caller: Account?) {
+        guard let decision = faults.decide(request) else { return }
+        announce(decision.injection, caller: caller, container: request.container)
+        if decision.rule.latencyMs > 0 { Thread.sleep(forTimeInterval: decision.rule.latencyMs / 1000) }
+        guard let error = Engine.error(injecting: decision) else { return }
+        if decision.rule.fault == .networkFailure, decision.rule.when == .afterCommit {
+            scope.afterCommit = error
+        } else {
+            scope.failure = error
+        }
+    }
+
+    /// Where a request enters the engine (a database's method): inside an open scope, the
+    /// request's injected failure; outside one, this call is the request, decided here.
+    /// With no rule armed, `body` at once.
+    @inline(__always)
+    func faultGate<T>(_ operation: String, _ database: CloudDatabase, items: @autoclosure () -> [FaultItem], _ body: () throws -> T) throws -> T {
+        guard faults.isArmed else { return try body() }
+        if let scope = FaultScope.current { return try scope.enforce(body) }
+        let scope = FaultScope(operation: operation)
+        let request = faultRequest(operation, container: database.container, database: database.databaseScope, items: items())
+        decideRequestFault(request, into: scope, caller: try? database.container.session.account)
+        return try FaultScope.run(scope) { try scope.enforce(body) }
+    }
+
+    /// Runs `body` as one request that starts here, when none is open: its request-level
+    /// fault decided once, for every engine call `body` makes (each enforces it).
+    func faultScope<T>(_ operation: String, _ database: CloudDatabase, items: @autoclosure () -> [FaultItem], _ body: () throws -> T) rethrows -> T {
+        guard faults.isArmed, FaultScope.current == nil else { return try body() }
+        let scope = FaultScope(operation: operation)
+        let request = faultRequest(operation, container: database.container, database: database.databaseScope, items: items())
+        decideRequestFault(request, into: scope, caller: try? database.container.session.account)
+        return try FaultScope.run(scope, body)
+    }
+
+    /// An engine call reached only inside a request (sharing, discovery: through operations or
+    /// a server): the open scope's failure, if any.
+    @inline(__always)
+    func faultGate<T>(_ body: () throws -> T) throws -> T {
+        guard faults.isArmed, let scope = FaultScope.current else { return try body() }
+        return try scope.enforce(body)
+    }
+
+    /// The per-item fault of one record of a modify, if a rule strikes it (`zoneBusy`,
+    /// `partialFailure`), as the item's error. A `serverRecordChanged` carries the server's
+    /// record, as a real conflict does, when the caller can read it.
+    func itemFault(_ item: FaultItem, id: RecordID, client: Record?, in database: CloudDatabase) -> ShareFlowError? {
+        let scope = FaultScope.current
+        var request = faultRequest(scope?.operation ?? "modifyRecords", container: database.container, database: database.databaseScope,
+                                   items: [item])
+        request.subpath = scope?.subpath
+        guard let decision = faults.decide(request, stage: .item) else { return nil }
+        announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
+        if decision.rule.latencyMs > 0 { Thread.sleep(forTimeInterval: decision.rule.latencyMs / 1000) }
+        guard var error = Engine.error(injecting: decision) else { return nil }
+        error.message = "\(id.recordName): \(error.message)"
+        if error.code == .serverRecordChanged, let client {
+            error.conflict = RecordConflict(server: try? fetchRecord(id, in: database), client: client.duplicate(), ancestor: client.ancestor())
+        }
+        return error
+    }
+
+    /// The per-zone fault of a zone feed (`zoneBusy`, `changeTokenExpired`), if a rule strikes.
+    func zoneFeedFault(_ zoneID: RecordZoneID, in database: CloudDatabase) -> ShareFlowError? {
+        guard faults.isArmed else { return nil }
+        let scope = FaultScope.current
+        var request = faultRequest(scope?.operation ?? "recordZoneChanges", container: database.container,
+                                   database: database.databaseScope, items: [FaultItem(zone: zoneID.zoneName)])
+        request.subpath = scope?.subpath
+        guard let decision = faults.decide(request, stage: .zone) else { return nil }
+        announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
+        if decision.rule.latencyMs > 0 { Thread.sleep(forTimeInterval: decision.rule.latencyMs / 1000) }
+        guard var error = Engine.error(injecting: decision) else { return nil }
+        error.message = "zone \(zoneID.zoneName): \(error.message)"
+        return error
+    }
+
+    /// `zonePurged` (SPEC §15): the zones of `database` a rule reports purged in this page of
+    /// the database feed, moved from changed to deleted with reason `purged`. The data stay.
+    func purgeFaults(_ page: inout DatabaseChanges, in database: CloudDatabase) {
+        guard faults.isArmed else { return }
+        let scope = FaultScope.current
+        let zones = ((try? fetchAllRecordZones(in: database).map(\.zoneID)) ?? []) + page.changedZoneIDs
+        var seen = Set<RecordZoneID>(page.deletions.map(\.zoneID))
+        for zoneID in zones.sorted(by: { ($0.zoneName, $0.ownerName) < ($1.zoneName, $1.ownerName) })
+        where !zoneID.isDefaultZone && seen.insert(zoneID).inserted {
+            var request = faultRequest(scope?.operation ?? "databaseChanges", container: database.container,
+                                       database: database.databaseScope, items: [FaultItem(zone: zoneID.zoneName)])
+            request.subpath = scope?.subpath
+            guard let decision = faults.decide(request, stage: .databaseFeed) else { continue }
+            announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
+            page.changedZoneIDs.removeAll { $0 == zoneID }
+            page.deletions.append((zoneID, "purged"))
+        }
+    }
+}
+
+extension FaultItem {
+    /// A record, by its ID (and type, when known).
+    init(_ id: RecordID, type: String? = nil) {
+        self.init(zone: id.zoneID.zoneName, recordType: type, recordName: id.recordName)
+    }
+}
+
+extension FaultScope {
+    /// Runs `body` as one engine call of this request: not at all when it failed before
+    /// commit, and failing after it when it fails after commit.
+    func enforce<T>(_ body: () throws -> T) throws -> T {
+        if let failure { throw failure }
+        let result = try body()
+        if let afterCommit { throw afterCommit }
+        return result
+    }
+}
