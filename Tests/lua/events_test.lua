@@ -115,6 +115,15 @@ test("every event is emitted with its fields", function()
   common(ev, "zone.deleted")
   expect.eq(ev.zoneID.zoneName, "Z"); expect.eq(#seen["zone.deleted"], 1)
 
+  local rule = sf.faults.add{ operation = "fetchRecords", fault = "serviceUnavailable", count = 1 }
+  db:fetchRecord(r.recordID)
+  rule:remove()
+  ev = seen["fault.injected"][1]
+  expect.eq(ev.name, "fault.injected"); expect.eq(ev.container, C)
+  -- The history's fields: the caller by address, as sf.faults.history() gives it.
+  expect.eq(ev.caller, "alice@example.com"); expect.eq(ev.fault, "serviceUnavailable"); expect.eq(ev.operation, "fetchRecords")
+  expect.eq(ev.zone, "Z"); expect.eq(ev.recordName, r.recordName)
+
   for _, name in ipairs(sf.events) do expect.truthy(seen[name], name .. " was emitted") end
 end)
 

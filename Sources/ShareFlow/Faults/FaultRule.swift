@@ -157,6 +157,32 @@ public struct FaultRule: Sendable, Equatable {
         }
     }
 
+    /// The rule as its keys and values, each key the rule sets (a default left out): what
+    /// `sf.faults.list()` and the admin route's `GET` show, and what `init(_:name:)` reads back.
+    public var fields: [(key: String, value: Value)] {
+        var out: [(String, Value)] = [("operation", .string(operation))]
+        func add(_ key: String, _ text: String?) { if let text { out.append((key, .string(text))) } }
+        add("container", container)
+        add("environment", environment?.rawValue)
+        add("database", database)
+        add("zone", zone)
+        add("recordType", recordType)
+        add("recordName", recordName)
+        add("caller", caller)
+        add("fault", fault?.rawValue)
+        if [.requestRateLimited, .serviceUnavailable, .zoneBusy].contains(fault) || (fault == .partialFailure && itemCode == .zoneBusy) {
+            out.append(("retryAfter", .number(retryAfter)))
+        }
+        if fault == .partialFailure { out.append(("itemCode", .string(itemCode.rawValue))) }
+        if fault == .networkFailure { out.append(("when", .string(when.rawValue))) }
+        out.append(("probability", .number(probability)))
+        out.append(("seed", .number(Double(seed))))
+        if after > 0 { out.append(("after", .number(Double(after)))) }
+        if let count { out.append(("count", .number(Double(count)))) }
+        if latencyMs > 0 { out.append(("latencyMs", .number(latencyMs))) }
+        return out
+    }
+
     /// Whether `glob` (`*` any run, `?` one character) matches the whole of `name`, by
     /// characters; linear in both (the classic two-pointer walk with one backtrack point).
     public static func globMatches(_ glob: String, _ name: String) -> Bool {

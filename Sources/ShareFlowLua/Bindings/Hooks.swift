@@ -304,6 +304,16 @@ enum Hooks {
             if let v = ev.pointee.recordType { b.lua.push(string: v); lua_setfield(L, -2, "recordType") }
             if let z = ev.pointee.zoneID { b.push(z); lua_setfield(L, -2, "zoneID") }
             if let v = ev.pointee.database { b.lua.push(string: v); lua_setfield(L, -2, "database") }
+        case .faultInjected:
+            // The history's fields (SPEC §15), `caller` as the history names them (an email
+            // or userRecordID), over the account the other events carry.
+            guard let injection = ev.pointee.injection else { break }
+            lua_pushinteger(L, lua_Integer(injection.rule)); lua_setfield(L, -2, "rule")
+            b.lua.push(string: injection.fault?.rawValue ?? "latency"); lua_setfield(L, -2, "fault")
+            b.lua.push(string: injection.operation); lua_setfield(L, -2, "operation")
+            if let v = injection.caller { b.lua.push(string: v); lua_setfield(L, -2, "caller") }
+            if let v = injection.zone { b.lua.push(string: v); lua_setfield(L, -2, "zone") }
+            if let v = injection.recordName { b.lua.push(string: v); lua_setfield(L, -2, "recordName") }
         default: break
         }
     }

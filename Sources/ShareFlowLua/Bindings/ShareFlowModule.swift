@@ -24,6 +24,7 @@ package enum ShareFlowModule {
         Hooks.install(lua, host: host, bindings: b)
         lua.setModuleTable("admin", adminFunctions(lua, b))
         lua.setModuleTable("json", jsonFunctions)
+        lua.setModuleTable("faults", faultFunctions(lua, host: host, b))
         // Plugins: present where the process manages some (trusted scripts and the console).
         lua.setModuleTable("plugins", pluginFunctions(host))
 

@@ -1,5 +1,6 @@
 import CLua
 import Foundation
+import ShareFlow
 
 /// The configuration file (Lua): which plugins are on, their settings, and the limits.
 ///
@@ -8,6 +9,7 @@ import Foundation
 ///   limits = { cpuMillis = 50, memoryMiB = 64 },
 ///   server = { rateLimit = { requests = 600, perSeconds = 60 }, maxBodyMiB = 16 },
 ///   sync = { retentionDays = 30 },
+///   faults = { { operation = "records/modify", fault = "requestRateLimited", probability = 0.1, seed = 7 } },
 ///   plugins = {
 ///     ["domain-allowlist"] = { domains = { "example.com" } },
 ///     ["audit-log"] = { path = "audit.jsonl" },
@@ -46,6 +48,9 @@ public struct PluginConfig {
 
     /// SPEC §14 S5: days the change log keeps tombstones (`shareflow store compact`).
     public var retentionDays: Double = 30
+    /// SPEC §15: fault rules armed for every command (`faults = { {…}, … }`); `sf.faults.clear()`
+    /// and the admin route leave them.
+    public var faults: [FaultRule] = []
 
     public init() {}
 
@@ -71,8 +76,36 @@ public struct PluginConfig {
             throw PluginError("config file \(path) must return a table, got \(results.first?.description ?? "nothing")")
         }
         for key in root.hash.keys {
-            guard case .string(let k) = key, ["plugins", "limits", "server", "sync"].contains(k) else {
-                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync)")
+            guard case .string(let k) = key, ["plugins", "limits", "server", "sync", "faults"].contains(k) else {
+                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync, faults)")
+            }
+        }
+        if let faults = root["faults"] {
+            guard case .table(let list) = faults, list.hash.isEmpty else {
+                throw PluginError("config file \(path): 'faults' must be a list of rules { { operation = …, fault = … }, … }")
+            }
+            for (n, value) in list.array.enumerated() {
+                guard case .table(let t) = value, t.array.isEmpty else {
+                    throw PluginError("config file \(path): faults[\(n + 1)] must be a table of named fields, got \(value)")
+                }
+                var fields: [String: FaultRule.Value] = [:]
+                for (key, v) in t.hash {
+                    guard case .string(let k) = key else {
+                        throw PluginError("config file \(path): faults[\(n + 1)] has a \(ConfigField.luaType(key)) key; fields are named")
+                    }
+                    switch v {
+                    case .string(let s): fields[k] = .string(s)
+                    case .integer(let i): fields[k] = .number(Double(i))
+                    case .number(let d): fields[k] = .number(d)
+                    case .boolean(let b): fields[k] = .boolean(b)
+                    default: fields[k] = .other(type: ConfigField.luaType(v))
+                    }
+                }
+                do {
+                    self.faults.append(try FaultRule(fields, name: "faults[\(n + 1)]"))
+                } catch let e as ShareFlowError {
+                    throw PluginError("config file \(path): \(e.message)")
+                }
             }
         }
         if let sync = root["sync"] {

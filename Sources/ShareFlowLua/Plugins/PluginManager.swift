@@ -22,6 +22,8 @@ public final class PluginManager {
     /// it is handling): kept until that call returns and the state closes.
     private var retiring: [ScriptHost] = []
     private var loadOrder: [String] = []
+    /// Whether `config.faults` were armed (once per manager, not per `loadEnabled`).
+    private var configFaultsArmed = false
 
     public struct Info {
         public let name: String
@@ -137,6 +139,11 @@ public final class PluginManager {
     /// Loads every plugin the config turns on; a plugin named in the config but not found is
     /// an error.
     public func loadEnabled() throws {
+        // The config file's fault rules (SPEC §15) apply to every command that loads plugins.
+        if !configFaultsArmed {
+            for rule in config.faults { try engine.faults.add(rule, owner: .config) }
+            configFaultsArmed = true
+        }
         for name in config.order where config.isEnabled(name) {
             try load(name)
         }
@@ -163,6 +170,7 @@ public final class PluginManager {
     /// Removes a plugin's observers and policies and closes its state.
     public func unload(_ name: String) {
         removeHooks(name)
+        engine.faults.removeAll { $0 == .plugin(name) }
         retiring.removeAll { $0.lua.isClosed }
         if let host = loaded.removeValue(forKey: name) {
             host.lua.close()
