@@ -93,6 +93,7 @@ public struct CloudKitServer: Sendable {
         router.get("/healthz") { _, _ -> String in "ok" }
         router.head("/healthz") { _, _ -> HTTPResponse.Status in .ok }
         router.get("/share/:guid", use: SharePage.answer)
+        FaultAdmin(engine: engine, thread: thread).register(on: router)
         // A database route: throttled by address first (before its body is read), then read
         // and checked, authenticated, throttled by identity, and answered by its endpoint.
         let database = router.group("/database/1/:container/:environment/:database")
@@ -113,7 +114,7 @@ public struct CloudKitServer: Sendable {
     static func response(status: Int, _ object: WireObject) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
-        if status == 429 {
+        if status == 429 || (status == 503 && object.object["retryAfter"] != nil) {
             let seconds = (object.object["retryAfter"] as? NSNumber)?.doubleValue ?? 1
             headers[.retryAfter] = String(max(1, Int(seconds.rounded(.up))))
         }

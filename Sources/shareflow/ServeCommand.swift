@@ -142,7 +142,21 @@ extension ShareFlowCommand {
         static let configuration = CommandConfiguration(
             commandName: "tokens",
             abstract: "Make tokens for the server: an API token per container, a web auth token per user.",
-            subcommands: [API.self, User.self])
+            subcommands: [API.self, User.self, Admin.self])
+
+        struct Admin: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "admin",
+                abstract: "Print a new admin token: it opens the server's admin routes (/admin/1/faults), no container's data.")
+            @OptionGroup var global: GlobalOptions
+
+            func run() throws {
+                let engine = try global.makeEngine()
+                defer { engine.store.checkpoint() }
+                let token = try Credentials.newAdminToken(engine: engine)
+                if global.json { printJSON(["adminToken": token]) } else { print(token) }
+            }
+        }
 
         struct API: ParsableCommand {
             static let configuration = CommandConfiguration(commandName: "api", abstract: "Print a new API token (ckAPIToken) for one environment of a container.")

@@ -3,8 +3,9 @@ import Foundation
 /// The request in progress on a thread, as fault injection sees it (SPEC §15): opened where a
 /// request enters the engine — an operation run from its queue, a server's request, a direct
 /// call of a database's method — and asked by every engine call inside it, so one request is
-/// decided once however many calls it makes.
-public final class FaultScope {
+/// decided once however many calls it makes. Unchecked: a server makes it on a connection's
+/// task, hands it to the engine's thread and reads it back after, one after the other.
+public final class FaultScope: @unchecked Sendable {
     /// The native operation's name, and over HTTP the subpath, for the per-item rules.
     public let operation: String
     public let subpath: String?
@@ -12,6 +13,8 @@ public final class FaultScope {
     var failure: ShareFlowError?
     /// After commit: what every engine call of the request throws once it has run.
     var afterCommit: ShareFlowError?
+    /// The faults the engine injected in this request (the access log's `fault=`).
+    public internal(set) var injected: [String] = []
 
     public init(operation: String, subpath: String? = nil) {
         self.operation = operation
@@ -77,11 +80,16 @@ extension Engine {
             // Over HTTP only (a 401, made by the server): natively no rule of it is asked.
             return nil
         case .partialFailure:
-            let code = decision.rule.itemCode
-            let item: ShareFlowError.Code = code == .serverRecordChanged ? .serverRecordChanged
-                : code == .quotaExceeded ? .quotaExceeded : code == .zoneBusy ? .zoneBusy : .limitExceeded
-            return ShareFlowError(item, "\(code.rawValue) (injected by \(rule))",
-                                  retryAfter: item == .zoneBusy ? decision.rule.retryAfter : nil)
+            switch decision.rule.itemCode {
+            case .serverRecordChanged:
+                return ShareFlowError(.serverRecordChanged, "the record changed on the server (injected by \(rule)); merge with the error's serverRecord and save again")
+            case .quotaExceeded:
+                return ShareFlowError(.quotaExceeded, "the account's storage quota is exceeded (injected by \(rule))")
+            case .limitExceeded:
+                return ShareFlowError(.limitExceeded, "the request is too large (injected by \(rule))")
+            case .zoneBusy:
+                return ShareFlowError(.zoneBusy, "the zone is busy (injected by \(rule)); retry after \(wait) s", retryAfter: decision.rule.retryAfter)
+            }
         case .zonePurged:
             return nil
         }
@@ -100,6 +108,7 @@ extension Engine {
     /// to be thrown before or after the request's engine calls run.
     func decideRequestFault(_ request: FaultRequest, into scope: FaultScope, caller: Account?) {
         guard let decision = faults.decide(request) else { return }
+        scope.injected.append(decision.rule.fault?.rawValue ?? "latency")
         announce(decision.injection, caller: caller, container: request.container)
         if decision.rule.latencyMs > 0 { Thread.sleep(forTimeInterval: decision.rule.latencyMs / 1000) }
         guard let error = Engine.error(injecting: decision) else { return }
@@ -150,6 +159,7 @@ extension Engine {
                                    items: [item])
         request.subpath = scope?.subpath
         guard let decision = faults.decide(request, stage: .item) else { return nil }
+        scope?.injected.append(decision.rule.fault?.rawValue ?? "latency")
         announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
         if decision.rule.latencyMs > 0 { Thread.sleep(forTimeInterval: decision.rule.latencyMs / 1000) }
         guard var error = Engine.error(injecting: decision) else { return nil }
@@ -168,6 +178,7 @@ extension Engine {
                                    database: database.databaseScope, items: [FaultItem(zone: zoneID.zoneName)])
         request.subpath = scope?.subpath
         guard let decision = faults.decide(request, stage: .zone) else { return nil }
+        scope?.injected.append(decision.rule.fault?.rawValue ?? "latency")
         announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
         if decision.rule.latencyMs > 0 { Thread.sleep(forTimeInterval: decision.rule.latencyMs / 1000) }
         guard var error = Engine.error(injecting: decision) else { return nil }
@@ -188,6 +199,7 @@ extension Engine {
                                        database: database.databaseScope, items: [FaultItem(zone: zoneID.zoneName)])
             request.subpath = scope?.subpath
             guard let decision = faults.decide(request, stage: .databaseFeed) else { continue }
+            scope?.injected.append("zonePurged")
             announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
             page.changedZoneIDs.removeAll { $0 == zoneID }
             page.deletions.append((zoneID, "purged"))

@@ -5,7 +5,8 @@ import GRDB
 /// names its user; a server-to-server key, stored as its public key under its key ID, signs
 /// requests to the public database as its account (SPEC §13). Of tokens, only hashes are stored.
 public struct StoredCredential: Sendable {
-    public enum Kind: String, Sendable, CaseIterable { case apiToken, webAuthToken, serverKey }
+    /// `adminToken`: the server's admin routes (SPEC §15), under `Credentials.adminScope`.
+    public enum Kind: String, Sendable, CaseIterable { case apiToken, webAuthToken, serverKey, adminToken }
     public let kind: Kind
     public let container: String
     /// An API token's environment (R32); other credentials serve both (nil).

@@ -13,6 +13,17 @@ public enum Credentials {
         return token
     }
 
+    /// What an admin token is stored under in place of a container: it opens the server's
+    /// admin routes, no container's data.
+    public static let adminScope = "*admin*"
+
+    /// A new admin token (64 hex digits) for the admin routes (`/admin/1/faults`, SPEC §15).
+    public static func newAdminToken(engine: Engine) throws -> String {
+        let token = RandomIdentifier.bytes(32).map { String(format: "%02x", $0) }.joined()
+        try engine.credentials.add(.adminToken, container: adminScope, hash: hash(token))
+        return token
+    }
+
     /// A new web auth token for `account` in `container`, valid `ttl` seconds.
     public static func newWebAuthToken(container: String, account: Account, ttl: Double, engine: Engine) throws -> String {
         let token = Data(RandomIdentifier.bytes(96)).base64EncodedString()

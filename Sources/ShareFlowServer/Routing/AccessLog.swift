@@ -32,13 +32,19 @@ struct AccessLog: RouterMiddleware {
             let reason = error.status == .notFound ? "no route \(request.method) \(String(request.uri.path.prefix(200)))" : "\(error.status)"
             response = try CloudKitError(status: status, code: code, reason: reason).response(from: request, context: context)
         } catch {
-            logger.info("\(request.method) \(Naming.printable(request.uri.path)) error \(start.duration(to: .now)) \(error)")
+            logger.info("\(request.method) \(Naming.printable(request.uri.path)) error \(start.duration(to: .now)) \(context.notes.caller ?? "-") \(error)")
             throw error
         }
         let elapsed = start.duration(to: .now).components
         let ms = Double(elapsed.attoseconds) / 1e15 + Double(elapsed.seconds) * 1000
         // The path shown is cut to 80 characters: a log line per request stays a line.
-        logger.info("\(request.method) \(Naming.printable(request.uri.path)) \(response.status.code) \(String(format: "%.1f", ms)) ms \(context.notes.caller ?? "-")")
+        logger.info("\(request.method) \(Naming.printable(request.uri.path)) \(response.status.code) \(String(format: "%.1f", ms)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes))")
         return response
+    }
+
+    /// ` fault=a,b` for a request faults were injected into (SPEC §15), else nothing.
+    static func faults(_ notes: RequestNotes) -> String {
+        let faults = notes.faults
+        return faults.isEmpty ? "" : " fault=" + faults.joined(separator: ",")
     }
 }

@@ -147,14 +147,19 @@ public final class CloudKitAPI: Sendable {
         // The body is parsed here, on the connection's side: the engine's one thread spends
         // its time on the engine.
         let body = WireObject(try Self.parse(request))
+        // SPEC §15: the request's fault, decided here; the endpoint runs in its scope.
+        let admitted = try await RequestFaults.admit(endpoint.subpath, request, body: body.object, context: context, engine: engine, thread: thread)
+        let scope = admitted?.scope
         let answer = try await thread.run { [self] in
             do {
                 let call = EndpointCall(api: self, request: request, caller: try current(caller), body: body.object)
-                return WireObject(try endpoint.handle(call))
+                guard let scope else { return WireObject(try endpoint.handle(call)) }
+                return WireObject(try FaultScope.run(scope) { try endpoint.handle(call) })
             } catch {
                 throw CloudKitError.from(error)
             }
         }
+        try RequestFaults.finish(admitted, context: context)
         return CloudKitServer.response(status: 200, answer)
     }
 

@@ -11,6 +11,8 @@ import ShareFlow
 struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
     let remoteAddress: SocketAddress?
+    /// The connection: a fault rule's `networkFailure` closes it without an answer (SPEC §15).
+    let channel: any Channel
     /// The container, environment, database and body of a database route, once checked.
     var database: DatabaseRequest?
     /// Who the request acts as, once authenticated.
@@ -22,6 +24,7 @@ struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        channel = source.channel
     }
 }
 
@@ -42,6 +45,14 @@ struct Caller: Sendable {
 final class RequestNotes: @unchecked Sendable {
     private let lock = NSLock()
     private var _caller: String?
+    private var _faults: [String] = []
+
+    /// The faults injected into the request (`fault=` in the access log).
+    var faults: [String] { lock.withLock { _faults } }
+
+    func addFault(_ name: String) {
+        lock.withLock { if !_faults.contains(name) { _faults.append(name) } }
+    }
 
     /// Who asked, for the access log (an address or a user record name; never a token).
     var caller: String? {
