@@ -72,4 +72,28 @@ final class PyiCloudTests: ServerTestCase {
             _ = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"delete","zone":{"zoneID":{"zoneName":"Live"}}}]}"#)
         }
     }
+
+    /// SPEC §15 through pyicloud, strict (Tests/pyicloud/fault_flow.py): rules armed over the
+    /// admin route; CloudKitRateLimited with the rule's retry_after for THROTTLED and a ZONE_BUSY
+    /// zone in iter_changes, a per-item CONFLICT while the rest commit, a drop after commit
+    /// with the write applied, one seed's faults twice, other users untouched.
+    func testPyiCloudMeetsInjectedFaultsAsOnApplesService() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.python) else {
+            return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
+        }
+        let admin = try CLI.run(["tokens", "admin", "--store", store]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertTrue(admin.range(of: "^[0-9a-f]{64}$", options: .regularExpression) != nil, admin)
+        let path = CLI.root.appendingPathComponent("Tests/pyicloud/fault_flow.py").path
+        let (status, text) = try runTool(Self.python, [path], environment: [
+            "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
+            "SHAREFLOW_BOB": try token("bob@example.com"), "SHAREFLOW_ADMIN": admin,
+        ], timeout: 120)
+        XCTAssertEqual(status, 0, text)
+        XCTAssertTrue(text.hasSuffix("pyicloud fault flow ok\n"), text)
+        let checks = try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\ncheck(").count - 1
+        XCTAssertEqual(text.split(separator: "\n").filter { $0.hasPrefix("ok: ") }.count, checks, "every check ran:\n" + text)
+        let log = try String(contentsOf: serverLog, encoding: .utf8)
+        XCTAssertTrue(log.contains(" 429 ") && log.contains("fault=requestRateLimited"), log)
+        XCTAssertTrue(log.contains("fault=partialFailure") && log.contains("fault=zoneBusy"), log)
+    }
 }
