@@ -92,7 +92,7 @@ test("§15: networkFailure after commit leaves the write applied and answers an 
   expect.eq(w.db:fetchRecord(w.trip.recordID).fields.title, "Lisbon", "the write stays")
   sf.faults.add{ operation = "modifyRecords", fault = "networkFailure", count = 1 }
   local other = note(w, "before")
-  _, err = w.db:modifyRecords{ save = { other } }
+  saved, err = w.db:modifyRecords{ save = { other } }
   expect.eq(err.code, "networkFailure")
   expect.eq(select(2, w.db:fetchRecord(other.recordID)).code, "unknownItem", "before commit: nothing written")
   sf.faults.clear()
@@ -108,7 +108,7 @@ test("§15: the feeds: changeTokenExpired and zoneBusy per zone, zonePurged in t
   expect.eq(err.code, "changeTokenExpired")
   rule:remove()
   sf.faults.add{ operation = "changes/zone", fault = "zoneBusy", retryAfter = 4, count = 1 }
-  _, err = w.db:recordZoneChanges{ zoneID = w.zone }
+  page, err = w.db:recordZoneChanges{ zoneID = w.zone }
   expect.eq(err.code, "zoneBusy")
   expect.eq(err.retryAfter, 4)
   expect.truthy(w.db:recordZoneChanges{ zoneID = w.zone }, "count = 1")

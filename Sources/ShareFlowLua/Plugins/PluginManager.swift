@@ -170,7 +170,6 @@ public final class PluginManager {
     /// Removes a plugin's observers and policies and closes its state.
     public func unload(_ name: String) {
         removeHooks(name)
-        engine.faults.removeAll { $0 == .plugin(name) }
         retiring.removeAll { $0.lua.isClosed }
         if let host = loaded.removeValue(forKey: name) {
             host.lua.close()
@@ -239,6 +238,8 @@ public final class PluginManager {
     private func removeHooks(_ name: String) {
         engine.events.removeAll(labelPrefix: PluginManager.prefix(name))
         engine.policies.removeAll(namePrefix: PluginManager.prefix(name))
+        // Its fault rules (SPEC §15) end with it, as its observers do.
+        engine.faults.removeAll { $0 == .plugin(name) }
     }
 
     /// Runs the plugin's `init.lua` (under its budget) and copies the table it returns; the
