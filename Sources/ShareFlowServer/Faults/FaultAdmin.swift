@@ -19,6 +19,8 @@ struct FaultAdmin: Sendable {
     let thread: EngineThread
 
     static let path = "/admin/1/faults"
+    /// The routes, as `shareflow serve --routes` lists them.
+    static let routes = ["POST \(path)", "GET \(path)", "DELETE \(path)", "GET \(path)/history", "DELETE \(path)/{id}"]
     /// The largest body a POST may have.
     static let maxBodyBytes = 1 << 20
 

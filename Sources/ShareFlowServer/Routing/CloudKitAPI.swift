@@ -98,6 +98,7 @@ public final class CloudKitAPI: Sendable {
             }
         }
         lines.append("GET /database/1/{container}/{environment}/{database}/\(ChangeStream.subpath)")
+        lines += FaultAdmin.routes
         return lines
     }
 
