@@ -1,0 +1,138 @@
+import Foundation
+import ShareFlowTestKit
+import XCTest
+
+/// SPEC §15 as an operator and a tester meet it: rules from the config file for every command,
+/// the admin route and its token, the statuses and headers a client reads, a delay that holds
+/// only its own connection, and the access log's `fault=`.
+final class FaultInjectionTests: ServerTestCase {
+    private var admin = ""
+
+    private func adminCall(_ method: String, _ path: String = "", body: String? = nil, token: String? = nil) throws -> (Int, [String: Any]) {
+        try Tools.curl(method, base + "/admin/1/faults" + path, body: body, headers: ["Authorization: Bearer \(token ?? admin)"], in: dir)
+    }
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        admin = try CLI.run(["tokens", "admin", "--store", store]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func testTheConfigFilesRulesApplyToEveryCommandAndOutliveClear() throws {
+        let config = dir.appendingPathComponent("faults.config.lua")
+        try CLI.write("""
+            return { faults = {
+              { caller = "bob@example.com", operation = "modifyRecordZones", fault = "quotaExceeded" },
+            } }
+            """, to: config)
+        // `run`: armed before the script, kept by clear().
+        let script = dir.appendingPathComponent("config-faults.lua")
+        try CLI.write("""
+            local sf = require("shareflow")
+            local listed = sf.faults.list()
+            print(#listed, listed[1].owner, listed[1].fault, listed[1].caller)
+            print(sf.faults.clear(), #sf.faults.list())
+            local _, err = sf.as("bob@example.com"):container("iCloud.test").privateCloudDatabase:saveZone("B")
+            print(err and err.code, err and err.codeNumber)
+            print(select(2, sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase:saveZone("A")))
+            """, to: script)
+        let r = try CLI.run(["run", "--store", store, "--config", config.path, script.path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "1\tconfig\tquotaExceeded\tbob@example.com\n0\t1\nquotaExceeded\t25\nnil\n")
+
+        // `serve`: Bob's zone request is a 413; the admin route lists the rule and cannot clear it.
+        stopServer()
+        try startServer(["--config", config.path])
+        let bob = try token("bob@example.com")
+        var (status, body) = try call("POST", db + "/private/zones/modify", query: "ckAPIToken=\(api)&ckWebAuthToken=\(bob)",
+                                      body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"B"}}}]}"#)
+        XCTAssertEqual(status, 413, "\(body)")
+        XCTAssertEqual(body["serverErrorCode"] as? String, "QUOTA_EXCEEDED")
+        (status, body) = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"A"}}}]}"#)
+        XCTAssertEqual(status, 200, "Alice is untouched: \(body)")
+        (status, body) = try adminCall("DELETE")
+        XCTAssertEqual(body["removed"] as? Int, 0)
+        (status, body) = try adminCall("GET")
+        let rules = try XCTUnwrap(body["rules"] as? [[String: Any]])
+        XCTAssertEqual(rules.count, 1)
+        XCTAssertEqual(rules.first?["owner"] as? String, "config")
+        let log = try String(contentsOf: serverLog, encoding: .utf8)
+        XCTAssertTrue(log.contains("zones/modify 413 ") && log.contains("bob@example.com fault=quotaExceeded"), log)
+    }
+
+    func testABadRuleInTheConfigIsOneLineNamingIt() throws {
+        let config = dir.appendingPathComponent("bad.config.lua")
+        try CLI.write(#"return { faults = { { fault = "zoneBusy" }, { fault = "requestRateLimited", probability = 2 } } }"#, to: config)
+        let script = dir.appendingPathComponent("one.lua")
+        try CLI.write("print(1)", to: script)
+        let r = try CLI.run(["run", "--store", ":memory:", "--config", config.path, script.path])
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("faults[2].probability must be a number from 0 to 1, got 2"), r.stderr)
+        XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
+        try CLI.write(#"return { faults = { { fault = "zoneBusy", colour = "red" } } }"#, to: config)
+        let unknown = try CLI.run(["run", "--store", ":memory:", "--config", config.path, script.path])
+        XCTAssertTrue(unknown.stderr.contains("faults[1]: unknown key 'colour'"), unknown.stderr)
+    }
+
+    func testOnlyAnAdminTokenOpensTheAdminRoute() throws {
+        for token in [api, web, String(repeating: "0", count: 64), "", "x y"] {
+            let (status, body) = try adminCall("GET", token: token)
+            XCTAssertEqual(status, 401, "\(token.prefix(10)): \(body)")
+            XCTAssertEqual(body["serverErrorCode"] as? String, "AUTHENTICATION_FAILED")
+        }
+        var (status, _) = try Tools.curl("GET", base + "/admin/1/faults", in: dir)
+        XCTAssertEqual(status, 401, "no token")
+        // The admin token opens no database.
+        (status, _) = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(admin)")
+        XCTAssertEqual(status, 401, "an admin token is no API token")
+        // A bad batch arms nothing; an unknown id is 404.
+        var body: [String: Any]
+        (status, body) = try adminCall("POST", body: #"{"rules":[{"fault":"zoneBusy"},{"fault":"zoneBusy","when":"afterCommit"}]}"#)
+        XCTAssertEqual(status, 400)
+        XCTAssertTrue((body["reason"] as? String ?? "").contains("rules[1].when applies to fault networkFailure only"), "\(body)")
+        (status, body) = try adminCall("POST", body: #"{"rules":{"fault":"zoneBusy"}}"#)
+        XCTAssertEqual(status, 400, "\(body)")
+        (status, body) = try adminCall("GET")
+        XCTAssertEqual((body["rules"] as? [Any])?.count, 0)
+        (status, _) = try adminCall("DELETE", "/12345")
+        XCTAssertEqual(status, 404)
+        (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"users/caller","fault":"serviceUnavailable","retryAfter":2.5}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        let id = try XCTUnwrap((body["ids"] as? [Int])?.first)
+
+        // 503 with retryAfter in the body and Retry-After (rounded up) in the header.
+        let (unavailable, answer) = try call("GET", db + "/public/users/caller")
+        XCTAssertEqual(unavailable, 503)
+        XCTAssertEqual(answer["serverErrorCode"] as? String, "TRY_AGAIN_LATER")
+        XCTAssertEqual(answer["retryAfter"] as? Double, 2.5)
+        XCTAssertTrue((answer["_headers"] as? String ?? "").contains("retry-after: 3"), "\(answer)")
+        (status, _) = try adminCall("DELETE", "/\(id)")
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual(try call("GET", db + "/public/users/caller").0, 200)
+    }
+
+    func testADelayHoldsOnlyItsOwnConnection() throws {
+        var (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"records/query","caller":"alice@example.com","latencyMs":1500}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        let slow = Process()
+        slow.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        slow.arguments = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "--data", #"{"query":{"recordType":"Note"}}"#,
+                          base + db + "/private/records/query?ckAPIToken=\(api)&ckWebAuthToken=\(web)"]
+        let out = Pipe()
+        slow.standardOutput = out
+        let started = Date()
+        try slow.run()
+        usleep(300_000)
+        // Meanwhile the engine answers others at once: the delay sleeps on the connection.
+        let bob = try token("bob@example.com")
+        let other = Date()
+        (status, body) = try call("POST", db + "/private/records/query", query: "ckAPIToken=\(api)&ckWebAuthToken=\(bob)",
+                                  body: #"{"query":{"recordType":"Note"}}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        XCTAssertLessThan(Date().timeIntervalSince(other), 1.0, "Bob's request did not wait for Alice's delay")
+        slow.waitUntilExit()
+        XCTAssertEqual(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self), "200")
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 1.4, "Alice's request was delayed")
+        let log = try String(contentsOf: serverLog, encoding: .utf8)
+        XCTAssertTrue(log.contains("alice@example.com fault=latency"), log)
+    }
+}
