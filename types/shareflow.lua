@@ -448,6 +448,55 @@ function plugins.loaded() end
 ---@return string
 function plugins.dataFolder(name) end
 
+---@class shareflow.FaultRuleHandle
+---@field id integer
+local FaultRuleHandle = {}
+---Disarms the rule; true if it was still armed.
+---@return boolean
+function FaultRuleHandle:remove() end
+
+---@class shareflow.FaultRule
+---@field operation? string native name, HTTP subpath or "*"
+---@field container? string
+---@field environment? "development"|"production"
+---@field database? "private"|"shared"|"public"
+---@field zone? string
+---@field recordType? string
+---@field recordName? string a glob: * any run, ? one character
+---@field caller? string an email or userRecordID
+---@field fault? "requestRateLimited"|"serviceUnavailable"|"zoneBusy"|"partialFailure"|"changeTokenExpired"|"quotaExceeded"|"zonePurged"|"authenticationFailed"|"networkFailure"
+---@field retryAfter? number
+---@field itemCode? "serverRecordChanged"|"quotaExceeded"|"limitExceeded"|"zoneBusy"
+---@field when? "beforeCommit"|"afterCommit"
+---@field probability? number
+---@field seed? integer
+---@field after? integer
+---@field count? integer
+---@field latencyMs? number
+
+---@class shareflow.FaultInjection
+---@field time number
+---@field rule integer
+---@field fault string
+---@field operation string
+---@field caller? string
+---@field zone? string
+---@field recordName? string
+
+---@class shareflow.Faults
+local faults = {}
+---Arms a fault rule (SPEC §15).
+---@param rule shareflow.FaultRule
+---@return shareflow.FaultRuleHandle
+function faults.add(rule) end
+---Disarms the rules armed at run time; how many.
+---@return integer
+function faults.clear() end
+---@return table[]
+function faults.list() end
+---@return shareflow.FaultInjection[]
+function faults.history() end
+
 ---@class shareflow.JSON
 local json = {}
 ---@param value any
@@ -459,6 +508,7 @@ function json.encode(value) end
 ---@field accounts shareflow.Accounts
 ---@field admin shareflow.Admin
 ---@field plugins shareflow.Plugins
+---@field faults shareflow.Faults
 ---@field json shareflow.JSON
 ---@field events shareflow.Event[]
 local shareflow = {}

@@ -135,4 +135,31 @@ final class FaultInjectionTests: ServerTestCase {
         let log = try String(contentsOf: serverLog, encoding: .utf8)
         XCTAssertTrue(log.contains("alice@example.com fault=latency"), log)
     }
+
+    /// The README's curl and pyicloud examples for app testers run as written.
+    func testTheReadmesCurlAndPyiCloudExamplesRun() throws {
+        let readme = try String(contentsOf: CLI.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try XCTUnwrap(readme.components(separatedBy: "### Fault injection for app testers").dropFirst().first)
+        func block(_ language: String) throws -> String {
+            let start = try XCTUnwrap(section.range(of: "```\(language)\n"), "the section shows \(language)")
+            let end = try XCTUnwrap(section.range(of: "\n```", range: start.upperBound..<section.endIndex))
+            return String(section[start.upperBound..<end.lowerBound])
+        }
+        let environment = ["BASE": base, "ADMIN": admin, "API": api, "WEB": web]
+        let shell = dir.appendingPathComponent("faults.sh")
+        try CLI.write("set -euo pipefail\n" + (try block("sh")) + "\n", to: shell)
+        let (status, out) = try runTool("/bin/bash", [shell.path], environment: environment, timeout: 60)
+        XCTAssertEqual(status, 0, out)
+        XCTAssertTrue(out.contains("HTTP/1.1 429 Too Many Requests") && out.contains("Retry-After: 5"), out)
+        XCTAssertTrue(out.hasSuffix("{\"removed\":1}"), out)
+
+        guard FileManager.default.isExecutableFile(atPath: PyiCloudTests.python) else {
+            return XCTFail("no pyicloud environment at \(PyiCloudTests.python): run `make pyenv` (make test does)")
+        }
+        let python = dir.appendingPathComponent("faults.py")
+        try CLI.write(try block("python"), to: python)
+        let (pyStatus, pyOut) = try runTool(PyiCloudTests.python, [python.path], environment: environment, timeout: 60)
+        XCTAssertEqual(pyStatus, 0, pyOut)
+        XCTAssertEqual(pyOut, "throttled; retry after 5.0\n")
+    }
 }
