@@ -108,6 +108,12 @@ final class FaultInjectionTests: ServerTestCase {
         (status, _) = try adminCall("DELETE", "/\(id)")
         XCTAssertEqual(status, 200)
         XCTAssertEqual(try call("GET", db + "/public/users/caller").0, 200)
+
+        // A change stream's request meets the rules too.
+        (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"changes/stream","fault":"requestRateLimited","count":1}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        (status, body) = try call("GET", db + "/private/changes/stream")
+        XCTAssertEqual(status, 429, "\(body)")
     }
 
     func testADelayHoldsOnlyItsOwnConnection() throws {

@@ -49,6 +49,12 @@ struct ChangeStream: Sendable {
         guard database.scope != .public else {
             throw CloudKitError.badRequest("badDatabase: the public database has no change feeds; use the private or shared database")
         }
+        // SPEC §15: a stream's request meets the fault rules too (nothing it does commits, so a
+        // drop after commit is a drop).
+        if let faulted = try await RequestFaults.admit(ChangeStream.subpath, database, body: [:], context: context, engine: api.engine, thread: thread),
+           faulted.dropAfterCommit {
+            try RequestFaults.finish(faulted, context: context)
+        }
         let resume = request.headers[HTTPField.Name("Last-Event-ID")!].map { $0.trimmingCharacters(in: .whitespaces) }
         guard resume.map({ $0.utf8.count <= 4_096 }) ?? true else {
             throw CloudKitError.badRequest("Last-Event-ID is longer than a change token can be")
