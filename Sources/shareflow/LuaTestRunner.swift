@@ -25,6 +25,8 @@ public struct LuaTestRunner {
     public var engineOptions = Engine.Options()
     /// Where tests outside a plugin folder find plugins to load.
     public var pluginDirectories = ["Plugins"]
+    /// The config file's fault rules (SPEC §15), armed in each test's engine.
+    public var faults: [FaultRule] = []
     /// Seconds one test may run before it fails as timed out (nil: no limit).
     public var timeout: Double? = 10
     /// Set when Ctrl-C stopped a test: the caller stops and reports what ran.
@@ -148,6 +150,8 @@ public struct LuaTestRunner {
         let dirs = isPlugin ? [(folder as NSString).deletingLastPathComponent] : pluginDirectories
         let manager = try PluginManager(engine: host.engine, directories: dirs, privateDataDirectory: ())
         host.plugins = manager
+        // The config file's fault rules (SPEC §15) apply to every test, as to every command.
+        for rule in faults { try host.engine.faults.add(rule, owner: .config) }
         if isPlugin { try manager.load((folder as NSString).lastPathComponent) }
     }
 

@@ -36,6 +36,7 @@ extension ShareFlowCommand {
             var results: [[String: Any]] = []
             var runner = LuaTestRunner()
             runner.pluginDirectories = global.pluginSearchPath
+            runner.faults = try global.pluginConfig().faults
             runner.timeout = timeout == 0 ? nil : timeout
             LuaTestRunner.catchInterrupts()
             for file in files {

@@ -39,6 +39,21 @@ final class FaultInjectionTests: ServerTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.stdout, "1\tconfig\tquotaExceeded\tbob@example.com\n0\t1\nquotaExceeded\t25\nnil\n")
 
+        // `test`: in every test's engine.
+        let testFile = dir.appendingPathComponent("config_faults_test.lua")
+        try CLI.write("""
+            local sf = require("shareflow")
+            test("the config's rule is armed", function()
+              sf.accounts.create{ email = "bob@example.com" }
+              local _, err = sf.as("bob@example.com"):container("iCloud.test").privateCloudDatabase:saveZone("B")
+              expect.eq(err.code, "quotaExceeded")
+              expect.eq(sf.faults.list()[1].owner, "config")
+            end)
+            """, to: testFile)
+        let tested = try CLI.run(["test", "--config", config.path, testFile.path])
+        XCTAssertEqual(tested.status, 0, tested.stdout + tested.stderr)
+        XCTAssertTrue(tested.stdout.hasSuffix("1 passed, 0 failed\n"), tested.stdout)
+
         // `serve`: Bob's zone request is a 413; the admin route lists the rule and cannot clear it.
         stopServer()
         try startServer(["--config", config.path])
