@@ -132,29 +132,41 @@ final class FaultInjectionTests: ServerTestCase {
     }
 
     func testADelayHoldsOnlyItsOwnConnection() throws {
-        var (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"records/query","caller":"alice@example.com","latencyMs":1500}]}"#)
+        // A request's delay, and an item's (slept by the server once the engine is done).
+        var (status, body) = try adminCall("POST", body: """
+            {"rules":[{"operation":"records/query","caller":"alice@example.com","latencyMs":1500},
+                      {"operation":"records/modify","caller":"alice@example.com","fault":"zoneBusy","latencyMs":1500}]}
+            """)
         XCTAssertEqual(status, 200, "\(body)")
-        let slow = Process()
-        slow.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        slow.arguments = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "--data", #"{"query":{"recordType":"Note"}}"#,
-                          base + db + "/private/records/query?ckAPIToken=\(api)&ckWebAuthToken=\(web)"]
-        let out = Pipe()
-        slow.standardOutput = out
+        func slow(_ subpath: String, _ body: String) throws -> (Process, Pipe) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "--data", body,
+                           base + db + "/private/\(subpath)?ckAPIToken=\(api)&ckWebAuthToken=\(web)"]
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            return (p, out)
+        }
         let started = Date()
-        try slow.run()
+        let query = try slow("records/query", #"{"query":{"recordType":"Note"}}"#)
+        let modify = try slow("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"z1","fields":{}}}]}"#)
         usleep(300_000)
-        // Meanwhile the engine answers others at once: the delay sleeps on the connection.
+        // Meanwhile the engine answers others at once: the delays sleep on the connections.
         let bob = try token("bob@example.com")
         let other = Date()
         (status, body) = try call("POST", db + "/private/records/query", query: "ckAPIToken=\(api)&ckWebAuthToken=\(bob)",
                                   body: #"{"query":{"recordType":"Note"}}"#)
         XCTAssertEqual(status, 200, "\(body)")
-        XCTAssertLessThan(Date().timeIntervalSince(other), 1.0, "Bob's request did not wait for Alice's delay")
-        slow.waitUntilExit()
-        XCTAssertEqual(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self), "200")
-        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 1.4, "Alice's request was delayed")
+        XCTAssertLessThan(Date().timeIntervalSince(other), 1.0, "Bob's request did not wait for Alice's delays")
+        for (process, out) in [query, modify] {
+            process.waitUntilExit()
+            XCTAssertEqual(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self), "200")
+        }
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 1.4, "Alice's requests were delayed")
         let log = try String(contentsOf: serverLog, encoding: .utf8)
         XCTAssertTrue(log.contains("alice@example.com fault=latency"), log)
+        XCTAssertTrue(log.contains("records/modify 200 ") && log.contains("alice@example.com fault=zoneBusy"), log)
     }
 
     /// The README's curl and pyicloud examples for app testers run as written.

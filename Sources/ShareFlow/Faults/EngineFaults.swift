@@ -15,6 +15,10 @@ public final class FaultScope: @unchecked Sendable {
     var afterCommit: ShareFlowError?
     /// The faults the engine injected in this request (the access log's `fault=`).
     public internal(set) var injected: [String] = []
+    /// Over HTTP: the delays of the request's items and zones, for the server to sleep on the
+    /// connection (at most `maxDelayMs` in all).
+    public internal(set) var delayMs: Double = 0
+    public static let maxDelayMs: Double = 60_000
 
     public init(operation: String, subpath: String? = nil) {
         self.operation = operation
@@ -161,13 +165,25 @@ extension Engine {
         guard let decision = faults.decide(request, stage: .item) else { return nil }
         scope?.injected.append(decision.rule.fault?.rawValue ?? "latency")
         announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
-        if decision.rule.latencyMs > 0 { Thread.sleep(forTimeInterval: decision.rule.latencyMs / 1000) }
+        delay(decision, in: scope)
         guard var error = Engine.error(injecting: decision) else { return nil }
         error.message = "\(id.recordName): \(error.message)"
         if error.code == .serverRecordChanged, let client {
             error.conflict = RecordConflict(server: try? fetchRecord(id, in: database), client: client.duplicate(), ancestor: client.ancestor())
         }
         return error
+    }
+
+    /// An item's or zone's delay: over HTTP left to the server, which sleeps it on the request's
+    /// connection once the engine is done (never on the engine's one thread); natively slept
+    /// now, on the caller's own thread.
+    private func delay(_ decision: FaultInjector.Decision, in scope: FaultScope?) {
+        guard decision.rule.latencyMs > 0 else { return }
+        if let scope, scope.subpath != nil {
+            scope.delayMs = min(scope.delayMs + decision.rule.latencyMs, FaultScope.maxDelayMs)
+        } else {
+            Thread.sleep(forTimeInterval: decision.rule.latencyMs / 1000)
+        }
     }
 
     /// The per-zone fault of a zone feed (`zoneBusy`, `changeTokenExpired`), if a rule strikes.
@@ -180,7 +196,7 @@ extension Engine {
         guard let decision = faults.decide(request, stage: .zone) else { return nil }
         scope?.injected.append(decision.rule.fault?.rawValue ?? "latency")
         announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
-        if decision.rule.latencyMs > 0 { Thread.sleep(forTimeInterval: decision.rule.latencyMs / 1000) }
+        delay(decision, in: scope)
         guard var error = Engine.error(injecting: decision) else { return nil }
         error.message = "zone \(zoneID.zoneName): \(error.message)"
         return error
@@ -201,6 +217,7 @@ extension Engine {
             guard let decision = faults.decide(request, stage: .databaseFeed) else { continue }
             scope?.injected.append("zonePurged")
             announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
+            delay(decision, in: scope)
             page.changedZoneIDs.removeAll { $0 == zoneID }
             page.deletions.append((zoneID, "purged"))
         }

@@ -53,7 +53,7 @@ struct ChangeStream: Sendable {
         // drop after commit is a drop).
         if let faulted = try await RequestFaults.admit(ChangeStream.subpath, database, body: [:], context: context, engine: api.engine, thread: thread),
            faulted.dropAfterCommit {
-            try RequestFaults.finish(faulted, context: context)
+            try await RequestFaults.finish(faulted, context: context)
         }
         let resume = request.headers[HTTPField.Name("Last-Event-ID")!].map { $0.trimmingCharacters(in: .whitespaces) }
         guard resume.map({ $0.utf8.count <= 4_096 }) ?? true else {

@@ -74,9 +74,12 @@ enum RequestFaults {
 
     /// After the endpoint ran in `admitted`'s scope: the faults the engine injected into the
     /// access log, and the connection dropped when the rule said so.
-    static func finish(_ admitted: Admitted?, context: ServerRequestContext) throws {
+    static func finish(_ admitted: Admitted?, context: ServerRequestContext) async throws {
         guard let admitted else { return }
         for fault in admitted.scope.injected { context.notes.addFault(fault) }
+        // The delays of the request's items and zones, here on the connection (the engine's
+        // thread was not held for them).
+        if admitted.scope.delayMs > 0 { try await Task.sleep(for: .milliseconds(Int64(admitted.scope.delayMs.rounded()))) }
         if admitted.dropAfterCommit {
             drop(context)
             throw ConnectionDropped(when: .afterCommit)

@@ -160,7 +160,7 @@ public final class CloudKitAPI: Sendable {
                 throw CloudKitError.from(error)
             }
         }
-        try RequestFaults.finish(admitted, context: context)
+        try await RequestFaults.finish(admitted, context: context)
         return CloudKitServer.response(status: 200, answer)
     }
 
