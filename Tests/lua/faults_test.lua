@@ -238,3 +238,16 @@ test("§15: a bad rule is an error naming the key and what was given", function(
   expect.truthy(err(weird):find("no fault", 1, true), "read raw: no metamethod runs")
   expect.eq(#sf.faults.list(), 0)
 end)
+
+test("§15: sf.faults.list() shows a plugin's rule with its fields, as any other", function()
+  sf.plugins.load("chaos", { rules = { { operation = "records/modify", fault = "zoneBusy", retryAfter = 2 } }, seed = 5 })
+  local rule = sf.faults.list()[1]
+  sf.plugins.unload("chaos")
+  expect.eq(rule.owner, "plugin")
+  expect.eq(rule.plugin, "chaos")
+  expect.eq(rule.operation, "records/modify")
+  expect.eq(rule.fault, "zoneBusy")
+  expect.eq(rule.retryAfter, 2)
+  expect.eq(rule.seed, 5)
+  expect.eq(#sf.faults.list(), 0, "its rules end when it unloads")
+end)

@@ -53,7 +53,9 @@ extension ShareFlowModule {
                     switch armed.owner {
                     case .config: lua.push(string: "config")
                     case .runtime: lua.push(string: "runtime")
-                    case .plugin(let name): lua.push(string: "plugin"); lua_setfield(call.L, -2, "owner"); lua.push(string: name); lua_setfield(call.L, -2, "plugin"); return
+                    case .plugin(let name):
+                        lua.push(string: name); lua_setfield(call.L, -2, "plugin")
+                        lua.push(string: "plugin")
                     }
                     lua_setfield(call.L, -2, "owner")
                     for (key, value) in armed.rule.fields {
