@@ -251,3 +251,45 @@ test("§15: sf.faults.list() shows a plugin's rule with its fields, as any other
   expect.eq(rule.seed, 5)
   expect.eq(#sf.faults.list(), 0, "its rules end when it unloads")
 end)
+
+test("§15: an operation's callback makes requests of its own: a retry in it is not the failed request again", function()
+  local w = helpers.world()
+  sf.faults.add{ operation = "modifyRecords", fault = "requestRateLimited", count = 1 }
+  local retried, retryErr
+  local op = sf.ModifyRecordsOperation{ recordsToSave = { w.trip } }
+  op.modifyRecordsResultBlock = function(result)
+    retried, retryErr = w.db:modifyRecords{ save = { w.trip } }
+  end
+  op.database = w.db
+  w.c:add(op)
+  op:wait()
+  expect.eq(op.error.code, "requestRateLimited")
+  expect.eq(retryErr, nil, "count = 1: the retry goes through")
+  expect.eq(#retried, 1)
+  sf.faults.clear()
+
+  -- A rule aimed at the callback's own request is asked, once.
+  sf.faults.add{ operation = "fetchRecords", fault = "quotaExceeded", count = 1 }
+  local fetched, fetchErr
+  local op2 = sf.ModifyRecordsOperation{ recordsToSave = { w.day } }
+  op2.modifyRecordsResultBlock = function() fetched, fetchErr = w.db:fetchRecord(w.trip.recordID) end
+  op2.database = w.db
+  w.c:add(op2)
+  op2:wait()
+  expect.eq(op2.error, nil)
+  expect.eq(fetched, nil)
+  expect.eq(fetchErr.code, "quotaExceeded")
+  sf.faults.clear()
+
+  -- After commit: the callback's read is not the lost answer.
+  sf.faults.add{ operation = "modifyRecords", fault = "networkFailure", when = "afterCommit", count = 1 }
+  local op3 = sf.ModifyRecordsOperation{ recordsToSave = { w.day } }
+  op3.modifyRecordsResultBlock = function() fetched, fetchErr = w.db:fetchRecord(w.day.recordID) end
+  op3.database = w.db
+  w.c:add(op3)
+  op3:wait()
+  expect.eq(op3.error.code, "networkFailure")
+  expect.eq(fetchErr, nil)
+  expect.truthy(fetched)
+  sf.faults.clear()
+end)

@@ -33,6 +33,17 @@ public final class FaultScope: @unchecked Sendable {
         set { Thread.current.threadDictionary[key] = newValue }
     }
 
+    /// Runs `body` outside the request open on this thread, if any: an app's callback (an
+    /// operation's block) that calls the engine makes requests of its own, each decided for
+    /// itself — a retry in a result block is not the failed request again, and a rule aimed
+    /// at the callback's request is asked.
+    public static func outside<T>(_ body: () throws -> T) rethrows -> T {
+        guard let outer = current else { return try body() }
+        current = nil
+        defer { current = outer }
+        return try body()
+    }
+
     /// Runs `body` inside `scope` (a server's request, whose request-level faults it decided
     /// itself): the engine calls in it decide no request-level fault again.
     public static func run<T>(_ scope: FaultScope, _ body: () throws -> T) rethrows -> T {

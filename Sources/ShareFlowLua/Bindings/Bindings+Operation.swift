@@ -39,7 +39,13 @@ extension Bindings {
         lua.pushReference(ref)
         let n = pushArgs()
         do {
-            try lua.call(arguments: n, results: 0)
+            // SPEC §15: the callback's own engine calls are requests of their own, not the
+            // operation's (whose injected failure would fail them all, a retry included).
+            if engine.faults.isArmed {
+                try FaultScope.outside { try lua.call(arguments: n, results: 0) }
+            } else {
+                try lua.call(arguments: n, results: 0)
+            }
         } catch {
             host.reportCallbackError(name, error)
         }
