@@ -20,9 +20,16 @@ public final class FaultScope: @unchecked Sendable {
     public internal(set) var delayMs: Double = 0
     public static let maxDelayMs: Double = 60_000
 
-    public init(operation: String, subpath: String? = nil) {
+    /// Whether the engine asks the per-item, per-zone and database-feed rules inside this
+    /// request. A change stream's polls do not: the stream is one request, decided when it
+    /// opens; its polls, as many as time makes, are no requests to fail, delay or purge
+    /// (a purge reported at each poll would be announced again and again, without end).
+    public let asksItemRules: Bool
+
+    public init(operation: String, subpath: String? = nil, asksItemRules: Bool = true) {
         self.operation = operation
         self.subpath = subpath
+        self.asksItemRules = asksItemRules
     }
 
     private static let key = "ShareFlow.FaultScope"
@@ -170,6 +177,7 @@ extension Engine {
     /// record, as a real conflict does, when the caller can read it.
     func itemFault(_ item: FaultItem, id: RecordID, client: Record?, in database: CloudDatabase) -> ShareFlowError? {
         let scope = FaultScope.current
+        guard scope?.asksItemRules ?? true else { return nil }
         var request = faultRequest(scope?.operation ?? "modifyRecords", container: database.container, database: database.databaseScope,
                                    items: [item])
         request.subpath = scope?.subpath
@@ -201,6 +209,7 @@ extension Engine {
     func zoneFeedFault(_ zoneID: RecordZoneID, in database: CloudDatabase) -> ShareFlowError? {
         guard faults.isArmed else { return nil }
         let scope = FaultScope.current
+        guard scope?.asksItemRules ?? true else { return nil }
         var request = faultRequest(scope?.operation ?? "recordZoneChanges", container: database.container,
                                    database: database.databaseScope, items: [FaultItem(zone: zoneID.zoneName)])
         request.subpath = scope?.subpath
@@ -218,6 +227,7 @@ extension Engine {
     func purgeFaults(_ page: inout DatabaseChanges, in database: CloudDatabase) {
         guard faults.isArmed else { return }
         let scope = FaultScope.current
+        guard scope?.asksItemRules ?? true else { return }
         let zones = ((try? fetchAllRecordZones(in: database).map(\.zoneID)) ?? []) + page.changedZoneIDs
         var seen = Set<RecordZoneID>(page.deletions.map(\.zoneID))
         for zoneID in zones.sorted(by: { ($0.zoneName, $0.ownerName) < ($1.zoneName, $1.ownerName) })

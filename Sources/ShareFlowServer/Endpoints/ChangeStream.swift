@@ -49,21 +49,23 @@ struct ChangeStream: Sendable {
         guard database.scope != .public else {
             throw CloudKitError.badRequest("badDatabase: the public database has no change feeds; use the private or shared database")
         }
-        // SPEC §15: a stream's request meets the fault rules too (nothing it does commits, so a
-        // drop after commit is a drop).
-        if let faulted = try await RequestFaults.admit(ChangeStream.subpath, database, body: [:], context: context, engine: api.engine, thread: thread),
-           faulted.dropAfterCommit {
-            try await RequestFaults.finish(faulted, context: context)
-        }
         let resume = request.headers[HTTPField.Name("Last-Event-ID")!].map { $0.trimmingCharacters(in: .whitespaces) }
         guard resume.map({ $0.utf8.count <= 4_096 }) ?? true else {
             throw CloudKitError.badRequest("Last-Event-ID is longer than a change token can be")
         }
         let caller = context.caller
         let api = self.api
+        // SPEC §15: the stream is one request, its fault decided here, on its connection, as
+        // any endpoint's (nothing it does commits, so a drop after commit is a drop after its
+        // start is read); its start and its polls run in a scope that asks no rule again (a
+        // poll deciding natively slept on the engine's one thread and spent counts by time).
+        let fault = try await RequestFaults.admit(ChangeStream.subpath, database, body: [:], context: context,
+                                                     engine: api.engine, thread: thread)
+        let scope = fault.map { FaultScope(operation: $0.scope.operation, subpath: $0.scope.subpath, asksItemRules: false) }
+            ?? FaultScope(operation: ChangeStream.subpath, subpath: ChangeStream.subpath, asksItemRules: false)
         // The start, read before the response begins: a bad Last-Event-ID, or no user, is an
         // ordinary error answer, not a stream that ends at once.
-        let (account, start) = try await thread.run {
+        let (account, start) = try await thread.run { try FaultScope.run(scope) {
             do {
                 let call = EndpointCall(api: api, request: database, caller: try api.current(caller), body: [:])
                 let me = try call.requireUser()
@@ -76,7 +78,9 @@ struct ChangeStream: Sendable {
             } catch {
                 throw CloudKitError.from(error)
             }
-        }
+        } }
+        // A drop after commit: the stream's start was read, the client reads no answer.
+        try await RequestFaults.finish(fault, context: context)
         let admitted = open.withLockedValue { streams -> Bool in
             guard streams[account, default: 0] < perAccount else { return false }
             streams[account, default: 0] += 1
@@ -94,7 +98,8 @@ struct ChangeStream: Sendable {
         let stream = self
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             defer { withExtendedLifetime(place) {} }
-            try await stream.follow(from: start, resuming: !(resume ?? "").isEmpty, database: database, caller: caller, writer: &writer)
+            try await stream.follow(from: start, resuming: !(resume ?? "").isEmpty, database: database, caller: caller, scope: scope,
+                                    writer: &writer)
             try await writer.finish(nil)
         })
     }
@@ -108,7 +113,7 @@ struct ChangeStream: Sendable {
 
     /// Writes the events from `start` until the stream's lifetime ends, the client goes, or
     /// the feed cannot be read (an `error` event says why).
-    private func follow(from start: String, resuming: Bool, database: DatabaseRequest, caller: Caller?,
+    private func follow(from start: String, resuming: Bool, database: DatabaseRequest, caller: Caller?, scope: FaultScope,
                         writer: inout any ResponseBodyWriter) async throws {
         let clock = ContinuousClock()
         let end = clock.now.advanced(by: lifetime)
@@ -120,12 +125,12 @@ struct ChangeStream: Sendable {
             let step: (event: WireObject?, token: String)
             do {
                 let from = token
-                step = try await thread.run {
+                step = try await thread.run { try FaultScope.run(scope) {
                     let call = EndpointCall(api: api, request: database, caller: try api.current(caller), body: [:])
                     let db = try call.database(as: try call.requireUser())
                     let page = try db.databaseChanges(since: from, resultsLimit: 1)
                     return (ChangeEndpoints.zones(page).first.map(WireObject.init), page.changeToken)
-                }
+                } }
             } catch {
                 let e = CloudKitError.from(error)
                 try await writer.write(Self.frame(event: "error", id: nil, data: WireObject(e.body).json))

@@ -1,0 +1,82 @@
+import Foundation
+import ShareFlowTestKit
+import XCTest
+
+/// SPEC §15 attacked from outside: the change stream and the fault gate, the admin route's
+/// edges, dropped connections and the server afterwards.
+final class FaultAttackTests: ServerTestCase {
+    private var admin = ""
+
+    private func adminCall(_ method: String, _ path: String = "", body: String? = nil) throws -> (Int, [String: Any]) {
+        try Tools.curl(method, base + "/admin/1/faults" + path, body: body, headers: ["Authorization: Bearer \(admin)"], in: dir)
+    }
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        admin = try CLI.run(["tokens", "admin", "--store", store]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A curl following the private change stream into a file for `seconds`.
+    private func follow(seconds: Int) throws -> (Process, URL) {
+        let out = dir.appendingPathComponent("stream-\(UUID().uuidString)")
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        curl.arguments = ["curl", "-sN", "-o", out.path, "-w", "%{http_code}", "--max-time", String(seconds),
+                          base + db + "/private/changes/stream?ckAPIToken=\(api)&ckWebAuthToken=\(web)"]
+        curl.standardOutput = Pipe()
+        try curl.run()
+        return (curl, out)
+    }
+
+    private func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+
+    func testTheChangeStreamIsOneRequestDecidedOnItsConnection() throws {
+        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        // A rule naming changes/stream is asked when a stream opens: 429 as any endpoint's.
+        var (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"changes/stream","fault":"requestRateLimited","retryAfter":2,"count":1}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        r = try call("GET", db + "/private/changes/stream")
+        XCTAssertEqual(r.0, 429, "\(r.1)")
+        XCTAssertEqual(r.1["serverErrorCode"] as? String, "THROTTLED")
+
+        // A delay on the database feed holds no one but its own request: a stream's polls are
+        // not requests the engine decides (and sleeps) on its one thread.
+        (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"databaseChanges","latencyMs":3000}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        let (curl, _) = try follow(seconds: 4)
+        defer { if curl.isRunning { curl.terminate() } }
+        usleep(800_000)
+        let started = Date()
+        r = try call("POST", db + "/private/records/query", body: #"{"zoneID":{"zoneName":"Trips"},"query":{"recordType":"Note"}}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1.5, "the engine's thread slept in a stream's poll")
+        curl.terminate(); curl.waitUntilExit()
+        XCTAssertEqual(try adminCall("DELETE").0, 200)
+
+        // A count on changes/database is spent by changes/database requests, not by a stream's polls.
+        (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"changes/database","fault":"serviceUnavailable","count":1}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        let (second, _) = try follow(seconds: 2)
+        second.waitUntilExit()
+        r = try call("POST", db + "/private/changes/database", body: "{}")
+        XCTAssertEqual(r.0, 503, "the rule's one injection is the feed request's: \(r.1)")
+        (status, body) = try adminCall("GET", "/history")
+        let history = body["history"] as? [[String: Any]] ?? []
+        XCTAssertEqual(history.filter { ($0["operation"] as? String) == "databaseChanges" && ($0["fault"] as? String) == "latency" }.count, 0,
+                       "no stream poll was delayed: \(history)")
+    }
+
+    func testAZonePurgedRuleDoesNotSpinAStream() throws {
+        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        let (status, body) = try adminCall("POST", body: #"{"rules":[{"fault":"zonePurged","zone":"Trips"}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        let (curl, out) = try follow(seconds: 2)
+        curl.waitUntilExit()
+        let events = text(out).components(separatedBy: "event: zone").count - 1
+        XCTAssertLessThanOrEqual(events, 1, "the zone reported purged again and again: \(events) events")
+        r = try call("POST", db + "/private/records/query", body: #"{"zoneID":{"zoneName":"Trips"},"query":{"recordType":"Note"}}"#)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+    }
+}
