@@ -79,4 +79,22 @@ final class FaultAttackTests: ServerTestCase {
         r = try call("POST", db + "/private/records/query", body: #"{"zoneID":{"zoneName":"Trips"},"query":{"recordType":"Note"}}"#)
         XCTAssertEqual(r.0, 200, "\(r.1)")
     }
+
+    func testAConnectionDroppedOnEveryEndpointLeavesHealthzTheAdminRouteAndTheNextConnection() throws {
+        var (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"*","fault":"networkFailure"}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        for _ in 0..<3 {
+            XCTAssertEqual(try call("POST", db + "/private/zones/list", body: "{}").0, 0, "no answer: the connection was dropped")
+        }
+        XCTAssertEqual(try call("GET", "/healthz", query: "").0, 200)
+        XCTAssertEqual(try adminCall("GET").0, 200)
+        (status, body) = try adminCall("DELETE")
+        XCTAssertEqual(body["removed"] as? Int, 1)
+        XCTAssertEqual(try call("POST", db + "/private/zones/list", body: "{}").0, 200, "the server answers again")
+        // The access log's line for a drop is a request line like the others: `dropped`, ms, fault=.
+        let log = try String(contentsOf: serverLog, encoding: .utf8)
+        let line = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("/private/zones/list") && $0.contains("dropped") }, log)
+        XCTAssertNotNil(line.range(of: #"POST /database/1/iCloud\.test/development/private/zones/list dropped [0-9]+\.[0-9] ms alice@example\.com fault=networkFailure \(beforeCommit\)$"#,
+                                   options: .regularExpression), String(line))
+    }
 }

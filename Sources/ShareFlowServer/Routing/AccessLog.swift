@@ -31,15 +31,23 @@ struct AccessLog: RouterMiddleware {
             }
             let reason = error.status == .notFound ? "no route \(request.method) \(String(request.uri.path.prefix(200)))" : "\(error.status)"
             response = try CloudKitError(status: status, code: code, reason: reason).response(from: request, context: context)
+        } catch let dropped as RequestFaults.ConnectionDropped {
+            // SPEC §15: a connection dropped on purpose is a request line like any other —
+            // `dropped` where the status goes, the duration in ms, the faults as `fault=`.
+            logger.info("\(request.method) \(Naming.printable(request.uri.path)) dropped \(Self.milliseconds(since: start)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes)) (\(dropped.when.rawValue))")
+            throw dropped
         } catch {
             logger.info("\(request.method) \(Naming.printable(request.uri.path)) error \(start.duration(to: .now)) \(context.notes.caller ?? "-") \(error)")
             throw error
         }
-        let elapsed = start.duration(to: .now).components
-        let ms = Double(elapsed.attoseconds) / 1e15 + Double(elapsed.seconds) * 1000
         // The path shown is cut to 80 characters: a log line per request stays a line.
-        logger.info("\(request.method) \(Naming.printable(request.uri.path)) \(response.status.code) \(String(format: "%.1f", ms)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes))")
+        logger.info("\(request.method) \(Naming.printable(request.uri.path)) \(response.status.code) \(Self.milliseconds(since: start)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes))")
         return response
+    }
+
+    static func milliseconds(since start: ContinuousClock.Instant) -> String {
+        let elapsed = start.duration(to: .now).components
+        return String(format: "%.1f", Double(elapsed.attoseconds) / 1e15 + Double(elapsed.seconds) * 1000)
     }
 
     /// ` fault=a,b` for a request faults were injected into (SPEC §15), else nothing.
