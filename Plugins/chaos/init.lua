@@ -14,7 +14,7 @@ return {
     -- Each a rule of SPEC §15: operation, container, environment, database, zone, recordType,
     -- recordName, caller, fault, retryAfter, itemCode, when, probability, seed, after, count, latencyMs.
     rules = { type = "list", items = "table", default = {} },
-    -- The seed of the first rule that names none; the next gets seed + 1, and so on. A run
+    -- The seed of the first rule that names none; the next gets seed + 1 (past 2^53 - 1: 0), and so on. A run
     -- with the same seed and the same requests meets the same faults.
     seed = { type = "integer", default = 0, min = 0, max = 9007199254740991 },
     -- Log each injection (the fault, the operation, the caller).
@@ -24,7 +24,8 @@ return {
     for i, given in ipairs(ctx.config.rules) do
       local rule = {}
       for key, value in pairs(given) do rule[key] = value end
-      if rule.seed == nil then rule.seed = ctx.config.seed + i - 1 end
+      -- Wrapped to stay a seed (at most 2^53 - 1) when the config's seed is near the top.
+      if rule.seed == nil then rule.seed = (ctx.config.seed + i - 1) % 9007199254740992 end
       local ok, err = pcall(ctx.faults.add, rule)
       if not ok then error(string.format("rules[%d]: %s", i, tostring(err)), 0) end
     end

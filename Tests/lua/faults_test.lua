@@ -293,3 +293,12 @@ test("§15: an operation's callback makes requests of its own: a retry in it is 
   expect.truthy(fetched)
   sf.faults.clear()
 end)
+
+test("§15: the chaos plugin's numbered seeds wrap at the top instead of failing its setup", function()
+  sf.plugins.load("chaos", { rules = { { fault = "zoneBusy" }, { fault = "zoneBusy" } }, seed = 9007199254740991 })
+  local rules = sf.faults.list()
+  sf.plugins.unload("chaos")
+  expect.eq(#rules, 2)
+  expect.eq(rules[1].seed, 9007199254740991)
+  expect.eq(rules[2].seed, 0)
+end)
