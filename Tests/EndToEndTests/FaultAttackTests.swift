@@ -97,4 +97,37 @@ final class FaultAttackTests: ServerTestCase {
         XCTAssertNotNil(line.range(of: #"POST /database/1/iCloud\.test/development/private/zones/list dropped [0-9]+\.[0-9] ms alice@example\.com fault=networkFailure \(beforeCommit\)$"#,
                                    options: .regularExpression), String(line))
     }
+
+    func testAFaultInjectedObserverThatCallsTheEngineDoesNotLoopOnTheEngineThread() throws {
+        // A plugin that reacts to each injection with a fetch of its own: before, the fetch was
+        // decided natively, injected again, announced again… ~100 levels deep, each level's
+        // delay slept on the engine's one thread (one 50 ms rule held the server 5 s).
+        let plugins = dir.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: plugins.appendingPathComponent("echo"), withIntermediateDirectories: true)
+        try CLI.write("""
+            local sf = require("shareflow")
+            return { name = "echo", version = "1.0.0", description = "fetches on each injection", config = {},
+              setup = function(ctx)
+                ctx.on("fault.injected", function()
+                  local db = sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase
+                  local _, err = db:fetchRecord(sf.RecordID{ recordName = "x" })
+                  ctx.log.info("echo fetched: " .. tostring(err and err.code))
+                end, { name = "echo" })
+              end }
+            """, to: plugins.appendingPathComponent("echo/init.lua"))
+        let config = dir.appendingPathComponent("echo.config.lua")
+        try CLI.write("return { plugins = { echo = true } }", to: config)
+        stopServer()
+        try startServer(["--config", config.path, "--plugins", plugins.path])
+        let (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"*","latencyMs":300}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        let started = Date()
+        let r = try call("POST", db + "/private/zones/list", body: "{}")
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2, "one delay, not one per observer level")
+        let history = try adminCall("GET", "/history").1["history"] as? [Any]
+        XCTAssertEqual(history?.count, 1, "\(history ?? [])")
+        let log = try String(contentsOf: serverLog, encoding: .utf8)
+        XCTAssertEqual(log.components(separatedBy: "echo fetched: unknownItem").count - 1, 1, log)
+    }
 }

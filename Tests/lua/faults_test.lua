@@ -302,3 +302,29 @@ test("§15: the chaos plugin's numbered seeds wrap at the top instead of failing
   expect.eq(rules[1].seed, 9007199254740991)
   expect.eq(rules[2].seed, 0)
 end)
+
+test("§15: what a fault.injected observer does with the engine asks no rule: no injection loop", function()
+  local w = helpers.world()
+  assert(select(2, w.db:modifyRecords{ save = { w.trip } }) == nil)
+  sf.faults.add{ fault = "serviceUnavailable", operation = "fetchRecords" }
+  local seen, fetched, retried = 0, nil, nil
+  local hook = sf.on("fault.injected", function()
+    seen = seen + 1
+    fetched = w.db:fetchRecord(w.trip.recordID)
+    -- An operation's callback inside the observer asks none either.
+    local op = sf.FetchRecordsOperation{ recordIDs = { w.trip.recordID } }
+    op.fetchRecordsResultBlock = function() retried = w.db:fetchRecord(w.trip.recordID) end
+    op.database = w.db
+    w.c:add(op)
+    op:wait()
+  end)
+  local record, err = w.db:fetchRecord(w.trip.recordID)
+  hook:remove()
+  expect.eq(record, nil)
+  expect.eq(err.code, "serviceUnavailable")
+  expect.eq(seen, 1, "one injection, one event")
+  expect.eq(#sf.faults.history(), 1)
+  expect.truthy(fetched, "the observer's own fetch ran")
+  expect.truthy(retried, "and its operation's callback's")
+  sf.faults.clear()
+end)

@@ -20,16 +20,21 @@ public final class FaultScope: @unchecked Sendable {
     public internal(set) var delayMs: Double = 0
     public static let maxDelayMs: Double = 60_000
 
-    /// Whether the engine asks the per-item, per-zone and database-feed rules inside this
-    /// request. A change stream's polls do not: the stream is one request, decided when it
-    /// opens; its polls, as many as time makes, are no requests to fail, delay or purge
-    /// (a purge reported at each poll would be announced again and again, without end).
-    public let asksItemRules: Bool
+    /// Whether the engine asks any rule inside this scope: its request-level fault is decided
+    /// already (a scope is open), and false asks no per-item, per-zone or database-feed rule
+    /// either, nor opens a request of its own for a callback. Two scopes ask none:
+    /// - a change stream's polls: the stream is one request, decided when it opens; its
+    ///   polls, as many as time makes, are no requests to fail, delay or purge (a purge
+    ///   reported at each poll would be announced again and again, without end);
+    /// - `fault.injected`'s observers: an observer that calls the engine would otherwise be
+    ///   injected again, announce again, and so on (on a server, each level's delay slept on
+    ///   the engine's one thread).
+    public let asksRules: Bool
 
-    public init(operation: String, subpath: String? = nil, asksItemRules: Bool = true) {
+    public init(operation: String, subpath: String? = nil, asksRules: Bool = true) {
         self.operation = operation
         self.subpath = subpath
-        self.asksItemRules = asksItemRules
+        self.asksRules = asksRules
     }
 
     private static let key = "ShareFlow.FaultScope"
@@ -45,7 +50,8 @@ public final class FaultScope: @unchecked Sendable {
     /// itself — a retry in a result block is not the failed request again, and a rule aimed
     /// at the callback's request is asked.
     public static func outside<T>(_ body: () throws -> T) rethrows -> T {
-        guard let outer = current else { return try body() }
+        // Inside a scope that asks no rule (an observer of fault.injected), a callback neither.
+        guard let outer = current, outer.asksRules else { return try body() }
         current = nil
         defer { current = outer }
         return try body()
@@ -122,7 +128,9 @@ extension Engine {
         guard events.hasObservers(.faultInjected) else { return }
         var event = Event(.faultInjected, caller: caller, container: container)
         event.injection = injection
-        emit(event)
+        // What observers do with the engine asks no rule (FaultScope.asksRules): no injection
+        // loop, however an observer reacts.
+        FaultScope.run(FaultScope(operation: "fault.injected", asksRules: false)) { emit(event) }
     }
 
     /// Decides the request-level fault of a request that starts here, and applies it to
@@ -177,7 +185,7 @@ extension Engine {
     /// record, as a real conflict does, when the caller can read it.
     func itemFault(_ item: FaultItem, id: RecordID, client: Record?, in database: CloudDatabase) -> ShareFlowError? {
         let scope = FaultScope.current
-        guard scope?.asksItemRules ?? true else { return nil }
+        guard scope?.asksRules ?? true else { return nil }
         var request = faultRequest(scope?.operation ?? "modifyRecords", container: database.container, database: database.databaseScope,
                                    items: [item])
         request.subpath = scope?.subpath
@@ -209,7 +217,7 @@ extension Engine {
     func zoneFeedFault(_ zoneID: RecordZoneID, in database: CloudDatabase) -> ShareFlowError? {
         guard faults.isArmed else { return nil }
         let scope = FaultScope.current
-        guard scope?.asksItemRules ?? true else { return nil }
+        guard scope?.asksRules ?? true else { return nil }
         var request = faultRequest(scope?.operation ?? "recordZoneChanges", container: database.container,
                                    database: database.databaseScope, items: [FaultItem(zone: zoneID.zoneName)])
         request.subpath = scope?.subpath
@@ -227,7 +235,7 @@ extension Engine {
     func purgeFaults(_ page: inout DatabaseChanges, in database: CloudDatabase) {
         guard faults.isArmed else { return }
         let scope = FaultScope.current
-        guard scope?.asksItemRules ?? true else { return }
+        guard scope?.asksRules ?? true else { return }
         let zones = ((try? fetchAllRecordZones(in: database).map(\.zoneID)) ?? []) + page.changedZoneIDs
         var seen = Set<RecordZoneID>(page.deletions.map(\.zoneID))
         for zoneID in zones.sorted(by: { ($0.zoneName, $0.ownerName) < ($1.zoneName, $1.ownerName) })

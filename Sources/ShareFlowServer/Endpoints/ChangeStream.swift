@@ -61,8 +61,8 @@ struct ChangeStream: Sendable {
         // poll deciding natively slept on the engine's one thread and spent counts by time).
         let fault = try await RequestFaults.admit(ChangeStream.subpath, database, body: [:], context: context,
                                                      engine: api.engine, thread: thread)
-        let scope = fault.map { FaultScope(operation: $0.scope.operation, subpath: $0.scope.subpath, asksItemRules: false) }
-            ?? FaultScope(operation: ChangeStream.subpath, subpath: ChangeStream.subpath, asksItemRules: false)
+        let scope = fault.map { FaultScope(operation: $0.scope.operation, subpath: $0.scope.subpath, asksRules: false) }
+            ?? FaultScope(operation: ChangeStream.subpath, subpath: ChangeStream.subpath, asksRules: false)
         // The start, read before the response begins: a bad Last-Event-ID, or no user, is an
         // ordinary error answer, not a stream that ends at once.
         let (account, start) = try await thread.run { try FaultScope.run(scope) {
