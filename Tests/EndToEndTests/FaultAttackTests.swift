@@ -130,4 +130,23 @@ final class FaultAttackTests: ServerTestCase {
         let log = try String(contentsOf: serverLog, encoding: .utf8)
         XCTAssertEqual(log.components(separatedBy: "echo fetched: unknownItem").count - 1, 1, log)
     }
+
+    func testTheAdminRouteCannotRemoveAConfigRuleByItsId() throws {
+        let config = dir.appendingPathComponent("faults.config.lua")
+        try CLI.write(#"return { faults = { { operation = "zones/list", fault = "serviceUnavailable" } } }"#, to: config)
+        stopServer()
+        try startServer(["--config", config.path])
+        var (status, body) = try adminCall("GET")
+        let id = try XCTUnwrap((body["rules"] as? [[String: Any]])?.first?["id"] as? Int, "\(body)")
+        (status, body) = try adminCall("DELETE", "/\(id)")
+        XCTAssertEqual(status, 400, "\(body)")
+        XCTAssertTrue((body["reason"] as? String ?? "").contains("the config file's"), "\(body)")
+        (status, body) = try adminCall("GET")
+        XCTAssertEqual((body["rules"] as? [Any])?.count, 1, "the config's rule stays: \(body)")
+        XCTAssertEqual(try call("POST", db + "/private/zones/list", body: "{}").0, 503)
+        // A run-time rule still goes by its id.
+        (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"zones/lookup","fault":"zoneBusy"}]}"#)
+        let added = try XCTUnwrap((body["ids"] as? [Int])?.first, "\(body)")
+        XCTAssertEqual(try adminCall("DELETE", "/\(added)").0, 200)
+    }
 }

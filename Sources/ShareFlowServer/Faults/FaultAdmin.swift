@@ -34,6 +34,10 @@ struct FaultAdmin: Sendable {
         }
         admin.delete(":id") { _, context in
             let raw = context.parameters.get("id") ?? ""
+            // SPEC §15: the config file's rules are never removed at run time, by id neither.
+            if let id = Int(raw), engine.faults.list().contains(where: { $0.id == id && $0.owner == .config }) {
+                throw CloudKitError.badRequest("fault rule \(id) is the config file's: it lasts as long as the server (edit the config file to change it)")
+            }
             guard let id = Int(raw), engine.faults.remove(id: id) else {
                 throw CloudKitError(status: 404, code: "NOT_FOUND", reason: "no armed fault rule has id \(Naming.printable(String(raw.prefix(40))))")
             }
