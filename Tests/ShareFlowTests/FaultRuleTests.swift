@@ -90,6 +90,56 @@ final class FaultRuleTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(start), 5)
     }
 
+    /// The compiled glob agrees with a plain dynamic program on random patterns and names
+    /// (stars runs, `?`, a pattern past 64 characters for the multi-word carries).
+    func testTheCompiledGlobAgreesWithAReferenceMatcher() {
+        func reference(_ glob: String, _ name: String) -> Bool {
+            let p = Array(glob), s = Array(name)
+            var row = [Bool](repeating: false, count: s.count + 1)
+            row[0] = true
+            for c in p {
+                var next = [Bool](repeating: false, count: s.count + 1)
+                if c == "*" { next[0] = row[0] }
+                for j in 0..<s.count {
+                    next[j + 1] = c == "*" ? (row[j + 1] || next[j]) : (row[j] && (c == "?" || c == s[j]))
+                }
+                row = next
+            }
+            return row[s.count]
+        }
+        var generator = SplitMix64(seed: 11)
+        func pick(_ n: Int) -> Int { Int(generator.next() % UInt64(n)) }
+        let alphabet: [Character] = ["a", "b", "é", "*", "?"]
+        for round in 0..<4_000 {
+            let long = round % 10 == 0
+            let glob = String((0..<pick(long ? 150 : 9)).map { _ in alphabet[pick(5)] })
+            let name = String((0..<pick(long ? 200 : 9)).map { _ in alphabet[pick(3)] })
+            XCTAssertEqual(FaultRule.globMatches(glob, name), reference(glob, name), "\(glob) ~ \(name)")
+        }
+        XCTAssertTrue(FaultRule.globMatches(String(repeating: "a", count: 70) + "*" + String(repeating: "?", count: 70),
+                                            String(repeating: "a", count: 200)))
+    }
+
+    /// A thousand `*aaa…ab` rules against a modify of 400 names `aaa…a1`: the worst case of a
+    /// backtracking walk (~1 ms a rule and an item in a debug build: 400 s for the modify).
+    func testAThousandPathologicalGlobsAreCheapToAsk() throws {
+        func time(_ pattern: String, items: Int) throws -> TimeInterval {
+            let injector = FaultInjector()
+            for seed in 0..<1_000 {
+                try injector.add(try FaultRule(["recordName": .string(pattern), "fault": .string("partialFailure"), "seed": .number(Double(seed))],
+                                               name: "t"))
+            }
+            let name = String(repeating: "a", count: 254) + "1"
+            let start = Date()
+            for _ in 0..<items { XCTAssertNil(injector.decide(request(name: name), stage: .item)) }
+            return Date().timeIntervalSince(start)
+        }
+        // Longer than any name: refused before a character is read.
+        XCTAssertLessThan(try time("*" + String(repeating: "a", count: 1_022) + "b", items: 400), 5)
+        // As long as a name can be: one pass over it per rule.
+        XCTAssertLessThan(try time("*" + String(repeating: "a", count: 253) + "b", items: 40), 15)
+    }
+
     private func request(_ operation: String = "modifyRecords", subpath: String? = nil, zone: String? = "Z", name: String? = "n-1",
                          caller: String = "_bob", email: String? = "Bob@Example.com") -> FaultRequest {
         FaultRequest(operation: operation, subpath: subpath, container: "iCloud.x", environment: .development, database: "private",

@@ -122,6 +122,8 @@ public final class FaultInjector: @unchecked Sendable {
         let rule: FaultRule
         let owner: Owner
         var generator: SplitMix64
+        /// The rule's recordName, compiled once.
+        let glob: Glob?
         var matches = 0
         var injections = 0
     }
@@ -163,7 +165,7 @@ public final class FaultInjector: @unchecked Sendable {
             }
             let id = nextID
             nextID += 1
-            armed.append(Armed(id: id, rule: rule, owner: owner, generator: SplitMix64(seed: rule.seed)))
+            armed.append(Armed(id: id, rule: rule, owner: owner, generator: SplitMix64(seed: rule.seed), glob: rule.recordName.map(Glob.init)))
             armedCount.store(armed.count, ordering: .relaxed)
             return id
         }
@@ -222,7 +224,7 @@ public final class FaultInjector: @unchecked Sendable {
             for index in armed.indices {
                 let rule = armed[index].rule
                 guard stage.admits(rule.fault, operation: request.operation, overHTTP: request.overHTTP),
-                      let item = FaultInjector.matches(rule, request) else { continue }
+                      let item = FaultInjector.matches(rule, request, glob: armed[index].glob) else { continue }
                 armed[index].matches += 1
                 // Drawn at every match, whatever else decides: the sequence of draws is the
                 // sequence of matches, so a seed replays exactly (F3).
@@ -254,7 +256,7 @@ public final class FaultInjector: @unchecked Sendable {
 
     /// Nil when `rule` does not match `r`; else the item it matched (`.some(nil)`: the rule
     /// names no item, and the request's first item, if any, is the one recorded).
-    static func matches(_ rule: FaultRule, _ r: FaultRequest) -> FaultItem?? {
+    static func matches(_ rule: FaultRule, _ r: FaultRequest, glob: Glob? = nil) -> FaultItem?? {
         if rule.operation != "*", rule.operation != r.operation, rule.operation != r.subpath {
             // A subpath rule matches a native call of what it runs (`records/modify` ≡
             // `modifyRecords`), not another subpath that runs the same.
@@ -270,8 +272,8 @@ public final class FaultInjector: @unchecked Sendable {
         for item in r.items {
             if let zone = rule.zone, zone != item.zone { continue }
             if let type = rule.recordType, type != item.recordType { continue }
-            if let glob = rule.recordName {
-                guard let name = item.recordName, FaultRule.globMatches(glob, name) else { continue }
+            if let pattern = rule.recordName {
+                guard let name = item.recordName, (glob ?? Glob(pattern)).matches(name) else { continue }
             }
             return .some(item)
         }
