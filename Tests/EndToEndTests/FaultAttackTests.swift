@@ -149,4 +149,16 @@ final class FaultAttackTests: ServerTestCase {
         let added = try XCTUnwrap((body["ids"] as? [Int])?.first, "\(body)")
         XCTAssertEqual(try adminCall("DELETE", "/\(added)").0, 200)
     }
+
+    func testAConfigWithMoreRulesThanCanBeArmedIsOneLineNamingTheFile() throws {
+        let config = dir.appendingPathComponent("many.config.lua")
+        try CLI.write("return { faults = {" + (0...1_000).map { #"{ fault = "zoneBusy", zone = "z\#($0)" }"# }.joined(separator: ",") + "} }",
+                      to: config)
+        let script = dir.appendingPathComponent("one.lua")
+        try CLI.write("print(1)", to: script)
+        let r = try CLI.run(["run", "--store", ":memory:", "--config", config.path, script.path])
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("config file \(config.path): 'faults' has 1001 rules; at most 1000 are armed at once"), r.stderr)
+        XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
+    }
 }

@@ -84,6 +84,9 @@ public struct PluginConfig {
             guard case .table(let list) = faults, list.hash.isEmpty else {
                 throw PluginError("config file \(path): 'faults' must be a list of rules { { operation = …, fault = … }, … }")
             }
+            guard list.array.count <= FaultInjector.maxRules else {
+                throw PluginError("config file \(path): 'faults' has \(list.array.count) rules; at most \(FaultInjector.maxRules) are armed at once")
+            }
             for (n, value) in list.array.enumerated() {
                 guard case .table(let t) = value, t.array.isEmpty else {
                     throw PluginError("config file \(path): faults[\(n + 1)] must be a table of named fields, got \(value)")
