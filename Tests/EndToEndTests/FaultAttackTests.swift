@@ -161,4 +161,46 @@ final class FaultAttackTests: ServerTestCase {
         XCTAssertTrue(r.stderr.contains("config file \(config.path): 'faults' has 1001 rules; at most 1000 are armed at once"), r.stderr)
         XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
     }
+
+    func testAPluginsOperationCallbackInsideARequestIsPartOfThatRequest() throws {
+        // A plugin observing record.saved runs an operation whose callback reads: inside a
+        // server's request that is the request's work, decided on its connection once — never
+        // a native request decided (and delayed) on the engine's thread.
+        let plugins = dir.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: plugins.appendingPathComponent("reader"), withIntermediateDirectories: true)
+        try CLI.write("""
+            local sf = require("shareflow")
+            return { name = "reader", version = "1.0.0", description = "reads back each save", config = {},
+              setup = function(ctx)
+                ctx.on("record.saved", function(ev)
+                  local db = sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase
+                  local id = ev.record.recordID
+                  local op = sf.FetchRecordsOperation{ recordIDs = { id } }
+                  op.fetchRecordsResultBlock = function()
+                    local _, err = db:fetchRecord(id)
+                    ctx.log.info("reader fetched: " .. tostring(err and err.code or "ok"))
+                  end
+                  op.database = db
+                  db.container:add(op)
+                  op:wait()
+                end, { name = "reader" })
+              end }
+            """, to: plugins.appendingPathComponent("reader/init.lua"))
+        let config = dir.appendingPathComponent("reader.config.lua")
+        try CLI.write("return { plugins = { reader = true } }", to: config)
+        stopServer()
+        try startServer(["--config", config.path, "--plugins", plugins.path])
+        let (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"*","latencyMs":1500}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        let started = Date()
+        let r = try call("POST", db + "/private/records/modify", body: """
+            {"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n1","fields":{"t":{"value":"x"}}}}]}
+            """)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2.9, "one delay, the request's")
+        let history = try adminCall("GET", "/history").1["history"] as? [Any]
+        XCTAssertEqual(history?.count, 1, "\(history ?? [])")
+        let log = try String(contentsOf: serverLog, encoding: .utf8)
+        XCTAssertTrue(log.contains("reader fetched: ok"), log)
+    }
 }

@@ -31,10 +31,25 @@ public final class FaultScope: @unchecked Sendable {
     ///   the engine's one thread).
     public let asksRules: Bool
 
+    /// A request the engine opened itself, on the caller's thread (an operation from its
+    /// queue, a database's method called directly): the only kind a callback leaves
+    /// (`outside`). A server's request stays open in its callbacks: what they do is decided on
+    /// the connection, never on the engine's thread.
+    let isNative: Bool
+
     public init(operation: String, subpath: String? = nil, asksRules: Bool = true) {
         self.operation = operation
         self.subpath = subpath
         self.asksRules = asksRules
+        isNative = false
+    }
+
+    /// A native request's scope.
+    init(native operation: String) {
+        self.operation = operation
+        subpath = nil
+        asksRules = true
+        isNative = true
     }
 
     private static let key = "ShareFlow.FaultScope"
@@ -45,13 +60,13 @@ public final class FaultScope: @unchecked Sendable {
         set { Thread.current.threadDictionary[key] = newValue }
     }
 
-    /// Runs `body` outside the request open on this thread, if any: an app's callback (an
-    /// operation's block) that calls the engine makes requests of its own, each decided for
-    /// itself — a retry in a result block is not the failed request again, and a rule aimed
-    /// at the callback's request is asked.
+    /// Runs `body` outside the native request open on this thread, if any: an app's callback
+    /// (an operation's block) that calls the engine makes requests of its own, each decided
+    /// for itself — a retry in a result block is not the failed request again, and a rule
+    /// aimed at the callback's request is asked. Any other scope (a server's request, one that
+    /// asks no rule) stays open.
     public static func outside<T>(_ body: () throws -> T) rethrows -> T {
-        // Inside a scope that asks no rule (an observer of fault.injected), a callback neither.
-        guard let outer = current, outer.asksRules else { return try body() }
+        guard let outer = current, outer.isNative else { return try body() }
         current = nil
         defer { current = outer }
         return try body()
@@ -156,7 +171,7 @@ extension Engine {
     func faultGate<T>(_ operation: String, _ database: CloudDatabase, items: @autoclosure () -> [FaultItem], _ body: () throws -> T) throws -> T {
         guard faults.isArmed else { return try body() }
         if let scope = FaultScope.current { return try scope.enforce(body) }
-        let scope = FaultScope(operation: operation)
+        let scope = FaultScope(native: operation)
         let request = faultRequest(operation, container: database.container, database: database.databaseScope, items: items())
         decideRequestFault(request, into: scope, caller: try? database.container.session.account)
         return try FaultScope.run(scope) { try scope.enforce(body) }
@@ -166,7 +181,7 @@ extension Engine {
     /// fault decided once, for every engine call `body` makes (each enforces it).
     func faultScope<T>(_ operation: String, _ database: CloudDatabase, items: @autoclosure () -> [FaultItem], _ body: () throws -> T) rethrows -> T {
         guard faults.isArmed, FaultScope.current == nil else { return try body() }
-        let scope = FaultScope(operation: operation)
+        let scope = FaultScope(native: operation)
         let request = faultRequest(operation, container: database.container, database: database.databaseScope, items: items())
         decideRequestFault(request, into: scope, caller: try? database.container.session.account)
         return try FaultScope.run(scope, body)

@@ -47,7 +47,7 @@ public final class ContainerQueue {
         if engine.faults.isArmed, FaultScope.current == nil {
             // One request: its fault decided here, once, before any of its work (SPEC §15).
             let name = Engine.faultName(of: operation)
-            let scope = FaultScope(operation: name)
+            let scope = FaultScope(native: name)
             engine.decideRequestFault(engine.faultRequest(name, container: container, database: operation.faultDatabase,
                                                           items: operation.faultItems()),
                                       into: scope, caller: try? container.session.account)
