@@ -48,3 +48,13 @@ test("a bad rule fails the load, naming the rule and its field", function()
   expect.truthy(tostring(err):find("count must be an integer from 1", 1, true), tostring(err))
   expect.eq(#sf.faults.list(), 0, "the rules armed before the bad one went with the failed load")
 end)
+
+test("its rules go when it unloads, a script's stay", function()
+  world()
+  local mine = sf.faults.add{ operation = "query", fault = "quotaExceeded" }
+  sf.plugins.load("chaos", { rules = { { operation = "fetchRecords", fault = "zoneBusy" } } })
+  expect.eq(#sf.faults.list(), 2)
+  sf.plugins.unload("chaos")
+  expect.eq(#sf.faults.list(), 1, "the script's rule stays")
+  expect.eq(mine:remove(), true)
+end)

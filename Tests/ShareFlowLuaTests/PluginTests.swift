@@ -65,6 +65,25 @@ final class PluginTests: XCTestCase {
         return r[0].stringValue ?? "?"
     }
 
+    /// SPEC §15: a plugin arms rules, and its `clear()` takes only its own: not the operator's
+    /// (a script's, the admin route's, the config file's), nor another plugin's.
+    func testAPluginClearsOnlyItsOwnFaultRules() throws {
+        try plugin("armer", setup: #"ctx.faults.add{ operation = "query", fault = "zoneBusy" }"#)
+        try plugin("clearer", setup: """
+            ctx.faults.add{ operation = "fetchRecords", fault = "zoneBusy" }
+            ctx.log.info("cleared " .. ctx.faults.clear())
+            """)
+        let (host, manager) = try world()
+        try host.engine.faults.add(try FaultRule(["fault": .string("serviceUnavailable"), "caller": .string("x@example.com")], name: "t"),
+                                   owner: .config)
+        try host.run(#"require("shareflow").faults.add{ fault = "quotaExceeded", caller = "y@example.com" }"#)
+        try manager.load("armer")
+        try manager.load("clearer")
+        XCTAssertEqual(host.engine.faults.list().map(\.owner), [.config, .runtime, .plugin("armer")])
+        manager.unload("armer")
+        XCTAssertEqual(host.engine.faults.list().map(\.owner), [.config, .runtime])
+    }
+
     func testHostileObserversAreContainedAndTheHostKeepsServing() throws {
         let hostile: [(String, String)] = [
             ("runaway", "while true do end"),

@@ -249,7 +249,7 @@ extension Engine {
     /// `zonePurged` (SPEC §15): the zones of `database` a rule reports purged in this page of
     /// the database feed, moved from changed to deleted with reason `purged`. The data stay.
     func purgeFaults(_ page: inout DatabaseChanges, in database: CloudDatabase) {
-        guard faults.isArmed else { return }
+        guard faults.arms(.zonePurged) else { return }
         let scope = FaultScope.current
         guard scope?.asksRules ?? true else { return }
         let zones = ((try? fetchAllRecordZones(in: database).map(\.zoneID)) ?? []) + page.changedZoneIDs

@@ -147,8 +147,6 @@ public final class FaultInjector: @unchecked Sendable {
     private var kept: [FaultInjection] = []
     /// Where the next entry of the history ring goes, once it is full.
     private var ringStart = 0
-    /// Called with each injection, outside the lock (the engine's `fault.injected` event).
-    public var onInjection: (@Sendable (FaultInjection) -> Void)?
 
     public init() {}
 
@@ -169,6 +167,13 @@ public final class FaultInjector: @unchecked Sendable {
             armedCount.store(armed.count, ordering: .relaxed)
             return id
         }
+    }
+
+    /// Whether a rule of `fault` is armed (a database feed lists its zones for `zonePurged`
+    /// only when one is).
+    public func arms(_ fault: FaultRule.Fault) -> Bool {
+        guard isArmed else { return false }
+        return lock.withLock { armed.contains { $0.rule.fault == fault } }
     }
 
     /// Disarms rule `id`; false if no rule has it.
@@ -240,7 +245,6 @@ public final class FaultInjector: @unchecked Sendable {
             }
             return nil
         }
-        if let decision { onInjection?(decision.injection) }
         return decision
     }
 

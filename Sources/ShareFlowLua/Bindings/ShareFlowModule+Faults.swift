@@ -15,7 +15,14 @@ extension ShareFlowModule {
     final class FaultRuleHandle {
         let id: Int
         let injector: FaultInjector
-        init(id: Int, injector: FaultInjector) { self.id = id; self.injector = injector }
+        let armed: ArmedHere
+        init(id: Int, injector: FaultInjector, armed: ArmedHere) { self.id = id; self.injector = injector; self.armed = armed }
+    }
+
+    /// The rules this state armed and has not removed: disarmed when it closes (one
+    /// registration for them all, so arming and removing in a loop holds nothing).
+    final class ArmedHere {
+        var ids = Set<Int>()
     }
 
     static func faultFunctions(_ lua: LuaState, host: ScriptHost, _ b: Bindings) -> [ModuleFunction] {
@@ -23,6 +30,7 @@ extension ShareFlowModule {
         handles
             .property("id") { lua, h in lua_pushinteger(lua.L, lua_Integer(h.id)) }
             .method("remove") { call, h in
+                h.armed.ids.remove(h.id)
                 lua_pushboolean(call.L, h.injector.remove(id: h.id) ? 1 : 0)
                 return 1
             }
@@ -32,16 +40,22 @@ extension ShareFlowModule {
         // A plugin's rules are its own: they end when it unloads (PluginManager.unload), and
         // every rule armed here ends when this state does.
         let owner: FaultInjector.Owner = host.labelPrefix.isEmpty ? .runtime : .plugin(String(host.labelPrefix.dropLast()))
+        let armedHere = ArmedHere()
+        host.registrations.append { for id in armedHere.ids { injector.remove(id: id) } }
         return [
-            ("add", { [unowned host] call in
+            ("add", { call in
                 let rule = try b.raising { try FaultRule(try faultFields(call, 1), name: "sf.faults.add") }
                 let id = try b.raising { try injector.add(rule, owner: owner) }
-                host.registrations.append { injector.remove(id: id) }
-                handles.push(FaultRuleHandle(id: id, injector: injector), in: call.state)
+                armedHere.ids.insert(id)
+                handles.push(FaultRuleHandle(id: id, injector: injector, armed: armedHere), in: call.state)
                 return 1
             }),
             ("clear", { call in
-                lua_pushinteger(call.L, lua_Integer(injector.clear()))
+                // A plugin clears its own rules only: the operator's (admin, scripts) and other
+                // plugins' are not its to take.
+                let removed: Int
+                if case .plugin = owner { removed = injector.removeAll { $0 == owner } } else { removed = injector.clear() }
+                lua_pushinteger(call.L, lua_Integer(removed))
                 return 1
             }),
             ("list", { call in
