@@ -170,11 +170,10 @@ extension Engine {
     @inline(__always)
     func faultGate<T>(_ operation: String, _ database: CloudDatabase, items: @autoclosure () -> [FaultItem], _ body: () throws -> T) throws -> T {
         guard faults.isArmed else { return try body() }
-        if let scope = FaultScope.current { return try scope.enforce(body) }
-        let scope = FaultScope(native: operation)
-        let request = faultRequest(operation, container: database.container, database: database.databaseScope, items: items())
-        decideRequestFault(request, into: scope, caller: try? database.container.session.account)
-        return try FaultScope.run(scope) { try scope.enforce(body) }
+        return try faultScope(operation, database, items: items()) {
+            guard let scope = FaultScope.current else { return try body() }
+            return try scope.enforce(body)
+        }
     }
 
     /// Runs `body` as one request that starts here, when none is open: its request-level
@@ -199,21 +198,29 @@ extension Engine {
     /// `partialFailure`), as the item's error. A `serverRecordChanged` carries the server's
     /// record, as a real conflict does, when the caller can read it.
     func itemFault(_ item: FaultItem, id: RecordID, client: Record?, in database: CloudDatabase) -> ShareFlowError? {
-        let scope = FaultScope.current
-        guard scope?.asksRules ?? true else { return nil }
-        var request = faultRequest(scope?.operation ?? "modifyRecords", container: database.container, database: database.databaseScope,
-                                   items: [item])
-        request.subpath = scope?.subpath
-        guard let decision = faults.decide(request, stage: .item) else { return nil }
-        scope?.injected.append(decision.rule.fault?.rawValue ?? "latency")
-        announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
-        delay(decision, in: scope)
+        guard let decision = decideInScope(item, stage: .item, operation: "modifyRecords", in: database) else { return nil }
         guard var error = Engine.error(injecting: decision) else { return nil }
         error.message = "\(id.recordName): \(error.message)"
         if error.code == .serverRecordChanged, let client {
             error.conflict = RecordConflict(server: try? fetchRecord(id, in: database), client: client.duplicate(), ancestor: client.ancestor())
         }
         return error
+    }
+
+    /// Asks the rules of `stage` about one item or zone of the request open on this thread (or,
+    /// with none open, of a native `operation`), and when one fires, does what every
+    /// injection does: notes it for the access log, tells `fault.injected`'s observers and
+    /// takes its delay. Nil inside a scope that asks no rule.
+    private func decideInScope(_ item: FaultItem, stage: FaultStage, operation: String, in database: CloudDatabase) -> FaultInjector.Decision? {
+        let scope = FaultScope.current
+        guard scope?.asksRules ?? true else { return nil }
+        var request = faultRequest(scope?.operation ?? operation, container: database.container, database: database.databaseScope, items: [item])
+        request.subpath = scope?.subpath
+        guard let decision = faults.decide(request, stage: stage) else { return nil }
+        scope?.injected.append(decision.rule.fault?.rawValue ?? "latency")
+        announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
+        delay(decision, in: scope)
+        return decision
     }
 
     /// An item's or zone's delay: over HTTP left to the server, which sleeps it on the request's
@@ -231,16 +238,8 @@ extension Engine {
 
     /// The per-zone fault of a zone feed (`zoneBusy`, `changeTokenExpired`), if a rule strikes.
     func zoneFeedFault(_ zoneID: RecordZoneID, in database: CloudDatabase) -> ShareFlowError? {
-        guard faults.isArmed else { return nil }
-        let scope = FaultScope.current
-        guard scope?.asksRules ?? true else { return nil }
-        var request = faultRequest(scope?.operation ?? "recordZoneChanges", container: database.container,
-                                   database: database.databaseScope, items: [FaultItem(zone: zoneID.zoneName)])
-        request.subpath = scope?.subpath
-        guard let decision = faults.decide(request, stage: .zone) else { return nil }
-        scope?.injected.append(decision.rule.fault?.rawValue ?? "latency")
-        announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
-        delay(decision, in: scope)
+        guard faults.isArmed,
+              let decision = decideInScope(FaultItem(zone: zoneID.zoneName), stage: .zone, operation: "recordZoneChanges", in: database) else { return nil }
         guard var error = Engine.error(injecting: decision) else { return nil }
         error.message = "zone \(zoneID.zoneName): \(error.message)"
         return error
@@ -249,20 +248,13 @@ extension Engine {
     /// `zonePurged` (SPEC §15): the zones of `database` a rule reports purged in this page of
     /// the database feed, moved from changed to deleted with reason `purged`. The data stay.
     func purgeFaults(_ page: inout DatabaseChanges, in database: CloudDatabase) {
-        guard faults.arms(.zonePurged) else { return }
-        let scope = FaultScope.current
-        guard scope?.asksRules ?? true else { return }
+        guard faults.arms(.zonePurged), FaultScope.current?.asksRules ?? true else { return }
         let zones = ((try? fetchAllRecordZones(in: database).map(\.zoneID)) ?? []) + page.changedZoneIDs
         var seen = Set<RecordZoneID>(page.deletions.map(\.zoneID))
         for zoneID in zones.sorted(by: { ($0.zoneName, $0.ownerName) < ($1.zoneName, $1.ownerName) })
         where !zoneID.isDefaultZone && seen.insert(zoneID).inserted {
-            var request = faultRequest(scope?.operation ?? "databaseChanges", container: database.container,
-                                       database: database.databaseScope, items: [FaultItem(zone: zoneID.zoneName)])
-            request.subpath = scope?.subpath
-            guard let decision = faults.decide(request, stage: .databaseFeed) else { continue }
-            scope?.injected.append("zonePurged")
-            announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
-            delay(decision, in: scope)
+            guard decideInScope(FaultItem(zone: zoneID.zoneName), stage: .databaseFeed, operation: "databaseChanges", in: database) != nil
+            else { continue }
             page.changedZoneIDs.removeAll { $0 == zoneID }
             page.deletions.append((zoneID, "purged"))
         }
