@@ -22,6 +22,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         // Already under Hummingbird; named for the server's channel handlers (NIOCore).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        // The second store (SPEC §16): PostgreSQL.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // liblua5.4 from the system (Debian: liblua5.4-dev), with a shim for Lua's macros.
@@ -46,6 +49,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // Change tokens are signed (HMAC-SHA256, SPEC §14 S1).
                 .product(name: "Crypto", package: "swift-crypto"),
+                // The PostgreSQL store (SPEC §16), driven from the engine's thread.
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The Lua host: state, value bridge, bindings, sandbox, limits, plugins.

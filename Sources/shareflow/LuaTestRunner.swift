@@ -23,6 +23,8 @@ public struct LuaTestRunner {
     /// Sets up each fresh host before a test file is loaded (plugins under test, and so on).
     public var prepare: (ScriptHost, String) throws -> Void = { _, _ in }
     public var engineOptions = Engine.Options()
+    /// A PostgreSQL store's URL: each test runs on a new database made from it.
+    public var storeTemplate: String?
     /// Where tests outside a plugin folder find plugins to load.
     public var pluginDirectories = ["Plugins"]
     /// The config file's fault rules (SPEC §15), armed in each test's engine.
@@ -63,7 +65,9 @@ public struct LuaTestRunner {
         // First pass: learn the test names.
         let names: [String]
         do {
-            names = try loadTests(file: file).names
+            let loaded = try loadTests(file: file)
+            names = loaded.names
+            release(loaded.host)
         } catch {
             report(Outcome(file: file, name: "(load)", failure: "\(error)"))
             return
@@ -72,6 +76,7 @@ public struct LuaTestRunner {
             var failure: String?
             do {
                 let (host, _) = try loadTests(file: file)
+                defer { release(host) }
                 let L = host.lua.L
                 host.lua.getGlobal("__shareflow_tests")
                 guard lua_type(L, -1) == LUA_TTABLE, lua_rawgeti(L, -1, lua_Integer(index + 1)) == LUA_TTABLE else {
@@ -96,13 +101,24 @@ public struct LuaTestRunner {
         }
     }
 
+    /// Ends a test's store: a PostgreSQL scratch database is dropped.
+    private func release(_ host: ScriptHost) {
+        guard storeTemplate != nil else { return }
+        let url = host.engine.store.path
+        host.engine.store.close()
+        PostgresStore.dropScratch(host.engine.store.postgres.map { $0.location.url(database: $0.location.database) } ?? url)
+    }
+
     /// From now on Ctrl-C interrupts the running test instead of killing the process.
     public static func catchInterrupts() { sf_install_sigint() }
 
     private func loadTests(file: String) throws -> (host: ScriptHost, names: [String]) {
         var options = engineOptions
         options.discoveryProgressInterval = max(options.discoveryProgressInterval, 1)
-        let engine = Engine(store: try Store(path: ":memory:"), options: options)
+        // A PostgreSQL store (`--store postgres://…`): a new database for each test, made
+        // from the named one and dropped after it (SPEC §16: the Lua suite on both stores).
+        let store = try storeTemplate.map { try Store(path: PostgresStore.makeScratch(template: $0)) } ?? Store(path: ":memory:")
+        let engine = Engine(store: store, options: options)
         engine.logger.logLevel = .critical
         let host = try ScriptHost(engine: engine)
         if let timeout {

@@ -158,7 +158,11 @@ struct GlobalSettings {
         if store == ":memory:" || privateData {
             manager = try PluginManager(engine: engine, directories: pluginSearchPath, config: config, privateDataDirectory: ())
         } else {
-            let dataDirectory = ((store as NSString).deletingLastPathComponent as NSString).appendingPathComponent("plugin-data")
+            // Beside the store's file; for a PostgreSQL store, in this node's working folder
+            // (plugin data stays on each node, SPEC §16).
+            let dataDirectory = store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+                ? ".shareflow/plugin-data"
+                : ((store as NSString).deletingLastPathComponent as NSString).appendingPathComponent("plugin-data")
             manager = PluginManager(engine: engine, directories: pluginSearchPath, config: config, dataDirectory: dataDirectory)
         }
         try manager.loadEnabled()

@@ -12,7 +12,8 @@ extension ShareFlowCommand {
 
         /// The store named by --store, which must exist (these commands never make one).
         static func open(_ global: GlobalOptions) throws -> Store {
-            guard global.store == ":memory:" || FileManager.default.fileExists(atPath: global.store) else {
+            guard global.store == ":memory:" || global.store.hasPrefix("postgres://") || global.store.hasPrefix("postgresql://")
+                    || FileManager.default.fileExists(atPath: global.store) else {
                 throw CLIFailure(message: "cannot open store \(global.store): it does not exist")
             }
             return try Store(path: global.store)

@@ -7,7 +7,7 @@ extension ShareFlowCommand {
     struct Test: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "test",
-            abstract: "Run *_test.lua files, each test on a fresh in-memory store.",
+            abstract: "Run *_test.lua files, each test on a fresh in-memory store (or, with --store postgres://…, a fresh PostgreSQL database).",
             discussion: "A test file calls test(name, fn); expect.eq/truthy/falsy/code/raises/contains check values. Ends with 'N passed, N failed'."
         )
 
@@ -36,6 +36,7 @@ extension ShareFlowCommand {
             var results: [[String: Any]] = []
             var runner = LuaTestRunner()
             runner.pluginDirectories = global.pluginSearchPath
+            if PostgresLocation.isURL(global.store) { runner.storeTemplate = global.store }
             runner.faults = try global.pluginConfig().faults
             runner.timeout = timeout == 0 ? nil : timeout
             LuaTestRunner.catchInterrupts()

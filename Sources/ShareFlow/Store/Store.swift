@@ -14,10 +14,31 @@ public final class Store: @unchecked Sendable {
     public static let schemaVersion = 9
     static let formatName = "shareflow"
 
+    /// The SQLite file, `:memory:`, or the PostgreSQL URL without its password.
     public let path: String
     /// Opened read-only: the file or its folder is not writable (SPEC §11).
     public let isReadOnly: Bool
-    let queue: DatabaseQueue
+    /// The SQLite store's connection; nil on PostgreSQL.
+    let sqliteQueue: DatabaseQueue?
+    /// The PostgreSQL store (SPEC §16); nil on SQLite.
+    package let postgres: PostgresStore?
+    /// The PostgreSQL transaction in progress (as `current` is SQLite's).
+    private var currentSession: PostgresSession?
+    /// The SQLite connection, for what only an SQLite store has (its file, its pages); every
+    /// public entry point reaching it checks `requireSQLite` first.
+    var queue: DatabaseQueue {
+        guard let sqliteQueue else { preconditionFailure("store \(path) is on PostgreSQL: this needs an SQLite store") }
+        return sqliteQueue
+    }
+    /// Whether the store is on PostgreSQL.
+    public var isPostgres: Bool { postgres != nil }
+
+    /// Fails, naming what, where only an SQLite store can do it.
+    func requireSQLite(_ what: String) throws {
+        guard postgres == nil else {
+            throw ShareFlowError(.invalidArguments, "\(what) works on an SQLite store; \(path) is on PostgreSQL")
+        }
+    }
     /// The connection of the write in progress, so nested engine calls (an observer or
     /// policy that reads the directory) join it instead of deadlocking. Guarded by the
     /// engine's lock.
@@ -33,7 +54,23 @@ public final class Store: @unchecked Sendable {
 
     /// `busyTimeout`: how long a write waits for another process's write lock before failing
     /// with `serviceUnavailable`.
-    public init(path: String, busyTimeout: TimeInterval = 10) throws {
+    ///
+    /// A `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` path opens a PostgreSQL store instead
+    /// (SPEC §16), with `postgres` settings.
+    public convenience init(path: String, busyTimeout: TimeInterval = 10) throws {
+        try self.init(path: path, busyTimeout: busyTimeout, postgres: PostgresSettings())
+    }
+
+    package init(path: String, busyTimeout: TimeInterval = 10, postgres settings: PostgresSettings) throws {
+        if PostgresLocation.isURL(path) {
+            let location = try PostgresLocation(path)
+            self.path = location.label
+            isReadOnly = false
+            sqliteQueue = nil
+            postgres = try PostgresStore(location, settings: settings)
+            return
+        }
+        postgres = nil
         self.path = path
         if path != ":memory:" {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
@@ -92,7 +129,7 @@ public final class Store: @unchecked Sendable {
                     // A new in-memory store: the schema the migrations leave, made at once.
                     let queue = try DatabaseQueue(configuration: config)
                     try queue.writeWithoutTransaction { try Store.loadFreshImage(into: $0) }
-                    self.queue = queue
+                    self.sqliteQueue = queue
                     return
                 }
                 let queue = try DatabaseQueue(path: sqlitePath, configuration: config)
@@ -103,7 +140,7 @@ public final class Store: @unchecked Sendable {
                     }
                     try Store.migrator.migrate(queue)
                 }
-                self.queue = queue
+                self.sqliteQueue = queue
                 return
             } catch let error as DatabaseError where Store.isTransientOpenFailure(error) && Date() < deadline {
                 usleep(UInt32(min(5_000 * attempt, 50_000)))
@@ -158,7 +195,7 @@ public final class Store: @unchecked Sendable {
     /// Never waits: while another process writes, the checkpoint is left to whoever exits
     /// last (a truncating checkpoint would otherwise wait out the busy timeout).
     public func checkpoint() {
-        guard path != ":memory:", !isReadOnly else { return }
+        guard path != ":memory:", !isReadOnly, let queue = sqliteQueue else { return }
         try? queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA busy_timeout = 0")
             _ = try? db.checkpoint(.truncate)
@@ -169,13 +206,15 @@ public final class Store: @unchecked Sendable {
     /// the process without releasing its engine (see `RunInvocation`) still leaves a file
     /// store whole, its `-wal` and `-shm` removed by SQLite. Nothing may use the store after.
     public func close() {
-        try? queue.close()
+        try? sqliteQueue?.close()
+        postgres?.close()
     }
 
     /// Runs `body` in a transaction, or in a savepoint when a transaction is already open.
     /// A failure of the store itself is thrown as `serviceUnavailable` naming the store and the
     /// cause (never the SQL); any other error rolls back and passes through.
     package func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+        if let postgres { return try writePostgres(postgres, body) }
         do {
             if let db = current {
                 // A write asked for inside a read (a read operation's callback, such as
@@ -214,6 +253,7 @@ public final class Store: @unchecked Sendable {
 
     /// Runs `body` with a connection: the open transaction's, or a fresh read.
     package func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+        if let postgres { return try readPostgres(postgres, body) }
         do {
             // Inside a write, a read sees the positions the write has taken and not yet stored.
             if let db = current { return try body(StoreTransaction(db, writable: writing, path: path, feedBumps: writing ? feedBumps : nil)) }
@@ -238,6 +278,54 @@ public final class Store: @unchecked Sendable {
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError
+        }
+    }
+
+    /// `write` on PostgreSQL: the same nesting (a savepoint inside the open write, refused
+    /// inside a read), the write lock taken first (`PostgresStore.transaction`).
+    private func writePostgres<T>(_ postgres: PostgresStore, _ body: (StoreTransaction) throws -> T) throws -> T {
+        do {
+            if let session = currentSession {
+                guard writing else {
+                    throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns")
+                }
+                do {
+                    return try postgres.savepoint(session) {
+                        try body(StoreTransaction(session, writable: true, path: path, feedBumps: feedBumps))
+                    }
+                } catch {
+                    feedBumps.forget()
+                    throw error
+                }
+            }
+            return try postgres.transaction(writing: true) { session in
+                currentSession = session
+                writing = true
+                feedBumps = FeedBumps(logging: logsChanges)
+                defer { currentSession = nil; writing = false; feedBumps = FeedBumps() }
+                let transaction = StoreTransaction(session, writable: true, path: path, feedBumps: feedBumps)
+                let result = try body(transaction)
+                try transaction.writeLogPositions()
+                return result
+            }
+        } catch let failure as PostgresFailure {
+            throw postgres.shareFlowError(failure)
+        }
+    }
+
+    /// `read` on PostgreSQL: one snapshot, read-only (PostgreSQL refuses a write in it).
+    private func readPostgres<T>(_ postgres: PostgresStore, _ body: (StoreTransaction) throws -> T) throws -> T {
+        do {
+            if let session = currentSession {
+                return try body(StoreTransaction(session, writable: writing, path: path, feedBumps: writing ? feedBumps : nil))
+            }
+            return try postgres.transaction(writing: false) { session in
+                currentSession = session
+                defer { currentSession = nil }
+                return try body(StoreTransaction(session, writable: false, path: path))
+            }
+        } catch let failure as PostgresFailure {
+            throw postgres.shareFlowError(failure)
         }
     }
 

@@ -21,7 +21,7 @@ extension Store {
     /// Records a credential by its hash.
     package func addCredential(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment? = nil, hash: String,
                                accountID: Int64? = nil, expiresAt: Double? = nil, publicKey: String? = nil) throws {
-        try write { tx in
+        _ = try write { tx in
             try tx.run("""
                 INSERT INTO credential (kind, container, environment, hash, accountID, expiresAt, createdAt, publicKey) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (hash) DO UPDATE SET accountID = excluded.accountID, expiresAt = excluded.expiresAt

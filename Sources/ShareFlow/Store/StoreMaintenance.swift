@@ -28,6 +28,22 @@ public struct StoreCheck: Sendable, Codable {
 
 extension Store {
     public func info() throws -> StoreInfo {
+        if postgres != nil {
+            return try read { tx in
+                var counts: [String: Int] = [:]
+                for (kind, table) in [("accounts", "account"), ("zones", "zone"), ("records", "record"), ("shares", "share"), ("participants", "participant")] {
+                    counts[kind] = Int(try tx.fetchInteger("SELECT COUNT(*) FROM \(table)") ?? 0)
+                }
+                let version = try tx.fetchInteger("SELECT CAST(value AS BIGINT) FROM shareflow_meta WHERE key = 'schemaVersion'") ?? 0
+                let bytes = try tx.fetchInteger("""
+                    SELECT CAST(COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS BIGINT) FROM pg_class c
+                    JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'shareflow' AND c.relkind = 'r'
+                    """) ?? 0
+                let log = try tx.changeLogSize()
+                return StoreInfo(path: path, schemaVersion: Int(version), fileBytes: bytes, walBytes: 0, counts: counts,
+                                 changeLog: ["entries": log.entries, "tombstones": log.tombstones])
+            }
+        }
         do {
             return try queue.read { db in
                 var counts: [String: Int] = [:]
@@ -66,6 +82,7 @@ extension Store {
     ///
     /// Never stops at a bad row: a check that cannot run says so as a problem.
     public func check() throws -> StoreCheck {
+        try requireSQLite("store check")
         let expected = try Store.ownSchemaObjects()
         do {
             return try queue.read { db in
@@ -263,6 +280,7 @@ extension Store {
     /// Copies the store to `destination` with SQLite's online backup: consistent while other
     /// processes go on writing. Refuses to overwrite a file.
     public func backup(to destination: String) throws {
+        try requireSQLite("store backup")
         guard !FileManager.default.fileExists(atPath: destination) else {
             throw StoreError.cannotBackUp(destination: destination, reason: "it exists; a backup never overwrites a file")
         }

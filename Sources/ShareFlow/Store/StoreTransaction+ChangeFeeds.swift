@@ -26,13 +26,12 @@ extension StoreTransaction {
     /// The position of the zone feed's last entry, the owner's or `viewer`'s (0 for none).
     package func zoneFeedEnd(zone: Int64, viewer: Int64?) throws -> Int64 {
         if let viewer {
-            return try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM view_change WHERE zoneID = ? AND viewerID = ?"),
-                                      arguments: [zone, viewer]) ?? 0
+            return try fetchInteger("SELECT MAX(seq) FROM view_change WHERE zoneID = ? AND viewerID = ?", [zone, viewer]) ?? 0
         }
         // The owner's: the last record written, or the last tombstone.
-        return try Int64.fetchOne(db.cachedStatement(sql: """
+        return try fetchInteger("""
             SELECT MAX(COALESCE((SELECT MAX(seq) FROM record WHERE zoneID = ?1), 0), COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = ?1), 0))
-            """), arguments: [zone]) ?? 0
+            """, [zone]) ?? 0
     }
 
     /// The zone's entries after position `seq`, oldest first, at most `limit`: the owner's
@@ -57,8 +56,7 @@ extension StoreTransaction {
                                               make: (RecordRow) throws -> Made) throws -> [ZoneChangeRow<Made>] {
         let log = viewer == nil ? "zone_change" : "view_change"
         let n = StoreTransaction.recordWithRootedShareColumnCount
-        let rooted = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)"),
-                                       arguments: [zone]) ?? true
+        let rooted = try (fetchInteger("SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)", [zone]).map { $0 != 0 } ?? true)
         // A page's records come from a few accounts: a short list, looked through.
         var names: [(account: Int64, name: String?)] = []
         func userRecordID(_ account: Int64?) throws -> String? {
@@ -83,7 +81,7 @@ extension StoreTransaction {
             WHERE r.zoneID = ?1 AND r.seq > ?3
             UNION ALL
             SELECT \(Array(repeating: "NULL", count: n).joined(separator: ", ")), l.name, l.type, l.seq, 1 FROM zone_change l
-            WHERE l.zoneID = ?1 AND ?2 IS NULL AND l.seq > ?3 AND l.deleted = 1 AND NOT EXISTS (SELECT 1 FROM record x WHERE x.zoneID = ?1 AND x.name = l.name)
+            WHERE l.zoneID = ?1 AND CAST(?2 AS BIGINT) IS NULL AND l.seq > ?3 AND l.deleted = 1 AND NOT EXISTS (SELECT 1 FROM record x WHERE x.zoneID = ?1 AND x.name = l.name)
             ORDER BY \(n + 3) LIMIT ?4
             """ : """
             SELECT \(recordColumns), l.name, l.type, l.seq, l.deleted
@@ -187,15 +185,14 @@ extension StoreTransaction {
     package func pruneChangeLog(before cutoff: Double) throws -> Int {
         try run("""
             UPDATE zone SET keptFrom = MAX(keptFrom, COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = zone.id AND deleted = 1 AND at < ?1), 0),
-                                              COALESCE((SELECT MAX(seq) FROM view_change WHERE zoneID = zone.id AND deleted = 1 AND at < ?1), 0))
+                                                   COALESCE((SELECT MAX(seq) FROM view_change WHERE zoneID = zone.id AND deleted = 1 AND at < ?1), 0))
             """, [cutoff])
         try run("""
             UPDATE feed SET keptFrom = MAX(keptFrom, COALESCE((SELECT MAX(seq) FROM feed_change WHERE feedID = feed.id AND deleted = 1 AND at < ?1), 0))
             """, [cutoff])
         var removed = 0
         for table in ["zone_change", "view_change", "feed_change"] {
-            try run("DELETE FROM \(table) WHERE deleted = 1 AND at < ?", [cutoff])
-            removed += db.changesCount
+            removed += try run("DELETE FROM \(table) WHERE deleted = 1 AND at < ?", [cutoff])
         }
         return removed
     }
@@ -204,10 +201,10 @@ extension StoreTransaction {
     package func changeLogSize() throws -> (entries: Int, tombstones: Int) {
         var entries = 0, tombstones = 0
         // The owner's entries are the records written at a position (schema v9).
-        entries += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM record WHERE seq > 0") ?? 0
+        entries += try Int(fetchInteger("SELECT COUNT(*) FROM record WHERE seq > 0") ?? 0)
         for table in ["zone_change", "view_change", "feed_change"] {
-            entries += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
-            tombstones += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE deleted = 1") ?? 0
+            entries += try Int(fetchInteger("SELECT COUNT(*) FROM \(table)") ?? 0)
+            tombstones += try Int(fetchInteger("SELECT COUNT(*) FROM \(table) WHERE deleted = 1") ?? 0)
         }
         return (entries, tombstones)
     }

@@ -86,7 +86,7 @@ extension StoreTransaction {
 
     /// The zone's counter as its row holds it (0 for no zone).
     private func storedSeq(_ zone: Int64) throws -> Int64 {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT changeSeq FROM zone WHERE id = ?"), arguments: [zone]) ?? 0
+        try fetchInteger("SELECT changeSeq FROM zone WHERE id = ?", [zone]) ?? 0
     }
 
     /// The zone's last position handed out: this transaction's, if it took any.
@@ -244,7 +244,7 @@ extension StoreTransaction {
         }
         return try fetchAll("""
             WITH RECURSIVE up(n, depth) AS (
-                SELECT ?2, 0
+                SELECT ?2 COLLATE "binary", 0
                 UNION ALL SELECT r.parentName, up.depth + 1 FROM up CROSS JOIN record r ON r.zoneID = ?1 AND r.name = up.n
                 WHERE r.parentName IS NOT NULL AND up.depth < ?3),
             covering(id) AS (
@@ -263,8 +263,7 @@ extension StoreTransaction {
     /// has a root: each record's viewers are then its own.
     private func flatViewers(zone: Int64) throws -> [Int64]? {
         if let known = feedBumps?.flatViewers[zone] { return known.viewers }
-        let rooted = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)"),
-                                       arguments: [zone]) ?? true
+        let rooted = try (fetchInteger("SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)", [zone]).map { $0 != 0 } ?? true)
         let viewers = rooted ? nil : try fetchAll("""
             SELECT DISTINCT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
             WHERE s.zoneID = ?1 AND s.rootName IS NULL AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL ORDER BY p.accountID
@@ -336,7 +335,7 @@ extension StoreTransaction {
         func subtree(_ root: String) throws -> [(String, String, Int64)] {
             try fetchAll("""
                 WITH RECURSIVE down(name) AS (
-                    SELECT ?2
+                    SELECT ?2 COLLATE "binary"
                     UNION SELECT r.name FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.parentName = down.name)
                 SELECT r.name, r.type, r.id FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.name = down.name
                 """, [zone.id, root], table: "record", keyAt: 2) { (try $0.text(0, "name"), try $0.text(1, "type"), try $0.integer(2, "id")) }
@@ -369,7 +368,7 @@ extension StoreTransaction {
             let liveRow = "LEFT JOIN view_change v ON v.zoneID = ?1 AND v.viewerID = ?4 AND v.name = r.name AND v.deleted = 0"
             let sql = try hasChildren(zone: zone.id, name: root) ? """
                 WITH RECURSIVE down(name) AS (
-                    SELECT ?2
+                    SELECT ?2 COLLATE "binary"
                     UNION SELECT r.name FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.parentName = down.name),
                 reach(name) AS (SELECT name FROM down UNION SELECT name FROM record WHERE id = ?3)
                 SELECT r.name, r.type, v.type, r.id FROM reach CROSS JOIN record r ON r.zoneID = ?1 AND r.name = reach.name \(liveRow)
@@ -410,10 +409,10 @@ extension StoreTransaction {
         }
         let changed = !entering.isEmpty || !leaving.isEmpty
         // The share looked at is one they see (an accept): some share is left, unasked.
-        let sharesLeft = try share != nil && shares.first?.sees == true || Bool.fetchOne(db.cachedStatement(sql: """
+        let sharesLeft = try share != nil && shares.first?.sees == true || exists("""
             SELECT EXISTS (SELECT 1 FROM participant p CROSS JOIN share s ON s.id = p.shareID
                            WHERE s.zoneID = ? AND p.accountID = ? AND \(StoreTransaction.sees))
-            """), arguments: [zone.id, viewer]) ?? false
+            """, [zone.id, viewer])
         if !sharesLeft {
             // Gone from their shared database: said once, if it was ever there.
             try markFeedDeleted(account: viewer, zone: zone, scope: "shared", reason: "deleted", at: time)
@@ -508,9 +507,8 @@ extension StoreTransaction {
         // entry reads itself (scalar subqueries on the feed's key, not `INSERT … SELECT`,
         // which SQLite runs with a statement journal). Not one upsert `RETURNING`: its
         // temporary table cost more than the statements.
-        let names: StatementArguments = [account, zone.container, zone.environment, scope]
-        try run("UPDATE feed SET seq = seq + 1 WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?", names)
-        if db.changesCount == 0 {
+        let names: StoreArguments = [account, zone.container, zone.environment, scope]
+        if try run("UPDATE feed SET seq = seq + 1 WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?", names) == 0 {
             try run("INSERT INTO feed (accountID, container, environment, scope, seq, keptFrom) VALUES (?, ?, ?, ?, 1, 0)", names)
         }
         try run("""
@@ -524,12 +522,10 @@ extension StoreTransaction {
     /// The zone reported gone from the feed (`reason`: deleted, purged), if the feed has it live.
     private func markFeedDeleted(account: Int64, zone: LoggedZone, scope: String, reason: String, at time: Double) throws {
         feedBumps?.done.remove(FeedBumps.Key(account: account, zone: zone.id, scope: scope))
-        guard let feed = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?"),
-                                            arguments: [account, zone.container, zone.environment, scope]),
-              try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM feed_change WHERE feedID = ? AND zoneName = ? AND ownerName = ? AND deleted = 0)"),
-                                arguments: [feed, zone.name, zone.ownerName]) == true else { return }
+        guard let feed = try fetchInteger("SELECT id FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?", [account, zone.container, zone.environment, scope]),
+              try exists("SELECT EXISTS (SELECT 1 FROM feed_change WHERE feedID = ? AND zoneName = ? AND ownerName = ? AND deleted = 0)", [feed, zone.name, zone.ownerName]) else { return }
         try run("UPDATE feed SET seq = seq + 1 WHERE id = ?", [feed])
-        let seq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM feed WHERE id = ?"), arguments: [feed]) ?? 0
+        let seq = try fetchInteger("SELECT seq FROM feed WHERE id = ?", [feed]) ?? 0
         try run("UPDATE feed_change SET seq = ?, deleted = 1, reason = ?, at = ? WHERE feedID = ? AND zoneName = ? AND ownerName = ?",
                        [seq, reason, time, feed, zone.name, zone.ownerName])
     }

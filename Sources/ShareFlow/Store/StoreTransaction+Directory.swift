@@ -82,7 +82,7 @@ extension StoreTransaction {
 
     package func accountCount() throws -> Int {
         // COUNT(*) is SQLite's own integer, never a stored value: nothing to damage.
-        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM account")) ?? 0
+        try Int(fetchInteger("SELECT COUNT(*) FROM account") ?? 0)
     }
 
     /// The identity behind a lookup, in one indexed query with a cached statement (the hot
@@ -110,9 +110,7 @@ extension StoreTransaction {
 
     package func insertAccount(userRecordID: String, name: NameComponents, discoverability: Discoverability, at time: Double) throws -> Int64 {
         let nameJSON = String(decoding: try JSONEncoder().encode(name), as: UTF8.self)
-        try run("INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, ?, ?, ?)",
-                       [userRecordID, nameJSON, discoverability.rawValue, time])
-        return db.lastInsertedRowID
+        return try insert("INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, ?, ?, ?)", [userRecordID, nameJSON, discoverability.rawValue, time])
     }
 
     /// Adds an email or phone at the end of the account's list.
@@ -124,7 +122,7 @@ extension StoreTransaction {
         case .userRecordID: throw ShareFlowError.invalid("a userRecordID is not an address to add")
         }
         // COUNT(*) is SQLite's own integer, never a stored value.
-        let position = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM \(table) WHERE accountID = ?"), arguments: [account]) ?? 0
+        let position = try Int(fetchInteger("SELECT COUNT(*) FROM \(table) WHERE accountID = ?", [account]) ?? 0)
         try run("INSERT INTO \(table) (\(column), accountID, position) VALUES (?, ?, ?)",
                        [address.value, account, position])
     }

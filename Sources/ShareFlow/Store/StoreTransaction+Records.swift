@@ -18,12 +18,11 @@ extension StoreTransaction {
         // Never the row of a zone deleted before (SQLite gives the last row's ID again once it
         // is deleted): a change token names its zone by row, and one of the zone deleted would
         // read the new one from the middle rather than be expired (`deleteZone` keeps the mark).
-        try run("""
+        let id = try insert("""
             INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (
-                MAX(COALESCE((SELECT MAX(id) FROM zone), 0), COALESCE((SELECT CAST(value AS INTEGER) FROM shareflow_meta WHERE key = 'deletedZoneID'), 0)) + 1,
+                MAX(COALESCE((SELECT MAX(id) FROM zone), 0), COALESCE((SELECT CAST(value AS BIGINT) FROM shareflow_meta WHERE key = 'deletedZoneID'), 0)) + 1,
                 ?, ?, ?, ?, ?)
             """, [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name])
-        let id = db.lastInsertedRowID
         try logZoneSaved(zone: id, at: Date().timeIntervalSince1970)
         return id
     }
@@ -101,8 +100,8 @@ extension StoreTransaction {
         // The highest row a zone deleted had, which no new zone takes (`insertZone`).
         try run("""
             INSERT INTO shareflow_meta (key, value) VALUES ('deletedZoneID', ?1)
-            ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), ?1)
-            """, [id])
+            ON CONFLICT (key) DO UPDATE SET value = CAST(MAX(CAST(shareflow_meta.value AS BIGINT), CAST(?1 AS BIGINT)) AS TEXT)
+            """, [String(id)])
     }
 
     // MARK: Records
@@ -183,7 +182,7 @@ extension StoreTransaction {
     package func records(zone: Int64, type: String, order: RecordOrder, after: (modifiedAt: Double?, name: String)?,
                          _ body: (RecordRow) throws -> Bool) throws {
         var sql = "SELECT \(StoreTransaction.recordColumns) FROM \(StoreTransaction.recordSource) WHERE r.zoneID = ? AND r.type = ?"
-        var arguments: StatementArguments = [zone, type]
+        var arguments: StoreArguments = [zone, type]
         switch order {
         case .name(let ascending):
             if let after {
@@ -204,24 +203,23 @@ extension StoreTransaction {
 
     /// Whether record `name` is in the zone (nothing of it read).
     package func recordExists(zone: Int64, name: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM record WHERE zoneID = ? AND name = ?)", arguments: [zone, name]) ?? false
+        try exists("SELECT EXISTS (SELECT 1 FROM record WHERE zoneID = ? AND name = ?)", [zone, name])
     }
 
     /// Whether some record of the zone names `name` as its parent (existing or not, R34).
     package func hasChildren(zone: Int64, name: String) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM record WHERE zoneID = ? AND parentName = ?)"),
-                          arguments: [zone, name]) ?? false
+        try exists("SELECT EXISTS (SELECT 1 FROM record WHERE zoneID = ? AND parentName = ?)", [zone, name])
     }
 
     /// Whether `ancestor` is on the parent chain above record `name` (not `name` itself). The
     /// walk is one statement; UNION (not UNION ALL) ends it on a cycle another program left.
     package func isAncestor(_ ancestor: String, of name: String, zone: Int64) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: """
+        try exists("""
             WITH RECURSIVE up(n) AS (
                 SELECT parentName FROM record WHERE zoneID = ?1 AND name = ?2
                 UNION SELECT r.parentName FROM record r JOIN up ON r.zoneID = ?1 AND r.name = up.n)
             SELECT EXISTS (SELECT 1 FROM up WHERE n = ?3)
-            """), arguments: [zone, name, ancestor]) ?? false
+            """, [zone, name, ancestor])
     }
 
     /// How far a walk up a parent chain goes in one statement: past it (only a cycle another
@@ -250,11 +248,10 @@ extension StoreTransaction {
                               by account: Int64, at time: Double) throws -> Int64 {
         // The row is written at its position in the owner's feed (public zones have none: 0).
         let seq = try recordPosition(zone: zone)
-        try run("""
+        let id = try insert("""
             INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt, createdAt, seq)
             VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
             """, [zone, name, type, fields.json, parentName, tag, account, account, time, time, seq ?? 0])
-        let id = db.lastInsertedRowID
         // Records already naming it as their parent (R34) come under it: what others see of them may change.
         try logRecordSaved(zone: zone, record: id, name: name, type: type, seq: seq, hierarchyChanged: { try hasChildren(zone: zone, name: name) },
                            at: time, isNew: true)

@@ -69,7 +69,7 @@ extension StoreTransaction {
 
     /// Every share, or those of `container` or of an owner, oldest first (O8).
     package func shareIDs(container: String?, ownerID: Int64?) throws -> [Int64] {
-        try fetchAll("SELECT s.id FROM share s JOIN zone z ON z.id = s.zoneID WHERE (?1 IS NULL OR z.container = ?1) AND (?2 IS NULL OR z.ownerID = ?2) ORDER BY s.id",
+        try fetchAll("SELECT s.id FROM share s JOIN zone z ON z.id = s.zoneID WHERE (CAST(?1 AS TEXT) IS NULL OR z.container = ?1) AND (CAST(?2 AS BIGINT) IS NULL OR z.ownerID = ?2) ORDER BY s.id",
                      [container, ownerID], table: "share", keyAt: 0) { try $0.integer(0, "id") }
     }
 
@@ -79,7 +79,7 @@ extension StoreTransaction {
     package func shareRooted(atOrAbove name: String, zone: Int64) throws -> ShareRow? {
         try fetchOne("""
             WITH RECURSIVE up(n, depth) AS (
-                SELECT ?2, 0
+                SELECT ?2 COLLATE "binary", 0
                 UNION ALL SELECT r.parentName, up.depth + 1 FROM record r JOIN up ON r.zoneID = ?1 AND r.name = up.n
                 WHERE r.parentName IS NOT NULL AND up.depth < ?3)
             SELECT \(StoreTransaction.shareColumns) FROM up
@@ -107,14 +107,14 @@ extension StoreTransaction {
     }
 
     package func insertShare(record: Int64, zone: Int64, token: String, rootName: String?) throws -> Int64 {
-        try run("INSERT INTO share (recordID, zoneID, token, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
-                       [record, zone, token, rootName])
+        let id = try insert("INSERT INTO share (recordID, zoneID, token, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
+                            [record, zone, token, rootName])
         // Not logged again: its record was logged as it was inserted, and no one sees a share
         // before a participant of it is accepted (`insertParticipant`, `setStatus` log that).
         // What this transaction read of the zone for its saves (whether a share has a root)
         // is read again.
         forgetLoggedZones()
-        return db.lastInsertedRowID
+        return id
     }
 
     package func setPublicPermission(_ permission: ParticipantPermission, share: Int64) throws {
@@ -200,24 +200,22 @@ extension StoreTransaction {
     /// R8: participants not removed.
     package func activeParticipantCount(share: Int64) throws -> Int {
         // COUNT(*) is SQLite's own integer, never a stored value.
-        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'"), arguments: [share]) ?? 0
+        try Int(fetchInteger("SELECT COUNT(*) FROM participant WHERE shareID = ? AND status != 'removed'", [share]) ?? 0)
     }
 
     /// Whether any share of the store has a participant with this ID.
     package func participantIDExists(_ participantID: String) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM participant WHERE participantID = ?)"),
-                          arguments: [participantID]) ?? false
+        try exists("SELECT EXISTS (SELECT 1 FROM participant WHERE participantID = ?)", [participantID])
     }
 
     @discardableResult
     package func insertParticipant(share: Int64, participantID: String, account: Int64?, lookup: LookupInfo, role: ParticipantRole,
                                    permission: ParticipantPermission, status: ParticipantAcceptanceStatus, at time: Double) throws -> Int64 {
-        try run("""
+        let id = try insert("""
             INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [share, participantID, account, lookup.kind, lookup.value, role.rawValue, permission.rawValue,
                              status.rawValue, time])
-        let id = db.lastInsertedRowID
         // A participant added pending changes no one's view; the share's record, saved in the
         // same transaction (ShareSave), is logged there. One who joins accepted (a public
         // share) comes into view.

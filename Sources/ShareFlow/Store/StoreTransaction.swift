@@ -8,33 +8,96 @@ import GRDB
 /// Methods that change rows are named for what they change (`insertRecord`, `setStatus`); the
 /// rules deciding whether to call them live in the engine (`SharingRules`, `Engine/RecordSave.swift`, `Engine/ShareSave.swift` …).
 package struct StoreTransaction {
-    let db: Database
+    /// Where the statements go: SQLite (GRDB's connection) or PostgreSQL (SPEC §16). The SQL is
+    /// written once, in the dialect both read (`PostgresDialect` rewrites only placeholders).
+    enum Connection {
+        case sqlite(Database)
+        case postgres(PostgresSession)
+    }
+    let connection: Connection
+    /// SQLite's connection, for what is SQLite's own (its migrations, tests of its files).
+    package var db: Database {
+        guard case .sqlite(let db) = connection else { preconditionFailure("an SQLite connection was asked of a PostgreSQL store") }
+        return db
+    }
     /// False in a read: nothing may be inserted (a default zone read before anything was
     /// saved in it is read as empty, not made).
     package let isWritable: Bool
-    /// The store's file, named by the error a damaged row gives.
+    /// The store's file (or PostgreSQL URL), named by the error a damaged row gives.
     let path: String?
 
     /// Rows inserted, changed or deleted through this connection so far: a nested engine call
     /// (a policy's) that wrote anything moved it.
-    package var changeCount: Int { db.totalChangesCount }
+    package var changeCount: Int {
+        switch connection {
+        case .sqlite(let db): return db.totalChangesCount
+        case .postgres(let session): return session.totalChanges
+        }
+    }
 
     /// The database feeds already moved in this transaction (nil: note none, move each time).
     let feedBumps: FeedBumps?
 
     init(_ db: Database, writable: Bool = true, path: String?, feedBumps: FeedBumps? = nil) {
-        self.db = db
+        self.connection = .sqlite(db)
         self.isWritable = writable
         self.path = path
         self.feedBumps = feedBumps
     }
 
-    /// Runs a statement that writes, compiled once per connection: GRDB's `execute(sql:)`
-    /// compiles its text on every call, and compiling a record's INSERT cost more than
-    /// writing the row. Every writing statement of the store goes through here.
-    func run(_ sql: String, _ arguments: StatementArguments) throws {
-        try db.cachedStatement(sql: sql).execute(arguments: arguments)
+    init(_ session: PostgresSession, writable: Bool = true, path: String?, feedBumps: FeedBumps? = nil) {
+        self.connection = .postgres(session)
+        self.isWritable = writable
+        self.path = path
+        self.feedBumps = feedBumps
     }
+
+    /// Runs a statement that writes, and says how many rows it changed. On SQLite it is
+    /// compiled once per connection: GRDB's `execute(sql:)` compiles its text on every call,
+    /// and compiling a record's INSERT cost more than writing the row. Every writing statement
+    /// of the store goes through here.
+    @discardableResult
+    func run(_ sql: String, _ arguments: StoreArguments) throws -> Int {
+        switch connection {
+        case .sqlite(let db):
+            try db.cachedStatement(sql: sql).execute(arguments: arguments.sqlite)
+            return db.changesCount
+        case .postgres(let session):
+            return try session.execute(sql, arguments.values)
+        }
+    }
+
+    /// Runs an INSERT into a table whose key is `id`, and gives the new row's `id`.
+    func insert(_ sql: String, _ arguments: StoreArguments) throws -> Int64 {
+        switch connection {
+        case .sqlite(let db):
+            try db.cachedStatement(sql: sql).execute(arguments: arguments.sqlite)
+            return db.lastInsertedRowID
+        case .postgres(let session):
+            guard let id = try session.query(sql + " RETURNING id", arguments.values).first?.first,
+                  case .int64(let n) = id.storage else {
+                throw ShareFlowError(.serviceUnavailable, "\(path ?? "the store"): an insert gave no row ID")
+            }
+            return n
+        }
+    }
+}
+
+/// The values of a statement's placeholders, in order, written as an array literal
+/// (`[zone, name]`): one form for both stores.
+package struct StoreArguments: ExpressibleByArrayLiteral {
+    var values: [DatabaseValue]
+
+    package init(arrayLiteral elements: (any DatabaseValueConvertible)?...) {
+        values = elements.map { $0?.databaseValue ?? .null }
+    }
+
+    init(_ values: [DatabaseValue]) { self.values = values }
+
+    /// As GRDB binds them (SQLite).
+    var sqlite: StatementArguments { StatementArguments(values) }
+
+    static func += (lhs: inout StoreArguments, rhs: StoreArguments) { lhs.values += rhs.values }
 }
 
 /// The database feeds (account, zone, scope) whose zone entry one transaction has already moved

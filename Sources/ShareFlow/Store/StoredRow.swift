@@ -28,15 +28,33 @@ struct DamagedRow: Error, CustomStringConvertible {
 /// Every read of a stored value goes through these readers, and `Store.check()` reads every
 /// row of every table through them too, so what the check passes the engine can read.
 struct StoredRow {
-    /// The statement stepped onto the row: valid only while the cursor stays on it, so a
-    /// `StoredRow` never outlives the `decode` closure it is handed to.
-    let statement: SQLiteStatement
+    /// The statement stepped onto the row (SQLite): valid only while the cursor stays on it, so
+    /// a `StoredRow` never outlives the `decode` closure it is handed to. Nil for a row another
+    /// store sent (PostgreSQL), whose values are `cells`.
+    let statement: SQLiteStatement?
+    /// The row's values as PostgreSQL sent them, in SQLite's storage classes (empty for SQLite).
+    let cells: [DatabaseValue]
     let table: String
     /// The column holding the row's ID (or key), read only to name the row in an error.
     let keyAt: Int
 
     init(_ statement: SQLiteStatement, table: String, keyAt index: Int) {
         self.statement = statement
+        self.cells = []
+        self.table = table
+        self.keyAt = index
+    }
+
+    init(cells: [DatabaseValue], table: String, keyAt index: Int) {
+        self.statement = nil
+        self.cells = cells
+        self.table = table
+        self.keyAt = index
+    }
+
+    private init(statement: SQLiteStatement?, cells: [DatabaseValue], table: String, keyAt index: Int) {
+        self.statement = statement
+        self.cells = cells
         self.table = table
         self.keyAt = index
     }
@@ -45,27 +63,52 @@ struct StoredRow {
     var key: String { StoredRow.name(value(keyAt)) }
 
     /// The same row, naming the columns of another table of a join (its ID at `keyAt`).
-    func of(_ table: String, keyAt index: Int) -> StoredRow { StoredRow(statement, table: table, keyAt: index) }
+    func of(_ table: String, keyAt index: Int) -> StoredRow { StoredRow(statement: statement, cells: cells, table: table, keyAt: index) }
 
     func damaged(_ column: String, _ problem: String) -> DamagedRow {
         DamagedRow(table: table, row: key, column: column, problem: problem)
     }
 
-    private func value(_ index: Int) -> DatabaseValue { DatabaseValue(sqliteStatement: statement, index: CInt(index)) }
+    private func value(_ index: Int) -> DatabaseValue {
+        guard let statement else { return index < cells.count ? cells[index] : .null }
+        return DatabaseValue(sqliteStatement: statement, index: CInt(index))
+    }
 
-    private func type(_ index: Int) -> CInt { sqlite3_column_type(statement, CInt(index)) }
+    private func type(_ index: Int) -> CInt {
+        guard let statement else {
+            switch value(index).storage {
+            case .null: return SQLITE_NULL
+            case .int64: return SQLITE_INTEGER
+            case .double: return SQLITE_FLOAT
+            case .string: return SQLITE_TEXT
+            case .blob: return SQLITE_BLOB
+            }
+        }
+        return sqlite3_column_type(statement, CInt(index))
+    }
 
-    /// The bytes of a TEXT value in place, valid until the cursor moves (or the column is read
-    /// as another type); nil for any other storage class.
-    private func utf8(_ index: Int) -> UnsafeBufferPointer<UInt8>? {
-        guard type(index) == SQLITE_TEXT else { return nil }
+    /// `body` over the bytes of a TEXT value in place (valid only inside it); nil, without
+    /// calling it, for any other storage class.
+    private func withUTF8<R>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
+        guard let statement else {
+            guard case .string(var s) = value(index).storage else { return nil }
+            return try s.withUTF8(body)
+        }
+        guard sqlite3_column_type(statement, CInt(index)) == SQLITE_TEXT else { return nil }
         // sqlite3_column_text before sqlite3_column_bytes: the count is of the UTF-8 form.
         let start = sqlite3_column_text(statement, CInt(index))
-        return UnsafeBufferPointer(start: start, count: Int(sqlite3_column_bytes(statement, CInt(index))))
+        return try body(UnsafeBufferPointer(start: start, count: Int(sqlite3_column_bytes(statement, CInt(index)))))
     }
 
     /// The bytes of a TEXT or BLOB value (0 for any other), read in place.
     func byteCount(_ index: Int) -> Int {
+        guard let statement else {
+            switch value(index).storage {
+            case .string(let s): return s.utf8.count
+            case .blob(let d): return d.count
+            default: return 0
+            }
+        }
         switch type(index) {
         case SQLITE_TEXT, SQLITE_BLOB: return Int(sqlite3_column_bytes(statement, CInt(index)))
         default: return 0
@@ -77,8 +120,10 @@ struct StoredRow {
     func text(_ index: Int, _ column: String) throws -> String {
         // Text as SQLite holds it, NULs and all; invalid UTF-8 another writer left is repaired
         // (U+FFFD), as GRDB reads it.
-        guard let bytes = utf8(index) else { throw damaged(column, "expected TEXT, found \(StoredRow.describe(value(index)))") }
-        return String(decoding: bytes, as: UTF8.self)
+        guard let text = withUTF8(index, { String(decoding: $0, as: UTF8.self) }) else {
+            throw damaged(column, "expected TEXT, found \(StoredRow.describe(value(index)))")
+        }
+        return text
     }
 
     func optionalText(_ index: Int, _ column: String) throws -> String? {
@@ -86,6 +131,10 @@ struct StoredRow {
     }
 
     func integer(_ index: Int, _ column: String) throws -> Int64 {
+        guard let statement else {
+            guard case .int64(let n) = value(index).storage else { throw damaged(column, "expected INTEGER, found \(StoredRow.describe(value(index)))") }
+            return n
+        }
         guard type(index) == SQLITE_INTEGER else { throw damaged(column, "expected INTEGER, found \(StoredRow.describe(value(index)))") }
         return sqlite3_column_int64(statement, CInt(index))
     }
@@ -97,6 +146,13 @@ struct StoredRow {
     /// A REAL column: SQLite stores a whole number there as REAL, but another writer may leave
     /// an INTEGER, which reads as the same number. NaN and infinities are no time nor date.
     func real(_ index: Int, _ column: String) throws -> Double {
+        guard let statement else {
+            switch value(index).storage {
+            case .double(let d) where d.isFinite: return d
+            case .int64(let n): return Double(n)
+            default: throw damaged(column, "expected REAL, found \(StoredRow.describe(value(index)))")
+            }
+        }
         switch type(index) {
         case SQLITE_FLOAT:
             let d = sqlite3_column_double(statement, CInt(index))
@@ -150,21 +206,24 @@ struct StoredRow {
 
     /// A record's fields: a JSON object of field values (`StoredFields`).
     func fields(_ index: Int, _ column: String) throws -> [String: FieldValue] {
-        guard let bytes = utf8(index) else { throw damaged(column, "expected TEXT (JSON), found \(StoredRow.describe(value(index)))") }
         // The form ShareFlow writes is read in place; anything else (another writer's spacing,
         // a damaged value) takes the strict decoder, which names what is wrong.
-        if let fields = StoredFieldsReader.read(bytes) { return fields }
-        do {
-            return try StoredFields.decode(String(decoding: bytes, as: UTF8.self))
-        } catch let problem as StoredFields.Unreadable {
-            throw damaged(column, problem.description)
+        let read = try withUTF8(index) { bytes -> [String: FieldValue] in
+            if let fields = StoredFieldsReader.read(bytes) { return fields }
+            do {
+                return try StoredFields.decode(String(decoding: bytes, as: UTF8.self))
+            } catch let problem as StoredFields.Unreadable {
+                throw damaged(column, problem.description)
+            }
         }
+        guard let read else { throw damaged(column, "expected TEXT (JSON), found \(StoredRow.describe(value(index)))") }
+        return read
     }
 
     /// A record's fields as `fields` reads them, or, where `StoredFieldsChecker` passes them,
     /// checked and kept as bytes (decoded when the record's fields are first read).
     func fieldsAsRead(_ index: Int, _ column: String) throws -> FieldsAsRead {
-        if let bytes = utf8(index), StoredFieldsChecker.readable(bytes) { return .checked(CheckedFields(bytes)) }
+        if let checked = withUTF8(index, { StoredFieldsChecker.readable($0) ? CheckedFields($0) : nil }), let checked { return .checked(checked) }
         return .decoded(try fields(index, column))
     }
 
@@ -216,41 +275,51 @@ struct StoredRow {
 
 extension StoreTransaction {
     /// The first row of `sql` read with `decode`; a damaged one is `serviceUnavailable` naming
-    /// the store, the table, the row and the column. The statement is cached and its row
-    /// read in place (no copy).
-    func fetchOne<T>(_ sql: String, _ arguments: StatementArguments = [], table: String, keyAt: Int,
+    /// the store, the table, the row and the column. On SQLite the statement is cached and its
+    /// row read in place (no copy).
+    func fetchOne<T>(_ sql: String, _ arguments: StoreArguments = [], table: String, keyAt: Int,
                      _ decode: (StoredRow) throws -> T) throws -> T? {
-        let cursor = try StoredRowCursor(db.cachedStatement(sql: sql), arguments, table: table, keyAt: keyAt)
-        return try withExtendedLifetime(cursor) { () -> T? in
-            guard let row = try cursor.next() else { return nil }
-            return try decoding { try decode(row) }
-        }
+        var found: T?
+        try forEach(sql, arguments, table: table, keyAt: keyAt, decode) { found = $0; return false }
+        return found
     }
 
     /// The rows of `sql`, each read with `decode` and handed to `body` in order, until `body`
     /// returns false: a caller that needs the first few rows of an ordered scan reads no more.
-    func forEach<T>(_ sql: String, _ arguments: StatementArguments = [], table: String, keyAt: Int,
+    func forEach<T>(_ sql: String, _ arguments: StoreArguments = [], table: String, keyAt: Int,
                     _ decode: (StoredRow) throws -> T, _ body: (T) throws -> Bool) throws {
-        let cursor = try StoredRowCursor(db.cachedStatement(sql: sql), arguments, table: table, keyAt: keyAt)
-        try withExtendedLifetime(cursor) {
-            while let row = try cursor.next() {
-                guard try body(try decoding { try decode(row) }) else { return }
+        switch connection {
+        case .sqlite(let db):
+            let cursor = try StoredRowCursor(db.cachedStatement(sql: sql), arguments, table: table, keyAt: keyAt)
+            try withExtendedLifetime(cursor) {
+                while let row = try cursor.next() {
+                    guard try body(try decoding { try decode(row) }) else { return }
+                }
+            }
+        case .postgres(let session):
+            for cells in try session.query(sql, arguments.values) {
+                guard try body(try decoding { try decode(StoredRow(cells: cells, table: table, keyAt: keyAt)) }) else { return }
             }
         }
     }
 
     /// Every row of `sql` read with `decode`. One damaged row fails the whole read, naming it:
     /// a list that skipped it would pass for complete.
-    func fetchAll<T>(_ sql: String, _ arguments: StatementArguments = [], table: String, keyAt: Int,
+    func fetchAll<T>(_ sql: String, _ arguments: StoreArguments = [], table: String, keyAt: Int,
                      _ decode: (StoredRow) throws -> T) throws -> [T] {
-        let cursor = try StoredRowCursor(db.cachedStatement(sql: sql), arguments, table: table, keyAt: keyAt)
-        return try withExtendedLifetime(cursor) { () -> [T] in
-            var values: [T] = []
-            while let row = try cursor.next() {
-                values.append(try decoding { try decode(row) })
-            }
-            return values
-        }
+        var values: [T] = []
+        try forEach(sql, arguments, table: table, keyAt: keyAt, decode) { values.append($0); return true }
+        return values
+    }
+
+    /// The one integer `sql` selects (a count, a maximum, a position); nil for no row or NULL.
+    func fetchInteger(_ sql: String, _ arguments: StoreArguments = []) throws -> Int64? {
+        try fetchOne(sql, arguments, table: "(computed)", keyAt: 0) { try $0.optionalInteger(0, "value") } ?? nil
+    }
+
+    /// Whether `sql` (`SELECT EXISTS (…)`) finds something.
+    func exists(_ sql: String, _ arguments: StoreArguments = []) throws -> Bool {
+        try fetchInteger(sql, arguments).map { $0 != 0 } ?? false
     }
 
     /// Runs `body`, turning a damaged row into the caller's error.
@@ -270,7 +339,7 @@ final class StoredRowCursor: DatabaseCursor {
     private let table: String
     private let keyAt: Int
 
-    init(_ statement: Statement, _ arguments: StatementArguments, table: String, keyAt: Int) throws {
+    init(_ statement: Statement, _ arguments: StoreArguments, table: String, keyAt: Int) throws {
         _statement = statement
         self.table = table
         self.keyAt = keyAt
@@ -278,7 +347,7 @@ final class StoredRowCursor: DatabaseCursor {
         // suite): bound without GRDB's count check.
         // Left unreset only by a failed step, whose failure was thrown already.
         sqlite3_reset(statement.sqliteStatement)
-        statement.setUncheckedArguments(arguments)
+        statement.setUncheckedArguments(arguments.sqlite)
     }
 
     deinit {

@@ -1,0 +1,374 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+
+/// Where a PostgreSQL store is (SPEC §16): `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|require]`,
+/// `postgresql://` alike.
+package struct PostgresLocation: Sendable, Equatable {
+    package let user: String
+    package let password: String?
+    package let host: String
+    package let port: Int
+    package fileprivate(set) var database: String
+    package let requiresTLS: Bool
+
+    /// Whether `store` names a PostgreSQL store rather than an SQLite file.
+    package static func isURL(_ store: String) -> Bool {
+        store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+    }
+
+    package init(_ url: String) throws {
+        func bad(_ why: String) -> StoreError {
+            .cannotOpen(path: PostgresLocation.redacted(url), reason: "\(why); expected postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|require]")
+        }
+        guard let parts = URLComponents(string: url), let scheme = parts.scheme, ["postgres", "postgresql"].contains(scheme) else {
+            throw bad("it is not a PostgreSQL URL")
+        }
+        guard let user = parts.user, !user.isEmpty else { throw bad("it names no user") }
+        guard let host = parts.host, !host.isEmpty else { throw bad("it names no host") }
+        let database = String(parts.path.drop(while: { $0 == "/" }))
+        guard !database.isEmpty, !database.contains("/") else { throw bad("it names no database") }
+        if let port = parts.port, !(1...65535).contains(port) { throw bad("its port \(port) is out of range") }
+        var requiresTLS = false
+        for item in parts.queryItems ?? [] {
+            switch (item.name, item.value) {
+            case ("sslmode", "disable"): requiresTLS = false
+            case ("sslmode", "require"): requiresTLS = true
+            case ("sslmode", let other): throw bad("sslmode must be disable or require, not \(other ?? "nothing")")
+            default: throw bad("it has an unknown parameter \(item.name)")
+            }
+        }
+        self.user = parts.user?.removingPercentEncoding ?? user
+        self.password = parts.password?.removingPercentEncoding
+        self.host = host
+        self.port = parts.port ?? 5432
+        self.database = database.removingPercentEncoding ?? database
+        self.requiresTLS = requiresTLS
+    }
+
+    /// The URL as messages show it: never the password.
+    package var label: String { "postgres://\(user)@\(host):\(port)/\(database)" }
+
+    package static func redacted(_ url: String) -> String {
+        guard var parts = URLComponents(string: url) else { return "a PostgreSQL URL" }
+        if parts.password != nil { parts.password = "***" }
+        return parts.string ?? "a PostgreSQL URL"
+    }
+}
+
+/// How a node uses PostgreSQL (config `postgres = { poolSize, statementTimeoutMs }`).
+package struct PostgresSettings: Sendable, Equatable {
+    /// Connections a node holds at most.
+    package var poolSize: Int = 8
+    /// How long one statement may run, and a connection take to open, before the request fails
+    /// with `serviceUnavailable` (SPEC §16: 5 s by default).
+    package var statementTimeoutMs: Int = 5_000
+
+    package init(poolSize: Int = 8, statementTimeoutMs: Int = 5_000) {
+        self.poolSize = poolSize
+        self.statementTimeoutMs = statementTimeoutMs
+    }
+}
+
+/// A ShareFlow store on PostgreSQL: the tables in schema `shareflow`, reached through one
+/// connection the engine's thread drives (`PostgresSession`), opened again on the next use after
+/// PostgreSQL went away. Every write transaction first takes one transaction-scoped advisory
+/// lock, so writes from all nodes run one at a time, as on SQLite: per-zone positions are
+/// gapless and in commit order, the database-wide feed never skips a slower transaction, and a
+/// rule checked inside the transaction (one share per record, 100 participants, a change tag)
+/// still holds at commit. Reads take no lock and see one snapshot.
+package final class PostgresStore: @unchecked Sendable {
+    package let location: PostgresLocation
+    package let settings: PostgresSettings
+    private var session: PostgresSession?
+    private let logger: Logger
+
+    /// The advisory lock every write holds until it commits ("ShareFlw").
+    static let writeLock: Int64 = 0x5368_6172_6546_6C77
+    /// The lock a node holds while it migrates the schema.
+    static let migrationLock: Int64 = 0x5368_6172_6546_6D67
+    /// Seconds a caller is told to wait when PostgreSQL is unreachable.
+    static let outageRetryAfter = 2.0
+
+    package convenience init(_ location: PostgresLocation, settings: PostgresSettings = PostgresSettings()) throws {
+        self.init(location: location, settings: settings)
+        do {
+            try migrate(try connected())
+        } catch let failure as PostgresFailure {
+            throw StoreError.cannotOpen(path: location.label, reason: PostgresStore.reason(failure))
+        }
+    }
+
+    private init(location: PostgresLocation, settings: PostgresSettings) {
+        self.location = location
+        self.settings = settings
+        var logger = Logger(label: "shareflow.postgres")
+        logger.logLevel = .critical
+        self.logger = logger
+    }
+
+    deinit {
+        try? session?.connection.close().wait()
+    }
+
+    package func close() {
+        try? session?.connection.close().wait()
+        session = nil
+    }
+
+    /// The open connection, or a new one.
+    func connected() throws -> PostgresSession {
+        if let session, !session.connection.isClosed { return session }
+        session = nil
+        var configuration = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: .disable)
+        if location.requiresTLS {
+            do {
+                configuration.tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            } catch {
+                throw ShareFlowError(.serviceUnavailable, "store \(location.label): TLS cannot be set up (\(error))")
+            }
+        }
+        configuration.options.connectTimeout = .milliseconds(Int64(settings.statementTimeoutMs))
+        // Settings of the session, sent with the start-up message (no round trip): the schema,
+        // and a cap on each statement and on a transaction left idle (a node killed mid-write
+        // releases its lock when PostgreSQL notices the connection gone; a stalled one, here).
+        configuration.options.additionalStartupParameters = [
+            ("search_path", PostgresSchema.name),
+            ("statement_timeout", String(settings.statementTimeoutMs)),
+            ("idle_in_transaction_session_timeout", String(max(settings.statementTimeoutMs * 4, 10_000))),
+            ("application_name", "shareflow"),
+        ]
+        let connection: PostgresConnection
+        do {
+            connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
+                                                        id: 1, logger: logger).wait()
+        } catch let error as PSQLError {
+            throw PostgresFailure(error, sql: "")
+        }
+        let opened = PostgresSession(connection: connection, label: location.label, logger: logger)
+        session = opened
+        return opened
+    }
+
+    /// Makes the schema, or brings it up to this binary's version, under a lock so that nodes
+    /// starting together migrate once.
+    private func migrate(_ session: PostgresSession) throws {
+        try session.command("SELECT pg_advisory_lock(\(PostgresStore.migrationLock))")
+        defer { try? session.command("SELECT pg_advisory_unlock(\(PostgresStore.migrationLock))") }
+        try session.command("CREATE SCHEMA IF NOT EXISTS \(PostgresSchema.name)")
+        let hasMeta = try session.query("SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = 'shareflow_meta'", [PostgresSchema.name.databaseValue]).isEmpty == false
+        var version = 8
+        if hasMeta {
+            let rows = try session.query("SELECT key, value FROM shareflow_meta WHERE key IN ('format', 'schemaVersion')", [])
+            var found: [String: String] = [:]
+            for row in rows where row.count == 2 {
+                if case .string(let k) = row[0].storage, case .string(let v) = row[1].storage { found[k] = v }
+            }
+            guard found["format"] == Store.formatName else {
+                throw StoreError.notAStore(path: location.label, reason: "its schema \(PostgresSchema.name) has no ShareFlow format mark")
+            }
+            guard let stored = found["schemaVersion"].flatMap(Int.init), stored >= 9 else {
+                throw StoreError.cannotOpen(path: location.label, reason: "it is damaged (its schema version is missing or not a number)")
+            }
+            if stored > PostgresSchema.version {
+                throw StoreError.newerSchema(path: location.label, found: stored, supported: PostgresSchema.version)
+            }
+            version = stored
+        } else {
+            let tables = try session.query("SELECT tablename FROM pg_tables WHERE schemaname = ? ORDER BY tablename LIMIT 5", [PostgresSchema.name.databaseValue])
+            guard tables.isEmpty else {
+                let names = tables.compactMap { row -> String? in if case .string(let s)? = row.first?.storage { return s }; return nil }
+                throw StoreError.notAStore(path: location.label, reason: "its schema \(PostgresSchema.name) holds tables of another program (\(names.joined(separator: ", ")))")
+            }
+        }
+        while version < PostgresSchema.version {
+            let step = PostgresSchema.migrations[version - 8]
+            try session.command("BEGIN")
+            do {
+                for statement in PostgresSchema.statements(step) { try session.command(statement) }
+                try session.execute("UPDATE shareflow_meta SET value = ? WHERE key = 'schemaVersion'", [String(version + 1).databaseValue])
+                if version == 8 {
+                    // The change tokens' key (SPEC §14 S1), made once in the database, so every
+                    // node signs the same tokens.
+                    try session.execute("INSERT INTO shareflow_meta (key, value) VALUES ('syncKey', ?) ON CONFLICT (key) DO NOTHING",
+                                        [PostgresStore.randomHex(bytes: 32).databaseValue])
+                }
+                try session.command("COMMIT")
+            } catch {
+                try? session.command("ROLLBACK")
+                throw error
+            }
+            version += 1
+        }
+    }
+
+    static func randomHex(bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    /// Runs `body` in a transaction: a write holds the write lock; a read sees one snapshot.
+    /// A lost connection is dropped, so the next call opens a new one.
+    func transaction<T>(writing: Bool, _ body: (PostgresSession) throws -> T) throws -> T {
+        let session = try connected()
+        do {
+            if writing {
+                try session.command("BEGIN")
+                try session.command("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))")
+            } else {
+                try session.command("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            }
+            let result: T
+            do {
+                result = try body(session)
+            } catch {
+                try session.command("ROLLBACK")
+                throw error
+            }
+            try session.command("COMMIT")
+            return result
+        } catch let failure as PostgresFailure {
+            if failure.isConnectionLost { self.session = nil; try? session.connection.close().wait() }
+            throw failure
+        }
+    }
+
+    /// Runs `body` in a savepoint of the open transaction (a nested engine call's write).
+    func savepoint<T>(_ session: PostgresSession, _ body: () throws -> T) throws -> T {
+        try session.command("SAVEPOINT nested")
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            try session.command("ROLLBACK TO SAVEPOINT nested")
+            try session.command("RELEASE SAVEPOINT nested")
+            throw error
+        }
+        try session.command("RELEASE SAVEPOINT nested")
+        return result
+    }
+
+    /// What went wrong, in words an operator acts on (never the SQL).
+    static func reason(_ failure: PostgresFailure) -> String {
+        if failure.isConnectionLost || failure.sqlState == nil {
+            return "PostgreSQL cannot be reached (\(failure.error.code)); check that it runs and accepts connections"
+        }
+        switch failure.sqlState ?? "" {
+        case "28P01", "28000": return "PostgreSQL refused the user or password (\(failure))"
+        case "3D000": return "the database does not exist (\(failure)); create it with createdb"
+        case "42501": return "permission denied (\(failure))"
+        default: return "PostgreSQL failed: \(failure)"
+        }
+    }
+
+    /// A failure as the caller gets it: `serviceUnavailable`, with `retryAfter` where retrying helps.
+    func shareFlowError(_ failure: PostgresFailure) -> ShareFlowError {
+        let store = "store \(location.label)"
+        if failure.isConnectionLost || failure.sqlState == nil {
+            return ShareFlowError(.serviceUnavailable, "\(store) is unreachable (PostgreSQL: \(failure.error.code)); retry after \(Int(PostgresStore.outageRetryAfter)) s",
+                                  retryAfter: PostgresStore.outageRetryAfter)
+        }
+        switch failure.sqlState ?? "" {
+        case "57014":
+            return ShareFlowError(.serviceUnavailable, "\(store) is busy (a statement ran past the statement timeout of \(settings.statementTimeoutMs) ms); retry",
+                                  retryAfter: PostgresStore.outageRetryAfter)
+        case "40001", "40P01", "55P03":
+            return ShareFlowError(.serviceUnavailable, "\(store) is busy (\(failure)); retry", retryAfter: 1)
+        case "23503":
+            return ShareFlowError(.unknownItem, "\(store) refused a change: an item it refers to no longer exists (it was deleted while the change was being made)")
+        case "23505":
+            return ShareFlowError(.serviceUnavailable, "\(store) refused a change: an item of the same name was made while the change was being made; retry to be told why",
+                                  retryAfter: 1)
+        case let state where state.hasPrefix("53"):
+            return ShareFlowError(.serviceUnavailable, "\(store) is out of resources (\(failure)); retry", retryAfter: 30)
+        case "42P01", "42703":
+            return ShareFlowError(.serviceUnavailable, "\(store) does not have the schema this shareflow expects (\(failure)); check it with `shareflow store check`")
+        default:
+            return ShareFlowError(.serviceUnavailable, "\(store) failed: \(failure)")
+        }
+    }
+}
+
+// MARK: Scratch databases (tests)
+
+extension PostgresStore {
+    private static let scratch = ScratchDatabases()
+
+    /// A new, empty PostgreSQL store for one test or one Lua test file: a database made from
+    /// `template`'s (brought to this binary's schema first, once per process), named after the
+    /// template, this process and a counter. `dropScratch` removes it. The cluster's user needs
+    /// the CREATEDB right.
+    package static func makeScratch(template url: String) throws -> String {
+        let template = try PostgresLocation(url)
+        try scratch.prepare(template)
+        let name = "\(template.database)_\(getpid())_\(scratch.next())"
+        try admin(template) { try $0.command("CREATE DATABASE \"\(name)\" TEMPLATE \"\(template.database)\"") }
+        return template.url(database: name)
+    }
+
+    /// Drops a database `makeScratch` made (its connections closed first).
+    package static func dropScratch(_ url: String) {
+        guard let location = try? PostgresLocation(url) else { return }
+        try? admin(location) { try $0.command("DROP DATABASE IF EXISTS \"\(location.database)\" WITH (FORCE)") }
+    }
+
+    /// Runs `body` on a connection to the cluster's `postgres` database.
+    private static func admin(_ location: PostgresLocation, _ body: (PostgresSession) throws -> Void) throws {
+        let store = PostgresStore(unmigrated: location.with(database: "postgres"))
+        defer { store.close() }
+        do {
+            try body(try store.connected())
+        } catch let failure as PostgresFailure {
+            throw StoreError.cannotOpen(path: location.label, reason: reason(failure))
+        }
+    }
+
+    private convenience init(unmigrated location: PostgresLocation) {
+        self.init(location: location, settings: PostgresSettings())
+    }
+
+    /// Templates brought to this binary's schema in this process, and the scratch counter.
+    private final class ScratchDatabases: @unchecked Sendable {
+        private let lock = NSLock()
+        private var prepared: Set<String> = []
+        private var count = 0
+
+        func next() -> Int { lock.withLock { count += 1; return count } }
+
+        func prepare(_ template: PostgresLocation) throws {
+            try lock.withLock {
+                guard !prepared.contains(template.label) else { return }
+                // Migrated, then closed: a database is copied only while no one is connected to it.
+                let store = try PostgresStore(template)
+                store.close()
+                prepared.insert(template.label)
+            }
+        }
+    }
+}
+
+extension PostgresLocation {
+    func with(database: String) -> PostgresLocation {
+        var copy = self
+        copy.database = database
+        return copy
+    }
+
+    /// This location's URL naming another database (the password kept).
+    package func url(database: String) -> String {
+        var parts = URLComponents()
+        parts.scheme = "postgres"
+        parts.user = user
+        parts.password = password
+        parts.host = host
+        parts.port = port
+        parts.path = "/" + database
+        if requiresTLS { parts.queryItems = [URLQueryItem(name: "sslmode", value: "require")] }
+        return parts.string ?? label
+    }
+}
