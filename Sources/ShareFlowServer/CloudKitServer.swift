@@ -53,7 +53,9 @@ public struct CloudKitServer: Sendable {
     /// checkpoints the store and returns.
     public func run() async throws {
         let thread = EngineThread()
-        let router = router(thread: thread)
+        let authenticator = CallerAuthenticator(engine: engine)
+        let health = StoreHealth()
+        let router = router(thread: thread, authenticator: authenticator, health: health)
         let onListening = self.onListening
         let pointHere = sharesPointHere && engine.options.publicURL == Engine.defaultPublicURL
         let (engine, host) = (self.engine, self.host)
@@ -76,7 +78,9 @@ public struct CloudKitServer: Sendable {
         // SIGTERM: stop accepting and let requests in flight finish, for `shutdownSeconds` at
         // most; then what is left is cancelled (its connections closed), and the store is
         // checkpointed either way.
-        var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let watch = StoreWatch(engine: engine, thread: thread, authenticator: authenticator, health: health, logger: logger)
+        var group = ServiceGroupConfiguration(services: [.init(service: app), .init(service: watch, successTerminationBehavior: .ignore)],
+                                              gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         group.maximumGracefulShutdownDuration = Duration.milliseconds(Int64(shutdownSeconds * 1000))
         // No trap once cancelled: work waiting for the engine's thread is dropped at once
         // (EngineThread.run), and the job running is bounded (querySeconds).
@@ -87,11 +91,18 @@ public struct CloudKitServer: Sendable {
 
     /// Every route, its work run on `thread`: what `run` serves, and what the in-process
     /// tests drive (`app.test(.router)`).
-    func router(thread: EngineThread) -> Router<ServerRequestContext> {
+    func router(thread: EngineThread, authenticator: CallerAuthenticator? = nil, health: StoreHealth = StoreHealth()) -> Router<ServerRequestContext> {
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: AccessLog(logger: logger))
+        // Alive: the process answers. Ready: its store answered the last probe (StoreWatch),
+        // so a load balancer sends it requests (SPEC §16).
         router.get("/healthz") { _, _ -> String in "ok" }
         router.head("/healthz") { _, _ -> HTTPResponse.Status in .ok }
+        router.get("/readyz") { _, _ -> Response in
+            guard let problem = health.problem else { return CloudKitServer.response(status: 200, WireObject(["ready": true])) }
+            return CloudKitServer.response(status: 503, WireObject(["ready": false, "serverErrorCode": "TRY_AGAIN_LATER", "reason": problem,
+                                                                    "retryAfter": 2]))
+        }
         router.get("/share/:guid", use: SharePage.answer)
         FaultAdmin(engine: engine, thread: thread).register(on: router)
         // A database route: throttled by address first (before its body is read), then read
@@ -100,7 +111,7 @@ public struct CloudKitServer: Sendable {
         let limiter = rateLimit.map { RateLimiter(requests: $0.requests, perSeconds: $0.perSeconds) }
         if let limiter { database.add(middleware: RateLimitMiddleware(limiter: limiter)) }
         database.add(middleware: DatabaseRequestMiddleware(maxBodyBytes: maxBodyBytes))
-        database.add(middleware: AuthenticationMiddleware(thread: thread, authenticator: CallerAuthenticator(engine: engine)))
+        database.add(middleware: AuthenticationMiddleware(thread: thread, authenticator: authenticator ?? CallerAuthenticator(engine: engine)))
         if let limiter { database.add(middleware: IdentityRateLimitMiddleware(limiter: limiter)) }
         CloudKitAPI(engine: engine, maxResponseBytes: maxResponseBytes, streamSeconds: streamSeconds).register(on: database, thread: thread)
         return router

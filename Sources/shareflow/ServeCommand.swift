@@ -141,8 +141,29 @@ extension ShareFlowCommand {
     struct Tokens: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "tokens",
-            abstract: "Make tokens for the server: an API token per container, a web auth token per user.",
-            subcommands: [API.self, User.self, Admin.self])
+            abstract: "Make tokens for the server: an API token per container, a web auth token per user; revoke one.",
+            subcommands: [API.self, User.self, Admin.self, Revoke.self])
+
+        struct Revoke: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "revoke",
+                abstract: "Revoke a token (API, web auth or admin): every server on the store refuses it within a second.")
+            @OptionGroup var global: GlobalOptions
+            @Argument(help: "The token, as it was printed (or a server-to-server key's ID).")
+            var token: String
+
+            func run() throws {
+                let engine = try global.makeEngine()
+                defer { engine.store.checkpoint() }
+                // Tokens are kept by their hash; a server-to-server key by its ID.
+                var removed = try engine.credentials.revoke(hash: Credentials.hash(token))
+                if removed == 0 { removed = try engine.credentials.revoke(hash: token.lowercased()) }
+                guard removed > 0 else {
+                    throw CLIFailure(message: "no token of store \(engine.store.path) is this one (nothing was revoked)")
+                }
+                if global.json { printJSON(["revoked": true]) } else { print("revoked") }
+            }
+        }
 
         struct Admin: ParsableCommand {
             static let configuration = CommandConfiguration(

@@ -12,7 +12,7 @@ public struct World {
     public static let containerID = "iCloud.com.example.trips"
 
     public init(engine: Engine? = nil) throws {
-        let engine = try engine ?? Engine(store: Store(path: ":memory:"))
+        let engine = try engine ?? Engine(store: TestStore.make())
         self.engine = engine
         alice = try engine.accounts.create(emails: ["alice@example.com"], name: NameComponents(givenName: "Alice"), discoverable: true)
         bob = try engine.accounts.create(emails: ["bob@example.com"], phones: ["+1 415 555 0101"],

@@ -9,8 +9,8 @@ import XCTest
 /// editing in batches, and each copy compared field for field with a fetch.
 final class ChangeFeedBatchConvergenceTests: XCTestCase {
     func testBatchesConverge() throws {
-        for seed: UInt64 in [11, 12, 13] {
-            try run(seed: seed, steps: 90)
+        for seed: UInt64 in TestStore.seeds([11, 12, 13]) {
+            try run(seed: seed, steps: TestStore.steps(90))
         }
     }
 

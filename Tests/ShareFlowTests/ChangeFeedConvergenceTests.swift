@@ -10,8 +10,8 @@ import XCTest
 /// full fetch of what they may read — nothing lost, nothing duplicated, no stale version.
 final class ChangeFeedConvergenceTests: XCTestCase {
     func testReadersFollowingTheFeedsConvergeOnWhatTheyMayRead() throws {
-        for seed: UInt64 in [1, 2, 3, 4] {
-            try run(seed: seed, steps: 120)
+        for seed: UInt64 in TestStore.seeds([1, 2, 3, 4]) {
+            try run(seed: seed, steps: TestStore.steps(120))
         }
     }
 

@@ -76,7 +76,7 @@ final class ChangeLogMigrationTests: XCTestCase {
         let records = try store.read { try Row.fetchAll($0.db, sql: "SELECT name, seq FROM record ORDER BY name") }
         XCTAssertEqual(records.map { "\($0[0] as String)@\($0[1] as Int64)" }, ["a@1", "b@2", "share-z@3"])
         XCTAssertEqual(try store.read { try String.fetchAll($0.db, sql: "SELECT name FROM zone_change") }, ["gone"])
-        XCTAssertEqual(try store.read { try Int64.fetchOne($0.db, sql: "SELECT changeSeq FROM zone WHERE id = 1") }, 5)
+        XCTAssertEqual(try store.read { try $0.fetchInteger("SELECT changeSeq FROM zone WHERE id = 1") }, 5)
         XCTAssertEqual(try store.check().problems, [])
     }
 
@@ -128,7 +128,7 @@ final class ChangeLogMigrationTests: XCTestCase {
         let store = try Store(path: path)
         let records = try store.read { try Row.fetchAll($0.db, sql: "SELECT name, seq FROM record ORDER BY name") }
         XCTAssertEqual(records.map { "\($0[0] as String)@\($0[1] as Int64)" }, ["a@6", "b@8", "pub@0", "share-z@2"])
-        XCTAssertEqual(try store.read { try Int64.fetchOne($0.db, sql: "SELECT changeSeq FROM zone WHERE id = 1") }, 8)
+        XCTAssertEqual(try store.read { try $0.fetchInteger("SELECT changeSeq FROM zone WHERE id = 1") }, 8)
         XCTAssertEqual(try store.read { try String.fetchAll($0.db, sql: "SELECT name FROM zone_change ORDER BY name") }, ["gone"])
         let engine = Engine(store: store)
         let alice = try engine.session(for: "alice@example.com").container("iCloud.t")
@@ -152,8 +152,8 @@ final class ChangeLogMigrationTests: XCTestCase {
         let zoneBefore = try db.currentChangeToken(w.zone.zoneID)
         let store = w.engine.store
         try store.write { tx in
-            let zone = try XCTUnwrap(try Int64.fetchOne(tx.db, sql: "SELECT id FROM zone WHERE name = 'Trips'"))
-            let alice = try XCTUnwrap(try Int64.fetchOne(tx.db, sql: "SELECT accountID FROM account_email WHERE email = 'alice@example.com'"))
+            let zone = try XCTUnwrap(try tx.fetchInteger("SELECT id FROM zone WHERE name = 'Trips'"))
+            let alice = try XCTUnwrap(try tx.fetchInteger("SELECT accountID FROM account_email WHERE email = 'alice@example.com'"))
             XCTAssertThrowsError(try store.write { inner in
                 _ = try inner.insertRecord(zone: zone, name: "gone", type: "Note", fields: try StoredFields([:]), parentName: nil, tag: "t1",
                                            by: alice, at: 1)
@@ -168,8 +168,8 @@ final class ChangeLogMigrationTests: XCTestCase {
         // The position the rolled-back save took is a hole, never handed out again: the zone's
         // counter, written once at commit, is the kept record's.
         let (counter, kept) = try store.read { tx in
-            (try Int64.fetchOne(tx.db, sql: "SELECT changeSeq FROM zone WHERE name = 'Trips'"),
-             try Int64.fetchOne(tx.db, sql: "SELECT seq FROM record WHERE name = 'kept'"))
+            (try tx.fetchInteger("SELECT changeSeq FROM zone WHERE name = 'Trips'"),
+             try tx.fetchInteger("SELECT seq FROM record WHERE name = 'kept'"))
         }
         XCTAssertEqual(counter, kept)
         XCTAssertEqual(try store.check().problems, [])
@@ -181,18 +181,18 @@ final class ChangeLogMigrationTests: XCTestCase {
         let w = try World()
         let store = w.engine.store
         try store.write { tx in
-            let zone = try XCTUnwrap(try Int64.fetchOne(tx.db, sql: "SELECT id FROM zone WHERE name = 'Trips'"))
-            let alice = try XCTUnwrap(try Int64.fetchOne(tx.db, sql: "SELECT accountID FROM account_email WHERE email = 'alice@example.com'"))
+            let zone = try XCTUnwrap(try tx.fetchInteger("SELECT id FROM zone WHERE name = 'Trips'"))
+            let alice = try XCTUnwrap(try tx.fetchInteger("SELECT accountID FROM account_email WHERE email = 'alice@example.com'"))
             for name in ["one", "two"] {
                 _ = try tx.insertRecord(zone: zone, name: name, type: "Note", fields: try StoredFields([:]), parentName: nil, tag: "t", by: alice, at: 1)
             }
-            let seq = try XCTUnwrap(try Int64.fetchOne(tx.db, sql: "SELECT seq FROM record WHERE name = 'two'"))
+            let seq = try XCTUnwrap(try tx.fetchInteger("SELECT seq FROM record WHERE name = 'two'"))
             XCTAssertEqual(try tx.zoneLogBounds(zone: zone)?.current, seq)
             XCTAssertEqual(try store.read { try $0.zoneLogBounds(zone: zone)?.current }, seq)
-            XCTAssertEqual(try Int64.fetchOne(tx.db, sql: "SELECT changeSeq FROM zone WHERE id = ?", arguments: [zone]), seq - 2, "stored at commit")
+            XCTAssertEqual(try tx.fetchInteger("SELECT changeSeq FROM zone WHERE id = ?", [zone]), seq - 2, "stored at commit")
         }
-        XCTAssertEqual(try store.read { try Int64.fetchOne($0.db, sql: "SELECT changeSeq FROM zone WHERE name = 'Trips'") },
-                       try store.read { try Int64.fetchOne($0.db, sql: "SELECT MAX(seq) FROM record") })
+        XCTAssertEqual(try store.read { try $0.fetchInteger("SELECT changeSeq FROM zone WHERE name = 'Trips'") },
+                       try store.read { try $0.fetchInteger("SELECT MAX(seq) FROM record") })
     }
 
     /// A name deleted and made again: the owner's feed sends the record, once, at its later

@@ -52,7 +52,7 @@ final class DamagedStoreTests: XCTestCase {
         }
 
         func rowID(_ table: String, _ condition: String) throws -> Int64 {
-            try engine.store.read { try Int64.fetchOne($0.db, sql: "SELECT id FROM \(table) WHERE \(condition)")! }
+            try engine.store.read { try $0.fetchInteger("SELECT id FROM \(table) WHERE \(condition)")! }
         }
 
         func remove() { try? FileManager.default.removeItem(at: dir) }
@@ -209,7 +209,7 @@ final class DamagedStoreTests: XCTestCase {
         defer { f.remove() }
         XCTAssertEqual(try f.engine.store.check().problems, [])
         let zone = try f.rowID("zone", "name = 'Trips'")
-        let counter = try f.engine.store.read { try Int64.fetchOne($0.db, sql: "SELECT changeSeq FROM zone WHERE id = \(zone)")! }
+        let counter = try f.engine.store.read { try $0.fetchInteger("SELECT changeSeq FROM zone WHERE id = \(zone)")! }
         try f.damage("""
             UPDATE record SET seq = \(counter + 5) WHERE name = 'lisbon';
             UPDATE record SET seq = (SELECT seq FROM record WHERE name = 'lisbon') WHERE name = 'day1';

@@ -12,7 +12,7 @@ final class RecordPropertyTests: XCTestCase {
     typealias Generator = ShareInterleavingTests.Generator
 
     func testPartialCopiesNeverLoseAField() throws {
-        for seed: UInt64 in [3, 11, 2026] {
+        for seed: UInt64 in TestStore.seeds([3, 11, 2026]) {
             var g = Generator(state: seed)
             let w = try World()
             let db = w.c.privateCloudDatabase
@@ -53,7 +53,7 @@ final class RecordPropertyTests: XCTestCase {
     }
 
     func testPublicWritersChangeOnlyTheirOwnRecords() throws {
-        for seed: UInt64 in [5, 17] {
+        for seed: UInt64 in TestStore.seeds([5, 17]) {
             var g = Generator(state: seed)
             let w = try World()
             let writers = [w.c, w.bc, w.cc]
@@ -83,7 +83,7 @@ final class RecordPropertyTests: XCTestCase {
     }
 
     func testPagesUnderConcurrentEditsNeitherSkipNorRepeat() throws {
-        for seed: UInt64 in [9, 23, 77] {
+        for seed: UInt64 in TestStore.seeds([9, 23, 77]) {
             var g = Generator(state: seed)
             let w = try World()
             let db = w.c.privateCloudDatabase

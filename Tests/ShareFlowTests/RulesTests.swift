@@ -87,7 +87,7 @@ final class RulesTests: XCTestCase {
     func testR7R8ParticipantDefaultsAndLimit() throws {
         var options = Engine.Options()
         options.maxParticipants = 3
-        let w = try World(engine: Engine(store: Store(path: ":memory:"), options: options))
+        let w = try World(engine: Engine(store: TestStore.make(), options: options))
         let p = try w.participant("bob@example.com")
         XCTAssertEqual([p.role.rawValue, p.permission.rawValue, p.acceptanceStatus.rawValue], ["privateUser", "readOnly", "unknown"])
         let share = try w.share(["bob@example.com", "carol@example.com"])

@@ -30,7 +30,7 @@ final class ShareInterleavingTests: XCTestCase {
     }
 
     func testRandomInterleavingsNeverSplitObjectAndStore() throws {
-        for seed: UInt64 in [1, 7, 42, 2026, 31337] {
+        for seed: UInt64 in TestStore.seeds([1, 7, 42, 2026, 31337]) {
             try run(seed: seed, steps: 150)
         }
     }
@@ -99,7 +99,7 @@ final class ShareInterleavingTests: XCTestCase {
     // MARK: Records round 3 (R29, R30, R33)
 
     func testPartialCopiesPublicWritersAndPagingUnderConcurrentEdits() throws {
-        for seed: UInt64 in [3, 11, 99, 2027, 65_537] {
+        for seed: UInt64 in TestStore.seeds([3, 11, 99, 2027, 65_537]) {
             try runRecords(seed: seed, steps: 220)
         }
     }

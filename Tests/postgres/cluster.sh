@@ -40,7 +40,7 @@ start)
   as_owner "$bin/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --locale=C.UTF-8 --no-sync >"$dir/initdb.log" 2>&1 \
     || { echo "cluster.sh: initdb failed:" >&2; cat "$dir/initdb.log" >&2; exit 1; }
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 -o "-c listen_addresses=127.0.0.1 -p $port -k $dir \
-    -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" start >/dev/null \
+    -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" start >/dev/null \
     || { echo "cluster.sh: the server did not start:" >&2; cat "$dir/server.log" >&2; exit 1; }
   as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres shareflow_test
   url="postgres://postgres@127.0.0.1:$port/shareflow_test"

@@ -32,4 +32,19 @@ public struct CredentialBook {
         defer { engine.lock.unlock() }
         return try engine.store.credential(kind, container: container, environment: environment, hash: hash)
     }
+
+    /// Revokes the credential with this hash, of any kind: every server on the store refuses
+    /// it within a second (they watch `generation`). Returns how many were removed (0: none had it).
+    public func revoke(hash: String) throws -> Int {
+        engine.lock.lock()
+        defer { engine.lock.unlock() }
+        return try engine.store.revokeCredential(hash: hash)
+    }
+
+    /// Moves whenever a credential is revoked, by any process on the store.
+    public func generation() throws -> Int64 {
+        engine.lock.lock()
+        defer { engine.lock.unlock() }
+        return try engine.store.credentialsGeneration()
+    }
 }

@@ -46,3 +46,24 @@ extension Store {
         }
     }
 }
+
+extension Store {
+    /// Removes every credential with this hash (any kind, any container) and moves the
+    /// credentials' generation, which every server on the store watches (`credentialsGeneration`)
+    /// to forget what it remembered of credentials. Returns how many went.
+    package func revokeCredential(hash: String) throws -> Int {
+        try write { tx in
+            let removed = try tx.run("DELETE FROM credential WHERE hash = ?", [hash])
+            try tx.run("""
+                INSERT INTO shareflow_meta (key, value) VALUES ('credentialsGeneration', '1')
+                ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(shareflow_meta.value AS BIGINT) + 1 AS TEXT)
+                """, [])
+            return removed
+        }
+    }
+
+    /// The credentials' generation: moved by every revocation (0 before the first).
+    package func credentialsGeneration() throws -> Int64 {
+        try read { tx in try tx.fetchInteger("SELECT CAST(value AS BIGINT) FROM shareflow_meta WHERE key = 'credentialsGeneration'") ?? 0 }
+    }
+}

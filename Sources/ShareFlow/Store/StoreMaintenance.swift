@@ -82,46 +82,67 @@ extension Store {
     ///
     /// Never stops at a bad row: a check that cannot run says so as a problem.
     public func check() throws -> StoreCheck {
-        try requireSQLite("store check")
-        let expected = try Store.ownSchemaObjects()
+        let expected = postgres == nil ? try Store.ownSchemaObjects() : [:]
         do {
-            return try queue.read { db in
-                let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+            return try read { tx in
                 var notes: [String] = []
                 var problems: [String] = []
                 /// A part of the check; a failure of the store is a problem line, and the rest goes on.
                 func checking(_ what: String, _ body: () throws -> Void) {
-                    do { try body() } catch { problems.append("\(what) could not be checked: \(Store.reason(error))") }
+                    do { try body() } catch { problems.append("\(what) could not be checked: \(postgres == nil ? Store.reason(error) : "\(error)")") }
                 }
-                var objects: [String: SchemaObject]?
-                checking("the schema") {
-                    objects = try Store.schemaObjects(db)
-                    problems += Store.schemaProblems(objects: objects!, expected: expected)
-                }
-                // A table the store lacks is listed as missing above; the others are read.
-                for table in StoredTable.all where objects.map({ $0[table.name]?.type == "table" }) ?? true {
-                    checking("table \(table.name)") { problems += try table.damagedRows(db) }
-                }
-                checking("foreign keys") {
-                    for row in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") {
-                        problems.append("table \(Store.shown(row, 0)) row \(Store.shown(row, 1)) refers to a missing row of \(Store.shown(row, 2))")
+                let integrity: [String]
+                var tables: Set<String>?
+                if postgres != nil {
+                    // PostgreSQL keeps its own pages and foreign keys whole; what is checked here
+                    // is that the schema has every table and column ShareFlow reads.
+                    integrity = ["ok"]
+                    checking("the schema") {
+                        var columns: [String: Set<String>] = [:]
+                        for row in try tx.rows("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'shareflow'") {
+                            if case .string(let t) = row[0].storage, case .string(let c) = row[1].storage { columns[t, default: []].insert(c) }
+                        }
+                        tables = Set(columns.keys)
+                        for table in StoredTable.all {
+                            guard let have = columns[table.name] else { problems.append("table \(table.name) is missing"); continue }
+                            for column in table.columns where !have.contains(column.name.lowercased()) {
+                                problems.append("table \(table.name) lacks column \(column.name)")
+                            }
+                        }
+                    }
+                } else {
+                    let db = tx.db
+                    integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+                    checking("the schema") {
+                        let objects = try Store.schemaObjects(db)
+                        problems += Store.schemaProblems(objects: objects, expected: expected)
+                        tables = Set(objects.filter { $0.value.type == "table" }.keys)
+                    }
+                    checking("foreign keys") {
+                        for row in try tx.rows("PRAGMA foreign_key_check") {
+                            problems.append("table \(Store.shown(row, 0)) row \(Store.shown(row, 1)) refers to a missing row of \(Store.shown(row, 2))")
+                        }
                     }
                 }
+                // A table the store lacks is listed as missing above; the others are read.
+                for table in StoredTable.all where tables.map({ $0.contains(table.name) }) ?? true {
+                    checking("table \(table.name)") { problems += try table.damagedRows(tx) }
+                }
                 checking("share owners") {
-                    for row in try Row.fetchAll(db, sql: """
+                    for row in try tx.rows("""
                         SELECT s.token, (SELECT COUNT(*) FROM participant p WHERE p.shareID = s.id AND p.role = 'owner' AND p.status = 'accepted')
                         FROM share s
-                        """) where row[1] as DatabaseValue != 1.databaseValue {
+                        """) where row[1] != 1.databaseValue {
                         problems.append("share …/share/\(Store.shown(row, 0)) has \(Store.shown(row, 1)) accepted owners (one expected)")
                     }
                 }
                 checking("share records") {
-                    for row in try Row.fetchAll(db, sql: "SELECT s.token, r.type FROM share s JOIN record r ON r.id = s.recordID WHERE r.type IS NOT 'cloudkit.share'") {
+                    for row in try tx.rows("SELECT s.token, r.type FROM share s JOIN record r ON r.id = s.recordID WHERE r.type != 'cloudkit.share'") {
                         problems.append("share …/share/\(Store.shown(row, 0)) is saved as a record of type \(Store.shown(row, 1))")
                     }
                 }
                 checking("share roots") {
-                    for row in try Row.fetchAll(db, sql: """
+                    for row in try tx.rows("""
                         SELECT s.token, s.rootName FROM share s
                         WHERE s.rootName IS NOT NULL AND NOT EXISTS (SELECT 1 FROM record r WHERE r.zoneID = s.zoneID AND r.name = s.rootName)
                         """) {
@@ -129,17 +150,17 @@ extension Store {
                     }
                 }
                 checking("parents") {
-                    for row in try Row.fetchAll(db, sql: """
+                    for row in try tx.rows("""
                         SELECT c.name, c.parentName FROM record c
                         WHERE c.parentName IS NOT NULL AND NOT EXISTS (SELECT 1 FROM record p WHERE p.zoneID = c.zoneID AND p.name = c.parentName)
                         """) {
                         // R34: deleting a parent leaves its children (CloudKit does not cascade).
                         notes.append("record \(Store.shown(row, 0)): its parent \(Store.shown(row, 1)) was deleted; the record stays without it (R34)")
                     }
-                    problems += try Store.parentCycles(db)
+                    problems += try Store.parentCycles(tx)
                 }
                 checking("zone owners") {
-                    for row in try Row.fetchAll(db, sql: """
+                    for row in try tx.rows("""
                         SELECT z.id, z.name, z.ownerID FROM zone z
                         WHERE z.scope = 'private' AND NOT EXISTS (SELECT 1 FROM account a WHERE a.id = z.ownerID)
                         """) {
@@ -150,7 +171,7 @@ extension Store {
                     // A position past its zone's counter would be handed out again by a later
                     // save; two owner's entries at one position can fall on either side of a
                     // page's end, and one of them is never sent.
-                    for row in try Row.fetchAll(db, sql: """
+                    for row in try tx.rows("""
                         SELECT z.name, z.id, MAX(x.seq), z.changeSeq FROM zone z
                         JOIN (SELECT zoneID, seq FROM record UNION ALL SELECT zoneID, seq FROM zone_change UNION ALL SELECT zoneID, seq FROM view_change) x
                             ON x.zoneID = z.id
@@ -158,9 +179,9 @@ extension Store {
                         """) {
                         problems.append("zone \(Store.shown(row, 0)) (row \(Store.shown(row, 1))): a change logged at position \(Store.shown(row, 2)), past its counter \(Store.shown(row, 3)); later changes would reuse positions")
                     }
-                    for row in try Row.fetchAll(db, sql: """
+                    for row in try tx.rows("""
                         SELECT z.name, z.id, x.seq, COUNT(*) FROM (SELECT zoneID, seq FROM record WHERE seq > 0 UNION ALL SELECT zoneID, seq FROM zone_change) x
-                        JOIN zone z ON z.id = x.zoneID GROUP BY x.zoneID, x.seq HAVING COUNT(*) > 1
+                        JOIN zone z ON z.id = x.zoneID GROUP BY z.id, x.seq HAVING COUNT(*) > 1
                         """) {
                         problems.append("zone \(Store.shown(row, 0)) (row \(Store.shown(row, 1))): \(Store.shown(row, 3)) changes at position \(Store.shown(row, 2)) of its owner's feed (one expected)")
                     }
@@ -175,8 +196,8 @@ extension Store {
     }
 
     /// A value of a row as a problem line shows it: text as it is, anything else by its kind.
-    static func shown(_ row: Row, _ index: Int) -> String {
-        let value = row[index] as DatabaseValue
+    static func shown(_ row: [DatabaseValue], _ index: Int) -> String {
+        let value = index < row.count ? row[index] : .null
         if case .string(let s) = value.storage { return StoredRow.excerpt(s) }
         if case .int64(let n) = value.storage { return String(n) }
         return "(\(StoredRow.describe(value)))"
@@ -195,8 +216,8 @@ extension Store {
     /// The store's tables, indexes, triggers and views by name, SQLite's own (`sqlite_…`) left out.
     static func schemaObjects(_ db: Database) throws -> [String: SchemaObject] {
         var objects: [String: SchemaObject] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'") {
-            let sql = (row[3] as DatabaseValue).storage
+        for row in try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").map({ Array($0.databaseValues) }) {
+            let sql = row[3].storage
             objects[shown(row, 1)] = SchemaObject(type: shown(row, 0), table: shown(row, 2),
                                                   sql: { if case .string(let s) = sql { return normalized(s) }; return nil }())
         }
@@ -240,17 +261,17 @@ extension Store {
 
     /// R25: parent chains end. A cycle (a → b → a), which only another program can leave, is
     /// listed once, by the records on it in chain order from the least name.
-    static func parentCycles(_ db: Database) throws -> [String] {
+    static func parentCycles(_ tx: StoreTransaction) throws -> [String] {
         var zoneNames: [Int64: String] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT id, name FROM zone") {
-            if case .int64(let id) = (row[0] as DatabaseValue).storage { zoneNames[id] = shown(row, 1) }
+        for row in try tx.rows("SELECT id, name FROM zone") {
+            if case .int64(let id) = row[0].storage { zoneNames[id] = shown(row, 1) }
         }
         // Zone → record → parent; rows of other types are listed as damaged already.
         var parents: [Int64: [String: String]] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT zoneID, name, parentName FROM record WHERE parentName IS NOT NULL") {
-            guard case .int64(let zone) = (row[0] as DatabaseValue).storage,
-                  case .string(let name) = (row[1] as DatabaseValue).storage,
-                  case .string(let parent) = (row[2] as DatabaseValue).storage else { continue }
+        for row in try tx.rows("SELECT zoneID, name, parentName FROM record WHERE parentName IS NOT NULL") {
+            guard case .int64(let zone) = row[0].storage,
+                  case .string(let name) = row[1].storage,
+                  case .string(let parent) = row[2].storage else { continue }
             parents[zone, default: [:]][name] = parent
         }
         var problems: [String] = []

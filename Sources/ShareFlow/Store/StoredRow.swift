@@ -313,8 +313,24 @@ extension StoreTransaction {
     }
 
     /// The one integer `sql` selects (a count, a maximum, a position); nil for no row or NULL.
-    func fetchInteger(_ sql: String, _ arguments: StoreArguments = []) throws -> Int64? {
+    package func fetchInteger(_ sql: String, _ arguments: StoreArguments = []) throws -> Int64? {
         try fetchOne(sql, arguments, table: "(computed)", keyAt: 0) { try $0.optionalInteger(0, "value") } ?? nil
+    }
+
+    /// Every row of `sql` as its values, on either store: for what reads the store as it is
+    /// rather than as the engine's rows (tests, checks).
+    package func rows(_ sql: String, _ arguments: StoreArguments = []) throws -> [[DatabaseValue]] {
+        switch connection {
+        case .sqlite(let db):
+            return try Row.fetchAll(db, sql: sql, arguments: arguments.sqlite).map { row in Array(row.databaseValues) }
+        case .postgres(let session):
+            return try session.query(sql, arguments.values)
+        }
+    }
+
+    /// The first column of each row of `sql`, as text (NULL and other classes skipped).
+    package func texts(_ sql: String, _ arguments: StoreArguments = []) throws -> [String] {
+        try rows(sql, arguments).compactMap { row in row.first.flatMap { String.fromDatabaseValue($0) } }
     }
 
     /// Whether `sql` (`SELECT EXISTS (…)`) finds something.
@@ -432,19 +448,25 @@ struct StoredTable: Sendable {
     static let listedPerTable = 1000
 
     /// One problem line per unreadable value of the table, in row order.
-    func damagedRows(_ db: Database) throws -> [String] {
-        let statement = try db.makeStatement(sql: "SELECT \(key), \(columns.map(\.name).joined(separator: ", ")) FROM \(name) ORDER BY \(key)")
-        let cursor = try StoredRowCursor(statement, [], table: name, keyAt: 0)
+    func damagedRows(_ tx: StoreTransaction) throws -> [String] {
         var problems: [String] = []
         var more = 0
-        while let stored = try cursor.next() {
+        let sql = "SELECT \(key), \(columns.map(\.name).joined(separator: ", ")) FROM \(name) ORDER BY \(key)"
+        try tx.forEach(sql, [], table: name, keyAt: 0, { stored -> [DamagedRow] in
+            var damaged: [DamagedRow] = []
             for (n, column) in columns.enumerated() {
                 do {
                     try column.read(stored, n + 1, column.name)
                 } catch let damage as DamagedRow {
-                    if problems.count < StoredTable.listedPerTable { problems.append("damaged row: \(damage)") } else { more += 1 }
+                    damaged.append(damage)
                 }
             }
+            return damaged
+        }) { damaged in
+            for damage in damaged {
+                if problems.count < StoredTable.listedPerTable { problems.append("damaged row: \(damage)") } else { more += 1 }
+            }
+            return true
         }
         if more > 0 { problems.append("damaged rows: \(more) more unreadable values in table \(name)") }
         return problems

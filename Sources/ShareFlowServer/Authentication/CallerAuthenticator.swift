@@ -43,6 +43,17 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
         }
     }
 
+    /// Forgets every credential and account remembered: a token revoked by another process
+    /// (`StoreWatch`) is looked up again, and refused.
+    func forgetCredentials() {
+        lock.withLock {
+            apiTokens.removeAll()
+            webTokens.removeAll()
+            accounts.removeAll()
+            accountsGeneration = -1
+        }
+    }
+
     func authenticate(_ r: DatabaseRequest) throws -> Caller {
         let generation = engine.accountsGeneration
         if let keyID = r.headers["x-apple-cloudkit-request-keyid"] {

@@ -76,7 +76,7 @@ public enum Credentials {
         return false
     }
 
-    static func hash(_ token: String) -> String { hex(SHA256.hash(data: Data(token.utf8))) }
+    package static func hash(_ token: String) -> String { hex(SHA256.hash(data: Data(token.utf8))) }
 
     private static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
         digest.map { String(format: "%02x", $0) }.joined()

@@ -40,9 +40,34 @@ final class PostgresSession: @unchecked Sendable {
         return changed
     }
 
-    /// A statement with no parameters, sent as it is (BEGIN, COMMIT, SAVEPOINT…).
+    /// A statement with no parameters, sent as it is (BEGIN, COMMIT, SAVEPOINT…), and waited for.
     func command(_ sql: String) throws {
-        _ = try wait(connection.query(PostgresQuery(unsafeSQL: sql), logger: logger), sql: sql)
+        let future = connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        try settlePipelined()
+        _ = try wait(future, sql: sql)
+    }
+
+    /// Sends a statement with no parameters without waiting for it: the connection runs
+    /// statements in the order they are sent, so the next statement waited for comes after it,
+    /// and a failure of this one is thrown there (`settlePipelined`). A transaction's BEGIN and
+    /// its lock go out with its first statement: one round trip, not three.
+    func pipeline(_ sql: String) {
+        pipelined.append((connection.query(PostgresQuery(unsafeSQL: sql), logger: logger), sql))
+    }
+
+    private var pipelined: [(future: EventLoopFuture<PostgresQueryResult>, sql: String)] = []
+
+    /// Waits for the statements sent ahead (done already when a later one is), throwing the
+    /// first failure.
+    private func settlePipelined() throws {
+        guard !pipelined.isEmpty else { return }
+        let ahead = pipelined
+        pipelined.removeAll()
+        var failure: Error?
+        for (future, sql) in ahead {
+            do { _ = try wait(future, sql: sql) } catch { if failure == nil { failure = error } }
+        }
+        if let failure { throw failure }
     }
 
     private func send(_ sql: String, _ values: [DatabaseValue]) throws -> PostgresQueryResult {
@@ -63,7 +88,11 @@ final class PostgresSession: @unchecked Sendable {
             case .blob(let data): binds.append(ByteBuffer(bytes: data))
             }
         }
-        return try wait(connection.query(PostgresQuery(unsafeSQL: text, binds: binds), logger: logger), sql: text)
+        let future = connection.query(PostgresQuery(unsafeSQL: text, binds: binds), logger: logger)
+        let result = Result { try wait(future, sql: text) }
+        // Those sent ahead ran first: their failure (a BEGIN refused) is the one to report.
+        try settlePipelined()
+        return try result.get()
     }
 
     private func wait<T: Sendable>(_ future: EventLoopFuture<T>, sql: String) throws -> T {

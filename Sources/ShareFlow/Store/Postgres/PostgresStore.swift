@@ -218,10 +218,10 @@ package final class PostgresStore: @unchecked Sendable {
         let session = try connected()
         do {
             if writing {
-                try session.command("BEGIN")
-                try session.command("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))")
+                session.pipeline("BEGIN")
+                session.pipeline("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))")
             } else {
-                try session.command("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                session.pipeline("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             }
             let result: T
             do {
@@ -230,7 +230,12 @@ package final class PostgresStore: @unchecked Sendable {
                 try session.command("ROLLBACK")
                 throw error
             }
-            try session.command("COMMIT")
+            if writing {
+                try session.command("COMMIT")
+            } else {
+                // A read's end need not be waited for: the next statement comes after it.
+                session.pipeline("COMMIT")
+            }
             return result
         } catch let failure as PostgresFailure {
             if failure.isConnectionLost { self.session = nil; try? session.connection.close().wait() }

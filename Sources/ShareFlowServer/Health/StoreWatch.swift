@@ -1,0 +1,54 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import ShareFlow
+
+/// What a node knows of its store between requests (SPEC §16): whether the store answered
+/// the last probe (`/readyz`), and the credentials' generation, which any process on the store
+/// moves when it revokes a token (`shareflow tokens revoke`): on a change the node forgets the
+/// credentials it remembered, so a revoked token is refused by every node within a second.
+final class StoreHealth: @unchecked Sendable {  // guarded by `lock`
+    private let lock = NSLock()
+    private var failure: String?
+
+    /// Nil while the store answers; else why it did not, in one line.
+    var problem: String? { lock.withLock { failure } }
+
+    func answered() { lock.withLock { failure = nil } }
+    func failed(_ why: String) { lock.withLock { failure = why } }
+}
+
+/// Probes the store once a second on the engine's thread (one small read), for `StoreHealth`
+/// and the credentials' generation.
+struct StoreWatch: Service {
+    let engine: Engine
+    let thread: EngineThread
+    let authenticator: CallerAuthenticator
+    let health: StoreHealth
+    let logger: Logger
+    var interval: Duration = .seconds(1)
+
+    func run() async throws {
+        var known: Int64?
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                let generation = try await thread.run { [engine] in try engine.credentials.generation() }
+                if health.problem != nil {
+                    logger.notice("store \(engine.store.path) answers again")
+                    // What was remembered before the store went away may be stale.
+                    authenticator.forgetCredentials()
+                }
+                health.answered()
+                if let known, known != generation { authenticator.forgetCredentials() }
+                known = generation
+            } catch is CancellationError {
+                return
+            } catch {
+                let line = (error as? ShareFlowError)?.message ?? "\(error)"
+                if health.problem == nil { logger.error("store \(engine.store.path) does not answer: \(line)") }
+                health.failed(line)
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+}
