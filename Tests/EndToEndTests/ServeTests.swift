@@ -13,9 +13,13 @@ class ServerTestCase: XCTestCase {
     var serverLog: URL!
     let db = "/database/1/iCloud.test/development"
 
+    /// The store the test serves: an SQLite file in the test's folder (a subclass may name
+    /// another, such as a PostgreSQL database).
+    func makeStore() throws -> String { dir.appendingPathComponent("store.sqlite").path }
+
     override func setUpWithError() throws {
         dir = try CLI.temporaryDirectory()
-        store = dir.appendingPathComponent("store.sqlite").path
+        store = try makeStore()
         try CLI.write("""
             local sf = require("shareflow")
             sf.accounts.create{ email = "alice@example.com", name = { given = "Alice" } }

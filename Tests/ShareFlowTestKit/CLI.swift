@@ -26,8 +26,19 @@ public enum CLI {
     @discardableResult
     public static func run(_ arguments: [String], stdin: String? = nil, cwd: URL? = nil,
                     environment: [String: String] = [:], timeout: TimeInterval = 120) throws -> Result {
+        try execute(binary, arguments, stdin: stdin, cwd: cwd, environment: environment, timeout: timeout)
+    }
+
+    /// Another program, found on PATH (psql, bash), run as `run` runs shareflow.
+    @discardableResult
+    public static func runTool(_ name: String, _ arguments: [String], timeout: TimeInterval = 120) throws -> Result {
+        try execute("/usr/bin/env", [name] + arguments, stdin: nil, cwd: nil, environment: [:], timeout: timeout)
+    }
+
+    private static func execute(_ executable: String, _ arguments: [String], stdin: String?, cwd: URL?,
+                                environment: [String: String], timeout: TimeInterval) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.currentDirectoryURL = cwd ?? root
         var env = ProcessInfo.processInfo.environment

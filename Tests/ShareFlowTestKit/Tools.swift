@@ -53,3 +53,21 @@ public enum Tools {
         return (code, object)
     }
 }
+
+extension Tools {
+    /// A loopback TCP port free at the moment of asking (bound, read, released).
+    public static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw NSError(domain: "Tools", code: 1, userInfo: [NSLocalizedDescriptionKey: "no socket"]) }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }
+        guard bound == 0 else { throw NSError(domain: "Tools", code: 2, userInfo: [NSLocalizedDescriptionKey: "cannot bind"]) }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &size) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

@@ -11,7 +11,7 @@ import XCTest
 final class ChangeFeedConvergenceTests: XCTestCase {
     func testReadersFollowingTheFeedsConvergeOnWhatTheyMayRead() throws {
         for seed: UInt64 in TestStore.seeds([1, 2, 3, 4]) {
-            try run(seed: seed, steps: TestStore.steps(120))
+            try run(seed: seed, steps: 120)
         }
     }
 

@@ -5,6 +5,10 @@
   sharing_load.py load BASE STATE SECONDS N   N clients edit the shared records for SECONDS
   sharing_load.py verify BASE STATE           every acknowledged edit is in the store
 
+BASE may name several servers on one store, comma-separated (SPEC §16: nodes on PostgreSQL):
+requests go to them in turn, and a node that does not answer (killed) costs its client that
+request only.
+
 STATE is a folder: users.json (written by the test: [{"email", "token"}], Alice first, and the
 API token), and what the phases leave for each other (acks.jsonl: every edit the server
 acknowledged, appended and flushed as it comes, so a server killed mid-run leaves an exact list).
@@ -27,8 +31,17 @@ CONTAINER = "iCloud.test"
 ROOTS = 6
 
 
+_turn = [0]
+_turn_lock = threading.Lock()
+
+
 def db(base, scope):
-    return f"{base}/database/1/{CONTAINER}/development/{scope}"
+    """The database URL on the next of BASE's servers, in turn."""
+    nodes = base.split(",")
+    with _turn_lock:
+        _turn[0] += 1
+        node = nodes[_turn[0] % len(nodes)]
+    return f"{node}/database/1/{CONTAINER}/development/{scope}"
 
 
 def load_state(folder):

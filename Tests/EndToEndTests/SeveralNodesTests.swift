@@ -1,0 +1,260 @@
+import Foundation
+import ShareFlowTestKit
+import XCTest
+
+/// Three `shareflow serve` nodes on one PostgreSQL store, requests spread round-robin (SPEC §16,
+/// M2 and M4), on the throw-away cluster `make test` starts (Tests/postgres/with-cluster.sh;
+/// without it, as under the sanitizers, these tests are skipped). Each test has a database of
+/// its own.
+final class SeveralNodesTests: ServerTestCase {
+    private var nodes: [ServeProcess] = []
+    private var state: URL!
+
+    /// The cluster's URL, or a skip.
+    private static func cluster() throws -> String {
+        guard let url = ProcessInfo.processInfo.environment["SHAREFLOW_TEST_CLUSTER"], !url.isEmpty else {
+            throw XCTSkip("no PostgreSQL cluster (SHAREFLOW_TEST_CLUSTER): run through `make test`")
+        }
+        return url
+    }
+
+    override func makeStore() throws -> String {
+        let cluster = try SeveralNodesTests.cluster()
+        let name = "nodes_" + UUID().uuidString.prefix(8).lowercased()
+        let admin = cluster.replacingOccurrences(of: #"/[^/]+$"#, with: "/postgres", options: .regularExpression)
+        let made = try CLI.runTool("psql", [admin, "-qc", "CREATE DATABASE \(name)"])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        return cluster.replacingOccurrences(of: #"/[^/]+$"#, with: "/\(name)", options: .regularExpression)
+    }
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        for _ in 0..<2 { nodes.append(try ServeProcess(store: store, in: dir)) }
+        state = dir.appendingPathComponent("state")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        nodes.forEach { $0.stop() }
+        try super.tearDownWithError()
+    }
+
+    /// Every node's URL, comma-separated: the Python drivers take turns.
+    private var bases: String { ([base] + nodes.map(\.base)).joined(separator: ",") }
+
+    /// `count` more users with web auth tokens, written with Alice's to STATE/users.json.
+    private func users(_ count: Int) throws {
+        try script("""
+            local sf = require("shareflow")
+            for i = 1, \(count) do sf.accounts.create{ email = "user" .. i .. "@example.com" } end
+            """)
+        // Made four at a time: each is a process that opens the store.
+        final class Made: @unchecked Sendable {
+            let lock = NSLock()
+            var tokens: [String]
+            init(_ count: Int) { tokens = [String](repeating: "", count: count) }
+        }
+        let made = Made(count)
+        let store = self.store!
+        DispatchQueue.concurrentPerform(iterations: 4) { lane in
+            for i in stride(from: lane, to: count, by: 4) {
+                let t = (try? CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "user\(i + 1)@example.com"]))?
+                    .stdout.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+                made.lock.withLock { made.tokens[i] = t }
+            }
+        }
+        let tokens = made.tokens
+        XCTAssertFalse(tokens.contains(""), "every user has a token")
+        let users: [[String: String]] = [["email": "alice@example.com", "token": web]]
+            + tokens.enumerated().map { ["email": "user\($0.offset + 1)@example.com", "token": $0.element] }
+        try JSONSerialization.data(withJSONObject: ["api": api, "users": users] as [String: Any])
+            .write(to: state.appendingPathComponent("users.json"))
+    }
+
+    private func python() throws -> String {
+        let python = PyiCloudTests.python
+        guard FileManager.default.isExecutableFile(atPath: python) else { throw XCTSkip("no Python environment at \(python): run `make pyenv`") }
+        return python
+    }
+
+    private func driver(_ script: String, _ arguments: [String], timeout: TimeInterval = 240) throws -> (Int32, String) {
+        try runTool(try python(), [CLI.root.appendingPathComponent(script).path] + arguments, timeout: timeout)
+    }
+
+    /// The one JSON object line a driver printed.
+    private func summary(_ output: String, prefix: String = "{") throws -> [String: Any] {
+        let line = try XCTUnwrap(output.split(separator: "\n").last { $0.hasPrefix(prefix) }, output)
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.dropFirst(prefix == "{" ? 0 : prefix.count).utf8)) as? [String: Any])
+    }
+
+    /// No node answered a 5xx; `store check` finds nothing wrong.
+    private func storeIsWhole(file: StaticString = #filePath, line: UInt = #line) throws {
+        for log in [serverLog!] + nodes.map(\.log) {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            XCTAssertNil(text.range(of: #" 5\d\d [0-9.]+ ms"#, options: .regularExpression), "a 5xx in \(log.lastPathComponent)", file: file, line: line)
+        }
+        let check = try CLI.run(["store", "check", "--store", store])
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr, file: file, line: line)
+    }
+
+    func testSixtyFourClientsAndANodeKilledLoseNoAcknowledgedEdit() throws {
+        try users(15)
+        let load = CLI.root.appendingPathComponent("Tests/load/sharing_load.py").path
+        var r = try runTool(try python(), [load, "setup", bases, state.path], timeout: 180)
+        XCTAssertEqual(r.0, 0, r.1)
+        let (clients, output) = try startTool(try python(), [load, "load", bases, state.path, "12", "64"])
+        sleep(5)
+        // One node killed mid-load: what it acknowledged is committed; its open transaction is
+        // rolled back by PostgreSQL (its lock with it), and the others go on.
+        kill(nodes[1].process.processIdentifier, SIGKILL)
+        nodes[1].process.waitUntilExit()
+        while clients.isRunning { usleep(100_000) }
+        let text = try String(contentsOf: output, encoding: .utf8)
+        XCTAssertEqual(clients.terminationStatus, 0, text)
+        print(text, terminator: "")
+        let counts = try summary(text, prefix: "load: ")
+        XCTAssertGreaterThan(counts["acknowledged"] as? Int ?? 0, 50, text)
+        XCTAssertGreaterThan(counts["conflict"] as? Int ?? 0, 0, "overlapping edits: stale ones are CONFLICT: \(text)")
+        XCTAssertGreaterThan(counts["lost_connection"] as? Int ?? 0, 0, "the killed node's requests failed: \(text)")
+        nodes.remove(at: 1)
+        r = try runTool(try python(), [load, "verify", bases, state.path], timeout: 120)
+        XCTAssertEqual(r.0, 0, r.1)
+        print(r.1, terminator: "")
+        try storeIsWhole()
+        try feedsAreGapless()
+    }
+
+    func testOneHundredFiftyAcceptsOfOnePublicShareLeaveExactlyOneHundred() throws {
+        try users(150)
+        let r = try driver("Tests/postgres/nodes.py", ["accepts", bases, state.path])
+        XCTAssertEqual(r.0, 0, r.1)
+        print(r.1, terminator: "")
+        let result = try summary(r.1)
+        XCTAssertEqual(result["participants"] as? Int, 100, "the owner and 99 who accepted (R8): \(r.1)")
+        XCTAssertEqual(result["accepted"] as? Int, 99, r.1)
+        XCTAssertEqual(result["refused"] as? Int, 51, r.1)
+        try storeIsWhole()
+    }
+
+    func testTwoSharesOverAParentAndItsChildAtOnceMakeExactlyOne() throws {
+        try users(0)
+        let r = try driver("Tests/postgres/nodes.py", ["parents", bases, state.path, "12"])
+        XCTAssertEqual(r.0, 0, r.1)
+        print(r.1, terminator: "")
+        let result = try summary(r.1)
+        XCTAssertEqual(result["exactlyOne"] as? Int, 12, "R5, every round: \(r.1)")
+        // alreadyShared (R5) is BAD_REQUEST on the wire (docs/reference/operations.md, errors).
+        XCTAssertEqual(result["codes"] as? [String], ["BAD_REQUEST"], r.1)
+        try storeIsWhole()
+    }
+
+    /// Every zone's positions: each handed out once, none past the zone's counter (store check),
+    /// and a reader that follows the owner's zone feed from the start gets every record the
+    /// zone holds (nothing skipped by a slower transaction that committed later).
+    private func feedsAreGapless(file: StaticString = #filePath, line: UInt = #line) throws {
+        let read = try script("""
+            local sf = require("shareflow")
+            local db = sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase
+            local zone
+            for _, z in ipairs(assert(db:fetchAllRecordZones())) do if z.zoneID.zoneName == "Load" then zone = z.zoneID end end
+            local seen, token = {}, nil
+            repeat
+              local page = assert(db:recordZoneChanges{ zoneID = zone, since = token, resultsLimit = 7 })
+              for _, r in ipairs(page.modifications) do seen[r.recordID.recordName] = r.recordChangeTag end
+              token = page.changeToken
+            until not page.moreComing
+            local all = assert(db:query{ recordType = "Doc", zoneID = zone })
+            local missing = 0
+            for _, r in ipairs(all) do if seen[r.recordID.recordName] ~= r.recordChangeTag then missing = missing + 1 end end
+            print(#all, missing)
+            """)
+        XCTAssertEqual(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "6\t0", read.stderr, file: file, line: line)
+    }
+
+    func testPostgreSQLStoppedAndStartedUnderARunningNode() throws {
+        guard let clusterDir = ProcessInfo.processInfo.environment["SHAREFLOW_TEST_CLUSTER_DIR"] else {
+            throw XCTSkip("no cluster folder (SHAREFLOW_TEST_CLUSTER_DIR)")
+        }
+        let cluster = CLI.root.appendingPathComponent("Tests/postgres/cluster.sh").path
+        // A request that reads the store (a caller's identity may be answered from what the
+        // node remembers of their token).
+        let zones = db + "/private/zones/list"
+        XCTAssertEqual(try call("GET", zones).0, 200)
+        XCTAssertEqual(try CLI.runTool("bash", [cluster, "pause", clusterDir]).status, 0)
+        defer { _ = try? CLI.runTool("bash", [cluster, "resume", clusterDir]) }
+        // A request during the outage: 503 TRY_AGAIN_LATER well within the statement timeout.
+        let started = Date()
+        let down = try call("GET", zones)
+        XCTAssertEqual(down.0, 503, "\(down.1)")
+        XCTAssertEqual(down.1["serverErrorCode"] as? String, "TRY_AGAIN_LATER")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5.5)
+        sleep(2)
+        XCTAssertEqual(try call("GET", "/readyz", query: "").0, 503)
+        // A CLI command during the outage: one line, non-zero.
+        let cli = try CLI.run(["store", "info", "--store", store])
+        XCTAssertNotEqual(cli.status, 0)
+        XCTAssertEqual(cli.stderr.split(separator: "\n").count, 1, cli.stderr)
+        XCTAssertTrue(cli.stderr.contains("cannot be reached") || cli.stderr.contains("unreachable"), cli.stderr)
+        XCTAssertEqual(try CLI.runTool("bash", [cluster, "resume", clusterDir]).status, 0)
+        // Served again within 10 s, without a restart.
+        let back = Date()
+        var statuses: [Int] = []
+        while Date().timeIntervalSince(back) < 10 {
+            statuses.append(try call("GET", zones).0)
+            if statuses.last == 200 { break }
+            usleep(200_000)
+        }
+        XCTAssertEqual(statuses.last, 200, "\(statuses): \((try? String(contentsOf: serverLog, encoding: .utf8))?.suffix(2000) ?? "")")
+        // Ready again at the watch's next probe (once a second).
+        var ready = 0
+        for _ in 0..<15 where ready != 200 {
+            ready = try call("GET", "/readyz", query: "").0
+            if ready != 200 { usleep(200_000) }
+        }
+        XCTAssertEqual(ready, 200)
+        XCTAssertTrue(server.isRunning)
+    }
+
+    /// The README's example of two nodes, as written, on this test's database and free ports.
+    func testTheReadmesExampleRuns() throws {
+        let readme = try String(contentsOf: CLI.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try XCTUnwrap(readme.range(of: "### Beyond one machine"))
+        let rest = readme[section.upperBound...]
+        let open = try XCTUnwrap(rest.range(of: "```sh\n"))
+        let close = try XCTUnwrap(rest[open.upperBound...].range(of: "```"))
+        var script = String(rest[open.upperBound..<close.lowerBound])
+        let free = try (0..<2).map { _ in try Tools.freePort() }
+        // An empty database of its own, as the README asks.
+        let empty = try makeStore()
+        script = script.replacingOccurrences(of: #"(?m)^PG=\S+"#, with: "PG='\(empty)'", options: .regularExpression)
+            .replacingOccurrences(of: "8080", with: String(free[0])).replacingOccurrences(of: "8081", with: String(free[1]))
+        let bin = dir.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("shareflow").path, withDestinationPath: CLI.binary)
+        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("Scripts").path,
+                                                   withDestinationPath: CLI.root.appendingPathComponent("Scripts").path)
+        let file = dir.appendingPathComponent("nodes.sh")
+        try CLI.write("set -euo pipefail\nexport PATH='\(bin.path)':\"$PATH\"\n" + script, to: file)
+        let r = try runTool("/bin/bash", [file.path], timeout: 120)
+        XCTAssertEqual(r.0, 0, r.1)
+        XCTAssertTrue(r.1.contains(#"{"ready":true}"#), r.1)
+        XCTAssertTrue(r.1.contains("revoked"), r.1)
+    }
+
+    func testARevokedTokenIsRefusedByEveryNode() throws {
+        let bob = try token("bob@example.com")
+        let bases = [base] + nodes.map(\.base)
+        for node in bases {
+            let r = try Tools.curl("GET", node + db + "/public/users/caller?ckAPIToken=\(api)&ckWebAuthToken=\(bob)", in: dir)
+            XCTAssertEqual(r.0, 200)
+        }
+        let revoked = try CLI.run(["tokens", "revoke", "--store", store, bob])
+        XCTAssertEqual(revoked.status, 0, revoked.stderr)
+        usleep(1_500_000)
+        for node in bases {
+            let r = try Tools.curl("GET", node + db + "/public/users/caller?ckAPIToken=\(api)&ckWebAuthToken=\(bob)", in: dir)
+            XCTAssertEqual(r.0, 401, "\(node): \(r.1)")
+        }
+        XCTAssertEqual(try call("GET", db + "/public/users/caller").0, 200, "Alice's token is untouched")
+    }
+}
