@@ -97,6 +97,7 @@ struct GlobalOptions: ParsableArguments {
         try settings.loadPlugins(into: engine, privateData: privateData)
     }
     func makeEngine() throws -> Engine { try settings.makeEngine() }
+    func openStore() throws -> Store { try settings.openStore() }
 }
 
 /// The global options' values (`GlobalOptions` as parsed, or as `RunInvocation` reads them)
@@ -169,13 +170,24 @@ struct GlobalSettings {
         return manager
     }
 
+    /// Opens the store; a PostgreSQL store takes the config file's `postgres = { … }` (SPEC §16).
+    func openStore() throws -> Store {
+        var settings = PostgresSettings()
+        if PostgresLocation.isURL(store) {
+            let config = try pluginConfig().postgres
+            if let n = config["poolSize"] { settings.poolSize = Int(n) }
+            if let n = config["statementTimeoutMs"] { settings.statementTimeoutMs = Int(n) }
+        }
+        return try Store(path: store, postgres: settings)
+    }
+
     /// Opens the store and the engine, with logs on standard error.
     func makeEngine() throws -> Engine {
         var logger = Logger(label: "shareflow") { StandardErrorLog(label: $0) }
         logger.logLevel = (LogLevel(argument: logLevel) ?? .info).level
         let store: Store
         do {
-            store = try Store(path: self.store)
+            store = try openStore()
         } catch let error as StoreError {
             throw CLIFailure(message: error.description)
         } catch let error as ShareFlowError {

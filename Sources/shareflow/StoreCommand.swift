@@ -16,7 +16,11 @@ extension ShareFlowCommand {
                     || FileManager.default.fileExists(atPath: global.store) else {
                 throw CLIFailure(message: "cannot open store \(global.store): it does not exist")
             }
-            return try Store(path: global.store)
+            do {
+                return try global.openStore()
+            } catch let error as StoreError {
+                throw CLIFailure(message: error.description)
+            }
         }
 
         static func printJSON<T: Encodable>(_ value: T) throws {

@@ -41,6 +41,34 @@ final class PluginsCommandTests: XCTestCase {
         XCTAssertTrue(m.stderr.contains("no plugin 'missing'"), m.stderr)
     }
 
+    /// SPEC §16's `postgres = { poolSize, statementTimeoutMs }`: whole numbers in range, known
+    /// keys, a table; anything else is one line naming it.
+    func testPostgresConfigBadValuesAreOneClearLine() throws {
+        let dir = try CLI.temporaryDirectory()
+        try CLI.write("", to: dir.appendingPathComponent("s.lua"))
+        let cases: [(String, String?)] = [
+            ("return { postgres = { statementTimeoutMs = 5 } }", "postgres.statementTimeoutMs must be a whole number from 100 to 600000, got 5"),
+            ("return { postgres = { statementTimeoutMs = 0/0 } }", "postgres.statementTimeoutMs must be a whole number from 100 to 600000"),
+            ("return { postgres = { poolSize = 2.5 } }", "postgres.poolSize must be a whole number from 1 to 1000, got 2.5"),
+            ("return { postgres = { poolSize = \"8\" } }", "postgres.poolSize must be a whole number from 1 to 1000"),
+            ("return { postgres = { pool = 8 } }", "unknown key postgres.pool (expected poolSize, statementTimeoutMs)"),
+            ("return { postgres = { 8 } }", "'postgres' must be a table { poolSize = N, statementTimeoutMs = N }"),
+            ("return { postgres = true }", "'postgres' must be a table"),
+            ("return { postgres = { poolSize = 16, statementTimeoutMs = 2500 } }", nil),
+        ]
+        for (n, (config, message)) in cases.enumerated() {
+            try CLI.write(config, to: dir.appendingPathComponent("c\(n).lua"))
+            let r = try CLI.run(["run", "--store", ":memory:", "--config", "c\(n).lua", "s.lua"], cwd: dir)
+            if let message {
+                XCTAssertEqual(r.status, 1, config)
+                XCTAssertTrue(r.stderr.contains(message), "\(config): \(r.stderr)")
+                XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "\(config): one line: \(r.stderr)")
+            } else {
+                XCTAssertEqual(r.status, 0, "\(config): \(r.stderr)")
+            }
+        }
+    }
+
     /// SPEC §14's `sync.retentionDays`: every bad value a config file can hold — out of range,
     /// not finite, a string, a cycle, nested 10,000 deep, an unknown key, a metatable that
     /// raises — is one line naming it, or (the metatable, read raw) nothing at all; never a crash.

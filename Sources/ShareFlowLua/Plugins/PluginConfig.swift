@@ -46,6 +46,12 @@ public struct PluginConfig {
         "bodySeconds": 0.1...86_400, "idleSeconds": 0.1...86_400, "shutdownSeconds": 0...3600, "querySeconds": 0.001...3600,
     ]
 
+    /// SPEC §16: how a node uses a PostgreSQL store (`postgres = { poolSize = N,
+    /// statementTimeoutMs = N }`), set only when the file names them.
+    public var postgres: [String: Double] = [:]
+    /// The `postgres` keys and their bounds.
+    public static let postgresRanges: [String: ClosedRange<Double>] = ["poolSize": 1...1000, "statementTimeoutMs": 100...600_000]
+
     /// SPEC §14 S5: days the change log keeps tombstones (`shareflow store compact`).
     public var retentionDays: Double = 30
     /// SPEC §15: fault rules armed for every command (`faults = { {…}, … }`); `sf.faults.clear()`
@@ -76,8 +82,8 @@ public struct PluginConfig {
             throw PluginError("config file \(path) must return a table, got \(results.first?.description ?? "nothing")")
         }
         for key in root.hash.keys {
-            guard case .string(let k) = key, ["plugins", "limits", "server", "sync", "faults"].contains(k) else {
-                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync, faults)")
+            guard case .string(let k) = key, ["plugins", "limits", "server", "sync", "faults", "postgres"].contains(k) else {
+                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync, faults, postgres)")
             }
         }
         if let faults = root["faults"] {
@@ -109,6 +115,20 @@ public struct PluginConfig {
                 } catch let e as ShareFlowError {
                     throw PluginError("config file \(path): \(e.message)")
                 }
+            }
+        }
+        if let postgres = root["postgres"] {
+            guard case .table(let t) = postgres, t.array.isEmpty else {
+                throw PluginError("config file \(path): 'postgres' must be a table { poolSize = N, statementTimeoutMs = N }")
+            }
+            for (key, value) in t.hash {
+                guard case .string(let k) = key, let range = PluginConfig.postgresRanges[k] else {
+                    throw PluginError("config file \(path): unknown key postgres.\(key) (expected poolSize, statementTimeoutMs)")
+                }
+                guard let n = ConfigField.number(value), n.isFinite, n.rounded() == n, range.contains(n) else {
+                    throw PluginError("config file \(path): postgres.\(k) must be a whole number from \(Int(range.lowerBound)) to \(Int(range.upperBound)), got \(value)")
+                }
+                self.postgres[k] = n
             }
         }
         if let sync = root["sync"] {
