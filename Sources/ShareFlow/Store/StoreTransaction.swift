@@ -60,10 +60,19 @@ package struct StoreTransaction {
     func run(_ sql: String, _ arguments: StoreArguments) throws -> Int {
         switch connection {
         case .sqlite(let db):
-            try db.cachedStatement(sql: sql).execute(arguments: arguments.sqlite)
+            try StoreTransaction.execute(db, sql, arguments)
             return db.changesCount
         case .postgres(let session):
             return try session.execute(sql, arguments.values)
+        }
+    }
+
+    /// Steps a writing statement to its end, as GRDB's `execute` does (its will-execute,
+    /// did-execute and did-fail calls), with the arguments bound by `StoredRowCursor`.
+    private static func execute(_ db: Database, _ sql: String, _ arguments: StoreArguments) throws {
+        let cursor = try StoredRowCursor(db.cachedStatement(sql: sql), arguments, table: "", keyAt: 0)
+        try withExtendedLifetime(cursor) {
+            while try cursor.next() != nil {}
         }
     }
 
@@ -71,7 +80,7 @@ package struct StoreTransaction {
     func insert(_ sql: String, _ arguments: StoreArguments) throws -> Int64 {
         switch connection {
         case .sqlite(let db):
-            try db.cachedStatement(sql: sql).execute(arguments: arguments.sqlite)
+            try StoreTransaction.execute(db, sql, arguments)
             return db.lastInsertedRowID
         case .postgres(let session):
             guard let id = try session.query(sql + " RETURNING id", arguments.values).first?.first,
