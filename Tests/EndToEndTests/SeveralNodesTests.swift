@@ -241,6 +241,22 @@ final class SeveralNodesTests: ServerTestCase {
         XCTAssertTrue(r.1.contains("revoked"), r.1)
     }
 
+    func testAnAccountChangedOnOneNodeIsSeenByTheOthers() throws {
+        let bases = [base] + nodes.map(\.base)
+        func givenName(_ node: String) throws -> String? {
+            let r = try Tools.curl("GET", node + db + "/public/users/caller?ckAPIToken=\(api)&ckWebAuthToken=\(web)", in: dir)
+            let user = (r.1["users"] as? [[String: Any]])?.first
+            return (user?["nameComponents"] as? [String: Any])?["givenName"] as? String
+        }
+        for node in bases { XCTAssertEqual(try givenName(node), "Alice") }
+        try script("""
+            local sf = require("shareflow")
+            sf.accounts.find("alice@example.com"):setName{ given = "Alicia" }
+            """)
+        usleep(1_500_000)
+        for node in bases { XCTAssertEqual(try givenName(node), "Alicia", node) }
+    }
+
     func testARevokedTokenIsRefusedByEveryNode() throws {
         let bob = try token("bob@example.com")
         let bases = [base] + nodes.map(\.base)

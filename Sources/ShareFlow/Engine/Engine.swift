@@ -80,7 +80,8 @@ public final class Engine: @unchecked Sendable {
     private let generationLock = NSLock()
     private var generation = 0
 
-    func accountsChanged() { generationLock.withLock { generation += 1 } }
+    /// Also called when another process changed the directory (`StoreWatch`).
+    package func accountsChanged() { generationLock.withLock { generation += 1 } }
 
     func transaction<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         lock.lock()

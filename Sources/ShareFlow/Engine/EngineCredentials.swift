@@ -41,10 +41,12 @@ public struct CredentialBook {
         return try engine.store.revokeCredential(hash: hash)
     }
 
-    /// Moves whenever a credential is revoked, by any process on the store.
-    public func generation() throws -> Int64 {
+    /// Two counters every process on the store moves: `credentials` at each revocation,
+    /// `directory` at each change to an account. A server watches them to forget what it
+    /// remembered (`StoreWatch`).
+    public func generations() throws -> (credentials: Int64, directory: Int64) {
         engine.lock.lock()
         defer { engine.lock.unlock() }
-        return try engine.store.credentialsGeneration()
+        return try engine.store.generations()
     }
 }

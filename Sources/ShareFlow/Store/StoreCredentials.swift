@@ -62,8 +62,17 @@ extension Store {
         }
     }
 
-    /// The credentials' generation: moved by every revocation (0 before the first).
-    package func credentialsGeneration() throws -> Int64 {
-        try read { tx in try tx.fetchInteger("SELECT CAST(value AS BIGINT) FROM shareflow_meta WHERE key = 'credentialsGeneration'") ?? 0 }
+    /// The credentials' generation (moved by every revocation) and the directory's (moved by
+    /// every change to an account), read together; 0 before the first.
+    package func generations() throws -> (credentials: Int64, directory: Int64) {
+        try read { tx in
+            var found: [String: Int64] = [:]
+            for row in try tx.rows("""
+                SELECT key, CAST(value AS BIGINT) FROM shareflow_meta WHERE key IN ('credentialsGeneration', 'directoryGeneration')
+                """) {
+                if case .string(let key) = row[0].storage, case .int64(let n) = row[1].storage { found[key] = n }
+            }
+            return (found["credentialsGeneration"] ?? 0, found["directoryGeneration"] ?? 0)
+        }
     }
 }

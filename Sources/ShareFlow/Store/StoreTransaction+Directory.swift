@@ -110,7 +110,17 @@ extension StoreTransaction {
 
     package func insertAccount(userRecordID: String, name: NameComponents, discoverability: Discoverability, at time: Double) throws -> Int64 {
         let nameJSON = String(decoding: try JSONEncoder().encode(name), as: UTF8.self)
+        try directoryChanged()
         return try insert("INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, ?, ?, ?)", [userRecordID, nameJSON, discoverability.rawValue, time])
+    }
+
+    /// Moves the directory's generation (a row of `shareflow_meta`): other processes on the store
+    /// (servers' `StoreWatch`) read their cached accounts again when it moves.
+    private func directoryChanged() throws {
+        try run("""
+            INSERT INTO shareflow_meta (key, value) VALUES ('directoryGeneration', '1')
+            ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(shareflow_meta.value AS BIGINT) + 1 AS TEXT)
+            """, [])
     }
 
     /// Adds an email or phone at the end of the account's list.
@@ -125,15 +135,18 @@ extension StoreTransaction {
         let position = try Int(fetchInteger("SELECT COUNT(*) FROM \(table) WHERE accountID = ?", [account]) ?? 0)
         try run("INSERT INTO \(table) (\(column), accountID, position) VALUES (?, ?, ?)",
                        [address.value, account, position])
+        try directoryChanged()
     }
 
     package func setDiscoverability(_ value: Discoverability, of account: Int64) throws {
         try run("UPDATE account SET discoverability = ? WHERE id = ?", [value.rawValue, account])
+        try directoryChanged()
     }
 
     package func setName(_ name: NameComponents, of account: Int64) throws {
         let json = String(decoding: try JSONEncoder().encode(name), as: UTF8.self)
         try run("UPDATE account SET name = ? WHERE id = ?", [json, account])
+        try directoryChanged()
     }
 
     package func insertContact(_ lookup: LookupInfo, identifier: String, account: Int64) throws {

@@ -4,9 +4,10 @@ import ServiceLifecycle
 import ShareFlow
 
 /// What a node knows of its store between requests (SPEC §16): whether the store answered
-/// the last probe (`/readyz`), and the credentials' generation, which any process on the store
+/// the last probe (`/readyz`); the credentials' generation, which any process on the store
 /// moves when it revokes a token (`shareflow tokens revoke`): on a change the node forgets the
-/// credentials it remembered, so a revoked token is refused by every node within a second.
+/// credentials it remembered, so a revoked token is refused by every node within a second; and
+/// the directory's, moved by any change to an account: the node reads its accounts again.
 final class StoreHealth: @unchecked Sendable {  // guarded by `lock`
     private let lock = NSLock()
     private var failure: String?
@@ -29,17 +30,24 @@ struct StoreWatch: Service {
     var interval: Duration = .seconds(1)
 
     func run() async throws {
-        var known: Int64?
+        var known: (credentials: Int64, directory: Int64)?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                let generation = try await thread.run { [engine] in try engine.credentials.generation() }
+                let generation = try await thread.run { [engine] in try engine.credentials.generations() }
                 if health.problem != nil {
                     logger.notice("store \(engine.store.path) answers again")
                     // What was remembered before the store went away may be stale.
                     authenticator.forgetCredentials()
                 }
                 health.answered()
-                if let known, known != generation { authenticator.forgetCredentials() }
+                if let known, known.credentials != generation.credentials { authenticator.forgetCredentials() }
+                if let known, known.directory != generation.directory {
+                    // An account changed on another node: cached accounts (the authenticator's,
+                    // the Lua bindings') are read again.
+                    let engine = self.engine
+                    try await thread.run { engine.accountsChanged() }
+                    authenticator.forgetCredentials()
+                }
                 known = generation
             } catch is CancellationError {
                 return
