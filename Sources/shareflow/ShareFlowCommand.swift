@@ -161,7 +161,7 @@ struct GlobalSettings {
         } else {
             // Beside the store's file; for a PostgreSQL store, in this node's working folder
             // (plugin data stays on each node, SPEC §16).
-            let dataDirectory = store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+            let dataDirectory = PostgresLocation.isURL(store)
                 ? ".shareflow/plugin-data"
                 : ((store as NSString).deletingLastPathComponent as NSString).appendingPathComponent("plugin-data")
             manager = PluginManager(engine: engine, directories: pluginSearchPath, config: config, dataDirectory: dataDirectory)

@@ -12,7 +12,7 @@ extension ShareFlowCommand {
 
         /// The store named by --store, which must exist (these commands never make one).
         static func open(_ global: GlobalOptions) throws -> Store {
-            guard global.store == ":memory:" || global.store.hasPrefix("postgres://") || global.store.hasPrefix("postgresql://")
+            guard global.store == ":memory:" || PostgresLocation.isURL(global.store)
                     || FileManager.default.fileExists(atPath: global.store) else {
                 throw CLIFailure(message: "cannot open store \(global.store): it does not exist")
             }
