@@ -98,6 +98,7 @@ struct GlobalOptions: ParsableArguments {
     }
     func makeEngine() throws -> Engine { try settings.makeEngine() }
     func openStore() throws -> Store { try settings.openStore() }
+    func openStore(at location: String) throws -> Store { try settings.openStore(at: location) }
 }
 
 /// The global options' values (`GlobalOptions` as parsed, or as `RunInvocation` reads them)
@@ -171,14 +172,17 @@ struct GlobalSettings {
     }
 
     /// Opens the store; a PostgreSQL store takes the config file's `postgres = { … }` (SPEC §16).
-    func openStore() throws -> Store {
+    func openStore() throws -> Store { try openStore(at: store) }
+
+    /// Opens the store at `location` (a file or a PostgreSQL URL) with the config's settings.
+    func openStore(at location: String) throws -> Store {
         var settings = PostgresSettings()
-        if PostgresLocation.isURL(store) {
+        if PostgresLocation.isURL(location) {
             let config = try pluginConfig().postgres
             if let n = config["poolSize"] { settings.poolSize = Int(n) }
             if let n = config["statementTimeoutMs"] { settings.statementTimeoutMs = Int(n) }
         }
-        return try Store(path: store, postgres: settings)
+        return try Store(path: location, postgres: settings)
     }
 
     /// Opens the store and the engine, with logs on standard error.

@@ -6,18 +6,21 @@ extension ShareFlowCommand {
     struct StoreCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "store",
-            abstract: "Look after the store: its size and counts, a health check, a backup, the change log's pruning.",
-            subcommands: [Info.self, Check.self, Backup.self, Compact.self]
+            abstract: "Look after the store: its size and counts, a health check, a backup, a copy to another store, the change log's pruning.",
+            subcommands: [Info.self, Check.self, Backup.self, Copy.self, Compact.self]
         )
 
         /// The store named by --store, which must exist (these commands never make one).
-        static func open(_ global: GlobalOptions) throws -> Store {
-            guard global.store == ":memory:" || PostgresLocation.isURL(global.store)
-                    || FileManager.default.fileExists(atPath: global.store) else {
-                throw CLIFailure(message: "cannot open store \(global.store): it does not exist")
+        static func open(_ global: GlobalOptions) throws -> Store { try open(global, at: global.store) }
+
+        /// The store at `location`, which must exist.
+        static func open(_ global: GlobalOptions, at location: String) throws -> Store {
+            guard location == ":memory:" || PostgresLocation.isURL(location)
+                    || FileManager.default.fileExists(atPath: location) else {
+                throw CLIFailure(message: "cannot open store \(location): it does not exist")
             }
             do {
-                return try global.openStore()
+                return try global.openStore(at: location)
             } catch let error as StoreError {
                 throw CLIFailure(message: error.description)
             }
@@ -89,6 +92,88 @@ extension ShareFlowCommand {
                     for line in check.notes { print("  note: \(line)") }
                 }
                 if !check.isHealthy { throw ExitCode(1) }
+            }
+        }
+
+        struct Copy: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Copy the store FROM into TO, between SQLite and PostgreSQL either way, keeping every ID, change tag, share URL, token and change-log position.",
+                discussion: """
+                    FROM is read in one snapshot (servers may go on writing; the copy is FROM as it was when the copy began). \
+                    TO is a new SQLite file or an empty PostgreSQL database (postgres://USER[:PASSWORD]@HOST[:PORT]/DB), \
+                    written in one transaction: a failed copy leaves no file and an empty database. \
+                    Plugin data folders are not part of a store: copy them yourself.
+                    """)
+            @OptionGroup var global: GlobalOptions
+            @Argument(help: "The store to copy: an SQLite file or a PostgreSQL URL.")
+            var from: String
+            @Argument(help: "Where to copy it: a new SQLite file, or a PostgreSQL URL of an empty database.")
+            var to: String
+
+            func run() throws {
+                if !PostgresLocation.isURL(to) {
+                    guard to != ":memory:" else { throw CLIFailure(message: "cannot copy into :memory:: name a new SQLite file or a PostgreSQL URL") }
+                    guard !FileManager.default.fileExists(atPath: to) else {
+                        throw CLIFailure(message: "cannot copy into \(to): it exists (copy into a new file)")
+                    }
+                }
+                let source = try StoreCommand.open(global, at: from)
+                defer { source.close() }
+                let report: StoreCopyReport
+                if PostgresLocation.isURL(to) {
+                    let target = try StoreCommand.openTarget(global, to)
+                    defer { target.close() }
+                    report = try StoreCommand.copying { try source.copy(to: target) }
+                } else {
+                    report = try StoreCommand.copyToNewFile(source, to, global)
+                }
+                if global.json { return try StoreCommand.printJSON(report) }
+                let total = report.rows.values.reduce(0, +)
+                print("copied \(report.from) to \(report.to): \(total) rows")
+                for kind in ["account", "zone", "record", "share", "participant", "credential"] {
+                    print("  \(kind): \(report.rows[kind] ?? 0)")
+                }
+            }
+        }
+
+        /// A copy's destination, made by opening it (the schema migrated in, nothing else).
+        static func openTarget(_ global: GlobalOptions, _ location: String) throws -> Store {
+            do {
+                return try global.openStore(at: location)
+            } catch let error as StoreError {
+                throw CLIFailure(message: error.description)
+            }
+        }
+
+        /// Copies into a new SQLite file: written beside it under a temporary name, and given
+        /// its name only once whole (never over a file made meanwhile), so a failed or killed
+        /// copy leaves no store that looks complete.
+        static func copyToNewFile(_ source: Store, _ path: String, _ global: GlobalOptions) throws -> StoreCopyReport {
+            let partial = "\(path).copying-\(getpid())"
+            let files = [partial, partial + "-wal", partial + "-shm"]
+            for file in files { try? FileManager.default.removeItem(atPath: file) }
+            defer { for file in files { try? FileManager.default.removeItem(atPath: file) } }
+            let target = try openTarget(global, partial)
+            let report: StoreCopyReport
+            do {
+                report = try copying { try source.copy(to: target) }
+            } catch {
+                target.close()
+                throw error
+            }
+            target.close()
+            guard link(partial, path) == 0 else {
+                throw CLIFailure(message: "cannot copy into \(path): \(String(cString: strerror(errno)))")
+            }
+            return StoreCopyReport(from: report.from, to: path, rows: report.rows)
+        }
+
+        /// A copy's failure as one line.
+        static func copying<T>(_ body: () throws -> T) throws -> T {
+            do {
+                return try body()
+            } catch let error as ShareFlowError {
+                throw CLIFailure(message: error.message)
             }
         }
 

@@ -92,6 +92,44 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("nope.sqlite").path), "nothing made")
     }
 
+    /// `store copy` between SQLite files (PostgreSQL both ways: PostgresStoreTests and
+    /// SeveralNodesTests): a new file with the same rows, never over a file, nothing left
+    /// behind by a copy that fails.
+    func testStoreCopyMakesANewFileWithTheSameRows() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("store.sqlite").path
+        let setup = try CLI.run(["run", "--store", store, "Scripts/examples/audit_access.lua"])
+        XCTAssertEqual(setup.status, 0, setup.stderr)
+        let copy = dir.appendingPathComponent("copy.sqlite").path
+        let r = try CLI.run(["store", "copy", store, copy])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.hasPrefix("copied \(store) to \(copy): "), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  participant: 6\n"), r.stdout)
+        XCTAssertEqual(try CLI.run(["store", "check", "--store", copy]).stdout, "store \(copy): ok\n")
+        for table in ["shareflow_meta", "account", "record", "share", "participant", "zone", "zone_change", "view_change", "feed", "feed_change"] {
+            let query = "select * from \(table) order by 1, 2"
+            XCTAssertEqual(try Tools.sqliteRows(copy, query), try Tools.sqliteRows(store, query), table)
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".copying") }, [])
+
+        let again = try CLI.run(["store", "copy", store, copy])
+        XCTAssertEqual(again.status, 1)
+        XCTAssertEqual(again.stderr, "shareflow: cannot copy into \(copy): it exists (copy into a new file)\n")
+        let missing = try CLI.run(["store", "copy", dir.appendingPathComponent("nope.sqlite").path, dir.appendingPathComponent("x.sqlite").path])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.stderr.hasPrefix("shareflow: cannot open store "), missing.stderr)
+
+        // A damaged row fails the copy in one line naming the table; no file is left.
+        try Tools.sqlite(store, "update record set changeTag = 'x' where id = (select min(id) from record)")
+        let failed = dir.appendingPathComponent("failed.sqlite").path
+        let bad = try CLI.run(["store", "copy", store, failed])
+        XCTAssertEqual(bad.status, 1, bad.stdout)
+        XCTAssertTrue(bad.stderr.hasPrefix("shareflow: ") && bad.stderr.contains("record") && !bad.stderr.contains("INSERT"), bad.stderr)
+        XCTAssertEqual(bad.stderr.split(separator: "\n").count, 1, bad.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted(), ["copy.sqlite", "store.sqlite"])
+    }
+
     func testPluginsReloadMakesNoStore() throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

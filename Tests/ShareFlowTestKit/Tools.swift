@@ -23,6 +23,22 @@ public enum Tools {
                  path, sql])
     }
 
+    /// The rows `query` selects from the SQLite file at `path`, through Python's sqlite3, one
+    /// `repr` per line (each value's class and exact value: 1 and 1.0 differ).
+    public static func sqliteRows(_ path: String, _ query: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import sqlite3,sys\nfor row in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(repr(row))",
+                             path, query]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CocoaError(.fileReadUnknown) }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// One HTTP request made by curl, its files in `dir`: the status and the JSON body (else
     /// its text under "raw"), with the response's header lines, lowercased, under "_headers".
     /// A `body` is sent from a file, as text/plain, as is `bodyFile`.

@@ -90,4 +90,82 @@ final class PostgresStoreTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("invoices"), "\(error)")
         }
     }
+
+    // MARK: store copy (SPEC §16 M3)
+
+    /// Every table's rows, in key order, as values: what two copies of one store must agree on.
+    private func contents(_ store: Store) throws -> [String: [[DatabaseValue]]] {
+        try store.read { tx in
+            var out: [String: [[DatabaseValue]]] = [:]
+            for table in StoredTable.all {
+                let columns = table.columns.map(\.name).joined(separator: ", ")
+                out[table.name] = try tx.rows("SELECT \(columns) FROM \(table.name) ORDER BY \(columns)")
+            }
+            return out
+        }
+    }
+
+    func testACopyToPostgreSQLAndBackKeepsEveryRowAndEveryPromise() throws {
+        guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("copy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+
+        // A store with a share accepted, a deleted record (a tombstone), a credential.
+        let source = try Store(path: folder.appendingPathComponent("demo.sqlite").path)
+        let world = try World(engine: Engine(store: source))
+        let share = try world.share(["bob@example.com"], permission: .readWrite)
+        try world.accept(share.url!, in: world.bc)
+        let extra = Record(recordType: "Note", recordID: RecordID(recordName: "gone", zoneID: world.zone.zoneID))
+        _ = try world.c.privateCloudDatabase.modifyRecords(saving: [extra])
+        _ = try world.c.privateCloudDatabase.modifyRecords(deleting: [extra.recordID])
+        try world.engine.credentials.add(.apiToken, container: World.containerID, hash: String(repeating: "ab", count: 32))
+        let token = try world.c.privateCloudDatabase.currentChangeToken(world.zone.zoneID)
+        let databaseToken = try world.bc.sharedCloudDatabase.currentDatabaseChangeToken()
+        let tripTag = try world.c.privateCloudDatabase.fetchRecord(world.trip.recordID).recordChangeTag
+
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        let cluster = try Store(path: url)
+        defer { cluster.close() }
+        let report = try source.copy(to: cluster)
+        XCTAssertEqual(report.rows["record"], 3)  // trip, day, the share
+        XCTAssertEqual(report.rows["participant"], 2)
+        XCTAssertEqual(report.rows["credential"], 1)
+        XCTAssertEqual(try contents(cluster), try contents(source))
+        XCTAssertTrue(try cluster.check().isHealthy)
+
+        // And back, into a new file: the same rows again.
+        let back = try Store(path: folder.appendingPathComponent("back.sqlite").path)
+        defer { back.close() }
+        _ = try cluster.copy(to: back)
+        XCTAssertEqual(try contents(back), try contents(source))
+
+        // The copy keeps the promises: the change tags, the share URL, the change tokens (the
+        // same key signs them), the credential; new rows take new IDs.
+        let engine = Engine(store: cluster)
+        let alice = try engine.session(for: world.alice).container(World.containerID)
+        let bob = try engine.session(for: world.bob).container(World.containerID)
+        XCTAssertEqual(try alice.privateCloudDatabase.fetchRecord(world.trip.recordID).recordChangeTag, tripTag)
+        let unchanged = try alice.privateCloudDatabase.recordZoneChanges(world.zone.zoneID, since: token)
+        XCTAssertTrue(unchanged.modifications.isEmpty && unchanged.deletions.isEmpty)
+        XCTAssertTrue(try bob.sharedCloudDatabase.databaseChanges(since: databaseToken).changedZoneIDs.isEmpty)
+        let (metas, error) = bob.fetchShareMetadataResults([share.url!])
+        XCTAssertNil(error)
+        XCTAssertEqual(try metas[0].1.get().participantStatus, .accepted)
+        XCTAssertNotNil(try engine.credentials.find(.apiToken, container: World.containerID, environment: .development,
+                                                    hash: String(repeating: "ab", count: 32)))
+        let later = Record(recordType: "Note", recordID: RecordID(recordName: "later", zoneID: world.zone.zoneID))
+        let saved = try alice.privateCloudDatabase.modifyRecords(saving: [later])
+        XCTAssertNil(saved.error)
+        let changed = try alice.privateCloudDatabase.recordZoneChanges(world.zone.zoneID, since: token)
+        XCTAssertEqual(changed.modifications.map(\.recordID.recordName), ["later"])
+
+        // A destination that holds a store is refused, untouched.
+        let before = try contents(cluster)
+        XCTAssertThrowsError(try source.copy(to: cluster)) { error in
+            XCTAssertTrue("\(error)".contains("already holds a store"), "\(error)")
+        }
+        XCTAssertEqual(try contents(cluster), before)
+    }
 }

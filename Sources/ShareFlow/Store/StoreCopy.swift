@@ -1,0 +1,173 @@
+import Foundation
+import GRDB
+
+/// What `shareflow store copy` copied: rows by table.
+public struct StoreCopyReport: Sendable, Codable {
+    public let from: String
+    public let to: String
+    public let rows: [String: Int]
+
+    public init(from: String, to: String, rows: [String: Int]) {
+        self.from = from
+        self.to = to
+        self.rows = rows
+    }
+}
+
+extension Store {
+    /// Copies this store into `destination`, row for row (SPEC §16 M3): every ID, change tag,
+    /// URL token, token hash and change-log position is kept, and so is the change tokens' key,
+    /// so a client's change token, a share URL and an API token work against the copy as they
+    /// did against this store. Between SQLite and PostgreSQL either way (or the same kind).
+    ///
+    /// This store is read in one snapshot (writers may go on; the copy is the store as it was
+    /// when the copy began), and the copy is written in one transaction: a failure leaves the
+    /// destination as it was. `destination` must hold no store yet (a store just made by
+    /// opening it: no account, zone, record, credential or feed).
+    ///
+    /// ```swift
+    /// let demo = try Store(path: "demo.sqlite")
+    /// let cluster = try Store(path: "postgres://shareflow@db.internal/shareflow")
+    /// let report = try demo.copy(to: cluster)   // report.rows["record"]
+    /// ```
+    public func copy(to destination: Store) throws -> StoreCopyReport {
+        var copied: [String: Int] = [:]
+        try read { source in
+            try destination.write { target in
+                try StoreCopy.requireEmpty(target, label: destination.path)
+                for table in StoredTable.all {
+                    copied[table.name] = try StoreCopy.copy(table, from: source, to: target)
+                }
+                try StoreCopy.restoreShareTags(from: source, to: target)
+                try StoreCopy.continueIdentities(target)
+                for table in StoredTable.all {
+                    let expected = try source.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
+                    let found = try target.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
+                    guard expected == found else {
+                        throw ShareFlowError(.serviceUnavailable,
+                                             "cannot copy \(path) to \(destination.path): table \(table.name) has \(found) rows in the copy, not \(expected); nothing was copied")
+                    }
+                }
+            }
+        }
+        return StoreCopyReport(from: path, to: destination.path, rows: copied)
+    }
+}
+
+/// The steps of `Store.copy(to:)`, in the dialect both stores read.
+enum StoreCopy {
+    /// Rows read from the source per statement: a page's values are all that is held at once.
+    static let pageRows = 500
+    /// Rows per INSERT (a statement's placeholders stay far below both stores' limits).
+    static let insertRows = 100
+
+    /// Each table's primary key, the order a page is read in (keyset paging: a page starts
+    /// after the last row of the one before, so a large table is read in linear time).
+    static let primaryKeys: [String: [String]] = [
+        "shareflow_meta": ["key"], "account_email": ["email"], "account_phone": ["phone"],
+        "zone_change": ["zoneID", "name"], "view_change": ["zoneID", "viewerID", "name"],
+        "feed_change": ["feedID", "zoneName", "ownerName"],
+    ]
+
+    /// The tables whose `id` is made by the store (SQLite's row ID, PostgreSQL's identity): on
+    /// PostgreSQL the identity goes on after the copied rows.
+    static let madeIDs = ["account", "contact", "record", "share", "participant", "credential", "feed"]
+
+    /// Refuses a destination that already holds a store: a copy merged into one would mix two
+    /// stores' IDs. What opening it made (the format mark, the schema version, its own
+    /// change-token key) is replaced by the source's.
+    static func requireEmpty(_ target: StoreTransaction, label: String) throws {
+        var held: [String] = []
+        for table in StoredTable.all where table.name != "shareflow_meta" {
+            let n = try target.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
+            if n > 0 { held.append("\(n) in \(table.name)") }
+        }
+        guard held.isEmpty else {
+            throw ShareFlowError(.invalidArguments, "cannot copy into \(label): it already holds a store (rows: \(held.joined(separator: ", "))); copy into a new SQLite file or an empty PostgreSQL database")
+        }
+    }
+
+    /// Copies one table's rows, page by page; gives how many.
+    static func copy(_ table: StoredTable, from source: StoreTransaction, to target: StoreTransaction) throws -> Int {
+        let columns = table.columns.map(\.name)
+        let key = primaryKeys[table.name] ?? ["id"]
+        let keyIndexes = key.map { columns.firstIndex(of: $0)! }
+        let list = columns.joined(separator: ", ")
+        let order = key.joined(separator: ", ")
+        let after = key.count == 1 ? "\(key[0]) > ?" : "(\(order)) > (\(key.map { _ in "?" }.joined(separator: ", ")))"
+        var last: [DatabaseValue]?
+        var count = 0
+        while true {
+            let page: [[DatabaseValue]]
+            if let last {
+                page = try source.rows("SELECT \(list) FROM \(table.name) WHERE \(after) ORDER BY \(order) LIMIT \(pageRows)", StoreArguments(last))
+            } else {
+                page = try source.rows("SELECT \(list) FROM \(table.name) ORDER BY \(order) LIMIT \(pageRows)")
+            }
+            guard !page.isEmpty else { return count }
+            // Each value is read as the engine reads it (`store check`'s readers): a damaged
+            // one stops the copy naming its row, rather than being carried into the copy (or,
+            // on PostgreSQL, failing there as a type error).
+            for row in page {
+                let stored = StoredRow(cells: row, table: table.name, keyAt: keyIndexes[0])
+                try source.decoding {
+                    for (n, column) in table.columns.enumerated() { try column.read(stored, n, column.name) }
+                }
+            }
+            var start = 0
+            while start < page.count {
+                let chunk = page[start..<min(start + insertRows, page.count)]
+                try insert(chunk, into: table.name, columns: columns, target)
+                start += chunk.count
+            }
+            count += page.count
+            last = keyIndexes.map { page[page.count - 1][$0] }
+            if page.count < pageRows { return count }
+        }
+    }
+
+    /// One INSERT of `rows`. The meta rows replace what opening the destination wrote.
+    static func insert(_ rows: ArraySlice<[DatabaseValue]>, into table: String, columns: [String], _ target: StoreTransaction) throws {
+        let row = "(" + columns.map { _ in "?" }.joined(separator: ", ") + ")"
+        var sql = "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES "
+            + Array(repeating: row, count: rows.count).joined(separator: ", ")
+        if table == "shareflow_meta" { sql += " ON CONFLICT (key) DO UPDATE SET value = excluded.value" }
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(rows.count * columns.count)
+        for row in rows { values += row }
+        do {
+            try target.run(sql, StoreArguments(values))
+        } catch var error as ShareFlowError {
+            let first = rows.first.map { StoredRow.name($0[0]) } ?? "?"
+            error.message += " (copying table \(table), the rows from \(columns[0]) \(first))"
+            throw error
+        }
+    }
+
+    /// Inserting a share's participants moved its record's tag (the stores' triggers, R21): the
+    /// source's tags are written back, so a client's change tag still matches.
+    static func restoreShareTags(from source: StoreTransaction, to target: StoreTransaction) throws {
+        var last: Int64 = 0
+        while true {
+            let page = try source.rows("""
+                SELECT record.id, record.tag FROM record JOIN share ON share.recordID = record.id
+                WHERE record.id > ? ORDER BY record.id LIMIT \(pageRows)
+                """, [last])
+            for row in page { try target.run("UPDATE record SET tag = ? WHERE id = ?", [row[1], row[0]]) }
+            guard page.count == pageRows, case .int64(let id) = page[page.count - 1][0].storage else { return }
+            last = id
+        }
+    }
+
+    /// PostgreSQL's identities go on after the highest copied ID (SQLite's row IDs do so of
+    /// themselves).
+    static func continueIdentities(_ target: StoreTransaction) throws {
+        guard case .postgres = target.connection else { return }
+        for table in madeIDs {
+            _ = try target.rows("""
+                SELECT setval(pg_get_serial_sequence('\(PostgresSchema.name).\(table)', 'id'),
+                              COALESCE((SELECT MAX(id) FROM \(table)), 1), (SELECT MAX(id) FROM \(table)) IS NOT NULL)
+                """)
+        }
+    }
+}
