@@ -108,7 +108,9 @@ public struct CloudKitServer: Sendable {
         // A database route: throttled by address first (before its body is read), then read
         // and checked, authenticated, throttled by identity, and answered by its endpoint.
         let database = router.group("/database/1/:container/:environment/:database")
-        let limiter = rateLimit.map { RateLimiter(requests: $0.requests, perSeconds: $0.perSeconds) }
+        let limiter = rateLimit.map {
+            RateLimiter(requests: $0.requests, perSeconds: $0.perSeconds, shared: engine.store.postgres.map { PostgresRateBuckets($0) })
+        }
         if let limiter { database.add(middleware: RateLimitMiddleware(limiter: limiter)) }
         database.add(middleware: DatabaseRequestMiddleware(maxBodyBytes: maxBodyBytes))
         database.add(middleware: AuthenticationMiddleware(thread: thread, authenticator: authenticator ?? CallerAuthenticator(engine: engine)))

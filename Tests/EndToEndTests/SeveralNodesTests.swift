@@ -257,6 +257,29 @@ final class SeveralNodesTests: ServerTestCase {
         for node in bases { XCTAssertEqual(try givenName(node), "Alicia", node) }
     }
 
+    /// SPEC §16: rate limits are shared by all nodes (overshoot at most half a bucket). Three
+    /// nodes with a bucket of 20 each would grant 45 requests spread over them without sharing.
+    func testTheRateLimitIsSharedByEveryNode() throws {
+        let config = dir.appendingPathComponent("limited.config.lua")
+        try CLI.write("return { server = { rateLimit = { requests = 20, perSeconds = 600 } } }", to: config)
+        let limited = try (0..<3).map { _ in try ServeProcess(store: store, in: dir, arguments: ["--config", config.path]) }
+        defer { limited.forEach { $0.stop() } }
+        var granted = 0, throttled = 0
+        for i in 0..<45 {
+            let r = try Tools.curl("GET", limited[i % 3].base + db + "/public/users/caller?ckAPIToken=\(api)&ckWebAuthToken=\(web)", in: dir)
+            switch r.0 {
+            case 200: granted += 1
+            case 429:
+                throttled += 1
+                XCTAssertTrue(((r.1["_headers"] as? String) ?? "").contains("retry-after:"), "\(r.1)")
+            default: XCTFail("status \(r.0): \(r.1)")
+            }
+        }
+        XCTAssertGreaterThanOrEqual(granted, 20, "a bucket's worth is granted")
+        XCTAssertLessThanOrEqual(granted, 30, "at most half a bucket more across the nodes (granted \(granted))")
+        XCTAssertEqual(granted + throttled, 45)
+    }
+
     func testARevokedTokenIsRefusedByEveryNode() throws {
         let bob = try token("bob@example.com")
         let bases = [base] + nodes.map(\.base)

@@ -105,6 +105,10 @@ enum StoreCopy {
                 page = try source.rows("SELECT \(list) FROM \(table.name) ORDER BY \(order) LIMIT \(pageRows)")
             }
             guard !page.isEmpty else { return count }
+            // The destination's own format mark and schema version stay (a PostgreSQL store's
+            // version runs ahead of SQLite's: PostgresSchema).
+            let rows = table.name == "shareflow_meta"
+                ? page.filter { row in !["format", "schemaVersion"].contains(String.fromDatabaseValue(row[0]) ?? "") } : page
             // Each value is read as the engine reads it (`store check`'s readers): a damaged
             // one stops the copy naming its row, rather than being carried into the copy (or,
             // on PostgreSQL, failing there as a type error).
@@ -115,8 +119,8 @@ enum StoreCopy {
                 }
             }
             var start = 0
-            while start < page.count {
-                let chunk = page[start..<min(start + insertRows, page.count)]
+            while start < rows.count {
+                let chunk = rows[start..<min(start + insertRows, rows.count)]
                 try insert(chunk, into: table.name, columns: columns, target)
                 start += chunk.count
             }
@@ -132,6 +136,7 @@ enum StoreCopy {
         var sql = "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES "
             + Array(repeating: row, count: rows.count).joined(separator: ", ")
         if table == "shareflow_meta" { sql += " ON CONFLICT (key) DO UPDATE SET value = excluded.value" }
+        guard !rows.isEmpty else { return }
         var values: [DatabaseValue] = []
         values.reserveCapacity(rows.count * columns.count)
         for row in rows { values += row }

@@ -20,18 +20,18 @@ struct RateLimitMiddleware: RouterMiddleware {
         let credential = Self.credential(request, context)
         let address = "client " + (context.remoteAddress?.ipAddress ?? "unknown")
         let known = credential.map { !$0.hasPrefix("key ") && limiter.identity(of: $0) != nil } ?? false
-        if !known { try take(address, who: "from this address without accepted credentials") }
+        if !known { try await take(address, who: "from this address without accepted credentials") }
         do {
             return try await next(request, context)
         } catch let error as CloudKitError where error.status == .unauthorized && known {
-            _ = limiter.take(address)
+            _ = await limiter.take(address)
             throw error
         }
     }
 
     /// Takes one request from `bucket`, or throws THROTTLED saying when to come back.
-    func take(_ bucket: String, who: String) throws {
-        guard let wait = limiter.take(bucket) else { return }
+    func take(_ bucket: String, who: String) async throws {
+        guard let wait = await limiter.take(bucket) else { return }
         let seconds = max(1, Int(wait.rounded(.up)))
         throw CloudKitError.throttled("requestRateLimited: more than \(limiter.requests) requests in \(limiter.perSeconds) s \(who); retry after \(seconds) s",
                                       retryAfter: seconds)
@@ -58,7 +58,7 @@ struct IdentityRateLimitMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if let caller = context.caller {
-            try RateLimitMiddleware(limiter: limiter).take("identity " + caller.identity, who: "by this user")
+            try await RateLimitMiddleware(limiter: limiter).take("identity " + caller.identity, who: "by this user")
             if let credential = RateLimitMiddleware.credential(request, context), !credential.hasPrefix("key ") {
                 limiter.remember(credential: credential, identity: caller.identity)
             }

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlow
 
 /// Requests per identity over a window (SPEC §13, config `server.rateLimit`): a token bucket
 /// that holds `requests` and refills over `perSeconds`, checked before a request reaches the
@@ -11,16 +12,29 @@ import Foundation
 /// case variant of a key ID — takes from its client address's bucket, so guessing, refused and
 /// unauthenticated requests never use up a signed-in user's requests. Buckets and remembered
 /// credentials are bounded; past the bound the least recently used go first.
+///
+/// On a PostgreSQL store the buckets are shared by every node (SPEC §16, `PostgresRateBuckets`):
+/// a request this node's own bucket grants is then taken from the shared one too, which decides.
+/// This node's bucket goes first, so a client over its share is refused without a round trip
+/// (what one node granted, the shared bucket granted too, so it is never fuller). While
+/// PostgreSQL does not answer within `sharedWait`, each node decides alone for a second (the
+/// engine is unavailable then anyway).
 final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
     let requests: Int
     let perSeconds: Double
     private let lock = NSLock()
     private var buckets = RecentlyUsed<String, (tokens: Double, at: Double)>(capacity: 100_000)
     private var identities = RecentlyUsed<String, String>(capacity: 100_000)
+    private let shared: PostgresRateBuckets?
+    /// Until when (uptime) this node decides alone, after the shared buckets failed to answer.
+    private var aloneUntil = 0.0
+    /// How long a request waits for the shared bucket's answer.
+    static let sharedWait = 0.5
 
-    init(requests: Int, perSeconds: Double, capacity: Int = 100_000) {
+    init(requests: Int, perSeconds: Double, capacity: Int = 100_000, shared: PostgresRateBuckets? = nil) {
         self.requests = requests
         self.perSeconds = perSeconds
+        self.shared = shared
         buckets = RecentlyUsed(capacity: capacity)
         identities = RecentlyUsed(capacity: capacity)
     }
@@ -42,8 +56,51 @@ final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
         if identities[credential] == nil { identities[credential] = identity }
     }
 
-    /// Takes one request from `key`'s bucket: nil when allowed, else the seconds until one is.
-    func take(_ key: String, now: Double = ProcessInfo.processInfo.systemUptime) -> Double? {
+    /// Takes one request from `key`'s bucket, and from the shared one where there is one: nil
+    /// when allowed, else the seconds until one is.
+    func take(_ key: String) async -> Double? {
+        if let wait = take(key, now: ProcessInfo.processInfo.systemUptime) { return wait }
+        guard let shared, lock.withLock({ ProcessInfo.processInfo.systemUptime >= aloneUntil }) else { return nil }
+        let (requests, perSeconds) = (self.requests, self.perSeconds)
+        let answer = await RateLimiter.first(within: RateLimiter.sharedWait) {
+            try await shared.take(key, requests: requests, perSeconds: perSeconds)
+        }
+        switch answer {
+        case .some(.some(let wait)):
+            // Refused by the shared bucket: this node's request is given back, so its own
+            // bucket holds no more than the shared one does.
+            lock.withLock {
+                if var bucket = buckets[key] { bucket.tokens = min(Double(requests), bucket.tokens + 1); buckets[key] = bucket }
+            }
+            return wait
+        case .some(.none):
+            return nil
+        case .none:
+            lock.withLock { aloneUntil = ProcessInfo.processInfo.systemUptime + 1 }
+            return nil
+        }
+    }
+
+    /// The answer of `body`, or nil when it failed or took longer than `seconds` (left to end
+    /// on its own: a query in flight is not cancelled).
+    static func first<T: Sendable>(within seconds: Double, _ body: @escaping @Sendable () async throws -> T) async -> T? {
+        let once = FirstAnswer<T>()
+        return await withCheckedContinuation { continuation in
+            once.lock.withLock { once.continuation = continuation }
+            let timer = Task {
+                try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+                once.finish(nil)
+            }
+            Task {
+                once.finish(try? await body())
+                timer.cancel()
+            }
+        }
+    }
+
+    /// Takes one request from this node's bucket for `key`: nil when allowed, else the seconds
+    /// until one is.
+    func take(_ key: String, now: Double) -> Double? {
         lock.lock()
         defer { lock.unlock() }
         var bucket = buckets[key] ?? (Double(requests), now)
@@ -53,6 +110,16 @@ final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
         guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / refill }
         bucket.tokens -= 1
         return nil
+    }
+}
+
+/// A continuation resumed once, by whichever answer comes first (`RateLimiter.first`).
+private final class FirstAnswer<T: Sendable>: @unchecked Sendable {  // guarded by lock
+    let lock = NSLock()
+    var continuation: CheckedContinuation<T?, Never>?
+    func finish(_ value: T?) {
+        let c = lock.withLock { () -> CheckedContinuation<T?, Never>? in defer { continuation = nil }; return continuation }
+        c?.resume(returning: value)
     }
 }
 

@@ -9,7 +9,8 @@ import Foundation
 /// takes its columns' collation so).
 ///
 /// Migrations, as on SQLite: `migrations[n]` takes a store from version `n + 8` to `n + 9`;
-/// the first makes version 9 whole (PostgreSQL stores start at SQLite's current schema).
+/// the first makes version 9 whole (PostgreSQL stores start at SQLite's schema 9); 10 adds what
+/// only several nodes need (the shared rate-limit buckets), so the versions part there.
 enum PostgresSchema {
     static let name = "shareflow"
 
@@ -161,6 +162,16 @@ enum PostgresSchema {
             PRIMARY KEY (feedID, zoneName, ownerName));
         CREATE INDEX feed_change_seq ON feed_change(feedID, seq);
         INSERT INTO shareflow_meta VALUES ('format', 'shareflow'), ('schemaVersion', '9');
+        """,
+        // 10: the rate-limit buckets every node shares (`PostgresRateBuckets`). Unlogged: a
+        // bucket lost in a crash is a full one, which is what a missing row reads as anyway.
+        """
+        CREATE UNLOGGED TABLE rate_bucket (
+            key TEXT COLLATE "binary" PRIMARY KEY,
+            tokens DOUBLE PRECISION NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            granted BIGINT NOT NULL);
+        CREATE INDEX rate_bucket_at ON rate_bucket(at);
         """,
     ]
 

@@ -123,6 +123,21 @@ package final class PostgresStore: @unchecked Sendable {
     func connected() throws -> PostgresSession {
         if let session, !session.connection.isClosed { return session }
         session = nil
+        let configuration = try connectionConfiguration()
+        let connection: PostgresConnection
+        do {
+            connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
+                                                        id: 1, logger: logger).wait()
+        } catch let error as PSQLError {
+            throw PostgresFailure(error, sql: "")
+        }
+        let opened = PostgresSession(connection: connection, label: location.label, logger: logger)
+        session = opened
+        return opened
+    }
+
+    /// How every connection of this store is opened: its place, TLS, and the session's settings.
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
             host: location.host, port: location.port, username: location.user, password: location.password,
             database: location.database, tls: .disable)
@@ -143,16 +158,7 @@ package final class PostgresStore: @unchecked Sendable {
             ("idle_in_transaction_session_timeout", String(max(settings.statementTimeoutMs * 4, 10_000))),
             ("application_name", "shareflow"),
         ]
-        let connection: PostgresConnection
-        do {
-            connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
-                                                        id: 1, logger: logger).wait()
-        } catch let error as PSQLError {
-            throw PostgresFailure(error, sql: "")
-        }
-        let opened = PostgresSession(connection: connection, label: location.label, logger: logger)
-        session = opened
-        return opened
+        return configuration
     }
 
     /// Makes the schema, or brings it up to this binary's version, under a lock so that nodes
