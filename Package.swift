@@ -25,6 +25,10 @@ let package = Package(
         // The second store (SPEC §16): PostgreSQL.
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // What a node counts (swift-metrics, already under Hummingbird), and `GET /metrics` in
+        // Prometheus' text format (SPEC §16).
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // liblua5.4 from the system (Debian: liblua5.4-dev), with a shim for Lua's macros.
@@ -53,6 +57,8 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // Store failures and retries, injected faults: counted for `GET /metrics`.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         // The Lua host: state, value bridge, bindings, sandbox, limits, plugins.
@@ -109,7 +115,9 @@ let package = Package(
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                           .product(name: "Logging", package: "swift-log")]
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "Metrics", package: "swift-metrics"),
+                           .product(name: "Prometheus", package: "swift-prometheus")]
         ),
         .executableTarget(
             name: "shareflow",

@@ -43,10 +43,17 @@ public struct CloudKitServer: Sendable {
     public var sharesPointHere = true
 
     public init(engine: Engine, host: String, port: Int, logger: Logger) {
+        CloudKitServer.bootstrapMetrics()
         self.engine = engine
         self.host = host
         self.port = port
         self.logger = logger
+    }
+
+    /// Makes swift-metrics count into this process's `GET /metrics` (Prometheus): call it before
+    /// anything counts (a count made earlier is lost); once or many times.
+    public static func bootstrapMetrics() {
+        _ = NodeMetrics.registry
     }
 
     /// Serves until SIGTERM or SIGINT; then stops accepting, finishes the requests in flight,
@@ -93,7 +100,13 @@ public struct CloudKitServer: Sendable {
     /// tests drive (`app.test(.router)`).
     func router(thread: EngineThread, authenticator: CallerAuthenticator? = nil, health: StoreHealth = StoreHealth()) -> Router<ServerRequestContext> {
         let router = Router(context: ServerRequestContext.self)
+        router.add(middleware: MetricsMiddleware())
         router.add(middleware: AccessLog(logger: logger))
+        router.get("/metrics") { _, _ -> Response in
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: NodeMetrics.scrape(thread))))
+        }
         // Alive: the process answers. Ready: its store answered the last probe (StoreWatch),
         // so a load balancer sends it requests (SPEC §16).
         router.get("/healthz") { _, _ -> String in "ok" }

@@ -41,6 +41,8 @@ extension ShareFlowCommand {
                 if global.json { printJSON(["routes": CloudKitAPI.routes]) } else { CloudKitAPI.routes.forEach { print($0) } }
                 return
             }
+            // Before the store opens: its retries are counted for GET /metrics.
+            CloudKitServer.bootstrapMetrics()
             let engine = try global.makeEngine()
             if let publicURL {
                 var base = publicURL

@@ -241,6 +241,7 @@ public final class FaultInjector: @unchecked Sendable {
                                                operation: request.operation, caller: request.callerEmail ?? request.callerID,
                                                zone: item?.zone, recordName: item?.recordName)
                 record(injection)
+                Counted.faultInjected(operation: request.operation, fault: rule.fault?.rawValue ?? "delay")
                 return Decision(id: armed[index].id, rule: rule, injection: injection)
             }
             return nil

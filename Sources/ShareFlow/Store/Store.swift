@@ -143,6 +143,7 @@ public final class Store: @unchecked Sendable {
                 self.sqliteQueue = queue
                 return
             } catch let error as DatabaseError where Store.isTransientOpenFailure(error) && Date() < deadline {
+                Counted.storeRetry("sqlite", reason: "open")
                 usleep(UInt32(min(5_000 * attempt, 50_000)))
             } catch let error as DatabaseError {
                 throw StoreError.cannotOpen(path: path, reason: Store.reason(error))

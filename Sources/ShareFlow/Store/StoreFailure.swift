@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// A failure of the SQLite store, said as an operator needs it: which store, what happened,
 /// whether to retry. Never the SQL (it names tables and columns, nothing a caller can act on).
@@ -34,8 +35,10 @@ struct StoreFailure {
     var shareFlowError: ShareFlowError {
         let store = path.map { "store \($0)" } ?? "the store"
         guard let db = error as? DatabaseError else {
+            Counted.storeError("sqlite", cause: "other")
             return ShareFlowError(.serviceUnavailable, "\(store) failed: \(error)")
         }
+        Counted.storeError("sqlite", cause: String(cString: sqlite3_errstr(db.resultCode.rawValue)))
         switch db.resultCode {
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             return ShareFlowError(.serviceUnavailable, "\(store) is busy (another process holds its write lock); retry after \(Int(StoreFailure.busyRetryAfter)) s",

@@ -154,6 +154,10 @@ public final class LuaState {
     }
 
     /// The error message of a call that ran past its budget.
+    /// Told `cpu` or `memory` when a call ends by its budget (a plugin's state counts them for
+    /// `GET /metrics`).
+    public var onBudgetOverrun: ((String) -> Void)?
+
     public var budgetReason = "CPU budget exceeded" {
         didSet { sf_set_budget_reason(limits, budgetReason) }
     }
@@ -488,6 +492,13 @@ public final class LuaState {
         if text.utf8.count > 8192 { text = String(decoding: text.utf8.prefix(8192), as: UTF8.self) + "..." }
         pop()
         let kind: LuaError.Kind = status == LUA_ERRMEM ? .memory : .runtime
+        if let overrun = onBudgetOverrun {
+            if kind == .memory || text.contains("not enough memory") {
+                overrun("memory")
+            } else if text.contains(budgetReason) {
+                overrun("cpu")
+            }
+        }
         return LuaError(kind: kind, handled: kind == .memory ? "not enough memory" : text)
     }
 

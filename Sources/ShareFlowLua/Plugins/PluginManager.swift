@@ -227,6 +227,7 @@ public final class PluginManager {
         let host = try ScriptHost(engine: engine, memoryLimit: Int(config.memoryMiB * 1024 * 1024),
                                   labelPrefix: PluginManager.prefix(name), sandboxFolder: folder)
         host.lua.cpuBudget = budget
+        host.lua.onBudgetOverrun = { [name] budget in Counted.budgetOverrun(plugin: name, budget: budget) }
         host.logLimit = Int(config.logKiB * 1024)
         host.budgetReason = "plugin '\(name)': CPU budget of \(ConfigField.format(config.cpuMillis)) ms exceeded"
         host.plugins = nil

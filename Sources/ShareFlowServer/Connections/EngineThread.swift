@@ -5,6 +5,10 @@ import Foundation
 final class EngineThread: @unchecked Sendable {  // jobs guarded by `condition`
     private let condition = NSCondition()
     private var jobs: [() -> Void] = []
+    /// Jobs queued and not yet done (the one running included): `GET /metrics`' queue depth.
+    private var pending = 0
+
+    var depth: Int { condition.withLock { pending } }
 
     init() {
         let thread = Thread { [unowned self] in self.loop() }
@@ -21,7 +25,10 @@ final class EngineThread: @unchecked Sendable {  // jobs guarded by `condition`
             let batch = jobs
             jobs.removeAll(keepingCapacity: true)
             condition.unlock()
-            for job in batch { job() }
+            for job in batch {
+                job()
+                condition.withLock { pending -= 1 }
+            }
         }
     }
 
@@ -29,6 +36,7 @@ final class EngineThread: @unchecked Sendable {  // jobs guarded by `condition`
     func enqueue(_ job: @escaping @Sendable () -> Void) {
         condition.lock()
         jobs.append(job)
+        pending += 1
         condition.signal()
         condition.unlock()
     }

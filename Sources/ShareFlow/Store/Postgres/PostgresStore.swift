@@ -84,6 +84,8 @@ package final class PostgresStore: @unchecked Sendable {
     package let location: PostgresLocation
     package let settings: PostgresSettings
     private var session: PostgresSession?
+    /// Whether a connection was opened before: opening another is a reconnection.
+    private var connectedBefore = false
     private let logger: Logger
 
     /// The advisory lock every write holds until it commits ("ShareFlw").
@@ -123,6 +125,8 @@ package final class PostgresStore: @unchecked Sendable {
     func connected() throws -> PostgresSession {
         if let session, !session.connection.isClosed { return session }
         session = nil
+        if connectedBefore { Counted.storeRetry("postgres", reason: "reconnect") }
+        connectedBefore = true
         let configuration = try connectionConfiguration()
         let connection: PostgresConnection
         do {
@@ -280,6 +284,7 @@ package final class PostgresStore: @unchecked Sendable {
     /// A failure as the caller gets it: `serviceUnavailable`, with `retryAfter` where retrying helps.
     func shareFlowError(_ failure: PostgresFailure) -> ShareFlowError {
         let store = "store \(location.label)"
+        Counted.storeError("postgres", cause: failure.isConnectionLost || failure.sqlState == nil ? "unreachable" : failure.sqlState ?? "unknown")
         if failure.isConnectionLost || failure.sqlState == nil {
             return ShareFlowError(.serviceUnavailable, "\(store) is unreachable (PostgreSQL: \(failure.error.code)); retry after \(Int(PostgresStore.outageRetryAfter)) s",
                                   retryAfter: PostgresStore.outageRetryAfter)
