@@ -62,7 +62,13 @@ public struct CloudKitServer: Sendable {
         let thread = EngineThread()
         let authenticator = CallerAuthenticator(engine: engine)
         let health = StoreHealth()
-        let router = router(thread: thread, authenticator: authenticator, health: health)
+        let signal = ChangeSignal()
+        let router = router(thread: thread, authenticator: authenticator, health: health, signal: signal)
+        // On PostgreSQL, every node's commits wake this node's change streams (SPEC §14, §16).
+        let notices = engine.store.postgres.map { store in
+            Task { await PostgresChangeNotices.listen(store) { signal.poke() } }
+        }
+        defer { notices?.cancel() }
         let onListening = self.onListening
         let pointHere = sharesPointHere && engine.options.publicURL == Engine.defaultPublicURL
         let (engine, host) = (self.engine, self.host)
@@ -98,7 +104,8 @@ public struct CloudKitServer: Sendable {
 
     /// Every route, its work run on `thread`: what `run` serves, and what the in-process
     /// tests drive (`app.test(.router)`).
-    func router(thread: EngineThread, authenticator: CallerAuthenticator? = nil, health: StoreHealth = StoreHealth()) -> Router<ServerRequestContext> {
+    func router(thread: EngineThread, authenticator: CallerAuthenticator? = nil, health: StoreHealth = StoreHealth(),
+                signal: ChangeSignal = ChangeSignal()) -> Router<ServerRequestContext> {
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: MetricsMiddleware())
         router.add(middleware: AccessLog(logger: logger))
@@ -128,7 +135,8 @@ public struct CloudKitServer: Sendable {
         database.add(middleware: DatabaseRequestMiddleware(maxBodyBytes: maxBodyBytes))
         database.add(middleware: AuthenticationMiddleware(thread: thread, authenticator: authenticator ?? CallerAuthenticator(engine: engine)))
         if let limiter { database.add(middleware: IdentityRateLimitMiddleware(limiter: limiter)) }
-        CloudKitAPI(engine: engine, maxResponseBytes: maxResponseBytes, streamSeconds: streamSeconds).register(on: database, thread: thread)
+        CloudKitAPI(engine: engine, maxResponseBytes: maxResponseBytes, streamSeconds: streamSeconds, signal: signal)
+            .register(on: database, thread: thread)
         return router
     }
 

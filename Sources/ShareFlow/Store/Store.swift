@@ -305,8 +305,11 @@ public final class Store: @unchecked Sendable {
                 feedBumps = FeedBumps(logging: logsChanges)
                 defer { currentSession = nil; writing = false; feedBumps = FeedBumps() }
                 let transaction = StoreTransaction(session, writable: true, path: path, feedBumps: feedBumps)
+                let changesBefore = session.totalChanges
                 let result = try body(transaction)
                 try transaction.writeLogPositions()
+                // Other nodes' change streams look at their feeds once this commits.
+                if session.totalChanges != changesBefore { session.pipeline(PostgresChangeNotices.notify) }
                 return result
             }
         } catch let failure as PostgresFailure {

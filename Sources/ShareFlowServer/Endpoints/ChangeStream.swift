@@ -36,9 +36,13 @@ struct ChangeStream: Sendable {
     /// Streams open, by account.
     private let open = NIOLockedValueBox([Int64: Int]())
 
-    init(api: CloudKitAPI, thread: EngineThread) {
+    /// Wakes the streams when the store changed (another node's write, on PostgreSQL).
+    let signal: ChangeSignal
+
+    init(api: CloudKitAPI, thread: EngineThread, signal: ChangeSignal) {
         self.api = api
         self.thread = thread
+        self.signal = signal
         lifetime = .milliseconds(Int64(max(0, api.streamSeconds) * 1_000))
     }
 
@@ -123,6 +127,7 @@ struct ChangeStream: Sendable {
         let api = self.api
         while clock.now < end, !Task.isCancelled {
             let step: (event: WireObject?, token: String)
+            let generation = signal.generation
             do {
                 let from = token
                 step = try await thread.run { try FaultScope.run(scope) {
@@ -146,7 +151,8 @@ struct ChangeStream: Sendable {
                 try await writer.write(Self.frame(comment: "keep-alive", id: nil))
                 quietSince = clock.now
             }
-            try await Task.sleep(for: pollInterval)
+            await signal.wait(after: generation, upTo: pollInterval)
+            try Task.checkCancellation()
         }
     }
 

@@ -18,7 +18,11 @@ public final class CloudKitAPI: Sendable {
     /// How long one `changes/stream` lasts.
     let streamSeconds: Double
 
-    init(engine: Engine, maxResponseBytes: Int = 32 << 20, streamSeconds: Double = 300) {
+    /// Wakes the change streams (`ChangeStream`).
+    let signal: ChangeSignal
+
+    init(engine: Engine, maxResponseBytes: Int = 32 << 20, streamSeconds: Double = 300, signal: ChangeSignal = ChangeSignal()) {
+        self.signal = signal
         self.engine = engine
         self.maxResponseBytes = maxResponseBytes
         self.streamSeconds = streamSeconds
@@ -116,7 +120,7 @@ public final class CloudKitAPI: Sendable {
             }
         }
         // SPEC §14's poke channel: a stream of server-sent events, not one answer.
-        let stream = ChangeStream(api: self, thread: thread)
+        let stream = ChangeStream(api: self, thread: thread, signal: signal)
         group.on(RouterPath(ChangeStream.subpath), method: .get) { request, context in try await stream.respond(request, context: context) }
         group.on(RouterPath(ChangeStream.subpath), method: .post) { _, _ -> Response in
             throw CloudKitError.badRequest("\(ChangeStream.subpath) is GET, not POST")

@@ -1,0 +1,46 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// Wakes the change streams of this node when the store changed (on PostgreSQL, a notice from
+/// any node: `PostgresChangeNotices`), so a stream looks at its feed then rather than at its
+/// next poll. A stream notes the generation before it reads its feed and waits only if
+/// nothing was signalled since: a poke between the read and the wait is not missed.
+final class ChangeSignal: Sendable {
+    private struct State {
+        var generation = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+    }
+    private let state = NIOLockedValueBox(State())
+
+    /// The generation now: what a stream passes to `wait` after reading its feed.
+    var generation: Int { state.withLockedValue { $0.generation } }
+
+    /// Wakes every waiting stream.
+    func poke() {
+        let waiting = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.generation &+= 1
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// Returns when poked after `generation`, or after `timeout` (the poll that covers a lost
+    /// notice, and a store with no notices: SQLite).
+    func wait(after generation: Int, upTo timeout: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let id: Int? = state.withLockedValue { state in
+                guard state.generation == generation else { return nil }
+                state.nextWaiter &+= 1
+                state.waiters[state.nextWaiter] = continuation
+                return state.nextWaiter
+            }
+            guard let id else { return continuation.resume() }
+            Task { [state] in
+                try? await Task.sleep(for: timeout)
+                state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
+            }
+        }
+    }
+}
