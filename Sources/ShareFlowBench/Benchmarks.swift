@@ -53,6 +53,9 @@ public struct Benchmarks {
     /// Groups to run; empty runs all.
     public var only: Set<String> = []
     public var pluginDirectories: [String]
+    /// A PostgreSQL database (`postgres://…`) `serve` may copy its store into (a scratch
+    /// database made from it, dropped after), for the PostgreSQL rows; nil: SQLite only.
+    public var postgres: String?
     /// The shareflow binary, for the cold start.
     public var binary: String
     public var progress: (String) -> Void
@@ -149,6 +152,13 @@ public struct Benchmarks {
             r["serve_accept_p50_ms"] = f.acceptP50; r["serve_accept_p99_ms"] = f.acceptP99
             r["serve_errors"] = f.errors
             r["serve_connections"] = sizes.connections
+            for (count, pg) in f.postgres {
+                let key = "serve_pg\(count)"
+                r[key + "_resolve_per_s"] = pg.resolve.0; r[key + "_resolve_p50_ms"] = pg.resolve.1; r[key + "_resolve_p99_ms"] = pg.resolve.2
+                r[key + "_accept_per_s"] = pg.accept.0; r[key + "_accept_p50_ms"] = pg.accept.1; r[key + "_accept_p99_ms"] = pg.accept.2
+                r[key + "_resolve_vs_sqlite"] = pg.resolve.0 / f.resolveHTTP
+                r[key + "_accept_vs_sqlite"] = pg.accept.0 / f.acceptHTTP
+            }
         }
         if wanted("cold") {
             progress("cold start")

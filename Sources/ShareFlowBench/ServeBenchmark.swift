@@ -17,6 +17,8 @@ extension Benchmarks {
         var resolveHTTP = 0.0, resolveInProcess = 0.0, acceptHTTP = 0.0, acceptInProcess = 0.0
         var resolveP50 = 0.0, resolveP99 = 0.0, acceptP50 = 0.0, acceptP99 = 0.0
         var errors = 0
+        /// By node count, on PostgreSQL (with `postgres` set).
+        var postgres: [Int: HTTPFigures] = [:]
     }
 
     func serve(in scratch: URL) throws -> ServeFigures {
@@ -55,30 +57,71 @@ extension Benchmarks {
         f.resolveInProcess = try inProcess(false)
 
         // Over HTTP: the server on a free loopback port, in this process.
-        let listening = DispatchSemaphore(value: 0)
-        final class Port: @unchecked Sendable { var value = 0 }  // written before `listening` signals
-        let port = Port()
-        var server = CloudKitServer(engine: engine, host: "127.0.0.1", port: 0, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
-        server.onListening = { p in port.value = p; listening.signal() }
-        let running = server
-        let task = Task { try await running.run() }
-        defer { task.cancel() }
-        guard listening.wait(timeout: .now() + 30) == .success else { throw BenchError("the server did not start") }
-        for (name, accept) in [("resolve", false), ("accept", true)] {
-            progress("serve: records/\(name) over HTTP, \(connections) connections, \(sizes.serveSeconds) s")
-            let path = "/database/1/\(Self.serveContainer)/development/public/records/\(name)"
-            let load = try HTTPLoad(port: port.value, connections: connections, seconds: sizes.serveSeconds) { c, n in
-                let body = #"{"shortGUIDs":[{"value":"\#(guids[n % guids.count])"}]}"#
-                return (path + "?ckAPIToken=\(api)&ckWebAuthToken=\(tokens[c])", body)
+        let sqlite = try overHTTP([engine], label: "SQLite", guids: guids, api: api, tokens: tokens)
+        (f.resolveHTTP, f.resolveP50, f.resolveP99) = sqlite.resolve
+        (f.acceptHTTP, f.acceptP50, f.acceptP99) = sqlite.accept
+        f.errors += sqlite.errors
+
+        // The same store copied to PostgreSQL (SPEC §16): one node, then three nodes on it (each
+        // its own engine and connection, in this process, the load spread over them in turn).
+        if let template = postgres {
+            let url = try PostgresStore.makeScratch(template: template)
+            defer { PostgresStore.dropScratch(url) }
+            do {
+                let cluster = try Store(path: url)
+                _ = try engine.store.copy(to: cluster)
+                cluster.close()
             }
-            f.errors += load.errors
-            if accept {
-                f.acceptHTTP = load.rate; f.acceptP50 = load.p50; f.acceptP99 = load.p99
-            } else {
-                f.resolveHTTP = load.rate; f.resolveP50 = load.p50; f.resolveP99 = load.p99
+            for count in [1, 3] {
+                let nodes = try (0..<count).map { _ -> Engine in
+                    let node = Engine(store: try Store(path: url))
+                    node.logger.logLevel = .critical
+                    return node
+                }
+                defer { nodes.forEach { $0.store.close() } }
+                let pg = try overHTTP(nodes, label: "PostgreSQL, \(count) node\(count == 1 ? "" : "s")", guids: guids, api: api, tokens: tokens)
+                f.postgres[count] = pg
+                f.errors += pg.errors
             }
         }
         return f
+    }
+
+    /// records/resolve then records/accept over HTTP, each node a server on a free loopback
+    /// port in this process: requests per second, p50 and p99 (ms).
+    struct HTTPFigures {
+        var resolve = (0.0, 0.0, 0.0), accept = (0.0, 0.0, 0.0)
+        var errors = 0
+    }
+
+    private func overHTTP(_ engines: [Engine], label: String, guids: [String], api: String, tokens: [String]) throws -> HTTPFigures {
+        final class Port: @unchecked Sendable { var value = 0 }  // written before `listening` signals
+        var ports: [Int] = []
+        var tasks: [Task<Void, Error>] = []
+        defer { tasks.forEach { $0.cancel() } }
+        for engine in engines {
+            let listening = DispatchSemaphore(value: 0)
+            let port = Port()
+            var server = CloudKitServer(engine: engine, host: "127.0.0.1", port: 0, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
+            server.onListening = { p in port.value = p; listening.signal() }
+            let running = server
+            tasks.append(Task { try await running.run() })
+            guard listening.wait(timeout: .now() + 30) == .success else { throw BenchError("the server did not start") }
+            ports.append(port.value)
+        }
+        var figures = HTTPFigures()
+        let connections = sizes.connections
+        for (name, accept) in [("resolve", false), ("accept", true)] {
+            progress("serve: records/\(name) over HTTP (\(label)), \(connections) connections, \(sizes.serveSeconds) s")
+            let path = "/database/1/\(Self.serveContainer)/development/public/records/\(name)"
+            let load = try HTTPLoad(ports: ports, connections: connections, seconds: sizes.serveSeconds) { c, n in
+                let body = #"{"shortGUIDs":[{"value":"\#(guids[n % guids.count])"}]}"#
+                return (path + "?ckAPIToken=\(api)&ckWebAuthToken=\(tokens[c])", body)
+            }
+            figures.errors += load.errors
+            if accept { figures.accept = (load.rate, load.p50, load.p99) } else { figures.resolve = (load.rate, load.p50, load.p99) }
+        }
+        return figures
     }
 }
 
@@ -95,7 +138,8 @@ struct HTTPLoad {
     private(set) var p50 = 0.0, p99 = 0.0
     private(set) var errors = 0
 
-    init(port: Int, connections: Int, seconds: Double, request: @escaping @Sendable (Int, Int) -> (String, String)) throws {
+    /// Connection `c` goes to `ports[c % ports.count]`: several nodes share the load in turn.
+    init(ports: [Int], connections: Int, seconds: Double, request: @escaping @Sendable (Int, Int) -> (String, String)) throws {
         final class Results: @unchecked Sendable {  // guarded by `lock`
             let lock = NSLock()
             var latencies: [Double] = []
@@ -111,7 +155,7 @@ struct HTTPLoad {
                 defer { group.leave() }
                 var mine: [Double] = [], errors = 0
                 do {
-                    let socket = try HTTPConnection(port: port)
+                    let socket = try HTTPConnection(port: ports[c % ports.count])
                     defer { socket.close() }
                     var n = c
                     while sf_now_ns() < end {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ShareFlow
 import ShareFlowBench
 import ShareFlowLua
 
@@ -26,11 +27,17 @@ extension ShareFlowCommand {
         @Option(name: .long, help: "Accounts to look up against (default 1,000,000).")
         var accounts: Int?
 
+        @Option(name: .long, help: "A PostgreSQL database (postgres://USER@HOST:PORT/DB) for the serve figures on PostgreSQL, one node and three: the bench copies its store into a scratch database made from it (CREATE DATABASE … TEMPLATE), and drops it after.")
+        var postgres: String?
+
         @Option(name: .long, parsing: .upToNextOption,
                 help: "Run only these figure groups (\(Benchmarks.groups.joined(separator: ", "))), e.g. to profile one.")
         var only: [String] = []
 
         func validate() throws {
+            if let postgres, !PostgresLocation.isURL(postgres) {
+                throw ValidationError("--postgres must be a postgres:// URL, not \(postgres)")
+            }
             for group in only where !Benchmarks.groups.contains(group) {
                 throw ValidationError("unknown figure group '\(group)' for --only (expected one of: \(Benchmarks.groups.joined(separator: ", ")))")
             }
@@ -75,6 +82,7 @@ extension ShareFlowCommand {
                 FileHandle.standardError.write(Data("bench: \(step)…\n".utf8))
             }
             bench.only = Set(only)
+            bench.postgres = postgres
             let r = try bench.run()
             if json {
                 let data = try JSONSerialization.data(withJSONObject: r, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
@@ -116,6 +124,11 @@ extension ShareFlowCommand {
                 let c = r["serve_connections"] ?? "?"
                 print("| `records/resolve` over HTTP, \(c) connections | \(n("serve_resolve_per_s")) /s (p50 \(n("serve_resolve_p50_ms", 2)) ms, p99 \(n("serve_resolve_p99_ms", 2)) ms) | \(n("serve_resolve_in_process_per_s")) /s (in-process) | \(n("serve_resolve_vs_in_process", 2))× | ≥ 0.5× |")
                 print("| `records/accept` over HTTP, \(c) connections | \(n("serve_accept_per_s")) /s (p50 \(n("serve_accept_p50_ms", 2)) ms, p99 \(n("serve_accept_p99_ms", 2)) ms) | \(n("serve_accept_in_process_per_s")) /s (in-process) | \(n("serve_accept_vs_in_process", 2))× | ≥ 0.5× |")
+                for count in [1, 3] where r["serve_pg\(count)_resolve_per_s"] != nil {
+                    let k = "serve_pg\(count)", nodes = count == 1 ? "1 node" : "\(count) nodes"
+                    print("| `records/resolve` over HTTP, PostgreSQL, \(nodes) | \(n(k + "_resolve_per_s")) /s (p50 \(n(k + "_resolve_p50_ms", 2)) ms, p99 \(n(k + "_resolve_p99_ms", 2)) ms) | \(n("serve_resolve_per_s")) /s (SQLite) | \(n(k + "_resolve_vs_sqlite", 2))× | (reported) |")
+                    print("| `records/accept` over HTTP, PostgreSQL, \(nodes) | \(n(k + "_accept_per_s")) /s (p50 \(n(k + "_accept_p50_ms", 2)) ms, p99 \(n(k + "_accept_p99_ms", 2)) ms) | \(n("serve_accept_per_s")) /s (SQLite) | \(n(k + "_accept_vs_sqlite", 2))× | (reported) |")
+                }
             }
             if r["deep_chain_save_ms"] != nil {
                 print("| saving 100 records at depth \(((r["sizes"] as? [String: Any])?["chain_depth"] as? Int).map { "\($0 - 100)–\($0)" } ?? "?") of one chain | \(n("deep_chain_save_ms", 1)) ms | \(n("shallow_save_ms", 1)) ms (100 children of the root) | \(n("deep_chain_save_ratio", 2))× | ≤ 3× |")
