@@ -112,10 +112,33 @@ extension ShareFlowCommand {
 
             func run() throws {
                 if !PostgresLocation.isURL(to) {
-                    guard to != ":memory:" else { throw CLIFailure(message: "cannot copy into :memory:: name a new SQLite file or a PostgreSQL URL") }
-                    guard !FileManager.default.fileExists(atPath: to) else {
+                    guard !to.isEmpty, to != ":memory:", !to.hasPrefix("file:"), !to.hasSuffix("/") else {
+                        throw CLIFailure(message: "cannot copy into '\(to)': name a new SQLite file or a PostgreSQL URL")
+                    }
+                    // lstat: a dangling symbolic link is a name taken too.
+                    var info = stat()
+                    guard lstat(to, &info) != 0 else {
                         throw CLIFailure(message: "cannot copy into \(to): it exists (copy into a new file)")
                     }
+                }
+                // FROM must be a store already: opening one that is not would make it (a new
+                // file, a new schema in the database) and copy an empty store.
+                if PostgresLocation.isURL(from) {
+                    do {
+                        guard try PostgresStore.holdsStore(from) else {
+                            throw CLIFailure(message: "cannot copy \(PostgresLocation.redacted(from)): its database holds no ShareFlow store (no schema shareflow)")
+                        }
+                    } catch let error as StoreError {
+                        throw CLIFailure(message: error.description)
+                    }
+                } else {
+                    guard from != ":memory:", !from.hasPrefix("file:") else {
+                        throw CLIFailure(message: "cannot copy \(from): name a store file or a PostgreSQL URL")
+                    }
+                    guard let size = (try? FileManager.default.attributesOfItem(atPath: from))?[.size] as? NSNumber else {
+                        throw CLIFailure(message: "cannot open store \(from): it does not exist")
+                    }
+                    guard size.intValue > 0 else { throw CLIFailure(message: "cannot copy \(from): it is an empty file, not a store") }
                 }
                 let source = try StoreCommand.open(global, at: from)
                 defer { source.close() }
@@ -150,22 +173,63 @@ extension ShareFlowCommand {
         /// copy leaves no store that looks complete.
         static func copyToNewFile(_ source: Store, _ path: String, _ global: GlobalOptions) throws -> StoreCopyReport {
             let partial = "\(path).copying-\(getpid())"
+            removeAbandonedCopies(of: path)
             let files = [partial, partial + "-wal", partial + "-shm"]
             for file in files { try? FileManager.default.removeItem(atPath: file) }
             defer { for file in files { try? FileManager.default.removeItem(atPath: file) } }
-            let target = try openTarget(global, partial)
+            // Ctrl-C, SIGTERM or SIGHUP mid-copy: the partial file goes too (SIGKILL cannot be
+            // caught: the next copy into the same name removes what it left).
+            let signals = [SIGINT, SIGTERM, SIGHUP].map { number -> DispatchSourceSignal in
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler {
+                    for file in files { unlink(file) }
+                    _exit(128 + number)
+                }
+                source.resume()
+                return source
+            }
+            defer {
+                for (number, source) in zip([SIGINT, SIGTERM, SIGHUP], signals) {
+                    source.cancel()
+                    signal(number, SIG_DFL)
+                }
+            }
+            let target: Store
+            do {
+                target = try global.openStore(at: partial)
+            } catch let error as StoreError {
+                throw CLIFailure(message: "cannot copy into \(path): \(error.description.replacingOccurrences(of: partial, with: path))")
+            }
             let report: StoreCopyReport
             do {
                 report = try copying { try source.copy(to: target) }
-            } catch {
+            } catch let failure as CLIFailure {
                 target.close()
-                throw error
+                throw CLIFailure(message: failure.message.replacingOccurrences(of: partial, with: path))
             }
             target.close()
             guard link(partial, path) == 0 else {
-                throw CLIFailure(message: "cannot copy into \(path): \(String(cString: strerror(errno)))")
+                let why = errno == EEXIST ? "it was made while the copy ran (copy into a new file)" : String(cString: strerror(errno))
+                throw CLIFailure(message: "cannot copy into \(path): \(why)")
             }
             return StoreCopyReport(from: report.from, to: path, rows: report.rows)
+        }
+
+        /// Removes what a copy into `path` killed with SIGKILL left (`PATH.copying-PID` of a
+        /// process gone), so that no partial copy outlives the next attempt.
+        static func removeAbandonedCopies(of path: String) {
+            let url = URL(fileURLWithPath: path)
+            let folder = url.deletingLastPathComponent().path
+            let prefix = url.lastPathComponent + ".copying-"
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(prefix) {
+                let rest = name.dropFirst(prefix.count)
+                let digits = rest.prefix { $0.isNumber }
+                guard let pid = pid_t(digits), ["", "-wal", "-shm"].contains(String(rest.dropFirst(digits.count))) else { continue }
+                if kill(pid, 0) != 0 && errno == ESRCH {
+                    try? FileManager.default.removeItem(atPath: (folder as NSString).appendingPathComponent(name))
+                }
+            }
         }
 
         /// A copy's failure as one line.

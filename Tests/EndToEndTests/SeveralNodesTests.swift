@@ -278,6 +278,24 @@ final class SeveralNodesTests: ServerTestCase {
         XCTAssertGreaterThanOrEqual(granted, 20, "a bucket's worth is granted")
         XCTAssertLessThanOrEqual(granted, 30, "at most half a bucket more across the nodes (granted \(granted))")
         XCTAssertEqual(granted + throttled, 45)
+
+        // While the shared buckets cannot answer (their table locked), no node grants alone:
+        // each request is 503 TRY_AGAIN_LATER, and service comes back with the buckets.
+        let bob = try token("bob@example.com")
+        let lock = Process()
+        lock.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        lock.arguments = ["psql", store, "-qc", "BEGIN; LOCK TABLE shareflow.rate_bucket IN EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;"]
+        lock.standardOutput = FileHandle.nullDevice
+        try lock.run()
+        usleep(700_000)
+        var during: [Int] = []
+        for i in 0..<6 {
+            during.append(try Tools.curl("GET", limited[i % 3].base + db + "/public/users/caller?ckAPIToken=\(api)&ckWebAuthToken=\(bob)", in: dir).0)
+        }
+        lock.waitUntilExit()
+        XCTAssertEqual(Set(during), [503], "never granted unchecked: \(during)")
+        let after = try Tools.curl("GET", limited[0].base + db + "/public/users/caller?ckAPIToken=\(api)&ckWebAuthToken=\(bob)", in: dir)
+        XCTAssertEqual(after.0, 200, "\(after.1)")
     }
 
     /// SPEC §14 across nodes: a change committed through one node pokes the streams of another

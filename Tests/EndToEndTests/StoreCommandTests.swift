@@ -128,6 +128,74 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertTrue(bad.stderr.hasPrefix("shareflow: ") && bad.stderr.contains("record") && !bad.stderr.contains("INSERT"), bad.stderr)
         XCTAssertEqual(bad.stderr.split(separator: "\n").count, 1, bad.stderr)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted(), ["copy.sqlite", "store.sqlite"])
+        try Tools.sqlite(store, "update record set changeTag = 1 where changeTag = 'x'")
+
+        // Invalid UTF-8 is damage too: never carried over repaired (U+FFFD), nor misreported.
+        try Tools.sqlite(store, "update record set name = CAST(X'646179C0' AS TEXT) where id = (select min(id) from record)")
+        let utf8 = try CLI.run(["store", "copy", store, failed])
+        XCTAssertEqual(utf8.status, 1)
+        XCTAssertTrue(utf8.stderr.contains("table record row ") && utf8.stderr.contains("column name: invalid UTF-8"), utf8.stderr)
+
+        // FROM must be a store: an empty file is not made one, nor copied as an empty store.
+        let empty = dir.appendingPathComponent("empty.sqlite").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: empty, contents: nil))
+        let notAStore = try CLI.run(["store", "copy", empty, failed])
+        XCTAssertEqual(notAStore.stderr, "shareflow: cannot copy \(empty): it is an empty file, not a store\n")
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: empty)[.size] as? NSNumber, 0)
+        for bad in ["", ":memory:", dir.path + "/"] {
+            let r = try CLI.run(["store", "copy", copy, bad])
+            XCTAssertEqual(r.status, 1, bad)
+            XCTAssertTrue(r.stderr.hasPrefix("shareflow: cannot copy into '\(bad)': name a new SQLite file"), r.stderr)
+        }
+
+        // What a copy killed with SIGKILL left (its process gone) goes at the next copy.
+        let abandoned = ["copy2.sqlite.copying-999999", "copy2.sqlite.copying-999999-wal"]
+        for name in abandoned { XCTAssertTrue(FileManager.default.createFile(atPath: dir.appendingPathComponent(name).path, contents: Data("x".utf8))) }
+        let again2 = try CLI.run(["store", "copy", copy, dir.appendingPathComponent("copy2.sqlite").path])
+        XCTAssertEqual(again2.status, 0, again2.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".copying") }, [])
+    }
+
+    /// Ctrl-C (or SIGTERM) mid-copy leaves no partial file.
+    func testAnInterruptedCopyLeavesNoFile() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("big.sqlite").path
+        try CLI.write("""
+            local sf = require("shareflow")
+            local a = sf.accounts.create{ email = "a@example.com" }
+            local db = sf.as(a):container("iCloud.x").privateCloudDatabase
+            local zone = db:saveZone("Z")
+            for i = 1, 40 do
+              local batch = {}
+              for j = 1, 400 do
+                batch[#batch + 1] = sf.Record{ recordType = "N", recordName = "n" .. i .. "_" .. j, zone = zone,
+                                              fields = { text = string.rep("x", 2000) } }
+              end
+              db:modifyRecords{ save = batch }
+            end
+            """, to: dir.appendingPathComponent("fill.lua"))
+        let filled = try CLI.run(["run", "--store", store, dir.appendingPathComponent("fill.lua").path], timeout: 300)
+        XCTAssertEqual(filled.status, 0, filled.stderr)
+        for signal in [SIGINT, SIGTERM] {
+            let copy = Process()
+            copy.executableURL = URL(fileURLWithPath: CLI.binary)
+            copy.arguments = ["store", "copy", store, dir.appendingPathComponent("copy.sqlite").path]
+            copy.standardOutput = FileHandle.nullDevice
+            copy.standardError = FileHandle.nullDevice
+            try copy.run()
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline, !(try FileManager.default.contentsOfDirectory(atPath: dir.path).contains { $0.contains(".copying-") }) {
+                usleep(5_000)
+            }
+            usleep(200_000)
+            kill(copy.processIdentifier, signal)
+            copy.waitUntilExit()
+            XCTAssertEqual(copy.terminationStatus, 128 + signal, "interrupted, not finished (make the store bigger if this fails)")
+            // The source's own -wal and -shm may stay, as after any exit that skips closing it.
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted().filter { !$0.hasPrefix("fill") && !$0.hasPrefix("big.sqlite-") },
+                           ["big.sqlite"], "signal \(signal)")
+        }
     }
 
     func testPluginsReloadMakesNoStore() throws {

@@ -412,7 +412,7 @@ public enum StoreError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .notAStore(path, reason):
-            return "\(path) is not a ShareFlow store: \(reason); refusing to open it (the file was not changed)"
+            return "\(path) is not a ShareFlow store: \(reason); refusing to open it (\(PostgresLocation.isURL(path) ? "the database" : "the file") was not changed)"
         case let .cannotOpen(path, reason):
             return "cannot open store \(path): \(reason)"
         case let .cannotBackUp(destination, reason):

@@ -98,26 +98,32 @@ enum StoreCopy {
         var last: [DatabaseValue]?
         var count = 0
         while true {
-            let page: [[DatabaseValue]]
-            if let last {
-                page = try source.rows("SELECT \(list) FROM \(table.name) WHERE \(after) ORDER BY \(order) LIMIT \(pageRows)", StoreArguments(last))
-            } else {
-                page = try source.rows("SELECT \(list) FROM \(table.name) ORDER BY \(order) LIMIT \(pageRows)")
-            }
+            // Each value is read as the engine reads it (`store check`'s readers) in place, and
+            // text must be valid UTF-8: a damaged value stops the copy naming its row, rather
+            // than being carried into the copy, repaired (U+FFFD) or, on PostgreSQL, failing
+            // there as a type error.
+            var page: [[DatabaseValue]] = []
+            let sql = last == nil
+                ? "SELECT \(list) FROM \(table.name) ORDER BY \(order) LIMIT \(pageRows)"
+                : "SELECT \(list) FROM \(table.name) WHERE \(after) ORDER BY \(order) LIMIT \(pageRows)"
+            try source.forEach(sql, StoreArguments(last ?? []), table: table.name, keyAt: keyIndexes[0], { stored -> [DatabaseValue] in
+                do {
+                    for (n, column) in table.columns.enumerated() {
+                        try column.read(stored, n, column.name)
+                        if stored.holdsInvalidUTF8(n) {
+                            throw stored.damaged(column.name, "invalid UTF-8 (PostgreSQL cannot hold it, and ShareFlow reads it as U+FFFD): correct or remove the value")
+                        }
+                    }
+                } catch let damage as DamagedRow where key.count > 1 {
+                    throw DamagedRow(table: damage.table, row: stored.name(at: keyIndexes), column: damage.column, problem: damage.problem)
+                }
+                return stored.values(columns.count)
+            }) { page.append($0); return true }
             guard !page.isEmpty else { return count }
             // The destination's own format mark and schema version stay (a PostgreSQL store's
             // version runs ahead of SQLite's: PostgresSchema).
             let rows = table.name == "shareflow_meta"
                 ? page.filter { row in !["format", "schemaVersion"].contains(String.fromDatabaseValue(row[0]) ?? "") } : page
-            // Each value is read as the engine reads it (`store check`'s readers): a damaged
-            // one stops the copy naming its row, rather than being carried into the copy (or,
-            // on PostgreSQL, failing there as a type error).
-            for row in page {
-                let stored = StoredRow(cells: row, table: table.name, keyAt: keyIndexes[0])
-                try source.decoding {
-                    for (n, column) in table.columns.enumerated() { try column.read(stored, n, column.name) }
-                }
-            }
             var start = 0
             while start < rows.count {
                 let chunk = rows[start..<min(start + insertRows, rows.count)]

@@ -100,6 +100,18 @@ struct StoredRow {
         return try body(UnsafeBufferPointer(start: start, count: Int(sqlite3_column_bytes(statement, CInt(index)))))
     }
 
+    /// The first `count` values as they are (a copy's row: `StoreCopy`).
+    func values(_ count: Int) -> [DatabaseValue] { (0..<count).map(value) }
+
+    /// How the row is named by the columns at `indexes` (a key of several columns).
+    func name(at indexes: [Int]) -> String { indexes.map { StoredRow.name(value($0)) }.joined(separator: "/") }
+
+    /// Whether the value at `index` is TEXT that is not valid UTF-8 (another writer's bytes,
+    /// which `text` reads repaired).
+    func holdsInvalidUTF8(_ index: Int) -> Bool {
+        withUTF8(index) { String(validating: $0, as: UTF8.self) == nil } ?? false
+    }
+
     /// The bytes of a TEXT or BLOB value (0 for any other), read in place.
     func byteCount(_ index: Int) -> Int {
         guard let statement else {
@@ -455,7 +467,10 @@ struct StoredTable: Sendable {
     func damagedRows(_ tx: StoreTransaction) throws -> [String] {
         var problems: [String] = []
         var more = 0
-        let sql = "SELECT \(key), \(columns.map(\.name).joined(separator: ", ")) FROM \(name) ORDER BY \(key)"
+        // A row of a table keyed by several columns is named by all of them (`zoneID/name`).
+        let keyColumns = StoreCopy.primaryKeys[name] ?? [key]
+        let named = keyColumns.count == 1 ? key : keyColumns.map { "CAST(\($0) AS TEXT)" }.joined(separator: " || '/' || ")
+        let sql = "SELECT \(named), \(columns.map(\.name).joined(separator: ", ")) FROM \(name) ORDER BY \(keyColumns.joined(separator: ", "))"
         try tx.forEach(sql, [], table: name, keyAt: 0, { stored -> [DamagedRow] in
             var damaged: [DamagedRow] = []
             for (n, column) in columns.enumerated() {

@@ -24,14 +24,23 @@ struct RateLimitMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as CloudKitError where error.status == .unauthorized && known {
-            _ = await limiter.take(address)
+            _ = await limiter.take(address) as RateLimiter.Verdict
             throw error
         }
     }
 
     /// Takes one request from `bucket`, or throws THROTTLED saying when to come back.
     func take(_ bucket: String, who: String) async throws {
-        guard let wait = await limiter.take(bucket) else { return }
+        let wait: Double
+        switch await limiter.take(bucket) as RateLimiter.Verdict {
+        case .granted: return
+        case .throttled(let seconds): wait = seconds
+        case .unchecked:
+            var body = WireFormat.error(code: "TRY_AGAIN_LATER",
+                                        reason: "the shared rate limit could not be checked (PostgreSQL did not answer within \(RateLimiter.sharedWait) s); retry after 1 s")
+            body["retryAfter"] = 1
+            throw CloudKitError(status: 503, body: body)
+        }
         let seconds = max(1, Int(wait.rounded(.up)))
         throw CloudKitError.throttled("requestRateLimited: more than \(limiter.requests) requests in \(limiter.perSeconds) s \(who); retry after \(seconds) s",
                                       retryAfter: seconds)

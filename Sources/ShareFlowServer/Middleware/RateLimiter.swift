@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import ShareFlow
 
@@ -16,9 +17,9 @@ import ShareFlow
 /// On a PostgreSQL store the buckets are shared by every node (SPEC §16, `PostgresRateBuckets`):
 /// a request this node's own bucket grants is then taken from the shared one too, which decides.
 /// This node's bucket goes first, so a client over its share is refused without a round trip
-/// (what one node granted, the shared bucket granted too, so it is never fuller). While
-/// PostgreSQL does not answer within `sharedWait`, each node decides alone for a second (the
-/// engine is unavailable then anyway).
+/// (what one node granted, the shared bucket granted too, so it is never fuller). A request
+/// the shared bucket does not answer for within `sharedWait` is refused as unavailable (503):
+/// a node deciding alone would let the nodes together grant a bucket each.
 final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
     let requests: Int
     let perSeconds: Double
@@ -26,8 +27,6 @@ final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
     private var buckets = RecentlyUsed<String, (tokens: Double, at: Double)>(capacity: 100_000)
     private var identities = RecentlyUsed<String, String>(capacity: 100_000)
     private let shared: PostgresRateBuckets?
-    /// Until when (uptime) this node decides alone, after the shared buckets failed to answer.
-    private var aloneUntil = 0.0
     /// How long a request waits for the shared bucket's answer.
     static let sharedWait = 0.5
 
@@ -56,28 +55,44 @@ final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
         if identities[credential] == nil { identities[credential] = identity }
     }
 
-    /// Takes one request from `key`'s bucket, and from the shared one where there is one: nil
-    /// when allowed, else the seconds until one is.
-    func take(_ key: String) async -> Double? {
-        if let wait = take(key, now: ProcessInfo.processInfo.systemUptime) { return wait }
-        guard let shared, lock.withLock({ ProcessInfo.processInfo.systemUptime >= aloneUntil }) else { return nil }
+    /// What a request's take from its buckets decided.
+    enum Verdict: Equatable {
+        case granted
+        /// Over its share: the seconds until a request is granted.
+        case throttled(Double)
+        /// The shared bucket (PostgreSQL) did not answer within `sharedWait`: the request is
+        /// refused as the server's failure (503), never granted unchecked — nodes deciding alone
+        /// would grant a bucket each.
+        case unchecked
+    }
+
+    /// Takes one request from `key`'s bucket, and from the shared one where there is one.
+    func take(_ key: String) async -> Verdict {
+        if let wait = take(key, now: ProcessInfo.processInfo.systemUptime) { return .throttled(wait) }
+        guard let shared else { return .granted }
         let (requests, perSeconds) = (self.requests, self.perSeconds)
         let answer = await RateLimiter.first(within: RateLimiter.sharedWait) {
             try await shared.take(key, requests: requests, perSeconds: perSeconds)
         }
         switch answer {
-        case .some(.some(let wait)):
-            // Refused by the shared bucket: this node's request is given back, so its own
-            // bucket holds no more than the shared one does.
-            lock.withLock {
-                if var bucket = buckets[key] { bucket.tokens = min(Double(requests), bucket.tokens + 1); buckets[key] = bucket }
-            }
-            return wait
         case .some(.none):
-            return nil
+            return .granted
+        case .some(.some(let wait)):
+            giveBack(key)
+            return .throttled(wait)
         case .none:
-            lock.withLock { aloneUntil = ProcessInfo.processInfo.systemUptime + 1 }
-            return nil
+            // Not taken from the shared bucket: this node's own is given its request back too.
+            giveBack(key)
+            Counter(label: "shareflow_rate_limit_unchecked_total").increment()
+            return .unchecked
+        }
+    }
+
+    /// Gives `key`'s request back to this node's bucket (the shared bucket refused it, or was
+    /// not asked): this node's bucket then holds no less than the shared one.
+    private func giveBack(_ key: String) {
+        lock.withLock {
+            if var bucket = buckets[key] { bucket.tokens = min(Double(requests), bucket.tokens + 1); buckets[key] = bucket }
         }
     }
 

@@ -59,9 +59,20 @@ package actor PostgresRateBuckets {
         _ = try await run("DELETE FROM rate_bucket WHERE at < EXTRACT(EPOCH FROM clock_timestamp())::float8 - \(seconds)")
     }
 
+    /// Runs `query`, once more on a new connection when the connection was lost under it (a
+    /// backend ended by an operator, a restart): the caller's wait bounds both.
+    private func run(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        do {
+            return try await runOnce(query)
+        } catch {
+            guard connection == nil else { throw error }
+            return try await runOnce(query)
+        }
+    }
+
     /// Runs `query` on this node's rate connection, opened (again) as needed. Takes arriving
     /// while it opens wait for that one opening (the actor lets them in at each `await`).
-    private func run(_ query: PostgresQuery) async throws -> [PostgresRow] {
+    private func runOnce(_ query: PostgresQuery) async throws -> [PostgresRow] {
         let connection: PostgresConnection
         if let open = self.connection, !open.isClosed {
             connection = open

@@ -327,6 +327,20 @@ extension PostgresStore {
         return template.url(database: name)
     }
 
+    /// Whether the database at `url` holds a ShareFlow store already, asked without making one
+    /// (opening a store makes its schema): `store copy` reads only a store that exists.
+    package static func holdsStore(_ url: String) throws -> Bool {
+        let location = try PostgresLocation(url)
+        let store = PostgresStore(unmigrated: location)
+        defer { store.close() }
+        do {
+            return try !store.connected().query("SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = 'shareflow_meta'",
+                                                [PostgresSchema.name.databaseValue]).isEmpty
+        } catch let failure as PostgresFailure {
+            throw StoreError.cannotOpen(path: location.label, reason: reason(failure))
+        }
+    }
+
     /// Drops a database `makeScratch` made (its connections closed first).
     package static func dropScratch(_ url: String) {
         guard let location = try? PostgresLocation(url) else { return }
