@@ -91,7 +91,7 @@ public struct CloudKitServer: Sendable {
         // SIGTERM: stop accepting and let requests in flight finish, for `shutdownSeconds` at
         // most; then what is left is cancelled (its connections closed), and the store is
         // checkpointed either way.
-        let watch = StoreWatch(engine: engine, thread: thread, authenticator: authenticator, health: health, logger: logger)
+        let watch = StoreWatch(engine: engine, thread: thread, authenticator: authenticator, health: health, signal: signal, logger: logger)
         var group = ServiceGroupConfiguration(services: [.init(service: app), .init(service: watch, successTerminationBehavior: .ignore)],
                                               gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         group.maximumGracefulShutdownDuration = Duration.milliseconds(Int64(shutdownSeconds * 1000))

@@ -6,13 +6,13 @@ import XCTest
 /// read by curl as a live app's client would, resumed with `Last-Event-ID`.
 final class ChangeStreamTests: ServerTestCase {
     /// A curl following the stream into a file, until killed or `seconds` pass.
-    private func follow(_ database: String, lastEventID: String? = nil, seconds: Int = 30) throws -> (Process, URL) {
+    private func follow(_ database: String, lastEventID: String? = nil, seconds: Int = 30, token: String? = nil) throws -> (Process, URL) {
         let out = dir.appendingPathComponent("stream-\(UUID().uuidString)")
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         var args = ["curl", "-sN", "-D", out.path + ".headers", "-o", out.path, "--max-time", String(seconds)]
         if let lastEventID { args += ["-H", "Last-Event-ID: \(lastEventID)"] }
-        curl.arguments = args + [base + db + "/\(database)/changes/stream?ckAPIToken=\(api)&ckWebAuthToken=\(web)"]
+        curl.arguments = args + [base + db + "/\(database)/changes/stream?ckAPIToken=\(api)&ckWebAuthToken=\(token ?? web)"]
         try curl.run()
         return (curl, out)
     }
@@ -76,6 +76,22 @@ final class ChangeStreamTests: ServerTestCase {
         let (bobs, bobOut) = try follow("shared", seconds: 2)
         bobs.waitUntilExit()
         XCTAssertFalse(text(bobOut).contains("event: zone"), text(bobOut))
+    }
+
+    /// A token revoked while its stream is open (`shareflow tokens revoke`, any process): the
+    /// stream ends within the store watch's second or so, and reopening it is refused.
+    func testARevokedTokensStreamEnds() throws {
+        let second = try token("alice@example.com")
+        let (curl, out) = try follow("private", token: second)
+        defer { if curl.isRunning { curl.terminate() } }
+        XCTAssertTrue(wait(for: "id: ", in: out), text(out))
+        let revoked = try CLI.run(["tokens", "revoke", "--store", store, second])
+        XCTAssertEqual(revoked.status, 0, revoked.stderr)
+        let deadline = Date().addingTimeInterval(5)
+        while curl.isRunning, Date() < deadline { usleep(50_000) }
+        XCTAssertFalse(curl.isRunning, "the stream ended")
+        let again = try call("GET", db + "/private/changes/stream", query: "ckAPIToken=\(api)&ckWebAuthToken=\(second)")
+        XCTAssertEqual(again.0, 401)
     }
 
     func testBadStreamsAreErrorsNamingTheCause() throws {

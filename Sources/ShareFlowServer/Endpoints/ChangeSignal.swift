@@ -8,6 +8,7 @@ import NIOConcurrencyHelpers
 final class ChangeSignal: Sendable {
     private struct State {
         var generation = 0
+        var credentialsEpoch = 0
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter = 0
     }
@@ -15,6 +16,16 @@ final class ChangeSignal: Sendable {
 
     /// The generation now: what a stream passes to `wait` after reading its feed.
     var generation: Int { state.withLockedValue { $0.generation } }
+
+    /// Moves each time the store's credentials changed (a token revoked anywhere: `StoreWatch`).
+    var credentialsEpoch: Int { state.withLockedValue { $0.credentialsEpoch } }
+
+    /// A credential was revoked: every stream ends (its client resumes with `Last-Event-ID`,
+    /// authenticated again), so a revoked token's stream does not go on.
+    func credentialsChanged() {
+        state.withLockedValue { $0.credentialsEpoch &+= 1 }
+        poke()
+    }
 
     /// Wakes every waiting stream.
     func poke() {

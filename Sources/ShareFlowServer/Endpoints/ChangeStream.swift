@@ -30,6 +30,8 @@ struct ChangeStream: Sendable {
     let api: CloudKitAPI
     let thread: EngineThread
     var pollInterval: Duration = .milliseconds(500)
+    /// The least time between two feed reads of one stream, however often it is woken.
+    var minimumGap: Duration = .milliseconds(100)
     var heartbeat: Duration = .seconds(2)
     let lifetime: Duration
     var perAccount = 4
@@ -125,9 +127,15 @@ struct ChangeStream: Sendable {
         var quietSince = clock.now
         if !resuming { try await writer.write(Self.frame(comment: "shareflow change stream", id: token)) }
         let api = self.api
+        let epoch = signal.credentialsEpoch
+        var lastRead = clock.now
         while clock.now < end, !Task.isCancelled {
+            // A token revoked on the store: this stream's may be it (it was checked when the
+            // stream opened). End; the client resumes, authenticated again.
+            if signal.credentialsEpoch != epoch { return }
             let step: (event: WireObject?, token: String)
             let generation = signal.generation
+            lastRead = clock.now
             do {
                 let from = token
                 step = try await thread.run { try FaultScope.run(scope) {
@@ -152,6 +160,11 @@ struct ChangeStream: Sendable {
                 quietSince = clock.now
             }
             await signal.wait(after: generation, upTo: pollInterval)
+            // Woken by a commit anywhere on the store (most are not this stream's): at most
+            // one feed read per `minimumGap`, so a burst of commits, or of outside NOTIFYs,
+            // costs each idle stream a bounded number of reads.
+            let since = clock.now - lastRead
+            if since < minimumGap { try await Task.sleep(for: minimumGap - since) }
             try Task.checkCancellation()
         }
     }

@@ -26,6 +26,8 @@ struct StoreWatch: Service {
     let thread: EngineThread
     let authenticator: CallerAuthenticator
     let health: StoreHealth
+    /// The change streams, ended when a credential is revoked.
+    var signal: ChangeSignal?
     let logger: Logger
     var interval: Duration = .seconds(1)
 
@@ -40,7 +42,10 @@ struct StoreWatch: Service {
                     authenticator.forgetCredentials()
                 }
                 health.answered()
-                if let known, known.credentials != generation.credentials { authenticator.forgetCredentials() }
+                if let known, known.credentials != generation.credentials {
+                    authenticator.forgetCredentials()
+                    signal?.credentialsChanged()
+                }
                 if let known, known.directory != generation.directory {
                     // An account changed on another node: cached accounts (the authenticator's,
                     // the Lua bindings') are read again.

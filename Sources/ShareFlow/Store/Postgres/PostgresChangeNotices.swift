@@ -22,7 +22,10 @@ package enum PostgresChangeNotices {
     package static func listen(_ store: PostgresStore, poke: @escaping @Sendable () -> Void) async {
         var logger = Logger(label: "shareflow.postgres.notices")
         logger.logLevel = .critical
+        var listenedBefore = false
         while !Task.isCancelled {
+            if listenedBefore { Counted.storeRetry("postgres", reason: "listen") }
+            listenedBefore = true
             if let connection = try? await PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(),
                                                                       configuration: store.connectionConfiguration(), id: 3, logger: logger) {
                 do {
