@@ -170,4 +170,27 @@ final class PostgresStoreTests: XCTestCase {
         }
         XCTAssertEqual(try contents(cluster), before)
     }
+
+    /// SPEC §16: the decision log is shared. A denial made by one node's policy (its item's
+    /// changes rolled back) is in the log another node reads.
+    func testTheDecisionLogIsSharedByEveryNode() throws {
+        guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        let one = Engine(store: try Store(path: url))
+        let other = Engine(store: try Store(path: url))
+        defer { one.store.close(); other.store.close() }
+        let world = try World(engine: one)
+        one.policies.add(.shareSave, name: "node-one-says-no") { _ in .deny("not on this node") }
+        XCTAssertThrowsError(try world.share(["bob@example.com"]))
+        let seen = other.policies.decisions(limit: 5)
+        let last = try XCTUnwrap(seen.last, "the other node reads the decision")
+        XCTAssertEqual(last.point, "share.save")
+        XCTAssertFalse(last.allow)
+        XCTAssertEqual(last.policies, ["node-one-says-no"])
+        XCTAssertEqual(last.reasons, ["node-one-says-no: not on this node"])
+        XCTAssertGreaterThan(last.id, 0)
+        // The deciding node reads the same log.
+        XCTAssertEqual(one.policies.decisions(limit: 1).last?.id, last.id)
+    }
 }

@@ -52,6 +52,8 @@ public final class Engine: @unchecked Sendable {
         self.logger = logger
         events.logger = { [unowned self] in self.logger }
         link.target = .passUnretained(self)
+        // Several nodes share one decision log (SPEC §16).
+        if store.isPostgres { policies.sharedLog = store }
     }
 
     deinit { link.target = nil }

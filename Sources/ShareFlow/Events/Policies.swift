@@ -218,6 +218,8 @@ public final class PolicySet: @unchecked Sendable {
         // The point's names (one reference) go into the log, never its closures.
         log.append(LoggedDecision(id: nextDecision, point: point.label, asked: asked,
                                   denial: denial.map { "\($0.0): \($0.1)" }, start: start, end: end))
+        // On PostgreSQL the decision goes to the log all nodes share, too (SPEC §16).
+        if let sharedLog, let logged = log.last { sharedLog.queueDecision(decision(logged)) }
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
         if log.count > 2 * logCapacity { log.removeFirst(log.count - logCapacity) }
         if let (name, reason) = denial {
@@ -232,16 +234,23 @@ public final class PolicySet: @unchecked Sendable {
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
-    /// The most recent decisions, oldest first.
+    /// The most recent decisions, oldest first: on PostgreSQL, of every node (the shared log;
+    /// this process's own if the store cannot be read).
     public func decisions(limit: Int = 20) -> [PolicyDecision] {
-        log.suffix(min(limit, logCapacity)).map { d in
-            PolicyDecision(
-                id: d.id, point: d.point.point,
-                policies: d.asked == d.point.policies.count ? d.point.policies : Array(d.point.policies.prefix(d.asked)),
-                allow: d.denial == nil,
-                reasons: d.denial.map { [$0] } ?? [],
-                duration: Double(d.end - d.start) / 1e9,
-                time: epoch.wall.addingTimeInterval(Double(d.end - epoch.uptime) / 1e9))
-        }
+        if let shared = sharedLog?.sharedDecisions(limit: min(limit, logCapacity)) { return shared }
+        return log.suffix(min(limit, logCapacity)).map(decision)
+    }
+
+    /// The store whose shared decision log gets every decision (a PostgreSQL store: `Engine`).
+    package weak var sharedLog: Store?
+
+    private func decision(_ d: LoggedDecision) -> PolicyDecision {
+        PolicyDecision(
+            id: d.id, point: d.point.point,
+            policies: d.asked == d.point.policies.count ? d.point.policies : Array(d.point.policies.prefix(d.asked)),
+            allow: d.denial == nil,
+            reasons: d.denial.map { [$0] } ?? [],
+            duration: Double(d.end - d.start) / 1e9,
+            time: epoch.wall.addingTimeInterval(Double(d.end - epoch.uptime) / 1e9))
     }
 }

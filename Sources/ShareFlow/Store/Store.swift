@@ -24,6 +24,13 @@ public final class Store: @unchecked Sendable {
     package let postgres: PostgresStore?
     /// The PostgreSQL transaction in progress (as `current` is SQLite's).
     private var currentSession: PostgresSession?
+    /// Whether a PostgreSQL transaction is open on the engine's connection.
+    var inPostgresTransaction: Bool { currentSession != nil }
+    /// Policy decisions made since the last transaction ended, to be written to the shared
+    /// decision log (`Store+Decisions.swift`, PostgreSQL only).
+    var pendingDecisions: [PolicyDecision] = []
+    /// Decisions written since the shared log was last pruned.
+    var decisionsWritten = 0
     /// The SQLite connection, for what only an SQLite store has (its file, its pages); every
     /// public entry point reaching it checks `requireSQLite` first.
     var queue: DatabaseQueue {
@@ -299,6 +306,8 @@ public final class Store: @unchecked Sendable {
                     throw error
                 }
             }
+            // After the transaction, committed or not: a denial's decision is logged too.
+            defer { flushDecisions(postgres) }
             return try postgres.transaction(writing: true) { session in
                 currentSession = session
                 writing = true
@@ -323,6 +332,7 @@ public final class Store: @unchecked Sendable {
             if let session = currentSession {
                 return try body(StoreTransaction(session, writable: writing, path: path, feedBumps: writing ? feedBumps : nil))
             }
+            defer { flushDecisions(postgres) }
             return try postgres.transaction(writing: false) { session in
                 currentSession = session
                 defer { currentSession = nil }

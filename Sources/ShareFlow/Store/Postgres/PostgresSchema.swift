@@ -173,6 +173,17 @@ enum PostgresSchema {
             granted BIGINT NOT NULL);
         CREATE INDEX rate_bucket_at ON rate_bucket(at);
         """,
+        // 11: the policy decision log every node writes to and reads (`Store+Decisions.swift`).
+        """
+        CREATE TABLE decision (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            point TEXT COLLATE "binary" NOT NULL,
+            policies TEXT COLLATE "binary" NOT NULL,
+            allow BIGINT NOT NULL,
+            reasons TEXT COLLATE "binary" NOT NULL,
+            duration DOUBLE PRECISION NOT NULL,
+            at DOUBLE PRECISION NOT NULL);
+        """,
     ]
 
     /// A migration's statements, one at a time (PostgreSQL takes one per message): split at each

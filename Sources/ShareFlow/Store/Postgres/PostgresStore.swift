@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import NIOCore
 import NIOPosix
@@ -247,6 +248,17 @@ package final class PostgresStore: @unchecked Sendable {
                 session.pipeline("COMMIT")
             }
             return result
+        } catch let failure as PostgresFailure {
+            if failure.isConnectionLost { self.session = nil; try? session.connection.close().wait() }
+            throw failure
+        }
+    }
+
+    /// Runs one statement outside any transaction (its own commit), on the engine's connection.
+    func autocommit(_ sql: String, _ values: [DatabaseValue]) throws {
+        let session = try connected()
+        do {
+            try session.execute(sql, values)
         } catch let failure as PostgresFailure {
             if failure.isConnectionLost { self.session = nil; try? session.connection.close().wait() }
             throw failure
