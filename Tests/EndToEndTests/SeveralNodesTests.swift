@@ -226,8 +226,9 @@ final class SeveralNodesTests: ServerTestCase {
         let free = try (0..<2).map { _ in try Tools.freePort() }
         // An empty database of its own, as the README asks.
         let empty = try makeStore()
-        script = script.replacingOccurrences(of: #"(?m)^PG=\S+"#, with: "PG='\(empty)'", options: .regularExpression)
-            .replacingOccurrences(of: "8080", with: String(free[0])).replacingOccurrences(of: "8081", with: String(free[1]))
+        // Ports first: the database's own port may hold "8080" or "8081".
+        script = script.replacingOccurrences(of: "8080", with: String(free[0])).replacingOccurrences(of: "8081", with: String(free[1]))
+            .replacingOccurrences(of: #"(?m)^PG=\S+"#, with: "PG='\(empty)'", options: .regularExpression)
         let bin = dir.appendingPathComponent("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("shareflow").path, withDestinationPath: CLI.binary)
