@@ -61,14 +61,6 @@ enum StoreCopy {
     /// Rows per INSERT (a statement's placeholders stay far below both stores' limits).
     static let insertRows = 100
 
-    /// Each table's primary key, the order a page is read in (keyset paging: a page starts
-    /// after the last row of the one before, so a large table is read in linear time).
-    static let primaryKeys: [String: [String]] = [
-        "shareflow_meta": ["key"], "account_email": ["email"], "account_phone": ["phone"],
-        "zone_change": ["zoneID", "name"], "view_change": ["zoneID", "viewerID", "name"],
-        "feed_change": ["feedID", "zoneName", "ownerName"],
-    ]
-
     /// The tables whose `id` is made by the store (SQLite's row ID, PostgreSQL's identity): on
     /// PostgreSQL the identity goes on after the copied rows.
     static let madeIDs = ["account", "contact", "record", "share", "participant", "credential", "feed"]
@@ -90,7 +82,9 @@ enum StoreCopy {
     /// Copies one table's rows, page by page; gives how many.
     static func copy(_ table: StoredTable, from source: StoreTransaction, to target: StoreTransaction) throws -> Int {
         let columns = table.columns.map(\.name)
-        let key = primaryKeys[table.name] ?? ["id"]
+        // Keyset paging: a page starts after the last row of the one before, so a large table
+        // is read in linear time.
+        let key = table.primaryKey
         let keyIndexes = key.map { columns.firstIndex(of: $0)! }
         let list = columns.joined(separator: ", ")
         let order = key.joined(separator: ", ")

@@ -402,7 +402,17 @@ struct StoredTable: Sendable {
     let name: String
     /// The column naming a row in a problem: its row ID, or its key.
     let key: String
+    /// The table's primary key: the order its rows are read in (`store check`, and `store
+    /// copy`'s keyset pages), and what names a row of a table keyed by several columns.
+    let primaryKey: [String]
     let columns: [(name: String, read: Reader)]
+
+    init(name: String, key: String, primaryKey: [String]? = nil, columns: [(name: String, read: Reader)]) {
+        self.name = name
+        self.key = key
+        self.primaryKey = primaryKey ?? [key]
+        self.columns = columns
+    }
 
     static let text: Reader = { _ = try $0.text($1, $2) }
     static let optionalText: Reader = { _ = try $0.optionalText($1, $2) }
@@ -448,15 +458,15 @@ struct StoredTable: Sendable {
             ("id", integer), ("kind", word(StoredCredential.Kind.self)), ("container", text), ("hash", text), ("accountID", optionalInteger),
             ("expiresAt", optionalReal), ("createdAt", real), ("publicKey", optionalText),
             ("environment", optionalWord(CloudEnvironment.self))]),
-        StoredTable(name: "zone_change", key: "zoneID", columns: [
+        StoredTable(name: "zone_change", key: "zoneID", primaryKey: ["zoneID", "name"], columns: [
             ("zoneID", integer), ("name", text), ("type", text), ("seq", integer), ("deleted", integer), ("at", real), ("recordID", optionalInteger)]),
-        StoredTable(name: "view_change", key: "zoneID", columns: [
+        StoredTable(name: "view_change", key: "zoneID", primaryKey: ["zoneID", "viewerID", "name"], columns: [
             ("zoneID", integer), ("viewerID", integer), ("name", text), ("type", text), ("seq", integer), ("deleted", integer), ("at", real),
             ("recordID", optionalInteger)]),
         StoredTable(name: "feed", key: "id", columns: [
             ("id", integer), ("accountID", integer), ("container", text), ("environment", word(CloudEnvironment.self)),
             ("scope", { _ = try $0.word($1, $2, in: ["private", "shared"]) }), ("seq", integer), ("keptFrom", integer)]),
-        StoredTable(name: "feed_change", key: "feedID", columns: [
+        StoredTable(name: "feed_change", key: "feedID", primaryKey: ["feedID", "zoneName", "ownerName"], columns: [
             ("feedID", integer), ("zoneName", text), ("ownerName", text), ("seq", integer), ("deleted", integer), ("reason", optionalText), ("at", real)]),
     ]
 
@@ -468,7 +478,7 @@ struct StoredTable: Sendable {
         var problems: [String] = []
         var more = 0
         // A row of a table keyed by several columns is named by all of them (`zoneID/name`).
-        let keyColumns = StoreCopy.primaryKeys[name] ?? [key]
+        let keyColumns = primaryKey
         let named = keyColumns.count == 1 ? key : keyColumns.map { "CAST(\($0) AS TEXT)" }.joined(separator: " || '/' || ")
         let sql = "SELECT \(named), \(columns.map(\.name).joined(separator: ", ")) FROM \(name) ORDER BY \(keyColumns.joined(separator: ", "))"
         try tx.forEach(sql, [], table: name, keyAt: 0, { stored -> [DamagedRow] in

@@ -9,13 +9,16 @@ final class ChangeSignal: Sendable {
     private struct State {
         var generation = 0
         var credentialsEpoch = 0
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var waiters: [Int: FirstAnswer<Void>] = [:]
         var nextWaiter = 0
     }
     private let state = NIOLockedValueBox(State())
 
     /// The generation now: what a stream passes to `wait` after reading its feed.
     var generation: Int { state.withLockedValue { $0.generation } }
+
+    /// How many streams wait now.
+    var waiting: Int { state.withLockedValue { $0.waiters.count } }
 
     /// Moves each time the store's credentials changed (a token revoked anywhere: `StoreWatch`).
     var credentialsEpoch: Int { state.withLockedValue { $0.credentialsEpoch } }
@@ -29,29 +32,27 @@ final class ChangeSignal: Sendable {
 
     /// Wakes every waiting stream.
     func poke() {
-        let waiting = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+        let waiting = state.withLockedValue { state -> [FirstAnswer<Void>] in
             state.generation &+= 1
             defer { state.waiters.removeAll() }
             return Array(state.waiters.values)
         }
-        for continuation in waiting { continuation.resume() }
+        for waiter in waiting { waiter.finish(()) }
     }
 
     /// Returns when poked after `generation`, or after `timeout` (the poll that covers a lost
     /// notice, and a store with no notices: SQLite).
     func wait(after generation: Int, upTo timeout: Duration) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let id: Int? = state.withLockedValue { state in
-                guard state.generation == generation else { return nil }
-                state.nextWaiter &+= 1
-                state.waiters[state.nextWaiter] = continuation
-                return state.nextWaiter
+        let id = state.withLockedValue { state in state.nextWaiter &+= 1; return state.nextWaiter }
+        _ = await FirstAnswer<Void>.within(timeout, onTimeout: { [state] in
+            _ = state.withLockedValue { $0.waiters.removeValue(forKey: id) }
+        }) { waiter in
+            let waiting = state.withLockedValue { state in
+                guard state.generation == generation else { return false }
+                state.waiters[id] = waiter
+                return true
             }
-            guard let id else { return continuation.resume() }
-            Task { [state] in
-                try? await Task.sleep(for: timeout)
-                state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
-            }
+            if !waiting { waiter.finish(()) }
         }
     }
 }

@@ -99,17 +99,8 @@ final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
     /// The answer of `body`, or nil when it failed or took longer than `seconds` (left to end
     /// on its own: a query in flight is not cancelled).
     static func first<T: Sendable>(within seconds: Double, _ body: @escaping @Sendable () async throws -> T) async -> T? {
-        let once = FirstAnswer<T>()
-        return await withCheckedContinuation { continuation in
-            once.lock.withLock { once.continuation = continuation }
-            let timer = Task {
-                try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
-                once.finish(nil)
-            }
-            Task {
-                once.finish(try? await body())
-                timer.cancel()
-            }
+        await FirstAnswer<T>.within(.nanoseconds(Int64(seconds * 1e9))) { answer in
+            Task { answer.finish(try? await body()) }
         }
     }
 
@@ -125,16 +116,6 @@ final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
         guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / refill }
         bucket.tokens -= 1
         return nil
-    }
-}
-
-/// A continuation resumed once, by whichever answer comes first (`RateLimiter.first`).
-private final class FirstAnswer<T: Sendable>: @unchecked Sendable {  // guarded by lock
-    let lock = NSLock()
-    var continuation: CheckedContinuation<T?, Never>?
-    func finish(_ value: T?) {
-        let c = lock.withLock { () -> CheckedContinuation<T?, Never>? in defer { continuation = nil }; return continuation }
-        c?.resume(returning: value)
     }
 }
 
