@@ -156,7 +156,11 @@ public final class Console {
             host.engine.events.removeAll(labelPrefix: "console:events")
             return "events off"
         case "decisions":
-            let limit = argument.flatMap(Int.init) ?? 10
+            var limit = 10
+            if let argument {
+                guard let n = Int(argument), n > 0 else { return fail(":decisions takes a count of 1 or more, not '\(argument)'") }
+                limit = n
+            }
             let decisions = host.engine.policies.decisions(limit: limit)
             if decisions.isEmpty { return "no policy decisions yet" }
             return decisions.map { d in

@@ -141,6 +141,11 @@ final class ConsoleTests: XCTestCase {
         try t.line("bc = sf.container('X') m = bc:fetchShareMetadata{ s.url }[s.url] bc:acceptShares{ m }")
         try t.line(":decisions")
         try t.waitFor("share.accept allow by domain-allowlist/accept")
+        // A count below 1 (once a crash: a suffix of negative length) or not a number: one line.
+        try t.line(":decisions -1")
+        try t.waitFor(":decisions takes a count of 1 or more, not '-1'")
+        try t.line(":decisions many")
+        try t.waitFor(":decisions takes a count of 1 or more, not 'many'")
         try t.line(":plugins")
         try t.waitFor("● audit-log")
         try t.line(":reload")

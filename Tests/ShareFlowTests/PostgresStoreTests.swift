@@ -183,14 +183,103 @@ final class PostgresStoreTests: XCTestCase {
         let world = try World(engine: one)
         one.policies.add(.shareSave, name: "node-one-says-no") { _ in .deny("not on this node") }
         XCTAssertThrowsError(try world.share(["bob@example.com"]))
+        // The deciding node's read writes what it still holds; the other's then sees it.
+        let own = one.policies.decisions(limit: 1).last
         let seen = other.policies.decisions(limit: 5)
         let last = try XCTUnwrap(seen.last, "the other node reads the decision")
+        XCTAssertEqual(own?.id, last.id)
         XCTAssertEqual(last.point, "share.save")
         XCTAssertFalse(last.allow)
         XCTAssertEqual(last.policies, ["node-one-says-no"])
         XCTAssertEqual(last.reasons, ["node-one-says-no: not on this node"])
         XCTAssertGreaterThan(last.id, 0)
-        // The deciding node reads the same log.
-        XCTAssertEqual(one.policies.decisions(limit: 1).last?.id, last.id)
+    }
+
+    /// A connection of the test's own to `url`, in a transaction holding `decision` locked
+    /// against everyone (as an operator's long statement would).
+    private func lockDecisions(_ store: Store) throws -> PostgresSession {
+        let locker = try XCTUnwrap(store.postgres).openSession(statementTimeoutMs: 60_000)
+        try locker.command("BEGIN")
+        try locker.command("LOCK TABLE decision IN ACCESS EXCLUSIVE MODE")
+        return locker
+    }
+
+    /// The log's table locked by someone else: a policy that reads the log inside the
+    /// request's transaction gets this node's own log, and the request goes through in about
+    /// the log's timeout, not the statement timeout; the decisions are written once the lock
+    /// goes.
+    func testALockedDecisionTableHoldsUpNoRequest() throws {
+        guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        let engine = Engine(store: try Store(path: url))
+        defer { engine.store.close() }
+        let world = try World(engine: engine)
+        final class Reads: @unchecked Sendable { var count = 0 }
+        let reads = Reads()
+        _ = engine.policies.add(.shareSave, name: "reads-the-log") { [unowned engine] _ in
+            _ = engine.policies.decisions(limit: 5)
+            reads.count += 1
+            return .allow
+        }
+        let locker = try lockDecisions(engine.store)
+        defer { try? locker.connection.close().wait() }
+        let start = Date()
+        XCTAssertNoThrow(try world.share(["bob@example.com"]))
+        let took = Date().timeIntervalSince(start)
+        XCTAssertGreaterThan(reads.count, 0)
+        XCTAssertLessThan(took, Double(reads.count) * 2.5 + 1, "\(reads.count) reads of the log")
+        try locker.command("ROLLBACK")
+        let logged = engine.policies.decisions(limit: 10)
+        XCTAssertEqual(logged.filter { $0.point == "share.save" && $0.allow }.count, reads.count, "\(logged)")
+        XCTAssertTrue(logged.allSatisfy { $0.id > 0 })
+    }
+
+    /// With the table locked, decisions wait in a bounded queue: handing one over never waits,
+    /// past `capacity` newer ones are dropped, and the rest are written once the lock goes, in
+    /// order, in INSERTs of at most `rowsPerInsert` rows.
+    func testDecisionsWaitInABoundedQueueWhileTheTableIsLocked() throws {
+        guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        let store = try Store(path: url)
+        defer { store.close() }
+        let locker = try lockDecisions(store)
+        defer { try? locker.connection.close().wait() }
+        let start = Date()
+        let made = PostgresDecisionLog.capacity + 50
+        for n in 0..<made {
+            store.queueDecision(PolicyDecision(id: 0, point: "share.save", policies: ["p"], allow: n % 2 == 0, reasons: ["#\(n)"],
+                                               duration: 0.001, time: Date()))
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2, "handing decisions over waited")
+        try locker.command("ROLLBACK")
+        let logged = try XCTUnwrap(store.sharedDecisions(limit: PostgresDecisionLog.kept))
+        XCTAssertEqual(logged.count, PostgresDecisionLog.capacity)
+        XCTAssertEqual(logged.first?.reasons, ["#0"])
+        XCTAssertEqual(logged.last?.reasons, ["#\(PostgresDecisionLog.capacity - 1)"])
+        XCTAssertEqual(logged.map(\.id), logged.map(\.id).sorted())
+    }
+
+    /// Any process prunes, however few decisions it writes: one crossing a multiple of
+    /// `pruneEvery` IDs deletes the oldest past `kept`, in bounded statements.
+    func testAProcessWritingOneDecisionPrunesTheLog() throws {
+        guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        let store = try Store(path: url)
+        defer { store.close() }
+        let filler = try XCTUnwrap(store.postgres).openSession(statementTimeoutMs: 60_000)
+        defer { try? filler.connection.close().wait() }
+        try filler.execute("""
+            INSERT INTO decision (point, policies, allow, reasons, duration, at)
+            SELECT 'share.save', '["old"]', 1, '[]', 0, 0 FROM generate_series(1, 12499)
+            """)
+        store.queueDecision(PolicyDecision(id: 0, point: "share.save", policies: ["new"], allow: true, reasons: [], duration: 0, time: Date()))
+        let latest = try XCTUnwrap(store.sharedDecisions(limit: 1))
+        XCTAssertEqual(latest.map(\.policies), [["new"]])
+        let rows = try filler.query("SELECT COUNT(*), MIN(id), MAX(id) FROM decision", [])
+        XCTAssertEqual(rows.first?.first, Int64(PostgresDecisionLog.kept).databaseValue)
+        XCTAssertEqual(rows.first?[2], Int64(12_500).databaseValue)
     }
 }

@@ -236,8 +236,11 @@ public final class PolicySet: @unchecked Sendable {
 
     /// The most recent decisions, oldest first: on PostgreSQL, of every node (the shared log;
     /// this process's own if the store cannot be read).
+    /// At most `logCapacity` of this process's, or `PostgresDecisionLog.kept` of the shared log;
+    /// none for a limit below 1.
     public func decisions(limit: Int = 20) -> [PolicyDecision] {
-        if let shared = sharedLog?.sharedDecisions(limit: min(limit, logCapacity)) { return shared }
+        guard limit > 0 else { return [] }
+        if let shared = sharedLog?.sharedDecisions(limit: min(limit, PostgresDecisionLog.kept)) { return shared }
         return log.suffix(min(limit, logCapacity)).map(decision)
     }
 

@@ -31,4 +31,10 @@ package enum Counted {
     package static func budgetOverrun(plugin: String, budget: String) {
         Counter(label: "shareflow_plugin_budget_overruns_total", dimensions: [("plugin", plugin), ("budget", budget)]).increment()
     }
+
+    /// A policy decision the shared log (PostgreSQL) could not keep: its queue was full while
+    /// the table could not be written.
+    package static func decisionsDropped() {
+        Counter(label: "shareflow_decisions_dropped_total").increment()
+    }
 }

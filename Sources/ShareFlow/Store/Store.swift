@@ -26,11 +26,8 @@ public final class Store: @unchecked Sendable {
     private var currentSession: PostgresSession?
     /// Whether a PostgreSQL transaction is open on the engine's connection.
     var inPostgresTransaction: Bool { currentSession != nil }
-    /// Policy decisions made since the last transaction ended, to be written to the shared
-    /// decision log (`Store+Decisions.swift`, PostgreSQL only).
-    var pendingDecisions: [PolicyDecision] = []
-    /// Decisions written since the shared log was last pruned.
-    var decisionsWritten = 0
+    /// The decision log every node shares (PostgreSQL only), on a connection of its own.
+    let decisionLog: PostgresDecisionLog?
     /// The SQLite connection, for what only an SQLite store has (its file, its pages); every
     /// public entry point reaching it checks `requireSQLite` first.
     var queue: DatabaseQueue {
@@ -74,10 +71,13 @@ public final class Store: @unchecked Sendable {
             self.path = location.label
             isReadOnly = false
             sqliteQueue = nil
-            postgres = try PostgresStore(location, settings: settings)
+            let opened = try PostgresStore(location, settings: settings)
+            postgres = opened
+            decisionLog = PostgresDecisionLog(opened)
             return
         }
         postgres = nil
+        decisionLog = nil
         self.path = path
         if path != ":memory:" {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
@@ -215,6 +215,7 @@ public final class Store: @unchecked Sendable {
     /// store whole, its `-wal` and `-shm` removed by SQLite. Nothing may use the store after.
     public func close() {
         try? sqliteQueue?.close()
+        decisionLog?.close()
         postgres?.close()
     }
 
@@ -306,8 +307,6 @@ public final class Store: @unchecked Sendable {
                     throw error
                 }
             }
-            // After the transaction, committed or not: a denial's decision is logged too.
-            defer { flushDecisions(postgres) }
             return try postgres.transaction(writing: true) { session in
                 currentSession = session
                 writing = true
@@ -332,7 +331,6 @@ public final class Store: @unchecked Sendable {
             if let session = currentSession {
                 return try body(StoreTransaction(session, writable: writing, path: path, feedBumps: writing ? feedBumps : nil))
             }
-            defer { flushDecisions(postgres) }
             return try postgres.transaction(writing: false) { session in
                 currentSession = session
                 defer { currentSession = nil }

@@ -23,19 +23,44 @@ extension StoreTransaction {
         }
     }
 
+    /// The account, its addresses and its contacts in one statement (four parts told apart by
+    /// the first column), not four: this read opens nearly every request, and on PostgreSQL
+    /// each statement is a round trip.
+    static let accountSQL = """
+        SELECT 0, userRecordID, name, discoverability, id FROM account WHERE id = ?
+        UNION ALL SELECT 1, email, NULL, NULL, position FROM account_email WHERE accountID = ?
+        UNION ALL SELECT 2, phone, NULL, NULL, position FROM account_phone WHERE accountID = ?
+        UNION ALL SELECT 3, kind, value, contactIdentifier, id FROM contact WHERE accountID = ?
+        ORDER BY 1, 5
+        """
+
     package func account(id: Int64) throws -> Account? {
-        let sql = "SELECT id, userRecordID, name, discoverability FROM account WHERE id = ?"
-        guard let (userRecordID, name, discoverability) = try fetchOne(sql, [id], table: "account", keyAt: 0, { row in
-            (try row.text(1, "userRecordID"), try row.name(2, "name"), try row.word(3, "discoverability", as: Discoverability.self))
-        }) else { return nil }
-        let emails = try fetchAll("SELECT email FROM account_email WHERE accountID = ? ORDER BY position", [id], table: "account_email", keyAt: 0) {
-            try $0.text(0, "email")
+        enum Part {
+            case account(userRecordID: String, name: NameComponents, discoverability: Discoverability)
+            case email(String), phone(String), contact(Account.Contact)
         }
-        let phones = try fetchAll("SELECT phone FROM account_phone WHERE accountID = ? ORDER BY position", [id], table: "account_phone", keyAt: 0) {
-            try $0.text(0, "phone")
+        let parts = try fetchAll(StoreTransaction.accountSQL, [id, id, id, id], table: "account", keyAt: 4) { row -> Part in
+            switch try row.integer(0, "part") {
+            case 0:
+                return .account(userRecordID: try row.text(1, "userRecordID"), name: try row.name(2, "name"),
+                                discoverability: try row.word(3, "discoverability", as: Discoverability.self))
+            case 1: return .email(try row.of("account_email", keyAt: 1).text(1, "email"))
+            case 2: return .phone(try row.of("account_phone", keyAt: 1).text(1, "phone"))
+            default: return .contact(try StoreTransaction.contact(row.of("contact", keyAt: 4)))
+            }
+        }
+        guard case .account(let userRecordID, let name, let discoverability)? = parts.first else { return nil }
+        var emails: [String] = [], phones: [String] = [], contacts: [Account.Contact] = []
+        for part in parts.dropFirst() {
+            switch part {
+            case .email(let e): emails.append(e)
+            case .phone(let p): phones.append(p)
+            case .contact(let c): contacts.append(c)
+            case .account: break
+            }
         }
         return Account(id: id, userRecordID: userRecordID, emails: emails, phones: phones, name: name,
-                       discoverability: discoverability, contacts: try contacts(of: id))
+                       discoverability: discoverability, contacts: contacts)
     }
 
     /// `accountIdentityColumns` of the account `a` (its ID first): the row and its first

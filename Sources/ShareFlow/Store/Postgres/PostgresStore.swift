@@ -141,6 +141,23 @@ package final class PostgresStore: @unchecked Sendable {
         return opened
     }
 
+    /// A connection of its own (not the engine's) whose statements give up after
+    /// `statementTimeoutMs`, as does opening it: the shared decision log's.
+    func openSession(statementTimeoutMs: Int) throws -> PostgresSession {
+        var configuration = try connectionConfiguration()
+        configuration.options.connectTimeout = .milliseconds(Int64(statementTimeoutMs))
+        configuration.options.additionalStartupParameters = configuration.options.additionalStartupParameters.map {
+            $0.0 == "statement_timeout" ? ($0.0, String(statementTimeoutMs)) : $0
+        }
+        do {
+            let connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
+                                                            id: 2, logger: logger).wait()
+            return PostgresSession(connection: connection, label: location.label, logger: logger)
+        } catch let error as PSQLError {
+            throw PostgresFailure(error, sql: "")
+        }
+    }
+
     /// How every connection of this store is opened: its place, TLS, and the session's settings.
     func connectionConfiguration() throws -> PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
