@@ -215,6 +215,44 @@ final class SeveralNodesTests: ServerTestCase {
         XCTAssertTrue(server.isRunning)
     }
 
+    /// PostgreSQL frozen (SIGSTOP: a partition that sends no reset, a machine that hangs): no
+    /// answer comes and PostgreSQL's own statement timeout cannot fire. A node gives up on the
+    /// connection after its statement timeout plus 5 s and answers 503, rather than waiting
+    /// for ever; once PostgreSQL thaws it serves again.
+    func testAFrozenPostgreSQLHoldsNoNodeForEver() throws {
+        guard let clusterDir = ProcessInfo.processInfo.environment["SHAREFLOW_TEST_CLUSTER_DIR"] else {
+            throw XCTSkip("no cluster folder (SHAREFLOW_TEST_CLUSTER_DIR)")
+        }
+        let config = dir.appendingPathComponent("short.config.lua")
+        try CLI.write("return { postgres = { statementTimeoutMs = 1000 } }\n", to: config)
+        let node = try ServeProcess(store: store, in: dir, arguments: ["--config", config.path])
+        defer { node.stop() }
+        let zones = node.base + "/database/1/iCloud.test/development/private/zones/list?ckAPIToken=\(api)&ckWebAuthToken=\(web)"
+        func get(_ url: String, timeout: TimeInterval) -> Int { (try? Tools.curl("GET", url, in: dir).0) ?? 0 }
+        XCTAssertEqual(get(zones, timeout: 10), 200)
+        // The postmaster and every backend, stopped where they are.
+        let postmaster = try String(contentsOfFile: clusterDir + "/data/postmaster.pid", encoding: .utf8).split(separator: "\n")[0]
+        let backends = try CLI.runTool("pgrep", ["-P", String(postmaster)]).stdout.split(separator: "\n").map(String.init)
+        let frozen = [String(postmaster)] + backends
+        XCTAssertEqual(try CLI.runTool("kill", ["-STOP"] + frozen).status, 0)
+        var thawed = false
+        defer { if !thawed { _ = try? CLI.runTool("kill", ["-CONT"] + frozen) } }
+        let started = Date()
+        let during = get(zones, timeout: 30)
+        let took = Date().timeIntervalSince(started)
+        XCTAssertEqual(during, 503, "after \(took) s")
+        XCTAssertLessThan(took, 15, "1 s statement timeout + 5 s, and a new connection's 1 s")
+        XCTAssertEqual(try CLI.runTool("kill", ["-CONT"] + frozen).status, 0)
+        thawed = true
+        var status = 0
+        let back = Date()
+        while Date().timeIntervalSince(back) < 15 && status != 200 {
+            status = get(zones, timeout: 10)
+            if status != 200 { usleep(200_000) }
+        }
+        XCTAssertEqual(status, 200, "served again once PostgreSQL thawed")
+    }
+
     /// The README's example of two nodes, as written, on this test's database and free ports.
     func testTheReadmesExampleRuns() throws {
         let readme = try String(contentsOf: CLI.root.appendingPathComponent("README.md"), encoding: .utf8)

@@ -87,7 +87,7 @@ extension Store {
             return try read { tx in
                 // An operator's whole pass over every row: not bounded by the statement timeout
                 // meant for requests (one timed-out statement would also abort the rest).
-                if case .postgres = tx.connection { try tx.run("SET LOCAL statement_timeout = 0", []) }
+                if case .postgres(let session) = tx.connection { try session.liftStatementTimeout() }
                 var notes: [String] = []
                 var problems: [String] = []
                 /// A part of the check; a failure of the store is a problem line, and the rest goes on.

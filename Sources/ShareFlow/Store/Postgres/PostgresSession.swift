@@ -19,10 +19,35 @@ final class PostgresSession: @unchecked Sendable {
     /// Each statement text as PostgreSQL reads it (`PostgresDialect`), rewritten once.
     private var translated: [String: String] = [:]
 
-    init(connection: PostgresConnection, label: String, logger: Logger) {
+    /// How long a statement's answer is waited for before the connection is given up:
+    /// PostgreSQL's own statement timeout plus a margin, for an answer that never comes
+    /// (PostgreSQL stopped or the network cut mid-statement, or a statement sent on a
+    /// connection closing at that moment, whose answer postgres-nio never gives). Without it
+    /// the engine's thread would wait for ever. nil: no limit (`liftStatementTimeout`).
+    private let answerWithin: TimeAmount
+    private var answerLimited = true
+
+    init(connection: PostgresConnection, label: String, logger: Logger, statementTimeoutMs: Int) {
         self.connection = connection
         self.label = label
         self.logger = logger
+        answerWithin = .milliseconds(Int64(statementTimeoutMs) + PostgresSession.answerMarginMs)
+    }
+
+    /// What an answer may take beyond the statement timeout (the server's own timing, the
+    /// network, a busy machine) before it is taken as never coming.
+    static let answerMarginMs: Int64 = 5_000
+
+    /// Lifts the statement timeout for the rest of this transaction (an operator's pass over
+    /// every row: `store check`), and the wait for answers with it.
+    func liftStatementTimeout() throws {
+        try execute("SET LOCAL statement_timeout = 0")
+        answerLimited = false
+    }
+
+    /// The transaction ended: answers are waited for within the limit again.
+    func transactionEnded() {
+        answerLimited = true
     }
 
     /// The rows `sql` gives, each as its values.
@@ -96,8 +121,27 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     private func wait<T: Sendable>(_ future: EventLoopFuture<T>, sql: String) throws -> T {
+        let answer: EventLoopFuture<T>
+        var timer: Scheduled<Void>?
+        if answerLimited {
+            // A second promise, failed by a timer if the first has not answered: a promise
+            // completed twice keeps its first result.
+            let limited = future.eventLoop.makePromise(of: T.self)
+            future.cascade(to: limited)
+            let connection = self.connection, limit = answerWithin
+            timer = future.eventLoop.scheduleTask(in: limit) {
+                limited.fail(PostgresFailure(unansweredAfter: limit, sql: sql))
+                // Nothing more can be trusted on it: the next use opens a new one.
+                let closing: EventLoopFuture<Void> = connection.close()
+                _ = closing
+            }
+            answer = limited.futureResult
+        } else {
+            answer = future
+        }
+        defer { timer?.cancel() }
         do {
-            return try future.wait()
+            return try answer.wait()
         } catch let error as PSQLError {
             throw PostgresFailure(error, sql: sql)
         }
@@ -130,19 +174,36 @@ final class PostgresSession: @unchecked Sendable {
 
 /// A PostgreSQL failure as the store reports it (`PostgresStore.shareFlowError`).
 struct PostgresFailure: Error, CustomStringConvertible {
-    let error: PSQLError
+    /// postgres-nio's error; nil when no answer came in time.
+    let error: PSQLError?
     let sql: String
+    /// How long an answer was waited for, when none came.
+    let unansweredAfter: TimeAmount?
 
     init(_ error: PSQLError, sql: String) {
         self.error = error
         self.sql = sql
+        unansweredAfter = nil
+    }
+
+    init(unansweredAfter wait: TimeAmount, sql: String) {
+        error = nil
+        self.sql = sql
+        unansweredAfter = wait
     }
 
     /// SQLSTATE, for a failure the server reported.
-    var sqlState: String? { error.serverInfo?[.sqlState] }
+    var sqlState: String? { error?.serverInfo?[.sqlState] }
 
-    /// Whether the connection is gone (the server stopped, the network dropped).
+    /// postgres-nio's name for the failure, or that no answer came.
+    var code: String {
+        guard let error else { return "no answer within \((unansweredAfter?.nanoseconds ?? 0) / 1_000_000) ms" }
+        return "\(error.code)"
+    }
+
+    /// Whether the connection is gone (the server stopped, the network dropped, no answer came).
     var isConnectionLost: Bool {
+        guard let error else { return true }
         switch error.code {
         case .serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown: return true
         default: return sqlState.map { $0.hasPrefix("08") || $0 == "57P01" || $0 == "57P02" || $0 == "57P03" } ?? false
@@ -150,13 +211,13 @@ struct PostgresFailure: Error, CustomStringConvertible {
     }
 
     var description: String {
-        if let info = error.serverInfo {
+        if let info = error?.serverInfo {
             let message = info[.message] ?? "?"
             // The statement only when asked for (SHAREFLOW_DEBUG_SQL=1): it names tables and
             // columns, nothing a caller can act on.
             let statement = ProcessInfo.processInfo.environment["SHAREFLOW_DEBUG_SQL"] == "1" ? " in: \(sql)" : ""
             return "\(message) (SQLSTATE \(info[.sqlState] ?? "?"))\(statement)"
         }
-        return "\(error.code)"
+        return code
     }
 }

@@ -136,7 +136,8 @@ package final class PostgresStore: @unchecked Sendable {
         } catch let error as PSQLError {
             throw PostgresFailure(error, sql: "")
         }
-        let opened = PostgresSession(connection: connection, label: location.label, logger: logger)
+        let opened = PostgresSession(connection: connection, label: location.label, logger: logger,
+                                     statementTimeoutMs: settings.statementTimeoutMs)
         session = opened
         return opened
     }
@@ -152,7 +153,7 @@ package final class PostgresStore: @unchecked Sendable {
         do {
             let connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
                                                             id: 2, logger: logger).wait()
-            return PostgresSession(connection: connection, label: location.label, logger: logger)
+            return PostgresSession(connection: connection, label: location.label, logger: logger, statementTimeoutMs: statementTimeoutMs)
         } catch let error as PSQLError {
             throw PostgresFailure(error, sql: "")
         }
@@ -244,6 +245,7 @@ package final class PostgresStore: @unchecked Sendable {
     /// A lost connection is dropped, so the next call opens a new one.
     func transaction<T>(writing: Bool, _ body: (PostgresSession) throws -> T) throws -> T {
         let session = try connected()
+        defer { session.transactionEnded() }
         do {
             if writing {
                 session.pipeline("BEGIN")
@@ -300,7 +302,7 @@ package final class PostgresStore: @unchecked Sendable {
     /// What went wrong, in words an operator acts on (never the SQL).
     static func reason(_ failure: PostgresFailure) -> String {
         if failure.isConnectionLost || failure.sqlState == nil {
-            return "PostgreSQL cannot be reached (\(failure.error.code)); check that it runs and accepts connections"
+            return "PostgreSQL cannot be reached (\(failure.code)); check that it runs and accepts connections"
         }
         switch failure.sqlState ?? "" {
         case "28P01", "28000": return "PostgreSQL refused the user or password (\(failure))"
@@ -315,7 +317,7 @@ package final class PostgresStore: @unchecked Sendable {
         let store = "store \(location.label)"
         Counted.storeError("postgres", cause: failure.isConnectionLost || failure.sqlState == nil ? "unreachable" : failure.sqlState ?? "unknown")
         if failure.isConnectionLost || failure.sqlState == nil {
-            return ShareFlowError(.serviceUnavailable, "\(store) is unreachable (PostgreSQL: \(failure.error.code)); retry after \(Int(PostgresStore.outageRetryAfter)) s",
+            return ShareFlowError(.serviceUnavailable, "\(store) is unreachable (PostgreSQL: \(failure.code)); retry after \(Int(PostgresStore.outageRetryAfter)) s",
                                   retryAfter: PostgresStore.outageRetryAfter)
         }
         switch failure.sqlState ?? "" {
