@@ -66,6 +66,12 @@ final class PostgresDecisionLog: @unchecked Sendable {  // `state` guarded by `l
         self.postgres = postgres
     }
 
+    deinit {
+        // A store released without `close()`: its connection goes with it (postgres-nio
+        // wants every connection closed, not dropped).
+        try? session?.connection.close().wait()
+    }
+
     /// Hands `decision` over to be written; returns at once. With `capacity` waiting already
     /// (the table unwritable for a while), it is dropped and counted.
     func add(_ decision: PolicyDecision) {
