@@ -34,6 +34,28 @@ final class ChangeStreamTests: ServerTestCase {
         stream.split(separator: "\n").filter { $0.hasPrefix("id: ") }.map { String($0.dropFirst(4)) }
     }
 
+    /// SIGTERM with streams open: they end at once (their clients resume elsewhere with
+    /// `Last-Event-ID`), so the node exits in well under its 10 s `shutdownSeconds`.
+    func testSIGTERMEndsOpenStreamsAtOnce() throws {
+        let streams = try (0..<2).map { _ in try follow("private", seconds: 60) }
+        defer { for (curl, _) in streams where curl.isRunning { curl.terminate() } }
+        for (_, out) in streams { XCTAssertTrue(wait(for: "id: ", in: out), text(out)) }
+        let start = Date()
+        server.terminate()
+        let deadline = Date().addingTimeInterval(15)
+        while server.isRunning && Date() < deadline { usleep(50_000) }
+        let took = Date().timeIntervalSince(start)
+        XCTAssertFalse(server.isRunning)
+        XCTAssertLessThan(took, 5, "the streams held the shutdown")
+        XCTAssertEqual(server.terminationStatus, 0)
+        for (curl, out) in streams {
+            curl.waitUntilExit()
+            // The stream ended as a response does (curl exits 0), not cut mid-way (18) or
+            // timed out (28).
+            XCTAssertEqual(curl.terminationStatus, 0, text(out))
+        }
+    }
+
     func testTheStreamPokesEachZoneChangedAndResumesFromLastEventID() throws {
         let (curl, out) = try follow("private")
         defer { if curl.isRunning { curl.terminate() } }

@@ -9,6 +9,7 @@ final class ChangeSignal: Sendable {
     private struct State {
         var generation = 0
         var credentialsEpoch = 0
+        var closing = false
         var waiters: [Int: FirstAnswer<Void>] = [:]
         var nextWaiter = 0
     }
@@ -22,6 +23,17 @@ final class ChangeSignal: Sendable {
 
     /// Moves each time the store's credentials changed (a token revoked anywhere: `StoreWatch`).
     var credentialsEpoch: Int { state.withLockedValue { $0.credentialsEpoch } }
+
+    /// Whether the server is shutting down: a stream ends at once rather than holding the
+    /// shutdown for `shutdownSeconds` (its client resumes on another node, or on this one
+    /// restarted, with `Last-Event-ID`: nothing is lost).
+    var isClosing: Bool { state.withLockedValue { $0.closing } }
+
+    /// The server shuts down (SIGTERM): every stream ends.
+    func close() {
+        state.withLockedValue { $0.closing = true }
+        poke()
+    }
 
     /// A credential was revoked: every stream ends (its client resumes with `Last-Event-ID`,
     /// authenticated again), so a revoked token's stream does not go on.

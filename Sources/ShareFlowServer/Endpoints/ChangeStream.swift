@@ -132,7 +132,7 @@ struct ChangeStream: Sendable {
         while clock.now < end, !Task.isCancelled {
             // A token revoked on the store: this stream's may be it (it was checked when the
             // stream opened). End; the client resumes, authenticated again.
-            if signal.credentialsEpoch != epoch { return }
+            if signal.credentialsEpoch != epoch || signal.isClosing { return }
             let step: (event: WireObject?, token: String)
             let generation = signal.generation
             lastRead = clock.now

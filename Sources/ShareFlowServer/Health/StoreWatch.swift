@@ -32,6 +32,16 @@ struct StoreWatch: Service {
     var interval: Duration = .seconds(1)
 
     func run() async throws {
+        // SIGTERM: change streams end at once (they would otherwise hold the shutdown for
+        // `shutdownSeconds`, each waiting for its next poll).
+        try await withGracefulShutdownHandler {
+            try await watch()
+        } onGracefulShutdown: { [signal] in
+            signal?.close()
+        }
+    }
+
+    private func watch() async throws {
         var known: (credentials: Int64, directory: Int64)?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
