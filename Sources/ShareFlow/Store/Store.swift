@@ -26,6 +26,9 @@ public final class Store: @unchecked Sendable {
     private var currentSession: PostgresSession?
     /// Whether a PostgreSQL transaction is open on the engine's connection.
     var inPostgresTransaction: Bool { currentSession != nil }
+    /// Called on the writing thread after a write transaction that changed rows has committed
+    /// (SQLite: `serve` wakes its change streams; on PostgreSQL, NOTIFY wakes every node's).
+    package var committed: (() -> Void)?
     /// The decision log every node shares (PostgreSQL only), on a connection of its own.
     let decisionLog: PostgresDecisionLog?
     /// The SQLite connection, for what only an SQLite store has (its file, its pages); every
@@ -245,16 +248,21 @@ public final class Store: @unchecked Sendable {
                 }
                 return result!
             }
-            return try queue.write { db in
+            var changed = false
+            let result = try queue.write { db in
                 current = db
                 writing = true
                 feedBumps = FeedBumps(logging: logsChanges)
                 defer { current = nil; writing = false; feedBumps = FeedBumps() }
+                let before = db.totalChangesCount
                 let transaction = StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps)
                 let result = try body(transaction)
                 try transaction.writeLogPositions()
+                changed = db.totalChangesCount != before
                 return result
             }
+            if changed { committed?() }
+            return result
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError
         }
