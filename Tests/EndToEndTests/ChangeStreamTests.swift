@@ -37,25 +37,18 @@ final class ChangeStreamTests: ServerTestCase {
     /// On SQLite, a write through this node wakes its streams at once, not at their next poll
     /// (every 500 ms).
     func testAWriteThroughTheNodeWakesItsStreamsAtOnce() throws {
-        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#)
+        let r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#)
         XCTAssertEqual(r.0, 200, "\(r.1)")
         let (curl, out) = try follow("private", seconds: 60)
         defer { if curl.isRunning { curl.terminate() } }
         XCTAssertTrue(wait(for: "id: ", in: out), text(out))
         func events() -> Int { text(out).components(separatedBy: "event: zone").count - 1 }
-        var delays: [Double] = []
-        for i in 1...7 {
-            let before = events()
-            r = try call("POST", db + "/private/records/modify", body: """
+        let delays = try Tools.streamDelays(write: { i in
+            let r = try call("POST", db + "/private/records/modify", body: """
                 {"zoneID":{"zoneName":"Live"},"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n\(i)","fields":{}}}]}
                 """)
             XCTAssertEqual(r.0, 200, "\(r.1)")
-            let written = Date()
-            while events() == before, Date().timeIntervalSince(written) < 5 { usleep(2_000) }
-            XCTAssertGreaterThan(events(), before, "write \(i) reached the stream")
-            delays.append(Date().timeIntervalSince(written))
-            usleep(UInt32.random(in: 50_000...300_000))  // writes land anywhere in the poll's cycle
-        }
+        }, events: events)
         // A poll every 500 ms would make the median about 250 ms.
         let median = delays.sorted()[delays.count / 2]
         XCTAssertLessThan(median, 0.15, "woken at once, not at the next poll: \(delays)")

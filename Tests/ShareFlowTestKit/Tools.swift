@@ -72,6 +72,23 @@ public enum Tools {
 
 extension Tools {
     /// A loopback TCP port free at the moment of asking (bound, read, released).
+    /// How long each of `count` writes took to show on a change stream: `write(i)` makes the
+    /// i-th, `events()` counts the stream's events so far (at most 5 s waited for each). The
+    /// writes are spread over a poll's cycle, so a stream that only polls shows a median of
+    /// half its interval.
+    public static func streamDelays(count: Int = 7, write: (Int) throws -> Void, events: () -> Int) rethrows -> [Double] {
+        var delays: [Double] = []
+        for i in 1...count {
+            let before = events()
+            try write(i)
+            let written = Date()
+            while events() == before, Date().timeIntervalSince(written) < 5 { usleep(2_000) }
+            delays.append(events() > before ? Date().timeIntervalSince(written) : .infinity)
+            usleep(UInt32.random(in: 50_000...300_000))
+        }
+        return delays
+    }
+
     public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw NSError(domain: "Tools", code: 1, userInfo: [NSLocalizedDescriptionKey: "no socket"]) }
