@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 import ShareFlowEngineTestKit
 import XCTest
 @testable import ShareFlow
@@ -259,6 +260,43 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(logged.first?.reasons, ["#0"])
         XCTAssertEqual(logged.last?.reasons, ["#\(PostgresDecisionLog.capacity - 1)"])
         XCTAssertEqual(logged.map(\.id), logged.map(\.id).sorted())
+    }
+
+    /// A process closing its store while the table is locked tries for a bounded time, then
+    /// says in one line how many decisions it could not write: it neither hangs nor drops them
+    /// silently.
+    func testAClosingProcessSaysWhatItCouldNotWrite() throws {
+        guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        final class Lines: @unchecked Sendable {  // guarded by lock
+            let lock = NSLock()
+            var all: [String] = []
+        }
+        struct Collect: LogHandler {
+            let lines: Lines
+            var logLevel: Logger.Level = .info
+            var metadata: Logger.Metadata = [:]
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+            func log(event: LogEvent) { lines.lock.withLock { lines.all.append("\(event.level): \(event.message)") } }
+        }
+        let lines = Lines()
+        let store = try Store(path: url)
+        store.decisionLog?.logger = Logger(label: "test") { _ in Collect(lines: lines) }
+        let locker = try lockDecisions(store)
+        defer { try? locker.connection.close().wait() }
+        for n in 0..<50 {
+            store.queueDecision(PolicyDecision(id: 0, point: "share.save", policies: ["p"], allow: true, reasons: ["#\(n)"],
+                                               duration: 0, time: Date()))
+        }
+        let start = Date()
+        store.close()
+        XCTAssertLessThan(Date().timeIntervalSince(start), 8)
+        let said = lines.lock.withLock { lines.all }
+        XCTAssertTrue(said.contains { $0.hasPrefix("error: 50 policy decisions were not written to the shared decision log") }, "\(said)")
     }
 
     /// Any process prunes, however few decisions it writes: one crossing a multiple of

@@ -53,7 +53,10 @@ public final class Engine: @unchecked Sendable {
         events.logger = { [unowned self] in self.logger }
         link.target = .passUnretained(self)
         // Several nodes share one decision log (SPEC §16).
-        if store.isPostgres { policies.sharedLog = store }
+        if store.isPostgres {
+            policies.sharedLog = store
+            store.decisionLog?.logger = logger
+        }
     }
 
     deinit { link.target = nil }

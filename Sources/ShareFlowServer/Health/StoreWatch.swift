@@ -11,12 +11,26 @@ import ShareFlow
 final class StoreHealth: @unchecked Sendable {  // guarded by `lock`
     private let lock = NSLock()
     private var failure: String?
+    private var probing: ContinuousClock.Instant?
+
+    /// A probe unanswered this long makes the node unready before the probe fails: a frozen
+    /// store holds it (and the requests queued with it) for the statement timeout and more.
+    static let stalledAfter: Duration = .seconds(5)
 
     /// Nil while the store answers; else why it did not, in one line.
-    var problem: String? { lock.withLock { failure } }
+    var problem: String? {
+        lock.withLock {
+            if let failure { return failure }
+            guard let probing else { return nil }
+            let waited = ContinuousClock.now - probing
+            guard waited >= StoreHealth.stalledAfter else { return nil }
+            return "the store has not answered for \(waited.components.seconds) s"
+        }
+    }
 
-    func answered() { lock.withLock { failure = nil } }
-    func failed(_ why: String) { lock.withLock { failure = why } }
+    func probe() { lock.withLock { probing = ContinuousClock.now } }
+    func answered() { lock.withLock { failure = nil; probing = nil } }
+    func failed(_ why: String) { lock.withLock { failure = why; probing = nil } }
 }
 
 /// Probes the store once a second on the engine's thread (one small read), for `StoreHealth`
@@ -45,6 +59,7 @@ struct StoreWatch: Service {
         var known: (credentials: Int64, directory: Int64)?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
+                health.probe()
                 let generation = try await thread.run { [engine] in try engine.credentials.generations() }
                 if health.problem != nil {
                     logger.notice("store \(engine.store.path) answers again")

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import NIOConcurrencyHelpers
 
 extension Store {
     /// Hands `decision` to the shared log (`PolicySet` calls it on a PostgreSQL store).
@@ -43,8 +44,11 @@ final class PostgresDecisionLog: @unchecked Sendable {  // `state` guarded by `l
     /// large while no node pruned shrinks over several writes, each statement short).
     static let pruneEvery: Int64 = 500
     static let pruneRows = 5_000, pruneStatements = 4
-    /// How long one of the log's statements, or opening its connection, may take.
-    static let timeoutMs = 1_000
+    /// How long one of the log's statements, or opening its connection, may take, and how
+    /// much longer its answer is waited for (a frozen server).
+    static let timeoutMs = 1_000, answerMarginMs = 500
+    /// How long a closing process tries to write what waits.
+    static let closingSeconds = 3.0
     /// The longest text kept of a policy's name or a reason (a policy's own reasons are cut
     /// shorter where they are made).
     static let longestText = 1_024
@@ -60,7 +64,12 @@ final class PostgresDecisionLog: @unchecked Sendable {  // `state` guarded by `l
     private let connection = NSLock()
     private var session: PostgresSession?
     private let queue = DispatchQueue(label: "shareflow.decisions")
-    private let logger = Logger(label: "shareflow.decisions")
+    private let logs = NIOLockedValueBox(Logger(label: "shareflow.decisions"))
+    /// Where the log says what it could not write: the engine's logger (`Engine` sets it).
+    var logger: Logger {
+        get { logs.withLockedValue { $0 } }
+        set { logs.withLockedValue { $0 = newValue } }
+    }
 
     init(_ postgres: PostgresStore) {
         self.postgres = postgres
@@ -167,7 +176,22 @@ final class PostgresDecisionLog: @unchecked Sendable {  // `state` guarded by `l
     /// a command that ends the process keeps its decisions.
     func close() {
         connection.withLock {
-            while (try? writeNext(endsDraining: false)) == true {}
+            let deadline = Date().addingTimeInterval(PostgresDecisionLog.closingSeconds)
+            var failure: Error?
+            while true {
+                do {
+                    failure = nil
+                    if try !writeNext(endsDraining: false) { break }
+                } catch {
+                    failure = error
+                    if Date() >= deadline { break }
+                    Thread.sleep(forTimeInterval: 0.25)
+                }
+            }
+            let left = lock.withLock { state.waiting.count }
+            if let failure, left > 0 {
+                logger.error("\(left) policy decisions were not written to the shared decision log (\(failure))")
+            }
             try? session?.connection.close().wait()
             session = nil
         }
@@ -177,7 +201,7 @@ final class PostgresDecisionLog: @unchecked Sendable {  // `state` guarded by `l
     private func connected() throws -> PostgresSession {
         if let session, !session.connection.isClosed { return session }
         session = nil
-        let opened = try postgres.openSession(statementTimeoutMs: PostgresDecisionLog.timeoutMs)
+        let opened = try postgres.openSession(statementTimeoutMs: PostgresDecisionLog.timeoutMs, answerMarginMs: PostgresDecisionLog.answerMarginMs)
         session = opened
         return opened
     }

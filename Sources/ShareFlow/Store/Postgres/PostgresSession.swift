@@ -27,16 +27,14 @@ final class PostgresSession: @unchecked Sendable {
     private let answerWithin: TimeAmount
     private var answerLimited = true
 
-    init(connection: PostgresConnection, label: String, logger: Logger, statementTimeoutMs: Int) {
+    /// `answerMarginMs`: what an answer may take beyond the statement timeout (the server's own
+    /// timing, the network, a busy machine) before it is taken as never coming.
+    init(connection: PostgresConnection, label: String, logger: Logger, statementTimeoutMs: Int, answerMarginMs: Int = 5_000) {
         self.connection = connection
         self.label = label
         self.logger = logger
-        answerWithin = .milliseconds(Int64(statementTimeoutMs) + PostgresSession.answerMarginMs)
+        answerWithin = .milliseconds(Int64(statementTimeoutMs + answerMarginMs))
     }
-
-    /// What an answer may take beyond the statement timeout (the server's own timing, the
-    /// network, a busy machine) before it is taken as never coming.
-    static let answerMarginMs: Int64 = 5_000
 
     /// Lifts the statement timeout for the rest of this transaction (an operator's pass over
     /// every row: `store check`), and the wait for answers with it.
@@ -67,7 +65,7 @@ final class PostgresSession: @unchecked Sendable {
 
     /// A statement with no parameters, sent as it is (BEGIN, COMMIT, SAVEPOINT…), and waited for.
     func command(_ sql: String) throws {
-        let future = connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        let future = sent(PostgresQuery(unsafeSQL: sql), sql: sql)
         try settlePipelined()
         _ = try wait(future, sql: sql)
     }
@@ -77,7 +75,7 @@ final class PostgresSession: @unchecked Sendable {
     /// and a failure of this one is thrown there (`settlePipelined`). A transaction's BEGIN and
     /// its lock go out with its first statement: one round trip, not three.
     func pipeline(_ sql: String) {
-        pipelined.append((connection.query(PostgresQuery(unsafeSQL: sql), logger: logger), sql))
+        pipelined.append((sent(PostgresQuery(unsafeSQL: sql), sql: sql), sql))
     }
 
     private var pipelined: [(future: EventLoopFuture<PostgresQueryResult>, sql: String)] = []
@@ -113,11 +111,18 @@ final class PostgresSession: @unchecked Sendable {
             case .blob(let data): binds.append(ByteBuffer(bytes: data))
             }
         }
-        let future = connection.query(PostgresQuery(unsafeSQL: text, binds: binds), logger: logger)
+        let future = sent(PostgresQuery(unsafeSQL: text, binds: binds), sql: text)
         let result = Result { try wait(future, sql: text) }
         // Those sent ahead ran first: their failure (a BEGIN refused) is the one to report.
         try settlePipelined()
         return try result.get()
+    }
+
+    /// `query` sent, or failed at once on a closed connection: postgres-nio drops a statement
+    /// written to a closed channel without ever answering it.
+    private func sent(_ query: PostgresQuery, sql: String) -> EventLoopFuture<PostgresQueryResult> {
+        guard !connection.isClosed else { return connection.eventLoop.makeFailedFuture(PostgresFailure(closedFor: sql)) }
+        return connection.query(query, logger: logger)
     }
 
     private func wait<T: Sendable>(_ future: EventLoopFuture<T>, sql: String) throws -> T {
@@ -174,31 +179,47 @@ final class PostgresSession: @unchecked Sendable {
 
 /// A PostgreSQL failure as the store reports it (`PostgresStore.shareFlowError`).
 struct PostgresFailure: Error, CustomStringConvertible {
-    /// postgres-nio's error; nil when no answer came in time.
+    /// postgres-nio's error; nil when the connection was lost on this side (`lost`).
     let error: PSQLError?
     let sql: String
-    /// How long an answer was waited for, when none came.
-    let unansweredAfter: TimeAmount?
+    /// How the connection was found lost, when postgres-nio did not say.
+    let lost: Lost?
+
+    enum Lost {
+        /// No answer came within this long; the connection was closed.
+        case unanswered(TimeAmount)
+        /// The connection had closed before the statement was sent.
+        case closed
+    }
 
     init(_ error: PSQLError, sql: String) {
         self.error = error
         self.sql = sql
-        unansweredAfter = nil
+        lost = nil
     }
 
     init(unansweredAfter wait: TimeAmount, sql: String) {
         error = nil
         self.sql = sql
-        unansweredAfter = wait
+        lost = .unanswered(wait)
+    }
+
+    init(closedFor sql: String) {
+        error = nil
+        self.sql = sql
+        lost = .closed
     }
 
     /// SQLSTATE, for a failure the server reported.
     var sqlState: String? { error?.serverInfo?[.sqlState] }
 
-    /// postgres-nio's name for the failure, or that no answer came.
+    /// postgres-nio's name for the failure, or how the connection was lost.
     var code: String {
-        guard let error else { return "no answer within \((unansweredAfter?.nanoseconds ?? 0) / 1_000_000) ms" }
-        return "\(error.code)"
+        switch lost {
+        case .unanswered(let wait): return "no answer within \(wait.nanoseconds / 1_000_000) ms"
+        case .closed: return "connection closed"
+        case nil: return error.map { "\($0.code)" } ?? "unknown"
+        }
     }
 
     /// Whether the connection is gone (the server stopped, the network dropped, no answer came).

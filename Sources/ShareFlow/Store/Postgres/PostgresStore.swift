@@ -143,8 +143,9 @@ package final class PostgresStore: @unchecked Sendable {
     }
 
     /// A connection of its own (not the engine's) whose statements give up after
-    /// `statementTimeoutMs`, as does opening it: the shared decision log's.
-    func openSession(statementTimeoutMs: Int) throws -> PostgresSession {
+    /// `statementTimeoutMs`, as does opening it, and whose answers are waited for
+    /// `answerMarginMs` more: the shared decision log's.
+    func openSession(statementTimeoutMs: Int, answerMarginMs: Int = 5_000) throws -> PostgresSession {
         var configuration = try connectionConfiguration()
         configuration.options.connectTimeout = .milliseconds(Int64(statementTimeoutMs))
         configuration.options.additionalStartupParameters = configuration.options.additionalStartupParameters.map {
@@ -153,7 +154,8 @@ package final class PostgresStore: @unchecked Sendable {
         do {
             let connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
                                                             id: 2, logger: logger).wait()
-            return PostgresSession(connection: connection, label: location.label, logger: logger, statementTimeoutMs: statementTimeoutMs)
+            return PostgresSession(connection: connection, label: location.label, logger: logger, statementTimeoutMs: statementTimeoutMs,
+                                   answerMarginMs: answerMarginMs)
         } catch let error as PSQLError {
             throw PostgresFailure(error, sql: "")
         }
@@ -257,6 +259,9 @@ package final class PostgresStore: @unchecked Sendable {
             do {
                 result = try body(session)
             } catch {
+                // A lost connection has no transaction left (PostgreSQL rolls it back when it
+                // sees the connection gone): a ROLLBACK on it would only wait.
+                if let failure = error as? PostgresFailure, failure.isConnectionLost { throw failure }
                 try session.command("ROLLBACK")
                 throw error
             }
@@ -291,6 +296,7 @@ package final class PostgresStore: @unchecked Sendable {
         do {
             result = try body()
         } catch {
+            if let failure = error as? PostgresFailure, failure.isConnectionLost { throw failure }
             try session.command("ROLLBACK TO SAVEPOINT nested")
             try session.command("RELEASE SAVEPOINT nested")
             throw error
