@@ -262,6 +262,29 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(logged.map(\.id), logged.map(\.id).sorted())
     }
 
+    /// A COMMIT carried out whose answer is lost (the connection dropped at that moment): the
+    /// node asks PostgreSQL on a new connection whether the transaction committed, and reports
+    /// the write done if it did, rather than failed (a retry would meet its own account as
+    /// someone else's). A transaction that wrote nothing has nothing to ask about: retry.
+    func testACommitWhoseAnswerIsLostIsAskedAbout() throws {
+        guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        let engine = Engine(store: try Store(path: url))
+        defer { engine.store.close() }
+        defer { PostgresSession.dropNextCommitAnswer = false }
+        PostgresSession.dropNextCommitAnswer = true
+        let made = try engine.accounts.create(emails: ["lost@example.com"])
+        XCTAssertFalse(PostgresSession.dropNextCommitAnswer, "the COMMIT's answer was dropped")
+        XCTAssertEqual(try engine.accounts.create(emails: ["next@example.com"]).id, made.id + 1, "served again on a new connection")
+        XCTAssertThrowsError(try engine.accounts.create(emails: ["lost@example.com"]), "it is there: a second one is refused")
+
+        PostgresSession.dropNextCommitAnswer = true
+        XCTAssertThrowsError(try engine.store.write { _ in 1 }) { error in
+            XCTAssertEqual((error as? ShareFlowError)?.code, .serviceUnavailable, "\(error)")
+        }
+    }
+
     /// A process closing its store while the table is locked tries for a bounded time, then
     /// says in one line how many decisions it could not write: it neither hangs nor drops them
     /// silently.

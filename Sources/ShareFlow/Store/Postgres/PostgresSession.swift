@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import PostgresNIO
@@ -79,6 +80,41 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     private var pipelined: [(future: EventLoopFuture<PostgresQueryResult>, sql: String)] = []
+
+    /// The first column of the first row of a statement sent ahead, once answered.
+    final class Kept: Sendable {
+        private let box = NIOLockedValueBox<Int64?>(nil)
+        var value: Int64? { box.withLockedValue { $0 } }
+        fileprivate func set(_ n: Int64) { box.withLockedValue { $0 = n } }
+    }
+
+    /// As `pipeline`, keeping the integer it answers (nil until answered, or if NULL).
+    func pipelineKeepingInteger(_ sql: String) -> Kept {
+        let kept = Kept()
+        let future = sent(PostgresQuery(unsafeSQL: sql), sql: sql)
+        future.whenSuccess { result in
+            if let row = result.rows.first, let cell = row.first, case .int64(let n)? = (try? PostgresSession.value(cell))?.storage {
+                kept.set(n)
+            }
+        }
+        pipelined.append((future, sql))
+        return kept
+    }
+
+    /// For tests: the next COMMIT is carried out but its answer dropped, as a connection
+    /// lost at that moment would (`PostgresStoreTests`).
+    nonisolated(unsafe) static var dropNextCommitAnswer = false
+
+    /// COMMIT, waited for.
+    func commit() throws {
+        try command("COMMIT")
+        if PostgresSession.dropNextCommitAnswer {
+            PostgresSession.dropNextCommitAnswer = false
+            let closing: EventLoopFuture<Void> = connection.close()
+            _ = closing
+            throw PostgresFailure(unansweredAfter: answerWithin, sql: "COMMIT")
+        }
+    }
 
     /// Waits for the statements sent ahead (done already when a later one is), throwing the
     /// first failure.

@@ -266,7 +266,18 @@ package final class PostgresStore: @unchecked Sendable {
                 throw error
             }
             if writing {
-                try session.command("COMMIT")
+                // The transaction's ID goes out with the COMMIT (pipelined: no round trip), so
+                // that a COMMIT whose answer is lost can be asked about.
+                let id = session.pipelineKeepingInteger("SELECT txid_current_if_assigned()")
+                do {
+                    try session.commit()
+                } catch let failure as PostgresFailure where failure.isConnectionLost {
+                    // It may have committed all the same: a write reported failed that did
+                    // commit would meet its own records on retry as someone else's (EXISTS,
+                    // CONFLICT), and its events would never be sent.
+                    guard let xid = id.value, committed(xid, after: session) else { throw failure }
+                    return result
+                }
             } else {
                 // A read's end need not be waited for: the next statement comes after it.
                 session.pipeline("COMMIT")
@@ -276,6 +287,17 @@ package final class PostgresStore: @unchecked Sendable {
             if failure.isConnectionLost { self.session = nil; try? session.connection.close().wait() }
             throw failure
         }
+    }
+
+    /// Whether transaction `xid`, whose COMMIT went unanswered on `lost`, committed: asked on a
+    /// new connection (false when that cannot be asked either: the caller is told to retry).
+    private func committed(_ xid: Int64, after lost: PostgresSession) -> Bool {
+        session = nil
+        try? lost.connection.close().wait()
+        guard let fresh = try? connected(),
+              let rows = try? fresh.query("SELECT txid_status(?)", [xid.databaseValue]),
+              case .string(let status)? = rows.first?.first?.storage else { return false }
+        return status == "committed"
     }
 
     /// Runs one statement outside any transaction (its own commit), on the engine's connection.
