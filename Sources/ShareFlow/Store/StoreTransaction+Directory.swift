@@ -25,13 +25,14 @@ extension StoreTransaction {
 
     /// The account, its addresses and its contacts in one statement (four parts told apart by
     /// the first column), not four: this read opens nearly every request, and on PostgreSQL
-    /// each statement is a round trip.
+    /// each statement is a round trip. Addresses at one position are ordered by their text,
+    /// so both stores list them alike.
     static let accountSQL = """
         SELECT 0, userRecordID, name, discoverability, id FROM account WHERE id = ?
         UNION ALL SELECT 1, email, NULL, NULL, position FROM account_email WHERE accountID = ?
         UNION ALL SELECT 2, phone, NULL, NULL, position FROM account_phone WHERE accountID = ?
         UNION ALL SELECT 3, kind, value, contactIdentifier, id FROM contact WHERE accountID = ?
-        ORDER BY 1, 5
+        ORDER BY 1, 5, 2
         """
 
     package func account(id: Int64) throws -> Account? {
