@@ -24,8 +24,6 @@ public final class Store: @unchecked Sendable {
     package let postgres: PostgresStore?
     /// The PostgreSQL transaction in progress (as `current` is SQLite's).
     private var currentSession: PostgresSession?
-    /// Whether a PostgreSQL transaction is open on the engine's connection.
-    var inPostgresTransaction: Bool { currentSession != nil }
     /// Called on the writing thread after a write transaction that changed rows has committed
     /// (SQLite: `serve` wakes its change streams; on PostgreSQL, NOTIFY wakes every node's).
     package var committed: (() -> Void)?

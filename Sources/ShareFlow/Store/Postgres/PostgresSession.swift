@@ -24,8 +24,9 @@ final class PostgresSession: @unchecked Sendable {
     /// PostgreSQL's own statement timeout plus a margin, for an answer that never comes
     /// (PostgreSQL stopped or the network cut mid-statement, or a statement sent on a
     /// connection closing at that moment, whose answer postgres-nio never gives). Without it
-    /// the engine's thread would wait for ever. nil: no limit (`liftStatementTimeout`).
+    /// the engine's thread would wait for ever.
     private let answerWithin: TimeAmount
+    /// False while the statement timeout is lifted (`liftStatementTimeout`): no limit then.
     private var answerLimited = true
 
     /// `answerMarginMs`: what an answer may take beyond the statement timeout (the server's own

@@ -128,23 +128,14 @@ package final class PostgresStore: @unchecked Sendable {
         session = nil
         if connectedBefore { Counted.storeRetry("postgres", reason: "reconnect") }
         connectedBefore = true
-        let configuration = try connectionConfiguration()
-        let connection: PostgresConnection
-        do {
-            connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
-                                                        id: 1, logger: logger).wait()
-        } catch let error as PSQLError {
-            throw PostgresFailure(error, sql: "")
-        }
-        let opened = PostgresSession(connection: connection, label: location.label, logger: logger,
-                                     statementTimeoutMs: settings.statementTimeoutMs)
+        let opened = try openSession(statementTimeoutMs: settings.statementTimeoutMs)
         session = opened
         return opened
     }
 
-    /// A connection of its own (not the engine's) whose statements give up after
-    /// `statementTimeoutMs`, as does opening it, and whose answers are waited for
-    /// `answerMarginMs` more: the shared decision log's.
+    /// A new connection whose statements give up after `statementTimeoutMs`, as does opening
+    /// it, and whose answers are waited for `answerMarginMs` more: the engine's (the store's
+    /// settings) and the shared decision log's (its own, shorter).
     func openSession(statementTimeoutMs: Int, answerMarginMs: Int = 5_000) throws -> PostgresSession {
         var configuration = try connectionConfiguration()
         configuration.options.connectTimeout = .milliseconds(Int64(statementTimeoutMs))
@@ -298,17 +289,6 @@ package final class PostgresStore: @unchecked Sendable {
               let rows = try? fresh.query("SELECT txid_status(?)", [xid.databaseValue]),
               case .string(let status)? = rows.first?.first?.storage else { return false }
         return status == "committed"
-    }
-
-    /// Runs one statement outside any transaction (its own commit), on the engine's connection.
-    func autocommit(_ sql: String, _ values: [DatabaseValue]) throws {
-        let session = try connected()
-        do {
-            try session.execute(sql, values)
-        } catch let failure as PostgresFailure {
-            if failure.isConnectionLost { self.session = nil; try? session.connection.close().wait() }
-            throw failure
-        }
     }
 
     /// Runs `body` in a savepoint of the open transaction (a nested engine call's write).
