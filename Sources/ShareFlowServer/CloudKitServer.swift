@@ -125,9 +125,11 @@ public struct CloudKitServer: Sendable {
         router.get("/healthz") { _, _ -> String in "ok" }
         router.head("/healthz") { _, _ -> HTTPResponse.Status in .ok }
         router.get("/readyz") { _, _ -> Response in
-            guard let problem = health.problem else { return CloudKitServer.response(status: 200, WireObject(["ready": true])) }
-            return CloudKitServer.response(status: 503, WireObject(["ready": false, "serverErrorCode": "TRY_AGAIN_LATER", "reason": problem,
-                                                                    "retryAfter": 2]))
+            // Unauthenticated: why the store fails (its path, its PostgreSQL user, host and
+            // database) is the operator's, in the log (StoreWatch), never here.
+            guard health.problem != nil else { return CloudKitServer.response(status: 200, WireObject(["ready": true])) }
+            return CloudKitServer.response(status: 503, WireObject(["ready": false, "serverErrorCode": "TRY_AGAIN_LATER",
+                                                                    "reason": "the store does not answer; see the server's log", "retryAfter": 2]))
         }
         router.get("/share/:guid", use: SharePage.answer)
         FaultAdmin(engine: engine, thread: thread).register(on: router)

@@ -188,8 +188,20 @@ final class SeveralNodesTests: ServerTestCase {
         XCTAssertEqual(down.0, 503, "\(down.1)")
         XCTAssertEqual(down.1["serverErrorCode"] as? String, "TRY_AGAIN_LATER")
         XCTAssertLessThan(Date().timeIntervalSince(started), 5.5)
+        // Nothing of the operator's reaches a client: not the database's user, host, port or name.
+        let location = try XCTUnwrap(URLComponents(string: store))
+        let secrets = [location.user, location.host, location.port.map(String.init), String(location.path.dropFirst())].compactMap { $0 }
+        func assertNothingOfTheOperators(_ body: [String: Any]) {
+            let text = "\(body)"
+            for secret in secrets { XCTAssertFalse(text.contains(secret), "\(secret) in \(text)") }
+            XCTAssertFalse(text.lowercased().contains("postgres"), text)
+        }
+        assertNothingOfTheOperators(down.1)
+        XCTAssertNotNil(down.1["retryAfter"], "\(down.1)")
         sleep(2)
-        XCTAssertEqual(try call("GET", "/readyz", query: "").0, 503)
+        let unready = try call("GET", "/readyz", query: "")
+        XCTAssertEqual(unready.0, 503)
+        assertNothingOfTheOperators(unready.1)
         // A CLI command during the outage: one line, non-zero.
         let cli = try CLI.run(["store", "info", "--store", store])
         XCTAssertNotEqual(cli.status, 0)

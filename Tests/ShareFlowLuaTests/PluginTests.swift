@@ -217,6 +217,45 @@ final class PluginTests: XCTestCase {
         }
     }
 
+    /// SPEC §18 P1, never fail open: a reload whose new version fails anywhere (does not
+    /// compile, fails setup, a bad config, the folder gone) leaves the loaded version deciding,
+    /// with its observers and fault rules, and says why.
+    func testAFailedReloadKeepsThePreviousVersionDeciding() throws {
+        try plugin("gate", setup: """
+            ctx.policy('share.accept', function() return false, 'closed v1' end)
+            ctx.on('share.accepted', function() end)
+            """)
+        let (host, manager) = try world()
+        try manager.load("gate")
+        XCTAssertTrue(try story(host).contains("closed v1"))
+        let broken = [
+            "this is not lua",
+            "error('setup exploded')",
+            "ctx.policy('share.accept', function() end); error('half set up')",
+        ]
+        for (i, setup) in broken.enumerated() {
+            try plugin("gate", setup: setup)
+            XCTAssertThrowsError(try manager.reload("gate")) { e in
+                XCTAssertTrue("\(e)".contains("the loaded version of 'gate' stays in place"), "\(e)")
+            }
+            XCTAssertTrue(try story(host, tag: "b\(i)").contains("closed v1"), "still denied after failed reload \(i)")
+            XCTAssertEqual(manager.loadedNames, ["gate"])
+        }
+        XCTAssertThrowsError(try manager.load("gate", settings: LuaTable(hash: [.string("nope"): .integer(1)])))
+        XCTAssertTrue(try story(host, tag: "cfg").contains("closed v1"), "a bad config keeps v1 too")
+        try FileManager.default.removeItem(at: dir.appendingPathComponent("gate"))
+        XCTAssertThrowsError(try manager.reload("gate"))
+        XCTAssertTrue(try story(host, tag: "gone").contains("closed v1"), "a vanished folder keeps v1 too")
+        // And a reload that works replaces it, once: one policy, not two.
+        try plugin("gate", setup: "ctx.policy('share.accept', function() return false, 'closed v2' end)")
+        XCTAssertEqual(try manager.reload("gate"), ["gate"])
+        let message = try story(host, tag: "v2")
+        XCTAssertTrue(message.contains("closed v2") && !message.contains("v1"), message)
+        XCTAssertTrue(host.engine.policies.hasPolicies(.shareAccept))
+        manager.unload("gate")
+        XCTAssertEqual(try story(host, tag: "none"), "ok")
+    }
+
     func testConfigValidationErrors() throws {
         try plugin("typed", config: "limit = { type = 'integer', default = 5, min = 1, max = 10 }, name = { type = 'string' }", setup: "")
         let (_, manager) = try world()

@@ -42,6 +42,16 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
     /// in input order.
     public var partialErrors: [(item: String, error: ShareFlowError)]
     public var retryAfter: Double?
+    /// Whether the message is for the operator only: it names the store (a path, a PostgreSQL
+    /// user, host or database) or its state. A client gets a generic reason and an incident ID
+    /// instead, and the message goes to the server's log under that ID (SPEC §13). Set where
+    /// the store makes its errors (`forOperator()`), kept by `rephrased(_:)`.
+    public internal(set) var isOperatorDetail = false
+    /// Whether this is an outage of the service rather than a verdict on the request or an
+    /// item: the store cannot be reached, is busy, full or failing. Over the wire it fails the
+    /// whole request (503 `TRY_AGAIN_LATER`, which clients retry), never one item (which
+    /// clients take as final). A damaged row is no outage: the rest of the store serves.
+    public internal(set) var isOutage = false
     /// For `serverRecordChanged` (R21): the server's current record, the record the caller
     /// tried to save, and the record as the caller last had it from the server, so a script
     /// can merge and retry.
@@ -62,6 +72,22 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
     }
 
     public var codeNumber: Int { code.number }
+
+    /// This error, its message for the operator only (`isOperatorDetail`); an outage
+    /// (`isOutage`) unless said otherwise when it is `serviceUnavailable`.
+    public func forOperator(outage: Bool? = nil) -> ShareFlowError {
+        var e = self
+        e.isOperatorDetail = true
+        e.isOutage = outage ?? (code == .serviceUnavailable || code == .networkFailure)
+        return e
+    }
+
+    /// The same failure with another message (its code, retry hint and audience kept).
+    public func rephrased(_ message: String) -> ShareFlowError {
+        var e = self
+        e.message = message
+        return e
+    }
 
     public var description: String { "\(code.rawValue) (\(code.number)): \(message)" }
 

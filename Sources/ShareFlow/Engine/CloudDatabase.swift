@@ -32,7 +32,7 @@ public final class CloudDatabase {
         // One request, however many records: its fault decided once.
         let fetch = { ids.map { id -> (RecordID, Result<Record, ShareFlowError>) in
             do { return (id, .success(try self.fetchRecord(id))) }
-            catch { return (id, .failure(error as? ShareFlowError ?? ShareFlowError(.serviceUnavailable, "\(error)"))) }
+            catch { return (id, .failure(error as? ShareFlowError ?? ShareFlowError(.serviceUnavailable, "\(error)").forOperator())) }
         } }
         return engine.faultScope("fetchRecords", self, items: ids.map { FaultItem($0) }, fetch)
     }

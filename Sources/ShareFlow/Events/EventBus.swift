@@ -65,6 +65,34 @@ public final class EventBus: @unchecked Sendable {
         for i in lists.indices { lists[i] = Observers(ContiguousArray(lists[i].entries.filter { !$0.label.hasPrefix(prefix) })) }
     }
 
+    /// Observers taken out by `detach(labelPrefix:)`, to be put back as they were.
+    public struct Detached {
+        fileprivate let entries: [(kind: Int, entry: Entry)]
+    }
+
+    /// Takes out every observer whose label starts with `prefix`, keeping them to put back:
+    /// a plugin's reload parks the old version's observers while the new one loads, and a
+    /// new version that fails to load leaves the old one observing (SPEC §18 P1).
+    public func detach(labelPrefix prefix: String) -> Detached {
+        var taken: [(kind: Int, entry: Entry)] = []
+        for i in lists.indices {
+            taken += lists[i].entries.filter { $0.label.hasPrefix(prefix) }.map { (i, $0) }
+        }
+        removeAll(labelPrefix: prefix)
+        return Detached(entries: taken)
+    }
+
+    /// Puts detached observers back in the places they had: by priority, then by when they
+    /// were first registered.
+    public func reattach(_ detached: Detached) {
+        for (kind, group) in Dictionary(grouping: detached.entries, by: \.kind) {
+            let merged = (lists[kind].entries + group.map(\.entry)).sorted {
+                $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id
+            }
+            lists[kind] = Observers(ContiguousArray(merged))
+        }
+    }
+
     public func hasObservers(_ event: EventKind) -> Bool { !lists[event.rawValue].entries.isEmpty }
 
     func deliver(_ event: Event) {

@@ -194,6 +194,34 @@ public final class PolicySet: @unchecked Sendable {
         update { $0.removeAll { $0.name.hasPrefix(prefix) } }
     }
 
+    /// Policies taken out by `detach(namePrefix:)`, to be put back as they were.
+    public struct Detached {
+        fileprivate let entries: [(point: Int, entry: Entry)]
+    }
+
+    /// Takes out every policy whose name starts with `prefix`, keeping them to put back: while
+    /// a plugin's new version loads, and for good only once it has loaded (SPEC §18 P1: a
+    /// reload that fails never leaves its decisions to nobody).
+    public func detach(namePrefix prefix: String) -> Detached {
+        var taken: [(point: Int, entry: Entry)] = []
+        for i in points.indices {
+            taken += points[i].entries.filter { $0.name.hasPrefix(prefix) }.map { (i, $0) }
+        }
+        removeAll(namePrefix: prefix)
+        return Detached(entries: taken)
+    }
+
+    /// Puts detached policies back in the order they were asked: by priority, then by when
+    /// they were added.
+    public func reattach(_ detached: Detached) {
+        for (index, group) in Dictionary(grouping: detached.entries, by: \.point) {
+            let merged = (points[index].entries + group.map(\.entry)).sorted {
+                $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id
+            }
+            points[index] = Point(points[index].name, merged)
+        }
+    }
+
     public func hasPolicies(_ point: DecisionPoint) -> Bool { !points[point.rawValue].entries.isEmpty }
 
     /// Asks every policy at the request's point; throws `permissionFailure` on denial.

@@ -200,6 +200,31 @@ public final class FaultInjector: @unchecked Sendable {
         }
     }
 
+    /// Rules taken out by `detach(where:)`, to be armed again as they were.
+    public struct Detached {
+        fileprivate let rules: [Armed]
+    }
+
+    /// Disarms the rules of owners `matching`, keeping them (their counts and generators) to
+    /// arm again: a plugin's old version's rules while its new version loads.
+    public func detach(where matching: (Owner) -> Bool) -> Detached {
+        lock.withLock {
+            let taken = armed.filter { matching($0.owner) }
+            armed.removeAll { matching($0.owner) }
+            armedCount.store(armed.count, ordering: .relaxed)
+            return Detached(rules: taken)
+        }
+    }
+
+    /// Arms detached rules again, in the order they were first armed (past the rule limit
+    /// too: they were armed before).
+    public func reattach(_ detached: Detached) {
+        lock.withLock {
+            armed = (armed + detached.rules).sorted { $0.id < $1.id }
+            armedCount.store(armed.count, ordering: .relaxed)
+        }
+    }
+
     private func removeAll(ids: Set<Int>) -> Int {
         lock.withLock {
             let before = armed.count

@@ -231,7 +231,7 @@ public final class Store: @unchecked Sendable {
                 // discovery's progress, calling a save) is refused before anything is written:
                 // no row changes, so no event is sent for a change that never was.
                 guard writing else {
-                    throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns")
+                    throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
                 }
                 var result: T?
                 do {
@@ -287,7 +287,7 @@ public final class Store: @unchecked Sendable {
                     return db.totalChangesCount == changes ? .commit : .rollback
                 }
                 guard db.totalChangesCount == changes, let result else {
-                    throw ShareFlowError(.serviceUnavailable, "store \(path): a read changed rows; it was undone (a ShareFlow bug: please report it)")
+                    throw ShareFlowError(.serviceUnavailable, "store \(path): a read changed rows; it was undone (a ShareFlow bug: please report it)").forOperator()
                 }
                 return result
             }
@@ -302,7 +302,7 @@ public final class Store: @unchecked Sendable {
         do {
             if let session = currentSession {
                 guard writing else {
-                    throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns")
+                    throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
                 }
                 do {
                     return try postgres.savepoint(session) {

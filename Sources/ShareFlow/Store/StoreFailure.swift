@@ -32,7 +32,9 @@ struct StoreFailure {
     /// Seconds a caller should wait before retrying a busy or locked store.
     static let busyRetryAfter = 1.0
 
-    var shareFlowError: ShareFlowError {
+    var shareFlowError: ShareFlowError { cause.forOperator() }
+
+    private var cause: ShareFlowError {
         let store = path.map { "store \($0)" } ?? "the store"
         guard let db = error as? DatabaseError else {
             Counted.storeError("sqlite", cause: "other")

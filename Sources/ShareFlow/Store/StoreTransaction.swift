@@ -85,7 +85,7 @@ package struct StoreTransaction {
         case .postgres(let session):
             guard let id = try session.query(sql + " RETURNING id", arguments.values).first?.first,
                   case .int64(let n) = id.storage else {
-                throw ShareFlowError(.serviceUnavailable, "\(path ?? "the store"): an insert gave no row ID")
+                throw ShareFlowError(.serviceUnavailable, "\(path ?? "the store"): an insert gave no row ID").forOperator()
             }
             return n
         }

@@ -15,7 +15,7 @@ struct DamagedRow: Error, CustomStringConvertible {
     /// The error a caller gets: `serviceUnavailable` naming the store, like every other store
     /// failure; the rest of the store goes on serving.
     func shareFlowError(path: String?) -> ShareFlowError {
-        ShareFlowError(.serviceUnavailable, "\(path.map { "store \($0)" } ?? "the store"): damaged row: \(self)")
+        ShareFlowError(.serviceUnavailable, "\(path.map { "store \($0)" } ?? "the store"): damaged row: \(self)").forOperator(outage: false)
     }
 }
 

@@ -150,21 +150,60 @@ public final class PluginManager {
     }
 
     /// Loads (or reloads) one plugin with its config from the config file, or `settings`.
+    ///
+    /// A reload never leaves the plugin's decisions to nobody (SPEC §18 P1): the loaded
+    /// version's observers, policies and fault rules are parked while the new version loads,
+    /// and put back, its state untouched, when the new one fails anywhere (not found, does not
+    /// compile, a bad config, a failing setup). The error says the previous version stays.
     public func load(_ name: String, settings: LuaTable? = nil) throws {
-        unload(name)
-        let folder = try folder(of: name)
-        let host = try makeHost(name: name, folder: folder)
+        let previous = loaded[name]
+        let parked = park(name)
+        let host: ScriptHost
         do {
-            let plugin = try evaluate(host, name: name, folder: folder)
-            let values = try validatedConfig(plugin, name: name, settings: settings ?? config.plugins[name] ?? LuaTable())
-            try runSetup(host, name: name, config: values)
+            let folder = try folder(of: name)
+            host = try makeHost(name: name, folder: folder)
+            do {
+                let plugin = try evaluate(host, name: name, folder: folder)
+                let values = try validatedConfig(plugin, name: name, settings: settings ?? config.plugins[name] ?? LuaTable())
+                try runSetup(host, name: name, config: values)
+            } catch {
+                removeHooks(name)
+                host.lua.close()
+                throw error
+            }
         } catch {
-            removeHooks(name)
-            host.lua.close()
-            throw error
+            guard previous != nil else { throw error }
+            restore(parked)
+            throw PluginError("\(error); the loaded version of '\(name)' stays in place")
         }
-        loaded[name] = host
-        loadOrder.append(name)
+        if let previous { retire(previous) }
+        if loaded.updateValue(host, forKey: name) == nil { loadOrder.append(name) }
+    }
+
+    /// The hooks of a plugin's loaded version, taken out while a new version loads.
+    private struct Parked {
+        let observers: EventBus.Detached
+        let policies: PolicySet.Detached
+        let faults: FaultInjector.Detached
+    }
+
+    private func park(_ name: String) -> Parked {
+        Parked(observers: engine.events.detach(labelPrefix: PluginManager.prefix(name)),
+               policies: engine.policies.detach(namePrefix: PluginManager.prefix(name)),
+               faults: engine.faults.detach { $0 == .plugin(name) })
+    }
+
+    private func restore(_ parked: Parked) {
+        engine.events.reattach(parked.observers)
+        engine.policies.reattach(parked.policies)
+        engine.faults.reattach(parked.faults)
+    }
+
+    /// Closes a replaced version's state, or keeps it until the call it is in returns.
+    private func retire(_ host: ScriptHost) {
+        retiring.removeAll { $0.lua.isClosed }
+        host.lua.close()
+        if !host.lua.isClosed { retiring.append(host) }
     }
 
     /// Removes a plugin's observers and policies and closes its state.

@@ -74,7 +74,7 @@ enum ChangeEndpoints {
             case .success(let page):
                 return ["zoneID": WireFormat.zoneID(zoneID), "syncToken": page.token, "moreComing": page.moreComing, "records": page.records]
             case .failure(let e):
-                return WireFormat.zoneError(e, zoneID: zoneID)
+                return try WireFormat.zoneError(e, zoneID: zoneID)
             }
         }]
     }

@@ -29,7 +29,7 @@ enum RecordsLookup {
                                                     recordName: name)
             guard budget > 0 else { return overBudget }
             let result = fetched[name] ?? Result { try db.fetchRecord(RecordID(recordName: name, zoneID: zone)) }
-                .mapError { $0 as? ShareFlowError ?? ShareFlowError(.serviceUnavailable, "\($0)") }
+                .mapError { $0 as? ShareFlowError ?? ShareFlowError(.serviceUnavailable, "\($0)").forOperator() }
             switch result {
             case .success(let record):
                 guard record.storedBytes <= budget else {
@@ -41,7 +41,7 @@ enum RecordsLookup {
                 return WireFormat.record(record, desiredKeys: keys, numbersAsStrings: asStrings)
             case .failure(let e):
                 fetched[name] = result
-                return WireFormat.recordError(e, recordName: name)
+                return try WireFormat.recordError(e, recordName: name)
             }
         }]
     }

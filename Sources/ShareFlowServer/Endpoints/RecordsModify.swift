@@ -93,7 +93,7 @@ enum RecordsModify {
                     throw CloudKitError.badRequest("operations[\(n)].operationType '\(type)' is not one of create, update, forceUpdate, replace, forceReplace, delete, forceDelete")
                 }
             } catch let e as ShareFlowError {
-                plans.append((name, .failed(WireFormat.recordError(e, recordName: name))))
+                plans.append((name, .failed(try WireFormat.recordError(e, recordName: name))))
             }
         }
         var companions: [(name: String, plan: Planned)] = []
@@ -107,7 +107,7 @@ enum RecordsModify {
                 plans[index].plan = .save(share, .ifServerRecordUnchanged)
                 if let companion { companions.append((companion.recordID.recordName, .companion(companion))) }
             } catch let e as ShareFlowError {
-                plans[index].plan = .failed(WireFormat.recordError(e, recordName: item.name))
+                plans[index].plan = .failed(try WireFormat.recordError(e, recordName: item.name))
             }
         }
         plans = companions + plans
@@ -133,7 +133,7 @@ enum RecordsModify {
         var saved = result.saveResults.makeIterator(), deleted = result.deleteResults.makeIterator()
         // A companion's failure is its share's: the client asked for the share only.
         var companionFailure: ShareFlowError?
-        return ["records": plans.compactMap { p -> Object? in
+        return ["records": try plans.compactMap { p -> Object? in
             switch p.plan {
             case .companion:
                 if case .failure(let e) = saved.next()!.1 { companionFailure = e }
@@ -144,15 +144,15 @@ enum RecordsModify {
                 case .success(let r): return WireFormat.record(r, desiredKeys: desired, numbersAsStrings: asStrings)
                 case .failure(let e):
                     if let root = companionFailure, asked is Share, e.code == .batchRequestFailed {
-                        return WireFormat.recordError(ShareFlowError(root.code, "the share's root record: \(root.message)"), recordName: p.name)
+                        return try WireFormat.recordError(root.rephrased("the share's root record: \(root.message)"), recordName: p.name)
                     }
-                    return WireFormat.recordError(e, recordName: p.name)
+                    return try WireFormat.recordError(e, recordName: p.name)
                 }
             case .share: return WireFormat.recordError(code: "INTERNAL_ERROR", reason: "share \(p.name) was not planned", recordName: p.name)
             case .delete:
                 switch deleted.next()!.1 {
                 case .success: return ["recordName": p.name, "deleted": true]
-                case .failure(let e): return WireFormat.recordError(e, recordName: p.name)
+                case .failure(let e): return try WireFormat.recordError(e, recordName: p.name)
                 }
             }
         }]

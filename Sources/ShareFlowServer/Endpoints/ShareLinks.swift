@@ -28,7 +28,7 @@ enum ShareLinks {
                                     ["participantId": m.participantID, "contactInformation": WireFormat.masked(m.lookupInfo)]
                                 }])
             } catch let e as ShareFlowError {
-                results.append(WireFormat.resultError(e, shortGUID: value))
+                results.append(try WireFormat.resultError(e, shortGUID: value))
             }
         }
         return ["results": results]

@@ -56,7 +56,7 @@ enum ZoneEndpoints {
                 default: throw CloudKitError.badRequest("operations[\(n)].operationType '\(type)' is not create or delete")
                 }
             } catch let e as ShareFlowError {
-                return WireFormat.zoneError(e, zoneID: zid)
+                return try WireFormat.zoneError(e, zoneID: zid)
             }
         }]
     }

@@ -37,8 +37,18 @@ struct CloudKitError: HTTPResponseError, @unchecked Sendable, CustomStringConver
         switch error {
         case let e as CloudKitError: e
         case let e as ShareFlowError: CloudKitError(e)
-        default: CloudKitError(status: 500, code: "INTERNAL_ERROR", reason: "\(error)")
+        default: internalError(error)
         }
+    }
+
+    /// An error of no known kind: its words are the operator's (a store's path, a library's
+    /// message), so the client gets an incident ID and the log gets the words.
+    static func internalError(_ error: any Error) -> CloudKitError {
+        let incident = UUID().uuidString.lowercased()
+        OperatorLog.incident(incident, "\(error)")
+        var body = WireFormat.error(code: "INTERNAL_ERROR", reason: "the server failed to answer this request (incident \(incident))")
+        body["uuid"] = incident
+        return CloudKitError(status: 500, body: body)
     }
 
     /// A request that cannot be understood: `BAD_REQUEST`, naming the field.

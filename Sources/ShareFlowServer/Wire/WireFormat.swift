@@ -29,9 +29,27 @@ enum WireFormat {
     /// An error dictionary: `uuid`, `serverErrorCode`, `reason` (the ShareFlow code named), and
     /// `retryAfter` when there is one.
     static func error(_ e: ShareFlowError, extra: Object = [:]) -> Object {
-        var o: Object = ["uuid": UUID().uuidString.lowercased(), "serverErrorCode": code(e), "reason": "\(e.code.rawValue): \(e.message)"]
+        let uuid = UUID().uuidString.lowercased()
+        var o: Object = ["uuid": uuid, "serverErrorCode": code(e), "reason": reason(e, incident: uuid)]
         if let r = e.retryAfter { o["retryAfter"] = r }
         return o.merging(extra) { a, _ in a }
+    }
+
+    /// The only way an engine error's words reach a client: its code and message, or, where the
+    /// message is the operator's (`isOperatorDetail`: it names the store, its path, user, host
+    /// or database), a generic sentence and an incident ID, the message going to the log under
+    /// that ID.
+    static func reason(_ e: ShareFlowError, incident: String = UUID().uuidString.lowercased()) -> String {
+        guard e.isOperatorDetail else { return "\(e.code.rawValue): \(e.message)" }
+        OperatorLog.incident(incident, e.message)
+        let what = e.isOutage ? "the service is unavailable; try again later" : "the store could not complete this change"
+        return "\(e.code.rawValue): \(what) (incident \(incident))"
+    }
+
+    /// A per-item error that is an outage fails the whole request instead (`isOutage`).
+    static func itemError(_ e: ShareFlowError) throws -> ShareFlowError {
+        if e.isOutage { throw CloudKitError(e) }
+        return e
     }
 
     static func error(code: String, reason: String) -> Object {
@@ -48,8 +66,8 @@ enum WireFormat {
     // `retryAfter`; the request-level body (above) keeps `uuid`.
 
     /// A failed item of `records`: `recordName`, `serverErrorCode`, `reason`.
-    static func recordError(_ e: ShareFlowError, recordName: String) -> Object {
-        recordError(code: code(e), reason: "\(e.code.rawValue): \(e.message)", recordName: recordName)
+    static func recordError(_ e: ShareFlowError, recordName: String) throws -> Object {
+        recordError(code: code(try itemError(e)), reason: reason(e), recordName: recordName)
     }
 
     static func recordError(code: String, reason: String, recordName: String) -> Object {
@@ -57,8 +75,8 @@ enum WireFormat {
     }
 
     /// A failed item of `zones`: `zoneID`, `serverErrorCode`, `reason`, `retryAfter` when set.
-    static func zoneError(_ e: ShareFlowError, zoneID: RecordZoneID) -> Object {
-        var o = zoneError(code: code(e), reason: "\(e.code.rawValue): \(e.message)", zoneID: zoneID)
+    static func zoneError(_ e: ShareFlowError, zoneID: RecordZoneID) throws -> Object {
+        var o = zoneError(code: code(try itemError(e)), reason: reason(e), zoneID: zoneID)
         if let r = e.retryAfter { o["retryAfter"] = r }
         return o
     }
@@ -68,8 +86,8 @@ enum WireFormat {
     }
 
     /// A failed item of `results` (resolve, accept): `shortGUID`, `serverErrorCode`, `reason`.
-    static func resultError(_ e: ShareFlowError, shortGUID: String) -> Object {
-        ["shortGUID": ["value": shortGUID], "serverErrorCode": code(e), "reason": "\(e.code.rawValue): \(e.message)"]
+    static func resultError(_ e: ShareFlowError, shortGUID: String) throws -> Object {
+        ["shortGUID": ["value": shortGUID], "serverErrorCode": code(try itemError(e)), "reason": reason(e)]
     }
 
     // MARK: Identities and zones

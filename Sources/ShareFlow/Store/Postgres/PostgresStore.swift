@@ -161,7 +161,7 @@ package final class PostgresStore: @unchecked Sendable {
             do {
                 configuration.tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
             } catch {
-                throw ShareFlowError(.serviceUnavailable, "store \(location.label): TLS cannot be set up (\(error))")
+                throw ShareFlowError(.serviceUnavailable, "store \(location.label): TLS cannot be set up (\(error))").forOperator()
             }
         }
         configuration.options.connectTimeout = .milliseconds(Int64(settings.statementTimeoutMs))
@@ -321,7 +321,9 @@ package final class PostgresStore: @unchecked Sendable {
     }
 
     /// A failure as the caller gets it: `serviceUnavailable`, with `retryAfter` where retrying helps.
-    func shareFlowError(_ failure: PostgresFailure) -> ShareFlowError {
+    func shareFlowError(_ failure: PostgresFailure) -> ShareFlowError { cause(failure).forOperator() }
+
+    private func cause(_ failure: PostgresFailure) -> ShareFlowError {
         let store = "store \(location.label)"
         Counted.storeError("postgres", cause: failure.isConnectionLost || failure.sqlState == nil ? "unreachable" : failure.sqlState ?? "unknown")
         if failure.isConnectionLost || failure.sqlState == nil {
