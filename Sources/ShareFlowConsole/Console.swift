@@ -308,7 +308,7 @@ public final class Console {
     func appendHistory(_ line: String) {
         guard let file = historyFile else { return }
         if !FileManager.default.fileExists(atPath: file) {
-            try? FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try? FileManager.default.createDirectory(atPath: PathName.folder(of: file), withIntermediateDirectories: true)
             _ = FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o600])
         }
         guard let handle = FileHandle(forWritingAtPath: file) else { return }

@@ -164,9 +164,7 @@ public final class ScriptHost {
     /// Runs a script file as the standalone `lua` does: `arg` holds the script name at 0 and
     /// the arguments from 1, and the chunk receives the arguments as `...`.
     public func runFile(_ path: String, arguments: [String], interpreter: String = "shareflow") throws {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw LuaError(message: "cannot open \(path)")
-        }
+        let data = try ScriptHost.read(path)
         var code = String(decoding: data, as: UTF8.self)
         if code.hasPrefix("#") {  // a shebang line, skipped as lua.c does (keeping line numbers)
             code = "--" + code
@@ -179,12 +177,31 @@ public final class ScriptHost {
         lua.setGlobal("arg")
         let base = lua.top
         defer { lua.top = base }
-        try lua.load(code, chunkName: "@" + path)
+        try lua.load(code, chunkName: path == "-" ? "=stdin" : "@" + path)
         // Any number of arguments: room for each on the stack first (45 overran Lua's 20 free
         // slots and corrupted the heap).
         try lua.checkStack(Int32(clamping: arguments.count + 1))
         for a in arguments { lua.push(string: a) }
         try lua.call(arguments: Int32(arguments.count), results: 0)
+    }
+
+    /// A script's text: `-` is standard input; a pipe, `/dev/stdin` or `<(…)` is read to its
+    /// end as a file is (lua.c reads all three). A folder or a missing file is "cannot open",
+    /// with the reason.
+    static func read(_ path: String) throws -> Data {
+        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw LuaError(message: "cannot open \(path) (\(String(cString: strerror(errno))))") }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            throw LuaError(message: "cannot open \(path) (Is a directory)")
+        }
+        do {
+            return try handle.readToEnd() ?? Data()
+        } catch {
+            throw LuaError(message: "cannot read \(path) (\(error.localizedDescription))")
+        }
     }
 
     /// Runs a chunk of text and returns its results.

@@ -143,7 +143,7 @@ public struct LuaTestRunner {
     /// A folder whose name holds `;` or `?` (package.path's separator and placeholder) is not
     /// added: it would read as other folders.
     private func findModules(beside file: String, in host: ScriptHost) throws {
-        let folder = (file as NSString).deletingLastPathComponent
+        let folder = PathName.folder(of: file)
         guard !folder.contains(";"), !folder.contains("?") else { return }
         try host.lua.push(.string(folder.isEmpty ? "." : folder))
         host.lua.setGlobal("__shareflow_test_folder")
@@ -161,14 +161,14 @@ public struct LuaTestRunner {
     /// that plugin loaded with its default config; every test can load others with
     /// `shareflow.plugins.load(name, config)`.
     private func attachPlugins(_ host: ScriptHost, file: String) throws {
-        let folder = (file as NSString).deletingLastPathComponent
+        let folder = PathName.folder(of: file)
         let isPlugin = FileManager.default.fileExists(atPath: (folder as NSString).appendingPathComponent("init.lua"))
-        let dirs = isPlugin ? [(folder as NSString).deletingLastPathComponent] : pluginDirectories
+        let dirs = isPlugin ? [PathName.folder(of: folder)] : pluginDirectories
         let manager = try PluginManager(engine: host.engine, directories: dirs, privateDataDirectory: ())
         host.plugins = manager
         // The config file's fault rules (SPEC §15) apply to every test, as to every command.
         for rule in faults { try host.engine.faults.add(rule, owner: .config) }
-        if isPlugin { try manager.load((folder as NSString).lastPathComponent) }
+        if isPlugin { try manager.load(PathName.lastComponent(of: folder)) }
     }
 
     /// `test(name, fn)` and the `expect` helpers (Lua/test_harness.lua); failures name the

@@ -34,6 +34,15 @@ extension ShareFlowCommand {
             return (home as NSString).appendingPathComponent(".shareflow_history")
         }
 
+        /// The console on a host a script ran in (`run -i`): interactive on a terminal, the
+        /// lines of standard input otherwise. Its exit code.
+        static func console(on host: ScriptHost) throws -> Int32 {
+            let console = try Console(host: host)
+            return isatty(STDIN_FILENO) != 0
+                ? console.runInteractive()
+                : console.runScripted(lines: AnySequence { AnyIterator { readLine(strippingNewline: true) } })
+        }
+
         func run() throws {
             let engine: Engine
             engine = try global.makeEngine()

@@ -8,7 +8,11 @@ extension ShareFlowCommand {
         static let configuration = CommandConfiguration(
             commandName: "run",
             abstract: "Run a Lua script against the store.",
-            discussion: "The script sees `arg` as the standalone lua gives it and `require(\"shareflow\")`."
+            discussion: """
+                The script sees `arg` as the standalone lua gives it and `require("shareflow")`. As with lua: `-` \
+                (or no script, with standard input not a terminal) reads the script from standard input; \
+                `-e CHUNK` runs a chunk first (repeatable); `-i` opens the console afterwards, on the same state.
+                """
         )
 
         @OptionGroup var global: GlobalOptions
@@ -22,15 +26,34 @@ extension ShareFlowCommand {
         @Flag(name: .long, help: "Run on a throw-away copy of the store and print what would have changed; the store is not touched.")
         var dryRun = false
 
-        @Argument(help: "The Lua script.")
-        var script: String
+        @Option(name: .customShort("e"), help: ArgumentHelp("Run this chunk before the script (repeatable).", valueName: "chunk"))
+        var execute: [String] = []
+
+        @Flag(name: .customShort("i"), help: "Open the console after running the chunks and the script, on the same state.")
+        var interactive = false
+
+        @Argument(help: "The Lua script (- for standard input).")
+        var script: String?
 
         @Argument(parsing: .captureForPassthrough, help: "Arguments passed to the script.")
         var arguments: [String] = []
 
         func run() throws {
-            try RunInvocation(global: global.settings, as: `as`, sandbox: sandbox, dryRun: dryRun,
-                              script: script, arguments: arguments).run()
+            if interactive && dryRun {
+                throw ValidationError("-i cannot be combined with --dry-run (a console's work cannot be rolled back at its end)")
+            }
+            // As lua: no script and nothing else to do reads standard input, or, on a terminal,
+            // opens the console.
+            var script = script
+            var interactive = interactive
+            if script == nil && execute.isEmpty && !interactive {
+                if isatty(STDIN_FILENO) != 0 && !dryRun { interactive = true } else { script = "-" }
+            }
+            var invocation = RunInvocation(global: global.settings, as: `as`, sandbox: sandbox, dryRun: dryRun,
+                                           script: script, arguments: arguments)
+            invocation.chunks = execute
+            invocation.interactive = interactive
+            try invocation.run()
         }
     }
 }
@@ -41,8 +64,13 @@ struct RunInvocation {
     var `as`: String?
     var sandbox = false
     var dryRun = false
-    var script: String
+    /// Nil with `-e` or `-i` alone.
+    var script: String?
     var arguments: [String] = []
+    /// `-e` chunks, run in order before the script.
+    var chunks: [String] = []
+    /// `-i`: the console after the script, on its state.
+    var interactive = false
 
     /// Reads `run [OPTIONS] SCRIPT` without the argument parser, or nil — and the parser
     /// reads it — whenever the line is anything else or might mean anything else: only the
@@ -85,7 +113,7 @@ struct RunInvocation {
         self.init(global: global, as: who, sandbox: sandbox, dryRun: dryRun, script: script, arguments: [])
     }
 
-    init(global: GlobalSettings, as who: String?, sandbox: Bool, dryRun: Bool, script: String, arguments: [String]) {
+    init(global: GlobalSettings, as who: String?, sandbox: Bool, dryRun: Bool, script: String?, arguments: [String]) {
         self.global = global
         self.as = who
         self.sandbox = sandbox
@@ -127,7 +155,7 @@ struct RunInvocation {
         let engine = try global.makeEngine()
         let plugins: PluginManager
         do { plugins = try global.loadPlugins(into: engine, privateData: dryRun) } catch { throw CLIFailure(message: "\(error)") }
-        let scriptFolder = (script as NSString).deletingLastPathComponent
+        let scriptFolder = script.map { PathName.folder(of: $0) } ?? ""
         let host = try ScriptHost(engine: engine, sandboxFolder: sandbox ? (scriptFolder.isEmpty ? "." : scriptFolder) : nil)
         host.plugins = plugins
         if let who = `as` {
@@ -148,12 +176,20 @@ struct RunInvocation {
                 FileHandle.standardError.write(Data("\rdiscovering users: \(done)/\(total) contacts\(end)".utf8))
             }
         }
+        /// The `-e` chunks in order, then the script.
+        func runLua() throws {
+            for chunk in chunks { try host.run(chunk, chunkName: "=(command line)") }
+            if let script { try host.runFile(script, arguments: arguments) }
+        }
         func runScript() throws {
             do {
-                try host.runFile(script, arguments: arguments)
+                try runLua()
             } catch let error as LuaError {
                 throw CLIFailure(lua: error)
             }
+            guard interactive else { return }
+            let code = try ShareFlowCommand.Repl.console(on: host)
+            if code != 0 { throw ExitCode(code) }
         }
         /// A successful run ends here, its states still open: the script's state is closed
         /// (its finalizers run, as on any exit) and the store closed (a file store left whole,

@@ -116,7 +116,7 @@ struct GlobalSettings {
     var pluginSearchPath: [String] {
         var dirs = plugins
         if let config = configPath {
-            let folder = (config as NSString).deletingLastPathComponent
+            let folder = PathName.folder(of: config)
             let base = folder.isEmpty ? "." : folder
             dirs += [(base as NSString).appendingPathComponent("Plugins"), base]
         }
@@ -164,7 +164,7 @@ struct GlobalSettings {
             // (plugin data stays on each node, SPEC §16).
             let dataDirectory = PostgresLocation.isURL(store)
                 ? ".shareflow/plugin-data"
-                : ((store as NSString).deletingLastPathComponent as NSString).appendingPathComponent("plugin-data")
+                : (PathName.folder(of: store) as NSString).appendingPathComponent("plugin-data")
             manager = PluginManager(engine: engine, directories: pluginSearchPath, config: config, dataDirectory: dataDirectory)
         }
         try manager.loadEnabled()

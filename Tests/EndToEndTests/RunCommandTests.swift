@@ -101,6 +101,45 @@ final class RunCommandTests: XCTestCase {
         XCTAssertTrue(missing.stderr.contains("cannot open"), missing.stderr)
     }
 
+    /// As the standalone lua: `-` (and no script, piped) reads standard input, `/dev/stdin` and a
+    /// process substitution (a pipe) are read as files, `-e` runs chunks first, `-i` opens the
+    /// console on the same state; a one-character path (`-`, `.`, `a`) is no crash (Foundation's
+    /// deletingLastPathComponent traps on those: SIGILL, rc 132).
+    func testStandardInputChunksAndTheConsoleAsLuaHasThem() throws {
+        let dir = try CLI.temporaryDirectory()
+        let dash = try CLI.run(["run", "--store", ":memory:", "-", "a", "b"], stdin: "print('stdin', arg[0], ...)")
+        XCTAssertEqual(dash.status, 0, dash.stderr)
+        XCTAssertEqual(dash.stdout, "stdin\t-\ta\tb\n")
+        let piped = try CLI.run(["run", "--store", ":memory:"], stdin: "print(1 + 1)")
+        XCTAssertEqual(piped.stdout, "2\n", piped.stderr)
+        let failing = try CLI.run(["run", "--store", ":memory:", "-"], stdin: "\nerror('boom')")
+        XCTAssertEqual(failing.status, 1)
+        XCTAssertTrue(failing.stderr.hasPrefix("shareflow: stdin:2: boom"), failing.stderr)
+        let devStdin = try CLI.run(["run", "--store", ":memory:", "/dev/stdin"], stdin: "print('dev')")
+        XCTAssertEqual(devStdin.stdout, "dev\n", devStdin.stderr)
+        let substituted = try CLI.runTool("bash", ["-c", "\(CLI.binary) run --store :memory: <(echo 'print(\"fifo\")')"])
+        XCTAssertEqual(substituted.stdout, "fifo\n", substituted.stderr)
+        let chunks = try CLI.run(["run", "--store", ":memory:", "-e", "x = 20", "-e", "print(x * 2)"])
+        XCTAssertEqual(chunks.stdout, "40\n", chunks.stderr)
+        let script = dir.appendingPathComponent("s.lua")
+        try CLI.write("y = (x or 0) + 1", to: script)
+        let console = try CLI.run(["run", "--store", ":memory:", "-e", "x = 41", "-i", script.path], stdin: "print(y)\nreturn y * 2\n")
+        XCTAssertEqual(console.status, 0, console.stderr)
+        XCTAssertTrue(console.stdout.contains("42") && console.stdout.contains("84"), console.stdout)
+        XCTAssertNotEqual(try CLI.run(["run", "--store", ":memory:", "-i", "--dry-run", script.path]).status, 0)
+        for odd in [".", "a", "-x-"] {
+            let r = try CLI.run(["run", "--store", ":memory:", "--", odd], cwd: dir)
+            XCTAssertEqual(r.status, 1, "\(odd): \(r.stderr)")
+            XCTAssertTrue(r.stderr.hasPrefix("shareflow: cannot open \(odd) ("), r.stderr)
+        }
+        let folder = try CLI.run(["run", "--store", ":memory:", dir.path])
+        XCTAssertTrue(folder.stderr.contains("Is a directory"), folder.stderr)
+        // `test .` and `test a` read the folder as given.
+        let tests = try CLI.run(["test", "--store", ":memory:", "."], cwd: dir)
+        XCTAssertEqual(tests.status, 1)
+        XCTAssertTrue(tests.stderr.contains("no tests found in ."), tests.stderr)
+    }
+
     func testDefaultStoreIsCreatedWithItsFolder() throws {
         let dir = try CLI.temporaryDirectory()
         try CLI.write("print('ok')", to: dir.appendingPathComponent("ok.lua"))

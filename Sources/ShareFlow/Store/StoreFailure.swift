@@ -21,7 +21,7 @@ struct StoreFailure {
         guard let path, path != ":memory:" else { return "its file or folder cannot be written" }
         let files = FileManager.default
         if files.fileExists(atPath: path), !files.isWritableFile(atPath: path) { return "its file cannot be written" }
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = PathName.folder(of: path)
         if !files.isWritableFile(atPath: folder.isEmpty ? "." : folder) { return "its folder \(folder.isEmpty ? "." : folder) cannot be written" }
         for suffix in ["-shm", "-wal"] where files.fileExists(atPath: path + suffix) && !files.isWritableFile(atPath: path + suffix) {
             return "\(path + suffix) cannot be written: a read made it while the store's file was read-only; remove \(path)-shm and \(path)-wal when no process has the store open"

@@ -71,7 +71,7 @@ public struct PluginConfig {
             throw PluginError("cannot read config file \(path)")
         }
         let lua = try LuaState(libraries: .sandbox)
-        try Sandbox.apply(to: lua, folder: (path as NSString).deletingLastPathComponent) { _ in }
+        try Sandbox.apply(to: lua, folder: PathName.folder(of: path)) { _ in }
         let results: [LuaValue]
         do {
             results = try lua.run(String(decoding: data, as: UTF8.self), chunkName: "@" + path)

@@ -1,5 +1,6 @@
 import CShareFlowSupport
 import Foundation
+import ShareFlow
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -156,8 +157,7 @@ public final class PluginDataFolder: @unchecked Sendable {  // mutable state beh
     public static func removeTree(_ path: String) {
         var path = path
         while path.count > 1, path.hasSuffix("/") { path.removeLast() }  // "link/" would follow
-        let ns = path as NSString
-        let name = ns.lastPathComponent, parent = ns.deletingLastPathComponent
+        let name = PathName.lastComponent(of: path), parent = PathName.folder(of: path)
         guard !name.isEmpty, name != "/", name != ".", name != ".." else { return }
         let dir = open(parent.isEmpty ? "." : parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard dir >= 0 else { return }
