@@ -103,9 +103,15 @@ test("§15: the feeds: changeTokenExpired and zoneBusy per zone, zonePurged in t
   assert(select(2, w.db:modifyRecords{ save = { w.trip } }) == nil)
   local start = assert(w.db:databaseChanges())
   local rule = sf.faults.add{ operation = "recordZoneChanges", zone = "Trips", fault = "changeTokenExpired", count = 1 }
-  local page, err = w.db:recordZoneChanges{ zoneID = w.zone }
+  -- A fetch from the start is the recovery the error asks for: never struck.
+  local first = assert(w.db:recordZoneChanges{ zoneID = w.zone })
+  local page, err = w.db:recordZoneChanges{ zoneID = w.zone, since = first.changeToken }
   expect.eq(page, nil)
   expect.eq(err.code, "changeTokenExpired")
+  rule:remove()
+  rule = sf.faults.add{ operation = "databaseChanges", fault = "changeTokenExpired" }
+  assert(w.db:databaseChanges(), "no token: not struck")
+  expect.eq(select(2, w.db:databaseChanges{ since = start.changeToken }).code, "changeTokenExpired")
   rule:remove()
   sf.faults.add{ operation = "changes/zone", fault = "zoneBusy", retryAfter = 4, count = 1 }
   page, err = w.db:recordZoneChanges{ zoneID = w.zone }

@@ -40,7 +40,7 @@ extension CloudDatabase {
 
     /// The database's zone changes since `token` (nil: from the start).
     public func databaseChanges(since token: String? = nil, resultsLimit: Int? = nil) throws -> DatabaseChanges {
-        try engine.faultGate("databaseChanges", self, items: []) {
+        try engine.faultGate("databaseChanges", self, items: [], sentChangeToken: token != nil) {
             try engine.databaseChanges(since: token, resultsLimit: resultsLimit, in: self)
         }
     }
@@ -82,7 +82,7 @@ extension Engine {
                            in database: CloudDatabase) throws -> RecordZoneChanges {
         try checkFeedDatabase(database)
         let limit = try feedLimit(resultsLimit)
-        if faults.isArmed, let injected = zoneFeedFault(zoneID, in: database) { throw injected }
+        if faults.isArmed, let injected = zoneFeedFault(zoneID, sentChangeToken: token != nil, in: database) { throw injected }
         return try reading { db in
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
             let (zone, position, floor) = try zoneFeedPosition(zoneID, token: token, caller: caller, database: database, db: db)

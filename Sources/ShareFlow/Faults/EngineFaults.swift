@@ -168,9 +168,10 @@ extension Engine {
     /// request's injected failure; outside one, this call is the request, decided here.
     /// With no rule armed, `body` at once.
     @inline(__always)
-    func faultGate<T>(_ operation: String, _ database: CloudDatabase, items: @autoclosure () -> [FaultItem], _ body: () throws -> T) throws -> T {
+    func faultGate<T>(_ operation: String, _ database: CloudDatabase, items: @autoclosure () -> [FaultItem], sentChangeToken: Bool = false,
+                      _ body: () throws -> T) throws -> T {
         guard faults.isArmed else { return try body() }
-        return try faultScope(operation, database, items: items()) {
+        return try faultScope(operation, database, items: items(), sentChangeToken: sentChangeToken) {
             guard let scope = FaultScope.current else { return try body() }
             return try scope.enforce(body)
         }
@@ -178,10 +179,12 @@ extension Engine {
 
     /// Runs `body` as one request that starts here, when none is open: its request-level
     /// fault decided once, for every engine call `body` makes (each enforces it).
-    func faultScope<T>(_ operation: String, _ database: CloudDatabase, items: @autoclosure () -> [FaultItem], _ body: () throws -> T) rethrows -> T {
+    func faultScope<T>(_ operation: String, _ database: CloudDatabase, items: @autoclosure () -> [FaultItem], sentChangeToken: Bool = false,
+                       _ body: () throws -> T) rethrows -> T {
         guard faults.isArmed, FaultScope.current == nil else { return try body() }
         let scope = FaultScope(native: operation)
-        let request = faultRequest(operation, container: database.container, database: database.databaseScope, items: items())
+        var request = faultRequest(operation, container: database.container, database: database.databaseScope, items: items())
+        request.sentChangeToken = sentChangeToken
         decideRequestFault(request, into: scope, caller: try? database.container.session.account)
         return try FaultScope.run(scope, body)
     }
@@ -211,11 +214,13 @@ extension Engine {
     /// with none open, of a native `operation`), and when one fires, does what every
     /// injection does: notes it for the access log, tells `fault.injected`'s observers and
     /// takes its delay. Nil inside a scope that asks no rule.
-    private func decideInScope(_ item: FaultItem, stage: FaultStage, operation: String, in database: CloudDatabase) -> FaultInjector.Decision? {
+    private func decideInScope(_ item: FaultItem, stage: FaultStage, operation: String, in database: CloudDatabase,
+                               sentChangeToken: Bool = false) -> FaultInjector.Decision? {
         let scope = FaultScope.current
         guard scope?.asksRules ?? true else { return nil }
         var request = faultRequest(scope?.operation ?? operation, container: database.container, database: database.databaseScope, items: [item])
         request.subpath = scope?.subpath
+        request.sentChangeToken = sentChangeToken
         guard let decision = faults.decide(request, stage: stage) else { return nil }
         scope?.injected.append(decision.rule.fault?.rawValue ?? "latency")
         announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
@@ -237,9 +242,10 @@ extension Engine {
     }
 
     /// The per-zone fault of a zone feed (`zoneBusy`, `changeTokenExpired`), if a rule strikes.
-    func zoneFeedFault(_ zoneID: RecordZoneID, in database: CloudDatabase) -> ShareFlowError? {
+    func zoneFeedFault(_ zoneID: RecordZoneID, sentChangeToken: Bool, in database: CloudDatabase) -> ShareFlowError? {
         guard faults.isArmed,
-              let decision = decideInScope(FaultItem(zone: zoneID.zoneName), stage: .zone, operation: "recordZoneChanges", in: database) else { return nil }
+              let decision = decideInScope(FaultItem(zone: zoneID.zoneName), stage: .zone, operation: "recordZoneChanges", in: database,
+                                           sentChangeToken: sentChangeToken) else { return nil }
         guard var error = Engine.error(injecting: decision) else { return nil }
         error.message = "zone \(zoneID.zoneName): \(error.message)"
         return error

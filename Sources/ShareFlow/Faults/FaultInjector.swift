@@ -34,6 +34,10 @@ public struct FaultRequest: Sendable {
     public var callerEmail: String?
     /// Over HTTP: only there can a request fail authentication.
     public var overHTTP = false
+    /// Whether the request (or, for a zone of a feed, that zone) gave a change token: only
+    /// then can the token have expired. A fetch from the start is how a client recovers from
+    /// `changeTokenExpired`, so that fault never strikes one.
+    public var sentChangeToken = false
 
     public init(operation: String, subpath: String? = nil, container: String, environment: CloudEnvironment, database: String? = nil,
                 items: [FaultItem] = [], callerID: String? = nil, callerEmail: String? = nil) {
@@ -75,18 +79,19 @@ public enum FaultStage: Sendable {
     case databaseFeed
 
     /// Whether `fault` strikes here in `operation` (native name).
-    func admits(_ fault: FaultRule.Fault?, operation: String, overHTTP: Bool) -> Bool {
+    func admits(_ fault: FaultRule.Fault?, request: FaultRequest) -> Bool {
+        let operation = request.operation
         switch self {
         case .request:
             switch fault {
             case nil, .requestRateLimited?, .serviceUnavailable?, .quotaExceeded?, .networkFailure?: return true
-            case .authenticationFailed?: return overHTTP
+            case .authenticationFailed?: return request.overHTTP
             case .zoneBusy?: return operation != "modifyRecords" && operation != "recordZoneChanges"
-            case .changeTokenExpired?: return operation == "databaseChanges"
+            case .changeTokenExpired?: return operation == "databaseChanges" && request.sentChangeToken
             case .partialFailure?, .zonePurged?: return false
             }
         case .item: return fault == .zoneBusy || fault == .partialFailure
-        case .zone: return fault == .zoneBusy || fault == .changeTokenExpired
+        case .zone: return fault == .zoneBusy || (fault == .changeTokenExpired && request.sentChangeToken)
         case .databaseFeed: return fault == .zonePurged
         }
     }
@@ -253,7 +258,7 @@ public final class FaultInjector: @unchecked Sendable {
         let decision: Decision? = lock.withLock {
             for index in armed.indices {
                 let rule = armed[index].rule
-                guard stage.admits(rule.fault, operation: request.operation, overHTTP: request.overHTTP),
+                guard stage.admits(rule.fault, request: request),
                       let item = FaultInjector.matches(rule, request, glob: armed[index].glob) else { continue }
                 armed[index].matches += 1
                 // Drawn at every match, whatever else decides: the sequence of draws is the

@@ -23,8 +23,10 @@ import ShareFlow
 /// second on the engine's thread; a comment goes out after 2 s of silence — a write is how a
 /// stream learns its client has gone (and frees its place), and the connection's idle
 /// deadline never sees a quiet stream as stalled; a stream ends after `lifetime` (the client
-/// reconnects with its `Last-Event-ID`); an account has at most `perAccount` streams open,
-/// more are 429 with Retry-After.
+/// reconnects with its `Last-Event-ID`); an account has at most `perAccount` streams open: a
+/// new one ends the account's oldest. A browser that reconnects does so before the server can
+/// know its old connection is gone (a write tells, up to a heartbeat later), and `EventSource`
+/// gives up for good on any answer but 200: a 429 there lost the client's live updates.
 struct ChangeStream: Sendable {
     static let subpath = "changes/stream"
     let api: CloudKitAPI
@@ -35,8 +37,8 @@ struct ChangeStream: Sendable {
     var heartbeat: Duration = .seconds(2)
     let lifetime: Duration
     var perAccount = 4
-    /// Streams open, by account.
-    private let open = NIOLockedValueBox([Int64: Int]())
+    /// Streams open, by account, oldest first.
+    private let open = NIOLockedValueBox([Int64: [Ticket]]())
 
     /// Wakes the streams when the store changed (another node's write, on PostgreSQL).
     let signal: ChangeSignal
@@ -87,17 +89,22 @@ struct ChangeStream: Sendable {
         } }
         // A drop after commit: the stream's start was read, the client reads no answer.
         try await RequestFaults.finish(fault, context: context)
-        let admitted = open.withLockedValue { streams -> Bool in
-            guard streams[account, default: 0] < perAccount else { return false }
-            streams[account, default: 0] += 1
-            return true
-        }
-        guard admitted else {
-            throw CloudKitError.throttled("this account has \(perAccount) change streams open already; close one", retryAfter: 5)
-        }
         // The place is given back when the body lets go of it: after the stream, or if the
         // body is never written at all (the response dropped before its head went out).
-        let place = Place { [open] in open.withLockedValue { $0[account, default: 1] -= 1; if $0[account] == 0 { $0[account] = nil } } }
+        let ticket = Ticket()
+        let place = Place { [open] in
+            open.withLockedValue { streams in
+                streams[account]?.removeAll { $0 === ticket }
+                if streams[account]?.isEmpty == true { streams[account] = nil }
+            }
+        }
+        let perAccount = self.perAccount
+        open.withLockedValue { streams in
+            var tickets = streams[account, default: []]
+            while tickets.count >= perAccount { tickets.removeFirst().end() }
+            tickets.append(ticket)
+            streams[account] = tickets
+        }
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
@@ -105,7 +112,7 @@ struct ChangeStream: Sendable {
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             defer { withExtendedLifetime(place) {} }
             try await stream.follow(from: start, resuming: !(resume ?? "").isEmpty, database: database, caller: caller, scope: scope,
-                                    writer: &writer)
+                                    ticket: ticket, writer: &writer)
             try await writer.finish(nil)
         })
     }
@@ -117,10 +124,18 @@ struct ChangeStream: Sendable {
         deinit { giveBack() }
     }
 
+    /// A stream as its account's list holds it: `end()` asks the stream to end (a newer stream
+    /// of the account took its place).
+    final class Ticket: Sendable {
+        private let ended = NIOLockedValueBox(false)
+        func end() { ended.withLockedValue { $0 = true } }
+        var isEnded: Bool { ended.withLockedValue { $0 } }
+    }
+
     /// Writes the events from `start` until the stream's lifetime ends, the client goes, or
     /// the feed cannot be read (an `error` event says why).
     private func follow(from start: String, resuming: Bool, database: DatabaseRequest, caller: Caller?, scope: FaultScope,
-                        writer: inout any ResponseBodyWriter) async throws {
+                        ticket: Ticket, writer: inout any ResponseBodyWriter) async throws {
         let clock = ContinuousClock()
         let end = clock.now.advanced(by: lifetime)
         var token = start
@@ -132,7 +147,7 @@ struct ChangeStream: Sendable {
         while clock.now < end, !Task.isCancelled {
             // A token revoked on the store: this stream's may be it (it was checked when the
             // stream opened). End; the client resumes, authenticated again.
-            if signal.credentialsEpoch != epoch || signal.isClosing { return }
+            if signal.credentialsEpoch != epoch || signal.isClosing || ticket.isEnded { return }
             let step: (event: WireObject?, token: String)
             let generation = signal.generation
             lastRead = clock.now

@@ -36,6 +36,7 @@ enum RequestFaults {
                                  database: request.scope.rawValue, items: items(subpath, body), callerID: account?.userRecordID,
                                  callerEmail: account?.email)
         asked.overHTTP = true
+        asked.sentChangeToken = (body["syncToken"] as? String).map { !$0.isEmpty } ?? false
         let scope = FaultScope(operation: native, subpath: subpath)
         guard let decision = engine.faults.decide(asked) else { return Admitted(scope: scope, dropAfterCommit: false) }
         context.notes.addFault(decision.rule.fault?.rawValue ?? "latency")
