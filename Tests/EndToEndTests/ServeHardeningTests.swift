@@ -328,4 +328,28 @@ final class ServeHardeningTests: ServerTestCase {
         XCTAssertGreaterThan(received, 4_500_000, "the whole answer arrived")
         XCTAssertGreaterThan(Date().timeIntervalSince(start), 2, "it was read slowly, past idleSeconds")
     }
+
+    /// The time the server takes to answer is its own, not the client's: an answer slower
+    /// than idleSeconds (here a fault rule's 2.5 s delay, as a loaded machine gives) arrives
+    /// whole, on the same connection, while a connection idle that long between requests is
+    /// still closed.
+    func testAnAnswerSlowerThanIdleSecondsIsNotCut() throws {
+        try restart(config: """
+            return { server = { idleSeconds = 1 },
+                     faults = { { operation = "records/lookup", latencyMs = 2500 } } }
+            """)
+        let body = #"{"records":[{"recordName":"nothing"}]}"#
+        let client = try RawClient(port: port)
+        defer { client.shut() }
+        let request = "POST \(db)/private/records/lookup?ckAPIToken=\(api)&ckWebAuthToken=\(web) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        client.send(request)
+        let first = client.read(for: 6)
+        XCTAssertTrue(first.text.hasPrefix("HTTP/1.1 200"), "the slow answer arrived: \(first.text)")
+        XCTAssertTrue(first.text.contains("NOT_FOUND"), first.text)
+        XCTAssertFalse(first.closed && !first.text.contains("NOT_FOUND"), first.text)
+        // Idle after the answer: closed after about idleSeconds.
+        let idle = client.read(for: 5)
+        XCTAssertTrue(idle.closed, "an idle keep-alive connection is still closed")
+    }
+
 }

@@ -25,7 +25,9 @@ public struct ConnectionDeadlines: Sendable {
 /// head to its end) and the connection's progress (`idleSeconds` without a request part read,
 /// a write handed down or the socket draining). A client that stops reading — even one
 /// with pipelined requests still queued — makes no progress and is closed; a slow reader of a
-/// big answer keeps draining the socket and is not.
+/// big answer keeps draining the socket and is not. The server's own time is never the
+/// client's stall: while a request read whole waits for its answer and the socket takes
+/// writes, the idle clock does not run (under load a slow answer was cut at 0 bytes).
 final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -39,6 +41,9 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     private let idle: TimeAmount
     /// Until the channel goes inactive or the handler leaves it: no timer is armed after.
     private var live = true
+    /// Requests whose head was read and whose answer has not ended yet (more than one when
+    /// pipelined). A body still arriving is the request timer's (`bodySeconds`).
+    private var answering = 0
 
     init(_ deadlines: ConnectionDeadlines) {
         self.deadlines = deadlines
@@ -72,6 +77,8 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
             let (handler, context) = loopBound.value
             handler.stallTimer = nil
             guard handler.live else { return }
+            // Answering, into a socket that takes what is written: the server's time.
+            if handler.answering > 0 && context.channel.isWritable { handler.lastProgress = .now() }
             let due = handler.lastProgress + handler.idle
             if due <= .now() { context.close(promise: nil) } else { handler.armStall(at: due, context) }
         }
@@ -110,6 +117,7 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
         switch unwrapInboundIn(data) {
         case .head:
             armRequest(deadlines.bodySeconds, context)
+            answering += 1
         case .body:
             break
         case .end:
@@ -129,6 +137,7 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     /// writer waits for writability), so handing one down is progress too.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         progressed(context)
+        if case .end = unwrapOutboundIn(data) { answering = max(0, answering - 1) }
         context.write(data, promise: promise)
     }
 }
