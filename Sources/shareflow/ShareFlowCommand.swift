@@ -181,6 +181,7 @@ struct GlobalSettings {
             let config = try pluginConfig().postgres
             if let n = config["poolSize"] { settings.poolSize = Int(n) }
             if let n = config["statementTimeoutMs"] { settings.statementTimeoutMs = Int(n) }
+            settings.passwordFile = try pluginConfig().postgresPasswordFile
         }
         return try Store(path: location, postgres: settings)
     }

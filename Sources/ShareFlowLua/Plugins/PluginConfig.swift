@@ -49,6 +49,9 @@ public struct PluginConfig {
     /// SPEC §16: how a node uses a PostgreSQL store (`postgres = { poolSize = N,
     /// statementTimeoutMs = N }`), set only when the file names them.
     public var postgres: [String: Double] = [:]
+    /// `postgres.passwordFile`: a file whose first line is the store's password, for a URL
+    /// without one (a password in the URL shows in `ps`).
+    public var postgresPasswordFile: String?
     /// The `postgres` keys and their bounds.
     public static let postgresRanges: [String: ClosedRange<Double>] = ["poolSize": 1...1000, "statementTimeoutMs": 100...600_000]
 
@@ -122,8 +125,15 @@ public struct PluginConfig {
                 throw PluginError("config file \(path): 'postgres' must be a table { poolSize = N, statementTimeoutMs = N }")
             }
             for (key, value) in t.hash {
+                if case .string("passwordFile") = key {
+                    guard case .string(let file) = value, !file.isEmpty, !file.utf8.contains(0) else {
+                        throw PluginError("config file \(path): postgres.passwordFile must be a file's path, got \(value)")
+                    }
+                    postgresPasswordFile = file.hasPrefix("/") ? file : PathName.folder(of: path).isEmpty ? file : PathName.folder(of: path) + "/" + file
+                    continue
+                }
                 guard case .string(let k) = key, let range = PluginConfig.postgresRanges[k] else {
-                    throw PluginError("config file \(path): unknown key postgres.\(key) (expected poolSize, statementTimeoutMs)")
+                    throw PluginError("config file \(path): unknown key postgres.\(key) (expected poolSize, statementTimeoutMs, passwordFile)")
                 }
                 guard let n = ConfigField.number(value), n.isFinite, n.rounded() == n, range.contains(n) else {
                     throw PluginError("config file \(path): postgres.\(k) must be a whole number from \(Int(range.lowerBound)) to \(Int(range.upperBound)), got \(value)")

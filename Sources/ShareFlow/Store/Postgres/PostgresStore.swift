@@ -67,6 +67,9 @@ package struct PostgresSettings: Sendable, Equatable {
     /// How long one statement may run, and a connection take to open, before the request fails
     /// with `serviceUnavailable` (SPEC §16: 5 s by default).
     package var statementTimeoutMs: Int = 5_000
+    /// A file whose first line is the password (config `postgres.passwordFile`), for a URL
+    /// without one; see `PostgresPassword` for the order.
+    package var passwordFile: String?
 
     package init(poolSize: Int = 8, statementTimeoutMs: Int = 5_000) {
         self.poolSize = poolSize
@@ -84,6 +87,8 @@ package struct PostgresSettings: Sendable, Equatable {
 package final class PostgresStore: @unchecked Sendable {
     package let location: PostgresLocation
     package let settings: PostgresSettings
+    /// The password the URL, the environment or a password file gives, found once.
+    private let password: Result<String?, Error>
     private var session: PostgresSession?
     /// Whether a connection was opened before: opening another is a reconnection.
     private var connectedBefore = false
@@ -107,6 +112,7 @@ package final class PostgresStore: @unchecked Sendable {
 
     private init(location: PostgresLocation, settings: PostgresSettings) {
         self.location = location
+        password = Result { try PostgresPassword.find(for: location, passwordFile: settings.passwordFile) }
         self.settings = settings
         var logger = Logger(label: "shareflow.postgres")
         logger.logLevel = .critical
@@ -155,7 +161,7 @@ package final class PostgresStore: @unchecked Sendable {
     /// How every connection of this store is opened: its place, TLS, and the session's settings.
     func connectionConfiguration() throws -> PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
-            host: location.host, port: location.port, username: location.user, password: location.password,
+            host: location.host, port: location.port, username: location.user, password: try password.get(),
             database: location.database, tls: .disable)
         if location.requiresTLS {
             do {
@@ -309,11 +315,21 @@ package final class PostgresStore: @unchecked Sendable {
 
     /// What went wrong, in words an operator acts on (never the SQL).
     static func reason(_ failure: PostgresFailure) -> String {
+        switch failure.error?.code {
+        case .authMechanismRequiresPassword?:
+            return "password required: PostgreSQL asks for a password and none was given; set PGPASSWORD, a ~/.pgpass line or postgres.passwordFile (the URL's password shows in ps)"
+        case .sslUnsupported?:
+            return "PostgreSQL does not offer TLS, which the URL requires (sslmode=require)"
+        default: break
+        }
         if failure.isConnectionLost || failure.sqlState == nil {
             return "PostgreSQL cannot be reached (\(failure.code)); check that it runs and accepts connections"
         }
         switch failure.sqlState ?? "" {
-        case "28P01", "28000": return "PostgreSQL refused the user or password (\(failure))"
+        case "28P01": return "PostgreSQL refused the user or password (\(failure))"
+        case "28000" where "\(failure)".contains("no encryption") || "\(failure)".contains("SSL off"):
+            return "TLS required: PostgreSQL accepts this user only over TLS; add ?sslmode=require to the URL"
+        case "28000": return "PostgreSQL refused the user (\(failure))"
         case "3D000": return "the database does not exist (\(failure)); create it with createdb"
         case "42501": return "permission denied (\(failure))"
         default: return "PostgreSQL failed: \(failure)"
