@@ -132,13 +132,15 @@ public struct CloudKitServer: Sendable {
                                                                     "reason": "the store does not answer; see the server's log", "retryAfter": 2]))
         }
         router.get("/share/:guid", use: SharePage.answer)
-        FaultAdmin(engine: engine, thread: thread).register(on: router)
-        // A database route: throttled by address first (before its body is read), then read
-        // and checked, authenticated, throttled by identity, and answered by its endpoint.
-        let database = router.group("/database/1/:container/:environment/:database")
         let limiter = rateLimit.map {
             RateLimiter(requests: $0.requests, perSeconds: $0.perSeconds, shared: engine.store.postgres.map { PostgresRateBuckets($0) })
         }
+        // The admin routes take from their address's bucket, every request, before the admin
+        // token is checked: guessing admin tokens is throttled as guessing any credential is.
+        FaultAdmin(engine: engine, thread: thread, limiter: limiter).register(on: router)
+        // A database route: throttled by address first (before its body is read), then read
+        // and checked, authenticated, throttled by identity, and answered by its endpoint.
+        let database = router.group("/database/1/:container/:environment/:database")
         if let limiter { database.add(middleware: RateLimitMiddleware(limiter: limiter)) }
         database.add(middleware: DatabaseRequestMiddleware(maxBodyBytes: maxBodyBytes))
         database.add(middleware: AuthenticationMiddleware(thread: thread, authenticator: authenticator ?? CallerAuthenticator(engine: engine)))

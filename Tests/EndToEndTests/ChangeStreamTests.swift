@@ -128,6 +128,24 @@ final class ChangeStreamTests: ServerTestCase {
         XCTAssertFalse(text(bobOut).contains("event: zone"), text(bobOut))
     }
 
+    /// A stream ends when its web auth token expires (SPEC §13), not at its lifetime: its last
+    /// frame an `error` event saying so; reopening it is refused.
+    func testAStreamEndsWhenItsTokenExpires() throws {
+        let short = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "alice@example.com", "--ttl", "3"])
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let opened = Date()
+        let (curl, out) = try follow("private", token: short)
+        defer { if curl.isRunning { curl.terminate() } }
+        XCTAssertTrue(wait(for: "id: ", in: out), text(out))
+        let deadline = Date().addingTimeInterval(15)
+        while curl.isRunning, Date() < deadline { usleep(50_000) }
+        XCTAssertFalse(curl.isRunning, "the stream ended")
+        XCTAssertLessThan(Date().timeIntervalSince(opened), 8, "at the token's expiry, give or take a poll")
+        XCTAssertTrue(text(out).contains("event: error") && text(out).contains("ckWebAuthToken has expired"), text(out))
+        let again = try call("GET", db + "/private/changes/stream", query: "ckAPIToken=\(api)&ckWebAuthToken=\(short)")
+        XCTAssertEqual(again.0, 401)
+    }
+
     /// A token revoked while its stream is open (`shareflow tokens revoke`, any process): the
     /// stream ends within the store watch's second or so, and reopening it is refused.
     func testARevokedTokensStreamEnds() throws {

@@ -283,6 +283,21 @@ final class ServeAuthTests: ServerTestCase {
         XCTAssertTrue(refused.stderr.contains("server.rateLimit.requests must be an integer from 1 to 1000000"), refused.stderr)
     }
 
+    /// The admin routes are inside the rate limit: guessed admin tokens are throttled by
+    /// address like any guessed credential (they were never throttled).
+    func testGuessedAdminTokensAreThrottled() throws {
+        stopServer()
+        let config = dir.appendingPathComponent("limits.config.lua")
+        try CLI.write("return { server = { rateLimit = { requests = 5, perSeconds = 120 } } }", to: config)
+        try startServer(["--config", config.path])
+        var statuses: [Int] = []
+        for n in 0..<8 {
+            statuses.append(try call("GET", "/admin/1/faults", query: "", headers: ["Authorization: Bearer guess\(n)"]).0)
+        }
+        XCTAssertEqual(statuses.filter { $0 == 401 }.count, 5, "\(statuses)")
+        XCTAssertEqual(statuses.filter { $0 == 429 }.count, 3, "\(statuses)")
+    }
+
     func testOversizedAndMalformedBodies() throws {
         let big = dir.appendingPathComponent("big.json")
         let chunk = Data(repeating: UInt8(ascii: " "), count: 1 << 20)

@@ -39,7 +39,7 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
             guard apiTokens.contains(Self.apiKey(r, token)), let known = webTokens[Self.webKey(r, web)],
                   (known.expiresAt ?? .infinity) >= now, accountsGeneration == generation,
                   let account = accounts[known.accountID] else { return nil }
-            return Caller(account: account, identity: "account \(account.id)", generation: generation)
+            return Caller(account: account, identity: "account \(account.id)", generation: generation, expiresAt: known.expiresAt)
         }
     }
 
@@ -61,7 +61,10 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
             return Caller(account: account, identity: "account \(account.id)", generation: generation)
         }
         let apiToken = try openContainer(r)
-        if let account = try user(r) ?? pluginAccount(r) {
+        if let (account, expiresAt) = try user(r) {
+            return Caller(account: account, identity: "account \(account.id)", generation: generation, expiresAt: expiresAt)
+        }
+        if let account = try pluginAccount(r) {
             return Caller(account: account, identity: "account \(account.id)", generation: generation)
         }
         return Caller(account: nil, identity: "api " + Credentials.hash(apiToken), generation: generation)
@@ -152,8 +155,9 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
         return token
     }
 
-    /// The user of `ckWebAuthToken`, or nil without one; a bad or expired token is refused.
-    private func user(_ r: DatabaseRequest) throws -> Account? {
+    /// The user of `ckWebAuthToken` and when the token expires, or nil without one; a bad or
+    /// expired token is refused.
+    private func user(_ r: DatabaseRequest) throws -> (Account, Double?)? {
         guard let token = r.webAuthToken, !token.isEmpty else { return nil }
         let key = Self.webKey(r, token)
         var known = lock.withLock { webTokens[key] }
@@ -174,7 +178,7 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
         guard let account = try cachedAccount(id: known!.accountID) else {
             throw CloudKitError.authenticationFailed("the account of this ckWebAuthToken no longer exists")
         }
-        return account
+        return (account, known!.expiresAt)
     }
 
     private func cachedAccount(id: Int64) throws -> Account? {

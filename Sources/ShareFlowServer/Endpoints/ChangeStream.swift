@@ -148,6 +148,13 @@ struct ChangeStream: Sendable {
             // A token revoked on the store: this stream's may be it (it was checked when the
             // stream opened). End; the client resumes, authenticated again.
             if signal.credentialsEpoch != epoch || signal.isClosing || ticket.isEnded { return }
+            // The web auth token expired: the stream ends then, not at its lifetime (checked
+            // before every read and event; the wait below is at most `pollInterval`).
+            if caller?.hasExpired == true {
+                let expired = CloudKitError.authenticationFailed("ckWebAuthToken has expired")
+                try await writer.write(Self.frame(event: "error", id: nil, data: WireObject(expired.body).json))
+                return
+            }
             let step: (event: WireObject?, token: String)
             let generation = signal.generation
             lastRead = clock.now
@@ -165,6 +172,7 @@ struct ChangeStream: Sendable {
                 return
             }
             token = step.token
+            if caller?.hasExpired == true { continue }  // said at the top of the loop
             if let event = step.event {
                 try await writer.write(Self.frame(event: "zone", id: token, data: event.json))
                 quietSince = clock.now

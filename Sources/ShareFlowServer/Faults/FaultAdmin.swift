@@ -17,6 +17,8 @@ import ShareFlow
 struct FaultAdmin: Sendable {
     let engine: Engine
     let thread: EngineThread
+    /// `server.rateLimit`, when set: every admin request takes from its address's bucket.
+    var limiter: RateLimiter?
 
     static let path = "/admin/1/faults"
     /// The routes, as `shareflow serve --routes` lists them.
@@ -25,7 +27,9 @@ struct FaultAdmin: Sendable {
     static let maxBodyBytes = 1 << 20
 
     func register(on router: Router<ServerRequestContext>) {
-        let admin = router.group(RouterPath(FaultAdmin.path)).add(middleware: AdminAuthentication(engine: engine, thread: thread))
+        let group = router.group(RouterPath(FaultAdmin.path))
+        if let limiter { group.add(middleware: AddressRateLimit(limiter: limiter)) }
+        let admin = group.add(middleware: AdminAuthentication(engine: engine, thread: thread))
         admin.post { request, _ in try await arm(request) }
         admin.get { _, _ in list() }
         admin.get("history") { _, _ in history() }

@@ -58,6 +58,19 @@ struct RateLimitMiddleware: RouterMiddleware {
     }
 }
 
+/// Every request takes from its address's bucket, whatever it carries: for routes whose
+/// credential is never remembered as an identity (the admin routes).
+struct AddressRateLimit: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let limiter: RateLimiter
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        try await RateLimitMiddleware(limiter: limiter).take("client " + (context.remoteAddress?.ipAddress ?? "unknown"),
+                                                             who: "from this address")
+        return try await next(request, context)
+    }
+}
+
 /// The second step of the rate limit, after authentication: every accepted request takes from
 /// its identity's bucket (an account, or an API token alone), and its secret credential is
 /// remembered as that identity, so its next requests skip their address's bucket.

@@ -37,6 +37,12 @@ struct Caller: Sendable {
     /// The directory's generation the account was read at (`Engine.accountsGeneration`): an
     /// endpoint reads the account again when the directory changed since.
     let generation: Int
+    /// When the request's web auth token expires (seconds since 1970), if it does: a request
+    /// that outlives it (a change stream) ends then.
+    var expiresAt: Double? = nil
+
+    /// Whether the credentials this caller came with have expired by now.
+    var hasExpired: Bool { expiresAt.map { $0 < Date().timeIntervalSince1970 } ?? false }
 }
 
 /// Written by the authentication middleware, read by the access log around it once the
