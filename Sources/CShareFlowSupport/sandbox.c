@@ -100,12 +100,14 @@ static int sandbox_load(lua_State *L) {
             return 2;
         }
         status = luaL_loadbufferx(L, s, l, chunkname, "t");
+        if (status == LUA_OK && !sf_check_loaded_function(L)) status = LUA_ERRSYNTAX;
     } else {
         const char *chunkname = luaL_optstring(L, 2, "=(load)");
         luaL_checktype(L, 1, LUA_TFUNCTION);
         lua_settop(L, RESERVED_SLOT);
         reader_state rs = {0};
         status = lua_load(L, sandbox_reader, &rs, chunkname, "t");
+        if (status == LUA_OK && !sf_check_loaded_function(L)) status = LUA_ERRSYNTAX;
     }
     if (status != LUA_OK) {
         luaL_pushfail(L);
@@ -182,6 +184,18 @@ static int sandbox_setmetatable(lua_State *L) {
     lua_pushliteral(L, "__gc");
     if (lua_rawget(L, 2) != LUA_TNIL)
         return luaL_argerror(L, 2, "plugins cannot set __gc finalizers");
+    lua_pop(L, 1);
+    /* The system Lua's bugs (luabugs.c): a __concat metamethod lets '..' write into freed
+     * memory (Debian's 5.4.4 lacks upstream 603b2c64), a __close one lets 'break' and
+     * lua_settop do so (997f11f5, 196bb94d). Checked here, once: the metatable the table gets
+     * is a copy the plugin never holds. */
+    lua_pushliteral(L, "__concat");
+    if (lua_rawget(L, 2) != LUA_TNIL)
+        return luaL_argerror(L, 2, "plugins cannot set __concat (the system Lua 5.4.4 corrupts memory through it: upstream fix 603b2c64); use tostring or a method");
+    lua_pop(L, 1);
+    lua_pushliteral(L, "__close");
+    if (lua_rawget(L, 2) != LUA_TNIL)
+        return luaL_argerror(L, 2, "plugins cannot set __close (the system Lua 5.4.4 corrupts memory through to-be-closed variables: upstream fixes 997f11f5, 196bb94d)");
     lua_pop(L, 1);
     lua_pushliteral(L, "__mode");
     if (lua_rawget(L, 2) == LUA_TSTRING) {
@@ -269,6 +283,19 @@ static int open_sandbox(lua_State *L) {
     lua_pushliteral(L, "");
     lua_setfield(L, -2, "cpath");
     lua_setglobal(L, LUA_LOADLIBNAME);
+
+    /* The string metatable, hidden: getmetatable("") answers a table of its own, so a plugin
+     * can add no metamethod to every string (a __concat there needs no setmetatable). */
+    lua_pushliteral(L, "");
+    if (lua_getmetatable(L, -1)) {
+        lua_pushliteral(L, "__metatable");
+        lua_createtable(L, 0, 1);
+        lua_getglobal(L, LUA_STRLIBNAME);
+        lua_setfield(L, -2, "__index");
+        lua_rawset(L, -3);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
 
     lua_pushglobaltable(L);
     set_function(L, "load", sandbox_load, 0);

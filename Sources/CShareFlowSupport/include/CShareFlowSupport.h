@@ -175,6 +175,18 @@ int sf_take_sigint(void);
  * luaL_openlibs; returns the status. */
 int sf_open_sandbox(lua_State *L);
 
+/* The system Lua's known bugs kept out of a plugin's reach (luabugs.c; docs/reference/lua-bugs.md). */
+/* Whether the function on top may run in a sandboxed state (no function of it too long for
+ * 5.4.4's error messages, 7923dbbf): 1, or 0 with a message pushed. Inside a protected call. */
+int sf_check_loaded_function(lua_State *L);
+/* The same check of the function on top, in its own protected call: LUA_OK, or a status with
+ * the message on top. */
+int sf_check_chunk(lua_State *L);
+/* The linked library's release (lua_ident: 50404 for 5.4.4), 0 when it cannot be read. */
+int sf_lua_release(void);
+/* Whether plugin states may run on `release` (every listed bug of it kept out of reach). */
+int sf_lua_release_checked(int release);
+
 /* Replaces coroutine.resume and coroutine.close in the state's coroutine table so a spent
  * budget reaches the coroutines that run. */
 void sf_track_coroutines(lua_State *L);

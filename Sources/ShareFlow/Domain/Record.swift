@@ -238,14 +238,13 @@ public class Record: CustomStringConvertible {
 
     /// A copy with only `keys` (nil: all), for `rootRecordDesiredKeys`.
     func copy(keys: [String]?) -> Record {
-        duplicate().keeping(keys: keys)
+        duplicate().keeping(keys: keys.map(Set.init))
     }
 
     /// This record, with only the fields `keys` names (all of them for nil): for a record
     /// made for one answer, which no one else holds.
-    func keeping(keys: [String]?) -> Record {
-        guard let keys else { return self }
-        let wanted = Set(keys)  // fields × keys comparisons would let a caller choose the cost
+    func keeping(keys wanted: Set<String>?) -> Record {
+        guard let wanted else { return self }  // a set: fields × keys comparisons would let a caller choose the cost
         fields = fields.filter { wanted.contains($0.key) }
         serverFields = serverFields?.filter { wanted.contains($0.key) }
         return self

@@ -15,6 +15,10 @@ package enum ShareFlowModule {
         let L = lua.L
         lua.push(string: version)
         lua_setfield(L, -2, "version")
+        // The linked Lua library's release ("Lua 5.4.4"), as lua_ident says it: what the
+        // sandbox's list of known bugs is about (docs/reference/lua-bugs.md).
+        lua.push(string: LuaState.linkedRelease)
+        lua_setfield(L, -2, "luaRelease")
         lua.push(strings: Event.names)
         lua_setfield(L, -2, "events")
         lua.setModuleTable("log", logFunctions(host))

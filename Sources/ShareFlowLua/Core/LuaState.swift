@@ -60,6 +60,22 @@ public final class LuaState {
         return lua_rawget(L, -2) == LUA_TBOOLEAN
     }
 
+    /// Whether the state was made with the sandbox's libraries: every chunk it loads is
+    /// checked against the system Lua's bugs (`sf_check_chunk`).
+    public private(set) var isSandboxed = false
+
+    /// The linked library's release, as `lua_ident` says it ("5.4.4").
+    public static let linkedRelease: String = {
+        let r = Int(sf_lua_release())
+        return r == 0 ? "of an unknown release" : "Lua \(r / 10000).\(r / 100 % 100).\(r % 100)"
+    }()
+
+    /// The linked release when the sandbox covers it, else nil.
+    static let checkedRelease: Int32? = {
+        let r = sf_lua_release()
+        return sf_lua_release_checked(r) != 0 ? r : nil
+    }()
+
     /// Per-state data that bindings hang on the state (class metatables and so on).
     public var extensions: [ObjectIdentifier: AnyObject] = [:]
 
@@ -95,6 +111,12 @@ public final class LuaState {
         switch libraries {
         case .standard: luaL_openlibs(L)
         case .sandbox:
+            isSandboxed = true
+            // The sandbox's promises hold for the releases whose known bugs it keeps out of
+            // reach (luabugs.c, docs/reference/lua-bugs.md); on another, no plugin state.
+            guard LuaState.checkedRelease != nil else {
+                throw LuaError(kind: .runtime, message: "the linked Lua library is \(LuaState.linkedRelease), whose known bugs the plugin sandbox does not keep out of reach; plugins need Lua 5.4.4 to 5.4.8")
+            }
             // Every stored property is set by now: a throw runs deinit, which closes the state.
             guard sf_open_sandbox(L) == LUA_OK else {
                 throw LuaError(kind: .memory, message: "cannot create a Lua state (out of memory)")
@@ -470,6 +492,14 @@ public final class LuaState {
             let message = string(at: -1) ?? "cannot load chunk"
             pop()
             throw LuaError(kind: status == LUA_ERRMEM ? .memory : .syntax, message: message)
+        }
+        if isSandboxed {
+            let checked = sf_check_chunk(L)
+            guard checked == LUA_OK else {
+                let message = "\(chunkName.hasPrefix("@") || chunkName.hasPrefix("=") ? String(chunkName.dropFirst()) : chunkName): \(string(at: -1) ?? "cannot be checked")"
+                lua_settop(L, -3)
+                throw LuaError(kind: checked == LUA_ERRMEM ? .memory : .syntax, message: message)
+            }
         }
         if let env = environmentIndex {
             lua_pushvalue(L, env < 0 ? env - 1 : env)

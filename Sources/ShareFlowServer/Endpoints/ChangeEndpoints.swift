@@ -57,21 +57,28 @@ enum ChangeEndpoints {
         let limit = try WireFormat.integer(body["resultsLimit"], field: "resultsLimit", in: 1...Engine.feedResultsLimitMaximum)
         let keys = try WireFormat.strings(body["desiredKeys"], field: "desiredKeys")
         let types = try WireFormat.strings(body["desiredRecordTypes"], field: "desiredRecordTypes")
-        return ["zones": try zones.enumerated().map { n, raw -> Object in
+        // One answer of at most maxResponseMiB: each zone's page gets what the zones before it
+        // left (and ends early, moreComing); a zone named again is answered once, where first
+        // named (the client keys its answers by zone).
+        var bytesLeft = call.api.maxResponseBytes
+        var seen = Set<RecordZoneID>()
+        return ["zones": try zones.enumerated().compactMap { n, raw -> Object? in
             let field = "zones[\(n)]"
             guard let z = try WireFormat.object(raw, field: field),
                   let zoneID = try WireFormat.zoneID(z["zoneID"], field: "\(field).zoneID", caller: me.userRecordID) else {
                 throw CloudKitError.badRequest("\(field).zoneID is required")
             }
+            guard seen.insert(zoneID).inserted else { return nil }
             _ = try WireFormat.bool(z["reverse"], field: "\(field).reverse")
             let page = try zonePage(db, zoneID, token: try WireFormat.string(z["syncToken"], field: "\(field).syncToken"),
                                     limit: try WireFormat.integer(z["resultsLimit"], field: "\(field).resultsLimit",
                                                                   in: 1...Engine.feedResultsLimitMaximum) ?? limit,
                                     keys: try WireFormat.strings(z["desiredKeys"], field: "\(field).desiredKeys") ?? keys,
                                     types: try WireFormat.strings(z["desiredRecordTypes"], field: "\(field).desiredRecordTypes") ?? types,
-                                    numbersAsStrings: numbersAsStrings)
+                                    numbersAsStrings: numbersAsStrings, maxBytes: bytesLeft)
             switch page {
             case .success(let page):
+                bytesLeft -= page.bytes
                 return ["zoneID": WireFormat.zoneID(zoneID), "syncToken": page.token, "moreComing": page.moreComing, "records": page.records]
             case .failure(let e):
                 return try WireFormat.zoneError(e, zoneID: zoneID)
@@ -90,7 +97,8 @@ enum ChangeEndpoints {
         let page = try zonePage(db, zoneID, token: try WireFormat.string(body["syncToken"], field: "syncToken"),
                                 limit: try WireFormat.integer(body["resultsLimit"], field: "resultsLimit", in: 1...Engine.feedResultsLimitMaximum),
                                 keys: try WireFormat.strings(body["desiredKeys"], field: "desiredKeys"), types: nil,
-                                numbersAsStrings: try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false).get()
+                                numbersAsStrings: try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false,
+                                maxBytes: call.api.maxResponseBytes).get()
         return ["records": page.records, "syncToken": page.token, "moreComing": page.moreComing]
     }
 
@@ -98,26 +106,30 @@ enum ChangeEndpoints {
         let records: [Any]
         let token: String
         let moreComing: Bool
+        /// What the page's entries weigh against the answer's budget.
+        var bytes = 0
     }
 
     /// One page of a zone's feed on the wire: records, tombstones `{ recordName, deleted,
     /// zoneID }`. `types`: only records of these types (`[]`: none, just the current token).
     private static func zonePage(_ db: CloudDatabase, _ zoneID: RecordZoneID, token: String?, limit: Int?, keys: [String]?,
-                                 types: [String]?, numbersAsStrings: Bool) throws -> Result<ZonePage, ShareFlowError> {
+                                 types: [String]?, numbersAsStrings: Bool, maxBytes: Int) throws -> Result<ZonePage, ShareFlowError> {
         do {
             if let types, types.isEmpty {
                 if let token { _ = try db.recordZoneChanges(zoneID, since: token, resultsLimit: 1, desiredKeys: []) }  // checks it
                 return .success(ZonePage(records: [], token: try db.currentChangeToken(zoneID), moreComing: false))
             }
-            let page = try db.recordZoneChanges(zoneID, since: token, resultsLimit: limit, desiredKeys: keys)
+            let page = try db.recordZoneChanges(zoneID, since: token, resultsLimit: limit, desiredKeys: keys, maxBytes: maxBytes)
             let wanted = types.map(Set.init)
+            let wantedKeys = keys.map(Set.init)
             var records: [Any] = page.modifications.filter { wanted?.contains($0.recordType) ?? true }.map {
-                WireFormat.record($0, desiredKeys: keys, numbersAsStrings: numbersAsStrings)
+                WireFormat.record($0, wanted: wantedKeys, numbersAsStrings: numbersAsStrings)
             }
             records += page.deletions.filter { wanted?.contains($0.recordType) ?? true }.map {
                 ["recordName": $0.recordID.recordName, "deleted": true, "zoneID": WireFormat.zoneID(zoneID)] as Object
             }
-            return .success(ZonePage(records: records, token: page.changeToken, moreComing: page.moreComing))
+            let bytes = page.modifications.reduce(0) { $0 + max($1.storedBytes, 1) } + page.deletions.count * 64
+            return .success(ZonePage(records: records, token: page.changeToken, moreComing: page.moreComing, bytes: bytes))
         } catch let e as ShareFlowError {
             return .failure(e)
         }

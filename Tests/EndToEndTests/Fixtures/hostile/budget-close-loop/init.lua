@@ -1,6 +1,8 @@
 -- Class 5: a to-be-closed variable whose __close loops, run while the budget error unwinds.
--- Today: the __close handler runs after the hook disarmed: hang.
--- After: the __close handler is stopped too; the save is denied.
+-- Wave 2: the __close handler was stopped too; the save was denied.
+-- Wave 4: no value a plugin makes can have __close (the system Lua 5.4.4 corrupts memory
+-- through to-be-closed variables: docs/reference/lua-bugs.md), so the handler cannot exist;
+-- the loop it would have run is still the budget's, and the save is denied.
 return {
   name = "budget-close-loop",
   version = "1.0.0",
@@ -8,8 +10,10 @@ return {
   setup = function(ctx)
     local function spin() while true do end end
     ctx.policy("share.save", function()
-      local guard <close> = setmetatable({}, { __close = function() spin() end })
-      spin(guard)  -- guard is closed while this call unwinds
+      local refused, why = pcall(setmetatable, {}, { __close = function() spin() end })
+      assert(not refused and why:find("cannot set __close", 1, true), "setmetatable refuses __close")
+      local guard <close> = nil
+      spin(guard)
     end, { name = "hostile" })
   end,
 }
