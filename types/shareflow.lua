@@ -505,6 +505,7 @@ function json.encode(value) end
 
 ---@class shareflow
 ---@field version string
+---@field luaRelease string the linked Lua library's release ("Lua 5.4.4")
 ---@field accounts shareflow.Accounts
 ---@field admin shareflow.Admin
 ---@field plugins shareflow.Plugins

@@ -98,6 +98,12 @@ extension StoreTransaction {
     /// just before it commits (a zone deleted since is no row, and is left).
     func writeLogPositions() throws {
         guard let feedBumps else { return }
+        // The viewers of zones whose hierarchy moved, once each (they take positions too).
+        while let (id, time) = feedBumps.zonesToRelog.first {
+            feedBumps.zonesToRelog[id] = nil
+            forgetLoggedZones()
+            if let zone = try loggedZone(id) { try relogViewers(zone: zone, at: time) }
+        }
         for (zone, seqs) in feedBumps.seqs where seqs.last != seqs.stored {
             try run("UPDATE zone SET changeSeq = ? WHERE id = ?", [seqs.last, zone])
             feedBumps.seqs[zone]!.stored = seqs.last
@@ -193,7 +199,7 @@ extension StoreTransaction {
             try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time)
         }
         if hierarchyChanged {
-            try relogViewers(zone: zone, at: time)
+            try relogViewersOnce(zone: zone, at: time)
         } else if !isNew && !viewersSettled {
             // A viewer who saw it and no longer may (a share ended in this transaction before it).
             for viewer in try liveViewers(ofRecord: name, zone: id) where !viewers.contains(viewer) {
@@ -290,6 +296,14 @@ extension StoreTransaction {
             UNION SELECT viewerID FROM view_change WHERE zoneID = ?1 AND deleted = 0
             """, [zone.id], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
         for viewer in viewers { try relogViewer(viewer, zone: zone, at: time) }
+    }
+
+    /// Every viewer of the zone looked at again, once for the whole transaction: at its end
+    /// (`FeedBumps.zonesToRelog`), or now outside one.
+    func relogViewersOnce(zone: LoggedZone, at time: Double) throws {
+        guard logs else { return }
+        guard let feedBumps else { return try relogViewers(zone: zone, at: time) }
+        feedBumps.zonesToRelog[zone.id] = max(time, feedBumps.zonesToRelog[zone.id] ?? time)
     }
 
     /// The share `share`'s participants (and whoever holds live rows of its zone) looked at

@@ -288,7 +288,7 @@ extension StoreTransaction {
         try logRecordDeleted(zone: before.zone, name: before.name, type: before.type, at: now)
         guard let zone = try loggedZone(before.zone) else { return }
         if orphans {
-            try relogViewers(zone: zone, at: now)
+            try relogViewersOnce(zone: zone, at: now)
         } else {
             for viewer in Set(shareViewers).sorted() { try relogViewer(viewer, zone: zone, at: now) }
         }
