@@ -146,7 +146,8 @@ let package = Package(
             dependencies: ["ShareFlow", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/ShareFlowEngineTestKit"
         ),
-        .testTarget(name: "ShareFlowTests", dependencies: ["ShareFlow", "ShareFlowEngineTestKit", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "ShareFlowTests", dependencies: ["ShareFlow", "ShareFlowEngineTestKit", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift"),
+                                                    .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "ShareFlowTestKit", "CLua", "CShareFlowSupport"]),
         .testTarget(name: "ShareFlowServerTests", dependencies: ["ShareFlowServer", "ShareFlow", "ShareFlowTestKit",
                                                           .product(name: "Hummingbird", package: "hummingbird"),

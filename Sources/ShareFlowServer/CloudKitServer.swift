@@ -26,7 +26,8 @@ public struct CloudKitServer: Sendable {
     /// How long a connection may take to send a request head, a body, or its next request.
     public var deadlines = ConnectionDeadlines()
     /// Connections open at once; past it the server stops accepting until one closes (the
-    /// rest wait in the kernel's backlog), so clients never use up its descriptors.
+    /// rest wait in the kernel's backlog), so clients never use up its descriptors. Lowered at
+    /// start to what the descriptor limit leaves (`DescriptorBudget`).
     public var maxConnections = 512
     /// After SIGTERM, how long requests in flight may take before what is left is closed.
     public var shutdownSeconds = 10.0
@@ -79,6 +80,12 @@ public struct CloudKitServer: Sendable {
         let pointHere = sharesPointHere && engine.options.publicURL == Engine.defaultPublicURL
         let (engine, host) = (self.engine, self.host)
         let deadlines = self.deadlines
+        let storeDescriptors = engine.store.postgres.map { $0.settings.poolSize + 4 } ?? 4
+        let budget = try DescriptorBudget.connections(configured: maxConnections, storeConnections: storeDescriptors)
+        if budget.cap < maxConnections {
+            logger.notice("at most \(budget.cap) connections at once, not \(maxConnections): the process may open \(budget.limit) descriptors and keeps \(budget.kept) for the store, logs and plugins")
+        }
+        let maxConnections = budget.cap
         let app = Application(
             router: router,
             server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionDeadlineHandler(deadlines)])),

@@ -402,4 +402,50 @@ final class ServeHardeningTests: ServerTestCase {
         XCTAssertTrue(idle.closed, "an idle keep-alive connection is still closed")
     }
 
+
+    /// The connection cap follows the descriptor limit: under `ulimit -n 128` a storm of 300
+    /// connections leaves the server running (it stops accepting where its descriptors would
+    /// run out; the rest wait in the kernel's backlog) and serving once the storm ends. Past
+    /// the limit it died (SIGILL in libdispatch).
+    func testAConnectionStormUnderALowDescriptorLimitIsNoCrash() throws {
+        stopServer()
+        let out = dir.appendingPathComponent("lowfd.out"), err = dir.appendingPathComponent("lowfd.err")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-c", "ulimit -n 128 && exec \"$0\" serve --store \"$1\" --port 0", CLI.binary, store]
+        XCTAssertTrue(FileManager.default.createFile(atPath: out.path, contents: nil))
+        XCTAssertTrue(FileManager.default.createFile(atPath: err.path, contents: nil))
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        var listening = ""
+        let deadline = Date().addingTimeInterval(30)
+        while listening.isEmpty, Date() < deadline, process.isRunning {
+            listening = ((try? String(contentsOf: out, encoding: .utf8)) ?? "").split(separator: "\n")
+                .first { $0.hasPrefix("listening on ") }.map { String($0.dropFirst("listening on ".count)) } ?? ""
+            usleep(20_000)
+        }
+        XCTAssertFalse(listening.isEmpty, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        let port = Int(listening.split(separator: ":").last ?? "0") ?? 0
+        let log = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+        XCTAssertTrue(log.contains("connections at once, not 512") && log.contains("may open 128 descriptors"), log)
+        let storm = (0..<300).compactMap { _ in try? RawClient(port: port) }
+        for client in storm { client.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") }
+        usleep(500_000)
+        XCTAssertTrue(process.isRunning, "the server runs through the storm: \((try? String(contentsOf: err, encoding: .utf8)) ?? "")")
+        XCTAssertTrue(storm.first?.read(for: 2).text.hasPrefix("HTTP/1.1 200") ?? false, "the first connections are served")
+        storm.forEach { $0.shut() }
+        var served = false
+        let again = Date().addingTimeInterval(20)
+        while !served, Date() < again {
+            let client = try RawClient(port: port)
+            client.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            served = client.read(for: 2).text.hasPrefix("HTTP/1.1 200")
+            client.shut()
+        }
+        XCTAssertTrue(served, "served after the storm")
+        XCTAssertTrue(process.isRunning)
+    }
+
 }

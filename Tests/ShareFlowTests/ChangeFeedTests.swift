@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
@@ -99,6 +100,52 @@ final class ChangeFeedTests: XCTestCase {
         // Deterministic: the same position gives the same string.
         XCTAssertEqual(try db.recordZoneChanges(w.zone.zoneID).changeToken, token)
         XCTAssertEqual(try db.currentChangeToken(w.zone.zoneID), token)
+    }
+
+    /// A token tells its holder nothing (SPEC §14 S1): it is sealed with the store's key, so a
+    /// participant cannot read from it the zone's counter (which moves with the owner's
+    /// changes outside the share) or row IDs; every token has one length; the same position
+    /// still gives the same string; and a token given before (readable, HMAC only) keeps working.
+    func testTokensAreOpaqueToTheirHolder() throws {
+        let w = try World()
+        let share = try w.share(["bob@example.com"])
+        _ = try w.accept(share.url!, in: w.bc)
+        let db = w.c.privateCloudDatabase
+        let shared = w.bc.sharedCloudDatabase
+        let before = try shared.recordZoneChanges(w.zone.zoneID)
+        // The owner changes things outside the share: 31 records in another root.
+        try save((0..<31).map { note("outside\($0)", in: w.zone.zoneID) }, in: db)
+        let after = try shared.recordZoneChanges(w.zone.zoneID, since: before.changeToken)
+        XCTAssertTrue(after.modifications.isEmpty)
+        let tokens = [before.changeToken, after.changeToken, try db.recordZoneChanges(w.zone.zoneID).changeToken,
+                      try shared.databaseChanges().changeToken, try db.databaseChanges().changeToken]
+        XCTAssertEqual(Set(tokens.map(\.count)).count, 1, "one length: \(tokens)")
+        let key = try w.engine.store.read { try $0.changeTokenKey() }
+        for token in tokens {
+            let bytes = try XCTUnwrap(Base64URL.decode(token))
+            XCTAssertEqual(bytes.first, 3, "sealed")
+            let decoded = try ChangeToken.decode(token, key: key, kind: token == tokens[3] || token == tokens[4] ? .database : .zone)
+            // Neither its position nor its rows appear in it as the readable token had them.
+            for n in [decoded.seq, decoded.target, decoded.viewer] {
+                var big = n.bigEndian
+                XCTAssertNil(Data(bytes).range(of: Data(bytes: &big, count: 8)), "\(n) readable in \(token)")
+            }
+        }
+        // The same position, the same string (nodes agree: §16).
+        XCTAssertEqual(try shared.recordZoneChanges(w.zone.zoneID, since: before.changeToken).changeToken, after.changeToken)
+        // A readable token of before wave 4 is honoured: the next page's token is sealed.
+        let decoded = try ChangeToken.decode(after.changeToken, key: key, kind: .zone)
+        var legacy: [UInt8] = [1, 1, decoded.environment == .production ? 1 : 0, decoded.scope == .shared ? 1 : 0]
+        for n in [decoded.target, decoded.viewer, decoded.seq] { withUnsafeBytes(of: n.bigEndian) { legacy.append(contentsOf: $0) } }
+        legacy += HMAC<SHA256>.authenticationCode(for: legacy, using: SymmetricKey(data: key)).prefix(16)
+        let old = try shared.recordZoneChanges(w.zone.zoneID, since: Base64URL.encode(legacy))
+        XCTAssertEqual(old.changeToken, after.changeToken)
+        // An altered sealed token is refused, naming what it is.
+        var altered = Array(try XCTUnwrap(Base64URL.decode(after.changeToken)))
+        altered[20] ^= 1
+        XCTAssertThrowsError(try shared.recordZoneChanges(w.zone.zoneID, since: Base64URL.encode(altered))) { error in
+            XCTAssertTrue("\(error)".contains("not one ShareFlow gave"), "\(error)")
+        }
     }
 
     func testAPrunedLogExpiresOlderTokens() throws {

@@ -253,7 +253,10 @@ struct ChangeToken: Equatable {
     private static let version: UInt8 = 1
     /// A token carrying a `floor`.
     private static let versionWithFloor: UInt8 = 2
+    /// The token as given since wave 4: opaque to its holder (see `encoded`).
+    private static let versionSealed: UInt8 = 3
     private static let macBytes = 16
+    private static let plainBytes = 36
 
     /// Where a page's token points: after its last entry (`seq`); for the last page, at
     /// least the kept-from position — nothing is left to read before it, and a token below
@@ -263,20 +266,60 @@ struct ChangeToken: Equatable {
         moreComing ? seq : max(seq, keptFrom)
     }
 
+    /// The token as its holder gets it: encrypted and authenticated with the store's key,
+    /// deterministically, so it tells its holder nothing (not the zone's counter, which moves
+    /// with the owner's changes outside a share, nor row IDs) and the same position gives the
+    /// same string on every node (§14 S1, §16). AES-GCM with its nonce derived from the
+    /// plaintext by HMAC (a synthetic IV): a nonce repeats only for the same plaintext, and
+    /// then only equality shows. Every token has one length.
     func encoded(key: [UInt8]) -> String {
-        var bytes: [UInt8] = [floor > 0 ? ChangeToken.versionWithFloor : ChangeToken.version, kind.rawValue, environment == .production ? 1 : 0,
-                              scope == .shared ? 1 : 0]
-        for n in [target, viewer, seq] + (floor > 0 ? [floor] : []) { withUnsafeBytes(of: n.bigEndian) { bytes.append(contentsOf: $0) } }
-        let mac = HMAC<SHA256>.authenticationCode(for: bytes, using: SymmetricKey(data: key))
-        bytes.append(contentsOf: mac.prefix(ChangeToken.macBytes))
-        return Base64URL.encode(bytes)
+        var plain: [UInt8] = [kind.rawValue, environment == .production ? 1 : 0, scope == .shared ? 1 : 0, 0]
+        for n in [target, viewer, seq, floor] { withUnsafeBytes(of: n.bigEndian) { plain.append(contentsOf: $0) } }
+        let keys = ChangeToken.keys(key)
+        let nonce = Array(HMAC<SHA256>.authenticationCode(for: plain, using: keys.nonce).prefix(12))
+        // A 12-byte nonce and a 32-byte key: sealing cannot fail.
+        guard let box = try? AES.GCM.seal(plain, using: keys.seal, nonce: AES.GCM.Nonce(data: nonce)) else { return "" }
+        return Base64URL.encode([ChangeToken.versionSealed] + nonce + Array(box.ciphertext) + Array(box.tag))
+    }
+
+    /// The two keys a sealed token uses, derived from the store's change-token key.
+    private static func keys(_ key: [UInt8]) -> (seal: SymmetricKey, nonce: SymmetricKey) {
+        let root = SymmetricKey(data: key)
+        return (SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array("shareflow change token: seal".utf8), using: root))),
+                SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array("shareflow change token: nonce".utf8), using: root))))
+    }
+
+    /// A sealed token's plaintext, or nil when it was not sealed with `key` (altered, forged,
+    /// or a nonce other than its own: one position, one string).
+    private static func unseal(_ bytes: [UInt8], key: [UInt8]) -> [UInt8]? {
+        guard bytes.count == 1 + 12 + plainBytes + 16, bytes[0] == versionSealed else { return nil }
+        let nonce = Array(bytes[1..<13]), sealed = Array(bytes[13..<(13 + plainBytes)]), tag = Array(bytes[(13 + plainBytes)...])
+        let keys = keys(key)
+        guard let box = try? AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: sealed, tag: tag),
+              let plain = try? Array(AES.GCM.open(box, using: keys.seal)),
+              Array(HMAC<SHA256>.authenticationCode(for: plain, using: keys.nonce).prefix(12)) == nonce else { return nil }
+        return plain
     }
 
     /// The token `string` of a `kind` feed, or `invalidArguments` saying why not.
     static func decode(_ string: String, key: [UInt8], kind: Kind) throws -> ChangeToken {
         let invalid = ShareFlowError(.invalidArguments, "the change token '\(StoredRow.excerpt(string))' is not one ShareFlow gave (forged, altered or cut)")
         guard string.utf8.count < 200 else { throw invalid }
-        guard let bytes = Base64URL.decode(string), bytes.count == 28 + macBytes || bytes.count == 36 + macBytes else { throw invalid }
+        guard let bytes = Base64URL.decode(string) else { throw invalid }
+        if bytes.first == versionSealed {
+            guard let plain = unseal(bytes, key: key), let tokenKind = Kind(rawValue: plain[0]), plain[1] <= 1, plain[2] <= 1, plain[3] == 0 else {
+                throw invalid
+            }
+            guard tokenKind == kind else {
+                throw ShareFlowError(.invalidArguments, "the change token is a \(tokenKind == .zone ? "zone's" : "database's"), not a \(kind == .zone ? "zone's" : "database's")")
+            }
+            func int(_ at: Int) -> Int64 { plain[at..<at + 8].reduce(Int64(0)) { $0 << 8 | Int64($1) } }
+            return ChangeToken(kind: tokenKind, environment: plain[1] == 1 ? .production : .development, scope: plain[2] == 1 ? .shared : .private,
+                               target: int(4), viewer: int(12), seq: int(20), floor: int(28))
+        }
+        // A token given before wave 4 (readable, authenticated only): still honoured, so
+        // clients holding one keep syncing; the next token they get is sealed.
+        guard bytes.count == 28 + macBytes || bytes.count == 36 + macBytes else { throw invalid }
         let length = bytes.count - macBytes
         let body = Array(bytes[0..<length])
         let mac = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: key))

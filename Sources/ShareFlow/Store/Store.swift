@@ -80,6 +80,19 @@ public final class Store: @unchecked Sendable {
         postgres = nil
         decisionLog = nil
         self.path = path
+        // Only a regular file (or none yet) is a store: SQLite opening a FIFO waits for a
+        // writer for ever (`store info` and `serve` hung), and a device or socket is no file.
+        var info = stat()
+        if path != ":memory:", stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+            let kind = switch info.st_mode & S_IFMT {
+            case S_IFIFO: "a FIFO (named pipe)"
+            case S_IFDIR: "a folder"
+            case S_IFSOCK: "a socket"
+            case S_IFCHR, S_IFBLK: "a device"
+            default: "not a regular file"
+            }
+            throw StoreError.cannotOpen(path: path, reason: "it is \(kind), not a store file")
+        }
         if path != ":memory:" {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             do {

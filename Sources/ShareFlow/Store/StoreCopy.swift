@@ -69,6 +69,14 @@ enum StoreCopy {
     /// stores' IDs. What opening it made (the format mark, the schema version, its own
     /// change-token key) is replaced by the source's.
     static func requireEmpty(_ target: StoreTransaction, label: String) throws {
+        // A PostgreSQL schema holding objects ShareFlow did not make (a trigger, a function, a
+        // view) would change what the copy means: refused, each named.
+        if case .postgres = target.connection {
+            let foreign = try PostgresSchema.foreignObjects(target)
+            guard foreign.isEmpty else {
+                throw ShareFlowError(.invalidArguments, "cannot copy into \(label): its schema shareflow holds what ShareFlow did not make (\(foreign.joined(separator: "; "))); copy into an empty PostgreSQL database")
+            }
+        }
         var held: [String] = []
         for table in StoredTable.all where table.name != "shareflow_meta" {
             let n = try target.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0

@@ -106,6 +106,7 @@ extension Store {
                             if case .string(let t) = row[0].storage, case .string(let c) = row[1].storage { columns[t, default: []].insert(c) }
                         }
                         tables = Set(columns.keys)
+                        problems += try PostgresSchema.foreignObjects(tx)
                         for table in StoredTable.all {
                             guard let have = columns[table.name] else { problems.append("table \(table.name) is missing"); continue }
                             for column in table.columns where !have.contains(column.name.lowercased()) {
@@ -168,6 +169,16 @@ extension Store {
                         WHERE z.scope = 'private' AND NOT EXISTS (SELECT 1 FROM account a WHERE a.id = z.ownerID)
                         """) {
                         problems.append("zone \(Store.shown(row, 1)) (row \(Store.shown(row, 0))): its owner, account \(Store.shown(row, 2)), does not exist")
+                    }
+                }
+                checking("the change tokens' key") {
+                    // A damaged key refuses every token every client holds.
+                    _ = try tx.changeTokenKey()
+                }
+                checking("change log bounds") {
+                    // A log said to start past its counter refuses every token the zone gives.
+                    for row in try tx.rows("SELECT name, id, keptFrom, changeSeq FROM zone WHERE keptFrom > changeSeq OR keptFrom < 0 OR changeSeq < 0") {
+                        problems.append("zone \(Store.shown(row, 0)) (row \(Store.shown(row, 1))): its change log is said to start at position \(Store.shown(row, 2)), past its counter \(Store.shown(row, 3)); every token of it would be refused")
                     }
                 }
                 checking("change log positions") {

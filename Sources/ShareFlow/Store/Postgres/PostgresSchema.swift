@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// The store's schema on PostgreSQL, in the schema `shareflow` (SPEC §16): the tables, columns
 /// and indexes of SQLite's schema version 9 (`Store.freshSchemaSQL`), in PostgreSQL's types.
@@ -208,3 +209,78 @@ enum PostgresSchema {
     /// The schema version the migrations leave (SQLite's `Store.schemaVersion`).
     static var version: Int { 8 + migrations.count }
 }
+
+extension PostgresSchema {
+    /// What ShareFlow makes in its schema, read from its own migrations: the tables, the
+    /// trigger functions and the triggers (an allow-list: anything else there is not ours).
+    static let ownObjects: (tables: Set<String>, functions: Set<String>, triggers: Set<String>) = {
+        let text = migrations.joined(separator: "\n")
+        func names(after words: [String]) -> Set<String> {
+            var found: Set<String> = []
+            for line in text.split(separator: "\n") {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                for word in words where trimmed.hasPrefix(word) {
+                    let rest = trimmed.dropFirst(word.count).drop { $0 == " " }
+                    let name = rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" }
+                    if !name.isEmpty { found.insert(String(name)) }
+                }
+            }
+            return found
+        }
+        return (names(after: ["CREATE TABLE IF NOT EXISTS", "CREATE TABLE", "CREATE UNLOGGED TABLE"]),
+                names(after: ["CREATE OR REPLACE FUNCTION", "CREATE FUNCTION"]),
+                names(after: ["CREATE TRIGGER"]))
+    }()
+
+    /// Objects in the `shareflow` schema ShareFlow did not make, one line each: a trigger,
+    /// function, view, rule, row policy, operator or type planted there changes what the
+    /// store means (a trigger once made every invitee an administrator) while every table and
+    /// column is still right. `store check` lists them; `store copy` refuses such a target.
+    static func foreignObjects(_ tx: StoreTransaction) throws -> [String] {
+        let own = ownObjects
+        var problems: [String] = []
+        func text(_ row: [DatabaseValue], _ i: Int) -> String {
+            if case .string(let s) = row[i].storage { return s }
+            return "?"
+        }
+        for row in try tx.rows("""
+            SELECT c.relname, c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = 'shareflow' AND c.relkind IN ('r', 'v', 'm', 'f', 'p') ORDER BY c.relname
+            """) {
+            let name = text(row, 0), kind = text(row, 1)
+            if kind == "r" && own.tables.contains(name) { continue }
+            let what = ["r": "table", "v": "view", "m": "materialized view", "f": "foreign table", "p": "partitioned table"][kind] ?? "relation"
+            problems.append("\(what) \(name) in schema shareflow was not made by ShareFlow")
+        }
+        for row in try tx.rows("""
+            SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = 'shareflow' AND NOT t.tgisinternal ORDER BY 2
+            """) where !own.triggers.contains(text(row, 1)) {
+            problems.append("trigger \(text(row, 1)) on table \(text(row, 0)) was not made by ShareFlow")
+        }
+        for row in try tx.rows("""
+            SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'shareflow' ORDER BY 1
+            """) where !own.functions.contains(text(row, 0)) {
+            problems.append("function \(text(row, 0)) in schema shareflow was not made by ShareFlow")
+        }
+        for row in try tx.rows("SELECT tablename, rulename FROM pg_rules WHERE schemaname = 'shareflow' ORDER BY 2") {
+            problems.append("rule \(text(row, 1)) on table \(text(row, 0)) was not made by ShareFlow")
+        }
+        for row in try tx.rows("SELECT tablename, policyname FROM pg_policies WHERE schemaname = 'shareflow' ORDER BY 2") {
+            problems.append("row security policy \(text(row, 1)) on table \(text(row, 0)) was not made by ShareFlow")
+        }
+        for row in try tx.rows("""
+            SELECT o.oprname FROM pg_operator o JOIN pg_namespace n ON n.oid = o.oprnamespace WHERE n.nspname = 'shareflow' ORDER BY 1
+            """) {
+            problems.append("operator \(text(row, 0)) in schema shareflow was not made by ShareFlow")
+        }
+        for row in try tx.rows("""
+            SELECT t.typname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+            WHERE n.nspname = 'shareflow' AND t.typtype IN ('d', 'e', 'r', 'm') ORDER BY 1
+            """) {
+            problems.append("type \(text(row, 0)) in schema shareflow was not made by ShareFlow")
+        }
+        return problems
+    }
+}
+
