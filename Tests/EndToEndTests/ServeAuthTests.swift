@@ -263,16 +263,27 @@ final class ServeAuthTests: ServerTestCase {
         let bob = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
         XCTAssertEqual(try call("GET", db + "/public/users/caller", query: bob).0, 200)
         XCTAssertEqual(try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)").0, 421)
+        // Users behind one address (a reverse proxy's) never share a bucket: each one's first
+        // request, unknown then, is counted as its user, not against the address (after a
+        // restart every user's first request took from the address's bucket, and five users
+        // used it up for everyone else).
+        var users: [String] = []
+        for n in 0..<8 {
+            let made = try CLI.run(["run", "--store", store, "-e", "require('shareflow').accounts.create{ email = 'user\(n)@example.com' }"])
+            XCTAssertEqual(made.status, 0, made.stderr)
+            users.append("ckAPIToken=\(api)&ckWebAuthToken=\(try token("user\(n)@example.com"))")
+        }
+        for user in users { XCTAssertEqual(try call("GET", db + "/public/users/caller", query: user).0, 200, "a first request of a user") }
         // Buckets are the resolved identity's, never the credential's text: guessed tokens
-        // take from their address's bucket (401, then 429) and never from Bob's.
+        // take from their address's refusals (401, then 429) and never from Bob's.
         var statuses: [Int] = []
         for n in 0..<8 {
             statuses.append(try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)&ckWebAuthToken=guess\(n)").0)
         }
-        // (Alice's, Bob's and the API token's first requests, unknown then, took 3 of its 5.)
-        XCTAssertEqual(statuses.filter { $0 == 401 }.count, 2, "the address's bucket had 2 left: \(statuses)")
-        XCTAssertEqual(statuses.filter { $0 == 429 }.count, 6, "\(statuses)")
+        XCTAssertEqual(statuses.filter { $0 == 401 }.count, 5, "five refusals, then throttled: \(statuses)")
+        XCTAssertEqual(statuses.filter { $0 == 429 }.count, 3, "\(statuses)")
         for _ in 0..<3 { XCTAssertEqual(try call("GET", db + "/public/users/caller", query: bob).0, 200, "Bob keeps his own bucket") }
+        for user in users { XCTAssertEqual(try call("GET", db + "/public/users/caller", query: user).0, 200, "so does every user seen before") }
         // server.maxBodyMiB from the same config.
         let big = String(repeating: " ", count: 1_100_000) + "{}"
         XCTAssertEqual(try call("POST", db + "/private/records/modify", query: bob, body: big).0, 413)

@@ -5,26 +5,38 @@ import Hummingbird
 /// Requests per identity (SPEC §13, `server.rateLimit`), in two steps around authentication.
 ///
 /// Before it (this middleware, ahead of everything else of a database route — the body is not
-/// even read for a client over its share): a request whose credential has not been accepted
-/// before takes from its address's bucket. A secret credential accepted before (a web auth or
-/// API token: knowing it is being its holder) is counted after authentication instead, as its
-/// identity. A server-to-server key's ID is no secret — it travels in a header — so a request
-/// naming one always takes from its address's bucket here: whoever knows a key's ID can spend
-/// only their own address's requests, never the key's. A request refused by authentication
-/// counts against its address too.
+/// even read for a client over its share): a request is counted against its address only for
+/// what the address was refused. A refused request (401) takes from the address's refusals
+/// bucket, and while that is empty a request whose credential has not been accepted before is
+/// throttled before anything is read: guessing stops there. A request that authenticates is
+/// counted as its identity (`IdentityRateLimitMiddleware`), never against its address, so the
+/// users behind one address (a reverse proxy: every request of `proxy-auth` comes from it)
+/// never share a bucket, neither with each other after a restart (when no credential is known
+/// yet and each first request took from the address's) nor with refused requests. A
+/// server-to-server key's ID is no secret — it travels in a header — so a request naming one
+/// always takes from its address's bucket here: whoever knows a key's ID can spend only their
+/// own address's requests, never the key's.
 struct RateLimitMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let limiter: RateLimiter
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let credential = Self.credential(request, context)
-        let address = "client " + (context.remoteAddress?.ipAddress ?? "unknown")
-        let known = credential.map { !$0.hasPrefix("key ") && limiter.identity(of: $0) != nil } ?? false
-        if !known { try await take(address, who: "from this address without accepted credentials") }
+        let client = context.remoteAddress?.ipAddress ?? "unknown"
+        let address = "client " + client, refusals = "refused " + client
+        let isKey = credential?.hasPrefix("key ") ?? false
+        let known = credential.map { !isKey && limiter.identity(of: $0) != nil } ?? false
+        if isKey {
+            try await take(address, who: "from this address naming a server-to-server key")
+        } else if !known, let wait = limiter.peek(refusals) {
+            let seconds = max(1, Int(wait.rounded(.up)))
+            throw CloudKitError.throttled("requestRateLimited: more than \(limiter.requests) refused requests in \(limiter.perSeconds) s from this address; requests with credentials not accepted before are refused for \(seconds) s",
+                                          retryAfter: seconds)
+        }
         do {
             return try await next(request, context)
-        } catch let error as CloudKitError where error.status == .unauthorized && known {
-            _ = await limiter.take(address) as RateLimiter.Verdict
+        } catch let error as CloudKitError where error.status == .unauthorized {
+            _ = await limiter.take(refusals) as RateLimiter.Verdict
             throw error
         }
     }

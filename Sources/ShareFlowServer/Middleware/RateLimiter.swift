@@ -104,6 +104,16 @@ final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
         }
     }
 
+    /// Whether `key`'s bucket (this node's) holds a request, without taking it: nil when it
+    /// does, else the seconds until it will.
+    func peek(_ key: String, now: Double = ProcessInfo.processInfo.systemUptime) -> Double? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let bucket = buckets[key] else { return nil }
+        let tokens = min(Double(requests), bucket.tokens + (now - bucket.at) * refill)
+        return tokens >= 1 ? nil : (1 - tokens) / refill
+    }
+
     /// Takes one request from this node's bucket for `key`: nil when allowed, else the seconds
     /// until one is.
     func take(_ key: String, now: Double) -> Double? {
