@@ -17,6 +17,7 @@
 #include "internal.h"
 
 #include <lauxlib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -84,6 +84,8 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
         do {
             return try engine.authenticators.authenticate(request)?.account
         } catch let e as ShareFlowError {
+            // The store's own failure under an authenticator is the store's, said generically.
+            if e.isOperatorDetail { throw CloudKitError(e) }
             throw CloudKitError.authenticationFailed(e.message)
         }
     }
