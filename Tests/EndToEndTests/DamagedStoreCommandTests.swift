@@ -163,6 +163,43 @@ final class DamagedStoreCommandTests: XCTestCase {
         XCTAssertTrue(server.isRunning, "the server goes on")
     }
 
+    /// A busy store is an outage of the request, not a verdict on its items, and never names
+    /// the store: while another process holds SQLite's write lock past the busy timeout, a
+    /// modify is 503 TRY_AGAIN_LATER with retryAfter (clients retry it; a per-item error they
+    /// take as final), its reason generic with an incident ID that the server's log holds
+    /// with the path.
+    func testABusyStoreIsTheRequestsOutageAndNamesNothingOfTheOperators() throws {
+        try setUpStore(container: "iCloud.test")
+        let server = ServerHarness(dir: dir, store: store)
+        try server.start()
+        defer { server.stop() }
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        holder.arguments = ["python3", "-c", """
+            import sqlite3, sys, time
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute('BEGIN IMMEDIATE')
+            print('locked', flush=True)
+            time.sleep(30)
+            """, store]
+        let out = Pipe()
+        holder.standardOutput = out
+        try holder.run()
+        defer { holder.terminate(); holder.waitUntilExit() }
+        XCTAssertEqual(String(decoding: out.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), "locked")
+        let (status, body) = try server.call("POST", "/private/records/modify", body: """
+            {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"create","record":{"recordName":"new","recordType":"Day"}}]}
+            """)
+        XCTAssertEqual(status, 503, "\(body)")
+        XCTAssertEqual(body["serverErrorCode"] as? String, "TRY_AGAIN_LATER", "\(body)")
+        XCTAssertNotNil(body["retryAfter"], "\(body)")
+        let reason = body["reason"] as? String ?? ""
+        XCTAssertFalse(reason.contains(dir.path) || reason.contains("sqlite") || reason.contains("busy"), reason)
+        let incident = try XCTUnwrap(reason.range(of: #"incident [0-9a-f-]{36}"#, options: .regularExpression).map { String(reason[$0]) }, reason)
+        let log = try server.log()
+        XCTAssertTrue(log.split(separator: "\n").contains { $0.contains(incident) && $0.contains(store) && $0.contains("is busy") }, log)
+    }
+
     /// Attack review: a far-off `modifiedAt` (1e300 s) trapped the server converting it to
     /// milliseconds; now the record is served with the number as it is.
     func testServeAnswersARecordWithAFarOffDate() throws {
