@@ -60,9 +60,12 @@ public final class LuaState {
         return lua_rawget(L, -2) == LUA_TBOOLEAN
     }
 
-    /// Whether the state was made with the sandbox's libraries: every chunk it loads is
-    /// checked against the system Lua's bugs (`sf_check_chunk`).
+    /// Whether the state was made with the sandbox's libraries.
     public private(set) var isSandboxed = false
+
+    /// Whether a chunk this state loads is refused for a function too long for Lua 5.4.4's
+    /// error messages (`sf_check_chunk`): every sandboxed state's but the operator's config file.
+    public var checksFunctionSize = false
 
     /// The linked library's release, as `lua_ident` says it ("5.4.4").
     public static let linkedRelease: String = {
@@ -112,6 +115,7 @@ public final class LuaState {
         case .standard: luaL_openlibs(L)
         case .sandbox:
             isSandboxed = true
+            checksFunctionSize = true
             // The sandbox's promises hold for the releases whose known bugs it keeps out of
             // reach (luabugs.c, docs/reference/lua-bugs.md); on another, no plugin state.
             guard LuaState.checkedRelease != nil else {
@@ -493,7 +497,7 @@ public final class LuaState {
             pop()
             throw LuaError(kind: status == LUA_ERRMEM ? .memory : .syntax, message: message)
         }
-        if isSandboxed {
+        if checksFunctionSize {
             let checked = sf_check_chunk(L)
             guard checked == LUA_OK else {
                 let message = "\(chunkName.hasPrefix("@") || chunkName.hasPrefix("=") ? String(chunkName.dropFirst()) : chunkName): \(string(at: -1) ?? "cannot be checked")"
