@@ -52,6 +52,9 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
     /// whole request (503 `TRY_AGAIN_LATER`, which clients retry), never one item (which
     /// clients take as final). A damaged row is no outage: the rest of the store serves.
     public internal(set) var isOutage = false
+    /// For an operator-only message: what a client may read instead (the item and who decided,
+    /// without a plugin's file, line or traceback); nil: a generic sentence.
+    public internal(set) var clientMessage: String?
     /// For `serverRecordChanged` (R21): the server's current record, the record the caller
     /// tried to save, and the record as the caller last had it from the server, so a script
     /// can merge and retry.
@@ -75,11 +78,25 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
 
     /// This error, its message for the operator only (`isOperatorDetail`); an outage
     /// (`isOutage`) unless said otherwise when it is `serviceUnavailable`.
-    public func forOperator(outage: Bool? = nil) -> ShareFlowError {
+    public func forOperator(outage: Bool? = nil, client: String? = nil) -> ShareFlowError {
         var e = self
         e.isOperatorDetail = true
         e.isOutage = outage ?? (code == .serviceUnavailable || code == .networkFailure)
+        e.clientMessage = client
         return e
+    }
+
+    /// An error's first line as a client may read it: without the Lua chunk's file and line
+    /// (`/srv/plugins/gate/init.lua:12: `) and without the traceback after it, at most 300
+    /// characters.
+    public static func clientLine(of error: Error) -> String {
+        let text = (error as? ShareFlowError)?.message ?? "\(error)"
+        var line = Substring(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        // "chunk:line: " prefixes, as Lua's error() adds them (one per level a message was re-raised at).
+        while let range = line.range(of: #"^(\.\.\.)?[^:\n]*\.lua:[0-9]+: "#, options: .regularExpression) {
+            line = line[range.upperBound...]
+        }
+        return String(line.prefix(300))
     }
 
     /// The same failure with another message (its code, retry hint and audience kept).

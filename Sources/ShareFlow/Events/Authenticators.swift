@@ -85,7 +85,10 @@ public final class Authenticators: @unchecked Sendable {  // used on the engine'
             do {
                 verdict = try entry.body(request)
             } catch {
+                // Its file, line and traceback are the operator's (the log); a client reads who failed.
+                if let e = error as? ShareFlowError, e.isOutage { throw e }
                 throw ShareFlowError(.permissionFailure, "authenticator '\(entry.name)' failed: \((error as? ShareFlowError)?.message ?? "\(error)")")
+                    .forOperator(outage: false, client: "authenticator '\(entry.name)' failed: \(ShareFlowError.clientLine(of: error))")
             }
             switch verdict {
             case .pass: continue

@@ -231,6 +231,7 @@ public final class PolicySet: @unchecked Sendable {
         let start = PolicySet.monotonicNanoseconds()
         var asked = 0
         var denial: (String, String)?
+        var failed: String?
         // By index: the point keeps its entries alive, so none is copied out (and retained).
         for i in point.entries.indices {
             asked += 1
@@ -238,6 +239,7 @@ public final class PolicySet: @unchecked Sendable {
                 if case .deny(let reason) = try point.entries[i].body(request) { denial = (point.entries[i].name, reason) }
             } catch {
                 denial = (point.entries[i].name, "policy failed: \(error)")
+                failed = ShareFlowError.clientLine(of: error)
             }
             if denial != nil { break }
         }
@@ -251,7 +253,11 @@ public final class PolicySet: @unchecked Sendable {
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
         if log.count > 2 * logCapacity { log.removeFirst(log.count - logCapacity) }
         if let (name, reason) = denial {
-            throw ShareFlowError.denied("\(item): denied by policy '\(name)' at \(request.point.name): \(reason)")
+            let denied = ShareFlowError.denied("\(item): denied by policy '\(name)' at \(request.point.name): \(reason)")
+            // A policy's own failure (an error, its budget spent) names its plugin's file,
+            // line and traceback: the operator's, in the log; a client reads who denied.
+            guard let failed else { throw denied }
+            throw denied.forOperator(outage: false, client: "\(item): denied by policy '\(name)' at \(request.point.name): the policy failed: \(failed)")
         }
     }
 

@@ -84,8 +84,10 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
         do {
             return try engine.authenticators.authenticate(request)?.account
         } catch let e as ShareFlowError {
-            // The store's own failure under an authenticator is the store's, said generically.
-            if e.isOperatorDetail { throw CloudKitError(e) }
+            // The store's own failure under an authenticator is the store's (503); an
+            // authenticator's failure is said without its file and traceback.
+            if e.isOutage { throw CloudKitError(e) }
+            if e.isOperatorDetail { throw CloudKitError.authenticationFailed(WireFormat.clientText(e)) }
             throw CloudKitError.authenticationFailed(e.message)
         }
     }

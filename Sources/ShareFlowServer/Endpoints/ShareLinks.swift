@@ -38,11 +38,11 @@ enum ShareLinks {
         let url = engine.shareURL(token: value)
         let fetchRoot = try WireFormat.bool(g["shouldFetchRootRecord"], field: "shortGUIDs.shouldFetchRootRecord") ?? false
         let keys = try WireFormat.strings(g["rootRecordDesiredKeys"], field: "shortGUIDs.rootRecordDesiredKeys")
-        let first = try container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys).0[0].1.get()
+        let first = try WireFormat.only(container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys))
         let meta: ShareMetadata
         if accept {
-            _ = try container.acceptShareResults([first]).0[0].1.get()
-            meta = try container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys).0[0].1.get()
+            _ = try WireFormat.only(container.acceptShareResults([first]))
+            meta = try WireFormat.only(container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys))
         } else {
             meta = first
         }

@@ -71,8 +71,7 @@ enum ShareRecordPlan {
             let request = LookupRequest(emailAddress: try WireFormat.string(info["emailAddress"], field: at + ".lookupInfo.emailAddress"),
                                         phoneNumber: try WireFormat.string(info["phoneNumber"], field: at + ".lookupInfo.phoneNumber"),
                                         userRecordID: try WireFormat.string(info["userRecordName"], field: at + ".lookupInfo.userRecordName"))
-            let (results, _) = db.container.fetchShareParticipantResults([request])
-            let participant = try results[0].1.get()
+            let participant = try WireFormat.only(db.container.fetchShareParticipantResults([request]))
             participant.permission = permission
             share.addParticipant(participant)
             if let same = share.participants.first(where: { $0 === participant || $0.userIdentity.lookupInfo == participant.userIdentity.lookupInfo }) {

@@ -32,7 +32,10 @@ enum UserEndpoints {
             }
             return byEmail ? LookupRequest(emailAddress: v) : LookupRequest(userRecordID: v)
         }
-        let (found, _) = try call.container(as: me).discoverUserIdentityResults(requests)
+        let (found, error) = try call.container(as: me).discoverUserIdentityResults(requests)
+        // Unknown people are left out (a partial failure); any other failure is the request's
+        // (an outage said "nobody is there").
+        if let error, error.code != .partialFailure { throw error }
         return ["users": found.map { i -> Object in
             var o: Object = ["userRecordName": i.userRecordID ?? ""]
             o["firstName"] = i.nameComponents?.givenName ?? NSNull()

@@ -40,10 +40,25 @@ enum WireFormat {
     /// or database), a generic sentence and an incident ID, the message going to the log under
     /// that ID.
     static func reason(_ e: ShareFlowError, incident: String = UUID().uuidString.lowercased()) -> String {
-        guard e.isOperatorDetail else { return "\(e.code.rawValue): \(e.message)" }
+        "\(e.code.rawValue): \(clientText(e, incident: incident))"
+    }
+
+    /// `reason` without the code in front.
+    static func clientText(_ e: ShareFlowError, incident: String = UUID().uuidString.lowercased()) -> String {
+        guard e.isOperatorDetail else { return e.message }
         OperatorLog.incident(incident, e.message)
-        let what = e.isOutage ? "the service is unavailable; try again later" : "the store could not complete this change"
-        return "\(e.code.rawValue): \(what) (incident \(incident))"
+        let what = e.clientMessage ?? (e.isOutage ? "the service is unavailable; try again later" : "the store could not complete this change")
+        return "\(what) (incident \(incident))"
+    }
+
+    /// The one item's result of an operation asked about one item: its value or its error;
+    /// the operation's own error where it gave no item (an outage gives none), never an index
+    /// out of range (a crash of the server that was).
+    static func only<Item, T>(_ answer: ([(Item, Result<T, ShareFlowError>)], ShareFlowError?)) throws -> T {
+        guard let first = answer.0.first else {
+            throw answer.1.map { $0.partialErrors.first?.error ?? $0 } ?? ShareFlowError(.serviceUnavailable, "an operation gave no answer").forOperator()
+        }
+        return try first.1.get()
     }
 
     /// A per-item error that is an outage fails the whole request instead (`isOutage`).
