@@ -189,20 +189,15 @@ public final class ScriptHost {
     /// end as a file is (lua.c reads all three). A folder or a missing file is "cannot open",
     /// with the reason.
     static func read(_ path: String) throws -> Data {
-        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw LuaError(message: "cannot open \(path) (\(String(cString: strerror(errno))))") }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-            throw LuaError(message: "cannot open \(path) (Is a directory)")
-        }
         do {
-            return try handle.readToEnd() ?? Data()
-        } catch {
-            throw LuaError(message: "cannot read \(path) (\(error.localizedDescription))")
+            return try BoundedFile.read(path, maxBytes: maxScriptBytes)
+        } catch let failure as BoundedFile.Failure {
+            throw LuaError(message: failure.description)
         }
     }
+
+    /// The largest script `run` reads (standard input or a file): `/dev/zero` took all memory.
+    static let maxScriptBytes = 64 << 20
 
     /// Runs a chunk of text and returns its results.
     @discardableResult

@@ -376,11 +376,12 @@ public final class Store: @unchecked Sendable {
         guard !isDir.boolValue else {
             throw StoreError.notAStore(path: path, reason: "it is a directory")
         }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw StoreError.notAStore(path: path, reason: "it cannot be read")
+        let header: Data
+        do {
+            header = try BoundedFile.read16(path)
+        } catch {
+            throw StoreError.cannotOpen(path: path, reason: "it cannot be read (\(error))")
         }
-        let header = handle.readData(ofLength: 16)
-        try? handle.close()
         if header.isEmpty { return }  // an empty file: a new store
         guard header == Data("SQLite format 3\0".utf8) else {
             throw StoreError.notAStore(path: path, reason: "it is not an SQLite database")

@@ -70,9 +70,8 @@ public struct PluginConfig {
 
     /// Reads and checks a configuration file; errors name the file and the key.
     public init(file path: String) throws {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw PluginError("cannot read config file \(path)")
-        }
+        let data: Data
+        do { data = try BoundedFile.read(path, maxBytes: 16 << 20) } catch { throw PluginError("config file: \(error)") }
         let lua = try LuaState(libraries: .sandbox)
         // The operator's own file: a long list of settings (thousands of allowed domains) is
         // one long function, which a plugin may not have (lua-bugs.md) but the operator may.

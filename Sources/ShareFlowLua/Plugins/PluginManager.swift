@@ -286,9 +286,10 @@ public final class PluginManager {
     /// table itself stays pinned in the registry for `setup` (no global a plugin could touch).
     private func evaluateValue(_ host: ScriptHost, folder: String) throws -> LuaValue {
         let path = (folder as NSString).appendingPathComponent("init.lua")
-        guard let data = FileManager.default.contents(atPath: path) else { throw PluginError("cannot read \(path)") }
-        // Parsing runs in C, before any budget can apply: as `load` in the sandbox, 1 MiB at most.
-        guard data.count <= ModuleFile.maxBytes else { throw PluginError("\(path) is larger than 1 MiB") }
+        // Parsing runs in C, before any budget can apply: as `load` in the sandbox, 1 MiB at most
+        // (read no further: a link to a device that never ends is no init.lua).
+        let data: Data
+        do { data = try BoundedFile.read(path, maxBytes: ModuleFile.maxBytes) } catch { throw PluginError("\(error)") }
         let lua = host.lua
         let base = lua.top
         defer { lua.top = base; host.reportDroppedLog() }

@@ -15,7 +15,7 @@ enum PostgresPassword {
         if let password = location.password { return password }
         if let password = environment["PGPASSWORD"], !password.isEmpty { return password }
         if let passwordFile {
-            guard let data = FileManager.default.contents(atPath: passwordFile) else {
+            guard let data = try? BoundedFile.read(passwordFile, maxBytes: 64 << 10) else {
                 throw StoreError.cannotOpen(path: location.label, reason: "its password file \(passwordFile) (postgres.passwordFile) cannot be read")
             }
             let text = String(decoding: data, as: UTF8.self)
@@ -33,7 +33,7 @@ enum PostgresPassword {
         var info = stat()
         guard stat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 1 << 20,
               info.st_mode & (S_IRWXG | S_IRWXO) == 0,
-              let data = FileManager.default.contents(atPath: file) else { return nil }
+              let data = try? BoundedFile.read(file, maxBytes: 1 << 20) else { return nil }
         let wanted = [location.host, String(location.port), location.database, location.user]
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
             let fields = split(String(line))
