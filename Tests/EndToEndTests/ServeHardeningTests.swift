@@ -168,6 +168,13 @@ final class ServeHardeningTests: ServerTestCase {
             XCTAssertEqual(seen.sorted(), (0..<6).map { "big\($0)" }, endpoint)
             XCTAssertGreaterThan(pages, 1, endpoint)
         }
+        // Asked for none of the big field, the page carries every record (it is charged what it
+        // carries, not what is stored).
+        let (small, smallBody) = try call("POST", db + "/private/changes/zone", body: #"{"zones":[{"zoneID":{"zoneName":"Big"},"desiredKeys":["title"]}]}"#)
+        XCTAssertEqual(small, 200)
+        let smallZone = (smallBody["zones"] as? [[String: Any]])?.first ?? [:]
+        XCTAssertEqual((smallZone["records"] as? [Any])?.count, 6, "\(smallZone)".prefix(300).description)
+        XCTAssertEqual(smallZone["moreComing"] as? Bool, false)
         // 10,000 desired keys over the zone: answered promptly (a set per record held the engine).
         let keys = (0..<10_000).map { "\"k\($0)\"" }.joined(separator: ",")
         let started = Date()

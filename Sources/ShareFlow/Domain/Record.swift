@@ -243,8 +243,13 @@ public class Record: CustomStringConvertible {
 
     /// This record, with only the fields `keys` names (all of them for nil): for a record
     /// made for one answer, which no one else holds.
+    /// `storedBytes` becomes what the fields kept take as stored.
     func keeping(keys wanted: Set<String>?) -> Record {
         guard let wanted else { return self }  // a set: fields × keys comparisons would let a caller choose the cost
+        let before = fields.count
+        defer {
+            if fields.count != before { storedBytes = StoredFieldsWriter.write(fields)?.utf8.count ?? storedBytes }
+        }
         fields = fields.filter { wanted.contains($0.key) }
         serverFields = serverFields?.filter { wanted.contains($0.key) }
         return self

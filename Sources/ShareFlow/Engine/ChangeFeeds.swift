@@ -99,6 +99,9 @@ extension Engine {
             let rows = try db.zoneChangesWithRecords(zone: zone.id, viewer: viewer, after: position, limit: limit + 1) { row -> Record? in
                 guard bytesLeft > 0 else { return nil }
                 // Made for this answer alone: no copy to trim.
+                // Made for this answer alone: no copy to trim. Its bytes are those of the fields
+                // kept (`keeping`): a client asking for a few small keys of big records is not
+                // charged for the big ones.
                 let record = try makeRecord(row, zone: zone, caller: caller, db: db).keeping(keys: wanted)
                 bytesLeft -= max(record.storedBytes, 1)
                 return record

@@ -128,6 +128,7 @@ enum ChangeEndpoints {
             records += page.deletions.filter { wanted?.contains($0.recordType) ?? true }.map {
                 ["recordName": $0.recordID.recordName, "deleted": true, "zoneID": WireFormat.zoneID(zoneID)] as Object
             }
+            // The records' bytes once trimmed to the desired keys (`Record.keeping`).
             let bytes = page.modifications.reduce(0) { $0 + max($1.storedBytes, 1) } + page.deletions.count * 64
             return .success(ZonePage(records: records, token: page.changeToken, moreComing: page.moreComing, bytes: bytes))
         } catch let e as ShareFlowError {
