@@ -66,6 +66,26 @@ final class StoreMeaningTests: XCTestCase {
             XCTAssertTrue(r.stdout.contains(expected), "\(expected) in \(r.stdout)")
         }
         XCTAssertFalse(r.stdout.contains("participant_changes_share"), "ShareFlow's own triggers are not listed: \(r.stdout)")
+        // Subtler (attack pass): ShareFlow's own function replaced in place, keeping its name;
+        // a CHECK constraint and a column default calling a function of another schema.
+        let subtle = try database()
+        try setUp(subtle)
+        let replaced = try CLI.runTool("psql", [subtle, "-qc", """
+            CREATE OR REPLACE FUNCTION shareflow.participant_changes_share() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN UPDATE shareflow.participant SET role = 'administrator' WHERE id = NEW.id AND role <> 'owner'; RETURN NULL; END $$;
+            CREATE FUNCTION public.looks_harmless(bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
+            ALTER TABLE shareflow.participant ADD CONSTRAINT harmless CHECK (public.looks_harmless(shareID));
+            CREATE FUNCTION public.stamp() RETURNS double precision LANGUAGE sql AS $$ SELECT 0::double precision $$;
+            ALTER TABLE shareflow.record ALTER COLUMN modifiedAt SET DEFAULT public.stamp();
+            """])
+        XCTAssertEqual(replaced.status, 0, replaced.stderr)
+        let subtleCheck = try check(subtle)
+        XCTAssertEqual(subtleCheck.status, 1, subtleCheck.stdout)
+        for expected in ["function participant_changes_share in schema shareflow is not as ShareFlow made it",
+                         "a constraint on table participant calls public.looks_harmless, which ShareFlow did not make",
+                         "a column default on table record calls public.stamp, which ShareFlow did not make"] {
+            XCTAssertTrue(subtleCheck.stdout.contains(expected), "\(expected) in \(subtleCheck.stdout)")
+        }
         // A copy into a database whose schema holds such objects is refused, naming them.
         let target = try database()
         XCTAssertEqual(try CLI.runTool("psql", [target, "-qc", """

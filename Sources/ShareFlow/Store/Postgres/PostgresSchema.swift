@@ -232,6 +232,20 @@ extension PostgresSchema {
                 names(after: ["CREATE TRIGGER"]))
     }()
 
+    /// ShareFlow's own functions' bodies as its migrations give them (the last one of a name):
+    /// what PostgreSQL keeps as `prosrc`, so a function replaced in place is told.
+    static let ownFunctionBodies: [String: String] = {
+        var bodies: [String: String] = [:]
+        let text = migrations.joined(separator: "\n")
+        guard let pattern = try? NSRegularExpression(pattern: #"CREATE (?:OR REPLACE )?FUNCTION (\w+)\(\)[^$]*\$\$(.*?)\$\$"#,
+                                                     options: [.dotMatchesLineSeparators]) else { return [:] }
+        for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+            guard let name = Range(match.range(at: 1), in: text), let body = Range(match.range(at: 2), in: text) else { continue }
+            bodies[String(text[name])] = String(text[body])
+        }
+        return bodies
+    }()
+
     /// Objects in the `shareflow` schema ShareFlow did not make, one line each: a trigger,
     /// function, view, rule, row policy, operator or type planted there changes what the
     /// store means (a trigger once made every invitee an administrator) while every table and
@@ -258,10 +272,53 @@ extension PostgresSchema {
             """) where !own.triggers.contains(text(row, 1)) {
             problems.append("trigger \(text(row, 1)) on table \(text(row, 0)) was not made by ShareFlow")
         }
+        // Functions: ours by name, and as we made them (body, language, no SECURITY DEFINER, no
+        // settings, no arguments: an overload of our name is another function).
         for row in try tx.rows("""
-            SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'shareflow' ORDER BY 1
-            """) where !own.functions.contains(text(row, 0)) {
-            problems.append("function \(text(row, 0)) in schema shareflow was not made by ShareFlow")
+            SELECT p.proname, p.prosrc, l.lanname, p.prosecdef::text, COALESCE(array_to_string(p.proconfig, ','), ''), p.pronargs::text
+            FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
+            WHERE n.nspname = 'shareflow' ORDER BY 1
+            """) {
+            let name = text(row, 0)
+            guard own.functions.contains(name) else {
+                problems.append("function \(name) in schema shareflow was not made by ShareFlow")
+                continue
+            }
+            if text(row, 1) != ownFunctionBodies[name] || text(row, 2) != "plpgsql" || text(row, 3) != "false" || !text(row, 4).isEmpty || text(row, 5) != "0" {
+                problems.append("function \(name) in schema shareflow is not as ShareFlow made it (its body, language, security or arguments were changed)")
+            }
+        }
+        // Our triggers call our functions, on the tables our migrations name.
+        for row in try tx.rows("""
+            SELECT t.tgname, p.proname, pn.nspname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_namespace pn ON pn.oid = p.pronamespace
+            WHERE n.nspname = 'shareflow' AND NOT t.tgisinternal
+            """) where own.triggers.contains(text(row, 0)) && (text(row, 2) != "shareflow" || !own.functions.contains(text(row, 1))) {
+            problems.append("trigger \(text(row, 0)) calls \(text(row, 2)).\(text(row, 1)), not ShareFlow's function")
+        }
+        // What else on our tables calls a function: a CHECK constraint, a column default, an
+        // index expression, a trigger or rule, through any schema (public.evil() included).
+        for row in try tx.rows("""
+            SELECT DISTINCT owner.relname, pn.nspname, p.proname,
+                CASE d.classid WHEN 'pg_constraint'::regclass THEN 'a constraint' WHEN 'pg_attrdef'::regclass THEN 'a column default'
+                               WHEN 'pg_class'::regclass THEN 'an index' WHEN 'pg_trigger'::regclass THEN 'a trigger' ELSE 'a rule' END
+            FROM pg_depend d JOIN pg_proc p ON d.refclassid = 'pg_proc'::regclass AND d.refobjid = p.oid
+            JOIN pg_namespace pn ON pn.oid = p.pronamespace
+            LEFT JOIN pg_constraint k ON d.classid = 'pg_constraint'::regclass AND k.oid = d.objid
+            LEFT JOIN pg_attrdef a ON d.classid = 'pg_attrdef'::regclass AND a.oid = d.objid
+            LEFT JOIN pg_index i ON d.classid = 'pg_class'::regclass AND i.indexrelid = d.objid
+            LEFT JOIN pg_trigger t ON d.classid = 'pg_trigger'::regclass AND t.oid = d.objid
+            LEFT JOIN pg_rewrite w ON d.classid = 'pg_rewrite'::regclass AND w.oid = d.objid
+            JOIN pg_class owner ON owner.oid = COALESCE(k.conrelid, a.adrelid, i.indrelid, t.tgrelid, w.ev_class)
+            JOIN pg_namespace n ON n.oid = owner.relnamespace
+            WHERE n.nspname = 'shareflow' AND pn.nspname NOT IN ('pg_catalog', 'information_schema')
+            ORDER BY 1, 3
+            """) where !(text(row, 3) == "a trigger" && text(row, 1) == "shareflow" && own.functions.contains(text(row, 2))) {
+            problems.append("\(text(row, 3)) on table \(text(row, 0)) calls \(text(row, 1)).\(text(row, 2)), which ShareFlow did not make")
+        }
+        // Event triggers run on the database's DDL (ShareFlow's migrations among it): it makes none.
+        for row in try tx.rows("SELECT evtname FROM pg_event_trigger ORDER BY 1") {
+            problems.append("event trigger \(text(row, 0)) in this database was not made by ShareFlow")
         }
         for row in try tx.rows("SELECT tablename, rulename FROM pg_rules WHERE schemaname = 'shareflow' ORDER BY 2") {
             problems.append("rule \(text(row, 1)) on table \(text(row, 0)) was not made by ShareFlow")
