@@ -86,9 +86,10 @@ public struct CloudKitServer: Sendable {
             logger.notice("at most \(budget.cap) connections at once, not \(maxConnections): the process may open \(budget.limit) descriptors and keeps \(budget.kept) for the store, logs and plugins")
         }
         let maxConnections = budget.cap
+        let addresses = ConnectionsByAddress(cap: maxConnections)
         let app = Application(
             router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionDeadlineHandler(deadlines)])),
+            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionDeadlineHandler(deadlines, addresses: addresses)])),
             configuration: .init(address: .hostname(host, port: port), serverName: "ShareFlow",
                                  availableConnectionsDelegate: MaximumAvailableConnections(maxConnections, logger: logger)),
             onServerRunning: { channel in

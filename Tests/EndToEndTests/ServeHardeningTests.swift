@@ -9,9 +9,19 @@ import Glibc
 struct RawClient {
     let fd: Int32
 
-    init(port: Int) throws {
+    /// `source`: the loopback address to connect from (127.0.0.2, …: another client to the server).
+    init(port: Int, from source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw NSError(domain: "RawClient", code: Int(errno)) }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else { close(fd); throw NSError(domain: "RawClient bind", code: Int(errno)) }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -90,10 +100,11 @@ final class ServeHardeningTests: ServerTestCase {
 
     func testOpenConnectionsAreCappedAndTheRestWait() throws {
         try restart(config: "return { server = { maxConnections = 4, headerSeconds = 30, idleSeconds = 30 } }")
-        let holders = try (0..<4).map { _ in try RawClient(port: port) }
+        // Four clients (an address each: an address holds half the connections at most).
+        let holders = try (0..<4).map { try RawClient(port: port, from: "127.0.0.\(2 + $0)") }
         usleep(300_000)
         // A fifth client is not served while four connections are open…
-        let waiting = try RawClient(port: port)
+        let waiting = try RawClient(port: port, from: "127.0.0.9")
         waiting.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         XCTAssertFalse(waiting.read(for: 1).text.contains("200"), "served past the cap")
         // …and is, once one closes.
@@ -103,7 +114,7 @@ final class ServeHardeningTests: ServerTestCase {
         holders.dropFirst().forEach { $0.shut() }
         // Hundreds of idle sockets (within the kernel's backlog of 256) leave the server with
         // descriptors to spare: it holds four, the kernel queues the rest.
-        let many = (0..<200).compactMap { _ in try? RawClient(port: port) }
+        let many = (0..<200).compactMap { n in try? RawClient(port: port, from: "127.0.1.\(n % 200 + 1)") }
         usleep(300_000)
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.processIdentifier)/fd").count) ?? 0
         XCTAssertLessThan(fds, 100, "the server holds no descriptor per waiting client")
@@ -453,6 +464,23 @@ final class ServeHardeningTests: ServerTestCase {
         }
         XCTAssertTrue(served, "served after the storm")
         XCTAssertTrue(process.isRunning)
+    }
+
+
+    /// One address holds half the connection slots at most: its idle sockets beyond that are
+    /// closed at once, and another client is served meanwhile (idle sockets from one address
+    /// held every slot of a lowered cap, one header deadline after another).
+    func testOneAddressHoldsHalfTheConnectionsAtMost() throws {
+        try restart(config: "return { server = { maxConnections = 4, headerSeconds = 30, idleSeconds = 30 } }")
+        let hog = try (0..<6).map { _ in try RawClient(port: port, from: "127.0.0.2") }
+        defer { hog.forEach { $0.shut() } }
+        usleep(300_000)
+        let closed = hog.filter { $0.read(for: 0.5).closed }.count
+        XCTAssertEqual(closed, 4, "two kept, the rest closed at once")
+        let other = try RawClient(port: port, from: "127.0.0.3")
+        defer { other.shut() }
+        other.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        XCTAssertTrue(other.read(for: 5).text.hasPrefix("HTTP/1.1 200"), "another address is served while the first holds its share")
     }
 
 }

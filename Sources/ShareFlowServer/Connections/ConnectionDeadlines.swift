@@ -44,10 +44,26 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     /// Requests whose head was read and whose answer has not ended yet (more than one when
     /// pipelined). A body still arriving is the request timer's (`bodySeconds`).
     private var answering = 0
+    /// Each address's share of the connections, and the address this one holds a place for.
+    private let addresses: ConnectionsByAddress?
+    private var admitted: String?
 
-    init(_ deadlines: ConnectionDeadlines) {
+    init(_ deadlines: ConnectionDeadlines, addresses: ConnectionsByAddress? = nil) {
         self.deadlines = deadlines
+        self.addresses = addresses
         idle = .nanoseconds(Int64(deadlines.idleSeconds * 1e9))
+    }
+
+    /// Takes the connection's place in its address's share, or closes it at once (the client
+    /// holds its share already: the kernel's backlog is for other addresses).
+    private func admit(_ context: ChannelHandlerContext) -> Bool {
+        guard let addresses, admitted == nil, let address = context.channel.remoteAddress?.ipAddress else { return true }
+        guard addresses.admit(address) else {
+            context.close(promise: nil)
+            return false
+        }
+        admitted = address
+        return true
     }
 
     private func schedule(_ seconds: Double, _ context: ChannelHandlerContext) -> Scheduled<Void> {
@@ -85,6 +101,8 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     }
 
     private func disarm() {
+        if let admitted, let addresses { addresses.release(admitted) }
+        admitted = nil
         live = false
         requestTimer?.cancel()
         requestTimer = nil
@@ -94,12 +112,14 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
 
     func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive {
+            guard admit(context) else { return }
             armRequest(deadlines.headerSeconds, context)
             progressed(context)
         }
     }
 
     func channelActive(context: ChannelHandlerContext) {
+        guard admit(context) else { return context.fireChannelActive() }
         armRequest(deadlines.headerSeconds, context)
         progressed(context)
         context.fireChannelActive()
