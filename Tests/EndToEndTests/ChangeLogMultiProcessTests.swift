@@ -267,10 +267,21 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         var tokens: [String] = []
         for round in 1...2 {
             let pid = server.processIdentifier
-            let delay = UInt32(150_000 + Int.random(in: 0..<200_000))
-            Thread.detachNewThread { usleep(delay); kill(pid, SIGKILL) }
+            // The kill comes at a random moment after the round's first answer (an event, not
+            // a clock: under ASan on a loaded machine no answer came within a fixed 350 ms),
+            // or after 60 s without one.
+            var killScheduled = false
+            func scheduleKill(after delay: UInt32) {
+                guard !killScheduled else { return }
+                killScheduled = true
+                Thread.detachNewThread { usleep(delay); kill(pid, SIGKILL) }
+            }
+            let started = Date()
+            let answeredBefore = tokens.count
             var batch = 0
             while server.isRunning {
+                if tokens.count > answeredBefore { scheduleKill(after: UInt32(Int.random(in: 0..<200_000))) }
+                if Date().timeIntervalSince(started) > 60 { scheduleKill(after: 0) }
                 batch += 1
                 let ops = (1...150).map { k in
                     #"{"operationType":"\#(k % 4 == 0 ? "forceDelete" : "forceUpdate")","record":{"recordName":"s\#((k * 7 + batch) % 200)","recordType":"Item","fields":{"b":{"value":"\#(batch)"}}}}"#
