@@ -98,7 +98,6 @@ extension Engine {
             // A record past the page's bytes is not built (nil): the page ends before it.
             let rows = try db.zoneChangesWithRecords(zone: zone.id, viewer: viewer, after: position, limit: limit + 1) { row -> Record? in
                 guard bytesLeft > 0 else { return nil }
-                // Made for this answer alone: no copy to trim.
                 // Made for this answer alone: no copy to trim. Its bytes are those of the fields
                 // kept (`keeping`): a client asking for a few small keys of big records is not
                 // charged for the big ones.
@@ -309,31 +308,29 @@ struct ChangeToken: Equatable {
         let invalid = ShareFlowError(.invalidArguments, "the change token '\(StoredRow.excerpt(string))' is not one ShareFlow gave (forged, altered or cut)")
         guard string.utf8.count < 200 else { throw invalid }
         guard let bytes = Base64URL.decode(string) else { throw invalid }
+        // The token's fields in the sealed layout: kind, environment, scope, 0, then target,
+        // viewer, seq and floor (8 bytes each, big-endian).
+        let plain: [UInt8]
         if bytes.first == versionSealed {
-            guard let plain = unseal(bytes, key: key), let tokenKind = Kind(rawValue: plain[0]), plain[1] <= 1, plain[2] <= 1, plain[3] == 0 else {
-                throw invalid
-            }
-            guard tokenKind == kind else {
-                throw ShareFlowError(.invalidArguments, "the change token is a \(tokenKind == .zone ? "zone's" : "database's"), not a \(kind == .zone ? "zone's" : "database's")")
-            }
-            func int(_ at: Int) -> Int64 { plain[at..<at + 8].reduce(Int64(0)) { $0 << 8 | Int64($1) } }
-            return ChangeToken(kind: tokenKind, environment: plain[1] == 1 ? .production : .development, scope: plain[2] == 1 ? .shared : .private,
-                               target: int(4), viewer: int(12), seq: int(20), floor: int(28))
+            guard let opened = unseal(bytes, key: key) else { throw invalid }
+            plain = opened
+        } else {
+            // A token given before wave 4 (readable, authenticated only): still honoured, so
+            // clients holding one keep syncing; the next token they get is sealed.
+            guard bytes.count == 28 + macBytes || bytes.count == 36 + macBytes else { throw invalid }
+            let length = bytes.count - macBytes
+            let body = Array(bytes[0..<length])
+            let mac = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: key))
+            guard Array(mac.prefix(macBytes)) == Array(bytes[length...]), body[0] == (length == 28 ? version : versionWithFloor) else { throw invalid }
+            plain = Array(body[1...3]) + [0] + Array(body[4...]) + (length == 28 ? [UInt8](repeating: 0, count: 8) : [])
         }
-        // A token given before wave 4 (readable, authenticated only): still honoured, so
-        // clients holding one keep syncing; the next token they get is sealed.
-        guard bytes.count == 28 + macBytes || bytes.count == 36 + macBytes else { throw invalid }
-        let length = bytes.count - macBytes
-        let body = Array(bytes[0..<length])
-        let mac = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: key))
-        guard Array(mac.prefix(macBytes)) == Array(bytes[length...]), body[0] == (length == 28 ? version : versionWithFloor) else { throw invalid }
-        guard let tokenKind = Kind(rawValue: body[1]), body[2] <= 1, body[3] <= 1 else { throw invalid }
+        guard let tokenKind = Kind(rawValue: plain[0]), plain[1] <= 1, plain[2] <= 1, plain[3] == 0 else { throw invalid }
         guard tokenKind == kind else {
             throw ShareFlowError(.invalidArguments, "the change token is a \(tokenKind == .zone ? "zone's" : "database's"), not a \(kind == .zone ? "zone's" : "database's")")
         }
-        func int(_ at: Int) -> Int64 { body[at..<at + 8].reduce(Int64(0)) { $0 << 8 | Int64($1) } }
-        return ChangeToken(kind: tokenKind, environment: body[2] == 1 ? .production : .development, scope: body[3] == 1 ? .shared : .private,
-                           target: int(4), viewer: int(12), seq: int(20), floor: length == 36 ? int(28) : 0)
+        func int(_ at: Int) -> Int64 { plain[at..<at + 8].reduce(Int64(0)) { $0 << 8 | Int64($1) } }
+        return ChangeToken(kind: tokenKind, environment: plain[1] == 1 ? .production : .development, scope: plain[2] == 1 ? .shared : .private,
+                           target: int(4), viewer: int(12), seq: int(20), floor: int(28))
     }
 }
 

@@ -21,16 +21,7 @@ public enum BoundedFile {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(description: String(cString: strerror(errno))) }
         defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 16)
-        var got = 0
-        while got < 16 {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + got, 16 - got) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw Failure(description: String(cString: strerror(errno))) }
-            if n == 0 { break }
-            got += n
-        }
-        return Data(buffer[0..<got])
+        return try read(fd, upTo: 16) { String(cString: strerror($0)) }.data
     }
 
     /// The file's bytes; `maxBytes` more is "larger than", a folder or a failed read is said.
@@ -43,19 +34,26 @@ public enum BoundedFile {
         if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
             throw Failure(description: "cannot open \(path) (Is a directory)")
         }
+        let (data, more) = try read(fd, upTo: maxBytes) { "cannot read \(path) (\(String(cString: strerror($0))))" }
+        guard !more else {
+            throw Failure(description: "\(path) is larger than \(maxBytes >= 1 << 20 ? "\(maxBytes >> 20) MiB" : "\(maxBytes) bytes")")
+        }
+        return data
+    }
+
+    /// At most `limit` bytes of `fd`, and whether it holds more; a failed read is `failure(errno)`.
+    private static func read(_ fd: Int32, upTo limit: Int, failure: (Int32) -> String) throws -> (data: Data, more: Bool) {
         var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var buffer = [UInt8](repeating: 0, count: min(limit + 1, 64 << 10))
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, min($0.count, limit + 1 - data.count)) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw Failure(description: "cannot read \(path) (\(String(cString: strerror(errno))))")
+                throw Failure(description: failure(errno))
             }
-            if n == 0 { return data }
-            guard data.count + n <= maxBytes else {
-                throw Failure(description: "\(path) is larger than \(maxBytes >= 1 << 20 ? "\(maxBytes >> 20) MiB" : "\(maxBytes) bytes")")
-            }
+            if n == 0 { return (data, false) }
             data.append(contentsOf: buffer[0..<n])
+            if data.count > limit { return (data.prefix(limit), true) }
         }
     }
 }

@@ -80,19 +80,6 @@ public final class Store: @unchecked Sendable {
         postgres = nil
         decisionLog = nil
         self.path = path
-        // Only a regular file (or none yet) is a store: SQLite opening a FIFO waits for a
-        // writer for ever (`store info` and `serve` hung), and a device or socket is no file.
-        var info = stat()
-        if path != ":memory:", stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
-            let kind = switch info.st_mode & S_IFMT {
-            case S_IFIFO: "a FIFO (named pipe)"
-            case S_IFDIR: "a folder"
-            case S_IFSOCK: "a socket"
-            case S_IFCHR, S_IFBLK: "a device"
-            default: "not a regular file"
-            }
-            throw StoreError.cannotOpen(path: path, reason: "it is \(kind), not a store file")
-        }
         if path != ":memory:" {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             do {
@@ -370,11 +357,19 @@ public final class Store: @unchecked Sendable {
     /// Throws, touching nothing, when `path` holds something other than a ShareFlow store
     /// this binary can open.
     static func checkForeignFile(at path: String, sqlitePath: String? = nil) throws {
-        let fm = FileManager.default
-        var isDir: ObjCBool = false
-        guard fm.fileExists(atPath: path, isDirectory: &isDir) else { return }
-        guard !isDir.boolValue else {
-            throw StoreError.notAStore(path: path, reason: "it is a directory")
+        // Only a regular file (or none yet) is a store: opening a FIFO waits for a writer for
+        // ever (`store info` and `serve` hung), and a device or socket is no file.
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            let kind = switch info.st_mode & S_IFMT {
+            case S_IFIFO: "a FIFO (named pipe)"
+            case S_IFDIR: "a folder"
+            case S_IFSOCK: "a socket"
+            case S_IFCHR, S_IFBLK: "a device"
+            default: "not a regular file"
+            }
+            throw StoreError.cannotOpen(path: path, reason: "it is \(kind), not a store file")
         }
         let header: Data
         do {

@@ -60,9 +60,6 @@ public final class LuaState {
         return lua_rawget(L, -2) == LUA_TBOOLEAN
     }
 
-    /// Whether the state was made with the sandbox's libraries.
-    public private(set) var isSandboxed = false
-
     /// Whether a chunk this state loads is refused for a function too long for Lua 5.4.4's
     /// error messages (`sf_check_chunk`): every sandboxed state's but the operator's config file.
     public var checksFunctionSize = false
@@ -73,11 +70,8 @@ public final class LuaState {
         return r == 0 ? "of an unknown release" : "Lua \(r / 10000).\(r / 100 % 100).\(r % 100)"
     }()
 
-    /// The linked release when the sandbox covers it, else nil.
-    static let checkedRelease: Int32? = {
-        let r = sf_lua_release()
-        return sf_lua_release_checked(r) != 0 ? r : nil
-    }()
+    /// Whether the sandbox covers the linked release.
+    static let releaseIsChecked = sf_lua_release_checked(sf_lua_release()) != 0
 
     /// Per-state data that bindings hang on the state (class metatables and so on).
     public var extensions: [ObjectIdentifier: AnyObject] = [:]
@@ -114,11 +108,10 @@ public final class LuaState {
         switch libraries {
         case .standard: luaL_openlibs(L)
         case .sandbox:
-            isSandboxed = true
             checksFunctionSize = true
             // The sandbox's promises hold for the releases whose known bugs it keeps out of
             // reach (luabugs.c, docs/reference/lua-bugs.md); on another, no plugin state.
-            guard LuaState.checkedRelease != nil else {
+            guard LuaState.releaseIsChecked else {
                 throw LuaError(kind: .runtime, message: "the linked Lua library is \(LuaState.linkedRelease), whose known bugs the plugin sandbox does not keep out of reach; plugins need Lua 5.4.4 to 5.4.8")
             }
             // Every stored property is set by now: a throw runs deinit, which closes the state.

@@ -23,7 +23,7 @@ enum PostgresPassword {
                 .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
         }
         let file = environment["PGPASSFILE"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? environment["HOME"].map { PathName.folder(of: $0 + "/x") + "/.pgpass" }
+            ?? environment["HOME"].map { $0 + "/.pgpass" }
         guard let file else { return nil }
         return lookUp(in: file, location)
     }
@@ -31,8 +31,7 @@ enum PostgresPassword {
     /// The password of the first matching line of a libpq password file, if it is private.
     static func lookUp(in file: String, _ location: PostgresLocation) -> String? {
         var info = stat()
-        guard stat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 1 << 20,
-              info.st_mode & (S_IRWXG | S_IRWXO) == 0,
+        guard stat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & (S_IRWXG | S_IRWXO) == 0,
               let data = try? BoundedFile.read(file, maxBytes: 1 << 20) else { return nil }
         let wanted = [location.host, String(location.port), location.database, location.user]
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
