@@ -53,12 +53,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // Change tokens are signed (HMAC-SHA256, SPEC §14 S1).
                 .product(name: "Crypto", package: "swift-crypto"),
-                // The PostgreSQL store (SPEC §16), driven from the engine's thread.
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 // Store failures and retries, injected faults: counted for `GET /metrics`.
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
+        ),
+        // The PostgreSQL driver (SPEC §16 M6): a `StoreDriver` the engine reaches only through
+        // that protocol, so neither the engine nor the Lua host links PostgreSQL or TLS.
+        .target(
+            name: "ShareFlowPostgres",
+            dependencies: [
+                "ShareFlow",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The Lua host: state, value bridge, bindings, sandbox, limits, plugins.
@@ -100,7 +111,7 @@ let package = Package(
         ),
         .target(
             name: "ShareFlowBench",
-            dependencies: ["ShareFlowLua", "ShareFlow", "ShareFlowServer", "CLua", "CShareFlowSupport", "CShareFlowBench",
+            dependencies: ["ShareFlowLua", "ShareFlow", "ShareFlowPostgres", "ShareFlowServer", "CLua", "CShareFlowSupport", "CShareFlowBench",
                            .product(name: "GRDBSQLite", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")]
         ),
@@ -122,7 +133,7 @@ let package = Package(
         .executableTarget(
             name: "shareflow",
             dependencies: [
-                "ShareFlow", "ShareFlowLua", "ShareFlowConsole", "ShareFlowBench", "ShareFlowServer", "CLua", "CShareFlowSupport",
+                "ShareFlow", "ShareFlowPostgres", "ShareFlowLua", "ShareFlowConsole", "ShareFlowBench", "ShareFlowServer", "CLua", "CShareFlowSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -143,10 +154,10 @@ let package = Package(
         .target(name: "ShareFlowTestKit", path: "Tests/ShareFlowTestKit"),
         .target(
             name: "ShareFlowEngineTestKit",
-            dependencies: ["ShareFlow", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["ShareFlow", "ShareFlowPostgres", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/ShareFlowEngineTestKit"
         ),
-        .testTarget(name: "ShareFlowTests", dependencies: ["ShareFlow", "ShareFlowEngineTestKit", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift"),
+        .testTarget(name: "ShareFlowTests", dependencies: ["ShareFlow", "ShareFlowPostgres", "ShareFlowEngineTestKit", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift"),
                                                     .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "ShareFlowTestKit", "CLua", "CShareFlowSupport"]),
         .testTarget(name: "ShareFlowServerTests", dependencies: ["ShareFlowServer", "ShareFlow", "ShareFlowTestKit",

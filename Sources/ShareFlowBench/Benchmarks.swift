@@ -150,6 +150,11 @@ public struct Benchmarks {
             r["serve_accept_per_s"] = f.acceptHTTP; r["serve_accept_in_process_per_s"] = f.acceptInProcess
             r["serve_accept_vs_in_process"] = f.acceptHTTP / f.acceptInProcess
             r["serve_accept_p50_ms"] = f.acceptP50; r["serve_accept_p99_ms"] = f.acceptP99
+            if let locked = f.resolveWhileLocked {
+                r["serve_resolve_locked_per_s"] = locked.0; r["serve_resolve_locked_p99_ms"] = locked.2
+                // SPEC §16 M5: ≤ 2 (before, the whole busy timeout).
+                r["serve_resolve_locked_p99_vs_alone"] = locked.2 / f.resolveP99
+            }
             r["serve_errors"] = f.errors
             r["serve_connections"] = sizes.connections
             for (count, pg) in f.postgres {

@@ -1,7 +1,9 @@
 import CShareFlowSupport
 import Foundation
+import GRDBSQLite
 import Logging
 import ShareFlow
+import ShareFlowPostgres
 import ShareFlowServer
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +18,7 @@ extension Benchmarks {
     struct ServeFigures {
         var resolveHTTP = 0.0, resolveInProcess = 0.0, acceptHTTP = 0.0, acceptInProcess = 0.0
         var resolveP50 = 0.0, resolveP99 = 0.0, acceptP50 = 0.0, acceptP99 = 0.0
+        var resolveWhileLocked: (Double, Double, Double)?
         var errors = 0
         /// By node count, on PostgreSQL (with `postgres` set).
         var postgres: [Int: HTTPFigures] = [:]
@@ -57,10 +60,11 @@ extension Benchmarks {
         f.resolveInProcess = try inProcess(false)
 
         // Over HTTP: the server on a free loopback port, in this process.
-        let sqlite = try overHTTP([engine], label: "SQLite", guids: guids, api: api, tokens: tokens)
+        let sqlite = try overHTTP([engine], label: "SQLite", guids: guids, api: api, tokens: tokens, lockedStore: engine.store.path)
         (f.resolveHTTP, f.resolveP50, f.resolveP99) = sqlite.resolve
         (f.acceptHTTP, f.acceptP50, f.acceptP99) = sqlite.accept
         f.errors += sqlite.errors
+        f.resolveWhileLocked = sqlite.resolveWhileLocked
 
         // The same store copied to PostgreSQL (SPEC §16): one node, then three nodes on it (each
         // its own engine and connection, in this process, the load spread over them in turn).
@@ -68,13 +72,13 @@ extension Benchmarks {
             let url = try PostgresStore.makeScratch(template: template)
             defer { PostgresStore.dropScratch(url) }
             do {
-                let cluster = try Store(path: url)
+                let cluster = try Store.open(url)
                 _ = try engine.store.copy(to: cluster)
                 cluster.close()
             }
             for count in [1, 3] {
                 let nodes = try (0..<count).map { _ -> Engine in
-                    let node = Engine(store: try Store(path: url))
+                    let node = Engine(store: try Store.open(url))
                     node.logger.logLevel = .critical
                     return node
                 }
@@ -91,10 +95,14 @@ extension Benchmarks {
     /// port in this process: requests per second, p50 and p99 (ms).
     struct HTTPFigures {
         var resolve = (0.0, 0.0, 0.0), accept = (0.0, 0.0, 0.0)
+        /// Resolve again while another process holds the write lock and a write of another
+        /// caller's waits for it (SPEC §16 M5; SQLite only): rate, p50, p99.
+        var resolveWhileLocked: (Double, Double, Double)?
         var errors = 0
     }
 
-    private func overHTTP(_ engines: [Engine], label: String, guids: [String], api: String, tokens: [String]) throws -> HTTPFigures {
+    private func overHTTP(_ engines: [Engine], label: String, guids: [String], api: String, tokens: [String],
+                          lockedStore: String? = nil) throws -> HTTPFigures {
         final class Port: @unchecked Sendable { var value = 0 }  // written before `listening` signals
         var ports: [Int] = []
         var tasks: [Task<Void, Error>] = []
@@ -121,7 +129,42 @@ extension Benchmarks {
             figures.errors += load.errors
             if accept { figures.accept = (load.rate, load.p50, load.p99) } else { figures.resolve = (load.rate, load.p50, load.p99) }
         }
+        if let lockedStore {
+            figures.resolveWhileLocked = try resolveWhileLocked(lockedStore, ports: ports, guids: guids, api: api, tokens: tokens)
+        }
         return figures
+    }
+
+    /// records/resolve on every connection but one while another process holds the store's
+    /// write lock and the last connection's caller saves a record, waiting for the lock (each
+    /// save waits `store.busyTimeoutMs`, then is a 503): before SPEC §16 M5 every resolve
+    /// waited behind it.
+    private func resolveWhileLocked(_ store: String, ports: [Int], guids: [String], api: String, tokens: [String]) throws -> (Double, Double, Double) {
+        var other: OpaquePointer?
+        guard sqlite3_open(store, &other) == SQLITE_OK, sqlite3_exec(other, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK else {
+            sqlite3_close(other)
+            throw BenchError("cannot take the write lock of \(store)")
+        }
+        defer { sqlite3_exec(other, "ROLLBACK", nil, nil, nil); sqlite3_close(other) }
+        let connections = sizes.connections
+        progress("serve: records/resolve over HTTP while another process holds the write lock and a save waits for it, \(connections) connections, \(sizes.serveSeconds) s")
+        let writerDone = DispatchSemaphore(value: 0)
+        let (seconds, port, token) = (sizes.serveSeconds, ports[0], tokens[connections - 1])
+        let container = Self.serveContainer
+        Thread.detachNewThread {
+            defer { writerDone.signal() }
+            _ = try? HTTPLoad(ports: [port], connections: 1, seconds: seconds) { _, n in
+                ("/database/1/\(container)/development/private/records/modify?ckAPIToken=\(api)&ckWebAuthToken=\(token)",
+                 #"{"operations":[{"operationType":"create","record":{"recordName":"locked-\#(n)","recordType":"Note","fields":{}}}]}"#)
+            }
+        }
+        let path = "/database/1/\(Self.serveContainer)/development/public/records/resolve"
+        let load = try HTTPLoad(ports: ports, connections: max(1, connections - 1), seconds: sizes.serveSeconds) { c, n in
+            (path + "?ckAPIToken=\(api)&ckWebAuthToken=\(tokens[c])", #"{"shortGUIDs":[{"value":"\#(guids[n % guids.count])"}]}"#)
+        }
+        writerDone.wait()
+        guard load.errors == 0 else { throw BenchError("\(load.errors) resolves failed while a save waited for the lock") }
+        return (load.rate, load.p50, load.p99)
     }
 }
 

@@ -60,19 +60,20 @@ public struct CloudKitServer: Sendable {
     /// Serves until SIGTERM or SIGINT; then stops accepting, finishes the requests in flight,
     /// checkpoints the store and returns.
     public func run() async throws {
-        let thread = EngineThread()
+        let thread = EngineThread(engine: engine)
         let authenticator = CallerAuthenticator(engine: engine)
         let health = StoreHealth()
         let signal = ChangeSignal()
         let router = router(thread: thread, authenticator: authenticator, health: health, signal: signal)
-        // On PostgreSQL, every node's commits wake this node's change streams (SPEC §14, §16).
-        let notices = engine.store.postgres.map { store in
-            Task { await PostgresChangeNotices.listen(store) { signal.poke() } }
+        // On a driver's store (PostgreSQL), every node's commits wake this node's change streams
+        // (SPEC §14, §16).
+        let notices = engine.store.driver.map { driver in
+            Task { await driver.listenForCommits { signal.poke() } }
         }
         defer { notices?.cancel() }
         // On SQLite, this node's own commits wake them at once (another process's are seen at
         // the next poll).
-        if engine.store.postgres == nil {
+        if engine.store.driver == nil {
             let store = engine.store
             thread.enqueue { store.committed = { signal.poke() } }
         }
@@ -80,7 +81,7 @@ public struct CloudKitServer: Sendable {
         let pointHere = sharesPointHere && engine.options.publicURL == Engine.defaultPublicURL
         let (engine, host) = (self.engine, self.host)
         let deadlines = self.deadlines
-        let storeDescriptors = engine.store.postgres.map { $0.settings.poolSize + 4 } ?? 4
+        let storeDescriptors = engine.store.driver.map { $0.connectionLimit + 4 } ?? 4
         let budget = try DescriptorBudget.connections(configured: maxConnections, storeConnections: storeDescriptors)
         if budget.cap < maxConnections {
             logger.notice("at most \(budget.cap) connections at once, not \(maxConnections): the process may open \(budget.limit) descriptors and keeps \(budget.kept) for the store, logs and plugins")
@@ -135,13 +136,20 @@ public struct CloudKitServer: Sendable {
         router.get("/readyz") { _, _ -> Response in
             // Unauthenticated: why the store fails (its path, its PostgreSQL user, host and
             // database) is the operator's, in the log (StoreWatch), never here.
-            guard health.problem != nil else { return CloudKitServer.response(status: 200, WireObject(["ready": true])) }
-            return CloudKitServer.response(status: 503, WireObject(["ready": false, "serverErrorCode": "TRY_AGAIN_LATER",
-                                                                    "reason": "the store does not answer; see the server's log", "retryAfter": 2]))
+            if health.problem != nil {
+                return CloudKitServer.response(status: 503, WireObject(["ready": false, "serverErrorCode": "TRY_AGAIN_LATER",
+                                                                        "reason": "the store does not answer; see the server's log", "retryAfter": 2]))
+            }
+            // Writes gave up waiting for another process's write lock (SPEC §16 M5).
+            if thread.writesStalled {
+                return CloudKitServer.response(status: 503, WireObject(["ready": false, "serverErrorCode": "TRY_AGAIN_LATER",
+                                                                        "reason": "writes wait for the store's write lock; see the server's log", "retryAfter": 2]))
+            }
+            return CloudKitServer.response(status: 200, WireObject(["ready": true]))
         }
         router.get("/share/:guid", use: SharePage.answer)
         let limiter = rateLimit.map {
-            RateLimiter(requests: $0.requests, perSeconds: $0.perSeconds, shared: engine.store.postgres.map { PostgresRateBuckets($0) })
+            RateLimiter(requests: $0.requests, perSeconds: $0.perSeconds, shared: engine.store.driver?.makeRateBuckets())
         }
         // The admin routes take from their address's bucket, every request, before the admin
         // token is checked: guessing admin tokens is throttled as guessing any credential is.

@@ -3,6 +3,7 @@ import CLua
 import CShareFlowSupport
 import Foundation
 import ShareFlow
+import ShareFlowPostgres
 
 /// Runs `*_test.lua` files: each `test(name, fn)` in a file runs on a fresh in-memory store
 /// with a fresh Lua state. Failures are reported with `file:line`.
@@ -106,7 +107,7 @@ public struct LuaTestRunner {
         guard storeTemplate != nil else { return }
         let url = host.engine.store.path
         host.engine.store.close()
-        PostgresStore.dropScratch(host.engine.store.postgres.map { $0.location.url(database: $0.location.database) } ?? url)
+        PostgresStore.dropScratch((host.engine.store.driver as? PostgresStore).map { $0.location.url(database: $0.location.database) } ?? url)
     }
 
     /// From now on Ctrl-C interrupts the running test instead of killing the process.
@@ -117,7 +118,7 @@ public struct LuaTestRunner {
         options.discoveryProgressInterval = max(options.discoveryProgressInterval, 1)
         // A PostgreSQL store (`--store postgres://…`): a new database for each test, made
         // from the named one and dropped after it (SPEC §16: the Lua suite on both stores).
-        let store = try storeTemplate.map { try Store(path: PostgresStore.makeScratch(template: $0)) } ?? Store(path: ":memory:")
+        let store = try storeTemplate.map { try Store.open(PostgresStore.makeScratch(template: $0)) } ?? Store(path: ":memory:")
         let engine = Engine(store: store, options: options)
         engine.logger.logLevel = .critical
         let host = try ScriptHost(engine: engine)

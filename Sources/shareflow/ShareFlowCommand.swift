@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ShareFlow
+import ShareFlowPostgres
 import ShareFlowLua
 
 @main
@@ -183,7 +184,8 @@ struct GlobalSettings {
             if let n = config["statementTimeoutMs"] { settings.statementTimeoutMs = Int(n) }
             settings.passwordFile = try pluginConfig().postgresPasswordFile
         }
-        return try Store(path: location, postgres: settings)
+        let busyTimeout = try pluginConfig().storeBusyTimeoutMs.map { $0 / 1000 } ?? Store.defaultBusyTimeout
+        return try Store.open(location, busyTimeout: busyTimeout, postgres: settings)
     }
 
     /// Opens the store and the engine, with logs on standard error.

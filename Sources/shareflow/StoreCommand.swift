@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ShareFlow
+import ShareFlowPostgres
 
 extension ShareFlowCommand {
     struct StoreCommand: ParsableCommand {

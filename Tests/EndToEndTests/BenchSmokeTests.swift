@@ -17,7 +17,8 @@ final class BenchSmokeTests: XCTestCase {
                     "cold_start_ms", "lua_cold_start_ms", "rss_mib_1000x100",
                     "serve_resolve_per_s", "serve_resolve_in_process_per_s", "serve_resolve_vs_in_process", "serve_resolve_p50_ms",
                     "serve_resolve_p99_ms", "serve_accept_per_s", "serve_accept_in_process_per_s", "serve_accept_vs_in_process",
-                    "serve_accept_p99_ms", "deep_chain_save_ms", "shallow_save_ms", "deep_chain_save_ratio",
+                    "serve_accept_p99_ms", "serve_resolve_locked_per_s", "serve_resolve_locked_p99_ms", "serve_resolve_locked_p99_vs_alone",
+                    "deep_chain_save_ms", "shallow_save_ms", "deep_chain_save_ratio",
                     "query_page_big_ms", "query_page_small_ms", "query_page_100k_vs_1k"]
             + ["save_batch", "save_batch_shared", "save_one", "save_one_shared", "edit_one", "accept"].flatMap {
                 ["log_\($0)_us", "log_\($0)_unlogged_us", "log_\($0)_vs_unlogged"]

@@ -173,20 +173,8 @@ final class DamagedStoreCommandTests: XCTestCase {
         let server = ServerHarness(dir: dir, store: store)
         try server.start()
         defer { server.stop() }
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        holder.arguments = ["python3", "-c", """
-            import sqlite3, sys, time
-            c = sqlite3.connect(sys.argv[1], isolation_level=None)
-            c.execute('BEGIN IMMEDIATE')
-            print('locked', flush=True)
-            time.sleep(30)
-            """, store]
-        let out = Pipe()
-        holder.standardOutput = out
-        try holder.run()
-        defer { holder.terminate(); holder.waitUntilExit() }
-        XCTAssertEqual(String(decoding: out.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), "locked")
+        let holder = try WriteLockHolder(store: store)
+        defer { holder.releaseLock() }
         let (status, body) = try server.call("POST", "/private/records/modify", body: """
             {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"create","record":{"recordName":"new","recordType":"Day"}}]}
             """)

@@ -57,6 +57,15 @@ final class PluginsCommandTests: XCTestCase {
             ("return { postgres = { 8 } }", "'postgres' must be a table { poolSize = N, statementTimeoutMs = N }"),
             ("return { postgres = true }", "'postgres' must be a table"),
             ("return { postgres = { poolSize = 16, statementTimeoutMs = 2500 } }", nil),
+            // SPEC §16 M5: `store = { busyTimeoutMs = N }`.
+            ("return { store = { busyTimeoutMs = -1 } }", "store.busyTimeoutMs must be a whole number from 0 to 600000, got -1"),
+            ("return { store = { busyTimeoutMs = 1/0 } }", "store.busyTimeoutMs must be a whole number from 0 to 600000"),
+            ("return { store = { busyTimeoutMs = 0.5 } }", "store.busyTimeoutMs must be a whole number from 0 to 600000, got 0.5"),
+            ("return { store = { busyTimeout = 5 } }", "unknown key store.busyTimeout (expected busyTimeoutMs)"),
+            ("return { store = { 5000 } }", "'store' must be a table { busyTimeoutMs = N }"),
+            ("return { store = \"x\" }", "'store' must be a table { busyTimeoutMs = N }"),
+            ("return { store = { busyTimeoutMs = 0 } }", nil),
+            ("return { store = { busyTimeoutMs = 2500 } }", nil),
         ]
         for (n, (config, message)) in cases.enumerated() {
             try CLI.write(config, to: dir.appendingPathComponent("c\(n).lua"))

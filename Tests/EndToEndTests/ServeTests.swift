@@ -17,6 +17,19 @@ class ServerTestCase: XCTestCase {
     /// another, such as a PostgreSQL database).
     func makeStore() throws -> String { dir.appendingPathComponent("store.sqlite").path }
 
+    /// A new database on the throw-away cluster `make test` starts (Tests/postgres/with-cluster.sh),
+    /// named `PREFIX_…`, or a skip without one (as under the sanitizers).
+    func clusterDatabase(prefix: String) throws -> String {
+        guard let cluster = ProcessInfo.processInfo.environment["SHAREFLOW_TEST_CLUSTER"], !cluster.isEmpty else {
+            throw XCTSkip("no PostgreSQL cluster (SHAREFLOW_TEST_CLUSTER): run through `make test`")
+        }
+        let name = prefix + "_" + UUID().uuidString.prefix(8).lowercased()
+        let admin = cluster.replacingOccurrences(of: #"/[^/]+$"#, with: "/postgres", options: .regularExpression)
+        let made = try CLI.runTool("psql", [admin, "-qc", "CREATE DATABASE \(name)"])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        return cluster.replacingOccurrences(of: #"/[^/]+$"#, with: "/\(name)", options: .regularExpression)
+    }
+
     override func setUpWithError() throws {
         dir = try CLI.temporaryDirectory()
         store = try makeStore()
@@ -35,7 +48,8 @@ class ServerTestCase: XCTestCase {
 
     override func tearDownWithError() throws {
         stopServer()
-        try? FileManager.default.removeItem(at: dir)
+        // SHAREFLOW_KEEP_TEST_DIRS=1 keeps each test's folder (the servers' logs) to read after.
+        if ProcessInfo.processInfo.environment["SHAREFLOW_KEEP_TEST_DIRS"] != "1" { try? FileManager.default.removeItem(at: dir) }
     }
 
     /// A web auth token for `who`.

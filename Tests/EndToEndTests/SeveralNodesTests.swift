@@ -10,22 +10,7 @@ final class SeveralNodesTests: ServerTestCase {
     private var nodes: [ServeProcess] = []
     private var state: URL!
 
-    /// The cluster's URL, or a skip.
-    private static func cluster() throws -> String {
-        guard let url = ProcessInfo.processInfo.environment["SHAREFLOW_TEST_CLUSTER"], !url.isEmpty else {
-            throw XCTSkip("no PostgreSQL cluster (SHAREFLOW_TEST_CLUSTER): run through `make test`")
-        }
-        return url
-    }
-
-    override func makeStore() throws -> String {
-        let cluster = try SeveralNodesTests.cluster()
-        let name = "nodes_" + UUID().uuidString.prefix(8).lowercased()
-        let admin = cluster.replacingOccurrences(of: #"/[^/]+$"#, with: "/postgres", options: .regularExpression)
-        let made = try CLI.runTool("psql", [admin, "-qc", "CREATE DATABASE \(name)"])
-        XCTAssertEqual(made.status, 0, made.stderr)
-        return cluster.replacingOccurrences(of: #"/[^/]+$"#, with: "/\(name)", options: .regularExpression)
-    }
+    override func makeStore() throws -> String { try clusterDatabase(prefix: "nodes") }
 
     override func setUpWithError() throws {
         try super.setUpWithError()

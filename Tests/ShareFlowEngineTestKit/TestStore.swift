@@ -1,5 +1,6 @@
 import Foundation
 import ShareFlow
+import ShareFlowPostgres
 
 /// The store an engine test runs on: a new in-memory SQLite store, or, when
 /// SHAREFLOW_TEST_POSTGRES names a PostgreSQL database, a new database made from it (SPEC §16:
@@ -15,7 +16,7 @@ public enum TestStore {
 
     public static func make() throws -> Store {
         guard let template = postgresTemplate else { return try Store(path: ":memory:") }
-        return try Store(path: PostgresStore.makeScratch(template: template))
+        return try Store.open(PostgresStore.makeScratch(template: template))
     }
 
     /// The seeds a property test runs: all of them on SQLite; on PostgreSQL the first, since

@@ -4,6 +4,7 @@ import Logging
 import ShareFlowEngineTestKit
 import XCTest
 @testable import ShareFlow
+@testable import ShareFlowPostgres
 
 /// The PostgreSQL store's own parts (SPEC §16): the URL, the dialect's rewrites (always), and,
 /// when the suite runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES), the session's settings, the
@@ -55,7 +56,7 @@ final class PostgresStoreTests: XCTestCase {
         guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
-        let store = try Store(path: url, postgres: PostgresSettings(poolSize: 2, statementTimeoutMs: 1234))
+        let store = try Store.open(url, postgres: PostgresSettings(poolSize: 2, statementTimeoutMs: 1234))
         defer { store.close() }
         let (timeout, path) = try store.read { tx in
             (try tx.texts("SHOW statement_timeout").first, try tx.texts("SHOW search_path").first)
@@ -78,7 +79,7 @@ final class PostgresStoreTests: XCTestCase {
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
         do {
-            let store = try Store(path: url)
+            let store = try Store.open(url)
             _ = try store.write { tx in
                 try tx.run("DROP SCHEMA shareflow CASCADE", [])
                 try tx.run("CREATE SCHEMA shareflow", [])
@@ -86,7 +87,7 @@ final class PostgresStoreTests: XCTestCase {
             }
             store.close()
         }
-        XCTAssertThrowsError(try Store(path: url)) { error in
+        XCTAssertThrowsError(try Store.open(url)) { error in
             XCTAssertTrue("\(error)".contains("is not a ShareFlow store"), "\(error)")
             XCTAssertTrue("\(error)".contains("invoices"), "\(error)")
         }
@@ -129,7 +130,7 @@ final class PostgresStoreTests: XCTestCase {
 
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
-        let cluster = try Store(path: url)
+        let cluster = try Store.open(url)
         defer { cluster.close() }
         let report = try source.copy(to: cluster)
         XCTAssertEqual(report.rows["record"], 3)  // trip, day, the share
@@ -178,8 +179,8 @@ final class PostgresStoreTests: XCTestCase {
         guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
-        let one = Engine(store: try Store(path: url))
-        let other = Engine(store: try Store(path: url))
+        let one = Engine(store: try Store.open(url))
+        let other = Engine(store: try Store.open(url))
         defer { one.store.close(); other.store.close() }
         let world = try World(engine: one)
         one.policies.add(.shareSave, name: "node-one-says-no") { _ in .deny("not on this node") }
@@ -199,7 +200,7 @@ final class PostgresStoreTests: XCTestCase {
     /// A connection of the test's own to `url`, in a transaction holding `decision` locked
     /// against everyone (as an operator's long statement would).
     private func lockDecisions(_ store: Store) throws -> PostgresSession {
-        let locker = try XCTUnwrap(store.postgres).openSession(statementTimeoutMs: 60_000)
+        let locker = try XCTUnwrap(store.driver as? PostgresStore).openSession(statementTimeoutMs: 60_000)
         try locker.command("BEGIN")
         try locker.command("LOCK TABLE decision IN ACCESS EXCLUSIVE MODE")
         return locker
@@ -213,7 +214,7 @@ final class PostgresStoreTests: XCTestCase {
         guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
-        let engine = Engine(store: try Store(path: url))
+        let engine = Engine(store: try Store.open(url))
         defer { engine.store.close() }
         let world = try World(engine: engine)
         final class Reads: @unchecked Sendable { var count = 0 }
@@ -245,19 +246,19 @@ final class PostgresStoreTests: XCTestCase {
         guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
-        let store = try Store(path: url)
+        let store = try Store.open(url)
         defer { store.close() }
         let locker = try lockDecisions(store)
         defer { try? locker.connection.close().wait() }
         let start = Date()
         let made = PostgresDecisionLog.capacity + 50
         for n in 0..<made {
-            store.queueDecision(PolicyDecision(id: 0, point: "share.save", policies: ["p"], allow: n % 2 == 0, reasons: ["#\(n)"],
+            store.driver?.decisionLog?.add(PolicyDecision(id: 0, point: "share.save", policies: ["p"], allow: n % 2 == 0, reasons: ["#\(n)"],
                                                duration: 0.001, time: Date()))
         }
         XCTAssertLessThan(Date().timeIntervalSince(start), 2, "handing decisions over waited")
         try locker.command("ROLLBACK")
-        let logged = try XCTUnwrap(store.sharedDecisions(limit: PostgresDecisionLog.kept))
+        let logged = try XCTUnwrap(store.driver?.decisionLog?.latest(limit: PostgresDecisionLog.kept))
         XCTAssertEqual(logged.count, PostgresDecisionLog.capacity)
         XCTAssertEqual(logged.first?.reasons, ["#0"])
         XCTAssertEqual(logged.last?.reasons, ["#\(PostgresDecisionLog.capacity - 1)"])
@@ -272,7 +273,7 @@ final class PostgresStoreTests: XCTestCase {
         guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
-        let engine = Engine(store: try Store(path: url))
+        let engine = Engine(store: try Store.open(url))
         defer { engine.store.close() }
         defer { PostgresSession.dropNextCommitAnswer = false }
         PostgresSession.dropNextCommitAnswer = true
@@ -309,12 +310,12 @@ final class PostgresStoreTests: XCTestCase {
             func log(event: LogEvent) { lines.lock.withLock { lines.all.append("\(event.level): \(event.message)") } }
         }
         let lines = Lines()
-        let store = try Store(path: url)
-        store.decisionLog?.logger = Logger(label: "test") { _ in Collect(lines: lines) }
+        let store = try Store.open(url)
+        store.driver?.decisionLog?.setLogger(Logger(label: "test") { _ in Collect(lines: lines) })
         let locker = try lockDecisions(store)
         defer { try? locker.connection.close().wait() }
         for n in 0..<50 {
-            store.queueDecision(PolicyDecision(id: 0, point: "share.save", policies: ["p"], allow: true, reasons: ["#\(n)"],
+            store.driver?.decisionLog?.add(PolicyDecision(id: 0, point: "share.save", policies: ["p"], allow: true, reasons: ["#\(n)"],
                                                duration: 0, time: Date()))
         }
         let start = Date()
@@ -330,16 +331,16 @@ final class PostgresStoreTests: XCTestCase {
         guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
-        let store = try Store(path: url)
+        let store = try Store.open(url)
         defer { store.close() }
-        let filler = try XCTUnwrap(store.postgres).openSession(statementTimeoutMs: 60_000)
+        let filler = try XCTUnwrap(store.driver as? PostgresStore).openSession(statementTimeoutMs: 60_000)
         defer { try? filler.connection.close().wait() }
         try filler.execute("""
             INSERT INTO decision (point, policies, allow, reasons, duration, at)
             SELECT 'share.save', '["old"]', 1, '[]', 0, 0 FROM generate_series(1, 12499)
             """)
-        store.queueDecision(PolicyDecision(id: 0, point: "share.save", policies: ["new"], allow: true, reasons: [], duration: 0, time: Date()))
-        let latest = try XCTUnwrap(store.sharedDecisions(limit: 1))
+        store.driver?.decisionLog?.add(PolicyDecision(id: 0, point: "share.save", policies: ["new"], allow: true, reasons: [], duration: 0, time: Date()))
+        let latest = try XCTUnwrap(store.driver?.decisionLog?.latest(limit: 1))
         XCTAssertEqual(latest.map(\.policies), [["new"]])
         let rows = try filler.query("SELECT COUNT(*), MIN(id), MAX(id) FROM decision", [])
         XCTAssertEqual(rows.first?.first, Int64(PostgresDecisionLog.kept).databaseValue)

@@ -53,9 +53,9 @@ public final class Engine: @unchecked Sendable {
         events.logger = { [unowned self] in self.logger }
         link.target = .passUnretained(self)
         // Several nodes share one decision log (SPEC §16).
-        if store.isPostgres {
-            policies.sharedLog = store
-            store.decisionLog?.logger = logger
+        if let shared = store.driver?.decisionLog {
+            policies.sharedLog = shared
+            shared.setLogger(logger)
         }
     }
 
@@ -102,7 +102,14 @@ public final class Engine: @unchecked Sendable {
             throw error
         }
         transactionDepth -= 1
-        if transactionDepth == 0 { flushEvents() }
+        if transactionDepth == 0 {
+            // Written: the work is not run again, so what its reads sent goes first.
+            if let held = heldReadEvents {
+                heldReadEvents = nil
+                pendingEvents.insert(contentsOf: held, at: 0)
+            }
+            flushEvents()
+        }
         return result
     }
 
@@ -125,7 +132,33 @@ public final class Engine: @unchecked Sendable {
     /// Queues an event for delivery after commit (at once when no transaction is open).
     func emit(_ event: Event) {
         guard events.hasObservers(event.kind) else { return }
+        if transactionDepth == 0, heldReadEvents != nil {
+            heldReadEvents?.append(event)
+            return
+        }
         pendingEvents.append(event)
+        if transactionDepth == 0 { flushEvents() }
+    }
+
+    /// Events of reads (sent with no transaction open) held back while the work in progress may
+    /// be run again from the start (a server's request whose first write may be deferred,
+    /// `Store.writeWait`): an observer must not see a share's metadata fetched twice for one
+    /// request. Delivered before the events of the first write that commits, or when the work
+    /// ends (`endHoldingReadEvents`); dropped if it is run again. Nil: not holding.
+    private var heldReadEvents: [Event]?
+
+    /// Holds read events from now on (`heldReadEvents`).
+    package func holdReadEvents() {
+        heldReadEvents = []
+    }
+
+    /// Stops holding: the held events are delivered (`deliver`), or dropped with an attempt
+    /// that is run again.
+    package func endHoldingReadEvents(deliver: Bool) {
+        guard let held = heldReadEvents else { return }
+        heldReadEvents = nil
+        guard deliver, !held.isEmpty else { return }
+        pendingEvents.insert(contentsOf: held, at: 0)
         if transactionDepth == 0 { flushEvents() }
     }
 

@@ -99,6 +99,10 @@ public struct PolicyDecision: Sendable {
     /// Seconds the decision took.
     public let duration: Double
     public let time: Date
+
+    package init(id: Int, point: String, policies: [String], allow: Bool, reasons: [String], duration: Double, time: Date) {
+        (self.id, self.point, self.policies, self.allow, self.reasons, self.duration, self.time) = (id, point, policies, allow, reasons, duration, time)
+    }
 }
 
 /// The policies at the four decision points, and the log of every decision they made.
@@ -249,7 +253,7 @@ public final class PolicySet: @unchecked Sendable {
         log.append(LoggedDecision(id: nextDecision, point: point.label, asked: asked,
                                   denial: denial.map { "\($0.0): \($0.1)" }, start: start, end: end))
         // On PostgreSQL the decision goes to the log all nodes share, too (SPEC §16).
-        if let sharedLog, let logged = log.last { sharedLog.queueDecision(decision(logged)) }
+        if let sharedLog, let logged = log.last { sharedLog.add(decision(logged)) }
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
         if log.count > 2 * logCapacity { log.removeFirst(log.count - logCapacity) }
         if let (name, reason) = denial {
@@ -270,16 +274,17 @@ public final class PolicySet: @unchecked Sendable {
 
     /// The most recent decisions, oldest first: on PostgreSQL, of every node (the shared log;
     /// this process's own if the store cannot be read).
-    /// At most `logCapacity` of this process's, or `PostgresDecisionLog.kept` of the shared log;
+    /// At most `logCapacity` of this process's, or what the shared log keeps;
     /// none for a limit below 1.
     public func decisions(limit: Int = 20) -> [PolicyDecision] {
         guard limit > 0 else { return [] }
-        if let shared = sharedLog?.sharedDecisions(limit: min(limit, PostgresDecisionLog.kept)) { return shared }
+        if let sharedLog, let shared = sharedLog.latest(limit: min(limit, sharedLog.kept)) { return shared }
         return log.suffix(min(limit, logCapacity)).map(decision)
     }
 
-    /// The store whose shared decision log gets every decision (a PostgreSQL store: `Engine`).
-    package weak var sharedLog: Store?
+    /// The log every process on the store shares, which gets every decision too (a driver's
+    /// store: `Engine`). It knows nothing of the policy set.
+    package var sharedLog: (any SharedDecisionLog)?
 
     private func decision(_ d: LoggedDecision) -> PolicyDecision {
         PolicyDecision(

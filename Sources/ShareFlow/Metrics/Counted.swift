@@ -16,7 +16,9 @@ package enum Counted {
     }
 
     /// The store tried again: a PostgreSQL connection opened again after it was lost
-    /// (`reconnect`), an SQLite store opened again while another process was making it (`open`).
+    /// (`reconnect`), an SQLite store opened again while another process was making it (`open`),
+    /// a request run again because its write found another process's write lock held
+    /// (`lock`, SPEC §16 M5), or given up after `store.busyTimeoutMs` (`lock-timeout`).
     package static func storeRetry(_ store: String, reason: String) {
         Counter(label: "shareflow_store_retries_total", dimensions: [("store", store), ("reason", reason)]).increment()
     }

@@ -1,46 +1,52 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
-/// The SQLite file behind an engine: WAL journal, schema managed by migrations.
+/// The database behind an engine: its own SQLite file (WAL journal, schema managed by
+/// migrations), or a driver's database (`StoreDriver`: PostgreSQL, SPEC §16).
 ///
 /// ```swift
 /// let store = try Store(path: ".shareflow/store.sqlite")   // or ":memory:"
+/// let cluster = Store(driver: try PostgresStore(PostgresLocation(url)))
 /// ```
 ///
 /// A file that is not a ShareFlow store, or was written by a newer ShareFlow, is refused
 /// before anything is written to it.
 public final class Store: @unchecked Sendable {
+    /// How long a write waits for another process's write lock by default (SPEC §16 M5:
+    /// `store.busyTimeoutMs`, 5,000).
+    public static let defaultBusyTimeout: TimeInterval = 5
+
     /// The schema this binary writes. Raised by each new migration.
     public static let schemaVersion = 9
-    static let formatName = "shareflow"
+    package static let formatName = "shareflow"
 
-    /// The SQLite file, `:memory:`, or the PostgreSQL URL without its password.
+    /// The SQLite file, `:memory:`, or the driver's label (a URL without its password).
     public let path: String
     /// Opened read-only: the file or its folder is not writable (SPEC §11).
     public let isReadOnly: Bool
-    /// The SQLite store's connection; nil on PostgreSQL.
+    /// The SQLite store's connection; nil on a driver's.
     let sqliteQueue: DatabaseQueue?
-    /// The PostgreSQL store (SPEC §16); nil on SQLite.
-    package let postgres: PostgresStore?
-    /// The PostgreSQL transaction in progress (as `current` is SQLite's).
-    private var currentSession: PostgresSession?
+    /// The driver's database (SPEC §16 M6); nil on SQLite.
+    package let driver: (any StoreDriver)?
+    /// The driver's transaction in progress (as `current` is SQLite's).
+    private var currentConnection: (any StoreConnection)?
     /// Called on the writing thread after a write transaction that changed rows has committed
-    /// (SQLite: `serve` wakes its change streams; on PostgreSQL, NOTIFY wakes every node's).
+    /// (SQLite: `serve` wakes its change streams; a driver's other processes hear of it through
+    /// `StoreDriver.listenForCommits`).
     package var committed: (() -> Void)?
-    /// The decision log every node shares (PostgreSQL only), on a connection of its own.
-    let decisionLog: PostgresDecisionLog?
     /// The SQLite connection, for what only an SQLite store has (its file, its pages); every
     /// public entry point reaching it checks `requireSQLite` first.
     var queue: DatabaseQueue {
-        guard let sqliteQueue else { preconditionFailure("store \(path) is on PostgreSQL: this needs an SQLite store") }
+        guard let sqliteQueue else { preconditionFailure("store \(path) is not an SQLite file: this needs an SQLite store") }
         return sqliteQueue
     }
-    /// Whether the store is on PostgreSQL.
-    public var isPostgres: Bool { postgres != nil }
+    /// Whether the store is a driver's (PostgreSQL) rather than an SQLite file.
+    public var isPostgres: Bool { driver != nil }
 
     /// Fails, naming what, where only an SQLite store can do it.
     func requireSQLite(_ what: String) throws {
-        guard postgres == nil else {
+        guard driver == nil else {
             throw ShareFlowError(.invalidArguments, "\(what) works on an SQLite store; \(path) is on PostgreSQL")
         }
     }
@@ -52,6 +58,48 @@ public final class Store: @unchecked Sendable {
     private var feedBumps = FeedBumps()
     /// Whether `current` is a write transaction.
     private var writing = false
+    /// How long a write waits for another process's write lock (`store.busyTimeoutMs`).
+    public let busyTimeout: TimeInterval
+    /// How the outermost write of the work in progress waits for another process's write lock
+    /// (SPEC §16 M5). A server sets `deferFirst` for each request it runs: the request's first
+    /// write, finding the lock held, fails at once with `StoreBusy` instead of waiting on the
+    /// engine's thread (every other caller behind it), and the server runs the whole request
+    /// again a moment later. Nothing was written (the lock is taken before a transaction's first
+    /// statement), no event sent, no policy asked (they are asked inside the write). From then
+    /// on (`deferred`) every write of that attempt fails at once too, so the attempt writes
+    /// nothing at all. A write that committed ends deferring: the request's later writes wait
+    /// in place, as every write of a command or script does (`inPlace`).
+    /// How long a request's first write waits in place for the lock before it is deferred:
+    /// another process's short write passes within it, and the request goes on without being
+    /// run again (the usual case under contention). Not given again while writes are being
+    /// deferred (`lastDeferral`), so a lock held long costs the engine's thread nothing more.
+    package static let lockGrace: TimeInterval = 0.05
+    /// When a write was last deferred (the monotonic clock, seconds).
+    private var lastDeferral: TimeInterval?
+
+    /// The grace a deferrable write gets now.
+    private var grace: TimeInterval {
+        guard let lastDeferral else { return Store.lockGrace }
+        return ProcessInfo.processInfo.systemUptime - lastDeferral < max(busyTimeout, 1) ? 0 : Store.lockGrace
+    }
+
+    package var writeWait = WriteWait.inPlace {
+        didSet { if writeWait != .deferred { deferredBy = nil } }
+    }
+    /// Why the work in progress was deferred: its write's `StoreBusy`.
+    package private(set) var deferredBy: StoreBusy?
+
+    /// Lets go of a write lock a driver was granted for a deferred write no one claimed.
+    package func releaseUnclaimedLock() {
+        driver?.releaseUnclaimedLock()
+    }
+
+    package enum WriteWait: Sendable {
+        case inPlace
+        case deferFirst
+        case deferred
+    }
+
     /// False only in `shareflow bench`'s baseline stores: saves and accepts there log no
     /// change, so the same workload on a store that logs tells what the log costs (SPEC
     /// §14). A store that does not log has feeds that are wrong: never a user's.
@@ -60,26 +108,15 @@ public final class Store: @unchecked Sendable {
     /// `busyTimeout`: how long a write waits for another process's write lock before failing
     /// with `serviceUnavailable`.
     ///
-    /// A `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` path opens a PostgreSQL store instead
-    /// (SPEC §16), with `postgres` settings.
-    public convenience init(path: String, busyTimeout: TimeInterval = 10) throws {
-        try self.init(path: path, busyTimeout: busyTimeout, postgres: PostgresSettings())
-    }
-
-    package init(path: String, busyTimeout: TimeInterval = 10, postgres settings: PostgresSettings) throws {
-        if PostgresLocation.isURL(path) {
-            let location = try PostgresLocation(path)
-            self.path = location.label
-            isReadOnly = false
-            sqliteQueue = nil
-            let opened = try PostgresStore(location, settings: settings)
-            postgres = opened
-            decisionLog = PostgresDecisionLog(opened)
-            return
+    /// A database URL (`postgres://…`) is refused here: it opens through its driver
+    /// (`Store(driver:)`; ShareFlowPostgres' `Store.open` takes either).
+    public init(path: String, busyTimeout: TimeInterval = Store.defaultBusyTimeout) throws {
+        guard !Store.isDatabaseURL(path) else {
+            throw StoreError.cannotOpen(path: Store.redactedURL(path), reason: "it is a database URL, and this program was built without its driver")
         }
-        postgres = nil
-        decisionLog = nil
+        driver = nil
         self.path = path
+        self.busyTimeout = busyTimeout
         if path != ":memory:" {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             do {
@@ -159,6 +196,29 @@ public final class Store: @unchecked Sendable {
         }
     }
 
+    /// A store in a driver's database: nothing is opened here (the driver did).
+    package init(driver: any StoreDriver, busyTimeout: TimeInterval = Store.defaultBusyTimeout) {
+        self.driver = driver
+        self.busyTimeout = busyTimeout
+        path = driver.label
+        isReadOnly = false
+        sqliteQueue = nil
+    }
+
+    /// Whether `location` is a database URL (`scheme://…`) rather than an SQLite file.
+    package static func isDatabaseURL(_ location: String) -> Bool {
+        guard let colon = location.range(of: "://") else { return false }
+        let scheme = location[..<colon.lowerBound]
+        return !scheme.isEmpty && scheme.allSatisfy { $0.isLetter || $0 == "+" || $0 == "-" || $0 == "." }
+    }
+
+    /// A database URL as messages show it: never its password.
+    package static func redactedURL(_ url: String) -> String {
+        guard var parts = URLComponents(string: url) else { return "a database URL" }
+        if parts.password != nil { parts.password = "***" }
+        return parts.string ?? "a database URL"
+    }
+
     /// `path` as an SQLite URI opening it immutable (SQLite here takes `file:` names as URIs).
     static func immutableURI(_ path: String) -> String {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
@@ -216,15 +276,15 @@ public final class Store: @unchecked Sendable {
     /// store whole, its `-wal` and `-shm` removed by SQLite. Nothing may use the store after.
     public func close() {
         try? sqliteQueue?.close()
-        decisionLog?.close()
-        postgres?.close()
+        driver?.decisionLog?.close()
+        driver?.close()
     }
 
     /// Runs `body` in a transaction, or in a savepoint when a transaction is already open.
     /// A failure of the store itself is thrown as `serviceUnavailable` naming the store and the
     /// cause (never the SQL); any other error rolls back and passes through.
     package func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
-        if let postgres { return try writePostgres(postgres, body) }
+        if let driver { return try writeThrough(driver, body) }
         do {
             if let db = current {
                 // A write asked for inside a read (a read operation's callback, such as
@@ -246,19 +306,43 @@ public final class Store: @unchecked Sendable {
                 }
                 return result!
             }
+            guard writeWait != .deferred else { throw deferredBy ?? StoreBusy(path: path) }
+            let deferring = writeWait == .deferFirst
             var changed = false
-            let result = try queue.write { db in
-                current = db
-                writing = true
-                feedBumps = FeedBumps(logging: logsChanges)
-                defer { current = nil; writing = false; feedBumps = FeedBumps() }
-                let before = db.totalChangesCount
-                let transaction = StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps)
-                let result = try body(transaction)
-                try transaction.writeLogPositions()
-                changed = db.totalChangesCount != before
-                return result
+            let result = try queue.writeWithoutTransaction { db -> T in
+                // Deferring: BEGIN IMMEDIATE does not wait for the lock; once it is held, the
+                // transaction's statements wait as usual.
+                var began = !deferring
+                if deferring { sqlite3_busy_timeout(db.sqliteConnection, Int32(grace * 1000)) }
+                defer { if !began { sqlite3_busy_timeout(db.sqliteConnection, Int32(clamping: Int(busyTimeout * 1000))) } }
+                var result: T?
+                do {
+                    try db.inTransaction(.immediate) {
+                        if !began {
+                            began = true
+                            sqlite3_busy_timeout(db.sqliteConnection, Int32(clamping: Int(busyTimeout * 1000)))
+                        }
+                        current = db
+                        writing = true
+                        feedBumps = FeedBumps(logging: logsChanges)
+                        defer { current = nil; writing = false; feedBumps = FeedBumps() }
+                        let before = db.totalChangesCount
+                        let transaction = StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps)
+                        result = try body(transaction)
+                        try transaction.writeLogPositions()
+                        changed = db.totalChangesCount != before
+                        return .commit
+                    }
+                } catch let error as DatabaseError where !began && (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) {
+                    let busy = StoreBusy(path: path)
+                    writeWait = .deferred
+                    deferredBy = busy
+                    lastDeferral = ProcessInfo.processInfo.systemUptime
+                    throw busy
+                }
+                return result!
             }
+            if deferring { writeWait = .inPlace }
             if changed { committed?() }
             return result
         } catch let error as DatabaseError {
@@ -268,7 +352,7 @@ public final class Store: @unchecked Sendable {
 
     /// Runs `body` with a connection: the open transaction's, or a fresh read.
     package func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
-        if let postgres { return try readPostgres(postgres, body) }
+        if let driver { return try readThrough(driver, body) }
         do {
             // Inside a write, a read sees the positions the write has taken and not yet stored.
             if let db = current { return try body(StoreTransaction(db, writable: writing, path: path, feedBumps: writing ? feedBumps : nil)) }
@@ -296,54 +380,60 @@ public final class Store: @unchecked Sendable {
         }
     }
 
-    /// `write` on PostgreSQL: the same nesting (a savepoint inside the open write, refused
-    /// inside a read), the write lock taken first (`PostgresStore.transaction`).
-    private func writePostgres<T>(_ postgres: PostgresStore, _ body: (StoreTransaction) throws -> T) throws -> T {
+    /// `write` on a driver's store: the same nesting (a savepoint inside the open write,
+    /// refused inside a read).
+    private func writeThrough<T>(_ driver: any StoreDriver, _ body: (StoreTransaction) throws -> T) throws -> T {
         do {
-            if let session = currentSession {
+            if let connection = currentConnection {
                 guard writing else {
                     throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
                 }
                 do {
-                    return try postgres.savepoint(session) {
-                        try body(StoreTransaction(session, writable: true, path: path, feedBumps: feedBumps))
+                    return try driver.savepoint(connection) {
+                        try body(StoreTransaction(connection, writable: true, path: path, feedBumps: feedBumps))
                     }
                 } catch {
                     feedBumps.forget()
                     throw error
                 }
             }
-            return try postgres.transaction(writing: true) { session in
-                currentSession = session
+            guard writeWait != .deferred else { throw deferredBy ?? StoreBusy(path: path) }
+            let deferring = writeWait == .deferFirst
+            let result = try driver.transaction(deferring ? .writeIfFree(grace: grace) : .write) { connection in
+                currentConnection = connection
                 writing = true
                 feedBumps = FeedBumps(logging: logsChanges)
-                defer { currentSession = nil; writing = false; feedBumps = FeedBumps() }
-                let transaction = StoreTransaction(session, writable: true, path: path, feedBumps: feedBumps)
-                let changesBefore = session.totalChanges
+                defer { currentConnection = nil; writing = false; feedBumps = FeedBumps() }
+                let transaction = StoreTransaction(connection, writable: true, path: path, feedBumps: feedBumps)
                 let result = try body(transaction)
                 try transaction.writeLogPositions()
-                // Other nodes' change streams look at their feeds once this commits.
-                if session.totalChanges != changesBefore { session.pipeline(PostgresChangeNotices.notify) }
                 return result
             }
-        } catch let failure as PostgresFailure {
-            throw postgres.shareFlowError(failure)
+            if deferring { writeWait = .inPlace }
+            return result
+        } catch let busy as StoreBusy {
+            writeWait = .deferred
+            deferredBy = busy
+            lastDeferral = ProcessInfo.processInfo.systemUptime
+            throw busy
+        } catch {
+            throw driver.shareFlowError(error) ?? error
         }
     }
 
-    /// `read` on PostgreSQL: one snapshot, read-only (PostgreSQL refuses a write in it).
-    private func readPostgres<T>(_ postgres: PostgresStore, _ body: (StoreTransaction) throws -> T) throws -> T {
+    /// `read` on a driver's store: one snapshot, read-only.
+    private func readThrough<T>(_ driver: any StoreDriver, _ body: (StoreTransaction) throws -> T) throws -> T {
         do {
-            if let session = currentSession {
-                return try body(StoreTransaction(session, writable: writing, path: path, feedBumps: writing ? feedBumps : nil))
+            if let connection = currentConnection {
+                return try body(StoreTransaction(connection, writable: writing, path: path, feedBumps: writing ? feedBumps : nil))
             }
-            return try postgres.transaction(writing: false) { session in
-                currentSession = session
-                defer { currentSession = nil }
-                return try body(StoreTransaction(session, writable: false, path: path))
+            return try driver.transaction(.read) { connection in
+                currentConnection = connection
+                defer { currentConnection = nil }
+                return try body(StoreTransaction(connection, writable: false, path: path))
             }
-        } catch let failure as PostgresFailure {
-            throw postgres.shareFlowError(failure)
+        } catch {
+            throw driver.shareFlowError(error) ?? error
         }
     }
 
@@ -425,6 +515,29 @@ public final class Store: @unchecked Sendable {
     }
 }
 
+/// A write found another process's write lock held and did not wait (`Store.writeWait`):
+/// nothing was written. The caller runs its work again later, or, past the busy timeout, gives
+/// `serviceUnavailable` (`shareFlowError(waited:)`).
+package struct StoreBusy: Error, CustomStringConvertible {
+    package let path: String
+    /// Registers a call for when the lock has come, where the driver asked for it without
+    /// waiting (PostgreSQL); nil: the caller tries again after a pause (SQLite).
+    package let onReady: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
+
+    package init(path: String, onReady: (@Sendable (@escaping @Sendable () -> Void) -> Void)? = nil) {
+        self.path = path
+        self.onReady = onReady
+    }
+
+    package var description: String { "store \(path) is busy: another process holds its write lock" }
+
+    /// What the caller gets once the write has waited `waited` seconds in all.
+    package func shareFlowError(waited: TimeInterval) -> ShareFlowError {
+        ShareFlowError(.serviceUnavailable, "store \(path) is busy: another process has held its write lock for \(Int(waited * 1000)) ms (store.busyTimeoutMs); retry",
+                       retryAfter: 1).forOperator()
+    }
+}
+
 /// Why a store could not be opened.
 public enum StoreError: Error, CustomStringConvertible {
     case notAStore(path: String, reason: String)
@@ -435,7 +548,7 @@ public enum StoreError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .notAStore(path, reason):
-            return "\(path) is not a ShareFlow store: \(reason); refusing to open it (\(PostgresLocation.isURL(path) ? "the database" : "the file") was not changed)"
+            return "\(path) is not a ShareFlow store: \(reason); refusing to open it (\(Store.isDatabaseURL(path) ? "the database" : "the file") was not changed)"
         case let .cannotOpen(path, reason):
             return "cannot open store \(path): \(reason)"
         case let .cannotBackUp(destination, reason):

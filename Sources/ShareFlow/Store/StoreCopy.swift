@@ -27,19 +27,19 @@ extension Store {
     ///
     /// ```swift
     /// let demo = try Store(path: "demo.sqlite")
-    /// let cluster = try Store(path: "postgres://shareflow@db.internal/shareflow")
+    /// let cluster = try Store.open("postgres://shareflow@db.internal/shareflow")   // ShareFlowPostgres
     /// let report = try demo.copy(to: cluster)   // report.rows["record"]
     /// ```
     public func copy(to destination: Store) throws -> StoreCopyReport {
         var copied: [String: Int] = [:]
         try read { source in
             try destination.write { target in
-                try StoreCopy.requireEmpty(target, label: destination.path)
+                try StoreCopy.requireEmpty(target, driver: destination.driver, label: destination.path)
                 for table in StoredTable.all {
                     copied[table.name] = try StoreCopy.copy(table, from: source, to: target)
                 }
                 try StoreCopy.restoreShareTags(from: source, to: target)
-                try StoreCopy.continueIdentities(target)
+                try destination.driver?.finishCopy(target, madeIDs: StoreCopy.madeIDs)
                 for table in StoredTable.all {
                     let expected = try source.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
                     let found = try target.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
@@ -61,18 +61,18 @@ enum StoreCopy {
     /// Rows per INSERT (a statement's placeholders stay far below both stores' limits).
     static let insertRows = 100
 
-    /// The tables whose `id` is made by the store (SQLite's row ID, PostgreSQL's identity): on
-    /// PostgreSQL the identity goes on after the copied rows.
-    static let madeIDs = ["account", "contact", "record", "share", "participant", "credential", "feed"]
+    /// The tables whose `id` is made by the store (SQLite's row ID, PostgreSQL's identity): a
+    /// driver's goes on after the copied rows (`StoreDriver.finishCopy`).
+    package static let madeIDs = ["account", "contact", "record", "share", "participant", "credential", "feed"]
 
     /// Refuses a destination that already holds a store: a copy merged into one would mix two
     /// stores' IDs. What opening it made (the format mark, the schema version, its own
     /// change-token key) is replaced by the source's.
-    static func requireEmpty(_ target: StoreTransaction, label: String) throws {
+    static func requireEmpty(_ target: StoreTransaction, driver: (any StoreDriver)?, label: String) throws {
         // A PostgreSQL schema holding objects ShareFlow did not make (a trigger, a function, a
         // view) would change what the copy means: refused, each named.
-        if case .postgres = target.connection {
-            let foreign = try PostgresSchema.foreignObjects(target)
+        if let driver {
+            let foreign = try driver.foreignObjects(target)
             guard foreign.isEmpty else {
                 throw ShareFlowError(.invalidArguments, "cannot copy into \(label): its schema shareflow holds what ShareFlow did not make (\(foreign.joined(separator: "; "))); copy into an empty PostgreSQL database")
             }
@@ -169,22 +169,6 @@ enum StoreCopy {
             for row in page { try target.run("UPDATE record SET tag = ? WHERE id = ?", [row[1], row[0]]) }
             guard page.count == pageRows, case .int64(let id) = page[page.count - 1][0].storage else { return }
             last = id
-        }
-    }
-
-    /// PostgreSQL's identities go on after the highest copied ID (SQLite's row IDs do so of
-    /// themselves).
-    static func continueIdentities(_ target: StoreTransaction) throws {
-        guard case .postgres = target.connection else { return }
-        // The planner's statistics of tables just filled: without them it takes a large
-        // table for an empty one and scans it whole (a copy's first requests ran at a tenth
-        // of their speed until autovacuum came by).
-        try target.run("ANALYZE", [])
-        for table in madeIDs {
-            _ = try target.rows("""
-                SELECT setval(pg_get_serial_sequence('\(PostgresSchema.name).\(table)', 'id'),
-                              COALESCE((SELECT MAX(id) FROM \(table)), 1), (SELECT MAX(id) FROM \(table)) IS NOT NULL)
-                """)
         }
     }
 }

@@ -28,19 +28,15 @@ public struct StoreCheck: Sendable, Codable {
 
 extension Store {
     public func info() throws -> StoreInfo {
-        if postgres != nil {
+        if let driver {
             return try read { tx in
                 var counts: [String: Int] = [:]
                 for (kind, table) in [("accounts", "account"), ("zones", "zone"), ("records", "record"), ("shares", "share"), ("participants", "participant")] {
                     counts[kind] = Int(try tx.fetchInteger("SELECT COUNT(*) FROM \(table)") ?? 0)
                 }
-                let version = try tx.fetchInteger("SELECT CAST(value AS BIGINT) FROM shareflow_meta WHERE key = 'schemaVersion'") ?? 0
-                let bytes = try tx.fetchInteger("""
-                    SELECT CAST(COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS BIGINT) FROM pg_class c
-                    JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'shareflow' AND c.relkind = 'r'
-                    """) ?? 0
+                let (version, bytes) = try driver.info(tx)
                 let log = try tx.changeLogSize()
-                return StoreInfo(path: path, schemaVersion: Int(version), fileBytes: bytes, walBytes: 0, counts: counts,
+                return StoreInfo(path: path, schemaVersion: version, fileBytes: bytes, walBytes: 0, counts: counts,
                                  changeLog: ["entries": log.entries, "tombstones": log.tombstones])
             }
         }
@@ -82,37 +78,29 @@ extension Store {
     ///
     /// Never stops at a bad row: a check that cannot run says so as a problem.
     public func check() throws -> StoreCheck {
-        let expected = postgres == nil ? try Store.ownSchemaObjects() : [:]
+        let expected = driver == nil ? try Store.ownSchemaObjects() : [:]
         do {
             return try read { tx in
                 // An operator's whole pass over every row: not bounded by the statement timeout
                 // meant for requests (one timed-out statement would also abort the rest).
-                if case .postgres(let session) = tx.connection { try session.liftStatementTimeout() }
+                if case .driver(let connection) = tx.connection { try connection.liftStatementTimeout() }
                 var notes: [String] = []
                 var problems: [String] = []
                 /// A part of the check; a failure of the store is a problem line, and the rest goes on.
                 func checking(_ what: String, _ body: () throws -> Void) {
-                    do { try body() } catch { problems.append("\(what) could not be checked: \(postgres == nil ? Store.reason(error) : "\(error)")") }
+                    do { try body() } catch { problems.append("\(what) could not be checked: \(driver == nil ? Store.reason(error) : "\(error)")") }
                 }
                 let integrity: [String]
                 var tables: Set<String>?
-                if postgres != nil {
-                    // PostgreSQL keeps its own pages and foreign keys whole; what is checked here
-                    // is that the schema has every table and column ShareFlow reads.
+                if let driver {
+                    // A driver's database keeps its own pages and foreign keys whole; what is
+                    // checked here is its schema: what ShareFlow did not make, and every table
+                    // and column ShareFlow reads.
                     integrity = ["ok"]
                     checking("the schema") {
-                        var columns: [String: Set<String>] = [:]
-                        for row in try tx.rows("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'shareflow'") {
-                            if case .string(let t) = row[0].storage, case .string(let c) = row[1].storage { columns[t, default: []].insert(c) }
-                        }
-                        tables = Set(columns.keys)
-                        problems += try PostgresSchema.foreignObjects(tx)
-                        for table in StoredTable.all {
-                            guard let have = columns[table.name] else { problems.append("table \(table.name) is missing"); continue }
-                            for column in table.columns where !have.contains(column.name.lowercased()) {
-                                problems.append("table \(table.name) lacks column \(column.name)")
-                            }
-                        }
+                        let found = try driver.schemaProblems(tx, reads: StoredTable.all.map { ($0.name, $0.columns.map(\.name)) })
+                        tables = found.tables
+                        problems += found.problems
                     }
                 } else {
                     let db = tx.db

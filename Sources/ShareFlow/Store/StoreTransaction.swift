@@ -2,22 +2,23 @@ import Foundation
 import GRDB
 
 /// The store as the engine uses it inside one read or transaction: rows in, rows out, no SQL
-/// outside this folder. This is the seam a second store (PostgreSQL, later) plugs into — the
-/// engine never learns the SQL dialect.
+/// outside this folder. This is the seam a driver's store (`StoreDriver`: PostgreSQL) plugs
+/// into — the engine never learns the SQL dialect.
 ///
 /// Methods that change rows are named for what they change (`insertRecord`, `setStatus`); the
 /// rules deciding whether to call them live in the engine (`SharingRules`, `Engine/RecordSave.swift`, `Engine/ShareSave.swift` …).
 package struct StoreTransaction {
-    /// Where the statements go: SQLite (GRDB's connection) or PostgreSQL (SPEC §16). The SQL is
-    /// written once, in the dialect both read (`PostgresDialect` rewrites only placeholders).
-    enum Connection {
+    /// Where the statements go: SQLite (GRDB's connection, statements cached, rows read in
+    /// place) or a driver's connection (SPEC §16 M6). The SQL is written once, in the dialect
+    /// both read (a driver rewrites only what its database spells otherwise).
+    package enum Connection {
         case sqlite(Database)
-        case postgres(PostgresSession)
+        case driver(any StoreConnection)
     }
-    let connection: Connection
+    package let connection: Connection
     /// SQLite's connection, for what is SQLite's own (its migrations, tests of its files).
     package var db: Database {
-        guard case .sqlite(let db) = connection else { preconditionFailure("an SQLite connection was asked of a PostgreSQL store") }
+        guard case .sqlite(let db) = connection else { preconditionFailure("an SQLite connection was asked of a driver's store") }
         return db
     }
     /// False in a read: nothing may be inserted (a default zone read before anything was
@@ -31,7 +32,7 @@ package struct StoreTransaction {
     package var changeCount: Int {
         switch connection {
         case .sqlite(let db): return db.totalChangesCount
-        case .postgres(let session): return session.totalChanges
+        case .driver(let connection): return connection.totalChanges
         }
     }
 
@@ -45,8 +46,8 @@ package struct StoreTransaction {
         self.feedBumps = feedBumps
     }
 
-    init(_ session: PostgresSession, writable: Bool = true, path: String?, feedBumps: FeedBumps? = nil) {
-        self.connection = .postgres(session)
+    init(_ connection: any StoreConnection, writable: Bool = true, path: String?, feedBumps: FeedBumps? = nil) {
+        self.connection = .driver(connection)
         self.isWritable = writable
         self.path = path
         self.feedBumps = feedBumps
@@ -62,8 +63,8 @@ package struct StoreTransaction {
         case .sqlite(let db):
             try StoreTransaction.execute(db, sql, arguments)
             return db.changesCount
-        case .postgres(let session):
-            return try session.execute(sql, arguments.values)
+        case .driver(let connection):
+            return try connection.execute(sql, arguments.values)
         }
     }
 
@@ -82,8 +83,8 @@ package struct StoreTransaction {
         case .sqlite(let db):
             try StoreTransaction.execute(db, sql, arguments)
             return db.lastInsertedRowID
-        case .postgres(let session):
-            guard let id = try session.query(sql + " RETURNING id", arguments.values).first?.first,
+        case .driver(let connection):
+            guard let id = try connection.query(sql + " RETURNING id", arguments.values).first?.first,
                   case .int64(let n) = id.storage else {
                 throw ShareFlowError(.serviceUnavailable, "\(path ?? "the store"): an insert gave no row ID").forOperator()
             }
@@ -95,13 +96,13 @@ package struct StoreTransaction {
 /// The values of a statement's placeholders, in order, written as an array literal
 /// (`[zone, name]`): one form for both stores.
 package struct StoreArguments: ExpressibleByArrayLiteral {
-    var values: [DatabaseValue]
+    package var values: [DatabaseValue]
 
     package init(arrayLiteral elements: (any DatabaseValueConvertible)?...) {
         values = elements.map { $0?.databaseValue ?? .null }
     }
 
-    init(_ values: [DatabaseValue]) { self.values = values }
+    package init(_ values: [DatabaseValue]) { self.values = values }
 
     /// As GRDB binds them (SQLite).
     var sqlite: StatementArguments { StatementArguments(values) }

@@ -308,8 +308,8 @@ extension StoreTransaction {
                     guard try body(try decoding { try decode(row) }) else { return }
                 }
             }
-        case .postgres(let session):
-            for cells in try session.query(sql, arguments.values) {
+        case .driver(let connection):
+            for cells in try connection.query(sql, arguments.values) {
                 guard try body(try decoding { try decode(StoredRow(cells: cells, table: table, keyAt: keyAt)) }) else { return }
             }
         }
@@ -335,8 +335,8 @@ extension StoreTransaction {
         switch connection {
         case .sqlite(let db):
             return try Row.fetchAll(db, sql: sql, arguments: arguments.sqlite).map { row in Array(row.databaseValues) }
-        case .postgres(let session):
-            return try session.query(sql, arguments.values)
+        case .driver(let connection):
+            return try connection.query(sql, arguments.values)
         }
     }
 

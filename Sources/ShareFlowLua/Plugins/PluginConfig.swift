@@ -55,6 +55,10 @@ public struct PluginConfig {
     /// The `postgres` keys and their bounds.
     public static let postgresRanges: [String: ClosedRange<Double>] = ["poolSize": 1...1000, "statementTimeoutMs": 100...600_000]
 
+    /// SPEC §16 M5: how long a write waits for another process's write lock
+    /// (`store = { busyTimeoutMs = N }`), nil unless the file names it (5,000 ms).
+    public var storeBusyTimeoutMs: Double?
+
     /// SPEC §14 S5: days the change log keeps tombstones (`shareflow store compact`).
     public var retentionDays: Double = 30
     /// SPEC §15: fault rules armed for every command (`faults = { {…}, … }`); `sf.faults.clear()`
@@ -87,8 +91,8 @@ public struct PluginConfig {
             throw PluginError("config file \(path) must return a table, got \(results.first?.description ?? "nothing")")
         }
         for key in root.hash.keys {
-            guard case .string(let k) = key, ["plugins", "limits", "server", "sync", "faults", "postgres"].contains(k) else {
-                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync, faults, postgres)")
+            guard case .string(let k) = key, ["plugins", "limits", "server", "sync", "faults", "postgres", "store"].contains(k) else {
+                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync, faults, postgres, store)")
             }
         }
         if let faults = root["faults"] {
@@ -141,6 +145,20 @@ public struct PluginConfig {
                     throw PluginError("config file \(path): postgres.\(k) must be a whole number from \(Int(range.lowerBound)) to \(Int(range.upperBound)), got \(value)")
                 }
                 self.postgres[k] = n
+            }
+        }
+        if let store = root["store"] {
+            guard case .table(let t) = store, t.array.isEmpty else {
+                throw PluginError("config file \(path): 'store' must be a table { busyTimeoutMs = N }")
+            }
+            for (key, value) in t.hash {
+                guard key == .string("busyTimeoutMs") else {
+                    throw PluginError("config file \(path): unknown key store.\(key) (expected busyTimeoutMs)")
+                }
+                guard let n = ConfigField.number(value), n.isFinite, n.rounded() == n, (0...600_000).contains(n) else {
+                    throw PluginError("config file \(path): store.busyTimeoutMs must be a whole number from 0 to 600000, got \(value)")
+                }
+                storeBusyTimeoutMs = n
             }
         }
         if let sync = root["sync"] {

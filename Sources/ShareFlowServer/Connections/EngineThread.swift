@@ -1,16 +1,42 @@
 import Foundation
+import ShareFlow
 
 /// The one thread the engine (and every Lua state behind it) runs on while serving: requests
 /// arrive on many threads, and each hands its engine work here, in order.
-final class EngineThread: @unchecked Sendable {  // jobs guarded by `condition`
+///
+/// A request never waits here for another process's write lock (SPEC §16 M5): its first write,
+/// finding the lock held, fails at once (`Store.writeWait`), having written nothing, and the
+/// request is queued again a moment later (a few ms, doubling to 50 ms) from off the thread,
+/// while every other request runs. Past `store.busyTimeoutMs` it is answered
+/// `serviceUnavailable` with `retryAfter`, and the node reads unready (`writesStalled`) until
+/// no write has given up for that long.
+final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgress and lockLine guarded by `condition`
     private let condition = NSCondition()
     private var jobs: [() -> Void] = []
     /// Jobs queued and not yet done (the one running included): `GET /metrics`' queue depth.
     private var pending = 0
+    /// The engine whose writes wait off the thread; nil: writes wait in place (tests of routes).
+    private let engine: Engine?
+    private var store: Store? { engine?.store }
+    /// When a write last gave up waiting for the lock (the monotonic clock, seconds).
+    private var lastGaveUp: Double?
+    /// When a request that had been deferred last went through: waiting writes are moving.
+    private var lastProgress: Double?
 
     var depth: Int { condition.withLock { pending } }
 
-    init() {
+    /// Whether a write gave up waiting for another process's write lock within the last
+    /// `store.busyTimeoutMs` (at least a second): `/readyz` says unready then.
+    var writesStalled: Bool {
+        guard let store else { return false }
+        return condition.withLock {
+            guard let lastGaveUp else { return false }
+            return EngineThread.now() - lastGaveUp < max(store.busyTimeout, 1)
+        }
+    }
+
+    init(engine: Engine? = nil) {
+        self.engine = engine
         let thread = Thread { [unowned self] in self.loop() }
         thread.name = "shareflow.engine"
         thread.start()
@@ -49,15 +75,125 @@ final class EngineThread: @unchecked Sendable {  // jobs guarded by `condition`
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard ticket.wait(continuation) else { return }
-                enqueue {
-                    guard let continuation = ticket.start() else { return }
-                    continuation.resume(with: Result { try body() })
-                }
+                attempt(ticket, body, since: EngineThread.now(), pause: EngineThread.firstPause)
             }
         } onCancel: {
             ticket.cancel()
         }
     }
+
+    /// The first pause before a request whose write found the lock held runs again, and the
+    /// longest (the pause doubles each time).
+    static let firstPause = 0.002, longestPause = 0.05
+
+    /// Runs `body` on the engine's thread; when its first write found another process's write
+    /// lock held, queues it again (after `pause`, or when the driver holds the lock for it),
+    /// until it has waited the busy timeout. `waiter`: its place in `lockLine`, once it has one.
+    private func attempt<T: Sendable>(_ ticket: Ticket<T>, _ body: @escaping @Sendable () throws -> T, since: Double, pause: Double,
+                                      waiter: LockWaiter? = nil, deferredBefore: Bool = false) {
+        enqueue { [self] in
+            guard let continuation = ticket.start() else { return leaveLine(waiter) }
+            guard let engine else { return continuation.resume(with: Result { try body() }) }
+            let store = engine.store
+            store.writeWait = .deferFirst
+            engine.holdReadEvents()
+            let (result, incidents) = OperatorLog.Held.during { Result { try body() } }
+            let deferred = store.writeWait == .deferred
+            // An attempt run again answered no one: what its reads sent observers, and its
+            // incidents, are dropped with it.
+            engine.endHoldingReadEvents(deliver: !deferred)
+            if !deferred { incidents.write() }
+            let onReady = store.deferredBy?.onReady
+            store.writeWait = .inPlace
+            guard deferred else {
+                if deferredBefore || waiter != nil { condition.withLock { lastProgress = EngineThread.now() } }
+                leaveLine(waiter)
+                return continuation.resume(with: result)
+            }
+            // Nothing was written: whatever `body` made of the failure is dropped. The bound is
+            // on the lock not coming: a request waiting behind this node's other waiting writes
+            // waits on while they go through (as it waited in the engine's queue before).
+            let now = EngineThread.now()
+            let waited = now - since
+            let stuck = now - max(since, condition.withLock { lastProgress } ?? since)
+            let kind = store.isPostgres ? "postgres" : "sqlite"
+            guard stuck + pause < store.busyTimeout else {
+                Counted.storeRetry(kind, reason: "lock-timeout")
+                condition.withLock { lastGaveUp = EngineThread.now() }
+                leaveLine(waiter)
+                // As any request's failure reaches its client: Apple's error body, the store's
+                // path in the operator's log only.
+                return continuation.resume(throwing: CloudKitError.from(StoreBusy(path: store.path).shareFlowError(waited: waited)))
+            }
+            Counted.storeRetry(kind, reason: "lock")
+            guard ticket.requeue(continuation) else { return leaveLine(waiter) }
+            guard let onReady else {
+                // Tried again after a pause (SQLite: no one says when the lock is free).
+                DispatchQueue.global().asyncAfter(deadline: .now() + pause) { [self] in
+                    attempt(ticket, body, since: since, pause: min(pause * 2, EngineThread.longestPause), deferredBefore: true)
+                }
+                return
+            }
+            // The driver asked for the lock (PostgreSQL queues the request fairly behind the
+            // other nodes' writes). The request waits in this node's line; the first in line
+            // runs again when the lock comes, the next when it is done; each runs again at its
+            // deadline at the latest. A lock granted that no request claimed is let go after.
+            let me = waiter ?? LockWaiter { [self] me in attempt(ticket, body, since: since, pause: pause, waiter: me) }
+            let first = condition.withLock { () -> Bool in
+                if waiter == nil { lockLine.append(me) }
+                return lockLine.first === me
+            }
+            me.arm()
+            if first {
+                onReady { [self] in
+                    _ = me.fire()
+                    enqueue { store.releaseUnclaimedLock() }
+                }
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(0.01, store.busyTimeout - stuck)) { _ = me.fire() }
+        }
+    }
+
+    /// Requests whose first write waits for a lock the driver asked for, oldest first: only the
+    /// first runs again when the lock comes. Waking them all would run every one's reads again
+    /// for each lock granted (150 accepts waiting on one node: 150 runs a grant).
+    private var lockLine: [LockWaiter] = []
+
+    /// Takes `waiter` out of the line; when it was first, the next one runs again (it asks for
+    /// the lock in turn).
+    private func leaveLine(_ waiter: LockWaiter?) {
+        guard let waiter else { return }
+        let next = condition.withLock { () -> LockWaiter? in
+            guard let index = lockLine.firstIndex(where: { $0 === waiter }) else { return nil }
+            lockLine.remove(at: index)
+            return index == 0 ? lockLine.first : nil
+        }
+        _ = next?.fire()
+    }
+
+    /// A request in the lock line, run again at most once each time it is armed.
+    private final class LockWaiter: @unchecked Sendable {  // `armed` guarded by `lock`
+        private let lock = NSLock()
+        private var armed = false
+        private let start: @Sendable (LockWaiter) -> Void
+
+        init(_ start: @escaping @Sendable (LockWaiter) -> Void) { self.start = start }
+
+        func arm() { lock.withLock { armed = true } }
+
+        /// Runs the request again if it is armed; false when it is not (running, or done).
+        func fire() -> Bool {
+            let go = lock.withLock { () -> Bool in
+                defer { armed = false }
+                return armed
+            }
+            if go { start(self) }
+            return go
+        }
+    }
+
+    static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+
 
     /// One job's place in the queue: waiting (with its continuation once it has one), running,
     /// or cancelled. Whichever of the engine's thread and the cancellation comes first wins.
@@ -68,8 +204,8 @@ final class EngineThread: @unchecked Sendable {  // jobs guarded by `condition`
         private var started = false
 
         /// Keeps the continuation; false (after resuming it) when cancelled already.
-        func wait(_ c: CheckedContinuation<T, Error>) -> Bool {
-            lock.lock()
+        func wait(_ c: CheckedContinuation<T, Error>, locked: Bool = false) -> Bool {
+            if !locked { lock.lock() }
             if cancelled {
                 lock.unlock()
                 c.resume(throwing: CancellationError())
@@ -88,6 +224,14 @@ final class EngineThread: @unchecked Sendable {  // jobs guarded by `condition`
             started = true
             continuation = nil
             return c
+        }
+
+        /// Puts the continuation back for another attempt; false (after resuming it) when the
+        /// request was cancelled meanwhile.
+        func requeue(_ c: CheckedContinuation<T, Error>) -> Bool {
+            lock.lock()
+            started = false
+            return wait(c, locked: true)
         }
 
         func cancel() {

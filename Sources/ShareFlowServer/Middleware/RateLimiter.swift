@@ -14,7 +14,7 @@ import ShareFlow
 /// unauthenticated requests never use up a signed-in user's requests. Buckets and remembered
 /// credentials are bounded; past the bound the least recently used go first.
 ///
-/// On a PostgreSQL store the buckets are shared by every node (SPEC §16, `PostgresRateBuckets`):
+/// On a PostgreSQL store the buckets are shared by every node (SPEC §16, `SharedRateBuckets`):
 /// a request this node's own bucket grants is then taken from the shared one too, which decides.
 /// This node's bucket goes first, so a client over its share is refused without a round trip
 /// (what one node granted, the shared bucket granted too, so it is never fuller). A request
@@ -26,11 +26,11 @@ final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
     private let lock = NSLock()
     private var buckets = RecentlyUsed<String, (tokens: Double, at: Double)>(capacity: 100_000)
     private var identities = RecentlyUsed<String, String>(capacity: 100_000)
-    private let shared: PostgresRateBuckets?
+    private let shared: (any SharedRateBuckets)?
     /// How long a request waits for the shared bucket's answer.
     static let sharedWait = 0.5
 
-    init(requests: Int, perSeconds: Double, capacity: Int = 100_000, shared: PostgresRateBuckets? = nil) {
+    init(requests: Int, perSeconds: Double, capacity: Int = 100_000, shared: (any SharedRateBuckets)? = nil) {
         self.requests = requests
         self.perSeconds = perSeconds
         self.shared = shared

@@ -2,19 +2,7 @@ import Foundation
 import GRDB
 import Logging
 import NIOConcurrencyHelpers
-
-extension Store {
-    /// Hands `decision` to the shared log (`PolicySet` calls it on a PostgreSQL store).
-    package func queueDecision(_ decision: PolicyDecision) {
-        decisionLog?.add(decision)
-    }
-
-    /// The latest `limit` decisions of every node, oldest first; nil when the log cannot be
-    /// read (the caller shows its own).
-    package func sharedDecisions(limit: Int) -> [PolicyDecision]? {
-        decisionLog?.latest(limit: limit)
-    }
-}
+import ShareFlow
 
 /// The policy decision log on PostgreSQL, shared by every node (SPEC §16): `sf.decisions{}` on
 /// any node reads the decisions of all of them, from table `decision`.
@@ -29,11 +17,11 @@ extension Store {
 /// crosses a multiple of `pruneEvery` IDs deletes older ones, in bounded batches.
 ///
 /// ```swift
-/// let log = PostgresDecisionLog(store.postgres!)
+/// let log = store.driver!.decisionLog!
 /// log.add(decision)                 // returns at once
 /// let latest = log.latest(limit: 20)  // every node's, oldest first; nil if unreadable
 /// ```
-final class PostgresDecisionLog: @unchecked Sendable {  // `state` guarded by `lock`, `session` by `connection`
+final class PostgresDecisionLog: SharedDecisionLog, @unchecked Sendable {  // `state` guarded by `lock`, `session` by `connection`
     /// Decisions the table keeps.
     static let kept = 10_000
     /// Decisions waiting to be written, at most.
@@ -58,7 +46,7 @@ final class PostgresDecisionLog: @unchecked Sendable {  // `state` guarded by `l
         var draining = false
         var dropped = 0
     }
-    private let postgres: PostgresStore
+    private let connector: PostgresConnector
     private let lock = NSLock()
     private var state = State()
     private let connection = NSLock()
@@ -71,9 +59,12 @@ final class PostgresDecisionLog: @unchecked Sendable {  // `state` guarded by `l
         set { logs.withLockedValue { $0 = newValue } }
     }
 
-    init(_ postgres: PostgresStore) {
-        self.postgres = postgres
+    init(_ connector: PostgresConnector) {
+        self.connector = connector
     }
+
+    var kept: Int { PostgresDecisionLog.kept }
+    func setLogger(_ logger: Logger) { self.logger = logger }
 
     deinit {
         // A store released without `close()`: its connection goes with it (postgres-nio
@@ -201,7 +192,7 @@ final class PostgresDecisionLog: @unchecked Sendable {  // `state` guarded by `l
     private func connected() throws -> PostgresSession {
         if let session, !session.connection.isClosed { return session }
         session = nil
-        let opened = try postgres.openSession(statementTimeoutMs: PostgresDecisionLog.timeoutMs, answerMarginMs: PostgresDecisionLog.answerMarginMs)
+        let opened = try connector.openSession(statementTimeoutMs: PostgresDecisionLog.timeoutMs, answerMarginMs: PostgresDecisionLog.answerMarginMs)
         session = opened
         return opened
     }

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlow
 import GRDB
 
 /// The store's schema on PostgreSQL, in the schema `shareflow` (SPEC §16): the tables, columns

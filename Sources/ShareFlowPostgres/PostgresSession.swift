@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlow
 import GRDB
 import Logging
 import NIOConcurrencyHelpers
@@ -10,13 +11,13 @@ import PostgresNIO
 /// waited for there (never on one of NIO's threads), so the engine stays synchronous and its
 /// SQL is the same on both stores (`StoreTransaction`). Values cross as SQLite's storage
 /// classes (`DatabaseValue`): integers, reals, text, blobs, NULL.
-final class PostgresSession: @unchecked Sendable {
+final class PostgresSession: StoreConnection, @unchecked Sendable {
     let connection: PostgresConnection
     /// The store's URL without its password, as errors name it.
     let label: String
     private let logger: Logger
     /// Rows changed by this session's statements (`StoreTransaction.changeCount`).
-    private(set) var totalChanges = 0
+    package private(set) var totalChanges = 0
     /// Each statement text as PostgreSQL reads it (`PostgresDialect`), rewritten once.
     private var translated: [String: String] = [:]
 
@@ -40,7 +41,7 @@ final class PostgresSession: @unchecked Sendable {
 
     /// Lifts the statement timeout for the rest of this transaction (an operator's pass over
     /// every row: `store check`), and the wait for answers with it.
-    func liftStatementTimeout() throws {
+    package func liftStatementTimeout() throws {
         try execute("SET LOCAL statement_timeout = 0")
         answerLimited = false
     }
@@ -51,7 +52,7 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     /// The rows `sql` gives, each as its values.
-    func query(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
+    package func query(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
         let result = try send(sql, values)
         totalChanges += PostgresSession.changes(result.metadata)
         return try result.rows.map { row in try row.map(PostgresSession.value) }
@@ -59,7 +60,7 @@ final class PostgresSession: @unchecked Sendable {
 
     /// Runs `sql` and says how many rows it changed.
     @discardableResult
-    func execute(_ sql: String, _ values: [DatabaseValue] = []) throws -> Int {
+    package func execute(_ sql: String, _ values: [DatabaseValue] = []) throws -> Int {
         let changed = PostgresSession.changes(try send(sql, values).metadata)
         totalChanges += changed
         return changed
@@ -81,6 +82,13 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     private var pipelined: [(future: EventLoopFuture<PostgresQueryResult>, sql: String)] = []
+
+    /// As `pipeline`, giving the statement's answer to be told when it comes (a lock asked for).
+    func pipelineWatching(_ sql: String) -> EventLoopFuture<PostgresQueryResult> {
+        let future = sent(PostgresQuery(unsafeSQL: sql), sql: sql)
+        pipelined.append((future, sql))
+        return future
+    }
 
     /// The first column of the first row of a statement sent ahead, once answered.
     final class Kept: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import ShareFlow
 
 /// Where a PostgreSQL store's password comes from when its URL has none, as libpq looks
 /// (so a password need not sit in the URL, where `ps` shows it to every user): `PGPASSWORD`,

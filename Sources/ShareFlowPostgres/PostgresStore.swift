@@ -1,10 +1,12 @@
 import Foundation
 import GRDB
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
 import PostgresNIO
+import ShareFlow
 
 /// Where a PostgreSQL store is (SPEC §16): `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|require]`,
 /// `postgresql://` alike.
@@ -84,15 +86,20 @@ package struct PostgresSettings: Sendable, Equatable {
 /// gapless and in commit order, the database-wide feed never skips a slower transaction, and a
 /// rule checked inside the transaction (one share per record, 100 participants, a change tag)
 /// still holds at commit. Reads take no lock and see one snapshot.
-package final class PostgresStore: @unchecked Sendable {
-    package let location: PostgresLocation
-    package let settings: PostgresSettings
-    /// The password the URL, the environment or a password file gives, found once.
-    private let password: Result<String?, Error>
+package final class PostgresStore: StoreDriver, @unchecked Sendable {
+    package var location: PostgresLocation { connector.location }
+    package var settings: PostgresSettings { connector.settings }
+    /// How its connections are opened (the log's, the rate buckets' and the listener's too).
+    let connector: PostgresConnector
     private var session: PostgresSession?
+    /// A second connection, where a write that may not wait asks for the lock (SPEC §16 M5).
+    private var spare: PostgresSession?
+    /// The write lock asked for there and not yet claimed.
+    private var lockRequest: LockRequest?
     /// Whether a connection was opened before: opening another is a reconnection.
     private var connectedBefore = false
-    private let logger: Logger
+    /// The decision log every node shares, on a connection of its own.
+    let sharedDecisions: PostgresDecisionLog
 
     /// The advisory lock every write holds until it commits ("ShareFlw").
     static let writeLock: Int64 = 0x5368_6172_6546_6C77
@@ -111,21 +118,33 @@ package final class PostgresStore: @unchecked Sendable {
     }
 
     private init(location: PostgresLocation, settings: PostgresSettings) {
-        self.location = location
-        password = Result { try PostgresPassword.find(for: location, passwordFile: settings.passwordFile) }
-        self.settings = settings
-        var logger = Logger(label: "shareflow.postgres")
-        logger.logLevel = .critical
-        self.logger = logger
+        connector = PostgresConnector(location: location, settings: settings)
+        sharedDecisions = PostgresDecisionLog(connector)
     }
 
     deinit {
         try? session?.connection.close().wait()
+        try? spare?.connection.close().wait()
     }
 
     package func close() {
         try? session?.connection.close().wait()
+        try? spare?.connection.close().wait()
         session = nil
+        spare = nil
+        lockRequest = nil
+    }
+
+    package var label: String { location.label }
+    package var connectionLimit: Int { settings.poolSize }
+    package var decisionLog: (any SharedDecisionLog)? { sharedDecisions }
+    package func makeRateBuckets() -> (any SharedRateBuckets)? { PostgresRateBuckets(connector) }
+    package func listenForCommits(_ poke: @escaping @Sendable () -> Void) async {
+        await PostgresChangeNotices.listen(connector, poke: poke)
+    }
+
+    package func shareFlowError(_ error: Error) -> ShareFlowError? {
+        (error as? PostgresFailure).map(shareFlowError)
     }
 
     /// The open connection, or a new one.
@@ -139,48 +158,8 @@ package final class PostgresStore: @unchecked Sendable {
         return opened
     }
 
-    /// A new connection whose statements give up after `statementTimeoutMs`, as does opening
-    /// it, and whose answers are waited for `answerMarginMs` more: the engine's (the store's
-    /// settings) and the shared decision log's (its own, shorter).
     func openSession(statementTimeoutMs: Int, answerMarginMs: Int = 5_000) throws -> PostgresSession {
-        var configuration = try connectionConfiguration()
-        configuration.options.connectTimeout = .milliseconds(Int64(statementTimeoutMs))
-        configuration.options.additionalStartupParameters = configuration.options.additionalStartupParameters.map {
-            $0.0 == "statement_timeout" ? ($0.0, String(statementTimeoutMs)) : $0
-        }
-        do {
-            let connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
-                                                            id: 2, logger: logger).wait()
-            return PostgresSession(connection: connection, label: location.label, logger: logger, statementTimeoutMs: statementTimeoutMs,
-                                   answerMarginMs: answerMarginMs)
-        } catch let error as PSQLError {
-            throw PostgresFailure(error, sql: "")
-        }
-    }
-
-    /// How every connection of this store is opened: its place, TLS, and the session's settings.
-    func connectionConfiguration() throws -> PostgresConnection.Configuration {
-        var configuration = PostgresConnection.Configuration(
-            host: location.host, port: location.port, username: location.user, password: try password.get(),
-            database: location.database, tls: .disable)
-        if location.requiresTLS {
-            do {
-                configuration.tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-            } catch {
-                throw ShareFlowError(.serviceUnavailable, "store \(location.label): TLS cannot be set up (\(error))").forOperator()
-            }
-        }
-        configuration.options.connectTimeout = .milliseconds(Int64(settings.statementTimeoutMs))
-        // Settings of the session, sent with the start-up message (no round trip): the schema,
-        // and a cap on each statement and on a transaction left idle (a node killed mid-write
-        // releases its lock when PostgreSQL notices the connection gone; a stalled one, here).
-        configuration.options.additionalStartupParameters = [
-            ("search_path", PostgresSchema.name),
-            ("statement_timeout", String(settings.statementTimeoutMs)),
-            ("idle_in_transaction_session_timeout", String(max(settings.statementTimeoutMs * 4, 10_000))),
-            ("application_name", "shareflow"),
-        ]
-        return configuration
+        try connector.openSession(statementTimeoutMs: statementTimeoutMs, answerMarginMs: answerMarginMs)
     }
 
     /// Makes the schema, or brings it up to this binary's version, under a lock so that nodes
@@ -241,16 +220,141 @@ package final class PostgresStore: @unchecked Sendable {
     }
 
     /// Runs `body` in a transaction: a write holds the write lock; a read sees one snapshot.
-    /// A lost connection is dropped, so the next call opens a new one.
-    func transaction<T>(writing: Bool, _ body: (PostgresSession) throws -> T) throws -> T {
+    /// A write that changed rows tells every node's change streams at its commit (NOTIFY).
+    package func transaction<T>(_ kind: StoreTransactionKind, _ body: (any StoreConnection) throws -> T) throws -> T {
+        let writing = kind.writes
+        var grace: TimeInterval?
+        if case .writeIfFree(let g) = kind { grace = g }
+        return try transaction(writing: writing, lockGrace: grace) { (session: PostgresSession) -> T in
+            let changesBefore = session.totalChanges
+            let result = try body(session)
+            // Other nodes' change streams look at their feeds once this commits.
+            if writing, session.totalChanges != changesBefore { session.pipeline(PostgresChangeNotices.notify) }
+            return result
+        }
+    }
+
+    /// Runs `body` in a transaction: a write holds the write lock; a read sees one snapshot.
+    ///
+    /// A write that may not wait long (`lockGrace` set, SPEC §16 M5) waits that long for the
+    /// lock (one round trip; none at all with no grace). When it has not come, it asks for the lock on a connection of its own
+    /// (`spare`), where PostgreSQL queues it fairly behind the other nodes' writes, and throws
+    /// `StoreBusy`, which tells its caller when the lock has come; the next write claims that
+    /// connection, its transaction begun and the lock held. A write that waits in place claims
+    /// it too (it would otherwise queue behind its own node's request). A lost connection is
+    /// dropped, so the next call opens a new one.
+    func transaction<T>(writing: Bool, lockGrace: TimeInterval? = nil, _ body: (PostgresSession) throws -> T) throws -> T {
+        if writing, let request = lockRequest {
+            guard lockGrace == nil || request.isAnswered else { throw StoreBusy(path: label, onReady: request.whenAnswered) }
+            lockRequest = nil
+            return try run(on: request.session, writing: true, begun: true, body)
+        }
         let session = try connected()
+        guard writing, let lockGrace else { return try run(on: session, writing: writing, begun: false, body) }
+        var free = true
+        do {
+            session.pipeline("BEGIN")
+            if lockGrace > 0 {
+                // Waited for within the grace (PostgreSQL's lock_timeout covers advisory locks),
+                // then the transaction's own setting again.
+                session.pipeline("SET LOCAL lock_timeout = \(Int(lockGrace * 1000))")
+                do {
+                    try session.execute("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))")
+                    session.pipeline("SET LOCAL lock_timeout = DEFAULT")
+                } catch let failure as PostgresFailure where failure.sqlState == "55P03" {
+                    free = false
+                }
+            } else {
+                let got = try session.query("SELECT pg_try_advisory_xact_lock(\(PostgresStore.writeLock))", [])
+                free = got.first?.first?.storage == .int64(1)
+            }
+        } catch let failure as PostgresFailure {
+            if failure.isConnectionLost { drop(session) }
+            throw failure
+        }
+        guard free else {
+            // The next statement on the connection comes after it: no wait here.
+            session.pipeline("ROLLBACK")
+            let request = try askForLock()
+            throw StoreBusy(path: label, onReady: request.whenAnswered)
+        }
+        return try run(on: session, writing: true, begun: true, body)
+    }
+
+    /// The write lock asked for on the spare connection, and when PostgreSQL answered.
+    final class LockRequest: @unchecked Sendable {  // `state` guarded by its box
+        let session: PostgresSession
+        private let state = NIOLockedValueBox((answered: false, waiting: [@Sendable () -> Void]()))
+
+        init(_ session: PostgresSession, answer: EventLoopFuture<PostgresQueryResult>) {
+            self.session = session
+            answer.whenComplete { [state] _ in
+                let waiting = state.withLockedValue { state -> [@Sendable () -> Void] in
+                    state.answered = true
+                    defer { state.waiting.removeAll() }
+                    return state.waiting
+                }
+                waiting.forEach { $0() }
+            }
+        }
+
+        /// Whether PostgreSQL answered (the lock granted, or the request failed).
+        var isAnswered: Bool { state.withLockedValue { $0.answered } }
+
+        /// Calls `wake` once PostgreSQL has answered (at once if it has).
+        @Sendable func whenAnswered(_ wake: @escaping @Sendable () -> Void) {
+            let now = state.withLockedValue { state -> Bool in
+                if !state.answered { state.waiting.append(wake) }
+                return state.answered
+            }
+            if now { wake() }
+        }
+    }
+
+    /// Asks for the write lock on the spare connection (opened as needed), without waiting.
+    private func askForLock() throws -> LockRequest {
+        let spare: PostgresSession
+        if let open = self.spare, !open.connection.isClosed {
+            spare = open
+        } else {
+            do {
+                spare = try openSession(statementTimeoutMs: settings.statementTimeoutMs)
+            } catch let failure as PostgresFailure {
+                throw failure
+            }
+            self.spare = spare
+        }
+        spare.pipeline("BEGIN")
+        let request = LockRequest(spare, answer: spare.pipelineWatching("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))"))
+        lockRequest = request
+        return request
+    }
+
+    /// A lock granted that no write claimed (its requests gave up, or no longer write): let go,
+    /// or every other node's writes would wait for it.
+    package func releaseUnclaimedLock() {
+        guard let request = lockRequest, request.isAnswered else { return }
+        lockRequest = nil
+        do {
+            try request.session.command("ROLLBACK")
+        } catch let failure as PostgresFailure where failure.isConnectionLost {
+            drop(request.session)
+        } catch {}
+        request.session.transactionEnded()
+    }
+
+    /// Runs `body` in a transaction on `session`, begun already (`begun`: BEGIN and the lock
+    /// sent) or begun here.
+    private func run<T>(on session: PostgresSession, writing: Bool, begun: Bool, _ body: (PostgresSession) throws -> T) throws -> T {
         defer { session.transactionEnded() }
         do {
-            if writing {
-                session.pipeline("BEGIN")
-                session.pipeline("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))")
-            } else {
-                session.pipeline("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            if !begun {
+                if writing {
+                    session.pipeline("BEGIN")
+                    session.pipeline("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))")
+                } else {
+                    session.pipeline("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                }
             }
             let result: T
             do {
@@ -281,16 +385,23 @@ package final class PostgresStore: @unchecked Sendable {
             }
             return result
         } catch let failure as PostgresFailure {
-            if failure.isConnectionLost { self.session = nil; try? session.connection.close().wait() }
+            if failure.isConnectionLost { drop(session) }
             throw failure
         }
+    }
+
+    /// Forgets a lost connection (the engine's or the spare) and closes it.
+    private func drop(_ lost: PostgresSession) {
+        if session === lost { session = nil }
+        if spare === lost { spare = nil }
+        if lockRequest?.session === lost { lockRequest = nil }
+        try? lost.connection.close().wait()
     }
 
     /// Whether transaction `xid`, whose COMMIT went unanswered on `lost`, committed: asked on a
     /// new connection (false when that cannot be asked either: the caller is told to retry).
     private func committed(_ xid: Int64, after lost: PostgresSession) -> Bool {
-        session = nil
-        try? lost.connection.close().wait()
+        drop(lost)
         guard let fresh = try? connected(),
               let rows = try? fresh.query("SELECT txid_status(?)", [xid.databaseValue]),
               case .string(let status)? = rows.first?.first?.storage else { return false }
@@ -298,7 +409,8 @@ package final class PostgresStore: @unchecked Sendable {
     }
 
     /// Runs `body` in a savepoint of the open transaction (a nested engine call's write).
-    func savepoint<T>(_ session: PostgresSession, _ body: () throws -> T) throws -> T {
+    package func savepoint<T>(_ connection: any StoreConnection, _ body: () throws -> T) throws -> T {
+        guard let session = connection as? PostgresSession else { preconditionFailure("a savepoint on another driver's connection") }
         try session.command("SAVEPOINT nested")
         let result: T
         do {

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import ShareFlow
 
 /// Pokes between the nodes of a PostgreSQL store (SPEC §14's change streams across nodes,
 /// SPEC §16): every write that changed rows sends `NOTIFY shareflow_changes` in its transaction
@@ -19,15 +20,14 @@ package enum PostgresChangeNotices {
     /// Listens until the task is cancelled, calling `poke` for each notice, and once after each
     /// (re)connection (a notice sent while it was away is not kept by PostgreSQL). A lost
     /// connection is opened again a second later.
-    package static func listen(_ store: PostgresStore, poke: @escaping @Sendable () -> Void) async {
+    static func listen(_ connector: PostgresConnector, poke: @escaping @Sendable () -> Void) async {
         var logger = Logger(label: "shareflow.postgres.notices")
         logger.logLevel = .critical
         var listenedBefore = false
         while !Task.isCancelled {
             if listenedBefore { Counted.storeRetry("postgres", reason: "listen") }
             listenedBefore = true
-            if let connection = try? await PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(),
-                                                                      configuration: store.connectionConfiguration(), id: 3, logger: logger) {
+            if let connection = try? await connector.connect(id: 3) {
                 do {
                     try await connection.listen(on: channel) { notices in
                         poke()

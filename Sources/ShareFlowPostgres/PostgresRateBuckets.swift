@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import ShareFlow
 
 /// The rate-limit buckets every node of a PostgreSQL store shares (SPEC §16: rate limits shared
 /// by all nodes), one row per bucket in `rate_bucket`.
@@ -14,18 +15,18 @@ import PostgresNIO
 /// on the engine's thread nor waiting for a write.
 ///
 /// ```swift
-/// let buckets = store.postgres.map { PostgresRateBuckets($0) }
+/// let buckets = store.driver?.makeRateBuckets()
 /// if let wait = try await buckets?.take("identity 7", requests: 600, perSeconds: 60) { … }  // nil: granted
 /// ```
-package actor PostgresRateBuckets {
-    private let store: PostgresStore
+actor PostgresRateBuckets: SharedRateBuckets {
+    private let connector: PostgresConnector
     private var connection: PostgresConnection?
     private var opening: Task<PostgresConnection, Error>?
     private var takes = 0
     private let logger: Logger
 
-    package init(_ store: PostgresStore) {
-        self.store = store
+    init(_ connector: PostgresConnector) {
+        self.connector = connector
         var logger = Logger(label: "shareflow.postgres.rate")
         logger.logLevel = .critical
         self.logger = logger
@@ -78,10 +79,7 @@ package actor PostgresRateBuckets {
             connection = open
         } else {
             self.connection = nil
-            let opening = self.opening ?? Task { [store, logger] in
-                try await PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(),
-                                                     configuration: store.connectionConfiguration(), id: 2, logger: logger)
-            }
+            let opening = self.opening ?? Task { [connector] in try await connector.connect(id: 2) }
             self.opening = opening
             defer { if self.opening == opening { self.opening = nil } }
             connection = try await opening.value
