@@ -136,6 +136,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     }
 
     package var label: String { location.label }
+    package var name: String { "postgres" }
     package var connectionLimit: Int { settings.poolSize }
     package var decisionLog: (any SharedDecisionLog)? { sharedDecisions }
     package func makeRateBuckets() -> (any SharedRateBuckets)? { PostgresRateBuckets(connector) }

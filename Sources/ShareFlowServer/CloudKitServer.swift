@@ -71,12 +71,10 @@ public struct CloudKitServer: Sendable {
             Task { await driver.listenForCommits { signal.poke() } }
         }
         defer { notices?.cancel() }
-        // On SQLite, this node's own commits wake them at once (another process's are seen at
+        // This node's own commits wake them at once (on SQLite, another process's are seen at
         // the next poll).
-        if engine.store.driver == nil {
-            let store = engine.store
-            thread.enqueue { store.committed = { signal.poke() } }
-        }
+        let store = engine.store
+        thread.enqueue { store.committed = { signal.poke() } }
         let onListening = self.onListening
         let pointHere = sharesPointHere && engine.options.publicURL == Engine.defaultPublicURL
         let (engine, host) = (self.engine, self.host)

@@ -32,7 +32,7 @@ public final class Store: @unchecked Sendable {
     /// The driver's transaction in progress (as `current` is SQLite's).
     private var currentConnection: (any StoreConnection)?
     /// Called on the writing thread after a write transaction that changed rows has committed
-    /// (SQLite: `serve` wakes its change streams; a driver's other processes hear of it through
+    /// (`serve` wakes its change streams; a driver's other processes hear of it through
     /// `StoreDriver.listenForCommits`).
     package var committed: (() -> Void)?
     /// The SQLite connection, for what only an SQLite store has (its file, its pages); every
@@ -43,6 +43,8 @@ public final class Store: @unchecked Sendable {
     }
     /// Whether the store is a driver's (PostgreSQL) rather than an SQLite file.
     public var isPostgres: Bool { driver != nil }
+    /// The database's name in metrics' labels: `sqlite`, or the driver's.
+    package var kind: String { driver?.name ?? "sqlite" }
 
     /// Fails, naming what, where only an SQLite store can do it.
     func requireSQLite(_ what: String) throws {
@@ -399,17 +401,21 @@ public final class Store: @unchecked Sendable {
             }
             guard writeWait != .deferred else { throw deferredBy ?? StoreBusy(path: path) }
             let deferring = writeWait == .deferFirst
+            var changed = false
             let result = try driver.transaction(deferring ? .writeIfFree(grace: grace) : .write) { connection in
                 currentConnection = connection
                 writing = true
                 feedBumps = FeedBumps(logging: logsChanges)
                 defer { currentConnection = nil; writing = false; feedBumps = FeedBumps() }
+                let before = connection.totalChanges
                 let transaction = StoreTransaction(connection, writable: true, path: path, feedBumps: feedBumps)
                 let result = try body(transaction)
                 try transaction.writeLogPositions()
+                changed = connection.totalChanges != before
                 return result
             }
             if deferring { writeWait = .inPlace }
+            if changed { committed?() }
             return result
         } catch let busy as StoreBusy {
             writeWait = .deferred

@@ -19,6 +19,8 @@ import Logging
 package protocol StoreDriver: AnyObject, Sendable {
     /// Where the store is, as messages name it (never a password).
     var label: String { get }
+    /// The database's name in metrics' labels (`postgres`).
+    var name: String { get }
 
     /// Runs `body` in a transaction on one connection: a write holds what makes writes to the
     /// same rows run one at a time and commits; a read sees one snapshot and may not write.

@@ -99,12 +99,13 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
             engine.holdReadEvents()
             let (result, incidents) = OperatorLog.Held.during { Result { try body() } }
             let deferred = store.writeWait == .deferred
-            // An attempt run again answered no one: what its reads sent observers, and its
-            // incidents, are dropped with it.
-            engine.endHoldingReadEvents(deliver: !deferred)
-            if !deferred { incidents.write() }
             let onReady = store.deferredBy?.onReady
             store.writeWait = .inPlace
+            // An attempt run again answered no one: what its reads sent observers, and its
+            // incidents, are dropped with it. Otherwise they are delivered now, writes made by
+            // observers then waiting in place, as after any commit.
+            engine.endHoldingReadEvents(deliver: !deferred)
+            if !deferred { incidents.write() }
             guard deferred else {
                 if deferredBefore || waiter != nil { condition.withLock { lastProgress = EngineThread.now() } }
                 leaveLine(waiter)
@@ -116,7 +117,7 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
             let now = EngineThread.now()
             let waited = now - since
             let stuck = now - max(since, condition.withLock { lastProgress } ?? since)
-            let kind = store.isPostgres ? "postgres" : "sqlite"
+            let kind = store.kind
             guard stuck + pause < store.busyTimeout else {
                 Counted.storeRetry(kind, reason: "lock-timeout")
                 condition.withLock { lastGaveUp = EngineThread.now() }
