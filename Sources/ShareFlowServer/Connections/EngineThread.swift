@@ -111,12 +111,14 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
                 leaveLine(waiter)
                 return continuation.resume(with: result)
             }
-            // Nothing was written: whatever `body` made of the failure is dropped. The bound is
-            // on the lock not coming: a request waiting behind this node's other waiting writes
-            // waits on while they go through (as it waited in the engine's queue before).
+            // Nothing was written: whatever `body` made of the failure is dropped. In the lock
+            // line (PostgreSQL: fair, first come first served) the bound is on the lock not
+            // coming: a request behind this node's other waiting writes waits on while they go
+            // through, as it waited in the engine's queue before. Polling (SQLite: no order
+            // among the waiters) is bounded from the first attempt, as SQLite's busy timeout was.
             let now = EngineThread.now()
             let waited = now - since
-            let stuck = now - max(since, condition.withLock { lastProgress } ?? since)
+            let stuck = onReady == nil ? waited : now - max(since, condition.withLock { lastProgress } ?? since)
             let kind = store.kind
             guard stuck + pause < store.busyTimeout else {
                 Counted.storeRetry(kind, reason: "lock-timeout")
