@@ -4,12 +4,13 @@ import ShareFlow
 /// The one thread the engine (and every Lua state behind it) runs on while serving: requests
 /// arrive on many threads, and each hands its engine work here, in order.
 ///
-/// A request never waits here for another process's write lock (SPEC §16 M5): its first write,
-/// finding the lock held, fails at once (`Store.writeWait`), having written nothing, and the
-/// request is queued again a moment later (a few ms, doubling to 50 ms) from off the thread,
-/// while every other request runs. Past `store.busyTimeoutMs` it is answered
-/// `serviceUnavailable` with `retryAfter`, and the node reads unready (`writesStalled`) until
-/// no write has given up for that long.
+/// A request waits here for another process's write lock at most `Store.lockGrace` (SPEC §16
+/// M5): then its first write fails (`Store.writeWait`), having written nothing, and the request
+/// is queued again from off the thread (SQLite: a few ms later, doubling to 50 ms; PostgreSQL:
+/// when the lock asked for on the driver's spare connection comes, one request of `lockLine`
+/// at a time), while every other request runs. Past `store.busyTimeoutMs` it is answered
+/// `serviceUnavailable` with `retryAfter`, and the node reads unready (`writesStalled`) for that
+/// long after.
 final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgress and lockLine guarded by `condition`
     private let condition = NSCondition()
     private var jobs: [() -> Void] = []
