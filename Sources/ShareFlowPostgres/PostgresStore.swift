@@ -20,14 +20,15 @@ package struct PostgresLocation: Sendable, Equatable {
 
     /// Whether `store` names a PostgreSQL store rather than an SQLite file.
     package static func isURL(_ store: String) -> Bool {
-        store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+        let lowered = store.prefix(13).lowercased()
+        return lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://")
     }
 
     package init(_ url: String) throws {
         func bad(_ why: String) -> StoreError {
             .cannotOpen(path: PostgresLocation.redacted(url), reason: "\(why); expected postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|require]")
         }
-        guard let parts = URLComponents(string: url), let scheme = parts.scheme, ["postgres", "postgresql"].contains(scheme) else {
+        guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(), ["postgres", "postgresql"].contains(scheme) else {
             throw bad("it is not a PostgreSQL URL")
         }
         guard let user = parts.user, !user.isEmpty else { throw bad("it names no user") }
@@ -105,6 +106,8 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     static let writeLock: Int64 = 0x5368_6172_6546_6C77
     /// The lock a node holds while it migrates the schema.
     static let migrationLock: Int64 = 0x5368_6172_6546_6D67
+    /// How long an answer is waited for beyond the statement's own timeout (`PostgresSession`).
+    static let answerMarginMs = 5_000
     /// Seconds a caller is told to wait when PostgreSQL is unreachable.
     static let outageRetryAfter = 2.0
 
@@ -224,9 +227,9 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// A write that changed rows tells every node's change streams at its commit (NOTIFY).
     package func transaction<T>(_ kind: StoreTransactionKind, _ body: (any StoreConnection) throws -> T) throws -> T {
         let writing = kind.writes
-        var grace: TimeInterval?
-        if case .writeIfFree(let g) = kind { grace = g }
-        return try transaction(writing: writing, lockGrace: grace) { (session: PostgresSession) -> T in
+        var grace: TimeInterval?, within: TimeInterval = 0
+        if case .writeIfFree(let g, let w) = kind { (grace, within) = (g, w) }
+        return try transaction(writing: writing, lockGrace: grace, lockWithin: within) { (session: PostgresSession) -> T in
             let changesBefore = session.totalChanges
             let result = try body(session)
             // Other nodes' change streams look at their feeds once this commits.
@@ -244,11 +247,21 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// connection, its transaction begun and the lock held. A write that waits in place claims
     /// it too (it would otherwise queue behind its own node's request). A lost connection is
     /// dropped, so the next call opens a new one.
-    func transaction<T>(writing: Bool, lockGrace: TimeInterval? = nil, _ body: (PostgresSession) throws -> T) throws -> T {
+    func transaction<T>(writing: Bool, lockGrace: TimeInterval? = nil, lockWithin: TimeInterval = 0,
+                        _ body: (PostgresSession) throws -> T) throws -> T {
         if writing, let request = lockRequest {
             guard lockGrace == nil || request.isAnswered else { throw StoreBusy(path: label, onReady: request.whenAnswered) }
             lockRequest = nil
-            return try run(on: request.session, writing: true, begun: true, body)
+            if !request.failed { return try run(on: request.session, writing: true, begun: true, body) }
+            // The lock never came (its wait ran out, or the connection was lost or given up):
+            // that request is over, and this write asks anew.
+            if request.session.connection.isClosed {
+                drop(request.session)
+            } else {
+                // Waited for: it takes the failed statements sent ahead with it.
+                do { try request.session.command("ROLLBACK") } catch let failure as PostgresFailure where failure.isConnectionLost { drop(request.session) } catch {}
+                request.session.transactionEnded()
+            }
         }
         let session = try connected()
         guard writing, let lockGrace else { return try run(on: session, writing: writing, begun: false, body) }
@@ -276,7 +289,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         guard free else {
             // The next statement on the connection comes after it: no wait here.
             session.pipeline("ROLLBACK")
-            let request = try askForLock()
+            let request = try askForLock(within: lockWithin)
             throw StoreBusy(path: label, onReady: request.whenAnswered)
         }
         return try run(on: session, writing: true, begun: true, body)
@@ -285,13 +298,23 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// The write lock asked for on the spare connection, and when PostgreSQL answered.
     final class LockRequest: @unchecked Sendable {  // `state` guarded by its box
         let session: PostgresSession
-        private let state = NIOLockedValueBox((answered: false, waiting: [@Sendable () -> Void]()))
+        private let state = NIOLockedValueBox((answered: false, failed: false, waiting: [@Sendable () -> Void]()))
 
-        init(_ session: PostgresSession, answer: EventLoopFuture<PostgresQueryResult>) {
+        /// `deadline`: how long the answer is waited for before the connection is given up (a
+        /// connection lost without a word, a frozen server), which fails the request and wakes
+        /// its waiters to ask anew.
+        init(_ session: PostgresSession, answer: EventLoopFuture<PostgresQueryResult>, deadline: TimeAmount) {
             self.session = session
-            answer.whenComplete { [state] _ in
+            let connection = session.connection
+            let overdue = answer.eventLoop.scheduleTask(in: deadline) {
+                let closing: EventLoopFuture<Void> = connection.close()
+                _ = closing
+            }
+            answer.whenComplete { [state] result in
+                overdue.cancel()
                 let waiting = state.withLockedValue { state -> [@Sendable () -> Void] in
                     state.answered = true
+                    if case .failure = result { state.failed = true }
                     defer { state.waiting.removeAll() }
                     return state.waiting
                 }
@@ -301,6 +324,8 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
 
         /// Whether PostgreSQL answered (the lock granted, or the request failed).
         var isAnswered: Bool { state.withLockedValue { $0.answered } }
+        /// Whether the request failed: the lock did not come.
+        var failed: Bool { state.withLockedValue { $0.failed } }
 
         /// Calls `wake` once PostgreSQL has answered (at once if it has).
         @Sendable func whenAnswered(_ wake: @escaping @Sendable () -> Void) {
@@ -312,8 +337,10 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         }
     }
 
-    /// Asks for the write lock on the spare connection (opened as needed), without waiting.
-    private func askForLock() throws -> LockRequest {
+    /// Asks for the write lock on the spare connection (opened as needed), without waiting. The
+    /// request is kept for `within` seconds (the store's busy timeout, which may pass the
+    /// statement timeout) and a second more, then PostgreSQL ends it.
+    private func askForLock(within: TimeInterval) throws -> LockRequest {
         let spare: PostgresSession
         if let open = self.spare, !open.connection.isClosed {
             spare = open
@@ -325,8 +352,12 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
             }
             self.spare = spare
         }
+        let waitMs = Int(within * 1000) + 1_000
         spare.pipeline("BEGIN")
-        let request = LockRequest(spare, answer: spare.pipelineWatching("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))"))
+        spare.pipeline("SET LOCAL statement_timeout = \(waitMs)")
+        let answer = spare.pipelineWatching("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))")
+        spare.pipeline("SET LOCAL statement_timeout = DEFAULT")
+        let request = LockRequest(spare, answer: answer, deadline: .milliseconds(Int64(waitMs + PostgresStore.answerMarginMs)))
         lockRequest = request
         return request
     }

@@ -73,6 +73,43 @@ class LockHeldElsewhereTests: ServerTestCase {
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["recordName"] as? String, "during", "\(r.1)")
     }
 
+    /// A request run again meets its item faults as decided the first time (attack pass: a
+    /// rule of count 1 was spent on a run that answered no one, so the item was saved, and a
+    /// delay rule was taken once per run, 40 history entries for one item).
+    func testARequestRunAgainMeetsTheSameFaultsOnce() throws {
+        try restart(busyTimeoutMs: 120_000)
+        let admin = try CLI.run(["tokens", "admin", "--store", store]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let arm = try Tools.curl("POST", base + "/admin/1/faults", body: """
+            {"rules":[{"operation":"modifyRecords","fault":"partialFailure","itemCode":"serverRecordChanged","count":1}]}
+            """, headers: ["Authorization: Bearer \(admin)"], in: dir)
+        XCTAssertEqual(arm.0, 200, "\(arm.1)")
+        let lock = try WriteLockHolder(store: store)
+        defer { lock.releaseLock() }
+        final class Answer: @unchecked Sendable {
+            let done = DispatchSemaphore(value: 0)
+            var body: [String: Any] = [:]
+        }
+        let write = Answer()
+        let (url, body, folder) = (base + db + "/private/records/modify?ckAPIToken=\(api)&ckWebAuthToken=\(web)", recordBody("r1"), dir!)
+        Thread.detachNewThread {
+            write.body = (try? Tools.curl("POST", url, body: body, in: folder))?.1 ?? [:]
+            write.done.signal()
+        }
+        // Deferred (on SQLite run again every few ms meanwhile; on PostgreSQL once the lock comes).
+        while true {
+            let text = try call("GET", "/metrics", query: "").1["raw"] as? String ?? ""
+            if text.range(of: #"shareflow_store_retries_total\{[^}]*reason="lock"[^}]*\} [1-9]"#, options: .regularExpression) != nil { break }
+            if write.done.wait(timeout: .now() + 0.05) == .success { return XCTFail("answered while the lock was held: \(write.body)") }
+        }
+        lock.releaseLock()
+        XCTAssertEqual(write.done.wait(timeout: .now() + 60), .success)
+        let record = (write.body["records"] as? [[String: Any]])?.first
+        XCTAssertEqual(record?["serverErrorCode"] as? String, "CONFLICT", "the rule's one injection reached the client: \(write.body)")
+        let history = try Tools.curl("GET", base + "/admin/1/faults/history", headers: ["Authorization: Bearer \(admin)"], in: dir)
+        let entries = (history.1["injections"] as? [Any]) ?? (history.1["history"] as? [Any]) ?? []
+        XCTAssertEqual(entries.count, 1, "one injection in the history: \(history.1)")
+    }
+
     func testAWriteWaitingPastTheBusyTimeoutIsA503AndTheNodeUnready() throws {
         try restart(busyTimeoutMs: 300)
         let lock = try WriteLockHolder(store: store)
@@ -108,5 +145,35 @@ final class LockHeldElsewhereOnPostgresTests: LockHeldElsewhereTests {
 
     override func testAWriteWaitingPastTheBusyTimeoutIsA503AndTheNodeUnready() throws {
         try super.testAWriteWaitingPastTheBusyTimeoutIsA503AndTheNodeUnready()
+    }
+
+    override func testARequestRunAgainMeetsTheSameFaultsOnce() throws {
+        try super.testARequestRunAgainMeetsTheSameFaultsOnce()
+    }
+
+    /// A lock held past the statement timeout but within `store.busyTimeoutMs` (attack pass: the
+    /// spare connection's wait for the lock died of the statement timeout, a 503 at 5 s).
+    func testABusyTimeoutPastTheStatementTimeoutIsHonoured() throws {
+        stopServer()
+        let config = dir.appendingPathComponent("lock.config.lua")
+        try CLI.write("return { store = { busyTimeoutMs = 60000 }, postgres = { statementTimeoutMs = 500 } }", to: config)
+        try startServer(["--config", config.path])
+        let lock = try WriteLockHolder(store: store)
+        final class Answer: @unchecked Sendable {
+            let done = DispatchSemaphore(value: 0)
+            var status = 0
+        }
+        let write = Answer()
+        let (url, folder) = (base + db + "/private/zones/modify?ckAPIToken=\(api)&ckWebAuthToken=\(web)", dir!)
+        let body = #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#
+        Thread.detachNewThread {
+            write.status = (try? Tools.curl("POST", url, body: body, in: folder))?.0 ?? 0
+            write.done.signal()
+        }
+        // Held for several statement timeouts (the write asked for the lock long before).
+        XCTAssertEqual(write.done.wait(timeout: .now() + 2), .timedOut, "the write waits: \(write.status)")
+        lock.releaseLock()
+        XCTAssertEqual(write.done.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(write.status, 200)
     }
 }

@@ -237,6 +237,22 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(start), 7)
     }
 
+    /// A database URL of no driver this binary has is refused as one (attack pass: it was
+    /// "built without its driver" for POSTGRES://, which it has), and makes no folder.
+    func testADatabaseURLWithoutADriverIsNamedAndPostgresSchemesIgnoreCase() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try CLI.write("print(1)", to: dir.appendingPathComponent("s.lua"))
+        let r = try CLI.run(["run", "--store", "mysql://app@db/shop", "s.lua"], cwd: dir)
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("it is a database URL (mysql://), and this program has no driver for mysql"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("mysql:").path), "no folder made")
+        // A PostgreSQL URL in capitals goes to the PostgreSQL driver (here: nothing listens).
+        let upper = try CLI.run(["run", "--store", "POSTGRES://app@127.0.0.1:1/shop", "s.lua"], cwd: dir)
+        XCTAssertEqual(upper.status, 1)
+        XCTAssertTrue(upper.stderr.contains("PostgreSQL cannot be reached"), upper.stderr)
+    }
+
     /// A refused store gets no -wal or -shm file beside it.
     func testARefusedStoreGetsNoSideFiles() throws {
         let dir = try CLI.temporaryDirectory()

@@ -20,6 +20,13 @@ public final class FaultScope: @unchecked Sendable {
     public internal(set) var delayMs: Double = 0
     public static let maxDelayMs: Double = 60_000
 
+    /// The decisions of this request's items and zones, in the order they were asked: a request
+    /// run again (its first write deferred, `Store.writeWait`) meets the same ones and never the
+    /// rules again, so a rule's count is spent, its history written and its delay taken once.
+    var decisions: [(key: String, decision: FaultInjector.Decision?)] = []
+    /// How many of `decisions` this run of the request has met so far.
+    var replayed = 0
+
     /// Whether the engine asks any rule inside this scope: its request-level fault is decided
     /// already (a scope is open), and false asks no per-item, per-zone or database-feed rule
     /// either, nor opens a request of its own for a callback. Two scopes ask none:
@@ -76,6 +83,8 @@ public final class FaultScope: @unchecked Sendable {
     /// itself): the engine calls in it decide no request-level fault again.
     public static func run<T>(_ scope: FaultScope, _ body: () throws -> T) rethrows -> T {
         let outer = current
+        // Entered anew: a run of the request, which meets its past decisions from the first.
+        if outer !== scope { scope.replayed = 0 }
         current = scope
         defer { current = outer }
         return try body()
@@ -218,10 +227,29 @@ extension Engine {
                                sentChangeToken: Bool = false) -> FaultInjector.Decision? {
         let scope = FaultScope.current
         guard scope?.asksRules ?? true else { return nil }
+        let key = "\(stage) \(operation) \(item) \(sentChangeToken)"
+        if let scope, scope.replayed < scope.decisions.count {
+            let past = scope.decisions[scope.replayed]
+            if past.key == key {
+                // Met before, by a run of this request that answered no one: the same decision,
+                // told again to observers (what that run sent them was dropped with it).
+                scope.replayed += 1
+                if let decision = past.decision {
+                    announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
+                }
+                return past.decision
+            }
+            scope.decisions.removeSubrange(scope.replayed...)
+        }
         var request = faultRequest(scope?.operation ?? operation, container: database.container, database: database.databaseScope, items: [item])
         request.subpath = scope?.subpath
         request.sentChangeToken = sentChangeToken
-        guard let decision = faults.decide(request, stage: stage) else { return nil }
+        let decided = faults.decide(request, stage: stage)
+        if let scope {
+            scope.decisions.append((key, decided))
+            scope.replayed += 1
+        }
+        guard let decision = decided else { return nil }
         scope?.injected.append(decision.rule.fault?.rawValue ?? "latency")
         announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
         delay(decision, in: scope)

@@ -114,7 +114,8 @@ public final class Store: @unchecked Sendable {
     /// (`Store(driver:)`; ShareFlowPostgres' `Store.open` takes either).
     public init(path: String, busyTimeout: TimeInterval = Store.defaultBusyTimeout) throws {
         guard !Store.isDatabaseURL(path) else {
-            throw StoreError.cannotOpen(path: Store.redactedURL(path), reason: "it is a database URL, and this program was built without its driver")
+            let scheme = path.prefix { $0 != ":" }
+            throw StoreError.cannotOpen(path: Store.redactedURL(path), reason: "it is a database URL (\(scheme)://), and this program has no driver for \(scheme)")
         }
         driver = nil
         self.path = path
@@ -402,7 +403,7 @@ public final class Store: @unchecked Sendable {
             guard writeWait != .deferred else { throw deferredBy ?? StoreBusy(path: path) }
             let deferring = writeWait == .deferFirst
             var changed = false
-            let result = try driver.transaction(deferring ? .writeIfFree(grace: grace) : .write) { connection in
+            let result = try driver.transaction(deferring ? .writeIfFree(grace: grace, within: busyTimeout) : .write) { connection in
                 currentConnection = connection
                 writing = true
                 feedBumps = FeedBumps(logging: logsChanges)

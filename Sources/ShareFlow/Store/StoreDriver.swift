@@ -75,8 +75,9 @@ package enum StoreTransactionKind: Sendable, Equatable {
     /// A write, waiting for the write lock as long as the driver allows.
     case write
     /// A write that waits at most `grace` seconds for the write lock, then fails with
-    /// `StoreBusy` (having asked for the lock, where the driver can, to say when it came).
-    case writeIfFree(grace: TimeInterval)
+    /// `StoreBusy` (having asked for the lock, where the driver can, to say when it came: the
+    /// request kept for up to `within` seconds, the store's busy timeout).
+    case writeIfFree(grace: TimeInterval, within: TimeInterval)
 
     package var writes: Bool { self != .read }
 }

@@ -156,7 +156,7 @@ public struct PluginConfig {
                     throw PluginError("config file \(path): unknown key store.\(key) (expected busyTimeoutMs)")
                 }
                 guard let n = ConfigField.number(value), n.isFinite, n.rounded() == n, (0...600_000).contains(n) else {
-                    throw PluginError("config file \(path): store.busyTimeoutMs must be a whole number from 0 to 600000, got \(value)")
+                    throw PluginError("config file \(path): store.busyTimeoutMs must be a whole number from 0 to 600000, got \(ConfigField.shown(value))")
                 }
                 storeBusyTimeoutMs = n
             }
@@ -168,13 +168,7 @@ public struct PluginConfig {
                     throw PluginError("config file \(path): unknown key sync.\(key) (expected retentionDays)")
                 }
                 guard let n = ConfigField.number(value), n.isFinite, (0...36_500).contains(n) else {
-                    let got: String
-                    switch value {
-                    case .integer, .number: got = "\(value)"
-                    case .string(let s): got = "\"\(s.count > 40 ? s.prefix(40) + "…" : Substring(s))\" (a string)"
-                    default: got = "a \(ConfigField.luaType(value))"
-                    }
-                    throw PluginError("config file \(path): sync.retentionDays must be a number of days from 0 to 36500, got \(got)")
+                    throw PluginError("config file \(path): sync.retentionDays must be a number of days from 0 to 36500, got \(ConfigField.shown(value))")
                 }
                 retentionDays = n
             }
@@ -318,6 +312,16 @@ struct ConfigField {
             return value
         default:
             throw fail(type == "list" ? "a list\(items.map { " of \($0)s" } ?? "")" : "a\(type == "integer" ? "n" : "") \(type)")
+        }
+    }
+
+    /// A bad value as an error shows it: a number as written, a string quoted (the first 40
+    /// characters) and said to be one, anything else by its type.
+    static func shown(_ value: LuaValue) -> String {
+        switch value {
+        case .integer, .number: return "\(value)"
+        case .string(let s): return "\"\(s.count > 40 ? s.prefix(40) + "…" : Substring(s))\" (a string)"
+        default: return "a \(luaType(value))"
         }
     }
 
