@@ -326,14 +326,8 @@ public final class Store: @unchecked Sendable {
                             sqlite3_busy_timeout(db.sqliteConnection, Int32(clamping: Int(busyTimeout * 1000)))
                         }
                         current = db
-                        writing = true
-                        feedBumps = FeedBumps(logging: logsChanges)
-                        defer { current = nil; writing = false; feedBumps = FeedBumps() }
-                        let before = db.totalChangesCount
-                        let transaction = StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps)
-                        result = try body(transaction)
-                        try transaction.writeLogPositions()
-                        changed = db.totalChangesCount != before
+                        defer { current = nil }
+                        (result, changed) = try outermost({ StoreTransaction(db, writable: true, path: path, feedBumps: $0) }, body)
                         return .commit
                     }
                 } catch let error as DatabaseError where !began && (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) {
@@ -383,6 +377,19 @@ public final class Store: @unchecked Sendable {
         }
     }
 
+    /// The body of an outermost write, on the transaction `open` makes: its feed moves noted
+    /// (`feedBumps`), its log positions written last, and whether it changed rows.
+    private func outermost<T>(_ open: (FeedBumps) -> StoreTransaction, _ body: (StoreTransaction) throws -> T) throws -> (T, Bool) {
+        writing = true
+        feedBumps = FeedBumps(logging: logsChanges)
+        defer { writing = false; feedBumps = FeedBumps() }
+        let transaction = open(feedBumps)
+        let before = transaction.changeCount
+        let result = try body(transaction)
+        try transaction.writeLogPositions()
+        return (result, transaction.changeCount != before)
+    }
+
     /// `write` on a driver's store: the same nesting (a savepoint inside the open write,
     /// refused inside a read).
     private func writeThrough<T>(_ driver: any StoreDriver, _ body: (StoreTransaction) throws -> T) throws -> T {
@@ -405,14 +412,9 @@ public final class Store: @unchecked Sendable {
             var changed = false
             let result = try driver.transaction(deferring ? .writeIfFree(grace: grace, within: busyTimeout) : .write) { connection in
                 currentConnection = connection
-                writing = true
-                feedBumps = FeedBumps(logging: logsChanges)
-                defer { currentConnection = nil; writing = false; feedBumps = FeedBumps() }
-                let before = connection.totalChanges
-                let transaction = StoreTransaction(connection, writable: true, path: path, feedBumps: feedBumps)
-                let result = try body(transaction)
-                try transaction.writeLogPositions()
-                changed = connection.totalChanges != before
+                defer { currentConnection = nil }
+                let (result, wrote) = try outermost({ StoreTransaction(connection, writable: true, path: path, feedBumps: $0) }, body)
+                changed = wrote
                 return result
             }
             if deferring { writeWait = .inPlace }
