@@ -106,7 +106,7 @@ public final class Engine: @unchecked Sendable {
             // Written: the work is not run again, so what its reads sent goes first.
             if let held = heldReadEvents {
                 heldReadEvents = nil
-                pendingEvents.insert(contentsOf: held, at: 0)
+                pendingEvents.insert(contentsOf: held.map(\.event), at: 0)
             }
             flushEvents()
         }
@@ -132,8 +132,11 @@ public final class Engine: @unchecked Sendable {
     /// Queues an event for delivery after commit (at once when no transaction is open).
     func emit(_ event: Event) {
         guard events.hasObservers(event.kind) else { return }
-        if transactionDepth == 0, heldReadEvents != nil {
-            heldReadEvents?.append(event)
+        // `fault.injected` is not held: it is delivered inside the scope that keeps its
+        // observers' engine calls from being injected again (`announce`), and a run again
+        // meets its decisions without announcing them again (`FaultScope.decisions`).
+        if transactionDepth == 0, heldReadEvents != nil, event.kind != .faultInjected {
+            heldReadEvents?.append((event, FaultScope.current))
             return
         }
         pendingEvents.append(event)
@@ -145,7 +148,9 @@ public final class Engine: @unchecked Sendable {
     /// `Store.writeWait`): an observer must not see a share's metadata fetched twice for one
     /// request. Delivered before the events of the first write that commits, or when the work
     /// ends (`endHoldingReadEvents`); dropped if it is run again. Nil: not holding.
-    private var heldReadEvents: [Event]?
+    /// Each with the fault scope it was sent in: its observers' engine calls are the request's,
+    /// decided on the connection, as when it is delivered at once.
+    private var heldReadEvents: [(event: Event, scope: FaultScope?)]?
 
     /// Holds read events from now on (`heldReadEvents`).
     package func holdReadEvents() {
@@ -157,9 +162,15 @@ public final class Engine: @unchecked Sendable {
     package func endHoldingReadEvents(deliver: Bool) {
         guard let held = heldReadEvents else { return }
         heldReadEvents = nil
-        guard deliver, !held.isEmpty else { return }
-        pendingEvents.insert(contentsOf: held, at: 0)
-        if transactionDepth == 0 { flushEvents() }
+        guard deliver else { return }
+        for (event, scope) in held {
+            if let scope {
+                FaultScope.run(scope) { self.pendingEvents.append(event); self.flushEvents() }
+            } else {
+                pendingEvents.append(event)
+                flushEvents()
+            }
+        }
     }
 
     private func flushEvents() {

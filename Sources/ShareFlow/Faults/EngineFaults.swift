@@ -232,11 +232,8 @@ extension Engine {
             let past = scope.decisions[scope.replayed]
             if past.key == key {
                 // Met before, by a run of this request that answered no one: the same decision,
-                // told again to observers (what that run sent them was dropped with it).
+                // already announced (`fault.injected` is never held back with a run).
                 scope.replayed += 1
-                if let decision = past.decision {
-                    announce(decision.injection, caller: try? database.container.session.account, container: database.container.containerIdentifier)
-                }
                 return past.decision
             }
             scope.decisions.removeSubrange(scope.replayed...)
