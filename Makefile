@@ -200,7 +200,7 @@ lint: deps
 # binding their shared libraries was most of a cold start (a Foundation "hello" starts in about
 # 4 ms static and 12 ms dynamic on these machines).
 bench: deps
-	$(SWIFT) build -c release --static-swift-stdlib
+	$(SWIFT) build -c release --static-swift-stdlib --product shareflow
 	.build/release/shareflow bench
 
 clean:

@@ -125,6 +125,9 @@ extension ShareFlowCommand {
                 let c = r["serve_connections"] ?? "?"
                 print("| `records/resolve` over HTTP, \(c) connections | \(n("serve_resolve_per_s")) /s (p50 \(n("serve_resolve_p50_ms", 2)) ms, p99 \(n("serve_resolve_p99_ms", 2)) ms) | \(n("serve_resolve_in_process_per_s")) /s (in-process) | \(n("serve_resolve_vs_in_process", 2))× | ≥ 0.5× |")
                 print("| `records/accept` over HTTP, \(c) connections | \(n("serve_accept_per_s")) /s (p50 \(n("serve_accept_p50_ms", 2)) ms, p99 \(n("serve_accept_p99_ms", 2)) ms) | \(n("serve_accept_in_process_per_s")) /s (in-process) | \(n("serve_accept_vs_in_process", 2))× | ≥ 0.5× |")
+                if r["serve_resolve_locked_p99_ms"] != nil {
+                    print("| `records/resolve` p99 while another process holds the write lock and a save waits for it | \(n("serve_resolve_locked_p99_ms", 2)) ms (\(n("serve_resolve_locked_per_s")) /s) | \(n("serve_resolve_p99_ms", 2)) ms (alone) | \(n("serve_resolve_locked_p99_vs_alone", 2))× | ≤ 2× |")
+                }
                 for count in [1, 3] where r["serve_pg\(count)_resolve_per_s"] != nil {
                     let k = "serve_pg\(count)", nodes = count == 1 ? "1 node" : "\(count) nodes"
                     print("| `records/resolve` over HTTP, PostgreSQL, \(nodes) | \(n(k + "_resolve_per_s")) /s (p50 \(n(k + "_resolve_p50_ms", 2)) ms, p99 \(n(k + "_resolve_p99_ms", 2)) ms) | \(n("serve_resolve_per_s")) /s (SQLite) | \(n(k + "_resolve_vs_sqlite", 2))× | (reported) |")
