@@ -56,11 +56,7 @@ package struct PostgresLocation: Sendable, Equatable {
     /// The URL as messages show it: never the password.
     package var label: String { "postgres://\(user)@\(host):\(port)/\(database)" }
 
-    package static func redacted(_ url: String) -> String {
-        guard var parts = URLComponents(string: url) else { return "a PostgreSQL URL" }
-        if parts.password != nil { parts.password = "***" }
-        return parts.string ?? "a PostgreSQL URL"
-    }
+    package static func redacted(_ url: String) -> String { Store.redactedURL(url) }
 }
 
 /// How a node uses PostgreSQL (config `postgres = { poolSize, statementTimeoutMs }`).
@@ -345,11 +341,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         if let open = self.spare, !open.connection.isClosed {
             spare = open
         } else {
-            do {
-                spare = try openSession(statementTimeoutMs: settings.statementTimeoutMs)
-            } catch let failure as PostgresFailure {
-                throw failure
-            }
+            spare = try openSession(statementTimeoutMs: settings.statementTimeoutMs)
             self.spare = spare
         }
         let waitMs = Int(within * 1000) + 1_000

@@ -64,9 +64,9 @@ public final class Store: @unchecked Sendable {
     public let busyTimeout: TimeInterval
     /// How the outermost write of the work in progress waits for another process's write lock
     /// (SPEC §16 M5). A server sets `deferFirst` for each request it runs: the request's first
-    /// write, finding the lock held, fails at once with `StoreBusy` instead of waiting on the
-    /// engine's thread (every other caller behind it), and the server runs the whole request
-    /// again a moment later. Nothing was written (the lock is taken before a transaction's first
+    /// write, finding the lock held past `lockGrace`, fails with `StoreBusy` instead of waiting
+    /// on the engine's thread (every other caller behind it), and the server runs the whole
+    /// request again later. Nothing was written (the lock is taken before a transaction's first
     /// statement), no event sent, no policy asked (they are asked inside the write). From then
     /// on (`deferred`) every write of that attempt fails at once too, so the attempt writes
     /// nothing at all. A write that committed ends deferring: the request's later writes wait
@@ -316,14 +316,15 @@ public final class Store: @unchecked Sendable {
                 // Deferring: BEGIN IMMEDIATE does not wait for the lock; once it is held, the
                 // transaction's statements wait as usual.
                 var began = !deferring
+                let busyMs = Int32(clamping: Int(busyTimeout * 1000))
                 if deferring { sqlite3_busy_timeout(db.sqliteConnection, Int32(grace * 1000)) }
-                defer { if !began { sqlite3_busy_timeout(db.sqliteConnection, Int32(clamping: Int(busyTimeout * 1000))) } }
+                defer { if !began { sqlite3_busy_timeout(db.sqliteConnection, busyMs) } }
                 var result: T?
                 do {
                     try db.inTransaction(.immediate) {
                         if !began {
                             began = true
-                            sqlite3_busy_timeout(db.sqliteConnection, Int32(clamping: Int(busyTimeout * 1000)))
+                            sqlite3_busy_timeout(db.sqliteConnection, busyMs)
                         }
                         current = db
                         defer { current = nil }
