@@ -21,7 +21,7 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
     private var store: Store? { engine?.store }
     /// When a write last gave up waiting for the lock (the monotonic clock, seconds).
     private var lastGaveUp: Double?
-    /// When a request that had been deferred last went through: waiting writes are moving.
+    /// When a request of `lockLine` last went through: waiting writes are moving.
     private var lastProgress: Double?
 
     var depth: Int { condition.withLock { pending } }
@@ -91,7 +91,7 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
     /// lock held, queues it again (after `pause`, or when the driver holds the lock for it),
     /// until it has waited the busy timeout. `waiter`: its place in `lockLine`, once it has one.
     private func attempt<T: Sendable>(_ ticket: Ticket<T>, _ body: @escaping @Sendable () throws -> T, since: Double, pause: Double,
-                                      waiter: LockWaiter? = nil, deferredBefore: Bool = false) {
+                                      waiter: LockWaiter? = nil) {
         enqueue { [self] in
             guard let continuation = ticket.start() else { return leaveLine(waiter) }
             guard let engine else { return continuation.resume(with: Result { try body() }) }
@@ -108,7 +108,7 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
             engine.endHoldingReadEvents(deliver: !deferred)
             if !deferred { incidents.write() }
             guard deferred else {
-                if deferredBefore || waiter != nil { condition.withLock { lastProgress = EngineThread.now() } }
+                if waiter != nil { condition.withLock { lastProgress = EngineThread.now() } }
                 leaveLine(waiter)
                 return continuation.resume(with: result)
             }
@@ -134,7 +134,7 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
             guard let onReady else {
                 // Tried again after a pause (SQLite: no one says when the lock is free).
                 DispatchQueue.global().asyncAfter(deadline: .now() + pause) { [self] in
-                    attempt(ticket, body, since: since, pause: min(pause * 2, EngineThread.longestPause), deferredBefore: true)
+                    attempt(ticket, body, since: since, pause: min(pause * 2, EngineThread.longestPause))
                 }
                 return
             }
