@@ -97,6 +97,8 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     private var connectedBefore = false
     /// The decision log every node shares, on a connection of its own.
     let sharedDecisions: PostgresDecisionLog
+    /// Readers made and not closed (`makeReader`).
+    let readersMade = NIOLockedValueBox(0)
 
     /// The advisory lock every write holds until it commits ("ShareFlw").
     static let writeLock: Int64 = 0x5368_6172_6546_6C77

@@ -51,6 +51,14 @@ public struct CloudKitServer: Sendable {
         self.logger = logger
     }
 
+    /// How many reading threads a node starts beside the engine's (SPEC §16 M5): on SQLite
+    /// one per core, at least 2 and at most 4 (each reads in place, on the CPU); on a driver's
+    /// store its pool, less the engine's own connection (each waits for the network), at most 16.
+    static func readers(for store: Store) -> Int {
+        if let driver = store.driver { return min(16, max(0, driver.connectionLimit - 1)) }
+        return store.path == ":memory:" ? 0 : min(4, max(2, ProcessInfo.processInfo.activeProcessorCount))
+    }
+
     /// Makes swift-metrics count into this process's `GET /metrics` (Prometheus): call it before
     /// anything counts (a count made earlier is lost); once or many times.
     public static func bootstrapMetrics() {
@@ -60,10 +68,13 @@ public struct CloudKitServer: Sendable {
     /// Serves until SIGTERM or SIGINT; then stops accepting, finishes the requests in flight,
     /// checkpoints the store and returns.
     public func run() async throws {
-        let thread = EngineThread(engine: engine)
+        // This node's own commits wake the change streams at once (on SQLite, another
+        // process's are seen at the next poll). Set before any thread can commit.
+        let signal = ChangeSignal()
+        engine.store.committed = { signal.poke() }
+        let thread = EngineThread(engine: engine, readers: CloudKitServer.readers(for: engine.store))
         let authenticator = CallerAuthenticator(engine: engine)
         let health = StoreHealth()
-        let signal = ChangeSignal()
         let router = router(thread: thread, authenticator: authenticator, health: health, signal: signal)
         // On a driver's store (PostgreSQL), every node's commits wake this node's change streams
         // (SPEC §14, §16).
@@ -71,15 +82,12 @@ public struct CloudKitServer: Sendable {
             Task { await driver.listenForCommits { signal.poke() } }
         }
         defer { notices?.cancel() }
-        // This node's own commits wake them at once (on SQLite, another process's are seen at
-        // the next poll).
-        let store = engine.store
-        thread.enqueue { store.committed = { signal.poke() } }
         let onListening = self.onListening
         let pointHere = sharesPointHere && engine.options.publicURL == Engine.defaultPublicURL
         let (engine, host) = (self.engine, self.host)
         let deadlines = self.deadlines
-        let storeDescriptors = engine.store.driver.map { $0.connectionLimit + 4 } ?? 4
+        // SQLite: the file, its WAL and its index, for the engine's connection and each reader's.
+        let storeDescriptors = engine.store.driver.map { $0.connectionLimit + 4 } ?? 4 + 3 * thread.readerCount
         let budget = try DescriptorBudget.connections(configured: maxConnections, storeConnections: storeDescriptors)
         if budget.cap < maxConnections {
             logger.notice("at most \(budget.cap) connections at once, not \(maxConnections): the process may open \(budget.limit) descriptors and keeps \(budget.kept) for the store, logs and plugins")
@@ -93,10 +101,10 @@ public struct CloudKitServer: Sendable {
                                  availableConnectionsDelegate: MaximumAvailableConnections(maxConnections, logger: logger)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
-                // Queued before anyone can know the port: every request runs after it.
+                // Set before anyone can know the port: every request runs after it.
                 if pointHere {
                     let shown = host.contains(":") ? "[\(host)]" : host
-                    thread.enqueue { engine.options.publicURL = "http://\(shown):\(port)" }
+                    engine.options.publicURL = "http://\(shown):\(port)"
                 }
                 onListening(port)
             },

@@ -11,11 +11,25 @@ import Logging
 /// ```
 ///
 /// The engine is synchronous and serialised by one recursive lock: calls made from Lua run
-/// on the Lua thread with no hop, and observers run on the caller's thread after commit.
+/// on the Lua thread with no hop, and observers run on the caller's thread after commit. A
+/// server's reading threads read beside it, each on a connection of its own (`ReadsBeside`).
 public final class Engine: @unchecked Sendable {
     public let store: Store
-    public var options: Options
+    /// Read by reading threads beside the lock: kept under a lock of its own.
+    public var options: Options {
+        get { optionsLock.withLock { storedOptions } }
+        set { optionsLock.withLock { storedOptions = newValue } }
+    }
+    private var storedOptions: Options
+    private let optionsLock = NSLock()
     let lock = NSRecursiveLock()
+    /// Whether threads with a reader of their own read without `lock` (`allowReadsBeside`).
+    var readsBeside = false
+    /// The key of this engine's per-thread state (`threadCalls`).
+    let threadKey: String
+    /// Threads holding read events now (`holdReadEvents`): none, and no thread's state is
+    /// looked up at a commit.
+    private var holdingThreads = 0
     public var logger: Logger
     /// A constant, not lazy: read on every event.
     public let events = EventBus()
@@ -48,8 +62,9 @@ public final class Engine: @unchecked Sendable {
 
     public init(store: Store, options: Options = Options(), logger: Logger = Logger(label: "shareflow")) {
         self.store = store
-        self.options = options
+        storedOptions = options
         self.logger = logger
+        threadKey = "shareflow.engine.calls.\(UUID().uuidString)"
         events.logger = { [unowned self] in self.logger }
         link.target = .passUnretained(self)
         // Several nodes share one decision log (SPEC §16).
@@ -89,8 +104,10 @@ public final class Engine: @unchecked Sendable {
     package func accountsChanged() { generationLock.withLock { generation += 1 } }
 
     func transaction<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
+        try locked { try transactionLocked(body) }
+    }
+
+    private func transactionLocked<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         transactionDepth += 1
         let mark = pendingEvents.count
         let result: T
@@ -104,8 +121,9 @@ public final class Engine: @unchecked Sendable {
         transactionDepth -= 1
         if transactionDepth == 0 {
             // Written: the work is not run again, so what its reads sent goes first.
-            if let held = heldReadEvents {
-                heldReadEvents = nil
+            if holdingThreads > 0, let held = threadCalls.heldReadEvents {
+                threadCalls.heldReadEvents = nil
+                holdingThreads -= 1
                 pendingEvents.insert(contentsOf: held.map(\.event), at: 0)
             }
             flushEvents()
@@ -122,22 +140,40 @@ public final class Engine: @unchecked Sendable {
         writing ? try transaction { _ in try body() } : try reading { _ in try body() }
     }
 
-    /// Reads under the lock.
+    /// Reads under the lock, or beside it on the thread's own reader (`ReadsBeside`).
     func reading<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try store.read(body)
+        if let calls = besideCalls { return try readBeside(calls, body) }
+        return try locked { try store.read(body) }
     }
 
-    /// Queues an event for delivery after commit (at once when no transaction is open).
+    /// Queues an event for delivery after commit (at once when no transaction is open). A read
+    /// beside the lock keeps it until the read is over.
     func emit(_ event: Event) {
         guard events.hasObservers(event.kind) else { return }
+        if readsBeside {
+            let calls = threadCalls
+            if calls.lockDepth == 0 {
+                if calls.besideDepth > 0 {
+                    calls.besideEvents.append((event, FaultScope.current))
+                    return
+                }
+                return locked { emitLocked(event) }
+            }
+        }
+        emitLocked(event)
+    }
+
+    /// `emit`, the lock held (or no reads beside it).
+    func emitLocked(_ event: Event) {
         // `fault.injected` is not held: it is delivered inside the scope that keeps its
         // observers' engine calls from being injected again (`announce`), and a run again
         // meets its decisions without announcing them again (`FaultScope.decisions`).
-        if transactionDepth == 0, heldReadEvents != nil, event.kind != .faultInjected {
-            heldReadEvents?.append((event, FaultScope.current))
-            return
+        if transactionDepth == 0, holdingThreads > 0, event.kind != .faultInjected {
+            let calls = threadCalls
+            if calls.heldReadEvents != nil {
+                calls.heldReadEvents?.append((event, FaultScope.current))
+                return
+            }
         }
         pendingEvents.append(event)
         if transactionDepth == 0 { flushEvents() }
@@ -150,25 +186,32 @@ public final class Engine: @unchecked Sendable {
     /// ends (`endHoldingReadEvents`); dropped if it is run again. Nil: not holding.
     /// Each with the fault scope it was sent in: its observers' engine calls are the request's,
     /// decided on the connection, as when it is delivered at once.
-    private var heldReadEvents: [(event: Event, scope: FaultScope?)]?
-
-    /// Holds read events from now on (`heldReadEvents`).
+    /// Held per thread (`EngineThreadCalls.heldReadEvents`): a reading thread's events are its own.
+    /// Holds read events from now on, on the calling thread.
     package func holdReadEvents() {
-        heldReadEvents = []
+        locked {
+            let calls = threadCalls
+            if calls.heldReadEvents == nil { holdingThreads += 1 }
+            calls.heldReadEvents = []
+        }
     }
 
     /// Stops holding: the held events are delivered (`deliver`), or dropped with an attempt
     /// that is run again.
     package func endHoldingReadEvents(deliver: Bool) {
-        guard let held = heldReadEvents else { return }
-        heldReadEvents = nil
-        guard deliver else { return }
-        for (event, scope) in held {
-            if let scope {
-                FaultScope.run(scope) { self.pendingEvents.append(event); self.flushEvents() }
-            } else {
-                pendingEvents.append(event)
-                flushEvents()
+        locked {
+            let calls = threadCalls
+            guard let held = calls.heldReadEvents else { return }
+            calls.heldReadEvents = nil
+            holdingThreads -= 1
+            guard deliver else { return }
+            for (event, scope) in held {
+                if let scope {
+                    FaultScope.run(scope) { self.pendingEvents.append(event); self.flushEvents() }
+                } else {
+                    pendingEvents.append(event)
+                    flushEvents()
+                }
             }
         }
     }
@@ -184,9 +227,7 @@ public final class Engine: @unchecked Sendable {
     /// Delivers an event to its observers now (tools and benchmarks; the engine's own events
     /// go through its transactions).
     package func publish(_ event: Event) {
-        lock.lock()
-        defer { lock.unlock() }
-        events.deliver(event)
+        locked { events.deliver(event) }
     }
 
     /// Asks the policies at `request.point`, logging the decision; a denial throws
@@ -197,8 +238,11 @@ public final class Engine: @unchecked Sendable {
 
     /// Asks the policies; a denial throws `permissionFailure`.
     func checkPolicy(_ request: PolicyRequest, item: String) throws {
-        guard policies.hasPolicies(request.point) else { return }
-        try policies.check(request, item: item)
+        // Under the lock: policies are Lua, confined to the thread holding it (`ReadsBeside`).
+        try locked {
+            guard policies.hasPolicies(request.point) else { return }
+            try policies.check(request, item: item)
+        }
     }
 
     /// Asks the policies in the middle of the write `db`; a denial throws `permissionFailure`.

@@ -19,34 +19,34 @@ public struct CredentialBook {
     /// Records a credential by its hash (the same hash again updates its account and expiry).
     public func add(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment? = nil, hash: String,
                     accountID: Int64? = nil, expiresAt: Double? = nil, publicKey: String? = nil) throws {
-        engine.lock.lock()
-        defer { engine.lock.unlock() }
-        try engine.store.addCredential(kind, container: container, environment: environment, hash: hash,
-                                       accountID: accountID, expiresAt: expiresAt, publicKey: publicKey)
+        try engine.locked {
+            try engine.store.addCredential(kind, container: container, environment: environment, hash: hash,
+                                           accountID: accountID, expiresAt: expiresAt, publicKey: publicKey)
+        }
     }
 
     /// The credential with this hash for `container`, expired ones included (the caller tells
     /// an expired token from a wrong one); one naming another environment is not found (R32).
     public func find(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment, hash: String) throws -> StoredCredential? {
-        engine.lock.lock()
-        defer { engine.lock.unlock() }
-        return try engine.store.credential(kind, container: container, environment: environment, hash: hash)
+        try engine.locked {
+            try engine.store.credential(kind, container: container, environment: environment, hash: hash)
+        }
     }
 
     /// Revokes the credential with this hash, of any kind: every server on the store refuses
     /// it within a second (they watch `generation`). Returns how many were removed (0: none had it).
     public func revoke(hash: String) throws -> Int {
-        engine.lock.lock()
-        defer { engine.lock.unlock() }
-        return try engine.store.revokeCredential(hash: hash)
+        try engine.locked {
+            try engine.store.revokeCredential(hash: hash)
+        }
     }
 
     /// Two counters every process on the store moves: `credentials` at each revocation,
     /// `directory` at each change to an account. A server watches them to forget what it
     /// remembered (`StoreWatch`).
     public func generations() throws -> (credentials: Int64, directory: Int64) {
-        engine.lock.lock()
-        defer { engine.lock.unlock() }
-        return try engine.store.generations()
+        try engine.locked {
+            try engine.store.generations()
+        }
     }
 }

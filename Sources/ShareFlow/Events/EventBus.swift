@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Observers of engine events: higher priority first, then registration order. An observer's
 /// error is logged and counted; it never undoes the change or stops the other observers.
@@ -24,14 +25,27 @@ public final class EventBus: @unchecked Sendable {
     /// By `EventKind.rawValue`.
     // Unchecked: the engine lock serialises access, and the dynamic check costs more than
     // the lookup it guards on every event.
-    @exclusivity(unchecked) private var lists = EventKind.allCases.map { _ in Observers([]) }
+    @exclusivity(unchecked) private var lists = EventKind.allCases.map { _ in Observers([]) } {
+        didSet { observed.store(EventBus.mask(lists), ordering: .releasing) }
+    }
+    /// A bit per kind with observers: what a read beside the engine's lock asks
+    /// (`hasObservers`) without touching `lists`, which only the lock's holder reads.
+    private let observed = Atomic<UInt64>(0)
+
+    private static func mask(_ lists: [Observers]) -> UInt64 {
+        var mask: UInt64 = 0
+        for (i, list) in lists.enumerated() where !list.entries.isEmpty { mask |= 1 << UInt64(i) }
+        return mask
+    }
     private var nextID = 0
     /// Errors raised by observers so far.
     @exclusivity(unchecked) public private(set) var observerErrors = 0
     /// Where observer failures are logged (the engine's logger, read when one fails).
     var logger: () -> Logger = { Logger(label: "shareflow") }
 
-    init() {}
+    init() {
+        precondition(EventKind.allCases.count <= UInt64.bitWidth, "EventBus.observed has a bit per kind")
+    }
 
     /// A registration; `remove()` stops delivery.
     public final class Handle {
@@ -93,7 +107,9 @@ public final class EventBus: @unchecked Sendable {
         }
     }
 
-    public func hasObservers(_ event: EventKind) -> Bool { !lists[event.rawValue].entries.isEmpty }
+    public func hasObservers(_ event: EventKind) -> Bool {
+        observed.load(ordering: .acquiring) & (1 << UInt64(event.rawValue)) != 0
+    }
 
     func deliver(_ event: Event) {
         let list = lists[event.kind.rawValue]

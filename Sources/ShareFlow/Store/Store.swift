@@ -29,6 +29,8 @@ public final class Store: @unchecked Sendable {
     let sqliteQueue: DatabaseQueue?
     /// The driver's database (SPEC §16 M6); nil on SQLite.
     package let driver: (any StoreDriver)?
+    /// What a reader of an SQLite file opens (`makeReader`); nil in memory or on a driver.
+    private let readerPath: String?
     /// The driver's transaction in progress (as `current` is SQLite's).
     private var currentConnection: (any StoreConnection)?
     /// Called on the writing thread after a write transaction that changed rows has committed
@@ -85,11 +87,38 @@ public final class Store: @unchecked Sendable {
         return ProcessInfo.processInfo.systemUptime - lastDeferral < max(busyTimeout, 1) ? 0 : Store.lockGrace
     }
 
-    package var writeWait = WriteWait.inPlace {
-        didSet { if writeWait != .deferred { deferredBy = nil } }
+    /// Each thread's own: a server's engine thread defers its requests' writes while its
+    /// reading threads' writes (an observer's) wait in place.
+    package var writeWait: WriteWait {
+        get { threadWait?.wait ?? .inPlace }
+        set {
+            if newValue == .inPlace {
+                Thread.current.threadDictionary.removeObject(forKey: waitKey)
+                return
+            }
+            let state = threadWait ?? ThreadWait()
+            state.wait = newValue
+            if newValue != .deferred { state.deferredBy = nil }
+            Thread.current.threadDictionary[waitKey] = state
+        }
     }
     /// Why the work in progress was deferred: its write's `StoreBusy`.
-    package private(set) var deferredBy: StoreBusy?
+    package var deferredBy: StoreBusy? { threadWait?.deferredBy }
+
+    private func deferred(by busy: StoreBusy) {
+        writeWait = .deferred
+        threadWait?.deferredBy = busy
+        lastDeferral = ProcessInfo.processInfo.systemUptime
+    }
+
+    /// One thread's `writeWait` and `deferredBy`.
+    private final class ThreadWait {
+        var wait = WriteWait.inPlace
+        var deferredBy: StoreBusy?
+    }
+    private var threadWait: ThreadWait? { Thread.current.threadDictionary[waitKey] as? ThreadWait }
+    /// The key of this store's `ThreadWait` in each thread's dictionary.
+    private let waitKey = "shareflow.store.wait.\(UUID().uuidString)"
 
     /// Lets go of a write lock a driver was granted for a deferred write no one claimed.
     package func releaseUnclaimedLock() {
@@ -139,6 +168,7 @@ public final class Store: @unchecked Sendable {
         let sqlitePath = isReadOnly && !FileManager.default.isWritableFile(atPath: folderPath)
             && !FileManager.default.fileExists(atPath: path + "-shm")
             ? Store.immutableURI(path) : path
+        readerPath = path == ":memory:" ? nil : sqlitePath
         var config = Configuration()
         config.readonly = isReadOnly
         // WAL, set here rather than by GRDB's `.wal`, whose set-up writes to the store at every
@@ -206,6 +236,7 @@ public final class Store: @unchecked Sendable {
         path = driver.label
         isReadOnly = false
         sqliteQueue = nil
+        readerPath = nil
     }
 
     /// Whether `location` is a database URL (`scheme://…`) rather than an SQLite file.
@@ -333,9 +364,7 @@ public final class Store: @unchecked Sendable {
                     }
                 } catch let error as DatabaseError where !began && (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) {
                     let busy = StoreBusy(path: path)
-                    writeWait = .deferred
-                    deferredBy = busy
-                    lastDeferral = ProcessInfo.processInfo.systemUptime
+                    deferred(by: busy)
                     throw busy
                 }
                 return result!
@@ -422,9 +451,7 @@ public final class Store: @unchecked Sendable {
             if changed { committed?() }
             return result
         } catch let busy as StoreBusy {
-            writeWait = .deferred
-            deferredBy = busy
-            lastDeferral = ProcessInfo.processInfo.systemUptime
+            deferred(by: busy)
             throw busy
         } catch {
             throw driver.shareFlowError(error) ?? error
@@ -444,6 +471,65 @@ public final class Store: @unchecked Sendable {
             }
         } catch {
             throw driver.shareFlowError(error) ?? error
+        }
+    }
+
+    // MARK: Reads beside the write (SPEC §16 M5)
+
+    /// A connection of the calling thread's own, for reads beside the write (`read(on:)`):
+    /// SQLite opens the file again, read-only (in WAL mode a reader sees the last commit and
+    /// never waits for the writer); a driver opens one of its connections. Nil where the store
+    /// has no second connection (`:memory:`).
+    package func makeReader() throws -> StoreReader? {
+        if let driver {
+            return try driver.makeReader().map { StoreReader(driver: $0) }
+        }
+        guard let readerPath else { return nil }
+        var config = Configuration()
+        config.readonly = true
+        config.journalMode = .default
+        config.busyMode = .timeout(busyTimeout)
+        config.label = "shareflow.store.reader"
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA temp_store = MEMORY") }
+        do {
+            return StoreReader(sqlite: try DatabaseQueue(path: readerPath, configuration: config))
+        } catch let error as DatabaseError {
+            throw StoreFailure(error, path: path).shareFlowError
+        }
+    }
+
+    /// Runs `body` in one snapshot on `reader` (the thread's own): joined by the engine calls
+    /// inside it. Touches nothing of the store's own connection or its open write.
+    package func read<T>(on reader: StoreReader, _ body: (StoreTransaction) throws -> T) throws -> T {
+        if let open = reader.open { return try body(open) }
+        if let driverReader = reader.driver {
+            do {
+                return try driverReader.read { connection in
+                    let transaction = StoreTransaction(connection, writable: false, path: path)
+                    reader.open = transaction
+                    defer { reader.open = nil }
+                    return try body(transaction)
+                }
+            } catch {
+                throw driver?.shareFlowError(error) ?? error
+            }
+        }
+        guard let queue = reader.sqlite else { preconditionFailure("a store reader with no connection") }
+        do {
+            return try queue.inDatabase { db in
+                var result: T?
+                // Deferred, not GRDB's `read` (see `read`): the connection is read-only anyway.
+                try db.inTransaction(.deferred) {
+                    let transaction = StoreTransaction(db, writable: false, path: path)
+                    reader.open = transaction
+                    defer { reader.open = nil }
+                    result = try body(transaction)
+                    return .commit
+                }
+                return result!
+            }
+        } catch let error as DatabaseError {
+            throw StoreFailure(error, path: path).shareFlowError
         }
     }
 

@@ -44,6 +44,9 @@ package protocol StoreDriver: AnyObject, Sendable {
 
     /// How many connections the driver may hold at once (a server keeps descriptors for them).
     var connectionLimit: Int { get }
+    /// A connection of its own for one reading thread (SPEC §16 M5); nil when the driver has
+    /// none to spare (its connection limit reached).
+    func makeReader() throws -> (any StoreDriverReader)?
 
     // MARK: What several processes share
 

@@ -36,11 +36,79 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
         }
     }
 
-    init(engine: Engine? = nil) {
+    /// `readers`: how many reading threads to start beside the engine's (SPEC §16 M5), each
+    /// with a store connection of its own (fewer when the store has no more to give).
+    init(engine: Engine? = nil, readers: Int = 0) {
         self.engine = engine
         let thread = Thread { [unowned self] in self.loop() }
         thread.name = "shareflow.engine"
         thread.start()
+        guard let engine, readers > 0 else { return }
+        engine.allowReadsBeside()
+        for index in 0..<readers {
+            // Opened here, not on the thread: a store with no more to give starts fewer.
+            let reader: StoreReader?
+            do {
+                reader = try engine.store.makeReader()
+            } catch {
+                engine.logger.warning("reads beside the write: reader \(index + 1) could not be opened (\(error)); \(index) run")
+                break
+            }
+            guard let reader else { break }
+            readerCount += 1
+            let thread = Thread { [unowned self] in
+                engine.attachReader(reader)
+                self.readLoop()
+            }
+            thread.name = "shareflow.reader.\(index + 1)"
+            thread.start()
+        }
+    }
+
+    /// Reading threads started (`read`); 0: reads run on the engine's thread.
+    private(set) var readerCount = 0
+    /// Reading requests not yet taken by a reading thread, guarded by `readCondition`.
+    private var readJobs: [() -> Void] = []
+    private var readAt = 0
+    private let readCondition = NSCondition()
+
+    private func readLoop() {
+        while true {
+            readCondition.lock()
+            while readAt == readJobs.count { readCondition.wait() }
+            let job = readJobs[readAt]
+            readAt += 1
+            if readAt == readJobs.count {
+                readJobs.removeAll(keepingCapacity: true)
+                readAt = 0
+            }
+            readCondition.unlock()
+            job()
+            condition.withLock { pending -= 1 }
+        }
+    }
+
+    /// Runs `body`, which only reads (it may not defer a write: one it makes waits in place),
+    /// on a reading thread beside the engine's, or on the engine's thread when there is none.
+    /// Cancelled while it waits its turn, it never runs and throws `CancellationError`.
+    func read<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        guard readerCount > 0 else { return try await run(body) }
+        let ticket = Ticket<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard ticket.wait(continuation) else { return }
+                condition.withLock { pending += 1 }
+                readCondition.withLock {
+                    readJobs.append {
+                        guard let continuation = ticket.start() else { return }
+                        continuation.resume(with: Result { try body() })
+                    }
+                    readCondition.signal()
+                }
+            }
+        } onCancel: {
+            ticket.cancel()
+        }
     }
 
     private func loop() {

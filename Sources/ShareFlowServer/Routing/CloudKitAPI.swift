@@ -35,38 +35,43 @@ public final class CloudKitAPI: Sendable {
         let methods: [HTTPRequest.Method]
         let databases: [DatabaseScope]?
         let handle: @Sendable (EndpointCall) throws -> WireFormat.Object
+        /// Whether the handler only reads: it runs on a reading thread beside the engine's
+        /// (SPEC §16 M5), never waiting behind a write, a policy or an observer it does not
+        /// call itself.
+        let reads: Bool
 
-        init(_ subpath: String, _ methods: [HTTPRequest.Method], on databases: [DatabaseScope]? = nil,
+        init(_ subpath: String, _ methods: [HTTPRequest.Method], on databases: [DatabaseScope]? = nil, reads: Bool = false,
              _ handle: @escaping @Sendable (EndpointCall) throws -> WireFormat.Object) {
             self.subpath = subpath
             self.methods = methods
             self.databases = databases
+            self.reads = reads
             self.handle = handle
         }
     }
 
     static let endpoints: [Endpoint] = [
         Endpoint("records/modify", [.post], withSyncToken(RecordsModify.answer, writes: true)),
-        Endpoint("records/lookup", [.post], withSyncToken(RecordsLookup.answer, writes: false)),
-        Endpoint("records/query", [.post], withSyncToken(RecordsQuery.answer, writes: false)),
-        Endpoint("records/resolve", [.post], on: [.public]) { try ShareLinks.answer($0, accept: false) },
+        Endpoint("records/lookup", [.post], reads: true, withSyncToken(RecordsLookup.answer, writes: false)),
+        Endpoint("records/query", [.post], reads: true, withSyncToken(RecordsQuery.answer, writes: false)),
+        Endpoint("records/resolve", [.post], on: [.public], reads: true) { try ShareLinks.answer($0, accept: false) },
         Endpoint("records/accept", [.post], on: [.public]) { try ShareLinks.answer($0, accept: true) },
         Endpoint("zones/modify", [.post], ZoneEndpoints.modify),
         // pyicloud sends zones/list as POST {}.
-        Endpoint("zones/list", [.get, .post], ZoneEndpoints.list),
-        Endpoint("zones/lookup", [.post], ZoneEndpoints.lookup),
+        Endpoint("zones/list", [.get, .post], reads: true, ZoneEndpoints.list),
+        Endpoint("zones/lookup", [.post], reads: true, ZoneEndpoints.lookup),
         // Apple documents users/* on the public path; MistKit sends users/current on private.
         // POST too: a client whose only raw call is POST (pyicloud's raw_post) sends {}.
-        Endpoint("users/caller", [.get, .post], UserEndpoints.caller),
-        Endpoint("users/current", [.get, .post], UserEndpoints.current),
-        Endpoint("users/discover", [.get, .post], UserEndpoints.discover),
-        Endpoint("users/lookup/email", [.post]) { try UserEndpoints.lookup($0, byEmail: true) },
-        Endpoint("users/lookup/id", [.post]) { try UserEndpoints.lookup($0, byEmail: false) },
+        Endpoint("users/caller", [.get, .post], reads: true, UserEndpoints.caller),
+        Endpoint("users/current", [.get, .post], reads: true, UserEndpoints.current),
+        Endpoint("users/discover", [.get, .post], reads: true, UserEndpoints.discover),
+        Endpoint("users/lookup/email", [.post], reads: true) { try UserEndpoints.lookup($0, byEmail: true) },
+        Endpoint("users/lookup/id", [.post], reads: true) { try UserEndpoints.lookup($0, byEmail: false) },
         // SPEC §14: the change feeds (the public database's are badDatabase, said by the handler).
-        Endpoint("changes/database", [.post], ChangeEndpoints.database),
-        Endpoint("changes/zone", [.post], ChangeEndpoints.zone),
-        Endpoint("records/changes", [.post], ChangeEndpoints.records),
-        Endpoint("zones/changes", [.post], ChangeEndpoints.zones),
+        Endpoint("changes/database", [.post], reads: true, ChangeEndpoints.database),
+        Endpoint("changes/zone", [.post], reads: true, ChangeEndpoints.zone),
+        Endpoint("records/changes", [.post], reads: true, ChangeEndpoints.records),
+        Endpoint("zones/changes", [.post], reads: true, ChangeEndpoints.zones),
     ]
 
     /// `handle`, adding the top-level `syncToken` of the zone the request names (after the
@@ -155,7 +160,7 @@ public final class CloudKitAPI: Sendable {
         // SPEC §15: the request's fault, decided here; the endpoint runs in its scope.
         let admitted = try await RequestFaults.admit(endpoint.subpath, request, body: body.object, context: context, engine: engine, thread: thread)
         let scope = admitted?.scope
-        let answer = try await thread.run { [self] in
+        let work: @Sendable () throws -> WireObject = { [self] in
             do {
                 let call = EndpointCall(api: self, request: request, caller: try current(caller), body: body.object)
                 guard let scope else { return WireObject(try endpoint.handle(call)) }
@@ -164,6 +169,7 @@ public final class CloudKitAPI: Sendable {
                 throw CloudKitError.from(error)
             }
         }
+        let answer = endpoint.reads ? try await thread.read(work) : try await thread.run(work)
         try await RequestFaults.finish(admitted, context: context)
         return CloudKitServer.response(status: 200, answer)
     }

@@ -1,0 +1,186 @@
+import Foundation
+import ShareFlowEngineTestKit
+import XCTest
+@testable import ShareFlow
+@testable import ShareFlowPostgres
+
+/// Reads beside the write (SPEC §16 M5), on the store the suite runs on: a thread with a
+/// reader of its own reads while another thread holds the engine's lock in the middle of a
+/// write, sees the last commit and not the write in progress, and the events its read sends
+/// reach observers under the lock once the read is over (an observer that writes included).
+final class ReadsBesideTests: XCTestCase {
+    /// A store that can have readers (SQLite: a file, not `:memory:`; PostgreSQL: a scratch
+    /// database), and how to drop it.
+    private func readableStore() throws -> (store: Store, drop: () -> Void) {
+        if let template = TestStore.postgresTemplate {
+            let url = try PostgresStore.makeScratch(template: template)
+            let store = try Store.open(url)
+            return (store, { store.close(); PostgresStore.dropScratch(url) })
+        }
+        let dir = try FileManager.default.url(for: .itemReplacementDirectory, in: .userDomainMask,
+                                              appropriateFor: URL(fileURLWithPath: NSTemporaryDirectory()), create: true)
+        let store = try Store(path: dir.appendingPathComponent("store.sqlite").path)
+        return (store, { store.close(); try? FileManager.default.removeItem(at: dir) })
+    }
+
+    /// Runs `body` on a new thread that reads beside the lock, and waits for it.
+    private func onReadingThread(_ engine: Engine, _ body: @escaping @Sendable () throws -> Void) throws {
+        let done = DispatchSemaphore(value: 0)
+        let failure = LockedBox<Error?>(nil)
+        let thread = Thread {
+            do {
+                let reader = try engine.store.makeReader()
+                XCTAssertNotNil(reader, "a file or PostgreSQL store gives a reader")
+                engine.attachReader(reader)
+                defer { engine.attachReader(nil); reader?.close() }
+                try body()
+            } catch {
+                failure.value = error
+            }
+            done.signal()
+        }
+        thread.start()
+        XCTAssertEqual(done.wait(timeout: .now() + 120), .success, "the reading thread finished")
+        if let error = failure.value { throw error }
+    }
+
+    func testAReadGoesOnWhileAnotherThreadHoldsTheLockInTheMiddleOfAWrite() throws {
+        let (store, drop) = try readableStore()
+        defer { drop() }
+        let engine = Engine(store: store)
+        nonisolated(unsafe) let world = try World(engine: engine)
+        let shareURL = try XCTUnwrap(try world.share(["bob@example.com"]).url)
+        engine.allowReadsBeside()
+
+        // The writer saves a record and, its transaction open (the engine's lock and the
+        // store's write lock held), waits until the reader is done.
+        let writing = DispatchSemaphore(value: 0), readerDone = DispatchSemaphore(value: 0), writerDone = DispatchSemaphore(value: 0)
+        let readerFinishedFirst = LockedBox(false)
+        nonisolated(unsafe) let unsaved = Record(recordType: "Day", recordID: RecordID(recordName: "day2", zoneID: world.zone.zoneID), parent: world.trip.recordID)
+        Thread {
+            _ = try? engine.transaction { _ in
+                _ = try world.c.privateCloudDatabase.modifyRecords(saving: [unsaved])
+                writing.signal()
+                // Bounded: a reader that waited for the lock would otherwise hang the suite;
+                // the assertion below then fails instead.
+                readerFinishedFirst.value = readerDone.wait(timeout: .now() + 30) == .success
+            }
+            writerDone.signal()
+        }.start()
+        XCTAssertEqual(writing.wait(timeout: .now() + 60), .success)
+
+        try onReadingThread(engine) {
+            let db = world.c.privateCloudDatabase
+            XCTAssertEqual(try db.fetchRecord(world.trip.recordID).fields["title"], .string("Lisbon"))
+            // The write in progress is not seen: the read's snapshot is the last commit.
+            XCTAssertThrowsError(try db.fetchRecord(unsaved.recordID)) { error in
+                XCTAssertEqual((error as? ShareFlowError)?.code, .unknownItem)
+            }
+            let (metas, error) = world.bc.fetchShareMetadataResults([shareURL])
+            XCTAssertNil(error)
+            XCTAssertEqual(try metas.first?.1.get().share.title, "Lisbon trip")
+            readerDone.signal()
+        }
+        XCTAssertEqual(writerDone.wait(timeout: .now() + 60), .success)
+        XCTAssertTrue(readerFinishedFirst.value, "the reads finished while the writer held the lock")
+        // Committed: a read now sees it.
+        XCTAssertNoThrow(try world.c.privateCloudDatabase.fetchRecord(unsaved.recordID))
+    }
+
+    func testEventsOfAReadBesideReachObserversUnderTheLockAfterTheRead() throws {
+        let (store, drop) = try readableStore()
+        defer { drop() }
+        let engine = Engine(store: store)
+        nonisolated(unsafe) let world = try World(engine: engine)
+        let share = try world.share(["bob@example.com"])
+        engine.allowReadsBeside()
+        let url = try XCTUnwrap(share.url)
+        // The observer writes (a note of who asked): its write is made under the lock, on the
+        // store's own connection, after the read is over.
+        let seen = LockedBox(0)
+        engine.events.observe(.shareMetadataFetched) { _ in
+            seen.value += 1
+            let note = Record(recordType: "Note", recordID: RecordID(recordName: "note\(seen.value)", zoneID: world.zone.zoneID), fields: ["n": .integer(Int64(seen.value))])
+            let result = try world.c.privateCloudDatabase.modifyRecords(saving: [note])
+            if let error = result.error { throw error }
+        }
+        try onReadingThread(engine) {
+            for _ in 0..<3 {
+                let (metas, error) = world.bc.fetchShareMetadataResults([url])
+                XCTAssertNil(error)
+                XCTAssertNotNil(try metas.first?.1.get())
+            }
+        }
+        XCTAssertEqual(seen.value, 3, "one event per fetch, no more, no fewer")
+        for n in 1...3 {
+            XCTAssertNoThrow(try world.c.privateCloudDatabase.fetchRecord(RecordID(recordName: "note\(n)", zoneID: world.zone.zoneID)))
+        }
+    }
+
+    func testManyReadersAndAWriterTogetherLoseNothing() throws {
+        let (store, drop) = try readableStore()
+        defer { drop() }
+        let engine = Engine(store: store)
+        nonisolated(unsafe) let world = try World(engine: engine)
+        try world.share(["bob@example.com"])
+        engine.allowReadsBeside()
+        let saves = TestStore.isPostgres ? 20 : 60
+        let group = DispatchGroup()
+        let failures = LockedBox<[String]>([])
+        // The writer saves `saves` records one by one; each reader reads until it has seen the
+        // last, each read a whole snapshot (never a record without its parent).
+        group.enter()
+        Thread {
+            for i in 0..<saves {
+                let r = Record(recordType: "Day", recordID: RecordID(recordName: "d\(i)", zoneID: world.zone.zoneID), parent: world.trip.recordID)
+                do {
+                    if let error = try world.c.privateCloudDatabase.modifyRecords(saving: [r]).error { failures.update { $0.append("save \(i): \(error)") } }
+                } catch {
+                    failures.update { $0.append("save \(i): \(error)") }
+                }
+            }
+            group.leave()
+        }.start()
+        for _ in 0..<3 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                do {
+                    let reader = try engine.store.makeReader()
+                    engine.attachReader(reader)
+                    defer { engine.attachReader(nil); reader?.close() }
+                    var last = -1
+                    let deadline = Date().addingTimeInterval(120)
+                    while last < saves - 1, Date() < deadline {
+                        var seen = last
+                        while seen + 1 < saves, (try? world.c.privateCloudDatabase.fetchRecord(RecordID(recordName: "d\(seen + 1)", zoneID: world.zone.zoneID))) != nil {
+                            seen += 1
+                        }
+                        last = seen
+                    }
+                    if last < saves - 1 { failures.update { $0.append("a reader saw only \(last + 1) of \(saves)") } }
+                } catch {
+                    failures.update { $0.append("reader: \(error)") }
+                }
+            }.start()
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 180), .success)
+        XCTAssertEqual(failures.value, [])
+    }
+
+    func testAnInMemoryStoreHasNoReader() throws {
+        XCTAssertNil(try Store(path: ":memory:").makeReader())
+    }
+}
+
+/// A value shared between a test's threads.
+final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+    func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
+}
