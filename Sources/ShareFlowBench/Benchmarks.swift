@@ -155,6 +155,13 @@ public struct Benchmarks {
                 // SPEC §16 M5: ≤ 2 (before, the whole busy timeout).
                 r["serve_resolve_locked_p99_vs_alone"] = locked.2 / f.resolveP99
             }
+            if let mixed = f.resolveBesideAccepts {
+                r["serve_resolve_half_per_s"] = mixed.alone.0; r["serve_resolve_half_p99_ms"] = mixed.alone.1
+                r["serve_resolve_beside_accepts_per_s"] = mixed.beside.0; r["serve_resolve_beside_accepts_p99_ms"] = mixed.beside.1
+                r["serve_accepts_beside_resolves_per_s"] = mixed.accepts
+                // SPEC §12 wave 4: ≥ 0.7.
+                r["serve_resolve_beside_accepts_vs_alone"] = mixed.beside.0 / mixed.alone.0
+            }
             r["serve_errors"] = f.errors
             r["serve_connections"] = sizes.connections
             for (count, pg) in f.postgres {

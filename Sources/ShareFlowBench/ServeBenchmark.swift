@@ -19,6 +19,7 @@ extension Benchmarks {
         var resolveHTTP = 0.0, resolveInProcess = 0.0, acceptHTTP = 0.0, acceptInProcess = 0.0
         var resolveP50 = 0.0, resolveP99 = 0.0, acceptP50 = 0.0, acceptP99 = 0.0
         var resolveWhileLocked: (Double, Double, Double)?
+        var resolveBesideAccepts: (alone: (Double, Double), beside: (Double, Double), accepts: Double)?
         var errors = 0
         /// By node count, on PostgreSQL (with `postgres` set).
         var postgres: [Int: HTTPFigures] = [:]
@@ -65,6 +66,7 @@ extension Benchmarks {
         (f.acceptHTTP, f.acceptP50, f.acceptP99) = sqlite.accept
         f.errors += sqlite.errors
         f.resolveWhileLocked = sqlite.resolveWhileLocked
+        f.resolveBesideAccepts = sqlite.resolveBesideAccepts
 
         // The same store copied to PostgreSQL (SPEC §16): one node, then three nodes on it (each
         // its own engine and connection, in this process, the load spread over them in turn).
@@ -98,6 +100,9 @@ extension Benchmarks {
         /// Resolve again while another process holds the write lock and a write of another
         /// caller's waits for it (SPEC §16 M5; SQLite only): rate, p50, p99.
         var resolveWhileLocked: (Double, Double, Double)?
+        /// Resolve on half the connections alone, then beside accepts as fast as they go on
+        /// the other half (SPEC §12 wave 4; SQLite only): (alone, beside) rate, p99 of each.
+        var resolveBesideAccepts: (alone: (Double, Double), beside: (Double, Double), accepts: Double)?
         var errors = 0
     }
 
@@ -130,9 +135,46 @@ extension Benchmarks {
             if accept { figures.accept = (load.rate, load.p50, load.p99) } else { figures.resolve = (load.rate, load.p50, load.p99) }
         }
         if let lockedStore {
+            figures.resolveBesideAccepts = try resolveBesideAccepts(ports: ports, guids: guids, api: api, tokens: tokens)
             figures.resolveWhileLocked = try resolveWhileLocked(lockedStore, ports: ports, guids: guids, api: api, tokens: tokens)
         }
         return figures
+    }
+
+    /// records/resolve on half the connections alone, then again while the other half accept
+    /// as fast as they can (SPEC §12 wave 4: ≥ 0.7×): reads run beside the writes (SPEC §16
+    /// M5), not behind them.
+    private func resolveBesideAccepts(ports: [Int], guids: [String], api: String, tokens: [String])
+        throws -> (alone: (Double, Double), beside: (Double, Double), accepts: Double) {
+        let half = max(1, sizes.connections / 2)
+        let resolvePath = "/database/1/\(Self.serveContainer)/development/public/records/resolve"
+        let acceptPath = "/database/1/\(Self.serveContainer)/development/public/records/accept"
+        let body: @Sendable (Int) -> String = { n in #"{"shortGUIDs":[{"value":"\#(guids[n % guids.count])"}]}"# }
+        progress("serve: records/resolve over HTTP, \(half) connections alone, \(sizes.serveSeconds) s")
+        let alone = try HTTPLoad(ports: ports, connections: half, seconds: sizes.serveSeconds) { c, n in
+            (resolvePath + "?ckAPIToken=\(api)&ckWebAuthToken=\(tokens[c])", body(n))
+        }
+        progress("serve: records/resolve over HTTP, \(half) connections, while \(half) others accept, \(sizes.serveSeconds) s")
+        final class Rate: @unchecked Sendable { var value = 0.0; var errors = 0 }  // written before `acceptsDone` signals
+        let accepts = Rate(), acceptsDone = DispatchSemaphore(value: 0)
+        let (seconds, acceptTokens) = (sizes.serveSeconds, Array(tokens[half..<min(tokens.count, 2 * half)]))
+        let bodies = guids
+        Thread.detachNewThread {
+            defer { acceptsDone.signal() }
+            guard let load = try? HTTPLoad(ports: ports, connections: acceptTokens.count, seconds: seconds, request: { c, n in
+                (acceptPath + "?ckAPIToken=\(api)&ckWebAuthToken=\(acceptTokens[c])", #"{"shortGUIDs":[{"value":"\#(bodies[n % bodies.count])"}]}"#)
+            }) else { accepts.errors = -1; return }
+            accepts.value = load.rate
+            accepts.errors = load.errors
+        }
+        let beside = try HTTPLoad(ports: ports, connections: half, seconds: sizes.serveSeconds) { c, n in
+            (resolvePath + "?ckAPIToken=\(api)&ckWebAuthToken=\(tokens[c])", body(n))
+        }
+        acceptsDone.wait()
+        guard alone.errors == 0, beside.errors == 0, accepts.errors == 0 else {
+            throw BenchError("resolves beside accepts failed: \(alone.errors) alone, \(beside.errors) beside, \(accepts.errors) accepts")
+        }
+        return ((alone.rate, alone.p99), (beside.rate, beside.p99), accepts.value)
     }
 
     /// records/resolve on every connection but one while another process holds the store's

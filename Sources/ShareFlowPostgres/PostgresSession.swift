@@ -53,7 +53,11 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
 
     /// The rows `sql` gives, each as its values.
     package func query(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
-        let result = try send(sql, values)
+        let text = translation(sql)
+        if PostgresPrepared.verb(text) == "SELECT", let name = PostgresPrepared.name(for: text, signature: PostgresPrepared.signature(values)) {
+            return try prepared(name, text, values, rows: true).rows
+        }
+        let result = try send(text, values)
         totalChanges += PostgresSession.changes(result.metadata)
         return try result.rows.map { row in try row.map(PostgresSession.value) }
     }
@@ -61,9 +65,85 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
     /// Runs `sql` and says how many rows it changed.
     @discardableResult
     package func execute(_ sql: String, _ values: [DatabaseValue] = []) throws -> Int {
-        let changed = PostgresSession.changes(try send(sql, values).metadata)
+        let text = translation(sql)
+        let changed: Int
+        if ["INSERT", "UPDATE", "DELETE"].contains(PostgresPrepared.verb(text)),
+           let name = PostgresPrepared.name(for: text, signature: PostgresPrepared.signature(values)) {
+            changed = try prepared(name, text, values, rows: false).changed
+        } else {
+            changed = PostgresSession.changes(try send(text, values).metadata)
+        }
         totalChanges += changed
         return changed
+    }
+
+    /// `sql` as PostgreSQL reads it (`PostgresDialect`), rewritten once.
+    private func translation(_ sql: String) -> String {
+        if let known = translated[sql] { return known }
+        let text = PostgresDialect.translate(sql)
+        translated[sql] = text
+        return text
+    }
+
+    /// Runs `text` as the statement prepared on this connection under `name` (prepared first
+    /// when it is not yet), waiting for its rows or the rows it changed as `wait` waits.
+    private func prepared(_ name: String, _ text: String, _ values: [DatabaseValue], rows: Bool) throws -> (rows: [[DatabaseValue]], changed: Int) {
+        // postgres-nio drops a statement written to a closed channel without answering it.
+        guard !connection.isClosed else {
+            let failure = PostgresFailure(closedFor: text)
+            try? settlePipelined()
+            throw failure
+        }
+        let bindings = PostgresSession.bindings(values)
+        let answer = PreparedAnswer()
+        let (connection, logger) = (self.connection, self.logger)
+        let statement = PostgresPrepared.Text(name: name, sql: text)
+        Task {
+            do {
+                try await PostgresPrepared.$current.withValue(statement) {
+                    if rows {
+                        var out: [[DatabaseValue]] = []
+                        for try await row in try await connection.execute(PostgresPrepared.Query(bindings: bindings), logger: logger) {
+                            out.append(try row.map(PostgresSession.value))
+                        }
+                        answer.give(.success((out, 0)))
+                    } else {
+                        let tag: String = try await connection.execute(PostgresPrepared.Command(bindings: bindings), logger: logger)
+                        answer.give(.success(([], PostgresPrepared.changes(tag: tag))))
+                    }
+                }
+            } catch {
+                answer.give(.failure(error))
+            }
+        }
+        let result = answer.wait(within: answerLimited ? answerWithin : nil)
+        // Those sent ahead ran first: their failure (a BEGIN refused) is the one to report.
+        try settlePipelined()
+        guard let result else {
+            // Nothing more can be trusted on it: the next use opens a new one.
+            let closing: EventLoopFuture<Void> = connection.close()
+            _ = closing
+            throw PostgresFailure(unansweredAfter: answerWithin, sql: text)
+        }
+        do {
+            return try result.get()
+        } catch let error as PSQLError {
+            throw PostgresFailure(error, sql: text)
+        }
+    }
+
+    private static func bindings(_ values: [DatabaseValue]) -> PostgresBindings {
+        var binds = PostgresBindings(capacity: values.count)
+        for value in values {
+            switch value.storage {
+            case .null: binds.appendNull()
+            case .int64(let n): binds.append(n)
+            case .double(let d): binds.append(d)
+            case .string(let s): binds.append(s)
+            case .blob(let data): binds.append(ByteBuffer(bytes: data))
+            }
+        }
+        return binds
     }
 
     /// A statement with no parameters, sent as it is (BEGIN, COMMIT, SAVEPOINT…), and waited for.
@@ -138,25 +218,9 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
         if let failure { throw failure }
     }
 
-    private func send(_ sql: String, _ values: [DatabaseValue]) throws -> PostgresQueryResult {
-        let text: String
-        if let known = translated[sql] {
-            text = known
-        } else {
-            text = PostgresDialect.translate(sql)
-            translated[sql] = text
-        }
-        var binds = PostgresBindings(capacity: values.count)
-        for value in values {
-            switch value.storage {
-            case .null: binds.appendNull()
-            case .int64(let n): binds.append(n)
-            case .double(let d): binds.append(d)
-            case .string(let s): binds.append(s)
-            case .blob(let data): binds.append(ByteBuffer(bytes: data))
-            }
-        }
-        let future = sent(PostgresQuery(unsafeSQL: text, binds: binds), sql: text)
+    /// Sends `text` (translated already) unnamed, and waits for it.
+    private func send(_ text: String, _ values: [DatabaseValue]) throws -> PostgresQueryResult {
+        let future = sent(PostgresQuery(unsafeSQL: text, binds: PostgresSession.bindings(values)), sql: text)
         let result = Result { try wait(future, sql: text) }
         // Those sent ahead ran first: their failure (a BEGIN refused) is the one to report.
         try settlePipelined()

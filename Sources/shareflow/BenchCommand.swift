@@ -125,7 +125,11 @@ extension ShareFlowCommand {
                 let c = r["serve_connections"] ?? "?"
                 print("| `records/resolve` over HTTP, \(c) connections | \(n("serve_resolve_per_s")) /s (p50 \(n("serve_resolve_p50_ms", 2)) ms, p99 \(n("serve_resolve_p99_ms", 2)) ms) | \(n("serve_resolve_in_process_per_s")) /s (in-process) | \(n("serve_resolve_vs_in_process", 2))× | ≥ 0.5× |")
                 print("| `records/accept` over HTTP, \(c) connections | \(n("serve_accept_per_s")) /s (p50 \(n("serve_accept_p50_ms", 2)) ms, p99 \(n("serve_accept_p99_ms", 2)) ms) | \(n("serve_accept_in_process_per_s")) /s (in-process) | \(n("serve_accept_vs_in_process", 2))× | ≥ 0.5× |")
-                if r["serve_resolve_locked_p99_ms"] != nil {
+                if r["serve_resolve_beside_accepts_per_s"] != nil {
+                    let half = (r["serve_connections"] as? Int).map { "\($0 / 2)" } ?? "half the"
+                    print("| `records/resolve` on \(half) connections while \(half) others accept (\(n("serve_accepts_beside_resolves_per_s")) /s) | \(n("serve_resolve_beside_accepts_per_s")) /s (p99 \(n("serve_resolve_beside_accepts_p99_ms", 2)) ms) | \(n("serve_resolve_half_per_s")) /s (alone, p99 \(n("serve_resolve_half_p99_ms", 2)) ms) | \(n("serve_resolve_beside_accepts_vs_alone", 2))× | ≥ 0.7× |")
+                }
+                                if r["serve_resolve_locked_p99_ms"] != nil {
                     print("| `records/resolve` p99 while another process holds the write lock and a save waits for it | \(n("serve_resolve_locked_p99_ms", 2)) ms (\(n("serve_resolve_locked_per_s")) /s) | \(n("serve_resolve_p99_ms", 2)) ms (alone) | \(n("serve_resolve_locked_p99_vs_alone", 2))× | ≤ 2× |")
                 }
                 for count in [1, 3] where r["serve_pg\(count)_resolve_per_s"] != nil {

@@ -50,6 +50,12 @@ extension Engine {
         threadCalls.reader = reader
     }
 
+    /// The account a plugin's authenticator names for `request` (`Authenticators`), asked
+    /// under the lock: authenticators are Lua, confined with the rest of their plugin.
+    package func authenticate(_ request: AuthenticationRequest) throws -> (account: Account, authenticator: String)? {
+        try locked { try authenticators.authenticate(request) }
+    }
+
     /// The calling thread's state in this engine, made on first use.
     var threadCalls: EngineThreadCalls {
         let dictionary = Thread.current.threadDictionary

@@ -82,7 +82,7 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
         let request = AuthenticationRequest(method: r.method, path: r.path, container: r.container, environment: r.environment.rawValue,
                                             database: r.scope.rawValue, headers: r.headers, query: r.query)
         do {
-            return try engine.authenticators.authenticate(request)?.account
+            return try engine.authenticate(request)?.account
         } catch let e as ShareFlowError {
             // The store's own failure under an authenticator is the store's (503); an
             // authenticator's failure is said without its file and traceback.
