@@ -34,16 +34,6 @@ enum PostgresPrepared {
         func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
     }
 
-    /// A prepared statement whose answer is its command tag (`UPDATE 3`).
-    struct Command: PostgresPreparedStatement {
-        typealias Row = ()
-        static var name: String { PostgresPrepared.current?.name ?? "" }
-        static var sql: String { PostgresPrepared.current?.sql ?? "" }
-        let bindings: PostgresBindings
-        func makeBindings() throws -> PostgresBindings { bindings }
-        func decodeRow(_ row: PostgresRow) throws {}
-    }
-
     /// The most texts prepared: past it, a new text goes out unnamed (a statement built with a
     /// varying number of values, such as a copy's batch, would otherwise fill every
     /// connection's memory with plans used once).
@@ -84,27 +74,20 @@ enum PostgresPrepared {
         let start = text.drop { $0.isWhitespace }
         return start.prefix { $0.isLetter }.uppercased()
     }
-
-    /// Rows changed, read from a command tag (`INSERT 0 1`, `UPDATE 3`, `DELETE 2`).
-    static func changes(tag: String) -> Int {
-        let words = tag.split(separator: " ")
-        guard let verb = words.first, ["INSERT", "UPDATE", "DELETE", "MERGE"].contains(verb), let last = words.last else { return 0 }
-        return Int(last) ?? 0
-    }
 }
 
 /// What a prepared execution's task hands back to the waiting thread.
 final class PreparedAnswer: Sendable {
-    private let box = NIOLockedValueBox<Result<(rows: [[DatabaseValue]], changed: Int), Error>?>(nil)
+    private let box = NIOLockedValueBox<Result<[[DatabaseValue]], Error>?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
-    func give(_ result: Result<(rows: [[DatabaseValue]], changed: Int), Error>) {
+    func give(_ result: Result<[[DatabaseValue]], Error>) {
         box.withLockedValue { $0 = result }
         done.signal()
     }
 
     /// The answer, or nil when none came within `limit` (nil: wait for ever).
-    func wait(within limit: TimeAmount?) -> Result<(rows: [[DatabaseValue]], changed: Int), Error>? {
+    func wait(within limit: TimeAmount?) -> Result<[[DatabaseValue]], Error>? {
         if let limit {
             guard done.wait(timeout: .now() + .nanoseconds(Int(limit.nanoseconds))) == .success else { return nil }
         } else {

@@ -55,7 +55,7 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
     package func query(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
         let text = translation(sql)
         if PostgresPrepared.verb(text) == "SELECT", let name = PostgresPrepared.name(for: text, signature: PostgresPrepared.signature(values)) {
-            return try prepared(name, text, values, rows: true).rows
+            return try prepared(name, text, values)
         }
         let result = try send(text, values)
         totalChanges += PostgresSession.changes(result.metadata)
@@ -66,13 +66,10 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
     @discardableResult
     package func execute(_ sql: String, _ values: [DatabaseValue] = []) throws -> Int {
         let text = translation(sql)
-        let changed: Int
-        if ["INSERT", "UPDATE", "DELETE"].contains(PostgresPrepared.verb(text)),
-           let name = PostgresPrepared.name(for: text, signature: PostgresPrepared.signature(values)) {
-            changed = try prepared(name, text, values, rows: false).changed
-        } else {
-            changed = PostgresSession.changes(try send(text, values).metadata)
-        }
+        // Unnamed: postgres-nio 1.33's prepared statement gives a command tag (the rows changed)
+        // only through a call that is a fatal error on every statement (its row stream is
+        // never consumed), so only queries are prepared.
+        let changed = PostgresSession.changes(try send(text, values).metadata)
         totalChanges += changed
         return changed
     }
@@ -86,8 +83,8 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
     }
 
     /// Runs `text` as the statement prepared on this connection under `name` (prepared first
-    /// when it is not yet), waiting for its rows or the rows it changed as `wait` waits.
-    private func prepared(_ name: String, _ text: String, _ values: [DatabaseValue], rows: Bool) throws -> (rows: [[DatabaseValue]], changed: Int) {
+    /// when it is not yet), waiting for its rows as `wait` waits.
+    private func prepared(_ name: String, _ text: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
         // postgres-nio drops a statement written to a closed channel without answering it.
         guard !connection.isClosed else {
             let failure = PostgresFailure(closedFor: text)
@@ -101,16 +98,11 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
         Task {
             do {
                 try await PostgresPrepared.$current.withValue(statement) {
-                    if rows {
-                        var out: [[DatabaseValue]] = []
-                        for try await row in try await connection.execute(PostgresPrepared.Query(bindings: bindings), logger: logger) {
-                            out.append(try row.map(PostgresSession.value))
-                        }
-                        answer.give(.success((out, 0)))
-                    } else {
-                        let tag: String = try await connection.execute(PostgresPrepared.Command(bindings: bindings), logger: logger)
-                        answer.give(.success(([], PostgresPrepared.changes(tag: tag))))
+                    var out: [[DatabaseValue]] = []
+                    for try await row in try await connection.execute(PostgresPrepared.Query(bindings: bindings), logger: logger) {
+                        out.append(try row.map(PostgresSession.value))
                     }
+                    answer.give(.success(out))
                 }
             } catch {
                 answer.give(.failure(error))

@@ -21,10 +21,40 @@ import GRDB
 ///
 /// Public zones have no feed (S2) and log nothing.
 extension StoreTransaction {
-    /// A participant row `p` that sees the share's records in their shared database:
-    /// `SharingRules.decide(.readRecords, …)` (R12, R37: accepted, with a permission that reads)
-    /// for anyone but the owner, who reads their private database.
-    static let sees = "p.status = 'accepted' AND p.role != 'owner' AND p.permission IN ('readOnly', 'readWrite')"
+    /// A participant row `p` that sees the share's records in their shared database, for
+    /// anyone but the owner (who reads their private database): generated from
+    /// `SharingRules.decide(.readRecords, …)` (R12, R37), so the log's "who sees which record"
+    /// is the rule the engine enforces on every read, not a second statement of it. Today:
+    /// `p.status IN ('accepted') AND p.role IN ('administrator', 'privateUser', 'publicUser')
+    /// AND p.permission IN ('readOnly', 'readWrite')`.
+    static let sees = visibility(SharingRules.self)
+
+    /// The predicate for the cells (role, permission, status) `rules` lets read records: a
+    /// product of three lists when the allowed cells form one (as R12 does), else the cells
+    /// listed. The same whether the share is public or not (R12 does not ask), or it fails at once.
+    static func visibility(_ rules: SharingRules.Type) -> String {
+        var cells: [(ParticipantRole, ParticipantPermission, ParticipantAcceptanceStatus)] = []
+        for role in ParticipantRole.allCases where role != .owner {
+            for permission in ParticipantPermission.allCases {
+                for status in ParticipantAcceptanceStatus.allCases {
+                    let decide = { (isPublic: Bool) in
+                        rules.decide(.readRecords, role: role, permission: permission, status: status, isPublicShare: isPublic).isAllowed
+                    }
+                    precondition(decide(false) == decide(true), "R12 asks whether a share is public: the change log's visibility must too")
+                    if decide(false) { cells.append((role, permission, status)) }
+                }
+            }
+        }
+        guard !cells.isEmpty else { return "1 = 0" }
+        func list(_ values: [String]) -> String { "(" + values.map { "'\($0)'" }.joined(separator: ", ") + ")" }
+        let roles = Array(Set(cells.map(\.0.rawValue))).sorted()
+        let permissions = Array(Set(cells.map(\.1.rawValue))).sorted()
+        let statuses = Array(Set(cells.map(\.2.rawValue))).sorted()
+        if roles.count * permissions.count * statuses.count == cells.count {
+            return "p.status IN \(list(statuses)) AND p.role IN \(list(roles)) AND p.permission IN \(list(permissions))"
+        }
+        return "(p.role, p.permission, p.status) IN (" + cells.map { "('\($0.0.rawValue)', '\($0.1.rawValue)', '\($0.2.rawValue)')" }.joined(separator: ", ") + ")"
+    }
 
     /// A zone as the log needs it.
     struct LoggedZone {

@@ -1,0 +1,201 @@
+import Foundation
+import GRDB
+import ShareFlowEngineTestKit
+import XCTest
+@testable import ShareFlow
+@testable import ShareFlowPostgres
+
+/// Attack tests (scratch): reads beside the write, and PostgreSQL's prepared statements.
+final class AttackReadsBesideTests: XCTestCase {
+    private final class Box<Value>: @unchecked Sendable {
+        private let lock = NSLock()
+        private var stored: Value
+        init(_ value: Value) { stored = value }
+        var value: Value {
+            get { lock.withLock { stored } }
+            set { lock.withLock { stored = newValue } }
+        }
+        func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
+    }
+
+    private func fileStore() throws -> (store: Store, drop: () -> Void) {
+        if let template = TestStore.postgresTemplate {
+            let url = try PostgresStore.makeScratch(template: template)
+            let store = try Store.open(url)
+            return (store, { store.close(); PostgresStore.dropScratch(url) })
+        }
+        let dir = try FileManager.default.url(for: .itemReplacementDirectory, in: .userDomainMask,
+                                              appropriateFor: URL(fileURLWithPath: NSTemporaryDirectory()), create: true)
+        let store = try Store(path: dir.appendingPathComponent("store.sqlite").path)
+        return (store, { store.close(); try? FileManager.default.removeItem(at: dir) })
+    }
+
+    // MARK: PostgreSQL prepared statements
+
+    /// A write waiting in place for the write lock past the statement timeout: its pipelined
+    /// `pg_advisory_xact_lock` fails (57014), the transaction is aborted, and the body's first
+    /// statement, never prepared on this connection yet, has its Parse refused (25P02).
+    /// postgres-nio keeps that failure for the statement's name on the connection for good.
+    func testAStatementFirstPreparedInAnAbortedTransactionFailsForEverAfter() throws {
+        guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        let store = try Store.open(url, postgres: PostgresSettings(poolSize: 4, statementTimeoutMs: 400))
+        defer { store.close() }
+        let other = try Store.open(url, postgres: PostgresSettings(poolSize: 2, statementTimeoutMs: 400))
+        defer { other.close() }
+        // Another process holds the write lock for 1.5 s.
+        let holding = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        Thread {
+            _ = try? other.write { _ in
+                holding.signal()
+                Thread.sleep(forTimeInterval: 1.5)
+            }
+            done.signal()
+        }.start()
+        XCTAssertEqual(holding.wait(timeout: .now() + 10), .success)
+        let sql = "SELECT COUNT(*) FROM account WHERE id > ?"
+        XCTAssertThrowsError(try store.write { tx in try tx.fetchInteger(sql, [0]) }) { error in
+            print("ATTACK first attempt (lock held elsewhere): \(error)")
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        // The lock is free now: the same statement, in a write and in a read, must work.
+        do {
+            let n = try store.write { tx in try tx.fetchInteger(sql, [0]) }
+            print("ATTACK write after release: \(String(describing: n))")
+        } catch {
+            XCTFail("the write after the lock was released failed: \(error)")
+        }
+        do {
+            let n = try store.read { tx in try tx.fetchInteger(sql, [0]) }
+            print("ATTACK read after release: \(String(describing: n))")
+        } catch {
+            XCTFail("a read on the engine's connection failed: \(error)")
+        }
+    }
+
+    /// The same at the engine's level: an account created while another node's write holds the
+    /// lock past the statement timeout fails (as it should); every later one fails too.
+    func testAnEngineWriteAfterALockTimeoutKeepsFailing() throws {
+        guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        let store = try Store.open(url, postgres: PostgresSettings(poolSize: 4, statementTimeoutMs: 400))
+        let engine = Engine(store: store)
+        defer { store.close() }
+        let other = try Store.open(url, postgres: PostgresSettings(poolSize: 2, statementTimeoutMs: 400))
+        defer { other.close() }
+        let holding = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        Thread {
+            _ = try? other.write { _ in
+                holding.signal()
+                Thread.sleep(forTimeInterval: 1.5)
+            }
+            done.signal()
+        }.start()
+        XCTAssertEqual(holding.wait(timeout: .now() + 10), .success)
+        XCTAssertThrowsError(try engine.accounts.create(emails: ["first@example.com"])) { error in
+            print("ATTACK create while locked elsewhere: \(error)")
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        for n in 0..<3 {
+            do {
+                _ = try engine.accounts.create(emails: ["later\(n)@example.com"])
+            } catch {
+                XCTFail("create #\(n) after the lock was released: \(error)")
+            }
+        }
+    }
+
+    /// A statement run first with a NULL, then with a value, then NULL again (one name each).
+    func testNullThenValueThenNull() throws {
+        guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        let store = try Store.open(url)
+        defer { store.close() }
+        let sql = "SELECT COUNT(*) FROM account WHERE ? IS NULL OR id = ?"
+        for values: StoreArguments in [[nil, nil], [1, 1], [nil, nil], ["x", 1], [1.5, 2]] {
+            do {
+                let n = try store.read { try $0.fetchInteger(sql, values) }
+                print("ATTACK \(values.values): \(String(describing: n))")
+            } catch {
+                print("ATTACK \(values.values) failed: \(error)")
+            }
+        }
+    }
+
+    // MARK: Many readers, a writer, observers (for TSAN)
+
+    func testReadersWriterAndObserversTogether() throws {
+        let (store, drop) = try fileStore()
+        defer { drop() }
+        let engine = Engine(store: store)
+        nonisolated(unsafe) let world = try World(engine: engine)
+        let share = try world.share(["bob@example.com"])
+        let url = try XCTUnwrap(share.url)
+        _ = try engine.accounts.addContacts([(value: "bob@example.com", identifier: nil)], to: world.alice)
+        engine.allowReadsBeside()
+        let failures = Box<[String]>([])
+        let observed = Box(0)
+        // An observer of a read's event that reads and writes through the engine.
+        let handle = engine.events.observe(.shareMetadataFetched) { _ in
+            observed.update { $0 += 1 }
+            let n = observed.value
+            _ = try world.c.privateCloudDatabase.fetchRecord(world.trip.recordID)
+            let note = Record(recordType: "Note", recordID: RecordID(recordName: "obs\(n)", zoneID: world.zone.zoneID))
+            if let e = try world.c.privateCloudDatabase.modifyRecords(saving: [note]).error { throw e }
+        }
+        _ = engine.events.observe(.userDiscovered) { _ in observed.update { $0 += 1 } }
+        _ = engine.events.observe(.operationFinished) { _ in observed.update { $0 += 1 } }
+        let group = DispatchGroup()
+        let stop = Box(false)
+        group.enter()
+        Thread {
+            defer { group.leave() }
+            for i in 0..<40 {
+                let r = Record(recordType: "Day", recordID: RecordID(recordName: "w\(i)", zoneID: world.zone.zoneID), parent: world.trip.recordID)
+                do {
+                    if let e = try world.c.privateCloudDatabase.modifyRecords(saving: [r]).error { failures.update { $0.append("save: \(e)") } }
+                } catch { failures.update { $0.append("save: \(error)") } }
+                // Observers come and go while the readers run.
+                let h = engine.events.observe(.recordSaved) { _ in }
+                h.remove()
+            }
+            stop.value = true
+        }.start()
+        for t in 0..<4 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                do {
+                    let reader = try engine.store.makeReader()
+                    engine.attachReader(reader)
+                    defer { engine.attachReader(nil); reader?.close() }
+                    // Containers of this thread's own (as a server makes one per request).
+                    let alice = try engine.session(for: world.alice).container(World.containerID)
+                    let bob = try engine.session(for: world.bob).container(World.containerID)
+                    var rounds = 0
+                    while !stop.value || rounds < 3 {
+                        rounds += 1
+                        _ = try alice.privateCloudDatabase.fetchRecord(world.trip.recordID)
+                        let (metas, error) = bob.fetchShareMetadataResults([url])
+                        if let error { failures.update { $0.append("resolve \(t): \(error)") } }
+                        _ = try metas.first?.1.get()
+                        _ = alice.discoverAllUserIdentityResults()
+                        _ = try alice.privateCloudDatabase.fetchAllRecordZones()
+                        _ = try engine.accounts.find("bob@example.com")
+                        _ = engine.options.maxParticipants
+                        _ = try alice.privateCloudDatabase.currentChangeToken(world.zone.zoneID)
+                    }
+                } catch {
+                    failures.update { $0.append("reader \(t): \(error)") }
+                }
+            }.start()
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 300), .success, "no deadlock")
+        handle.remove()
+        XCTAssertEqual(failures.value, [])
+        print("ATTACK observed \(observed.value)")
+    }
+}
