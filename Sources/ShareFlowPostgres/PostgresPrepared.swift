@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
 import PostgresNIO
 
 /// Statements prepared once per connection (SPEC §16 M5): PostgreSQL parses and plans a
@@ -73,6 +74,22 @@ enum PostgresPrepared {
     static func verb(_ text: String) -> String {
         let start = text.drop { $0.isWhitespace }
         return start.prefix { $0.isLetter }.uppercased()
+    }
+}
+
+/// Runs a prepared execution's task on its connection's event loop, never on Swift's
+/// cooperative pool: the caller waits for it, blocking, as it waits for an unnamed statement's
+/// future, and a caller that is itself on the pool (an async API's engine call) would
+/// otherwise wait for a thread it holds (on 2 cores, every pool thread: found by a 12-task
+/// attack that hung 60 s).
+final class EventLoopTaskExecutor: TaskExecutor {
+    let loop: any EventLoop
+
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
 

@@ -20,6 +20,13 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
     package private(set) var totalChanges = 0
     /// Each statement text as PostgreSQL reads it (`PostgresDialect`), rewritten once.
     private var translated: [String: String] = [:]
+    /// Prepared statements this connection has run (`PostgresPrepared`), and those whose
+    /// preparation failed here: postgres-nio answers every later use of such a name with the
+    /// same failure, so they go out unnamed.
+    private var preparedHere: Set<String> = []
+    /// Where prepared executions run: the connection's event loop (`EventLoopTaskExecutor`).
+    private lazy var executor = EventLoopTaskExecutor(connection.eventLoop)
+    private var unprepared: Set<String> = []
 
     /// How long a statement's answer is waited for before the connection is given up:
     /// PostgreSQL's own statement timeout plus a margin, for an answer that never comes
@@ -54,8 +61,19 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
     /// The rows `sql` gives, each as its values.
     package func query(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
         let text = translation(sql)
-        if PostgresPrepared.verb(text) == "SELECT", let name = PostgresPrepared.name(for: text, signature: PostgresPrepared.signature(values)) {
-            return try prepared(name, text, values)
+        if PostgresPrepared.verb(text) == "SELECT", let name = PostgresPrepared.name(for: text, signature: PostgresPrepared.signature(values)),
+           !unprepared.contains(name) {
+            do {
+                let rows = try prepared(name, text, values)
+                if !preparedHere.contains(name) { preparedHere.insert(name) }
+                return rows
+            } catch {
+                // postgres-nio keeps a failed preparation (a Parse refused in an aborted
+                // transaction, say) for the name for as long as the connection lives: that text
+                // goes out unnamed on this connection from now on.
+                if !preparedHere.contains(name) { unprepared.insert(name) }
+                throw error
+            }
         }
         let result = try send(text, values)
         totalChanges += PostgresSession.changes(result.metadata)
@@ -95,7 +113,7 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
         let answer = PreparedAnswer()
         let (connection, logger) = (self.connection, self.logger)
         let statement = PostgresPrepared.Text(name: name, sql: text)
-        Task {
+        Task(executorPreference: executor) {
             do {
                 try await PostgresPrepared.$current.withValue(statement) {
                     var out: [[DatabaseValue]] = []
