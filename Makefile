@@ -174,7 +174,7 @@ sanitize: deps pyenv
 # third-party code are suppressed in sanitize/tsan.supp, each with why.
 TSAN_SCRATCH := .build-tsan
 TSAN_LOGS := $(CURDIR)/$(TSAN_SCRATCH)/sanitizer-logs
-TSAN_TESTS := ServeTests|ServeAuthTests|ServeHardeningTests|RateLimiterTests|LoadTests|PyiCloudTests|ReadmeServeTests|LockHeldElsewhereTests|ReadsBesideTests|SlowPluginTests|EndpointTests
+TSAN_TESTS := ServeTests|ServeAuthTests|ServeHardeningTests|RateLimiterTests|LoadTests|PyiCloudTests|ReadmeServeTests|LockHeldElsewhereTests|ReadsBesideTests|ReadsBesideAttackTests|SlowPluginTests|EndpointTests
 
 tsan: deps pyenv
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)

@@ -119,8 +119,17 @@ public struct CloudKitServer: Sendable {
         // No trap once cancelled: work waiting for the engine's thread is dropped at once
         // (EngineThread.run), and the job running is bounded (querySeconds).
         group.maximumCancellationDuration = nil
-        try await ServiceGroup(configuration: group).run()
+        var failure: Error?
+        do {
+            try await ServiceGroup(configuration: group).run()
+        } catch {
+            failure = error
+        }
+        // The reading threads close their connections (the SQLite file left whole, PostgreSQL's
+        // connections given back), then the store is checkpointed.
+        thread.stopReading()
         _ = try? await thread.run { [engine] in engine.store.checkpoint() }
+        if let failure { throw failure }
     }
 
     /// Every route, its work run on `thread`: what `run` serves, and what the in-process

@@ -104,7 +104,13 @@ public final class Engine: @unchecked Sendable {
     package func accountsChanged() { generationLock.withLock { generation += 1 } }
 
     func transaction<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
-        try locked { try transactionLocked(body) }
+        // A write asked for inside a read beside the lock (a read's callback, or a policy it
+        // asked) is refused, as inside any read (`Store.write`): committed on the engine's
+        // connection, it would be invisible to the read's own snapshot going on around it.
+        if readsBeside, threadCalls.besideDepth > 0 {
+            throw ShareFlowError(.serviceUnavailable, "store \(store.path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
+        }
+        return try locked { try transactionLocked(body) }
     }
 
     private func transactionLocked<T>(_ body: (StoreTransaction) throws -> T) throws -> T {

@@ -56,9 +56,17 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
             }
             guard let reader else { break }
             readerCount += 1
+            readersRunning += 1
             let thread = Thread { [unowned self] in
                 engine.attachReader(reader)
                 self.readLoop()
+                // Stopped (`stopReading`): the connection goes with the thread.
+                engine.attachReader(nil)
+                reader.close()
+                self.readCondition.withLock {
+                    self.readersRunning -= 1
+                    self.readCondition.broadcast()
+                }
             }
             thread.name = "shareflow.reader.\(index + 1)"
             thread.start()
@@ -72,10 +80,29 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
     private var readAt = 0
     private let readCondition = NSCondition()
 
+    /// Reading threads not yet stopped, guarded by `readCondition`.
+    private var readersRunning = 0
+    private var stopping = false
+
+    /// Stops the reading threads once the reads queued are done, each closing its connection
+    /// (an SQLite reader's leaves the file whole; a PostgreSQL one goes back to the pool), and
+    /// waits for them. Reads asked for after it run on the engine's thread.
+    func stopReading() {
+        readCondition.lock()
+        stopping = true
+        readCondition.broadcast()
+        while readersRunning > 0 { readCondition.wait() }
+        readCondition.unlock()
+    }
+
     private func readLoop() {
         while true {
             readCondition.lock()
-            while readAt == readJobs.count { readCondition.wait() }
+            while readAt == readJobs.count && !stopping { readCondition.wait() }
+            if readAt == readJobs.count {
+                readCondition.unlock()
+                return
+            }
             let job = readJobs[readAt]
             readAt += 1
             if readAt == readJobs.count {
@@ -92,7 +119,7 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
     /// on a reading thread beside the engine's, or on the engine's thread when there is none.
     /// Cancelled while it waits its turn, it never runs and throws `CancellationError`.
     func read<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        guard readerCount > 0 else { return try await run(body) }
+        guard readerCount > 0, !readCondition.withLock({ stopping }) else { return try await run(body) }
         let ticket = Ticket<T>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
