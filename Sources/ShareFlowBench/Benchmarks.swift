@@ -162,6 +162,13 @@ public struct Benchmarks {
                 // SPEC §12 wave 4: ≥ 0.7.
                 r["serve_resolve_beside_accepts_vs_alone"] = mixed.beside.0 / mixed.alone.0
             }
+            if let one = f.resolveBesideAcceptsOneThread {
+                r["serve_one_thread_resolve_half_per_s"] = one.alone.0
+                r["serve_one_thread_resolve_beside_accepts_per_s"] = one.beside.0
+                r["serve_one_thread_resolve_beside_accepts_p99_ms"] = one.beside.1
+                r["serve_one_thread_accepts_beside_resolves_per_s"] = one.accepts
+                r["serve_one_thread_resolve_beside_accepts_vs_alone"] = one.beside.0 / one.alone.0
+            }
             r["serve_errors"] = f.errors
             r["serve_connections"] = sizes.connections
             for (count, pg) in f.postgres {

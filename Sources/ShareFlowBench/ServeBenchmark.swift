@@ -20,6 +20,8 @@ extension Benchmarks {
         var resolveP50 = 0.0, resolveP99 = 0.0, acceptP50 = 0.0, acceptP99 = 0.0
         var resolveWhileLocked: (Double, Double, Double)?
         var resolveBesideAccepts: (alone: (Double, Double), beside: (Double, Double), accepts: Double)?
+        /// The same with no reading threads (every request on the engine's thread).
+        var resolveBesideAcceptsOneThread: (alone: (Double, Double), beside: (Double, Double), accepts: Double)?
         var errors = 0
         /// By node count, on PostgreSQL (with `postgres` set).
         var postgres: [Int: HTTPFigures] = [:]
@@ -67,6 +69,10 @@ extension Benchmarks {
         f.errors += sqlite.errors
         f.resolveWhileLocked = sqlite.resolveWhileLocked
         f.resolveBesideAccepts = sqlite.resolveBesideAccepts
+        // The same node with every request on the engine's thread (before SPEC §16 M5).
+        let oneThread = try overHTTP([engine], label: "SQLite, no reading threads", guids: guids, api: api, tokens: tokens,
+                                     readingThreads: 0, onlyBeside: true)
+        f.resolveBesideAcceptsOneThread = oneThread.resolveBesideAccepts
 
         // The same store copied to PostgreSQL (SPEC §16): one node, then three nodes on it (each
         // its own engine and connection, in this process, the load spread over them in turn).
@@ -107,7 +113,7 @@ extension Benchmarks {
     }
 
     private func overHTTP(_ engines: [Engine], label: String, guids: [String], api: String, tokens: [String],
-                          lockedStore: String? = nil) throws -> HTTPFigures {
+                          lockedStore: String? = nil, readingThreads: Int? = nil, onlyBeside: Bool = false) throws -> HTTPFigures {
         final class Port: @unchecked Sendable { var value = 0 }  // written before `listening` signals
         var ports: [Int] = []
         var tasks: [Task<Void, Error>] = []
@@ -116,6 +122,7 @@ extension Benchmarks {
             let listening = DispatchSemaphore(value: 0)
             let port = Port()
             var server = CloudKitServer(engine: engine, host: "127.0.0.1", port: 0, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
+            server.readingThreads = readingThreads
             server.onListening = { p in port.value = p; listening.signal() }
             let running = server
             tasks.append(Task { try await running.run() })
@@ -124,6 +131,10 @@ extension Benchmarks {
         }
         var figures = HTTPFigures()
         let connections = sizes.connections
+        if onlyBeside {
+            figures.resolveBesideAccepts = try resolveBesideAccepts(ports: ports, guids: guids, api: api, tokens: tokens)
+            return figures
+        }
         for (name, accept) in [("resolve", false), ("accept", true)] {
             progress("serve: records/\(name) over HTTP (\(label)), \(connections) connections, \(sizes.serveSeconds) s")
             let path = "/database/1/\(Self.serveContainer)/development/public/records/\(name)"

@@ -39,6 +39,10 @@ public struct CloudKitServer: Sendable {
     public var streamSeconds: Double = 300
     /// Called with the port once the server accepts connections.
     public var onListening: @Sendable (Int) -> Void = { _ in }
+    /// Reading threads beside the engine's (SPEC §16 M5); nil: as many as the store suits
+    /// (`readers(for:)`), 0: every request on the engine's thread (what `shareflow bench`
+    /// measures them against).
+    public var readingThreads: Int?
     /// Whether share URLs point at this server (`http://host:port/share/…`) when the engine's
     /// `publicURL` was left at its default (no `--public-url`).
     public var sharesPointHere = true
@@ -72,7 +76,7 @@ public struct CloudKitServer: Sendable {
         // process's are seen at the next poll). Set before any thread can commit.
         let signal = ChangeSignal()
         engine.store.committed = { signal.poke() }
-        let thread = EngineThread(engine: engine, readers: CloudKitServer.readers(for: engine.store))
+        let thread = EngineThread(engine: engine, readers: readingThreads ?? CloudKitServer.readers(for: engine.store))
         let authenticator = CallerAuthenticator(engine: engine)
         let health = StoreHealth()
         let router = router(thread: thread, authenticator: authenticator, health: health, signal: signal)

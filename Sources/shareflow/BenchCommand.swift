@@ -129,6 +129,9 @@ extension ShareFlowCommand {
                     let half = (r["serve_connections"] as? Int).map { "\($0 / 2)" } ?? "half the"
                     print("| `records/resolve` on \(half) connections while \(half) others accept (\(n("serve_accepts_beside_resolves_per_s")) /s) | \(n("serve_resolve_beside_accepts_per_s")) /s (p99 \(n("serve_resolve_beside_accepts_p99_ms", 2)) ms) | \(n("serve_resolve_half_per_s")) /s (alone, p99 \(n("serve_resolve_half_p99_ms", 2)) ms) | \(n("serve_resolve_beside_accepts_vs_alone", 2))× | ≥ 0.7× |")
                 }
+                                if r["serve_one_thread_resolve_beside_accepts_per_s"] != nil {
+                    print("| the same, every request on the engine's thread (no reading threads; accepts \(n("serve_one_thread_accepts_beside_resolves_per_s")) /s) | \(n("serve_one_thread_resolve_beside_accepts_per_s")) /s (p99 \(n("serve_one_thread_resolve_beside_accepts_p99_ms", 2)) ms) | \(n("serve_one_thread_resolve_half_per_s")) /s (alone) | \(n("serve_one_thread_resolve_beside_accepts_vs_alone", 2))× | (before) |")
+                }
                                 if r["serve_resolve_locked_p99_ms"] != nil {
                     print("| `records/resolve` p99 while another process holds the write lock and a save waits for it | \(n("serve_resolve_locked_p99_ms", 2)) ms (\(n("serve_resolve_locked_per_s")) /s) | \(n("serve_resolve_p99_ms", 2)) ms (alone) | \(n("serve_resolve_locked_p99_vs_alone", 2))× | ≤ 2× |")
                 }
