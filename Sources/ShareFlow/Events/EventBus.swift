@@ -4,6 +4,10 @@ import Synchronization
 
 /// Observers of engine events: higher priority first, then registration order. An observer's
 /// error is logged and counted; it never undoes the change or stops the other observers.
+///
+/// Observers are added and removed, and events delivered, by whoever holds the engine's lock
+/// (a plugin's setup, an observer, a script; `ReadsBeside`): a server's reading threads only
+/// ask `hasObservers`, which reads an atomic mask.
 public final class EventBus: @unchecked Sendable {
     public typealias Observer = (Event) throws -> Void
 
