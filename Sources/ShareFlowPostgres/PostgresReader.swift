@@ -29,15 +29,8 @@ final class PostgresReader: StoreDriverReader {
         }
         defer { session.transactionEnded() }
         do {
-            session.pipeline("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            let result: T
-            do {
-                result = try body(session)
-            } catch {
-                if let failure = error as? PostgresFailure, failure.isConnectionLost { throw failure }
-                try session.command("ROLLBACK")
-                throw error
-            }
+            session.pipeline(PostgresSession.beginSnapshot)
+            let result = try session.rollingBack { try body(session) }
             // Not waited for: the next statement on the connection comes after it.
             session.pipeline("COMMIT")
             return result

@@ -53,6 +53,22 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
         answerLimited = false
     }
 
+    /// How a read's snapshot begins (the engine's connection's and a reader's).
+    static let beginSnapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+    /// Runs `body`, the transaction open on this connection rolled back when it fails. A lost
+    /// connection has no transaction left (PostgreSQL rolls it back when it sees the connection
+    /// gone): a ROLLBACK on it would only wait.
+    func rollingBack<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            if let failure = error as? PostgresFailure, failure.isConnectionLost { throw failure }
+            try command("ROLLBACK")
+            throw error
+        }
+    }
+
     /// The transaction ended: answers are waited for within the limit again.
     func transactionEnded() {
         answerLimited = true

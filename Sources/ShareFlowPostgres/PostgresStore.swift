@@ -379,19 +379,10 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
                     session.pipeline("BEGIN")
                     session.pipeline("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))")
                 } else {
-                    session.pipeline("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    session.pipeline(PostgresSession.beginSnapshot)
                 }
             }
-            let result: T
-            do {
-                result = try body(session)
-            } catch {
-                // A lost connection has no transaction left (PostgreSQL rolls it back when it
-                // sees the connection gone): a ROLLBACK on it would only wait.
-                if let failure = error as? PostgresFailure, failure.isConnectionLost { throw failure }
-                try session.command("ROLLBACK")
-                throw error
-            }
+            let result = try session.rollingBack { try body(session) }
             if writing {
                 // The transaction's ID goes out with the COMMIT (pipelined: no round trip), so
                 // that a COMMIT whose answer is lost can be asked about.

@@ -10,29 +10,6 @@ import XCTest
 /// in turn, the async API from several tasks, and readers, a writer and observers together
 /// (run under ThreadSanitizer by `make tsan`).
 final class ReadsBesideAttackTests: XCTestCase {
-    private final class Box<Value>: @unchecked Sendable {
-        private let lock = NSLock()
-        private var stored: Value
-        init(_ value: Value) { stored = value }
-        var value: Value {
-            get { lock.withLock { stored } }
-            set { lock.withLock { stored = newValue } }
-        }
-        func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
-    }
-
-    private func fileStore() throws -> (store: Store, drop: () -> Void) {
-        if let template = TestStore.postgresTemplate {
-            let url = try PostgresStore.makeScratch(template: template)
-            let store = try Store.open(url)
-            return (store, { store.close(); PostgresStore.dropScratch(url) })
-        }
-        let dir = try FileManager.default.url(for: .itemReplacementDirectory, in: .userDomainMask,
-                                              appropriateFor: URL(fileURLWithPath: NSTemporaryDirectory()), create: true)
-        let store = try Store(path: dir.appendingPathComponent("store.sqlite").path)
-        return (store, { store.close(); try? FileManager.default.removeItem(at: dir) })
-    }
-
     // MARK: PostgreSQL prepared statements
 
     /// A write waiting in place for the write lock past the statement timeout: its pipelined
@@ -45,20 +22,9 @@ final class ReadsBesideAttackTests: XCTestCase {
         defer { PostgresStore.dropScratch(url) }
         let store = try Store.open(url, postgres: PostgresSettings(poolSize: 4, statementTimeoutMs: 400))
         defer { store.close() }
-        let other = try Store.open(url, postgres: PostgresSettings(poolSize: 2, statementTimeoutMs: 400))
-        defer { other.close() }
         // Another process holds the write lock for 1.5 s.
-        let holding = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
-        Thread {
-            _ = try? other.write { tx in
-                // A statement waited for: the lock, sent ahead of it, is held by then.
-                _ = try? tx.fetchInteger("SELECT 1", [])
-                holding.signal()
-                Thread.sleep(forTimeInterval: 1.5)
-            }
-            done.signal()
-        }.start()
-        XCTAssertEqual(holding.wait(timeout: .now() + 10), .success)
+        let (other, done) = try holdWriteLock(url, for: 1.5)
+        defer { other.close() }
         let sql = "SELECT COUNT(*) FROM account WHERE id > ?"
         XCTAssertThrowsError(try store.write { tx in try tx.fetchInteger(sql, [0]) }, "the lock is held past the statement timeout")
         XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
@@ -86,19 +52,9 @@ final class ReadsBesideAttackTests: XCTestCase {
         let store = try Store.open(url, postgres: PostgresSettings(poolSize: 4, statementTimeoutMs: 400))
         let engine = Engine(store: store)
         defer { store.close() }
-        let other = try Store.open(url, postgres: PostgresSettings(poolSize: 2, statementTimeoutMs: 400))
+        // Another process holds the write lock for 1.5 s.
+        let (other, done) = try holdWriteLock(url, for: 1.5)
         defer { other.close() }
-        let holding = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
-        Thread {
-            _ = try? other.write { tx in
-                // A statement waited for: the lock, sent ahead of it, is held by then.
-                _ = try? tx.fetchInteger("SELECT 1", [])
-                holding.signal()
-                Thread.sleep(forTimeInterval: 1.5)
-            }
-            done.signal()
-        }.start()
-        XCTAssertEqual(holding.wait(timeout: .now() + 10), .success)
         XCTAssertThrowsError(try engine.accounts.create(emails: ["first@example.com"]), "the lock is held past the statement timeout")
         XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
         for n in 0..<3 {
@@ -117,9 +73,11 @@ final class ReadsBesideAttackTests: XCTestCase {
         defer { PostgresStore.dropScratch(url) }
         let store = try Store.open(url)
         defer { store.close() }
-        let sql = "SELECT COUNT(*) FROM account WHERE ? IS NULL OR id = ?"
-        for values: StoreArguments in [[nil, nil], [1, 1], [nil, nil], ["x", 1], [1.5, 2]] {
-            XCTAssertNoThrow(XCTAssertNotNil(try store.read { try $0.fetchInteger(sql, values) }, "\(values.values)"))
+        // Each parameter typed by its column, as the store's statements are (a lone `? IS NULL`
+        // is PostgreSQL's 42P18 whether prepared or not).
+        let sql = "SELECT COUNT(*) FROM account WHERE id = ? OR userRecordID = ?"
+        for values: StoreArguments in [[nil, nil], [1, "_x"], [nil, nil], [nil, "_y"], [2, nil], [1, "_x"]] {
+            XCTAssertNoThrow(XCTAssertEqual(try store.read { try $0.fetchInteger(sql, values) }, 0, "\(values.values)"))
         }
     }
 
@@ -135,7 +93,7 @@ final class ReadsBesideAttackTests: XCTestCase {
         let engine = Engine(store: store)
         nonisolated(unsafe) let world = try World(engine: engine)
         let start = Date()
-        let failures = Box<[String]>([])
+        let failures = LockedBox<[String]>([])
         await withTaskGroup(of: Void.self) { group in
             for n in 0..<4 {
                 group.addTask {
@@ -161,7 +119,7 @@ final class ReadsBesideAttackTests: XCTestCase {
     // MARK: Many readers, a writer, observers (for TSAN)
 
     func testReadersWriterAndObserversTogether() throws {
-        let (store, drop) = try fileStore()
+        let (store, drop) = try readableStore()
         defer { drop() }
         let engine = Engine(store: store)
         nonisolated(unsafe) let world = try World(engine: engine)
@@ -169,8 +127,8 @@ final class ReadsBesideAttackTests: XCTestCase {
         let url = try XCTUnwrap(share.url)
         _ = try engine.accounts.addContacts([(value: "bob@example.com", identifier: nil)], to: world.alice)
         engine.allowReadsBeside()
-        let failures = Box<[String]>([])
-        let observed = Box(0)
+        let failures = LockedBox<[String]>([])
+        let observed = LockedBox(0)
         // An observer of a read's event that reads and writes through the engine.
         let handle = engine.events.observe(.shareMetadataFetched) { _ in
             observed.update { $0 += 1 }
@@ -182,7 +140,7 @@ final class ReadsBesideAttackTests: XCTestCase {
         _ = engine.events.observe(.userDiscovered) { _ in observed.update { $0 += 1 } }
         _ = engine.events.observe(.operationFinished) { _ in observed.update { $0 += 1 } }
         let group = DispatchGroup()
-        let stop = Box(false)
+        let stop = LockedBox(false)
         group.enter()
         Thread {
             defer { group.leave() }
@@ -205,24 +163,23 @@ final class ReadsBesideAttackTests: XCTestCase {
             Thread {
                 defer { group.leave() }
                 do {
-                    let reader = try engine.store.makeReader()
-                    engine.attachReader(reader)
-                    defer { engine.attachReader(nil); reader?.close() }
-                    // Containers of this thread's own (as a server makes one per request).
-                    let alice = try engine.session(for: world.alice).container(World.containerID)
-                    let bob = try engine.session(for: world.bob).container(World.containerID)
-                    var rounds = 0
-                    while !stop.value || rounds < 3 {
-                        rounds += 1
-                        _ = try alice.privateCloudDatabase.fetchRecord(world.trip.recordID)
-                        let (metas, error) = bob.fetchShareMetadataResults([url])
-                        if let error { failures.update { $0.append("resolve \(t): \(error)") } }
-                        _ = try metas.first?.1.get()
-                        _ = alice.discoverAllUserIdentityResults()
-                        _ = try alice.privateCloudDatabase.fetchAllRecordZones()
-                        _ = try engine.accounts.find("bob@example.com")
-                        _ = engine.options.maxParticipants
-                        _ = try alice.privateCloudDatabase.currentChangeToken(world.zone.zoneID)
+                    try withOwnReader(engine) {
+                        // Containers of this thread's own (as a server makes one per request).
+                        let alice = try engine.session(for: world.alice).container(World.containerID)
+                        let bob = try engine.session(for: world.bob).container(World.containerID)
+                        var rounds = 0
+                        while !stop.value || rounds < 3 {
+                            rounds += 1
+                            _ = try alice.privateCloudDatabase.fetchRecord(world.trip.recordID)
+                            let (metas, error) = bob.fetchShareMetadataResults([url])
+                            if let error { failures.update { $0.append("resolve \(t): \(error)") } }
+                            _ = try metas.first?.1.get()
+                            _ = alice.discoverAllUserIdentityResults()
+                            _ = try alice.privateCloudDatabase.fetchAllRecordZones()
+                            _ = try engine.accounts.find("bob@example.com")
+                            _ = engine.options.maxParticipants
+                            _ = try alice.privateCloudDatabase.currentChangeToken(world.zone.zoneID)
+                        }
                     }
                 } catch {
                     failures.update { $0.append("reader \(t): \(error)") }

@@ -9,20 +9,6 @@ import XCTest
 /// write, sees the last commit and not the write in progress, and the events its read sends
 /// reach observers under the lock once the read is over (an observer that writes included).
 final class ReadsBesideTests: XCTestCase {
-    /// A store that can have readers (SQLite: a file, not `:memory:`; PostgreSQL: a scratch
-    /// database), and how to drop it.
-    private func readableStore() throws -> (store: Store, drop: () -> Void) {
-        if let template = TestStore.postgresTemplate {
-            let url = try PostgresStore.makeScratch(template: template)
-            let store = try Store.open(url)
-            return (store, { store.close(); PostgresStore.dropScratch(url) })
-        }
-        let dir = try FileManager.default.url(for: .itemReplacementDirectory, in: .userDomainMask,
-                                              appropriateFor: URL(fileURLWithPath: NSTemporaryDirectory()), create: true)
-        let store = try Store(path: dir.appendingPathComponent("store.sqlite").path)
-        return (store, { store.close(); try? FileManager.default.removeItem(at: dir) })
-    }
-
     /// Runs `body` on a new thread that reads beside the lock, and waits for it.
     private func onReadingThread(_ engine: Engine, _ body: @escaping @Sendable () throws -> Void) throws {
         let done = DispatchSemaphore(value: 0)
@@ -146,19 +132,18 @@ final class ReadsBesideTests: XCTestCase {
             Thread {
                 defer { group.leave() }
                 do {
-                    let reader = try engine.store.makeReader()
-                    engine.attachReader(reader)
-                    defer { engine.attachReader(nil); reader?.close() }
-                    var last = -1
-                    let deadline = Date().addingTimeInterval(120)
-                    while last < saves - 1, Date() < deadline {
-                        var seen = last
-                        while seen + 1 < saves, (try? world.c.privateCloudDatabase.fetchRecord(RecordID(recordName: "d\(seen + 1)", zoneID: world.zone.zoneID))) != nil {
-                            seen += 1
+                    try withOwnReader(engine) {
+                        var last = -1
+                        let deadline = Date().addingTimeInterval(120)
+                        while last < saves - 1, Date() < deadline {
+                            var seen = last
+                            while seen + 1 < saves, (try? world.c.privateCloudDatabase.fetchRecord(RecordID(recordName: "d\(seen + 1)", zoneID: world.zone.zoneID))) != nil {
+                                seen += 1
+                            }
+                            last = seen
                         }
-                        last = seen
+                        if last < saves - 1 { failures.update { $0.append("a reader saw only \(last + 1) of \(saves)") } }
                     }
-                    if last < saves - 1 { failures.update { $0.append("a reader saw only \(last + 1) of \(saves)") } }
                 } catch {
                     failures.update { $0.append("reader: \(error)") }
                 }
@@ -171,16 +156,4 @@ final class ReadsBesideTests: XCTestCase {
     func testAnInMemoryStoreHasNoReader() throws {
         XCTAssertNil(try Store(path: ":memory:").makeReader())
     }
-}
-
-/// A value shared between a test's threads.
-final class LockedBox<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
-    var value: Value {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
-    }
-    func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
 }
