@@ -98,7 +98,13 @@ final class SeveralNodesTests: ServerTestCase {
         XCTAssertEqual(clients.terminationStatus, 0, text)
         print(text, terminator: "")
         let counts = try summary(text, prefix: "load: ")
-        XCTAssertGreaterThan(counts["acknowledged"] as? Int ?? 0, 50, text)
+        // The load did real work: edits decided under the write lock, acknowledged or stale.
+        // How they split depends on how fast the clients' reads come back (with reads beside
+        // the write, SPEC §16 M5, they come back sooner, so more edits are stale), not on
+        // whether an acknowledged edit is kept, which `verify` checks below.
+        let decided = (counts["acknowledged"] as? Int ?? 0) + (counts["conflict"] as? Int ?? 0)
+        XCTAssertGreaterThan(decided, 100, text)
+        XCTAssertGreaterThan(counts["acknowledged"] as? Int ?? 0, 10, text)
         XCTAssertGreaterThan(counts["conflict"] as? Int ?? 0, 0, "overlapping edits: stale ones are CONFLICT: \(text)")
         XCTAssertGreaterThan(counts["lost_connection"] as? Int ?? 0, 0, "the killed node's requests failed: \(text)")
         nodes.remove(at: 1)

@@ -84,7 +84,8 @@ final class ReadsBesideTests: XCTestCase {
         // The observer writes (a note of who asked): its write is made under the lock, on the
         // store's own connection, after the read is over.
         let seen = LockedBox(0)
-        engine.events.observe(.shareMetadataFetched) { _ in
+        // Removed at the end: the observer holds the world, which holds the engine and its bus.
+        let observer = engine.events.observe(.shareMetadataFetched) { _ in
             seen.value += 1
             let note = Record(recordType: "Note", recordID: RecordID(recordName: "note\(seen.value)", zoneID: world.zone.zoneID), fields: ["n": .integer(Int64(seen.value))])
             let result = try world.c.privateCloudDatabase.modifyRecords(saving: [note])
@@ -97,6 +98,7 @@ final class ReadsBesideTests: XCTestCase {
                 XCTAssertNotNil(try metas.first?.1.get())
             }
         }
+        observer.remove()
         XCTAssertEqual(seen.value, 3, "one event per fetch, no more, no fewer")
         for n in 1...3 {
             XCTAssertNoThrow(try world.c.privateCloudDatabase.fetchRecord(RecordID(recordName: "note\(n)", zoneID: world.zone.zoneID)))

@@ -59,8 +59,16 @@ final class WriteWaitTests: XCTestCase {
         XCTAssertEqual(try count(), 1)
         XCTAssertEqual(try engine.accounts.account(id: alice.id)?.id, alice.id)
 
-        // The lock free, the next attempt writes, and ends deferring.
+        // The lock free, the next attempt writes, and ends deferring. On PostgreSQL it runs
+        // when the lock asked for on the spare connection has come (`onReady`), as a server
+        // runs a deferred request again: before that, the lock may still be on its way.
+        let onReady = store.deferredBy?.onReady
         release()
+        if let onReady {
+            let ready = DispatchSemaphore(value: 0)
+            onReady { ready.signal() }
+            XCTAssertEqual(ready.wait(timeout: .now() + 30), .success, "the lock asked for came once it was let go")
+        }
         store.writeWait = .deferFirst
         _ = try engine.accounts.create(emails: ["bob@example.com"])
         XCTAssertEqual(store.writeWait, .inPlace)
