@@ -24,9 +24,9 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
     /// preparation failed here: postgres-nio answers every later use of such a name with the
     /// same failure, so they go out unnamed.
     private var preparedHere: Set<String> = []
+    private var unprepared: Set<String> = []
     /// Where prepared executions run: the connection's event loop (`EventLoopTaskExecutor`).
     private lazy var executor = EventLoopTaskExecutor(connection.eventLoop)
-    private var unprepared: Set<String> = []
 
     /// How long a statement's answer is waited for before the connection is given up:
     /// PostgreSQL's own statement timeout plus a margin, for an answer that never comes
@@ -81,7 +81,7 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
            !unprepared.contains(name) {
             do {
                 let rows = try prepared(name, text, values)
-                if !preparedHere.contains(name) { preparedHere.insert(name) }
+                preparedHere.insert(name)
                 return rows
             } catch {
                 // postgres-nio keeps a failed preparation (a Parse refused in an aborted

@@ -127,8 +127,8 @@ public final class Engine: @unchecked Sendable {
         transactionDepth -= 1
         if transactionDepth == 0 {
             // Written: the work is not run again, so what its reads sent goes first.
-            if holdingThreads > 0, let held = threadCalls.heldReadEvents {
-                threadCalls.heldReadEvents = nil
+            if holdingThreads > 0, case let calls = threadCalls, let held = calls.heldReadEvents {
+                calls.heldReadEvents = nil
                 holdingThreads -= 1
                 pendingEvents.insert(contentsOf: held.map(\.event), at: 0)
             }
@@ -205,21 +205,14 @@ public final class Engine: @unchecked Sendable {
     /// Stops holding: the held events are delivered (`deliver`), or dropped with an attempt
     /// that is run again.
     package func endHoldingReadEvents(deliver: Bool) {
-        locked {
+        let held = locked { () -> [(event: Event, scope: FaultScope?)]? in
             let calls = threadCalls
-            guard let held = calls.heldReadEvents else { return }
+            guard let held = calls.heldReadEvents else { return nil }
             calls.heldReadEvents = nil
             holdingThreads -= 1
-            guard deliver else { return }
-            for (event, scope) in held {
-                if let scope {
-                    FaultScope.run(scope) { self.pendingEvents.append(event); self.flushEvents() }
-                } else {
-                    pendingEvents.append(event)
-                    flushEvents()
-                }
-            }
+            return held
         }
+        if deliver, let held { deliverKept(held) }
     }
 
     private func flushEvents() {

@@ -103,11 +103,18 @@ extension Engine {
         return result
     }
 
-    /// Delivers what reads beside the lock sent, under the lock, each in its fault scope.
+    /// Delivers what reads beside the lock sent, under the lock.
     private func deliverBesideEvents(_ calls: EngineThreadCalls) {
         guard !calls.besideEvents.isEmpty else { return }
         let sent = calls.besideEvents
         calls.besideEvents.removeAll()
+        deliverKept(sent)
+    }
+
+    /// Delivers events kept back (by a read beside the lock, or held while work may run
+    /// again), under the lock, each in the fault scope it was sent in: its observers' engine
+    /// calls are the request's, as when it is delivered at once.
+    func deliverKept(_ sent: [(event: Event, scope: FaultScope?)]) {
         locked {
             for (event, scope) in sent where events.hasObservers(event.kind) {
                 if let scope {
