@@ -20,7 +20,7 @@ extension PostgresStore {
         for row in try tx.rows("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ?", [PostgresSchema.name]) {
             if case .string(let t) = row[0].storage, case .string(let c) = row[1].storage { columns[t, default: []].insert(c) }
         }
-        var problems = try PostgresSchema.foreignObjects(tx)
+        var problems = try PostgresSchema.foreignObjects(tx, catalogue)
         for (table, wanted) in reads {
             guard let have = columns[table] else { problems.append("table \(table) is missing"); continue }
             for column in wanted where !have.contains(column.lowercased()) {
@@ -31,7 +31,7 @@ extension PostgresStore {
     }
 
     package func foreignObjects(_ tx: StoreTransaction) throws -> [String] {
-        try PostgresSchema.foreignObjects(tx)
+        try PostgresSchema.foreignObjects(tx, catalogue)
     }
 
     /// The planner's statistics of tables just filled (without them it takes a large table for
@@ -57,8 +57,8 @@ extension Store {
     /// let store = try Store.open("postgres://shareflow@db.internal/shareflow")
     /// ```
     package static func open(_ location: String, busyTimeout: TimeInterval = Store.defaultBusyTimeout,
-                             postgres settings: PostgresSettings = PostgresSettings()) throws -> Store {
-        guard PostgresLocation.isURL(location) else { return try Store(path: location, busyTimeout: busyTimeout) }
-        return Store(driver: try PostgresStore(PostgresLocation(location), settings: settings), busyTimeout: busyTimeout)
+                             postgres settings: PostgresSettings = PostgresSettings(), catalogue: StoreCatalogue = .current) throws -> Store {
+        guard PostgresLocation.isURL(location) else { return try Store(path: location, busyTimeout: busyTimeout, catalogue: catalogue) }
+        return Store(driver: try PostgresStore(PostgresLocation(location), settings: settings, catalogue: catalogue), busyTimeout: busyTimeout)
     }
 }

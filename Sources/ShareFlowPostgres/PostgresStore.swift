@@ -109,8 +109,9 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// Seconds a caller is told to wait when PostgreSQL is unreachable.
     static let outageRetryAfter = 2.0
 
-    package convenience init(_ location: PostgresLocation, settings: PostgresSettings = PostgresSettings()) throws {
-        self.init(location: location, settings: settings)
+    package convenience init(_ location: PostgresLocation, settings: PostgresSettings = PostgresSettings(),
+                             catalogue: StoreCatalogue = .current) throws {
+        self.init(location: location, settings: settings, catalogue: catalogue)
         do {
             try migrate(try connected())
         } catch let failure as PostgresFailure {
@@ -118,7 +119,8 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         }
     }
 
-    private init(location: PostgresLocation, settings: PostgresSettings) {
+    private init(location: PostgresLocation, settings: PostgresSettings, catalogue: StoreCatalogue) {
+        self.catalogue = catalogue
         connector = PostgresConnector(location: location, settings: settings)
         sharedDecisions = PostgresDecisionLog(connector)
     }
@@ -138,6 +140,8 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
 
     package var label: String { location.label }
     package var name: String { "postgres" }
+    package let catalogue: StoreCatalogue
+    package var dialect: StoreDialect { PostgresSchema.dialect }
     package var connectionLimit: Int { settings.poolSize }
     package var decisionLog: (any SharedDecisionLog)? { sharedDecisions }
     package func makeRateBuckets() -> (any SharedRateBuckets)? { PostgresRateBuckets(connector) }
@@ -171,7 +175,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         defer { try? session.command("SELECT pg_advisory_unlock(\(PostgresStore.migrationLock))") }
         try session.command("CREATE SCHEMA IF NOT EXISTS \(PostgresSchema.name)")
         let hasMeta = try session.query("SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = 'shareflow_meta'", [PostgresSchema.name.databaseValue]).isEmpty == false
-        var version = 8
+        var version: Int?
         if hasMeta {
             let rows = try session.query("SELECT key, value FROM shareflow_meta WHERE key IN ('format', 'schemaVersion')", [])
             var found: [String: String] = [:]
@@ -181,11 +185,11 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
             guard found["format"] == Store.formatName else {
                 throw StoreError.notAStore(path: location.label, reason: "its schema \(PostgresSchema.name) has no ShareFlow format mark")
             }
-            guard let stored = found["schemaVersion"].flatMap(Int.init), stored >= 9 else {
+            guard let stored = found["schemaVersion"].flatMap(Int.init), stored >= PostgresSchema.oldest else {
                 throw StoreError.cannotOpen(path: location.label, reason: "it is damaged (its schema version is missing or not a number)")
             }
-            if stored > PostgresSchema.version {
-                throw StoreError.newerSchema(path: location.label, found: stored, supported: PostgresSchema.version)
+            if stored > catalogue.version {
+                throw StoreError.newerSchema(path: location.label, found: stored, supported: catalogue.version)
             }
             version = stored
         } else {
@@ -195,24 +199,29 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
                 throw StoreError.notAStore(path: location.label, reason: "its schema \(PostgresSchema.name) holds tables of another program (\(names.joined(separator: ", ")))")
             }
         }
-        while version < PostgresSchema.version {
-            let step = PostgresSchema.migrations[version - 8]
+        /// One step's statements in one transaction, its version marked with it.
+        func apply(_ statements: [String], reaching target: Int) throws {
             try session.command("BEGIN")
             do {
-                for statement in PostgresSchema.statements(step) { try session.command(statement) }
-                try session.execute("UPDATE shareflow_meta SET value = ? WHERE key = 'schemaVersion'", [String(version + 1).databaseValue])
-                if version == 8 {
-                    // The change tokens' key (SPEC §14 S1), made once in the database, so every
-                    // node signs the same tokens.
-                    try session.execute("INSERT INTO shareflow_meta (key, value) VALUES ('syncKey', ?) ON CONFLICT (key) DO NOTHING",
-                                        [PostgresStore.randomHex(bytes: 32).databaseValue])
-                }
+                for statement in statements { try session.command(statement) }
+                try session.execute("UPDATE shareflow_meta SET value = ? WHERE key = 'schemaVersion'", [String(target).databaseValue])
                 try session.command("COMMIT")
             } catch {
                 try? session.command("ROLLBACK")
                 throw error
             }
+        }
+        guard var version else {
+            // A new store: the catalogue whole, and the change tokens' key (SPEC §14 S1), made
+            // once in the database so every node signs the same tokens.
+            try apply(PostgresSchema.creation(catalogue) + [
+                "INSERT INTO shareflow_meta (key, value) VALUES ('syncKey', '\(PostgresStore.randomHex(bytes: 32))') ON CONFLICT (key) DO NOTHING",
+            ], reaching: catalogue.version)
+            return
+        }
+        while version < catalogue.version {
             version += 1
+            try apply(catalogue.step(to: version, PostgresSchema.dialect), reaching: version)
         }
     }
 
@@ -545,7 +554,7 @@ extension PostgresStore {
     }
 
     private convenience init(unmigrated location: PostgresLocation) {
-        self.init(location: location, settings: PostgresSettings())
+        self.init(location: location, settings: PostgresSettings(), catalogue: .current)
     }
 
     /// Templates brought to this binary's schema in this process, and the scratch counter.

@@ -12,7 +12,7 @@ final class ChangeLogInterruptedMigrationTests: XCTestCase {
     func testAStoreLeftBetweenV7AndV8WithEntriesFromASchema7WriterOpens() throws {
         // Left by this shareflow's v7 (logPending set); then a schema-7 shareflow saved 'a' and
         // made 'c' (its log rows, as v7 writes them: no record rows named).
-        let (dir, path) = try makeOldStore(upTo: "v7", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows + """
+        let (dir, path) = try makeOldStore(upTo: "v7", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows + """
             INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt) VALUES
                 (4, 1, 'c', 'Note', '{"title":{"s":"C"}}', NULL, 1, 1, 1, 13, 'tc', 13);
             UPDATE zone SET changeSeq = 2 WHERE id = 1;

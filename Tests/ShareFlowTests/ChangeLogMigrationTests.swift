@@ -39,7 +39,7 @@ final class ChangeLogMigrationTests: XCTestCase {
     }
 
     func testAStoreFromBeforeTheLogStartsItsFeedsFromItsContents() throws {
-        let (dir, path) = try makeOldStore(upTo: "v6", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows)
+        let (dir, path) = try makeOldStore(upTo: "v6", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows)
         defer { try? FileManager.default.removeItem(at: dir) }
         let found = try feeds(path)
         XCTAssertEqual(found.owner, ["a", "b", "share-z"])
@@ -53,7 +53,7 @@ final class ChangeLogMigrationTests: XCTestCase {
 
     func testAStoreWithTheV7LogKeepsItAndNamesEachEntrysRecord() throws {
         // The v7 log as v7 wrote it: no record rows named.
-        let (dir, path) = try makeOldStore(upTo: "v7", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows + """
+        let (dir, path) = try makeOldStore(upTo: "v7", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows + """
             DELETE FROM shareflow_meta WHERE key = 'logPending';
             UPDATE zone SET changeSeq = 5 WHERE id = 1;
             INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES
@@ -83,7 +83,7 @@ final class ChangeLogMigrationTests: XCTestCase {
     /// An entry naming no record row (or a row that is no longer its record) still finds its
     /// record by name: the row is a shortcut, never the truth.
     func testAnEntryWithoutItsRecordsRowIsReadByName() throws {
-        let (dir, path) = try makeOldStore(upTo: "v6", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows)
+        let (dir, path) = try makeOldStore(upTo: "v6", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows)
         defer { try? FileManager.default.removeItem(at: dir) }
         _ = try feeds(path)
         let queue = try DatabaseQueue(path: path)
@@ -97,7 +97,7 @@ final class ChangeLogMigrationTests: XCTestCase {
     /// An entry naming a row that is another record (a row another program rewrote, or
     /// reused) is read by name too: never reported as a deletion of a record that exists.
     func testAnEntryNamingAnotherRecordsRowIsReadByName() throws {
-        let (dir, path) = try makeOldStore(upTo: "v6", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows)
+        let (dir, path) = try makeOldStore(upTo: "v6", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows)
         defer { try? FileManager.default.removeItem(at: dir) }
         _ = try feeds(path)
         let queue = try DatabaseQueue(path: path)
@@ -115,7 +115,7 @@ final class ChangeLogMigrationTests: XCTestCase {
     /// placed after the zone's last position, so a first sync still sends it, and the counter
     /// moves past it; a public zone's records stay at 0 (public zones have no feed).
     func testAV8StoresOwnerEntriesBecomeTheirRecordsPositions() throws {
-        let (dir, path) = try makeOldStore(upTo: "v8", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows + """
+        let (dir, path) = try makeOldStore(upTo: "v8", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows + """
             DELETE FROM shareflow_meta WHERE key = 'logPending';
             UPDATE zone SET changeSeq = 7 WHERE id = 1;
             INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES

@@ -635,7 +635,7 @@ final class ChangeLogV9AttackTests: XCTestCase {
     /// reader from before the entry is told of the deletion, no position is used twice, and
     /// a save is past every entry.
     func testAV8StoreWithEntriesBeyondItsCounterAndAnEntryWithoutItsRecord() throws {
-        let (dir, path) = try makeOldStore(upTo: "v8", migrator: Store.migrator, sql: ChangeLogMigrationTests.rows + """
+        let (dir, path) = try makeOldStore(upTo: "v8", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows + """
             DELETE FROM shareflow_meta WHERE key = 'logPending';
             UPDATE zone SET changeSeq = 1 WHERE id = 1;
             INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES

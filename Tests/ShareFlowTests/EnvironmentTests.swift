@@ -120,7 +120,7 @@ final class EnvironmentTests: XCTestCase {
     /// v6 (R32): a v5 store's zones, records and shares are development's; its API tokens open
     /// development only; nothing else moves.
     func testAV5StoreKeepsItsDataInDevelopment() throws {
-        let (dir, path) = try makeOldStore(upTo: "v5", migrator: Store.migrator, sql: """
+        let (dir, path) = try makeOldStore(upTo: "v5", migrator: Store.migrator(), sql: """
             INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'granted', 0);
             INSERT INTO account_email VALUES ('owner@example.com', 1, 0);
             INSERT INTO zone (id, container, scope, ownerID, name) VALUES (7, 'iCloud.t', 'private', 1, 'Z');

@@ -99,7 +99,7 @@ final class PostgresStoreTests: XCTestCase {
     private func contents(_ store: Store) throws -> [String: [[DatabaseValue]]] {
         try store.read { tx in
             var out: [String: [[DatabaseValue]]] = [:]
-            for table in StoredTable.all {
+            for table in StoreCatalogue.current.storedTables {
                 let columns = table.columns.map(\.name).joined(separator: ", ")
                 // Each store keeps its own schema version (PostgreSQL's runs ahead: PostgresSchema).
                 let mine = table.name == "shareflow_meta" ? " WHERE key <> 'schemaVersion'" : ""

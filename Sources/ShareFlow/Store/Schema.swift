@@ -2,8 +2,10 @@ import Foundation
 import GRDB
 
 extension Store {
-    /// Every schema change is a new migration appended here; `schemaVersion` follows.
-    static var migrator: DatabaseMigrator {
+    /// SQLite's migrations: v1 to v9 by hand (each moved data as the schema changed: history,
+    /// never edited), then one per version of `catalogue` from `StoreCatalogue.derivedFrom`,
+    /// derived from it (`StoreCatalogue.step`). A schema change is made in the catalogue.
+    static func migrator(_ catalogue: StoreCatalogue = .current) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(sql: """
@@ -275,6 +277,14 @@ extension Store {
                 CREATE INDEX record_seq ON record(zoneID, seq);
                 UPDATE shareflow_meta SET value = '9' WHERE key = 'schemaVersion';
                 """)
+        }
+        if catalogue.version >= StoreCatalogue.derivedFrom {
+            for version in StoreCatalogue.derivedFrom...catalogue.version {
+                migrator.registerMigration("v\(version)") { db in
+                    for statement in catalogue.step(to: version, .sqlite) { try db.execute(sql: statement) }
+                    try db.execute(sql: "UPDATE shareflow_meta SET value = ? WHERE key = 'schemaVersion'", arguments: [String(version)])
+                }
+            }
         }
         return migrator
     }

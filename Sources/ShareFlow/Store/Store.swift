@@ -17,8 +17,8 @@ public final class Store: @unchecked Sendable {
     /// `store.busyTimeoutMs`, 5,000).
     public static let defaultBusyTimeout: TimeInterval = 5
 
-    /// The schema this binary writes. Raised by each new migration.
-    public static let schemaVersion = 9
+    /// The schema this binary writes (`StoreCatalogue.current`'s version, on both drivers).
+    public static let schemaVersion = StoreCatalogue.current.version
     package static let formatName = "shareflow"
 
     /// The SQLite file, `:memory:`, or the driver's label (a URL without its password).
@@ -29,6 +29,8 @@ public final class Store: @unchecked Sendable {
     let sqliteQueue: DatabaseQueue?
     /// The driver's database (SPEC §16 M6); nil on SQLite.
     package let driver: (any StoreDriver)?
+    /// The schema the store was brought to: `StoreCatalogue.current`, or a test's.
+    package let catalogue: StoreCatalogue
     /// What a reader of an SQLite file opens (`makeReader`); nil in memory or on a driver.
     private let readerPath: String?
     /// The driver's transaction in progress (as `current` is SQLite's).
@@ -141,12 +143,18 @@ public final class Store: @unchecked Sendable {
     ///
     /// A database URL (`postgres://…`) is refused here: it opens through its driver
     /// (`Store(driver:)`; ShareFlowPostgres' `Store.open` takes either).
-    public init(path: String, busyTimeout: TimeInterval = Store.defaultBusyTimeout) throws {
+    public convenience init(path: String, busyTimeout: TimeInterval = Store.defaultBusyTimeout) throws {
+        try self.init(path: path, busyTimeout: busyTimeout, catalogue: .current)
+    }
+
+    /// A store of `catalogue`'s schema (a test's own, with a column added).
+    package init(path: String, busyTimeout: TimeInterval = Store.defaultBusyTimeout, catalogue: StoreCatalogue) throws {
         guard !Store.isDatabaseURL(path) else {
             let scheme = path.prefix { $0 != ":" }
             throw StoreError.cannotOpen(path: Store.redactedURL(path), reason: "it is a database URL (\(scheme)://), and this program has no driver for \(scheme)")
         }
         driver = nil
+        self.catalogue = catalogue
         self.path = path
         self.busyTimeout = busyTimeout
         if path != ":memory:" {
@@ -202,21 +210,27 @@ public final class Store: @unchecked Sendable {
         while true {
             attempt += 1
             do {
-                if path != ":memory:" { try Store.checkForeignFile(at: path, sqlitePath: sqlitePath) }
+                if path != ":memory:" { try Store.checkForeignFile(at: path, sqlitePath: sqlitePath, supported: catalogue.version) }
+                let migrator = Store.migrator(catalogue)
                 if path == ":memory:" {
-                    // A new in-memory store: the schema the migrations leave, made at once.
+                    // A new in-memory store: the schema the migrations leave, made at once
+                    // (another catalogue's, migrated).
                     let queue = try DatabaseQueue(configuration: config)
-                    try queue.writeWithoutTransaction { try Store.loadFreshImage(into: $0) }
+                    if catalogue.version == StoreCatalogue.current.version {
+                        try queue.writeWithoutTransaction { try Store.loadFreshImage(into: $0) }
+                    } else {
+                        try migrator.migrate(queue)
+                    }
                     self.sqliteQueue = queue
                     return
                 }
                 let queue = try DatabaseQueue(path: sqlitePath, configuration: config)
                 // Migrating takes the write lock: only when the schema is behind.
-                if try !queue.read({ try Store.migrator.hasCompletedMigrations($0) }) {
+                if try !queue.read({ try migrator.hasCompletedMigrations($0) }) {
                     guard !isReadOnly else {
                         throw StoreError.cannotOpen(path: path, reason: "it is read-only and its schema needs upgrading by this shareflow")
                     }
-                    try Store.migrator.migrate(queue)
+                    try migrator.migrate(queue)
                 }
                 self.sqliteQueue = queue
                 return
@@ -233,6 +247,7 @@ public final class Store: @unchecked Sendable {
     package init(driver: any StoreDriver, busyTimeout: TimeInterval = Store.defaultBusyTimeout) {
         self.driver = driver
         self.busyTimeout = busyTimeout
+        catalogue = driver.catalogue
         path = driver.label
         isReadOnly = false
         sqliteQueue = nil
@@ -542,7 +557,7 @@ public final class Store: @unchecked Sendable {
 
     /// Throws, touching nothing, when `path` holds something other than a ShareFlow store
     /// this binary can open.
-    static func checkForeignFile(at path: String, sqlitePath: String? = nil) throws {
+    static func checkForeignFile(at path: String, sqlitePath: String? = nil, supported: Int = Store.schemaVersion) throws {
         // Only a regular file (or none yet) is a store: opening a FIFO waits for a writer for
         // ever (`store info` and `serve` hung), and a device or socket is no file.
         var info = stat()
@@ -594,8 +609,8 @@ public final class Store: @unchecked Sendable {
             guard let version, version >= 1 else {
                 throw StoreError.cannotOpen(path: path, reason: "it is damaged (its schema version is missing or not a number: \(stored.map { "\($0)" } ?? "no row")); restore it from a backup (the file was not changed)")
             }
-            if version > schemaVersion {
-                throw StoreError.newerSchema(path: path, found: version, supported: schemaVersion)
+            if version > supported {
+                throw StoreError.newerSchema(path: path, found: version, supported: supported)
             }
             // Each migration commits with its record in grdb_migrations: a store whose record is
             // missing or behind its own version was changed by hand, and migrating it again would

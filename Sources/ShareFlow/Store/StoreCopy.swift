@@ -34,13 +34,15 @@ extension Store {
         var copied: [String: Int] = [:]
         try read { source in
             try destination.write { target in
-                try StoreCopy.requireEmpty(target, driver: destination.driver, label: destination.path)
-                for table in StoredTable.all {
-                    copied[table.name] = try StoreCopy.copy(table, from: source, to: target)
+                try StoreCopy.requireEmpty(target, tables: catalogue.storedTables, driver: destination.driver, label: destination.path)
+                let tables = catalogue.storedTables
+                for table in tables {
+                    copied[table.name] = try StoreCopy.copy(table, from: source, to: target,
+                                                           keepingIDs: catalogue.madeIDs.contains(table.name) ? destination.driver?.dialect.keepingMadeIDs : nil)
                 }
                 try StoreCopy.restoreShareTags(from: source, to: target)
-                try destination.driver?.finishCopy(target, madeIDs: StoreCopy.madeIDs)
-                for table in StoredTable.all {
+                try destination.driver?.finishCopy(target, madeIDs: catalogue.madeIDs)
+                for table in tables {
                     let expected = try source.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
                     let found = try target.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
                     guard expected == found else {
@@ -61,14 +63,10 @@ enum StoreCopy {
     /// Rows per INSERT (a statement's placeholders stay far below both stores' limits).
     static let insertRows = 100
 
-    /// The tables whose `id` is made by the store (SQLite's row ID, PostgreSQL's identity): a
-    /// driver's goes on after the copied rows (`StoreDriver.finishCopy`).
-    package static let madeIDs = ["account", "contact", "record", "share", "participant", "credential", "feed"]
-
     /// Refuses a destination that already holds a store: a copy merged into one would mix two
     /// stores' IDs. What opening it made (the format mark, the schema version, its own
     /// change-token key) is replaced by the source's.
-    static func requireEmpty(_ target: StoreTransaction, driver: (any StoreDriver)?, label: String) throws {
+    static func requireEmpty(_ target: StoreTransaction, tables: [StoredTable], driver: (any StoreDriver)?, label: String) throws {
         // A PostgreSQL schema holding objects ShareFlow did not make (a trigger, a function, a
         // view) would change what the copy means: refused, each named.
         if let driver {
@@ -78,7 +76,7 @@ enum StoreCopy {
             }
         }
         var held: [String] = []
-        for table in StoredTable.all where table.name != "shareflow_meta" {
+        for table in tables where table.name != "shareflow_meta" {
             let n = try target.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
             if n > 0 { held.append("\(n) in \(table.name)") }
         }
@@ -88,7 +86,7 @@ enum StoreCopy {
     }
 
     /// Copies one table's rows, page by page; gives how many.
-    static func copy(_ table: StoredTable, from source: StoreTransaction, to target: StoreTransaction) throws -> Int {
+    static func copy(_ table: StoredTable, from source: StoreTransaction, to target: StoreTransaction, keepingIDs: String?) throws -> Int {
         let columns = table.columns.map(\.name)
         // Keyset paging: a page starts after the last row of the one before, so a large table
         // is read in linear time.
@@ -129,7 +127,7 @@ enum StoreCopy {
             var start = 0
             while start < rows.count {
                 let chunk = rows[start..<min(start + insertRows, rows.count)]
-                try insert(chunk, into: table.name, columns: columns, target)
+                try insert(chunk, into: table.name, columns: columns, target, keepingIDs: keepingIDs)
                 start += chunk.count
             }
             count += page.count
@@ -139,9 +137,10 @@ enum StoreCopy {
     }
 
     /// One INSERT of `rows`. The meta rows replace what opening the destination wrote.
-    static func insert(_ rows: ArraySlice<[DatabaseValue]>, into table: String, columns: [String], _ target: StoreTransaction) throws {
+    static func insert(_ rows: ArraySlice<[DatabaseValue]>, into table: String, columns: [String], _ target: StoreTransaction,
+                       keepingIDs: String?) throws {
         let row = "(" + columns.map { _ in "?" }.joined(separator: ", ") + ")"
-        var sql = "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES "
+        var sql = "INSERT INTO \(table) (\(columns.joined(separator: ", "))) \(keepingIDs.map { "\($0) " } ?? "")VALUES "
             + Array(repeating: row, count: rows.count).joined(separator: ", ")
         if table == "shareflow_meta" { sql += " ON CONFLICT (key) DO UPDATE SET value = excluded.value" }
         guard !rows.isEmpty else { return }

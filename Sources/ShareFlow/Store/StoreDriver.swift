@@ -21,6 +21,10 @@ package protocol StoreDriver: AnyObject, Sendable {
     var label: String { get }
     /// The database's name in metrics' labels (`postgres`).
     var name: String { get }
+    /// The schema the driver brought its database to (`StoreCatalogue.current`, or a test's).
+    var catalogue: StoreCatalogue { get }
+    /// How the database spells the catalogue's DDL and what `store copy` writes.
+    var dialect: StoreDialect { get }
 
     /// Runs `body` in a transaction on one connection: a write holds what makes writes to the
     /// same rows run one at a time and commits; a read sees one snapshot and may not write.

@@ -78,7 +78,8 @@ extension Store {
     ///
     /// Never stops at a bad row: a check that cannot run says so as a problem.
     public func check() throws -> StoreCheck {
-        let expected = driver == nil ? try Store.ownSchemaObjects() : [:]
+        let expected = driver == nil ? try Store.ownSchemaObjects(catalogue) : [:]
+        let stored = catalogue.storedTables
         do {
             return try read { tx in
                 // An operator's whole pass over every row: not bounded by the statement timeout
@@ -98,7 +99,7 @@ extension Store {
                     // and column ShareFlow reads.
                     integrity = ["ok"]
                     checking("the schema") {
-                        let found = try driver.schemaProblems(tx, reads: StoredTable.all.map { ($0.name, $0.columns.map(\.name)) })
+                        let found = try driver.schemaProblems(tx, reads: stored.map { ($0.name, $0.columns.map(\.name)) })
                         tables = found.tables
                         problems += found.problems
                     }
@@ -117,7 +118,7 @@ extension Store {
                     }
                 }
                 // A table the store lacks is listed as missing above; the others are read.
-                for table in StoredTable.all where tables.map({ $0.contains(table.name) }) ?? true {
+                for table in stored where tables.map({ $0.contains(table.name) }) ?? true {
                     checking("table \(table.name)") { problems += try table.damagedRows(tx) }
                 }
                 checking("share owners") {
@@ -232,9 +233,9 @@ extension Store {
 
     /// What the migrations make, from an empty in-memory database migrated now: the list
     /// follows every new migration by itself.
-    static func ownSchemaObjects() throws -> [String: SchemaObject] {
+    static func ownSchemaObjects(_ catalogue: StoreCatalogue) throws -> [String: SchemaObject] {
         let fresh = try DatabaseQueue()
-        try migrator.migrate(fresh)
+        try migrator(catalogue).migrate(fresh)
         return try fresh.read { try schemaObjects($0) }
     }
 

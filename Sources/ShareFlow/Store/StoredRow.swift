@@ -27,7 +27,7 @@ struct DamagedRow: Error, CustomStringConvertible {
 ///
 /// Every read of a stored value goes through these readers, and `Store.check()` reads every
 /// row of every table through them too, so what the check passes the engine can read.
-struct StoredRow {
+package struct StoredRow {
     /// The statement stepped onto the row (SQLite): valid only while the cursor stays on it, so
     /// a `StoredRow` never outlives the `decode` closure it is handed to. Nil for a row another
     /// store sent (PostgreSQL), whose values are `cells`.
@@ -396,8 +396,8 @@ final class StoredRowCursor: DatabaseCursor {
 /// Every table ShareFlow keeps, each column with the reader the engine reads it through, so
 /// `Store.check()` reads every row as the engine would (the columns no query reads
 /// included). A test holds the list against a freshly migrated store's columns.
-struct StoredTable: Sendable {
-    typealias Reader = @Sendable (StoredRow, Int, String) throws -> Void
+package struct StoredTable: Sendable {
+    package typealias Reader = @Sendable (StoredRow, Int, String) throws -> Void
 
     let name: String
     /// The column naming a row in a problem: its row ID, or its key.
@@ -432,43 +432,6 @@ struct StoredTable: Sendable {
         let words = T.allCases.map(\.rawValue)
         return { row, index, column in if try row.optionalText(index, column) != nil { _ = try row.word(index, column, in: words) } }
     }
-
-    static let all: [StoredTable] = [
-        StoredTable(name: "shareflow_meta", key: "key", columns: [("key", text), ("value", text)]),
-        StoredTable(name: "account", key: "id", columns: [
-            ("id", integer), ("userRecordID", text), ("name", name), ("discoverability", word(Discoverability.self)), ("createdAt", real)]),
-        StoredTable(name: "account_email", key: "email", columns: [("email", text), ("accountID", integer), ("position", integer)]),
-        StoredTable(name: "account_phone", key: "phone", columns: [("phone", text), ("accountID", integer), ("position", integer)]),
-        StoredTable(name: "contact", key: "id", columns: [
-            ("id", integer), ("accountID", integer), ("kind", lookupKind), ("value", text), ("contactIdentifier", text)]),
-        StoredTable(name: "zone", key: "id", columns: [("id", integer), ("container", text), ("environment", word(CloudEnvironment.self)), ("scope", scope), ("ownerID", integer), ("name", text),
-                                                       ("changeSeq", integer), ("keptFrom", integer)]),
-        StoredTable(name: "record", key: "id", columns: [
-            ("id", integer), ("zoneID", integer), ("name", text), ("type", text), ("fields", fields), ("parentName", optionalText),
-            ("changeTag", integer), ("createdBy", optionalInteger), ("modifiedBy", optionalInteger), ("modifiedAt", real),
-            ("tag", text), ("shortGUID", optionalText), ("createdAt", optionalReal), ("seq", integer)]),
-        StoredTable(name: "share", key: "id", columns: [
-            ("id", integer), ("recordID", integer), ("zoneID", integer), ("token", text), ("rootName", optionalText),
-            ("publicPermission", word(ParticipantPermission.self))]),
-        StoredTable(name: "participant", key: "id", columns: [
-            ("id", integer), ("shareID", integer), ("participantID", text), ("accountID", optionalInteger), ("lookupKind", lookupKind),
-            ("lookupValue", text), ("role", word(ParticipantRole.self)), ("permission", word(ParticipantPermission.self)),
-            ("status", word(ParticipantAcceptanceStatus.self)), ("addedAt", real)]),
-        StoredTable(name: "credential", key: "id", columns: [
-            ("id", integer), ("kind", word(StoredCredential.Kind.self)), ("container", text), ("hash", text), ("accountID", optionalInteger),
-            ("expiresAt", optionalReal), ("createdAt", real), ("publicKey", optionalText),
-            ("environment", optionalWord(CloudEnvironment.self))]),
-        StoredTable(name: "zone_change", key: "zoneID", primaryKey: ["zoneID", "name"], columns: [
-            ("zoneID", integer), ("name", text), ("type", text), ("seq", integer), ("deleted", integer), ("at", real), ("recordID", optionalInteger)]),
-        StoredTable(name: "view_change", key: "zoneID", primaryKey: ["zoneID", "viewerID", "name"], columns: [
-            ("zoneID", integer), ("viewerID", integer), ("name", text), ("type", text), ("seq", integer), ("deleted", integer), ("at", real),
-            ("recordID", optionalInteger)]),
-        StoredTable(name: "feed", key: "id", columns: [
-            ("id", integer), ("accountID", integer), ("container", text), ("environment", word(CloudEnvironment.self)),
-            ("scope", { _ = try $0.word($1, $2, in: ["private", "shared"]) }), ("seq", integer), ("keptFrom", integer)]),
-        StoredTable(name: "feed_change", key: "feedID", primaryKey: ["feedID", "zoneName", "ownerName"], columns: [
-            ("feedID", integer), ("zoneName", text), ("ownerName", text), ("seq", integer), ("deleted", integer), ("reason", optionalText), ("at", real)]),
-    ]
 
     /// The most unreadable values listed per table; past it, one line says how many more.
     static let listedPerTable = 1000
