@@ -96,7 +96,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// Whether a connection was opened before: opening another is a reconnection.
     private var connectedBefore = false
     /// The decision log every node shares, on a connection of its own.
-    let sharedDecisions: PostgresDecisionLog
+    let sharedDecisions: StoreDecisionLog
     /// Readers made and not closed (`makeReader`).
     let readersMade = NIOLockedValueBox(0)
 
@@ -121,8 +121,9 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
 
     private init(location: PostgresLocation, settings: PostgresSettings, catalogue: StoreCatalogue) {
         self.catalogue = catalogue
-        connector = PostgresConnector(location: location, settings: settings)
-        sharedDecisions = PostgresDecisionLog(connector)
+        let connector = PostgresConnector(location: location, settings: settings)
+        self.connector = connector
+        sharedDecisions = StoreDecisionLog(label: location.label) { try PostgresDecisionConnection(connector) }
     }
 
     deinit {

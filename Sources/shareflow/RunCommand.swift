@@ -153,6 +153,9 @@ struct RunInvocation {
     /// Runs the script, then `finish` with the dry run's report, then ends the process.
     private func execute(finish: (ChangeReport?) -> Void) throws -> Never {
         let engine = try global.makeEngine()
+        // A dry run touches nothing (SPEC §9): its decisions were never made, so they stay out
+        // of the log every process on the store reads; `sf.decisions{}` shows the run's own.
+        if dryRun { engine.policies.sharedLog = nil }
         let plugins: PluginManager
         do { plugins = try global.loadPlugins(into: engine, privateData: dryRun) } catch { throw CLIFailure(message: "\(error)") }
         let scriptFolder = script.map { PathName.folder(of: $0) } ?? ""

@@ -308,4 +308,31 @@ final class RunCommandTests: XCTestCase {
         XCTAssertEqual(try CLI.run(["run", "--store", store, gc.path]).status, 0)
         XCTAssertTrue(try CLI.run(["run", "--store", store, check.path]).stdout.contains("FromFinalizer"))
     }
+
+    /// SPEC §18 P3: on SQLite too the decision log is in the store, so a later process reads
+    /// the decisions an earlier one made; a dry run's decisions were never made and stay out.
+    func testTheDecisionLogIsKeptInTheStoreAndADryRunAddsNothing() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let config = dir.appendingPathComponent("shareflow.config.lua"), count = dir.appendingPathComponent("count.lua")
+        try CLI.write(#"return { plugins = { ["domain-allowlist"] = { domains = { "example.com" } } } }"#, to: config)
+        try CLI.write("""
+            local sf = require("shareflow")
+            local accepts = 0
+            for _, d in ipairs(sf.decisions{ limit = 100 }) do
+              if d.point == "share.accept" and d.allow then accepts = accepts + 1 end
+            end
+            print("accepts " .. accepts)
+            """, to: count)
+        let store = dir.appendingPathComponent("store.sqlite").path
+        let made = try CLI.run(["run", "--store", store, "--config", config.path, "Scripts/examples/audit_access.lua"])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let read = try CLI.run(["run", "--store", store, "--config", config.path, count.path])
+        XCTAssertEqual(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "accepts 2", read.stderr)
+        let dryStore = dir.appendingPathComponent("dry.sqlite").path
+        let dry = try CLI.run(["run", "--dry-run", "--store", dryStore, "--config", config.path, "Scripts/examples/audit_access.lua"])
+        XCTAssertEqual(dry.status, 0, dry.stderr)
+        let after = try CLI.run(["run", "--store", dryStore, "--config", config.path, count.path])
+        XCTAssertEqual(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "accepts 0", after.stderr)
+    }
 }

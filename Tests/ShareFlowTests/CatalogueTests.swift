@@ -128,7 +128,7 @@ final class CatalogueTests: XCTestCase {
         XCTAssertEqual(try copy.read { try $0.fetchInteger("SELECT priority FROM record WHERE name = 'r1'") }, 7)
 
         // PostgreSQL: a store of today's schema opened by the new shareflow, then a copy into it.
-        guard let template = TestStore.postgresTemplate else { return }
+        guard let template = EachDriver.postgresTemplate else { return }
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
         try Store.open(url).close()
@@ -180,7 +180,7 @@ final class CatalogueTests: XCTestCase {
     /// new store, healthy to `store check` (its functions' bodies are the catalogue's), their
     /// rows kept, and a copy writes into their decision log.
     func testPostgreSQLStoresOfEveryEarlierVersionReachTheCatalogue() throws {
-        guard let template = TestStore.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        guard let template = EachDriver.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
         let newURL = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(newURL) }
         let made = try Store.open(newURL)

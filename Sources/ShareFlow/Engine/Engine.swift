@@ -67,8 +67,8 @@ public final class Engine: @unchecked Sendable {
         threadKey = "shareflow.engine.calls.\(UUID().uuidString)"
         events.logger = { [unowned self] in self.logger }
         link.target = .passUnretained(self)
-        // Several nodes share one decision log (SPEC §16).
-        if let shared = store.driver?.decisionLog {
+        // Every process on the store shares one decision log (SPEC §18 P3, §16).
+        if let shared = store.decisionLog {
             policies.sharedLog = shared
             shared.setLogger(logger)
         }

@@ -252,7 +252,7 @@ public final class PolicySet: @unchecked Sendable {
         // The point's names (one reference) go into the log, never its closures.
         log.append(LoggedDecision(id: nextDecision, point: point.label, asked: asked,
                                   denial: denial.map { "\($0.0): \($0.1)" }, start: start, end: end))
-        // On PostgreSQL the decision goes to the log all nodes share, too (SPEC §16).
+        // The decision goes to the log every process on the store shares, too (SPEC §18 P3).
         if let sharedLog, let logged = log.last { sharedLog.add(decision(logged)) }
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
         if log.count > 2 * logCapacity { log.removeFirst(log.count - logCapacity) }
@@ -272,8 +272,8 @@ public final class PolicySet: @unchecked Sendable {
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
-    /// The most recent decisions, oldest first: on PostgreSQL, of every node (the shared log;
-    /// this process's own if the store cannot be read).
+    /// The most recent decisions, oldest first: of every process on the store (the shared log;
+    /// this process's own in memory, or if the store cannot be read).
     /// At most `logCapacity` of this process's, or what the shared log keeps;
     /// none for a limit below 1.
     public func decisions(limit: Int = 20) -> [PolicyDecision] {
@@ -282,8 +282,8 @@ public final class PolicySet: @unchecked Sendable {
         return log.suffix(min(limit, logCapacity)).map(decision)
     }
 
-    /// The log every process on the store shares, which gets every decision too (a driver's
-    /// store: `Engine`). It knows nothing of the policy set.
+    /// The log every process on the store shares, which gets every decision too (`Engine`
+    /// sets it from `Store.decisionLog`). It knows nothing of the policy set.
     package var sharedLog: (any SharedDecisionLog)?
 
     private func decision(_ d: LoggedDecision) -> PolicyDecision {

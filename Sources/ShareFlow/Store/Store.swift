@@ -33,6 +33,13 @@ public final class Store: @unchecked Sendable {
     package let catalogue: StoreCatalogue
     /// What a reader of an SQLite file opens (`makeReader`); nil in memory or on a driver.
     private let readerPath: String?
+    /// The decision log in an SQLite file's table `decision`; nil in memory, read-only or on
+    /// a driver (`decisionLog`).
+    private let sqliteDecisions: StoreDecisionLog?
+    /// The policy decision log every process on the store shares (SPEC §18 P3): the table
+    /// `decision`, through a connection of the log's own; nil where each process keeps its own
+    /// (a store in memory, or one opened read-only).
+    package var decisionLog: (any SharedDecisionLog)? { driver?.decisionLog ?? sqliteDecisions }
     /// The driver's transaction in progress (as `current` is SQLite's).
     private var currentConnection: (any StoreConnection)?
     /// Called on the writing thread after a write transaction that changed rows has committed
@@ -177,6 +184,8 @@ public final class Store: @unchecked Sendable {
             && !FileManager.default.fileExists(atPath: path + "-shm")
             ? Store.immutableURI(path) : path
         readerPath = path == ":memory:" ? nil : sqlitePath
+        sqliteDecisions = path == ":memory:" || isReadOnly ? nil
+            : StoreDecisionLog(label: path) { try SQLiteDecisionConnection(path: sqlitePath) }
         var config = Configuration()
         config.readonly = isReadOnly
         // WAL, set here rather than by GRDB's `.wal`, whose set-up writes to the store at every
@@ -252,6 +261,7 @@ public final class Store: @unchecked Sendable {
         isReadOnly = false
         sqliteQueue = nil
         readerPath = nil
+        sqliteDecisions = nil
     }
 
     /// Whether `location` is a database URL (`scheme://…`) rather than an SQLite file.
@@ -324,8 +334,8 @@ public final class Store: @unchecked Sendable {
     /// the process without releasing its engine (see `RunInvocation`) still leaves a file
     /// store whole, its `-wal` and `-shm` removed by SQLite. Nothing may use the store after.
     public func close() {
+        decisionLog?.close()
         try? sqliteQueue?.close()
-        driver?.decisionLog?.close()
         driver?.close()
     }
 
