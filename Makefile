@@ -191,11 +191,11 @@ sanitize: deps pyenv
 TSAN_SCRATCH := .build-tsan
 TSAN_LOGS := $(CURDIR)/$(TSAN_SCRATCH)/sanitizer-logs
 # The tests where threads meet: many clients at once, reads beside a write, a write waiting
-# for a lock, plugins and authenticators under the engine's lock, shutdown with work queued,
+# for a lock, the decision log's background writes, plugins and authenticators under the engine's lock, shutdown with work queued,
 # connection limits, the rate limiter, and every route once in-process (EndpointTests). The
 # server's functional tests (one client at a time) run in the plain and ASan suites; under
 # TSan each cost 5-10 s of a CI run for no thread that meets another.
-TSAN_TESTS := LoadTests|LockHeldElsewhereTests|ReadsBesideTests|ReadsBesideAttackTests|SlowPluginTests|EndpointTests|RateLimiterTests|ServeTests/testTheSharingFlowOverHTTP|ServeAuthTests/testAHostileAuthenticatorFailsClosed|ServeAuthTests/testAPluginAuthenticatesAndAPolicyDenial|ServeAuthTests/testRateLimitsPerToken|ServeHardeningTests/testSIGTERM|ServeHardeningTests/testAConnectionStorm|ServeHardeningTests/testOpenConnectionsAreCapped|ServeHardeningTests/testASlowReaderGetsTheWholeAnswer|PyiCloudTests/testFeedsConvergeOverHTTPWithConcurrentWriters
+TSAN_TESTS := LoadTests|LockHeldElsewhereTests|ReadsBesideTests|ReadsBesideAttackTests|DecisionLogTests|SlowPluginTests|EndpointTests|RateLimiterTests|ServeTests/testTheSharingFlowOverHTTP|ServeAuthTests/testAHostileAuthenticatorFailsClosed|ServeAuthTests/testAPluginAuthenticatesAndAPolicyDenial|ServeAuthTests/testRateLimitsPerToken|ServeHardeningTests/testSIGTERM|ServeHardeningTests/testAConnectionStorm|ServeHardeningTests/testOpenConnectionsAreCapped|ServeHardeningTests/testASlowReaderGetsTheWholeAnswer|PyiCloudTests/testFeedsConvergeOverHTTPWithConcurrentWriters
 
 tsan: deps pyenv
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)

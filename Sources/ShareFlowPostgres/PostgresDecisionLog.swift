@@ -16,8 +16,20 @@ final class PostgresDecisionConnection: DecisionLogConnection {
     }
 
     /// A row insert never waits on the engine's write lock (an advisory lock): `waiting` is
-    /// the same either way.
-    func query(_ sql: String, _ values: [DatabaseValue], waiting: Bool) throws -> [[DatabaseValue]] {
+    /// the same either way (the statement timeout bounds a locked table).
+    func write<T>(waiting: Bool, _ body: () throws -> T) throws -> T {
+        try noting { try session.command("BEGIN") }
+        do {
+            let result = try body()
+            try noting { try session.command("COMMIT") }
+            return result
+        } catch {
+            if !isLost { try? session.command("ROLLBACK") }
+            throw error
+        }
+    }
+
+    func query(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
         try noting { try session.query(sql, values) }
     }
 

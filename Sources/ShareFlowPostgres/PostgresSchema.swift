@@ -48,6 +48,73 @@ extension PostgresSchema {
         return bodies
     }
 
+    /// What the catalogue makes that the schema lacks or holds otherwise: an index, a
+    /// trigger (dropped, disabled, or firing on other events), a key, unique constraint or
+    /// foreign key (dropped, or one added that ShareFlow does not make). A trigger disabled
+    /// keeps every share's change tag still (R21); a unique constraint dropped lets two shares
+    /// take one URL.
+    static func missingObjects(_ tx: StoreTransaction, _ catalogue: StoreCatalogue) throws -> [String] {
+        var problems: [String] = []
+        func text(_ row: [DatabaseValue], _ i: Int) -> String { String.fromDatabaseValue(row[i]) ?? "" }
+        func unqualified(_ s: String) -> String { s.replacingOccurrences(of: "\(name).", with: "") }
+        let indexes = Set(try tx.rows("SELECT indexname FROM pg_indexes WHERE schemaname = ?", [name]).map { text($0, 0) })
+        for index in catalogue.indexes where !indexes.contains(index.name.lowercased()) {
+            problems.append("index \(index.name) of ShareFlow's schema is missing (on table \(index.table))")
+        }
+        var triggers: [String: (enabled: Bool, definition: String)] = [:]
+        for row in try tx.rows("""
+            SELECT t.tgname, t.tgenabled::text, pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND NOT t.tgisinternal
+            """, [name]) {
+            triggers[text(row, 0)] = (text(row, 1) == "O", Store.normalized(unqualified(text(row, 2))))
+        }
+        for trigger in catalogue.triggers {
+            let expected = Store.normalized(dialect.createTrigger(trigger)[1])
+            let made = dialect.triggerNames(trigger).triggers[0]
+            guard let found = triggers[made.lowercased()] else {
+                problems.append("trigger \(made) of ShareFlow's schema is missing: share change tags no longer move (R21)"); continue
+            }
+            if !found.enabled { problems.append("trigger \(made) is disabled: share change tags no longer move (R21)") }
+            if found.definition != expected { problems.append("trigger \(made) differs from the one ShareFlow's schema makes (\(found.definition))") }
+        }
+        // Keys, unique constraints and foreign keys, each as "table kind columns [-> table on delete]".
+        var expected: Set<String> = []
+        for table in catalogue.tables {
+            let t = table.name.lowercased()
+            expected.insert("\(t) primary key (\(table.keyColumns.joined(separator: ",").lowercased()))")
+            for column in table.columns where column.unique { expected.insert("\(t) unique (\(column.name.lowercased()))") }
+            for unique in table.uniques { expected.insert("\(t) unique (\(unique.joined(separator: ",").lowercased()))") }
+            for column in table.columns {
+                guard let target = column.references else { continue }
+                let referenced = target.prefix { $0 != "(" }.lowercased()
+                expected.insert("\(t) foreign key (\(column.name.lowercased())) -> \(referenced) on delete \(column.onDeleteCascade ? "cascade" : "no action")")
+            }
+        }
+        var found: Set<String> = []
+        for row in try tx.rows("""
+            SELECT c.conrelid::regclass::text, c.contype::text,
+                (SELECT string_agg(a.attname::text, ',' ORDER BY k.ord) FROM unnest(c.conkey) WITH ORDINALITY k(attnum, ord)
+                 JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum),
+                COALESCE(NULLIF(c.confrelid, 0)::regclass::text, ''), c.confdeltype::text
+            FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = ? AND c.contype IN ('p', 'u', 'f')
+            """, [name]) {
+            let table = unqualified(text(row, 0)), columns = text(row, 2)
+            switch text(row, 1) {
+            case "p": found.insert("\(table) primary key (\(columns))")
+            case "u": found.insert("\(table) unique (\(columns))")
+            default: found.insert("\(table) foreign key (\(columns)) -> \(unqualified(text(row, 3))) on delete \(text(row, 4) == "c" ? "cascade" : text(row, 4) == "a" ? "no action" : text(row, 4))")
+            }
+        }
+        let tables = Set(catalogue.tables.map { $0.name.lowercased() })
+        for missing in expected.subtracting(found).sorted() where tables.contains(String(missing.prefix { $0 != " " })) {
+            problems.append("\(missing) of ShareFlow's schema is missing")
+        }
+        for extra in found.subtracting(expected).sorted() {
+            problems.append("\(extra) was not made by ShareFlow")
+        }
+        return problems
+    }
+
     /// Objects in the `shareflow` schema ShareFlow did not make, one line each: a trigger,
     /// function, view, rule, row policy, operator or type planted there changes what the
     /// store means (a trigger once made every invitee an administrator) while every table and

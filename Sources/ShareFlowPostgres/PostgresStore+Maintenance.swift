@@ -20,7 +20,7 @@ extension PostgresStore {
         for row in try tx.rows("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ?", [PostgresSchema.name]) {
             if case .string(let t) = row[0].storage, case .string(let c) = row[1].storage { columns[t, default: []].insert(c) }
         }
-        var problems = try PostgresSchema.foreignObjects(tx, catalogue)
+        var problems = try PostgresSchema.foreignObjects(tx, catalogue) + PostgresSchema.missingObjects(tx, catalogue)
         for (table, wanted) in reads {
             guard let have = columns[table] else { problems.append("table \(table) is missing"); continue }
             for column in wanted where !have.contains(column.lowercased()) {

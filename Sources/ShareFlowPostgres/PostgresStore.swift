@@ -220,6 +220,14 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
             ], reaching: catalogue.version)
             return
         }
+        // What the upgrade would make, made already by someone else: refused before any step.
+        let names = Set(try session.query("SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ?",
+                                          [PostgresSchema.name.databaseValue]).compactMap { String.fromDatabaseValue($0[0]) }
+            + session.query("SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ?",
+                            [PostgresSchema.name.databaseValue]).compactMap { String.fromDatabaseValue($0[0]) })
+        if let taken = catalogue.madeAfter(version, PostgresSchema.dialect).first(where: { names.contains($0.name.lowercased()) }) {
+            throw StoreError.cannotOpen(path: location.label, reason: "it holds a \(taken.kind) \(taken.name) ShareFlow did not make, and upgrading it from schema version \(version) makes one of that name; rename or drop it (nothing was changed)")
+        }
         while version < catalogue.version {
             version += 1
             try apply(catalogue.step(to: version, PostgresSchema.dialect), reaching: version)

@@ -335,4 +335,38 @@ final class RunCommandTests: XCTestCase {
         let after = try CLI.run(["run", "--store", dryStore, "--config", config.path, count.path])
         XCTAssertEqual(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "accepts 0", after.stderr)
     }
+
+    /// A `run` whose script fails after a denial keeps the denial (the store's last act at
+    /// any exit writes the log), each of several times.
+    func testARunThatFailsKeepsTheDecisionThatFailedIt() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let deny = dir.appendingPathComponent("deny.lua"), count = dir.appendingPathComponent("count.lua")
+        try CLI.write("""
+            local sf = require("shareflow")
+            sf.policy("share.save", function() return sf.deny("nope") end)
+            local who = "u" .. arg[1] .. "@example.com"
+            sf.accounts.create{ email = who }
+            local db = sf.as(who):container("iCloud.t").privateCloudDatabase
+            local zone = db:saveZone("Z")
+            local r = sf.Record{ recordType = "T", recordName = "r", zone = zone }
+            local _, err = db:modifyRecords{ save = { r, sf.Share{ rootRecord = r } } }
+            assert(err, "the share was denied")
+            error("the script fails after a denial")
+            """, to: deny)
+        try CLI.write("""
+            local sf = require("shareflow")
+            local denied = 0
+            for _, d in ipairs(sf.decisions{ limit = 100 }) do if not d.allow then denied = denied + 1 end end
+            print("denied " .. denied)
+            """, to: count)
+        let store = dir.appendingPathComponent("store.sqlite").path
+        for n in 1...3 {
+            let failed = try CLI.run(["run", "--store", store, deny.path, String(n)])
+            XCTAssertEqual(failed.status, 1, failed.stderr)
+            XCTAssertTrue(failed.stderr.contains("the script fails after a denial"), failed.stderr)
+            let read = try CLI.run(["run", "--store", store, count.path])
+            XCTAssertEqual(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "denied \(n)", read.stderr)
+        }
+    }
 }

@@ -20,6 +20,30 @@ final class CatalogueTests: XCTestCase {
         flawed.indexes.append(.init("share_nothing", on: "share", ["nothing"]))
         XCTAssertEqual(flawed.flaws(), ["record.priority was added after its table: it needs a default or to be nullable",
                                         "index share_nothing: nothing is not a column of share"])
+        // Each mistake a developer can make adding to it, told before a store is touched.
+        func flaws(_ change: (inout StoreCatalogue) -> Void) -> [String] {
+            var catalogue = StoreCatalogue.current
+            catalogue.version = 12
+            change(&catalogue)
+            return catalogue.flaws()
+        }
+        let record = StoreCatalogue.current.tables.firstIndex { $0.name == "record" }!
+        XCTAssertEqual(flaws { $0.tables[record].columns.append(.init("a", .integer, default: "NULL", since: 12)) },
+                       ["record.a was added after its table: it needs a default or to be nullable"])
+        XCTAssertEqual(flaws { $0.tables[record].columns.append(.init("b", .text, nullable: true, unique: true, since: 12)) },
+                       ["record.b was added after its table: a column added so cannot be unique or part of the key (add a unique index)"])
+        XCTAssertEqual(flaws { $0.tables[record].columns.append(.init("c", .real, default: "random()", since: 12)) },
+                       ["record.c: its default random() is not a constant of its kind"])
+        XCTAssertEqual(flaws { $0.tables[record].columns.append(.init("d", .integer, default: "'high'", since: 12)) },
+                       ["record.d: its default 'high' is not a constant of its kind"])
+        XCTAssertEqual(flaws {
+            $0.tables[record].columns.append(.init("e", .integer, default: "0", since: 12))
+            $0.indexes.append(.init("record_e", on: "record", ["e"]))
+        }, ["index record_e is older than its column e: its `since` is the version that adds it"])
+        XCTAssertEqual(flaws { $0.indexes.append(.init("record_later", on: "record", ["name"], since: 13)) },
+                       ["index record_later is newer than the catalogue's version 12"])
+        XCTAssertEqual(flaws { $0.tables.append(.init("note", key: .made, columns: [.init("id", .integer)])) },
+                       ["table note is not one of version 9's: it needs `since`, the version that adds it"])
     }
 
     /// What SQLite says of a schema, table by table: columns (type, NOT NULL, default, key),
@@ -217,6 +241,50 @@ final class CatalogueTests: XCTestCase {
                 let report = try source.copy(to: old)
                 XCTAssertEqual(report.rows["decision"], 1)
             }
+        }
+    }
+
+    /// A table, index or trigger an upgrade would make, made already by someone else: the
+    /// store is refused at once, naming it, and left as it was (not half-upgraded, nor
+    /// retried for the busy timeout as another process's migration).
+    func testAnUpgradeMeetingAnObjectItWouldMakeIsRefusedAtOnce() throws {
+        let (dir, path) = try makeOldStore(upTo: "v9", migrator: Store.migrator(), sql: "CREATE TABLE decision (id INTEGER PRIMARY KEY, note TEXT)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let start = Date()
+        XCTAssertThrowsError(try Store(path: path)) { error in
+            XCTAssertTrue("\(error)".contains("table decision ShareFlow did not make"), "\(error)")
+            XCTAssertTrue("\(error)".contains("rename or drop it"), "\(error)")
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2)
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        XCTAssertEqual(try queue.read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid") }.last, "v9")
+    }
+
+    /// PostgreSQL's `store check` holds the schema's indexes, triggers, keys, unique
+    /// constraints and foreign keys to the catalogue: each taken away (or a trigger disabled
+    /// or made to fire otherwise) is a problem naming it.
+    func testPostgreSQLsCheckFindsWhatWasTakenFromTheSchema() throws {
+        guard let template = EachDriver.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
+        let tampers: [(sql: String, named: String)] = [
+            ("ALTER TABLE participant DISABLE TRIGGER participant_changes_share", "trigger participant_changes_share is disabled"),
+            ("DROP TRIGGER participant_changes_share ON participant", "trigger participant_changes_share of ShareFlow's schema is missing"),
+            ("DROP TRIGGER share_update_changes_share ON share; CREATE TRIGGER share_update_changes_share AFTER INSERT ON share FOR EACH STATEMENT EXECUTE FUNCTION share_changes_share()",
+             "trigger share_update_changes_share differs"),
+            ("ALTER TABLE share DROP CONSTRAINT share_token_key", "share unique (token) of ShareFlow's schema is missing"),
+            ("DROP INDEX record_seq", "index record_seq of ShareFlow's schema is missing"),
+            ("ALTER TABLE participant DROP CONSTRAINT participant_shareid_fkey", "participant foreign key (shareid) -> share on delete cascade of ShareFlow's schema is missing"),
+            ("ALTER TABLE account ADD CONSTRAINT one_name UNIQUE (name)", "account unique (name) was not made by ShareFlow"),
+        ]
+        for (sql, named) in tampers {
+            let url = try PostgresStore.makeScratch(template: template)
+            defer { PostgresStore.dropScratch(url) }
+            let store = try Store.open(url)
+            defer { store.close() }
+            XCTAssertTrue(try store.check().isHealthy, "before: \(sql)")
+            try store.write { tx in for statement in sql.components(separatedBy: "; ") { _ = try tx.run(statement, []) } }
+            let check = try store.check()
+            XCTAssertTrue(check.problems.contains { $0.contains(named) }, "\(sql): \(check.problems)")
         }
     }
 }

@@ -90,9 +90,57 @@ final class DecisionLogTests: XCTestCase {
         let meanwhile = try XCTUnwrap(log.latest(limit: 1_000))
         XCTAssertEqual(meanwhile.map(\.reasons), (0..<100).map { ["#\($0)"] })
         XCTAssertEqual(sqlite3_exec(holder, "COMMIT", nil, nil, nil), SQLITE_OK)
-        let written = try XCTUnwrap(log.latest(limit: 1_000))
+        // Written once the lock goes: the background write gets it within moments.
+        var written = try XCTUnwrap(log.latest(limit: 1_000))
+        let deadline = Date().addingTimeInterval(30)
+        while !written.allSatisfy({ $0.id > 0 }) && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.01)
+            written = try XCTUnwrap(log.latest(limit: 1_000))
+        }
         XCTAssertEqual(written.map(\.reasons), (0..<100).map { ["#\($0)"] })
         XCTAssertTrue(written.allSatisfy { $0.id > 0 })
         XCTAssertEqual(written.map(\.id), written.map(\.id).sorted())
+    }
+
+    /// Closed is closed: with the file's lock held past the close, what waited is not written
+    /// once it goes (no retry reopens the log); a store file deleted under a running process
+    /// is not made again, empty, by its log.
+    func testAClosedLogWritesNothingAndADeletedFileIsNotMadeAgain() throws {
+        let dir = try makeTemporaryFolder("sf-decisions")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("store.sqlite").path
+        let store = try Store(path: path)
+        let log = try XCTUnwrap(store.decisionLog)
+        var holder: OpaquePointer?
+        XCTAssertEqual(sqlite3_open(path, &holder), SQLITE_OK)
+        defer { sqlite3_close(holder) }
+        XCTAssertEqual(sqlite3_exec(holder, "BEGIN IMMEDIATE", nil, nil, nil), SQLITE_OK)
+        for n in 0..<5 {
+            log.add(PolicyDecision(id: 0, point: "share.save", policies: ["p"], allow: true, reasons: ["#\(n)"], duration: 0, time: Date()))
+        }
+        store.close()
+        XCTAssertEqual(sqlite3_exec(holder, "COMMIT", nil, nil, nil), SQLITE_OK)
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertEqual(try DatabaseQueue(path: path).read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM decision") }, 0)
+        XCTAssertNil(log.latest(limit: 5), "a closed log reads nothing")
+
+        let gone = dir.appendingPathComponent("gone.sqlite").path
+        let other = try Store(path: gone)
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: gone + suffix) }
+        other.decisionLog?.add(PolicyDecision(id: 0, point: "share.save", policies: ["p"], allow: true, reasons: [], duration: 0, time: Date()))
+        _ = other.decisionLog?.latest(limit: 1)
+        other.close()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: gone), "the log made the deleted store file again")
+    }
+
+    /// `store check` reads the log's rows as the log does: a list that is not JSON is named.
+    func testTheCheckNamesADamagedDecision() throws {
+        let dir = try makeTemporaryFolder("sf-decisions")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try Store(path: dir.appendingPathComponent("store.sqlite").path)
+        defer { store.close() }
+        _ = try store.write { try $0.run("INSERT INTO decision (point, policies, allow, reasons, duration, at) VALUES ('share.save', 'oops', 1, '[]', 0, 0)", []) }
+        let check = try store.check()
+        XCTAssertTrue(check.problems.contains { $0.contains("decision") && $0.contains("policies") && $0.contains("not a JSON list") }, "\(check.problems)")
     }
 }

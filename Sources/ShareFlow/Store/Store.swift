@@ -219,7 +219,7 @@ public final class Store: @unchecked Sendable {
         while true {
             attempt += 1
             do {
-                if path != ":memory:" { try Store.checkForeignFile(at: path, sqlitePath: sqlitePath, supported: catalogue.version) }
+                if path != ":memory:" { try Store.checkForeignFile(at: path, sqlitePath: sqlitePath, catalogue: catalogue) }
                 let migrator = Store.migrator(catalogue)
                 if path == ":memory:" {
                     // A new in-memory store: the schema the migrations leave, made at once
@@ -279,11 +279,14 @@ public final class Store: @unchecked Sendable {
     }
 
     /// `path` as an SQLite URI opening it immutable (SQLite here takes `file:` names as URIs).
-    static func immutableURI(_ path: String) -> String {
+    static func immutableURI(_ path: String) -> String { sqliteURI(path, "immutable=1") }
+
+    /// `path` as an SQLite URI with `query` (`mode=rw`: opened, never made).
+    static func sqliteURI(_ path: String, _ query: String) -> String {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "?#%")
-        return "file:" + (absolute.addingPercentEncoding(withAllowedCharacters: allowed) ?? absolute) + "?immutable=1"
+        return "file:" + (absolute.addingPercentEncoding(withAllowedCharacters: allowed) ?? absolute) + "?" + query
     }
 
     /// Failures another process opening or migrating the same store causes for a moment: the
@@ -317,12 +320,16 @@ public final class Store: @unchecked Sendable {
         return "\(error)"
     }
 
-    /// Moves the WAL's content into the database file and empties the WAL, so the file alone
-    /// is the whole store (copy it, back it up). Done at a clean exit.
+    /// What a process does with its store as it ends, however it ends (an error, SIGTERM):
+    /// the decision log writes what it still holds and closes (SPEC §18 P3: a `run` whose
+    /// script fails keeps the denial that failed it), then the WAL's content moves into the
+    /// database file and the WAL empties, so the file alone is the whole store (copy it, back
+    /// it up).
     ///
-    /// Never waits: while another process writes, the checkpoint is left to whoever exits
+    /// The checkpoint never waits: while another process writes, it is left to whoever exits
     /// last (a truncating checkpoint would otherwise wait out the busy timeout).
     public func checkpoint() {
+        decisionLog?.close()
         guard path != ":memory:", !isReadOnly, let queue = sqliteQueue else { return }
         try? queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA busy_timeout = 0")
@@ -567,7 +574,8 @@ public final class Store: @unchecked Sendable {
 
     /// Throws, touching nothing, when `path` holds something other than a ShareFlow store
     /// this binary can open.
-    static func checkForeignFile(at path: String, sqlitePath: String? = nil, supported: Int = Store.schemaVersion) throws {
+    static func checkForeignFile(at path: String, sqlitePath: String? = nil, catalogue: StoreCatalogue = .current) throws {
+        let supported = catalogue.version
         // Only a regular file (or none yet) is a store: opening a FIFO waits for a writer for
         // ever (`store info` and `serve` hung), and a device or socket is no file.
         var info = stat()
@@ -631,6 +639,12 @@ public final class Store: @unchecked Sendable {
             let missing = (1...version).map { "v\($0)" }.filter { !applied.contains($0) }
             guard missing.isEmpty else {
                 throw StoreError.cannotOpen(path: path, reason: "it is damaged (schema version \(version), but its migration record lacks \(missing.joined(separator: ", "))); restore it from a backup (the file was not changed)")
+            }
+            // What the upgrade would make, made already by someone else: refused now, not
+            // half-way through the upgrade.
+            let names = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master"))
+            if let taken = catalogue.madeAfter(version, .sqlite).first(where: { names.contains($0.name) }) {
+                throw StoreError.cannotOpen(path: path, reason: "it holds a \(taken.kind) \(taken.name) ShareFlow did not make, and upgrading it from schema version \(version) makes one of that name; rename or drop it (the file was not changed)")
             }
         }
     }

@@ -40,41 +40,60 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
     /// shorter where they are made).
     static let longestText = 1_024
 
+    /// Decisions this process wrote, kept with their table IDs after the write: a read that
+    /// began before their commit still lists them.
+    static let recentKept = 1_000
+    /// How long a background write waits for a lock held elsewhere before trying again (it
+    /// holds up no request: only a `latest` that would write first, which then does not).
+    package static let writerWaitMs = 250
+
     private struct State {
         var waiting: [PolicyDecision] = []
+        var recent: [PolicyDecision] = []
         var draining = false
         var dropped = 0
+        var closed = false
+        /// Until when (uptime, ns) `latest` does not try to write: a lock was found held.
+        var flushAfter: UInt64 = 0
     }
     private let connect: @Sendable () throws -> any DecisionLogConnection
     private let label: String
     private let lock = NSLock()
     private var state = State()
-    private let connection = NSLock()
-    private var link: (any DecisionLogConnection)?
-    /// The table's latest rows as `latest` last read them, and the store's version then;
-    /// forgotten at each write of the log's own. Guarded by `connection`.
+    /// The connection writes go through, and the one reads go through (apart, so a write
+    /// waiting for a lock never holds up a read). Each guarded by its lock.
+    private let writing = NSLock(), reading = NSLock()
+    private var writer: (any DecisionLogConnection)?, reader: (any DecisionLogConnection)?
+    /// The table's latest rows as `latest` last read them, and the store's version then.
+    /// Guarded by `reading`.
     private var lastRead: (limit: Int, version: Int64, decisions: [PolicyDecision])?
     private let queue = DispatchQueue(label: "shareflow.decisions")
     private let logs = NSLock()
     private var logger = Logger(label: "shareflow.decisions")
 
-    /// `connect` opens the log's own connection to the store named `label`; called on first
-    /// use and again after a failure.
+    /// `connect` opens one of the log's own connections to the store named `label`; called on
+    /// first use and again after a connection was lost.
     package init(label: String, connect: @escaping @Sendable () throws -> any DecisionLogConnection) {
         self.label = label
         self.connect = connect
     }
 
-    deinit { link?.close() }
+    deinit {
+        writer?.close()
+        reader?.close()
+    }
 
     package var kept: Int { StoreDecisionLog.kept }
     package func setLogger(_ logger: Logger) { logs.withLock { self.logger = logger } }
     private var log: Logger { logs.withLock { logger } }
+    private var isClosed: Bool { lock.withLock { state.closed } }
 
     /// Hands `decision` over to be written; returns at once. With `capacity` waiting already
-    /// (the table unwritable for a while), it is dropped and counted.
+    /// (the table unwritable for a while), it is dropped and counted; after `close()`, it is
+    /// not written.
     package func add(_ decision: PolicyDecision) {
         let (start, dropped) = lock.withLock { () -> (Bool, Int?) in
+            guard !state.closed else { return (false, nil) }
             guard state.waiting.count < StoreDecisionLog.capacity else { state.dropped += 1; return (false, state.dropped) }
             state.waiting.append(decision)
             defer { state.draining = true }
@@ -89,15 +108,17 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
         if start { queue.async { self.drain() } }
     }
 
-    /// Writes what waits, batch by batch, on the log's queue, never waiting for a lock: the
-    /// connection is then free for a read of the log at once (a policy asking inside a write
-    /// whose lock is the very one). A lock held elsewhere is tried again shortly, quietly; any
-    /// other failure a second later, said.
+    /// Writes what waits, batch by batch, on the log's queue, each write waiting a moment
+    /// for a lock held elsewhere (`writerWaitMs`); a lock still held is tried again shortly,
+    /// quietly; any other failure a second later, said. Nothing after `close()`.
     private func drain() {
+        guard !isClosed else { return }
         do {
-            while try connection.withLock({ try writeNext(endsDraining: true, waiting: false) }) {}
+            while try writing.withLock({ try writeNext(endsDraining: true, waiting: true) }) {}
         } catch is DecisionLogBusy {
             queue.asyncAfter(deadline: .now() + StoreDecisionLog.busyRetry) { self.drain() }
+        } catch is DecisionLogClosed {
+            return
         } catch {
             log.warning("decision log of \(label): decisions not written yet (\(error)); trying again in 1 s")
             queue.asyncAfter(deadline: .now() + 1) { self.drain() }
@@ -106,117 +127,162 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
 
     /// How soon a write that found the table's lock held is tried again.
     static let busyRetry = 0.02
+    /// How long `latest` waits for a background write in progress before reading without
+    /// writing first (one in progress takes a moment; one waiting for a lock, longer).
+    static let writerGrace = 0.05
 
-    /// Writes the first waiting decisions and forgets them; false when none waits. Prunes when
-    /// the new IDs crossed a multiple of `pruneEvery`. Call with `connection` held: the batch
-    /// is taken under it, so no two writers send the same decisions.
-    private func writeNext(endsDraining: Bool, waiting: Bool = true) throws -> Bool {
-        let batch = lock.withLock { () -> [PolicyDecision] in
+    /// Writes the first waiting decisions in one transaction and keeps them as `recent`;
+    /// false when none waits. The lock is taken before the batch is made, so an attempt
+    /// that does not get it costs one BEGIN. Prunes when the new IDs crossed a multiple of
+    /// `pruneEvery`. Call with `writing` held: no two writers send the same decisions.
+    private func writeNext(endsDraining: Bool, waiting: Bool) throws -> Bool {
+        let empty = lock.withLock { () -> Bool in
             if state.waiting.isEmpty && endsDraining { state.draining = false }
-            return Array(state.waiting.prefix(StoreDecisionLog.rowsPerInsert))
+            return state.waiting.isEmpty
         }
-        guard !batch.isEmpty else { return false }
-        var values: [DatabaseValue] = []
-        values.reserveCapacity(batch.count * 6)
-        for d in batch {
-            values += [d.point.databaseValue, StoreDecisionLog.json(d.policies).databaseValue, (d.allow ? 1 : 0).databaseValue,
-                       StoreDecisionLog.json(d.reasons).databaseValue, d.duration.databaseValue,
-                       d.time.timeIntervalSince1970.databaseValue]
+        guard !empty else { return false }
+        let written = try connected(&writer) { link in
+            try link.write(waiting: waiting) { () -> [PolicyDecision] in
+                let batch = lock.withLock { Array(state.waiting.prefix(StoreDecisionLog.rowsPerInsert)) }
+                guard !batch.isEmpty else { return [] }
+                var values: [DatabaseValue] = []
+                values.reserveCapacity(batch.count * 6)
+                for d in batch {
+                    values += [d.point.databaseValue, StoreDecisionLog.json(d.policies).databaseValue, (d.allow ? 1 : 0).databaseValue,
+                               StoreDecisionLog.json(d.reasons).databaseValue, d.duration.databaseValue,
+                               d.time.timeIntervalSince1970.databaseValue]
+                }
+                let rows = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: batch.count).joined(separator: ", ")
+                let ids = try link.query("INSERT INTO decision (point, policies, allow, reasons, duration, at) VALUES \(rows) RETURNING id", values)
+                    .compactMap { row -> Int64? in if case .int64(let id)? = row.first?.storage { return id } else { return nil } }
+                if let first = ids.min(), let last = ids.max(),
+                   (first - 1) / StoreDecisionLog.pruneEvery != last / StoreDecisionLog.pruneEvery {
+                    try prune(below: last - Int64(StoreDecisionLog.kept), link)
+                }
+                return zip(batch, ids.sorted()).map { d, id in
+                    PolicyDecision(id: Int(id), point: d.point, policies: d.policies, allow: d.allow, reasons: d.reasons, duration: d.duration, time: d.time)
+                }
+            }
         }
-        let rows = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: batch.count).joined(separator: ", ")
-        let ids = try connected {
-            try $0.query("INSERT INTO decision (point, policies, allow, reasons, duration, at) VALUES \(rows) RETURNING id", values, waiting: waiting)
-        }
-            .compactMap { row -> Int64? in if case .int64(let id)? = row.first?.storage { return id } else { return nil } }
-        // Only writers (the connection held) remove, and only from the front: these are the
-        // batch's decisions.
-        lock.withLock { state.waiting.removeFirst(batch.count) }
-        lastRead = nil
-        if let first = ids.min(), let last = ids.max(),
-           (first - 1) / StoreDecisionLog.pruneEvery != last / StoreDecisionLog.pruneEvery {
-            prune(below: last - Int64(StoreDecisionLog.kept))
+        guard !written.isEmpty else { return false }
+        // Only writers (`writing` held) remove, and only from the front: these are the batch's
+        // decisions, now in the table.
+        lock.withLock {
+            state.waiting.removeFirst(written.count)
+            state.recent += written
+            if state.recent.count > 2 * StoreDecisionLog.recentKept { state.recent.removeFirst(state.recent.count - StoreDecisionLog.recentKept) }
         }
         return true
     }
 
-    /// Deletes decisions up to ID `id`, a few bounded statements' worth; a failure leaves them
-    /// for the next prune.
-    private func prune(below id: Int64) {
+    /// Deletes decisions up to ID `id`, a few bounded statements' worth.
+    private func prune(below id: Int64, _ link: any DecisionLogConnection) throws {
         for _ in 0..<StoreDecisionLog.pruneStatements {
-            let deleted = try? connected {
-                try $0.execute("DELETE FROM decision WHERE id IN (SELECT id FROM decision WHERE id <= ? ORDER BY id LIMIT \(StoreDecisionLog.pruneRows))",
-                               [id.databaseValue])
-            }
-            if (deleted ?? 0) < StoreDecisionLog.pruneRows { break }
+            let deleted = try link.execute("DELETE FROM decision WHERE id IN (SELECT id FROM decision WHERE id <= ? ORDER BY id LIMIT \(StoreDecisionLog.pruneRows))",
+                                           [id.databaseValue])
+            if deleted < StoreDecisionLog.pruneRows { break }
         }
     }
 
-    /// The latest `limit` decisions of every process, oldest first, this process's waiting
-    /// ones written first if that needs no wait; nil when the table cannot be read (the caller
-    /// shows its own). Asked inside a write of this process's engine (a policy asking), the
-    /// SQLite file's write lock is the engine's own: what waits then comes last, as made, its
-    /// ID this process's count (the table gives it one once written).
+    /// The latest `limit` decisions of every process, oldest first; nil when the table
+    /// cannot be read (the caller shows its own). What this process has not written yet is
+    /// written first when that needs no wait (never inside this process's own write on SQLite,
+    /// whose lock the engine holds; nor while the background write waits), and listed after
+    /// the table's rows otherwise, its ID this process's count until written.
     package func latest(limit: Int) -> [PolicyDecision]? {
-        guard limit > 0 else { return [] }
-        return connection.withLock { () -> [PolicyDecision]? in
-            do {
-                while try writeNext(endsDraining: false, waiting: false) {}
-            } catch {
-                // Left waiting: listed after the table's below.
+        guard limit > 0, !isClosed else { return limit > 0 ? nil : [] }
+        // A lock found held a moment ago is not asked for again (a plugin asking in a loop
+        // inside its write would pay a BEGIN, or the wait below, each time).
+        let now = DispatchTime.now().uptimeNanoseconds
+        if now >= lock.withLock({ state.flushAfter }) {
+            var skip: Double = 0
+            if writing.lock(before: Date().addingTimeInterval(StoreDecisionLog.writerGrace)) {
+                do {
+                    while try writeNext(endsDraining: false, waiting: false) {}
+                } catch is DecisionLogBusy {
+                    skip = StoreDecisionLog.busyRetry
+                } catch {}
+                writing.unlock()
+            } else {
+                // The background write waits for a lock held elsewhere (or this process's).
+                skip = Double(StoreDecisionLog.writerWaitMs) / 1000
             }
-            do {
-                let written = try connected { connection -> [PolicyDecision] in
-                    // The table as last read, while no process has written to the store since
-                    // (a plugin asking in a loop reads it once).
-                    let version = try connection.version()
+            if skip > 0 { lock.withLock { state.flushAfter = now + UInt64(skip * 1e9) } }
+        }
+        do {
+            let table = try reading.withLock { () -> [PolicyDecision] in
+                try connected(&reader) { link -> [PolicyDecision] in
+                    // The table as last read, while no connection has written since (a
+                    // plugin asking in a loop reads it once).
+                    let version = try link.version()
                     if let version, let read = lastRead, read.version == version, read.limit >= limit {
                         return Array(read.decisions.suffix(limit))
                     }
-                    let decisions = try connection.read("SELECT id, point, policies, allow, reasons, duration, at FROM decision ORDER BY id DESC LIMIT ?",
-                                                        [limit.databaseValue]).reversed().compactMap(StoreDecisionLog.decision)
+                    let decisions = try link.read("SELECT id, point, policies, allow, reasons, duration, at FROM decision ORDER BY id DESC LIMIT ?",
+                                                  [limit.databaseValue]).reversed().compactMap(StoreDecisionLog.decision)
                     lastRead = version.map { (limit, $0, decisions) }
                     return decisions
                 }
-                let unwritten = lock.withLock { state.waiting.suffix(limit) }
-                return Array((written + unwritten).suffix(limit))
-            } catch {
-                return nil
             }
+            // Written by this process after that read began, and not written yet.
+            let newest = table.last?.id ?? 0
+            let later = lock.withLock { () -> [PolicyDecision] in
+                // `recent` is in ID order: its tail past the table's newest.
+                var start = state.recent.endIndex
+                while start > state.recent.startIndex, state.recent[start - 1].id > newest, state.recent.endIndex - start < limit { start -= 1 }
+                return Array(state.recent[start...]) + state.waiting.suffix(limit)
+            }
+            return Array((table + later).suffix(limit))
+        } catch {
+            return nil
         }
     }
 
-    /// Writes what waits (within one statement timeout a batch) and closes the connection: a
-    /// command that ends the process keeps its decisions.
+    /// Writes what waits (within `closingSeconds`), then closes both connections for good: a
+    /// command that ends the process keeps its decisions, and nothing is written or read
+    /// after (a retry waiting on the queue finds the log closed).
     package func close() {
-        connection.withLock {
+        let (left, failure) = writing.withLock { () -> (Int, Error?) in
             let deadline = Date().addingTimeInterval(StoreDecisionLog.closingSeconds)
             var failure: Error?
-            while true {
+            while !isClosed {
                 do {
                     failure = nil
-                    if try !writeNext(endsDraining: false) { break }
+                    if try !writeNext(endsDraining: false, waiting: true) { break }
                 } catch {
                     failure = error
                     if Date() >= deadline { break }
-                    Thread.sleep(forTimeInterval: 0.25)
+                    Thread.sleep(forTimeInterval: StoreDecisionLog.busyRetry)
                 }
             }
-            let left = lock.withLock { state.waiting.count }
-            if let failure, left > 0 {
-                log.error("\(left) policy decisions were not written to the decision log of \(label) (\(failure))")
+            let left = lock.withLock { () -> Int in
+                state.closed = true
+                return state.waiting.count
             }
-            link?.close()
-            link = nil
+            writer?.close()
+            writer = nil
+            return (left, failure)
+        }
+        reading.withLock {
+            reader?.close()
+            reader = nil
+            lastRead = nil
+        }
+        if let failure, left > 0 {
+            log.error("\(left) policy decisions were not written to the decision log of \(label) (\(failure))")
         }
     }
 
-    /// Runs `body` on the log's connection, opened on first use; a failure closes it (the
-    /// next use opens another: a lost connection is not used again).
-    private func connected<T>(_ body: (any DecisionLogConnection) throws -> T) throws -> T {
+    /// Runs `body` on `link`, opened on first use; a lost connection is closed and the next
+    /// use opens another. Refused once the log is closed.
+    private func connected<T>(_ link: inout (any DecisionLogConnection)?, _ body: (any DecisionLogConnection) throws -> T) throws -> T {
+        guard !isClosed else { throw DecisionLogClosed() }
         let current: any DecisionLogConnection
-        if let link { current = link } else {
+        if let open = link { current = open } else {
             current = try connect()
             link = current
+            // A new connection counts `data_version` from its own start.
+            lastRead = nil
         }
         do {
             return try body(current)
@@ -248,47 +314,73 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
     }
 }
 
-/// The decision log's own connection to its store (`StoreDecisionLog`): each statement its
-/// own transaction, bounded by `StoreDecisionLog.timeoutMs`.
+/// The decision log's own connection to its store (`StoreDecisionLog`): statements bounded by
+/// `StoreDecisionLog.timeoutMs`.
 package protocol DecisionLogConnection: AnyObject {
-    /// `waiting`: whether a write waits for a lock another connection holds (up to the
-    /// timeout), or fails at once.
-    func query(_ sql: String, _ values: [DatabaseValue], waiting: Bool) throws -> [[DatabaseValue]]
-    /// A SELECT, which never waits for a writer.
+    /// Runs `body` in a write transaction; `waiting`: whether its start waits a moment for a
+    /// lock held elsewhere (`StoreDecisionLog.writerWaitMs`) or throws `DecisionLogBusy` at once.
+    func write<T>(waiting: Bool, _ body: () throws -> T) throws -> T
+    /// Inside `write`: a statement's rows.
+    func query(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]]
+    /// Inside `write`: runs a statement, giving the rows it changed.
+    func execute(_ sql: String, _ values: [DatabaseValue]) throws -> Int
+    /// A SELECT on its own, which never waits for a writer.
     func read(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]]
     /// A number that changes whenever another connection commits to the store, if the
     /// database keeps one (SQLite's `data_version`); nil: every read reads.
     func version() throws -> Int64?
-    func execute(_ sql: String, _ values: [DatabaseValue]) throws -> Int
     /// Whether the connection is gone (a lost one is closed and opened again).
     var isLost: Bool { get }
     func close()
 }
 
-/// A write of the log that did not wait for a lock held elsewhere: tried again shortly.
-struct DecisionLogBusy: Error {}
+/// A write of the log that did not get a lock held elsewhere: tried again shortly.
+package struct DecisionLogBusy: Error {}
+/// The log was closed: nothing is written or read any more.
+struct DecisionLogClosed: Error {}
 
-/// The decision log's connection to an SQLite store: the file opened again, waiting at most
-/// `StoreDecisionLog.timeoutMs` for the write lock when asked to wait (WAL: reads never wait).
+/// The decision log's connection to an SQLite store: the file opened again, read-write but
+/// never made (a store deleted under a running process is not made anew, empty, by its log).
 final class SQLiteDecisionConnection: DecisionLogConnection {
     private let queue: DatabaseQueue
+    /// The connection inside `write`.
+    private var current: Database?
 
     init(path: String) throws {
         var config = Configuration()
         config.busyMode = .timeout(Double(StoreDecisionLog.timeoutMs) / 1000)
         config.label = "shareflow.decisions"
-        queue = try DatabaseQueue(path: path, configuration: config)
+        queue = try DatabaseQueue(path: Store.sqliteURI(path, "mode=rw"), configuration: config)
     }
 
-    func query(_ sql: String, _ values: [DatabaseValue], waiting: Bool) throws -> [[DatabaseValue]] {
-        guard !waiting else { return try rows(sql, values) }
-        try queue.inDatabase { db in try db.execute(sql: "PRAGMA busy_timeout = 0") }
-        defer { try? queue.inDatabase { db in try db.execute(sql: "PRAGMA busy_timeout = \(StoreDecisionLog.timeoutMs)") } }
-        do {
-            return try rows(sql, values)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
-            throw DecisionLogBusy()
+    /// In an IMMEDIATE transaction: the lock is taken (or not) at BEGIN, with nothing open.
+    func write<T>(waiting: Bool, _ body: () throws -> T) throws -> T {
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA busy_timeout = \(waiting ? StoreDecisionLog.writerWaitMs : 0)")
+            var result: T?
+            do {
+                try db.inTransaction(.immediate) {
+                    current = db
+                    defer { current = nil }
+                    result = try body()
+                    return .commit
+                }
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+                throw DecisionLogBusy()
+            }
+            return result!
         }
+    }
+
+    func query(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
+        guard let db = current else { preconditionFailure("a decision log statement outside its write") }
+        return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(values)).map { Array($0.databaseValues) }
+    }
+
+    func execute(_ sql: String, _ values: [DatabaseValue]) throws -> Int {
+        guard let db = current else { preconditionFailure("a decision log statement outside its write") }
+        try db.execute(sql: sql, arguments: StatementArguments(values))
+        return db.changesCount
     }
 
     func read(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
@@ -299,31 +391,7 @@ final class SQLiteDecisionConnection: DecisionLogConnection {
         try queue.inDatabase { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") }
     }
 
-    /// In an IMMEDIATE transaction: a lock held elsewhere fails its BEGIN, with nothing open.
-    private func rows(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
-        try queue.writeWithoutTransaction { db in
-            var rows: [[DatabaseValue]] = []
-            try db.inTransaction(.immediate) {
-                rows = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(values)).map { Array($0.databaseValues) }
-                return .commit
-            }
-            return rows
-        }
-    }
-
-    func execute(_ sql: String, _ values: [DatabaseValue]) throws -> Int {
-        try queue.writeWithoutTransaction { db in
-            var changed = 0
-            try db.inTransaction(.immediate) {
-                try db.execute(sql: sql, arguments: StatementArguments(values))
-                changed = db.changesCount
-                return .commit
-            }
-            return changed
-        }
-    }
-
-    /// A file connection is not lost: a failure (the lock held past the timeout) is the table's.
+    /// A file connection is not lost: a failure (the lock held, the table gone) is the table's.
     var isLost: Bool { false }
 
     func close() { try? queue.close() }

@@ -227,7 +227,7 @@ extension Store {
         return objects
     }
 
-    static func normalized(_ sql: String) -> String {
+    package static func normalized(_ sql: String) -> String {
         sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }).joined(separator: " ")
     }
 

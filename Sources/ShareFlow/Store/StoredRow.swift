@@ -423,6 +423,13 @@ package struct StoredTable: Sendable {
     static let fields: Reader = { _ = try $0.fields($1, $2) }
     static let name: Reader = { _ = try $0.name($1, $2) }
     static let lookupKind: Reader = { _ = try $0.lookupKind($1, $2) }
+    /// A JSON list of strings (the decision log's policies and reasons).
+    static let jsonStrings: Reader = { row, index, column in
+        let text = try row.text(index, column)
+        guard (try? JSONSerialization.jsonObject(with: Data(text.utf8))) is [String] else {
+            throw row.damaged(column, "not a JSON list of strings: \(StoredRow.excerpt(text))")
+        }
+    }
     static let scope: Reader = { row, index, _ in _ = try StoreTransaction.isPublic(row, index) }
     static func word<T: RawRepresentable & CaseIterable>(_ type: T.Type) -> Reader where T.RawValue == String {
         let words = T.allCases.map(\.rawValue)

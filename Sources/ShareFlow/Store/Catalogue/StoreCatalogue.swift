@@ -25,6 +25,9 @@ package struct StoreCatalogue: Sendable {
 
     /// The version before which SQLite's migrations are hand-written (data moved with them).
     package static let derivedFrom = 10
+    /// The tables version 9 had: the only ones that may leave `since` at its default.
+    static let historyTables: Set<String> = ["shareflow_meta", "account", "account_email", "account_phone", "contact", "zone", "record", "share",
+                                             "participant", "credential", "zone_change", "view_change", "feed", "feed_change"]
 
     /// A column: its kind as both stores hold it, and how `store check` reads its values.
     package struct Column: Sendable {
@@ -180,6 +183,21 @@ extension StoreCatalogue {
         return statements
     }
 
+    /// The objects the steps after `version` make (tables, indexes, triggers, by kind and
+    /// name): a store must not hold one already, made by someone else, or its upgrade fails
+    /// half-way (SQLite) or is refused late.
+    package func madeAfter(_ version: Int, _ dialect: StoreDialect) -> [(kind: String, name: String)] {
+        guard version < self.version else { return [] }
+        let steps = max(version + 1, StoreCatalogue.derivedFrom)...max(self.version, StoreCatalogue.derivedFrom)
+        var made: [(kind: String, name: String)] = []
+        for table in tables where steps.contains(table.since) { made.append(("table", table.name)) }
+        for index in indexes where steps.contains(index.since) { made.append(("index", index.name)) }
+        for trigger in triggers where steps.contains(trigger.since) {
+            made += dialect.triggerNames(trigger).triggers.map { ("trigger", $0) }
+        }
+        return made
+    }
+
     /// What the catalogue says of itself that would make a store it cannot make: a column
     /// added after its table without a default, a name given twice, an index or reference to
     /// what is not there. Empty when whole (CatalogueTests).
@@ -192,10 +210,28 @@ extension StoreCatalogue {
             if Set(names).count != names.count { flaws.append("table \(table.name) declares a column twice") }
             for key in table.keyColumns where !names.contains(key) { flaws.append("table \(table.name): key column \(key) is not a column") }
             for unique in table.uniques { for c in unique where !names.contains(c) { flaws.append("table \(table.name): unique column \(c) is not a column") } }
+            if table.since < StoreCatalogue.derivedFrom, !StoreCatalogue.historyTables.contains(table.name) {
+                flaws.append("table \(table.name) is not one of version 9's: it needs `since`, the version that adds it")
+            }
             for column in table.columns {
-                if column.since < table.since { flaws.append("\(table.name).\(column.name) is older than its table") }
-                if column.since > table.since, !column.nullable, column.defaultSQL == nil {
-                    flaws.append("\(table.name).\(column.name) was added after its table: it needs a default or to be nullable")
+                let name = "\(table.name).\(column.name)"
+                if column.since < table.since { flaws.append("\(name) is older than its table") }
+                if column.since > table.since {
+                    if !column.nullable, column.defaultSQL == nil || column.defaultSQL?.uppercased() == "NULL" {
+                        flaws.append("\(name) was added after its table: it needs a default or to be nullable")
+                    }
+                    if column.unique || table.keyColumns.contains(column.name) {
+                        flaws.append("\(name) was added after its table: a column added so cannot be unique or part of the key (add a unique index)")
+                    }
+                }
+                if let value = column.defaultSQL, value.uppercased() != "NULL" {
+                    let literal: Bool
+                    switch column.kind {
+                    case .integer: literal = Int64(value) != nil
+                    case .real: literal = Double(value) != nil
+                    case .text: literal = value.count >= 2 && value.hasPrefix("'") && value.hasSuffix("'") && !value.dropFirst().dropLast().contains("'")
+                    }
+                    if !literal { flaws.append("\(name): its default \(value) is not a constant of its kind") }
                 }
                 if column.since > version || table.since > version { flaws.append("\(table.name).\(column.name) is newer than the catalogue's version \(version)") }
                 if let ref = column.references {
@@ -211,10 +247,20 @@ extension StoreCatalogue {
         for index in indexes {
             if !seen.insert(index.name).inserted { flaws.append("index \(index.name) has the name of another object") }
             guard let table = table(index.table) else { flaws.append("index \(index.name) is on \(index.table), not a table"); continue }
-            for c in index.columns where !table.columns.contains(where: { $0.name == c }) { flaws.append("index \(index.name): \(c) is not a column of \(table.name)") }
+            for c in index.columns {
+                guard let column = table.columns.first(where: { $0.name == c }) else {
+                    flaws.append("index \(index.name): \(c) is not a column of \(table.name)"); continue
+                }
+                if index.since < column.since { flaws.append("index \(index.name) is older than its column \(c): its `since` is the version that adds it") }
+            }
             if index.since < table.since { flaws.append("index \(index.name) is older than its table") }
+            if index.since > version { flaws.append("index \(index.name) is newer than the catalogue's version \(version)") }
         }
-        for trigger in triggers where table(trigger.table) == nil { flaws.append("trigger \(trigger.purpose) is on \(trigger.table), not a table") }
+        for trigger in triggers {
+            guard let table = table(trigger.table) else { flaws.append("trigger \(trigger.purpose) is on \(trigger.table), not a table"); continue }
+            if trigger.since < table.since { flaws.append("trigger \(trigger.purpose) on \(table.name) is older than its table") }
+            if trigger.since > version { flaws.append("trigger \(trigger.purpose) on \(table.name) is newer than the catalogue's version \(version)") }
+        }
         return flaws
     }
 

@@ -72,7 +72,8 @@ extension StoreCatalogue {
                   withoutRowID: true, unlogged: true, kept: false, since: 10),
             // 11: the policy decision log every process on the store writes and reads (SPEC §18 P3).
             Table("decision", key: .made, columns: [
-                C("id", .integer), C("point", .text), C("policies", .text), C("allow", .integer), C("reasons", .text),
+                C("id", .integer), C("point", .text), C("policies", .text, read: StoredTable.jsonStrings), C("allow", .integer),
+                C("reasons", .text, read: StoredTable.jsonStrings),
                 C("duration", .real), C("at", .real)],
                   since: 11),
         ]
