@@ -20,8 +20,6 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
     package private(set) var totalChanges = 0
     /// Each statement text as PostgreSQL reads it (`PostgresDialect`), rewritten once.
     private var translated: [String: String] = [:]
-    /// Each write's text with `RETURNING 1` (nil: not a plain write), made once.
-    private var returning: [String: String?] = [:]
     /// Prepared statements this connection has run (`PostgresPrepared`), and those whose
     /// preparation failed here: postgres-nio answers every later use of such a name with the
     /// same failure, so they go out unnamed.
@@ -79,59 +77,35 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
     /// The rows `sql` gives, each as its values.
     package func query(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
         let text = translation(sql)
-        if PostgresPrepared.verb(text) == "SELECT", let rows = try preparedIfNamed(text, values) { return rows }
+        if PostgresPrepared.verb(text) == "SELECT", let name = PostgresPrepared.name(for: text, signature: PostgresPrepared.signature(values)),
+           !unprepared.contains(name) {
+            do {
+                let rows = try prepared(name, text, values)
+                preparedHere.insert(name)
+                return rows
+            } catch {
+                // postgres-nio keeps a failed preparation (a Parse refused in an aborted
+                // transaction, say) for the name for as long as the connection lives: that text
+                // goes out unnamed on this connection from now on.
+                if !preparedHere.contains(name) { unprepared.insert(name) }
+                throw error
+            }
+        }
         let result = try send(text, values)
         totalChanges += PostgresSession.changes(result.metadata)
         return try result.rows.map { row in try row.map(PostgresSession.value) }
     }
 
     /// Runs `sql` and says how many rows it changed.
-    ///
-    /// An INSERT, UPDATE or DELETE is prepared too, as itself with `RETURNING 1`: the rows it
-    /// gives are the rows it changed. (postgres-nio 1.33 gives a prepared statement's command
-    /// tag only through a call that is a fatal error on every statement: its row stream is
-    /// never consumed.)
     @discardableResult
     package func execute(_ sql: String, _ values: [DatabaseValue] = []) throws -> Int {
         let text = translation(sql)
-        if let counted = returningOne(text), let rows = try preparedIfNamed(counted, values) {
-            totalChanges += rows.count
-            return rows.count
-        }
+        // Unnamed: postgres-nio 1.33's prepared statement gives a command tag (the rows changed)
+        // only through a call that is a fatal error on every statement (its row stream is
+        // never consumed), so only queries are prepared.
         let changed = PostgresSession.changes(try send(text, values).metadata)
         totalChanges += changed
         return changed
-    }
-
-    /// `text` with `RETURNING 1` when it is a plain INSERT, UPDATE or DELETE that returns
-    /// nothing yet (written once per text: `returning`).
-    private func returningOne(_ text: String) -> String? {
-        if let known = returning[text] { return known }
-        let verb = PostgresPrepared.verb(text)
-        // A statement ending in `;` ends before the clause.
-        var body = Substring(text)
-        while let last = body.last, last == ";" || last.isWhitespace { body = body.dropLast() }
-        let counted = ["INSERT", "UPDATE", "DELETE"].contains(verb) && body.range(of: "RETURNING", options: .caseInsensitive) == nil
-            && !body.contains(";") ? String(body) + " RETURNING 1" : nil
-        returning[text] = counted
-        return counted
-    }
-
-    /// The rows of `text` run as this connection's prepared statement, when it has a name
-    /// (nil: none is given, past the cap, or its preparation once failed here).
-    private func preparedIfNamed(_ text: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]]? {
-        guard let name = PostgresPrepared.name(for: text, signature: PostgresPrepared.signature(values)), !unprepared.contains(name) else { return nil }
-        do {
-            let rows = try prepared(name, text, values)
-            preparedHere.insert(name)
-            return rows
-        } catch {
-            // postgres-nio keeps a failed preparation (a Parse refused in an aborted
-            // transaction, say) for the name for as long as the connection lives: that text
-            // goes out unnamed on this connection from now on.
-            if !preparedHere.contains(name) { unprepared.insert(name) }
-            throw error
-        }
     }
 
     /// `sql` as PostgreSQL reads it (`PostgresDialect`), rewritten once.

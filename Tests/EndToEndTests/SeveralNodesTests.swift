@@ -76,7 +76,11 @@ final class SeveralNodesTests: ServerTestCase {
     private func storeIsWhole(file: StaticString = #filePath, line: UInt = #line) throws {
         for log in [serverLog!] + nodes.map(\.log) {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            XCTAssertNil(text.range(of: #" 5\d\d [0-9.]+ ms"#, options: .regularExpression), "a 5xx in \(log.lastPathComponent)", file: file, line: line)
+            // The 5xx's line and the operator's lines before it (the cause, an incident's).
+            if let found = text.range(of: #" 5\d\d [0-9.]+ ms"#, options: .regularExpression) {
+                let before = text[..<found.lowerBound].split(separator: "\n").suffix(6).joined(separator: "\n")
+                XCTFail("a 5xx in \(log.lastPathComponent):\n\(before)\(text[found.lowerBound...].prefix { $0 != "\n" })", file: file, line: line)
+            }
         }
         let check = try CLI.run(["store", "check", "--store", store])
         XCTAssertEqual(check.status, 0, check.stdout + check.stderr, file: file, line: line)
