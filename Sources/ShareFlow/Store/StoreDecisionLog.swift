@@ -66,7 +66,9 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
     private var writer: (any DecisionLogConnection)?, reader: (any DecisionLogConnection)?
     /// The table's latest rows as `latest` last read them, and the store's version then.
     /// Guarded by `reading`.
-    private var lastRead: (limit: Int, version: Int64, decisions: [PolicyDecision])?
+    private var lastRead: (limit: Int, version: Int64, at: UInt64, decisions: [PolicyDecision])?
+    /// How long a read of the table is answered again without asking whether it changed.
+    static let freshNanoseconds: UInt64 = 1_000_000
     private let queue = DispatchQueue(label: "shareflow.decisions")
     private let logs = NSLock()
     private var logger = Logger(label: "shareflow.decisions")
@@ -213,14 +215,20 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
             let table = try reading.withLock { () -> [PolicyDecision] in
                 try connected(&reader) { link -> [PolicyDecision] in
                     // The table as last read, while no connection has written since (a
-                    // plugin asking in a loop reads it once).
+                    // plugin asking in a loop reads it once), or read under a millisecond ago
+                    // (such a loop does not even ask: what this process wrote since is listed
+                    // from `recent` below all the same).
+                    if let read = lastRead, read.limit >= limit, now < read.at + StoreDecisionLog.freshNanoseconds {
+                        return Array(read.decisions.suffix(limit))
+                    }
                     let version = try link.version()
                     if let version, let read = lastRead, read.version == version, read.limit >= limit {
+                        lastRead?.at = now
                         return Array(read.decisions.suffix(limit))
                     }
                     let decisions = try link.read("SELECT id, point, policies, allow, reasons, duration, at FROM decision ORDER BY id DESC LIMIT ?",
                                                   [limit.databaseValue]).reversed().compactMap(StoreDecisionLog.decision)
-                    lastRead = version.map { (limit, $0, decisions) }
+                    lastRead = version.map { (limit, $0, now, decisions) }
                     return decisions
                 }
             }
@@ -387,8 +395,11 @@ final class SQLiteDecisionConnection: DecisionLogConnection {
         try queue.read { db in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(values)).map { Array($0.databaseValues) } }
     }
 
+    /// `PRAGMA data_version`, its statement compiled once (a plugin asking for the log in a
+    /// loop pays little for it). The file control of the same name is cheaper still but sees
+    /// other connections' commits only once a read transaction has begun.
     func version() throws -> Int64? {
-        try queue.inDatabase { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") }
+        try queue.inDatabase { db in try Int64.fetchOne(try db.cachedStatement(sql: "PRAGMA data_version")) }
     }
 
     /// A file connection is not lost: a failure (the lock held, the table gone) is the table's.
