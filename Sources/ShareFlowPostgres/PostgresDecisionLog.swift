@@ -33,8 +33,9 @@ final class PostgresDecisionConnection: DecisionLogConnection {
         try noting { try session.query(sql, values) }
     }
 
+    /// The log's own session: a read is a query like any other.
     func read(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
-        try noting { try session.query(sql, values) }
+        try query(sql, values)
     }
 
     /// Nodes write without a counter PostgreSQL keeps: every read reads.

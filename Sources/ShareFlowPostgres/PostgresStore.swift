@@ -220,6 +220,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
             ], reaching: catalogue.version)
             return
         }
+        guard version < catalogue.version else { return }
         // What the upgrade would make, made already by someone else: refused before any step.
         let names = Set(try session.query("SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ?",
                                           [PostgresSchema.name.databaseValue]).compactMap { String.fromDatabaseValue($0[0]) }

@@ -211,6 +211,8 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
             }
             if skip > 0 { lock.withLock { state.flushAfter = now + UInt64(skip * 1e9) } }
         }
+        // Freshness counts from now, after any wait for the writer above.
+        let readAt = DispatchTime.now().uptimeNanoseconds
         do {
             let table = try reading.withLock { () -> [PolicyDecision] in
                 try connected(&reader) { link -> [PolicyDecision] in
@@ -218,17 +220,17 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
                     // plugin asking in a loop reads it once), or read under a millisecond ago
                     // (such a loop does not even ask: what this process wrote since is listed
                     // from `recent` below all the same).
-                    if let read = lastRead, read.limit >= limit, now < read.at + StoreDecisionLog.freshNanoseconds {
+                    if let read = lastRead, read.limit >= limit, readAt < read.at + StoreDecisionLog.freshNanoseconds {
                         return Array(read.decisions.suffix(limit))
                     }
                     let version = try link.version()
                     if let version, let read = lastRead, read.version == version, read.limit >= limit {
-                        lastRead?.at = now
+                        lastRead?.at = readAt
                         return Array(read.decisions.suffix(limit))
                     }
                     let decisions = try link.read("SELECT id, point, policies, allow, reasons, duration, at FROM decision ORDER BY id DESC LIMIT ?",
                                                   [limit.databaseValue]).reversed().compactMap(StoreDecisionLog.decision)
-                    lastRead = version.map { (limit, $0, now, decisions) }
+                    lastRead = version.map { (limit, $0, readAt, decisions) }
                     return decisions
                 }
             }
