@@ -53,6 +53,14 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
         answerLimited = false
     }
 
+    package func lock(_ key: Int64) throws {
+        try execute("SELECT pg_advisory_xact_lock(\(key))")
+    }
+
+    package func tryToLock(_ scope: StoreWriteScope) throws -> Bool {
+        try query(PostgresStore.locking(scope, ifFree: true), []).first?.first?.storage == .int64(1)
+    }
+
     /// How a read's snapshot begins (the engine's connection's and a reader's).
     static let beginSnapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 

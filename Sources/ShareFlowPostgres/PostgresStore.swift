@@ -242,11 +242,11 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
 
     /// Runs `body` in a transaction: a write holds the write lock; a read sees one snapshot.
     /// A write that changed rows tells every node's change streams at its commit (NOTIFY).
-    package func transaction<T>(_ kind: StoreTransactionKind, _ body: (any StoreConnection) throws -> T) throws -> T {
+    package func transaction<T>(_ kind: StoreTransactionKind, scope: StoreWriteScope, _ body: (any StoreConnection) throws -> T) throws -> T {
         let writing = kind.writes
         var grace: TimeInterval?, within: TimeInterval = 0
         if case .writeIfFree(let g, let w) = kind { (grace, within) = (g, w) }
-        return try transaction(writing: writing, lockGrace: grace, lockWithin: within) { (session: PostgresSession) -> T in
+        return try transaction(writing: writing, scope: scope, lockGrace: grace, lockWithin: within) { (session: PostgresSession) -> T in
             let changesBefore = session.totalChanges
             let result = try body(session)
             // Other nodes' change streams look at their feeds once this commits.
@@ -264,14 +264,15 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// connection, its transaction begun and the lock held. A write that waits in place claims
     /// it too (it would otherwise queue behind its own node's request). A lost connection is
     /// dropped, so the next call opens a new one.
-    func transaction<T>(writing: Bool, lockGrace: TimeInterval? = nil, lockWithin: TimeInterval = 0,
+    func transaction<T>(writing: Bool, scope: StoreWriteScope = .wholeStore, lockGrace: TimeInterval? = nil, lockWithin: TimeInterval = 0,
                         _ body: (PostgresSession) throws -> T) throws -> T {
         if writing, let request = lockRequest {
             guard lockGrace == nil || request.isAnswered else { throw StoreBusy(path: label, onReady: request.whenAnswered) }
             lockRequest = nil
-            if !request.failed { return try run(on: request.session, writing: true, begun: true, body) }
-            // The lock never came (its wait ran out, or the connection was lost or given up):
-            // that request is over, and this write asks anew.
+            if !request.failed && request.scope.covers(scope) { return try run(on: request.session, writing: true, scope: scope, begun: true, body) }
+            // The lock never came (its wait ran out, or the connection was lost or given up),
+            // or came for zones this write does not write: that request is over, and this
+            // write asks anew.
             if request.session.connection.isClosed {
                 drop(request.session)
             } else {
@@ -281,7 +282,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
             }
         }
         let session = try connected()
-        guard writing, let lockGrace else { return try run(on: session, writing: writing, begun: false, body) }
+        guard writing, let lockGrace else { return try run(on: session, writing: writing, scope: scope, begun: false, body) }
         var free = true
         do {
             session.pipeline("BEGIN")
@@ -290,13 +291,13 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
                 // then the transaction's own setting again.
                 session.pipeline("SET LOCAL lock_timeout = \(Int(lockGrace * 1000))")
                 do {
-                    try session.execute("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))")
+                    try session.execute(PostgresStore.locking(scope))
                     session.pipeline("SET LOCAL lock_timeout = DEFAULT")
                 } catch let failure as PostgresFailure where failure.sqlState == "55P03" {
                     free = false
                 }
             } else {
-                let got = try session.query("SELECT pg_try_advisory_xact_lock(\(PostgresStore.writeLock))", [])
+                let got = try session.query(PostgresStore.locking(scope, ifFree: true), [])
                 free = got.first?.first?.storage == .int64(1)
             }
         } catch let failure as PostgresFailure {
@@ -306,22 +307,42 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         guard free else {
             // The next statement on the connection comes after it: no wait here.
             session.pipeline("ROLLBACK")
-            let request = try askForLock(within: lockWithin)
+            let request = try askForLock(scope, within: lockWithin)
             throw StoreBusy(path: label, onReady: request.whenAnswered)
         }
-        return try run(on: session, writing: true, begun: true, body)
+        return try run(on: session, writing: true, scope: scope, begun: true, body)
+    }
+
+    /// The statement that takes what a write of `scope` locks (SPEC §16 M5): the whole store,
+    /// the store's lock alone; some zones, the store's lock shared (a write of the whole store
+    /// waits for every zone's writes, and they for it) and each zone's own, in one order.
+    /// `ifFree`: one boolean, whether all of it was free (taken then), never waiting.
+    static func locking(_ scope: StoreWriteScope, ifFree: Bool = false) -> String {
+        let take = ifFree ? "pg_try_advisory_xact_lock" : "pg_advisory_xact_lock"
+        let locks: [String]
+        switch scope {
+        case .wholeStore:
+            locks = ["\(take)(\(writeLock))"]
+        case .zones:
+            // Two-key locks: a space apart from the store's one-key locks.
+            locks = ["\(take)_shared(\(writeLock))"] + scope.orderedZoneKeys.map { "\(take)(\($0.halves.0), \($0.halves.1))" }
+        }
+        return "SELECT " + locks.joined(separator: ifFree ? " AND " : ", ")
     }
 
     /// The write lock asked for on the spare connection, and when PostgreSQL answered.
     final class LockRequest: @unchecked Sendable {  // `state` guarded by its box
         let session: PostgresSession
+        /// What the lock asked for covers.
+        let scope: StoreWriteScope
         private let state = NIOLockedValueBox((answered: false, failed: false, waiting: [@Sendable () -> Void]()))
 
         /// `deadline`: how long the answer is waited for before the connection is given up (a
         /// connection lost without a word, a frozen server), which fails the request and wakes
         /// its waiters to ask anew.
-        init(_ session: PostgresSession, answer: EventLoopFuture<PostgresQueryResult>, deadline: TimeAmount) {
+        init(_ session: PostgresSession, scope: StoreWriteScope, answer: EventLoopFuture<PostgresQueryResult>, deadline: TimeAmount) {
             self.session = session
+            self.scope = scope
             let connection = session.connection
             let overdue = answer.eventLoop.scheduleTask(in: deadline) {
                 let closing: EventLoopFuture<Void> = connection.close()
@@ -357,7 +378,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// Asks for the write lock on the spare connection (opened as needed), without waiting. The
     /// request is kept for `within` seconds (the store's busy timeout, which may pass the
     /// statement timeout) and a second more, then PostgreSQL ends it.
-    private func askForLock(within: TimeInterval) throws -> LockRequest {
+    private func askForLock(_ scope: StoreWriteScope, within: TimeInterval) throws -> LockRequest {
         let spare: PostgresSession
         if let open = self.spare, !open.connection.isClosed {
             spare = open
@@ -368,9 +389,9 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         let waitMs = Int(within * 1000) + 1_000
         spare.pipeline("BEGIN")
         spare.pipeline("SET LOCAL statement_timeout = \(waitMs)")
-        let answer = spare.pipelineWatching("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))")
+        let answer = spare.pipelineWatching(PostgresStore.locking(scope))
         spare.pipeline("SET LOCAL statement_timeout = DEFAULT")
-        let request = LockRequest(spare, answer: answer, deadline: .milliseconds(Int64(waitMs + PostgresStore.answerMarginMs)))
+        let request = LockRequest(spare, scope: scope, answer: answer, deadline: .milliseconds(Int64(waitMs + PostgresStore.answerMarginMs)))
         lockRequest = request
         return request
     }
@@ -390,13 +411,13 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
 
     /// Runs `body` in a transaction on `session`, begun already (`begun`: BEGIN and the lock
     /// sent) or begun here.
-    private func run<T>(on session: PostgresSession, writing: Bool, begun: Bool, _ body: (PostgresSession) throws -> T) throws -> T {
+    private func run<T>(on session: PostgresSession, writing: Bool, scope: StoreWriteScope, begun: Bool, _ body: (PostgresSession) throws -> T) throws -> T {
         defer { session.transactionEnded() }
         do {
             if !begun {
                 if writing {
                     session.pipeline("BEGIN")
-                    session.pipeline("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))")
+                    session.pipeline(PostgresStore.locking(scope))
                 } else {
                     session.pipeline(PostgresSession.beginSnapshot)
                 }

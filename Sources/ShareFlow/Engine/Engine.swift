@@ -103,22 +103,24 @@ public final class Engine: @unchecked Sendable {
     /// Also called when another process changed the directory (`StoreWatch`).
     package func accountsChanged() { generationLock.withLock { generation += 1 } }
 
-    func transaction<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+    /// `scope`: what the transaction writes, when it is the outermost (`StoreWriteScope`): a
+    /// zone-scoped write runs beside other nodes' writes to other zones.
+    func transaction<T>(scope: StoreWriteScope = .wholeStore, _ body: (StoreTransaction) throws -> T) throws -> T {
         // A write asked for inside a read beside the lock (a read's callback, or a policy it
         // asked) is refused, as inside any read (`Store.write`): committed on the engine's
         // connection, it would be invisible to the read's own snapshot going on around it.
         if readsBeside, threadCalls.besideDepth > 0 {
             throw ShareFlowError(.serviceUnavailable, "store \(store.path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
         }
-        return try locked { try transactionLocked(body) }
+        return try locked { try transactionLocked(scope, body) }
     }
 
-    private func transactionLocked<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+    private func transactionLocked<T>(_ scope: StoreWriteScope, _ body: (StoreTransaction) throws -> T) throws -> T {
         transactionDepth += 1
         let mark = pendingEvents.count
         let result: T
         do {
-            result = try store.write(body)
+            result = try store.write(scope: scope, body)
         } catch {
             pendingEvents.removeSubrange(mark...)
             transactionDepth -= 1

@@ -8,6 +8,28 @@ extension Engine {
     /// Thrown inside an atomic batch's transaction to roll every item back (R22).
     private struct BatchRolledBack: Error {}
 
+    /// The zones a call on `database` naming `zones` writes, as the store locks them (SPEC §16
+    /// M5): named as `zone(for:in:caller:db:)` finds them, so every zone it finds was declared.
+    func writeScope(_ zones: [RecordZoneID], in database: CloudDatabase) throws -> StoreWriteScope {
+        let container = database.container.containerID
+        var me: String?
+        var keys = Set<ZoneLockKey>()
+        for zoneID in Set(zones) {
+            var owner = zoneID.ownerName
+            switch database.databaseScope {
+            case .public:
+                owner = Engine.publicOwnerName
+            case .private where owner == RecordZoneID.currentUserName:
+                if me == nil { me = try reading { try loadAccount(id: database.container.session.accountID, db: $0) }.userRecordID }
+                owner = me!
+            case .private, .shared:
+                break
+            }
+            keys.insert(ZoneLockKey(container: container, ownerName: owner, zoneName: zoneID.zoneName))
+        }
+        return .zones(keys)
+    }
+
     func modifyRecords(saving: [Record], deleting: [RecordID], savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
                        atomic: Bool = true, deleteTags: [RecordID: String] = [:], in database: CloudDatabase) throws -> ModifyResult {
         try Engine.requireSignedIn(database)
@@ -31,7 +53,7 @@ extension Engine {
             }
         }
         do {
-            try transaction { db in
+            try transaction(scope: try writeScope(saving.map(\.recordID.zoneID) + deleting.map(\.zoneID), in: database)) { db in
                 let caller = try loadAccount(id: database.container.session.accountID, db: db)
                 var savedIDs = Set<RecordID>()
                 for i in Engine.saveOrder(saving) {

@@ -349,8 +349,11 @@ public final class Store: @unchecked Sendable {
     /// Runs `body` in a transaction, or in a savepoint when a transaction is already open.
     /// A failure of the store itself is thrown as `serviceUnavailable` naming the store and the
     /// cause (never the SQL); any other error rolls back and passes through.
-    package func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
-        if let driver { return try writeThrough(driver, body) }
+    ///
+    /// `scope`: what the transaction may write (`StoreWriteScope`), declared by the outermost
+    /// write; a savepoint is held to its transaction's.
+    package func write<T>(scope: StoreWriteScope = .wholeStore, _ body: (StoreTransaction) throws -> T) throws -> T {
+        if let driver { return try writeThrough(driver, scope: scope, body) }
         do {
             if let db = current {
                 // A write asked for inside a read (a read operation's callback, such as
@@ -360,6 +363,7 @@ public final class Store: @unchecked Sendable {
                     throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
                 }
                 var result: T?
+                let movesMade = feedBumps.feedMoves.count, held = feedBumps.held
                 do {
                     try db.inSavepoint {
                         result = try body(StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps))
@@ -367,7 +371,7 @@ public final class Store: @unchecked Sendable {
                     }
                 } catch {
                     // Rolled back: the feed moves it made are undone.
-                    feedBumps.forget()
+                    feedBumps.forget(movesMade: movesMade, held: held)
                     throw error
                 }
                 return result!
@@ -391,7 +395,7 @@ public final class Store: @unchecked Sendable {
                         }
                         current = db
                         defer { current = nil }
-                        (result, changed) = try outermost({ StoreTransaction(db, writable: true, path: path, feedBumps: $0) }, body)
+                        (result, changed) = try outermost(scope, { StoreTransaction(db, writable: true, path: path, feedBumps: $0) }, body)
                         return .commit
                     }
                 } catch let error as DatabaseError where !began && (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) {
@@ -441,9 +445,9 @@ public final class Store: @unchecked Sendable {
 
     /// The body of an outermost write, on the transaction `open` makes: its feed moves noted
     /// (`feedBumps`), its log positions written last, and whether it changed rows.
-    private func outermost<T>(_ open: (FeedBumps) -> StoreTransaction, _ body: (StoreTransaction) throws -> T) throws -> (T, Bool) {
+    private func outermost<T>(_ scope: StoreWriteScope, _ open: (FeedBumps) -> StoreTransaction, _ body: (StoreTransaction) throws -> T) throws -> (T, Bool) {
         writing = true
-        feedBumps = FeedBumps(logging: logsChanges)
+        feedBumps = FeedBumps(logging: logsChanges, scope: scope)
         defer { writing = false; feedBumps = FeedBumps() }
         let transaction = open(feedBumps)
         let before = transaction.changeCount
@@ -454,28 +458,29 @@ public final class Store: @unchecked Sendable {
 
     /// `write` on a driver's store: the same nesting (a savepoint inside the open write,
     /// refused inside a read).
-    private func writeThrough<T>(_ driver: any StoreDriver, _ body: (StoreTransaction) throws -> T) throws -> T {
+    private func writeThrough<T>(_ driver: any StoreDriver, scope: StoreWriteScope, _ body: (StoreTransaction) throws -> T) throws -> T {
         do {
             if let connection = currentConnection {
                 guard writing else {
                     throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
                 }
+                let movesMade = feedBumps.feedMoves.count, held = feedBumps.held
                 do {
                     return try driver.savepoint(connection) {
                         try body(StoreTransaction(connection, writable: true, path: path, feedBumps: feedBumps))
                     }
                 } catch {
-                    feedBumps.forget()
+                    feedBumps.forget(movesMade: movesMade, held: held)
                     throw error
                 }
             }
             guard writeWait != .deferred else { throw deferredBy ?? StoreBusy(path: path) }
             let deferring = writeWait == .deferFirst
             var changed = false
-            let result = try driver.transaction(deferring ? .writeIfFree(grace: grace, within: busyTimeout) : .write) { connection in
+            let result = try driver.transaction(deferring ? .writeIfFree(grace: grace, within: busyTimeout) : .write, scope: scope) { connection in
                 currentConnection = connection
                 defer { currentConnection = nil }
-                let (result, wrote) = try outermost({ StoreTransaction(connection, writable: true, path: path, feedBumps: $0) }, body)
+                let (result, wrote) = try outermost(scope, { StoreTransaction(connection, writable: true, path: path, feedBumps: $0) }, body)
                 changed = wrote
                 return result
             }
@@ -496,7 +501,7 @@ public final class Store: @unchecked Sendable {
             if let connection = currentConnection {
                 return try body(StoreTransaction(connection, writable: writing, path: path, feedBumps: writing ? feedBumps : nil))
             }
-            return try driver.transaction(.read) { connection in
+            return try driver.transaction(.read, scope: .wholeStore) { connection in
                 currentConnection = connection
                 defer { currentConnection = nil }
                 return try body(StoreTransaction(connection, writable: false, path: path))

@@ -29,8 +29,9 @@ package protocol StoreDriver: AnyObject, Sendable {
     /// Runs `body` in a transaction on one connection: a write holds what makes writes to the
     /// same rows run one at a time and commits; a read sees one snapshot and may not write.
     /// A `writeIfFree` that finds another process's write lock held throws `StoreBusy` before
-    /// `body` runs.
-    func transaction<T>(_ kind: StoreTransactionKind, _ body: (any StoreConnection) throws -> T) throws -> T
+    /// `body` runs. A write locks what `scope` names before `body` runs: the whole store, or
+    /// its zones (in `orderedZoneKeys`' order) beside every other zone-scoped write.
+    func transaction<T>(_ kind: StoreTransactionKind, scope: StoreWriteScope, _ body: (any StoreConnection) throws -> T) throws -> T
 
     /// Runs `body` in a savepoint of the transaction open on `connection` (a nested engine
     /// call's write); a failure rolls back to it and passes through.
@@ -102,6 +103,12 @@ package protocol StoreConnection: AnyObject {
     /// Lifts the statement timeout for the rest of this transaction (an operator's pass over
     /// every row).
     func liftStatementTimeout() throws
+    /// Holds `key` (one of the store's own locks, `StoreWriteScope.zoneIDAllocation`) until the
+    /// transaction ends, waiting for any other transaction holding it.
+    func lock(_ key: Int64) throws
+    /// Takes what `scope` names in the open write transaction if no other transaction holds
+    /// any of it, without waiting; false when one does.
+    func tryToLock(_ scope: StoreWriteScope) throws -> Bool
 }
 
 /// The policy decision log every process on a store shares (SPEC §16, §18 P3).

@@ -128,7 +128,9 @@ extension StoreTransaction {
     /// `account`'s database feed for a container, environment and scope (`private`, `shared`):
     /// its row, last position and pruned-before position; nil before anything was logged there.
     package func feed(account: Int64, container: ContainerID, scope: String) throws -> (id: Int64, current: Int64, keptFrom: Int64)? {
-        try fetchOne("SELECT id, seq, keptFrom FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?",
+        // Inside a write, its own moves first.
+        if isWritable { try writeFeedMoves() }
+        return try fetchOne("SELECT id, seq, keptFrom FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?",
                      [account, container.identifier, container.environment.rawValue, scope], table: "feed", keyAt: 0) {
             (try $0.integer(0, "id"), try $0.integer(1, "seq"), try $0.integer(2, "keptFrom"))
         }
@@ -136,7 +138,8 @@ extension StoreTransaction {
 
     /// The feed's entries after position `seq`, oldest first, at most `limit`.
     package func feedChanges(feed: Int64, after seq: Int64, limit: Int) throws -> [FeedChangeRow] {
-        try fetchAll("""
+        if isWritable { try writeFeedMoves() }
+        return try fetchAll("""
             SELECT zoneName, ownerName, seq, deleted, reason FROM feed_change WHERE feedID = ? AND seq > ? ORDER BY seq LIMIT ?
             """, [feed, seq, limit], table: "feed_change", keyAt: 0) {
             FeedChangeRow(zoneName: try $0.text(0, "zoneName"), ownerName: try $0.text(1, "ownerName"), seq: try $0.integer(2, "seq"),

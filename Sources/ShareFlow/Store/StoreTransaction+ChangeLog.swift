@@ -138,6 +138,7 @@ extension StoreTransaction {
             try run("UPDATE zone SET changeSeq = ? WHERE id = ?", [seqs.last, zone])
             feedBumps.seqs[zone]!.stored = seqs.last
         }
+        try writeFeedMoves()
     }
 
     /// False in a bench's baseline store (`Store.logsChanges`); every other transaction logs.
@@ -540,38 +541,73 @@ extension StoreTransaction {
     // MARK: Database feeds
 
     /// The zone changed in `account`'s feed for its container and environment in `scope` (the
-    /// feed made on first use): at the feed's next position.
+    /// feed made on first use): at the feed's next position, taken when the transaction
+    /// commits (`FeedBumps.FeedMove`).
     private func bumpFeed(account: Int64, zone: LoggedZone, scope: String, deleted: Bool, at time: Double) throws {
         let key = FeedBumps.Key(account: account, zone: zone.id, scope: scope)
         if let feedBumps {
             guard !feedBumps.done.contains(key) else { return }
             feedBumps.done.insert(key)
         }
-        // Moved, or made at 1; then the zone's entry at the feed's new position, which the
-        // entry reads itself (scalar subqueries on the feed's key, not `INSERT … SELECT`,
-        // which SQLite runs with a statement journal). Not one upsert `RETURNING`: its
-        // temporary table cost more than the statements.
-        let names: StoreArguments = [account, zone.container, zone.environment, scope]
-        if try run("UPDATE feed SET seq = seq + 1 WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?", names) == 0 {
-            try run("INSERT INTO feed (accountID, container, environment, scope, seq, keptFrom) VALUES (?, ?, ?, ?, 1, 0)", names)
-        }
-        try run("""
-            INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (
-                (SELECT id FROM feed WHERE accountID = ?1 AND container = ?2 AND environment = ?3 AND scope = ?4), ?5, ?6,
-                (SELECT seq FROM feed WHERE accountID = ?1 AND container = ?2 AND environment = ?3 AND scope = ?4), 0, NULL, ?7)
-            ON CONFLICT (feedID, zoneName, ownerName) DO UPDATE SET seq = excluded.seq, deleted = 0, reason = NULL, at = excluded.at
-            """, [account, zone.container, zone.environment, scope, zone.name, zone.ownerName, time])
+        try move(FeedBumps.FeedMove(feed: .init(account: account, container: zone.container, environment: zone.environment, scope: scope),
+                                    zone: zone, goneBecause: nil, time: time))
     }
 
     /// The zone reported gone from the feed (`reason`: deleted, purged), if the feed has it live.
     private func markFeedDeleted(account: Int64, zone: LoggedZone, scope: String, reason: String, at time: Double) throws {
         feedBumps?.done.remove(FeedBumps.Key(account: account, zone: zone.id, scope: scope))
-        guard let feed = try fetchInteger("SELECT id FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?", [account, zone.container, zone.environment, scope]),
-              try exists("SELECT EXISTS (SELECT 1 FROM feed_change WHERE feedID = ? AND zoneName = ? AND ownerName = ? AND deleted = 0)", [feed, zone.name, zone.ownerName]) else { return }
-        try run("UPDATE feed SET seq = seq + 1 WHERE id = ?", [feed])
-        let seq = try fetchInteger("SELECT seq FROM feed WHERE id = ?", [feed]) ?? 0
+        try move(FeedBumps.FeedMove(feed: .init(account: account, container: zone.container, environment: zone.environment, scope: scope),
+                                    zone: zone, goneBecause: reason, time: time))
+    }
+
+    /// Queues `move` for the commit, or makes it now outside a store transaction.
+    private func move(_ move: FeedBumps.FeedMove) throws {
+        guard let feedBumps else { return try write(move) }
+        feedBumps.feedMoves.append(move)
+    }
+
+    /// Writes the feed moves queued, feed by feed in one order (`FeedBumps.FeedMove`): run
+    /// just before the transaction commits, and before a database feed is read inside it.
+    func writeFeedMoves() throws {
+        guard let feedBumps, !feedBumps.feedMoves.isEmpty else { return }
+        let moves = feedBumps.feedMoves
+        feedBumps.feedMoves.removeAll()
+        // Stable: each feed's moves keep their order.
+        for move in moves.enumerated().sorted(by: { $0.element.feed == $1.element.feed ? $0.offset < $1.offset : $0.element.feed < $1.element.feed }) {
+            try write(move.element)
+        }
+    }
+
+    private func write(_ move: FeedBumps.FeedMove) throws {
+        let feed = move.feed, zone = move.zone
+        let names: StoreArguments = [feed.account, feed.container, feed.environment, feed.scope]
+        guard let reason = move.goneBecause else {
+            // Moved, or made at 1 (an upsert only then: two writers of other zones may make an
+            // account's feed at once, and the second moves what the first made); then the
+            // zone's entry at the feed's new position, which the entry reads itself (scalar
+            // subqueries on the feed's key, not `INSERT … SELECT`, which SQLite runs with a
+            // statement journal). Not one upsert `RETURNING`: its temporary table cost more
+            // than the statements.
+            if try run("UPDATE feed SET seq = seq + 1 WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?", names) == 0 {
+                try run("""
+                    INSERT INTO feed (accountID, container, environment, scope, seq, keptFrom) VALUES (?, ?, ?, ?, 1, 0)
+                    ON CONFLICT (accountID, container, environment, scope) DO UPDATE SET seq = feed.seq + 1
+                    """, names)
+            }
+            try run("""
+                INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (
+                    (SELECT id FROM feed WHERE accountID = ?1 AND container = ?2 AND environment = ?3 AND scope = ?4), ?5, ?6,
+                    (SELECT seq FROM feed WHERE accountID = ?1 AND container = ?2 AND environment = ?3 AND scope = ?4), 0, NULL, ?7)
+                ON CONFLICT (feedID, zoneName, ownerName) DO UPDATE SET seq = excluded.seq, deleted = 0, reason = NULL, at = excluded.at
+                """, [feed.account, feed.container, feed.environment, feed.scope, zone.name, zone.ownerName, move.time])
+            return
+        }
+        guard let id = try fetchInteger("SELECT id FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?", names),
+              try exists("SELECT EXISTS (SELECT 1 FROM feed_change WHERE feedID = ? AND zoneName = ? AND ownerName = ? AND deleted = 0)", [id, zone.name, zone.ownerName]) else { return }
+        try run("UPDATE feed SET seq = seq + 1 WHERE id = ?", [id])
+        let seq = try fetchInteger("SELECT seq FROM feed WHERE id = ?", [id]) ?? 0
         try run("UPDATE feed_change SET seq = ?, deleted = 1, reason = ?, at = ? WHERE feedID = ? AND zoneName = ? AND ownerName = ?",
-                       [seq, reason, time, feed, zone.name, zone.ownerName])
+                [seq, reason, move.time, id, zone.name, zone.ownerName])
     }
 
     // MARK: Migration

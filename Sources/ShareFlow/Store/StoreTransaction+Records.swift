@@ -18,6 +18,7 @@ extension StoreTransaction {
         // Never the row of a zone deleted before (SQLite gives the last row's ID again once it
         // is deleted): a change token names its zone by row, and one of the zone deleted would
         // read the new one from the middle rather than be expired (`deleteZone` keeps the mark).
+        try lockZoneIDs()
         let id = try insert("""
             INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (
                 MAX(COALESCE((SELECT MAX(id) FROM zone), 0), COALESCE((SELECT CAST(value AS BIGINT) FROM shareflow_meta WHERE key = 'deletedZoneID'), 0)) + 1,
@@ -59,8 +60,11 @@ extension StoreTransaction {
 
     /// The zone row `id`; `publicOwnerName` names the owner of public zones.
     package func zone(id: Int64, publicOwnerName: String) throws -> ZoneRow? {
-        try fetchOne("SELECT \(StoreTransaction.zoneColumns) FROM zone z LEFT JOIN account a ON a.id = z.ownerID WHERE z.id = ?",
-                     [id], table: "zone", keyAt: 0) { try StoreTransaction.zoneRow($0, at: 0, publicOwnerName: publicOwnerName) }
+        let zone = try fetchOne("SELECT \(StoreTransaction.zoneColumns) FROM zone z LEFT JOIN account a ON a.id = z.ownerID WHERE z.id = ?",
+                                [id], table: "zone", keyAt: 0) { try StoreTransaction.zoneRow($0, at: 0, publicOwnerName: publicOwnerName) }
+        // A write reaching a zone by its row is held to its scope as one finding it by name.
+        if let zone { try claim(zone: zone.lockKey) }
+        return zone
     }
 
     /// A private zone of `ownerID` in which `participant` is on a share, pending or accepted

@@ -37,13 +37,15 @@ extension StoreTransaction {
     /// The share with URL token `token` in `environment`, with its zone, in one statement
     /// (`share(token:environment:)` then `zone(id:publicOwnerName:)`, read together).
     package func shareWithZone(token: String, environment: CloudEnvironment, publicOwnerName: String) throws -> (share: ShareRow, zone: ZoneRow)? {
-        try fetchOne("""
+        let found = try fetchOne("""
             SELECT \(StoreTransaction.shareColumns), \(StoreTransaction.zoneColumns)
             FROM share s JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID LEFT JOIN account a ON a.id = z.ownerID
             WHERE s.token = ? AND z.environment = ?
             """, [token, environment.rawValue], table: "share", keyAt: 0) {
             (try StoreTransaction.shareRow($0), try StoreTransaction.zoneRow($0, at: 7, publicOwnerName: publicOwnerName))
         }
+        if let found { try claim(zone: found.1.lockKey) }
+        return found
     }
 
     package func share(id: Int64) throws -> ShareRow? {

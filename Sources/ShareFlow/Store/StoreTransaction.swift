@@ -59,6 +59,7 @@ package struct StoreTransaction {
     /// of the store goes through here.
     @discardableResult
     func run(_ sql: String, _ arguments: StoreArguments) throws -> Int {
+        if let feedBumps, feedBumps.held != .wholeStore { try mayWrite(sql, feedBumps) }
         switch connection {
         case .sqlite(let db):
             try StoreTransaction.execute(db, sql, arguments)
@@ -79,6 +80,7 @@ package struct StoreTransaction {
 
     /// Runs an INSERT into a table whose key is `id`, and gives the new row's `id`.
     func insert(_ sql: String, _ arguments: StoreArguments) throws -> Int64 {
+        if let feedBumps, feedBumps.held != .wholeStore { try mayWrite(sql, feedBumps) }
         switch connection {
         case .sqlite(let db):
             try StoreTransaction.execute(db, sql, arguments)
@@ -90,6 +92,45 @@ package struct StoreTransaction {
             }
             return n
         }
+    }
+}
+
+// MARK: A write's scope (SPEC §16 M5)
+
+extension StoreTransaction {
+    /// Claims `zone` for this write before anything of it is read. A write of the whole store
+    /// holds it already, and so does a zone-scoped write that declared it. Another zone is
+    /// taken now if no other writer holds it, never waited for (two writers each waiting for
+    /// the other's zone would wait for ever); held elsewhere, the write fails as busy, to be
+    /// retried. Called by the engine's zone lookups, for every zone a write finds.
+    package func claim(zone: ZoneLockKey) throws {
+        guard isWritable, let feedBumps, case .zones(let held) = feedBumps.held, !held.contains(zone) else { return }
+        try take(.zones([zone]), feedBumps, as: "\(zone)")
+        feedBumps.held = .zones(held.union([zone]))
+    }
+
+    /// Before a statement writes a table no zone owns (`StoreWriteScope.tablesOfZones`): a
+    /// zone-scoped write takes the whole store if no other writer holds any of it.
+    private func mayWrite(_ sql: String, _ feedBumps: FeedBumps) throws {
+        let table = StoreWriteScope.writtenTable(sql)
+        if let table, StoreWriteScope.tablesOfZones.contains(table) { return }
+        try take(.wholeStore, feedBumps, as: "the whole store (to write \(table ?? "an unnamed table"))")
+        feedBumps.held = .wholeStore
+    }
+
+    private func take(_ scope: StoreWriteScope, _ feedBumps: FeedBumps, as what: String) throws {
+        guard case .driver(let connection) = connection else { return }  // SQLite: the only writer
+        guard try connection.tryToLock(scope) else {
+            throw ShareFlowError(.serviceUnavailable, "store \(path ?? "?") is busy: another writer holds \(what), which this write reached without declaring it; retry",
+                                 retryAfter: 1).forOperator()
+        }
+    }
+
+    /// In a zone-scoped write, waits for the lock that hands out zone IDs one at a time; a
+    /// write of the whole store holds every lock already.
+    func lockZoneIDs() throws {
+        guard let feedBumps, feedBumps.held != .wholeStore, case .driver(let connection) = connection else { return }
+        try connection.lock(StoreWriteScope.zoneIDAllocation)
     }
 }
 
@@ -118,10 +159,38 @@ package struct StoreArguments: ExpressibleByArrayLiteral {
 package final class FeedBumps {
     /// False only for a bench's baseline store (`Store.logsChanges`): nothing is logged.
     let logging: Bool
+    /// What the transaction holds the locks for (`StoreWriteScope`): what it declared, and what
+    /// it took since (`StoreTransaction.claim`).
+    var held: StoreWriteScope
 
-    init(logging: Bool = true) {
+    init(logging: Bool = true, scope: StoreWriteScope = .wholeStore) {
         self.logging = logging
+        self.held = scope
     }
+
+    /// A database feed's move this transaction makes: written just before it commits
+    /// (`StoreTransaction.writeFeedMoves`), every feed's in one order (account, container,
+    /// environment, scope), so that writers of different zones that move the same accounts'
+    /// feeds queue on each feed's row rather than wait on each other in a circle; each feed's
+    /// moves in the order they were made.
+    struct FeedMove {
+        struct Feed: Hashable, Comparable {
+            let account: Int64
+            let container: String
+            let environment: String
+            let scope: String
+
+            static func < (a: Feed, b: Feed) -> Bool {
+                (a.account, a.container, a.environment, a.scope) < (b.account, b.container, b.environment, b.scope)
+            }
+        }
+        let feed: Feed
+        let zone: StoreTransaction.LoggedZone
+        /// Nil: the zone changed; else why it is gone (`deleted`, `purged`).
+        let goneBecause: String?
+        let time: Double
+    }
+    var feedMoves: [FeedMove] = []
 
     struct Key: Hashable {
         let account: Int64
@@ -159,10 +228,15 @@ package final class FeedBumps {
     /// it took are not given back: what was written at them is gone, so they are holes in the
     /// feed (a feed never promises every position holds an entry; a moved entry leaves one
     /// too), and a position is never handed out twice.
-    func forget() {
+    /// `movesMade`: how many feed moves were queued when the savepoint began (those after it
+    /// are dropped with it); `held`: what was held then (a driver lets go of the locks a
+    /// savepoint took when it is rolled back).
+    func forget(movesMade: Int, held: StoreWriteScope) {
+        self.held = held
         done.removeAll()
         zones.removeAll()
         flatViewers.removeAll()
+        if movesMade < feedMoves.count { feedMoves.removeSubrange(movesMade...) }
     }
 }
 
@@ -237,6 +311,9 @@ package struct ZoneRow {
     package let ownerID: Int64
     package let zoneID: RecordZoneID
     package let isPublic: Bool
+
+    /// How a write's scope names it.
+    package var lockKey: ZoneLockKey { ZoneLockKey(container: container, ownerName: zoneID.ownerName, zoneName: zoneID.zoneName) }
 }
 
 package struct RecordRow {
