@@ -11,6 +11,7 @@ extension Engine {
     /// The zones a call on `database` naming `zones` writes, as the store locks them (SPEC §16
     /// M5): named as `zone(for:in:caller:db:)` finds them, so every zone it finds was declared.
     func writeScope(_ zones: [RecordZoneID], in database: CloudDatabase) throws -> StoreWriteScope {
+        guard store.writersRunAtOnce else { return .wholeStore }
         let container = database.container.containerID
         var me: String?
         var keys = Set<ZoneLockKey>()

@@ -77,6 +77,15 @@ extension Engine {
         }
     }
 
+    /// What accepting the share at `url` writes (SPEC §16 M5): its zone, found by a read
+    /// before the write where writers run at once (a share never moves to another zone; one
+    /// deleted since is not found in the write).
+    private func acceptScope(_ url: String, environment: CloudEnvironment) throws -> StoreWriteScope {
+        guard store.writersRunAtOnce else { return .wholeStore }
+        guard let zone = try reading({ try shareAndZone(url: url, environment: environment, db: $0) })?.zone else { return .wholeStore }
+        return .zones([zone.lockKey])
+    }
+
     /// Accepts the share of `metadata` for `caller`, atomically (R10, R12, R18, O5, O6).
     public func acceptShare(_ metadata: ShareMetadata, caller: Account, container containerID: ContainerID) throws -> Share {
         return try faultGate {
@@ -84,7 +93,7 @@ extension Engine {
                 throw ShareFlowError.invalid("the share at \(metadata.url) is in container \(metadata.containerID), but this operation runs in \(containerID); accept it in its own container (O5, R32)")
             }
             let container = containerID.identifier
-            return try transaction { db in
+            return try transaction(scope: try acceptScope(metadata.url, environment: containerID.environment)) { db in
                 let item = "share at \(metadata.url)"
                 /// The share, its zone and its participants with their accounts, as stored now, in two
                 /// statements (the caller's place and the share object both come from the second).

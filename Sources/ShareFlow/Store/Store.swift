@@ -56,6 +56,10 @@ public final class Store: @unchecked Sendable {
     public var isPostgres: Bool { driver != nil }
     /// The database's name in metrics' labels: `sqlite`, or the driver's.
     package var kind: String { driver?.name ?? "sqlite" }
+    /// Whether writers of several processes run at once, each holding what it writes (a
+    /// driver's store): only then is a write's scope worth finding out before it begins
+    /// (`StoreWriteScope`). SQLite runs one writer at a time.
+    package var writersRunAtOnce: Bool { driver != nil }
 
     /// Fails, naming what, where only an SQLite store can do it.
     func requireSQLite(_ what: String) throws {
