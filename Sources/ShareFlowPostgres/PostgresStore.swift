@@ -266,7 +266,12 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// dropped, so the next call opens a new one.
     func transaction<T>(writing: Bool, scope: StoreWriteScope = .wholeStore, lockGrace: TimeInterval? = nil, lockWithin: TimeInterval = 0,
                         _ body: (PostgresSession) throws -> T) throws -> T {
-        if writing, let request = lockRequest {
+        // A request still out for other zones than this write's holds up only the writes it
+        // would serve: this one tries its own locks on the engine's connection.
+        var pending: LockRequest?
+        if writing, let request = lockRequest, lockGrace != nil, !request.isAnswered, !request.scope.covers(scope) {
+            pending = request
+        } else if writing, let request = lockRequest {
             guard lockGrace == nil || request.isAnswered else { throw StoreBusy(path: label, onReady: request.whenAnswered) }
             lockRequest = nil
             if !request.failed && request.scope.covers(scope) { return try run(on: request.session, writing: true, scope: scope, begun: true, body) }
@@ -307,6 +312,9 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         guard free else {
             // The next statement on the connection comes after it: no wait here.
             session.pipeline("ROLLBACK")
+            // The spare connection is taken by the request out already: this write is run
+            // again once that one is answered (and then asks for its own).
+            if let pending { throw StoreBusy(path: label, onReady: pending.whenAnswered) }
             let request = try askForLock(scope, within: lockWithin)
             throw StoreBusy(path: label, onReady: request.whenAnswered)
         }

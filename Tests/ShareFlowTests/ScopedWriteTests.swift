@@ -136,6 +136,51 @@ final class ScopedWriteTests: XCTestCase {
     }
 }
 
+extension ScopedWriteTests {
+    /// A request's first write that finds its zone held elsewhere asks for that zone's lock on
+    /// the node's spare connection and is run again when it comes (SPEC §16 M5); meanwhile a
+    /// request writing another zone on that node goes through at once, and one writing the
+    /// same zone waits for that answer too.
+    func testAWriteWaitingForOneZoneHoldsUpNoWriteOfAnother() throws {
+        guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only: SQLite has one writer at a time") }
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        let node = Engine(store: try Store.open(url))
+        defer { node.store.close() }
+        _ = try node.accounts.create(emails: ["alice@example.com"])
+        let alice = try node.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
+        let trips = try alice.saveZone("Trips").zoneID, notes = try alice.saveZone("Notes").zoneID
+        let record = { (name: String, zone: RecordZoneID) in Record(recordType: "R", recordID: RecordID(recordName: name, zoneID: zone)) }
+
+        // Another node is writing Trips.
+        let other = try XCTUnwrap(node.store.driver as? PostgresStore).openSession(statementTimeoutMs: 60_000)
+        defer { try? other.connection.close().wait() }
+        let (high, low) = ZoneLockKey(container: alice.container.containerID, ownerName: trips.ownerName, zoneName: trips.zoneName).halves
+        try other.command("BEGIN")
+        try other.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock)), pg_advisory_xact_lock(\(high), \(low))")
+
+        node.store.writeWait = .deferFirst
+        XCTAssertThrowsError(try alice.modifyRecords(saving: [record("t1", trips)])) { XCTAssertTrue($0 is StoreBusy, "\($0)") }
+        let onReady = try XCTUnwrap(node.store.deferredBy?.onReady)
+        // Another request, another zone: through at once.
+        node.store.writeWait = .deferFirst
+        XCTAssertNil(try alice.modifyRecords(saving: [record("n1", notes)]).firstError)
+        // Another request, the same zone: waits for the answer too.
+        node.store.writeWait = .deferFirst
+        XCTAssertThrowsError(try alice.modifyRecords(saving: [record("t2", trips)])) { XCTAssertTrue($0 is StoreBusy, "\($0)") }
+
+        try other.command("ROLLBACK")
+        let ready = DispatchSemaphore(value: 0)
+        onReady { ready.signal() }
+        XCTAssertEqual(ready.wait(timeout: .now() + 60), .success, "the zone's lock came once it was let go")
+        node.store.writeWait = .deferFirst
+        XCTAssertNil(try alice.modifyRecords(saving: [record("t1", trips)]).firstError)
+        XCTAssertEqual(node.store.writeWait, .inPlace)
+        XCTAssertEqual(try alice.recordZoneChanges(trips).modifications.map(\.recordID.recordName), ["t1"])
+        XCTAssertEqual(try alice.recordZoneChanges(notes).modifications.map(\.recordID.recordName), ["n1"])
+    }
+}
+
 /// A value handed from one thread to another.
 private final class Handed<T>: @unchecked Sendable {
     private let lock = NSLock()
