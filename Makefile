@@ -8,7 +8,7 @@ BIN := .build/debug/shareflow
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := liblua5.4-dev lua5.4 lua-check tmux pkg-config libsqlite3-dev
 
-.PHONY: deps pyenv build demo test test-suites sanitize tsan lint bench clean fresh-store-image
+.PHONY: deps pyenv build demo test test-suites sanitize tsan lint bench clean fresh-store-image twins
 
 # pkg-config must find lua5.4 (the CLua system library target links through it); the
 # tests also use tmux (the console), lua5.4 (cold-start baseline) and luacheck.
@@ -56,27 +56,24 @@ demo: build
 FAILED_TESTS = grep -E "error: |' failed \(" $(1) | sort -u | head -40 | sed 's/^/  /'
 
 # The whole suite beside a throw-away PostgreSQL cluster (Tests/postgres/with-cluster.sh: installed
-# from Debian's packages when missing, stopped afterwards even on failure); then, on the same
-# cluster, the engine's suite (ShareFlowTests, each store a new database) and the Lua suite
-# again on PostgreSQL (SPEC §16, M1/M4).
+# from Debian's packages when missing, stopped afterwards even on failure). Each store test case
+# of the engine has a twin that runs its tests again on PostgreSQL in the same `swift test`
+# (Tests/ShareFlowTests/OnPostgreSQL.swift, each store a new database; `make twins` after adding
+# a test). Then the Lua suite again on PostgreSQL (SPEC §16, M1/M4/M6).
 test: deps pyenv
 	$(SWIFT) build --build-tests
 	@mkdir -p .build
 	@Tests/postgres/with-cluster.sh $(MAKE) --no-print-directory test-suites
 
-# The engine's tests whose store plays no part (fault rules matched in memory, in Swift): run
-# once, on SQLite, not again on PostgreSQL.
-PG_SKIP := --skip FaultRuleTests
+# The PostgreSQL twins of the engine's store test cases (Tests/postgres/twins.py).
+twins:
+	python3 Tests/postgres/twins.py
 
 test-suites:
 	@set -o pipefail; status=0; \
 	timeout 2700 $(SWIFT) test --skip-build --disable-swift-testing 2>&1 | tee .build/test.log || status=$$?; \
 	if [ $$status != 0 ]; then echo "test: the suite failed (status $$status); failed:"; $(call FAILED_TESTS,.build/test.log); fi; \
-	echo "test: the engine's suite on PostgreSQL"; pg=0; \
-	SHAREFLOW_TEST_POSTGRES=$$SHAREFLOW_TEST_CLUSTER timeout 1200 $(SWIFT) test --skip-build --disable-swift-testing --filter ShareFlowTests $(PG_SKIP) 2>&1 \
-	  | tee .build/test-postgres.log | grep -E "error: |' failed \(|Executed [0-9]+ tests" || true; \
-	grep -q "Test Suite 'Selected tests' passed" .build/test-postgres.log || { pg=1; echo "test: the engine's suite failed on PostgreSQL; failed:"; $(call FAILED_TESTS,.build/test-postgres.log); }; \
-	echo "test: the Lua suite on PostgreSQL"; \
+	echo "test: the Lua suite on PostgreSQL"; pg=0; \
 	timeout 600 $(BIN) test --store "$$SHAREFLOW_TEST_CLUSTER" Tests/lua Plugins > .build/test-postgres-lua.log 2>&1 || { pg=1; echo "test: the Lua suite failed on PostgreSQL:"; grep -A4 "^FAIL" .build/test-postgres-lua.log | head -60; }; \
 	tail -1 .build/test-postgres-lua.log; \
 	[ $$status = 0 ] && [ $$pg != 0 ] && status=1; \

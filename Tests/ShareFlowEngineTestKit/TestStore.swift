@@ -1,18 +1,36 @@
 import Foundation
 import ShareFlow
 import ShareFlowPostgres
+import XCTest
 
-/// The store an engine test runs on: a new in-memory SQLite store, or, when
-/// SHAREFLOW_TEST_POSTGRES names a PostgreSQL database, a new database made from it (SPEC §16:
-/// the engine's whole suite runs on both stores; `make test` runs it twice).
+/// The store an engine test runs on: a new in-memory SQLite store, or, in the PostgreSQL pass
+/// (a test case's twin in `Tests/ShareFlowTests/OnPostgreSQL.swift`, SPEC §16 M6: every store
+/// test on both drivers in one `swift test`), a new database made from the cluster's.
 public enum TestStore {
-    /// The PostgreSQL database the scratch stores are made from, if the suite runs on PostgreSQL.
-    public static let postgresTemplate: String? = {
-        guard let url = ProcessInfo.processInfo.environment["SHAREFLOW_TEST_POSTGRES"], !url.isEmpty else { return nil }
-        return url
-    }()
+    private static let passLock = NSLock()
+    nonisolated(unsafe) private static var onPostgres = false
+
+    /// The PostgreSQL database scratch stores are made from, when a cluster is at hand
+    /// (SHAREFLOW_TEST_POSTGRES, or SHAREFLOW_TEST_CLUSTER, which `make test` sets).
+    public static let clusterTemplate: String? = EachDriver.postgresTemplate
+
+    /// The template in the PostgreSQL pass; nil in the SQLite pass.
+    public static var postgresTemplate: String? {
+        passLock.withLock { onPostgres } ? clusterTemplate : nil
+    }
 
     public static var isPostgres: Bool { postgresTemplate != nil }
+
+    /// Begins a test's PostgreSQL pass (a twin's `setUp`); skips the test with no cluster.
+    public static func enterPostgresPass() throws {
+        guard clusterTemplate != nil else { throw XCTSkip("the PostgreSQL pass needs a cluster (SHAREFLOW_TEST_CLUSTER or SHAREFLOW_TEST_POSTGRES)") }
+        passLock.withLock { onPostgres = true }
+    }
+
+    /// Ends it (a twin's `tearDown`).
+    public static func leavePostgresPass() {
+        passLock.withLock { onPostgres = false }
+    }
 
     public static func make() throws -> Store {
         guard let template = postgresTemplate else { return try Store(path: ":memory:") }

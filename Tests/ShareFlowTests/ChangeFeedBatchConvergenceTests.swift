@@ -7,7 +7,7 @@ import XCTest
 /// The convergence property with several changes per transaction (one modifyRecords
 /// saving new roots, their shares and children, edits, re-parents and deletes together), guests
 /// editing in batches, and each copy compared field for field with a fetch.
-final class ChangeFeedBatchConvergenceTests: XCTestCase {
+class ChangeFeedBatchConvergenceTests: XCTestCase {
     func testBatchesConverge() throws {
         for seed: UInt64 in TestStore.seeds([11, 12, 13]) {
             try run(seed: seed, steps: TestStore.steps(90))

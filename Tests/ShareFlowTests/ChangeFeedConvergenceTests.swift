@@ -8,7 +8,7 @@ import XCTest
 /// and leaves by the owner and her guests, while each guest (and the owner) follows the
 /// database and zone feeds from their tokens; after every step each reader's copy equals a
 /// full fetch of what they may read — nothing lost, nothing duplicated, no stale version.
-final class ChangeFeedConvergenceTests: XCTestCase {
+class ChangeFeedConvergenceTests: XCTestCase {
     func testReadersFollowingTheFeedsConvergeOnWhatTheyMayRead() throws {
         for seed: UInt64 in TestStore.seeds([1, 2, 3, 4]) {
             try run(seed: seed, steps: 120)

@@ -5,7 +5,7 @@ import XCTest
 @testable import ShareFlow
 
 /// SPEC §14: the zone and database feeds, natively (O9, O10's one-call forms).
-final class ChangeFeedTests: XCTestCase {
+class ChangeFeedTests: XCTestCase {
     private func note(_ name: String, in zone: RecordZoneID, parent: RecordID? = nil, title: String = "x") -> Record {
         Record(recordType: "Note", recordID: RecordID(recordName: name, zoneID: zone), fields: ["title": .string(title)], parent: parent)
     }

@@ -8,7 +8,7 @@ import XCTest
 /// store with the v7 log keeps it through v8 (which names each entry's record row) and v9
 /// (where the owner's entries become their records' positions): all read the same feeds as a
 /// store that logged every save.
-final class ChangeLogMigrationTests: XCTestCase {
+class ChangeLogMigrationTests: XCTestCase {
     /// Alice's zone 'Z' with records a, b (b under a) and a zone share Bob accepted (read only);
     /// also ChangeLogInterruptedMigrationTests' store.
     static let rows = """

@@ -9,7 +9,7 @@ import XCTest
 /// taken in memory and written at commit, the flat-zone viewer cache and the accept path's
 /// shortcuts, attacked: readers following tokens (owner and participants, pages of one and
 /// more) stay equal to a full fetch, and no position is ever handed out twice.
-final class ChangeLogV9AttackTests: XCTestCase {
+class ChangeLogV9AttackTests: XCTestCase {
     // MARK: Helpers
 
     /// What `db` fetches now of the zone's records (every name the store has ever held there):

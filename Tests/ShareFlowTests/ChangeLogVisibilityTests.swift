@@ -7,7 +7,7 @@ import XCTest
 /// SQL predicate the log filters participants with is generated from `SharingRules`, and here
 /// held against it cell by cell, evaluated by the store the suite runs on (SQLite, or
 /// PostgreSQL with SHAREFLOW_TEST_POSTGRES).
-final class ChangeLogVisibilityTests: XCTestCase {
+class ChangeLogVisibilityTests: XCTestCase {
     func testTheLogsVisibilityIsTheReadRuleInEveryCell() throws {
         let store = try TestStore.make()
         defer { store.close() }

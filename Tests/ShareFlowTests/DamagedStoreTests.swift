@@ -9,7 +9,7 @@ import XCTest
 /// never traps: reading it fails with `serviceUnavailable` naming the store, table, row and
 /// column, every other row keeps serving, and `Store.check()` lists it — with schema objects
 /// ShareFlow did not make and parent cycles.
-final class DamagedStoreTests: XCTestCase {
+class DamagedStoreTests: XCTestCase {
     /// A store file with the World in it (trip, day and a share of the trip with Bob on it), its
     /// path, and the engine over it.
     private struct Fixture {

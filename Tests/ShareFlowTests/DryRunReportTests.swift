@@ -5,7 +5,7 @@ import XCTest
 
 /// Point 10 of wave 3: the dry-run report pairs items by what they are, not by row IDs SQLite
 /// reuses, and an item whose text is the same is not "changed".
-final class DryRunReportTests: XCTestCase {
+class DryRunReportTests: XCTestCase {
     func testDeletingAZoneAndMakingAnotherIsNotARename() throws {
         let w = try World()
         let db = w.c.privateCloudDatabase

@@ -6,7 +6,7 @@ import XCTest
 
 /// R32: a container's development and production environments are separate data sets; accounts
 /// are shared.
-final class EnvironmentTests: XCTestCase {
+class EnvironmentTests: XCTestCase {
     private func production(_ account: Account, _ engine: Engine) throws -> Container {
         try engine.session(for: account).container(World.containerID, environment: .production)
     }

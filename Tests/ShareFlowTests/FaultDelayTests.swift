@@ -5,7 +5,7 @@ import XCTest
 
 /// SPEC §15: a request's item delays, natively slept on the caller's thread, come to
 /// `FaultScope.maxDelayMs` at most, as over HTTP.
-final class FaultDelayTests: XCTestCase {
+class FaultDelayTests: XCTestCase {
     func testANativeRequestsItemDelaysAreCappedAsOverHTTP() throws {
         let w = try World()
         try w.engine.faults.add(try FaultRule(["recordName": .string("n-*"), "fault": .string("partialFailure"), "latencyMs": .number(400)],

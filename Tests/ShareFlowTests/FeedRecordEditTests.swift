@@ -4,7 +4,7 @@ import XCTest
 @testable import ShareFlow
 
 /// Records from a feed page (fields decoded when first read) edit, conflict and save as fetched ones.
-final class FeedRecordEditTests: XCTestCase {
+class FeedRecordEditTests: XCTestCase {
     private func feedRecord(_ db: CloudDatabase, _ zone: RecordZoneID, _ name: String, keys: [String]? = nil) throws -> Record {
         try XCTUnwrap(try db.recordZoneChanges(zone, desiredKeys: keys).modifications.first { $0.recordID.recordName == name })
     }

@@ -6,7 +6,7 @@ import XCTest
 /// The pieces made faster for `shareflow bench` keep their meaning: identifiers stay random
 /// version-4 UUIDs, stored names read back exactly, and observers can change the observer
 /// list while an event is being delivered.
-final class HotPathTests: XCTestCase {
+class HotPathTests: XCTestCase {
     func testUUIDStringsAreVersion4AndDistinct() {
         let pattern = try! NSRegularExpression(pattern: "^[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}$")
         var seen = Set<String>()

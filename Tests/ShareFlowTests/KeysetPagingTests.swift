@@ -6,7 +6,7 @@ import XCTest
 /// R33: a query cursor continues after the last record returned, by its sort values and name
 /// (a keyset, not an offset): deletes and inserts between two pages neither hide nor repeat a
 /// record that was there throughout.
-final class KeysetPagingTests: XCTestCase {
+class KeysetPagingTests: XCTestCase {
     func save(_ w: World, _ names: [String]) throws {
         let records = names.map { Record(recordType: "Note", recordID: RecordID(recordName: $0, zoneID: w.zone.zoneID),
                                          fields: ["rank": .integer(Int64($0.dropFirst())!)]) }

@@ -3,7 +3,7 @@ import ShareFlowEngineTestKit
 import XCTest
 @testable import ShareFlow
 
-final class OperationsTests: XCTestCase {
+class OperationsTests: XCTestCase {
     func testPerItemOrderThenCompletionOnceInSwift() throws {
         let w = try World()
         let op = FetchShareParticipantsOperation(userIdentityLookupInfos: [

@@ -6,7 +6,7 @@ import XCTest
 /// R34: deleting a record whose children remain is allowed (CloudKit does not cascade
 /// `parent`); the children keep their parent's name, saving one again under it is
 /// `referenceViolation` (R25 holds for every save), and `store check` notes them, healthy.
-final class OrphanTests: XCTestCase {
+class OrphanTests: XCTestCase {
     func testAChildOutlivesItsParentAndCannotBeSavedUnderIt() throws {
         let w = try World()
         let db = w.c.privateCloudDatabase

@@ -7,7 +7,7 @@ import XCTest
 /// `desiredKeys` (FetchRecords, queries, `rootRecordDesiredKeys`) and saved back — edited or
 /// not, under any policy — keeps the keys it never fetched; a key is deleted only by setting it
 /// to nil on the copy.
-final class PartialSaveTests: XCTestCase {
+class PartialSaveTests: XCTestCase {
     /// Alice's trip with three keys, saved.
     func world() throws -> (World, Record) {
         let w = try World()

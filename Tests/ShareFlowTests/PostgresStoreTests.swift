@@ -9,7 +9,7 @@ import XCTest
 /// The PostgreSQL store's own parts (SPEC §16): the URL, the dialect's rewrites (always), and,
 /// when the suite runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES), the session's settings, the
 /// schema's guard against another program's tables, and failures as one clear line.
-final class PostgresStoreTests: XCTestCase {
+class PostgresStoreTests: XCTestCase {
     func testTheURLIsReadAsTheSpecWritesIt() throws {
         let full = try PostgresLocation("postgres://app:s%40cret@db.example.com:6543/shareflow?sslmode=require")
         XCTAssertEqual(full.user, "app")

@@ -5,7 +5,7 @@ import XCTest
 @testable import ShareFlow
 
 /// O7 (queries) and O8 (audits); the Lua side is Tests/lua/query_test.lua.
-final class QueryTests: XCTestCase {
+class QueryTests: XCTestCase {
     private func trips(_ w: World, _ n: Int = 7) throws -> [Record] {
         let records = (1...n).map { i in
             Record(recordType: "Trip", recordID: RecordID(recordName: "t\(i)", zoneID: w.zone.zoneID),
@@ -164,7 +164,7 @@ final class QueryTests: XCTestCase {
 
 /// `IN` is hashed (a query costs records + values, never their product) with exactly the
 /// equality of `FieldValue.order`: checked against the linear search over many values.
-final class MatchSetTests: XCTestCase {
+class MatchSetTests: XCTestCase {
     func testTheHashedSetAgreesWithTheOrderEverywhere() {
         let zone = RecordZoneID(zoneName: "Z", ownerName: "_o")
         let pool: [FieldValue] = [

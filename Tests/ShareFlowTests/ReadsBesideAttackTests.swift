@@ -9,7 +9,7 @@ import XCTest
 /// (SPEC §16 M5), kept: a statement whose first preparation failed works again, NULLs and values
 /// in turn, the async API from several tasks, and readers, a writer and observers together
 /// (run under ThreadSanitizer by `make tsan`).
-final class ReadsBesideAttackTests: XCTestCase {
+class ReadsBesideAttackTests: XCTestCase {
     // MARK: PostgreSQL prepared statements
 
     /// A write waiting in place for the write lock past the statement timeout: its pipelined

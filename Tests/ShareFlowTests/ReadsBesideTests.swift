@@ -8,7 +8,7 @@ import XCTest
 /// reader of its own reads while another thread holds the engine's lock in the middle of a
 /// write, sees the last commit and not the write in progress, and the events its read sends
 /// reach observers under the lock once the read is over (an observer that writes included).
-final class ReadsBesideTests: XCTestCase {
+class ReadsBesideTests: XCTestCase {
     /// Runs `body` on a new thread that reads beside the lock, and waits for it.
     private func onReadingThread(_ engine: Engine, _ body: @escaping @Sendable () throws -> Void) throws {
         let done = DispatchSemaphore(value: 0)

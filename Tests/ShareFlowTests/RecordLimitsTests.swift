@@ -5,7 +5,7 @@ import XCTest
 
 /// R22's bounds on one record: its bytes and its number of fields, refused before any key is
 /// looked at.
-final class RecordLimitsTests: XCTestCase {
+class RecordLimitsTests: XCTestCase {
     func testARecordHoldsAtMost1024Fields() throws {
         let w = try World()
         let db = w.c.privateCloudDatabase

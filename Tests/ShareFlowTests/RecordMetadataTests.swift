@@ -6,7 +6,7 @@ import XCTest
 /// R31: records carry CloudKit's metadata — creation date (never moves), creator, last
 /// modifier (a participant's edit names the participant) — and queries filter and sort on it.
 /// R30: the public database is world readable and creator writable.
-final class RecordMetadataTests: XCTestCase {
+class RecordMetadataTests: XCTestCase {
     func testCreationStaysAndTheLastModifierIsWhoeverSavedLast() throws {
         let w = try World()
         let share = try w.share(["bob@example.com"], permission: .readWrite)

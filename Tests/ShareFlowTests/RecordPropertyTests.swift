@@ -8,7 +8,7 @@ import XCTest
 /// random policies, never lose a field they did not delete; writers to the public database
 /// change only their own records; pages read while records are added and deleted neither skip
 /// nor repeat a record that was there throughout.
-final class RecordPropertyTests: XCTestCase {
+class RecordPropertyTests: XCTestCase {
     typealias Generator = ShareInterleavingTests.Generator
 
     func testPartialCopiesNeverLoseAField() throws {

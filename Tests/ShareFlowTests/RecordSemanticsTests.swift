@@ -8,7 +8,7 @@ import XCTest
 /// Records never lose data: R21 (change tags, save policies), R22 (atomic calls, limits), R25
 /// (parents), R26 (administrators). Each test is a finding of issue 13 that failed on main
 /// before it; the Lua side is Tests/lua/records_test.lua.
-final class RecordSemanticsTests: XCTestCase {
+class RecordSemanticsTests: XCTestCase {
     private func share(_ w: World, _ id: RecordID) throws -> Share {
         try XCTUnwrap(w.c.privateCloudDatabase.fetchRecord(id) as? Share)
     }
@@ -288,7 +288,7 @@ final class RecordSemanticsTests: XCTestCase {
 
 /// R23 (values and names), R24 (default zone), R27 (zone privacy, equal work), R28 (fresh
 /// objects): each a finding of issue 13.
-final class RecordValueTests: XCTestCase {
+class RecordValueTests: XCTestCase {
     func testR23EveryValueTypeIsKeptExactly() throws {
         let w = try World()
         let bytes = Data([0, 255, 0xC3, 0x28, 10, 0])

@@ -7,7 +7,7 @@ import XCTest
 /// item then fails with ShareFlow's own error (unknownItem for a share deleted under the
 /// accept, zoneNotFound for a zone), never a write the store refuses with SQLite's text, and
 /// the store stays sound (the policy's change rolls back with the item, O6).
-final class ReentrantPolicyTests: XCTestCase {
+class ReentrantPolicyTests: XCTestCase {
     /// Engines given a meddling policy: its closure holds the world, which holds the engine,
     /// so the policy is removed at the end (the cycle would outlive the test, a leak).
     private var meddled: [Engine] = []

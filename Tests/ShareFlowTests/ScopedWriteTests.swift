@@ -101,7 +101,7 @@ final class ScopedWriteTests: XCTestCase {
                              [zoneA.ownerName.databaseValue])
 
         let done = DispatchSemaphore(value: 0)
-        let outcome = Handed<Result<ModifyResult, Error>?>(nil), onNodeA = Handed(alice)
+        let outcome = LockedBox<Result<ModifyResult, Error>?>(nil), onNodeA = LockedBox(alice)
         Thread {
             outcome.value = Result { try onNodeA.value.modifyRecords(saving: [Record(recordType: "Trip", recordID: RecordID(recordName: "a1", zoneID: zoneA))]) }
             done.signal()
@@ -178,16 +178,5 @@ extension ScopedWriteTests {
         XCTAssertEqual(node.store.writeWait, .inPlace)
         XCTAssertEqual(try alice.recordZoneChanges(trips).modifications.map(\.recordID.recordName), ["t1"])
         XCTAssertEqual(try alice.recordZoneChanges(notes).modifications.map(\.recordID.recordName), ["n1"])
-    }
-}
-
-/// A value handed from one thread to another.
-private final class Handed<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: T
-    init(_ value: T) { stored = value }
-    var value: T {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
     }
 }

@@ -6,7 +6,7 @@ import XCTest
 /// A property of R21: whatever order saves (from fresh and stale copies), participant changes
 /// and accepts come in, a share's saved object and the store never disagree about who is on
 /// it, and a refused save changes nothing.
-final class ShareInterleavingTests: XCTestCase {
+class ShareInterleavingTests: XCTestCase {
     /// A small deterministic generator (the engine's SplitMix64), so a failure names a seed that replays it.
     struct Generator {
         private var inner: SplitMix64

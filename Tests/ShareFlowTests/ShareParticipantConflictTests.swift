@@ -6,7 +6,7 @@ import XCTest
 /// R35: a share's participant list is always saved as `ifServerRecordUnchanged`, whatever the
 /// save policy: a stale copy that would change the participants fails with
 /// `serverRecordChanged` and changes nothing; a stale copy that leaves them alone saves.
-final class ShareParticipantConflictTests: XCTestCase {
+class ShareParticipantConflictTests: XCTestCase {
     func testAStaleCopyCannotChangeParticipantsUnderAnyPolicy() throws {
         for policy in [RecordSavePolicy.changedKeys, .allKeys] {
             let w = try World()

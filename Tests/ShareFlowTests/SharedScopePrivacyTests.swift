@@ -6,7 +6,7 @@ import XCTest
 /// R37: in the shared database an item outside every share the caller may write answers
 /// exactly as a missing one — whatever the request — and a pending invitee's shared database
 /// is a stranger's until they accept.
-final class SharedScopePrivacyTests: XCTestCase {
+class SharedScopePrivacyTests: XCTestCase {
     /// Alice shares the trip (and its day) with Bob, read-write; the zone also holds a private
     /// "secret" record of another type, outside the share.
     func world() throws -> (World, Share) {

@@ -8,7 +8,7 @@ import XCTest
 /// The check that lets a feed page keep a record's fields undecoded (`StoredFieldsChecker`):
 /// it passes only bytes the reader reads (so a record's fields, decoded later, are never lost
 /// to a damaged row), and a record so made behaves as one decoded at once.
-final class StoredFieldsCheckerTests: XCTestCase {
+class StoredFieldsCheckerTests: XCTestCase {
     private func checks(_ json: String) -> Bool {
         Array(json.utf8).withUnsafeBufferPointer { StoredFieldsChecker.readable($0) }
     }

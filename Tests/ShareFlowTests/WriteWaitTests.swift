@@ -9,7 +9,7 @@ import XCTest
 /// fails at once with `StoreBusy` while another process holds the write lock, having written
 /// nothing, and so does every write of that attempt after it; reads go on; once the lock is
 /// free the write goes through and ends deferring.
-final class WriteWaitTests: XCTestCase {
+class WriteWaitTests: XCTestCase {
     /// A store another connection can lock (SQLite: a file; PostgreSQL: a scratch database),
     /// and a way to hold its write lock from elsewhere until the returned closure is called.
     private func lockableStore(_ dir: URL) throws -> (store: Store, lock: () throws -> () -> Void, drop: () -> Void) {
