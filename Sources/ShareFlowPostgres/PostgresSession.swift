@@ -53,8 +53,8 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
         answerLimited = false
     }
 
-    package func lock(_ key: Int64) throws {
-        try execute("SELECT pg_advisory_xact_lock(\(key))")
+    package func lock(_ key: ZoneLockKey) throws {
+        try execute("SELECT pg_advisory_xact_lock(\(key.halves.0), \(key.halves.1))")
     }
 
     package func tryToLock(_ scope: StoreWriteScope) throws -> Bool {

@@ -267,10 +267,17 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     func transaction<T>(writing: Bool, scope: StoreWriteScope = .wholeStore, lockGrace: TimeInterval? = nil, lockWithin: TimeInterval = 0,
                         _ body: (PostgresSession) throws -> T) throws -> T {
         // A request still out for other zones than this write's holds up only the writes it
-        // would serve: this one tries its own locks on the engine's connection.
+        // would serve. One that may not wait tries its own locks on the engine's connection
+        // (the request stays out); one that waits in place ends that request (its connection
+        // closed: no answer to wait for; whoever waits on it asks again) and waits for its own.
         var pending: LockRequest?
-        if writing, let request = lockRequest, lockGrace != nil, !request.isAnswered, !request.scope.covers(scope) {
-            pending = request
+        if writing, let request = lockRequest, !request.isAnswered, !request.scope.covers(scope) {
+            if lockGrace != nil {
+                pending = request
+            } else {
+                lockRequest = nil
+                drop(request.session)
+            }
         } else if writing, let request = lockRequest {
             guard lockGrace == nil || request.isAnswered else { throw StoreBusy(path: label, onReady: request.whenAnswered) }
             lockRequest = nil

@@ -9,26 +9,36 @@ extension Engine {
     private struct BatchRolledBack: Error {}
 
     /// The zones a call on `database` naming `zones` writes, as the store locks them (SPEC §16
-    /// M5): named as `zone(for:in:caller:db:)` finds them, so every zone it finds was declared.
+    /// M5): named as `zone(for:in:caller:db:)` finds them, so every zone it finds was declared;
+    /// with the lock on new zones' IDs when a default zone it names is not made yet (taken in
+    /// order with the zones', so the request's first write can wait for it off the node's
+    /// path). Read in one snapshot before the write, only where writers run at once.
     func writeScope(_ zones: [RecordZoneID], in database: CloudDatabase) throws -> StoreWriteScope {
         guard store.writersRunAtOnce else { return .wholeStore }
-        let container = database.container.containerID
-        var me: String?
-        var keys = Set<ZoneLockKey>()
-        for zoneID in Set(zones) {
-            var owner = zoneID.ownerName
-            switch database.databaseScope {
-            case .public:
-                owner = Engine.publicOwnerName
-            case .private where owner == RecordZoneID.currentUserName:
-                if me == nil { me = try reading { try loadAccount(id: database.container.session.accountID, db: $0) }.userRecordID }
-                owner = me!
-            case .private, .shared:
-                break
+        let container = database.container.containerID, scope = database.databaseScope
+        let caller = database.container.session.accountID
+        return try reading { db in
+            var me: String?
+            var keys = Set<ZoneLockKey>()
+            for zoneID in Set(zones) {
+                var owner = zoneID.ownerName
+                switch scope {
+                case .public:
+                    owner = Engine.publicOwnerName
+                case .private where owner == RecordZoneID.currentUserName:
+                    if me == nil { me = try loadAccount(id: caller, db: db).userRecordID }
+                    owner = me!
+                case .private, .shared:
+                    break
+                }
+                keys.insert(ZoneLockKey(container: container, ownerName: owner, zoneName: zoneID.zoneName))
+                if zoneID.isDefaultZone, scope != .shared, !keys.contains(.zoneIDAllocation),
+                   try db.zoneRowID(container: container, isPublic: scope == .public, ownerID: scope == .public ? 0 : caller, name: zoneID.zoneName) == nil {
+                    keys.insert(.zoneIDAllocation)
+                }
             }
-            keys.insert(ZoneLockKey(container: container, ownerName: owner, zoneName: zoneID.zoneName))
+            return .zones(keys)
         }
-        return .zones(keys)
     }
 
     func modifyRecords(saving: [Record], deleting: [RecordID], savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,

@@ -367,7 +367,7 @@ public final class Store: @unchecked Sendable {
                     throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
                 }
                 var result: T?
-                let movesMade = feedBumps.feedMoves.count, held = feedBumps.held
+                let start = feedBumps.savepoint()
                 do {
                     try db.inSavepoint {
                         result = try body(StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps))
@@ -375,7 +375,7 @@ public final class Store: @unchecked Sendable {
                     }
                 } catch {
                     // Rolled back: the feed moves it made are undone.
-                    feedBumps.forget(movesMade: movesMade, held: held)
+                    feedBumps.rollBack(to: start)
                     throw error
                 }
                 return result!
@@ -468,13 +468,13 @@ public final class Store: @unchecked Sendable {
                 guard writing else {
                     throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
                 }
-                let movesMade = feedBumps.feedMoves.count, held = feedBumps.held
+                let start = feedBumps.savepoint()
                 do {
                     return try driver.savepoint(connection) {
                         try body(StoreTransaction(connection, writable: true, path: path, feedBumps: feedBumps))
                     }
                 } catch {
-                    feedBumps.forget(movesMade: movesMade, held: held)
+                    feedBumps.rollBack(to: start)
                     throw error
                 }
             }

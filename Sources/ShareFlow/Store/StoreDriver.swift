@@ -103,9 +103,9 @@ package protocol StoreConnection: AnyObject {
     /// Lifts the statement timeout for the rest of this transaction (an operator's pass over
     /// every row).
     func liftStatementTimeout() throws
-    /// Holds `key` (one of the store's own locks, `StoreWriteScope.zoneIDAllocation`) until the
-    /// transaction ends, waiting for any other transaction holding it.
-    func lock(_ key: Int64) throws
+    /// Holds `key` (`ZoneLockKey.zoneIDAllocation`) until the transaction ends, waiting for
+    /// any other transaction holding it.
+    func lock(_ key: ZoneLockKey) throws
     /// Takes what `scope` names in the open write transaction if no other transaction holds
     /// any of it, without waiting; false when one does.
     func tryToLock(_ scope: StoreWriteScope) throws -> Bool

@@ -129,7 +129,7 @@ extension StoreTransaction {
     /// its row, last position and pruned-before position; nil before anything was logged there.
     package func feed(account: Int64, container: ContainerID, scope: String) throws -> (id: Int64, current: Int64, keptFrom: Int64)? {
         // Inside a write, its own moves first.
-        if isWritable { try writeFeedMoves() }
+        if isWritable { try writeFeedMoves(early: true) }
         return try fetchOne("SELECT id, seq, keptFrom FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?",
                      [account, container.identifier, container.environment.rawValue, scope], table: "feed", keyAt: 0) {
             (try $0.integer(0, "id"), try $0.integer(1, "seq"), try $0.integer(2, "keptFrom"))
@@ -138,7 +138,7 @@ extension StoreTransaction {
 
     /// The feed's entries after position `seq`, oldest first, at most `limit`.
     package func feedChanges(feed: Int64, after seq: Int64, limit: Int) throws -> [FeedChangeRow] {
-        if isWritable { try writeFeedMoves() }
+        if isWritable { try writeFeedMoves(early: true) }
         return try fetchAll("""
             SELECT zoneName, ownerName, seq, deleted, reason FROM feed_change WHERE feedID = ? AND seq > ? ORDER BY seq LIMIT ?
             """, [feed, seq, limit], table: "feed_change", keyAt: 0) {

@@ -566,16 +566,18 @@ extension StoreTransaction {
         feedBumps.feedMoves.append(move)
     }
 
-    /// Writes the feed moves queued, feed by feed in one order (`FeedBumps.FeedMove`): run
-    /// just before the transaction commits, and before a database feed is read inside it.
-    func writeFeedMoves() throws {
-        guard let feedBumps, !feedBumps.feedMoves.isEmpty else { return }
-        let moves = feedBumps.feedMoves
-        feedBumps.feedMoves.removeAll()
+    /// Writes the feed moves not written yet, feed by feed in one order
+    /// (`FeedBumps.FeedMove`): run just before the transaction commits, and (`early`) before a
+    /// database feed is read inside it.
+    func writeFeedMoves(early: Bool = false) throws {
+        guard let feedBumps, feedBumps.movesWritten < feedBumps.feedMoves.count else { return }
+        if early { try mayWriteFeedMovesEarly() }
+        let moves = feedBumps.feedMoves[feedBumps.movesWritten...]
         // Stable: each feed's moves keep their order.
         for move in moves.enumerated().sorted(by: { $0.element.feed == $1.element.feed ? $0.offset < $1.offset : $0.element.feed < $1.element.feed }) {
             try write(move.element)
         }
+        feedBumps.movesWritten = feedBumps.feedMoves.count
     }
 
     private func write(_ move: FeedBumps.FeedMove) throws {

@@ -126,11 +126,29 @@ extension StoreTransaction {
         }
     }
 
-    /// In a zone-scoped write, waits for the lock that hands out zone IDs one at a time; a
+    /// In a zone-scoped write, the lock that hands out zone IDs one at a time: declared with
+    /// the zones by a write that makes one (`Engine.writeScope`), else waited for here; a
     /// write of the whole store holds every lock already.
     func lockZoneIDs() throws {
-        guard let feedBumps, feedBumps.held != .wholeStore, case .driver(let connection) = connection else { return }
-        try connection.lock(StoreWriteScope.zoneIDAllocation)
+        guard let feedBumps, case .zones(let held) = feedBumps.held, !held.contains(.zoneIDAllocation),
+              case .driver(let connection) = connection else { return }
+        try connection.lock(.zoneIDAllocation)
+        feedBumps.held = .zones(held.union([.zoneIDAllocation]))
+    }
+
+    /// A statement that writes through a read (`UPDATE … RETURNING`), held to the scope.
+    func mayWriteReturning(_ sql: String) throws {
+        guard let feedBumps, feedBumps.held != .wholeStore, StoreWriteScope.writes(sql) else { return }
+        try mayWrite(sql, feedBumps)
+    }
+
+    /// Before feed moves are written inside a write rather than at its commit (a feed read
+    /// in it): their rows would be locked in two runs, not in the one order every writer
+    /// keeps, so a zone-scoped write takes the whole store first (never waiting for it).
+    func mayWriteFeedMovesEarly() throws {
+        guard let feedBumps, feedBumps.held != .wholeStore else { return }
+        try take(.wholeStore, feedBumps, as: "the whole store (to write database feeds inside the write, for a feed read in it)")
+        feedBumps.held = .wholeStore
     }
 }
 
@@ -190,7 +208,24 @@ package final class FeedBumps {
         let goneBecause: String?
         let time: Double
     }
+    /// Every move this transaction made, in order; those before `movesWritten` are in the
+    /// database already (a feed read inside the write wrote them).
     var feedMoves: [FeedMove] = []
+    var movesWritten = 0
+
+    /// What a savepoint rolled back must undo here (`Store.write`, nested).
+    struct Savepoint {
+        let moves: Int
+        let movesWritten: Int
+        let held: StoreWriteScope
+        let zonesCounted: Set<Int64>
+        let zonesToRelog: Set<Int64>
+    }
+
+    /// Where a savepoint begins.
+    func savepoint() -> Savepoint {
+        Savepoint(moves: feedMoves.count, movesWritten: movesWritten, held: held, zonesCounted: Set(seqs.keys), zonesToRelog: Set(zonesToRelog.keys))
+    }
 
     struct Key: Hashable {
         let account: Int64
@@ -228,15 +263,22 @@ package final class FeedBumps {
     /// it took are not given back: what was written at them is gone, so they are holes in the
     /// feed (a feed never promises every position holds an entry; a moved entry leaves one
     /// too), and a position is never handed out twice.
-    /// `movesMade`: how many feed moves were queued when the savepoint began (those after it
-    /// are dropped with it); `held`: what was held then (a driver lets go of the locks a
-    /// savepoint took when it is rolled back).
-    func forget(movesMade: Int, held: StoreWriteScope) {
-        self.held = held
+    /// A savepoint rolled back, as it began at `start`:
+    /// - the feed moves made since are dropped, and those it wrote (a feed read inside it)
+    ///   are to be written again: the database took their rows back;
+    /// - what it held again (a driver lets go of the locks a rolled-back savepoint took);
+    /// - zones it first counted positions in, or first asked to look at again, are forgotten:
+    ///   their rows were rolled back, and the zone may be one whose lock went with it, which
+    ///   the write must not touch at its commit (the counter is read again if it is).
+    func rollBack(to start: Savepoint) {
+        held = start.held
         done.removeAll()
         zones.removeAll()
         flatViewers.removeAll()
-        if movesMade < feedMoves.count { feedMoves.removeSubrange(movesMade...) }
+        if start.moves < feedMoves.count { feedMoves.removeSubrange(start.moves...) }
+        movesWritten = min(movesWritten, start.movesWritten)
+        for zone in seqs.keys where !start.zonesCounted.contains(zone) { seqs[zone] = nil }
+        for zone in zonesToRelog.keys where !start.zonesToRelog.contains(zone) { zonesToRelog[zone] = nil }
     }
 }
 

@@ -32,10 +32,6 @@ package enum StoreWriteScope: Sendable, Equatable {
     /// made on first use (its ID taken under `zoneIDAllocation`).
     static let tablesOfZones: Set<String> = ["zone", "record", "share", "participant", "zone_change", "view_change", "feed", "feed_change"]
 
-    /// The driver's lock that makes zone IDs one at a time while scoped writes run at once
-    /// (a new zone's ID is the highest one plus one): "ShareZid".
-    package static let zoneIDAllocation: Int64 = 0x5368_6172_655A_6964
-
     /// Whether this scope lets a write `other` declared run under it (a lock taken for this
     /// scope serves `other`).
     package func covers(_ other: StoreWriteScope) -> Bool {
@@ -51,6 +47,14 @@ package enum StoreWriteScope: Sendable, Equatable {
     package var orderedZoneKeys: [ZoneLockKey] {
         guard case .zones(let keys) = self else { return [] }
         return keys.sorted { $0.value < $1.value }
+    }
+
+    /// Whether `sql` writes (its first word; a `WITH` that names a table it writes).
+    static func writes(_ sql: String) -> Bool {
+        let first = sql.prefix(while: { !$0.isLetter }).count
+        let word = sql.dropFirst(first).prefix(7).uppercased()
+        if word.hasPrefix("INSERT") || word.hasPrefix("UPDATE") || word.hasPrefix("DELETE") || word.hasPrefix("REPLACE") { return true }
+        return word.hasPrefix("WITH") && writtenTable(sql) != nil
     }
 
     /// The table a writing statement writes (`INSERT INTO t`, `UPDATE t`, `DELETE FROM t`,
@@ -78,6 +82,16 @@ package struct ZoneLockKey: Hashable, Sendable, CustomStringConvertible {
     /// FNV-1a of the names, NUL-separated.
     package let value: Int64
     package let description: String
+
+    /// Not a zone: the lock that hands out zone IDs one at a time while zone-scoped writes run
+    /// at once (a new zone's ID is the highest one plus one). Declared with a write's zones by
+    /// one that makes a zone, so that it is taken in the same order as theirs: "ShareZid".
+    package static let zoneIDAllocation = ZoneLockKey(value: 0x5368_6172_655A_6964, description: "the lock on new zones' IDs")
+
+    private init(value: Int64, description: String) {
+        self.value = value
+        self.description = description
+    }
 
     package init(container: ContainerID, ownerName: String, zoneName: String) {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325

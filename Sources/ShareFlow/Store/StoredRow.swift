@@ -300,6 +300,9 @@ extension StoreTransaction {
     /// returns false: a caller that needs the first few rows of an ordered scan reads no more.
     func forEach<T>(_ sql: String, _ arguments: StoreArguments = [], table: String, keyAt: Int,
                     _ decode: (StoredRow) throws -> T, _ body: (T) throws -> Bool) throws {
+        // A statement that writes and returns rows (`UPDATE … RETURNING`) is held to the
+        // write's scope as one run through `run`.
+        try mayWriteReturning(sql)
         switch connection {
         case .sqlite(let db):
             let cursor = try StoredRowCursor(db.cachedStatement(sql: sql), arguments, table: table, keyAt: keyAt)
@@ -332,6 +335,7 @@ extension StoreTransaction {
     /// Every row of `sql` as its values, on either store: for what reads the store as it is
     /// rather than as the engine's rows (tests, checks).
     package func rows(_ sql: String, _ arguments: StoreArguments = []) throws -> [[DatabaseValue]] {
+        try mayWriteReturning(sql)
         switch connection {
         case .sqlite(let db):
             return try Row.fetchAll(db, sql: sql, arguments: arguments.sqlite).map { row in Array(row.databaseValues) }
