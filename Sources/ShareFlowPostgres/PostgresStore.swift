@@ -266,18 +266,18 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// dropped, so the next call opens a new one.
     func transaction<T>(writing: Bool, scope: StoreWriteScope = .wholeStore, lockGrace: TimeInterval? = nil, lockWithin: TimeInterval = 0,
                         _ body: (PostgresSession) throws -> T) throws -> T {
-        // A request still out for other zones than this write's holds up only the writes it
-        // would serve. One that may not wait tries its own locks on the engine's connection
-        // (the request stays out); one that waits in place ends that request (its connection
-        // closed: no answer to wait for; whoever waits on it asks again) and waits for its own.
+        // A request still out holds up only the writes it would serve. One that may not wait
+        // and that it does not cover tries its own locks on the engine's connection (the
+        // request stays out). One that waits in place ends it (its connection closed, which
+        // ends its statement in PostgreSQL too: `client_connection_check_interval`; whoever
+        // waits on it asks again) and waits for its own locks alone: claiming it would wait
+        // for every lock it asked for, its own or not, on the engine's thread.
         var pending: LockRequest?
-        if writing, let request = lockRequest, !request.isAnswered, !request.scope.covers(scope) {
-            if lockGrace != nil {
-                pending = request
-            } else {
-                lockRequest = nil
-                drop(request.session)
-            }
+        if writing, let request = lockRequest, !request.isAnswered, lockGrace == nil {
+            lockRequest = nil
+            drop(request.session)
+        } else if writing, let request = lockRequest, !request.isAnswered, !request.scope.covers(scope) {
+            pending = request
         } else if writing, let request = lockRequest {
             guard lockGrace == nil || request.isAnswered else { throw StoreBusy(path: label, onReady: request.whenAnswered) }
             lockRequest = nil
