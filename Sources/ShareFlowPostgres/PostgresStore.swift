@@ -78,11 +78,12 @@ package struct PostgresSettings: Sendable, Equatable {
 
 /// A ShareFlow store on PostgreSQL: the tables in schema `shareflow`, reached through one
 /// connection the engine's thread drives (`PostgresSession`), opened again on the next use after
-/// PostgreSQL went away. Every write transaction first takes one transaction-scoped advisory
-/// lock, so writes from all nodes run one at a time, as on SQLite: per-zone positions are
-/// gapless and in commit order, the database-wide feed never skips a slower transaction, and a
-/// rule checked inside the transaction (one share per record, 100 participants, a change tag)
-/// still holds at commit. Reads take no lock and see one snapshot.
+/// PostgreSQL went away. Every write transaction first takes transaction-scoped advisory locks
+/// for what it declared it writes (`locking`): each of its zones' (beside the cluster's lock,
+/// shared), or the whole store's. Writes to one zone therefore run one at a time, from any
+/// node: per-zone positions are gapless and in commit order, and a rule checked inside the
+/// transaction (one share per record, 100 participants, a change tag) still holds at commit.
+/// Writes to different zones run at once. Reads take no lock and see one snapshot.
 package final class PostgresStore: StoreDriver, @unchecked Sendable {
     package var location: PostgresLocation { connector.location }
     package var settings: PostgresSettings { connector.settings }
@@ -261,9 +262,9 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// lock (one round trip; none at all with no grace). When it has not come, it asks for the lock on a connection of its own
     /// (`spare`), where PostgreSQL queues it fairly behind the other nodes' writes, and throws
     /// `StoreBusy`, which tells its caller when the lock has come; the next write claims that
-    /// connection, its transaction begun and the lock held. A write that waits in place claims
-    /// it too (it would otherwise queue behind its own node's request). A lost connection is
-    /// dropped, so the next call opens a new one.
+    /// connection, its transaction begun and the lock held, if the request covers what it
+    /// writes. A write that waits in place claims a request whose locks have come; one still
+    /// out it ends (see below). A lost connection is dropped, so the next call opens a new one.
     func transaction<T>(writing: Bool, scope: StoreWriteScope = .wholeStore, lockGrace: TimeInterval? = nil, lockWithin: TimeInterval = 0,
                         _ body: (PostgresSession) throws -> T) throws -> T {
         // A request still out holds up only the writes it would serve. One that may not wait

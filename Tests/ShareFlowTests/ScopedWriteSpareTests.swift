@@ -53,7 +53,21 @@ final class ScopedWriteSpareTests: XCTestCase {
     /// connection; PostgreSQL ends the waiting statement too (`client_connection_check_interval`),
     /// so the write goes through while `high` is still held, not after its own node's request.
     func testEndingTheSparesRequestEndsItInPostgreSQLToo() throws {
-        let s = try makeSetup(busyTimeout: 20)
+        try writeInPlaceBesideARequestOut(busyTimeout: 20) { low, mid in [rec("c", low), rec("d", mid)] }
+    }
+
+    /// The same request {low, high} out; a write in place of {low} alone, which that request
+    /// covers, does not claim it (it would wait on the engine's thread for `high`, which it
+    /// never writes): it ends it and goes through while `high` is still held.
+    func testAnInPlaceWriteWaitsForNoZoneItDoesNotWrite() throws {
+        try writeInPlaceBesideARequestOut(busyTimeout: 5) { low, _ in [rec("c", low)] }
+    }
+
+    /// Holds the highest of three zones elsewhere (a ceiling only ends a hang), defers a request
+    /// for the lowest and the highest, then saves `writing(low, mid)` in place: it must go
+    /// through while the highest is still held.
+    private func writeInPlaceBesideARequestOut(busyTimeout: TimeInterval, _ writing: (_ low: RecordZoneID, _ mid: RecordZoneID) -> [Record]) throws {
+        let s = try makeSetup(busyTimeout: busyTimeout)
         defer { try? s.holder.connection.close().wait(); try? s.watcher.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
         let z = try threeZones(s)
         let (low, mid, high) = (z[0], z[1], z[2])
@@ -69,44 +83,17 @@ final class ScopedWriteSpareTests: XCTestCase {
         store.writeWait = .inPlace
         while try waitingBackends(s) != 1 { Thread.sleep(forTimeInterval: 0.02) }  // the spare's request waits for `high`
 
+        let records = writing(low, mid)
         let started = Date()
         var outcome = "ok"
         do {
-            let r = try s.alice.modifyRecords(saving: [rec("c", low), rec("d", mid)])
+            let r = try s.alice.modifyRecords(saving: records)
             if let e = r.firstError { outcome = "\(e)" }
         } catch { outcome = "\(error)" }
         let took = Date().timeIntervalSince(started)
-        XCTAssertEqual(outcome, "ok", "a write of {low, mid} in place failed after \(took) s")
-        XCTAssertFalse(released.value, "a write of {low, mid} in place waited \(took) s, until `high` was let go, for the request it had ended")
-        try? s.holder.command("ROLLBACK")
-    }
-
-    /// The same request {low, high} out; a write in place of {low} alone, which that request
-    /// covers, does not claim it (it would wait on the engine's thread for `high`, which it
-    /// never writes): it ends it and goes through while `high` is still held.
-    func testAnInPlaceWriteWaitsForNoZoneItDoesNotWrite() throws {
-        let s = try makeSetup(busyTimeout: 5)
-        defer { try? s.holder.connection.close().wait(); try? s.watcher.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
-        let z = try threeZones(s)
-        let (low, high) = (z[0], z[2])
-        let k = key(s.alice, high)
-        try s.holder.command("BEGIN")
-        try s.holder.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock)), pg_advisory_xact_lock(\(k.halves.0), \(k.halves.1))")
-        let holderBox = LockedBox(s.holder), released = LockedBox(false)
-        DispatchQueue.global().asyncAfter(deadline: .now() + 40) { released.value = true; try? holderBox.value.command("ROLLBACK") }
-        let store = s.node.store
-        store.writeWait = .deferFirst
-        XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("a", low), rec("b", high)])) { XCTAssertTrue($0 is StoreBusy, "\($0)") }
-        store.writeWait = .inPlace
-        let started = Date()
-        var outcome = "ok"
-        do {
-            let r = try s.alice.modifyRecords(saving: [rec("c", low)])
-            if let e = r.firstError { outcome = "\(e)" }
-        } catch { outcome = "\(error)" }
-        let took = Date().timeIntervalSince(started)
-        XCTAssertEqual(outcome, "ok", "a write of {low} in place failed after \(took) s")
-        XCTAssertFalse(released.value, "a write of {low} in place waited \(took) s, until `high` was let go")
+        let what = records.map(\.recordID.zoneID.zoneName)
+        XCTAssertEqual(outcome, "ok", "a write of \(what) in place failed after \(took) s")
+        XCTAssertFalse(released.value, "a write of \(what) in place waited \(took) s, until the highest zone was let go")
         try? s.holder.command("ROLLBACK")
     }
 

@@ -7,7 +7,7 @@ extension Engine {
     /// The stored zone behind `zoneID` in `container` (public or private storage).
     func zoneRow(_ zoneID: RecordZoneID, container: ContainerID, isPublic: Bool, create: Bool, db: StoreTransaction) throws -> ZoneRow? {
         // A write's zones are claimed before they are read (SPEC §16 M5).
-        try db.claim(zone: ZoneLockKey(container: container, ownerName: zoneID.ownerName, zoneName: zoneID.zoneName))
+        try db.claim(zone: ZoneLockKey(container: container, zoneID: zoneID))
         let ownerID: Int64
         if isPublic {
             ownerID = 0
@@ -56,7 +56,7 @@ extension Engine {
             // R27: a zone with no share the caller is in answers exactly as a zone that does not
             // exist, whoever its owner and whatever it holds.
             var notFound: ShareFlowError { ShareFlowError(.zoneNotFound, "zone \(zoneID) is not shared with \(caller.email ?? caller.userRecordID)") }
-            try db.claim(zone: ZoneLockKey(container: container, ownerName: zoneID.ownerName, zoneName: zoneID.zoneName))
+            try db.claim(zone: ZoneLockKey(container: container, zoneID: zoneID))
             guard let ownerID = try accountID(for: .userRecordID(zoneID.ownerName), db: db),
                   let zoneRowID = try db.zoneSharedWith(caller.id, container: container, ownerID: ownerID, name: zoneID.zoneName)
             else { throw notFound }

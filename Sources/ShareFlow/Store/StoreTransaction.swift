@@ -114,7 +114,11 @@ extension StoreTransaction {
     private func mayWrite(_ sql: String, _ feedBumps: FeedBumps) throws {
         let table = StoreWriteScope.writtenTable(sql)
         if let table, StoreWriteScope.tablesOfZones.contains(table) { return }
-        try take(.wholeStore, feedBumps, as: "the whole store (to write \(table ?? "an unnamed table"))")
+        try takeWholeStore(feedBumps, to: "write \(table ?? "an unnamed table")")
+    }
+
+    private func takeWholeStore(_ feedBumps: FeedBumps, to purpose: String) throws {
+        try take(.wholeStore, feedBumps, as: "the whole store (to \(purpose))")
         feedBumps.held = .wholeStore
     }
 
@@ -147,8 +151,7 @@ extension StoreTransaction {
     /// keeps, so a zone-scoped write takes the whole store first (never waiting for it).
     func mayWriteFeedMovesEarly() throws {
         guard let feedBumps, feedBumps.held != .wholeStore else { return }
-        try take(.wholeStore, feedBumps, as: "the whole store (to write database feeds inside the write, for a feed read in it)")
-        feedBumps.held = .wholeStore
+        try takeWholeStore(feedBumps, to: "write database feeds inside the write, for a feed read in it")
     }
 }
 
@@ -241,8 +244,9 @@ package final class FeedBumps {
     /// Each zone's last position handed out in this transaction, and the counter as its row
     /// holds it (`zone.changeSeq`, read once): positions are taken here and the rows written
     /// once, just before the transaction commits (`StoreTransaction.writeLogPositions`), not
-    /// once a record. The transaction holds the write lock from its first write on, so no
-    /// other writer moves a counter in between. Only `StoreTransaction.takeSeqs` moves them.
+    /// once a record. The transaction holds each zone's lock (or the whole store's) before it
+    /// reads the zone, so no other writer moves a counter in between. Only
+    /// `StoreTransaction.takeSeqs` moves them.
     var seqs: [Int64: (last: Int64, stored: Int64)] = [:]
 
     /// Each zone's viewers where no share has a root (`StoreTransaction.flatViewers`; nil
@@ -255,21 +259,19 @@ package final class FeedBumps {
     /// Zones whose hierarchy moved in this transaction: every viewer of each is looked at
     /// again once, just before the transaction commits (`StoreTransaction.writeLogPositions`),
     /// not once per record moved (400 records moved under 20 viewers re-read each viewer's
-    /// whole view 400 times: 18 s with every other writer waiting). Kept across a savepoint
-    /// rolled back: looking a viewer at again is always right, only sometimes unneeded.
+    /// whole view 400 times: 18 s with every other writer waiting). A zone first asked for in
+    /// a savepoint rolled back is forgotten with it (`rollBack`): its lock may have gone too.
     var zonesToRelog: [Int64: Double] = [:]
 
-    /// A savepoint rolled back: its feed moves and what it read are undone with it. Positions
-    /// it took are not given back: what was written at them is gone, so they are holes in the
-    /// feed (a feed never promises every position holds an entry; a moved entry leaves one
-    /// too), and a position is never handed out twice.
     /// A savepoint rolled back, as it began at `start`:
     /// - the feed moves made since are dropped, and those it wrote (a feed read inside it)
     ///   are to be written again: the database took their rows back;
     /// - what it held again (a driver lets go of the locks a rolled-back savepoint took);
     /// - zones it first counted positions in, or first asked to look at again, are forgotten:
     ///   their rows were rolled back, and the zone may be one whose lock went with it, which
-    ///   the write must not touch at its commit (the counter is read again if it is).
+    ///   the write must not touch at its commit (the counter is read again if it is). Positions
+    ///   it took in zones counted before it are not given back: they are holes in the feed (a
+    ///   feed never promises every position holds an entry; a moved entry leaves one too).
     func rollBack(to start: Savepoint) {
         held = start.held
         done.removeAll()
@@ -355,7 +357,7 @@ package struct ZoneRow {
     package let isPublic: Bool
 
     /// How a write's scope names it.
-    package var lockKey: ZoneLockKey { ZoneLockKey(container: container, ownerName: zoneID.ownerName, zoneName: zoneID.zoneName) }
+    package var lockKey: ZoneLockKey { ZoneLockKey(container: container, zoneID: zoneID) }
 }
 
 package struct RecordRow {

@@ -105,6 +105,11 @@ package struct ZoneLockKey: Hashable, Sendable, CustomStringConvertible {
         description = "zone \(zoneName) of \(ownerName) in \(container.identifier) (\(container.environment.rawValue))"
     }
 
+    /// `zoneID` as named (its owner as the caller gave it, resolved or not).
+    package init(container: ContainerID, zoneID: RecordZoneID) {
+        self.init(container: container, ownerName: zoneID.ownerName, zoneName: zoneID.zoneName)
+    }
+
     /// The key as two 32-bit halves (PostgreSQL's two-key advisory locks, a space apart from
     /// its one-key locks).
     package var halves: (Int32, Int32) {
