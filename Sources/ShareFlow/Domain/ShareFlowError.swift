@@ -1,3 +1,5 @@
+import Foundation
+
 /// An error as CloudKit reports it: a code (with CloudKit's raw value), a message naming the
 /// item and the rule, per-item errors for a partial failure, and a retry delay.
 public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
@@ -83,6 +85,26 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
         e.isOperatorDetail = true
         e.isOutage = outage ?? (code == .serviceUnavailable || code == .networkFailure)
         e.clientMessage = client
+        return e
+    }
+
+    /// What a client reads in place of an operator-only message (`isOperatorDetail`), before
+    /// its incident ID: `clientMessage`, else a generic sentence.
+    public var clientWords: String {
+        clientMessage ?? (isOutage ? "the service is unavailable; try again later" : "the store could not complete this change")
+    }
+
+    /// This error as someone other than the operator may read it (a plugin, and through it a
+    /// client): itself, or where its message is the operator's, the same error (code, retry
+    /// hint, audience) with `clientWords` and an incident ID as its message, `log` given the
+    /// operator's message under that ID. Its items' errors likewise.
+    public func withheld(log: (_ incident: String, _ detail: String) -> Void) -> ShareFlowError {
+        var e = self
+        e.partialErrors = partialErrors.map { ($0.item, $0.error.withheld(log: log)) }
+        guard isOperatorDetail else { return e }
+        let incident = UUID().uuidString.lowercased()
+        log(incident, message)
+        e.message = "\(clientWords) (incident \(incident))"
         return e
     }
 

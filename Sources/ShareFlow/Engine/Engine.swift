@@ -89,6 +89,19 @@ public final class Engine: @unchecked Sendable {
 
     public func session(for account: Account) -> Session { Session(engine: self, account: account) }
 
+    /// Acts as `account`, read when the directory was at `generation` (`accountsGeneration`,
+    /// noted before the read): its operations use it as read until the directory changes,
+    /// rather than read it again each (a server's request, whose caller is current already).
+    ///
+    /// ```swift
+    /// let generation = engine.accountsGeneration
+    /// let bob = try engine.accounts.account(id: id)!
+    /// let session = engine.session(for: bob, currentAt: generation)
+    /// ```
+    public func session(for account: Account, currentAt generation: Int) -> Session {
+        Session(engine: self, account: account, currentAt: generation)
+    }
+
     // MARK: Transactions
 
     /// Runs `body` under the lock in one transaction (a savepoint when nested); its events are

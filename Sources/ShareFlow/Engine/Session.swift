@@ -4,15 +4,24 @@ import Foundation
 public final class Session {
     public let engine: Engine
     let accountID: Int64
+    /// The account as read at this directory generation (`Engine.accountsGeneration`), when
+    /// the session was made with it: `account` answers with it until the directory changes,
+    /// without reading the store again (a server's request reads its caller once).
+    private let known: (account: Account, generation: Int)?
 
-    init(engine: Engine, account: Account) {
+    init(engine: Engine, account: Account, currentAt generation: Int? = nil) {
         self.engine = engine
         self.accountID = account.id
+        self.known = generation.map { (account, $0) }
     }
 
-    /// The account as stored now.
+    /// The account as stored now: the one the session was made with while the directory has
+    /// not changed since it was read (`Engine.session(for:currentAt:)`), else read again.
     public var account: Account {
-        get throws { try engine.reading { try engine.loadAccount(id: accountID, db: $0) } }
+        get throws {
+            if let known, known.generation == engine.accountsGeneration { return known.account }
+            return try engine.reading { try engine.loadAccount(id: accountID, db: $0) }
+        }
     }
 
     /// The container with this identifier (`iCloud.com.example.app`) in `environment`, acting

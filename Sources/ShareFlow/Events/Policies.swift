@@ -241,6 +241,10 @@ public final class PolicySet: @unchecked Sendable {
             asked += 1
             do {
                 if case .deny(let reason) = try point.entries[i].body(request) { denial = (point.entries[i].name, reason) }
+            } catch let e as ShareFlowError where e.code == .serviceUnavailable {
+                // The store was busy or away for the policy: no decision was made, and the
+                // request fails to be retried (503), not denied for good.
+                throw e
             } catch {
                 denial = (point.entries[i].name, "policy failed: \(error)")
                 failed = ShareFlowError.clientLine(of: error)

@@ -7,7 +7,13 @@ extension Bindings {
     /// An error value: `code`, `codeNumber`, `message`, `partialErrors` (item → error),
     /// `retryAfter`, and `__tostring`.
     func push(_ error: ShareFlowError?) {
-        guard let error else { return lua_pushnil(lua.L) }
+        guard var error else { return lua_pushnil(lua.L) }
+        noteRaised(error)
+        // A sandboxed state reads an operator-only message as the client would (`withheld`).
+        if lua.withheldText != nil {
+            let logger = host.logger
+            error = error.withheld { id, detail in logger.error("incident \(id): \(detail)") }
+        }
         let L = lua.L
         lua_createtable(L, 0, 5)
         lua.push(string: error.code.rawValue); lua_setfield(L, -2, "code")
@@ -31,6 +37,13 @@ extension Bindings {
             lua_setfield(L, -2, key)
         }
         setMetatable(.error)
+    }
+
+    /// Notes an engine error handed to Lua during a hook's call: a store busy or away
+    /// (`serviceUnavailable`) that leaves a policy unable to decide makes the request fail
+    /// with it, to be retried, rather than be denied for good (`HookCall`).
+    func noteRaised(_ error: ShareFlowError) {
+        if error.code == .serviceUnavailable && outageDuringCall == nil { outageDuringCall = error }
     }
 
     /// Raises `error` as a Lua error value (for functions whose failures are not data).

@@ -11,6 +11,8 @@ package final class Bindings {
     // Stored, not read through `host`: these are on every event's path.
     let lua: LuaState
     let engine: Engine
+    /// The first store outage handed to Lua during the hook call under way (`noteRaised`).
+    var outageDuringCall: ShareFlowError?
 
     let accountClass = LuaClass<AccountHandle>("Account")
     let sessionClass = LuaClass<Session>("Session")

@@ -58,9 +58,18 @@ struct HookCall {
                 bindings._withUnsafeGuaranteedRef { $0.lua.closeIfIdle() }
             }
         }
+        // A store outage the hook met (and perhaps caught, then failed) fails the call with
+        // that outage: a policy that could not read the store has not decided (the request is
+        // retried, not denied). Kept per call: a hook may run inside another's engine call.
+        let outer = bindings._withUnsafeGuaranteedRef { b in defer { b.outageDuringCall = nil }; return b.outageDuringCall }
+        defer { bindings._withUnsafeGuaranteedRef { $0.outageDuringCall = outer } }
         var h = sf_hook_call(function: ref, build: build, ctx: argument, policy: policy ? 1 : 0, limits: limits)
         let status = sf_call_hook(L, limits, &h)
-        guard status == LUA_OK else { throw LuaState.owner(of: L).callError(status) }
+        guard status == LUA_OK else {
+            let error = LuaState.owner(of: L).callError(status)
+            if let outage = bindings._withUnsafeGuaranteedRef({ $0.outageDuringCall }) { throw outage }
+            throw error
+        }
         guard policy else { return .allow }
         if lua_toboolean(L, -2) != 0 { return .allow }
         return .deny(LuaState.owner(of: L).string(at: -1) ?? "denied")

@@ -75,7 +75,7 @@ struct ChangeStream: Sendable {
         // ordinary error answer, not a stream that ends at once.
         let (account, start) = try await thread.run { try FaultScope.run(scope) {
             do {
-                let call = EndpointCall(api: api, request: database, caller: try api.current(caller), body: [:])
+                let call = EndpointCall(api: api, request: database, current: try api.current(caller), body: [:])
                 let me = try call.requireUser()
                 let db = try call.database(as: me)
                 if let resume, !resume.isEmpty {
@@ -161,7 +161,7 @@ struct ChangeStream: Sendable {
             do {
                 let from = token
                 step = try await thread.run { try FaultScope.run(scope) {
-                    let call = EndpointCall(api: api, request: database, caller: try api.current(caller), body: [:])
+                    let call = EndpointCall(api: api, request: database, current: try api.current(caller), body: [:])
                     let db = try call.database(as: try call.requireUser())
                     let page = try db.databaseChanges(since: from, resultsLimit: 1)
                     return (ChangeEndpoints.zones(page).first.map(WireObject.init), page.changeToken)

@@ -162,7 +162,7 @@ public final class CloudKitAPI: Sendable {
         let scope = admitted?.scope
         let work: @Sendable () throws -> WireObject = { [self] in
             do {
-                let call = EndpointCall(api: self, request: request, caller: try current(caller), body: body.object)
+                let call = EndpointCall(api: self, request: request, current: try current(caller), body: body.object)
                 guard let scope else { return WireObject(try endpoint.handle(call)) }
                 return WireObject(try FaultScope.run(scope) { try endpoint.handle(call) })
             } catch {
@@ -175,14 +175,17 @@ public final class CloudKitAPI: Sendable {
     }
 
     /// The caller's account as the directory has it now: read again when the directory changed
-    /// since authentication (an address removed, the account deleted).
-    func current(_ caller: Caller?) throws -> Account? {
-        guard let caller, let account = caller.account else { return nil }
-        guard caller.generation != engine.accountsGeneration else { return account }
+    /// since authentication (an address removed, the account deleted); with the directory's
+    /// generation it is current at (noted before a read again, so a change during the read
+    /// makes the engine read it once more).
+    func current(_ caller: Caller?) throws -> (Account?, Int) {
+        let generation = engine.accountsGeneration
+        guard let caller, let account = caller.account else { return (nil, generation) }
+        guard caller.generation != generation else { return (account, generation) }
         guard let now = try engine.accounts.account(id: account.id) else {
             throw CloudKitError.authenticationFailed("the account of this request no longer exists")
         }
-        return now
+        return (now, generation)
     }
 
     /// The body as a JSON object (a GET's, or an empty one, is `{}`).

@@ -9,7 +9,18 @@ struct EndpointCall {
     let request: DatabaseRequest
     /// The authenticated account; nil for the API token alone.
     let caller: Account?
+    /// The directory's generation `caller` is current at (`Engine.accountsGeneration`): the
+    /// engine's operations use it as is until the directory changes.
+    let callerGeneration: Int
     let body: Object
+
+    /// `current`: the caller and the generation it is current at (`CloudKitAPI.current`).
+    init(api: CloudKitAPI, request: DatabaseRequest, current: (Account?, Int), body: Object) {
+        self.api = api
+        self.request = request
+        (caller, callerGeneration) = current
+        self.body = body
+    }
 
     var engine: Engine { api.engine }
 
@@ -29,7 +40,8 @@ struct EndpointCall {
 
     /// The request's container, in its environment, as `account`.
     func container(as account: Account) throws -> Container {
-        try engine.session(for: account).container(request.container, environment: request.environment)
+        let session = account.id == caller?.id ? engine.session(for: account, currentAt: callerGeneration) : engine.session(for: account)
+        return try session.container(request.container, environment: request.environment)
     }
 
     /// The request's database, as `account`.

@@ -47,8 +47,7 @@ enum WireFormat {
     static func clientText(_ e: ShareFlowError, incident: String = UUID().uuidString.lowercased()) -> String {
         guard e.isOperatorDetail else { return e.message }
         OperatorLog.incident(incident, e.message)
-        let what = e.clientMessage ?? (e.isOutage ? "the service is unavailable; try again later" : "the store could not complete this change")
-        return "\(what) (incident \(incident))"
+        return "\(e.clientWords) (incident \(incident))"
     }
 
     /// The one item's result of an operation asked about one item: its value or its error;
