@@ -246,7 +246,11 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     package func transaction<T>(_ kind: StoreTransactionKind, scope: StoreWriteScope, _ body: (any StoreConnection) throws -> T) throws -> T {
         let writing = kind.writes
         var grace: TimeInterval?, within: TimeInterval = 0
-        if case .writeIfFree(let g, let w) = kind { (grace, within) = (g, w) }
+        switch kind {
+        case .read: break
+        case .write(let w): within = w
+        case .writeIfFree(let g, let w): (grace, within) = (g, w)
+        }
         return try transaction(writing: writing, scope: scope, lockGrace: grace, lockWithin: within) { (session: PostgresSession) -> T in
             let changesBefore = session.totalChanges
             let result = try body(session)
@@ -282,7 +286,10 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         } else if writing, let request = lockRequest {
             guard lockGrace == nil || request.isAnswered else { throw StoreBusy(path: label, onReady: request.whenAnswered) }
             lockRequest = nil
-            if !request.failed && request.scope.covers(scope) { return try run(on: request.session, writing: true, scope: scope, begun: true, body) }
+            if !request.failed && request.scope.covers(scope) {
+                request.session.pipeline("SET LOCAL lock_timeout = \(PostgresStore.milliseconds(lockWithin))")
+                return try run(on: request.session, writing: true, scope: scope, begun: true, body)
+            }
             // The lock never came (its wait ran out, or the connection was lost or given up),
             // or came for zones this write does not write: that request is over, and this
             // write asks anew.
@@ -295,23 +302,26 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
             }
         }
         let session = try connected()
-        guard writing, let lockGrace else { return try run(on: session, writing: writing, scope: scope, begun: false, body) }
+        guard writing, let lockGrace else {
+            return try run(on: session, writing: writing, scope: scope, begun: false, lockWithin: lockWithin, body)
+        }
         var free = true
         do {
             session.pipeline("BEGIN")
             if lockGrace > 0 {
                 // Waited for within the grace (PostgreSQL's lock_timeout covers advisory locks),
-                // then the transaction's own setting again.
-                session.pipeline("SET LOCAL lock_timeout = \(Int(lockGrace * 1000))")
+                // then any lock the transaction takes later within the busy timeout.
+                session.pipeline("SET LOCAL lock_timeout = \(PostgresStore.milliseconds(lockGrace))")
                 do {
                     try session.execute(PostgresStore.locking(scope))
-                    session.pipeline("SET LOCAL lock_timeout = DEFAULT")
+                    session.pipeline("SET LOCAL lock_timeout = \(PostgresStore.milliseconds(lockWithin))")
                 } catch let failure as PostgresFailure where failure.sqlState == "55P03" {
                     free = false
                 }
             } else {
                 let got = try session.query(PostgresStore.locking(scope, ifFree: true), [])
                 free = got.first?.first?.storage == .int64(1)
+                if free { session.pipeline("SET LOCAL lock_timeout = \(PostgresStore.milliseconds(lockWithin))") }
             }
         } catch let failure as PostgresFailure {
             if failure.isConnectionLost { drop(session) }
@@ -327,6 +337,13 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
             throw StoreBusy(path: label, onReady: request.whenAnswered)
         }
         return try run(on: session, writing: true, scope: scope, begun: true, body)
+    }
+
+    /// `seconds` as PostgreSQL's `lock_timeout` takes it: whole milliseconds, at least 1 (0
+    /// would be no timeout at all).
+    static func milliseconds(_ seconds: TimeInterval) -> Int {
+        guard seconds.isFinite else { return 1 }
+        return max(1, Int(min(seconds, 86_400) * 1000))
     }
 
     /// The statement that takes what a write of `scope` locks (SPEC §16 M5): the whole store,
@@ -426,13 +443,16 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     }
 
     /// Runs `body` in a transaction on `session`, begun already (`begun`: BEGIN and the lock
-    /// sent) or begun here.
-    private func run<T>(on session: PostgresSession, writing: Bool, scope: StoreWriteScope, begun: Bool, _ body: (PostgresSession) throws -> T) throws -> T {
+    /// sent) or begun here: a write waits for its locks, and any it takes later, at most
+    /// `lockWithin` seconds (the store's busy timeout; PostgreSQL's `lock_timeout`, 55P03).
+    private func run<T>(on session: PostgresSession, writing: Bool, scope: StoreWriteScope, begun: Bool, lockWithin: TimeInterval = 0,
+                        _ body: (PostgresSession) throws -> T) throws -> T {
         defer { session.transactionEnded() }
         do {
             if !begun {
                 if writing {
                     session.pipeline("BEGIN")
+                    session.pipeline("SET LOCAL lock_timeout = \(PostgresStore.milliseconds(lockWithin))")
                     session.pipeline(PostgresStore.locking(scope))
                 } else {
                     session.pipeline(PostgresSession.beginSnapshot)
@@ -535,7 +555,10 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         case "57014":
             return ShareFlowError(.serviceUnavailable, "\(store) is busy (a statement ran past the statement timeout of \(settings.statementTimeoutMs) ms); retry",
                                   retryAfter: PostgresStore.outageRetryAfter)
-        case "40001", "40P01", "55P03":
+        case "55P03":
+            return ShareFlowError(.serviceUnavailable, "\(store) is busy: another writer held what this write writes past the busy timeout (store.busyTimeoutMs); retry",
+                                  retryAfter: 1)
+        case "40001", "40P01":
             return ShareFlowError(.serviceUnavailable, "\(store) is busy (\(failure)); retry", retryAfter: 1)
         case "23503":
             return ShareFlowError(.unknownItem, "\(store) refused a change: an item it refers to no longer exists (it was deleted while the change was being made)")

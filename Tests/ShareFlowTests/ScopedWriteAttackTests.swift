@@ -293,4 +293,26 @@ final class ScopedWriteAttackTests: XCTestCase {
         XCTAssertEqual(try aliceA.recordZoneChanges(z2, since: token).modifications.map(\.recordID.recordName), ["after"],
                        "a follower at the current token misses the next save")
     }
+
+    /// A write that waits in place (a script's, an observer's, a request's second write) for a
+    /// zone another node holds gives up at the store's busy timeout, as on SQLite, not at the
+    /// statement timeout (5 s here), and says so: serviceUnavailable, retryable (from the
+    /// second helper's concurrency attack).
+    func testAWriteWaitingInPlaceGivesUpAtTheBusyTimeout() throws {
+        let s = try makeSetup(busyTimeout: 0.3)
+        defer { try? s.holder.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
+        try holdZone(s, key(s.alice, s.aliceTrips))
+        XCTAssertEqual(s.node.store.writeWait, .inPlace)
+        let started = ContinuousClock.now
+        XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("a1", s.aliceTrips)])) { error in
+            let e = error as? ShareFlowError
+            XCTAssertEqual(e?.code, .serviceUnavailable, "\(error)")
+            XCTAssertEqual(e?.retryAfter, 1)
+            XCTAssertTrue(e?.message.contains("store.busyTimeoutMs") == true, "\(error)")
+        }
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(4), "waited for the statement timeout, not the busy timeout")
+        try s.holder.command("ROLLBACK")
+
+        XCTAssertNoThrow(try s.alice.modifyRecords(saving: [rec("a1", s.aliceTrips)]))
+    }
 }

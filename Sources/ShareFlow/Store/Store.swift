@@ -481,7 +481,7 @@ public final class Store: @unchecked Sendable {
             guard writeWait != .deferred else { throw deferredBy ?? StoreBusy(path: path) }
             let deferring = writeWait == .deferFirst
             var changed = false
-            let result = try driver.transaction(deferring ? .writeIfFree(grace: grace, within: busyTimeout) : .write, scope: scope) { connection in
+            let result = try driver.transaction(deferring ? .writeIfFree(grace: grace, within: busyTimeout) : .write(within: busyTimeout), scope: scope) { connection in
                 currentConnection = connection
                 defer { currentConnection = nil }
                 let (result, wrote) = try outermost(scope, { StoreTransaction(connection, writable: true, path: path, feedBumps: $0) }, body)

@@ -80,8 +80,9 @@ package protocol StoreDriver: AnyObject, Sendable {
 package enum StoreTransactionKind: Sendable, Equatable {
     /// One snapshot; nothing may be written.
     case read
-    /// A write, waiting for the write lock as long as the driver allows.
-    case write
+    /// A write, waiting for the write lock at most `within` seconds (the store's busy
+    /// timeout), then failing with `serviceUnavailable`.
+    case write(within: TimeInterval)
     /// A write that waits at most `grace` seconds for the write lock, then fails with
     /// `StoreBusy` (having asked for the lock, where the driver can, to say when it came: the
     /// request kept for up to `within` seconds, the store's busy timeout).
