@@ -273,15 +273,32 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
                         _ body: (PostgresSession) throws -> T) throws -> T {
         // A request still out holds up only the writes it would serve. One that may not wait
         // and that it does not cover tries its own locks on the engine's connection (the
-        // request stays out). One that waits in place ends it (its connection closed, which
-        // ends its statement in PostgreSQL too: `client_connection_check_interval`; whoever
-        // waits on it asks again) and waits for its own locks alone: claiming it would wait
-        // for every lock it asked for, its own or not, on the engine's thread.
+        // request stays out). One that waits in place for just what it asked for (an observer's
+        // write to the zone the node's requests wait for) waits for it and claims it, within the busy
+        // timeout: the node keeps its place in PostgreSQL's queue (ending it each time starved
+        // the requests in line; they ask again once it is claimed). The engine's connection
+        // holds no lock meanwhile (this is an outermost transaction), so no other node's wait
+        // can be on this one. One that waits in place for anything else ends it (its
+        // connection closed, which ends its statement in PostgreSQL too:
+        // `client_connection_check_interval`; whoever waits on it asks again) and waits for
+        // its own locks alone: claiming it would wait for every lock it asked for, its own or
+        // not, on the engine's thread.
+        if writing, lockGrace == nil, let request = lockRequest, !request.isAnswered {
+            if request.scope == scope {
+                let answered = DispatchSemaphore(value: 0)
+                request.whenAnswered { answered.signal() }
+                if answered.wait(timeout: .now() + lockWithin) == .timedOut {
+                    lockRequest = nil
+                    drop(request.session)
+                    throw StoreBusy(path: label).shareFlowError(waited: lockWithin)
+                }
+            } else {
+                lockRequest = nil
+                drop(request.session)
+            }
+        }
         var pending: LockRequest?
-        if writing, let request = lockRequest, !request.isAnswered, lockGrace == nil {
-            lockRequest = nil
-            drop(request.session)
-        } else if writing, let request = lockRequest, !request.isAnswered, !request.scope.covers(scope) {
+        if writing, let request = lockRequest, !request.isAnswered, !request.scope.covers(scope) {
             pending = request
         } else if writing, let request = lockRequest {
             guard lockGrace == nil || request.isAnswered else { throw StoreBusy(path: label, onReady: request.whenAnswered) }

@@ -63,6 +63,42 @@ final class ScopedWriteSpareTests: XCTestCase {
         try writeInPlaceBesideARequestOut(busyTimeout: 5) { low, _ in [rec("c", low)] }
     }
 
+    /// A request for zone Z is out (Z held by another node); a write in place of Z alone (an
+    /// observer's write to the zone the node's requests wait for) waits for that request and
+    /// claims it once Z comes, rather than end it: ending it each time put the node's waiting
+    /// requests back at the end of PostgreSQL's queue, and they gave up with 503 (the helper's
+    /// concurrency attack). The spare's backend is the one that wrote.
+    func testAnInPlaceWriteOfJustWhatARequestAskedForClaimsIt() throws {
+        let s = try makeSetup(busyTimeout: 20)
+        defer { try? s.holder.connection.close().wait(); try? s.watcher.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
+        let z = try s.alice.saveZone("Z").zoneID
+        let k = key(s.alice, z)
+        try s.holder.command("BEGIN")
+        try s.holder.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock)), pg_advisory_xact_lock(\(k.halves.0), \(k.halves.1))")
+        let store = s.node.store
+        store.writeWait = .deferFirst
+        XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("a", z)])) { XCTAssertTrue($0 is StoreBusy, "\($0)") }
+        let onReady = try XCTUnwrap(store.deferredBy?.onReady)
+        store.writeWait = .inPlace
+        var spare: Int64?
+        while spare == nil {  // the spare's request waits for Z
+            let rows = try s.watcher.query("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'", [])
+            spare = rows.first.flatMap { Int64.fromDatabaseValue($0[0]) }
+            if spare == nil { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        let holderBox = LockedBox(s.holder)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { try? holderBox.value.command("ROLLBACK") }
+        XCTAssertNil(try s.alice.modifyRecords(saving: [rec("b", z)]).firstError)
+        let rows = try s.watcher.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(spare!)", [])
+        XCTAssertEqual(Int64.fromDatabaseValue(rows[0][0]), 1, "the request out was ended, not claimed")
+        // The deferred request is told, and goes through when run again.
+        let woken = DispatchSemaphore(value: 0)
+        onReady { woken.signal() }
+        XCTAssertEqual(woken.wait(timeout: .now() + 30), .success)
+        XCTAssertNil(try s.alice.modifyRecords(saving: [rec("a", z)]).firstError)
+        XCTAssertEqual(try s.alice.recordZoneChanges(z, since: nil).modifications.count, 2)
+    }
+
     /// Holds the highest of three zones elsewhere (a ceiling only ends a hang), defers a request
     /// for the lowest and the highest, then saves `writing(low, mid)` in place: it must go
     /// through while the highest is still held.

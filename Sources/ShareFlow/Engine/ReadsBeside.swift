@@ -56,6 +56,13 @@ extension Engine {
         try locked { try authenticators.authenticate(request) }
     }
 
+    /// Lets go of a write lock the driver was granted that no write claimed
+    /// (`Store.releaseUnclaimedLock`), under the engine's lock: a write on a reading thread
+    /// (an observer's) may be claiming that same lock at the same moment.
+    package func releaseUnclaimedLock() {
+        locked { store.releaseUnclaimedLock() }
+    }
+
     /// The calling thread's state in this engine, made on first use.
     var threadCalls: EngineThreadCalls {
         let dictionary = Thread.current.threadDictionary

@@ -246,7 +246,7 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
             if first {
                 onReady { [self] in
                     _ = me.fire()
-                    enqueue { store.releaseUnclaimedLock() }
+                    enqueue { [self] in self.engine?.releaseUnclaimedLock() }
                 }
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + max(0.01, store.busyTimeout - stuck)) { _ = me.fire() }
