@@ -574,7 +574,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
                                   retryAfter: PostgresStore.outageRetryAfter)
         case "55P03":
             return ShareFlowError(.serviceUnavailable, "\(store) is busy: another writer held what this write writes past the busy timeout (store.busyTimeoutMs); retry",
-                                  retryAfter: 1)
+                                  retryAfter: 1).asLockWait()
         case "40001", "40P01":
             return ShareFlowError(.serviceUnavailable, "\(store) is busy (\(failure)); retry", retryAfter: 1)
         case "23503":

@@ -311,6 +311,8 @@ final class ScopedWriteAttackTests: XCTestCase {
             XCTAssertTrue(e?.message.contains("store.busyTimeoutMs") == true, "\(error)")
         }
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(4), "waited for the statement timeout, not the busy timeout")
+        // A server reads this for /readyz: writes are stalling.
+        XCTAssertNotNil(s.node.store.lastLockWaitGaveUp)
         try s.holder.command("ROLLBACK")
 
         XCTAssertNoThrow(try s.alice.modifyRecords(saving: [rec("a1", s.aliceTrips)]))

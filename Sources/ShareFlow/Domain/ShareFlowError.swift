@@ -54,6 +54,9 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
     /// whole request (503 `TRY_AGAIN_LATER`, which clients retry), never one item (which
     /// clients take as final). A damaged row is no outage: the rest of the store serves.
     public internal(set) var isOutage = false
+    /// Whether a write gave up waiting for a lock another writer held past the busy timeout
+    /// (`store.busyTimeoutMs`): while writes do, a server says it is not ready (`Store`).
+    public package(set) var isLockWait = false
     /// For an operator-only message: what a client may read instead (the item and who decided,
     /// without a plugin's file, line or traceback); nil: a generic sentence.
     public internal(set) var clientMessage: String?
@@ -119,6 +122,13 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
             line = line[range.upperBound...]
         }
         return String(line.prefix(300))
+    }
+
+    /// This error, marked as a write's wait for a lock that ran out (`isLockWait`).
+    package func asLockWait() -> ShareFlowError {
+        var e = self
+        e.isLockWait = true
+        return e
     }
 
     /// The same failure with another message (its code, retry hint and audience kept).

@@ -413,7 +413,7 @@ public final class Store: @unchecked Sendable {
             if changed { committed?() }
             return result
         } catch let error as DatabaseError {
-            throw StoreFailure(error, path: path).shareFlowError
+            throw noted(StoreFailure(error, path: path).shareFlowError)
         }
     }
 
@@ -495,8 +495,22 @@ public final class Store: @unchecked Sendable {
             deferred(by: busy)
             throw busy
         } catch {
-            throw driver.shareFlowError(error) ?? error
+            throw noted(driver.shareFlowError(error) ?? error)
         }
+    }
+
+    /// When a write last gave up waiting for a lock in place (`ShareFlowError.isLockWait`;
+    /// the monotonic clock, seconds), which a server's readiness reads from another thread.
+    package var lastLockWaitGaveUp: Double? { lockWaitLock.withLock { lockWaitGaveUp } }
+    private let lockWaitLock = NSLock()
+    private var lockWaitGaveUp: Double?
+
+    /// `error`, noted in `lastLockWaitGaveUp` when it is a lock wait that ran out.
+    private func noted(_ error: Error) -> Error {
+        if let e = error as? ShareFlowError, e.isLockWait {
+            lockWaitLock.withLock { lockWaitGaveUp = ProcessInfo.processInfo.systemUptime }
+        }
+        return error
     }
 
     /// `read` on a driver's store: one snapshot, read-only.
@@ -678,7 +692,7 @@ package struct StoreBusy: Error, CustomStringConvertible {
     /// What the caller gets once the write has waited `waited` seconds in all.
     package func shareFlowError(waited: TimeInterval) -> ShareFlowError {
         ShareFlowError(.serviceUnavailable, "store \(path) is busy: another process has held its write lock for \(Int(waited * 1000)) ms (store.busyTimeoutMs); retry",
-                       retryAfter: 1).forOperator()
+                       retryAfter: 1).asLockWait().forOperator()
     }
 }
 

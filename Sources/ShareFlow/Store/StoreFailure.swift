@@ -44,7 +44,7 @@ struct StoreFailure {
         switch db.resultCode {
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             return ShareFlowError(.serviceUnavailable, "\(store) is busy (another process holds its write lock); retry after \(Int(StoreFailure.busyRetryAfter)) s",
-                                  retryAfter: StoreFailure.busyRetryAfter)
+                                  retryAfter: StoreFailure.busyRetryAfter).asLockWait()
         case .SQLITE_FULL:
             return ShareFlowError(.serviceUnavailable, "\(store) is full (no space left on its disk); free space, then retry",
                                   retryAfter: 30)

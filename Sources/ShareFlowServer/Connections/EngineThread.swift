@@ -30,9 +30,11 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
     /// `store.busyTimeoutMs` (at least a second): `/readyz` says unready then.
     var writesStalled: Bool {
         guard let store else { return false }
+        // A write that waited in place (a script's, an observer's) and gave up counts too.
+        let inPlace = store.lastLockWaitGaveUp
         return condition.withLock {
-            guard let lastGaveUp else { return false }
-            return EngineThread.now() - lastGaveUp < max(store.busyTimeout, 1)
+            guard let last = [lastGaveUp, inPlace].compactMap({ $0 }).max() else { return false }
+            return EngineThread.now() - last < max(store.busyTimeout, 1)
         }
     }
 
