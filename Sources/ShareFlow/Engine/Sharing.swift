@@ -77,13 +77,24 @@ extension Engine {
         }
     }
 
-    /// What accepting the share at `url` writes (SPEC §16 M5): its zone, found by a read
-    /// before the write where writers run at once (a share never moves to another zone; one
-    /// deleted since is not found in the write).
-    private func acceptScope(_ url: String, environment: CloudEnvironment) throws -> StoreWriteScope {
-        guard store.writersRunAtOnce else { return .wholeStore }
-        guard let zone = try reading({ try shareAndZone(url: url, environment: environment, db: $0) })?.zone else { return .wholeStore }
-        return .zones([zone.lockKey])
+    /// Accepting the share at `url` as read before the write: the share as it is when the
+    /// accept would change nothing (the caller owns it or accepted it already: R10, R18), else
+    /// what the write writes (SPEC §16 M5): the share's zone where writers run at once (a share
+    /// never moves to another zone; one deleted since is not found in the write).
+    ///
+    /// An accept that changes nothing is thus a read: it takes no write lock, so it never waits
+    /// for another writer, and a client opening a link it accepted before (CloudKit JS accepts
+    /// on every open) costs the store what a lookup does. Nothing is asked of policies and no
+    /// event is sent for it, as when the write found the same.
+    private func acceptAsRead(_ url: String, caller: Account, environment: CloudEnvironment) throws -> (unchanged: Share?, scope: StoreWriteScope) {
+        try reading { db in
+            guard let (row, zone) = try shareAndZone(url: url, environment: environment, db: db) else { return (nil, .wholeStore) }
+            let scope: StoreWriteScope = store.writersRunAtOnce ? .zones([zone.lockKey]) : .wholeStore
+            let participants = try db.participantsWithAccounts(share: row.id)
+            guard let mine = participants.first(where: { $0.row.accountID == caller.id })?.row,
+                  mine.role == .owner || mine.status == .accepted else { return (nil, scope) }
+            return (try makeShare(row, zone: zone, caller: caller, participants: participants, db: db), scope)
+        }
     }
 
     /// Accepts the share of `metadata` for `caller`, atomically (R10, R12, R18, O5, O6).
@@ -93,7 +104,9 @@ extension Engine {
                 throw ShareFlowError.invalid("the share at \(metadata.url) is in container \(metadata.containerID), but this operation runs in \(containerID); accept it in its own container (O5, R32)")
             }
             let container = containerID.identifier
-            return try transaction(scope: try acceptScope(metadata.url, environment: containerID.environment)) { db in
+            let before = try acceptAsRead(metadata.url, caller: caller, environment: containerID.environment)
+            if let unchanged = before.unchanged { return unchanged }
+            return try transaction(scope: before.scope) { db in
                 let item = "share at \(metadata.url)"
                 /// The share, its zone and its participants with their accounts, as stored now, in two
                 /// statements (the caller's place and the share object both come from the second).
