@@ -108,4 +108,44 @@ class WriteWaitTests: XCTestCase {
         w.engine.endHoldingReadEvents(deliver: true)
         XCTAssertEqual(seen, ["fetched", "accepted"], "once")
     }
+
+    /// An accept that changes nothing (Bob accepted already; the owner accepting her own share)
+    /// is a read: while another process holds the write lock, it answers at once even when it
+    /// may not wait, where a first accept (Carol's) needs the lock.
+    func testAnAcceptThatChangesNothingTakesNoWriteLock() throws {
+        let dir = try FileManager.default.url(for: .itemReplacementDirectory, in: .userDomainMask,
+                                              appropriateFor: URL(fileURLWithPath: NSTemporaryDirectory()), create: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (store, lock, drop) = try lockableStore(dir)
+        defer { drop() }
+        let engine = Engine(store: store)
+        for who in ["owner", "bob", "carol"] { _ = try engine.accounts.create(emails: ["\(who)@example.com"]) }
+        let owner = try engine.session(for: "owner@example.com").container("iCloud.t")
+        let zone = try owner.privateCloudDatabase.saveZone("Z").zoneID
+        let root = Record(recordType: "Doc", recordID: RecordID(recordName: "d", zoneID: zone))
+        let share = Share(rootRecord: root)
+        for who in ["bob", "carol"] {
+            share.addParticipant(try owner.fetchShareParticipantResults([LookupRequest(emailAddress: "\(who)@example.com")]).0[0].1.get())
+        }
+        _ = try owner.privateCloudDatabase.modifyRecords(saving: [root, share])
+        let url = try XCTUnwrap(try owner.privateCloudDatabase.fetchRecord(share.recordID) as? Share).url!
+        let bob = try engine.session(for: "bob@example.com").container("iCloud.t")
+        let carol = try engine.session(for: "carol@example.com").container("iCloud.t")
+        let bobsMetadata = try bob.fetchShareMetadataResults([url]).0[0].1.get()
+        _ = try bob.acceptShareResults([bobsMetadata]).0[0].1.get()
+        let carolsMetadata = try carol.fetchShareMetadataResults([url]).0[0].1.get()
+        let ownersMetadata = try owner.fetchShareMetadataResults([url]).0[0].1.get()
+
+        let release = try lock()
+        defer { release() }
+        store.writeWait = .deferFirst
+        let again = try bob.acceptShareResults([bobsMetadata]).0[0].1.get()
+        XCTAssertEqual(again.currentUserParticipant?.acceptanceStatus, .accepted)
+        XCTAssertNotNil(try owner.acceptShareResults([ownersMetadata]).0[0].1.get().currentUserParticipant)
+        XCTAssertEqual(store.writeWait, .deferFirst, "an accept that changes nothing tried to write")
+        XCTAssertThrowsError(try carol.acceptShareResults([carolsMetadata]).0[0].1.get()) { error in
+            XCTAssertEqual((error as? ShareFlowError)?.code, .serviceUnavailable, "\(error)")
+        }
+        store.writeWait = .inPlace
+    }
 }

@@ -77,6 +77,13 @@ public enum SharingRules {
         }
     }
 
+    /// R10, R18: whether accepting changes nothing for a caller of this role and status: the
+    /// owner, or a participant who accepted already. Such an accept answers the share as it
+    /// is, asking no policy and sending no event.
+    public static func acceptChangesNothing(role: ParticipantRole?, status: ParticipantAcceptanceStatus?) -> Bool {
+        role == .owner || status == .accepted
+    }
+
     /// Throws the denial as a `ShareFlowError` naming `item`.
     static func require(_ action: Action, role: ParticipantRole, permission: ParticipantPermission,
                         status: ParticipantAcceptanceStatus, isPublicShare: Bool, item: String) throws {

@@ -91,8 +91,8 @@ extension Engine {
             guard let (row, zone) = try shareAndZone(url: url, environment: environment, db: db) else { return (nil, .wholeStore) }
             let scope: StoreWriteScope = store.writersRunAtOnce ? .zones([zone.lockKey]) : .wholeStore
             let participants = try db.participantsWithAccounts(share: row.id)
-            guard let mine = participants.first(where: { $0.row.accountID == caller.id })?.row,
-                  mine.role == .owner || mine.status == .accepted else { return (nil, scope) }
+            let mine = participants.first(where: { $0.row.accountID == caller.id })?.row
+            guard SharingRules.acceptChangesNothing(role: mine?.role, status: mine?.status) else { return (nil, scope) }
             return (try makeShare(row, zone: zone, caller: caller, participants: participants, db: db), scope)
         }
     }
@@ -121,7 +121,7 @@ extension Engine {
                 /// R10, R18: whether the caller may accept; false when they are on the share already
                 /// (accepting again changes nothing).
                 func mayAccept(_ row: ShareRow, _ mine: ParticipantRow?) throws -> Bool {
-                    if mine?.role == .owner || mine?.status == .accepted { return false }
+                    if SharingRules.acceptChangesNothing(role: mine?.role, status: mine?.status) { return false }
                     try SharingRules.require(.accept, role: mine?.role ?? .publicUser, permission: mine?.permission ?? row.publicPermission,
                                              status: mine?.status ?? .unknown, isPublicShare: row.publicPermission != .none, item: item)
                     return true

@@ -39,12 +39,15 @@ enum ShareLinks {
         let fetchRoot = try WireFormat.bool(g["shouldFetchRootRecord"], field: "shortGUIDs.shouldFetchRootRecord") ?? false
         let keys = try WireFormat.strings(g["rootRecordDesiredKeys"], field: "shortGUIDs.rootRecordDesiredKeys")
         let first = try WireFormat.only(container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys))
-        let meta: ShareMetadata
+        var meta = first
         if accept {
-            _ = try WireFormat.only(container.acceptShareResults([first]))
-            meta = try WireFormat.only(container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys))
-        } else {
-            meta = first
+            let accepted = try WireFormat.only(container.acceptShareResults([first]))
+            // The metadata as it is after the accept; where the share's change tag did not move
+            // (an accept that changed nothing: R10, R18, the caller owns it or had accepted),
+            // what was just read is that.
+            if accepted.recordChangeTag != first.share.recordChangeTag {
+                meta = try WireFormat.only(container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys))
+            }
         }
         var o: Object = ["containerIdentifier": meta.containerIdentifier, "environment": meta.environment.rawValue, "databaseScope": "SHARED",
                          "zoneID": WireFormat.zoneID(meta.share.recordID.zoneID), "share": WireFormat.record(meta.share),
