@@ -176,6 +176,12 @@ extension Engine {
     }
 
     /// The share at `url` in `environment` with its zone, in one statement (R32 as `shareRow(url:)`).
+    /// `shareAndZone` with the share's own record, in one statement (for `makeShare`).
+    func shareZoneAndRecord(url: String, environment: CloudEnvironment, db: StoreTransaction) throws -> (row: ShareRow, zone: ZoneRow, record: RecordRow)? {
+        guard let token = Engine.shareToken(url: url) else { return nil }
+        return try db.shareWithZoneAndRecord(token: token, environment: environment, publicOwnerName: Engine.publicOwnerName).map { ($0.share, $0.zone, $0.record) }
+    }
+
     func shareAndZone(url: String, environment: CloudEnvironment, db: StoreTransaction) throws -> (row: ShareRow, zone: ZoneRow)? {
         guard let token = Engine.shareToken(url: url) else { return nil }
         return try db.shareWithZone(token: token, environment: environment, publicOwnerName: Engine.publicOwnerName).map { ($0.share, $0.zone) }
@@ -224,9 +230,10 @@ extension Engine {
 
     /// The share as `caller` sees it (R15: the owner and the caller at least). `participants`:
     /// the share's, with their accounts, when the caller read them already in this transaction.
-    func makeShare(_ row: ShareRow, zone: ZoneRow, caller: some CallerKey,
-                   participants: [ParticipantWithAccount]? = nil, db: StoreTransaction) throws -> Share {
-        let record = try recordRow(zone: zone, name: row.recordName, db: db)
+    /// `record`: the share's record as read with it (`shareZoneAndRecord`), else read here.
+    func makeShare(_ row: ShareRow, zone: ZoneRow, caller: some CallerKey, participants: [ParticipantWithAccount]? = nil,
+                   record known: RecordRow? = nil, db: StoreTransaction) throws -> Share {
+        let record = try known ?? recordRow(zone: zone, name: row.recordName, db: db)
         let share = Share(recordID: RecordID(recordName: row.recordName, zoneID: zone.zoneID),
                           rootRecordID: row.rootName.map { RecordID(recordName: $0, zoneID: zone.zoneID) })
         share.fields = record?.fields ?? [:]

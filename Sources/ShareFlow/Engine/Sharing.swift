@@ -45,7 +45,7 @@ extension Engine {
                     }
                     throw hidden
                 }
-                guard let (row, zone) = try shareAndZone(url: url, environment: container.environment, db: db) else { throw hidden }
+                guard let (row, zone, record) = try shareZoneAndRecord(url: url, environment: container.environment, db: db) else { throw hidden }
                 // Every participant with its account in one statement: the caller's place and the
                 // share object both come from it.
                 let participants = try db.participantsWithAccounts(share: row.id)
@@ -56,7 +56,7 @@ extension Engine {
                 } else {
                     (role, status, permission) = (.publicUser, .unknown, row.publicPermission)
                 }
-                let share = try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
+                let share = try makeShare(row, zone: zone, caller: caller, participants: participants, record: record, db: db)
                 // The owner is on the share's participants read above (their own row): no read again.
                 let ownerAccount = try participants.first { $0.row.accountID == zone.ownerID && $0.row.role == .owner }?.account
                     ?? ownerIdentity(of: zone, db: db)
@@ -88,12 +88,12 @@ extension Engine {
     /// event is sent for it, as when the write found the same.
     private func acceptAsRead(_ url: String, caller: Account, environment: CloudEnvironment) throws -> (unchanged: Share?, scope: StoreWriteScope) {
         try reading { db in
-            guard let (row, zone) = try shareAndZone(url: url, environment: environment, db: db) else { return (nil, .wholeStore) }
+            guard let (row, zone, record) = try shareZoneAndRecord(url: url, environment: environment, db: db) else { return (nil, .wholeStore) }
             let scope: StoreWriteScope = store.writersRunAtOnce ? .zones([zone.lockKey]) : .wholeStore
             let participants = try db.participantsWithAccounts(share: row.id)
             let mine = participants.first(where: { $0.row.accountID == caller.id })?.row
             guard SharingRules.acceptChangesNothing(role: mine?.role, status: mine?.status) else { return (nil, scope) }
-            return (try makeShare(row, zone: zone, caller: caller, participants: participants, db: db), scope)
+            return (try makeShare(row, zone: zone, caller: caller, participants: participants, record: record, db: db), scope)
         }
     }
 

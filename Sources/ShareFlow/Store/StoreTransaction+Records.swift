@@ -121,15 +121,17 @@ extension StoreTransaction {
     /// where they can be (`FieldsAsRead`), for a row that becomes a `Record` and nothing else.
     static func recordRow(_ row: StoredRow) throws -> RecordRow { try recordRow(row, lazyFields: false) }
 
-    static func recordRow(_ row: StoredRow, lazyFields: Bool) throws -> RecordRow {
-        let modifiedAt = try row.real(6, "modifiedAt")
-        var record = RecordRow(id: try row.integer(0, "id"), name: try row.text(1, "name"), type: try row.text(2, "type"),
-                         fieldsAsRead: lazyFields ? try row.fieldsAsRead(3, "fields") : .decoded(try row.fields(3, "fields")), parentName: try row.optionalText(4, "parentName"),
-                         tag: try row.text(5, "tag"), modifiedAt: modifiedAt, shortGUID: try row.optionalText(7, "shortGUID"),
-                         createdAt: try row.optionalReal(8, "createdAt") ?? modifiedAt, createdBy: try row.optionalInteger(9, "createdBy"),
-                         creatorName: try row.of("account", keyAt: 9).optionalText(10, "userRecordID"),
-                         modifierName: try row.of("account", keyAt: 11).optionalText(12, "userRecordID"))
-        record.storedBytes = row.byteCount(3)
+    /// `o`: the column `recordColumns` start at.
+    static func recordRow(_ row: StoredRow, lazyFields: Bool, at o: Int = 0) throws -> RecordRow {
+        let modifiedAt = try row.real(o + 6, "modifiedAt")
+        var record = RecordRow(id: try row.integer(o, "id"), name: try row.text(o + 1, "name"), type: try row.text(o + 2, "type"),
+                         fieldsAsRead: lazyFields ? try row.fieldsAsRead(o + 3, "fields") : .decoded(try row.fields(o + 3, "fields")),
+                         parentName: try row.optionalText(o + 4, "parentName"),
+                         tag: try row.text(o + 5, "tag"), modifiedAt: modifiedAt, shortGUID: try row.optionalText(o + 7, "shortGUID"),
+                         createdAt: try row.optionalReal(o + 8, "createdAt") ?? modifiedAt, createdBy: try row.optionalInteger(o + 9, "createdBy"),
+                         creatorName: try row.of("account", keyAt: o + 9).optionalText(o + 10, "userRecordID"),
+                         modifierName: try row.of("account", keyAt: o + 11).optionalText(o + 12, "userRecordID"))
+        record.storedBytes = row.byteCount(o + 3)
         return record
     }
 
@@ -152,9 +154,9 @@ extension StoreTransaction {
     /// A record as stored with the share rooted at it (`recordColumns`, `rootedShareColumns`).
     static func recordRowWithRootedShare(_ row: StoredRow) throws -> RecordRow { try recordRowWithRootedShare(row, lazyFields: false) }
 
-    static func recordRowWithRootedShare(_ row: StoredRow, lazyFields: Bool) throws -> RecordRow {
-        var record = try StoreTransaction.recordRow(row, lazyFields: lazyFields)
-        let n = StoreTransaction.recordColumnCount
+    static func recordRowWithRootedShare(_ row: StoredRow, lazyFields: Bool, at o: Int = 0) throws -> RecordRow {
+        var record = try StoreTransaction.recordRow(o == 0 ? row : row.of("record", keyAt: o), lazyFields: lazyFields, at: o)
+        let n = o + StoreTransaction.recordColumnCount
         let share = row.of("share", keyAt: n + 2)
         if let shareName = try share.optionalText(n, "name") {
             record.rootedShare = .share(recordName: shareName, token: try share.text(n + 1, "token"))

@@ -48,6 +48,23 @@ extension StoreTransaction {
         return found
     }
 
+    /// `shareWithZone` and the share's own record (with its creator's and modifier's names),
+    /// in the one statement: what a share's metadata is made of (`Engine.makeShare`).
+    package func shareWithZoneAndRecord(token: String, environment: CloudEnvironment,
+                                        publicOwnerName: String) throws -> (share: ShareRow, zone: ZoneRow, record: RecordRow)? {
+        let found = try fetchOne("""
+            SELECT \(StoreTransaction.shareColumns), \(StoreTransaction.zoneColumns), \(StoreTransaction.recordColumns), \(StoreTransaction.rootedShareColumns)
+            FROM share s JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID LEFT JOIN account a ON a.id = z.ownerID
+            LEFT JOIN account c ON c.id = r.createdBy LEFT JOIN account m ON m.id = r.modifiedBy \(StoreTransaction.rootedShareSource)
+            WHERE s.token = ? AND z.environment = ?
+            """, [token, environment.rawValue], table: "share", keyAt: 0) {
+            (try StoreTransaction.shareRow($0), try StoreTransaction.zoneRow($0, at: 7, publicOwnerName: publicOwnerName),
+             try StoreTransaction.recordRowWithRootedShare($0, lazyFields: false, at: 15))
+        }
+        if let found { try claim(zone: found.1.lockKey) }
+        return found
+    }
+
     package func share(id: Int64) throws -> ShareRow? {
         try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.id = ?",
                      [id], table: "share", keyAt: 0, StoreTransaction.shareRow)
