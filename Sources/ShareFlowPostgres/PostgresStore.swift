@@ -283,15 +283,20 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         // `client_connection_check_interval`; whoever waits on it asks again) and waits for
         // its own locks alone: claiming it would wait for every lock it asked for, its own or
         // not, on the engine's thread.
+        var lockWithin = lockWithin
         if writing, lockGrace == nil, let request = lockRequest, !request.isAnswered {
             if request.scope == scope {
                 let answered = DispatchSemaphore(value: 0)
                 request.whenAnswered { answered.signal() }
+                let started = ProcessInfo.processInfo.systemUptime
                 if answered.wait(timeout: .now() + lockWithin) == .timedOut {
                     lockRequest = nil
                     drop(request.session)
                     throw StoreBusy(path: label).shareFlowError(waited: lockWithin)
                 }
+                // One deadline for the whole wait: should the request have failed, this write
+                // waits for its own locks only for what is left of the busy timeout.
+                lockWithin = max(0.001, lockWithin - (ProcessInfo.processInfo.systemUptime - started))
             } else {
                 lockRequest = nil
                 drop(request.session)

@@ -1,5 +1,5 @@
 import Foundation
-import ShareFlow
+@testable import ShareFlow
 import ShareFlowTestKit
 import XCTest
 @testable import ShareFlowLua
@@ -99,5 +99,42 @@ final class WithheldErrorTests: XCTestCase {
         let message = result[2].stringValue ?? ""
         XCTAssertFalse(message.contains("db.internal"), message)
         XCTAssertTrue(message.contains("cannot check: serviceUnavailable"), message)
+    }
+
+    /// An authenticator that meets the outage (raised through, or caught and then failing)
+    /// fails as that outage: a 503 the client retries, not a 401 that drops its sign-in (the
+    /// third attack).
+    func testAnAuthenticatorThatMeetsAnOutageFailsAsThatOutage() throws {
+        for body in ["raw()", "pcall(raw) error('gave up')"] {
+            let engine = Engine(store: try Store(path: ":memory:"))
+            engine.logger.logLevel = .critical
+            let plugin = try host(engine: engine, sandboxed: true)
+            try plugin.run("require('shareflow').authenticate(function(r) \(body) end)")
+            let request = AuthenticationRequest(method: "GET", path: "/database/1/iCloud.p/development/private/users/caller",
+                                                container: "iCloud.p", environment: "development", database: "private",
+                                                headers: ["x-user": "bob@example.com"], query: [:])
+            XCTAssertThrowsError(try engine.authenticators.authenticate(request)) { error in
+                let e = error as? ShareFlowError
+                XCTAssertEqual(e?.code, .serviceUnavailable, "authenticator body \(body): \(error)")
+                XCTAssertTrue(e?.isOutage == true, "authenticator body \(body): \(error)")
+            }
+            withExtendedLifetime(plugin) {}
+        }
+    }
+
+    /// A policy whose request's share cannot be read (the store went away during the decision)
+    /// and that denies when there is none fails as the outage, not as its denial: the read
+    /// raises in Lua rather than give nil (the third attack).
+    func testAPolicyWhoseRequestCannotBeReadFailsAsThatOutage() throws {
+        let engine = Engine(store: try Store(path: ":memory:"))
+        engine.logger.logLevel = .critical
+        let plugin = try host(engine: engine, sandboxed: true)
+        try plugin.run("require('shareflow').policy('share.accept', function(req) if not req.share then return false, 'no share' end end)")
+        let error = outage()
+        let objects = PolicyRequest.Objects(share: { throw error }, participant: { nil }, metadata: nil)
+        let request = PolicyRequest(point: .shareAccept, caller: nil, container: "iCloud.p", objects: objects)
+        XCTAssertThrowsError(try engine.policies.check(request, item: "share at x")) { error in
+            XCTAssertEqual((error as? ShareFlowError)?.code, .serviceUnavailable, "\(error)")
+        }
     }
 }

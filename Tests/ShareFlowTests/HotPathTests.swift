@@ -87,7 +87,7 @@ class HotPathTests: XCTestCase {
         var requests: [PolicyRequest] = []
         w.engine.policies.add(.shareAccept, name: "look") { request in
             requests.append(request)
-            if requests.count == 1 { seen.append(request.participant?.acceptanceStatus) }
+            if requests.count == 1 { seen.append(try request.participant?.acceptanceStatus) }
             return .allow
         }
         _ = try w.accept(share.url!, in: w.bc)
@@ -95,8 +95,8 @@ class HotPathTests: XCTestCase {
         // Read during the decision: the state before this accept.
         XCTAssertEqual(seen, [.pending])
         // Read after it (the second request was never read during its decision): still there.
-        XCTAssertEqual(requests[1].participant?.userIdentity.lookupInfo, .emailAddress("carol@example.com"))
-        XCTAssertEqual(requests[1].share?.url, share.url)
+        XCTAssertEqual(try requests[1].participant?.userIdentity.lookupInfo, .emailAddress("carol@example.com"))
+        XCTAssertEqual(try requests[1].share?.url, share.url)
         XCTAssertEqual(requests[1].metadata?.share.url, share.url)
     }
 }

@@ -178,7 +178,7 @@ class ReentrantPolicyTests: XCTestCase {
         var asked = 0
         w.engine.policies.add(.shareAccept, name: "reader") { request in
             asked += 1
-            XCTAssertNotNil(request.share)
+            XCTAssertNotNil(try request.share)
             return .allow
         }
         XCTAssertEqual(try w.accept(share.url!, in: w.bc).currentUserParticipant?.acceptanceStatus, .accepted)

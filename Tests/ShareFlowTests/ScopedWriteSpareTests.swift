@@ -99,6 +99,30 @@ final class ScopedWriteSpareTests: XCTestCase {
         XCTAssertEqual(try s.alice.recordZoneChanges(z, since: nil).modifications.count, 2)
     }
 
+    /// Zone Z held elsewhere for good; a request for Z is deferred (its lock request out on the
+    /// spare, kept for the busy timeout and a second); 1.5 s later a write in place of Z alone
+    /// waits for that request to claim it. It gives up within the one busy timeout (2 s), not
+    /// after waiting out the request and then its own lock (3.5 s: the third attack).
+    func testAWriteInPlaceClaimingARequestGivesUpWithinTheBusyTimeout() throws {
+        let s = try makeSetup(busyTimeout: 2)
+        defer { try? s.holder.connection.close().wait(); try? s.watcher.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
+        let z = try s.alice.saveZone("Z").zoneID
+        let k = key(s.alice, z)
+        try s.holder.command("BEGIN")
+        try s.holder.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock)), pg_advisory_xact_lock(\(k.halves.0), \(k.halves.1))")
+        let store = s.node.store
+        store.writeWait = .deferFirst
+        XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("a", z)])) { XCTAssertTrue($0 is StoreBusy, "\($0)") }
+        store.writeWait = .inPlace
+        Thread.sleep(forTimeInterval: 1.5)
+        let started = Date()
+        XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("b", z)])) { error in
+            XCTAssertEqual((error as? ShareFlowError)?.code, .serviceUnavailable, "\(error)")
+        }
+        let waited = Date().timeIntervalSince(started)
+        XCTAssertLessThan(waited, 2.6, "a write in place waited \(waited) s, past store.busyTimeoutMs (2 s)")
+    }
+
     /// Holds the highest of three zones elsewhere (a ceiling only ends a hang), defers a request
     /// for the lowest and the highest, then saves `writing(low, mid)` in place: it must go
     /// through while the highest is still held.

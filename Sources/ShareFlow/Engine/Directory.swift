@@ -110,10 +110,9 @@ public struct Directory {
         engine.accountsChanged()
         defer { engine.accountsChanged() }
         return try engine.transaction { db in
-            for (lookup, identifier) in parsed {
-                let id = identifier ?? "contact-" + RandomIdentifier.uuidString().prefix(8).lowercased()
-                try db.insertContact(lookup, identifier: id, account: account.id)
-            }
+            try db.insertContacts(parsed.map { lookup, identifier in
+                (lookup, identifier ?? "contact-" + RandomIdentifier.uuidString().prefix(8).lowercased())
+            }, account: account.id)
             return try engine.loadAccount(id: account.id, db: db)
         }
     }

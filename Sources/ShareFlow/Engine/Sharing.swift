@@ -138,11 +138,11 @@ extension Engine {
                     // the engine (nor read it once gone).
                     share: { [link, row, zone] in
                         guard let engine = link.engine else { return nil }
-                        return try? engine.reading { db in try engine.makeShare(row, zone: zone, caller: caller, db: db) }
+                        return try engine.reading { db in try engine.makeShare(row, zone: zone, caller: caller, db: db) }
                     },
                     participant: { [link, mine = mine(participants)] in
                         guard let engine = link.engine, let m = mine else { return nil }
-                        return try? engine.reading { db in try engine.participantObject(m, db: db) }
+                        return try engine.reading { db in try engine.participantObject(m, db: db) }
                     },
                     metadata: metadata)
                 let request = PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects)

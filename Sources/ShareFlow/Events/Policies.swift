@@ -19,8 +19,10 @@ public struct PolicyRequest {
     /// The share, participant and metadata, kept together so they travel as one reference.
     public let objects: Objects
 
-    public var share: Share? { objects.share }
-    public var participant: Participant? { objects.participant }
+    /// Read when first asked for; a store that cannot be read then throws (an outage a policy
+    /// meets fails the request as that outage, not as a denial).
+    public var share: Share? { get throws { try objects.share } }
+    public var participant: Participant? { get throws { try objects.participant } }
     public var metadata: ShareMetadata? { objects.metadata }
 
     public init(point: DecisionPoint, caller: Account?, container: String?, share: Share? = nil, participant: Participant? = nil,
@@ -47,24 +49,24 @@ public struct PolicyRequest {
         private var deferredShare: Deferred<Share>
         private var deferredParticipant: Deferred<Participant>
 
-        public init(share: @escaping () -> Share?, participant: @escaping () -> Participant?, metadata: ShareMetadata?) {
+        public init(share: @escaping () throws -> Share?, participant: @escaping () throws -> Participant?, metadata: ShareMetadata?) {
             deferredShare = Deferred(share)
             deferredParticipant = Deferred(participant)
             self.metadata = metadata
         }
 
-        public var share: Share? { deferredShare.value() }
-        public var participant: Participant? { deferredParticipant.value() }
+        public var share: Share? { get throws { try deferredShare.value() } }
+        public var participant: Participant? { get throws { try deferredParticipant.value() } }
     }
 
-    /// A value made by `make` the first time it is asked for, then kept.
+    /// A value made by `make` the first time it is asked for, then kept (or its failure).
     private struct Deferred<Value> {
-        private var make: (() -> Value?)?
-        private var made: Value?
-        init(_ make: @escaping () -> Value?) { self.make = make }
-        mutating func value() -> Value? {
-            if let m = make { make = nil; made = m() }
-            return made
+        private var make: (() throws -> Value?)?
+        private var made: Result<Value?, Error> = .success(nil)
+        init(_ make: @escaping () throws -> Value?) { self.make = make }
+        mutating func value() throws -> Value? {
+            if let m = make { make = nil; made = Result { try m() } }
+            return try made.get()
         }
     }
 }

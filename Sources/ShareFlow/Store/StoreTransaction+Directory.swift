@@ -175,9 +175,14 @@ extension StoreTransaction {
         try directoryChanged()
     }
 
-    package func insertContact(_ lookup: LookupInfo, identifier: String, account: Int64) throws {
-        try run("INSERT INTO contact (accountID, kind, value, contactIdentifier) VALUES (?, ?, ?, ?)",
-                       [account, lookup.kind, lookup.value, identifier])
+    /// Contacts are part of their account as other processes cache it (discovery reads them):
+    /// the directory's generation moves too, once.
+    package func insertContacts(_ contacts: [(lookup: LookupInfo, identifier: String)], account: Int64) throws {
+        for (lookup, identifier) in contacts {
+            try run("INSERT INTO contact (accountID, kind, value, contactIdentifier) VALUES (?, ?, ?, ?)",
+                    [account, lookup.kind, lookup.value, identifier])
+        }
+        if !contacts.isEmpty { try directoryChanged() }
     }
 
     /// R17: pending participants invited at `lookup` and matched to no account become `account`'s.

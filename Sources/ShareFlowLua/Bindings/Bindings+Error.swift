@@ -46,6 +46,22 @@ extension Bindings {
         if error.code == .serviceUnavailable && outageDuringCall == nil { outageDuringCall = error }
     }
 
+    /// Runs a hook's call (an observer's, a policy's, an authenticator's): should it fail after
+    /// a store outage was handed to Lua during it (`noteRaised`), however it failed, it fails
+    /// with that outage: a hook that could not read the store has not decided. Kept per call:
+    /// a hook may run inside another's engine call.
+    func runningHook<T>(_ body: () throws -> T) throws -> T {
+        let outer = outageDuringCall
+        outageDuringCall = nil
+        defer { outageDuringCall = outer }
+        do {
+            return try body()
+        } catch {
+            if let outage = outageDuringCall { throw outage }
+            throw error
+        }
+    }
+
     /// Raises `error` as a Lua error value (for functions whose failures are not data).
     func raise(_ error: ShareFlowError) -> LuaRaise {
         LuaRaise { [unowned self] _ in self.push(error) }

@@ -60,15 +60,13 @@ struct HookCall {
         }
         // A store outage the hook met (and perhaps caught, then failed) fails the call with
         // that outage: a policy that could not read the store has not decided (the request is
-        // retried, not denied). Kept per call: a hook may run inside another's engine call.
-        let outer = bindings._withUnsafeGuaranteedRef { b in defer { b.outageDuringCall = nil }; return b.outageDuringCall }
-        defer { bindings._withUnsafeGuaranteedRef { $0.outageDuringCall = outer } }
-        var h = sf_hook_call(function: ref, build: build, ctx: argument, policy: policy ? 1 : 0, limits: limits)
-        let status = sf_call_hook(L, limits, &h)
-        guard status == LUA_OK else {
-            let error = LuaState.owner(of: L).callError(status)
-            if let outage = bindings._withUnsafeGuaranteedRef({ $0.outageDuringCall }) { throw outage }
-            throw error
+        // retried, not denied).
+        try bindings._withUnsafeGuaranteedRef { b in
+            try b.runningHook {
+                var h = sf_hook_call(function: ref, build: build, ctx: argument, policy: policy ? 1 : 0, limits: limits)
+                let status = sf_call_hook(L, limits, &h)
+                guard status == LUA_OK else { throw LuaState.owner(of: L).callError(status) }
+            }
         }
         guard policy else { return .allow }
         if lua_toboolean(L, -2) != 0 { return .allow }
@@ -237,7 +235,9 @@ enum Hooks {
         var who: String?
         let base = lua.top
         defer { lua.top = base }
-        try lua.protected { lua in
+        // As for policies: an outage met on the way fails the authenticator with it (a 503 the
+        // client retries), not a refusal (401, sign-in dropped).
+        try b.runningHook { try lua.protected { lua in
             let L = lua.L
             lua_rawgeti(L, clua_registryindex(), lua_Integer(function.ref))
             lua_createtable(L, 0, 7)
@@ -271,7 +271,7 @@ enum Hooks {
                 verdict = .refuse("the authenticator returned a \(String(cString: lua_typename(L, lua_type(L, -2)))) (expected an account, an email, phone or userRecordName, or nil)")
             }
             return 0
-        }
+        } }
         guard let who else { return verdict }
         guard who.utf8.count <= 320, let account = try b.engine.accounts.find(who) else {
             return .refuse("no account for '\(who.prefix(320))'")

@@ -101,8 +101,9 @@ final class RequestTable {
             throw LuaError(message: "a policy request's '\(RequestTable.lazyFields[field])' is kept for the \(RequestTable.kept) most recent decisions; read it during the policy call")
         }
         switch field {
-        case 0: b.push(record: objects.share)
-        case 1: b.push(participant: objects.participant)
+        // A store that cannot be read now raises (an outage the policy meets: `runningHook`).
+        case 0: b.push(record: try objects.share)
+        case 1: b.push(participant: try objects.participant)
         default: b.push(metadata: objects.metadata)
         }
         b.lua.push(static: RequestTable.lazyFields[field])
