@@ -171,12 +171,19 @@ public struct Benchmarks {
             }
             r["serve_errors"] = f.errors
             r["serve_connections"] = sizes.connections
+            for (name, perCPU) in f.perCPUSecond { r["serve_\(name)_per_cpu_s"] = perCPU }
             for (count, pg) in f.postgres {
                 let key = "serve_pg\(count)"
                 r[key + "_resolve_per_s"] = pg.resolve.0; r[key + "_resolve_p50_ms"] = pg.resolve.1; r[key + "_resolve_p99_ms"] = pg.resolve.2
                 r[key + "_accept_per_s"] = pg.accept.0; r[key + "_accept_p50_ms"] = pg.accept.1; r[key + "_accept_p99_ms"] = pg.accept.2
                 r[key + "_resolve_vs_sqlite"] = pg.resolve.0 / f.resolveHTTP
                 r[key + "_accept_vs_sqlite"] = pg.accept.0 / f.acceptHTTP
+                // Where the cores are the limit (PostgreSQL, the node and the load client on
+                // the same cores), what a request costs: per CPU second, against SQLite's.
+                for (name, perCPU) in pg.perCPUSecond {
+                    r[key + "_\(name)_per_cpu_s"] = perCPU
+                    if let sqlite = f.perCPUSecond[name] { r[key + "_\(name)_per_cpu_vs_sqlite"] = perCPU / sqlite }
+                }
             }
         }
         if wanted("cold") {

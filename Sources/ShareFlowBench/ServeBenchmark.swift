@@ -17,6 +17,8 @@ extension Benchmarks {
 
     struct ServeFigures {
         var resolveHTTP = 0.0, resolveInProcess = 0.0, acceptHTTP = 0.0, acceptInProcess = 0.0
+        /// Over HTTP on SQLite, requests per CPU second of the whole machine, by endpoint.
+        var perCPUSecond: [String: Double] = [:]
         var resolveP50 = 0.0, resolveP99 = 0.0, acceptP50 = 0.0, acceptP99 = 0.0
         var resolveWhileLocked: (Double, Double, Double)?
         var resolveBesideAccepts: (alone: (Double, Double), beside: (Double, Double), accepts: Double)?
@@ -65,6 +67,7 @@ extension Benchmarks {
         // Over HTTP: the server on a free loopback port, in this process.
         let sqlite = try overHTTP([engine], label: "SQLite", guids: guids, api: api, tokens: tokens, lockedStore: engine.store.path)
         (f.resolveHTTP, f.resolveP50, f.resolveP99) = sqlite.resolve
+        f.perCPUSecond = sqlite.perCPUSecond
         (f.acceptHTTP, f.acceptP50, f.acceptP99) = sqlite.accept
         f.errors += sqlite.errors
         f.resolveWhileLocked = sqlite.resolveWhileLocked
@@ -103,6 +106,8 @@ extension Benchmarks {
     /// port in this process: requests per second, p50 and p99 (ms).
     struct HTTPFigures {
         var resolve = (0.0, 0.0, 0.0), accept = (0.0, 0.0, 0.0)
+        /// Requests per CPU second of the whole machine, by endpoint ("resolve", "accept").
+        var perCPUSecond: [String: Double] = [:]
         /// Resolve again while another process holds the write lock and a write of another
         /// caller's waits for it (SPEC §16 M5; SQLite only): rate, p50, p99.
         var resolveWhileLocked: (Double, Double, Double)?
@@ -144,6 +149,7 @@ extension Benchmarks {
             }
             figures.errors += load.errors
             if accept { figures.accept = (load.rate, load.p50, load.p99) } else { figures.resolve = (load.rate, load.p50, load.p99) }
+            if let cpus = load.cpus { figures.perCPUSecond[name] = load.rate / cpus }
         }
         if let lockedStore {
             figures.resolveBesideAccepts = try resolveBesideAccepts(ports: ports, guids: guids, api: api, tokens: tokens)
@@ -233,6 +239,11 @@ struct HTTPLoad {
     private(set) var rate = 0.0
     private(set) var p50 = 0.0, p99 = 0.0
     private(set) var errors = 0
+    /// CPU seconds the whole machine spent per second of the load (every process: the
+    /// server, PostgreSQL beside it, the load client), from `/proc/stat`; nil where it cannot
+    /// be read. `rate / cpus` is requests per CPU second: where the cores are the limit, what
+    /// a request costs.
+    private(set) var cpus: Double?
 
     /// Connection `c` goes to `ports[c % ports.count]`: several nodes share the load in turn.
     init(ports: [Int], connections: Int, seconds: Double, request: @escaping @Sendable (Int, Int) -> (String, String)) throws {
@@ -244,6 +255,7 @@ struct HTTPLoad {
         }
         let results = Results()
         let group = DispatchGroup()
+        let busyBefore = HTTPLoad.machineTicks()
         let start = sf_now_ns(), end = start + Int64(seconds * 1e9)
         for c in 0..<connections {
             group.enter()
@@ -274,13 +286,31 @@ struct HTTPLoad {
             thread.start()
         }
         group.wait()
+        let busyAfter = HTTPLoad.machineTicks()
         if let failure = results.failure { throw BenchError("HTTP load: \(failure)") }
         let elapsed = Double(sf_now_ns() - start) / 1e9
+        if let b = busyBefore, let a = busyAfter, a.total > b.total {
+            let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+            cpus = cores * Double(a.busy - b.busy) / Double(a.total - b.total)
+        }
         let sorted = results.latencies.sorted()
         rate = Double(sorted.count) / elapsed
         p50 = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
         p99 = sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
         errors = results.errors
+    }
+}
+
+extension HTTPLoad {
+    /// The machine's CPU time so far, busy and in all (`/proc/stat`'s first line, in ticks:
+    /// idle and I/O wait are not busy).
+    static func machineTicks() -> (busy: Int64, total: Int64)? {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = text.split(separator: "\n").first, line.hasPrefix("cpu ") else { return nil }
+        let ticks = line.split(separator: " ").dropFirst().prefix(8).compactMap { Int64($0) }
+        guard ticks.count >= 5 else { return nil }
+        let total = ticks.reduce(0, +)
+        return (total - ticks[3] - ticks[4], total)
     }
 }
 
