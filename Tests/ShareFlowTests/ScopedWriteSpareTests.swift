@@ -63,6 +63,19 @@ final class ScopedWriteSpareTests: XCTestCase {
         try writeInPlaceBesideARequestOut(busyTimeout: 5) { low, _ in [rec("c", low)] }
     }
 
+    /// Makes zone Z, holds it elsewhere (another node's write), and defers a request's write of
+    /// record "a" to it: its lock request goes out on the spare. `writeWait` is left at
+    /// `deferred`, for the caller to read `deferredBy` and set back.
+    private func deferARequestForAHeldZone(_ s: Setup) throws -> RecordZoneID {
+        let z = try s.alice.saveZone("Z").zoneID
+        let k = key(s.alice, z)
+        try s.holder.command("BEGIN")
+        try s.holder.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock)), pg_advisory_xact_lock(\(k.halves.0), \(k.halves.1))")
+        s.node.store.writeWait = .deferFirst
+        XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("a", z)])) { XCTAssertTrue($0 is StoreBusy, "\($0)") }
+        return z
+    }
+
     /// A request for zone Z is out (Z held by another node); a write in place of Z alone (an
     /// observer's write to the zone the node's requests wait for) waits for that request and
     /// claims it once Z comes, rather than end it: ending it each time put the node's waiting
@@ -71,15 +84,9 @@ final class ScopedWriteSpareTests: XCTestCase {
     func testAnInPlaceWriteOfJustWhatARequestAskedForClaimsIt() throws {
         let s = try makeSetup(busyTimeout: 20)
         defer { try? s.holder.connection.close().wait(); try? s.watcher.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
-        let z = try s.alice.saveZone("Z").zoneID
-        let k = key(s.alice, z)
-        try s.holder.command("BEGIN")
-        try s.holder.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock)), pg_advisory_xact_lock(\(k.halves.0), \(k.halves.1))")
-        let store = s.node.store
-        store.writeWait = .deferFirst
-        XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("a", z)])) { XCTAssertTrue($0 is StoreBusy, "\($0)") }
-        let onReady = try XCTUnwrap(store.deferredBy?.onReady)
-        store.writeWait = .inPlace
+        let z = try deferARequestForAHeldZone(s)
+        let onReady = try XCTUnwrap(s.node.store.deferredBy?.onReady)
+        s.node.store.writeWait = .inPlace
         var spare: Int64?
         while spare == nil {  // the spare's request waits for Z
             let rows = try s.watcher.query("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'", [])
@@ -106,14 +113,8 @@ final class ScopedWriteSpareTests: XCTestCase {
     func testAWriteInPlaceClaimingARequestGivesUpWithinTheBusyTimeout() throws {
         let s = try makeSetup(busyTimeout: 2)
         defer { try? s.holder.connection.close().wait(); try? s.watcher.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
-        let z = try s.alice.saveZone("Z").zoneID
-        let k = key(s.alice, z)
-        try s.holder.command("BEGIN")
-        try s.holder.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock)), pg_advisory_xact_lock(\(k.halves.0), \(k.halves.1))")
-        let store = s.node.store
-        store.writeWait = .deferFirst
-        XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("a", z)])) { XCTAssertTrue($0 is StoreBusy, "\($0)") }
-        store.writeWait = .inPlace
+        let z = try deferARequestForAHeldZone(s)
+        s.node.store.writeWait = .inPlace
         Thread.sleep(forTimeInterval: 1.5)
         let started = Date()
         XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("b", z)])) { error in
