@@ -7,8 +7,9 @@ import NIOCore
 import NIOPosix
 import PostgresNIO
 
-/// One connection to PostgreSQL, driven from the engine's thread: each statement is sent and
-/// waited for there (never on one of NIO's threads), so the engine stays synchronous and its
+/// One connection to PostgreSQL, driven from one thread at a time (the engine's, a reading
+/// thread's, the decision log's): each statement is sent and waited for there (never on one of
+/// NIO's threads), so the engine stays synchronous and its
 /// SQL is the same on both stores (`StoreTransaction`). Values cross as SQLite's storage
 /// classes (`DatabaseValue`): integers, reals, text, blobs, NULL.
 final class PostgresSession: StoreConnection, @unchecked Sendable {

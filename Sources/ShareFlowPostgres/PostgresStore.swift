@@ -59,7 +59,7 @@ package struct PostgresLocation: Sendable, Equatable {
     package static func redacted(_ url: String) -> String { Store.redactedURL(url) }
 }
 
-/// How a node uses PostgreSQL (config `postgres = { poolSize, statementTimeoutMs }`).
+/// How a node uses PostgreSQL (config `postgres = { poolSize, statementTimeoutMs, passwordFile }`).
 package struct PostgresSettings: Sendable, Equatable {
     /// Connections a node holds at most.
     package var poolSize: Int = 8
@@ -76,9 +76,10 @@ package struct PostgresSettings: Sendable, Equatable {
     }
 }
 
-/// A ShareFlow store on PostgreSQL: the tables in schema `shareflow`, reached through one
-/// connection the engine's thread drives (`PostgresSession`), opened again on the next use after
-/// PostgreSQL went away. Every write transaction first takes transaction-scoped advisory locks
+/// A ShareFlow store on PostgreSQL: the tables in schema `shareflow`. The engine's writes go
+/// through one connection (`PostgresSession`, opened again on the next use after PostgreSQL went
+/// away), beside a spare where a write that may not wait asks for its locks; reading threads,
+/// the decision log, rate buckets and commit notices each have connections of their own. Every write transaction first takes transaction-scoped advisory locks
 /// for what it declared it writes (`locking`): each of its zones' (beside the cluster's lock,
 /// shared), or the whole store's. Writes to one zone therefore run one at a time, from any
 /// node: per-zone positions are gapless and in commit order, and a rule checked inside the

@@ -102,10 +102,6 @@ public final class Engine: @unchecked Sendable {
         Session(engine: self, account: account, currentAt: generation)
     }
 
-    // MARK: Transactions
-
-    /// Runs `body` under the lock in one transaction (a savepoint when nested); its events are
-    /// delivered after the outermost commit, and dropped on rollback.
     /// Bumped by every change to the directory, so cached accounts know when to reload.
     /// Read from any thread (a server checks its cached callers against it without a hop
     /// to the engine's thread), so it is kept under a lock of its own.
@@ -116,8 +112,12 @@ public final class Engine: @unchecked Sendable {
     /// Also called when another process changed the directory (`StoreWatch`).
     package func accountsChanged() { generationLock.withLock { generation += 1 } }
 
-    /// `scope`: what the transaction writes, when it is the outermost (`StoreWriteScope`): a
-    /// zone-scoped write runs beside other nodes' writes to other zones.
+    // MARK: Transactions
+
+    /// Runs `body` under the lock in one transaction (a savepoint when nested); its events are
+    /// delivered after the outermost commit, and dropped on rollback. `scope`: what the
+    /// transaction writes, when it is the outermost (`StoreWriteScope`): a zone-scoped write
+    /// runs beside other nodes' writes to other zones.
     func transaction<T>(scope: StoreWriteScope = .wholeStore, _ body: (StoreTransaction) throws -> T) throws -> T {
         // A write asked for inside a read beside the lock (a read's callback, or a policy it
         // asked) is refused, as inside any read (`Store.write`): committed on the engine's

@@ -1,8 +1,10 @@
 import Foundation
 import ShareFlow
 
-/// The one thread the engine (and every Lua state behind it) runs on while serving: requests
-/// arrive on many threads, and each hands its engine work here, in order.
+/// The thread the engine's writes run on while serving: requests arrive on many threads, and
+/// each writing request hands its engine work here, in order. Reading requests run on the
+/// reading threads beside it (`read`); every Lua state runs under the engine's lock, on
+/// whichever of these threads holds it.
 ///
 /// A request waits here for another process's write lock at most `Store.lockGrace` (SPEC §16
 /// M5): then its first write fails (`Store.writeWait`), having written nothing, and the request
