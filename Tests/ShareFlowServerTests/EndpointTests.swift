@@ -175,6 +175,31 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// A share created over records/modify with one invitee tells observers of one fetched
+    /// participant: the route's lookup of the invitee is the only one (issue 41 said two; this
+    /// holds the count while records/modify becomes one engine call).
+    func testEachInviteeOfAShareSavedOverHTTPIsFetchedOnce() async throws {
+        let (db, api, alice) = (db, api, alice)
+        final class Seen: @unchecked Sendable { var count = 0; let lock = NSLock() }  // under `lock`
+        let seen = Seen()
+        let handle = engine.events.observe(.participantFetched, priority: 0, label: "count") { _ in
+            seen.lock.withLock { seen.count += 1 }
+        }
+        defer { handle.remove() }
+        try await withServer { c in
+            _ = try await c.call(.post, db + "/private/zones/modify", as: alice, api: api,
+                                 body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+            let r = try await c.call(.post, db + "/private/records/modify", as: alice, api: api, body: """
+                {"zoneID":{"zoneName":"Trips"},"operations":[
+                 {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
+                 {"operationType":"create","record":{"recordName":"s","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
+                  "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+                """)
+            XCTAssertEqual(r.status, 200, "\(r.object)")
+        }
+        XCTAssertEqual(seen.lock.withLock { seen.count }, 1)
+    }
+
     /// What every database route shares: the path checked, methods, unknown routes, the body
     /// bound, rate limiting — each answered in Apple's error body.
     func testRoutingAndMiddleware() async throws {
