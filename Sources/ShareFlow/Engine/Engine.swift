@@ -51,7 +51,7 @@ public final class Engine: @unchecked Sendable {
         /// trailing slash.
         public var publicURL = Engine.defaultPublicURL
         /// Seconds one query may read records without filling its page (nil: no bound). A
-        /// server sets one, so no request holds its engine's one thread for long: past it the
+        /// server sets one, so no request holds one of its engine's threads for long: past it the
         /// query is `limitExceeded`, naming what to change (SPEC §13, wave 3).
         public var queryTimeLimit: Double?
         public init() {}
