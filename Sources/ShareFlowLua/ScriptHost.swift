@@ -97,15 +97,9 @@ public final class ScriptHost {
         lua.guardsWrites = sandboxFolder != nil && !labelPrefix.isEmpty
         // What a sandboxed state reads of the engine's errors leaves out the operator's
         // detail (the store's path, user, host): a plugin could pass it on to a client (as a
-        // policy's reason) or a log the operator does not read. The detail goes to the
-        // operator's log under an incident ID the plugin sees instead.
-        if sandboxFolder != nil {
-            lua.withheldText = { [unowned self] error in
-                guard let e = error as? ShareFlowError else { return nil }
-                bindings.noteRaised(e)
-                return e.withheld { id, detail in self.logger.error("incident \(id): \(detail)") }.description
-            }
-        }
+        // policy's reason) or a log the operator does not read (`Bindings.readable`).
+        bindings.withholdsOperatorDetail = sandboxFolder != nil
+        lua.errorText = { [unowned self] error in (error as? ShareFlowError).map { bindings.readable($0).description } }
         if let folder = sandboxFolder {
             // A plugin's print goes to the log; a sandboxed script keeps standard output.
             let log: ((String) -> Void)? = labelPrefix.isEmpty ? nil : { [unowned self] text in self.log(.info, text) }

@@ -310,7 +310,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
             guard lockGrace == nil || request.isAnswered else { throw StoreBusy(path: label, onReady: request.whenAnswered) }
             lockRequest = nil
             if !request.failed && request.scope.covers(scope) {
-                request.session.pipeline("SET LOCAL lock_timeout = \(PostgresStore.milliseconds(lockWithin))")
+                request.session.pipeline(PostgresStore.lockTimeout(lockWithin))
                 return try run(on: request.session, writing: true, scope: scope, begun: true, body)
             }
             // The lock never came (its wait ran out, or the connection was lost or given up),
@@ -334,17 +334,17 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
             if lockGrace > 0 {
                 // Waited for within the grace (PostgreSQL's lock_timeout covers advisory locks),
                 // then any lock the transaction takes later within the busy timeout.
-                session.pipeline("SET LOCAL lock_timeout = \(PostgresStore.milliseconds(lockGrace))")
+                session.pipeline(PostgresStore.lockTimeout(lockGrace))
                 do {
                     try session.execute(PostgresStore.locking(scope))
-                    session.pipeline("SET LOCAL lock_timeout = \(PostgresStore.milliseconds(lockWithin))")
+                    session.pipeline(PostgresStore.lockTimeout(lockWithin))
                 } catch let failure as PostgresFailure where failure.sqlState == "55P03" {
                     free = false
                 }
             } else {
                 let got = try session.query(PostgresStore.locking(scope, ifFree: true), [])
                 free = got.first?.first?.storage == .int64(1)
-                if free { session.pipeline("SET LOCAL lock_timeout = \(PostgresStore.milliseconds(lockWithin))") }
+                if free { session.pipeline(PostgresStore.lockTimeout(lockWithin)) }
             }
         } catch let failure as PostgresFailure {
             if failure.isConnectionLost { drop(session) }
@@ -362,11 +362,11 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         return try run(on: session, writing: true, scope: scope, begun: true, body)
     }
 
-    /// `seconds` as PostgreSQL's `lock_timeout` takes it: whole milliseconds, at least 1 (0
-    /// would be no timeout at all).
-    static func milliseconds(_ seconds: TimeInterval) -> Int {
-        guard seconds.isFinite else { return 1 }
-        return max(1, Int(min(seconds, 86_400) * 1000))
+    /// The statement that bounds the transaction's lock waits from here on at `seconds`:
+    /// whole milliseconds, at least 1 (PostgreSQL's 0 would be no timeout at all).
+    static func lockTimeout(_ seconds: TimeInterval) -> String {
+        let ms = seconds.isFinite ? max(1, Int(min(seconds, 86_400) * 1000)) : 1
+        return "SET LOCAL lock_timeout = \(ms)"
     }
 
     /// The statement that takes what a write of `scope` locks (SPEC §16 M5): the whole store,
@@ -475,7 +475,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
             if !begun {
                 if writing {
                     session.pipeline("BEGIN")
-                    session.pipeline("SET LOCAL lock_timeout = \(PostgresStore.milliseconds(lockWithin))")
+                    session.pipeline(PostgresStore.lockTimeout(lockWithin))
                     session.pipeline(PostgresStore.locking(scope))
                 } else {
                     session.pipeline(PostgresSession.beginSnapshot)

@@ -7,13 +7,8 @@ extension Bindings {
     /// An error value: `code`, `codeNumber`, `message`, `partialErrors` (item → error),
     /// `retryAfter`, and `__tostring`.
     func push(_ error: ShareFlowError?) {
-        guard var error else { return lua_pushnil(lua.L) }
-        noteRaised(error)
-        // A sandboxed state reads an operator-only message as the client would (`withheld`).
-        if lua.withheldText != nil {
-            let logger = host.logger
-            error = error.withheld { id, detail in logger.error("incident \(id): \(detail)") }
-        }
+        guard let given = error else { return lua_pushnil(lua.L) }
+        let error = readable(given)
         let L = lua.L
         lua_createtable(L, 0, 5)
         lua.push(string: error.code.rawValue); lua_setfield(L, -2, "code")
@@ -37,6 +32,17 @@ extension Bindings {
             lua_setfield(L, -2, key)
         }
         setMetatable(.error)
+    }
+
+    /// `error` as this state reads it, however it crosses (a value, a raise, a Swift error a
+    /// binding throws: `LuaState.errorText`): noted (`noteRaised`), and in a sandboxed state
+    /// its operator-only message withheld (`ShareFlowError.withheld`), the detail going to the
+    /// log under the incident ID the state reads instead.
+    func readable(_ error: ShareFlowError) -> ShareFlowError {
+        noteRaised(error)
+        guard withholdsOperatorDetail else { return error }
+        let logger = host.logger
+        return error.withheld { id, detail in logger.error("incident \(id): \(detail)") }
     }
 
     /// Notes an engine error handed to Lua during a hook's call: a store busy or away

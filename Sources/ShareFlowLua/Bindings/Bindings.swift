@@ -13,6 +13,9 @@ package final class Bindings {
     let engine: Engine
     /// The first store outage handed to Lua during the hook call under way (`noteRaised`).
     var outageDuringCall: ShareFlowError?
+    /// Whether the engine's operator-only messages are withheld from this state (a sandboxed
+    /// one's: `readable`).
+    var withholdsOperatorDetail = false
 
     let accountClass = LuaClass<AccountHandle>("Account")
     let sessionClass = LuaClass<Session>("Session")

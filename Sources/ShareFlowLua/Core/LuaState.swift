@@ -27,9 +27,9 @@ public final class LuaState {
     /// Whether engine objects are read-only here unless this state made them (a plugin's
     /// state, SPEC §8): set before classes are registered.
     public var guardsWrites = false
-    /// For a state whose errors must not show what only the operator may read (a plugin's):
-    /// the text a Swift error raised into it is given instead of its own, or nil for its own.
-    public var withheldText: ((any Error) -> String?)?
+    /// The text a Swift error raised into this state is given, or nil for its own description
+    /// (the bindings note outages here, and withhold what only the operator may read).
+    public var errorText: ((any Error) -> String?)?
     /// Weak-keyed set of the userdata this state may change (objects it constructed).
     private var writableRef: Int32 = LUA_NOREF
 
@@ -637,7 +637,7 @@ private let runProtectedBody: sf_body_fn = { L, context in
     } catch let error as LuaError {
         state.push(string: error.message)
     } catch {
-        state.push(string: state.withheldText?(error) ?? "\(error)")
+        state.push(string: state.errorText?(error) ?? "\(error)")
     }
     return SF_SWIFT_ERROR
 }
@@ -667,7 +667,7 @@ private let luaDispatch: sf_swift_dispatch_fn = { L, box in
     } catch let error as LuaArgumentError {
         state.push(string: where_(L) + lauxlibMessage(L, error))
     } catch {
-        state.push(string: where_(L) + "\(function.name): " + (state.withheldText?(error) ?? "\(error)"))
+        state.push(string: where_(L) + "\(function.name): " + (state.errorText?(error) ?? "\(error)"))
     }
     return SF_SWIFT_ERROR
 }
