@@ -216,6 +216,7 @@ tsan: deps pyenv
 	exit $$status
 
 lint: deps
+	$(SWIFT) format lint --strict --recursive --parallel Sources Tests BuildTools Package.swift
 	luacheck --no-color Scripts Plugins Tests/lua Tests/EndToEndTests/Fixtures Tests/fuzz Sources/ShareFlowLua/Lua Sources/ShareFlowConsole/Lua Sources/shareflow/Lua
 
 # A release binary carries its Swift runtime and Foundation (--static-swift-stdlib): loading and

@@ -75,8 +75,10 @@ let package = Package(
         // The Lua host: state, value bridge, bindings, sandbox, limits, plugins.
         .target(
             name: "ShareFlowLua",
-            dependencies: ["ShareFlow", "CLua", "CShareFlowSupport",
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "ShareFlow", "CLua", "CShareFlowSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             exclude: ["Lua"],
             plugins: ["EmbedLua"]
         ),
@@ -111,29 +113,34 @@ let package = Package(
         ),
         .target(
             name: "ShareFlowBench",
-            dependencies: ["ShareFlowLua", "ShareFlow", "ShareFlowPostgres", "ShareFlowServer", "CLua", "CShareFlowSupport", "CShareFlowBench",
-                           .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "ShareFlowLua", "ShareFlow", "ShareFlowPostgres", "ShareFlowServer", "CLua", "CShareFlowSupport", "CShareFlowBench",
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // `shareflow serve`: CloudKit Web Services over HTTP (SPEC §13), on Hummingbird 2.
         .target(
             name: "ShareFlowServer",
-            dependencies: ["ShareFlow",
-                           .product(name: "Hummingbird", package: "hummingbird"),
-                           .product(name: "HummingbirdCore", package: "hummingbird"),
-                           .product(name: "NIOCore", package: "swift-nio"),
-                           .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "HTTPTypes", package: "swift-http-types"),
-                           .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                           .product(name: "Logging", package: "swift-log"),
-                           .product(name: "Metrics", package: "swift-metrics"),
-                           .product(name: "Prometheus", package: "swift-prometheus")]
+            dependencies: [
+                "ShareFlow",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
         ),
         .executableTarget(
             name: "shareflow",
             dependencies: [
-                "ShareFlow", "ShareFlowPostgres", "ShareFlowLua", "ShareFlowConsole", "ShareFlowBench", "ShareFlowServer", "CLua", "CShareFlowSupport",
+                "ShareFlow", "ShareFlowPostgres", "ShareFlowLua", "ShareFlowConsole", "ShareFlowBench", "ShareFlowServer", "CLua",
+                "CShareFlowSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -143,7 +150,7 @@ let package = Package(
                 // (-export-dynamic, ~33,000): nothing looks them up, but each start pays for
                 // them (the dynamic loader's lookups, and the runtime's dladdr at start-up scans
                 // them all). Cold start, SPEC §12.
-                .unsafeFlags(["-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux])),
+                .unsafeFlags(["-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux]))
             ],
             plugins: ["EmbedLua"]
         ),
@@ -157,16 +164,30 @@ let package = Package(
             dependencies: ["ShareFlow", "ShareFlowPostgres", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/ShareFlowEngineTestKit"
         ),
-        .testTarget(name: "ShareFlowTests", dependencies: ["ShareFlow", "ShareFlowPostgres", "ShareFlowEngineTestKit", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift"),
-                                                    .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(
+            name: "ShareFlowTests",
+            dependencies: [
+                "ShareFlow", "ShareFlowPostgres", "ShareFlowEngineTestKit", "ShareFlowTestKit", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(name: "ShareFlowLuaTests", dependencies: ["ShareFlowLua", "ShareFlow", "ShareFlowTestKit", "CLua", "CShareFlowSupport"]),
-        .testTarget(name: "ShareFlowServerTests", dependencies: ["ShareFlowServer", "ShareFlow", "ShareFlowTestKit",
-                                                          .product(name: "Hummingbird", package: "hummingbird"),
-                                                          .product(name: "HummingbirdTesting", package: "hummingbird"),
-                                                          .product(name: "HTTPTypes", package: "swift-http-types"),
-                                                          .product(name: "NIOCore", package: "swift-nio"),
-                                                          .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ShareFlowTestKit", .product(name: "Crypto", package: "swift-crypto")], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "ShareFlowServerTests",
+            dependencies: [
+                "ShareFlowServer", "ShareFlow", "ShareFlowTestKit",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["ShareFlowTestKit", .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Fixtures"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -23,7 +23,7 @@ struct EmbedLua: BuildToolPlugin {
                 arguments: [output.path(percentEncoded: false)] + inputs.map { $0.path(percentEncoded: false) },
                 inputFiles: inputs,
                 outputFiles: [output]
-            ),
+            )
         ]
     }
 }

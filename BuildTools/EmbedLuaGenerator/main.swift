@@ -23,7 +23,8 @@ func identifier(_ file: String) -> String {
 
 /// The longest run of `#` in `text`.
 func longestHashRun(_ text: String) -> Int {
-    var longest = 0, run = 0
+    var longest = 0
+    var run = 0
     for c in text.utf8 {
         run = c == UInt8(ascii: "#") ? run + 1 : 0
         longest = max(longest, run)
@@ -50,7 +51,9 @@ for path in arguments.dropFirst().sorted(by: { ($0 as NSString).lastPathComponen
     // A multi-line literal keeps every byte but these: line endings are normalised, and
     // control characters other than tab and newline have no place in a Lua source.
     if let bad = text.unicodeScalars.first(where: { $0.value < 0x20 && $0 != "\n" && $0 != "\t" || $0.value == 0x7F }) {
-        fail("\(path) contains the control character U+\(String(bad.value, radix: 16, uppercase: true)); only tab and newline are embedded as they are")
+        fail(
+            "\(path) contains the control character U+\(String(bad.value, radix: 16, uppercase: true)); only tab and newline are embedded as they are"
+        )
     }
     if text.hasSuffix("\n") { text.removeLast() }
     let name = identifier(file)

@@ -1,10 +1,10 @@
-import ShareFlowLua
 import CLua
 import CShareFlowBench
 import CShareFlowSupport
 import Foundation
 import GRDBSQLite
 import ShareFlow
+import ShareFlowLua
 
 /// The SPEC §12 figures, each measured beside its baseline in the same process and moment:
 /// medians of several repetitions after a warm-up.
@@ -37,11 +37,22 @@ public struct Benchmarks {
         /// Small sizes for the test suite: every figure produced, quickly.
         public static var smoke: Sizes {
             var s = Sizes()
-            s.accounts = 3_000; s.lookups = 500; s.accepts = 100; s.hookCalls = 2_000
-            s.shares = 10; s.participantsPerShare = 10; s.coldStarts = 2; s.repetitions = 2
-            s.connections = 8; s.serveShares = 10; s.serveSeconds = 0.5
-            s.chainDepth = 120; s.queryZone = 2_000; s.syncZone = 2_000
-            s.logBatch = 40; s.logOnes = 5
+            s.accounts = 3_000
+            s.lookups = 500
+            s.accepts = 100
+            s.hookCalls = 2_000
+            s.shares = 10
+            s.participantsPerShare = 10
+            s.coldStarts = 2
+            s.repetitions = 2
+            s.connections = 8
+            s.serveShares = 10
+            s.serveSeconds = 0.5
+            s.chainDepth = 120
+            s.queryZone = 2_000
+            s.syncZone = 2_000
+            s.logBatch = 40
+            s.logOnes = 5
             return s
         }
     }
@@ -86,45 +97,54 @@ public struct Benchmarks {
         if wanted("hooks") {
             progress("hook dispatch and policy decision")
             let (hook, hookC, policy, policyC) = try hooksAndPolicies()
-            r["hook_dispatch_ns"] = median(hook); r["hook_dispatch_c_ns"] = median(hookC)
+            r["hook_dispatch_ns"] = median(hook)
+            r["hook_dispatch_c_ns"] = median(hookC)
             r["hook_dispatch_ratio"] = pairedRatio(hook, hookC)
-            r["policy_decision_ns"] = median(policy); r["policy_decision_c_ns"] = median(policyC)
+            r["policy_decision_ns"] = median(policy)
+            r["policy_decision_c_ns"] = median(policyC)
             r["policy_decision_ratio"] = pairedRatio(policy, policyC)
         }
         if wanted("fetch") {
             progress("fetch participants: \(sizes.lookups) lookups against \(sizes.accounts) accounts")
             let (fetch, sqlite) = try fetchParticipants(in: scratch)
-            r["fetch_participants_per_s"] = median(fetch); r["sqlite_lookups_per_s"] = median(sqlite)
+            r["fetch_participants_per_s"] = median(fetch)
+            r["sqlite_lookups_per_s"] = median(sqlite)
             r["fetch_participants_vs_sqlite"] = pairedRatio(fetch, sqlite)
         }
         if wanted("reads") {
             progress("reads: db:fetchRecord and FetchShareMetadata (64 participants) beside the raw SQLite reads of their rows")
             let (record, recordRaw) = try fetchRecordVersusSQLite(in: scratch)
-            r["fetch_record_per_s"] = median(record); r["fetch_record_sqlite_per_s"] = median(recordRaw)
+            r["fetch_record_per_s"] = median(record)
+            r["fetch_record_sqlite_per_s"] = median(recordRaw)
             r["fetch_record_vs_sqlite"] = pairedRatio(record, recordRaw)
             let (metadata, metadataRaw) = try shareMetadataVersusSQLite(in: scratch)
-            r["share_metadata_64_per_s"] = median(metadata); r["share_metadata_64_sqlite_per_s"] = median(metadataRaw)
+            r["share_metadata_64_per_s"] = median(metadata)
+            r["share_metadata_64_sqlite_per_s"] = median(metadataRaw)
             r["share_metadata_64_vs_sqlite"] = pairedRatio(metadata, metadataRaw)
         }
         if wanted("accept") {
             progress("accept: \(sizes.accepts) accepts without and with the allow-list policy")
             let (plain, withPolicy, ratio) = try accepts(in: scratch)
-            r["accept_per_s"] = plain; r["accept_with_policy_per_s"] = withPolicy
+            r["accept_per_s"] = plain
+            r["accept_with_policy_per_s"] = withPolicy
             r["accept_with_policy_vs_without"] = ratio
         }
         if wanted("records") {
             progress("records: saves at depth \(sizes.chainDepth - 100)–\(sizes.chainDepth) of one chain; a query page in \(sizes.queryZone) records")
             let (deep, shallow) = try deepChainSaves(in: scratch)
-            r["deep_chain_save_ms"] = median(deep); r["shallow_save_ms"] = median(shallow)
+            r["deep_chain_save_ms"] = median(deep)
+            r["shallow_save_ms"] = median(shallow)
             r["deep_chain_save_ratio"] = pairedRatio(deep, shallow)
             let (big, small) = try queryPages(in: scratch)
-            r["query_page_big_ms"] = median(big); r["query_page_small_ms"] = median(small)
+            r["query_page_big_ms"] = median(big)
+            r["query_page_small_ms"] = median(small)
             r["query_page_100k_vs_1k"] = pairedRatio(big, small)
         }
         if wanted("sync") {
             progress("sync: a participant's first sync of a \(sizes.syncZone)-record shared zone, and the delta after edits and deletes")
             let f = try sync(in: scratch)
-            r["sync_first_s"] = median(f.firstSeconds); r["sync_first_sqlite_s"] = median(f.rawSeconds)
+            r["sync_first_s"] = median(f.firstSeconds)
+            r["sync_first_sqlite_s"] = median(f.rawSeconds)
             // Time of the raw scan over ours: ≥ 0.5 means the first sync costs at most twice the scan.
             r["sync_first_vs_sqlite"] = pairedRatio(f.rawSeconds, f.firstSeconds)
             r["sync_first_reading_fields_s"] = median(f.firstReadingSeconds)
@@ -144,20 +164,27 @@ public struct Benchmarks {
         }
         if wanted("serve") {
             let f = try serve(in: scratch)
-            r["serve_resolve_per_s"] = f.resolveHTTP; r["serve_resolve_in_process_per_s"] = f.resolveInProcess
+            r["serve_resolve_per_s"] = f.resolveHTTP
+            r["serve_resolve_in_process_per_s"] = f.resolveInProcess
             r["serve_resolve_vs_in_process"] = f.resolveHTTP / f.resolveInProcess
-            r["serve_resolve_p50_ms"] = f.resolveP50; r["serve_resolve_p99_ms"] = f.resolveP99
-            r["serve_accept_per_s"] = f.acceptHTTP; r["serve_accept_in_process_per_s"] = f.acceptInProcess
+            r["serve_resolve_p50_ms"] = f.resolveP50
+            r["serve_resolve_p99_ms"] = f.resolveP99
+            r["serve_accept_per_s"] = f.acceptHTTP
+            r["serve_accept_in_process_per_s"] = f.acceptInProcess
             r["serve_accept_vs_in_process"] = f.acceptHTTP / f.acceptInProcess
-            r["serve_accept_p50_ms"] = f.acceptP50; r["serve_accept_p99_ms"] = f.acceptP99
+            r["serve_accept_p50_ms"] = f.acceptP50
+            r["serve_accept_p99_ms"] = f.acceptP99
             if let locked = f.resolveWhileLocked {
-                r["serve_resolve_locked_per_s"] = locked.0; r["serve_resolve_locked_p99_ms"] = locked.2
+                r["serve_resolve_locked_per_s"] = locked.0
+                r["serve_resolve_locked_p99_ms"] = locked.2
                 // SPEC §16 M5: ≤ 2 (before, the whole busy timeout).
                 r["serve_resolve_locked_p99_vs_alone"] = locked.2 / f.resolveP99
             }
             if let mixed = f.resolveBesideAccepts {
-                r["serve_resolve_half_per_s"] = mixed.alone.0; r["serve_resolve_half_p99_ms"] = mixed.alone.1
-                r["serve_resolve_beside_accepts_per_s"] = mixed.beside.0; r["serve_resolve_beside_accepts_p99_ms"] = mixed.beside.1
+                r["serve_resolve_half_per_s"] = mixed.alone.0
+                r["serve_resolve_half_p99_ms"] = mixed.alone.1
+                r["serve_resolve_beside_accepts_per_s"] = mixed.beside.0
+                r["serve_resolve_beside_accepts_p99_ms"] = mixed.beside.1
                 r["serve_accepts_beside_resolves_per_s"] = mixed.accepts
                 // SPEC §12 wave 4: ≥ 0.7.
                 r["serve_resolve_beside_accepts_vs_alone"] = mixed.beside.0 / mixed.alone.0
@@ -174,8 +201,12 @@ public struct Benchmarks {
             for (name, perCPU) in f.perCPUSecond { r["serve_\(name)_per_cpu_s"] = perCPU }
             for (count, pg) in f.postgres {
                 let key = "serve_pg\(count)"
-                r[key + "_resolve_per_s"] = pg.resolve.0; r[key + "_resolve_p50_ms"] = pg.resolve.1; r[key + "_resolve_p99_ms"] = pg.resolve.2
-                r[key + "_accept_per_s"] = pg.accept.0; r[key + "_accept_p50_ms"] = pg.accept.1; r[key + "_accept_p99_ms"] = pg.accept.2
+                r[key + "_resolve_per_s"] = pg.resolve.0
+                r[key + "_resolve_p50_ms"] = pg.resolve.1
+                r[key + "_resolve_p99_ms"] = pg.resolve.2
+                r[key + "_accept_per_s"] = pg.accept.0
+                r[key + "_accept_p50_ms"] = pg.accept.1
+                r[key + "_accept_p99_ms"] = pg.accept.2
                 r[key + "_resolve_vs_sqlite"] = pg.resolve.0 / f.resolveHTTP
                 r[key + "_accept_vs_sqlite"] = pg.accept.0 / f.acceptHTTP
                 // Where the cores are the limit (PostgreSQL, the node and the load client on
@@ -193,10 +224,12 @@ public struct Benchmarks {
             r["lua_cold_start_ms"] = luaCold ?? NSNull()
         }
 
-        r["sizes"] = ["accounts": sizes.accounts, "lookups": sizes.lookups, "accepts": sizes.accepts,
-                      "hook_calls": sizes.hookCalls, "shares": sizes.shares, "participants_per_share": sizes.participantsPerShare,
-                      "repetitions": sizes.repetitions, "chain_depth": sizes.chainDepth, "query_zone": sizes.queryZone,
-                      "sync_zone": sizes.syncZone, "log_batch": sizes.logBatch, "log_ones": sizes.logOnes]
+        r["sizes"] = [
+            "accounts": sizes.accounts, "lookups": sizes.lookups, "accepts": sizes.accepts,
+            "hook_calls": sizes.hookCalls, "shares": sizes.shares, "participants_per_share": sizes.participantsPerShare,
+            "repetitions": sizes.repetitions, "chain_depth": sizes.chainDepth, "query_zone": sizes.queryZone,
+            "sync_zone": sizes.syncZone, "log_batch": sizes.logBatch, "log_ones": sizes.logOnes,
+        ]
         r["machine"] = Benchmarks.machine()
         r["date"] = ISO8601DateFormatter().string(from: Date())
         return r
@@ -222,13 +255,15 @@ public struct Benchmarks {
         let alice = try engine.accounts.create(emails: ["alice@example.com"])
         _ = try engine.accounts.create(emails: ["bob@example.com"])
         let host = try ScriptHost(engine: engine)
-        try host.run("""
+        try host.run(
+            """
             calls = 0
             function bench_observer(ev) calls = calls + 1 end
             function bench_policy(req) if req.caller == nil then return false, "no caller" end end
             shareflow.on("participant.fetched", bench_observer)
             shareflow.policy("share.accept", bench_policy)
-            """)
+            """
+        )
         let container = "iCloud.com.example.bench"
         let lookup = LookupInfo.emailAddress("bob@example.com")
         let participant = try engine.fetchShareParticipant(lookup, caller: alice, container: container)
@@ -258,7 +293,10 @@ public struct Benchmarks {
             try body()
             return Double(sf_now_ns() - start) / Double(n)
         }
-        var hook: [Double] = [], hookC: [Double] = [], policy: [Double] = [], policyC: [Double] = []
+        var hook: [Double] = []
+        var hookC: [Double] = []
+        var policy: [Double] = []
+        var policyC: [Double] = []
         for rep in 0...sizes.repetitions {
             let h = timed { for _ in 0..<n { engine.publish(event) } }
             let hc = Double(sf_bench_event_baseline(L, observerRef, callerRef, participantRef, Int32(n))) / Double(n)
@@ -266,7 +304,10 @@ public struct Benchmarks {
             let pc = Double(sf_bench_policy_baseline(L, policyRef, callerRef, shareRef, participantRef, Int32(n))) / Double(n)
             guard hc > 0, pc > 0 else { throw PluginError("the C baseline failed") }
             if rep == 0 { continue }  // warm-up
-            hook.append(h); hookC.append(hc); policy.append(p); policyC.append(pc)
+            hook.append(h)
+            hookC.append(hc)
+            policy.append(p)
+            policyC.append(pc)
         }
         return (hook, hookC, policy, policyC)
     }
@@ -299,7 +340,9 @@ public struct Benchmarks {
                 sqlite3_reset(statement)
                 sqlite3_bind_text(statement, 1, email, -1, transient)
                 if sqlite3_step(statement) == SQLITE_ROW {
-                    _ = sqlite3_column_text(statement, 0); _ = sqlite3_column_text(statement, 1); _ = sqlite3_column_text(statement, 2)
+                    _ = sqlite3_column_text(statement, 0)
+                    _ = sqlite3_column_text(statement, 1)
+                    _ = sqlite3_column_text(statement, 2)
                     found += 1
                 }
             }
@@ -321,19 +364,26 @@ public struct Benchmarks {
     /// Each repetition measures the baseline, then ours, back to back; the first pair is a
     /// warm-up. Returns (ours, baseline).
     func pairedRuns(ours: () throws -> Double, baseline: () throws -> Double) rethrows -> ([Double], [Double]) {
-        var measured: [Double] = [], baselines: [Double] = []
+        var measured: [Double] = []
+        var baselines: [Double] = []
         for rep in 0...sizes.repetitions {
-            let b = try baseline(), o = try ours()
+            let b = try baseline()
+            let o = try ours()
             if rep == 0 { continue }
-            baselines.append(b); measured.append(o)
+            baselines.append(b)
+            measured.append(o)
         }
         return (measured, baselines)
     }
 
     /// Accounts `user<i>@bench.example`, inserted in bulk (setup, not measured).
     func bulkAccounts(_ engine: Engine, count: Int) throws {
-        _ = try engine.store.seedAccounts(count: count, email: { "user\($0)@bench.example" },
-                                          name: { NameComponents(givenName: "User \($0)") }, discoverable: { $0 % 2 == 0 })
+        _ = try engine.store.seedAccounts(
+            count: count,
+            email: { "user\($0)@bench.example" },
+            name: { NameComponents(givenName: "User \($0)") },
+            discoverable: { $0 % 2 == 0 }
+        )
     }
 
     /// `count` shares owned by owner@example.com, each with `guests` pending participants,
@@ -342,8 +392,13 @@ public struct Benchmarks {
         let owner = try engine.accounts.create(emails: ["owner@example.com"])
         let c = try engine.session(for: owner).container("iCloud.com.example.bench")
         _ = try c.privateCloudDatabase.saveZone("Bench")
-        return try engine.store.seedShares(owner: owner, container: c.containerID, zoneName: "Bench",
-                                           count: count, guests: guests).map(engine.shareURL(token:))
+        return try engine.store.seedShares(
+            owner: owner,
+            container: c.containerID,
+            zoneName: "Bench",
+            count: count,
+            guests: guests
+        ).map(engine.shareURL(token:))
     }
 
     /// Accepts per second without and with the allow-list policy, and the median ratio of
@@ -363,8 +418,12 @@ public struct Benchmarks {
         let metadatas = try metas.map { try $0.1.get() }
         var config = PluginConfig()
         config.plugins["domain-allowlist"] = LuaTable(hash: [.string("domains"): .table(LuaTable(array: [.string("example.com")]))])
-        let plugins = PluginManager(engine: engine, directories: pluginDirectories, config: config,
-                                    dataDirectory: scratch.appendingPathComponent("plugin-data").path)
+        let plugins = PluginManager(
+            engine: engine,
+            directories: pluginDirectories,
+            config: config,
+            dataDirectory: scratch.appendingPathComponent("plugin-data").path
+        )
         func rate(_ slice: ArraySlice<ShareMetadata>) throws -> Double {
             let start = sf_now_ns()
             let (results, error) = container.acceptShareResults(Array(slice))
@@ -374,13 +433,16 @@ public struct Benchmarks {
             return Double(slice.count) / seconds
         }
         // Alternate without/with, so neither gets the warmer cache.
-        var plain: [Double] = [], policy: [Double] = []
+        var plain: [Double] = []
+        var policy: [Double] = []
         var next = 0
         for _ in 0..<rounds {
             plugins.unload("domain-allowlist")
-            plain.append(try rate(metadatas[next..<next + perRound])); next += perRound
+            plain.append(try rate(metadatas[next..<next + perRound]))
+            next += perRound
             try plugins.load("domain-allowlist")
-            policy.append(try rate(metadatas[next..<next + perRound])); next += perRound
+            policy.append(try rate(metadatas[next..<next + perRound]))
+            next += perRound
             progress(String(format: "  accepts/s without %.0f, with the policy %.0f", plain.last!, policy.last!))
         }
         let accepted = try engine.store.acceptedParticipantCount()
@@ -393,8 +455,8 @@ public struct Benchmarks {
         try "".write(to: empty, atomically: true, encoding: .utf8)
         let config = scratch.appendingPathComponent("cold.config.lua")
         try """
-            return { plugins = { ["domain-allowlist"] = true, ["audit-log"] = true, ["expiring-invitations"] = true } }
-            """.write(to: config, atomically: true, encoding: .utf8)
+        return { plugins = { ["domain-allowlist"] = true, ["audit-log"] = true, ["expiring-invitations"] = true } }
+        """.write(to: config, atomically: true, encoding: .utf8)
         var args = ["run", "--store", ":memory:", "--config", config.path]
         for d in pluginDirectories { args += ["--plugins", d] }
         args.append(empty.path)
@@ -412,7 +474,7 @@ public struct Benchmarks {
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for argument in argv { free(argument) } }
         var pid: pid_t = 0
         let start = sf_now_ns()
         guard posix_spawn(&pid, path, &actions, nil, argv, environ) == 0 else { throw PluginError("cannot start \(path)") }
@@ -435,9 +497,14 @@ public struct Benchmarks {
         // The chain, 100 records a call (each call's records are saved parents first).
         var chain: [Record] = []
         for i in 0..<sizes.chainDepth {
-            chain.append(Record(recordType: "Node", recordID: RecordID(recordName: "n\(i)", zoneID: zone),
-                                fields: ["title": .string("Node \(i)"), "body": .string(String(repeating: "x", count: 200))],
-                                parent: i == 0 ? nil : chain[i - 1].recordID))
+            chain.append(
+                Record(
+                    recordType: "Node",
+                    recordID: RecordID(recordName: "n\(i)", zoneID: zone),
+                    fields: ["title": .string("Node \(i)"), "body": .string(String(repeating: "x", count: 200))],
+                    parent: i == 0 ? nil : chain[i - 1].recordID
+                )
+            )
         }
         let share = Share(rootRecord: chain[0])
         let participant = try db.container.fetchShareParticipantResults([LookupRequest(emailAddress: "guest@example.com")]).0[0].1.get()
@@ -447,20 +514,28 @@ public struct Benchmarks {
             if let e = try db.modifyRecords(saving: batch).error { throw e }
         }
         let deepParents = chain.suffix(100).map(\.recordID)
-        var deep: [Double] = [], shallow: [Double] = []
+        var deep: [Double] = []
+        var shallow: [Double] = []
         for rep in 0...sizes.repetitions {
             func timed(_ parent: (Int) -> RecordID, _ tag: String) throws -> Double {
                 let start = DispatchTime.now().uptimeNanoseconds
                 for i in 0..<100 {
-                    let r = Record(recordType: "Leaf", recordID: RecordID(recordName: "\(tag)\(rep)-\(i)", zoneID: zone),
-                                   fields: ["title": .string("Leaf \(i)")], parent: parent(i))
+                    let r = Record(
+                        recordType: "Leaf",
+                        recordID: RecordID(recordName: "\(tag)\(rep)-\(i)", zoneID: zone),
+                        fields: ["title": .string("Leaf \(i)")],
+                        parent: parent(i)
+                    )
                     if let e = try db.modifyRecords(saving: [r]).error { throw e }
                 }
                 return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
             }
             let d = try timed({ deepParents[$0 % deepParents.count] }, "deep")
             let s = try timed({ _ in chain[0].recordID }, "shallow")
-            if rep > 0 { deep.append(d); shallow.append(s) }  // repetition 0 warms up
+            if rep > 0 {
+                deep.append(d)
+                shallow.append(s)
+            }  // repetition 0 warms up
         }
         return (deep, shallow)
     }
@@ -472,11 +547,13 @@ public struct Benchmarks {
         engine.logger.logLevel = .critical
         let owner = try engine.accounts.create(emails: ["owner@example.com"])
         let db = try engine.session(for: owner).container("iCloud.com.example.bench").privateCloudDatabase
-        let big = try db.saveZone("Big").zoneID, small = try db.saveZone("Small").zoneID
+        let big = try db.saveZone("Big").zoneID
+        let small = try db.saveZone("Small").zoneID
         try engine.store.seedRecords(owner: owner, container: db.container.containerID, zoneName: "Big", count: sizes.queryZone)
         try engine.store.seedRecords(owner: owner, container: db.container.containerID, zoneName: "Small", count: max(1, sizes.queryZone / 100))
         let query = Query(recordType: "Item", sortDescriptors: [SortDescriptor(key: "modificationDate", ascending: false)])
-        var bigTimes: [Double] = [], smallTimes: [Double] = []
+        var bigTimes: [Double] = []
+        var smallTimes: [Double] = []
         for rep in 0...sizes.repetitions {
             func timed(_ zone: RecordZoneID) throws -> Double {
                 let start = DispatchTime.now().uptimeNanoseconds
@@ -486,8 +563,12 @@ public struct Benchmarks {
                 }
                 return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e7
             }
-            let b = try timed(big), s = try timed(small)
-            if rep > 0 { bigTimes.append(b); smallTimes.append(s) }
+            let b = try timed(big)
+            let s = try timed(small)
+            if rep > 0 {
+                bigTimes.append(b)
+                smallTimes.append(s)
+            }
         }
         return (bigTimes, smallTimes)
     }
@@ -517,15 +598,16 @@ public struct Benchmarks {
 
     public static func residentMiB() -> Double {
         guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
-              let pages = Double(text.split(separator: " ")[1]) else { return 0 }
+            let pages = Double(text.split(separator: " ")[1])
+        else { return 0 }
         return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
     }
 
     static func machine() -> [String: Any] {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+        let model =
+            cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
             .map { String($0.split(separator: ":", maxSplits: 1)[1]).trimmingCharacters(in: .whitespaces) } ?? "unknown"
         return ["cores": ProcessInfo.processInfo.activeProcessorCount, "cpu": model]
     }
 }
-

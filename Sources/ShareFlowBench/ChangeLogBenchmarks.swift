@@ -19,10 +19,15 @@ extension Benchmarks {
 
     func changeLogCost(in scratch: URL) throws -> [LogCost] {
         let rounds = max(2 * sizes.repetitions, 2)
-        let batch = sizes.logBatch, ones = sizes.logOnes
+        let batch = sizes.logBatch
+        let ones = sizes.logOnes
         let stores = try [true, false].map { logs in
-            try LogCostStore(path: scratch.appendingPathComponent(logs ? "logged.sqlite" : "unlogged.sqlite").path, logs: logs,
-                             accepts: rounds * ones, bench: self)
+            try LogCostStore(
+                path: scratch.appendingPathComponent(logs ? "logged.sqlite" : "unlogged.sqlite").path,
+                logs: logs,
+                accepts: rounds * ones,
+                bench: self
+            )
         }
         var figures = Benchmarks.logCostCases.map { LogCost(key: $0) }
         for round in 0..<rounds {
@@ -33,9 +38,15 @@ extension Benchmarks {
                     if store.logs { figures[i].logged.append(time) } else { figures[i].unlogged.append(time) }
                 }
             }
-            progress(String(format: "  log on/off, round %d: batch %.2f, one %.2f, accept %.2f", round + 1,
-                            figures[0].logged.last! / figures[0].unlogged.last!, figures[2].logged.last! / figures[2].unlogged.last!,
-                            figures[5].logged.last! / figures[5].unlogged.last!))
+            progress(
+                String(
+                    format: "  log on/off, round %d: batch %.2f, one %.2f, accept %.2f",
+                    round + 1,
+                    figures[0].logged.last! / figures[0].unlogged.last!,
+                    figures[2].logged.last! / figures[2].unlogged.last!,
+                    figures[5].logged.last! / figures[5].unlogged.last!
+                )
+            )
         }
         return figures
     }
@@ -81,7 +92,11 @@ private struct LogCostStore {
             return Double(sf_now_ns() - start) / 1e3 / Double(count)
         }
         func record(_ zone: RecordZoneID, _ name: String, _ i: Int) -> Record {
-            Record(recordType: "Book", recordID: RecordID(recordName: name, zoneID: zone), fields: ["title": .string("Book \(i)"), "n": .integer(Int64(i))])
+            Record(
+                recordType: "Book",
+                recordID: RecordID(recordName: name, zoneID: zone),
+                fields: ["title": .string("Book \(i)"), "n": .integer(Int64(i))]
+            )
         }
         func save(_ records: [Record]) throws {
             if let e = try db.modifyRecords(saving: records).error { throw e }
@@ -95,18 +110,22 @@ private struct LogCostStore {
         }
         // Edits: the round's one-record saves in the unshared zone, fetched and changed.
         let fetched = try (0..<ones).map { i in try db.fetchRecord(RecordID(recordName: "o\(n)-\(i)", zoneID: plain)) }
-        times.append(try timed(ones) {
-            for (i, record) in fetched.enumerated() {
-                record["n"] = .integer(Int64(-i))
-                try save([record])
+        times.append(
+            try timed(ones) {
+                for (i, record) in fetched.enumerated() {
+                    record["n"] = .integer(Int64(-i))
+                    try save([record])
+                }
             }
-        })
+        )
         let slice = Array(metadatas[n * ones..<(n + 1) * ones])
-        times.append(try timed(ones) {
-            let (results, error) = guest.acceptShareResults(slice)
-            if let error { throw error }
-            precondition(results.count == slice.count)
-        })
+        times.append(
+            try timed(ones) {
+                let (results, error) = guest.acceptShareResults(slice)
+                if let error { throw error }
+                precondition(results.count == slice.count)
+            }
+        )
         return times
     }
 }

@@ -17,32 +17,43 @@ extension Benchmarks {
         let db = try engine.session(for: owner).container("iCloud.com.example.bench").privateCloudDatabase
         let zone = try db.saveZone("Bench").zoneID
         let records = (0..<1_000).map { i in
-            Record(recordType: "Note", recordID: RecordID(recordName: "note\(i)", zoneID: zone),
-                   fields: ["title": .string("Note \(i)"), "rank": .integer(Int64(i)), "body": .string(String(repeating: "x", count: 200))])
+            Record(
+                recordType: "Note",
+                recordID: RecordID(recordName: "note\(i)", zoneID: zone),
+                fields: ["title": .string("Note \(i)"), "rank": .integer(Int64(i)), "body": .string(String(repeating: "x", count: 200))]
+            )
         }
         for batch in stride(from: 0, to: records.count, by: 200) {
             _ = try db.modifyRecords(saving: Array(records[batch..<min(batch + 200, records.count)]), deleting: [])
         }
         let calls = max(200, sizes.lookups / 20)
         let host = try ScriptHost(engine: engine)
-        try host.run("""
+        try host.run(
+            """
             local db = shareflow.as("owner@bench.example"):container("iCloud.com.example.bench").privateCloudDatabase
             local ids = {}
             for i = 0, 999 do ids[i] = shareflow.RecordID{ recordName = "note" .. i, zoneID = "Bench" } end
             function bench_fetch(n)
               for i = 1, n do assert(db:fetchRecord(ids[(i * 7919) % 1000])) end
             end
-            """)
+            """
+        )
 
         var raw: OpaquePointer?
         guard sqlite3_open_v2(path, &raw, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { throw PluginError("cannot open \(path)") }
         defer { sqlite3_close(raw) }
         let zoneRow = try rawInteger(raw, "SELECT zoneID FROM record WHERE name = 'note0'")
         var statement: OpaquePointer?
-        sqlite3_prepare_v2(raw, """
+        sqlite3_prepare_v2(
+            raw,
+            """
             SELECT id, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, shortGUID, createdAt
             FROM record WHERE zoneID = ? AND name = ?
-            """, -1, &statement, nil)
+            """,
+            -1,
+            &statement,
+            nil
+        )
         defer { sqlite3_finalize(statement) }
         let names = (0..<1_000).map { "note\($0)" }
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
@@ -92,19 +103,43 @@ extension Benchmarks {
         var raw: OpaquePointer?
         guard sqlite3_open_v2(path, &raw, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { throw PluginError("cannot open \(path)") }
         defer { sqlite3_close(raw) }
-        var share: OpaquePointer?, participants: OpaquePointer?, identity: OpaquePointer?
-        sqlite3_prepare_v2(raw, """
+        var share: OpaquePointer?
+        var participants: OpaquePointer?
+        var identity: OpaquePointer?
+        sqlite3_prepare_v2(
+            raw,
+            """
             SELECT s.id, s.publicPermission, s.rootName, r.id, r.name, r.type, r.fields, r.changeTag, r.modifiedAt, r.shortGUID
             FROM share s JOIN record r ON r.id = s.recordID WHERE s.token = ?
-            """, -1, &share, nil)
-        sqlite3_prepare_v2(raw, """
+            """,
+            -1,
+            &share,
+            nil
+        )
+        sqlite3_prepare_v2(
+            raw,
+            """
             SELECT participantID, accountID, lookupKind, lookupValue, role, permission, status FROM participant WHERE shareID = ?
-            """, -1, &participants, nil)
-        sqlite3_prepare_v2(raw, """
+            """,
+            -1,
+            &participants,
+            nil
+        )
+        sqlite3_prepare_v2(
+            raw,
+            """
             SELECT a.userRecordID, a.name, a.discoverability, e.email FROM account a
             LEFT JOIN account_email e ON e.accountID = a.id AND e.position = 0 WHERE a.id = ?
-            """, -1, &identity, nil)
-        defer { sqlite3_finalize(share); sqlite3_finalize(participants); sqlite3_finalize(identity) }
+            """,
+            -1,
+            &identity,
+            nil
+        )
+        defer {
+            sqlite3_finalize(share)
+            sqlite3_finalize(participants)
+            sqlite3_finalize(identity)
+        }
         let tokens = urls.map { String($0.split(separator: "/").last ?? "") }
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 

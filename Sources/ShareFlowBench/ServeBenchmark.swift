@@ -5,6 +5,7 @@ import Logging
 import ShareFlow
 import ShareFlowPostgres
 import ShareFlowServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -47,9 +48,11 @@ extension Benchmarks {
         let containers = try guests.map { try engine.session(for: $0).container(Self.serveContainer) }
         func inProcess(_ accept: Bool) throws -> Double {
             var n = 0
-            let start = sf_now_ns(), end = start + Int64(sizes.serveSeconds * 1e9)
+            let start = sf_now_ns()
+            let end = start + Int64(sizes.serveSeconds * 1e9)
             while sf_now_ns() < end {
-                let c = containers[n % containers.count], url = urls[(n / containers.count) % urls.count]
+                let c = containers[n % containers.count]
+                let url = urls[(n / containers.count) % urls.count]
                 let meta = try c.fetchShareMetadataResults([url]).0[0].1.get()
                 if accept {
                     _ = try c.acceptShareResults([meta]).0[0].1.get()
@@ -73,8 +76,15 @@ extension Benchmarks {
         f.resolveWhileLocked = sqlite.resolveWhileLocked
         f.resolveBesideAccepts = sqlite.resolveBesideAccepts
         // The same node with every request on the engine's thread (before SPEC §16 M5).
-        let oneThread = try overHTTP([engine], label: "SQLite, no reading threads", guids: guids, api: api, tokens: tokens,
-                                     readingThreads: 0, onlyBeside: true)
+        let oneThread = try overHTTP(
+            [engine],
+            label: "SQLite, no reading threads",
+            guids: guids,
+            api: api,
+            tokens: tokens,
+            readingThreads: 0,
+            onlyBeside: true
+        )
         f.resolveBesideAcceptsOneThread = oneThread.resolveBesideAccepts
 
         // The same store copied to PostgreSQL (SPEC §16): one node, then three nodes on it (each
@@ -93,7 +103,7 @@ extension Benchmarks {
                     node.logger.logLevel = .critical
                     return node
                 }
-                defer { nodes.forEach { $0.store.close() } }
+                defer { for node in nodes { node.store.close() } }
                 let pg = try overHTTP(nodes, label: "PostgreSQL, \(count) node\(count == 1 ? "" : "s")", guids: guids, api: api, tokens: tokens)
                 f.postgres[count] = pg
                 f.errors += pg.errors
@@ -117,18 +127,29 @@ extension Benchmarks {
         var errors = 0
     }
 
-    private func overHTTP(_ engines: [Engine], label: String, guids: [String], api: String, tokens: [String],
-                          lockedStore: String? = nil, readingThreads: Int? = nil, onlyBeside: Bool = false) throws -> HTTPFigures {
+    private func overHTTP(
+        _ engines: [Engine],
+        label: String,
+        guids: [String],
+        api: String,
+        tokens: [String],
+        lockedStore: String? = nil,
+        readingThreads: Int? = nil,
+        onlyBeside: Bool = false
+    ) throws -> HTTPFigures {
         final class Port: @unchecked Sendable { var value = 0 }  // written before `listening` signals
         var ports: [Int] = []
         var tasks: [Task<Void, Error>] = []
-        defer { tasks.forEach { $0.cancel() } }
+        defer { for task in tasks { task.cancel() } }
         for engine in engines {
             let listening = DispatchSemaphore(value: 0)
             let port = Port()
             var server = CloudKitServer(engine: engine, host: "127.0.0.1", port: 0, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
             server.readingThreads = readingThreads
-            server.onListening = { p in port.value = p; listening.signal() }
+            server.onListening = { p in
+                port.value = p
+                listening.signal()
+            }
             let running = server
             tasks.append(Task { try await running.run() })
             guard listening.wait(timeout: .now() + 30) == .success else { throw BenchError("the server did not start") }
@@ -161,8 +182,14 @@ extension Benchmarks {
     /// records/resolve on half the connections alone, then again while the other half accept
     /// as fast as they can (SPEC §12 wave 4: ≥ 0.7×): reads run beside the writes (SPEC §16
     /// M5), not behind them.
-    private func resolveBesideAccepts(ports: [Int], guids: [String], api: String, tokens: [String])
-        throws -> (alone: (Double, Double), beside: (Double, Double), accepts: Double) {
+    private func resolveBesideAccepts(
+        ports: [Int],
+        guids: [String],
+        api: String,
+        tokens: [String]
+    )
+        throws -> (alone: (Double, Double), beside: (Double, Double), accepts: Double)
+    {
         let half = max(1, sizes.connections / 2)
         let resolvePath = "/database/1/\(Self.serveContainer)/development/public/records/resolve"
         let acceptPath = "/database/1/\(Self.serveContainer)/development/public/records/accept"
@@ -172,15 +199,32 @@ extension Benchmarks {
             (resolvePath + "?ckAPIToken=\(api)&ckWebAuthToken=\(tokens[c])", body(n))
         }
         progress("serve: records/resolve over HTTP, \(half) connections, while \(half) others accept, \(sizes.serveSeconds) s")
-        final class Rate: @unchecked Sendable { var value = 0.0; var errors = 0 }  // written before `acceptsDone` signals
-        let accepts = Rate(), acceptsDone = DispatchSemaphore(value: 0)
+        final class Rate: @unchecked Sendable {
+            var value = 0.0
+            var errors = 0
+        }  // written before `acceptsDone` signals
+        let accepts = Rate()
+        let acceptsDone = DispatchSemaphore(value: 0)
         let (seconds, acceptTokens) = (sizes.serveSeconds, Array(tokens[half..<min(tokens.count, 2 * half)]))
         let bodies = guids
         Thread.detachNewThread {
             defer { acceptsDone.signal() }
-            guard let load = try? HTTPLoad(ports: ports, connections: acceptTokens.count, seconds: seconds, request: { c, n in
-                (acceptPath + "?ckAPIToken=\(api)&ckWebAuthToken=\(acceptTokens[c])", #"{"shortGUIDs":[{"value":"\#(bodies[n % bodies.count])"}]}"#)
-            }) else { accepts.errors = -1; return }
+            guard
+                let load = try? HTTPLoad(
+                    ports: ports,
+                    connections: acceptTokens.count,
+                    seconds: seconds,
+                    request: { c, n in
+                        (
+                            acceptPath + "?ckAPIToken=\(api)&ckWebAuthToken=\(acceptTokens[c])",
+                            #"{"shortGUIDs":[{"value":"\#(bodies[n % bodies.count])"}]}"#
+                        )
+                    }
+                )
+            else {
+                accepts.errors = -1
+                return
+            }
             accepts.value = load.rate
             accepts.errors = load.errors
         }
@@ -198,23 +242,31 @@ extension Benchmarks {
     /// write lock and the last connection's caller saves a record, waiting for the lock (each
     /// save waits `store.busyTimeoutMs`, then is a 503): before SPEC §16 M5 every resolve
     /// waited behind it.
-    private func resolveWhileLocked(_ store: String, ports: [Int], guids: [String], api: String, tokens: [String]) throws -> (Double, Double, Double) {
+    private func resolveWhileLocked(_ store: String, ports: [Int], guids: [String], api: String, tokens: [String]) throws -> (Double, Double, Double)
+    {
         var other: OpaquePointer?
         guard sqlite3_open(store, &other) == SQLITE_OK, sqlite3_exec(other, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK else {
             sqlite3_close(other)
             throw BenchError("cannot take the write lock of \(store)")
         }
-        defer { sqlite3_exec(other, "ROLLBACK", nil, nil, nil); sqlite3_close(other) }
+        defer {
+            sqlite3_exec(other, "ROLLBACK", nil, nil, nil)
+            sqlite3_close(other)
+        }
         let connections = sizes.connections
-        progress("serve: records/resolve over HTTP while another process holds the write lock and a save waits for it, \(connections) connections, \(sizes.serveSeconds) s")
+        progress(
+            "serve: records/resolve over HTTP while another process holds the write lock and a save waits for it, \(connections) connections, \(sizes.serveSeconds) s"
+        )
         let writerDone = DispatchSemaphore(value: 0)
         let (seconds, port, token) = (sizes.serveSeconds, ports[0], tokens[connections - 1])
         let container = Self.serveContainer
         Thread.detachNewThread {
             defer { writerDone.signal() }
             _ = try? HTTPLoad(ports: [port], connections: 1, seconds: seconds) { _, n in
-                ("/database/1/\(container)/development/private/records/modify?ckAPIToken=\(api)&ckWebAuthToken=\(token)",
-                 #"{"operations":[{"operationType":"create","record":{"recordName":"locked-\#(n)","recordType":"Note","fields":{}}}]}"#)
+                (
+                    "/database/1/\(container)/development/private/records/modify?ckAPIToken=\(api)&ckWebAuthToken=\(token)",
+                    #"{"operations":[{"operationType":"create","record":{"recordName":"locked-\#(n)","recordType":"Note","fields":{}}}]}"#
+                )
             }
         }
         let path = "/database/1/\(Self.serveContainer)/development/public/records/resolve"
@@ -256,12 +308,14 @@ struct HTTPLoad {
         let results = Results()
         let group = DispatchGroup()
         let busyBefore = HTTPLoad.machineTicks()
-        let start = sf_now_ns(), end = start + Int64(seconds * 1e9)
+        let start = sf_now_ns()
+        let end = start + Int64(seconds * 1e9)
         for c in 0..<connections {
             group.enter()
             let thread = Thread {
                 defer { group.leave() }
-                var mine: [Double] = [], errors = 0
+                var mine: [Double] = []
+                var errors = 0
                 do {
                     let socket = try HTTPConnection(port: ports[c % ports.count])
                     defer { socket.close() }
@@ -275,7 +329,9 @@ struct HTTPLoad {
                         n += connections
                     }
                 } catch {
-                    results.lock.lock(); results.failure = "\(error)"; results.lock.unlock()
+                    results.lock.lock()
+                    results.failure = "\(error)"
+                    results.lock.unlock()
                 }
                 results.lock.lock()
                 results.latencies += mine
@@ -306,7 +362,8 @@ extension HTTPLoad {
     /// idle and I/O wait are not busy).
     static func machineTicks() -> (busy: Int64, total: Int64)? {
         guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-              let line = text.split(separator: "\n").first, line.hasPrefix("cpu ") else { return nil }
+            let line = text.split(separator: "\n").first, line.hasPrefix("cpu ")
+        else { return nil }
         let ticks = line.split(separator: " ").dropFirst().prefix(8).compactMap { Int64($0) }
         guard ticks.count >= 5 else { return nil }
         let total = ticks.reduce(0, +)
@@ -331,7 +388,10 @@ final class HTTPConnection {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { Glibc.close(fd); throw BenchError("connect to port \(port): \(String(cString: strerror(errno)))") }
+        guard connected == 0 else {
+            Glibc.close(fd)
+            throw BenchError("connect to port \(port): \(String(cString: strerror(errno)))")
+        }
     }
 
     func close() { Glibc.close(fd) }
@@ -340,7 +400,8 @@ final class HTTPConnection {
     /// `serverErrorCode` (a per-item failure). The body is searched as bytes, never decoded: the
     /// client shares the machine's cores with the server it measures.
     func post(_ path: String, body: String) throws -> (Int, Bool) {
-        let request = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        let request =
+            "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
         var bytes = Array(request.utf8)
         var sent = 0
         while sent < bytes.count {
@@ -351,12 +412,16 @@ final class HTTPConnection {
         // The head, then Content-Length bytes of body.
         var headEnd: Int?
         while true {
-            if let i = find([13, 10, 13, 10]) { headEnd = i; break }
+            if let i = find([13, 10, 13, 10]) {
+                headEnd = i
+                break
+            }
             try fill()
         }
         let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
         let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
-        let length = head.lowercased().components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
+        let length =
+            head.lowercased().components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
             .flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) } ?? 0
         let bodyStart = headEnd! + 4
         while buffer.count < bodyStart + length { try fill() }

@@ -43,8 +43,11 @@ extension Benchmarks {
         let saveStart = sf_now_ns()
         for start in stride(from: 0, to: sizes.syncZone, by: 400) {
             let batch = (start..<min(start + 400, sizes.syncZone)).map { i in
-                Record(recordType: "Book", recordID: RecordID(recordName: "b\(i)", zoneID: zone),
-                       fields: ["title": .string("Book \(i)"), "n": .integer(Int64(i)), "body": .string(body)])
+                Record(
+                    recordType: "Book",
+                    recordID: RecordID(recordName: "b\(i)", zoneID: zone),
+                    fields: ["title": .string("Book \(i)"), "n": .integer(Int64(i)), "body": .string(body)]
+                )
             }
             if let e = try db.modifyRecords(saving: batch).error { throw e }
         }
@@ -53,7 +56,8 @@ extension Benchmarks {
 
         /// A first sync: every page from nil; the records it gave and the token it ends at.
         func firstSync(readingFields: Bool = false) throws -> (Int, String) {
-            var token: String?, count = 0
+            var token: String?
+            var count = 0
             while true {
                 let page = try shared.recordZoneChanges(zone, since: token)
                 count += page.modifications.count
@@ -66,10 +70,16 @@ extension Benchmarks {
         guard sqlite3_open_v2(path, &raw, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { throw BenchError("cannot open \(path)") }
         defer { sqlite3_close(raw) }
         var scan: OpaquePointer?
-        sqlite3_prepare_v2(raw, """
+        sqlite3_prepare_v2(
+            raw,
+            """
             SELECT id, name, type, fields, parentName, tag, modifiedAt, shortGUID, createdAt, createdBy, modifiedBy
             FROM record WHERE zoneID = (SELECT id FROM zone WHERE name = 'Library') ORDER BY name
-            """, -1, &scan, nil)
+            """,
+            -1,
+            &scan,
+            nil
+        )
         defer { sqlite3_finalize(scan) }
         func rawScan() -> Int {
             sqlite3_reset(scan)
@@ -84,24 +94,28 @@ extension Benchmarks {
         /// First syncs beside raw scans, paired; `readingFields`: reading each record's fields
         /// as an app keeping a copy would (a feed page hands them out undecoded).
         func firstSyncsBesideScans(readingFields: Bool) throws -> ([Double], [Double]) {
-            try pairedRuns(ours: {
-                let start = sf_now_ns()
-                let (count, token) = try firstSync(readingFields: readingFields)
-                // Every record and the share; reading fields also counts the share's, empty.
-                precondition(count == sizes.syncZone + 1 + (readingFields ? 1 : 0), "the first sync gives every record and the share: \(count)")
-                end = token
-                return Double(sf_now_ns() - start) / 1e9
-            }, baseline: {
-                let start = sf_now_ns()
-                precondition(rawScan() == sizes.syncZone + 1, "the scan reads every record and the share")
-                return Double(sf_now_ns() - start) / 1e9
-            })
+            try pairedRuns(
+                ours: {
+                    let start = sf_now_ns()
+                    let (count, token) = try firstSync(readingFields: readingFields)
+                    // Every record and the share; reading fields also counts the share's, empty.
+                    precondition(count == sizes.syncZone + 1 + (readingFields ? 1 : 0), "the first sync gives every record and the share: \(count)")
+                    end = token
+                    return Double(sf_now_ns() - start) / 1e9
+                },
+                baseline: {
+                    let start = sf_now_ns()
+                    precondition(rawScan() == sizes.syncZone + 1, "the scan reads every record and the share")
+                    return Double(sf_now_ns() - start) / 1e9
+                }
+            )
         }
         (f.firstSeconds, f.rawSeconds) = try firstSyncsBesideScans(readingFields: false)
         (f.firstReadingSeconds, f.rawBesideReadingSeconds) = try firstSyncsBesideScans(readingFields: true)
 
         // The delta: 1,000 edits and 100 deletes (a hundredth and a thousandth at smaller sizes).
-        let edits = max(10, sizes.syncZone / 100), deletes = max(1, sizes.syncZone / 1000)
+        let edits = max(10, sizes.syncZone / 100)
+        let deletes = max(1, sizes.syncZone / 1000)
         for start in stride(from: 0, to: edits, by: 400) {
             let ids = (start..<min(start + 400, edits)).map { RecordID(recordName: "b\($0 * 7 % sizes.syncZone)", zoneID: zone) }
             let records = try ids.map { try db.fetchRecord($0) }
@@ -112,10 +126,13 @@ extension Benchmarks {
         if let e = try db.modifyRecords(deleting: gone, atomically: false).error { throw e }
         for _ in 0...sizes.repetitions {
             let start = sf_now_ns()
-            var token: String? = end, changed = 0, deleted = 0
+            var token: String? = end
+            var changed = 0
+            var deleted = 0
             while true {
                 let page = try shared.recordZoneChanges(zone, since: token)
-                changed += page.modifications.count; deleted += page.deletions.count
+                changed += page.modifications.count
+                deleted += page.deletions.count
                 token = page.changeToken
                 if !page.moreComing { break }
             }

@@ -1,8 +1,8 @@
-import ShareFlowLua
 import CLua
 import CShareFlowSupport
 import Foundation
 import ShareFlow
+import ShareFlowLua
 
 /// The ShareFlow console (`shareflow repl`): evaluates Lua as the standalone `lua` does (an
 /// expression prints its value; incomplete input continues), pretty-prints tables and
@@ -67,7 +67,10 @@ public final class Console {
             lua.clearInterrupt()
             _ = sf_take_sigint()
             sf_set_interrupt_target(lua.limits)
-            defer { sf_set_interrupt_target(nil); lua.clearInterrupt() }
+            defer {
+                sf_set_interrupt_target(nil)
+                lua.clearInterrupt()
+            }
             try lua.call(arguments: 0)
             let count = lua.top - base
             guard count > 0 else { return .done(output: []) }
@@ -90,8 +93,9 @@ public final class Console {
         lua.getGlobal("__console_complete")
         lua.push(string: before)
         guard (try? lua.call(arguments: 1, results: 2)) != nil,
-              case .integer(let start) = (try? lua.value(at: -2)) ?? .nil,
-              case .table(let t) = (try? lua.value(at: -1)) ?? .nil else { return (before.count, []) }
+            case .integer(let start) = (try? lua.value(at: -2)) ?? .nil,
+            case .table(let t) = (try? lua.value(at: -1)) ?? .nil
+        else { return (before.count, []) }
         return (Int(start), t.array.compactMap(\.stringValue))
     }
 
@@ -183,7 +187,11 @@ public final class Console {
         var parts = [ev.name]
         if let c = ev.caller { parts.append("by \(c.email ?? c.userRecordID)") }
         if let s = ev.share { parts.append("share \"\(s.title ?? s.recordID.recordName)\"") }
-        if let p = ev.participant { parts.append("participant \(p.userIdentity.lookupInfo?.value ?? "?") (\(p.role.rawValue), \(p.permission.rawValue), \(p.acceptanceStatus.rawValue))") }
+        if let p = ev.participant {
+            parts.append(
+                "participant \(p.userIdentity.lookupInfo?.value ?? "?") (\(p.role.rawValue), \(p.permission.rawValue), \(p.acceptanceStatus.rawValue))"
+            )
+        }
         if let r = ev.reason { parts.append("reason \(r)") }
         if let f = ev.from, let t = ev.to { parts.append("\(f) → \(t)") }
         if let i = ev.identity { parts.append("identity \(i)") }
@@ -225,7 +233,7 @@ public final class Console {
                 chunk += (chunk.isEmpty ? "" : "\n") + line
                 switch evaluate(chunk) {
                 case .incomplete: continue
-                case .done(let output): output.forEach { Swift.print($0) }
+                case .done(let output): for line in output { Swift.print(line) }
                 // The terminal echoed ^C: the word goes after it, spaced.
                 case .failed(let message): Swift.print(message == "interrupted" ? " interrupted" : message)
                 }
@@ -251,7 +259,8 @@ public final class Console {
     public func runScripted(lines: AnySequence<String>) -> Int32 {
         var chunk = ""
         var failed = false
-        var number = 0, chunkStart = 1
+        var number = 0
+        var chunkStart = 1
         for line in lines {
             number += 1
             if chunk.isEmpty {
@@ -263,8 +272,12 @@ public final class Console {
                     guard let out = command(trimmed) else { break }
                     if jsonOutput {
                         if lastCommandFailed { failed = true }
-                        emitJSON(line: number, ok: !lastCommandFailed, output: lastCommandFailed ? [] : [out],
-                                 error: lastCommandFailed ? String(out.dropFirst(7)) : nil)
+                        emitJSON(
+                            line: number,
+                            ok: !lastCommandFailed,
+                            output: lastCommandFailed ? [] : [out],
+                            error: lastCommandFailed ? String(out.dropFirst(7)) : nil
+                        )
                     } else if lastCommandFailed {
                         failed = true
                         FileHandle.standardError.write(Data((out + "\n").utf8))
@@ -281,7 +294,7 @@ public final class Console {
             case .failed(let message) where jsonOutput:
                 failed = true
                 emitJSON(line: chunkStart, ok: false, error: message)
-            case .done(let output): output.forEach { Swift.print($0) }
+            case .done(let output): for line in output { Swift.print(line) }
             case .failed(let message):
                 failed = true
                 fflush(nil)

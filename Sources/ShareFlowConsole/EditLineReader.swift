@@ -25,8 +25,14 @@ final class EditLineReader {
         el = sf_el_init()
         history = sf_history_init(1000)
         for line in lines { line.withCString { sf_history_enter(history, $0) } }
-        sf_el_setup(el, history, promptFunction, completeFunction, interruptFunction,
-                    Unmanaged.passUnretained(self).toOpaque())
+        sf_el_setup(
+            el,
+            history,
+            promptFunction,
+            completeFunction,
+            interruptFunction,
+            Unmanaged.passUnretained(self).toOpaque()
+        )
     }
 
     deinit {
@@ -58,8 +64,13 @@ final class EditLineReader {
     /// the candidates listed under the line.
     fileprivate func complete() -> UInt8 {
         guard let completer, let info = el_line(el) else { return UInt8(CC_ERROR) }
-        let before = String(decoding: UnsafeRawBufferPointer(start: info.pointee.buffer,
-                                                              count: info.pointee.cursor - info.pointee.buffer), as: UTF8.self)
+        let before = String(
+            decoding: UnsafeRawBufferPointer(
+                start: info.pointee.buffer,
+                count: info.pointee.cursor - info.pointee.buffer
+            ),
+            as: UTF8.self
+        )
         let (start, candidates) = completer(before)
         guard !candidates.isEmpty else { return UInt8(CC_ERROR) }
         let word = String(before.dropFirst(start))

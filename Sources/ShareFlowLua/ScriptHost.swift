@@ -114,8 +114,14 @@ public final class ScriptHost {
         var surface: [String: [String]] = [:]
         func add<T>(_ c: LuaClass<T>) { surface[c.typeName] = c.memberNames.fields + c.memberNames.methods }
         let b = bindings!
-        add(b.accountClass); add(b.sessionClass); add(b.containerClass); add(b.databaseClass)
-        add(b.recordClass); add(b.shareClass); add(b.participantClass); add(b.metadataClass)
+        add(b.accountClass)
+        add(b.sessionClass)
+        add(b.containerClass)
+        add(b.databaseClass)
+        add(b.recordClass)
+        add(b.shareClass)
+        add(b.participantClass)
+        add(b.metadataClass)
         for (_, c) in b.operationClasses { add(c) }
         return surface
     }
@@ -125,8 +131,14 @@ public final class ScriptHost {
         var names: [String: [String]] = [:]
         func add<T>(_ c: LuaClass<T>) { names[c.typeName] = c.memberNames.methods }
         let b = bindings!
-        add(b.accountClass); add(b.sessionClass); add(b.containerClass); add(b.databaseClass)
-        add(b.recordClass); add(b.shareClass); add(b.participantClass); add(b.metadataClass)
+        add(b.accountClass)
+        add(b.sessionClass)
+        add(b.containerClass)
+        add(b.databaseClass)
+        add(b.recordClass)
+        add(b.shareClass)
+        add(b.participantClass)
+        add(b.metadataClass)
         for (_, c) in b.operationClasses { add(c) }
         return names
     }

@@ -40,10 +40,19 @@ struct PostgresConnector: Sendable {
             $0.0 == "statement_timeout" ? ($0.0, String(statementTimeoutMs)) : $0
         }
         do {
-            let connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
-                                                            id: 2, logger: logger).wait()
-            let session = PostgresSession(connection: connection, label: location.label, logger: logger, statementTimeoutMs: statementTimeoutMs,
-                                          answerMarginMs: answerMarginMs)
+            let connection = try PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.next(),
+                configuration: configuration,
+                id: 2,
+                logger: logger
+            ).wait()
+            let session = PostgresSession(
+                connection: connection,
+                label: location.label,
+                logger: logger,
+                statementTimeoutMs: statementTimeoutMs,
+                answerMarginMs: answerMarginMs
+            )
             // A statement still running when its connection is closed (a lock asked for on the
             // spare that the node ended, a node killed while its write waits for a lock) is
             // ended within a quarter second: PostgreSQL otherwise notices a closed client only
@@ -64,8 +73,13 @@ struct PostgresConnector: Sendable {
     /// How every connection of this store is opened: its place, TLS, and the session's settings.
     func configuration() throws -> PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
-            host: location.host, port: location.port, username: location.user, password: try password.get(),
-            database: location.database, tls: .disable)
+            host: location.host,
+            port: location.port,
+            username: location.user,
+            password: try password.get(),
+            database: location.database,
+            tls: .disable
+        )
         if location.requiresTLS {
             do {
                 configuration.tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))

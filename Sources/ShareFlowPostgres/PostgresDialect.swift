@@ -64,8 +64,16 @@ enum PostgresDialect {
             if c == 0x3F {  // ?
                 var k = i + 1
                 var number = 0
-                while k < n, chars[k] >= 0x30, chars[k] <= 0x39 { number = number * 10 + Int(chars[k] - 0x30); k += 1 }
-                if k == i + 1 { highest += 1; number = highest } else { highest = max(highest, number) }
+                while k < n, chars[k] >= 0x30, chars[k] <= 0x39 {
+                    number = number * 10 + Int(chars[k] - 0x30)
+                    k += 1
+                }
+                if k == i + 1 {
+                    highest += 1
+                    number = highest
+                } else {
+                    highest = max(highest, number)
+                }
                 out.append(0x24)
                 out.append(contentsOf: Array(String(number).utf8))
                 i = k
@@ -77,14 +85,21 @@ enum PostgresDialect {
                 var start = k
                 while start > 0, isWordChar(chars[start - 1]) { start -= 1 }
                 let before = k >= 0 && isWordChar(chars[k]) ? String(decoding: chars[start...k], as: UTF8.self).uppercased() : ""
-                let unary = k < 0 || ["AND", "OR", "ON", "WHERE", "NOT", "BY", "SELECT", "WHEN", "THEN", "ELSE"].contains(before)
+                let unary =
+                    k < 0 || ["AND", "OR", "ON", "WHERE", "NOT", "BY", "SELECT", "WHEN", "THEN", "ELSE"].contains(before)
                     || !(isWordChar(chars[k]) || chars[k] == 0x29 || chars[k] == 0x27 || chars[k] == 0x22)
-                if unary { i += 1; continue }
+                if unary {
+                    i += 1
+                    continue
+                }
             }
             if matchesWord("CROSS", at: i) {
                 var k = i + 5
                 while k < n, chars[k] == 0x20 || chars[k] == 0x0A { k += 1 }
-                if matchesWord("JOIN", at: k) { i = k; continue }
+                if matchesWord("JOIN", at: k) {
+                    i = k
+                    continue
+                }
             }
             for (word, replacement) in [("MAX", "GREATEST"), ("MIN", "LEAST")] where matchesWord(word, at: i) {
                 var k = i + 3

@@ -11,8 +11,11 @@ import ShareFlow
 /// let password = try PostgresPassword.find(for: location, passwordFile: "/run/secrets/pg")
 /// ```
 enum PostgresPassword {
-    static func find(for location: PostgresLocation, passwordFile: String?,
-                     environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
+    static func find(
+        for location: PostgresLocation,
+        passwordFile: String?,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> String? {
         if let password = location.password { return password }
         if let password = environment["PGPASSWORD"], !password.isEmpty { return password }
         if let passwordFile {
@@ -23,7 +26,8 @@ enum PostgresPassword {
             return String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
                 .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
         }
-        let file = environment["PGPASSFILE"].flatMap { $0.isEmpty ? nil : $0 }
+        let file =
+            environment["PGPASSFILE"].flatMap { $0.isEmpty ? nil : $0 }
             ?? environment["HOME"].map { $0 + "/.pgpass" }
         guard let file else { return nil }
         return lookUp(in: file, location)
@@ -33,7 +37,8 @@ enum PostgresPassword {
     static func lookUp(in file: String, _ location: PostgresLocation) -> String? {
         var info = stat()
         guard stat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & (S_IRWXG | S_IRWXO) == 0,
-              let data = try? BoundedFile.read(file, maxBytes: 1 << 20) else { return nil }
+            let data = try? BoundedFile.read(file, maxBytes: 1 << 20)
+        else { return nil }
         let wanted = [location.host, String(location.port), location.database, location.user]
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
             let fields = split(String(line))
@@ -50,10 +55,16 @@ enum PostgresPassword {
         var fields = [""]
         var escaped = false
         for c in line.trimmingCharacters(in: CharacterSet(charactersIn: "\r")) {
-            if escaped { fields[fields.count - 1].append(c); escaped = false }
-            else if c == "\\" { escaped = true }
-            else if c == ":" { fields.append("") }
-            else { fields[fields.count - 1].append(c) }
+            if escaped {
+                fields[fields.count - 1].append(c)
+                escaped = false
+            } else if c == "\\" {
+                escaped = true
+            } else if c == ":" {
+                fields.append("")
+            } else {
+                fields[fields.count - 1].append(c)
+            }
         }
         return fields
     }

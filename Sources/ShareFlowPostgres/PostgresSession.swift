@@ -1,11 +1,11 @@
 import Foundation
-import ShareFlow
 import GRDB
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import ShareFlow
 
 /// One connection to PostgreSQL, driven from one thread at a time (the engine's, a reading
 /// thread's, the decision log's): each statement is sent and waited for there (never on one of
@@ -87,7 +87,8 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
     package func query(_ sql: String, _ values: [DatabaseValue]) throws -> [[DatabaseValue]] {
         let text = translation(sql)
         if PostgresPrepared.verb(text) == "SELECT", let name = PostgresPrepared.name(for: text, signature: PostgresPrepared.signature(values)),
-           !unprepared.contains(name) {
+            !unprepared.contains(name)
+        {
             do {
                 let rows = try prepared(name, text, values)
                 preparedHere.insert(name)
@@ -277,7 +278,8 @@ final class PostgresSession: StoreConnection, @unchecked Sendable {
             // completed twice keeps its first result.
             let limited = future.eventLoop.makePromise(of: T.self)
             future.cascade(to: limited)
-            let connection = self.connection, limit = answerWithin
+            let connection = self.connection
+            let limit = answerWithin
             timer = future.eventLoop.scheduleTask(in: limit) {
                 limited.fail(PostgresFailure(unansweredAfter: limit, sql: sql))
                 // Nothing more can be trusted on it: the next use opens a new one.

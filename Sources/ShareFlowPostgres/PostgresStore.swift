@@ -26,7 +26,10 @@ package struct PostgresLocation: Sendable, Equatable {
 
     package init(_ url: String) throws {
         func bad(_ why: String) -> StoreError {
-            .cannotOpen(path: PostgresLocation.redacted(url), reason: "\(why); expected postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|require]")
+            .cannotOpen(
+                path: PostgresLocation.redacted(url),
+                reason: "\(why); expected postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|require]"
+            )
         }
         guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(), ["postgres", "postgresql"].contains(scheme) else {
             throw bad("it is not a PostgreSQL URL")
@@ -111,8 +114,11 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// Seconds a caller is told to wait when PostgreSQL is unreachable.
     static let outageRetryAfter = 2.0
 
-    package convenience init(_ location: PostgresLocation, settings: PostgresSettings = PostgresSettings(),
-                             catalogue: StoreCatalogue = .current) throws {
+    package convenience init(
+        _ location: PostgresLocation,
+        settings: PostgresSettings = PostgresSettings(),
+        catalogue: StoreCatalogue = .current
+    ) throws {
         self.init(location: location, settings: settings, catalogue: catalogue)
         do {
             try migrate(try connected())
@@ -177,7 +183,9 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         try session.command("SELECT pg_advisory_lock(\(PostgresStore.migrationLock))")
         defer { try? session.command("SELECT pg_advisory_unlock(\(PostgresStore.migrationLock))") }
         try session.command("CREATE SCHEMA IF NOT EXISTS \(PostgresSchema.name)")
-        let hasMeta = try session.query("SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = 'shareflow_meta'", [PostgresSchema.name.databaseValue]).isEmpty == false
+        let hasMeta =
+            try session.query("SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = 'shareflow_meta'", [PostgresSchema.name.databaseValue])
+            .isEmpty == false
         var version: Int?
         if hasMeta {
             let rows = try session.query("SELECT key, value FROM shareflow_meta WHERE key IN ('format', 'schemaVersion')", [])
@@ -196,10 +204,19 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
             }
             version = stored
         } else {
-            let tables = try session.query("SELECT tablename FROM pg_tables WHERE schemaname = ? ORDER BY tablename LIMIT 5", [PostgresSchema.name.databaseValue])
+            let tables = try session.query(
+                "SELECT tablename FROM pg_tables WHERE schemaname = ? ORDER BY tablename LIMIT 5",
+                [PostgresSchema.name.databaseValue]
+            )
             guard tables.isEmpty else {
-                let names = tables.compactMap { row -> String? in if case .string(let s)? = row.first?.storage { return s }; return nil }
-                throw StoreError.notAStore(path: location.label, reason: "its schema \(PostgresSchema.name) holds tables of another program (\(names.joined(separator: ", ")))")
+                let names = tables.compactMap { row -> String? in
+                    if case .string(let s)? = row.first?.storage { return s }
+                    return nil
+                }
+                throw StoreError.notAStore(
+                    path: location.label,
+                    reason: "its schema \(PostgresSchema.name) holds tables of another program (\(names.joined(separator: ", ")))"
+                )
             }
         }
         /// One step's statements in one transaction, its version marked with it.
@@ -217,19 +234,32 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         guard var version else {
             // A new store: the catalogue whole, and the change tokens' key (SPEC §14 S1), made
             // once in the database so every node signs the same tokens.
-            try apply(PostgresSchema.creation(catalogue) + [
-                "INSERT INTO shareflow_meta (key, value) VALUES ('syncKey', '\(PostgresStore.randomHex(bytes: 32))') ON CONFLICT (key) DO NOTHING",
-            ], reaching: catalogue.version)
+            try apply(
+                PostgresSchema.creation(catalogue) + [
+                    "INSERT INTO shareflow_meta (key, value) VALUES ('syncKey', '\(PostgresStore.randomHex(bytes: 32))') ON CONFLICT (key) DO NOTHING"
+                ],
+                reaching: catalogue.version
+            )
             return
         }
         guard version < catalogue.version else { return }
         // What the upgrade would make, made already by someone else: refused before any step.
-        let names = Set(try session.query("SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ?",
-                                          [PostgresSchema.name.databaseValue]).compactMap { String.fromDatabaseValue($0[0]) }
-            + session.query("SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ?",
-                            [PostgresSchema.name.databaseValue]).compactMap { String.fromDatabaseValue($0[0]) })
+        let names = Set(
+            try session.query(
+                "SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ?",
+                [PostgresSchema.name.databaseValue]
+            ).compactMap { String.fromDatabaseValue($0[0]) }
+                + session.query(
+                    "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ?",
+                    [PostgresSchema.name.databaseValue]
+                ).compactMap { String.fromDatabaseValue($0[0]) }
+        )
         if let taken = catalogue.madeAfter(version, PostgresSchema.dialect).first(where: { names.contains($0.name.lowercased()) }) {
-            throw StoreError.cannotOpen(path: location.label, reason: "it holds a \(taken.kind) \(taken.name) ShareFlow did not make, and upgrading it from schema version \(version) makes one of that name; rename or drop it (nothing was changed)")
+            throw StoreError.cannotOpen(
+                path: location.label,
+                reason:
+                    "it holds a \(taken.kind) \(taken.name) ShareFlow did not make, and upgrading it from schema version \(version) makes one of that name; rename or drop it (nothing was changed)"
+            )
         }
         while version < catalogue.version {
             version += 1
@@ -246,7 +276,8 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// A write that changed rows tells every node's change streams at its commit (NOTIFY).
     package func transaction<T>(_ kind: StoreTransactionKind, scope: StoreWriteScope, _ body: (any StoreConnection) throws -> T) throws -> T {
         let writing = kind.writes
-        var grace: TimeInterval?, within: TimeInterval = 0
+        var grace: TimeInterval?
+        var within: TimeInterval = 0
         switch kind {
         case .read: break
         case .write(let w): within = w
@@ -270,8 +301,13 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// connection, its transaction begun and the lock held, if the request covers what it
     /// writes. A write that waits in place claims a request whose locks have come; one still
     /// out it ends (see below). A lost connection is dropped, so the next call opens a new one.
-    func transaction<T>(writing: Bool, scope: StoreWriteScope = .wholeStore, lockGrace: TimeInterval? = nil, lockWithin: TimeInterval = 0,
-                        _ body: (PostgresSession) throws -> T) throws -> T {
+    func transaction<T>(
+        writing: Bool,
+        scope: StoreWriteScope = .wholeStore,
+        lockGrace: TimeInterval? = nil,
+        lockWithin: TimeInterval = 0,
+        _ body: (PostgresSession) throws -> T
+    ) throws -> T {
         // A request still out holds up only the writes it would serve. One that may not wait
         // and that it does not cover tries its own locks on the engine's connection (the
         // request stays out). One that waits in place for just what it asked for (an observer's
@@ -320,7 +356,9 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
                 drop(request.session)
             } else {
                 // Waited for: it takes the failed statements sent ahead with it.
-                do { try request.session.command("ROLLBACK") } catch let failure as PostgresFailure where failure.isConnectionLost { drop(request.session) } catch {}
+                do { try request.session.command("ROLLBACK") } catch let failure as PostgresFailure where failure.isConnectionLost {
+                    drop(request.session)
+                } catch {}
                 request.session.transactionEnded()
             }
         }
@@ -412,7 +450,7 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
                     defer { state.waiting.removeAll() }
                     return state.waiting
                 }
-                waiting.forEach { $0() }
+                for wake in waiting { wake() }
             }
         }
 
@@ -468,8 +506,14 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     /// Runs `body` in a transaction on `session`, begun already (`begun`: BEGIN and the lock
     /// sent) or begun here: a write waits for its locks, and any it takes later, at most
     /// `lockWithin` seconds (the store's busy timeout; PostgreSQL's `lock_timeout`, 55P03).
-    private func run<T>(on session: PostgresSession, writing: Bool, scope: StoreWriteScope, begun: Bool, lockWithin: TimeInterval = 0,
-                        _ body: (PostgresSession) throws -> T) throws -> T {
+    private func run<T>(
+        on session: PostgresSession,
+        writing: Bool,
+        scope: StoreWriteScope,
+        begun: Bool,
+        lockWithin: TimeInterval = 0,
+        _ body: (PostgresSession) throws -> T
+    ) throws -> T {
         defer { session.transactionEnded() }
         do {
             if !begun {
@@ -519,8 +563,9 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     private func committed(_ xid: Int64, after lost: PostgresSession) -> Bool {
         drop(lost)
         guard let fresh = try? connected(),
-              let rows = try? fresh.query("SELECT txid_status(?)", [xid.databaseValue]),
-              case .string(let status)? = rows.first?.first?.storage else { return false }
+            let rows = try? fresh.query("SELECT txid_status(?)", [xid.databaseValue]),
+            case .string(let status)? = rows.first?.first?.storage
+        else { return false }
         return status == "committed"
     }
 
@@ -545,7 +590,8 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
     static func reason(_ failure: PostgresFailure) -> String {
         switch failure.error?.code {
         case .authMechanismRequiresPassword?:
-            return "password required: PostgreSQL asks for a password and none was given; set PGPASSWORD, a ~/.pgpass line or postgres.passwordFile (the URL's password shows in ps)"
+            return
+                "password required: PostgreSQL asks for a password and none was given; set PGPASSWORD, a ~/.pgpass line or postgres.passwordFile (the URL's password shows in ps)"
         case .sslUnsupported?:
             return "PostgreSQL does not offer TLS, which the URL requires (sslmode=require)"
         default: break
@@ -571,27 +617,45 @@ package final class PostgresStore: StoreDriver, @unchecked Sendable {
         let store = "store \(location.label)"
         Counted.storeError("postgres", cause: failure.isConnectionLost || failure.sqlState == nil ? "unreachable" : failure.sqlState ?? "unknown")
         if failure.isConnectionLost || failure.sqlState == nil {
-            return ShareFlowError(.serviceUnavailable, "\(store) is unreachable (PostgreSQL: \(failure.code)); retry after \(Int(PostgresStore.outageRetryAfter)) s",
-                                  retryAfter: PostgresStore.outageRetryAfter)
+            return ShareFlowError(
+                .serviceUnavailable,
+                "\(store) is unreachable (PostgreSQL: \(failure.code)); retry after \(Int(PostgresStore.outageRetryAfter)) s",
+                retryAfter: PostgresStore.outageRetryAfter
+            )
         }
         switch failure.sqlState ?? "" {
         case "57014":
-            return ShareFlowError(.serviceUnavailable, "\(store) is busy (a statement ran past the statement timeout of \(settings.statementTimeoutMs) ms); retry",
-                                  retryAfter: PostgresStore.outageRetryAfter)
+            return ShareFlowError(
+                .serviceUnavailable,
+                "\(store) is busy (a statement ran past the statement timeout of \(settings.statementTimeoutMs) ms); retry",
+                retryAfter: PostgresStore.outageRetryAfter
+            )
         case "55P03":
-            return ShareFlowError(.serviceUnavailable, "\(store) is busy: another writer held what this write writes past the busy timeout (store.busyTimeoutMs); retry",
-                                  retryAfter: 1).asLockWait()
+            return ShareFlowError(
+                .serviceUnavailable,
+                "\(store) is busy: another writer held what this write writes past the busy timeout (store.busyTimeoutMs); retry",
+                retryAfter: 1
+            ).asLockWait()
         case "40001", "40P01":
             return ShareFlowError(.serviceUnavailable, "\(store) is busy (\(failure)); retry", retryAfter: 1)
         case "23503":
-            return ShareFlowError(.unknownItem, "\(store) refused a change: an item it refers to no longer exists (it was deleted while the change was being made)")
+            return ShareFlowError(
+                .unknownItem,
+                "\(store) refused a change: an item it refers to no longer exists (it was deleted while the change was being made)"
+            )
         case "23505":
-            return ShareFlowError(.serviceUnavailable, "\(store) refused a change: an item of the same name was made while the change was being made; retry to be told why",
-                                  retryAfter: 1)
+            return ShareFlowError(
+                .serviceUnavailable,
+                "\(store) refused a change: an item of the same name was made while the change was being made; retry to be told why",
+                retryAfter: 1
+            )
         case let state where state.hasPrefix("53"):
             return ShareFlowError(.serviceUnavailable, "\(store) is out of resources (\(failure)); retry", retryAfter: 30)
         case "42P01", "42703":
-            return ShareFlowError(.serviceUnavailable, "\(store) does not have the schema this shareflow expects (\(failure)); check it with `shareflow store check`")
+            return ShareFlowError(
+                .serviceUnavailable,
+                "\(store) does not have the schema this shareflow expects (\(failure)); check it with `shareflow store check`"
+            )
         default:
             return ShareFlowError(.serviceUnavailable, "\(store) failed: \(failure)")
         }
@@ -622,8 +686,10 @@ extension PostgresStore {
         let store = PostgresStore(unmigrated: location)
         defer { store.close() }
         do {
-            return try !store.connected().query("SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = 'shareflow_meta'",
-                                                [PostgresSchema.name.databaseValue]).isEmpty
+            return try !store.connected().query(
+                "SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = 'shareflow_meta'",
+                [PostgresSchema.name.databaseValue]
+            ).isEmpty
         } catch let failure as PostgresFailure {
             throw StoreError.cannotOpen(path: location.label, reason: reason(failure))
         }
@@ -656,7 +722,12 @@ extension PostgresStore {
         private var prepared: Set<String> = []
         private var count = 0
 
-        func next() -> Int { lock.withLock { count += 1; return count } }
+        func next() -> Int {
+            lock.withLock {
+                count += 1
+                return count
+            }
+        }
 
         func prepare(_ template: PostgresLocation) throws {
             try lock.withLock {

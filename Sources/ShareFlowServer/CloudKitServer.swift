@@ -94,15 +94,20 @@ public struct CloudKitServer: Sendable {
         let storeDescriptors = engine.store.driver.map { $0.connectionLimit + 4 } ?? 4 + 3 * thread.readerCount
         let budget = try DescriptorBudget.connections(configured: maxConnections, storeConnections: storeDescriptors)
         if budget.cap < maxConnections {
-            logger.notice("at most \(budget.cap) connections at once, not \(maxConnections): the process may open \(budget.limit) descriptors and keeps \(budget.kept) for the store, logs and plugins")
+            logger.notice(
+                "at most \(budget.cap) connections at once, not \(maxConnections): the process may open \(budget.limit) descriptors and keeps \(budget.kept) for the store, logs and plugins"
+            )
         }
         let maxConnections = budget.cap
         let addresses = ConnectionsByAddress(cap: maxConnections)
         let app = Application(
             router: router,
             server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionDeadlineHandler(deadlines, addresses: addresses)])),
-            configuration: .init(address: .hostname(host, port: port), serverName: "ShareFlow",
-                                 availableConnectionsDelegate: MaximumAvailableConnections(maxConnections, logger: logger)),
+            configuration: .init(
+                address: .hostname(host, port: port),
+                serverName: "ShareFlow",
+                availableConnectionsDelegate: MaximumAvailableConnections(maxConnections, logger: logger)
+            ),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 // Set before anyone can know the port: every request runs after it.
@@ -112,13 +117,17 @@ public struct CloudKitServer: Sendable {
                 }
                 onListening(port)
             },
-            logger: logger)
+            logger: logger
+        )
         // SIGTERM: stop accepting and let requests in flight finish, for `shutdownSeconds` at
         // most; then what is left is cancelled (its connections closed), and the store is
         // checkpointed either way.
         let watch = StoreWatch(engine: engine, thread: thread, authenticator: authenticator, health: health, signal: signal, logger: logger)
-        var group = ServiceGroupConfiguration(services: [.init(service: app), .init(service: watch, successTerminationBehavior: .ignore)],
-                                              gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var group = ServiceGroupConfiguration(
+            services: [.init(service: app), .init(service: watch, successTerminationBehavior: .ignore)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        )
         group.maximumGracefulShutdownDuration = Duration.milliseconds(Int64(shutdownSeconds * 1000))
         // No trap once cancelled: work waiting for the engine's thread is dropped at once
         // (EngineThread.run), and the job running is bounded (querySeconds).
@@ -138,8 +147,12 @@ public struct CloudKitServer: Sendable {
 
     /// Every route, its work run on `thread`: what `run` serves, and what the in-process
     /// tests drive (`app.test(.router)`).
-    func router(thread: EngineThread, authenticator: CallerAuthenticator? = nil, health: StoreHealth = StoreHealth(),
-                signal: ChangeSignal = ChangeSignal()) -> Router<ServerRequestContext> {
+    func router(
+        thread: EngineThread,
+        authenticator: CallerAuthenticator? = nil,
+        health: StoreHealth = StoreHealth(),
+        signal: ChangeSignal = ChangeSignal()
+    ) -> Router<ServerRequestContext> {
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: MetricsMiddleware())
         router.add(middleware: AccessLog(logger: logger))
@@ -156,13 +169,23 @@ public struct CloudKitServer: Sendable {
             // Unauthenticated: why the store fails (its path, its PostgreSQL user, host and
             // database) is the operator's, in the log (StoreWatch), never here.
             if health.problem != nil {
-                return CloudKitServer.response(status: 503, WireObject(["ready": false, "serverErrorCode": "TRY_AGAIN_LATER",
-                                                                        "reason": "the store does not answer; see the server's log", "retryAfter": 2]))
+                return CloudKitServer.response(
+                    status: 503,
+                    WireObject([
+                        "ready": false, "serverErrorCode": "TRY_AGAIN_LATER",
+                        "reason": "the store does not answer; see the server's log", "retryAfter": 2,
+                    ])
+                )
             }
             // Writes gave up waiting for another process's write lock (SPEC §16 M5).
             if thread.writesStalled {
-                return CloudKitServer.response(status: 503, WireObject(["ready": false, "serverErrorCode": "TRY_AGAIN_LATER",
-                                                                        "reason": "writes wait for the store's write lock; see the server's log", "retryAfter": 2]))
+                return CloudKitServer.response(
+                    status: 503,
+                    WireObject([
+                        "ready": false, "serverErrorCode": "TRY_AGAIN_LATER",
+                        "reason": "writes wait for the store's write lock; see the server's log", "retryAfter": 2,
+                    ])
+                )
             }
             return CloudKitServer.response(status: 200, WireObject(["ready": true]))
         }
@@ -204,14 +227,18 @@ public struct CloudKitServer: Sendable {
         // A big answer goes out in parts, each written when the client has taken the one before:
         // a slow reader shows progress part by part (ConnectionDeadlineHandler), one that stops
         // reading shows none.
-        return Response(status: .init(code: status), headers: headers, body: .init(contentLength: bytes.count) { writer in
-            var offset = 0
-            while offset < bytes.count {
-                let end = min(offset + partBytes, bytes.count)
-                try await writer.write(ByteBuffer(bytes: bytes[offset..<end]))
-                offset = end
+        return Response(
+            status: .init(code: status),
+            headers: headers,
+            body: .init(contentLength: bytes.count) { writer in
+                var offset = 0
+                while offset < bytes.count {
+                    let end = min(offset + partBytes, bytes.count)
+                    try await writer.write(ByteBuffer(bytes: bytes[offset..<end]))
+                    offset = end
+                }
+                try await writer.finish(nil)
             }
-            try await writer.finish(nil)
-        })
+        )
     }
 }

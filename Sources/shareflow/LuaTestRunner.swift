@@ -1,8 +1,8 @@
-import ShareFlowLua
 import CLua
 import CShareFlowSupport
 import Foundation
 import ShareFlow
+import ShareFlowLua
 import ShareFlowPostgres
 
 /// Runs `*_test.lua` files: each `test(name, fn)` in a file runs on a fresh in-memory store
@@ -148,10 +148,13 @@ public struct LuaTestRunner {
         guard !folder.contains(";"), !folder.contains("?") else { return }
         try host.lua.push(.string(folder.isEmpty ? "." : folder))
         host.lua.setGlobal("__shareflow_test_folder")
-        try host.run("""
+        try host.run(
+            """
             package.path = __shareflow_test_folder .. "/?.lua;" .. package.path
             __shareflow_test_folder = nil
-            """, chunkName: "=[test harness]")
+            """,
+            chunkName: "=[test harness]"
+        )
     }
 
     static func seconds(_ t: Double) -> String {

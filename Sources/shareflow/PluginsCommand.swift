@@ -12,17 +12,32 @@ extension ShareFlowCommand {
         )
 
         struct List: ParsableCommand {
-            static let configuration = CommandConfiguration(commandName: "list", abstract: "List the plugins found, with version and whether the config turns them on.")
+            static let configuration = CommandConfiguration(
+                commandName: "list",
+                abstract: "List the plugins found, with version and whether the config turns them on."
+            )
             @OptionGroup var global: GlobalOptions
 
             func run() throws {
-                let manager = PluginManager(engine: Engine(store: try Store(path: ":memory:")), directories: global.pluginSearchPath,
-                                            config: try global.pluginConfig())
+                let manager = PluginManager(
+                    engine: Engine(store: try Store(path: ":memory:")),
+                    directories: global.pluginSearchPath,
+                    config: try global.pluginConfig()
+                )
                 let infos = manager.info()
                 if global.json {
-                    let list = infos.map { ["name": $0.name, "version": $0.version ?? "", "description": $0.description ?? "",
-                                            "folder": $0.folder, "enabled": $0.enabled] as [String: Any] }
-                    print(String(decoding: try JSONSerialization.data(withJSONObject: list, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self))
+                    let list = infos.map {
+                        [
+                            "name": $0.name, "version": $0.version ?? "", "description": $0.description ?? "",
+                            "folder": $0.folder, "enabled": $0.enabled,
+                        ] as [String: Any]
+                    }
+                    print(
+                        String(
+                            decoding: try JSONSerialization.data(withJSONObject: list, options: [.sortedKeys, .withoutEscapingSlashes]),
+                            as: UTF8.self
+                        )
+                    )
                     return
                 }
                 if infos.isEmpty { print("no plugins in \(global.pluginSearchPath.joined(separator: ", "))") }
@@ -35,14 +50,20 @@ extension ShareFlowCommand {
         }
 
         struct Check: ParsableCommand {
-            static let configuration = CommandConfiguration(commandName: "check", abstract: "Check plugins: syntax, structure, config schema and values, setup (on a scratch store).")
+            static let configuration = CommandConfiguration(
+                commandName: "check",
+                abstract: "Check plugins: syntax, structure, config schema and values, setup (on a scratch store)."
+            )
             @OptionGroup var global: GlobalOptions
             @Argument(help: "Plugin names (default: all found).")
             var names: [String] = []
 
             func run() throws {
-                let manager = PluginManager(engine: Engine(store: try Store(path: ":memory:")), directories: global.pluginSearchPath,
-                                            config: try global.pluginConfig())
+                let manager = PluginManager(
+                    engine: Engine(store: try Store(path: ":memory:")),
+                    directories: global.pluginSearchPath,
+                    config: try global.pluginConfig()
+                )
                 let names = self.names.isEmpty ? manager.available().map(\.name) : self.names
                 var failed = 0
                 var report: [[String: Any]] = []
@@ -58,12 +79,21 @@ extension ShareFlowCommand {
                 var configProblems: [String] = []
                 for (name, suggestion) in manager.unknownConfigNames() {
                     let hint = suggestion.map { "; did you mean '\($0)'?" } ?? ""
-                    configProblems.append("config \(global.configPath ?? "file"): plugin '\(name)' is not in \(global.pluginSearchPath.joined(separator: ", "))\(hint)")
+                    configProblems.append(
+                        "config \(global.configPath ?? "file"): plugin '\(name)' is not in \(global.pluginSearchPath.joined(separator: ", "))\(hint)"
+                    )
                 }
                 if global.json {
-                    let object: [String: Any] = ["plugins": report, "config": configProblems,
-                                                 "passed": names.count - failed, "failed": failed + configProblems.count]
-                    print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self))
+                    let object: [String: Any] = [
+                        "plugins": report, "config": configProblems,
+                        "passed": names.count - failed, "failed": failed + configProblems.count,
+                    ]
+                    print(
+                        String(
+                            decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]),
+                            as: UTF8.self
+                        )
+                    )
                 } else {
                     for p in configProblems { print("FAIL  \(p)") }
                     print("\(names.count - failed) passed, \(failed + configProblems.count) failed")
@@ -76,7 +106,9 @@ extension ShareFlowCommand {
             static let configuration = CommandConfiguration(
                 commandName: "reload",
                 abstract: "Load the enabled plugins, then reload them from disk, as the console's :reload does.",
-                discussion: "A one-shot process has nothing to keep between runs; this shows that every enabled plugin unloads and loads again cleanly against the store. In a long-lived console, :reload does the same without losing state.")
+                discussion:
+                    "A one-shot process has nothing to keep between runs; this shows that every enabled plugin unloads and loads again cleanly against the store. In a long-lived console, :reload does the same without losing state."
+            )
             @OptionGroup var global: GlobalOptions
             @Argument(help: "Plugin names (default: every enabled plugin).")
             var names: [String] = []

@@ -9,7 +9,8 @@ extension ShareFlowCommand {
         static let configuration = CommandConfiguration(
             commandName: "repl",
             abstract: "The ShareFlow console: Lua with the engine loaded.",
-            discussion: "On a terminal: line editing, history, Tab completion, Ctrl-C interrupts. With standard input piped: runs the lines as a script console, printing each result; exit 1 if any statement failed."
+            discussion:
+                "On a terminal: line editing, history, Tab completion, Ctrl-C interrupts. With standard input piped: runs the lines as a script console, printing each result; exit 1 if any statement failed."
         )
 
         @OptionGroup var global: GlobalOptions
@@ -61,7 +62,8 @@ extension ShareFlowCommand {
             if interactive && !noHistory {
                 console.historyFile = history ?? Repl.defaultHistoryFile()
             }
-            let code = interactive
+            let code =
+                interactive
                 ? console.runInteractive()
                 : console.runScripted(lines: AnySequence { AnyIterator { readLine(strippingNewline: true) } })
             if code != 0 { throw ExitCode(code) }

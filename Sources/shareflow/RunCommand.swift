@@ -49,8 +49,14 @@ extension ShareFlowCommand {
             if script == nil && execute.isEmpty && !interactive {
                 if isatty(STDIN_FILENO) != 0 && !dryRun { interactive = true } else { script = "-" }
             }
-            var invocation = RunInvocation(global: global.settings, as: `as`, sandbox: sandbox, dryRun: dryRun,
-                                           script: script, arguments: arguments)
+            var invocation = RunInvocation(
+                global: global.settings,
+                as: `as`,
+                sandbox: sandbox,
+                dryRun: dryRun,
+                script: script,
+                arguments: arguments
+            )
             invocation.chunks = execute
             invocation.interactive = interactive
             try invocation.run()
@@ -81,7 +87,9 @@ struct RunInvocation {
         guard commandLine.first == "run" else { return nil }
         var global = GlobalSettings()
         var seen = Set<String>()
-        var who: String?, sandbox = false, dryRun = false
+        var who: String?
+        var sandbox = false
+        var dryRun = false
         var i = 1
         while i < commandLine.count, commandLine[i].hasPrefix("-") {
             let option = commandLine[i]
@@ -147,7 +155,8 @@ struct RunInvocation {
     /// a live object's weak-reference side table is reached only through its tagged refcount
     /// word, which the checker cannot read as a pointer, so it reported each as leaked.
     private struct Finished: Error {}
-    private static let releasesEverythingAtExit = ProcessInfo.processInfo.environment["LSAN_OPTIONS"] != nil
+    private static let releasesEverythingAtExit =
+        ProcessInfo.processInfo.environment["LSAN_OPTIONS"] != nil
         || ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil
 
     /// Runs the script, then `finish` with the dry run's report, then ends the process.
@@ -165,7 +174,10 @@ struct RunInvocation {
             // Checked now, not at the script's first sf.container call.
             do {
                 guard try engine.accounts.find(who) != nil else {
-                    throw CLIFailure(message: "--as \(who): no account has this \(who.hasPrefix("_") ? "userRecordID" : who.contains("@") ? "email address" : "phone number") in store \(global.store)")
+                    throw CLIFailure(
+                        message:
+                            "--as \(who): no account has this \(who.hasPrefix("_") ? "userRecordID" : who.contains("@") ? "email address" : "phone number") in store \(global.store)"
+                    )
                 }
                 try host.setDefaultSession(who)
             } catch let e as ShareFlowError {
@@ -244,7 +256,9 @@ struct RunInvocation {
         guard let report else { try end(nil) }
         if !global.json {
             let target = global.store == ":memory:" ? "the in-memory store" : global.store
-            print("dry run: nothing was written to \(target). The script would have made \(report.total) change\(report.total == 1 ? "" : "s")\(report.total == 0 ? "." : " (\(report.summary)):")")
+            print(
+                "dry run: nothing was written to \(target). The script would have made \(report.total) change\(report.total == 1 ? "" : "s")\(report.total == 0 ? "." : " (\(report.summary)):")"
+            )
             for line in report.lines { print("  " + line) }
         }
         try end(report)

@@ -10,7 +10,9 @@ extension ShareFlowCommand {
         static let configuration = CommandConfiguration(
             commandName: "serve",
             abstract: "Serve the store over CloudKit Web Services (HTTP), SPEC §13.",
-            discussion: "Prints 'listening on http://HOST:N' when ready. SIGTERM stops accepting, finishes the requests in flight, checkpoints the store and exits 0. Tokens come from `shareflow tokens`.")
+            discussion:
+                "Prints 'listening on http://HOST:N' when ready. SIGTERM stops accepting, finishes the requests in flight, checkpoints the store and exits 0. Tokens come from `shareflow tokens`."
+        )
 
         @OptionGroup var global: GlobalOptions
 
@@ -30,15 +32,18 @@ extension ShareFlowCommand {
             guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
             if let publicURL {
                 guard let url = URLComponents(string: publicURL), ["http", "https"].contains(url.scheme ?? ""), url.host?.isEmpty == false,
-                      url.query == nil, url.fragment == nil else {
-                    throw ValidationError("--public-url must be an http or https URL without query or fragment, like https://share.example.com, got '\(publicURL)'")
+                    url.query == nil, url.fragment == nil
+                else {
+                    throw ValidationError(
+                        "--public-url must be an http or https URL without query or fragment, like https://share.example.com, got '\(publicURL)'"
+                    )
                 }
             }
         }
 
         func run() throws {
             if routes {
-                if global.json { printJSON(["routes": CloudKitAPI.routes]) } else { CloudKitAPI.routes.forEach { print($0) } }
+                if global.json { printJSON(["routes": CloudKitAPI.routes]) } else { for route in CloudKitAPI.routes { print(route) } }
                 return
             }
             // Before the store opens: its retries are counted for GET /metrics.
@@ -85,13 +90,16 @@ extension ShareFlowCommand {
         static let configuration = CommandConfiguration(
             commandName: "keys",
             abstract: "Register server-to-server keys (ECDSA P-256) that sign requests to the public database.",
-            subcommands: [Add.self])
+            subcommands: [Add.self]
+        )
 
         struct Add: ParsableCommand {
             static let configuration = CommandConfiguration(
                 commandName: "add",
                 abstract: "Register a public key for a container and print its key ID (X-Apple-CloudKit-Request-KeyID).",
-                discussion: "Make a key pair with: openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout -out eckey.pub.pem. Requests signed with it act as --as, or as an account made for the key.")
+                discussion:
+                    "Make a key pair with: openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout -out eckey.pub.pem. Requests signed with it act as --as, or as an account made for the key."
+            )
             @OptionGroup var global: GlobalOptions
             @Option(name: .long, help: "The container, e.g. iCloud.com.example.app.")
             var container: String
@@ -111,7 +119,10 @@ extension ShareFlowCommand {
                     throw CLIFailure(message: "--public-key \(publicKey): is a private key; give the public one (openssl ec -in eckey.pem -pubout)")
                 }
                 guard let id = Credentials.keyID(container: container, publicKeyPEM: pem) else {
-                    throw CLIFailure(message: "--public-key \(publicKey): not an ECDSA P-256 public key in PEM (openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout)")
+                    throw CLIFailure(
+                        message:
+                            "--public-key \(publicKey): not an ECDSA P-256 public key in PEM (openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout)"
+                    )
                 }
                 let engine = try global.makeEngine()
                 defer { engine.store.checkpoint() }
@@ -122,13 +133,16 @@ extension ShareFlowCommand {
                     }
                     account = found
                 } else if let known = try engine.credentials.find(.serverKey, container: container, environment: .default, hash: id)?.accountID,
-                          let found = try engine.accounts.account(id: known) {
+                    let found = try engine.accounts.account(id: known)
+                {
                     account = found
                 } else {
                     // An account needs an address: one under .invalid (RFC 2606), which no
                     // person has, so no invitation ever reaches it by mistake.
-                    account = try engine.accounts.create(emails: ["key-\(id.prefix(16))@shareflow.invalid"],
-                                                         name: NameComponents(givenName: "Server key", familyName: String(id.prefix(8))))
+                    account = try engine.accounts.create(
+                        emails: ["key-\(id.prefix(16))@shareflow.invalid"],
+                        name: NameComponents(givenName: "Server key", familyName: String(id.prefix(8)))
+                    )
                 }
                 do {
                     _ = try Credentials.addServerKey(container: container, publicKeyPEM: pem, account: account, engine: engine)
@@ -144,12 +158,14 @@ extension ShareFlowCommand {
         static let configuration = CommandConfiguration(
             commandName: "tokens",
             abstract: "Make tokens for the server: an API token per container, a web auth token per user; revoke one.",
-            subcommands: [API.self, User.self, Admin.self, Revoke.self])
+            subcommands: [API.self, User.self, Admin.self, Revoke.self]
+        )
 
         struct Revoke: ParsableCommand {
             static let configuration = CommandConfiguration(
                 commandName: "revoke",
-                abstract: "Revoke a token (API, web auth or admin): every server on the store refuses it within a second.")
+                abstract: "Revoke a token (API, web auth or admin): every server on the store refuses it within a second."
+            )
             @OptionGroup var global: GlobalOptions
             @Argument(help: "The token, as it was printed (or a server-to-server key's ID).")
             var token: String
@@ -170,7 +186,8 @@ extension ShareFlowCommand {
         struct Admin: ParsableCommand {
             static let configuration = CommandConfiguration(
                 commandName: "admin",
-                abstract: "Print a new admin token: it opens the server's admin routes (/admin/1/faults), no container's data.")
+                abstract: "Print a new admin token: it opens the server's admin routes (/admin/1/faults), no container's data."
+            )
             @OptionGroup var global: GlobalOptions
 
             func run() throws {
@@ -182,7 +199,10 @@ extension ShareFlowCommand {
         }
 
         struct API: ParsableCommand {
-            static let configuration = CommandConfiguration(commandName: "api", abstract: "Print a new API token (ckAPIToken) for one environment of a container.")
+            static let configuration = CommandConfiguration(
+                commandName: "api",
+                abstract: "Print a new API token (ckAPIToken) for one environment of a container."
+            )
             @OptionGroup var global: GlobalOptions
             @Option(name: .long, help: "The container, e.g. iCloud.com.example.app.")
             var container: String
@@ -207,7 +227,10 @@ extension ShareFlowCommand {
         }
 
         struct User: ParsableCommand {
-            static let configuration = CommandConfiguration(commandName: "user", abstract: "Print a new web auth token (ckWebAuthToken) for a user of a container.")
+            static let configuration = CommandConfiguration(
+                commandName: "user",
+                abstract: "Print a new web auth token (ckWebAuthToken) for a user of a container."
+            )
             @OptionGroup var global: GlobalOptions
             @Option(name: .long, help: "The container, e.g. iCloud.com.example.app.")
             var container: String
@@ -227,7 +250,11 @@ extension ShareFlowCommand {
                     throw CLIFailure(message: "--as \(`as`): no account has this address in store \(global.store)")
                 }
                 let token = try Credentials.newWebAuthToken(container: container, account: account, ttl: ttl, engine: engine)
-                if global.json { printJSON(["container": container, "ckWebAuthToken": token, "userRecordName": account.userRecordID]) } else { print(token) }
+                if global.json {
+                    printJSON(["container": container, "ckWebAuthToken": token, "userRecordName": account.userRecordID])
+                } else {
+                    print(token)
+                }
             }
         }
     }

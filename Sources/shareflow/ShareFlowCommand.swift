@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import Logging
 import ShareFlow
-import ShareFlowPostgres
 import ShareFlowLua
+import ShareFlowPostgres
 
 @main
 struct ShareFlowCommand: ParsableCommand {
@@ -80,7 +80,10 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .long, help: "Machine-readable output.")
     var json = false
 
-    @Option(name: .long, help: "Folder of plugins (<dir>/<name>/init.lua); repeatable. Searched first, then the config file's folder, then ./Plugins.")
+    @Option(
+        name: .long,
+        help: "Folder of plugins (<dir>/<name>/init.lua); repeatable. Searched first, then the config file's folder, then ./Plugins."
+    )
     var plugins: [String] = []
 
     @Option(name: .long, help: "Lua config file: which plugins are on, their settings, the limits (default: shareflow.config.lua if present).")
@@ -135,8 +138,9 @@ struct GlobalSettings {
     static func folderKey(_ path: String, workingDirectory cwd: String?) -> String {
         let absolute = path.hasPrefix("/")
         if let cwd, cwd.hasPrefix("/"), !path.isEmpty, !path.hasPrefix("~"), path != "/", !path.hasSuffix("/"),
-           !path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(absolute ? 1 : 0)
-               .contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) {
+            !path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(absolute ? 1 : 0)
+                .contains(where: { $0.isEmpty || $0 == "." || $0 == ".." })
+        {
             return absolute ? path : (cwd == "/" ? "" : cwd) + "/" + path
         }
         return URL(fileURLWithPath: path).standardizedFileURL.path
@@ -163,7 +167,8 @@ struct GlobalSettings {
         } else {
             // Beside the store's file; for a PostgreSQL store, in this node's working folder
             // (plugin data stays on each node, SPEC §16).
-            let dataDirectory = PostgresLocation.isURL(store)
+            let dataDirectory =
+                PostgresLocation.isURL(store)
                 ? ".shareflow/plugin-data"
                 : (PathName.folder(of: store) as NSString).appendingPathComponent("plugin-data")
             manager = PluginManager(engine: engine, directories: pluginSearchPath, config: config, dataDirectory: dataDirectory)

@@ -16,8 +16,10 @@ extension ShareFlowCommand {
 
         /// The store at `location`, which must exist.
         static func open(_ global: GlobalOptions, at location: String) throws -> Store {
-            guard location == ":memory:" || PostgresLocation.isURL(location)
-                    || FileManager.default.fileExists(atPath: location) else {
+            guard
+                location == ":memory:" || PostgresLocation.isURL(location)
+                    || FileManager.default.fileExists(atPath: location)
+            else {
                 throw CLIFailure(message: "cannot open store \(location): it does not exist")
             }
             do {
@@ -55,7 +57,8 @@ extension ShareFlowCommand {
         struct Compact: ParsableCommand {
             static let configuration = CommandConfiguration(
                 abstract: "Prune the change log's tombstones older than the config's sync.retentionDays (default 30) or --older-than.",
-                discussion: "A change token from before what is pruned is then changeTokenExpired: its client fetches again from the start.")
+                discussion: "A change token from before what is pruned is then changeTokenExpired: its client fetches again from the start."
+            )
             @OptionGroup var global: GlobalOptions
             @Option(name: .customLong("older-than"), help: "Prune tombstones older than this many seconds (instead of the config's retention).")
             var olderThan: Double?
@@ -74,7 +77,10 @@ extension ShareFlowCommand {
         }
 
         struct Check: ParsableCommand {
-            static let configuration = CommandConfiguration(commandName: "check", abstract: "SQLite's integrity check and ShareFlow's invariants; exits 1 when anything is wrong.")
+            static let configuration = CommandConfiguration(
+                commandName: "check",
+                abstract: "SQLite's integrity check and ShareFlow's invariants; exits 1 when anything is wrong."
+            )
             @OptionGroup var global: GlobalOptions
 
             func run() throws {
@@ -98,13 +104,15 @@ extension ShareFlowCommand {
 
         struct Copy: ParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Copy the store FROM into TO, between SQLite and PostgreSQL either way, keeping every ID, change tag, share URL, token and change-log position.",
+                abstract:
+                    "Copy the store FROM into TO, between SQLite and PostgreSQL either way, keeping every ID, change tag, share URL, token and change-log position.",
                 discussion: """
                     FROM is read in one snapshot (servers may go on writing; the copy is FROM as it was when the copy began). \
                     TO is a new SQLite file or an empty PostgreSQL database (postgres://USER[:PASSWORD]@HOST[:PORT]/DB), \
                     written in one transaction: a failed copy leaves no file and an empty database. \
                     Plugin data folders are not part of a store: copy them yourself.
-                    """)
+                    """
+            )
             @OptionGroup var global: GlobalOptions
             @Argument(help: "The store to copy: an SQLite file or a PostgreSQL URL.")
             var from: String
@@ -127,7 +135,9 @@ extension ShareFlowCommand {
                 if PostgresLocation.isURL(from) {
                     do {
                         guard try PostgresStore.holdsStore(from) else {
-                            throw CLIFailure(message: "cannot copy \(PostgresLocation.redacted(from)): its database holds no ShareFlow store (no schema shareflow)")
+                            throw CLIFailure(
+                                message: "cannot copy \(PostgresLocation.redacted(from)): its database holds no ShareFlow store (no schema shareflow)"
+                            )
                         }
                     } catch let error as StoreError {
                         throw CLIFailure(message: error.description)
@@ -243,7 +253,10 @@ extension ShareFlowCommand {
         }
 
         struct Backup: ParsableCommand {
-            static let configuration = CommandConfiguration(commandName: "backup", abstract: "Copy the store to DEST with SQLite's online backup (writers may go on).")
+            static let configuration = CommandConfiguration(
+                commandName: "backup",
+                abstract: "Copy the store to DEST with SQLite's online backup (writers may go on)."
+            )
             @OptionGroup var global: GlobalOptions
             @Argument(help: "The backup file to make (must not exist).")
             var destination: String

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import ShareFlow
-import ShareFlowPostgres
 import ShareFlowLua
+import ShareFlowPostgres
 
 extension ShareFlowCommand {
     struct Test: ParsableCommand {
@@ -33,7 +33,8 @@ extension ShareFlowCommand {
             guard !files.isEmpty else {
                 throw CLIFailure(message: "no tests found in \(searched.joined(separator: ", ")) (test files are named *_test.lua)")
             }
-            var passed = 0, failed = 0
+            var passed = 0
+            var failed = 0
             var results: [[String: Any]] = []
             var runner = LuaTestRunner()
             runner.pluginDirectories = global.pluginSearchPath
@@ -55,8 +56,10 @@ extension ShareFlowCommand {
                     }
                     // Each result as it comes, even into a pipe: a stuck test shows where it is.
                     fflush(nil)
-                    results.append(["file": outcome.file, "name": outcome.name, "passed": outcome.failure == nil,
-                                    "failure": outcome.failure ?? NSNull()])
+                    results.append([
+                        "file": outcome.file, "name": outcome.name, "passed": outcome.failure == nil,
+                        "failure": outcome.failure ?? NSNull(),
+                    ])
                 }
             }
             if runner.interrupted && !global.json { print("interrupted (Ctrl-C): the tests after this one did not run") }

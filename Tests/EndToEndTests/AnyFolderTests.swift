@@ -21,8 +21,10 @@ final class AnyFolderTests: XCTestCase {
         let deploy = dir.appendingPathComponent("deploy")
         try FileManager.default.createDirectory(at: deploy, withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: CLI.root.appendingPathComponent("Plugins"), to: deploy.appendingPathComponent("Plugins"))
-        try CLI.write(#"return { plugins = { ["domain-allowlist"] = { domains = { "example.com" } } } }"#,
-                      to: deploy.appendingPathComponent("shareflow.config.lua"))
+        try CLI.write(
+            #"return { plugins = { ["domain-allowlist"] = { domains = { "example.com" } } } }"#,
+            to: deploy.appendingPathComponent("shareflow.config.lua")
+        )
         let cwd = dir.appendingPathComponent("somewhere")
         try FileManager.default.createDirectory(at: cwd, withIntermediateDirectories: true)
         let config = deploy.appendingPathComponent("shareflow.config.lua").path
@@ -46,7 +48,12 @@ final class AnyFolderTests: XCTestCase {
         let start = Date()
         let bench = try CLI.run(["bench", "--smoke", "--plugins", missing], cwd: dir)
         XCTAssertEqual(bench.status, 1)
-        XCTAssertTrue(bench.stderr.hasPrefix("shareflow: bench needs the shipped plugins (domain-allowlist, audit-log, expiring-invitations not found in \(missing)); pass --plugins DIR"), bench.stderr)
+        XCTAssertTrue(
+            bench.stderr.hasPrefix(
+                "shareflow: bench needs the shipped plugins (domain-allowlist, audit-log, expiring-invitations not found in \(missing)); pass --plugins DIR"
+            ),
+            bench.stderr
+        )
         XCTAssertLessThan(Date().timeIntervalSince(start), 10, "up front")
         let found = try CLI.run(["bench", "--smoke", "--only", "accept"], cwd: dir, timeout: 300)
         XCTAssertEqual(found.status, 0, found.stderr)
@@ -57,8 +64,10 @@ final class AnyFolderTests: XCTestCase {
     func testErrorsAreOneLineInOneFormat() throws {
         let notAStore = dir.appendingPathComponent("data.txt")
         try CLI.write("hello", to: notAStore)
-        for args in [["run", "--store", notAStore.path, "/dev/null"], ["store", "info", "--store", notAStore.path],
-                     ["repl", "--store", notAStore.path], ["plugins", "reload", "--store", notAStore.path]] {
+        for args in [
+            ["run", "--store", notAStore.path, "/dev/null"], ["store", "info", "--store", notAStore.path],
+            ["repl", "--store", notAStore.path], ["plugins", "reload", "--store", notAStore.path],
+        ] {
             let r = try CLI.run(args, stdin: "")
             XCTAssertEqual(r.status, 1, args.joined(separator: " "))
             XCTAssertTrue(r.stderr.hasPrefix("shareflow: \(notAStore.path) is not a ShareFlow store"), "\(args): \(r.stderr)")

@@ -11,16 +11,21 @@ final class AuditLogRotationTests: XCTestCase {
         let config = dir.appendingPathComponent("config.lua")
         try CLI.write(#"return { limits = { diskMiB = 0.06 }, plugins = { ["audit-log"] = {} } }"#, to: config)
         let script = dir.appendingPathComponent("flood.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "a@example.com" }
             local c = sf.as("a@example.com"):container("iCloud.test")
             for i = 1, 400 do c:fetchShareParticipants{ "someone" .. i .. "@example.com" } end
             c:fetchShareParticipants{ "last-one@example.com" }
             print(sf.plugins.dataFolder("audit-log"))
-            """, to: script)
-        let r = try CLI.run(["run", "--store", dir.appendingPathComponent("s.sqlite").path, "--plugins", CLI.root.appendingPathComponent("Plugins").path,
-                             "--config", config.path, script.path])
+            """,
+            to: script
+        )
+        let r = try CLI.run([
+            "run", "--store", dir.appendingPathComponent("s.sqlite").path, "--plugins", CLI.root.appendingPathComponent("Plugins").path,
+            "--config", config.path, script.path,
+        ])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stderr.contains("audit-log: audit.jsonl reached half the plugin's disk quota; moved it to audit.jsonl.1"), r.stderr)
         XCTAssertFalse(r.stderr.contains("failed"), "no event was lost: \(r.stderr.prefix(500))")

@@ -9,17 +9,20 @@ final class BenchSmokeTests: XCTestCase {
         let r = try CLI.run(["bench", "--smoke", "--json"], timeout: 300)
         XCTAssertEqual(r.status, 0, r.stderr)
         let object = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as! [String: Any]
-        let keys = ["hook_dispatch_ns", "hook_dispatch_c_ns", "hook_dispatch_ratio", "policy_decision_ns", "policy_decision_ratio",
-                    "fetch_participants_per_s", "sqlite_lookups_per_s", "fetch_participants_vs_sqlite",
-                    "fetch_record_per_s", "fetch_record_sqlite_per_s", "fetch_record_vs_sqlite",
-                    "share_metadata_64_per_s", "share_metadata_64_sqlite_per_s", "share_metadata_64_vs_sqlite",
-                    "accept_per_s", "accept_with_policy_per_s", "accept_with_policy_vs_without",
-                    "cold_start_ms", "lua_cold_start_ms", "rss_mib_1000x100",
-                    "serve_resolve_per_s", "serve_resolve_in_process_per_s", "serve_resolve_vs_in_process", "serve_resolve_p50_ms",
-                    "serve_resolve_p99_ms", "serve_accept_per_s", "serve_accept_in_process_per_s", "serve_accept_vs_in_process",
-                    "serve_accept_p99_ms", "serve_resolve_locked_per_s", "serve_resolve_locked_p99_ms", "serve_resolve_locked_p99_vs_alone",
-                    "deep_chain_save_ms", "shallow_save_ms", "deep_chain_save_ratio",
-                    "query_page_big_ms", "query_page_small_ms", "query_page_100k_vs_1k"]
+        let keys =
+            [
+                "hook_dispatch_ns", "hook_dispatch_c_ns", "hook_dispatch_ratio", "policy_decision_ns", "policy_decision_ratio",
+                "fetch_participants_per_s", "sqlite_lookups_per_s", "fetch_participants_vs_sqlite",
+                "fetch_record_per_s", "fetch_record_sqlite_per_s", "fetch_record_vs_sqlite",
+                "share_metadata_64_per_s", "share_metadata_64_sqlite_per_s", "share_metadata_64_vs_sqlite",
+                "accept_per_s", "accept_with_policy_per_s", "accept_with_policy_vs_without",
+                "cold_start_ms", "lua_cold_start_ms", "rss_mib_1000x100",
+                "serve_resolve_per_s", "serve_resolve_in_process_per_s", "serve_resolve_vs_in_process", "serve_resolve_p50_ms",
+                "serve_resolve_p99_ms", "serve_accept_per_s", "serve_accept_in_process_per_s", "serve_accept_vs_in_process",
+                "serve_accept_p99_ms", "serve_resolve_locked_per_s", "serve_resolve_locked_p99_ms", "serve_resolve_locked_p99_vs_alone",
+                "deep_chain_save_ms", "shallow_save_ms", "deep_chain_save_ratio",
+                "query_page_big_ms", "query_page_small_ms", "query_page_100k_vs_1k",
+            ]
             + ["save_batch", "save_batch_shared", "save_one", "save_one_shared", "edit_one", "accept"].flatMap {
                 ["log_\($0)_us", "log_\($0)_unlogged_us", "log_\($0)_vs_unlogged"]
             }
@@ -37,9 +40,12 @@ final class BenchSmokeTests: XCTestCase {
     func testTableNamesEveryFigureWithItsBaseline() throws {
         let r = try CLI.run(["bench", "--smoke"], timeout: 300)
         XCTAssertEqual(r.status, 0, r.stderr)
-        for part in ["raw C `lua_pcall`", "raw SQLite", "(no plugin)", "`lua5.4 empty.lua`", "1,000 shares × 100 participants",
-                     "`records/resolve` over HTTP", "raw SQLite read of its row", "raw SQLite reads of the same rows", "/s (in-process)", "100 children of the root", "a zone of a hundredth",
-                     "µs (the log off)"] {
+        for part in [
+            "raw C `lua_pcall`", "raw SQLite", "(no plugin)", "`lua5.4 empty.lua`", "1,000 shares × 100 participants",
+            "`records/resolve` over HTTP", "raw SQLite read of its row", "raw SQLite reads of the same rows", "/s (in-process)",
+            "100 children of the root", "a zone of a hundredth",
+            "µs (the log off)",
+        ] {
             XCTAssertTrue(r.stdout.contains(part), "missing \(part):\n\(r.stdout)")
         }
     }

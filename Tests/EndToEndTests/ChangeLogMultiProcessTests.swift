@@ -12,7 +12,8 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
 
     /// Starts `shareflow run --store … script args…`; its output goes to files in `dir`.
     func startRun(_ script: String, _ args: [String], label: String) throws -> (Process, URL, URL) {
-        let out = dir.appendingPathComponent("\(label).out"), err = dir.appendingPathComponent("\(label).err")
+        let out = dir.appendingPathComponent("\(label).out")
+        let err = dir.appendingPathComponent("\(label).err")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let process = Process()
@@ -38,11 +39,14 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
     static func query(_ store: String, _ sql: String) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", """
+        process.arguments = [
+            "python3", "-c",
+            """
             import sqlite3,sys
             c=sqlite3.connect(sys.argv[1])
             for row in c.execute(sys.argv[2]): print(*row)
-            """, store, sql]
+            """, store, sql,
+        ]
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
@@ -54,19 +58,47 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
     /// The change log's invariants, read from the file: each position once per zone (records
     /// and tombstones together; each viewer's), the counter at or past every position.
     static func checkLogInvariants(_ store: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        XCTAssertEqual(try query(store, """
-            SELECT zoneID, seq, COUNT(*) FROM (SELECT zoneID, seq FROM record WHERE seq > 0 UNION ALL SELECT zoneID, seq FROM zone_change)
-            GROUP BY 1, 2 HAVING COUNT(*) > 1
-            """), "", "a position of the owner's feed taken twice", file: file, line: line)
-        XCTAssertEqual(try query(store, "SELECT zoneID, viewerID, seq, COUNT(*) FROM view_change GROUP BY 1, 2, 3 HAVING COUNT(*) > 1"), "",
-                       "a position of a viewer's feed taken twice", file: file, line: line)
-        XCTAssertEqual(try query(store, """
-            SELECT z.id, z.changeSeq, MAX(COALESCE((SELECT MAX(seq) FROM record WHERE zoneID = z.id), 0),
-                COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = z.id), 0), COALESCE((SELECT MAX(seq) FROM view_change WHERE zoneID = z.id), 0)) m
-            FROM zone z WHERE z.changeSeq < m
-            """), "", "a zone's counter behind its positions", file: file, line: line)
-        XCTAssertEqual(try query(store, "SELECT zoneID, name FROM zone_change WHERE deleted = 0"), "", "a live owner entry in zone_change (v9: records are)",
-                       file: file, line: line)
+        XCTAssertEqual(
+            try query(
+                store,
+                """
+                SELECT zoneID, seq, COUNT(*) FROM (SELECT zoneID, seq FROM record WHERE seq > 0 UNION ALL SELECT zoneID, seq FROM zone_change)
+                GROUP BY 1, 2 HAVING COUNT(*) > 1
+                """
+            ),
+            "",
+            "a position of the owner's feed taken twice",
+            file: file,
+            line: line
+        )
+        XCTAssertEqual(
+            try query(store, "SELECT zoneID, viewerID, seq, COUNT(*) FROM view_change GROUP BY 1, 2, 3 HAVING COUNT(*) > 1"),
+            "",
+            "a position of a viewer's feed taken twice",
+            file: file,
+            line: line
+        )
+        XCTAssertEqual(
+            try query(
+                store,
+                """
+                SELECT z.id, z.changeSeq, MAX(COALESCE((SELECT MAX(seq) FROM record WHERE zoneID = z.id), 0),
+                    COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = z.id), 0), COALESCE((SELECT MAX(seq) FROM view_change WHERE zoneID = z.id), 0)) m
+                FROM zone z WHERE z.changeSeq < m
+                """
+            ),
+            "",
+            "a zone's counter behind its positions",
+            file: file,
+            line: line
+        )
+        XCTAssertEqual(
+            try query(store, "SELECT zoneID, name FROM zone_change WHERE deleted = 0"),
+            "",
+            "a live owner entry in zone_change (v9: records are)",
+            file: file,
+            line: line
+        )
     }
 
     /// Follows the zone over HTTP (changes/zone) from `token`, `limit` records a page; the
@@ -83,7 +115,8 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
             let body = String(decoding: try JSONSerialization.data(withJSONObject: ["zones": [zone], "resultsLimit": limit]), as: UTF8.self)
             let r = try call("POST", db + "/\(scope)/changes/zone", query: q, body: body)
             guard r.0 == 200, let z = (r.1["zones"] as? [[String: Any]])?.first, let next = z["syncToken"] as? String else {
-                XCTFail("changes/zone: \(r.0) \(r.1)"); return token
+                XCTFail("changes/zone: \(r.0) \(r.1)")
+                return token
             }
             for rec in z["records"] as? [[String: Any]] ?? [] {
                 let name = rec["recordName"] as? String ?? "?"
@@ -112,24 +145,37 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
 
         // Over HTTP meanwhile: writes from another thread (some deleting a name and saving
         // it in one request), and both feeds followed here, a record or two a page.
-        var owner: [String: String] = [:], viewer: [String: String] = [:]
-        var ownerToken: String?, viewerToken: String?
+        var owner: [String: String] = [:]
+        var viewer: [String: String] = [:]
+        var ownerToken: String?
+        var viewerToken: String?
         let httpDone = DispatchSemaphore(value: 0)
         let statuses = NSLockedCounts()
-        let base = self.base, api = self.api, web = self.web, db = self.db, dir = self.dir!
+        let base = self.base
+        let api = self.api
+        let web = self.web
+        let db = self.db
+        let dir = self.dir!
         let writersDone = NSLockedCounts()
         Thread.detachNewThread {
             var step = 0
             while step < 30 || (writersDone.all.isEmpty && step < 150) {
                 step += 1
-                let n = "n\(step % 8 + 1)", h = "h\(step % 5)"
+                let n = "n\(step % 8 + 1)"
+                let h = "h\(step % 5)"
                 func op(_ type: String, _ name: String, _ value: String) -> String {
                     #"{"operationType":"\#(type)","record":{"recordName":"\#(name)","recordType":"Item","fields":{"w":{"value":"\#(value)"}}}}"#
                 }
-                let ops = step % 3 == 0 ? [op("forceDelete", n, ""), op("forceReplace", n, "again\(step)")]
-                                        : [op("forceUpdate", h, "s\(step)"), op("forceDelete", "h\((step + 2) % 5)", ""), op("forceUpdate", n, "x\(step)")]
-                let r = try? Tools.curl("POST", base + db + "/private/records/modify?ckAPIToken=\(api)&ckWebAuthToken=\(web)",
-                                        body: #"{"zoneID":{"zoneName":"Mix"},"atomic":false,"operations":[\#(ops.joined(separator: ","))]}"#, in: dir)
+                let ops =
+                    step % 3 == 0
+                    ? [op("forceDelete", n, ""), op("forceReplace", n, "again\(step)")]
+                    : [op("forceUpdate", h, "s\(step)"), op("forceDelete", "h\((step + 2) % 5)", ""), op("forceUpdate", n, "x\(step)")]
+                let r = try? Tools.curl(
+                    "POST",
+                    base + db + "/private/records/modify?ckAPIToken=\(api)&ckWebAuthToken=\(web)",
+                    body: #"{"zoneID":{"zoneName":"Mix"},"atomic":false,"operations":[\#(ops.joined(separator: ","))]}"#,
+                    in: dir
+                )
                 statuses.add(r?.0 ?? 0)
             }
             httpDone.signal()
@@ -153,11 +199,15 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         XCTAssertEqual(reader.0.terminationStatus, 0, (try? String(contentsOf: reader.2, encoding: .utf8)) ?? "")
         XCTAssertTrue(said.contains("mismatches=0"), said + ((try? String(contentsOf: reader.2, encoding: .utf8)) ?? ""))
 
-        print("HTTP writes: \(step), HTTP follow rounds: \(rounds); Lua reader: \(said)", try ChangeLogMultiProcessTests.query(store, "SELECT MAX(changeSeq) FROM zone"))
+        print(
+            "HTTP writes: \(step), HTTP follow rounds: \(rounds); Lua reader: \(said)",
+            try ChangeLogMultiProcessTests.query(store, "SELECT MAX(changeSeq) FROM zone")
+        )
         // The HTTP followers end where a fetch from the start does.
         ownerToken = try follow("private", &owner, token: ownerToken, limit: 3)
         viewerToken = try follow("shared", &viewer, token: viewerToken, limit: 4, query: bobQuery)
-        var freshOwner: [String: String] = [:], freshViewer: [String: String] = [:]
+        var freshOwner: [String: String] = [:]
+        var freshViewer: [String: String] = [:]
         let freshOwnerToken = try follow("private", &freshOwner, token: nil, limit: 200)
         let freshViewerToken = try follow("shared", &freshViewer, token: nil, limit: 200, query: bobQuery)
         XCTAssertEqual(owner, freshOwner)
@@ -196,7 +246,8 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
             XCTAssertTrue(big.0.isRunning && small.0.isRunning, (try? String(contentsOf: big.2, encoding: .utf8)) ?? "")
             kill(big.0.processIdentifier, SIGKILL)
             kill(small.0.processIdentifier, SIGKILL)
-            big.0.waitUntilExit(); small.0.waitUntilExit()
+            big.0.waitUntilExit()
+            small.0.waitUntilExit()
             wait(other.0)
             XCTAssertEqual(other.0.terminationStatus, 0, (try? String(contentsOf: other.2, encoding: .utf8)) ?? "")
             try ChangeLogMultiProcessTests.checkLogInvariants(store)
@@ -218,10 +269,15 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
             return XCTFail("no pyicloud environment at \(PyiCloudTests.python): run `make pyenv` (make test does)")
         }
         let path = CLI.root.appendingPathComponent("Tests/pyicloud/sync_recreate.py").path
-        let (status, text) = try runTool(PyiCloudTests.python, [path], environment: [
-            "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
-            "SHAREFLOW_BOB": try token("bob@example.com"), "PYTHONPATH": CLI.root.appendingPathComponent("Tests/pyicloud").path,
-        ], timeout: 60)
+        let (status, text) = try runTool(
+            PyiCloudTests.python,
+            [path],
+            environment: [
+                "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
+                "SHAREFLOW_BOB": try token("bob@example.com"), "PYTHONPATH": CLI.root.appendingPathComponent("Tests/pyicloud").path,
+            ],
+            timeout: 60
+        )
         XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.hasSuffix("sync recreate ok\n"), text)
         try ChangeLogMultiProcessTests.checkLogInvariants(store)
@@ -237,9 +293,13 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
         XCTAssertEqual(setup.status, 0, setup.stderr)
         let done = dir.appendingPathComponent("snapshot-done")
-        let (asker, output) = try startTool(PyiCloudTests.python, [CLI.root.appendingPathComponent("Tests/pyicloud/sync_snapshot_token.py").path], environment: [
-            "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web, "SNAPSHOT_DONE": done.path,
-        ])
+        let (asker, output) = try startTool(
+            PyiCloudTests.python,
+            [CLI.root.appendingPathComponent("Tests/pyicloud/sync_snapshot_token.py").path],
+            environment: [
+                "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web, "SNAPSHOT_DONE": done.path,
+            ]
+        )
         let ready = Date().addingTimeInterval(20)
         while Date() < ready && asker.isRunning && !((try? String(contentsOf: output, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
         let writers = try (1...2).map { try startRun("mp_append.lua", [String($0), "100"], label: "append\($0)") }
@@ -274,7 +334,10 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
             func scheduleKill(after delay: UInt32) {
                 guard !killScheduled else { return }
                 killScheduled = true
-                Thread.detachNewThread { usleep(delay); kill(pid, SIGKILL) }
+                Thread.detachNewThread {
+                    usleep(delay)
+                    kill(pid, SIGKILL)
+                }
             }
             let started = Date()
             let answeredBefore = tokens.count
@@ -286,9 +349,15 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
                 let ops = (1...150).map { k in
                     #"{"operationType":"\#(k % 4 == 0 ? "forceDelete" : "forceUpdate")","record":{"recordName":"s\#((k * 7 + batch) % 200)","recordType":"Item","fields":{"b":{"value":"\#(batch)"}}}}"#
                 }
-                guard let r = try? Tools.curl("POST", base + db + "/private/records/modify?ckAPIToken=\(api)&ckWebAuthToken=\(web)&getCurrentSyncToken=true",
-                                              body: #"{"zoneID":{"zoneName":"Mix"},"atomic":false,"operations":[\#(ops.joined(separator: ","))]}"#, in: dir),
-                      r.0 == 200, let token = r.1["syncToken"] as? String else { continue }
+                guard
+                    let r = try? Tools.curl(
+                        "POST",
+                        base + db + "/private/records/modify?ckAPIToken=\(api)&ckWebAuthToken=\(web)&getCurrentSyncToken=true",
+                        body: #"{"zoneID":{"zoneName":"Mix"},"atomic":false,"operations":[\#(ops.joined(separator: ","))]}"#,
+                        in: dir
+                    ),
+                    r.0 == 200, let token = r.1["syncToken"] as? String
+                else { continue }
                 tokens.append(token)
             }
             server.waitUntilExit()
@@ -296,7 +365,12 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
             try ChangeLogMultiProcessTests.checkLogInvariants(store)
             try startServer()
             // One more record, then every token: it reads, gives that record, ends at the end.
-            let r = try call("POST", db + "/private/records/modify", body: #"{"zoneID":{"zoneName":"Mix"},"operations":[{"operationType":"forceUpdate","record":{"recordName":"after\#(round)","recordType":"Item","fields":{}}}]}"#)
+            let r = try call(
+                "POST",
+                db + "/private/records/modify",
+                body:
+                    #"{"zoneID":{"zoneName":"Mix"},"operations":[{"operationType":"forceUpdate","record":{"recordName":"after\#(round)","recordType":"Item","fields":{}}}]}"#
+            )
             XCTAssertEqual(r.0, 200, "\(r.1)")
             var all: [String: String] = [:]
             let end = try follow("private", &all, token: nil, limit: 200)
@@ -353,8 +427,12 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         let q = "ckAPIToken=\(api)&ckWebAuthToken=\(web)&getCurrentSyncToken=true"
         func create(_ names: [String], atomic: Bool = true) throws -> (Int, [String: Any]) {
             let ops = names.map { #"{"operationType":"create","record":{"recordName":"\#($0)","recordType":"Item","fields":{}}}"# }
-            return try call("POST", db + "/private/records/modify", query: q,
-                            body: #"{"zoneID":{"zoneName":"Mix"},"atomic":\#(atomic),"operations":[\#(ops.joined(separator: ","))]}"#)
+            return try call(
+                "POST",
+                db + "/private/records/modify",
+                query: q,
+                body: #"{"zoneID":{"zoneName":"Mix"},"atomic":\#(atomic),"operations":[\#(ops.joined(separator: ","))]}"#
+            )
         }
         var r = try create(["g1"])
         XCTAssertEqual(r.0, 200, "\(r.1)")
@@ -363,7 +441,11 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         XCTAssertEqual(try follow("private", &all, token: nil, limit: 200), t1, "the token is where a fetch from the start ends")
         XCTAssertNotNil(all["g1"])
         let listed = try call("POST", db + "/private/zones/list", body: "{}")
-        XCTAssertEqual(((listed.1["zones"] as? [[String: Any]])?.first { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String == "Mix" })?["syncToken"] as? String, t1)
+        XCTAssertEqual(
+            ((listed.1["zones"] as? [[String: Any]])?.first { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String == "Mix" })?["syncToken"]
+                as? String,
+            t1
+        )
         r = try create(["g1", "g2"])
         XCTAssertEqual(r.0, 200, "\(r.1)")
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.compactMap { $0["serverErrorCode"] as? String }, ["EXISTS", "ATOMIC_ERROR"])
@@ -374,8 +456,12 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         XCTAssertEqual(Array(seen.keys), ["g3"], "after the first token: what the third request made")
         r = try call("POST", db + "/private/records/modify", query: q, body: #"{"zoneID":{"zoneName":"Mix"}}"#)
         XCTAssertEqual(r.0, 400, "\(r.1)")
-        r = try call("POST", db + "/public/records/modify", query: q,
-                     body: #"{"operations":[{"operationType":"create","record":{"recordName":"p1","recordType":"Item","fields":{}}}]}"#)
+        r = try call(
+            "POST",
+            db + "/public/records/modify",
+            query: q,
+            body: #"{"operations":[{"operationType":"create","record":{"recordName":"p1","recordType":"Item","fields":{}}}]}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         XCTAssertNil(r.1["syncToken"], "the public database has no feeds")
     }
@@ -385,6 +471,14 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
 final class NSLockedCounts: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [Int] = []
-    func add(_ value: Int) { lock.lock(); values.append(value); lock.unlock() }
-    var all: [Int] { lock.lock(); defer { lock.unlock() }; return values }
+    func add(_ value: Int) {
+        lock.lock()
+        values.append(value)
+        lock.unlock()
+    }
+    var all: [Int] {
+        lock.lock()
+        defer { lock.unlock() }
+        return values
+    }
 }

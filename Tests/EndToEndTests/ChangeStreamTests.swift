@@ -37,18 +37,29 @@ final class ChangeStreamTests: ServerTestCase {
     /// On SQLite, a write through this node wakes its streams at once, not at their next poll
     /// (every 500 ms).
     func testAWriteThroughTheNodeWakesItsStreamsAtOnce() throws {
-        let r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#)
+        let r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         let (curl, out) = try follow("private", seconds: 60)
         defer { if curl.isRunning { curl.terminate() } }
         XCTAssertTrue(wait(for: "id: ", in: out), text(out))
         func events() -> Int { text(out).components(separatedBy: "event: zone").count - 1 }
-        let delays = try Tools.streamDelays(write: { i in
-            let r = try call("POST", db + "/private/records/modify", body: """
-                {"zoneID":{"zoneName":"Live"},"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n\(i)","fields":{}}}]}
-                """)
-            XCTAssertEqual(r.0, 200, "\(r.1)")
-        }, events: events)
+        let delays = try Tools.streamDelays(
+            write: { i in
+                let r = try call(
+                    "POST",
+                    db + "/private/records/modify",
+                    body: """
+                        {"zoneID":{"zoneName":"Live"},"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n\(i)","fields":{}}}]}
+                        """
+                )
+                XCTAssertEqual(r.0, 200, "\(r.1)")
+            },
+            events: events
+        )
         // A poll every 500 ms would make the median about 250 ms.
         let median = delays.sorted()[delays.count / 2]
         XCTAssertLessThan(median, 0.15, "woken at once, not at the next poll: \(delays)")
@@ -86,11 +97,19 @@ final class ChangeStreamTests: ServerTestCase {
         XCTAssertTrue(headers.contains("content-type: text/event-stream"), headers)
         let start = ids(text(out))[0]
 
-        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#)
+        var r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
-        r = try call("POST", db + "/private/records/modify", body: """
-            {"zoneID":{"zoneName":"Live"},"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n1","fields":{"t":{"value":"x"}}}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Live"},"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n1","fields":{"t":{"value":"x"}}}}]}
+                """
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         XCTAssertTrue(wait(for: "\"zoneName\":\"Live\"", in: out), text(out))
         // The zone's making and the record's saving may come as one event or two (each write
@@ -100,7 +119,10 @@ final class ChangeStreamTests: ServerTestCase {
         while Date().timeIntervalSince(quietSince) < 0.8 {
             usleep(50_000)
             let now = text(out)
-            if ids(now) != ids(live) { live = now; quietSince = Date() }
+            if ids(now) != ids(live) {
+                live = now
+                quietSince = Date()
+            }
         }
         XCTAssertTrue(live.contains("event: zone\nid: "), live)
         // Each event's data is one JSON object naming the zone.
@@ -108,7 +130,8 @@ final class ChangeStreamTests: ServerTestCase {
             let object = try JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)) as? [String: Any]
             XCTAssertEqual((object?["zoneID"] as? [String: Any])?["zoneName"] as? String, "Live", String(line))
         }
-        curl.terminate(); curl.waitUntilExit()
+        curl.terminate()
+        curl.waitUntilExit()
 
         // Resumed from the first id: every change since it is announced again, at once.
         let (again, resumed) = try follow("private", lastEventID: start, seconds: 3)
@@ -164,20 +187,24 @@ final class ChangeStreamTests: ServerTestCase {
 
     func testBadStreamsAreErrorsNamingTheCause() throws {
         var r = try call("GET", db + "/private/changes/stream", headers: ["Last-Event-ID: garbage"])
-        XCTAssertEqual(r.0, 400); XCTAssertTrue((r.1["reason"] as? String ?? "").contains("change token"), "\(r.1)")
+        XCTAssertEqual(r.0, 400)
+        XCTAssertTrue((r.1["reason"] as? String ?? "").contains("change token"), "\(r.1)")
         r = try call("GET", db + "/private/changes/stream", headers: ["Last-Event-ID: " + String(repeating: "A", count: 5_000)])
         XCTAssertEqual(r.0, 400, "\(r.1)")
         r = try call("GET", db + "/public/changes/stream")
-        XCTAssertEqual(r.0, 400); XCTAssertTrue((r.1["reason"] as? String ?? "").hasPrefix("badDatabase"), "\(r.1)")
+        XCTAssertEqual(r.0, 400)
+        XCTAssertTrue((r.1["reason"] as? String ?? "").hasPrefix("badDatabase"), "\(r.1)")
         r = try call("POST", db + "/private/changes/stream", body: "{}")
-        XCTAssertEqual(r.0, 400); XCTAssertTrue((r.1["reason"] as? String ?? "").contains("GET"), "\(r.1)")
+        XCTAssertEqual(r.0, 400)
+        XCTAssertTrue((r.1["reason"] as? String ?? "").contains("GET"), "\(r.1)")
         r = try call("GET", db + "/private/changes/stream", query: "ckAPIToken=\(api)")
         XCTAssertEqual(r.0, 421, "no user: sign in first \(r.1)")
         // A token of Alice's private feed is no token of Bob's.
         let (curl, out) = try follow("private")
         XCTAssertTrue(wait(for: "id: ", in: out), text(out))
         let alices = ids(text(out))[0]
-        curl.terminate(); curl.waitUntilExit()
+        curl.terminate()
+        curl.waitUntilExit()
         web = try token("bob@example.com")
         r = try call("GET", db + "/private/changes/stream", headers: ["Last-Event-ID: \(alices)"])
         XCTAssertEqual(r.0, 400, "\(r.1)")

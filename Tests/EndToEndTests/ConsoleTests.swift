@@ -26,7 +26,7 @@ final class ConsoleTests: XCTestCase {
         try t.waitFor("\n10\n")
         try t.line("local hidden = 1")
         try t.line("hidden")
-        try t.waitFor("hidden\nnil\n")   // each entry is its own chunk, as in lua.c
+        try t.waitFor("hidden\nnil\n")  // each entry is its own chunk, as in lua.c
         try t.line("function g(a)")
         try t.waitFor(">> ")
         try t.line("return a * 3")
@@ -51,35 +51,50 @@ final class ConsoleTests: XCTestCase {
         try t.type("3 + 4")
         try t.press("Left", "Left", "Left", "Left", "BSpace")
         try t.type("1")
-        try t.press("Home"); try t.type("(")
-        try t.press("End"); try t.type(") * 10")
+        try t.press("Home")
+        try t.type("(")
+        try t.press("End")
+        try t.type(") * 10")
         try t.press("Enter")
         try t.waitFor("\n50\n")
-        try t.type("2 * 3"); try t.press("C-a"); try t.type("(")
-        try t.press("C-e"); try t.type(") + 100"); try t.press("Enter")
+        try t.type("2 * 3")
+        try t.press("C-a")
+        try t.type("(")
+        try t.press("C-e")
+        try t.type(") + 100")
+        try t.press("Enter")
         try t.waitFor("\n106\n")
-        try t.type("garbage here"); try t.press("C-u"); try t.line("7 * 7")
+        try t.type("garbage here")
+        try t.press("C-u")
+        try t.line("7 * 7")
         try t.waitFor("\n49\n")
-        try t.type("1 + 2 + junk"); try t.press("C-w"); try t.line("40")
+        try t.type("1 + 2 + junk")
+        try t.press("C-w")
+        try t.line("40")
         try t.waitFor("\n43\n")
     }
 
     func testTabCompletesGlobalsFieldsAndMethods() throws {
         let t = try console()
-        try t.type("shareflow.acc"); try t.press("Tab")
+        try t.type("shareflow.acc")
+        try t.press("Tab")
         try t.waitFor("shareflow> shareflow.accounts")
-        try t.type(".list()"); try t.press("Enter")
+        try t.type(".list()")
+        try t.press("Enter")
         try t.waitFor("{}")
         try t.line("alice = sf.accounts.create{ email = 'alice@example.com' }")
         try t.line("c = sf.as(alice):container('X') z = c.privateCloudDatabase:saveZone('Z') r = sf.Record{ recordType = 'T', zone = z }")
         try t.line("share = sf.Share{ rootRecord = r }")
-        try t.type("share:add"); try t.press("Tab")
+        try t.type("share:add")
+        try t.press("Tab")
         try t.waitFor("share:addParticipant(")
         try t.press("C-u")
-        try t.type("share.ti"); try t.press("Tab")
+        try t.type("share.ti")
+        try t.press("Tab")
         try t.waitFor("share.title")
         try t.press("C-u")
-        try t.type("sf.Fetch"); try t.press("Tab", "Tab")
+        try t.type("sf.Fetch")
+        try t.press("Tab", "Tab")
         try t.waitFor("sf.FetchRecordsOperation  sf.FetchShareMetadataOperation  sf.FetchShareParticipantsOperation")
     }
 
@@ -99,7 +114,7 @@ final class ConsoleTests: XCTestCase {
         try t.line("kept + 1")
         try t.waitFor("\n43\n")
         try t.press("C-d")
-        try t.waitFor("shareflow> ^D\n")   // libedit echoes the EOF key, as its other programs do
+        try t.waitFor("shareflow> ^D\n")  // libedit echoes the EOF key, as its other programs do
         XCTAssertFalse(try t.screen().contains("^Cinterrupted"), "a space after the echoed ^C")
     }
 
@@ -118,7 +133,9 @@ final class ConsoleTests: XCTestCase {
     }
 
     func testCommandsAndPrettyPrintedObjects() throws {
-        let t = try console("--plugins \(CLI.root.appendingPathComponent("Plugins").path) --config \(CLI.root.appendingPathComponent("Scripts/demo.config.lua").path)")
+        let t = try console(
+            "--plugins \(CLI.root.appendingPathComponent("Plugins").path) --config \(CLI.root.appendingPathComponent("Scripts/demo.config.lua").path)"
+        )
         try t.line(":help")
         try t.waitFor(":decisions [N]")
         try t.line("sf.accounts.create{ email = 'alice@example.com' } sf.accounts.create{ email = 'bob@example.com' }")
@@ -157,16 +174,19 @@ final class ConsoleTests: XCTestCase {
     }
 
     func testPipedInputIsAScriptedConsole() throws {
-        var r = try CLI.run(["repl", "--store", ":memory:"], stdin: """
-            1 + 1
-            sf.accounts.create{ email = "a@example.com" }
-            function double(x)
-              return 2 * x
-            end
-            double(21)
-            "text", 3.5, nil
-            :as a@example.com
-            """)
+        var r = try CLI.run(
+            ["repl", "--store", ":memory:"],
+            stdin: """
+                1 + 1
+                sf.accounts.create{ email = "a@example.com" }
+                function double(x)
+                  return 2 * x
+                end
+                double(21)
+                "text", 3.5, nil
+                :as a@example.com
+                """
+        )
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.hasPrefix("2\nAccount(a@example.com, _"), r.stdout)
         XCTAssertTrue(r.stdout.hasSuffix("\n42\ntext\t3.5\tnil\nacting as a@example.com\n"), r.stdout)
@@ -194,10 +214,10 @@ final class ConsoleTests: XCTestCase {
         try t.line("greeting")
         try t.waitFor("\nolá\n", count: 1)
         try t.type("s = 'ñandú'")
-        try t.press("Left", "BSpace")   // deletes the ú before the quote, both its bytes
+        try t.press("Left", "BSpace")  // deletes the ú before the quote, both its bytes
         try t.press("Enter")
         try t.line("#s")
-        try t.waitFor("\n5\n")   // ñ (2 bytes) a n d: 5 bytes
+        try t.waitFor("\n5\n")  // ñ (2 bytes) a n d: 5 bytes
     }
 
     /// Tab after an index (`ps[1].userIdentity.`) and on a record's fields.
@@ -209,22 +229,27 @@ final class ConsoleTests: XCTestCase {
         try t.waitFor("shareflow> ", count: 2)
         try t.line("c = sf.as(alice):container('X') ps = c:fetchShareParticipants{ 'bob@example.com' }")
         try t.waitFor("shareflow> ", count: 3)
-        try t.type("ps[1].userIdentity.look"); try t.press("Tab")
+        try t.type("ps[1].userIdentity.look")
+        try t.press("Tab")
         try t.waitFor("ps[1].userIdentity.lookupInfo")
         try t.press("C-u")
         try t.line("r = sf.Record{ recordType = 'T', fields = { title = 'x', tally = 2 } }")
         try t.waitFor("shareflow> ", count: 4)
-        try t.type("r.fields.ti"); try t.press("Tab")
+        try t.type("r.fields.ti")
+        try t.press("Tab")
         try t.waitFor("r.fields.title")
         try t.press("C-u")
-        try t.type("r.fields.t"); try t.press("Tab", "Tab")
+        try t.type("r.fields.t")
+        try t.press("Tab", "Tab")
         try t.waitFor("r.fields.tally  r.fields.title")
     }
 
     /// History goes to $HOME (not the password file's home), or $XDG_STATE_HOME when set.
     func testHistoryLivesInHomeOrXDGStateHome() throws {
-        for (env, file) in [("HOME=\(dir.path)/home", "home/.shareflow_history"),
-                            ("XDG_STATE_HOME=\(dir.path)/state", "state/shareflow/history")] {
+        for (env, file) in [
+            ("HOME=\(dir.path)/home", "home/.shareflow_history"),
+            ("XDG_STATE_HOME=\(dir.path)/state", "state/shareflow/history"),
+        ] {
             let t = try Tmux(command: "cd \(CLI.root.path) && mkdir -p \(dir.path)/home && \(env) \(CLI.binary) repl --store :memory:")
             try t.waitFor("shareflow> ")
             try t.line("noted = 1")
@@ -257,7 +282,8 @@ final class ConsoleTests: XCTestCase {
 
     func testDryRunLeavesTheStoreByteForByteAndReportsChanges() throws {
         let store = dir.appendingPathComponent("s.sqlite").path
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "alice@example.com" }
             sf.accounts.create{ email = "bob@example.com" }
@@ -268,8 +294,11 @@ final class ConsoleTests: XCTestCase {
             s:addParticipant(c:fetchShareParticipants{ "bob@example.com" }[1])
             c.privateCloudDatabase:modifyRecords{ save = { r, s } }
             io.open(arg[1], "w"):write(s.url):close()
-            """, to: dir.appendingPathComponent("setup.lua"))
-        try CLI.write("""
+            """,
+            to: dir.appendingPathComponent("setup.lua")
+        )
+        try CLI.write(
+            """
             local sf = require("shareflow")
             local url = io.open(arg[1]):read("a")
             sf.accounts.create{ email = "carol@example.com" }
@@ -279,7 +308,9 @@ final class ConsoleTests: XCTestCase {
             local zone = c.privateCloudDatabase:saveZone("Trips")
             c.privateCloudDatabase:modifyRecords{ delete = { { recordName = "lisbon", zoneID = zone.zoneID } } }
             print("script ran")
-            """, to: dir.appendingPathComponent("change.lua"))
+            """,
+            to: dir.appendingPathComponent("change.lua")
+        )
         let url = dir.appendingPathComponent("url").path
         XCTAssertEqual(try CLI.run(["run", "--store", store, "setup.lua", url], cwd: dir).status, 0)
         func bytes() throws -> [String: Data] {
@@ -295,27 +326,37 @@ final class ConsoleTests: XCTestCase {
         XCTAssertEqual(try bytes(), before, "the store is byte-for-byte as it was")
         XCTAssertTrue(r.stdout.hasPrefix("script ran\ndry run: nothing was written to \(store). The script would have made "), r.stdout)
         XCTAssertTrue(r.stdout.contains("changes (+1 account, -1 record, -1 share, -2 participants):"), r.stdout)
-        for line in ["  accounts:\n    + account carol@example.com",
-                     "  zone Trips of alice@example.com in X:\n    - record Trip lisbon {title=\"Lisbon\"}",
-                     "\n    - share \"Lisbon\" root lisbon, publicPermission none\n    - participant alice@example.com: owner readWrite accepted\n    - participant bob@example.com: privateUser readOnly pending\n"] {
+        for line in [
+            "  accounts:\n    + account carol@example.com",
+            "  zone Trips of alice@example.com in X:\n    - record Trip lisbon {title=\"Lisbon\"}",
+            "\n    - share \"Lisbon\" root lisbon, publicPermission none\n    - participant alice@example.com: owner readWrite accepted\n    - participant bob@example.com: privateUser readOnly pending\n",
+        ] {
             XCTAssertTrue(r.stdout.contains(line), "missing \(line):\n\(r.stdout)")
         }
         // The same as JSON; a dry run that fails leaves the store as it was and nothing behind.
         let json = try CLI.run(["run", "--store", store, "--dry-run", "--json", "change.lua", url], cwd: dir)
-        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data((json.stdout.split(separator: "\n").last ?? "").utf8)) as? [String: Any])
+        let object = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data((json.stdout.split(separator: "\n").last ?? "").utf8)) as? [String: Any]
+        )
         let dryRun = try XCTUnwrap(object["dryRun"] as? [String: Any])
         XCTAssertEqual(dryRun["changes"] as? Int, 5)
         XCTAssertEqual((dryRun["counts"] as? [String: [String: Int]])?["participants"], ["-": 2])
         XCTAssertEqual(try bytes(), before)
-        try CLI.write("require('shareflow').accounts.create{ email = 'dave@example.com' }\nerror('halfway')", to: dir.appendingPathComponent("fails.lua"))
+        try CLI.write(
+            "require('shareflow').accounts.create{ email = 'dave@example.com' }\nerror('halfway')",
+            to: dir.appendingPathComponent("fails.lua")
+        )
         let temp = try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).filter { $0.hasPrefix("shareflow-dry-run") }
         let failed = try CLI.run(["run", "--store", store, "--dry-run", "--json", "fails.lua"], cwd: dir)
         XCTAssertEqual(failed.status, 1)
         XCTAssertTrue(failed.stdout.contains("\"code\":\"scriptError\""), failed.stdout)
         XCTAssertTrue(failed.stdout.contains("fails.lua:2: halfway"), failed.stdout)
         XCTAssertEqual(try bytes(), before, "a failed dry run changes nothing")
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).filter { $0.hasPrefix("shareflow-dry-run") }, temp,
-                       "nothing left in TMPDIR")
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).filter { $0.hasPrefix("shareflow-dry-run") },
+            temp,
+            "nothing left in TMPDIR"
+        )
         // And a real run does change it.
         XCTAssertEqual(try CLI.run(["run", "--store", store, "change.lua", url], cwd: dir).status, 0)
         XCTAssertNotEqual(try bytes(), before)

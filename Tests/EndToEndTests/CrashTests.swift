@@ -21,8 +21,10 @@ final class CrashTests: XCTestCase {
         let out = try FileHandle(forWritingTo: outURL)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLI.binary)
-        process.arguments = ["run", "--store", store, "--as", "bob@example.com",
-                             fixtures.appendingPathComponent("crash_accept.lua").path, urls]
+        process.arguments = [
+            "run", "--store", store, "--as", "bob@example.com",
+            fixtures.appendingPathComponent("crash_accept.lua").path, urls,
+        ]
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -41,14 +43,18 @@ final class CrashTests: XCTestCase {
         let printed = (try String(contentsOf: outURL, encoding: .utf8)).split(separator: "\n")
         XCTAssertFalse(printed.contains("finished"))
 
-        let verify = try CLI.run(["run", "--store", store, "--as", "bob@example.com",
-                                  fixtures.appendingPathComponent("crash_verify.lua").path, urls])
+        let verify = try CLI.run([
+            "run", "--store", store, "--as", "bob@example.com",
+            fixtures.appendingPathComponent("crash_verify.lua").path, urls,
+        ])
         XCTAssertEqual(verify.status, 0, verify.stderr)
-        let counts = Dictionary(uniqueKeysWithValues: verify.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            .split(separator: " ").map { part -> (String, Int) in
-                let kv = part.split(separator: "=")
-                return (String(kv[0]), Int(kv[1])!)
-            })
+        let counts = Dictionary(
+            uniqueKeysWithValues: verify.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                .split(separator: " ").map { part -> (String, Int) in
+                    let kv = part.split(separator: "=")
+                    return (String(kv[0]), Int(kv[1])!)
+                }
+        )
         XCTAssertEqual(counts["broken"], 0, verify.stdout)
         XCTAssertEqual((counts["accepted"] ?? 0) + (counts["pending"] ?? 0), total)
         XCTAssertGreaterThanOrEqual(counts["accepted"] ?? 0, printed.count, "every reported accept was committed")
@@ -56,7 +62,9 @@ final class CrashTests: XCTestCase {
 
         let check = Process()
         check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        check.arguments = ["python3", "-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])", store]
+        check.arguments = [
+            "python3", "-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])", store,
+        ]
         let pipe = Pipe()
         check.standardOutput = pipe
         try check.run()

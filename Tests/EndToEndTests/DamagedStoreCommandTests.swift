@@ -13,7 +13,8 @@ final class DamagedStoreCommandTests: XCTestCase {
     override func setUpWithError() throws {
         dir = try CLI.temporaryDirectory()
         store = dir.appendingPathComponent("store.sqlite").path
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "alice@example.com" }
             sf.accounts.create{ email = "bob@example.com" }
@@ -26,13 +27,18 @@ final class DamagedStoreCommandTests: XCTestCase {
             share:addParticipant(c:fetchShareParticipants{ "bob@example.com" }[1])
             assert(not select(2, db:modifyRecords{ save = { trip, day, share } }))
             print(share.recordID.recordName)
-            """, to: dir.appendingPathComponent("setup.lua"))
-        try CLI.write("""
+            """,
+            to: dir.appendingPathComponent("setup.lua")
+        )
+        try CLI.write(
+            """
             local sf = require("shareflow")
             local db = sf.as("alice@example.com"):container("iCloud.com.example.trips").privateCloudDatabase
             local r = assert(db:fetchRecord(sf.RecordID{ recordName = arg[1], zoneID = db:saveZone("Trips").zoneID }))
             print(r.recordType)
-            """, to: dir.appendingPathComponent("read.lua"))
+            """,
+            to: dir.appendingPathComponent("read.lua")
+        )
     }
 
     override func tearDownWithError() throws {
@@ -72,7 +78,10 @@ final class DamagedStoreCommandTests: XCTestCase {
         XCTAssertEqual(try read("lisbon").stdout, "Trip\n")
         XCTAssertEqual(try read(shareName).stdout, "cloudkit.share\n")
         try damage("UPDATE record SET fields = x'00ff' WHERE name = 'lisbon'")
-        assertFailsCleanly(try read("lisbon"), "store \(store!): damaged row: table record row 1 column fields: expected TEXT (JSON), found BLOB (2 bytes)")
+        assertFailsCleanly(
+            try read("lisbon"),
+            "store \(store!): damaged row: table record row 1 column fields: expected TEXT (JSON), found BLOB (2 bytes)"
+        )
         let day = try read("day1")
         XCTAssertEqual(day.status, 0, day.stderr)
         XCTAssertEqual(day.stdout, "Day\n")
@@ -102,14 +111,16 @@ final class DamagedStoreCommandTests: XCTestCase {
         XCTAssertEqual(healthy.status, 0, healthy.stdout + healthy.stderr)
         XCTAssertEqual(healthy.stdout, "store \(store!): ok\n")
 
-        try damage("""
+        try damage(
+            """
             UPDATE record SET fields = x'7b7d' WHERE name = 'lisbon';
             UPDATE record SET modifiedAt = 'soon' WHERE name = 'day1';
             UPDATE participant SET role = x'00' WHERE lookupValue = 'bob@example.com';
             UPDATE account SET discoverability = 'maybe' WHERE id = 2;
             \(StoreDamage.foreignSchemaObjects)
             UPDATE record SET parentName = 'day1' WHERE name = 'lisbon';
-            """)
+            """
+        )
         let r = try CLI.run(["store", "check", "--store", store])
         XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
         XCTAssertFalse(r.stderr.contains("Fatal error"), r.stderr)
@@ -148,7 +159,11 @@ final class DamagedStoreCommandTests: XCTestCase {
         defer { server.stop() }
         let zone = #""zoneID":{"zoneName":"Trips"}"#
         for _ in 0..<2 {
-            let (status, body) = try server.call("POST", "/private/records/lookup", body: #"{\#(zone),"records":[{"recordName":"lisbon"},{"recordName":"day1"}]}"#)
+            let (status, body) = try server.call(
+                "POST",
+                "/private/records/lookup",
+                body: #"{\#(zone),"records":[{"recordName":"lisbon"},{"recordName":"day1"}]}"#
+            )
             XCTAssertEqual(status, 200, "\(body)")
             let records = body["records"] as? [[String: Any]]
             XCTAssertEqual(records?.count, 2, "\(body)")
@@ -157,7 +172,12 @@ final class DamagedStoreCommandTests: XCTestCase {
             XCTAssertFalse(reason.contains(dir.path) || reason.contains("damaged row") || reason.contains("sqlite"), reason)
             let incident = try XCTUnwrap(reason.range(of: #"incident [0-9a-f-]{36}"#, options: .regularExpression).map { String(reason[$0]) }, reason)
             let log = try server.log()
-            XCTAssertTrue(log.split(separator: "\n").contains { $0.contains(incident) && $0.contains("damaged row: table record row 1 column fields: expected TEXT (JSON), found BLOB (1 byte)") }, log)
+            XCTAssertTrue(
+                log.split(separator: "\n").contains {
+                    $0.contains(incident) && $0.contains("damaged row: table record row 1 column fields: expected TEXT (JSON), found BLOB (1 byte)")
+                },
+                log
+            )
             XCTAssertEqual(records?.last?["recordType"] as? String, "Day", "\(body)")
         }
         XCTAssertTrue(server.isRunning, "the server goes on")
@@ -175,9 +195,13 @@ final class DamagedStoreCommandTests: XCTestCase {
         defer { server.stop() }
         let holder = try WriteLockHolder(store: store)
         defer { holder.releaseLock() }
-        let (status, body) = try server.call("POST", "/private/records/modify", body: """
-            {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"create","record":{"recordName":"new","recordType":"Day"}}]}
-            """)
+        let (status, body) = try server.call(
+            "POST",
+            "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"create","record":{"recordName":"new","recordType":"Day"}}]}
+                """
+        )
         XCTAssertEqual(status, 503, "\(body)")
         XCTAssertEqual(body["serverErrorCode"] as? String, "TRY_AGAIN_LATER", "\(body)")
         XCTAssertNotNil(body["retryAfter"], "\(body)")
@@ -192,12 +216,17 @@ final class DamagedStoreCommandTests: XCTestCase {
     /// milliseconds; now the record is served with the number as it is.
     func testServeAnswersARecordWithAFarOffDate() throws {
         try setUpStore(container: "iCloud.test")
-        try damage("UPDATE record SET modifiedAt = 1e300 WHERE name = 'day1'; UPDATE record SET modifiedAt = -9223372036854775807 WHERE name = 'lisbon'")
+        try damage(
+            "UPDATE record SET modifiedAt = 1e300 WHERE name = 'day1'; UPDATE record SET modifiedAt = -9223372036854775807 WHERE name = 'lisbon'"
+        )
         let server = ServerHarness(dir: dir, store: store)
         try server.start()
         defer { server.stop() }
-        let (status, body) = try server.call("POST", "/private/records/lookup",
-                                             body: #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"lisbon"},{"recordName":"day1"}]}"#)
+        let (status, body) = try server.call(
+            "POST",
+            "/private/records/lookup",
+            body: #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"lisbon"},{"recordName":"day1"}]}"#
+        )
         XCTAssertEqual(status, 200, "\(body)")
         let records = body["records"] as? [[String: Any]] ?? []
         XCTAssertEqual(records.map { $0["recordName"] as? String }, ["lisbon", "day1"], "\(body)")
@@ -210,13 +239,16 @@ final class DamagedStoreCommandTests: XCTestCase {
     func testAChangedSchemaIsSaidWithoutSQLiteNames() throws {
         let share = try setUpStore()
         try damage("ALTER TABLE participant RENAME COLUMN permission TO perm")
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             local c = sf.as("alice@example.com"):container("iCloud.com.example.trips")
             local zone = c.privateCloudDatabase:saveZone("Trips")
             local s = assert(c.privateCloudDatabase:fetchRecord(sf.RecordID{ recordName = arg[1], zoneID = zone.zoneID }))
             print(#s.participants)
-            """, to: dir.appendingPathComponent("share.lua"))
+            """,
+            to: dir.appendingPathComponent("share.lua")
+        )
         let r = try CLI.run(["run", "--store", store, dir.appendingPathComponent("share.lua").path, share])
         XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
         XCTAssertFalse(r.stderr.contains("no such column") || r.stderr.contains("permission"), r.stderr)
@@ -231,8 +263,10 @@ final class DamagedStoreCommandTests: XCTestCase {
     /// error, and the file changed. Now it is refused at once and left as it was.
     func testAStoreWithoutItsMigrationRecordIsRefusedAtOnceUnchanged() throws {
         try setUpStore()
-        for sql in ["DROP TABLE grdb_migrations", "DELETE FROM grdb_migrations WHERE identifier = 'v4'",
-                    "UPDATE shareflow_meta SET value = 'abc' WHERE key = 'schemaVersion'"] {
+        for sql in [
+            "DROP TABLE grdb_migrations", "DELETE FROM grdb_migrations WHERE identifier = 'v4'",
+            "UPDATE shareflow_meta SET value = 'abc' WHERE key = 'schemaVersion'",
+        ] {
             let copy = dir.appendingPathComponent("copy-\(UUID().uuidString).sqlite").path
             try FileManager.default.copyItem(atPath: store, toPath: copy)
             try Tools.sqlite(copy, sql + "; PRAGMA journal_mode=DELETE;")
@@ -279,7 +313,11 @@ private final class ServerHarness {
     /// One request to the private database of iCloud.test, by curl: the status and the JSON body.
     func call(_ method: String, _ path: String, body: String) throws -> (Int, [String: Any]) {
         let base = server?.base ?? ""
-        return try Tools.curl(method, base + "/database/1/iCloud.test/development" + path + "?ckAPIToken=\(api)&ckWebAuthToken=\(web)",
-                              body: body, in: dir)
+        return try Tools.curl(
+            method,
+            base + "/database/1/iCloud.test/development" + path + "?ckAPIToken=\(api)&ckWebAuthToken=\(web)",
+            body: body,
+            in: dir
+        )
     }
 }

@@ -21,8 +21,10 @@ final class FaultAttackTests: ServerTestCase {
         let out = dir.appendingPathComponent("stream-\(UUID().uuidString)")
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        curl.arguments = ["curl", "-sN", "-o", out.path, "-w", "%{http_code}", "--max-time", String(seconds),
-                          base + db + "/private/changes/stream?ckAPIToken=\(api)&ckWebAuthToken=\(web)"]
+        curl.arguments = [
+            "curl", "-sN", "-o", out.path, "-w", "%{http_code}", "--max-time", String(seconds),
+            base + db + "/private/changes/stream?ckAPIToken=\(api)&ckWebAuthToken=\(web)",
+        ]
         curl.standardOutput = Pipe()
         try curl.run()
         return (curl, out)
@@ -31,10 +33,17 @@ final class FaultAttackTests: ServerTestCase {
     private func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
 
     func testTheChangeStreamIsOneRequestDecidedOnItsConnection() throws {
-        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        var r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         // A rule naming changes/stream is asked when a stream opens: 429 as any endpoint's.
-        var (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"changes/stream","fault":"requestRateLimited","retryAfter":2,"count":1}]}"#)
+        var (status, body) = try adminCall(
+            "POST",
+            body: #"{"rules":[{"operation":"changes/stream","fault":"requestRateLimited","retryAfter":2,"count":1}]}"#
+        )
         XCTAssertEqual(status, 200, "\(body)")
         r = try call("GET", db + "/private/changes/stream")
         XCTAssertEqual(r.0, 429, "\(r.1)")
@@ -51,7 +60,8 @@ final class FaultAttackTests: ServerTestCase {
         r = try call("POST", db + "/private/records/query", body: #"{"zoneID":{"zoneName":"Trips"},"query":{"recordType":"Note"}}"#)
         XCTAssertEqual(r.0, 200, "\(r.1)")
         XCTAssertLessThan(Date().timeIntervalSince(started), 1.5, "the engine's thread slept in a stream's poll")
-        curl.terminate(); curl.waitUntilExit()
+        curl.terminate()
+        curl.waitUntilExit()
         XCTAssertEqual(try adminCall("DELETE").0, 200)
 
         // A count on changes/database is spent by changes/database requests, not by a stream's polls.
@@ -63,12 +73,19 @@ final class FaultAttackTests: ServerTestCase {
         XCTAssertEqual(r.0, 503, "the rule's one injection is the feed request's: \(r.1)")
         (status, body) = try adminCall("GET", "/history")
         let history = body["history"] as? [[String: Any]] ?? []
-        XCTAssertEqual(history.filter { ($0["operation"] as? String) == "databaseChanges" && ($0["fault"] as? String) == "latency" }.count, 0,
-                       "no stream poll was delayed: \(history)")
+        XCTAssertEqual(
+            history.filter { ($0["operation"] as? String) == "databaseChanges" && ($0["fault"] as? String) == "latency" }.count,
+            0,
+            "no stream poll was delayed: \(history)"
+        )
     }
 
     func testAZonePurgedRuleDoesNotSpinAStream() throws {
-        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        var r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         let (status, body) = try adminCall("POST", body: #"{"rules":[{"fault":"zonePurged","zone":"Trips"}]}"#)
         XCTAssertEqual(status, 200, "\(body)")
@@ -94,8 +111,14 @@ final class FaultAttackTests: ServerTestCase {
         // The access log's line for a drop is a request line like the others: `dropped`, ms, fault=.
         let log = try String(contentsOf: serverLog, encoding: .utf8)
         let line = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("/private/zones/list") && $0.contains("dropped") }, log)
-        XCTAssertNotNil(line.range(of: #"POST /database/1/iCloud\.test/development/private/zones/list dropped [0-9]+\.[0-9] ms alice@example\.com fault=networkFailure \(beforeCommit\)$"#,
-                                   options: .regularExpression), String(line))
+        XCTAssertNotNil(
+            line.range(
+                of:
+                    #"POST /database/1/iCloud\.test/development/private/zones/list dropped [0-9]+\.[0-9] ms alice@example\.com fault=networkFailure \(beforeCommit\)$"#,
+                options: .regularExpression
+            ),
+            String(line)
+        )
     }
 
     func testAFaultInjectedObserverThatCallsTheEngineDoesNotLoopOnTheEngineThread() throws {
@@ -104,7 +127,8 @@ final class FaultAttackTests: ServerTestCase {
         // delay slept on the engine's one thread (one 50 ms rule held the server 5 s).
         let plugins = dir.appendingPathComponent("plugins")
         try FileManager.default.createDirectory(at: plugins.appendingPathComponent("echo"), withIntermediateDirectories: true)
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             return { name = "echo", version = "1.0.0", description = "fetches on each injection", config = {},
               setup = function(ctx)
@@ -114,7 +138,9 @@ final class FaultAttackTests: ServerTestCase {
                   ctx.log.info("echo fetched: " .. tostring(err and err.code))
                 end, { name = "echo" })
               end }
-            """, to: plugins.appendingPathComponent("echo/init.lua"))
+            """,
+            to: plugins.appendingPathComponent("echo/init.lua")
+        )
         let config = dir.appendingPathComponent("echo.config.lua")
         try CLI.write("return { plugins = { echo = true } }", to: config)
         stopServer()
@@ -152,8 +178,10 @@ final class FaultAttackTests: ServerTestCase {
 
     func testAConfigWithMoreRulesThanCanBeArmedIsOneLineNamingTheFile() throws {
         let config = dir.appendingPathComponent("many.config.lua")
-        try CLI.write("return { faults = {" + (0...1_000).map { #"{ fault = "zoneBusy", zone = "z\#($0)" }"# }.joined(separator: ",") + "} }",
-                      to: config)
+        try CLI.write(
+            "return { faults = {" + (0...1_000).map { #"{ fault = "zoneBusy", zone = "z\#($0)" }"# }.joined(separator: ",") + "} }",
+            to: config
+        )
         let script = dir.appendingPathComponent("one.lua")
         try CLI.write("print(1)", to: script)
         let r = try CLI.run(["run", "--store", ":memory:", "--config", config.path, script.path])
@@ -168,7 +196,8 @@ final class FaultAttackTests: ServerTestCase {
         // a native request decided (and delayed) on the engine's thread.
         let plugins = dir.appendingPathComponent("plugins")
         try FileManager.default.createDirectory(at: plugins.appendingPathComponent("reader"), withIntermediateDirectories: true)
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             return { name = "reader", version = "1.0.0", description = "reads back each save", config = {},
               setup = function(ctx)
@@ -185,7 +214,9 @@ final class FaultAttackTests: ServerTestCase {
                   op:wait()
                 end, { name = "reader" })
               end }
-            """, to: plugins.appendingPathComponent("reader/init.lua"))
+            """,
+            to: plugins.appendingPathComponent("reader/init.lua")
+        )
         let config = dir.appendingPathComponent("reader.config.lua")
         try CLI.write("return { plugins = { reader = true } }", to: config)
         stopServer()
@@ -193,9 +224,13 @@ final class FaultAttackTests: ServerTestCase {
         let (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"*","latencyMs":1500}]}"#)
         XCTAssertEqual(status, 200, "\(body)")
         let started = Date()
-        let r = try call("POST", db + "/private/records/modify", body: """
-            {"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n1","fields":{"t":{"value":"x"}}}}]}
-            """)
+        let r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n1","fields":{"t":{"value":"x"}}}}]}
+                """
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         XCTAssertLessThan(Date().timeIntervalSince(started), 2.9, "one delay, the request's")
         let history = try adminCall("GET", "/history").1["history"] as? [Any]

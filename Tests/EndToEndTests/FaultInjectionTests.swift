@@ -19,14 +19,18 @@ final class FaultInjectionTests: ServerTestCase {
 
     func testTheConfigFilesRulesApplyToEveryCommandAndOutliveClear() throws {
         let config = dir.appendingPathComponent("faults.config.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             return { faults = {
               { caller = "bob@example.com", operation = "modifyRecordZones", fault = "quotaExceeded" },
             } }
-            """, to: config)
+            """,
+            to: config
+        )
         // `run`: armed before the script, kept by clear().
         let script = dir.appendingPathComponent("config-faults.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             local listed = sf.faults.list()
             print(#listed, listed[1].owner, listed[1].fault, listed[1].caller)
@@ -34,14 +38,17 @@ final class FaultInjectionTests: ServerTestCase {
             local _, err = sf.as("bob@example.com"):container("iCloud.test").privateCloudDatabase:saveZone("B")
             print(err and err.code, err and err.codeNumber)
             print(select(2, sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase:saveZone("A")))
-            """, to: script)
+            """,
+            to: script
+        )
         let r = try CLI.run(["run", "--store", store, "--config", config.path, script.path])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.stdout, "1\tconfig\tquotaExceeded\tbob@example.com\n0\t1\nquotaExceeded\t25\nnil\n")
 
         // `test`: in every test's engine.
         let testFile = dir.appendingPathComponent("config_faults_test.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             test("the config's rule is armed", function()
               sf.accounts.create{ email = "bob@example.com" }
@@ -49,7 +56,9 @@ final class FaultInjectionTests: ServerTestCase {
               expect.eq(err.code, "quotaExceeded")
               expect.eq(sf.faults.list()[1].owner, "config")
             end)
-            """, to: testFile)
+            """,
+            to: testFile
+        )
         let tested = try CLI.run(["test", "--config", config.path, testFile.path])
         XCTAssertEqual(tested.status, 0, tested.stdout + tested.stderr)
         XCTAssertTrue(tested.stdout.hasSuffix("1 passed, 0 failed\n"), tested.stdout)
@@ -58,11 +67,19 @@ final class FaultInjectionTests: ServerTestCase {
         stopServer()
         try startServer(["--config", config.path])
         let bob = try token("bob@example.com")
-        var (status, body) = try call("POST", db + "/private/zones/modify", query: "ckAPIToken=\(api)&ckWebAuthToken=\(bob)",
-                                      body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"B"}}}]}"#)
+        var (status, body) = try call(
+            "POST",
+            db + "/private/zones/modify",
+            query: "ckAPIToken=\(api)&ckWebAuthToken=\(bob)",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"B"}}}]}"#
+        )
         XCTAssertEqual(status, 413, "\(body)")
         XCTAssertEqual(body["serverErrorCode"] as? String, "QUOTA_EXCEEDED")
-        (status, body) = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"A"}}}]}"#)
+        (status, body) = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"A"}}}]}"#
+        )
         XCTAssertEqual(status, 200, "Alice is untouched: \(body)")
         (status, body) = try adminCall("DELETE")
         XCTAssertEqual(body["removed"] as? Int, 0)
@@ -133,16 +150,21 @@ final class FaultInjectionTests: ServerTestCase {
 
     func testADelayHoldsOnlyItsOwnConnection() throws {
         // A request's delay, and an item's (slept by the server once the engine is done).
-        var (status, body) = try adminCall("POST", body: """
-            {"rules":[{"operation":"records/query","caller":"alice@example.com","latencyMs":1500},
-                      {"operation":"records/modify","caller":"alice@example.com","fault":"zoneBusy","latencyMs":1500}]}
-            """)
+        var (status, body) = try adminCall(
+            "POST",
+            body: """
+                {"rules":[{"operation":"records/query","caller":"alice@example.com","latencyMs":1500},
+                          {"operation":"records/modify","caller":"alice@example.com","fault":"zoneBusy","latencyMs":1500}]}
+                """
+        )
         XCTAssertEqual(status, 200, "\(body)")
         func slow(_ subpath: String, _ body: String) throws -> (Process, Pipe) {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            p.arguments = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "--data", body,
-                           base + db + "/private/\(subpath)?ckAPIToken=\(api)&ckWebAuthToken=\(web)"]
+            p.arguments = [
+                "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "--data", body,
+                base + db + "/private/\(subpath)?ckAPIToken=\(api)&ckWebAuthToken=\(web)",
+            ]
             let out = Pipe()
             p.standardOutput = out
             try p.run()
@@ -150,13 +172,20 @@ final class FaultInjectionTests: ServerTestCase {
         }
         let started = Date()
         let query = try slow("records/query", #"{"query":{"recordType":"Note"}}"#)
-        let modify = try slow("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"z1","fields":{}}}]}"#)
+        let modify = try slow(
+            "records/modify",
+            #"{"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"z1","fields":{}}}]}"#
+        )
         usleep(300_000)
         // Meanwhile the engine answers others at once: the delays sleep on the connections.
         let bob = try token("bob@example.com")
         let other = Date()
-        (status, body) = try call("POST", db + "/private/records/query", query: "ckAPIToken=\(api)&ckWebAuthToken=\(bob)",
-                                  body: #"{"query":{"recordType":"Note"}}"#)
+        (status, body) = try call(
+            "POST",
+            db + "/private/records/query",
+            query: "ckAPIToken=\(api)&ckWebAuthToken=\(bob)",
+            body: #"{"query":{"recordType":"Note"}}"#
+        )
         XCTAssertEqual(status, 200, "\(body)")
         XCTAssertLessThan(Date().timeIntervalSince(other), 1.0, "Bob's request did not wait for Alice's delays")
         for (process, out) in [query, modify] {

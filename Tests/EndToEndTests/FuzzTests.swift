@@ -18,18 +18,24 @@ final class FuzzTests: XCTestCase {
     static let hardTimeout: TimeInterval = 90
 
     func testTrustedScriptSurvivesFuzzing() throws {
-        try fuzz(mode: "script", [
-            "run", "--store", ":memory:", "--log-level", "critical",
-            "Tests/fuzz/fuzz.lua", Self.budget, Self.seed,
-        ])
+        try fuzz(
+            mode: "script",
+            [
+                "run", "--store", ":memory:", "--log-level", "critical",
+                "Tests/fuzz/fuzz.lua", Self.budget, Self.seed,
+            ]
+        )
     }
 
     func testPluginSurvivesFuzzing() throws {
-        try fuzz(mode: "plugin", [
-            "run", "--store", ":memory:", "--log-level", "critical",
-            "--plugins", "Tests/fuzz/plugin", "--config", "Tests/fuzz/plugin.config.lua",
-            "Tests/fuzz/drive_plugin.lua", Self.budget, Self.seed,
-        ])
+        try fuzz(
+            mode: "plugin",
+            [
+                "run", "--store", ":memory:", "--log-level", "critical",
+                "--plugins", "Tests/fuzz/plugin", "--config", "Tests/fuzz/plugin.config.lua",
+                "Tests/fuzz/drive_plugin.lua", Self.budget, Self.seed,
+            ]
+        )
     }
 
     private func fuzz(mode: String, _ arguments: [String]) throws {
@@ -37,14 +43,19 @@ final class FuzzTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let breadcrumbs = dir.appendingPathComponent("breadcrumbs").path
         let start = Date()
-        let r = try CLI.run(arguments, environment: [
-            "SHAREFLOW_FUZZ_BREADCRUMB": breadcrumbs,
-            "SHAREFLOW_FUZZ_SKIP": "",  // CI explores everything
-        ], timeout: Self.hardTimeout)
+        let r = try CLI.run(
+            arguments,
+            environment: [
+                "SHAREFLOW_FUZZ_BREADCRUMB": breadcrumbs,
+                "SHAREFLOW_FUZZ_SKIP": "",  // CI explores everything
+            ],
+            timeout: Self.hardTimeout
+        )
         let elapsed = Date().timeIntervalSince(start)
         let hung = elapsed >= Self.hardTimeout
 
-        let ok = !hung && r.status == 0 && r.stdout.contains("fuzz ok")
+        let ok =
+            !hung && r.status == 0 && r.stdout.contains("fuzz ok")
             && !r.stderr.contains("Fatal error") && !r.stderr.contains("unprotected Lua error")
         guard !ok else { return }
 

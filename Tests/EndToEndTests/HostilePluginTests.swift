@@ -90,8 +90,10 @@ final class HostilePluginTests: XCTestCase {
 
     func testBudgetPcallLoopInObserver() throws {
         let r = try drive("budget-observer-pcall-loop")
-        XCTAssertTrue(r.stderr.contains("plugin 'budget-observer-pcall-loop': CPU budget of 50 ms exceeded"),
-                      "the observer's error names the budget:\n" + Self.head(r.stderr))
+        XCTAssertTrue(
+            r.stderr.contains("plugin 'budget-observer-pcall-loop': CPU budget of 50 ms exceeded"),
+            "the observer's error names the budget:\n" + Self.head(r.stderr)
+        )
     }
 
     // MARK: Class 6 — plugins see engine objects read-only
@@ -192,8 +194,10 @@ final class HostilePluginTests: XCTestCase {
 
     func testScriptStateIsClosedAtExit() throws {
         let r = try drive("script-gc-at-exit")
-        XCTAssertTrue(r.stdout.contains("ok script-gc-at-exit\ngc at exit\n"),
-                      "the script's finalizer runs when the process ends (states are closed at exit):\n" + r.stdout)
+        XCTAssertTrue(
+            r.stdout.contains("ok script-gc-at-exit\ngc at exit\n"),
+            "the script's finalizer runs when the process ends (states are closed at exit):\n" + r.stdout
+        )
     }
 
     // MARK: Running a case
@@ -203,20 +207,36 @@ final class HostilePluginTests: XCTestCase {
     /// that temporary folder comes first in `--plugins` and is the driver's second argument:
     /// the case writes there what the repository cannot hold (FIFOs, links, files past 1 MiB).
     @discardableResult
-    func drive(_ name: String, config: String = "hostile.config.lua", memoryStore: Bool = false, plugins: [String] = [],
-               generatedPlugins: Bool = false, file: StaticString = #filePath, line: UInt = #line) throws -> CLI.Result {
+    func drive(
+        _ name: String,
+        config: String = "hostile.config.lua",
+        memoryStore: Bool = false,
+        plugins: [String] = [],
+        generatedPlugins: Bool = false,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws -> CLI.Result {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = memoryStore ? ":memory:" : dir.appendingPathComponent("store.sqlite").path
-        var first: [String] = [], arguments: [String] = []
+        var first: [String] = []
+        var arguments: [String] = []
         if generatedPlugins {
             let generated = dir.appendingPathComponent("generated")
             try FileManager.default.createDirectory(at: generated, withIntermediateDirectories: true)
             first = [generated.path]
             arguments = [generated.path]
         }
-        return try run(["--store", store, "--config", Self.corpus + "/" + config], firstPlugins: first, plugins: plugins,
-                       script: name, arguments: arguments, expecting: name, file: file, line: line)
+        return try run(
+            ["--store", store, "--config", Self.corpus + "/" + config],
+            firstPlugins: first,
+            plugins: plugins,
+            script: name,
+            arguments: arguments,
+            expecting: name,
+            file: file,
+            line: line
+        )
     }
 
     /// A config that turns `plugin` on at startup: the process either serves (the plugin
@@ -226,8 +246,12 @@ final class HostilePluginTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let config = dir.appendingPathComponent("config.lua")
         try CLI.write("return { limits = { cpuMillis = 50, memoryMiB = 64 }, plugins = { [\"\(plugin)\"] = true } }", to: config)
-        try runServingOrClearError(["--store", dir.appendingPathComponent("store.sqlite").path, "--config", config.path],
-                                   clearError: "shareflow: plugin '\(plugin)'", file: file, line: line)
+        try runServingOrClearError(
+            ["--store", dir.appendingPathComponent("store.sqlite").path, "--config", config.path],
+            clearError: "shareflow: plugin '\(plugin)'",
+            file: file,
+            line: line
+        )
     }
 
     /// An operator's config with out-of-range limits (and one plugin on): refused with one
@@ -237,8 +261,12 @@ final class HostilePluginTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let config = dir.appendingPathComponent("config.lua")
         try CLI.write("return { limits = { \(limits) }, plugins = { [\"benign-observer\"] = true } }", to: config)
-        try runServingOrClearError(["--store", dir.appendingPathComponent("store.sqlite").path, "--config", config.path],
-                                   clearError: "shareflow: config file", file: file, line: line)
+        try runServingOrClearError(
+            ["--store", dir.appendingPathComponent("store.sqlite").path, "--config", config.path],
+            clearError: "shareflow: config file",
+            file: file,
+            line: line
+        )
     }
 
     private func runServingOrClearError(_ options: [String], clearError: String, file: StaticString, line: UInt) throws {
@@ -254,18 +282,35 @@ final class HostilePluginTests: XCTestCase {
         }
     }
 
-    private func run(_ options: [String], firstPlugins: [String] = [], plugins: [String], script name: String,
-                     arguments: [String] = [], expecting: String, file: StaticString, line: UInt) throws -> CLI.Result {
-        let args = ["run"] + options + firstPlugins.flatMap { ["--plugins", $0] } + ["--plugins", Self.corpus]
+    private func run(
+        _ options: [String],
+        firstPlugins: [String] = [],
+        plugins: [String],
+        script name: String,
+        arguments: [String] = [],
+        expecting: String,
+        file: StaticString,
+        line: UInt
+    ) throws -> CLI.Result {
+        let args =
+            ["run"] + options + firstPlugins.flatMap { ["--plugins", $0] } + ["--plugins", Self.corpus]
             + plugins.flatMap { ["--plugins", $0] } + [Self.corpus + "/drive.lua", name] + arguments
         let start = Date()
         let r = try CLI.run(args, timeout: Self.timeout)
         let elapsed = Date().timeIntervalSince(start)
-        XCTAssertFalse(r.stderr.contains("unprotected Lua error"), "an unprotected Lua error:\n" + Self.head(r.stderr),
-                       file: file, line: line)
+        XCTAssertFalse(
+            r.stderr.contains("unprotected Lua error"),
+            "an unprotected Lua error:\n" + Self.head(r.stderr),
+            file: file,
+            line: line
+        )
         XCTAssertEqual(r.status, 0, Self.explain(r, elapsed: elapsed), file: file, line: line)
-        XCTAssertTrue(r.stdout.split(separator: "\n").contains(Substring("ok " + expecting)),
-                      "the driver's checks did not all pass:\n" + r.stdout, file: file, line: line)
+        XCTAssertTrue(
+            r.stdout.split(separator: "\n").contains(Substring("ok " + expecting)),
+            "the driver's checks did not all pass:\n" + r.stdout,
+            file: file,
+            line: line
+        )
         return r
     }
 

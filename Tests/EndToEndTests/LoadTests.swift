@@ -13,10 +13,12 @@ final class LoadTests: ServerTestCase {
         try super.setUpWithError()
         state = dir.appendingPathComponent("load")
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
-        try script("""
+        try script(
+            """
             local sf = require("shareflow")
             for i = 1, 15 do sf.accounts.create{ email = "user" .. i .. "@example.com" } end
-            """)
+            """
+        )
         var users: [[String: String]] = [["email": "alice@example.com", "token": web]]
         for i in 1...15 { users.append(["email": "user\(i)@example.com", "token": try token("user\(i)@example.com")]) }
         let data = try JSONSerialization.data(withJSONObject: ["api": api, "users": users] as [String: Any])

@@ -79,9 +79,15 @@ class LockHeldElsewhereTests: ServerTestCase {
     func testARequestRunAgainMeetsTheSameFaultsOnce() throws {
         try restart(busyTimeoutMs: 120_000)
         let admin = try CLI.run(["tokens", "admin", "--store", store]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let arm = try Tools.curl("POST", base + "/admin/1/faults", body: """
-            {"rules":[{"operation":"modifyRecords","fault":"partialFailure","itemCode":"serverRecordChanged","count":1}]}
-            """, headers: ["Authorization: Bearer \(admin)"], in: dir)
+        let arm = try Tools.curl(
+            "POST",
+            base + "/admin/1/faults",
+            body: """
+                {"rules":[{"operation":"modifyRecords","fault":"partialFailure","itemCode":"serverRecordChanged","count":1}]}
+                """,
+            headers: ["Authorization: Bearer \(admin)"],
+            in: dir
+        )
         XCTAssertEqual(arm.0, 200, "\(arm.1)")
         let lock = try WriteLockHolder(store: store)
         defer { lock.releaseLock() }

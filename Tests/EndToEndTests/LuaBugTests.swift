@@ -26,17 +26,23 @@ final class LuaBugTests: XCTestCase {
         let plugins = dir.appendingPathComponent("plugins-\(UUID().uuidString)")
         let folder = plugins.appendingPathComponent("bug")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try CLI.write("""
+        try CLI.write(
+            """
             return { name = "bug", version = "1", description = "a Lua bug",
               setup = function(ctx)
             \(code)
               end }
-            """, to: folder.appendingPathComponent("init.lua"))
+            """,
+            to: folder.appendingPathComponent("init.lua")
+        )
         let drive = dir.appendingPathComponent("drive.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             local ok, err = pcall(require("shareflow").plugins.load, "bug")
             print(ok and "loaded" or ("refused " .. tostring(err)))
-            """, to: drive)
+            """,
+            to: drive
+        )
         let plugin = try CLI.run(["run", "--store", ":memory:", "--plugins", plugins.path, drive.path], timeout: 60)
         XCTAssertEqual(plugin.status, 0, "plugin: \(plugin.stderr)", file: file, line: line)
         XCTAssertTrue(plugin.stdout.contains("refused") && plugin.stdout.contains(expected), "plugin: \(plugin.stdout)", file: file, line: line)
@@ -45,41 +51,51 @@ final class LuaBugTests: XCTestCase {
     /// 603b2c64 (Debian lacks it): '..' keeps a stack pointer across __concat; a metamethod
     /// that grows the stack made the concatenation write into freed memory.
     func testConcatMetamethodThatGrowsTheStack() throws {
-        try assertRefused("""
+        try assertRefused(
+            """
             local function deep(n) if n == 0 then return 0 end return 1 + deep(n - 1) end
             local obj = setmetatable({}, { __concat = function() deep(2000) return "C" end })
             local s = "A" .. "B" .. obj
             error("concatenated: " .. tostring(#s))
-            """, "plugins cannot set __concat")
+            """,
+            "plugins cannot set __concat"
+        )
     }
 
     /// The same through a C function as the metamethod (its call alone reallocates a stack
     /// near its boundary).
     func testConcatWithACFunctionAsTheMetamethod() throws {
-        try assertRefused("""
+        try assertRefused(
+            """
             local t = setmetatable({}, { __concat = tostring })
             error(tostring(("x"):rep(10) .. t))
-            """, "plugins cannot set __concat")
+            """,
+            "plugins cannot set __concat"
+        )
     }
 
     /// The same without setmetatable: a __concat on the string metatable reaches every
     /// string. getmetatable("") answers a table of the sandbox's own: nothing added to it is
     /// a metamethod of strings.
     func testConcatThroughTheStringMetatable() throws {
-        try assertRefused("""
+        try assertRefused(
+            """
             local function deep(n) if n == 0 then return 0 end return 1 + deep(n - 1) end
             getmetatable("").__concat = function() deep(2000) return "C" end
             local ok, err = pcall(function() return "A" .. "B" .. true end)
             assert(not ok and err:find("attempt to concatenate a boolean value"), tostring(err))
             assert(("abc"):upper() == "ABC", "methods still work")
             error("string metatable hidden")
-            """, "string metatable hidden")
+            """,
+            "string metatable hidden"
+        )
     }
 
     /// 997f11f5: 'break' may not close a generic for's to-be-closed value, which then
     /// outlives its frame; with a tail call, the next <close> wrote across the heap (SIGSEGV).
     func testBreakOutOfAForWithAToBeClosedValue() throws {
-        try assertRefused("""
+        try assertRefused(
+            """
             local o1 = setmetatable({}, { __close = function() end })
             local function g() return 1 end
             local function test()
@@ -88,22 +104,28 @@ final class LuaBugTests: XCTestCase {
             end
             test()
             do local x <close> = o1 end
-            """, "plugins cannot set __close")
+            """,
+            "plugins cannot set __close"
+        )
     }
 
     /// 196bb94d: lua_settop may use a stack pointer a __close handler invalidated.
     func testSettopAfterAGrowingCloseHandler() throws {
-        try assertRefused("""
+        try assertRefused(
+            """
             local function deep(n) if n == 0 then return 0 end return 1 + deep(n - 1) end
             local x = setmetatable({}, { __close = function() deep(3000) end })
             for _ in next, {}, nil, x do break end
             next({}, nil, x)
-            """, "plugins cannot set __close")
+            """,
+            "plugins cannot set __close"
+        )
     }
 
     /// 1e64c139: coroutine.close nested inside __close handlers overflowed the C stack.
     func testCoroutineCloseNestedThroughCloseHandlers() throws {
-        try assertRefused("""
+        try assertRefused(
+            """
             local coro = false
             for _ = 1, 20000 do
               local previous = coro
@@ -115,7 +137,9 @@ final class LuaBugTests: XCTestCase {
               if not ok then error(err, 0) end
             end
             coroutine.close(coro)
-            """, "plugins cannot set __close")
+            """,
+            "plugins cannot set __close"
+        )
     }
 
     /// 7923dbbf (listed for 5.4.6, present in 5.4.4): an error message walks a chain of field
@@ -127,32 +151,44 @@ final class LuaBugTests: XCTestCase {
     /// 50 ms CPU budget, which a loaded machine can spend before the limit is reached (the
     /// refusal is then the budget's, just as safe, but not what this test shows).
     func testTheErrorMessageWalkOfAVeryLongFunction() throws {
-        try assertRefused("""
+        try assertRefused(
+            """
             local f, err = load("local a = {} ; a.x = a ; return a" .. string.rep(".x", 40000) .. " + 1")
             assert(f == nil, "refused")
             error(err, 0)
-            """, "plugins may have at most 16384 in one function")
+            """,
+            "plugins may have at most 16384 in one function"
+        )
         // The same chain as statements, within the 1 MiB a chunk may have.
-        try assertRefused("""
+        try assertRefused(
+            """
             local f, err = load("local a = {} ; a.x = a " .. string.rep("a = a.x ", 30000) .. " return a + 1")
             error(tostring(err), 0)
-            """, "plugins may have at most 16384 in one function")
+            """,
+            "plugins may have at most 16384 in one function"
+        )
         // And a plugin whose own init.lua is such a function is refused before it runs.
         let plugins = dir.appendingPathComponent("long-plugins")
         let folder = plugins.appendingPathComponent("long")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try CLI.write("local a = {} a.x = a " + String(repeating: "a = a.x ", count: 20000)
-                      + "\nreturn { name = 'long', version = '1', description = 'x', setup = function() end }", to: folder.appendingPathComponent("init.lua"))
+        try CLI.write(
+            "local a = {} a.x = a " + String(repeating: "a = a.x ", count: 20000)
+                + "\nreturn { name = 'long', version = '1', description = 'x', setup = function() end }",
+            to: folder.appendingPathComponent("init.lua")
+        )
         let drive = dir.appendingPathComponent("long.lua")
         try CLI.write(#"print(pcall(require("shareflow").plugins.load, "long"))"#, to: drive)
         let r = try CLI.run(["run", "--store", ":memory:", "--plugins", plugins.path, drive.path], timeout: 60)
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.contains("false") && r.stdout.contains("plugins may have at most 16384 in one function"), r.stdout)
         // A function of ordinary length still compiles and runs.
-        try assertRefused("""
+        try assertRefused(
+            """
             local f = assert(load("local a = {} ; a.x = a ; return a" .. string.rep(".x", 2000) .. ".y"))
             error("ran: " .. tostring(f()), 0)
-            """, "ran: nil")
+            """,
+            "ran: nil"
+        )
     }
 
     /// No host-made metatable carries __concat or __close (a plugin reaches every class's
@@ -160,7 +196,8 @@ final class LuaBugTests: XCTestCase {
     /// registry holds after a script has used them all.
     func testNoHostMetatableHasConcatOrClose() throws {
         let script = dir.appendingPathComponent("registry.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "a@example.com" }
             sf.accounts.create{ email = "b@example.com", discoverable = true }
@@ -186,7 +223,9 @@ final class LuaBugTests: XCTestCase {
               end
             end
             print(classes, #found, table.concat(found, " "), op ~= nil)
-            """, to: script)
+            """,
+            to: script
+        )
         let r = try CLI.run(["run", "--store", ":memory:", script.path])
         XCTAssertEqual(r.status, 0, r.stderr)
         let fields = r.stdout.split(separator: "\t")

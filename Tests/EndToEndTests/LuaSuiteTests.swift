@@ -15,12 +15,15 @@ final class LuaSuiteTests: XCTestCase {
 
     func testFailuresAreReportedWithFileLineAndExitNonZero() throws {
         let dir = try CLI.temporaryDirectory()
-        try CLI.write("""
+        try CLI.write(
+            """
             test("passes", function() expect.eq(1 + 1, 2) end)
             test("fails", function()
               expect.eq("a", "b", "letters")
             end)
-            """, to: dir.appendingPathComponent("demo_test.lua"))
+            """,
+            to: dir.appendingPathComponent("demo_test.lua")
+        )
         let r = try CLI.run(["test", dir.path])
         XCTAssertEqual(r.status, 1)
         XCTAssertTrue(r.stdout.contains("demo_test.lua:3: letters: expected \"b\", got \"a\""), r.stdout)
@@ -30,7 +33,8 @@ final class LuaSuiteTests: XCTestCase {
     func testPersistenceAcrossProcesses() throws {
         let dir = try CLI.temporaryDirectory()
         let store = dir.appendingPathComponent("s.sqlite").path
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "alice@example.com" }
             sf.accounts.create{ email = "bob@example.com" }
@@ -41,15 +45,20 @@ final class LuaSuiteTests: XCTestCase {
             s:addParticipant(c:fetchShareParticipants{ { emailAddress = "bob@example.com" } }[1])
             assert(not select(2, c.privateCloudDatabase:modifyRecords{ save = { r, s } }))
             io.open(arg[1], "w"):write(s.url):close()
-            """, to: dir.appendingPathComponent("write.lua"))
-        try CLI.write("""
+            """,
+            to: dir.appendingPathComponent("write.lua")
+        )
+        try CLI.write(
+            """
             local sf = require("shareflow")
             local url = io.open(arg[1]):read("a")
             local c = sf.container("iCloud.x")
             local ms = c:fetchShareMetadata{ url }
             local shares = c:acceptShares{ ms[url] }
             print(shares[1].title, c.sharedCloudDatabase:fetchRecord(ms[url].hierarchicalRootRecordID).fields.title)
-            """, to: dir.appendingPathComponent("read.lua"))
+            """,
+            to: dir.appendingPathComponent("read.lua")
+        )
         let urlFile = dir.appendingPathComponent("url").path
         var r = try CLI.run(["run", "--store", store, "write.lua", urlFile], cwd: dir)
         XCTAssertEqual(r.status, 0, r.stderr)
@@ -64,13 +73,16 @@ final class LuaSuiteTests: XCTestCase {
 final class TestCommandTests: XCTestCase {
     private func hangingTests(in dir: URL) throws -> URL {
         let file = dir.appendingPathComponent("hang_test.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             test("first", function() expect.eq(1, 1) end)
             test("loops", function() while true do end end)
             test("swallows its error", function() while true do pcall(function() while true do end end) end end)
             test("in a pattern", function() string.find(string.rep("a", 3e5), ".-.-.-.-.-b") end)
             test("last", function() expect.eq(2, 2) end)
-            """, to: file)
+            """,
+            to: file
+        )
         return file
     }
 

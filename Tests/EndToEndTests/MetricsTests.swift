@@ -10,27 +10,37 @@ final class MetricsTests: ServerTestCase {
         stopServer()
         let plugin = dir.appendingPathComponent("Plugins/spinner")
         try FileManager.default.createDirectory(at: plugin, withIntermediateDirectories: true)
-        try CLI.write("""
+        try CLI.write(
+            """
             return {
               name = "spinner", version = "1.0.0", description = "Spins on every saved record: a CPU budget overrun.",
               setup = function(ctx)
                 ctx.on("record.saved", function() while true do end end, { name = "spin" })
               end,
             }
-            """, to: plugin.appendingPathComponent("init.lua"))
+            """,
+            to: plugin.appendingPathComponent("init.lua")
+        )
         let config = dir.appendingPathComponent("metrics.config.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             return {
               limits = { cpuMillis = 20 },
               plugins = { spinner = true },
               faults = { { operation = "records/query", fault = "zoneBusy" } },
             }
-            """, to: config)
+            """,
+            to: config
+        )
         try startServer(["--config", config.path])
 
-        var r = try call("POST", db + "/private/records/modify", body: """
-            {"operations":[{"operationType":"create","record":{"recordName":"n1","recordType":"Note","fields":{}}}]}
-            """)
+        var r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"operations":[{"operationType":"create","record":{"recordName":"n1","recordType":"Note","fields":{}}}]}
+                """
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         r = try call("POST", db + "/private/records/query", body: #"{"query":{"recordType":"Note"}}"#)
         XCTAssertNotEqual(r.0, 200, "the fault struck: \(r.1)")
@@ -46,9 +56,19 @@ final class MetricsTests: ServerTestCase {
         }
         let modify = "/database/1/{container}/{environment}/{database}/records/modify"
         XCTAssertEqual(value(#"hb_requests{http_route="\#(modify)",http_request_method="POST",http_response_status_code="200"}"#), 1, text)
-        XCTAssertEqual(value(#"http_server_request_duration_count{http_route="\#(modify)",http_request_method="POST",http_response_status_code="200"}"#), 1, text)
+        XCTAssertEqual(
+            value(#"http_server_request_duration_count{http_route="\#(modify)",http_request_method="POST",http_response_status_code="200"}"#),
+            1,
+            text
+        )
         XCTAssertTrue(text.contains(#"http_server_request_duration_bucket{http_route="\#(modify)""#), text)
-        XCTAssertEqual(value(#"hb_requests{http_route="/database/1/{container}/{environment}/{database}/users/caller",http_request_method="GET",http_response_status_code="401"}"#), 1, text)
+        XCTAssertEqual(
+            value(
+                #"hb_requests{http_route="/database/1/{container}/{environment}/{database}/users/caller",http_request_method="GET",http_response_status_code="401"}"#
+            ),
+            1,
+            text
+        )
         XCTAssertNotNil(value("shareflow_engine_queue_depth "), text)
         XCTAssertEqual(value(#"shareflow_plugin_budget_overruns_total{plugin="spinner",budget="cpu"}"#), 1, text)
         XCTAssertEqual(value(#"shareflow_faults_injected_total{operation="query",fault="zoneBusy"}"#), 1, text)

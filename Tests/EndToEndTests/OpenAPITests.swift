@@ -10,7 +10,8 @@ import XCTest
 final class OpenAPITests: ServerTestCase {
     func testTheDocumentAndTheServerAgreeAndFuzzingFindsNo5xx() throws {
         let bin = URL(fileURLWithPath: PyiCloudTests.python).deletingLastPathComponent()
-        let py = bin.appendingPathComponent("python").path, schemathesis = bin.appendingPathComponent("schemathesis").path
+        let py = bin.appendingPathComponent("python").path
+        let schemathesis = bin.appendingPathComponent("schemathesis").path
         guard FileManager.default.isExecutableFile(atPath: schemathesis) else {
             return XCTFail("no schemathesis at \(schemathesis): run `make pyenv` (make test does)")
         }
@@ -21,30 +22,50 @@ final class OpenAPITests: ServerTestCase {
         try CLI.write(routes.stdout, to: routesFile)
         let admin = try CLI.run(["tokens", "admin", "--store", store]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let environment = ["SF_API": api, "SF_WEB": web, "SF_BASE": base, "SF_ADMIN": admin]
-        let check = try runTool(py, [CLI.root.appendingPathComponent("Tests/openapi/check_routes.py").path, spec, routesFile.path, base],
-                            environment: environment, timeout: 120)
+        let check = try runTool(
+            py,
+            [CLI.root.appendingPathComponent("Tests/openapi/check_routes.py").path, spec, routesFile.path, base],
+            environment: environment,
+            timeout: 120
+        )
         XCTAssertEqual(check.0, 0, check.1)
         XCTAssertTrue(check.1.contains("31 routes served, 31 documented, 0 problems"), check.1)
 
         // Something to find: a zone, a record and a share for the generated requests to meet.
         _ = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
-        _ = try call("POST", db + "/private/records/modify", body: """
-            {"zoneID":{"zoneName":"Z"},"operations":[{"operationType":"create","record":{"recordName":"doc","recordType":"Doc","fields":{"n":{"value":1}}}},
-             {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
-              "participants":[{"userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
-            """)
-        let fuzz = try runTool(schemathesis, ["--no-color", "--config-file", CLI.root.appendingPathComponent("Tests/openapi/schemathesis.toml").path,
-                                          "run", spec, "--phases", "examples,coverage,fuzzing", "--seed", "20261123",
-                                          // A stream is long-lived: ChangeStreamTests covers it.
-                                          "--exclude-operation-id", "changeStream", "--exclude-tag", "faults"],
-                           environment: environment, timeout: 600)
+        _ = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Z"},"operations":[{"operationType":"create","record":{"recordName":"doc","recordType":"Doc","fields":{"n":{"value":1}}}},
+                 {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
+                  "participants":[{"userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+                """
+        )
+        let fuzz = try runTool(
+            schemathesis,
+            [
+                "--no-color", "--config-file", CLI.root.appendingPathComponent("Tests/openapi/schemathesis.toml").path,
+                "run", spec, "--phases", "examples,coverage,fuzzing", "--seed", "20261123",
+                // A stream is long-lived: ChangeStreamTests covers it.
+                "--exclude-operation-id", "changeStream", "--exclude-tag", "faults",
+            ],
+            environment: environment,
+            timeout: 600
+        )
         XCTAssertEqual(fuzz.0, 0, String(fuzz.1.suffix(6000)))
         XCTAssertTrue(fuzz.1.contains("Tested: 25"), String(fuzz.1.suffix(3000)))
         XCTAssertFalse(fuzz.1.contains("failed"), String(fuzz.1.suffix(3000)))
         // The admin routes last, with the admin token: what they arm cannot fail the others.
-        let adminFuzz = try runTool(schemathesis, ["--no-color", "--config-file", CLI.root.appendingPathComponent("Tests/openapi/schemathesis.toml").path,
-                                           "run", spec, "--phases", "examples,coverage,fuzzing", "--seed", "20261125", "--include-tag", "faults"],
-                            environment: environment, timeout: 300)
+        let adminFuzz = try runTool(
+            schemathesis,
+            [
+                "--no-color", "--config-file", CLI.root.appendingPathComponent("Tests/openapi/schemathesis.toml").path,
+                "run", spec, "--phases", "examples,coverage,fuzzing", "--seed", "20261125", "--include-tag", "faults",
+            ],
+            environment: environment,
+            timeout: 300
+        )
         XCTAssertEqual(adminFuzz.0, 0, String(adminFuzz.1.suffix(6000)))
         XCTAssertTrue(adminFuzz.1.contains("Tested: 5"), String(adminFuzz.1.suffix(3000)))
         XCTAssertFalse(adminFuzz.1.contains("failed"), String(adminFuzz.1.suffix(3000)))

@@ -10,14 +10,22 @@ final class PackageShapeTests: XCTestCase {
 
     /// The text of the `.target(name: "NAME", …)` declaration in Package.swift.
     private func target(_ name: String, in manifest: String) throws -> String {
-        let start = try XCTUnwrap(manifest.range(of: #".target(\#n            name: "\#(name)","#) ?? manifest.range(of: #".target(name: "\#(name)""#),
-                                  "Package.swift declares \(name)")
+        let start = try XCTUnwrap(
+            manifest.range(of: #".target(\#n            name: "\#(name)","#) ?? manifest.range(of: #".target(name: "\#(name)""#),
+            "Package.swift declares \(name)"
+        )
         var depth = 0
         var end = start.lowerBound
         for index in manifest[start.lowerBound...].indices {
             let c = manifest[index]
             if c == "(" { depth += 1 }
-            if c == ")" { depth -= 1; if depth == 0 { end = index; break } }
+            if c == ")" {
+                depth -= 1
+                if depth == 0 {
+                    end = index
+                    break
+                }
+            }
         }
         return String(manifest[start.lowerBound...end])
     }
@@ -37,8 +45,10 @@ final class PackageShapeTests: XCTestCase {
                 let text = try String(contentsOf: file, encoding: .utf8)
                 for line in text.split(separator: "\n") where line.hasPrefix("import ") || line.hasPrefix("@testable import ") {
                     let module = line.split(separator: " ").last.map(String.init) ?? ""
-                    XCTAssertFalse(driverProducts.contains(module) || module.hasPrefix("NIO") || module.hasPrefix("Postgres"),
-                                   "\(file.lastPathComponent) imports \(module)")
+                    XCTAssertFalse(
+                        driverProducts.contains(module) || module.hasPrefix("NIO") || module.hasPrefix("Postgres"),
+                        "\(file.lastPathComponent) imports \(module)"
+                    )
                 }
             }
             XCTAssertGreaterThan(swiftFiles, 10, "read the sources of \(name)")

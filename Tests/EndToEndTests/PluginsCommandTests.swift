@@ -31,8 +31,13 @@ final class PluginsCommandTests: XCTestCase {
         let dir = try CLI.temporaryDirectory()
         try CLI.write("return { plugins = { [\"domain-allowlist\"] = { domains = 7 } } }", to: dir.appendingPathComponent("c.lua"))
         try CLI.write("print('ran')", to: dir.appendingPathComponent("s.lua"))
-        let r = try CLI.run(["run", "--store", ":memory:", "--plugins", CLI.root.appendingPathComponent("Plugins").path,
-                             "--config", "c.lua", "s.lua"], cwd: dir)
+        let r = try CLI.run(
+            [
+                "run", "--store", ":memory:", "--plugins", CLI.root.appendingPathComponent("Plugins").path,
+                "--config", "c.lua", "s.lua",
+            ],
+            cwd: dir
+        )
         XCTAssertEqual(r.status, 1)
         XCTAssertEqual(r.stderr, "shareflow: plugin 'domain-allowlist': config key 'domains' must be a list of strings, got number 7\n")
         XCTAssertEqual(r.stdout, "")
@@ -134,7 +139,10 @@ final class PluginsCommandTests: XCTestCase {
         XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
         // Searched: --plugins, then the config file's folder (and its Plugins), then ./Plugins.
         let searched = "\(plugins), \(dir.path)/Plugins, \(dir.path)"
-        XCTAssertTrue(r.stdout.contains("FAIL  config \(config.path): plugin 'domain-alowlist' is not in \(searched); did you mean 'domain-allowlist'?"), r.stdout)
+        XCTAssertTrue(
+            r.stdout.contains("FAIL  config \(config.path): plugin 'domain-alowlist' is not in \(searched); did you mean 'domain-allowlist'?"),
+            r.stdout
+        )
         XCTAssertTrue(r.stdout.contains("FAIL  config \(config.path): plugin 'zzz' is not in \(searched)\n"), r.stdout)
         XCTAssertTrue(r.stdout.hasSuffix("5 passed, 2 failed\n"), r.stdout)
         let json = try CLI.run(["plugins", "check", "--plugins", plugins, "--config", config.path, "--json"])

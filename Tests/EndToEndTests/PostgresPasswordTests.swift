@@ -24,7 +24,13 @@ final class PostgresPasswordTests: XCTestCase {
         XCTAssertEqual(started.status, 0, started.stderr)
         let admin = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let sqlPassword = password.replacingOccurrences(of: "'", with: "''")
-        let made = try CLI.runTool("psql", [admin, "-qc", "CREATE ROLE keeper LOGIN PASSWORD '\(sqlPassword)'; GRANT ALL ON DATABASE shareflow_test TO keeper; ALTER DATABASE shareflow_test OWNER TO keeper"])
+        let made = try CLI.runTool(
+            "psql",
+            [
+                admin, "-qc",
+                "CREATE ROLE keeper LOGIN PASSWORD '\(sqlPassword)'; GRANT ALL ON DATABASE shareflow_test TO keeper; ALTER DATABASE shareflow_test OWNER TO keeper",
+            ]
+        )
         XCTAssertEqual(made.status, 0, made.stderr)
         // keeper must give a password over TCP; every other user stays trusted.
         let hba = clusterDir.appendingPathComponent("data/pg_hba.conf")
@@ -41,7 +47,10 @@ final class PostgresPasswordTests: XCTestCase {
     }
 
     private func info(_ environment: [String: String] = [:], extra: [String] = []) throws -> CLI.Result {
-        try CLI.run(["store", "info", "--store", url] + extra, environment: ["HOME": dir.path, "PGPASSWORD": "", "PGPASSFILE": ""].merging(environment) { $1 })
+        try CLI.run(
+            ["store", "info", "--store", url] + extra,
+            environment: ["HOME": dir.path, "PGPASSWORD": "", "PGPASSFILE": ""].merging(environment) { $1 }
+        )
     }
 
     func testThePasswordComesFromWhereLibpqLooksAndItsAbsenceIsSaid() throws {

@@ -8,7 +8,8 @@ import XCTest
 /// `shareflow run` on the store.
 final class PyiCloudTests: ServerTestCase {
     /// The virtual environment's Python (SHAREFLOW_PYTHON overrides).
-    static let python: String = ProcessInfo.processInfo.environment["SHAREFLOW_PYTHON"]
+    static let python: String =
+        ProcessInfo.processInfo.environment["SHAREFLOW_PYTHON"]
         ?? CLI.root.appendingPathComponent(".build/pyenv/bin/python").path
 
     func testPyiCloudDrivesTheSharingFlowInStrictMode() throws {
@@ -16,23 +17,30 @@ final class PyiCloudTests: ServerTestCase {
             return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
         }
         try script("require('shareflow').accounts.create{ email = 'carol@example.com' }")
-        let (status, text) = try runTool(Self.python, [CLI.root.appendingPathComponent("Tests/pyicloud/sharing_flow.py").path], environment: [
-            "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
-            "SHAREFLOW_BOB": try token("bob@example.com"), "SHAREFLOW_CAROL": try token("carol@example.com"),
-        ], timeout: 120)
+        let (status, text) = try runTool(
+            Self.python,
+            [CLI.root.appendingPathComponent("Tests/pyicloud/sharing_flow.py").path],
+            environment: [
+                "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
+                "SHAREFLOW_BOB": try token("bob@example.com"), "SHAREFLOW_CAROL": try token("carol@example.com"),
+            ],
+            timeout: 120
+        )
         XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.hasSuffix("pyicloud sharing flow ok\n"), text)
         XCTAssertEqual(text.split(separator: "\n").filter { $0.hasPrefix("ok: ") }.count, 16, "every check ran:\n" + text)
 
         // What pyicloud wrote over HTTP is in the store for `shareflow run`.
         stopServer()
-        let read = try script("""
+        let read = try script(
+            """
             local sf = require("shareflow")
             local db = sf.as("bob@example.com"):container("iCloud.test").sharedCloudDatabase
             local zone = db:fetchAllRecordZones()[1]
             local r = db:fetchRecord(sf.RecordID{ recordName = "lisbon", zoneID = zone.zoneID })
             print(r.fields.title, r.fields.days, r.share and r.share.recordName)
-            """)
+            """
+        )
         XCTAssertEqual(read.stdout, "Lisbon in May\t5\tshare-lisbon\n", read.stderr)
     }
 
@@ -44,10 +52,15 @@ final class PyiCloudTests: ServerTestCase {
             return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
         }
         let path = CLI.root.appendingPathComponent("Tests/pyicloud/sync_flow.py").path
-        let (status, text) = try runTool(Self.python, [path], environment: [
-            "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
-            "SHAREFLOW_BOB": try token("bob@example.com"),
-        ], timeout: 120)
+        let (status, text) = try runTool(
+            Self.python,
+            [path],
+            environment: [
+                "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
+                "SHAREFLOW_BOB": try token("bob@example.com"),
+            ],
+            timeout: 120
+        )
         XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.hasSuffix("pyicloud sync flow ok\n"), text)
         let checks = try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\ncheck(").count - 1
@@ -61,15 +74,24 @@ final class PyiCloudTests: ServerTestCase {
         guard FileManager.default.isExecutableFile(atPath: Self.python) else {
             return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
         }
-        for seed in [20261124, 7, 1999] {
-            let (status, text) = try runTool(Self.python, [CLI.root.appendingPathComponent("Tests/pyicloud/sync_concurrent.py").path], environment: [
-                "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
-                "SHAREFLOW_BOB": try token("bob@example.com"), "SYNC_SEED": String(seed),
-            ], timeout: 180)
+        for seed in [20_261_124, 7, 1999] {
+            let (status, text) = try runTool(
+                Self.python,
+                [CLI.root.appendingPathComponent("Tests/pyicloud/sync_concurrent.py").path],
+                environment: [
+                    "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
+                    "SHAREFLOW_BOB": try token("bob@example.com"), "SYNC_SEED": String(seed),
+                ],
+                timeout: 180
+            )
             XCTAssertEqual(status, 0, "seed \(seed): " + text)
             XCTAssertTrue(text.hasSuffix("sync under concurrent writers ok\n"), "seed \(seed): " + text)
             // Each seed in its own zone: the next run makes "Live" again after this one's is gone.
-            _ = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"delete","zone":{"zoneID":{"zoneName":"Live"}}}]}"#)
+            _ = try call(
+                "POST",
+                db + "/private/zones/modify",
+                body: #"{"operations":[{"operationType":"delete","zone":{"zoneID":{"zoneName":"Live"}}}]}"#
+            )
         }
     }
 
@@ -84,10 +106,15 @@ final class PyiCloudTests: ServerTestCase {
         let admin = try CLI.run(["tokens", "admin", "--store", store]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         XCTAssertTrue(admin.range(of: "^[0-9a-f]{64}$", options: .regularExpression) != nil, admin)
         let path = CLI.root.appendingPathComponent("Tests/pyicloud/fault_flow.py").path
-        let (status, text) = try runTool(Self.python, [path], environment: [
-            "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
-            "SHAREFLOW_BOB": try token("bob@example.com"), "SHAREFLOW_ADMIN": admin,
-        ], timeout: 120)
+        let (status, text) = try runTool(
+            Self.python,
+            [path],
+            environment: [
+                "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
+                "SHAREFLOW_BOB": try token("bob@example.com"), "SHAREFLOW_ADMIN": admin,
+            ],
+            timeout: 120
+        )
         XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.hasSuffix("pyicloud fault flow ok\n"), text)
         let checks = try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\ncheck(").count - 1

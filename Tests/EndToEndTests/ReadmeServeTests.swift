@@ -15,16 +15,20 @@ final class ReadmeServeTests: XCTestCase {
             return (end, lines[(start + 1)..<end].joined(separator: "\n"))
         }
         let (end, script) = try XCTUnwrap(block { _, line in line == "```bash" }, "the README has a ```bash walk-through")
-        let (_, expected) = try XCTUnwrap(block { i, line in i > end && line == "```" && lines[i - 2] == "It prints:" },
-                                          "the README says what the walk-through prints")
+        let (_, expected) = try XCTUnwrap(
+            block { i, line in i > end && line == "```" && lines[i - 2] == "It prints:" },
+            "the README says what the walk-through prints"
+        )
 
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let bin = dir.appendingPathComponent("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("shareflow").path, withDestinationPath: CLI.binary)
-        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("Scripts").path,
-                                                   withDestinationPath: CLI.root.appendingPathComponent("Scripts").path)
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.appendingPathComponent("Scripts").path,
+            withDestinationPath: CLI.root.appendingPathComponent("Scripts").path
+        )
         let file = dir.appendingPathComponent("walkthrough.sh")
         try CLI.write("set -euo pipefail\n" + script + "\n", to: file)
 
@@ -35,7 +39,8 @@ final class ReadmeServeTests: XCTestCase {
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = bin.path + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
         shell.environment = environment
-        let out = dir.appendingPathComponent("out"), err = dir.appendingPathComponent("err")
+        let out = dir.appendingPathComponent("out")
+        let err = dir.appendingPathComponent("err")
         XCTAssertTrue(FileManager.default.createFile(atPath: out.path, contents: nil))
         XCTAssertTrue(FileManager.default.createFile(atPath: err.path, contents: nil))
         shell.standardOutput = try FileHandle(forWritingTo: out)
@@ -54,8 +59,10 @@ final class ReadmeServeTests: XCTestCase {
         XCTAssertEqual(got.count, want.count, "printed:\n\(printed)")
         for (line, pattern) in zip(got, want) {
             let fixed = pattern.components(separatedBy: "…")
-            XCTAssertTrue(line.hasPrefix(fixed[0]) && line.hasSuffix(fixed.count > 1 ? fixed[fixed.count - 1] : ""),
-                          "printed '\(line)', the README says '\(pattern)'")
+            XCTAssertTrue(
+                line.hasPrefix(fixed[0]) && line.hasSuffix(fixed.count > 1 ? fixed[fixed.count - 1] : ""),
+                "printed '\(line)', the README says '\(pattern)'"
+            )
         }
         // The server it started drained and exited 0 (`wait` passed its status on), and logged.
         XCTAssertTrue(errors.contains("POST /database/1/iCloud.com.example.trips/development/public/records/accept 200"), errors)

@@ -6,11 +6,14 @@ final class RunCommandTests: XCTestCase {
     func testArgTableAndVarargsAsStandaloneLua() throws {
         let dir = try CLI.temporaryDirectory()
         let script = dir.appendingPathComponent("args.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             assert(sf == shareflow)
             print(arg[0], arg[1], arg[2], #arg, select('#', ...), ...)
-            """, to: script)
+            """,
+            to: script
+        )
         let r = try CLI.run(["run", "--store", ":memory:", script.path, "one", "two words"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.stdout, "\(script.path)\tone\ttwo words\t2\t2\tone\ttwo words\n")
@@ -21,14 +24,19 @@ final class RunCommandTests: XCTestCase {
     /// reads it, the other way: the two must not differ in anything.
     func testCommandLinesReadWithoutTheParserActAsParsed() throws {
         let dir = try CLI.temporaryDirectory()
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             print(arg[0], #arg, select('#', ...), io ~= nil)
             sf.accounts.create{ emails = { "a@example.com" } }
-            """, to: dir.appendingPathComponent("ok.lua"))
+            """,
+            to: dir.appendingPathComponent("ok.lua")
+        )
         try CLI.write("error('it broke')\n", to: dir.appendingPathComponent("fails.lua"))
-        try CLI.write("return { plugins = { [\"domain-allowlist\"] = true, [\"audit-log\"] = true } }\n",
-                      to: dir.appendingPathComponent("on.config.lua"))
+        try CLI.write(
+            "return { plugins = { [\"domain-allowlist\"] = true, [\"audit-log\"] = true } }\n",
+            to: dir.appendingPathComponent("on.config.lua")
+        )
         let plugins = CLI.root.appendingPathComponent("Plugins").path
         let lines: [[String]] = [
             ["--store", ":memory:", "ok.lua"],
@@ -48,7 +56,8 @@ final class RunCommandTests: XCTestCase {
             let parsed = line.enumerated().reduce(into: [String]()) { out, item in
                 // The value joined to its option: only the parser reads that form.
                 if item.offset > 0, line[item.offset - 1].hasPrefix("--"), !item.element.hasPrefix("-"),
-                   ["--store", "--as", "--log-level", "--config", "--plugins"].contains(line[item.offset - 1]) {
+                    ["--store", "--as", "--log-level", "--config", "--plugins"].contains(line[item.offset - 1])
+                {
                     out[out.count - 1] += "=" + item.element
                 } else {
                     out.append(item.element)
@@ -177,7 +186,10 @@ final class RunCommandTests: XCTestCase {
         try CLI.write("print('ran')", to: dir.appendingPathComponent("s.lua"))
         let store = dir.appendingPathComponent("s.sqlite")
         XCTAssertEqual(try CLI.run(["run", "--store", store.path, "s.lua"], cwd: dir).status, 0)
-        try Tools.sqlite(store.path, "update shareflow_meta set value='99' where key='schemaVersion'; pragma wal_checkpoint(truncate); pragma journal_mode=delete;")
+        try Tools.sqlite(
+            store.path,
+            "update shareflow_meta set value='99' where key='schemaVersion'; pragma wal_checkpoint(truncate); pragma journal_mode=delete;"
+        )
         let before = try Data(contentsOf: store)
         let r = try CLI.run(["run", "--store", store.path, "s.lua"], cwd: dir)
         XCTAssertNotEqual(r.status, 0)
@@ -204,9 +216,11 @@ final class RunCommandTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let script = dir.appendingPathComponent("s.lua")
         try CLI.write("print('ran')", to: script)
-        for (who, message) in [("nobody@x.com", "no account has this email address in store :memory:"),
-                               ("not an email@", "is not a valid email address (R1)"),
-                               ("_nope", "no account has this userRecordID")] {
+        for (who, message) in [
+            ("nobody@x.com", "no account has this email address in store :memory:"),
+            ("not an email@", "is not a valid email address (R1)"),
+            ("_nope", "no account has this userRecordID"),
+        ] {
             let r = try CLI.run(["run", "--store", ":memory:", "--as", who, script.path])
             XCTAssertEqual(r.status, 1)
             XCTAssertEqual(r.stdout, "", "the script never ran")
@@ -220,13 +234,17 @@ final class RunCommandTests: XCTestCase {
     func testRunJSON() throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let ok = dir.appendingPathComponent("ok.lua"), bad = dir.appendingPathComponent("bad.lua")
+        let ok = dir.appendingPathComponent("ok.lua")
+        let bad = dir.appendingPathComponent("bad.lua")
         try CLI.write("print('hello')", to: ok)
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "a@example.com" }
             sf.accounts.create{ email = "a@example.com" }
-            """, to: bad)
+            """,
+            to: bad
+        )
         let r = try CLI.run(["run", "--store", ":memory:", "--json", ok.path])
         XCTAssertEqual(r.stdout, "hello\n{\"ok\":true}\n")
         let f = try CLI.run(["run", "--store", ":memory:", "--json", bad.path])
@@ -251,13 +269,16 @@ final class RunCommandTests: XCTestCase {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let script = dir.appendingPathComponent("gc_fails.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             setmetatable({}, { __gc = function()
               io.stderr:write("finalizer saw plugins: ", type(sf.plugins.list()), "\\n")
             end })
             error("the script fails")
-            """, to: script)
+            """,
+            to: script
+        )
         for options in [[], ["--dry-run"]] {
             let r = try CLI.run(["run", "--store", ":memory:"] + options + [script.path])
             XCTAssertEqual(r.status, 1, "\(options): \(r.stderr)")
@@ -274,27 +295,37 @@ final class RunCommandTests: XCTestCase {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = dir.appendingPathComponent("store.sqlite").path
-        let setup = dir.appendingPathComponent("setup.lua"), gc = dir.appendingPathComponent("gc.lua")
+        let setup = dir.appendingPathComponent("setup.lua")
+        let gc = dir.appendingPathComponent("gc.lua")
         let check = dir.appendingPathComponent("check.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "a@example.com" }
             sf.as("a@example.com"):container("iCloud.t").privateCloudDatabase:saveZone("Z")
-            """, to: setup)
-        try CLI.write("""
+            """,
+            to: setup
+        )
+        try CLI.write(
+            """
             local sf = require("shareflow")
             local db = sf.as("a@example.com"):container("iCloud.t").privateCloudDatabase
             setmetatable({}, { __gc = function() db:saveZone("FromFinalizer") end })
             if arg[1] == "fail" then error("the script fails") end
-            """, to: gc)
-        try CLI.write("""
+            """,
+            to: gc
+        )
+        try CLI.write(
+            """
             local sf = require("shareflow")
             local zones = sf.as("a@example.com"):container("iCloud.t").privateCloudDatabase:fetchAllRecordZones()
             local names = {}
             for _, z in ipairs(zones) do names[#names + 1] = z.zoneID.zoneName end
             table.sort(names)
             print(table.concat(names, ","))
-            """, to: check)
+            """,
+            to: check
+        )
         XCTAssertEqual(try CLI.run(["run", "--store", store, setup.path]).status, 0)
         let dry = try CLI.run(["run", "--dry-run", "--json", "--store", store, gc.path])
         XCTAssertEqual(dry.status, 0, dry.stderr)
@@ -314,16 +345,20 @@ final class RunCommandTests: XCTestCase {
     func testTheDecisionLogIsKeptInTheStoreAndADryRunAddsNothing() throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let config = dir.appendingPathComponent("shareflow.config.lua"), count = dir.appendingPathComponent("count.lua")
+        let config = dir.appendingPathComponent("shareflow.config.lua")
+        let count = dir.appendingPathComponent("count.lua")
         try CLI.write(#"return { plugins = { ["domain-allowlist"] = { domains = { "example.com" } } } }"#, to: config)
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             local accepts = 0
             for _, d in ipairs(sf.decisions{ limit = 100 }) do
               if d.point == "share.accept" and d.allow then accepts = accepts + 1 end
             end
             print("accepts " .. accepts)
-            """, to: count)
+            """,
+            to: count
+        )
         let store = dir.appendingPathComponent("store.sqlite").path
         let made = try CLI.run(["run", "--store", store, "--config", config.path, "Scripts/examples/audit_access.lua"])
         XCTAssertEqual(made.status, 0, made.stderr)
@@ -341,8 +376,10 @@ final class RunCommandTests: XCTestCase {
     func testARunThatFailsKeepsTheDecisionThatFailedIt() throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let deny = dir.appendingPathComponent("deny.lua"), count = dir.appendingPathComponent("count.lua")
-        try CLI.write("""
+        let deny = dir.appendingPathComponent("deny.lua")
+        let count = dir.appendingPathComponent("count.lua")
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.policy("share.save", function() return sf.deny("nope") end)
             local who = "u" .. arg[1] .. "@example.com"
@@ -353,13 +390,18 @@ final class RunCommandTests: XCTestCase {
             local _, err = db:modifyRecords{ save = { r, sf.Share{ rootRecord = r } } }
             assert(err, "the share was denied")
             error("the script fails after a denial")
-            """, to: deny)
-        try CLI.write("""
+            """,
+            to: deny
+        )
+        try CLI.write(
+            """
             local sf = require("shareflow")
             local denied = 0
             for _, d in ipairs(sf.decisions{ limit = 100 }) do if not d.allow then denied = denied + 1 end end
             print("denied " .. denied)
-            """, to: count)
+            """,
+            to: count
+        )
         let store = dir.appendingPathComponent("store.sqlite").path
         for n in 1...3 {
             let failed = try CLI.run(["run", "--store", store, deny.path, String(n)])

@@ -21,20 +21,28 @@ final class SandboxAllowListTests: XCTestCase {
 
     /// A plugin named `name` whose setup runs `body`; loaded by a trusted driver script that
     /// prints `loaded` or `refused <message>` and the CPU time the load took.
-    func loadPlugin(_ name: String, setup body: String, limits: String = "cpuMillis = 50, memoryMiB = 64",
-                    arguments: [String] = []) throws -> CLI.Result {
+    func loadPlugin(
+        _ name: String,
+        setup body: String,
+        limits: String = "cpuMillis = 50, memoryMiB = 64",
+        arguments: [String] = []
+    ) throws -> CLI.Result {
         let folder = dir.appendingPathComponent("plugins/\(name)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try CLI.write("""
+        try CLI.write(
+            """
             return {
               name = "\(name)", version = "1.0", description = "attack",
               setup = function(ctx)
             \(body)
               end,
             }
-            """, to: folder.appendingPathComponent("init.lua"))
+            """,
+            to: folder.appendingPathComponent("init.lua")
+        )
         try CLI.write("return { limits = { \(limits) } }", to: dir.appendingPathComponent("config.lua"))
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "a@example.com" }
             local started = os.clock()
@@ -45,10 +53,16 @@ final class SandboxAllowListTests: XCTestCase {
             local status = f and f:read("a") or ""
             if f then f:close() end
             print("rss " .. (status:match("VmRSS:%s*(%d+)") or "0") .. " kB")
-            """, to: dir.appendingPathComponent("drive.lua"))
-        return try CLI.run(["run", "--store", ":memory:", "--plugins", dir.appendingPathComponent("plugins").path,
-                            "--config", dir.appendingPathComponent("config.lua").path, "--log-level", "info",
-                            dir.appendingPathComponent("drive.lua").path] + arguments)
+            """,
+            to: dir.appendingPathComponent("drive.lua")
+        )
+        return try CLI.run(
+            [
+                "run", "--store", ":memory:", "--plugins", dir.appendingPathComponent("plugins").path,
+                "--config", dir.appendingPathComponent("config.lua").path, "--log-level", "info",
+                dir.appendingPathComponent("drive.lua").path,
+            ] + arguments
+        )
     }
 
     func cpuMillis(_ r: CLI.Result) -> Double {
@@ -62,22 +76,25 @@ final class SandboxAllowListTests: XCTestCase {
     /// `require` answered from `package.loaded`, which held the real io, os and debug: one
     /// line got a shell. Built from an allow-list, there is nothing to answer with.
     func testRequireFindsNoStandardLibraryInAPlugin() throws {
-        let r = try loadPlugin("escape", setup: """
-            local found = {}
-            for _, name in ipairs{ "io", "debug", "ffi", "lfs" } do
-              if pcall(require, name) then found[#found + 1] = name end
-            end
-            local os2 = require("os")
-            for _, f in ipairs{ "execute", "exit", "getenv", "remove", "rename", "tmpname" } do
-              if os2[f] ~= nil then found[#found + 1] = "os." .. f end
-            end
-            for k in pairs(package.loaded) do
-              if k ~= "_G" and k ~= "coroutine" and k ~= "math" and k ~= "os" and k ~= "package" and k ~= "string"
-                and k ~= "table" and k ~= "utf8" and k ~= "shareflow" then found[#found + 1] = "loaded." .. k end
-            end
-            if package.searchers or package.loadlib or package.searchpath then found[#found + 1] = "package loaders" end
-            if #found > 0 then error("reached: " .. table.concat(found, ", ")) end
-            """)
+        let r = try loadPlugin(
+            "escape",
+            setup: """
+                local found = {}
+                for _, name in ipairs{ "io", "debug", "ffi", "lfs" } do
+                  if pcall(require, name) then found[#found + 1] = name end
+                end
+                local os2 = require("os")
+                for _, f in ipairs{ "execute", "exit", "getenv", "remove", "rename", "tmpname" } do
+                  if os2[f] ~= nil then found[#found + 1] = "os." .. f end
+                end
+                for k in pairs(package.loaded) do
+                  if k ~= "_G" and k ~= "coroutine" and k ~= "math" and k ~= "os" and k ~= "package" and k ~= "string"
+                    and k ~= "table" and k ~= "utf8" and k ~= "shareflow" then found[#found + 1] = "loaded." .. k end
+                end
+                if package.searchers or package.loadlib or package.searchpath then found[#found + 1] = "package loaders" end
+                if #found > 0 then error("reached: " .. table.concat(found, ", ")) end
+                """
+        )
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.hasPrefix("loaded"), r.stdout)
     }
@@ -121,12 +138,15 @@ final class SandboxAllowListTests: XCTestCase {
     /// element: seconds inside one call. Now they stop within the budget (2x, plus slack).
     func testUnpackAndConcatOverAnIndexChainStopWithTheBudget() throws {
         for call in ["table.unpack(t, 1, 200000)", "table.concat(t, ',', 1, 200000)"] {
-            let r = try loadPlugin("chain", setup: """
-                local base = setmetatable({}, { __index = function() return "x" end })
-                local t = base
-                for _ = 1, 1900 do t = setmetatable({}, { __index = t }) end
-                local _ = \(call)
-                """)
+            let r = try loadPlugin(
+                "chain",
+                setup: """
+                    local base = setmetatable({}, { __index = function() return "x" end })
+                    local t = base
+                    for _ = 1, 1900 do t = setmetatable({}, { __index = t }) end
+                    local _ = \(call)
+                    """
+            )
             XCTAssertEqual(r.status, 0, r.stderr)
             XCTAssertTrue(r.stdout.contains("CPU budget of 50 ms exceeded"), "\(call): \(r.stdout)")
             XCTAssertLessThan(cpuMillis(r), 400, "\(call): \(r.stdout)")
@@ -136,38 +156,52 @@ final class SandboxAllowListTests: XCTestCase {
     /// Host functions given long lists worked through them in Swift with no budget check.
     func testHostFunctionsGivenLongListsStopWithTheBudgetOrRefuse() throws {
         let cases = [
-            ("fields", """
+            (
+                "fields",
+                """
                 local fields = {}
                 for i = 1, 300000 do fields["f" .. i] = i end
                 local started = os.clock()
                 while os.clock() - started < 0.03 do end
                 ctx.Record{ recordType = "T", fields = fields }
-                """, "CPU budget of 50 ms exceeded"),
-            ("keys", """
+                """, "CPU budget of 50 ms exceeded"
+            ),
+            (
+                "keys",
+                """
                 local t = { email = "x@example.com" }
                 for i = 1, 300000 do t["k" .. i] = i end
                 local started = os.clock()
                 while os.clock() - started < 0.03 do end
                 ctx.accounts.create(t)
-                """, "unknown field|CPU budget of 50 ms exceeded"),
-            ("lookups", """
+                """, "unknown field|CPU budget of 50 ms exceeded"
+            ),
+            (
+                "lookups",
+                """
                 local list = {}
                 for i = 1, 5000 do list[i] = "u" .. i .. "@example.com" end
                 ctx.as("a@example.com"):container("iCloud.x"):fetchShareParticipants(list)
-                """, "a list of at most 400 items expected, got 5000"),
-            ("json", """
+                """, "a list of at most 400 items expected, got 5000"
+            ),
+            (
+                "json",
+                """
                 local t = {}
                 for i = 1, 90000 do t["k" .. i] = { i } end
                 local started = os.clock()
                 while os.clock() - started < 0.045 do end
                 ctx.json.encode(t)
-                """, "CPU budget of 50 ms exceeded"),
+                """, "CPU budget of 50 ms exceeded"
+            ),
         ]
         for (name, body, expected) in cases {
             let r = try loadPlugin("list-\(name)", setup: body)
             XCTAssertEqual(r.status, 0, "\(name): \(r.stderr)")
-            XCTAssertTrue(r.stdout.contains("refused") && expected.split(separator: "|").contains { r.stdout.contains($0) },
-                          "\(name): \(r.stdout)")
+            XCTAssertTrue(
+                r.stdout.contains("refused") && expected.split(separator: "|").contains { r.stdout.contains($0) },
+                "\(name): \(r.stdout)"
+            )
             XCTAssertLessThan(cpuMillis(r), 400, "\(name): \(r.stdout)")
         }
     }
@@ -175,14 +209,18 @@ final class SandboxAllowListTests: XCTestCase {
     /// Records a plugin keeps alive held their fields in Swift, outside the plugin's cap: six
     /// calls grew the host by hundreds of MiB. Now what they hold counts against the cap.
     func testHostObjectsCountAgainstTheMemoryCap() throws {
-        let r = try loadPlugin("hoard", setup: """
-            kept = {}
-            for i = 1, 40 do
-              local r = ctx.Record{ recordType = "T", recordName = "r" .. i, fields = { big = string.rep(string.char(65 + i % 26), 8 * 1024 * 1024) } }
-              kept[i] = r
-              collectgarbage()
-            end
-            """, limits: "cpuMillis = 5000, memoryMiB = 64")
+        let r = try loadPlugin(
+            "hoard",
+            setup: """
+                kept = {}
+                for i = 1, 40 do
+                  local r = ctx.Record{ recordType = "T", recordName = "r" .. i, fields = { big = string.rep(string.char(65 + i % 26), 8 * 1024 * 1024) } }
+                  kept[i] = r
+                  collectgarbage()
+                end
+                """,
+            limits: "cpuMillis = 5000, memoryMiB = 64"
+        )
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.contains("refused") && r.stdout.contains("not enough memory"), r.stdout)
         // 40 records of 8 MiB would be 320 MiB; the cap holds the host near 64 MiB of them.
@@ -195,12 +233,15 @@ final class SandboxAllowListTests: XCTestCase {
     /// they go.
     func testOneStringHeldManyTimesIsChargedPerCopy() throws {
         for shape in ["fields = { list = t }", "fields = t"] {
-            let r = try loadPlugin("copies", setup: """
-                local s = string.rep("x", 8 << 20); s = s .. s .. s
-                local t = {}
-                for i = 1, 200 do t["f" .. i] = s; t[i] = s end
-                ctx.Record{ recordType = "Note", recordName = "n1", \(shape) }
-                """)
+            let r = try loadPlugin(
+                "copies",
+                setup: """
+                    local s = string.rep("x", 8 << 20); s = s .. s .. s
+                    local t = {}
+                    for i = 1, 200 do t["f" .. i] = s; t[i] = s end
+                    ctx.Record{ recordType = "Note", recordName = "n1", \(shape) }
+                    """
+            )
             XCTAssertEqual(r.status, 0, "\(shape): \(r.stderr)")
             XCTAssertTrue(r.stdout.contains("refused"), "\(shape): \(r.stdout)")
             XCTAssertLessThan(cpuMillis(r), 400, "\(shape): \(r.stdout)")
@@ -211,10 +252,14 @@ final class SandboxAllowListTests: XCTestCase {
     /// A plugin's log had no bound: 16 MiB in one call. Now `limits.logKiB` per call, the rest
     /// replaced by one line saying how much was dropped.
     func testALogFloodIsBoundedPerCall() throws {
-        let r = try loadPlugin("flood", setup: """
-            ctx.log.info(string.rep("x", 16 * 1024 * 1024))
-            for _ = 1, 1000 do print(string.rep("y", 1024)) end
-            """, limits: "cpuMillis = 5000, memoryMiB = 128, logKiB = 64")
+        let r = try loadPlugin(
+            "flood",
+            setup: """
+                ctx.log.info(string.rep("x", 16 * 1024 * 1024))
+                for _ = 1, 1000 do print(string.rep("y", 1024)) end
+                """,
+            limits: "cpuMillis = 5000, memoryMiB = 128, logKiB = 64"
+        )
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.hasPrefix("loaded"), r.stdout)
         XCTAssertLessThan(r.stderr.utf8.count, 80 * 1024, "log output past the limit")
@@ -239,11 +284,14 @@ final class SandboxAllowListTests: XCTestCase {
     /// `name = "Eve"` (a string, not a table) was accepted and the name dropped.
     func testAnAccountNameMustBeATable() throws {
         let script = dir.appendingPathComponent("name.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             print(pcall(sf.accounts.create, { email = "eve@example.com", name = "Eve" }))
             print(pcall(sf.accounts.create, { email = "eve@example.com", name = 7 }))
-            """, to: script)
+            """,
+            to: script
+        )
         let r = try CLI.run(["run", "--store", ":memory:", script.path])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.stdout.components(separatedBy: "field 'name' must be a table").count, 3, r.stdout)

@@ -10,15 +10,20 @@ final class ScriptsTests: XCTestCase {
 
     func testDemoTellsTheWholeStory() throws {
         let dir = try CLI.temporaryDirectory()
-        let r = try CLI.run(["run", "--store", dir.appendingPathComponent("demo.sqlite").path,
-                             "--config", "Scripts/demo.config.lua", "Scripts/demo.lua"])
+        let r = try CLI.run([
+            "run", "--store", dir.appendingPathComponent("demo.sqlite").path,
+            "--config", "Scripts/demo.config.lua", "Scripts/demo.lua",
+        ])
         XCTAssertEqual(r.status, 0, r.stderr)
-        for line in ["== Accounts", "bob@example.com      privateUser  readWrite  pending", "bob: accepted", "carol: accepted",
-                     "carol (readOnly) edits day1: permissionFailure", "with her old copy: serverRecordChanged", "event participant.removed: carol@example.com (removedByOwner)",
-                     "carol fetches the trip: zoneNotFound", "UserIdentity(Bob Ruiz bob@example.com)",
-                     "plugins on: audit-log, domain-allowlist, expiring-invitations",
-                     "mallory is refused: ", "denied by policy 'domain-allowlist/accept' at share.accept",
-                     "deny  by domain-allowlist/accept", "events in ", "share.accepted                   2"] {
+        for line in [
+            "== Accounts", "bob@example.com      privateUser  readWrite  pending", "bob: accepted", "carol: accepted",
+            "carol (readOnly) edits day1: permissionFailure", "with her old copy: serverRecordChanged",
+            "event participant.removed: carol@example.com (removedByOwner)",
+            "carol fetches the trip: zoneNotFound", "UserIdentity(Bob Ruiz bob@example.com)",
+            "plugins on: audit-log, domain-allowlist, expiring-invitations",
+            "mallory is refused: ", "denied by policy 'domain-allowlist/accept' at share.accept",
+            "deny  by domain-allowlist/accept", "events in ", "share.accepted                   2",
+        ] {
             XCTAssertTrue(r.stdout.contains(line), "demo output lacks \(line):\n\(r.stdout)")
         }
     }
@@ -40,17 +45,23 @@ final class ScriptsTests: XCTestCase {
             "accept_shares.lua": ["accepted; root record:\tRecordID(summer in Albums)", "Record(Album summer"],
             "discover_all_user_identities.lua": ["UserIdentity(Ana ana@example.com)\tcontact:\tcontact-ana", "contact-ben"],
             "share_participants.lua": ["after publicPermission = readOnly:", "reader@example.com   privateUser  readOnly   accepted"],
-            "sync_replica.lua": ["before accepting: no shared zones", "accepted: Albums: (share), beach=Beach, summer=Summer",
-                                 "after Alice's edits: Albums: (share), beach=Beach at noon, draft=Draft, summer=Summer, sunset=Sunset",
-                                 "after the delete and the move out: Albums: (share), beach=Beach at noon, summer=Summer",
-                                 "asked again: 0 changed, 0 deleted, same token: true", "after the share ended: no shared zones"],
-            "retry_on_throttle.lua": ["saved after 3 attempts, 4s waited", "the retry finds it saved already",
-                                      "todo: call Bob", "b-2: zoneBusy, retry in 1s", "saved 2 at once, 1 on retry",
-                                      "changeTokenExpired: dropping the token", "20 notes saved in 25 attempts, 5s waited"],
-            "audit_access.lua": ["2 share(s) in iCloud.com.example.audit", "records: Project launch, Task task1, Task task2, Task task3",
-                                 "nobody@example.com     privateUser  readOnly   pending    (no account yet)",
-                                 "guest@example.com      publicUser   readOnly   accepted",
-                                 "editor@example.com     Launch plan (readWrite)"],
+            "sync_replica.lua": [
+                "before accepting: no shared zones", "accepted: Albums: (share), beach=Beach, summer=Summer",
+                "after Alice's edits: Albums: (share), beach=Beach at noon, draft=Draft, summer=Summer, sunset=Sunset",
+                "after the delete and the move out: Albums: (share), beach=Beach at noon, summer=Summer",
+                "asked again: 0 changed, 0 deleted, same token: true", "after the share ended: no shared zones",
+            ],
+            "retry_on_throttle.lua": [
+                "saved after 3 attempts, 4s waited", "the retry finds it saved already",
+                "todo: call Bob", "b-2: zoneBusy, retry in 1s", "saved 2 at once, 1 on retry",
+                "changeTokenExpired: dropping the token", "20 notes saved in 25 attempts, 5s waited",
+            ],
+            "audit_access.lua": [
+                "2 share(s) in iCloud.com.example.audit", "records: Project launch, Task task1, Task task2, Task task3",
+                "nobody@example.com     privateUser  readOnly   pending    (no account yet)",
+                "guest@example.com      publicUser   readOnly   accepted",
+                "editor@example.com     Launch plan (readWrite)",
+            ],
         ]
         for example in examples {
             let r = try run("Scripts/examples/\(example)")
@@ -68,8 +79,15 @@ final class ScriptsTests: XCTestCase {
         var blocks: [String] = []
         var current: [Substring]?
         for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
-            if current == nil, line.hasPrefix("```lua") { current = []; continue }
-            if current != nil, line.hasPrefix("```") { blocks.append(current!.joined(separator: "\n")); current = nil; continue }
+            if current == nil, line.hasPrefix("```lua") {
+                current = []
+                continue
+            }
+            if current != nil, line.hasPrefix("```") {
+                blocks.append(current!.joined(separator: "\n"))
+                current = nil
+                continue
+            }
             current?.append(line)
         }
         XCTAssertGreaterThanOrEqual(blocks.count, 3, "the README shows Lua")

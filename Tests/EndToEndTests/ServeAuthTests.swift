@@ -14,15 +14,28 @@ final class ServeAuthTests: ServerTestCase {
 
     /// A request signed as Apple's server-to-server keys sign: ECDSA P-256 over
     /// `date:base64(sha256(body)):subpath`, DER, base64.
-    private func signed(_ key: P256.Signing.PrivateKey, keyID: String, subpath: String, body: String, date: Date = Date(),
-                        query: String = "") throws -> (Int, [String: Any]) {
+    private func signed(
+        _ key: P256.Signing.PrivateKey,
+        keyID: String,
+        subpath: String,
+        body: String,
+        date: Date = Date(),
+        query: String = ""
+    ) throws -> (Int, [String: Any]) {
         let path = db + "/" + subpath
         let stamp = iso8601(date)
         let hash = Data(SHA256.hash(data: Data(body.utf8))).base64EncodedString()
         let signature = try key.signature(for: Data("\(stamp):\(hash):\(path)".utf8)).derRepresentation.base64EncodedString()
-        return try call("POST", path, query: query, body: body, headers: [
-            "X-Apple-CloudKit-Request-KeyID: \(keyID)", "X-Apple-CloudKit-Request-ISO8601Date: \(stamp)",
-            "X-Apple-CloudKit-Request-SignatureV1: \(signature)"])
+        return try call(
+            "POST",
+            path,
+            query: query,
+            body: body,
+            headers: [
+                "X-Apple-CloudKit-Request-KeyID: \(keyID)", "X-Apple-CloudKit-Request-ISO8601Date: \(stamp)",
+                "X-Apple-CloudKit-Request-SignatureV1: \(signature)",
+            ]
+        )
     }
 
     func testServerToServerKeysSignRequestsToThePublicDatabase() throws {
@@ -40,13 +53,17 @@ final class ServeAuthTests: ServerTestCase {
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderr.contains("key.pem: is a private key"), refused.stderr)
 
-        let body = #"{"operations":[{"operationType":"create","record":{"recordName":"notice","recordType":"Notice","fields":{"text":{"value":"hello"}}}}]}"#
+        let body =
+            #"{"operations":[{"operationType":"create","record":{"recordName":"notice","recordType":"Notice","fields":{"text":{"value":"hello"}}}}]}"#
         var r = try signed(key, keyID: keyID, subpath: "public/records/modify", body: body)
         XCTAssertEqual(r.0, 200, "\(r.1)")
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["recordName"] as? String, "notice", "\(r.1)")
         r = try signed(key, keyID: keyID, subpath: "public/records/lookup", body: #"{"records":[{"recordName":"notice"}]}"#)
-        XCTAssertEqual((((r.1["records"] as? [[String: Any]])?.first?["fields"] as? [String: Any])?["text"] as? [String: Any])?["value"] as? String,
-                       "hello", "\(r.1)")
+        XCTAssertEqual(
+            (((r.1["records"] as? [[String: Any]])?.first?["fields"] as? [String: Any])?["text"] as? [String: Any])?["value"] as? String,
+            "hello",
+            "\(r.1)"
+        )
 
         // Every way a signature fails is 401, naming the cause.
         func refusedBecause(_ r: (Int, [String: Any]), _ words: String, file: StaticString = #filePath, line: UInt = #line) {
@@ -59,26 +76,45 @@ final class ServeAuthTests: ServerTestCase {
         let stamp = iso8601(Date())
         let hash = Data(SHA256.hash(data: Data(lookup.utf8))).base64EncodedString()
         let good = try key.signature(for: Data("\(stamp):\(hash):\(path)".utf8)).derRepresentation.base64EncodedString()
-        refusedBecause(try call("POST", path, query: "", body: lookup + " ", headers: [
-            "X-Apple-CloudKit-Request-KeyID: \(keyID)", "X-Apple-CloudKit-Request-ISO8601Date: \(stamp)",
-            "X-Apple-CloudKit-Request-SignatureV1: \(good)"]), "SignatureV1")
-        refusedBecause(try signed(key, keyID: keyID, subpath: "public/records/lookup", body: lookup, date: Date().addingTimeInterval(-900)),
-                       "more than 10 minutes")
+        refusedBecause(
+            try call(
+                "POST",
+                path,
+                query: "",
+                body: lookup + " ",
+                headers: [
+                    "X-Apple-CloudKit-Request-KeyID: \(keyID)", "X-Apple-CloudKit-Request-ISO8601Date: \(stamp)",
+                    "X-Apple-CloudKit-Request-SignatureV1: \(good)",
+                ]
+            ),
+            "SignatureV1"
+        )
+        refusedBecause(
+            try signed(key, keyID: keyID, subpath: "public/records/lookup", body: lookup, date: Date().addingTimeInterval(-900)),
+            "more than 10 minutes"
+        )
         refusedBecause(try signed(P256.Signing.PrivateKey(), keyID: keyID, subpath: "public/records/lookup", body: lookup), "SignatureV1")
-        refusedBecause(try signed(key, keyID: String(repeating: "0", count: 64), subpath: "public/records/lookup", body: lookup),
-                       "not a key registered")
+        refusedBecause(
+            try signed(key, keyID: String(repeating: "0", count: 64), subpath: "public/records/lookup", body: lookup),
+            "not a key registered"
+        )
         refusedBecause(try signed(key, keyID: keyID, subpath: "private/records/lookup", body: lookup), "public database")
         refusedBecause(try signed(key, keyID: keyID, subpath: "public/users/caller", body: ""), "public database")
-        refusedBecause(try signed(key, keyID: keyID, subpath: "public/records/lookup", body: lookup, query: "ckAPIToken=\(api)"),
-                       "carries no ckAPIToken")
+        refusedBecause(
+            try signed(key, keyID: keyID, subpath: "public/records/lookup", body: lookup, query: "ckAPIToken=\(api)"),
+            "carries no ckAPIToken"
+        )
         // A signature is accepted once: the same signed request sent again is a replay, in
         // whatever case its key ID is written.
         let replayed = try key.signature(for: Data("\(stamp):\(hash):\(path)".utf8)).derRepresentation.base64EncodedString()
         // Its twin (r, n − s) verifies as well and is the same signature.
         let raw = try P256.Signing.ECDSASignature(derRepresentation: Data(base64Encoded: replayed)!).rawRepresentation
-        let order: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-                              0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51]
-        var twinS = [UInt8](repeating: 0, count: 32), borrow = 0
+        let order: [UInt8] = [
+            0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+            0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+        ]
+        var twinS = [UInt8](repeating: 0, count: 32)
+        var borrow = 0
         for i in stride(from: 31, through: 0, by: -1) {
             var d = Int(order[i]) - Int(raw[raw.startIndex + 32 + i]) - borrow
             borrow = d < 0 ? 1 : 0
@@ -87,9 +123,16 @@ final class ServeAuthTests: ServerTestCase {
         }
         let twin = try P256.Signing.ECDSASignature(rawRepresentation: Data(raw.prefix(32)) + twinS).derRepresentation.base64EncodedString()
         for (n, (id, signature)) in [(keyID, replayed), (keyID, replayed), (keyID.uppercased(), replayed), (keyID, twin)].enumerated() {
-            let r = try call("POST", path, query: "", body: lookup, headers: [
-                "X-Apple-CloudKit-Request-KeyID: \(id)", "X-Apple-CloudKit-Request-ISO8601Date: \(stamp)",
-                "X-Apple-CloudKit-Request-SignatureV1: \(signature)"])
+            let r = try call(
+                "POST",
+                path,
+                query: "",
+                body: lookup,
+                headers: [
+                    "X-Apple-CloudKit-Request-KeyID: \(id)", "X-Apple-CloudKit-Request-ISO8601Date: \(stamp)",
+                    "X-Apple-CloudKit-Request-SignatureV1: \(signature)",
+                ]
+            )
             if n == 0 { XCTAssertEqual(r.0, 200, "\(r.1)") } else { refusedBecause(r, "already used") }
         }
     }
@@ -99,23 +142,34 @@ final class ServeAuthTests: ServerTestCase {
     func testAPluginAuthenticatesAndAPolicyDenialNamesThePolicy() throws {
         stopServer()
         let config = dir.appendingPathComponent("config.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             return { plugins = {
               ["proxy-auth"] = { secret = "open-sesame" },
               ["domain-allowlist"] = { domains = { "example.org" } },
             } }
-            """, to: config)
+            """,
+            to: config
+        )
         try startServer(["--plugins", CLI.root.appendingPathComponent("Plugins").path, "--config", config.path])
         let viaProxy = ["X-Auth-Request-Email: bob@example.com", "X-Proxy-Secret: open-sesame"]
         var r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)", headers: viaProxy)
         XCTAssertEqual(r.0, 200, "\(r.1)")
         XCTAssertEqual(((r.1["users"] as? [[String: Any]])?.first?["lookupInfo"] as? [String: String])?["emailAddress"], "bob@example.com")
-        r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)",
-                     headers: ["X-Auth-Request-Email: bob@example.com", "X-Proxy-Secret: guess"])
+        r = try call(
+            "GET",
+            db + "/public/users/caller",
+            query: "ckAPIToken=\(api)",
+            headers: ["X-Auth-Request-Email: bob@example.com", "X-Proxy-Secret: guess"]
+        )
         XCTAssertEqual(r.0, 401)
         XCTAssertTrue((r.1["reason"] as? String)?.contains("authenticator 'proxy-auth/header' refused") ?? false, "\(r.1)")
-        r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)",
-                     headers: ["X-Auth-Request-Email: nobody@example.com", "X-Proxy-Secret: open-sesame"])
+        r = try call(
+            "GET",
+            db + "/public/users/caller",
+            query: "ckAPIToken=\(api)",
+            headers: ["X-Auth-Request-Email: nobody@example.com", "X-Proxy-Secret: open-sesame"]
+        )
         XCTAssertEqual(r.0, 401)
         XCTAssertTrue((r.1["reason"] as? String)?.contains("no account for 'nobody@example.com'") ?? false, "\(r.1)")
         r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)")
@@ -125,15 +179,24 @@ final class ServeAuthTests: ServerTestCase {
 
         // Alice shares with Bob; Bob (through the proxy) accepts; the allow-list denies him.
         r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
-        r = try call("POST", db + "/private/records/modify", body: """
-            {"zoneID":{"zoneName":"Z"},"operations":[
-             {"operationType":"create","record":{"recordName":"doc","recordType":"Doc","createShortGUID":true,"fields":{}}},
-             {"operationType":"create","record":{"recordName":"share","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
-              "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Z"},"operations":[
+                 {"operationType":"create","record":{"recordName":"doc","recordType":"Doc","createShortGUID":true,"fields":{}}},
+                 {"operationType":"create","record":{"recordName":"share","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
+                  "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+                """
+        )
         let guid = try XCTUnwrap((r.1["records"] as? [[String: Any]])?.last?["shortGUID"] as? String, "\(r.1)")
-        r = try call("POST", db + "/public/records/accept", query: "ckAPIToken=\(api)", body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#,
-                     headers: viaProxy)
+        r = try call(
+            "POST",
+            db + "/public/records/accept",
+            query: "ckAPIToken=\(api)",
+            body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#,
+            headers: viaProxy
+        )
         XCTAssertEqual(r.0, 200, "per-item errors inside a 200")
         let denied = try XCTUnwrap((r.1["results"] as? [[String: Any]])?.first, "\(r.1)")
         XCTAssertEqual(denied["serverErrorCode"] as? String, "ACCESS_DENIED", "\(denied)")
@@ -148,7 +211,8 @@ final class ServeAuthTests: ServerTestCase {
         stopServer()
         let plugins = dir.appendingPathComponent("plugins/hostile-auth")
         try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
-        try CLI.write("""
+        try CLI.write(
+            """
             return {
               name = "hostile-auth", version = "1.0.0", description = "attacks the server's authentication",
               setup = function(ctx)
@@ -166,12 +230,16 @@ final class ServeAuthTests: ServerTestCase {
                 end, { name = "attack" })
               end,
             }
-            """, to: plugins.appendingPathComponent("init.lua"))
+            """,
+            to: plugins.appendingPathComponent("init.lua")
+        )
         let config = dir.appendingPathComponent("hostile.config.lua")
         try CLI.write(#"return { limits = { cpuMillis = 50 }, plugins = { ["hostile-auth"] = true } }"#, to: config)
         try startServer(["--plugins", plugins.deletingLastPathComponent().path, "--config", config.path])
-        for (mode, words) in [("loop", "CPU budget"), ("pcall-loop", "CPU budget"), ("error", "boom"), ("table", "returned a table"),
-                              ("huge", "no account for"), ("nul", "NUL byte"), ("number", "returned a number")] {
+        for (mode, words) in [
+            ("loop", "CPU budget"), ("pcall-loop", "CPU budget"), ("error", "boom"), ("table", "returned a table"),
+            ("huge", "no account for"), ("nul", "NUL byte"), ("number", "returned a number"),
+        ] {
             let start = Date()
             let r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)", headers: ["X-Mode: \(mode)"])
             XCTAssertEqual(r.0, 401, "\(mode): \(r.1)")
@@ -194,31 +262,43 @@ final class ServeAuthTests: ServerTestCase {
     /// users/discover both ways (R19, R20), and a stranger with an account told where an
     /// invitation went, masked (R16's participantMayNeedVerification as potentialMatchList).
     func testDiscoveryAndPotentialMatches() throws {
-        try script("""
+        try script(
+            """
             local sf = require("shareflow")
             local bob = sf.accounts.find{ email = "bob@example.com" }
             bob:setDiscoverable(true)
             sf.accounts.create{ email = "carol@example.com", name = { given = "Carol" } }
             sf.accounts.find{ email = "alice@example.com" }:addContacts{ "bob@example.com", "carol@example.com" }
-            """)
+            """
+        )
         var r = try call("GET", db + "/public/users/discover")
         XCTAssertEqual(r.0, 200, "\(r.1)")
-        XCTAssertEqual((r.1["users"] as? [[String: Any]])?.compactMap { ($0["lookupInfo"] as? [String: String])?["emailAddress"] },
-                       ["bob@example.com"], "Carol is a contact but not discoverable: \(r.1)")
-        r = try call("POST", db + "/public/users/discover",
-                     body: #"{"lookupInfos":[{"emailAddress":"carol@example.com"},{"emailAddress":"bob@example.com"},{"phoneNumber":"+15555550100"}]}"#)
+        XCTAssertEqual(
+            (r.1["users"] as? [[String: Any]])?.compactMap { ($0["lookupInfo"] as? [String: String])?["emailAddress"] },
+            ["bob@example.com"],
+            "Carol is a contact but not discoverable: \(r.1)"
+        )
+        r = try call(
+            "POST",
+            db + "/public/users/discover",
+            body: #"{"lookupInfos":[{"emailAddress":"carol@example.com"},{"emailAddress":"bob@example.com"},{"phoneNumber":"+15555550100"}]}"#
+        )
         XCTAssertEqual((r.1["users"] as? [[String: Any]])?.count, 1, "\(r.1)")
         r = try call("POST", db + "/public/users/discover", body: #"{"lookupInfos":[{}]}"#)
         XCTAssertEqual(r.0, 400)
         XCTAssertTrue((r.1["reason"] as? String)?.contains("lookupInfos[0]") ?? false, "\(r.1)")
 
         r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
-        r = try call("POST", db + "/private/records/modify", body: """
-            {"zoneID":{"zoneName":"Z"},"operations":[
-             {"operationType":"create","record":{"recordName":"doc","recordType":"Doc","fields":{}}},
-             {"operationType":"create","record":{"recordName":"share","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
-              "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"dave.old@example.com"}}}]}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Z"},"operations":[
+                 {"operationType":"create","record":{"recordName":"doc","recordType":"Doc","fields":{}}},
+                 {"operationType":"create","record":{"recordName":"share","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
+                  "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"dave.old@example.com"}}}]}}]}
+                """
+        )
         let guid = try XCTUnwrap((r.1["records"] as? [[String: Any]])?.last?["shortGUID"] as? String, "\(r.1)")
         let carol = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("carol@example.com"))"
         r = try call("POST", db + "/public/records/resolve", query: carol, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
@@ -237,8 +317,12 @@ final class ServeAuthTests: ServerTestCase {
         guard FileManager.default.isExecutableFile(atPath: python) else {
             return XCTFail("no Python environment at \(python): run `make pyenv` (make test does)")
         }
-        let (status, text) = try runTool(python, [CLI.root.appendingPathComponent("Tests/fuzz/json_fuzz.py").path, base, "1500", "20261123"],
-                                         environment: ["SF_API": api, "SF_WEB": web], timeout: 300)
+        let (status, text) = try runTool(
+            python,
+            [CLI.root.appendingPathComponent("Tests/fuzz/json_fuzz.py").path, base, "1500", "20261123"],
+            environment: ["SF_API": api, "SF_WEB": web],
+            timeout: 300
+        )
         XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.contains("1500 cases, 0 failures"), text)
         XCTAssertTrue(server.isRunning)
@@ -322,9 +406,11 @@ final class ServeAuthTests: ServerTestCase {
         XCTAssertEqual(r.0, 413, "\(r.1)")
         XCTAssertEqual(r.1["serverErrorCode"] as? String, "QUOTA_EXCEEDED")
 
-        for (body, words) in [("[1,2]", "not a JSON object"), (#"{"operations":[{"operationType":"create"}]}"#, "operations[0]"),
-                              (#"{"operations":"all"}"#, "operations"), ("{\"operations\":[", "not a JSON object"),
-                              (#"{"zoneID":{"zoneName":7},"operations":[]}"#, "zoneID.zoneName")] {
+        for (body, words) in [
+            ("[1,2]", "not a JSON object"), (#"{"operations":[{"operationType":"create"}]}"#, "operations[0]"),
+            (#"{"operations":"all"}"#, "operations"), ("{\"operations\":[", "not a JSON object"),
+            (#"{"zoneID":{"zoneName":7},"operations":[]}"#, "zoneID.zoneName"),
+        ] {
             r = try call("POST", db + "/private/records/modify", body: body)
             XCTAssertEqual(r.0, 400, body)
             XCTAssertEqual(r.1["serverErrorCode"] as? String, "BAD_REQUEST", body)
@@ -347,10 +433,22 @@ final class ServeAuthTests: ServerTestCase {
             ("records/modify", create(#"{"value":9223372036854775808}"#), "outside INT64"),
             ("records/modify", #"{"atomic":"yes","operations":[]}"#, "atomic must be true or false"),
             ("records/modify", #"{"desiredKeys":"t","operations":[]}"#, "desiredKeys must be a list"),
-            ("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"T","fields":[1,2]}}]}"#, "record.fields must be an object"),
-            ("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"T","createShortGUID":"true"}}]}"#, "createShortGUID must be true or false"),
-            ("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"T","parent":"root"}}]}"#, "record.parent must be an object"),
-            ("records/modify", #"{"operations":[{"operationType":"frobnicate","record":{"recordName":"s","recordType":"cloudkit.share"}}]}"#, "frobnicate"),
+            (
+                "records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"T","fields":[1,2]}}]}"#,
+                "record.fields must be an object"
+            ),
+            (
+                "records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"T","createShortGUID":"true"}}]}"#,
+                "createShortGUID must be true or false"
+            ),
+            (
+                "records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"T","parent":"root"}}]}"#,
+                "record.parent must be an object"
+            ),
+            (
+                "records/modify", #"{"operations":[{"operationType":"frobnicate","record":{"recordName":"s","recordType":"cloudkit.share"}}]}"#,
+                "frobnicate"
+            ),
             ("records/query", #"{"query":{"recordType":"T","filterBy":{"x":1}}}"#, "query.filterBy must be a list"),
             ("records/query", #"{"resultsLimit":"2","query":{"recordType":"T"}}"#, "resultsLimit must be an integer"),
             ("records/lookup", #"{"records":[\#(lookups)]}"#, "limitExceeded: records has 401 items"),
@@ -371,19 +469,28 @@ final class ServeAuthTests: ServerTestCase {
         }
         r = try call("GET", "/database/1/iCloud%2Etest/development/public/users/caller")
         XCTAssertEqual(r.0, 200, "a percent-encoded container is the container: \(r.1)")
-        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z","ownerRecordName":"_someoneElse"}}}]}"#)
+        r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z","ownerRecordName":"_someoneElse"}}}]}"#
+        )
         XCTAssertEqual((r.1["zones"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "ACCESS_DENIED", "\(r.1)")
 
         // A date no TIMESTAMP holds, made in Lua, is served without a trap.
-        try script("""
+        try script(
+            """
             local sf = require("shareflow")
             local db = sf.as("alice@example.com"):container("iCloud.test").publicCloudDatabase
             assert(db:modifyRecords{ save = { sf.Record{ recordType = "T", recordName = "far", fields = { when = sf.Date(1e300) } } } })
-            """)
+            """
+        )
         r = try call("POST", db + "/public/records/lookup", body: #"{"records":[{"recordName":"far"}]}"#)
         XCTAssertEqual(r.0, 200, "\(r.1)")
-        XCTAssertEqual(((((r.1["records"] as? [[String: Any]])?.first?["fields"] as? [String: Any])?["when"] as? [String: Any])?["value"] as? Double),
-                       1e303, "\(r.1)")
+        XCTAssertEqual(
+            ((((r.1["records"] as? [[String: Any]])?.first?["fields"] as? [String: Any])?["when"] as? [String: Any])?["value"] as? Double),
+            1e303,
+            "\(r.1)"
+        )
         XCTAssertTrue(server.isRunning)
     }
 }

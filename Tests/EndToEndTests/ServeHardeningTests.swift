@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowTestKit
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +21,10 @@ struct RawClient {
             let bound = withUnsafePointer(to: &local) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
-            guard bound == 0 else { close(fd); throw NSError(domain: "RawClient bind", code: Int(errno)) }
+            guard bound == 0 else {
+                close(fd)
+                throw NSError(domain: "RawClient bind", code: Int(errno))
+            }
         }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -29,7 +33,10 @@ struct RawClient {
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard result == 0 else { close(fd); throw NSError(domain: "RawClient connect", code: Int(errno)) }
+        guard result == 0 else {
+            close(fd)
+            throw NSError(domain: "RawClient connect", code: Int(errno))
+        }
     }
 
     func send(_ text: String) {
@@ -71,7 +78,7 @@ final class ServeHardeningTests: ServerTestCase {
         try restart(config: "return { server = { headerSeconds = 1, bodySeconds = 1.5, idleSeconds = 1 } }")
         let start = Date()
         let header = try RawClient(port: port)
-        header.send("POST \(db)/private/zones/list HTTP/1.1\r\nHost: x\r\n")   // the head never ends
+        header.send("POST \(db)/private/zones/list HTTP/1.1\r\nHost: x\r\n")  // the head never ends
         let body = try RawClient(port: port)
         body.send("POST \(db)/private/zones/list?ckAPIToken=\(api)&ckWebAuthToken=\(web) HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a\":")
         let idle = try RawClient(port: port)
@@ -111,14 +118,14 @@ final class ServeHardeningTests: ServerTestCase {
         holders[0].shut()
         XCTAssertTrue(waiting.read(for: 5).text.hasPrefix("HTTP/1.1 200"), "the waiting client is served")
         waiting.shut()
-        holders.dropFirst().forEach { $0.shut() }
+        for holder in holders.dropFirst() { holder.shut() }
         // Hundreds of idle sockets (within the kernel's backlog of 256) leave the server with
         // descriptors to spare: it holds four, the kernel queues the rest.
         let many = (0..<200).compactMap { n in try? RawClient(port: port, from: "127.0.1.\(n % 200 + 1)") }
         usleep(300_000)
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.processIdentifier)/fd").count) ?? 0
         XCTAssertLessThan(fds, 100, "the server holds no descriptor per waiting client")
-        many.forEach { $0.shut() }
+        for client in many { client.shut() }
         XCTAssertEqual(try call("POST", db + "/private/zones/list", body: "{}").0, 200)
     }
 
@@ -145,9 +152,13 @@ final class ServeHardeningTests: ServerTestCase {
         try restart(config: "return { server = { maxResponseMiB = 1 } }")
         _ = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Big"}}}]}"#)
         let big = String(repeating: "x", count: 400_000)
-        let r = try call("POST", db + "/private/records/modify", body: """
-            {"zoneID":{"zoneName":"Big"},"operations":[\((0..<6).map { #"{"operationType":"create","record":{"recordName":"big\#($0)","recordType":"Blob","fields":{"data":{"value":"\#(big)"}}}}"# }.joined(separator: ","))]}
-            """)
+        let r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Big"},"operations":[\((0..<6).map { #"{"operationType":"create","record":{"recordName":"big\#($0)","recordType":"Blob","fields":{"data":{"value":"\#(big)"}}}}"# }.joined(separator: ","))]}
+                """
+        )
         XCTAssertEqual(r.0, 200, String(describing: r.1).prefix(300).description)
         let zone = #"{"zoneID":{"zoneName":"Big"}}"#
         // Four times the same zone, as one 21 MiB answer once was.
@@ -165,7 +176,8 @@ final class ServeHardeningTests: ServerTestCase {
             var pages = 0
             repeat {
                 let sync = token.map { #","syncToken":"\#($0)""# } ?? ""
-                let request = endpoint == "changes/zone" ? #"{"zones":[{"zoneID":{"zoneName":"Big"}\#(sync)}]}"# : #"{"zoneID":{"zoneName":"Big"}\#(sync)}"#
+                let request =
+                    endpoint == "changes/zone" ? #"{"zones":[{"zoneID":{"zoneName":"Big"}\#(sync)}]}"# : #"{"zoneID":{"zoneName":"Big"}\#(sync)}"#
                 let (s, b) = try call("POST", db + "/private/" + endpoint, body: request)
                 XCTAssertEqual(s, 200, "\(b)".prefix(300).description)
                 let page = endpoint == "changes/zone" ? ((b["zones"] as? [[String: Any]])?.first ?? [:]) : b
@@ -181,7 +193,11 @@ final class ServeHardeningTests: ServerTestCase {
         }
         // Asked for none of the big field, the page carries every record (it is charged what it
         // carries, not what is stored).
-        let (small, smallBody) = try call("POST", db + "/private/changes/zone", body: #"{"zones":[{"zoneID":{"zoneName":"Big"},"desiredKeys":["title"]}]}"#)
+        let (small, smallBody) = try call(
+            "POST",
+            db + "/private/changes/zone",
+            body: #"{"zones":[{"zoneID":{"zoneName":"Big"},"desiredKeys":["title"]}]}"#
+        )
         XCTAssertEqual(small, 200)
         let smallZone = (smallBody["zones"] as? [[String: Any]])?.first ?? [:]
         XCTAssertEqual((smallZone["records"] as? [Any])?.count, 6, "\(smallZone)".prefix(300).description)
@@ -197,9 +213,13 @@ final class ServeHardeningTests: ServerTestCase {
     func testLookupsAndQueryPagesStayWithinTheResponseBudget() throws {
         try restart(config: "return { server = { maxResponseMiB = 1 } }")
         let big = String(repeating: "x", count: 600_000)
-        var r = try call("POST", db + "/private/records/modify", body: """
-            {"operations":[\((0..<3).map { #"{"operationType":"create","record":{"recordName":"big\#($0)","recordType":"Blob","fields":{"data":{"value":"\#(big)"}}}}"# }.joined(separator: ","))]}
-            """)
+        var r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"operations":[\((0..<3).map { #"{"operationType":"create","record":{"recordName":"big\#($0)","recordType":"Blob","fields":{"data":{"value":"\#(big)"}}}}"# }.joined(separator: ","))]}
+                """
+        )
         XCTAssertEqual(r.0, 200, String(describing: r.1).prefix(300).description)
         let asked = Array(repeating: #"{"recordName":"big0"}"#, count: 200).joined(separator: ",")
         r = try call("POST", db + "/private/records/lookup", body: #"{"records":[\#(asked)]}"#)
@@ -242,10 +262,20 @@ final class ServeHardeningTests: ServerTestCase {
         XCTAssertEqual(r.0, 404, "\(r.1)")
         // IN is bounded and hashed: 400 values over many records answer at once; 401 are refused.
         let values = (0..<400).map { #""v\#($0)""# }.joined(separator: ",")
-        r = try call("POST", db + "/private/records/query", body: #"{"query":{"recordType":"Note","filterBy":[{"fieldName":"k","comparator":"IN","fieldValue":{"value":[\#(values)],"type":"STRING_LIST"}}]}}"#)
+        r = try call(
+            "POST",
+            db + "/private/records/query",
+            body:
+                #"{"query":{"recordType":"Note","filterBy":[{"fieldName":"k","comparator":"IN","fieldValue":{"value":[\#(values)],"type":"STRING_LIST"}}]}}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         let tooMany = (0..<401).map { #""v\#($0)""# }.joined(separator: ",")
-        r = try call("POST", db + "/private/records/query", body: #"{"query":{"recordType":"Note","filterBy":[{"fieldName":"k","comparator":"IN","fieldValue":{"value":[\#(tooMany)],"type":"STRING_LIST"}}]}}"#)
+        r = try call(
+            "POST",
+            db + "/private/records/query",
+            body:
+                #"{"query":{"recordType":"Note","filterBy":[{"fieldName":"k","comparator":"IN","fieldValue":{"value":[\#(tooMany)],"type":"STRING_LIST"}}]}}"#
+        )
         XCTAssertEqual(r.0, 400)
         XCTAssertTrue((r.1["reason"] as? String)?.contains("limitExceeded") == true, "\(r.1)")
     }
@@ -264,9 +294,19 @@ final class ServeHardeningTests: ServerTestCase {
         let live = try CLI.run(["tokens", "api", "--store", store, "--container", "iCloud.test", "--environment", "production"]).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let elsewhere: [(String, String, String)] = [
-            ("/database/1/iCloud.test/production/private/records/query", query + #","continuationMarker":"\#(marker)"}"#, "ckAPIToken=\(live)&ckWebAuthToken=\(web)"),
-            (db + "/private/records/query", #"{"query":{"recordType":"Other","sortBy":[{"systemFieldName":"modifiedTimestamp","ascending":false}]},"continuationMarker":"\#(marker)"}"#, "ckAPIToken=\(api)&ckWebAuthToken=\(web)"),
-            (db + "/private/records/query", query + #","continuationMarker":"\#(marker)"}"#, "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"),
+            (
+                "/database/1/iCloud.test/production/private/records/query", query + #","continuationMarker":"\#(marker)"}"#,
+                "ckAPIToken=\(live)&ckWebAuthToken=\(web)"
+            ),
+            (
+                db + "/private/records/query",
+                #"{"query":{"recordType":"Other","sortBy":[{"systemFieldName":"modifiedTimestamp","ascending":false}]},"continuationMarker":"\#(marker)"}"#,
+                "ckAPIToken=\(api)&ckWebAuthToken=\(web)"
+            ),
+            (
+                db + "/private/records/query", query + #","continuationMarker":"\#(marker)"}"#,
+                "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
+            ),
         ]
         for (path, body, query) in elsewhere {
             r = try call("POST", path, query: query, body: body)
@@ -279,7 +319,8 @@ final class ServeHardeningTests: ServerTestCase {
     /// looked up; addresses and zone names are bounded.
     func testPermissionComesBeforeParticipantLookupsAndNamesAreBounded() throws {
         let huge = String(repeating: "a", count: 100_000) + "@example.com"
-        let share = #"{"operationType":"create","record":{"recordName":"s1","recordType":"cloudkit.share","forRecord":{"recordName":"r1"},"participants":[{"userIdentity":{"lookupInfo":{"emailAddress":"\#(huge)"}}}]}}"#
+        let share =
+            #"{"operationType":"create","record":{"recordName":"s1","recordType":"cloudkit.share","forRecord":{"recordName":"r1"},"participants":[{"userIdentity":{"lookupInfo":{"emailAddress":"\#(huge)"}}}]}}"#
         // A zone that does not exist: its answer, not the address's.
         var r = try call("POST", db + "/private/records/modify", body: #"{"zoneID":{"zoneName":"Nowhere"},"operations":[\#(share)]}"#)
         let items = try XCTUnwrap(r.1["records"] as? [[String: Any]], "\(r.1)")
@@ -287,19 +328,36 @@ final class ServeHardeningTests: ServerTestCase {
         XCTAssertFalse("\(items)".contains("aaaaaaaaaa"), "the address is neither looked up nor echoed")
         // In a zone that exists the address is refused by its length, in a short line.
         _ = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
-        r = try call("POST", db + "/private/records/modify", body: #"{"zoneID":{"zoneName":"Z"},"atomic":false,"operations":[{"operationType":"create","record":{"recordName":"r1","recordType":"T"}},\#(share)]}"#)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body:
+                #"{"zoneID":{"zoneName":"Z"},"atomic":false,"operations":[{"operationType":"create","record":{"recordName":"r1","recordType":"T"}},\#(share)]}"#
+        )
         let reason = ((r.1["records"] as? [[String: Any]])?.last?["reason"] as? String) ?? "\(r.1)"
         XCTAssertTrue(reason.contains("email address of 100012 bytes"), reason)
         XCTAssertLessThan(reason.utf8.count, 300)
         // A record of more than 1,024 fields is refused, as a request.
         let wide = (0...1024).map { #""f\#($0)":{"value":1}"# }.joined(separator: ",")
-        r = try call("POST", db + "/private/records/modify", body: #"{"zoneID":{"zoneName":"Z"},"operations":[{"operationType":"create","record":{"recordName":"w","recordType":"T","fields":{\#(wide)}}}]}"#)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body:
+                #"{"zoneID":{"zoneName":"Z"},"operations":[{"operationType":"create","record":{"recordName":"w","recordType":"T","fields":{\#(wide)}}}]}"#
+        )
         XCTAssertEqual(r.0, 400, String("\(r.1)".prefix(300)))
         XCTAssertTrue((r.1["reason"] as? String)?.contains("at most 1024") == true, String("\(r.1)".prefix(300)))
         // A zone name of 100 KB is refused.
         let longZone = String(repeating: "z", count: 100_000)
-        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(longZone)"}}}]}"#)
-        XCTAssertTrue(((r.1["zones"] as? [[String: Any]])?.first?["reason"] as? String)?.contains("at most 255") == true, String("\(r.1)".prefix(300)))
+        r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(longZone)"}}}]}"#
+        )
+        XCTAssertTrue(
+            ((r.1["zones"] as? [[String: Any]])?.first?["reason"] as? String)?.contains("at most 255") == true,
+            String("\(r.1)".prefix(300))
+        )
     }
 
     /// No request holds the engine's thread past a bound: a query that reads for longer than
@@ -307,10 +365,17 @@ final class ServeHardeningTests: ServerTestCase {
     func testALongQueryIsRefusedNotLeftToHoldTheEngine() throws {
         try restart(config: "return { server = { querySeconds = 0.001 } }")
         for batch in 0..<3 {
-            let ops = (0..<300).map { #"{"operationType":"create","record":{"recordName":"q\#(batch)-\#($0)","recordType":"Item","fields":{"rank":{"value":\#($0)}}}}"# }
+            let ops = (0..<300).map {
+                #"{"operationType":"create","record":{"recordName":"q\#(batch)-\#($0)","recordType":"Item","fields":{"rank":{"value":\#($0)}}}}"#
+            }
             XCTAssertEqual(try call("POST", db + "/private/records/modify", body: #"{"operations":[\#(ops.joined(separator: ","))]}"#).0, 200)
         }
-        let r = try call("POST", db + "/private/records/query", body: #"{"query":{"recordType":"Item","sortBy":[{"fieldName":"rank"}],"filterBy":[{"fieldName":"rank","comparator":"LESS_THAN","fieldValue":{"value":-1}}]}}"#)
+        let r = try call(
+            "POST",
+            db + "/private/records/query",
+            body:
+                #"{"query":{"recordType":"Item","sortBy":[{"fieldName":"rank"}],"filterBy":[{"fieldName":"rank","comparator":"LESS_THAN","fieldValue":{"value":-1}}]}}"#
+        )
         XCTAssertEqual(r.0, 400, "\(r.1)")
         XCTAssertTrue((r.1["reason"] as? String)?.contains("without filling its page") == true, "\(r.1)")
         XCTAssertEqual(try call("GET", db + "/private/users/caller").0, 200, "the engine is free")
@@ -322,13 +387,24 @@ final class ServeHardeningTests: ServerTestCase {
     func testAPipeliningClientThatNeverReadsIsClosed() throws {
         try restart(config: "return { server = { maxConnections = 2, headerSeconds = 2, bodySeconds = 2, idleSeconds = 2 } }")
         let big = String(repeating: "x", count: 400_000)
-        XCTAssertEqual(try call("POST", db + "/private/records/modify", body: #"{"operations":[{"operationType":"create","record":{"recordName":"wide","recordType":"Blob","fields":{"data":{"value":"\#(big)"}}}}]}"#).0, 200)
+        XCTAssertEqual(
+            try call(
+                "POST",
+                db + "/private/records/modify",
+                body:
+                    #"{"operations":[{"operationType":"create","record":{"recordName":"wide","recordType":"Blob","fields":{"data":{"value":"\#(big)"}}}}]}"#
+            ).0,
+            200
+        )
         let hog = try RawClient(port: port)
         var size: Int32 = 4096
         setsockopt(hog.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         _ = fcntl(hog.fd, F_SETFL, fcntl(hog.fd, F_GETFL) | O_NONBLOCK)
         let body = #"{"records":[{"recordName":"wide"}]}"#
-        let request = Array("POST \(db)/private/records/lookup?ckAPIToken=\(api)&ckWebAuthToken=\(web) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+        let request = Array(
+            "POST \(db)/private/records/lookup?ckAPIToken=\(api)&ckWebAuthToken=\(web) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                .utf8
+        )
         let start = Date()
         var closed = false
         while Date().timeIntervalSince(start) < 40 && !closed {
@@ -346,7 +422,9 @@ final class ServeHardeningTests: ServerTestCase {
     func testSIGTERMWithQueuedEngineWorkExitsCleanly() throws {
         try restart(config: "return { server = { shutdownSeconds = 0.5, querySeconds = 1 } }")
         for batch in 0..<10 {
-            let ops = (0..<400).map { #"{"operationType":"create","record":{"recordName":"w\#(batch)-\#($0)","recordType":"Item","fields":{"s":{"value":"\#($0 * 7919 % 400)"}}}}"# }
+            let ops = (0..<400).map {
+                #"{"operationType":"create","record":{"recordName":"w\#(batch)-\#($0)","recordType":"Item","fields":{"s":{"value":"\#($0 * 7919 % 400)"}}}}"#
+            }
             XCTAssertEqual(try call("POST", db + "/private/records/modify", body: #"{"operations":[\#(ops.joined(separator: ","))]}"#).0, 200)
         }
         let url = base + db + "/private/records/query?ckAPIToken=\(api)&ckWebAuthToken=\(web)"
@@ -366,7 +444,7 @@ final class ServeHardeningTests: ServerTestCase {
         XCTAssertFalse(server.isRunning)
         XCTAssertEqual(server.terminationStatus, 0, (try? String(contentsOf: serverLog, encoding: .utf8)).map { String($0.suffix(1000)) } ?? "")
         XCTAssertLessThan(Date().timeIntervalSince(start), 10)
-        clients.forEach { $0.waitUntilExit() }
+        for client in clients { client.waitUntilExit() }
     }
 
     /// A slow reader of a big answer keeps taking bytes: it gets all of them, whatever
@@ -375,14 +453,18 @@ final class ServeHardeningTests: ServerTestCase {
         // The big records are written before idleSeconds = 1 is set: under ThreadSanitizer a
         // 4.5 MB upload can pause past a second, which is not what this test is about.
         let big = String(repeating: "x", count: 900_000)
-        let ops = (0..<5).map { #"{"operationType":"create","record":{"recordName":"slow\#($0)","recordType":"Blob","fields":{"data":{"value":"\#(big)"}}}}"# }
+        let ops = (0..<5).map {
+            #"{"operationType":"create","record":{"recordName":"slow\#($0)","recordType":"Blob","fields":{"data":{"value":"\#(big)"}}}}"#
+        }
         XCTAssertEqual(try call("POST", db + "/private/records/modify", body: #"{"operations":[\#(ops.joined(separator: ","))]}"#).0, 200)
         try restart(config: "return { server = { idleSeconds = 1 } }")
         let body = #"{"records":[\#((0..<5).map { #"{"recordName":"slow\#($0)"}"# }.joined(separator: ","))]}"#
         let client = try RawClient(port: port)
         var size: Int32 = 65536
         setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        client.send("POST \(db)/private/records/lookup?ckAPIToken=\(api)&ckWebAuthToken=\(web) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        client.send(
+            "POST \(db)/private/records/lookup?ckAPIToken=\(api)&ckWebAuthToken=\(web) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        )
         var received = 0
         var buffer = [UInt8](repeating: 0, count: 65536)
         let start = Date()
@@ -390,7 +472,7 @@ final class ServeHardeningTests: ServerTestCase {
             let n = recv(client.fd, &buffer, buffer.count, 0)
             if n <= 0 { break }
             received += n
-            usleep(40_000)   // about 1.5 MB/s
+            usleep(40_000)  // about 1.5 MB/s
         }
         client.shut()
         XCTAssertGreaterThan(received, 4_500_000, "the whole answer arrived")
@@ -402,14 +484,17 @@ final class ServeHardeningTests: ServerTestCase {
     /// whole, on the same connection, while a connection idle that long between requests is
     /// still closed.
     func testAnAnswerSlowerThanIdleSecondsIsNotCut() throws {
-        try restart(config: """
-            return { server = { idleSeconds = 1 },
-                     faults = { { operation = "records/lookup", latencyMs = 2500 } } }
-            """)
+        try restart(
+            config: """
+                return { server = { idleSeconds = 1 },
+                         faults = { { operation = "records/lookup", latencyMs = 2500 } } }
+                """
+        )
         let body = #"{"records":[{"recordName":"nothing"}]}"#
         let client = try RawClient(port: port)
         defer { client.shut() }
-        let request = "POST \(db)/private/records/lookup?ckAPIToken=\(api)&ckWebAuthToken=\(web) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        let request =
+            "POST \(db)/private/records/lookup?ckAPIToken=\(api)&ckWebAuthToken=\(web) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
         client.send(request)
         let first = client.read(for: 6)
         XCTAssertTrue(first.text.hasPrefix("HTTP/1.1 200"), "the slow answer arrived: \(first.text)")
@@ -420,14 +505,14 @@ final class ServeHardeningTests: ServerTestCase {
         XCTAssertTrue(idle.closed, "an idle keep-alive connection is still closed")
     }
 
-
     /// The connection cap follows the descriptor limit: under `ulimit -n 128` a storm of 300
     /// connections leaves the server running (it stops accepting where its descriptors would
     /// run out; the rest wait in the kernel's backlog) and serving once the storm ends. Past
     /// the limit it died (SIGILL in libdispatch).
     func testAConnectionStormUnderALowDescriptorLimitIsNoCrash() throws {
         stopServer()
-        let out = dir.appendingPathComponent("lowfd.out"), err = dir.appendingPathComponent("lowfd.err")
+        let out = dir.appendingPathComponent("lowfd.out")
+        let err = dir.appendingPathComponent("lowfd.err")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = ["-c", "ulimit -n 128 && exec \"$0\" serve --store \"$1\" --port 0", CLI.binary, store]
@@ -436,11 +521,17 @@ final class ServeHardeningTests: ServerTestCase {
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
         try process.run()
-        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        defer {
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        }
         var listening = ""
         let deadline = Date().addingTimeInterval(30)
         while listening.isEmpty, Date() < deadline, process.isRunning {
-            listening = ((try? String(contentsOf: out, encoding: .utf8)) ?? "").split(separator: "\n")
+            listening =
+                ((try? String(contentsOf: out, encoding: .utf8)) ?? "").split(separator: "\n")
                 .first { $0.hasPrefix("listening on ") }.map { String($0.dropFirst("listening on ".count)) } ?? ""
             usleep(20_000)
         }
@@ -453,7 +544,7 @@ final class ServeHardeningTests: ServerTestCase {
         usleep(500_000)
         XCTAssertTrue(process.isRunning, "the server runs through the storm: \((try? String(contentsOf: err, encoding: .utf8)) ?? "")")
         XCTAssertTrue(storm.first?.read(for: 2).text.hasPrefix("HTTP/1.1 200") ?? false, "the first connections are served")
-        storm.forEach { $0.shut() }
+        for client in storm { client.shut() }
         var served = false
         let again = Date().addingTimeInterval(20)
         while !served, Date() < again {
@@ -466,14 +557,13 @@ final class ServeHardeningTests: ServerTestCase {
         XCTAssertTrue(process.isRunning)
     }
 
-
     /// One address holds half the connection slots at most: its idle sockets beyond that are
     /// closed at once, and another client is served meanwhile (idle sockets from one address
     /// held every slot of a lowered cap, one header deadline after another).
     func testOneAddressHoldsHalfTheConnectionsAtMost() throws {
         try restart(config: "return { server = { maxConnections = 4, headerSeconds = 30, idleSeconds = 30 } }")
         let hog = try (0..<6).map { _ in try RawClient(port: port, from: "127.0.0.2") }
-        defer { hog.forEach { $0.shut() } }
+        defer { for client in hog { client.shut() } }
         usleep(300_000)
         let closed = hog.filter { $0.read(for: 0.5).closed }.count
         XCTAssertEqual(closed, 4, "two kept, the rest closed at once")

@@ -33,11 +33,14 @@ class ServerTestCase: XCTestCase {
     override func setUpWithError() throws {
         dir = try CLI.temporaryDirectory()
         store = try makeStore()
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "alice@example.com", name = { given = "Alice" } }
             sf.accounts.create{ email = "bob@example.com" }
-            """, to: dir.appendingPathComponent("setup.lua"))
+            """,
+            to: dir.appendingPathComponent("setup.lua")
+        )
         XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("setup.lua").path]).status, 0)
         api = try CLI.run(["tokens", "api", "--store", store, "--container", "iCloud.test"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         web = try token("alice@example.com")
@@ -77,8 +80,12 @@ class ServerTestCase: XCTestCase {
 
     /// Runs a tool (a Python script, schemathesis) in the test's folder with `extra` in its
     /// environment; its status and everything it printed. Stopped after `timeout` seconds.
-    func runTool(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:],
-                 timeout: TimeInterval) throws -> (Int32, String) {
+    func runTool(
+        _ executable: String,
+        _ arguments: [String],
+        environment extra: [String: String] = [:],
+        timeout: TimeInterval
+    ) throws -> (Int32, String) {
         let (process, output) = try startTool(executable, arguments, environment: extra)
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(100_000) }
@@ -103,16 +110,31 @@ class ServerTestCase: XCTestCase {
     }
 
     func stopServer() {
-        if server?.isRunning == true { server.terminate(); server.waitUntilExit() }
+        if server?.isRunning == true {
+            server.terminate()
+            server.waitUntilExit()
+        }
     }
 
     /// One HTTP request, made by curl (an independent client; Foundation's URLSession would
     /// keep libcurl state for the life of the test process); the status and the JSON body
     /// (with the response's header lines under "_headers").
-    func call(_ method: String, _ path: String, query: String? = nil, body: String? = nil, bodyFile: URL? = nil,
-              headers: [String] = []) throws -> (Int, [String: Any]) {
-        try Tools.curl(method, base + path + "?" + (query ?? "ckAPIToken=\(api)&ckWebAuthToken=\(web)"),
-                       body: body, bodyFile: bodyFile, headers: headers, in: dir)
+    func call(
+        _ method: String,
+        _ path: String,
+        query: String? = nil,
+        body: String? = nil,
+        bodyFile: URL? = nil,
+        headers: [String] = []
+    ) throws -> (Int, [String: Any]) {
+        try Tools.curl(
+            method,
+            base + path + "?" + (query ?? "ckAPIToken=\(api)&ckWebAuthToken=\(web)"),
+            body: body,
+            bodyFile: bodyFile,
+            headers: headers,
+            in: dir
+        )
     }
 }
 
@@ -125,11 +147,13 @@ final class ServeTests: ServerTestCase {
         var r = try call("GET", "/healthz", query: "")
         XCTAssertEqual(r.0, 200)
         r = try call("GET", db + "/public/users/caller", query: "")
-        XCTAssertEqual(r.0, 401); XCTAssertEqual(r.1["serverErrorCode"] as? String, "AUTHENTICATION_FAILED")
+        XCTAssertEqual(r.0, 401)
+        XCTAssertEqual(r.1["serverErrorCode"] as? String, "AUTHENTICATION_FAILED")
         r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(String(repeating: "0", count: 64))")
         XCTAssertEqual(r.0, 401)
         r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)")
-        XCTAssertEqual(r.0, 421); XCTAssertEqual(r.1["serverErrorCode"] as? String, "AUTHENTICATION_REQUIRED")
+        XCTAssertEqual(r.0, 421)
+        XCTAssertEqual(r.1["serverErrorCode"] as? String, "AUTHENTICATION_REQUIRED")
         r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)&ckWebAuthToken=\(String(repeating: "A", count: 120))")
         XCTAssertEqual(r.0, 401)
         r = try call("GET", "/database/1/iCloud.other/development/public/users/caller")
@@ -142,7 +166,11 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual((me?["nameComponents"] as? [String: String])?["givenName"], "Alice")
 
         // Zones.
-        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         r = try call("POST", db + "/private/zones/list", body: "{}")  // pyicloud sends POST {}
         XCTAssertEqual((r.1["zones"] as? [[String: Any]])?.count, 2, "\(r.1)")
@@ -153,46 +181,66 @@ final class ServeTests: ServerTestCase {
 
         // Records: create, a stale update refused, the right one taken, create again EXISTS.
         let zone = #""zoneID":{"zoneName":"Trips"}"#
-        r = try call("POST", db + "/private/records/modify", body: """
-            {\(zone),"operations":[{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip",
-             "fields":{"title":{"value":"Lisbon"},"days":{"value":5,"type":"INT64"},"when":{"value":1790000000000,"type":"TIMESTAMP"}}}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {\(zone),"operations":[{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip",
+                 "fields":{"title":{"value":"Lisbon"},"days":{"value":5,"type":"INT64"},"when":{"value":1790000000000,"type":"TIMESTAMP"}}}}]}
+                """
+        )
         let created = (r.1["records"] as? [[String: Any]])?.first
         let tag = try XCTUnwrap(created?["recordChangeTag"] as? String, "\(r.1)")
-        r = try call("POST", db + "/private/records/modify", body: """
-            {\(zone),"operations":[{"operationType":"update","record":{"recordName":"lisbon","recordType":"Trip","recordChangeTag":"stale",
-             "fields":{"days":{"value":6,"type":"INT64"}}}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {\(zone),"operations":[{"operationType":"update","record":{"recordName":"lisbon","recordType":"Trip","recordChangeTag":"stale",
+                 "fields":{"days":{"value":6,"type":"INT64"}}}}]}
+                """
+        )
         XCTAssertEqual(r.0, 200, "per-item errors inside a 200")
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "CONFLICT")
-        r = try call("POST", db + "/private/records/modify", body: """
-            {\(zone),"operations":[{"operationType":"update","record":{"recordName":"lisbon","recordType":"Trip","recordChangeTag":"\(tag)",
-             "fields":{"days":{"value":6,"type":"INT64"}}}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {\(zone),"operations":[{"operationType":"update","record":{"recordName":"lisbon","recordType":"Trip","recordChangeTag":"\(tag)",
+                 "fields":{"days":{"value":6,"type":"INT64"}}}}]}
+                """
+        )
         let updated = (r.1["records"] as? [[String: Any]])?.first
         XCTAssertNotEqual(updated?["recordChangeTag"] as? String, tag)
         XCTAssertEqual(((updated?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String, "Lisbon", "update merges")
-        r = try call("POST", db + "/private/records/modify", body: """
-            {\(zone),"operations":[{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{}}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {\(zone),"operations":[{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{}}}]}
+                """
+        )
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "EXISTS")
         r = try call("POST", db + "/private/records/lookup", body: #"{\#(zone),"records":[{"recordName":"lisbon"},{"recordName":"nope"}]}"#)
         let found = r.1["records"] as? [[String: Any]]
         XCTAssertEqual(((found?[0]["fields"] as? [String: Any])?["days"] as? [String: Any])?["value"] as? Int, 6)
         XCTAssertEqual(found?[1]["serverErrorCode"] as? String, "NOT_FOUND")
         r = try call("POST", db + "/private/records/modify", body: "not json")
-        XCTAssertEqual(r.0, 400); XCTAssertEqual(r.1["serverErrorCode"] as? String, "BAD_REQUEST")
+        XCTAssertEqual(r.0, 400)
+        XCTAssertEqual(r.1["serverErrorCode"] as? String, "BAD_REQUEST")
 
         // SIGTERM: exits 0; what was written over HTTP is there for `shareflow run`.
         server.terminate()
         server.waitUntilExit()
         XCTAssertEqual(server.terminationStatus, 0)
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             local db = sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase
             local r = db:fetchRecord(sf.RecordID{ recordName = "lisbon", zoneID = db:saveZone("Trips").zoneID })
             print(r.fields.title, r.fields.days, r.fields.when.seconds)
-            """, to: dir.appendingPathComponent("check.lua"))
+            """,
+            to: dir.appendingPathComponent("check.lua")
+        )
         let check = try CLI.run(["run", "--store", store, dir.appendingPathComponent("check.lua").path])
         XCTAssertEqual(check.stdout, "Lisbon\t6\t1790000000.0\n", check.stderr)
         let log = try String(contentsOf: serverLog, encoding: .utf8)
@@ -202,24 +250,39 @@ final class ServeTests: ServerTestCase {
     }
 
     func testQueryAndUserLookupOverHTTP() throws {
-        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        var r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+        )
         XCTAssertEqual(r.0, 200)
-        let ops = (1...5).map { #"{"operationType":"create","record":{"recordName":"t\#($0)","recordType":"Trip","fields":{"days":{"value":\#($0),"type":"INT64"},"title":{"value":"\#($0 % 2 == 0 ? "Lisbon" : "Porto") \#($0)"}}}}"# }
+        let ops = (1...5).map {
+            #"{"operationType":"create","record":{"recordName":"t\#($0)","recordType":"Trip","fields":{"days":{"value":\#($0),"type":"INT64"},"title":{"value":"\#($0 % 2 == 0 ? "Lisbon" : "Porto") \#($0)"}}}}"#
+        }
         r = try call("POST", db + "/private/records/modify", body: #"{"zoneID":{"zoneName":"Trips"},"operations":[\#(ops.joined(separator: ","))]}"#)
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.count, 5, "\(r.1)")
-        let query = #"{"zoneID":{"zoneName":"Trips"},"resultsLimit":1,"query":{"recordType":"Trip","filterBy":[{"comparator":"GREATER_THAN_OR_EQUALS","fieldName":"days","fieldValue":{"value":2,"type":"INT64"}},{"comparator":"BEGINS_WITH","fieldName":"title","fieldValue":{"value":"Lis","type":"STRING"}}],"sortBy":[{"fieldName":"days","ascending":false}]}}"#
+        let query =
+            #"{"zoneID":{"zoneName":"Trips"},"resultsLimit":1,"query":{"recordType":"Trip","filterBy":[{"comparator":"GREATER_THAN_OR_EQUALS","fieldName":"days","fieldValue":{"value":2,"type":"INT64"}},{"comparator":"BEGINS_WITH","fieldName":"title","fieldValue":{"value":"Lis","type":"STRING"}}],"sortBy":[{"fieldName":"days","ascending":false}]}}"#
         r = try call("POST", db + "/private/records/query", body: query)
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.map { $0["recordName"] as? String }, ["t4"], "\(r.1)")
         let marker = try XCTUnwrap(r.1["continuationMarker"] as? String)
         r = try call("POST", db + "/private/records/query", body: String(query.dropLast()) + #","continuationMarker":"\#(marker)"}"#)
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.map { $0["recordName"] as? String }, ["t2"], "\(r.1)")
         XCTAssertNil(r.1["continuationMarker"])
-        r = try call("POST", db + "/private/records/query", body: #"{"query":{"recordType":"Trip","filterBy":[{"comparator":"NEAR","fieldName":"x","fieldValue":{"value":1}}]}}"#)
+        r = try call(
+            "POST",
+            db + "/private/records/query",
+            body: #"{"query":{"recordType":"Trip","filterBy":[{"comparator":"NEAR","fieldName":"x","fieldValue":{"value":1}}]}}"#
+        )
         XCTAssertEqual(r.0, 400)
         XCTAssertTrue((r.1["reason"] as? String)?.contains("query.filterBy[0].comparator NEAR") ?? false, "\(r.1)")
 
         // users/lookup: only discoverable accounts answer (R20); Bob is not discoverable.
-        r = try call("POST", db + "/public/users/lookup/email", body: #"{"users":[{"emailAddress":"bob@example.com"},{"emailAddress":"nobody@example.com"}]}"#)
+        r = try call(
+            "POST",
+            db + "/public/users/lookup/email",
+            body: #"{"users":[{"emailAddress":"bob@example.com"},{"emailAddress":"nobody@example.com"}]}"#
+        )
         XCTAssertEqual(r.0, 200)
         XCTAssertEqual((r.1["users"] as? [Any])?.count, 0, "\(r.1)")
     }
@@ -232,15 +295,23 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("carol.lua").path]).status, 0)
         let bob = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
         let carol = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("carol@example.com"))"
-        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        var r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+        )
         XCTAssertEqual(r.0, 200)
-        r = try call("POST", db + "/private/records/modify", body: """
-            {"zoneID":{"zoneName":"Trips"},"operations":[
-             {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","createShortGUID":true,"fields":{"title":{"value":"Lisbon"}}}},
-             {"operationType":"create","record":{"recordName":"share-1","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
-              "publicPermission":"NONE","participants":[{"type":"USER","permission":"READ_WRITE","acceptanceStatus":"INVITED",
-              "userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Trips"},"operations":[
+                 {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","createShortGUID":true,"fields":{"title":{"value":"Lisbon"}}}},
+                 {"operationType":"create","record":{"recordName":"share-1","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
+                  "publicPermission":"NONE","participants":[{"type":"USER","permission":"READ_WRITE","acceptanceStatus":"INVITED",
+                  "userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+                """
+        )
         let saved = try XCTUnwrap(r.1["records"] as? [[String: Any]], "\(r.1)")
         XCTAssertEqual(saved.count, 2, "\(r.1)")
         let share = saved[1]
@@ -251,8 +322,12 @@ final class ServeTests: ServerTestCase {
         let shareTag = try XCTUnwrap(share["recordChangeTag"] as? String)
 
         // Bob resolves (with the root's desired keys), accepts, reads from his shared database.
-        r = try call("POST", db + "/public/records/resolve", query: bob,
-                     body: #"{"shortGUIDs":[{"value":"\#(guid)","shouldFetchRootRecord":true,"rootRecordDesiredKeys":["title"]}]}"#)
+        r = try call(
+            "POST",
+            db + "/public/records/resolve",
+            query: bob,
+            body: #"{"shortGUIDs":[{"value":"\#(guid)","shouldFetchRootRecord":true,"rootRecordDesiredKeys":["title"]}]}"#
+        )
         var result = (r.1["results"] as? [[String: Any]])?.first
         XCTAssertEqual(result?["participantStatus"] as? String, "INVITED", "\(r.1)")
         XCTAssertEqual(result?["participantPermission"] as? String, "READ_WRITE")
@@ -264,23 +339,35 @@ final class ServeTests: ServerTestCase {
         let zone = try XCTUnwrap(result?["zoneID"] as? [String: Any])
         let zoneJSON = String(decoding: try JSONSerialization.data(withJSONObject: zone), as: UTF8.self)
         r = try call("POST", db + "/shared/records/lookup", query: bob, body: #"{"zoneID":\#(zoneJSON),"records":[{"recordName":"lisbon"}]}"#)
-        XCTAssertEqual((((r.1["records"] as? [[String: Any]])?.first?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String,
-                       "Lisbon", "\(r.1)")
+        XCTAssertEqual(
+            (((r.1["records"] as? [[String: Any]])?.first?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String,
+            "Lisbon",
+            "\(r.1)"
+        )
 
         // Bob's acceptance changed the share: Alice's copy at the old tag is stale (R21).
-        r = try call("POST", db + "/private/records/modify", body: """
-            {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"update","record":{"recordName":"share-1",
-             "recordType":"cloudkit.share","recordChangeTag":"\(shareTag)","publicPermission":"READ_ONLY"}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"update","record":{"recordName":"share-1",
+                 "recordType":"cloudkit.share","recordChangeTag":"\(shareTag)","publicPermission":"READ_ONLY"}}]}
+                """
+        )
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "CONFLICT", "\(r.1)")
         // R35: a forced save whose participant list was built before Bob accepted (it lists
         // Carol only) would take Bob off: without the current tag it is CONFLICT, and Bob stays.
-        let carolOnly = #"[{"type":"USER","permission":"READ_ONLY","acceptanceStatus":"INVITED","userIdentity":{"lookupInfo":{"emailAddress":"carol@example.com"}}}]"#
+        let carolOnly =
+            #"[{"type":"USER","permission":"READ_ONLY","acceptanceStatus":"INVITED","userIdentity":{"lookupInfo":{"emailAddress":"carol@example.com"}}}]"#
         for type in ["forceUpdate", "forceReplace"] {
-            r = try call("POST", db + "/private/records/modify", body: """
-                {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"\(type)","record":{"recordName":"share-1",
-                 "recordType":"cloudkit.share","participants":\(carolOnly)}}]}
-                """)
+            r = try call(
+                "POST",
+                db + "/private/records/modify",
+                body: """
+                    {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"\(type)","record":{"recordName":"share-1",
+                     "recordType":"cloudkit.share","participants":\(carolOnly)}}]}
+                    """
+            )
             let item = (r.1["records"] as? [[String: Any]])?.first
             XCTAssertEqual(item?["serverErrorCode"] as? String, "CONFLICT", "\(type): \(r.1)")
             XCTAssertTrue((item?["reason"] as? String)?.contains("R35") == true, "\(r.1)")
@@ -304,24 +391,36 @@ final class ServeTests: ServerTestCase {
         stopServer()
         try startServer(["--public-url", "https://share.example.test/"])
         let bob = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
-        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        var r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+        )
         XCTAssertEqual(r.0, 200)
-        r = try call("POST", db + "/private/records/modify", body: """
-            {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"create","record":{"recordName":"porto","recordType":"Trip",
-             "createShortGUID":true,"fields":{"title":{"value":"Porto"}}}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Trips"},"operations":[{"operationType":"create","record":{"recordName":"porto","recordType":"Trip",
+                 "createShortGUID":true,"fields":{"title":{"value":"Porto"}}}}]}
+                """
+        )
         let root = try XCTUnwrap((r.1["records"] as? [[String: Any]])?.first, "\(r.1)")
         let guid = try XCTUnwrap(root["shortGUID"] as? String, "createShortGUID gives the root its short GUID: \(root)")
         XCTAssertNotNil(guid.range(of: "^[A-Za-z0-9_-]{22,}$", options: .regularExpression), guid)
         let tag = try XCTUnwrap(root["recordChangeTag"] as? String)
         func share(rootTag: String) throws -> [String: Any] {
-            let r = try call("POST", db + "/private/records/modify", body: """
-                {"zoneID":{"zoneName":"Trips"},"atomic":true,"operations":[{"operationType":"create","record":{"recordName":"share-porto",
-                 "recordType":"cloudkit.share","fields":{"cloudkit.title":{"value":"Porto","type":"STRING"}},
-                 "forRecord":{"recordName":"porto","recordChangeTag":"\(rootTag)"},"publicPermission":"NONE",
-                 "participants":[{"type":"USER","permission":"READ_ONLY","acceptanceStatus":"INVITED",
-                 "userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
-                """)
+            let r = try call(
+                "POST",
+                db + "/private/records/modify",
+                body: """
+                    {"zoneID":{"zoneName":"Trips"},"atomic":true,"operations":[{"operationType":"create","record":{"recordName":"share-porto",
+                     "recordType":"cloudkit.share","fields":{"cloudkit.title":{"value":"Porto","type":"STRING"}},
+                     "forRecord":{"recordName":"porto","recordChangeTag":"\(rootTag)"},"publicPermission":"NONE",
+                     "participants":[{"type":"USER","permission":"READ_ONLY","acceptanceStatus":"INVITED",
+                     "userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+                    """
+            )
             XCTAssertEqual(r.0, 200, "\(r.1)")
             let records = try XCTUnwrap(r.1["records"] as? [[String: Any]], "\(r.1)")
             XCTAssertEqual(records.count, 1, "only the share is answered: \(records)")
@@ -341,13 +440,15 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual(result?["webpageURL"] as? String, "https://share.example.test/share/" + guid, "\(r.1)")
         XCTAssertEqual(result?["participantStatus"] as? String, "INVITED")
         // Links from iOS carry the title as a fragment; the token alone names the share.
-        let page = try script("""
+        let page = try script(
+            """
             local sf = require("shareflow")
             local c = sf.as("bob@example.com"):container("iCloud.test")
             local m = c:fetchShareMetadata{ "https://share.example.test/share/\(guid)#Porto" }
             local _, meta = next(m)
             print(meta.share.title, meta.share.url)
-            """)
+            """
+        )
         XCTAssertEqual(page.stdout, "Porto\thttps://shareflow.invalid/share/\(guid)\n", page.stderr)
     }
 
@@ -356,30 +457,46 @@ final class ServeTests: ServerTestCase {
     /// and modified name their users and keep the creation time.
     func testForceSavesCreateAndUpdatesKeepTheOtherKeys() throws {
         let zone = #""zoneID":{"zoneName":"Trips"}"#
-        var r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        var r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         for type in ["update", "replace"] {
-            r = try call("POST", db + "/private/records/modify", body: """
-                {\(zone),"operations":[{"operationType":"\(type)","record":{"recordName":"missing-\(type)","recordType":"Note","recordChangeTag":"x",
-                 "fields":{"a":{"value":"1"}}}}]}
-                """)
+            r = try call(
+                "POST",
+                db + "/private/records/modify",
+                body: """
+                    {\(zone),"operations":[{"operationType":"\(type)","record":{"recordName":"missing-\(type)","recordType":"Note","recordChangeTag":"x",
+                     "fields":{"a":{"value":"1"}}}}]}
+                    """
+            )
             XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "NOT_FOUND", "\(type): \(r.1)")
         }
         for type in ["forceUpdate", "forceReplace"] {
-            r = try call("POST", db + "/private/records/modify", body: """
-                {\(zone),"operations":[{"operationType":"\(type)","record":{"recordName":"made-by-\(type)","recordType":"Note",
-                 "fields":{"a":{"value":"1"},"b":{"value":"2"}}}}]}
-                """)
+            r = try call(
+                "POST",
+                db + "/private/records/modify",
+                body: """
+                    {\(zone),"operations":[{"operationType":"\(type)","record":{"recordName":"made-by-\(type)","recordType":"Note",
+                     "fields":{"a":{"value":"1"},"b":{"value":"2"}}}}]}
+                    """
+            )
             let made = (r.1["records"] as? [[String: Any]])?.first
             XCTAssertNotNil(made?["recordChangeTag"], "\(type) creates a missing record: \(r.1)")
         }
         r = try call("POST", db + "/private/records/lookup", body: #"{\#(zone),"records":[{"recordName":"made-by-forceUpdate"}]}"#)
         let stored = (r.1["records"] as? [[String: Any]])?.first
         let created = (stored?["created"] as? [String: Any])?["timestamp"] as? Int64
-        r = try call("POST", db + "/private/records/modify", body: """
-            {\(zone),"operations":[{"operationType":"update","record":{"recordName":"made-by-forceUpdate","recordType":"Note",
-             "recordChangeTag":"\(stored?["recordChangeTag"] as? String ?? "")","fields":{"a":{"value":"changed"}}}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {\(zone),"operations":[{"operationType":"update","record":{"recordName":"made-by-forceUpdate","recordType":"Note",
+                 "recordChangeTag":"\(stored?["recordChangeTag"] as? String ?? "")","fields":{"a":{"value":"changed"}}}}]}
+                """
+        )
         let updated = (r.1["records"] as? [[String: Any]])?.first
         let fields = updated?["fields"] as? [String: [String: Any]]
         XCTAssertEqual(fields?["a"]?["value"] as? String, "changed", "\(r.1)")
@@ -391,7 +508,12 @@ final class ServeTests: ServerTestCase {
     /// R30 over HTTP: the API token alone reads the public database (a visitor not signed
     /// in); every write still needs a user (421); a record is its creator's to change.
     func testThePublicDatabaseReadsWithTheAPITokenAlone() throws {
-        var r = try call("POST", db + "/public/records/modify", body: #"{"operations":[{"operationType":"create","record":{"recordName":"hello","recordType":"Notice","fields":{"text":{"value":"hi"}}}}]}"#)
+        var r = try call(
+            "POST",
+            db + "/public/records/modify",
+            body:
+                #"{"operations":[{"operationType":"create","record":{"recordName":"hello","recordType":"Notice","fields":{"text":{"value":"hi"}}}}]}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         let visitor = "ckAPIToken=\(api)"
         r = try call("POST", db + "/public/records/lookup", query: visitor, body: #"{"records":[{"recordName":"hello"}]}"#)
@@ -402,13 +524,20 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.count, 1, "\(r.1)")
         r = try call("POST", db + "/public/zones/list", query: visitor, body: "{}")
         XCTAssertEqual(r.0, 200, "\(r.1)")
-        r = try call("POST", db + "/public/records/modify", query: visitor, body: #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"hello"}}]}"#)
+        r = try call(
+            "POST",
+            db + "/public/records/modify",
+            query: visitor,
+            body: #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"hello"}}]}"#
+        )
         XCTAssertEqual(r.0, 421, "a write needs a user: \(r.1)")
         r = try call("POST", db + "/private/records/query", query: visitor, body: #"{"query":{"recordType":"Notice"}}"#)
         XCTAssertEqual(r.0, 421, "only the public database reads without a user: \(r.1)")
         r = try call("POST", db + "/public/records/lookup", body: #"{"records":[{"recordName":"hello"}]}"#)
-        XCTAssertEqual(((r.1["records"] as? [[String: Any]])?.first?["created"] as? [String: Any])?["userRecordName"] as? String,
-                       ((r.1["records"] as? [[String: Any]])?.first?["modified"] as? [String: Any])?["userRecordName"] as? String)
+        XCTAssertEqual(
+            ((r.1["records"] as? [[String: Any]])?.first?["created"] as? [String: Any])?["userRecordName"] as? String,
+            ((r.1["records"] as? [[String: Any]])?.first?["modified"] as? [String: Any])?["userRecordName"] as? String
+        )
     }
 
     /// R32: /development/ and /production/ are separate data sets, and an API token opens the
@@ -435,20 +564,36 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual(r.0, 401, "the production token does not open development: \(r.1)")
 
         // A zone, a record and a share in development; production knows none of them.
-        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+        r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
-        r = try call("POST", db + "/private/records/modify", body: """
-            {"zoneID":{"zoneName":"Trips"},"operations":[
-             {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
-             {"operationType":"create","record":{"recordName":"share-1","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon"},
-              "publicPermission":"NONE","participants":[{"type":"USER","permission":"READ_WRITE","acceptanceStatus":"INVITED",
-              "userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Trips"},"operations":[
+                 {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
+                 {"operationType":"create","record":{"recordName":"share-1","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon"},
+                  "publicPermission":"NONE","participants":[{"type":"USER","permission":"READ_WRITE","acceptanceStatus":"INVITED",
+                  "userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+                """
+        )
         let guid = try XCTUnwrap((r.1["records"] as? [[String: Any]])?.last?["shortGUID"] as? String, "\(r.1)")
         r = try call("POST", prod + "/private/zones/list", query: aliceLive, body: "{}")
-        XCTAssertEqual((r.1["zones"] as? [[String: Any]])?.compactMap { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String },
-                       ["_defaultZone"], "\(r.1)")
-        r = try call("POST", prod + "/private/records/lookup", query: aliceLive, body: #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"lisbon"}]}"#)
+        XCTAssertEqual(
+            (r.1["zones"] as? [[String: Any]])?.compactMap { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String },
+            ["_defaultZone"],
+            "\(r.1)"
+        )
+        r = try call(
+            "POST",
+            prod + "/private/records/lookup",
+            query: aliceLive,
+            body: #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"lisbon"}]}"#
+        )
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "ZONE_NOT_FOUND", "\(r.1)")
         // Bob resolves the development GUID in development, not in production.
         r = try call("POST", prod + "/public/records/resolve", query: bobLive, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
@@ -461,7 +606,12 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual(result?["environment"] as? String, "development", "\(r.1)")
 
         // The public database too: a development notice is not production's.
-        r = try call("POST", db + "/public/records/modify", body: #"{"operations":[{"operationType":"create","record":{"recordName":"hello","recordType":"Notice","fields":{"text":{"value":"dev"}}}}]}"#)
+        r = try call(
+            "POST",
+            db + "/public/records/modify",
+            body:
+                #"{"operations":[{"operationType":"create","record":{"recordName":"hello","recordType":"Notice","fields":{"text":{"value":"dev"}}}}]}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         r = try call("POST", prod + "/public/records/lookup", query: "ckAPIToken=\(liveAPI)", body: #"{"records":[{"recordName":"hello"}]}"#)
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "NOT_FOUND", "\(r.1)")
@@ -469,15 +619,23 @@ final class ServeTests: ServerTestCase {
 
     /// records/lookup honours each record's own desiredKeys and numbersAsStrings.
     func testLookupHonoursPerRecordDesiredKeysAndNumbersAsStrings() throws {
-        var r = try call("POST", db + "/private/records/modify", body: """
-            {"operations":[{"operationType":"create","record":{"recordName":"n1","recordType":"Note",
-             "fields":{"count":{"value":42,"type":"INT64"},"ratio":{"value":0.5,"type":"DOUBLE"},"title":{"value":"t"},
-             "scores":{"value":[1,2],"type":"INT64_LIST"}}}}]}
-            """)
+        var r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"operations":[{"operationType":"create","record":{"recordName":"n1","recordType":"Note",
+                 "fields":{"count":{"value":42,"type":"INT64"},"ratio":{"value":0.5,"type":"DOUBLE"},"title":{"value":"t"},
+                 "scores":{"value":[1,2],"type":"INT64_LIST"}}}}]}
+                """
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
-        r = try call("POST", db + "/private/records/lookup", body: """
-            {"desiredKeys":["title"],"numbersAsStrings":true,"records":[{"recordName":"n1"},{"recordName":"n1","desiredKeys":["count","ratio","scores"]}]}
-            """)
+        r = try call(
+            "POST",
+            db + "/private/records/lookup",
+            body: """
+                {"desiredKeys":["title"],"numbersAsStrings":true,"records":[{"recordName":"n1"},{"recordName":"n1","desiredKeys":["count","ratio","scores"]}]}
+                """
+        )
         let records = try XCTUnwrap(r.1["records"] as? [[String: Any]], "\(r.1)")
         XCTAssertEqual((records[0]["fields"] as? [String: Any])?.keys.sorted(), ["title"])
         let fields = try XCTUnwrap(records[1]["fields"] as? [String: [String: Any]])

@@ -20,7 +20,7 @@ final class SeveralNodesTests: ServerTestCase {
     }
 
     override func tearDownWithError() throws {
-        nodes.forEach { $0.stop() }
+        for node in nodes { node.stop() }
         try super.tearDownWithError()
     }
 
@@ -29,10 +29,12 @@ final class SeveralNodesTests: ServerTestCase {
 
     /// `count` more users with web auth tokens, written with Alice's to STATE/users.json.
     private func users(_ count: Int) throws {
-        try script("""
+        try script(
+            """
             local sf = require("shareflow")
             for i = 1, \(count) do sf.accounts.create{ email = "user" .. i .. "@example.com" } end
-            """)
+            """
+        )
         // Made four at a time: each is a process that opens the store.
         final class Made: @unchecked Sendable {
             let lock = NSLock()
@@ -43,14 +45,16 @@ final class SeveralNodesTests: ServerTestCase {
         let store = self.store!
         DispatchQueue.concurrentPerform(iterations: 4) { lane in
             for i in stride(from: lane, to: count, by: 4) {
-                let t = (try? CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "user\(i + 1)@example.com"]))?
+                let t =
+                    (try? CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "user\(i + 1)@example.com"]))?
                     .stdout.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
                 made.lock.withLock { made.tokens[i] = t }
             }
         }
         let tokens = made.tokens
         XCTAssertFalse(tokens.contains(""), "every user has a token")
-        let users: [[String: String]] = [["email": "alice@example.com", "token": web]]
+        let users: [[String: String]] =
+            [["email": "alice@example.com", "token": web]]
             + tokens.enumerated().map { ["email": "user\($0.offset + 1)@example.com", "token": $0.element] }
         try JSONSerialization.data(withJSONObject: ["api": api, "users": users] as [String: Any])
             .write(to: state.appendingPathComponent("users.json"))
@@ -147,7 +151,8 @@ final class SeveralNodesTests: ServerTestCase {
     /// and a reader that follows the owner's zone feed from the start gets every record the
     /// zone holds (nothing skipped by a slower transaction that committed later).
     private func feedsAreGapless(file: StaticString = #filePath, line: UInt = #line) throws {
-        let read = try script("""
+        let read = try script(
+            """
             local sf = require("shareflow")
             local db = sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase
             local zone
@@ -162,7 +167,8 @@ final class SeveralNodesTests: ServerTestCase {
             local missing = 0
             for _, r in ipairs(all) do if seen[r.recordID.recordName] ~= r.recordChangeTag then missing = missing + 1 end end
             print(#all, missing)
-            """)
+            """
+        )
         XCTAssertEqual(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "6\t0", read.stderr, file: file, line: line)
     }
 
@@ -285,8 +291,10 @@ final class SeveralNodesTests: ServerTestCase {
         let bin = dir.appendingPathComponent("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("shareflow").path, withDestinationPath: CLI.binary)
-        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("Scripts").path,
-                                                   withDestinationPath: CLI.root.appendingPathComponent("Scripts").path)
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.appendingPathComponent("Scripts").path,
+            withDestinationPath: CLI.root.appendingPathComponent("Scripts").path
+        )
         let file = dir.appendingPathComponent("nodes.sh")
         try CLI.write("set -euo pipefail\nexport PATH='\(bin.path)':\"$PATH\"\n" + script, to: file)
         let r = try runTool("/bin/bash", [file.path], timeout: 120)
@@ -303,10 +311,12 @@ final class SeveralNodesTests: ServerTestCase {
             return (user?["nameComponents"] as? [String: Any])?["givenName"] as? String
         }
         for node in bases { XCTAssertEqual(try givenName(node), "Alice") }
-        try script("""
+        try script(
+            """
             local sf = require("shareflow")
             sf.accounts.find("alice@example.com"):setName{ given = "Alicia" }
-            """)
+            """
+        )
         usleep(1_500_000)
         for node in bases { XCTAssertEqual(try givenName(node), "Alicia", node) }
     }
@@ -317,8 +327,9 @@ final class SeveralNodesTests: ServerTestCase {
         let config = dir.appendingPathComponent("limited.config.lua")
         try CLI.write("return { server = { rateLimit = { requests = 20, perSeconds = 600 } } }", to: config)
         let limited = try (0..<3).map { _ in try ServeProcess(store: store, in: dir, arguments: ["--config", config.path]) }
-        defer { limited.forEach { $0.stop() } }
-        var granted = 0, throttled = 0
+        defer { for node in limited { node.stop() } }
+        var granted = 0
+        var throttled = 0
         for i in 0..<45 {
             let r = try Tools.curl("GET", limited[i % 3].base + db + "/public/users/caller?ckAPIToken=\(api)&ckWebAuthToken=\(web)", in: dir)
             switch r.0 {
@@ -355,14 +366,21 @@ final class SeveralNodesTests: ServerTestCase {
     /// SPEC §14 across nodes: a change committed through one node pokes the streams of another
     /// at once (PostgreSQL's NOTIFY), not at its next poll (every 500 ms).
     func testAWriteOnOneNodePokesAStreamOnAnother() throws {
-        let r = try Tools.curl("POST", base + db + "/private/zones/modify?ckAPIToken=\(api)&ckWebAuthToken=\(web)", body:
-            #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#, in: dir)
+        let r = try Tools.curl(
+            "POST",
+            base + db + "/private/zones/modify?ckAPIToken=\(api)&ckWebAuthToken=\(web)",
+            body:
+                #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#,
+            in: dir
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         let out = dir.appendingPathComponent("stream-\(UUID().uuidString)")
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        curl.arguments = ["curl", "-sN", "-o", out.path, "--max-time", "60",
-                          nodes[0].base + db + "/private/changes/stream?ckAPIToken=\(api)&ckWebAuthToken=\(web)"]
+        curl.arguments = [
+            "curl", "-sN", "-o", out.path, "--max-time", "60",
+            nodes[0].base + db + "/private/changes/stream?ckAPIToken=\(api)&ckWebAuthToken=\(web)",
+        ]
         try curl.run()
         defer { if curl.isRunning { curl.terminate() } }
         func events() -> Int {
@@ -370,12 +388,20 @@ final class SeveralNodesTests: ServerTestCase {
         }
         let opened = Date().addingTimeInterval(10)
         while Date() < opened, ((try? String(contentsOf: out, encoding: .utf8)) ?? "").isEmpty { usleep(10_000) }
-        let delays = try Tools.streamDelays(write: { i in
-            let r = try Tools.curl("POST", base + db + "/private/records/modify?ckAPIToken=\(api)&ckWebAuthToken=\(web)", body: """
-                {"zoneID":{"zoneName":"Live"},"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n\(i)","fields":{}}}]}
-                """, in: dir)
-            XCTAssertEqual(r.0, 200, "\(r.1)")
-        }, events: events)
+        let delays = try Tools.streamDelays(
+            write: { i in
+                let r = try Tools.curl(
+                    "POST",
+                    base + db + "/private/records/modify?ckAPIToken=\(api)&ckWebAuthToken=\(web)",
+                    body: """
+                        {"zoneID":{"zoneName":"Live"},"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n\(i)","fields":{}}}]}
+                        """,
+                    in: dir
+                )
+                XCTAssertEqual(r.0, 200, "\(r.1)")
+            },
+            events: events
+        )
         // A poll every 500 ms would make the median about 250 ms.
         let median = delays.sorted()[delays.count / 2]
         XCTAssertLessThan(median, 0.15, "poked at once, not at the next poll: \(delays)")

@@ -11,7 +11,8 @@ class SlowPluginTests: ServerTestCase {
     func testReadsAreAnsweredWhileASlowObserverHoldsAWrite() throws {
         let plugins = dir.appendingPathComponent("plugins")
         try FileManager.default.createDirectory(at: plugins.appendingPathComponent("slow"), withIntermediateDirectories: true)
-        try CLI.write("""
+        try CLI.write(
+            """
             return { name = "slow", version = "1.0.0", description = "spins after each save", config = {},
               setup = function(ctx)
                 ctx.on("record.saved", function(event)
@@ -22,14 +23,19 @@ class SlowPluginTests: ServerTestCase {
                   ctx.log.info("slow observer finished")
                 end, { name = "slow" })
               end }
-            """, to: plugins.appendingPathComponent("slow/init.lua"))
+            """,
+            to: plugins.appendingPathComponent("slow/init.lua")
+        )
         let config = dir.appendingPathComponent("slow.config.lua")
         try CLI.write("return { plugins = { slow = true }, limits = { cpuMillis = 30000 } }", to: config)
         stopServer()
         try startServer(["--config", config.path, "--plugins", plugins.path])
 
-        var r = try call("POST", db + "/private/records/modify",
-                         body: #"{"operations":[{"operationType":"create","record":{"recordName":"fast","recordType":"Note","fields":{"title":{"value":"x"}}}}]}"#)
+        var r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: #"{"operations":[{"operationType":"create","record":{"recordName":"fast","recordType":"Note","fields":{"title":{"value":"x"}}}}]}"#
+        )
         XCTAssertEqual(r.0, 200, "\(r.1)")
 
         final class Answer: @unchecked Sendable {
@@ -45,7 +51,9 @@ class SlowPluginTests: ServerTestCase {
         }
         // Once the observer is spinning (it said so in the server's log)…
         while !((try? String(contentsOf: serverLog, encoding: .utf8)) ?? "").contains("slow observer started") {
-            if write.done.wait(timeout: .now() + 0.02) == .success { return XCTFail("the save was answered before its observer ran: \(write.status)") }
+            if write.done.wait(timeout: .now() + 0.02) == .success {
+                return XCTFail("the save was answered before its observer ran: \(write.status)")
+            }
         }
         // … reads that call no plugin are answered while the save waits for it.
         r = try call("POST", db + "/private/records/lookup", body: #"{"records":[{"recordName":"fast"}]}"#)

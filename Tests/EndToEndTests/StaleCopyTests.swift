@@ -28,7 +28,8 @@ final class StaleCopyTests: XCTestCase {
             end
 
             """
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "alice@example.com" }
             sf.accounts.create{ email = "bob@example.com" }
@@ -40,32 +41,43 @@ final class StaleCopyTests: XCTestCase {
             share:addParticipant(c:fetchShareParticipants{ "bob@example.com" }[1])
             assert(not select(2, db:modifyRecords{ save = { trip, share } }))
             print(share.recordName)
-            """, to: dir.appendingPathComponent("setup.lua"))
-        try CLI.write(common + """
-            local trip = db:fetchRecord(tripID)
-            local share = db:fetchRecord(trip.share)
-            io.open(arg[1] .. ".fetched", "w"):close()
-            wait("go")
-            trip.fields.title = "Stale title"
-            share.title = "Stale share"
-            share.publicPermission = "readWrite"
-            print("trip: " .. code(select(2, db:modifyRecords{ save = { trip } })))
-            print("share: " .. code(select(2, db:modifyRecords{ save = { share } })))
-            """, to: dir.appendingPathComponent("slow.lua"))
-        try CLI.write(common + """
-            local trip = db:fetchRecord(tripID)
-            local share = db:fetchRecord(trip.share)
-            trip.fields.title = "Fresh title"
-            trip.fields.days = 5
-            share.title = "Fresh share"
-            print("trip: " .. code(select(2, db:modifyRecords{ save = { trip } })))
-            print("share: " .. code(select(2, db:modifyRecords{ save = { share } })))
-            """, to: dir.appendingPathComponent("fast.lua"))
-        try CLI.write(common + """
-            local trip = db:fetchRecord(tripID)
-            local share = db:fetchRecord(trip.share)
-            print(trip.fields.title, trip.fields.days, share.title, share.publicPermission, #share.participants)
-            """, to: dir.appendingPathComponent("check.lua"))
+            """,
+            to: dir.appendingPathComponent("setup.lua")
+        )
+        try CLI.write(
+            common + """
+                local trip = db:fetchRecord(tripID)
+                local share = db:fetchRecord(trip.share)
+                io.open(arg[1] .. ".fetched", "w"):close()
+                wait("go")
+                trip.fields.title = "Stale title"
+                share.title = "Stale share"
+                share.publicPermission = "readWrite"
+                print("trip: " .. code(select(2, db:modifyRecords{ save = { trip } })))
+                print("share: " .. code(select(2, db:modifyRecords{ save = { share } })))
+                """,
+            to: dir.appendingPathComponent("slow.lua")
+        )
+        try CLI.write(
+            common + """
+                local trip = db:fetchRecord(tripID)
+                local share = db:fetchRecord(trip.share)
+                trip.fields.title = "Fresh title"
+                trip.fields.days = 5
+                share.title = "Fresh share"
+                print("trip: " .. code(select(2, db:modifyRecords{ save = { trip } })))
+                print("share: " .. code(select(2, db:modifyRecords{ save = { share } })))
+                """,
+            to: dir.appendingPathComponent("fast.lua")
+        )
+        try CLI.write(
+            common + """
+                local trip = db:fetchRecord(tripID)
+                local share = db:fetchRecord(trip.share)
+                print(trip.fields.title, trip.fields.days, share.title, share.publicPermission, #share.participants)
+                """,
+            to: dir.appendingPathComponent("check.lua")
+        )
 
         let setup = try CLI.run(["run", "--store", store, dir.appendingPathComponent("setup.lua").path])
         XCTAssertEqual(setup.status, 0, setup.stderr)

@@ -11,21 +11,29 @@ final class StoreCommandTests: XCTestCase {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let script = dir.appendingPathComponent("join.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = arg[1] .. "@example.com" }
             print(sf.accounts.count() >= 1)
-            """, to: script)
+            """,
+            to: script
+        )
         for round in 0..<20 {
             let store = dir.appendingPathComponent("new\(round)/store.sqlite").path
-            final class Results: @unchecked Sendable { var items = [CLI.Result?](repeating: nil, count: 3); let lock = NSLock() }
+            final class Results: @unchecked Sendable {
+                var items = [CLI.Result?](repeating: nil, count: 3)
+                let lock = NSLock()
+            }
             let results = Results()
             let group = DispatchGroup()
             for n in 0..<3 {
                 group.enter()
                 Thread.detachNewThread {
                     let r = try? CLI.run(["run", "--store", store, script.path, "user\(n)"])
-                    results.lock.lock(); results.items[n] = r; results.lock.unlock()
+                    results.lock.lock()
+                    results.items[n] = r
+                    results.lock.unlock()
                     group.leave()
                 }
             }
@@ -42,7 +50,8 @@ final class StoreCommandTests: XCTestCase {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = dir.appendingPathComponent("store.sqlite").path
-        let write = dir.appendingPathComponent("write.lua"), read = dir.appendingPathComponent("read.lua")
+        let write = dir.appendingPathComponent("write.lua")
+        let read = dir.appendingPathComponent("read.lua")
         try CLI.write("require('shareflow').accounts.create{ email = 'alice@example.com' }", to: write)
         try CLI.write("print(require('shareflow').accounts.count())", to: read)
         XCTAssertEqual(try CLI.run(["run", "--store", store, write.path]).status, 0)
@@ -150,7 +159,9 @@ final class StoreCommandTests: XCTestCase {
 
         // What a copy killed with SIGKILL left (its process gone) goes at the next copy.
         let abandoned = ["copy2.sqlite.copying-999999", "copy2.sqlite.copying-999999-wal"]
-        for name in abandoned { XCTAssertTrue(FileManager.default.createFile(atPath: dir.appendingPathComponent(name).path, contents: Data("x".utf8))) }
+        for name in abandoned {
+            XCTAssertTrue(FileManager.default.createFile(atPath: dir.appendingPathComponent(name).path, contents: Data("x".utf8)))
+        }
         let again2 = try CLI.run(["store", "copy", copy, dir.appendingPathComponent("copy2.sqlite").path])
         XCTAssertEqual(again2.status, 0, again2.stderr)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".copying") }, [])
@@ -161,7 +172,8 @@ final class StoreCommandTests: XCTestCase {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = dir.appendingPathComponent("big.sqlite").path
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             local a = sf.accounts.create{ email = "a@example.com" }
             local db = sf.as(a):container("iCloud.x").privateCloudDatabase
@@ -174,7 +186,9 @@ final class StoreCommandTests: XCTestCase {
               end
               db:modifyRecords{ save = batch }
             end
-            """, to: dir.appendingPathComponent("fill.lua"))
+            """,
+            to: dir.appendingPathComponent("fill.lua")
+        )
         let filled = try CLI.run(["run", "--store", store, dir.appendingPathComponent("fill.lua").path], timeout: 300)
         XCTAssertEqual(filled.status, 0, filled.stderr)
         for signal in [SIGINT, SIGTERM] {
@@ -193,8 +207,13 @@ final class StoreCommandTests: XCTestCase {
             copy.waitUntilExit()
             XCTAssertEqual(copy.terminationStatus, 128 + signal, "interrupted, not finished (make the store bigger if this fails)")
             // The source's own -wal and -shm may stay, as after any exit that skips closing it.
-            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted().filter { !$0.hasPrefix("fill") && !$0.hasPrefix("big.sqlite-") },
-                           ["big.sqlite"], "signal \(signal)")
+            XCTAssertEqual(
+                try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted().filter {
+                    !$0.hasPrefix("fill") && !$0.hasPrefix("big.sqlite-")
+                },
+                ["big.sqlite"],
+                "signal \(signal)"
+            )
         }
     }
 
@@ -217,16 +236,22 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("w.lua").path]).status, 0)
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        holder.arguments = ["python3", "-c", """
+        holder.arguments = [
+            "python3", "-c",
+            """
             import sqlite3, sys, time
             c = sqlite3.connect(sys.argv[1], isolation_level=None)
             c.execute("BEGIN IMMEDIATE"); c.execute("UPDATE account SET name = name")
             print("locked", flush=True); time.sleep(8); c.execute("ROLLBACK")
-            """, store]
+            """, store,
+        ]
         let out = Pipe()
         holder.standardOutput = out
         try holder.run()
-        defer { holder.terminate(); holder.waitUntilExit() }
+        defer {
+            holder.terminate()
+            holder.waitUntilExit()
+        }
         _ = out.fileHandleForReading.availableData  // "locked"
         let start = Date()
         let r = try CLI.run(["run", "--store", store, dir.appendingPathComponent("r.lua").path])
@@ -287,7 +312,10 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertEqual(write.status, 1)
         let firstLine = write.stderr.split(separator: "\n").first.map(String.init) ?? ""
         XCTAssertTrue(firstLine.hasPrefix("shareflow: serviceUnavailable (6): store \(store) is read-only (\(store)-"), write.stderr)
-        XCTAssertTrue(firstLine.contains("cannot be written: a read made it while the store's file was read-only; remove \(store)-shm and \(store)-wal"), write.stderr)
+        XCTAssertTrue(
+            firstLine.contains("cannot be written: a read made it while the store's file was read-only; remove \(store)-shm and \(store)-wal"),
+            write.stderr
+        )
         // Removed as it says, the store is written again.
         try? FileManager.default.removeItem(atPath: store + "-shm")
         try? FileManager.default.removeItem(atPath: store + "-wal")
@@ -319,8 +347,11 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertEqual(write.status, 1)
         XCTAssertTrue(write.stderr.hasPrefix("shareflow: serviceUnavailable (6): store \(store) is read-only"), write.stderr)
         XCTAssertEqual(try asNobody(["store", "check", "--store", store]).status, 0)
-        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir.path)), ["store.sqlite", "w.lua", "r.lua"],
-                       "nothing made beside it")
+        XCTAssertEqual(
+            Set(try FileManager.default.contentsOfDirectory(atPath: dir.path)),
+            ["store.sqlite", "w.lua", "r.lua"],
+            "nothing made beside it"
+        )
     }
 
     /// Runs the CLI as `nobody` in a user namespace: tests run as root, who may write anywhere,
@@ -329,13 +360,16 @@ final class StoreCommandTests: XCTestCase {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         p.arguments = ["--user", "--map-user=65534", CLI.binary] + args
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
         p.waitUntilExit()
-        return CLI.Result(status: p.terminationStatus,
-                          stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-                          stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        return CLI.Result(
+            status: p.terminationStatus,
+            stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+            stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        )
     }
 }

@@ -17,7 +17,8 @@ final class StoreMeaningTests: XCTestCase {
 
     private func setUp(_ store: String) throws {
         let script = dir.appendingPathComponent("setup.lua")
-        try CLI.write("""
+        try CLI.write(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "alice@example.com" }
             sf.accounts.create{ email = "bob@example.com" }
@@ -27,7 +28,9 @@ final class StoreMeaningTests: XCTestCase {
             local s = sf.Share{ rootRecord = r }
             s:addParticipant(c:fetchShareParticipants{ "bob@example.com" }[1])
             assert(c.privateCloudDatabase:modifyRecords{ save = { r, s } })
-            """, to: script)
+            """,
+            to: script
+        )
         let r = try CLI.run(["run", "--store", store, script.path])
         XCTAssertEqual(r.status, 0, r.stderr)
     }
@@ -50,19 +53,27 @@ final class StoreMeaningTests: XCTestCase {
         try setUp(store)
         let clean = try check(store)
         XCTAssertEqual(clean.status, 0, clean.stdout)
-        let planted = try CLI.runTool("psql", [store, "-qc", """
-            CREATE FUNCTION shareflow.promote() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.permission := 'readWrite'; RETURN NEW; END $$;
-            CREATE TRIGGER promote BEFORE INSERT ON shareflow.participant FOR EACH ROW EXECUTE FUNCTION shareflow.promote();
-            CREATE VIEW shareflow.everyone AS SELECT * FROM shareflow.account;
-            CREATE RULE quiet AS ON DELETE TO shareflow.record DO INSTEAD NOTHING;
-            """])
+        let planted = try CLI.runTool(
+            "psql",
+            [
+                store, "-qc",
+                """
+                CREATE FUNCTION shareflow.promote() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.permission := 'readWrite'; RETURN NEW; END $$;
+                CREATE TRIGGER promote BEFORE INSERT ON shareflow.participant FOR EACH ROW EXECUTE FUNCTION shareflow.promote();
+                CREATE VIEW shareflow.everyone AS SELECT * FROM shareflow.account;
+                CREATE RULE quiet AS ON DELETE TO shareflow.record DO INSTEAD NOTHING;
+                """,
+            ]
+        )
         XCTAssertEqual(planted.status, 0, planted.stderr)
         let r = try check(store)
         XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
-        for expected in ["trigger promote on table participant was not made by ShareFlow",
-                         "function promote in schema shareflow was not made by ShareFlow",
-                         "view everyone in schema shareflow was not made by ShareFlow",
-                         "rule quiet on table record was not made by ShareFlow"] {
+        for expected in [
+            "trigger promote on table participant was not made by ShareFlow",
+            "function promote in schema shareflow was not made by ShareFlow",
+            "view everyone in schema shareflow was not made by ShareFlow",
+            "rule quiet on table record was not made by ShareFlow",
+        ] {
             XCTAssertTrue(r.stdout.contains(expected), "\(expected) in \(r.stdout)")
         }
         XCTAssertFalse(r.stdout.contains("participant_changes_share"), "ShareFlow's own triggers are not listed: \(r.stdout)")
@@ -70,28 +81,45 @@ final class StoreMeaningTests: XCTestCase {
         // a CHECK constraint and a column default calling a function of another schema.
         let subtle = try database()
         try setUp(subtle)
-        let replaced = try CLI.runTool("psql", [subtle, "-qc", """
-            CREATE OR REPLACE FUNCTION shareflow.participant_changes_share() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN UPDATE shareflow.participant SET role = 'administrator' WHERE id = NEW.id AND role <> 'owner'; RETURN NULL; END $$;
-            CREATE FUNCTION public.looks_harmless(bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
-            ALTER TABLE shareflow.participant ADD CONSTRAINT harmless CHECK (public.looks_harmless(shareID));
-            CREATE FUNCTION public.stamp() RETURNS double precision LANGUAGE sql AS $$ SELECT 0::double precision $$;
-            ALTER TABLE shareflow.record ALTER COLUMN modifiedAt SET DEFAULT public.stamp();
-            """])
+        let replaced = try CLI.runTool(
+            "psql",
+            [
+                subtle, "-qc",
+                """
+                CREATE OR REPLACE FUNCTION shareflow.participant_changes_share() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN UPDATE shareflow.participant SET role = 'administrator' WHERE id = NEW.id AND role <> 'owner'; RETURN NULL; END $$;
+                CREATE FUNCTION public.looks_harmless(bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
+                ALTER TABLE shareflow.participant ADD CONSTRAINT harmless CHECK (public.looks_harmless(shareID));
+                CREATE FUNCTION public.stamp() RETURNS double precision LANGUAGE sql AS $$ SELECT 0::double precision $$;
+                ALTER TABLE shareflow.record ALTER COLUMN modifiedAt SET DEFAULT public.stamp();
+                """,
+            ]
+        )
         XCTAssertEqual(replaced.status, 0, replaced.stderr)
         let subtleCheck = try check(subtle)
         XCTAssertEqual(subtleCheck.status, 1, subtleCheck.stdout)
-        for expected in ["function participant_changes_share in schema shareflow is not as ShareFlow made it",
-                         "a constraint on table participant calls public.looks_harmless, which ShareFlow did not make",
-                         "a column default on table record calls public.stamp, which ShareFlow did not make"] {
+        for expected in [
+            "function participant_changes_share in schema shareflow is not as ShareFlow made it",
+            "a constraint on table participant calls public.looks_harmless, which ShareFlow did not make",
+            "a column default on table record calls public.stamp, which ShareFlow did not make",
+        ] {
             XCTAssertTrue(subtleCheck.stdout.contains(expected), "\(expected) in \(subtleCheck.stdout)")
         }
         // A copy into a database whose schema holds such objects is refused, naming them.
         let target = try database()
-        XCTAssertEqual(try CLI.runTool("psql", [target, "-qc", """
-            CREATE SCHEMA shareflow;
-            CREATE FUNCTION shareflow.promote() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
-            """]).status, 0)
+        XCTAssertEqual(
+            try CLI.runTool(
+                "psql",
+                [
+                    target, "-qc",
+                    """
+                    CREATE SCHEMA shareflow;
+                    CREATE FUNCTION shareflow.promote() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+                    """,
+                ]
+            ).status,
+            0
+        )
         let source = dir.appendingPathComponent("source.sqlite").path
         try setUp(source)
         let copy = try CLI.run(["store", "copy", source, target])
@@ -108,7 +136,10 @@ final class StoreMeaningTests: XCTestCase {
         let r = try check(store)
         XCTAssertEqual(r.status, 1, r.stdout)
         XCTAssertTrue(r.stdout.contains("change tokens' key"), r.stdout)
-        XCTAssertTrue(r.stdout.contains("zone Trips") && r.stdout.contains("past its counter") && r.stdout.contains("every token of it would be refused"), r.stdout)
+        XCTAssertTrue(
+            r.stdout.contains("zone Trips") && r.stdout.contains("past its counter") && r.stdout.contains("every token of it would be refused"),
+            r.stdout
+        )
     }
 
     func testAStorePathThatIsAFIFOIsRefusedAtOnce() throws {

@@ -37,10 +37,14 @@ final class SyncCrashTests: XCTestCase {
                 if seen >= wanted { break }
                 usleep(500)
             }
-            XCTAssertTrue(process.isRunning, "the writer must still be running when killed (saw \(seen) lines): \((try? String(contentsOf: errURL, encoding: .utf8)) ?? "")")
+            XCTAssertTrue(
+                process.isRunning,
+                "the writer must still be running when killed (saw \(seen) lines): \((try? String(contentsOf: errURL, encoding: .utf8)) ?? "")"
+            )
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            try out.close(); try err.close()
+            try out.close()
+            try err.close()
             XCTAssertEqual(process.terminationReason, .uncaughtSignal)
 
             let verify = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("crash_sync_verify.lua").path, outURL.path])

@@ -15,8 +15,12 @@ public struct World {
         let engine = try engine ?? Engine(store: TestStore.make())
         self.engine = engine
         alice = try engine.accounts.create(emails: ["alice@example.com"], name: NameComponents(givenName: "Alice"), discoverable: true)
-        bob = try engine.accounts.create(emails: ["bob@example.com"], phones: ["+1 415 555 0101"],
-                                         name: NameComponents(givenName: "Bob"), discoverable: true)
+        bob = try engine.accounts.create(
+            emails: ["bob@example.com"],
+            phones: ["+1 415 555 0101"],
+            name: NameComponents(givenName: "Bob"),
+            discoverable: true
+        )
         carol = try engine.accounts.create(emails: ["carol@example.com"], name: NameComponents(givenName: "Carol"))
         c = try engine.session(for: alice).container(World.containerID)
         bc = try engine.session(for: bob).container(World.containerID)

@@ -1,7 +1,9 @@
+import CShareFlowSupport
 import Foundation
 import XCTest
-import CShareFlowSupport
+
 @testable import ShareFlowLua
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -11,9 +13,9 @@ import Darwin
 /// A plugin's data folder keeps its bytes exact, stays inside the folder whatever the path or
 /// the symlinks planted in it, and holds no more than its quota, across restarts.
 final class DataFolderTests: XCTestCase {
-    var root: String!      // scratch for each test
-    var folderPath: String! // the plugin's data folder, inside root
-    var outside: String!   // a folder a plugin must never touch
+    var root: String!  // scratch for each test
+    var folderPath: String!  // the plugin's data folder, inside root
+    var outside: String!  // a folder a plugin must never touch
 
     override func setUpWithError() throws {
         root = try PluginDataFolder.makePrivate(prefix: "sf-datafolder-test-")
@@ -78,7 +80,7 @@ final class DataFolderTests: XCTestCase {
 
     func testBytesRoundTripExactly() throws {
         let folder = try PluginDataFolder(path: folderPath, quotaBytes: 1 << 20)
-        let first: [UInt8] = [0x61, 0x00, 0x62, 0xFF, 0xFE, 0x0D, 0x0A]    // a NUL b, invalid UTF-8, CRLF
+        let first: [UInt8] = [0x61, 0x00, 0x62, 0xFF, 0xFE, 0x0D, 0x0A]  // a NUL b, invalid UTF-8, CRLF
         let second: [UInt8] = [0x00, 0x00, 0xC3, 0x28, 0x0D, 0x0D, 0x0A, 0x80]
         let full = try append(folder, first, to: "a.bin")
         try append(folder, second, to: "a.bin")
@@ -97,7 +99,7 @@ final class DataFolderTests: XCTestCase {
 
     func testLargeAppendIsWrittenWhole() throws {
         let folder = try PluginDataFolder(path: folderPath, quotaBytes: 8 << 20)
-        let bytes = (0 ..< (3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
         try append(folder, bytes, to: "big.bin")
         XCTAssertEqual(contents(folderPath + "/big.bin"), bytes)
     }
@@ -130,21 +132,27 @@ final class DataFolderTests: XCTestCase {
         let folder = try PluginDataFolder(path: folderPath, quotaBytes: 1 << 20)
         XCTAssertEqual(refusal { try self.append(folder, "x", to: "") }, "appendFile: the path is empty")
         for path in ["a//b", "a/", "./a", "a/./b", ".", "logs/"] {
-            XCTAssertEqual(refusal { try self.append(folder, "x", to: path) },
-                           "appendFile: '\(path)' has an empty or '.' component")
+            XCTAssertEqual(
+                refusal { try self.append(folder, "x", to: path) },
+                "appendFile: '\(path)' has an empty or '.' component"
+            )
         }
         for path in ["a\u{0}b", "\u{0}", "logs/a.log\u{0}.txt"] {
             let message = refusal { try self.append(folder, "x", to: path) }
             XCTAssertTrue(message.hasSuffix("contains a NUL byte"), message)
             XCTAssertFalse(message.contains("\u{0}"), "the NUL is shown escaped")
         }
-        XCTAssertEqual(refusal { try self.append(folder, "x", to: "a\u{0}/../../x") },
-                       "appendFile: 'a\\0/../../x' contains a NUL byte")
+        XCTAssertEqual(
+            refusal { try self.append(folder, "x", to: "a\u{0}/../../x") },
+            "appendFile: 'a\\0/../../x' contains a NUL byte"
+        )
         let deep = Array(repeating: "d", count: 33).joined(separator: "/")
         XCTAssertEqual(refusal { try self.append(folder, "x", to: deep) }, "appendFile: '\(deep)' has more than 32 components")
         let long = String(repeating: "n", count: 256)
-        XCTAssertEqual(refusal { try self.append(folder, "x", to: "logs/" + long) },
-                       "appendFile: cannot write 'logs/\(long)': File name too long")
+        XCTAssertEqual(
+            refusal { try self.append(folder, "x", to: "logs/" + long) },
+            "appendFile: cannot write 'logs/\(long)': File name too long"
+        )
         XCTAssertEqual(listing(folderPath), [])
         // 32 components is still fine.
         try append(folder, "x", to: Array(repeating: "d", count: 32).joined(separator: "/"))
@@ -159,8 +167,10 @@ final class DataFolderTests: XCTestCase {
         try symlink(folderPath + "/dangling.log", to: outside + "/created")
         try symlink(folderPath + "/relative.log", to: "../../outside/target")
         for name in ["link.log", "dangling.log", "relative.log"] {
-            XCTAssertEqual(refusal { try self.append(folder, "pwned\n", to: name) },
-                           "appendFile: '\(name)' is a symbolic link; refusing to follow it")
+            XCTAssertEqual(
+                refusal { try self.append(folder, "pwned\n", to: name) },
+                "appendFile: '\(name)' is a symbolic link; refusing to follow it"
+            )
         }
         XCTAssertEqual(contents(outside + "/target"), Array("secret\n".utf8))
         XCTAssertFalse(exists(outside + "/created"))
@@ -172,12 +182,18 @@ final class DataFolderTests: XCTestCase {
         try symlink(folderPath + "/sub", to: outside)
         try FileManager.default.createDirectory(atPath: folderPath + "/real", withIntermediateDirectories: true)
         try symlink(folderPath + "/real/deeper", to: outside)
-        XCTAssertEqual(refusal { try self.append(folder, "pwned", to: "sub/x.log") },
-                       "appendFile: 'sub/x.log': 'sub' is a symbolic link; refusing to follow it")
-        XCTAssertEqual(refusal { try self.append(folder, "pwned", to: "sub/new/x.log") },
-                       "appendFile: 'sub/new/x.log': 'sub' is a symbolic link; refusing to follow it")
-        XCTAssertEqual(refusal { try self.append(folder, "pwned", to: "real/deeper/x.log") },
-                       "appendFile: 'real/deeper/x.log': 'real/deeper' is a symbolic link; refusing to follow it")
+        XCTAssertEqual(
+            refusal { try self.append(folder, "pwned", to: "sub/x.log") },
+            "appendFile: 'sub/x.log': 'sub' is a symbolic link; refusing to follow it"
+        )
+        XCTAssertEqual(
+            refusal { try self.append(folder, "pwned", to: "sub/new/x.log") },
+            "appendFile: 'sub/new/x.log': 'sub' is a symbolic link; refusing to follow it"
+        )
+        XCTAssertEqual(
+            refusal { try self.append(folder, "pwned", to: "real/deeper/x.log") },
+            "appendFile: 'real/deeper/x.log': 'real/deeper' is a symbolic link; refusing to follow it"
+        )
         XCTAssertEqual(listing(outside), [], "nothing written outside")
     }
 
@@ -202,19 +218,30 @@ final class DataFolderTests: XCTestCase {
         let folder = try PluginDataFolder(path: folderPath, quotaBytes: block + 100)
         try append(folder, [UInt8](repeating: 1, count: 60), to: "a.log")
         XCTAssertEqual(folder.usedBytes, block + 60)
-        XCTAssertTrue(refusal { try self.append(folder, [UInt8](repeating: 2, count: 1), to: "b/c.log") }
-                        .hasPrefix("appendFile: 'b/c.log' would pass the plugin's disk quota of"), "two new entries cost two blocks")
+        XCTAssertTrue(
+            refusal { try self.append(folder, [UInt8](repeating: 2, count: 1), to: "b/c.log") }
+                .hasPrefix("appendFile: 'b/c.log' would pass the plugin's disk quota of"),
+            "two new entries cost two blocks"
+        )
         XCTAssertFalse(exists(folderPath + "/b"), "a refused write creates nothing")
-        try append(folder, [UInt8](repeating: 3, count: 40), to: "a.log")   // exactly the quota
+        try append(folder, [UInt8](repeating: 3, count: 40), to: "a.log")  // exactly the quota
         XCTAssertEqual(folder.usedBytes, block + 100)
-        XCTAssertTrue(refusal { try self.append(folder, [4], to: "a.log") }
-                        .hasPrefix("appendFile: 'a.log' would pass the plugin's disk quota of"))
-        XCTAssertEqual(refusal { try self.append(folder, [4], to: "../a.log") },
-                       "appendFile: '../a.log' must stay inside the plugin's data folder", "the worse mistake first")
-        try append(folder, [], to: "a.log")                                 // nothing to add is fine
+        XCTAssertTrue(
+            refusal { try self.append(folder, [4], to: "a.log") }
+                .hasPrefix("appendFile: 'a.log' would pass the plugin's disk quota of")
+        )
+        XCTAssertEqual(
+            refusal { try self.append(folder, [4], to: "../a.log") },
+            "appendFile: '../a.log' must stay inside the plugin's data folder",
+            "the worse mistake first"
+        )
+        try append(folder, [], to: "a.log")  // nothing to add is fine
         XCTAssertEqual(contents(folderPath + "/a.log"), [UInt8](repeating: 1, count: 60) + [UInt8](repeating: 3, count: 40))
-        XCTAssertTrue(refusal { try self.append(folder, [], to: "new.log") }
-                        .hasPrefix("appendFile: 'new.log' would pass"), "an empty file is not free")
+        XCTAssertTrue(
+            refusal { try self.append(folder, [], to: "new.log") }
+                .hasPrefix("appendFile: 'new.log' would pass"),
+            "an empty file is not free"
+        )
     }
 
     func testQuotaCountsWhatIsAlreadyThereAtInit() throws {
@@ -232,25 +259,31 @@ final class DataFolderTests: XCTestCase {
 
         let restarted = try PluginDataFolder(path: folderPath, quotaBytes: 6 * block + 100)
         XCTAssertEqual(restarted.usedBytes, 6 * block + 80)
-        XCTAssertTrue(refusal { try self.append(restarted, [UInt8](repeating: 3, count: 21), to: "a.log") }
-                        .hasPrefix("appendFile: 'a.log' would pass the plugin's disk quota of"))
+        XCTAssertTrue(
+            refusal { try self.append(restarted, [UInt8](repeating: 3, count: 21), to: "a.log") }
+                .hasPrefix("appendFile: 'a.log' would pass the plugin's disk quota of")
+        )
         try append(restarted, [UInt8](repeating: 3, count: 20), to: "a.log")
         XCTAssertEqual(restarted.usedBytes, 6 * block + 100)
 
         // A lower quota than what is there: nothing more is written.
         let lowered = try PluginDataFolder(path: folderPath, quotaBytes: 10)
-        XCTAssertTrue(refusal { try self.append(lowered, [1], to: "a.log") }
-                        .hasPrefix("appendFile: 'a.log' would pass the plugin's disk quota of 10 bytes"))
+        XCTAssertTrue(
+            refusal { try self.append(lowered, [1], to: "a.log") }
+                .hasPrefix("appendFile: 'a.log' would pass the plugin's disk quota of 10 bytes")
+        )
     }
 
     func testQuotaMessageInMiB() throws {
         try FileManager.default.createDirectory(atPath: folderPath, withIntermediateDirectories: true)
         // 63.95 MiB, sparse: the quota counts file sizes, what appendFile added.
         XCTAssertTrue(FileManager.default.createFile(atPath: folderPath + "/a.log", contents: nil))
-        XCTAssertEqual(truncate(folderPath + "/a.log", off_t(63.95 * 1048576)), 0)
+        XCTAssertEqual(truncate(folderPath + "/a.log", off_t(63.95 * 1_048_576)), 0)
         let folder = try PluginDataFolder(path: folderPath, quotaBytes: 64 << 20)
-        XCTAssertEqual(refusal { try self.append(folder, [UInt8](repeating: 0, count: 1 << 20), to: "a.log") },
-                       "appendFile: 'a.log' would pass the plugin's disk quota of 64 MiB (63.9 MiB used)")
+        XCTAssertEqual(
+            refusal { try self.append(folder, [UInt8](repeating: 0, count: 1 << 20), to: "a.log") },
+            "appendFile: 'a.log' would pass the plugin's disk quota of 64 MiB (63.9 MiB used)"
+        )
         XCTAssertEqual(PluginDataFolder.size(1), "1 byte")
         XCTAssertEqual(PluginDataFolder.size(1023), "1023 bytes")
         XCTAssertEqual(PluginDataFolder.size(1536), "1.5 KiB")
@@ -272,8 +305,10 @@ final class DataFolderTests: XCTestCase {
     func testInitRefusesASymlinkedFolder() throws {
         try FileManager.default.createDirectory(atPath: root + "/data", withIntermediateDirectories: true)
         try symlink(folderPath, to: outside)
-        XCTAssertEqual(refusal { _ = try PluginDataFolder(path: self.folderPath, quotaBytes: 1) },
-                       "plugin data folder '\(folderPath!)' is a symbolic link; refusing to follow it")
+        XCTAssertEqual(
+            refusal { _ = try PluginDataFolder(path: self.folderPath, quotaBytes: 1) },
+            "plugin data folder '\(folderPath!)' is a symbolic link; refusing to follow it"
+        )
     }
 
     // MARK: Private folders
@@ -281,7 +316,10 @@ final class DataFolderTests: XCTestCase {
     func testMakePrivateGivesDistinctPrivateFolders() throws {
         let a = try PluginDataFolder.makePrivate(prefix: "sf-private-test-")
         let b = try PluginDataFolder.makePrivate(prefix: "sf-private-test-")
-        defer { PluginDataFolder.removeTree(a); PluginDataFolder.removeTree(b) }
+        defer {
+            PluginDataFolder.removeTree(a)
+            PluginDataFolder.removeTree(b)
+        }
         XCTAssertNotEqual(a, b)
         var temporary = NSTemporaryDirectory()
         while temporary.count > 1, temporary.hasSuffix("/") { temporary.removeLast() }

@@ -2,6 +2,7 @@ import Foundation
 import ShareFlow
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlowLua
 
 /// The API reference and the LuaLS definitions name every field and method the bindings have.
@@ -13,10 +14,14 @@ final class DocsTests: XCTestCase {
         var checked = 0
         for (type, names) in host.apiSurface {
             for name in names {
-                XCTAssertTrue(docs.contains("`\(name)") || docs.contains(":\(name)(") || docs.contains("`:\(name)"),
-                              "docs/LUA_API.md does not document \(type).\(name)")
-                XCTAssertTrue(types.contains("@field \(name)") || types.contains(":\(name)("),
-                              "types/shareflow.lua does not type \(type).\(name)")
+                XCTAssertTrue(
+                    docs.contains("`\(name)") || docs.contains(":\(name)(") || docs.contains("`:\(name)"),
+                    "docs/LUA_API.md does not document \(type).\(name)"
+                )
+                XCTAssertTrue(
+                    types.contains("@field \(name)") || types.contains(":\(name)("),
+                    "types/shareflow.lua does not type \(type).\(name)"
+                )
                 checked += 1
             }
         }

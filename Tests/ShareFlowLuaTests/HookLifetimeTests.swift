@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlow
 import XCTest
+
 @testable import ShareFlowLua
 
 /// A script host's observers and policies go with it: the engine never calls into a host that
@@ -17,11 +18,13 @@ final class HookLifetimeTests: XCTestCase {
         event.lookupInfo = .emailAddress("bob@example.com")
 
         var host: ScriptHost? = try ScriptHost(engine: engine)
-        try host!.run("""
+        try host!.run(
+            """
             seen = 0
             shareflow.on("participant.fetched", function(ev) seen = seen + 1 end)
             shareflow.policy("share.accept", function() return false, "closed" end)
-            """)
+            """
+        )
         engine.publish(event)
         XCTAssertEqual(try host!.lua.run("return seen"), [.integer(1)])
         XCTAssertThrowsError(try engine.decide(request, item: "share"))
@@ -29,7 +32,7 @@ final class HookLifetimeTests: XCTestCase {
         host = nil
         XCTAssertFalse(engine.events.hasObservers(.participantFetched))
         XCTAssertFalse(engine.policies.hasPolicies(.shareAccept))
-        engine.publish(event)                              // nobody left to call: no crash
+        engine.publish(event)  // nobody left to call: no crash
         XCTAssertNoThrow(try engine.decide(request, item: "share"))
     }
 }

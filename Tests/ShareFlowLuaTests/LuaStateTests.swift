@@ -1,6 +1,7 @@
 import CLua
 import Foundation
 import XCTest
+
 @testable import ShareFlowLua
 
 final class LuaStateTests: XCTestCase {
@@ -12,8 +13,12 @@ final class LuaStateTests: XCTestCase {
             .string(""), .string("héllo"), .string("a\u{0}b\u{0}"), .bytes([0xff, 0x00, 0xfe]),
             .table(LuaTable(array: [.integer(1), .string("two"), .number(3.5)])),
             .table(LuaTable(hash: [.string("k"): .string("v"), .integer(10): .boolean(true)])),
-            .table(LuaTable(array: [.table(LuaTable(array: [.string("nested")]))],
-                            hash: [.string("map"): .table(LuaTable(hash: [.string("x"): .integer(1)]))])),
+            .table(
+                LuaTable(
+                    array: [.table(LuaTable(array: [.string("nested")]))],
+                    hash: [.string("map"): .table(LuaTable(hash: [.string("x"): .integer(1)]))]
+                )
+            ),
         ]
         for v in values {
             try lua.push(v)
@@ -44,7 +49,8 @@ final class LuaStateTests: XCTestCase {
     func testSwiftFunctionCalledFromLua() throws {
         let lua = try LuaState()
         lua.push(function: "add") { call in
-            let a = try call.integer(1), b = try call.integer(2)
+            let a = try call.integer(1)
+            let b = try call.integer(2)
             lua_pushinteger(call.L, lua_Integer(a + b))
             return 1
         }
@@ -118,8 +124,11 @@ final class LuaStateTests: XCTestCase {
     func testUserdataGCReleasesSwiftObject() throws {
         let lua = try LuaState()
         let cls = LuaClass<Probe>("Probe")
-            .property("name", get: { lua, p in lua.push(string: p.name) },
-                      set: { call, p, i in p.name = try call.string(i) })
+            .property(
+                "name",
+                get: { lua, p in lua.push(string: p.name) },
+                set: { call, p, i in p.name = try call.string(i) }
+            )
             .describe { "Probe(\($0.name))" }
         cls.register(in: lua)
         weak var weakProbe: Probe?
@@ -130,8 +139,10 @@ final class LuaStateTests: XCTestCase {
             lua.setGlobal("p")
         }
         XCTAssertNotNil(weakProbe, "Lua holds the object")
-        XCTAssertEqual(try lua.run("p.name = 'renamed'; return p.name, tostring(p)"),
-                       [.string("renamed"), .string("Probe(renamed)")])
+        XCTAssertEqual(
+            try lua.run("p.name = 'renamed'; return p.name, tostring(p)"),
+            [.string("renamed"), .string("Probe(renamed)")]
+        )
         XCTAssertEqual(weakProbe?.name, "renamed")
         let r = try lua.run("return pcall(function() return p.nope end)")
         XCTAssertTrue(r[1].stringValue!.contains("Probe has no field 'nope'"), "\(r[1])")

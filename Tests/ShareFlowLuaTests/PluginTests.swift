@@ -2,6 +2,7 @@ import Foundation
 import ShareFlow
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlowLua
 
 /// Plugins run isolated and limited: hostile ones are contained and the host keeps serving.
@@ -16,14 +17,14 @@ final class PluginTests: XCTestCase {
         let folder = dir.appendingPathComponent(name)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try """
-            return {
-              name = "\(name)", version = "0.1", description = "test plugin",
-              config = { \(config) },
-              setup = function(ctx)
-            \(setup)
-              end,
-            }
-            """.write(to: folder.appendingPathComponent("init.lua"), atomically: true, encoding: .utf8)
+        return {
+          name = "\(name)", version = "0.1", description = "test plugin",
+          config = { \(config) },
+          setup = function(ctx)
+        \(setup)
+          end,
+        }
+        """.write(to: folder.appendingPathComponent("init.lua"), atomically: true, encoding: .utf8)
         for (file, text) in extra { try text.write(to: folder.appendingPathComponent(file), atomically: true, encoding: .utf8) }
     }
 
@@ -34,21 +35,28 @@ final class PluginTests: XCTestCase {
         var config = PluginConfig()
         config.cpuMillis = cpuMillis
         config.memoryMiB = memoryMiB
-        let manager = PluginManager(engine: engine, directories: [dir.path], config: config,
-                                    dataDirectory: dir.appendingPathComponent("data").path)
+        let manager = PluginManager(
+            engine: engine,
+            directories: [dir.path],
+            config: config,
+            dataDirectory: dir.appendingPathComponent("data").path
+        )
         let host = try ScriptHost(engine: engine)
         host.plugins = manager
-        try host.run("""
+        try host.run(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "owner@example.com" }
             sf.accounts.create{ email = "bob@example.com" }
-            """)
+            """
+        )
         return (host, manager)
     }
 
     /// Runs a sharing story: owner shares with bob, bob accepts. Returns bob's accept error code or "ok".
     func story(_ host: ScriptHost, tag: String = "t") throws -> String {
-        let r = try host.run("""
+        let r = try host.run(
+            """
             local sf = require("shareflow")
             local c = sf.as("owner@example.com"):container("iCloud.p")
             local zone = c.privateCloudDatabase:saveZone("Z")
@@ -61,7 +69,8 @@ final class PluginTests: XCTestCase {
             local shares, aerr = bc:acceptShares{ bc:fetchShareMetadata{ s.url }[s.url] }
             if shares[1] then return "ok" end
             return select(2, next(aerr.partialErrors)).message
-            """)
+            """
+        )
         return r[0].stringValue ?? "?"
     }
 
@@ -69,13 +78,18 @@ final class PluginTests: XCTestCase {
     /// (a script's, the admin route's, the config file's), nor another plugin's.
     func testAPluginClearsOnlyItsOwnFaultRules() throws {
         try plugin("armer", setup: #"ctx.faults.add{ operation = "query", fault = "zoneBusy" }"#)
-        try plugin("clearer", setup: """
-            ctx.faults.add{ operation = "fetchRecords", fault = "zoneBusy" }
-            ctx.log.info("cleared " .. ctx.faults.clear())
-            """)
+        try plugin(
+            "clearer",
+            setup: """
+                ctx.faults.add{ operation = "fetchRecords", fault = "zoneBusy" }
+                ctx.log.info("cleared " .. ctx.faults.clear())
+                """
+        )
         let (host, manager) = try world()
-        try host.engine.faults.add(try FaultRule(["fault": .string("serviceUnavailable"), "caller": .string("x@example.com")], name: "t"),
-                                   owner: .config)
+        try host.engine.faults.add(
+            try FaultRule(["fault": .string("serviceUnavailable"), "caller": .string("x@example.com")], name: "t"),
+            owner: .config
+        )
         try host.run(#"require("shareflow").faults.add{ fault = "quotaExceeded", caller = "y@example.com" }"#)
         try manager.load("armer")
         try manager.load("clearer")
@@ -129,30 +143,39 @@ final class PluginTests: XCTestCase {
     }
 
     func testWithinBudgetCallsAreNotSlowedOrStopped() throws {
-        try plugin("busy", setup: """
-            ctx.policy('share.accept', function()
-              local x = 0 for i = 1, 200000 do x = x + i end
-            end)
-            """)
+        try plugin(
+            "busy",
+            setup: """
+                ctx.policy('share.accept', function()
+                  local x = 0 for i = 1, 200000 do x = x + i end
+                end)
+                """
+        )
         let (host, manager) = try world(cpuMillis: 500)
         try manager.load("busy")
         XCTAssertEqual(try story(host), "ok")
     }
 
     func testPluginsCannotSeeOrAlterEachOther() throws {
-        try plugin("a", setup: """
-            secret = "from a"
-            string.upper = function() return "hacked" end
-            getmetatable("").__index.lower = function() return "hacked" end
-            shareflow.accounts = nil
-            """)
-        try plugin("b", setup: """
-            ctx.policy('share.accept', function()
-              if secret ~= nil then return false, "saw a's global" end
-              if ("x"):upper() ~= "X" or ("Y"):lower() ~= "y" then return false, "string library altered" end
-              if shareflow.accounts == nil then return false, "module altered" end
-            end)
-            """)
+        try plugin(
+            "a",
+            setup: """
+                secret = "from a"
+                string.upper = function() return "hacked" end
+                getmetatable("").__index.lower = function() return "hacked" end
+                shareflow.accounts = nil
+                """
+        )
+        try plugin(
+            "b",
+            setup: """
+                ctx.policy('share.accept', function()
+                  if secret ~= nil then return false, "saw a's global" end
+                  if ("x"):upper() ~= "X" or ("Y"):lower() ~= "y" then return false, "string library altered" end
+                  if shareflow.accounts == nil then return false, "module altered" end
+                end)
+                """
+        )
         let (host, manager) = try world()
         try manager.load("a")
         try manager.load("b")
@@ -161,39 +184,51 @@ final class PluginTests: XCTestCase {
     }
 
     func testSandboxAsTheSpecLists() throws {
-        try plugin("probe", setup: """
-            local found = {}
-            found.io = io ~= nil
-            found.debug = debug ~= nil
-            found.execute = os.execute ~= nil
-            found.getenv = os.getenv ~= nil
-            found.time = os.time ~= nil and os.clock ~= nil and os.date ~= nil and os.difftime ~= nil
-            found.loadlib = package.loadlib ~= nil
-            found.cpath = package.cpath ~= ""
-            found.binary = load(string.dump(function() return 1 end)) ~= nil
-            found.text = load("return 41 + 1")() == 42
-            found.helper = require("helper").answer == 42
-            found.escape = pcall(require, "../../etc/passwd")
-            found.dofile = dofile ~= nil
-            ctx.appendFile("probe.txt", ctx.json.encode(found))
-            """, extra: ["helper.lua": "return { answer = 42 }"])
+        try plugin(
+            "probe",
+            setup: """
+                local found = {}
+                found.io = io ~= nil
+                found.debug = debug ~= nil
+                found.execute = os.execute ~= nil
+                found.getenv = os.getenv ~= nil
+                found.time = os.time ~= nil and os.clock ~= nil and os.date ~= nil and os.difftime ~= nil
+                found.loadlib = package.loadlib ~= nil
+                found.cpath = package.cpath ~= ""
+                found.binary = load(string.dump(function() return 1 end)) ~= nil
+                found.text = load("return 41 + 1")() == 42
+                found.helper = require("helper").answer == 42
+                found.escape = pcall(require, "../../etc/passwd")
+                found.dofile = dofile ~= nil
+                ctx.appendFile("probe.txt", ctx.json.encode(found))
+                """,
+            extra: ["helper.lua": "return { answer = 42 }"]
+        )
         let (_, manager) = try world()
         try manager.load("probe")
         let text = try String(contentsOf: dir.appendingPathComponent("data/probe/probe.txt"), encoding: .utf8)
         let found = try JSONSerialization.jsonObject(with: Data(text.utf8)) as! [String: Bool]
-        XCTAssertEqual(found, ["io": false, "debug": false, "execute": false, "getenv": false, "time": true,
-                               "loadlib": false, "cpath": false, "binary": false, "text": true, "helper": true,
-                               "escape": false, "dofile": false])
+        XCTAssertEqual(
+            found,
+            [
+                "io": false, "debug": false, "execute": false, "getenv": false, "time": true,
+                "loadlib": false, "cpath": false, "binary": false, "text": true, "helper": true,
+                "escape": false, "dofile": false,
+            ]
+        )
     }
 
     func testObserverOrderPrioritiesAndErrorsDoNotStopOthers() throws {
-        try plugin("order", setup: """
-            ctx.on('share.saved', function() ctx.appendFile('o.txt', 'low ') end, { priority = -5, name = 'low' })
-            ctx.on('share.saved', function() ctx.appendFile('o.txt', 'first ') end, { name = 'first' })
-            ctx.on('share.saved', function() error('boom') end, { name = 'broken' })
-            ctx.on('share.saved', function() ctx.appendFile('o.txt', 'second ') end, { name = 'second' })
-            ctx.on('share.saved', function() ctx.appendFile('o.txt', 'high ') end, { priority = 10, name = 'high' })
-            """)
+        try plugin(
+            "order",
+            setup: """
+                ctx.on('share.saved', function() ctx.appendFile('o.txt', 'low ') end, { priority = -5, name = 'low' })
+                ctx.on('share.saved', function() ctx.appendFile('o.txt', 'first ') end, { name = 'first' })
+                ctx.on('share.saved', function() error('boom') end, { name = 'broken' })
+                ctx.on('share.saved', function() ctx.appendFile('o.txt', 'second ') end, { name = 'second' })
+                ctx.on('share.saved', function() ctx.appendFile('o.txt', 'high ') end, { priority = 10, name = 'high' })
+                """
+        )
         let (host, manager) = try world()
         try manager.load("order")
         XCTAssertEqual(try story(host), "ok")
@@ -221,10 +256,13 @@ final class PluginTests: XCTestCase {
     /// compile, fails setup, a bad config, the folder gone) leaves the loaded version deciding,
     /// with its observers and fault rules, and says why.
     func testAFailedReloadKeepsThePreviousVersionDeciding() throws {
-        try plugin("gate", setup: """
-            ctx.policy('share.accept', function() return false, 'closed v1' end)
-            ctx.on('share.accepted', function() end)
-            """)
+        try plugin(
+            "gate",
+            setup: """
+                ctx.policy('share.accept', function() return false, 'closed v1' end)
+                ctx.on('share.accepted', function() end)
+                """
+        )
         let (host, manager) = try world()
         try manager.load("gate")
         XCTAssertTrue(try story(host).contains("closed v1"))
@@ -260,14 +298,23 @@ final class PluginTests: XCTestCase {
         try plugin("typed", config: "limit = { type = 'integer', default = 5, min = 1, max = 10 }, name = { type = 'string' }", setup: "")
         let (_, manager) = try world()
         func message(_ settings: LuaTable) -> String {
-            do { try manager.load("typed", settings: settings); return "loaded" } catch { return "\(error)" }
+            do {
+                try manager.load("typed", settings: settings)
+                return "loaded"
+            } catch { return "\(error)" }
         }
-        XCTAssertEqual(message(LuaTable(hash: [.string("limit"): .string("ten")])),
-                       "plugin 'typed': config key 'limit' must be an integer, got string \"ten\"")
-        XCTAssertEqual(message(LuaTable(hash: [.string("limit"): .integer(11)])),
-                       "plugin 'typed': config key 'limit' must be at most 10, got number 11")
-        XCTAssertEqual(message(LuaTable(hash: [.string("colour"): .string("red")])),
-                       "plugin 'typed': unknown config key 'colour' (known: limit, name)")
+        XCTAssertEqual(
+            message(LuaTable(hash: [.string("limit"): .string("ten")])),
+            "plugin 'typed': config key 'limit' must be an integer, got string \"ten\""
+        )
+        XCTAssertEqual(
+            message(LuaTable(hash: [.string("limit"): .integer(11)])),
+            "plugin 'typed': config key 'limit' must be at most 10, got number 11"
+        )
+        XCTAssertEqual(
+            message(LuaTable(hash: [.string("colour"): .string("red")])),
+            "plugin 'typed': unknown config key 'colour' (known: limit, name)"
+        )
         XCTAssertEqual(message(LuaTable(hash: [.string("limit"): .integer(3)])), "loaded")
         let file = dir.appendingPathComponent("bad.config.lua")
         try "return { plugins = { typed = 3 } }".write(to: file, atomically: true, encoding: .utf8)
@@ -279,7 +326,10 @@ final class PluginTests: XCTestCase {
     func testBrokenPluginsAreReportedByCheck() throws {
         try plugin("nosetup", setup: "")
         try "return { name = 'nosetup', version = '1', description = 'x' }".write(
-            to: dir.appendingPathComponent("nosetup/init.lua"), atomically: true, encoding: .utf8)
+            to: dir.appendingPathComponent("nosetup/init.lua"),
+            atomically: true,
+            encoding: .utf8
+        )
         try plugin("syntax", setup: "local = 1")
         try plugin("failing", setup: "error('setup exploded')")
         let (_, manager) = try world()
@@ -294,18 +344,22 @@ final class PluginTests: XCTestCase {
 /// (or is about to handle) must not touch its closed state (SPEC §8).
 extension PluginTests {
     func testUnloadAndReloadFromAnObserverOfTheEventUnderWay() throws {
-        try plugin("victim", setup: """
-            local seen = 0
-            ctx.on("participant.fetched", function() seen = seen + 1 end, { priority = -10 })
-            ctx.on("share.saved", function()
-              -- a nested operation: its events reach the script's observer, which unloads us
-              ctx.as("owner@example.com"):container("iCloud.p"):fetchShareParticipants{ "bob@example.com" }
-              seen = seen + 1
-            end)
-            """)
+        try plugin(
+            "victim",
+            setup: """
+                local seen = 0
+                ctx.on("participant.fetched", function() seen = seen + 1 end, { priority = -10 })
+                ctx.on("share.saved", function()
+                  -- a nested operation: its events reach the script's observer, which unloads us
+                  ctx.as("owner@example.com"):container("iCloud.p"):fetchShareParticipants{ "bob@example.com" }
+                  seen = seen + 1
+                end)
+                """
+        )
         let (host, manager) = try world()
         try manager.load("victim")
-        let r = try host.run("""
+        let r = try host.run(
+            """
             local sf = require("shareflow")
             local mode, calls = "unload", 0
             sf.on("participant.fetched", function()
@@ -325,9 +379,13 @@ extension PluginTests {
             local r = sf.Record{ recordType = "Doc", recordName = "d", zone = zone }
             local _, err = c.privateCloudDatabase:modifyRecords{ save = { r, sf.Share{ rootRecord = r } } }
             return loadedAfterUnload, calls, err == nil, #sf.plugins.loaded()
-            """)
+            """
+        )
         XCTAssertEqual(r, [.integer(0), .integer(3), .boolean(true), .integer(0)])
         // The host goes on serving.
-        XCTAssertEqual(try host.run("return #require('shareflow').as('owner@example.com'):container('iCloud.p'):fetchShareParticipants{ 'bob@example.com' }"), [.integer(1)])
+        XCTAssertEqual(
+            try host.run("return #require('shareflow').as('owner@example.com'):container('iCloud.p'):fetchShareParticipants{ 'bob@example.com' }"),
+            [.integer(1)]
+        )
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import ShareFlow
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlowLua
 
 /// The sandbox is an allow-list by construction (SPEC §8): everything a plugin can reach —
@@ -18,15 +19,19 @@ final class SandboxReachabilityTests: XCTestCase {
     /// functions, tracked coroutines) are ShareFlow's code, not Lua's, and are not listed.
     static let allowed: Set<String> = {
         var names: Set<String> = []
-        for f in ["assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "print", "rawequal",
-                  "rawget", "rawlen", "rawset", "select", "tonumber", "tostring", "type"] { names.insert("_G." + f) }
+        for f in [
+            "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "print", "rawequal",
+            "rawget", "rawlen", "rawset", "select", "tonumber", "tostring", "type",
+        ] { names.insert("_G." + f) }
         for f in ["close", "create", "isyieldable", "resume", "running", "status", "yield"] { names.insert("coroutine." + f) }
         names.insert("table.pack")
         for f in ["byte", "char", "dump", "format", "len", "lower", "pack", "packsize", "reverse", "sub", "unpack", "upper"] {
             names.insert("string." + f)
         }
-        for f in ["abs", "acos", "asin", "atan", "ceil", "cos", "deg", "exp", "floor", "fmod", "log", "max", "min",
-                  "modf", "rad", "random", "randomseed", "sin", "sqrt", "tan", "tointeger", "type", "ult"] {
+        for f in [
+            "abs", "acos", "asin", "atan", "ceil", "cos", "deg", "exp", "floor", "fmod", "log", "max", "min",
+            "modf", "rad", "random", "randomseed", "sin", "sqrt", "tan", "tointeger", "type", "ult",
+        ] {
             names.insert("math." + f)
         }
         for f in ["char", "codepoint", "codes", "offset"] { names.insert("utf8." + f) }
@@ -237,25 +242,30 @@ final class SandboxReachabilityTests: XCTestCase {
         let folder = dir.appendingPathComponent("walker")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try """
-            local helper = require("helper")
-            return {
-              name = "walker", version = "1.0", description = "keeps what it is given",
-              setup = function(ctx)
-                kept = { ctx = ctx, helper = helper, co = coroutine.create(function() end) }
-                ctx.on("share.saved", function(e) kept.event = e; kept.share = e.share end)
-                ctx.on("share.accepted", function(e) kept.accept = e end)
-                ctx.policy("share.accept", function(req) kept.request = req; return true end, { name = "keep" })
-              end,
-            }
-            """.write(to: folder.appendingPathComponent("init.lua"), atomically: true, encoding: .utf8)
+        local helper = require("helper")
+        return {
+          name = "walker", version = "1.0", description = "keeps what it is given",
+          setup = function(ctx)
+            kept = { ctx = ctx, helper = helper, co = coroutine.create(function() end) }
+            ctx.on("share.saved", function(e) kept.event = e; kept.share = e.share end)
+            ctx.on("share.accepted", function(e) kept.accept = e end)
+            ctx.policy("share.accept", function(req) kept.request = req; return true end, { name = "keep" })
+          end,
+        }
+        """.write(to: folder.appendingPathComponent("init.lua"), atomically: true, encoding: .utf8)
         try "return { answer = 42 }".write(to: folder.appendingPathComponent("helper.lua"), atomically: true, encoding: .utf8)
         let engine = Engine(store: try Store(path: ":memory:"))
         engine.logger.logLevel = .critical
-        let manager = PluginManager(engine: engine, directories: [dir.path], config: PluginConfig(),
-                                    dataDirectory: dir.appendingPathComponent("data").path)
+        let manager = PluginManager(
+            engine: engine,
+            directories: [dir.path],
+            config: PluginConfig(),
+            dataDirectory: dir.appendingPathComponent("data").path
+        )
         try manager.load("walker")
         let host = try ScriptHost(engine: engine)
-        try host.run("""
+        try host.run(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "owner@example.com" }
             sf.accounts.create{ email = "bob@example.com" }
@@ -268,7 +278,8 @@ final class SandboxReachabilityTests: XCTestCase {
             local bc = sf.as("bob@example.com"):container("iCloud.p")
             local m = bc:fetchShareMetadata{ s.url }
             assert(bc:acceptShares{ m[s.url] })
-            """)
+            """
+        )
         let plugin = try XCTUnwrap(manager.loaded["walker"])
         let kept = try plugin.run("return type(kept.event), type(kept.request), type(kept.share), kept.helper.answer")
         XCTAssertEqual(kept, [.string("table"), .string("table"), .string("userdata"), .integer(42)])
@@ -280,10 +291,12 @@ final class SandboxReachabilityTests: XCTestCase {
     func testSandboxedScriptStateReachesOnlyTheAllowList() throws {
         let engine = Engine(store: try Store(path: ":memory:"))
         let host = try ScriptHost(engine: engine, sandboxFolder: dir.path)
-        try host.run("""
+        try host.run(
+            """
             local sf = require("shareflow")
             kept = { sf.accounts.create{ email = "a@example.com" }, sf.Record{ recordType = "T" } }
-            """)
+            """
+        )
         let bad = try SandboxReachabilityTests.forbidden(in: host.lua, reference: SandboxReachabilityTests.referenceNames())
         XCTAssertEqual(bad, [])
     }
@@ -293,7 +306,8 @@ final class SandboxReachabilityTests: XCTestCase {
     func testRequireFindsNoStandardLibraryOutsideTheAllowList() throws {
         let engine = Engine(store: try Store(path: ":memory:"))
         let host = try ScriptHost(engine: engine, sandboxFolder: dir.path)
-        let results = try host.run("""
+        let results = try host.run(
+            """
             local out = {}
             for _, name in ipairs{ "io", "os", "debug", "package", "string", "coroutine", "utf8" } do
               local ok, lib = pcall(require, name)
@@ -304,7 +318,15 @@ final class SandboxReachabilityTests: XCTestCase {
             out[#out + 1] = "searchers=" .. type(package.searchers)
             out[#out + 1] = "dofile=" .. type(dofile) .. ",loadfile=" .. type(loadfile) .. ",warn=" .. type(warn)
             return table.concat(out, " ")
-            """)
-        XCTAssertEqual(results, [.string("io=error os=table debug=error package=table string=table coroutine=table utf8=table os.execute=nil loadlib=nil searchers=nil dofile=nil,loadfile=nil,warn=nil")])
+            """
+        )
+        XCTAssertEqual(
+            results,
+            [
+                .string(
+                    "io=error os=table debug=error package=table string=table coroutine=table utf8=table os.execute=nil loadlib=nil searchers=nil dofile=nil,loadfile=nil,warn=nil"
+                )
+            ]
+        )
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
-@testable import ShareFlow
 import ShareFlowTestKit
 import XCTest
+
+@testable import ShareFlow
 @testable import ShareFlowLua
 
 /// An engine error whose message is the operator's (it names the store: a PostgreSQL user,
@@ -57,14 +58,17 @@ final class WithheldErrorTests: XCTestCase {
         let engine = Engine(store: try Store(path: ":memory:"))
         engine.logger.logLevel = .critical
         let trusted = try ScriptHost(engine: engine)
-        try trusted.run("""
+        try trusted.run(
+            """
             local sf = require("shareflow")
             sf.accounts.create{ email = "owner@example.com" }
             sf.accounts.create{ email = "bob@example.com" }
-            """)
+            """
+        )
         let plugin = try host(engine: engine, sandboxed: true)
         try plugin.run("require('shareflow').policy('share.accept', function() \(policy) end)")
-        return try trusted.run("""
+        return try trusted.run(
+            """
             local sf = require("shareflow")
             local c = sf.as("owner@example.com"):container("iCloud.p")
             local zone = c.privateCloudDatabase:saveZone("Z")
@@ -77,7 +81,8 @@ final class WithheldErrorTests: XCTestCase {
             assert(not shares[1], "accepted")
             local e = select(2, next(err.partialErrors))
             return e.code, e.retryAfter, e.message
-            """)
+            """
+        )
     }
 
     /// A policy that meets the outage — raises it, or catches it and fails otherwise, or
@@ -110,9 +115,15 @@ final class WithheldErrorTests: XCTestCase {
             engine.logger.logLevel = .critical
             let plugin = try host(engine: engine, sandboxed: true)
             try plugin.run("require('shareflow').authenticate(function(r) \(body) end)")
-            let request = AuthenticationRequest(method: "GET", path: "/database/1/iCloud.p/development/private/users/caller",
-                                                container: "iCloud.p", environment: "development", database: "private",
-                                                headers: ["x-user": "bob@example.com"], query: [:])
+            let request = AuthenticationRequest(
+                method: "GET",
+                path: "/database/1/iCloud.p/development/private/users/caller",
+                container: "iCloud.p",
+                environment: "development",
+                database: "private",
+                headers: ["x-user": "bob@example.com"],
+                query: [:]
+            )
             XCTAssertThrowsError(try engine.authenticators.authenticate(request)) { error in
                 let e = error as? ShareFlowError
                 XCTAssertEqual(e?.code, .serviceUnavailable, "authenticator body \(body): \(error)")

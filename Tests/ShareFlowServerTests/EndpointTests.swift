@@ -6,8 +6,9 @@ import Logging
 import NIOCore
 import ShareFlow
 import ShareFlowTestKit
-@testable import ShareFlowServer
 import XCTest
+
+@testable import ShareFlowServer
 
 /// Each endpoint, driven in process through the server's own router and middleware
 /// (HummingbirdTesting's `.router`): no process, no socket. The end-to-end suites keep
@@ -18,7 +19,11 @@ final class EndpointTests: XCTestCase {
 
     override func setUpWithError() throws {
         engine = try Engine(store: Store(path: ":memory:"))
-        let a = try engine.accounts.create(emails: ["alice@example.com"], name: NameComponents(givenName: "Alice", familyName: "A"), discoverable: true)
+        let a = try engine.accounts.create(
+            emails: ["alice@example.com"],
+            name: NameComponents(givenName: "Alice", familyName: "A"),
+            discoverable: true
+        )
         let b = try engine.accounts.create(emails: ["bob@example.com"], name: NameComponents(givenName: "Bob"))
         api = try Credentials.newAPIToken(container: "iCloud.test", engine: engine)
         alice = try Credentials.newWebAuthToken(container: "iCloud.test", account: a, ttl: 3600, engine: engine)
@@ -35,8 +40,12 @@ final class EndpointTests: XCTestCase {
     }
 
     /// Runs `body` against a router made as `shareflow serve` makes it.
-    private func withServer(rateLimit: (Int, Double)? = nil, maxBodyBytes: Int = 16 << 20, streamSeconds: Double = 300,
-                            _ body: @escaping @Sendable (Client) async throws -> Void) async throws {
+    private func withServer(
+        rateLimit: (Int, Double)? = nil,
+        maxBodyBytes: Int = 16 << 20,
+        streamSeconds: Double = 300,
+        _ body: @escaping @Sendable (Client) async throws -> Void
+    ) async throws {
         var server = CloudKitServer(engine: engine, host: "127.0.0.1", port: 0, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         server.rateLimit = rateLimit
         server.maxBodyBytes = maxBodyBytes
@@ -78,10 +87,21 @@ final class EndpointTests: XCTestCase {
             r = try await c.call(.get, db + "/public/users/caller", as: alice, api: "wrong")
             XCTAssertEqual(r.status, 401)
             XCTAssertTrue(r.reason.contains("ckAPIToken is not valid"), r.reason)
-            r = try await c.call(.post, db + "/public/users/lookup/email", as: alice, api: api,
-                                 body: #"{"users":[{"emailAddress":"alice@example.com"},{"emailAddress":"bob@example.com"}]}"#)
+            r = try await c.call(
+                .post,
+                db + "/public/users/lookup/email",
+                as: alice,
+                api: api,
+                body: #"{"users":[{"emailAddress":"alice@example.com"},{"emailAddress":"bob@example.com"}]}"#
+            )
             XCTAssertEqual((r.object["users"] as? [[String: Any]])?.count, 1, "Bob is not discoverable (R20): \(r.object)")
-            r = try await c.call(.post, db + "/public/users/discover", as: alice, api: api, body: #"{"lookupInfos":[{"emailAddress":"alice@example.com"}]}"#)
+            r = try await c.call(
+                .post,
+                db + "/public/users/discover",
+                as: alice,
+                api: api,
+                body: #"{"lookupInfos":[{"emailAddress":"alice@example.com"}]}"#
+            )
             XCTAssertEqual((r.object["users"] as? [[String: Any]])?.count, 1, "\(r.object)")
             r = try await c.call(.post, db + "/public/users/discover", as: alice, api: api, body: #"{"lookupInfos":[{}]}"#)
             XCTAssertEqual(r.status, 400)
@@ -92,19 +112,34 @@ final class EndpointTests: XCTestCase {
     func testZoneEndpoints() async throws {
         let (db, api, alice) = (db, api, alice)
         try await withServer { c in
-            var r = try await c.call(.post, db + "/private/zones/modify", as: alice, api: api,
-                                     body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
+            var r = try await c.call(
+                .post,
+                db + "/private/zones/modify",
+                as: alice,
+                api: api,
+                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+            )
             XCTAssertEqual(r.status, 200, "\(r.object)")
             r = try await c.call(.get, db + "/private/zones/list", as: alice, api: api)
             let names = (r.object["zones"] as? [[String: Any]])?.compactMap { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String }
             XCTAssertEqual(Set(names ?? []), ["_defaultZone", "Trips"])
-            r = try await c.call(.post, db + "/private/zones/lookup", as: alice, api: api,
-                                 body: #"{"zones":[{"zoneName":"Trips"},{"zoneName":"Nope"}]}"#)
+            r = try await c.call(
+                .post,
+                db + "/private/zones/lookup",
+                as: alice,
+                api: api,
+                body: #"{"zones":[{"zoneName":"Trips"},{"zoneName":"Nope"}]}"#
+            )
             let zones = try XCTUnwrap(r.object["zones"] as? [[String: Any]])
             XCTAssertNil(zones[0]["serverErrorCode"])
             XCTAssertEqual(zones[1]["serverErrorCode"] as? String, "ZONE_NOT_FOUND")
-            r = try await c.call(.post, db + "/private/zones/modify", as: alice, api: api,
-                                 body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z","ownerRecordName":"_other"}}}]}"#)
+            r = try await c.call(
+                .post,
+                db + "/private/zones/modify",
+                as: alice,
+                api: api,
+                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z","ownerRecordName":"_other"}}}]}"#
+            )
             XCTAssertEqual((r.object["zones"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "ACCESS_DENIED", "\(r.object)")
             r = try await c.call(.post, db + "/private/zones/modify", as: nil, api: api, body: #"{"operations":[]}"#)
             XCTAssertEqual(r.status, 421, "writes need a user")
@@ -114,34 +149,73 @@ final class EndpointTests: XCTestCase {
     func testRecordEndpoints() async throws {
         let (db, api, alice) = (db, api, alice)
         try await withServer { c in
-            var r = try await c.call(.post, db + "/private/records/modify", as: alice, api: api, body: """
-                {"operations":[{"operationType":"create","record":{"recordName":"a","recordType":"Note","fields":{"n":{"value":1},"t":{"value":"x"}}}},
-                               {"operationType":"create","record":{"recordName":"b","recordType":"Note","fields":{"n":{"value":2}}}}]}
-                """)
+            var r = try await c.call(
+                .post,
+                db + "/private/records/modify",
+                as: alice,
+                api: api,
+                body: """
+                    {"operations":[{"operationType":"create","record":{"recordName":"a","recordType":"Note","fields":{"n":{"value":1},"t":{"value":"x"}}}},
+                                   {"operationType":"create","record":{"recordName":"b","recordType":"Note","fields":{"n":{"value":2}}}}]}
+                    """
+            )
             XCTAssertEqual(r.records.count, 2, "\(r.object)")
             let tag = try XCTUnwrap(r.records[0]["recordChangeTag"] as? String)
-            r = try await c.call(.post, db + "/private/records/lookup", as: alice, api: api,
-                                 body: #"{"records":[{"recordName":"a"},{"recordName":"zz"}],"desiredKeys":["t"]}"#)
+            r = try await c.call(
+                .post,
+                db + "/private/records/lookup",
+                as: alice,
+                api: api,
+                body: #"{"records":[{"recordName":"a"},{"recordName":"zz"}],"desiredKeys":["t"]}"#
+            )
             XCTAssertEqual(((r.records[0]["fields"] as? [String: Any])?.keys).map(Set.init), ["t"], "desiredKeys: \(r.records[0])")
             XCTAssertEqual(r.records[1]["serverErrorCode"] as? String, "NOT_FOUND")
             XCTAssertNil(r.records[1]["uuid"], "per-item errors carry no uuid")
-            r = try await c.call(.post, db + "/private/records/query", as: alice, api: api,
-                                 body: #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":false}]},"resultsLimit":1}"#)
+            r = try await c.call(
+                .post,
+                db + "/private/records/query",
+                as: alice,
+                api: api,
+                body: #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":false}]},"resultsLimit":1}"#
+            )
             XCTAssertEqual(r.records.first?["recordName"] as? String, "b")
             let marker = try XCTUnwrap(r.object["continuationMarker"] as? String)
-            r = try await c.call(.post, db + "/private/records/query", as: alice, api: api,
-                                 body: #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":false}]},"resultsLimit":1,"continuationMarker":"\#(marker)"}"#)
+            r = try await c.call(
+                .post,
+                db + "/private/records/query",
+                as: alice,
+                api: api,
+                body:
+                    #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":false}]},"resultsLimit":1,"continuationMarker":"\#(marker)"}"#
+            )
             XCTAssertEqual(r.records.map { $0["recordName"] as? String }, ["a"])
-            r = try await c.call(.post, db + "/private/records/query", as: alice, api: api,
-                                 body: #"{"query":{"recordType":"Other"},"continuationMarker":"\#(marker)"}"#)
+            r = try await c.call(
+                .post,
+                db + "/private/records/query",
+                as: alice,
+                api: api,
+                body: #"{"query":{"recordType":"Other"},"continuationMarker":"\#(marker)"}"#
+            )
             XCTAssertEqual(r.status, 400, "a marker of another query")
             // R21 in the engine: a delete at a stale tag is CONFLICT, the rest of a non-atomic batch commits.
-            r = try await c.call(.post, db + "/private/records/modify", as: alice, api: api,
-                                 body: #"{"operations":[{"operationType":"update","record":{"recordName":"a","recordType":"Note","recordChangeTag":"\#(tag)","fields":{"t":{"value":"y"}}}}]}"#)
+            r = try await c.call(
+                .post,
+                db + "/private/records/modify",
+                as: alice,
+                api: api,
+                body:
+                    #"{"operations":[{"operationType":"update","record":{"recordName":"a","recordType":"Note","recordChangeTag":"\#(tag)","fields":{"t":{"value":"y"}}}}]}"#
+            )
             XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
             XCTAssertEqual((r.records.first?["fields"] as? [String: Any])?.keys.contains("n"), true, "update keeps fields not sent")
-            r = try await c.call(.post, db + "/private/records/modify", as: alice, api: api,
-                                 body: #"{"atomic":false,"operations":[{"operationType":"delete","record":{"recordName":"a","recordChangeTag":"\#(tag)"}},{"operationType":"forceDelete","record":{"recordName":"b"}}]}"#)
+            r = try await c.call(
+                .post,
+                db + "/private/records/modify",
+                as: alice,
+                api: api,
+                body:
+                    #"{"atomic":false,"operations":[{"operationType":"delete","record":{"recordName":"a","recordChangeTag":"\#(tag)"}},{"operationType":"forceDelete","record":{"recordName":"b"}}]}"#
+            )
             XCTAssertEqual(r.records[0]["serverErrorCode"] as? String, "CONFLICT", "\(r.object)")
             XCTAssertEqual(r.records[1]["deleted"] as? Bool, true, "\(r.object)")
             r = try await c.call(.post, db + "/public/records/lookup", as: nil, api: api, body: #"{"records":[{"recordName":"a"}]}"#)
@@ -152,18 +226,35 @@ final class EndpointTests: XCTestCase {
     func testSharingFlowAndShareLinks() async throws {
         let (db, api, alice, bob) = (db, api, alice, bob)
         try await withServer { c in
-            var r = try await c.call(.post, db + "/private/zones/modify", as: alice, api: api,
-                                     body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
-            r = try await c.call(.post, db + "/private/records/modify", as: alice, api: api, body: """
-                {"zoneID":{"zoneName":"Trips"},"operations":[
-                 {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
-                 {"operationType":"create","record":{"recordName":"s","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
-                  "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
-                """)
+            var r = try await c.call(
+                .post,
+                db + "/private/zones/modify",
+                as: alice,
+                api: api,
+                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+            )
+            r = try await c.call(
+                .post,
+                db + "/private/records/modify",
+                as: alice,
+                api: api,
+                body: """
+                    {"zoneID":{"zoneName":"Trips"},"operations":[
+                     {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
+                     {"operationType":"create","record":{"recordName":"s","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
+                      "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+                    """
+            )
             let guid = try XCTUnwrap(r.records.last?["shortGUID"] as? String, "\(r.object)")
             r = try await c.call(.post, db + "/public/records/resolve", as: bob, api: api, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
             XCTAssertEqual((r.object["results"] as? [[String: Any]])?.first?["participantStatus"] as? String, "INVITED", "\(r.object)")
-            r = try await c.call(.post, db + "/public/records/accept", as: bob, api: api, body: #"{"shortGUIDs":[{"value":"\#(guid)"},{"value":"made-up"}]}"#)
+            r = try await c.call(
+                .post,
+                db + "/public/records/accept",
+                as: bob,
+                api: api,
+                body: #"{"shortGUIDs":[{"value":"\#(guid)"},{"value":"made-up"}]}"#
+            )
             let results = try XCTUnwrap(r.object["results"] as? [[String: Any]])
             XCTAssertEqual(results[0]["participantStatus"] as? String, "ACCEPTED", "\(r.object)")
             XCTAssertEqual(results[1]["serverErrorCode"] as? String, "NOT_FOUND", "a made-up GUID fails alone: \(results[1])")
@@ -180,21 +271,35 @@ final class EndpointTests: XCTestCase {
     /// holds the count while records/modify becomes one engine call).
     func testEachInviteeOfAShareSavedOverHTTPIsFetchedOnce() async throws {
         let (db, api, alice) = (db, api, alice)
-        final class Seen: @unchecked Sendable { var count = 0; let lock = NSLock() }  // under `lock`
+        final class Seen: @unchecked Sendable {
+            var count = 0
+            let lock = NSLock()
+        }  // under `lock`
         let seen = Seen()
         let handle = engine.events.observe(.participantFetched, priority: 0, label: "count") { _ in
             seen.lock.withLock { seen.count += 1 }
         }
         defer { handle.remove() }
         try await withServer { c in
-            _ = try await c.call(.post, db + "/private/zones/modify", as: alice, api: api,
-                                 body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#)
-            let r = try await c.call(.post, db + "/private/records/modify", as: alice, api: api, body: """
-                {"zoneID":{"zoneName":"Trips"},"operations":[
-                 {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
-                 {"operationType":"create","record":{"recordName":"s","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
-                  "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
-                """)
+            _ = try await c.call(
+                .post,
+                db + "/private/zones/modify",
+                as: alice,
+                api: api,
+                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+            )
+            let r = try await c.call(
+                .post,
+                db + "/private/records/modify",
+                as: alice,
+                api: api,
+                body: """
+                    {"zoneID":{"zoneName":"Trips"},"operations":[
+                     {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
+                     {"operationType":"create","record":{"recordName":"s","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
+                      "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+                    """
+            )
             XCTAssertEqual(r.status, 200, "\(r.object)")
         }
         XCTAssertEqual(seen.lock.withLock { seen.count }, 1)
@@ -252,11 +357,16 @@ final class EndpointTests: XCTestCase {
             XCTAssertEqual(r.status, 200, "Alice's first request: hers, not the address's")
             var statuses: [Int] = []
             for _ in 0..<5 {
-                let answer = try await c.client.execute(uri: db + "/public/records/query", method: .post,
-                                                        headers: [HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!: String(repeating: "ab", count: 32),
-                                                                  HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!: "2026-01-01T00:00:00Z",
-                                                                  HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!: "AAAA"],
-                                                        body: ByteBuffer(string: "{}")) { Int($0.status.code) }
+                let answer = try await c.client.execute(
+                    uri: db + "/public/records/query",
+                    method: .post,
+                    headers: [
+                        HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!: String(repeating: "ab", count: 32),
+                        HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!: "2026-01-01T00:00:00Z",
+                        HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!: "AAAA",
+                    ],
+                    body: ByteBuffer(string: "{}")
+                ) { Int($0.status.code) }
                 statuses.append(answer)
             }
             XCTAssertEqual(statuses, [401, 401, 401, 401, 429], "the address's four requests")
@@ -299,7 +409,10 @@ final class EndpointTests: XCTestCase {
         XCTAssertGreaterThan(matches.count, 5)
         for m in matches {
             let path = String(page[Range(m.range(at: 1), in: page)!])
-            XCTAssertTrue(FileManager.default.fileExists(atPath: root.appendingPathComponent("Sources/ShareFlowServer/" + path).path), "server.md names \(path), which is not there")
+            XCTAssertTrue(
+                FileManager.default.fileExists(atPath: root.appendingPathComponent("Sources/ShareFlowServer/" + path).path),
+                "server.md names \(path), which is not there"
+            )
         }
     }
 }

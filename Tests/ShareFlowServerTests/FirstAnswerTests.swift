@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ShareFlowServer
 
 /// Whichever comes first, an answer or a timer: the shared rate limit's 0.5 s and a change
@@ -15,8 +16,11 @@ final class FirstAnswerTests: XCTestCase {
     func testAnAnswerBeforeTheTimerIsReturnedAndTheTimerNeverFires() async {
         let timeouts = Count()
         let started = Date()
-        let value = await FirstAnswer<Int>.within(.milliseconds(500), onTimeout: { timeouts.add() }) { answer in
-            Task { answer.finish(7); answer.finish(8) }
+        let value = await FirstAnswer<Int>.within(.milliseconds(500), onTimeout: timeouts.add) { answer in
+            Task {
+                answer.finish(7)
+                answer.finish(8)
+            }
         }
         XCTAssertEqual(value, 7)
         XCTAssertLessThan(Date().timeIntervalSince(started), 0.5)
@@ -27,7 +31,7 @@ final class FirstAnswerTests: XCTestCase {
     func testTheTimerEndsAWaitWithNoAnswerOnce() async {
         let timeouts = Count()
         let late = Count()
-        let value = await FirstAnswer<Int>.within(.milliseconds(30), onTimeout: { timeouts.add() }) { answer in
+        let value = await FirstAnswer<Int>.within(.milliseconds(30), onTimeout: timeouts.add) { answer in
             Task {
                 try? await Task.sleep(for: .milliseconds(200))
                 answer.finish(1)  // too late: nothing happens

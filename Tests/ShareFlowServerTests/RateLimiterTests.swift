@@ -1,5 +1,6 @@
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlowServer
 
 /// The rate limiter's bookkeeping: a bounded least-recently-used map, and buckets keyed on the

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ShareFlowServer
 import XCTest
+
+@testable import ShareFlowServer
 
 /// The answers' JSON writer (`WireJSON`) against `JSONSerialization`, the writer it stands in
 /// for: every value written as JSONSerialization writes it, whatever its type.
@@ -35,13 +36,21 @@ final class WireJSONTests: XCTestCase {
 
     func testAWholeAnswerReadsBackAsTheSameObject() throws {
         let participants: [Any] = (0..<64).map { i -> WireFormat.Object in
-            ["participantId": "p\(i)", "type": "USER", "acceptanceStatus": i % 2 == 0 ? "ACCEPTED" : "PENDING", "permission": "READ_WRITE",
-             "userIdentity": ["lookupInfo": ["emailAddress": "guest\(i)@example.com"], "nameComponents": ["givenName": "Guest", "familyName": "\(i)"],
-                              "userRecordName": "_\(i)"] as WireFormat.Object,
-             "orderedIndex": i, "isOwner": i == 0]
+            [
+                "participantId": "p\(i)", "type": "USER", "acceptanceStatus": i % 2 == 0 ? "ACCEPTED" : "PENDING", "permission": "READ_WRITE",
+                "userIdentity": [
+                    "lookupInfo": ["emailAddress": "guest\(i)@example.com"], "nameComponents": ["givenName": "Guest", "familyName": "\(i)"],
+                    "userRecordName": "_\(i)",
+                ] as WireFormat.Object,
+                "orderedIndex": i, "isOwner": i == 0,
+            ]
         }
-        let answer: WireFormat.Object = ["results": [["share": ["participants": participants, "shortGUID": "abc/def"], "timestamp": Int64(1_790_000_000_000)]
-                                                     as WireFormat.Object] as [Any]]
+        let answer: WireFormat.Object = [
+            "results": [
+                ["share": ["participants": participants, "shortGUID": "abc/def"], "timestamp": Int64(1_790_000_000_000)]
+                    as WireFormat.Object
+            ] as [Any]
+        ]
         let read = try JSONSerialization.jsonObject(with: Data(try WireJSON.bytes(answer))) as? NSDictionary
         let expected = try JSONSerialization.jsonObject(with: JSONSerialization.data(withJSONObject: answer)) as? NSDictionary
         XCTAssertEqual(read, expected)

@@ -24,8 +24,13 @@ public enum CLI {
     }
 
     @discardableResult
-    public static func run(_ arguments: [String], stdin: String? = nil, cwd: URL? = nil,
-                    environment: [String: String] = [:], timeout: TimeInterval = 120) throws -> Result {
+    public static func run(
+        _ arguments: [String],
+        stdin: String? = nil,
+        cwd: URL? = nil,
+        environment: [String: String] = [:],
+        timeout: TimeInterval = 120
+    ) throws -> Result {
         try execute(binary, arguments, stdin: stdin, cwd: cwd, environment: environment, timeout: timeout)
     }
 
@@ -35,8 +40,14 @@ public enum CLI {
         try execute("/usr/bin/env", [name] + arguments, stdin: nil, cwd: nil, environment: [:], timeout: timeout)
     }
 
-    private static func execute(_ executable: String, _ arguments: [String], stdin: String?, cwd: URL?,
-                                environment: [String: String], timeout: TimeInterval) throws -> Result {
+    private static func execute(
+        _ executable: String,
+        _ arguments: [String],
+        stdin: String?,
+        cwd: URL?,
+        environment: [String: String],
+        timeout: TimeInterval
+    ) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -46,10 +57,12 @@ public enum CLI {
         process.environment = env
         // Output goes to files: no pipe can fill up and stall the child.
         let dir = try temporaryDirectory()
-        let outURL = dir.appendingPathComponent("stdout"), errURL = dir.appendingPathComponent("stderr")
+        let outURL = dir.appendingPathComponent("stdout")
+        let errURL = dir.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
         let input = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -61,12 +74,16 @@ public enum CLI {
         while process.isRunning && Date() < deadline { usleep(2_000) }
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
-        try out.close(); try err.close()
-        let outData = try Data(contentsOf: outURL), errData = try Data(contentsOf: errURL)
+        try out.close()
+        try err.close()
+        let outData = try Data(contentsOf: outURL)
+        let errData = try Data(contentsOf: errURL)
         try? FileManager.default.removeItem(at: dir)
-        return Result(status: process.terminationStatus,
-                      stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self))
+        return Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self)
+        )
     }
 
     /// A fresh temporary folder for one test.

@@ -11,8 +11,14 @@ public final class ServeProcess {
     /// Its standard error: the access log and any failure.
     public let log: URL
 
-    public init(store: String, in dir: URL, arguments extra: [String] = [], port: Int = 0,
-                file: StaticString = #filePath, line: UInt = #line) throws {
+    public init(
+        store: String,
+        in dir: URL,
+        arguments extra: [String] = [],
+        port: Int = 0,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: CLI.binary)
         process.arguments = ["serve", "--store", store, "--port", String(port)] + extra
@@ -32,14 +38,21 @@ public final class ServeProcess {
             }
             usleep(20_000)
         }
-        XCTAssertFalse(base.isEmpty, "the server said where it listens: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")",
-                       file: file, line: line)
+        XCTAssertFalse(
+            base.isEmpty,
+            "the server said where it listens: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")",
+            file: file,
+            line: line
+        )
     }
 
     public var isRunning: Bool { process.isRunning }
 
     /// SIGTERM, and waits for it to end.
     public func stop() {
-        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
     }
 }

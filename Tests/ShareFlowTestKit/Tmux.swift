@@ -23,7 +23,7 @@ public final class Tmux {
         let command = quoted.joined(separator: " ") + " </dev/null 2>/dev/null >" + (capture ? output : "/dev/null")
         var pid: pid_t = 0
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
-        defer { argv.forEach { free($0) } }
+        defer { for argument in argv { free(argument) } }
         guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { throw CocoaError(.executableLoad) }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
@@ -36,13 +36,22 @@ public final class Tmux {
     public func type(_ text: String) throws { try run(["send-keys", "-t", session, "-l", text], capture: false) }
     /// Presses keys by name: Enter, Tab, Left, Home, C-c, …
     public func press(_ keys: String...) throws { try run(["send-keys", "-t", session] + keys, capture: false) }
-    public func line(_ text: String) throws { try type(text); try press("Enter") }
+    public func line(_ text: String) throws {
+        try type(text)
+        try press("Enter")
+    }
 
     public func screen() throws -> String { try run(["capture-pane", "-t", session, "-p", "-J", "-S", "-200"]) }
 
     /// Waits until the screen contains `text` (at least `count` times).
     @discardableResult
-    public func waitFor(_ text: String, count: Int = 1, timeout: TimeInterval = 15, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+    public func waitFor(
+        _ text: String,
+        count: Int = 1,
+        timeout: TimeInterval = 15,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         var screen = ""
         while Date() < deadline {

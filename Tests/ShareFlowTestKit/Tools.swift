@@ -19,8 +19,10 @@ public enum Tools {
     /// sqlite3, committed, as another program would; its exit status.
     @discardableResult
     public static func sqlite(_ path: String, _ sql: String) throws -> Int32 {
-        try run(["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit(); c.close()",
-                 path, sql])
+        try run([
+            "python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit(); c.close()",
+            path, sql,
+        ])
     }
 
     /// The rows `query` selects from the SQLite file at `path`, through Python's sqlite3, one
@@ -28,8 +30,10 @@ public enum Tools {
     public static func sqliteRows(_ path: String, _ query: String) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import sqlite3,sys\nfor row in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(repr(row))",
-                             path, query]
+        process.arguments = [
+            "python3", "-c", "import sqlite3,sys\nfor row in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(repr(row))",
+            path, query,
+        ]
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
@@ -42,8 +46,14 @@ public enum Tools {
     /// One HTTP request made by curl, its files in `dir`: the status and the JSON body (else
     /// its text under "raw"), with the response's header lines, lowercased, under "_headers".
     /// A `body` is sent from a file, as text/plain, as is `bodyFile`.
-    public static func curl(_ method: String, _ url: String, body: String? = nil, bodyFile: URL? = nil,
-                            headers: [String] = [], in dir: URL) throws -> (Int, [String: Any]) {
+    public static func curl(
+        _ method: String,
+        _ url: String,
+        body: String? = nil,
+        bodyFile: URL? = nil,
+        headers: [String] = [],
+        in dir: URL
+    ) throws -> (Int, [String: Any]) {
         let out = dir.appendingPathComponent("response-\(UUID().uuidString)")
         let headerFile = dir.appendingPathComponent("headers-\(UUID().uuidString)")
         var args = ["-s", "-o", out.path, "-D", headerFile.path, "-w", "%{http_code}", "-X", method, "--max-time", "60"]

@@ -19,14 +19,17 @@ public final class WriteLockHolder {
             process.arguments = ["psql", "-qAt", store]
             release = Data("SELECT pg_advisory_unlock(\(WriteLockHolder.postgresWriteLock));\n\\q\n".utf8)
         } else {
-            process.arguments = ["python3", "-c", """
+            process.arguments = [
+                "python3", "-c",
+                """
                 import sqlite3, sys
                 c = sqlite3.connect(sys.argv[1], isolation_level=None)
                 c.execute("BEGIN IMMEDIATE")
                 print("locked", flush=True)
                 sys.stdin.readline()
                 c.execute("ROLLBACK")
-                """, store]
+                """, store,
+            ]
             release = Data("\n".utf8)
         }
         let output = Pipe()
@@ -34,7 +37,9 @@ public final class WriteLockHolder {
         process.standardOutput = output
         try process.run()
         if store.hasPrefix("postgres") {
-            try input.fileHandleForWriting.write(contentsOf: Data("SELECT pg_advisory_lock(\(WriteLockHolder.postgresWriteLock)); SELECT 'locked';\n".utf8))
+            try input.fileHandleForWriting.write(
+                contentsOf: Data("SELECT pg_advisory_lock(\(WriteLockHolder.postgresWriteLock)); SELECT 'locked';\n".utf8)
+            )
         }
         var said = ""
         while !said.contains("locked") {
@@ -52,5 +57,10 @@ public final class WriteLockHolder {
         process.waitUntilExit()
     }
 
-    deinit { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
 }

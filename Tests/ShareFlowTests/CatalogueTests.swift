@@ -3,6 +3,7 @@ import GRDB
 import ShareFlowEngineTestKit
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlow
 @testable import ShareFlowPostgres
 
@@ -18,8 +19,13 @@ final class CatalogueTests: XCTestCase {
         flawed.version = 12
         flawed.tables[flawed.tables.firstIndex { $0.name == "record" }!].columns.append(.init("priority", .integer, since: 12))
         flawed.indexes.append(.init("share_nothing", on: "share", ["nothing"]))
-        XCTAssertEqual(flawed.flaws(), ["record.priority was added after its table: it needs a default or to be nullable",
-                                        "index share_nothing: nothing is not a column of share"])
+        XCTAssertEqual(
+            flawed.flaws(),
+            [
+                "record.priority was added after its table: it needs a default or to be nullable",
+                "index share_nothing: nothing is not a column of share",
+            ]
+        )
         // Each mistake a developer can make adding to it, told before a store is touched.
         func flaws(_ change: (inout StoreCatalogue) -> Void) -> [String] {
             var catalogue = StoreCatalogue.current
@@ -28,34 +34,55 @@ final class CatalogueTests: XCTestCase {
             return catalogue.flaws()
         }
         let record = StoreCatalogue.current.tables.firstIndex { $0.name == "record" }!
-        XCTAssertEqual(flaws { $0.tables[record].columns.append(.init("a", .integer, default: "NULL", since: 12)) },
-                       ["record.a was added after its table: it needs a default or to be nullable"])
-        XCTAssertEqual(flaws { $0.tables[record].columns.append(.init("b", .text, nullable: true, unique: true, since: 12)) },
-                       ["record.b was added after its table: a column added so cannot be unique or part of the key (add a unique index)"])
-        XCTAssertEqual(flaws { $0.tables[record].columns.append(.init("c", .real, default: "random()", since: 12)) },
-                       ["record.c: its default random() is not a constant of its kind"])
-        XCTAssertEqual(flaws { $0.tables[record].columns.append(.init("d", .integer, default: "'high'", since: 12)) },
-                       ["record.d: its default 'high' is not a constant of its kind"])
-        XCTAssertEqual(flaws {
-            $0.tables[record].columns.append(.init("e", .integer, default: "0", since: 12))
-            $0.indexes.append(.init("record_e", on: "record", ["e"]))
-        }, ["index record_e is older than its column e: its `since` is the version that adds it"])
-        XCTAssertEqual(flaws { $0.indexes.append(.init("record_later", on: "record", ["name"], since: 13)) },
-                       ["index record_later is newer than the catalogue's version 12"])
-        XCTAssertEqual(flaws { $0.tables.append(.init("note", key: .made, columns: [.init("id", .integer)])) },
-                       ["table note is not one of version 9's: it needs `since`, the version that adds it"])
+        XCTAssertEqual(
+            flaws { $0.tables[record].columns.append(.init("a", .integer, default: "NULL", since: 12)) },
+            ["record.a was added after its table: it needs a default or to be nullable"]
+        )
+        XCTAssertEqual(
+            flaws { $0.tables[record].columns.append(.init("b", .text, nullable: true, unique: true, since: 12)) },
+            ["record.b was added after its table: a column added so cannot be unique or part of the key (add a unique index)"]
+        )
+        XCTAssertEqual(
+            flaws { $0.tables[record].columns.append(.init("c", .real, default: "random()", since: 12)) },
+            ["record.c: its default random() is not a constant of its kind"]
+        )
+        XCTAssertEqual(
+            flaws { $0.tables[record].columns.append(.init("d", .integer, default: "'high'", since: 12)) },
+            ["record.d: its default 'high' is not a constant of its kind"]
+        )
+        XCTAssertEqual(
+            flaws {
+                $0.tables[record].columns.append(.init("e", .integer, default: "0", since: 12))
+                $0.indexes.append(.init("record_e", on: "record", ["e"]))
+            },
+            ["index record_e is older than its column e: its `since` is the version that adds it"]
+        )
+        XCTAssertEqual(
+            flaws { $0.indexes.append(.init("record_later", on: "record", ["name"], since: 13)) },
+            ["index record_later is newer than the catalogue's version 12"]
+        )
+        XCTAssertEqual(
+            flaws { $0.tables.append(.init("note", key: .made, columns: [.init("id", .integer)])) },
+            ["table note is not one of version 9's: it needs `since`, the version that adds it"]
+        )
     }
 
     /// What SQLite says of a schema, table by table: columns (type, NOT NULL, default, key),
     /// foreign keys, WITHOUT ROWID, indexes and triggers (their SQL, white space made one).
     private func sqliteShape(_ db: Database) throws -> [String] {
         var shape: [String] = []
-        let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' AND name != 'grdb_migrations' ORDER BY name")
+        let tables = try String.fetchAll(
+            db,
+            sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' AND name != 'grdb_migrations' ORDER BY name"
+        )
         for table in tables {
             for row in try Row.fetchAll(db, sql: "SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?)", arguments: [table]) {
-                shape.append("\(table).\(row[0] as String) \(row[1] as String) notnull=\(row[2] as Int) default=\((row[3] as String?) ?? "-") pk=\(row[4] as Int)")
+                shape.append(
+                    "\(table).\(row[0] as String) \(row[1] as String) notnull=\(row[2] as Int) default=\((row[3] as String?) ?? "-") pk=\(row[4] as Int)"
+                )
             }
-            for row in try Row.fetchAll(db, sql: "SELECT \"table\", \"from\", \"to\", on_delete FROM pragma_foreign_key_list(?)", arguments: [table]) {
+            for row in try Row.fetchAll(db, sql: "SELECT \"table\", \"from\", \"to\", on_delete FROM pragma_foreign_key_list(?)", arguments: [table])
+            {
                 shape.append("\(table) fk \(row[1] as String) -> \(row[0] as String)(\((row[2] as String?) ?? "-")) on delete \(row[3] as String)")
             }
             let sql = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = ?", arguments: [table]) ?? ""
@@ -68,7 +95,10 @@ final class CatalogueTests: XCTestCase {
                 shape.append("\(table) index \(shown) unique=\(row[1] as Int) origin=\(row[2] as String) (\(columns.joined(separator: ", ")))")
             }
         }
-        for row in try Row.fetchAll(db, sql: "SELECT type, name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name") {
+        for row in try Row.fetchAll(
+            db,
+            sql: "SELECT type, name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name"
+        ) {
             shape.append("\(row[0] as String) \(row[1] as String): \(Store.normalized(row[2] as String))")
         }
         return shape.sorted()
@@ -82,7 +112,11 @@ final class CatalogueTests: XCTestCase {
         let expected = try made.read(sqliteShape)
         XCTAssertEqual(try migrated.read(sqliteShape), expected)
         // A store of version 9 (the last hand-written migration), with rows, reaches it too.
-        let (dir, path) = try makeOldStore(upTo: "v9", migrator: Store.migrator(), sql: "INSERT INTO account (userRecordID, discoverability, createdAt) VALUES ('_a', 'granted', 0)")
+        let (dir, path) = try makeOldStore(
+            upTo: "v9",
+            migrator: Store.migrator(),
+            sql: "INSERT INTO account (userRecordID, discoverability, createdAt) VALUES ('_a', 'granted', 0)"
+        )
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try Store(path: path)
         XCTAssertEqual(try store.read { try sqliteShape($0.db) }, expected)
@@ -107,11 +141,17 @@ final class CatalogueTests: XCTestCase {
         try store.write { tx in
             _ = try tx.run("INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'granted', 0)", [])
             _ = try tx.run("INSERT INTO zone (id, container, scope, ownerID, name) VALUES (1, 'iCloud.test', 'private', 1, 'Trips')", [])
-            _ = try tx.run("""
+            _ = try tx.run(
+                """
                 INSERT INTO record (id, zoneID, name, type, fields, changeTag, modifiedAt, seq) VALUES (1, 1, 'r1', 'Trip', '{}', 1, 0, 1)
-                """, [])
+                """,
+                []
+            )
             _ = try tx.run("UPDATE zone SET changeSeq = 1 WHERE id = 1", [])
-            _ = try tx.run("INSERT INTO decision (point, policies, allow, reasons, duration, at) VALUES ('share.accept', '[]', 1, '[]', 0.001, 0)", [])
+            _ = try tx.run(
+                "INSERT INTO decision (point, policies, allow, reasons, duration, at) VALUES ('share.accept', '[]', 1, '[]', 0.001, 0)",
+                []
+            )
         }
     }
 
@@ -132,7 +172,11 @@ final class CatalogueTests: XCTestCase {
         XCTAssertEqual(try store.read { try $0.texts("SELECT value FROM shareflow_meta WHERE key = 'schemaVersion'") }, [String(scratch.version)])
         XCTAssertEqual(try store.read { try $0.texts("SELECT name FROM pragma_table_info('record') WHERE name = 'priority'") }, ["priority"])
         XCTAssertEqual(try store.read { try $0.texts("SELECT name FROM sqlite_master WHERE name = 'record_priority'") }, ["record_priority"])
-        XCTAssertEqual(try store.read { try $0.fetchInteger("SELECT priority FROM record WHERE name = 'r1'") }, 0, "an existing row takes the default")
+        XCTAssertEqual(
+            try store.read { try $0.fetchInteger("SELECT priority FROM record WHERE name = 'r1'") },
+            0,
+            "an existing row takes the default"
+        )
         // `store check` reads the new column through its kind's reader: healthy, then a value
         // of the wrong kind named by table, row and column.
         let healthy = try store.check()
@@ -159,11 +203,18 @@ final class CatalogueTests: XCTestCase {
         let cluster = try Store.open(url, catalogue: scratch)
         defer { cluster.close() }
         XCTAssertEqual(try cluster.read { try $0.texts("SELECT value FROM shareflow_meta WHERE key = 'schemaVersion'") }, [String(scratch.version)])
-        XCTAssertEqual(try cluster.read {
-            try $0.texts("SELECT data_type FROM information_schema.columns WHERE table_schema = 'shareflow' AND table_name = 'record' AND column_name = 'priority'")
-        }, ["bigint"])
-        XCTAssertEqual(try cluster.read { try $0.texts("SELECT indexname FROM pg_indexes WHERE schemaname = 'shareflow' AND indexname = 'record_priority'") },
-                       ["record_priority"])
+        XCTAssertEqual(
+            try cluster.read {
+                try $0.texts(
+                    "SELECT data_type FROM information_schema.columns WHERE table_schema = 'shareflow' AND table_name = 'record' AND column_name = 'priority'"
+                )
+            },
+            ["bigint"]
+        )
+        XCTAssertEqual(
+            try cluster.read { try $0.texts("SELECT indexname FROM pg_indexes WHERE schemaname = 'shareflow' AND indexname = 'record_priority'") },
+            ["record_priority"]
+        )
         _ = try store.copy(to: cluster)
         XCTAssertEqual(try cluster.read { try $0.fetchInteger("SELECT priority FROM record WHERE name = 'r1'") }, 7)
         let checked = try cluster.check()
@@ -177,24 +228,36 @@ final class CatalogueTests: XCTestCase {
     private func postgresShape(_ store: Store) throws -> [String] {
         try store.read { tx in
             var shape: [String] = []
-            for row in try tx.rows("""
+            for row in try tx.rows(
+                """
                 SELECT table_name || '.' || column_name || ' ' || data_type || ' nullable=' || is_nullable || ' default=' || COALESCE(column_default, '-')
                     || ' collation=' || COALESCE(collation_name, '-') || ' identity=' || is_identity
                 FROM information_schema.columns WHERE table_schema = 'shareflow'
-                """) { shape.append(String.fromDatabaseValue(row[0]) ?? "?") }
-            for row in try tx.rows("""
+                """
+            ) { shape.append(String.fromDatabaseValue(row[0]) ?? "?") }
+            for row in try tx.rows(
+                """
                 SELECT c.conrelid::regclass::text || ' ' || c.contype::text || ' ' || pg_get_constraintdef(c.oid)
                 FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = 'shareflow'
-                """) { shape.append(String.fromDatabaseValue(row[0]) ?? "?") }
-            for row in try tx.rows("SELECT indexdef FROM pg_indexes WHERE schemaname = 'shareflow'") { shape.append(String.fromDatabaseValue(row[0]) ?? "?") }
-            for row in try tx.rows("""
+                """
+            ) { shape.append(String.fromDatabaseValue(row[0]) ?? "?") }
+            for row in try tx.rows("SELECT indexdef FROM pg_indexes WHERE schemaname = 'shareflow'") {
+                shape.append(String.fromDatabaseValue(row[0]) ?? "?")
+            }
+            for row in try tx.rows(
+                """
                 SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
                 WHERE n.nspname = 'shareflow' AND NOT t.tgisinternal
-                """) { shape.append(String.fromDatabaseValue(row[0]) ?? "?") }
-            for row in try tx.rows("""
+                """
+            ) { shape.append(String.fromDatabaseValue(row[0]) ?? "?") }
+            for row in try tx.rows(
+                """
                 SELECT p.proname || ': ' || p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'shareflow'
-                """) { shape.append(String.fromDatabaseValue(row[0]) ?? "?") }
-            for row in try tx.rows("SELECT key FROM shareflow_meta ORDER BY key") { shape.append("meta " + (String.fromDatabaseValue(row[0]) ?? "?")) }
+                """
+            ) { shape.append(String.fromDatabaseValue(row[0]) ?? "?") }
+            for row in try tx.rows("SELECT key FROM shareflow_meta ORDER BY key") {
+                shape.append("meta " + (String.fromDatabaseValue(row[0]) ?? "?"))
+            }
             return shape.sorted()
         }
     }
@@ -269,11 +332,16 @@ final class CatalogueTests: XCTestCase {
         let tampers: [(sql: String, named: String)] = [
             ("ALTER TABLE participant DISABLE TRIGGER participant_changes_share", "trigger participant_changes_share is disabled"),
             ("DROP TRIGGER participant_changes_share ON participant", "trigger participant_changes_share of ShareFlow's schema is missing"),
-            ("DROP TRIGGER share_update_changes_share ON share; CREATE TRIGGER share_update_changes_share AFTER INSERT ON share FOR EACH STATEMENT EXECUTE FUNCTION share_changes_share()",
-             "trigger share_update_changes_share differs"),
+            (
+                "DROP TRIGGER share_update_changes_share ON share; CREATE TRIGGER share_update_changes_share AFTER INSERT ON share FOR EACH STATEMENT EXECUTE FUNCTION share_changes_share()",
+                "trigger share_update_changes_share differs"
+            ),
             ("ALTER TABLE share DROP CONSTRAINT share_token_key", "share unique (token) of ShareFlow's schema is missing"),
             ("DROP INDEX record_seq", "index record_seq of ShareFlow's schema is missing"),
-            ("ALTER TABLE participant DROP CONSTRAINT participant_shareid_fkey", "participant foreign key (shareid) -> share on delete cascade of ShareFlow's schema is missing"),
+            (
+                "ALTER TABLE participant DROP CONSTRAINT participant_shareid_fkey",
+                "participant foreign key (shareid) -> share on delete cascade of ShareFlow's schema is missing"
+            ),
             ("ALTER TABLE account ADD CONSTRAINT one_name UNIQUE (name)", "account unique (name) was not made by ShareFlow"),
         ]
         for (sql, named) in tampers {

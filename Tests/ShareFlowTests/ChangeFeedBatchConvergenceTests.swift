@@ -2,6 +2,7 @@ import Foundation
 import ShareFlowEngineTestKit
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// The convergence property with several changes per transaction (one modifyRecords
@@ -28,7 +29,10 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
         func allRecords(_ zone: RecordZoneID) -> [Record] {
             names[zone, default: []].compactMap { try? owner.fetchRecord(RecordID(recordName: $0, zoneID: zone)) }
         }
-        func newName() -> String { counter += 1; return "r\(counter)" }
+        func newName() -> String {
+            counter += 1
+            return "r\(counter)"
+        }
 
         for step in 0..<steps {
             let zone = zones[Int.random(in: 0..<zones.count, using: &rng)]
@@ -36,7 +40,7 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
             let plain = existing.filter { $0.recordType == "Item" }
             do {
                 switch Int.random(in: 0..<10, using: &rng) {
-                case 0, 1, 2, 3: // a batch: new records (some under new or old ones), edits, re-parents, deletes, maybe a new shared root
+                case 0, 1, 2, 3:  // a batch: new records (some under new or old ones), edits, re-parents, deletes, maybe a new shared root
                     var saving: [Record] = []
                     var deleting: [RecordID] = []
                     var fresh: [Record] = []
@@ -44,8 +48,12 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                         let pool = plain + fresh
                         let parent = pool.isEmpty || Bool.random(using: &rng) ? nil : pool.randomElement(using: &rng)!.recordID
                         let name = newName()
-                        let r = Record(recordType: "Item", recordID: RecordID(recordName: name, zoneID: zone),
-                                       fields: ["n": .integer(Int64(step)), "s": .string("v\(step)")], parent: parent)
+                        let r = Record(
+                            recordType: "Item",
+                            recordID: RecordID(recordName: name, zoneID: zone),
+                            fields: ["n": .integer(Int64(step)), "s": .string("v\(step)")],
+                            parent: parent
+                        )
                         fresh.append(r)
                         saving.append(r)
                         names[zone, default: []].append(name)
@@ -54,7 +62,9 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                     for r in plain.shuffled(using: &rng).prefix(Int.random(in: 0...3, using: &rng)) where !touched.contains(r.recordID) {
                         touched.insert(r.recordID)
                         switch Int.random(in: 0..<3, using: &rng) {
-                        case 0: r["n"] = .integer(Int64(step)); saving.append(r)
+                        case 0:
+                            r["n"] = .integer(Int64(step))
+                            saving.append(r)
                         case 1:
                             let index = Int(r.recordID.recordName.dropFirst())!
                             let older = plain.filter { Int($0.recordID.recordName.dropFirst())! < index }
@@ -74,7 +84,7 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                     }
                     saving.shuffle(using: &rng)
                     _ = try owner.modifyRecords(saving: saving, deleting: deleting)
-                case 4: // a zone share of the second zone
+                case 4:  // a zone share of the second zone
                     guard zone == zones[1], !existing.contains(where: { $0 is Share }) else { break }
                     let share = Share(zoneID: zone)
                     for (account, _) in guests where Bool.random(using: &rng) {
@@ -87,27 +97,37 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                     }
                     _ = try owner.modifyRecords(saving: items + [share])
                     if !names[zone, default: []].contains(share.recordID.recordName) { names[zone, default: []].append(share.recordID.recordName) }
-                case 5, 6: // a guest accepts everything they can
+                case 5, 6:  // a guest accepts everything they can
                     let (_, container) = guests.randomElement(using: &rng)!
                     for share in existing.compactMap({ $0 as? Share }) {
                         if let url = share.url { _ = try? w.accept(url, in: container) }
                     }
-                case 7, 8: // a guest edits and adds in a batch in their shared database
+                case 7, 8:  // a guest edits and adds in a batch in their shared database
                     let (_, container) = guests.randomElement(using: &rng)!
                     let shared = container.sharedCloudDatabase
                     let visible = names[zone, default: []].compactMap { try? shared.fetchRecord(RecordID(recordName: $0, zoneID: zone)) }
                         .filter { $0.recordType == "Item" }
                     guard !visible.isEmpty else { break }
                     var saving: [Record] = []
-                    for r in visible.shuffled(using: &rng).prefix(2) { r["g"] = .string("guest \(step)"); saving.append(r) }
+                    for r in visible.shuffled(using: &rng).prefix(2) {
+                        r["g"] = .string("guest \(step)")
+                        saving.append(r)
+                    }
                     let name = newName()
                     names[zone, default: []].append(name)
-                    saving.append(Record(recordType: "Item", recordID: RecordID(recordName: name, zoneID: zone), fields: ["n": .integer(2)],
-                                         parent: visible.randomElement(using: &rng)!.recordID))
+                    saving.append(
+                        Record(
+                            recordType: "Item",
+                            recordID: RecordID(recordName: name, zoneID: zone),
+                            fields: ["n": .integer(2)],
+                            parent: visible.randomElement(using: &rng)!.recordID
+                        )
+                    )
                     _ = try shared.modifyRecords(saving: saving)
-                default: // removal or leaving
+                default:  // removal or leaving
                     guard let share = existing.compactMap({ $0 as? Share }).randomElement(using: &rng),
-                          let guest = share.participants.first(where: { $0.role != .owner && $0.acceptanceStatus != .removed }) else { break }
+                        let guest = share.participants.first(where: { $0.role != .owner && $0.acceptanceStatus != .removed })
+                    else { break }
                     if Bool.random(using: &rng) {
                         share.removeParticipant(guest)
                         _ = try owner.modifyRecords(saving: [share])
@@ -115,8 +135,12 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                         _ = try container.sharedCloudDatabase.modifyRecords(deleting: [share.recordID])
                     }
                 }
-            } catch let e as ShareFlowError where [.permissionFailure, .invalidArguments, .serverRecordChanged, .alreadyShared, .unknownItem,
-                                                    .partialFailure, .batchRequestFailed].contains(e.code) {
+            } catch let e as ShareFlowError
+                where [
+                    .permissionFailure, .invalidArguments, .serverRecordChanged, .alreadyShared, .unknownItem,
+                    .partialFailure, .batchRequestFailed,
+                ].contains(e.code)
+            {
             }
 
             let limit = Int.random(in: 1...6, using: &rng)
@@ -130,7 +154,11 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                         XCTAssertEqual(copy.parent, r.parent?.recordName)
                     }
                 }
-                XCTAssertEqual(ownerReplica.zones[zone]?.records.mapValues(\.tag) ?? [:], expected, "seed \(seed) step \(step): owner's copy of \(zone.zoneName)")
+                XCTAssertEqual(
+                    ownerReplica.zones[zone]?.records.mapValues(\.tag) ?? [:],
+                    expected,
+                    "seed \(seed) step \(step): owner's copy of \(zone.zoneName)"
+                )
             }
             for ((account, container), replica) in zip(guests, guestReplicas) {
                 try replica.follow(limit: limit)
@@ -147,7 +175,10 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                     sightings += expected.count
                     let copy = replica.zones[zone]?.records.mapValues(\.tag)
                     if expected.isEmpty {
-                        XCTAssertTrue(copy?.isEmpty ?? true, "seed \(seed) step \(step): \(account.emails[0]) keeps \(copy ?? [:]) of \(zone.zoneName)")
+                        XCTAssertTrue(
+                            copy?.isEmpty ?? true,
+                            "seed \(seed) step \(step): \(account.emails[0]) keeps \(copy ?? [:]) of \(zone.zoneName)"
+                        )
                     } else {
                         XCTAssertEqual(copy ?? [:], expected, "seed \(seed) step \(step): \(account.emails[0])'s copy of \(zone.zoneName)")
                     }

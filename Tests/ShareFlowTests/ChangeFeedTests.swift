@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// SPEC §14: the zone and database feeds, natively (O9, O10's one-call forms).
@@ -72,7 +73,10 @@ class ChangeFeedTests: XCTestCase {
         try save([note("a", in: w.zone.zoneID), note("o", in: other.zoneID)], in: db)
         let token = try db.recordZoneChanges(w.zone.zoneID).changeToken
         func code(_ body: () throws -> Void) -> ShareFlowError.Code? {
-            do { try body(); return nil } catch let e as ShareFlowError { return e.code } catch { return nil }
+            do {
+                try body()
+                return nil
+            } catch let e as ShareFlowError { return e.code } catch { return nil }
         }
         XCTAssertEqual(code { _ = try db.recordZoneChanges(other.zoneID, since: token) }, .invalidArguments, "another zone's token")
         var forged = Array(token)
@@ -81,10 +85,17 @@ class ChangeFeedTests: XCTestCase {
         XCTAssertEqual(code { _ = try db.recordZoneChanges(w.zone.zoneID, since: "nonsense") }, .invalidArguments)
         XCTAssertEqual(code { _ = try db.recordZoneChanges(w.zone.zoneID, since: "") }, .invalidArguments)
         XCTAssertEqual(code { _ = try db.databaseChanges(since: token) }, .invalidArguments, "a zone's token for the database feed")
-        XCTAssertEqual(code { _ = try db.recordZoneChanges(RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: w.alice.userRecordID)) },
-                       .invalidArguments, "the default zone has no feed")
-        XCTAssertEqual(code { _ = try w.c.publicCloudDatabase.recordZoneChanges(RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: "_defaultOwner")) },
-                       .badDatabase)
+        XCTAssertEqual(
+            code { _ = try db.recordZoneChanges(RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: w.alice.userRecordID)) },
+            .invalidArguments,
+            "the default zone has no feed"
+        )
+        XCTAssertEqual(
+            code {
+                _ = try w.c.publicCloudDatabase.recordZoneChanges(RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: "_defaultOwner"))
+            },
+            .badDatabase
+        )
         XCTAssertEqual(code { _ = try w.c.publicCloudDatabase.databaseChanges() }, .badDatabase)
         for limit in [0, -1, Int.max, Int.min] {
             XCTAssertEqual(code { _ = try db.recordZoneChanges(w.zone.zoneID, resultsLimit: limit) }, .invalidArguments, "resultsLimit \(limit)")
@@ -92,7 +103,11 @@ class ChangeFeedTests: XCTestCase {
         }
         // Another user's token, in their own zone of the same name.
         let bobZone = try w.bc.privateCloudDatabase.saveZone("Trips")
-        XCTAssertEqual(code { _ = try w.bc.privateCloudDatabase.recordZoneChanges(bobZone.zoneID, since: token) }, .invalidArguments, "another user's token")
+        XCTAssertEqual(
+            code { _ = try w.bc.privateCloudDatabase.recordZoneChanges(bobZone.zoneID, since: token) },
+            .invalidArguments,
+            "another user's token"
+        )
         // The other environment's.
         let production = try w.engine.session(for: w.alice).container(World.containerID, environment: .production).privateCloudDatabase
         let prodZone = try production.saveZone("Trips")
@@ -117,8 +132,10 @@ class ChangeFeedTests: XCTestCase {
         try save((0..<31).map { note("outside\($0)", in: w.zone.zoneID) }, in: db)
         let after = try shared.recordZoneChanges(w.zone.zoneID, since: before.changeToken)
         XCTAssertTrue(after.modifications.isEmpty)
-        let tokens = [before.changeToken, after.changeToken, try db.recordZoneChanges(w.zone.zoneID).changeToken,
-                      try shared.databaseChanges().changeToken, try db.databaseChanges().changeToken]
+        let tokens = [
+            before.changeToken, after.changeToken, try db.recordZoneChanges(w.zone.zoneID).changeToken,
+            try shared.databaseChanges().changeToken, try db.databaseChanges().changeToken,
+        ]
         XCTAssertEqual(Set(tokens.map(\.count)).count, 1, "one length: \(tokens)")
         let key = try w.engine.store.read { try $0.changeTokenKey() }
         for token in tokens {
@@ -177,7 +194,9 @@ class ChangeFeedTests: XCTestCase {
         try db.deleteZone(extra[2].zoneID)
         XCTAssertGreaterThan(try w.engine.store.write { try $0.pruneChangeLog(before: Date().timeIntervalSince1970 + 1) }, 0)
 
-        var names: [String] = [], token: String? = nil, stale: String? = nil
+        var names: [String] = []
+        var token: String? = nil
+        var stale: String? = nil
         repeat {
             let page = try db.recordZoneChanges(w.zone.zoneID, since: token, resultsLimit: 1)
             names += page.modifications.map(\.recordID.recordName)
@@ -191,7 +210,8 @@ class ChangeFeedTests: XCTestCase {
         XCTAssertEqual(last.changeToken, token, "nothing new: the same token")
         XCTAssertEqual(try db.currentChangeToken(w.zone.zoneID), token)
 
-        var zones: [String] = [], dbToken: String? = nil
+        var zones: [String] = []
+        var dbToken: String? = nil
         repeat {
             let page = try db.databaseChanges(since: dbToken, resultsLimit: 1)
             zones += page.changedZoneIDs.map(\.zoneName)
@@ -251,8 +271,11 @@ class ChangeFeedTests: XCTestCase {
         let dbFeed = try shared.databaseChanges()
         XCTAssertEqual(dbFeed.changedZoneIDs, [w.zone.zoneID])
         let zoneFeed = try shared.recordZoneChanges(w.zone.zoneID)
-        XCTAssertEqual(Set(zoneFeed.modifications.map(\.recordID.recordName)), ["lisbon", "day1", share.recordID.recordName],
-                       "the shared hierarchy and its share, never the owner's other records")
+        XCTAssertEqual(
+            Set(zoneFeed.modifications.map(\.recordID.recordName)),
+            ["lisbon", "day1", share.recordID.recordName],
+            "the shared hierarchy and its share, never the owner's other records"
+        )
 
         // A record moved into the hierarchy comes into view; moved out, it leaves as a tombstone.
         let mine = try db.fetchRecord(RecordID(recordName: "private", zoneID: w.zone.zoneID))

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// A store made before the change log (schema v6) starts its feeds from what it holds, and a
@@ -34,8 +35,10 @@ class ChangeLogMigrationTests: XCTestCase {
         let viewer = try bob.sharedCloudDatabase.recordZoneChanges(zone)
         XCTAssertEqual(viewer.modifications.first { $0.recordID.recordName == "b" }?["title"], .string("B"), "each record read whole")
         XCTAssertEqual(viewer.modifications.first { $0.recordID.recordName == "b" }?.parent?.recordName, "a")
-        return (owner.modifications.map(\.recordID.recordName).sorted(), viewer.modifications.map(\.recordID.recordName).sorted(),
-                try bob.sharedCloudDatabase.databaseChanges().changedZoneIDs.map(\.zoneName))
+        return (
+            owner.modifications.map(\.recordID.recordName).sorted(), viewer.modifications.map(\.recordID.recordName).sorted(),
+            try bob.sharedCloudDatabase.databaseChanges().changedZoneIDs.map(\.zoneName)
+        )
     }
 
     func testAStoreFromBeforeTheLogStartsItsFeedsFromItsContents() throws {
@@ -53,16 +56,20 @@ class ChangeLogMigrationTests: XCTestCase {
 
     func testAStoreWithTheV7LogKeepsItAndNamesEachEntrysRecord() throws {
         // The v7 log as v7 wrote it: no record rows named.
-        let (dir, path) = try makeOldStore(upTo: "v7", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows + """
-            DELETE FROM shareflow_meta WHERE key = 'logPending';
-            UPDATE zone SET changeSeq = 5 WHERE id = 1;
-            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES
-                (1, 'a', 'Note', 1, 0, 0), (1, 'b', 'Note', 2, 0, 0), (1, 'share-z', 'cloudkit.share', 3, 0, 0), (1, 'gone', 'Note', 4, 1, 0);
-            INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES
-                (1, 2, 'a', 'Note', 1, 0, 0), (1, 2, 'b', 'Note', 5, 0, 0), (1, 2, 'share-z', 'cloudkit.share', 3, 0, 0);
-            INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES (1, 2, 'iCloud.t', 'development', 'shared', 1, 0);
-            INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (1, 'Z', '_alice', 1, 0, NULL, 0);
-            """)
+        let (dir, path) = try makeOldStore(
+            upTo: "v7",
+            migrator: Store.migrator(),
+            sql: ChangeLogMigrationTests.rows + """
+                DELETE FROM shareflow_meta WHERE key = 'logPending';
+                UPDATE zone SET changeSeq = 5 WHERE id = 1;
+                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES
+                    (1, 'a', 'Note', 1, 0, 0), (1, 'b', 'Note', 2, 0, 0), (1, 'share-z', 'cloudkit.share', 3, 0, 0), (1, 'gone', 'Note', 4, 1, 0);
+                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES
+                    (1, 2, 'a', 'Note', 1, 0, 0), (1, 2, 'b', 'Note', 5, 0, 0), (1, 2, 'share-z', 'cloudkit.share', 3, 0, 0);
+                INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES (1, 2, 'iCloud.t', 'development', 'shared', 1, 0);
+                INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (1, 'Z', '_alice', 1, 0, NULL, 0);
+                """
+        )
         defer { try? FileManager.default.removeItem(at: dir) }
         let found = try feeds(path)
         XCTAssertEqual(found.owner, ["a", "b", "share-z"])
@@ -115,15 +122,19 @@ class ChangeLogMigrationTests: XCTestCase {
     /// placed after the zone's last position, so a first sync still sends it, and the counter
     /// moves past it; a public zone's records stay at 0 (public zones have no feed).
     func testAV8StoresOwnerEntriesBecomeTheirRecordsPositions() throws {
-        let (dir, path) = try makeOldStore(upTo: "v8", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows + """
-            DELETE FROM shareflow_meta WHERE key = 'logPending';
-            UPDATE zone SET changeSeq = 7 WHERE id = 1;
-            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
-                (1, 'a', 'Note', 6, 0, 0, 1), (1, 'share-z', 'cloudkit.share', 2, 0, 0, 3), (1, 'gone', 'Note', 7, 1, 0, NULL);
-            INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (2, 'iCloud.t', 'development', 'public', 1, '_defaultZone');
-            INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt) VALUES
-                (4, 2, 'pub', 'Note', '{}', NULL, 1, 1, 1, 13, 'tp', 13);
-            """)
+        let (dir, path) = try makeOldStore(
+            upTo: "v8",
+            migrator: Store.migrator(),
+            sql: ChangeLogMigrationTests.rows + """
+                DELETE FROM shareflow_meta WHERE key = 'logPending';
+                UPDATE zone SET changeSeq = 7 WHERE id = 1;
+                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
+                    (1, 'a', 'Note', 6, 0, 0, 1), (1, 'share-z', 'cloudkit.share', 2, 0, 0, 3), (1, 'gone', 'Note', 7, 1, 0, NULL);
+                INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (2, 'iCloud.t', 'development', 'public', 1, '_defaultZone');
+                INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt) VALUES
+                    (4, 2, 'pub', 'Note', '{}', NULL, 1, 1, 1, 13, 'tp', 13);
+                """
+        )
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try Store(path: path)
         let records = try store.read { try Row.fetchAll($0.db, sql: "SELECT name, seq FROM record ORDER BY name") }
@@ -154,22 +165,45 @@ class ChangeLogMigrationTests: XCTestCase {
         try store.write { tx in
             let zone = try XCTUnwrap(try tx.fetchInteger("SELECT id FROM zone WHERE name = 'Trips'"))
             let alice = try XCTUnwrap(try tx.fetchInteger("SELECT accountID FROM account_email WHERE email = 'alice@example.com'"))
-            XCTAssertThrowsError(try store.write { inner in
-                _ = try inner.insertRecord(zone: zone, name: "gone", type: "Note", fields: try StoredFields([:]), parentName: nil, tag: "t1",
-                                           by: alice, at: 1)
-                throw CancellationError()
-            })
-            _ = try tx.insertRecord(zone: zone, name: "kept", type: "Note", fields: try StoredFields([:]), parentName: nil, tag: "t2",
-                                    by: alice, at: 2)
+            XCTAssertThrowsError(
+                try store.write { inner in
+                    _ = try inner.insertRecord(
+                        zone: zone,
+                        name: "gone",
+                        type: "Note",
+                        fields: try StoredFields([:]),
+                        parentName: nil,
+                        tag: "t1",
+                        by: alice,
+                        at: 1
+                    )
+                    throw CancellationError()
+                }
+            )
+            _ = try tx.insertRecord(
+                zone: zone,
+                name: "kept",
+                type: "Note",
+                fields: try StoredFields([:]),
+                parentName: nil,
+                tag: "t2",
+                by: alice,
+                at: 2
+            )
         }
-        XCTAssertEqual(try db.databaseChanges(since: before).changedZoneIDs.map(\.zoneName), ["Trips"],
-                       "the feed moved for the save kept, though the rolled-back one had moved it first")
+        XCTAssertEqual(
+            try db.databaseChanges(since: before).changedZoneIDs.map(\.zoneName),
+            ["Trips"],
+            "the feed moved for the save kept, though the rolled-back one had moved it first"
+        )
         XCTAssertEqual(try db.recordZoneChanges(w.zone.zoneID, since: zoneBefore).modifications.map(\.recordID.recordName), ["kept"])
         // The position the rolled-back save took is a hole, never handed out again: the zone's
         // counter, written once at commit, is the kept record's.
         let (counter, kept) = try store.read { tx in
-            (try tx.fetchInteger("SELECT changeSeq FROM zone WHERE name = 'Trips'"),
-             try tx.fetchInteger("SELECT seq FROM record WHERE name = 'kept'"))
+            (
+                try tx.fetchInteger("SELECT changeSeq FROM zone WHERE name = 'Trips'"),
+                try tx.fetchInteger("SELECT seq FROM record WHERE name = 'kept'")
+            )
         }
         XCTAssertEqual(counter, kept)
         XCTAssertEqual(try store.check().problems, [])
@@ -184,15 +218,26 @@ class ChangeLogMigrationTests: XCTestCase {
             let zone = try XCTUnwrap(try tx.fetchInteger("SELECT id FROM zone WHERE name = 'Trips'"))
             let alice = try XCTUnwrap(try tx.fetchInteger("SELECT accountID FROM account_email WHERE email = 'alice@example.com'"))
             for name in ["one", "two"] {
-                _ = try tx.insertRecord(zone: zone, name: name, type: "Note", fields: try StoredFields([:]), parentName: nil, tag: "t", by: alice, at: 1)
+                _ = try tx.insertRecord(
+                    zone: zone,
+                    name: name,
+                    type: "Note",
+                    fields: try StoredFields([:]),
+                    parentName: nil,
+                    tag: "t",
+                    by: alice,
+                    at: 1
+                )
             }
             let seq = try XCTUnwrap(try tx.fetchInteger("SELECT seq FROM record WHERE name = 'two'"))
             XCTAssertEqual(try tx.zoneLogBounds(zone: zone)?.current, seq)
             XCTAssertEqual(try store.read { try $0.zoneLogBounds(zone: zone)?.current }, seq)
             XCTAssertEqual(try tx.fetchInteger("SELECT changeSeq FROM zone WHERE id = ?", [zone]), seq - 2, "stored at commit")
         }
-        XCTAssertEqual(try store.read { try $0.fetchInteger("SELECT changeSeq FROM zone WHERE name = 'Trips'") },
-                       try store.read { try $0.fetchInteger("SELECT MAX(seq) FROM record") })
+        XCTAssertEqual(
+            try store.read { try $0.fetchInteger("SELECT changeSeq FROM zone WHERE name = 'Trips'") },
+            try store.read { try $0.fetchInteger("SELECT MAX(seq) FROM record") }
+        )
     }
 
     /// A name deleted and made again: the owner's feed sends the record, once, at its later
@@ -215,7 +260,9 @@ class ChangeLogMigrationTests: XCTestCase {
             XCTAssertEqual(changes.deletions.count, 0)
         }
         // Paged one at a time, the same: the tombstone is passed over, not sent as an empty page.
-        var pages: [[String]] = [], token: String? = start, more = true
+        var pages: [[String]] = []
+        var token: String? = start
+        var more = true
         while more {
             let page = try db.recordZoneChanges(w.zone.zoneID, since: token, resultsLimit: 1)
             pages.append(page.modifications.map(\.recordID.recordName) + page.deletions.map { "-" + $0.0.recordName })

@@ -3,6 +3,7 @@ import GRDB
 import ShareFlowEngineTestKit
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// A store of an older schema (v6, v7, v8) met by real `shareflow` processes (the built
@@ -35,37 +36,46 @@ final class ChangeLogOldStoreProcessTests: XCTestCase {
         case "v6":
             return try makeOldStore(upTo: "v6", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows)
         case "v7":
-            return try makeOldStore(upTo: "v7", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows + """
-                DELETE FROM shareflow_meta WHERE key = 'logPending';
-                UPDATE zone SET changeSeq = 5 WHERE id = 1;
-                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES
-                    (1, 'a', 'Note', 1, 0, 0), (1, 'b', 'Note', 2, 0, 0), (1, 'share-z', 'cloudkit.share', 3, 0, 0), (1, 'gone', 'Note', 4, 1, 0);
-                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES
-                    (1, 2, 'a', 'Note', 1, 0, 0), (1, 2, 'b', 'Note', 5, 0, 0), (1, 2, 'share-z', 'cloudkit.share', 3, 0, 0);
-                INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES (1, 2, 'iCloud.t', 'development', 'shared', 1, 0);
-                INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (1, 'Z', '_alice', 1, 0, NULL, 0);
-                """)
+            return try makeOldStore(
+                upTo: "v7",
+                migrator: Store.migrator(),
+                sql: ChangeLogMigrationTests.rows + """
+                    DELETE FROM shareflow_meta WHERE key = 'logPending';
+                    UPDATE zone SET changeSeq = 5 WHERE id = 1;
+                    INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES
+                        (1, 'a', 'Note', 1, 0, 0), (1, 'b', 'Note', 2, 0, 0), (1, 'share-z', 'cloudkit.share', 3, 0, 0), (1, 'gone', 'Note', 4, 1, 0);
+                    INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES
+                        (1, 2, 'a', 'Note', 1, 0, 0), (1, 2, 'b', 'Note', 5, 0, 0), (1, 2, 'share-z', 'cloudkit.share', 3, 0, 0);
+                    INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES (1, 2, 'iCloud.t', 'development', 'shared', 1, 0);
+                    INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (1, 'Z', '_alice', 1, 0, NULL, 0);
+                    """
+            )
         default:
-            return try makeOldStore(upTo: "v8", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows + """
-                DELETE FROM shareflow_meta WHERE key = 'logPending';
-                UPDATE zone SET changeSeq = 7 WHERE id = 1;
-                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
-                    (1, 'a', 'Note', 6, 0, 0, 1), (1, 'b', 'Note', 5, 0, 0, 2), (1, 'share-z', 'cloudkit.share', 2, 0, 0, 3), (1, 'gone', 'Note', 7, 1, 0, NULL);
-                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at, recordID) VALUES
-                    (1, 2, 'a', 'Note', 6, 0, 0, 1), (1, 2, 'b', 'Note', 5, 0, 0, 2), (1, 2, 'share-z', 'cloudkit.share', 2, 0, 0, 3),
-                    (1, 2, 'gone', 'Note', 7, 1, 0, NULL);
-                INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES
-                    (1, 1, 'iCloud.t', 'development', 'private', 1, 0), (2, 2, 'iCloud.t', 'development', 'shared', 1, 0);
-                INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES
-                    (1, 'Z', '_alice', 1, 0, NULL, 0), (2, 'Z', '_alice', 1, 0, NULL, 0);
-                """)
+            return try makeOldStore(
+                upTo: "v8",
+                migrator: Store.migrator(),
+                sql: ChangeLogMigrationTests.rows + """
+                    DELETE FROM shareflow_meta WHERE key = 'logPending';
+                    UPDATE zone SET changeSeq = 7 WHERE id = 1;
+                    INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
+                        (1, 'a', 'Note', 6, 0, 0, 1), (1, 'b', 'Note', 5, 0, 0, 2), (1, 'share-z', 'cloudkit.share', 2, 0, 0, 3), (1, 'gone', 'Note', 7, 1, 0, NULL);
+                    INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at, recordID) VALUES
+                        (1, 2, 'a', 'Note', 6, 0, 0, 1), (1, 2, 'b', 'Note', 5, 0, 0, 2), (1, 2, 'share-z', 'cloudkit.share', 2, 0, 0, 3),
+                        (1, 2, 'gone', 'Note', 7, 1, 0, NULL);
+                    INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES
+                        (1, 1, 'iCloud.t', 'development', 'private', 1, 0), (2, 2, 'iCloud.t', 'development', 'shared', 1, 0);
+                    INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES
+                        (1, 'Z', '_alice', 1, 0, NULL, 0), (2, 'Z', '_alice', 1, 0, NULL, 0);
+                    """
+            )
         }
     }
 
     /// Starts the binary with `arguments` (through `prefix`, e.g. unshare), output to files in `dir`.
     static func start(_ arguments: [String], in dir: URL, prefix: [String] = []) throws -> (Process, URL, URL) {
         let id = UUID().uuidString
-        let out = dir.appendingPathComponent("\(id).out"), err = dir.appendingPathComponent("\(id).err")
+        let out = dir.appendingPathComponent("\(id).out")
+        let err = dir.appendingPathComponent("\(id).err")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let process = Process()
@@ -83,8 +93,11 @@ final class ChangeLogOldStoreProcessTests: XCTestCase {
         while started.0.isRunning && Date() < deadline { usleep(5_000) }
         if started.0.isRunning { kill(started.0.processIdentifier, SIGKILL) }
         started.0.waitUntilExit()
-        return CLI.Result(status: started.0.terminationStatus, stdout: (try? String(contentsOf: started.1, encoding: .utf8)) ?? "",
-                          stderr: (try? String(contentsOf: started.2, encoding: .utf8)) ?? "")
+        return CLI.Result(
+            status: started.0.terminationStatus,
+            stdout: (try? String(contentsOf: started.1, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: started.2, encoding: .utf8)) ?? ""
+        )
     }
 
     func testSeveralProcessesOpeningAnOldStoreAtOnceMigrateItOnce() throws {
@@ -99,26 +112,51 @@ final class ChangeLogOldStoreProcessTests: XCTestCase {
                 // schema behind.
                 var started: [(Process, URL, URL)] = []
                 for k in 0..<6 {
-                    started.append(try Self.start(k == 5 && round % 2 == 0 ? ["store", "info", "--store", path] : ["run", "--store", path, script.path], in: dir))
+                    started.append(
+                        try Self.start(
+                            k == 5 && round % 2 == 0 ? ["store", "info", "--store", path] : ["run", "--store", path, script.path],
+                            in: dir
+                        )
+                    )
                 }
                 let results = started.map { Self.finish($0) }
                 for r in results { XCTAssertEqual(r.status, 0, "\(version): \(r.stderr)") }
                 let feeds = results.filter { $0.stdout.hasPrefix("alice") }.map(\.stdout)
                 XCTAssertFalse(feeds.isEmpty)
-                XCTAssertEqual(Set(feeds).count, 1, "\(version): every process read the same feeds, tokens and all:\n\(feeds.joined(separator: "\n"))")
+                XCTAssertEqual(
+                    Set(feeds).count,
+                    1,
+                    "\(version): every process read the same feeds, tokens and all:\n\(feeds.joined(separator: "\n"))"
+                )
                 XCTAssertTrue(feeds.first?.contains("alice@example.com\ta,b,share-z\t") == true, "\(version): \(feeds.first ?? "")")
                 XCTAssertTrue(feeds.first?.contains("bob@example.com\ta,b,share-z\t") == true, "\(version): \(feeds.first ?? "")")
 
                 let queue = try DatabaseQueue(path: path)
                 try queue.read { db in
-                    XCTAssertEqual(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier"),
-                                   (1...Store.schemaVersion).map { "v\($0)" }.sorted(), "\(version): each migration recorded once")
-                    XCTAssertEqual(try String.fetchOne(db, sql: "SELECT value FROM shareflow_meta WHERE key = 'schemaVersion'"), String(Store.schemaVersion))
-                    XCTAssertEqual(try Int.fetchOne(db, sql: """
-                        SELECT COUNT(*) FROM (SELECT zoneID, seq FROM (SELECT zoneID, seq FROM record WHERE seq > 0 UNION ALL SELECT zoneID, seq FROM zone_change)
-                        GROUP BY 1, 2 HAVING COUNT(*) > 1)
-                        """), 0, "\(version): a position taken twice (the contents logged twice?)")
-                    XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM record r JOIN zone z ON z.id = r.zoneID WHERE r.seq > z.changeSeq"), 0)
+                    XCTAssertEqual(
+                        try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier"),
+                        (1...Store.schemaVersion).map { "v\($0)" }.sorted(),
+                        "\(version): each migration recorded once"
+                    )
+                    XCTAssertEqual(
+                        try String.fetchOne(db, sql: "SELECT value FROM shareflow_meta WHERE key = 'schemaVersion'"),
+                        String(Store.schemaVersion)
+                    )
+                    XCTAssertEqual(
+                        try Int.fetchOne(
+                            db,
+                            sql: """
+                                SELECT COUNT(*) FROM (SELECT zoneID, seq FROM (SELECT zoneID, seq FROM record WHERE seq > 0 UNION ALL SELECT zoneID, seq FROM zone_change)
+                                GROUP BY 1, 2 HAVING COUNT(*) > 1)
+                                """
+                        ),
+                        0,
+                        "\(version): a position taken twice (the contents logged twice?)"
+                    )
+                    XCTAssertEqual(
+                        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM record r JOIN zone z ON z.id = r.zoneID WHERE r.seq > z.changeSeq"),
+                        0
+                    )
                     XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM feed_change GROUP BY feedID, seq HAVING COUNT(*) > 1") ?? 0, 0)
                 }
                 try queue.close()
@@ -181,14 +219,17 @@ final class ChangeLogOldStoreProcessTests: XCTestCase {
             for _ in 0..<3 {
                 let (dir, path) = try Self.oldStore(version)
                 defer { try? FileManager.default.removeItem(at: dir) }
-                let read = Gathered(), failures = Gathered()
+                let read = Gathered()
+                let failures = Gathered()
                 DispatchQueue.concurrentPerform(iterations: 6) { _ in
                     do {
                         let engine = Engine(store: try Store(path: path))
                         let zone = RecordZoneID(zoneName: "Z", ownerName: "_alice")
                         let owner = try engine.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase.recordZoneChanges(zone)
                         let viewer = try engine.session(for: "bob@example.com").container("iCloud.t").sharedCloudDatabase.recordZoneChanges(zone)
-                        let line = [owner, viewer].map { "\($0.modifications.map(\.recordID.recordName).sorted()) \($0.changeToken)" }.joined(separator: " | ")
+                        let line = [owner, viewer].map { "\($0.modifications.map(\.recordID.recordName).sorted()) \($0.changeToken)" }.joined(
+                            separator: " | "
+                        )
                         read.add(line)
                     } catch {
                         failures.add("\(error)")
@@ -197,8 +238,10 @@ final class ChangeLogOldStoreProcessTests: XCTestCase {
                 XCTAssertEqual(failures.all, [], version)
                 XCTAssertEqual(Set(read.all).count, 1, "\(version): \(read.all)")
                 let store = try Store(path: path)
-                XCTAssertEqual(try store.read { try String.fetchAll($0.db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") },
-                               (1...Store.schemaVersion).map { "v\($0)" }.sorted())
+                XCTAssertEqual(
+                    try store.read { try String.fetchAll($0.db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") },
+                    (1...Store.schemaVersion).map { "v\($0)" }.sorted()
+                )
                 XCTAssertEqual(try store.check().problems, [], version)
             }
         }
@@ -210,14 +253,19 @@ final class ChangeLogOldStoreProcessTests: XCTestCase {
     func testAProcessKilledWhileSeveralMigrateLeavesTheStoreWhole() throws {
         guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { throw XCTSkip("no built shareflow at \(CLI.binary)") }
         for round in 0..<3 {
-            let (dir, path) = try makeOldStore(upTo: "v6", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows + """
-                WITH RECURSIVE n(i) AS (SELECT 10 UNION ALL SELECT i + 1 FROM n WHERE i < 6009)
-                INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt)
-                SELECT i, 1, 'r' || i, 'Note', '{"title":{"s":"x"}}', CASE WHEN i % 3 = 0 THEN 'a' END, 1, 1, 1, 20, 't' || i, 20 FROM n;
-                """)
+            let (dir, path) = try makeOldStore(
+                upTo: "v6",
+                migrator: Store.migrator(),
+                sql: ChangeLogMigrationTests.rows + """
+                    WITH RECURSIVE n(i) AS (SELECT 10 UNION ALL SELECT i + 1 FROM n WHERE i < 6009)
+                    INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt)
+                    SELECT i, 1, 'r' || i, 'Note', '{"title":{"s":"x"}}', CASE WHEN i % 3 = 0 THEN 'a' END, 1, 1, 1, 20, 't' || i, 20 FROM n;
+                    """
+            )
             defer { try? FileManager.default.removeItem(at: dir) }
             let script = dir.appendingPathComponent("count.lua")
-            try CLI.write("""
+            try CLI.write(
+                """
                 local sf = require("shareflow")
                 local zone = { zoneName = "Z", ownerName = "_alice" }
                 for _, who in ipairs{ { "alice@example.com", "privateCloudDatabase" }, { "bob@example.com", "sharedCloudDatabase" } } do
@@ -230,7 +278,9 @@ final class ChangeLogOldStoreProcessTests: XCTestCase {
                   until not page.moreComing
                   print(who[1], n)
                 end
-                """, to: script)
+                """,
+                to: script
+            )
             let started = try (0..<3).map { _ in try Self.start(["run", "--store", path, script.path], in: dir) }
             usleep(UInt32(20_000 + 40_000 * round))
             kill(started[0].0.processIdentifier, SIGKILL)
@@ -240,9 +290,16 @@ final class ChangeLogOldStoreProcessTests: XCTestCase {
                 XCTAssertEqual(r.stdout, "alice@example.com\t6003\nbob@example.com\t6003\n", "round \(round): \(r.stderr)")
             }
             let store = try Store(path: path)
-            XCTAssertEqual(try store.read { try String.fetchAll($0.db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") },
-                           (1...Store.schemaVersion).map { "v\($0)" }.sorted())
-            XCTAssertEqual(try store.read { try Int.fetchOne($0.db, sql: "SELECT COUNT(*) FROM (SELECT seq FROM record WHERE zoneID = 1 GROUP BY seq HAVING COUNT(*) > 1)") }, 0)
+            XCTAssertEqual(
+                try store.read { try String.fetchAll($0.db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") },
+                (1...Store.schemaVersion).map { "v\($0)" }.sorted()
+            )
+            XCTAssertEqual(
+                try store.read {
+                    try Int.fetchOne($0.db, sql: "SELECT COUNT(*) FROM (SELECT seq FROM record WHERE zoneID = 1 GROUP BY seq HAVING COUNT(*) > 1)")
+                },
+                0
+            )
             XCTAssertEqual(try store.check().problems, [], "round \(round)")
         }
     }
@@ -252,6 +309,14 @@ final class ChangeLogOldStoreProcessTests: XCTestCase {
 private final class Gathered: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
-    func add(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
+    func add(_ line: String) {
+        lock.lock()
+        lines.append(line)
+        lock.unlock()
+    }
+    var all: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return lines
+    }
 }

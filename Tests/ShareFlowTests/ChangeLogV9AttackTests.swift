@@ -3,6 +3,7 @@ import GRDB
 import ShareFlowEngineTestKit
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// Schema v9's owner feed (the record table at its positions, tombstones apart), its counters
@@ -16,11 +17,14 @@ class ChangeLogV9AttackTests: XCTestCase {
     /// name → change tag, and fields for a plain record.
     private func truth(_ db: CloudDatabase, zone: RecordZoneID, store: Store) throws -> [String: FeedReplica.Copy] {
         let names = try store.read { tx in
-            try tx.texts("""
+            try tx.texts(
+                """
                 SELECT r.name FROM record r JOIN zone z ON z.id = r.zoneID WHERE z.name = ? AND z.scope = 'private'
                 UNION SELECT l.name FROM zone_change l JOIN zone z ON z.id = l.zoneID WHERE z.name = ?
                 UNION SELECT l.name FROM view_change l JOIN zone z ON z.id = l.zoneID WHERE z.name = ?
-                """, [zone.zoneName, zone.zoneName, zone.zoneName])
+                """,
+                [zone.zoneName, zone.zoneName, zone.zoneName]
+            )
         }
         var found: [String: FeedReplica.Copy] = [:]
         for name in names {
@@ -30,8 +34,15 @@ class ChangeLogV9AttackTests: XCTestCase {
         return found
     }
 
-    private func assertConverged(_ replica: FeedReplica, zones: [RecordZoneID], store: Store, limit: Int, _ what: String,
-                                 file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertConverged(
+        _ replica: FeedReplica,
+        zones: [RecordZoneID],
+        store: Store,
+        limit: Int,
+        _ what: String,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
         try replica.follow(limit: limit)
         for zone in zones {
             let expected = try truth(replica.db, zone: zone, store: store)
@@ -43,24 +54,28 @@ class ChangeLogV9AttackTests: XCTestCase {
     /// No position twice in a feed, none above its zone's counter, none at 0 in a private zone.
     private func assertPositionsSound(_ store: Store, _ what: String, file: StaticString = #filePath, line: UInt = #line) throws {
         try store.read { tx in
-            let twice = try tx.rows("""
+            let twice = try tx.rows(
+                """
                 SELECT zoneID, seq, COUNT(*) FROM (
                     SELECT zoneID, seq FROM record WHERE seq > 0
                     UNION ALL SELECT l.zoneID, l.seq FROM zone_change l
                     WHERE NOT EXISTS (SELECT 1 FROM record x WHERE x.zoneID = l.zoneID AND x.name = l.name)) t
                 GROUP BY 1, 2 HAVING COUNT(*) > 1
-                """)
+                """
+            )
             XCTAssertEqual(twice.count, 0, "\(what): owner positions twice \(twice)", file: file, line: line)
             let viewerTwice = try tx.rows("SELECT zoneID, viewerID, seq, COUNT(*) FROM view_change GROUP BY 1, 2, 3 HAVING COUNT(*) > 1")
             XCTAssertEqual(viewerTwice.count, 0, "\(what): viewer positions twice \(viewerTwice)", file: file, line: line)
-            let above = try tx.rows("""
+            let above = try tx.rows(
+                """
                 SELECT * FROM (
                     SELECT z.id, z.changeSeq, MAX(COALESCE((SELECT MAX(seq) FROM record WHERE zoneID = z.id), 0),
                                                    COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = z.id), 0),
                                                    COALESCE((SELECT MAX(seq) FROM view_change WHERE zoneID = z.id), 0)) AS top
                     FROM zone z) t
                 WHERE top > changeSeq
-                """)
+                """
+            )
             XCTAssertEqual(above.count, 0, "\(what): positions above the counter \(above)", file: file, line: line)
             let unplaced = try tx.rows("SELECT r.name FROM record r JOIN zone z ON z.id = r.zoneID WHERE z.scope = 'private' AND r.seq = 0")
             XCTAssertEqual(unplaced.count, 0, "\(what): private records at no position \(unplaced)", file: file, line: line)
@@ -98,16 +113,22 @@ class ChangeLogV9AttackTests: XCTestCase {
             // Deleted and made again, in one transaction.
             try w.engine.transaction { _ in
                 _ = try owner.modifyRecords(deleting: [w.day.recordID, RecordID(recordName: "f1", zoneID: flat)])
-                _ = try owner.modifyRecords(saving: [item("day1", w.zone.zoneID, parent: w.trip.recordID, n: Int64(limit)),
-                                                     item("f1", flat, n: Int64(limit))])
+                _ = try owner.modifyRecords(saving: [
+                    item("day1", w.zone.zoneID, parent: w.trip.recordID, n: Int64(limit)),
+                    item("f1", flat, n: Int64(limit)),
+                ])
             }
             try check("deleted and made again")
             // Made, deleted, made again; and made then deleted.
             try w.engine.transaction { _ in
-                _ = try owner.modifyRecords(saving: [item("x\(limit)", w.zone.zoneID, parent: w.trip.recordID), item("y\(limit)", flat),
-                                                     item("z\(limit)", flat)])
-                _ = try owner.modifyRecords(deleting: [RecordID(recordName: "x\(limit)", zoneID: w.zone.zoneID), RecordID(recordName: "y\(limit)", zoneID: flat),
-                                                       RecordID(recordName: "z\(limit)", zoneID: flat)])
+                _ = try owner.modifyRecords(saving: [
+                    item("x\(limit)", w.zone.zoneID, parent: w.trip.recordID), item("y\(limit)", flat),
+                    item("z\(limit)", flat),
+                ])
+                _ = try owner.modifyRecords(deleting: [
+                    RecordID(recordName: "x\(limit)", zoneID: w.zone.zoneID), RecordID(recordName: "y\(limit)", zoneID: flat),
+                    RecordID(recordName: "z\(limit)", zoneID: flat),
+                ])
                 _ = try owner.modifyRecords(saving: [item("x\(limit)", w.zone.zoneID, parent: w.trip.recordID, n: 7), item("y\(limit)", flat, n: 7)])
             }
             try check("made, deleted, made again")
@@ -122,8 +143,11 @@ class ChangeLogV9AttackTests: XCTestCase {
             _ = try owner.modifyRecords(saving: [mine])
             try check("moved back into the hierarchy")
             // One call both saving and deleting the same name, if the engine takes it.
-            _ = try? owner.modifyRecords(saving: [item("f2", flat, n: 9)], deleting: [RecordID(recordName: "f2", zoneID: flat)],
-                                         savePolicy: .allKeys)
+            _ = try? owner.modifyRecords(
+                saving: [item("f2", flat, n: 9)],
+                deleting: [RecordID(recordName: "f2", zoneID: flat)],
+                savePolicy: .allKeys
+            )
             try check("saved and deleted in one call")
         }
     }
@@ -145,7 +169,9 @@ class ChangeLogV9AttackTests: XCTestCase {
         let fromCurrent = try db.recordZoneChanges(zone, since: current)
         XCTAssertEqual(fromCurrent.modifications.count + fromCurrent.deletions.count, 0)
         XCTAssertFalse(fromCurrent.moreComing)
-        var token: String? = start, more = true, seen: [String] = []
+        var token: String? = start
+        var more = true
+        var seen: [String] = []
         while more {
             let page = try db.recordZoneChanges(zone, since: token, resultsLimit: 1)
             seen += page.modifications.map(\.recordID.recordName) + page.deletions.map { "-" + $0.0.recordName }
@@ -211,11 +237,13 @@ class ChangeLogV9AttackTests: XCTestCase {
         for round in 0..<3 {
             try w.engine.transaction { _ in
                 _ = try owner.modifyRecords(saving: [item("a\(round)", zone, parent: w.trip.recordID)])
-                XCTAssertThrowsError(try w.engine.transaction { _ in
-                    _ = try owner.modifyRecords(saving: [item("lost\(round)", zone, parent: w.trip.recordID)])
-                    _ = try owner.modifyRecords(deleting: [RecordID(recordName: "a\(round)", zoneID: zone)])
-                    throw Boom()
-                })
+                XCTAssertThrowsError(
+                    try w.engine.transaction { _ in
+                        _ = try owner.modifyRecords(saving: [item("lost\(round)", zone, parent: w.trip.recordID)])
+                        _ = try owner.modifyRecords(deleting: [RecordID(recordName: "a\(round)", zoneID: zone)])
+                        throw Boom()
+                    }
+                )
                 _ = try owner.modifyRecords(saving: [item("b\(round)", zone, parent: w.trip.recordID)])
             }
             try check("round \(round): nested rollback")
@@ -225,15 +253,19 @@ class ChangeLogV9AttackTests: XCTestCase {
             fresh["n"] = .integer(99)
             _ = try owner.modifyRecords(saving: [fresh])
             stale["n"] = .integer(1)
-            let result = try owner.modifyRecords(saving: [item("c\(round)", zone, parent: w.trip.recordID), stale, item("d\(round)", zone)],
-                                                 atomically: false)
+            let result = try owner.modifyRecords(
+                saving: [item("c\(round)", zone, parent: w.trip.recordID), stale, item("d\(round)", zone)],
+                atomically: false
+            )
             XCTAssertEqual(result.error(for: stale)?.code, .serverRecordChanged)
             try check("round \(round): non-atomic batch")
             // A guest's non-atomic batch with a failing record (one they cannot write: outside the share).
             let theirs = try w.bc.sharedCloudDatabase.fetchRecord(RecordID(recordName: "a\(round)", zoneID: zone))
             theirs["g"] = .string("guest")
-            _ = try w.bc.sharedCloudDatabase.modifyRecords(saving: [theirs, item("d\(round)", zone, n: 5), item("e\(round)", zone, parent: w.trip.recordID)],
-                                                          atomically: false)
+            _ = try w.bc.sharedCloudDatabase.modifyRecords(
+                saving: [theirs, item("d\(round)", zone, n: 5), item("e\(round)", zone, parent: w.trip.recordID)],
+                atomically: false
+            )
             try check("round \(round): guest's non-atomic batch")
         }
     }
@@ -299,8 +331,11 @@ class ChangeLogV9AttackTests: XCTestCase {
         _ = try db.modifyRecords(saving: (1...8).map { item("new\($0)", zone) })
         do {
             let changes = try db.recordZoneChanges(zone, since: old)
-            XCTAssertEqual(changes.modifications.map(\.recordID.recordName).sorted(), (1...8).map { "new\($0)" }.sorted(),
-                           "an old zone's token read the new zone from the middle")
+            XCTAssertEqual(
+                changes.modifications.map(\.recordID.recordName).sorted(),
+                (1...8).map { "new\($0)" }.sorted(),
+                "an old zone's token read the new zone from the middle"
+            )
         } catch let e as ShareFlowError {
             XCTAssertEqual(e.code, .changeTokenExpired, "\(e)")
         }
@@ -419,7 +454,9 @@ class ChangeLogV9AttackTests: XCTestCase {
         let store = w.engine.store
         let zone = w.zone.zoneID
         let share = try w.share(["bob@example.com"])
-        _ = try owner.modifyRecords(saving: [item("other root", zone), item("other kid", zone, parent: RecordID(recordName: "other root", zoneID: zone))])
+        _ = try owner.modifyRecords(saving: [
+            item("other root", zone), item("other kid", zone, parent: RecordID(recordName: "other root", zoneID: zone)),
+        ])
         let readers = [FeedReplica(owner), FeedReplica(w.bc.sharedCloudDatabase), FeedReplica(w.cc.sharedCloudDatabase)]
         func check(_ what: String) throws {
             for limit in [1, 5] {
@@ -554,7 +591,9 @@ class ChangeLogV9AttackTests: XCTestCase {
                 switch Int.random(in: 0..<4, using: &rng) {
                 case 0: _ = try owner.modifyRecords(deleting: [id])
                 case 1:
-                    let parent: RecordID? = zone == rooted && Bool.random(using: &rng) ? w.trip.recordID
+                    let parent: RecordID? =
+                        zone == rooted && Bool.random(using: &rng)
+                        ? w.trip.recordID
                         : Bool.random(using: &rng) ? RecordID(recordName: pool.randomElement(using: &rng)!, zoneID: zone) : nil
                     let r = (try? owner.fetchRecord(id)) ?? item(name, zone)
                     r["n"] = .integer(Int64.random(in: 0..<1000, using: &rng))
@@ -635,12 +674,16 @@ class ChangeLogV9AttackTests: XCTestCase {
     /// reader from before the entry is told of the deletion, no position is used twice, and
     /// a save is past every entry.
     func testAV8StoreWithEntriesBeyondItsCounterAndAnEntryWithoutItsRecord() throws {
-        let (dir, path) = try makeOldStore(upTo: "v8", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows + """
-            DELETE FROM shareflow_meta WHERE key = 'logPending';
-            UPDATE zone SET changeSeq = 1 WHERE id = 1;
-            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
-                (1, 'a', 'Note', 2, 0, 0, 1), (1, 'vanished', 'Note', 3, 0, 0, 99), (1, 'gone', 'Note', 9, 1, 0, NULL);
-            """)
+        let (dir, path) = try makeOldStore(
+            upTo: "v8",
+            migrator: Store.migrator(),
+            sql: ChangeLogMigrationTests.rows + """
+                DELETE FROM shareflow_meta WHERE key = 'logPending';
+                UPDATE zone SET changeSeq = 1 WHERE id = 1;
+                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
+                    (1, 'a', 'Note', 2, 0, 0, 1), (1, 'vanished', 'Note', 3, 0, 0, 99), (1, 'gone', 'Note', 9, 1, 0, NULL);
+                """
+        )
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try Store(path: path)
         try assertPositionsSound(store, "migrated")
@@ -653,8 +696,11 @@ class ChangeLogV9AttackTests: XCTestCase {
         XCTAssertTrue(fromEarly.deletions.map(\.0.recordName).contains("vanished"), "a reader who was sent 'vanished' is told it is gone")
         let all = try alice.recordZoneChanges(zone)
         _ = try alice.modifyRecords(saving: [ShareFlow.Record(recordType: "Note", recordID: RecordID(recordName: "c", zoneID: zone))])
-        XCTAssertEqual(try alice.recordZoneChanges(zone, since: all.changeToken).modifications.map(\.recordID.recordName), ["c"],
-                       "a save after the migration is past every migrated entry")
+        XCTAssertEqual(
+            try alice.recordZoneChanges(zone, since: all.changeToken).modifications.map(\.recordID.recordName),
+            ["c"],
+            "a save after the migration is past every migrated entry"
+        )
         try assertPositionsSound(store, "after a save")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// SPEC §16 M6: the change log's "who sees which record" (R12, R37) has one definition. The
@@ -16,11 +17,13 @@ class ChangeLogVisibilityTests: XCTestCase {
             for permission in ParticipantPermission.allCases {
                 for status in ParticipantAcceptanceStatus.allCases {
                     let sql = "SELECT 1 FROM (SELECT ? AS status, ? AS role, ? AS permission) p WHERE \(StoreTransaction.sees)"
-                    let sees = try store.read { tx in
-                        try tx.fetchOne(sql, [status.rawValue, role.rawValue, permission.rawValue], table: "participant", keyAt: 0) { _ in true }
-                    } ?? false
+                    let sees =
+                        try store.read { tx in
+                            try tx.fetchOne(sql, [status.rawValue, role.rawValue, permission.rawValue], table: "participant", keyAt: 0) { _ in true }
+                        } ?? false
                     // The owner reads their private database: no shared view of their own share.
-                    let expected = role != .owner
+                    let expected =
+                        role != .owner
                         && SharingRules.decide(.readRecords, role: role, permission: permission, status: status, isPublicShare: false).isAllowed
                     XCTAssertEqual(sees, expected, "role \(role), permission \(permission), status \(status)")
                     checked += 1
@@ -35,6 +38,9 @@ class ChangeLogVisibilityTests: XCTestCase {
     func testThePredicateIsAProductNamingNoOwnerNorUnknownRole() {
         XCTAssertTrue(StoreTransaction.sees.hasPrefix("p.status IN ('accepted') AND p.role IN ("), StoreTransaction.sees)
         XCTAssertFalse(StoreTransaction.sees.contains("'owner'"))
-        XCTAssertFalse(StoreTransaction.sees.contains("'unknown'"), "a participant of unknown role reads nothing (SharingRules), so the log shows them nothing")
+        XCTAssertFalse(
+            StoreTransaction.sees.contains("'unknown'"),
+            "a participant of unknown role reads nothing (SharingRules), so the log shows them nothing"
+        )
     }
 }

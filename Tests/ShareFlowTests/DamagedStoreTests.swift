@@ -3,6 +3,7 @@ import GRDB
 import ShareFlowEngineTestKit
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// SPEC §11: a row of the wrong type or shape, as another program or a disk fault leaves it,
@@ -43,8 +44,10 @@ class DamagedStoreTests: XCTestCase {
             try other.writeWithoutTransaction { db in
                 let version = try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
                 try db.execute(sql: "PRAGMA writable_schema = ON")
-                try db.execute(sql: "UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = ?",
-                               arguments: [old, new, table])
+                try db.execute(
+                    sql: "UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = ?",
+                    arguments: [old, new, table]
+                )
                 try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
                 try db.execute(sql: "PRAGMA writable_schema = OFF")
             }
@@ -60,13 +63,25 @@ class DamagedStoreTests: XCTestCase {
 
     /// The error of reading a damaged value: the store's, naming the table, row and column,
     /// and never SQL.
-    private func assertDamaged(_ expression: @autoclosure () throws -> some Any, _ f: Fixture, table: String, row: Int64,
-                               column: String, found: String, file: StaticString = #filePath, line: UInt = #line) {
+    private func assertDamaged(
+        _ expression: @autoclosure () throws -> some Any,
+        _ f: Fixture,
+        table: String,
+        row: Int64,
+        column: String,
+        found: String,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
         XCTAssertThrowsError(try expression(), file: file, line: line) { error in
             guard let e = error as? ShareFlowError else { return XCTFail("\(error)", file: file, line: line) }
             XCTAssertEqual(e.code, .serviceUnavailable, e.message, file: file, line: line)
-            XCTAssertTrue(e.message.hasPrefix("store \(f.path): damaged row: table \(table) row \(row) column \(column): "), e.message,
-                          file: file, line: line)
+            XCTAssertTrue(
+                e.message.hasPrefix("store \(f.path): damaged row: table \(table) row \(row) column \(column): "),
+                e.message,
+                file: file,
+                line: line
+            )
             XCTAssertTrue(e.message.contains(found), "\(e.message) should say \(found)", file: file, line: line)
             XCTAssertFalse(e.message.contains("SELECT"), e.message, file: file, line: line)
         }
@@ -77,14 +92,26 @@ class DamagedStoreTests: XCTestCase {
         defer { f.remove() }
         let trip = try f.rowID("record", "name = 'lisbon'")
         try f.damage("UPDATE record SET fields = x'00ff7b7d' WHERE id = \(trip)")
-        assertDamaged(try f.db.fetchRecord(f.world.trip.recordID), f, table: "record", row: trip, column: "fields",
-                      found: "expected TEXT (JSON), found BLOB (4 bytes)")
+        assertDamaged(
+            try f.db.fetchRecord(f.world.trip.recordID),
+            f,
+            table: "record",
+            row: trip,
+            column: "fields",
+            found: "expected TEXT (JSON), found BLOB (4 bytes)"
+        )
         // Every other row keeps serving.
         XCTAssertEqual(try f.db.fetchRecord(f.world.day.recordID).recordType, "Day")
         XCTAssertEqual(try f.db.records(matching: Query(recordType: "Day"), inZoneWith: f.world.zone.zoneID).records.count, 1)
         // A query whose matches include it fails whole, naming it: a page without it would pass for complete.
-        assertDamaged(try f.db.records(matching: Query(recordType: "Trip"), inZoneWith: f.world.zone.zoneID), f,
-                      table: "record", row: trip, column: "fields", found: "BLOB")
+        assertDamaged(
+            try f.db.records(matching: Query(recordType: "Trip"), inZoneWith: f.world.zone.zoneID),
+            f,
+            table: "record",
+            row: trip,
+            column: "fields",
+            found: "BLOB"
+        )
         // The share of the record is its own row, and serves.
         XCTAssertNoThrow(try f.world.bc.fetchShareMetadataResults([f.share.url!]).0[0].1.get())
     }
@@ -92,13 +119,26 @@ class DamagedStoreTests: XCTestCase {
     func testTextInModifiedAtABlobTagAndNullsAreEachNamed() throws {
         let f = try Fixture()
         defer { f.remove() }
-        let trip = try f.rowID("record", "name = 'lisbon'"), day = try f.rowID("record", "name = 'day1'")
+        let trip = try f.rowID("record", "name = 'lisbon'")
+        let day = try f.rowID("record", "name = 'day1'")
         try f.damage("UPDATE record SET modifiedAt = 'yesterday' WHERE id = \(trip)")
-        assertDamaged(try f.db.fetchRecord(f.world.trip.recordID), f, table: "record", row: trip, column: "modifiedAt",
-                      found: "expected REAL, found TEXT 'yesterday'")
+        assertDamaged(
+            try f.db.fetchRecord(f.world.trip.recordID),
+            f,
+            table: "record",
+            row: trip,
+            column: "modifiedAt",
+            found: "expected REAL, found TEXT 'yesterday'"
+        )
         try f.damage("UPDATE record SET modifiedAt = 0, tag = x'0102' WHERE id = \(trip)")
-        assertDamaged(try f.db.fetchRecord(f.world.trip.recordID), f, table: "record", row: trip, column: "tag",
-                      found: "expected TEXT, found BLOB (2 bytes)")
+        assertDamaged(
+            try f.db.fetchRecord(f.world.trip.recordID),
+            f,
+            table: "record",
+            row: trip,
+            column: "tag",
+            found: "expected TEXT, found BLOB (2 bytes)"
+        )
         // NULL where a value is expected: a table another program rebuilt without NOT NULL.
         try f.redeclare("record", replacing: "NOT NULL", with: "")
         try f.damage("UPDATE record SET tag = NULL WHERE id = \(day)")
@@ -108,8 +148,14 @@ class DamagedStoreTests: XCTestCase {
         // An integer where text is expected: a column rebuilt with no type keeps an integer as one.
         try f.redeclare("record", replacing: "parentName TEXT", with: "parentName BLOB")
         try f.damage("UPDATE record SET type = 'Day', parentName = 42 WHERE id = \(day)")
-        assertDamaged(try f.db.fetchRecord(f.world.day.recordID), f, table: "record", row: day, column: "parentName",
-                      found: "expected TEXT, found INTEGER 42")
+        assertDamaged(
+            try f.db.fetchRecord(f.world.day.recordID),
+            f,
+            table: "record",
+            row: day,
+            column: "parentName",
+            found: "expected TEXT, found INTEGER 42"
+        )
         try f.damage("UPDATE record SET parentName = 'lisbon', tag = 'abc', modifiedAt = 1 WHERE id IN (\(trip), \(day))")
         try f.damage("UPDATE record SET tag = x'0102', parentName = NULL WHERE id = \(trip)")
         XCTAssertEqual(try f.db.fetchRecord(f.world.day.recordID).parent?.recordName, "lisbon", "the other row serves")
@@ -119,11 +165,13 @@ class DamagedStoreTests: XCTestCase {
         let f = try Fixture()
         defer { f.remove() }
         let trip = try f.rowID("record", "name = 'lisbon'")
-        for (json, found) in [("{\"title\": {\"s\": \"Lis", "invalid JSON"),
-                              ("[1, 2]", "found a JSON array"),
-                              ("\"text\"", "found a JSON string"),
-                              ("{\"title\": 5}", "found field 'title' holding no field value"),
-                              ("{\"title\": {\"s\": 5}}", "found field 'title' holding no field value")] {
+        for (json, found) in [
+            ("{\"title\": {\"s\": \"Lis", "invalid JSON"),
+            ("[1, 2]", "found a JSON array"),
+            ("\"text\"", "found a JSON string"),
+            ("{\"title\": 5}", "found field 'title' holding no field value"),
+            ("{\"title\": {\"s\": 5}}", "found field 'title' holding no field value"),
+        ] {
             try f.damage("UPDATE record SET fields = '\(json.replacingOccurrences(of: "'", with: "''"))' WHERE id = \(trip)")
             assertDamaged(try f.db.fetchRecord(f.world.trip.recordID), f, table: "record", row: trip, column: "fields", found: found)
         }
@@ -139,19 +187,49 @@ class DamagedStoreTests: XCTestCase {
         defer { f.remove() }
         let bob = try f.rowID("participant", "lookupValue = 'bob@example.com'")
         try f.damage("UPDATE participant SET role = x'6f776e6572' WHERE id = \(bob)")
-        assertDamaged(try f.db.fetchRecord(f.share.recordID), f, table: "participant", row: bob, column: "role",
-                      found: "expected TEXT, found BLOB (5 bytes)")
-        assertDamaged(try f.world.bc.fetchShareMetadataResults([f.share.url!]).0[0].1.get(), f, table: "participant", row: bob,
-                      column: "role", found: "BLOB")
+        assertDamaged(
+            try f.db.fetchRecord(f.share.recordID),
+            f,
+            table: "participant",
+            row: bob,
+            column: "role",
+            found: "expected TEXT, found BLOB (5 bytes)"
+        )
+        assertDamaged(
+            try f.world.bc.fetchShareMetadataResults([f.share.url!]).0[0].1.get(),
+            f,
+            table: "participant",
+            row: bob,
+            column: "role",
+            found: "BLOB"
+        )
         try f.damage("UPDATE participant SET role = 'boss' WHERE id = \(bob)")
-        assertDamaged(try f.db.fetchRecord(f.share.recordID), f, table: "participant", row: bob, column: "role",
-                      found: "expected one of owner, administrator, privateUser, publicUser, unknown, found TEXT 'boss'")
+        assertDamaged(
+            try f.db.fetchRecord(f.share.recordID),
+            f,
+            table: "participant",
+            row: bob,
+            column: "role",
+            found: "expected one of owner, administrator, privateUser, publicUser, unknown, found TEXT 'boss'"
+        )
         try f.damage("UPDATE participant SET role = 'privateUser', lookupKind = 'pigeon' WHERE id = \(bob)")
-        assertDamaged(try f.db.fetchRecord(f.share.recordID), f, table: "participant", row: bob, column: "lookupKind",
-                      found: "expected one of emailAddress, phoneNumber, userRecordID, found TEXT 'pigeon'")
+        assertDamaged(
+            try f.db.fetchRecord(f.share.recordID),
+            f,
+            table: "participant",
+            row: bob,
+            column: "lookupKind",
+            found: "expected one of emailAddress, phoneNumber, userRecordID, found TEXT 'pigeon'"
+        )
         try f.damage("UPDATE participant SET lookupKind = 'emailAddress', accountID = 'two' WHERE id = \(bob)")
-        assertDamaged(try f.db.fetchRecord(f.share.recordID), f, table: "participant", row: bob, column: "accountID",
-                      found: "expected INTEGER, found TEXT 'two'")
+        assertDamaged(
+            try f.db.fetchRecord(f.share.recordID),
+            f,
+            table: "participant",
+            row: bob,
+            column: "accountID",
+            found: "expected INTEGER, found TEXT 'two'"
+        )
         // The records under the share serve all along.
         XCTAssertEqual(try f.db.fetchRecord(f.world.trip.recordID).recordType, "Trip")
     }
@@ -161,11 +239,23 @@ class DamagedStoreTests: XCTestCase {
         defer { f.remove() }
         let carol = try f.rowID("account", "userRecordID = '\(f.world.carol.userRecordID)'")
         try f.damage("UPDATE account SET name = '[\"Carol\"]', discoverability = x'00' WHERE id = \(carol)")
-        assertDamaged(try f.engine.accounts.find("carol@example.com"), f, table: "account", row: carol, column: "name",
-                      found: "expected a JSON object of name parts, found a JSON array")
+        assertDamaged(
+            try f.engine.accounts.find("carol@example.com"),
+            f,
+            table: "account",
+            row: carol,
+            column: "name",
+            found: "expected a JSON object of name parts, found a JSON array"
+        )
         try f.damage("UPDATE account SET name = '{}' WHERE id = \(carol)")
-        assertDamaged(try f.world.c.fetchShareParticipantResults([LookupRequest(emailAddress: "carol@example.com")]).0[0].1.get(), f,
-                      table: "account", row: carol, column: "discoverability", found: "BLOB")
+        assertDamaged(
+            try f.world.c.fetchShareParticipantResults([LookupRequest(emailAddress: "carol@example.com")]).0[0].1.get(),
+            f,
+            table: "account",
+            row: carol,
+            column: "discoverability",
+            found: "BLOB"
+        )
         XCTAssertEqual(try f.engine.accounts.find("bob@example.com")?.email, "bob@example.com")
         XCTAssertNoThrow(try f.world.c.fetchShareParticipantResults([LookupRequest(emailAddress: "bob@example.com")]).0[0].1.get())
     }
@@ -175,16 +265,19 @@ class DamagedStoreTests: XCTestCase {
         defer { f.remove() }
         XCTAssertEqual(try f.engine.store.check().problems, [], "the World is healthy")
         XCTAssertTrue(try f.engine.store.check().isHealthy)
-        let trip = try f.rowID("record", "name = 'lisbon'"), day = try f.rowID("record", "name = 'day1'")
+        let trip = try f.rowID("record", "name = 'lisbon'")
+        let day = try f.rowID("record", "name = 'day1'")
         let bob = try f.rowID("participant", "lookupValue = 'bob@example.com'")
         let zone = try f.rowID("zone", "name = 'Trips'")
-        try f.damage("""
+        try f.damage(
+            """
             UPDATE record SET fields = x'7b7d' WHERE id = \(trip);
             UPDATE record SET modifiedAt = 'soon', fields = '[]' WHERE id = \(day);
             UPDATE participant SET role = x'00' WHERE id = \(bob);
             \(StoreDamage.foreignSchemaObjects)
             UPDATE record SET parentName = 'day1' WHERE id = \(trip);
-            """)
+            """
+        )
         let check = try f.engine.store.check()
         XCTAssertFalse(check.isHealthy)
         XCTAssertEqual(check.integrity, ["ok"])
@@ -210,15 +303,20 @@ class DamagedStoreTests: XCTestCase {
         XCTAssertEqual(try f.engine.store.check().problems, [])
         let zone = try f.rowID("zone", "name = 'Trips'")
         let counter = try f.engine.store.read { try $0.fetchInteger("SELECT changeSeq FROM zone WHERE id = \(zone)")! }
-        try f.damage("""
+        try f.damage(
+            """
             UPDATE record SET seq = \(counter + 5) WHERE name = 'lisbon';
             UPDATE record SET seq = (SELECT seq FROM record WHERE name = 'lisbon') WHERE name = 'day1';
-            """)
+            """
+        )
         let problems = try f.engine.store.check().problems
-        XCTAssertEqual(problems, [
-            "zone Trips (row \(zone)): a change logged at position \(counter + 5), past its counter \(counter); later changes would reuse positions",
-            "zone Trips (row \(zone)): 2 changes at position \(counter + 5) of its owner's feed (one expected)",
-        ])
+        XCTAssertEqual(
+            problems,
+            [
+                "zone Trips (row \(zone)): a change logged at position \(counter + 5), past its counter \(counter); later changes would reuse positions",
+                "zone Trips (row \(zone)): 2 changes at position \(counter + 5) of its owner's feed (one expected)",
+            ]
+        )
     }
 
     func testCheckNamesAChangedOrMissingObjectOfShareFlowsOwnAndNULLs() throws {
@@ -226,20 +324,26 @@ class DamagedStoreTests: XCTestCase {
         defer { f.remove() }
         let day = try f.rowID("record", "name = 'day1'")
         // The trigger that moves a share's change tag, replaced by one that does something else.
-        try f.damage("""
+        try f.damage(
+            """
             DROP TRIGGER participant_insert_changes_share;
             CREATE TRIGGER participant_insert_changes_share AFTER INSERT ON participant BEGIN SELECT 1; END;
             DROP INDEX participant_lookup;
-            """)
+            """
+        )
         try f.redeclare("record", replacing: "type TEXT NOT NULL", with: "type TEXT")
         try f.damage("UPDATE record SET type = NULL WHERE id = \(day)")
         let problems = try f.engine.store.check().problems
-        XCTAssertEqual(problems, [
-            "trigger participant_insert_changes_share differs from the one ShareFlow's schema makes",
-            "table record differs from the one ShareFlow's schema makes",
-            "index participant_lookup of ShareFlow's schema is missing",
-            "damaged row: table record row \(day) column type: expected TEXT, found NULL",
-        ], problems.joined(separator: "\n"))
+        XCTAssertEqual(
+            problems,
+            [
+                "trigger participant_insert_changes_share differs from the one ShareFlow's schema makes",
+                "table record differs from the one ShareFlow's schema makes",
+                "index participant_lookup of ShareFlow's schema is missing",
+                "damaged row: table record row \(day) column type: expected TEXT, found NULL",
+            ],
+            problems.joined(separator: "\n")
+        )
     }
 
     /// The engine's walks up a parent chain end on a cycle another program left.
@@ -262,7 +366,10 @@ class DamagedStoreTests: XCTestCase {
     func testTheCheckReadsEveryColumnOfEveryTable() throws {
         let store = try Store(path: ":memory:")
         let tables = try store.read { tx in
-            try String.fetchAll(tx.db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' AND name != 'grdb_migrations' ORDER BY name")
+            try String.fetchAll(
+                tx.db,
+                sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' AND name != 'grdb_migrations' ORDER BY name"
+            )
         }
         XCTAssertEqual(tables, StoreCatalogue.current.tables.map(\.name).sorted())
         XCTAssertEqual(Set(tables).subtracting(StoreCatalogue.current.storedTables.map(\.name)), ["rate_bucket"])

@@ -2,10 +2,11 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import ShareFlowEngineTestKit
+import ShareFlowPostgres
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlow
-import ShareFlowPostgres
 
 /// SPEC §18 P3 on SQLite: the decision log is the store's table `decision`, which every
 /// process on the file reads (PostgresStoreTests holds the same of several nodes).
@@ -17,7 +18,10 @@ final class DecisionLogTests: XCTestCase {
         try EachDriver.run { location, driver in
             let one = Engine(store: try Store.open(location))
             let other = Engine(store: try Store.open(location))
-            defer { one.store.close(); other.store.close() }
+            defer {
+                one.store.close()
+                other.store.close()
+            }
             let world = try World(engine: one)
             one.policies.add(.shareSave, name: "says-no") { _ in .deny("not here") }
             XCTAssertThrowsError(try world.share(["bob@example.com"]))
@@ -139,8 +143,13 @@ final class DecisionLogTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try Store(path: dir.appendingPathComponent("store.sqlite").path)
         defer { store.close() }
-        _ = try store.write { try $0.run("INSERT INTO decision (point, policies, allow, reasons, duration, at) VALUES ('share.save', 'oops', 1, '[]', 0, 0)", []) }
+        _ = try store.write {
+            try $0.run("INSERT INTO decision (point, policies, allow, reasons, duration, at) VALUES ('share.save', 'oops', 1, '[]', 0, 0)", [])
+        }
         let check = try store.check()
-        XCTAssertTrue(check.problems.contains { $0.contains("decision") && $0.contains("policies") && $0.contains("not a JSON list") }, "\(check.problems)")
+        XCTAssertTrue(
+            check.problems.contains { $0.contains("decision") && $0.contains("policies") && $0.contains("not a JSON list") },
+            "\(check.problems)"
+        )
     }
 }

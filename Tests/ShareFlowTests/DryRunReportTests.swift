@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// Point 10 of wave 3: the dry-run report pairs items by what they are, not by row IDs SQLite

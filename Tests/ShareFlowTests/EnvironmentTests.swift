@@ -2,6 +2,7 @@ import GRDB
 import ShareFlowEngineTestKit
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// R32: a container's development and production environments are separate data sets; accounts
@@ -50,8 +51,11 @@ class EnvironmentTests: XCTestCase {
         let his = Record(recordType: "Note", recordName: "n1", fields: ["text": .string("live")])
         XCTAssertNil(try live.publicCloudDatabase.modifyRecords(saving: [his]).error)
         XCTAssertEqual(try w.bc.publicCloudDatabase.fetchRecord(note.recordID)["text"], .string("dev"))
-        XCTAssertEqual(try w.cc.session.container(World.containerID, environment: .production)
-                        .publicCloudDatabase.fetchRecord(note.recordID)["text"], .string("live"))
+        XCTAssertEqual(
+            try w.cc.session.container(World.containerID, environment: .production)
+                .publicCloudDatabase.fetchRecord(note.recordID)["text"],
+            .string("live")
+        )
     }
 
     func testAShareURLOfOneEnvironmentIsNotFoundInTheOther() throws {
@@ -101,7 +105,9 @@ class EnvironmentTests: XCTestCase {
         let w = try World()
         let db = w.c.privateCloudDatabase
         for i in 0..<3 {
-            XCTAssertNil(try db.modifyRecords(saving: [Record(recordType: "Item", recordID: RecordID(recordName: "i\(i)", zoneID: w.zone.zoneID))]).error)
+            XCTAssertNil(
+                try db.modifyRecords(saving: [Record(recordType: "Item", recordID: RecordID(recordName: "i\(i)", zoneID: w.zone.zoneID))]).error
+            )
         }
         let (_, cursor) = try db.records(matching: Query(recordType: "Item"), inZoneWith: w.zone.zoneID, resultsLimit: 1)
         let live = try production(w.alice, w.engine).privateCloudDatabase
@@ -120,14 +126,18 @@ class EnvironmentTests: XCTestCase {
     /// v6 (R32): a v5 store's zones, records and shares are development's; its API tokens open
     /// development only; nothing else moves.
     func testAV5StoreKeepsItsDataInDevelopment() throws {
-        let (dir, path) = try makeOldStore(upTo: "v5", migrator: Store.migrator(), sql: """
-            INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'granted', 0);
-            INSERT INTO account_email VALUES ('owner@example.com', 1, 0);
-            INSERT INTO zone (id, container, scope, ownerID, name) VALUES (7, 'iCloud.t', 'private', 1, 'Z');
-            INSERT INTO record (id, zoneID, name, type, fields, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt)
-                VALUES (1, 7, 'doc', 'Doc', '{}', 1, 1, 1, 1234.5, 'aaaa', 1000);
-            INSERT INTO credential (kind, container, hash, createdAt) VALUES ('apiToken', 'iCloud.t', 'h1', 0);
-            """)
+        let (dir, path) = try makeOldStore(
+            upTo: "v5",
+            migrator: Store.migrator(),
+            sql: """
+                INSERT INTO account (id, userRecordID, discoverability, createdAt) VALUES (1, '_owner', 'granted', 0);
+                INSERT INTO account_email VALUES ('owner@example.com', 1, 0);
+                INSERT INTO zone (id, container, scope, ownerID, name) VALUES (7, 'iCloud.t', 'private', 1, 'Z');
+                INSERT INTO record (id, zoneID, name, type, fields, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt)
+                    VALUES (1, 7, 'doc', 'Doc', '{}', 1, 1, 1, 1234.5, 'aaaa', 1000);
+                INSERT INTO credential (kind, container, hash, createdAt) VALUES ('apiToken', 'iCloud.t', 'h1', 0);
+                """
+        )
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try Store(path: path)
         let engine = Engine(store: store)
@@ -136,8 +146,12 @@ class EnvironmentTests: XCTestCase {
         let zoneID = RecordZoneID(zoneName: "Z", ownerName: "_owner")
         let doc = try dev.privateCloudDatabase.fetchRecord(RecordID(recordName: "doc", zoneID: zoneID))
         XCTAssertEqual(doc.recordChangeTag, "aaaa", "migrating changes no change tag")
-        XCTAssertEqual(try engine.session(for: owner).container("iCloud.t", environment: .production)
-                        .privateCloudDatabase.fetchAllRecordZones().count, 1, "production has the default zone only")
+        XCTAssertEqual(
+            try engine.session(for: owner).container("iCloud.t", environment: .production)
+                .privateCloudDatabase.fetchAllRecordZones().count,
+            1,
+            "production has the default zone only"
+        )
         XCTAssertNotNil(try store.credential(.apiToken, container: "iCloud.t", environment: .development, hash: "h1"))
         XCTAssertNil(try store.credential(.apiToken, container: "iCloud.t", environment: .production, hash: "h1"))
         let check = try store.check()

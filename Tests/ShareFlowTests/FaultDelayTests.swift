@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// SPEC §15: a request's item delays, natively slept on the caller's thread, come to
@@ -8,8 +9,12 @@ import XCTest
 class FaultDelayTests: XCTestCase {
     func testANativeRequestsItemDelaysAreCappedAsOverHTTP() throws {
         let w = try World()
-        try w.engine.faults.add(try FaultRule(["recordName": .string("n-*"), "fault": .string("partialFailure"), "latencyMs": .number(400)],
-                                              name: "t"))
+        try w.engine.faults.add(
+            try FaultRule(
+                ["recordName": .string("n-*"), "fault": .string("partialFailure"), "latencyMs": .number(400)],
+                name: "t"
+            )
+        )
         let records = (1...3).map { Record(recordType: "Note", recordID: RecordID(recordName: "n-\($0)", zoneID: w.zone.zoneID)) }
         // A request that has slept all but 100 ms of its allowance already.
         let scope = FaultScope(native: "modifyRecords")

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import ShareFlow
 
 /// SPEC §15 F1 and F3: a rule's keys are checked in one place, each error naming the key and
@@ -17,11 +18,13 @@ final class FaultRuleTests: XCTestCase {
     }
 
     func testEveryKeyIsReadWithItsDefaults() throws {
-        let r = try rule(["operation": .string("records/modify"), "container": .string("iCloud.x"), "environment": .string("production"),
-                          "database": .string("shared"), "zone": .string("Z"), "recordType": .string("Note"), "recordName": .string("n-*"),
-                          "caller": .string("bob@example.com"), "fault": .string("partialFailure"), "itemCode": .string("quotaExceeded"),
-                          "retryAfter": .number(1.5), "probability": .number(0.25), "seed": .number(42), "after": .number(2),
-                          "count": .number(3), "latencyMs": .number(10)])
+        let r = try rule([
+            "operation": .string("records/modify"), "container": .string("iCloud.x"), "environment": .string("production"),
+            "database": .string("shared"), "zone": .string("Z"), "recordType": .string("Note"), "recordName": .string("n-*"),
+            "caller": .string("bob@example.com"), "fault": .string("partialFailure"), "itemCode": .string("quotaExceeded"),
+            "retryAfter": .number(1.5), "probability": .number(0.25), "seed": .number(42), "after": .number(2),
+            "count": .number(3), "latencyMs": .number(10),
+        ])
         XCTAssertEqual(r.operation, "records/modify")
         XCTAssertEqual(r.environment, .production)
         XCTAssertEqual(r.database, "shared")
@@ -42,32 +45,58 @@ final class FaultRuleTests: XCTestCase {
     }
 
     func testABadKeyOrValueIsNamed() {
-        assertRefused(["fault": .string("requestRateLimited"), "probabilty": .number(1)],
-                      "faults[2]: unknown key 'probabilty' (expected \(FaultRule.keys.joined(separator: ", ")))")
-        assertRefused(["fault": .string("requestRateLimited"), "probability": .number(2)],
-                      "faults[2].probability must be a number from 0 to 1, got 2")
-        assertRefused(["fault": .string("requestRateLimited"), "probability": .number(.nan)],
-                      "faults[2].probability must be a number from 0 to 1, got nan")
-        assertRefused(["fault": .string("requestRateLimited"), "count": .number(1.5)],
-                      "faults[2].count must be an integer from 1 to 1000000000, got 1.5")
-        assertRefused(["fault": .string("requestRateLimited"), "after": .number(-1)],
-                      "faults[2].after must be an integer from 0 to 1000000000, got -1")
-        assertRefused(["fault": .string("requestRateLimited"), "seed": .string("7")],
-                      "faults[2].seed must be an integer from 0 to 9007199254740991, got \"7\" (a string)")
-        assertRefused(["fault": .string("teapot")],
-                      "faults[2].fault must be one of \(FaultRule.Fault.allCases.map(\.rawValue).joined(separator: ", ")), got \"teapot\" (a string)")
-        assertRefused(["fault": .other(type: "table")],
-                      "faults[2].fault must be one of \(FaultRule.Fault.allCases.map(\.rawValue).joined(separator: ", ")), got a table")
-        assertRefused(["fault": .string("zoneBusy"), "database": .string("iCloud")],
-                      "faults[2].database must be one of private, shared, public, got \"iCloud\" (a string)")
-        assertRefused(["fault": .string("zoneBusy"), "environment": .boolean(true)],
-                      "faults[2].environment must be one of development, production, got true (a boolean)")
-        assertRefused(["fault": .string("zoneBusy"), "zone": .string("")],
-                      "faults[2].zone must be a non-empty string of at most 1024 bytes, got \"\" (a string)")
-        assertRefused(["fault": .string("zoneBusy"), "itemCode": .string("limitExceeded")],
-                      "faults[2].itemCode applies to fault partialFailure only (the rule's fault is zoneBusy)")
-        assertRefused(["fault": .string("zoneBusy"), "when": .string("afterCommit")],
-                      "faults[2].when applies to fault networkFailure only (the rule's fault is zoneBusy)")
+        assertRefused(
+            ["fault": .string("requestRateLimited"), "probabilty": .number(1)],
+            "faults[2]: unknown key 'probabilty' (expected \(FaultRule.keys.joined(separator: ", ")))"
+        )
+        assertRefused(
+            ["fault": .string("requestRateLimited"), "probability": .number(2)],
+            "faults[2].probability must be a number from 0 to 1, got 2"
+        )
+        assertRefused(
+            ["fault": .string("requestRateLimited"), "probability": .number(.nan)],
+            "faults[2].probability must be a number from 0 to 1, got nan"
+        )
+        assertRefused(
+            ["fault": .string("requestRateLimited"), "count": .number(1.5)],
+            "faults[2].count must be an integer from 1 to 1000000000, got 1.5"
+        )
+        assertRefused(
+            ["fault": .string("requestRateLimited"), "after": .number(-1)],
+            "faults[2].after must be an integer from 0 to 1000000000, got -1"
+        )
+        assertRefused(
+            ["fault": .string("requestRateLimited"), "seed": .string("7")],
+            "faults[2].seed must be an integer from 0 to 9007199254740991, got \"7\" (a string)"
+        )
+        assertRefused(
+            ["fault": .string("teapot")],
+            "faults[2].fault must be one of \(FaultRule.Fault.allCases.map(\.rawValue).joined(separator: ", ")), got \"teapot\" (a string)"
+        )
+        assertRefused(
+            ["fault": .other(type: "table")],
+            "faults[2].fault must be one of \(FaultRule.Fault.allCases.map(\.rawValue).joined(separator: ", ")), got a table"
+        )
+        assertRefused(
+            ["fault": .string("zoneBusy"), "database": .string("iCloud")],
+            "faults[2].database must be one of private, shared, public, got \"iCloud\" (a string)"
+        )
+        assertRefused(
+            ["fault": .string("zoneBusy"), "environment": .boolean(true)],
+            "faults[2].environment must be one of development, production, got true (a boolean)"
+        )
+        assertRefused(
+            ["fault": .string("zoneBusy"), "zone": .string("")],
+            "faults[2].zone must be a non-empty string of at most 1024 bytes, got \"\" (a string)"
+        )
+        assertRefused(
+            ["fault": .string("zoneBusy"), "itemCode": .string("limitExceeded")],
+            "faults[2].itemCode applies to fault partialFailure only (the rule's fault is zoneBusy)"
+        )
+        assertRefused(
+            ["fault": .string("zoneBusy"), "when": .string("afterCommit")],
+            "faults[2].when applies to fault networkFailure only (the rule's fault is zoneBusy)"
+        )
         assertRefused([:], "faults[2] has no fault and no latencyMs: it would do nothing")
         XCTAssertThrowsError(try rule(["operation": .string("records/modfy"), "fault": .string("zoneBusy")])) { error in
             XCTAssertTrue((error as? ShareFlowError)?.message.hasPrefix("faults[2].operation must be *, an operation (") == true, "\(error)")
@@ -94,7 +123,8 @@ final class FaultRuleTests: XCTestCase {
     /// (stars runs, `?`, a pattern past 64 characters for the multi-word carries).
     func testTheCompiledGlobAgreesWithAReferenceMatcher() {
         func reference(_ glob: String, _ name: String) -> Bool {
-            let p = Array(glob), s = Array(name)
+            let p = Array(glob)
+            let s = Array(name)
             var row = [Bool](repeating: false, count: s.count + 1)
             row[0] = true
             for c in p {
@@ -116,8 +146,12 @@ final class FaultRuleTests: XCTestCase {
             let name = String((0..<pick(long ? 200 : 9)).map { _ in alphabet[pick(3)] })
             XCTAssertEqual(FaultRule.globMatches(glob, name), reference(glob, name), "\(glob) ~ \(name)")
         }
-        XCTAssertTrue(FaultRule.globMatches(String(repeating: "a", count: 70) + "*" + String(repeating: "?", count: 70),
-                                            String(repeating: "a", count: 200)))
+        XCTAssertTrue(
+            FaultRule.globMatches(
+                String(repeating: "a", count: 70) + "*" + String(repeating: "?", count: 70),
+                String(repeating: "a", count: 200)
+            )
+        )
     }
 
     /// A thousand `*aaa…ab` rules against a modify of 400 names `aaa…a1`: the worst case of a
@@ -126,8 +160,12 @@ final class FaultRuleTests: XCTestCase {
         func time(_ pattern: String, items: Int) throws -> TimeInterval {
             let injector = FaultInjector()
             for seed in 0..<1_000 {
-                try injector.add(try FaultRule(["recordName": .string(pattern), "fault": .string("partialFailure"), "seed": .number(Double(seed))],
-                                               name: "t"))
+                try injector.add(
+                    try FaultRule(
+                        ["recordName": .string(pattern), "fault": .string("partialFailure"), "seed": .number(Double(seed))],
+                        name: "t"
+                    )
+                )
             }
             let name = String(repeating: "a", count: 254) + "1"
             let start = Date()
@@ -148,16 +186,36 @@ final class FaultRuleTests: XCTestCase {
         print("pathological globs: asking \(asking) s, too long \(long) s, one pass \(pass) s")
     }
 
-    private func request(_ operation: String = "modifyRecords", subpath: String? = nil, zone: String? = "Z", name: String? = "n-1",
-                         caller: String = "_bob", email: String? = "Bob@Example.com") -> FaultRequest {
-        FaultRequest(operation: operation, subpath: subpath, container: "iCloud.x", environment: .development, database: "private",
-                     zone: zone, recordType: "Note", recordName: name, callerID: caller, callerEmail: email)
+    private func request(
+        _ operation: String = "modifyRecords",
+        subpath: String? = nil,
+        zone: String? = "Z",
+        name: String? = "n-1",
+        caller: String = "_bob",
+        email: String? = "Bob@Example.com"
+    ) -> FaultRequest {
+        FaultRequest(
+            operation: operation,
+            subpath: subpath,
+            container: "iCloud.x",
+            environment: .development,
+            database: "private",
+            zone: zone,
+            recordType: "Note",
+            recordName: name,
+            callerID: caller,
+            callerEmail: email
+        )
     }
 
     func testARuleMatchesWhatItNamesAndNothingElse() throws {
         let injector = FaultInjector()
-        try injector.add(try rule(["operation": .string("records/modify"), "zone": .string("Z"), "recordName": .string("n-*"),
-                               "caller": .string("bob@example.com"), "fault": .string("zoneBusy")]))
+        try injector.add(
+            try rule([
+                "operation": .string("records/modify"), "zone": .string("Z"), "recordName": .string("n-*"),
+                "caller": .string("bob@example.com"), "fault": .string("zoneBusy"),
+            ])
+        )
         XCTAssertNotNil(injector.decide(request(), stage: .item), "a native call of what the subpath runs")
         XCTAssertNotNil(injector.decide(request(subpath: "records/modify"), stage: .item))
         XCTAssertNil(injector.decide(request("fetchRecords"), stage: .item))
@@ -192,9 +250,16 @@ final class FaultRuleTests: XCTestCase {
     func testARequestMatchesWhenOneOfItsItemsDoes() throws {
         let injector = FaultInjector()
         try injector.add(try rule(["fault": .string("requestRateLimited"), "zone": .string("Z"), "recordType": .string("Note")]))
-        let both = FaultRequest(operation: "fetchRecords", container: "iCloud.x", environment: .development, database: "private",
-                                items: [FaultItem(zone: "Y", recordType: "Note"), FaultItem(zone: "Z", recordType: "Trip"),
-                                        FaultItem(zone: "Z", recordType: "Note", recordName: "n")])
+        let both = FaultRequest(
+            operation: "fetchRecords",
+            container: "iCloud.x",
+            environment: .development,
+            database: "private",
+            items: [
+                FaultItem(zone: "Y", recordType: "Note"), FaultItem(zone: "Z", recordType: "Trip"),
+                FaultItem(zone: "Z", recordType: "Note", recordName: "n"),
+            ]
+        )
         XCTAssertEqual(injector.decide(both)?.injection.recordName, "n", "the item that matched is recorded")
         var neither = both
         neither.items.removeLast()
@@ -215,7 +280,10 @@ final class FaultRuleTests: XCTestCase {
         let two = FaultInjector()
         try two.add(try rule(["fault": .string("requestRateLimited"), "count": .number(1)]))
         try two.add(try rule(["fault": .string("serviceUnavailable")]))
-        XCTAssertEqual((0..<3).compactMap { _ in two.decide(request())?.rule.fault }, [.requestRateLimited, .serviceUnavailable, .serviceUnavailable])
+        XCTAssertEqual(
+            (0..<3).compactMap { _ in two.decide(request())?.rule.fault },
+            [.requestRateLimited, .serviceUnavailable, .serviceUnavailable]
+        )
     }
 
     func testTheSameSeedReplaysTheSameFaults() throws {

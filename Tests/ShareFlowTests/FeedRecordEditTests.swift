@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// Records from a feed page (fields decoded when first read) edit, conflict and save as fetched ones.
@@ -13,14 +14,18 @@ class FeedRecordEditTests: XCTestCase {
         let w = try World()
         let db = w.c.privateCloudDatabase
         let zone = w.zone.zoneID
-        let r = Record(recordType: "Note", recordID: RecordID(recordName: "n", zoneID: zone),
-                       fields: ["a": .string("A"), "b": .integer(1), "c": .double(-0.0), "d": .date(Date(timeIntervalSince1970: 5))])
+        let r = Record(
+            recordType: "Note",
+            recordID: RecordID(recordName: "n", zoneID: zone),
+            fields: ["a": .string("A"), "b": .integer(1), "c": .double(-0.0), "d": .date(Date(timeIntervalSince1970: 5))]
+        )
         XCTAssertNil(try db.modifyRecords(saving: [r]).firstError)
 
         // mutate before any read
         let f1 = try feedRecord(db, zone, "n")
         let g1 = try db.fetchRecord(r.recordID)
-        f1["a"] = .string("X"); g1["a"] = .string("X")
+        f1["a"] = .string("X")
+        g1["a"] = .string("X")
         XCTAssertEqual(f1.changedKeys(), g1.changedKeys())
         XCTAssertEqual(f1.changedKeys(), ["a"])
         XCTAssertEqual(f1.fields, g1.fields)
@@ -81,7 +86,9 @@ class FeedRecordEditTests: XCTestCase {
         let share = Share(zoneID: zone)
         share.title = "T"
         share.addParticipant(try w.participant("bob@example.com"))
-        let items = (0..<3).map { Record(recordType: "Item", recordID: RecordID(recordName: "i\($0)", zoneID: zone), fields: ["n": .integer(Int64($0))]) }
+        let items = (0..<3).map {
+            Record(recordType: "Item", recordID: RecordID(recordName: "i\($0)", zoneID: zone), fields: ["n": .integer(Int64($0))])
+        }
         XCTAssertNil(try db.modifyRecords(saving: items + [share]).firstError)
         _ = try w.accept(share.url!, in: w.bc)
         let page = try w.bc.sharedCloudDatabase.recordZoneChanges(zone)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ShareFlow
 
 /// A reader's copy of one database, kept by following its feeds from their tokens (SPEC §14):

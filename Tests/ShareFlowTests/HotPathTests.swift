@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// The pieces made faster for `shareflow bench` keep their meaning: identifiers stay random
@@ -21,7 +22,8 @@ class HotPathTests: XCTestCase {
     }
 
     func testRandomBytesAreNotConstant() {
-        let a = RandomIdentifier.bytes(24), b = RandomIdentifier.bytes(24)
+        let a = RandomIdentifier.bytes(24)
+        let b = RandomIdentifier.bytes(24)
         XCTAssertEqual(a.count, 24)
         XCTAssertNotEqual(a, b)
         XCTAssertEqual(RandomIdentifier.bytes(5).count, 5)
@@ -42,8 +44,10 @@ class HotPathTests: XCTestCase {
             XCTAssertEqual(NameComponents(storedJSON: json), name, json)
         }
         // Written by hand or by another tool: spaces, unknown keys, non-string values.
-        XCTAssertEqual(NameComponents(storedJSON: #" { "givenName" : "Ann" , "familyName":"Lee" } "#),
-                       NameComponents(givenName: "Ann", familyName: "Lee"))
+        XCTAssertEqual(
+            NameComponents(storedJSON: #" { "givenName" : "Ann" , "familyName":"Lee" } "#),
+            NameComponents(givenName: "Ann", familyName: "Lee")
+        )
         XCTAssertEqual(NameComponents(storedJSON: #"{"givenName":"Ann","extra":"x"}"#), NameComponents(givenName: "Ann"))
         XCTAssertEqual(NameComponents(storedJSON: #"{"givenName":null}"#), NameComponents())
         XCTAssertEqual(NameComponents(storedJSON: "not json"), NameComponents())

@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// R33: a query cursor continues after the last record returned, by its sort values and name
@@ -8,8 +9,13 @@ import XCTest
 /// record that was there throughout.
 class KeysetPagingTests: XCTestCase {
     func save(_ w: World, _ names: [String]) throws {
-        let records = names.map { Record(recordType: "Note", recordID: RecordID(recordName: $0, zoneID: w.zone.zoneID),
-                                         fields: ["rank": .integer(Int64($0.dropFirst())!)]) }
+        let records = names.map {
+            Record(
+                recordType: "Note",
+                recordID: RecordID(recordName: $0, zoneID: w.zone.zoneID),
+                fields: ["rank": .integer(Int64($0.dropFirst())!)]
+            )
+        }
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: records).error)
     }
 
@@ -27,9 +33,14 @@ class KeysetPagingTests: XCTestCase {
                 // Between pages: delete one record already seen and one not yet seen, insert one
                 // before and one after the cursor.
                 round += 1
-                let before = seen.first { !deleted.contains($0) }!, ahead = "n\(sorts.first?.ascending == false ? 10 + round : 29 - round)"
-                XCTAssertNil(try db.modifyRecords(deleting: [RecordID(recordName: before, zoneID: w.zone.zoneID),
-                                                             RecordID(recordName: ahead, zoneID: w.zone.zoneID)]).error)
+                let before = seen.first { !deleted.contains($0) }!
+                let ahead = "n\(sorts.first?.ascending == false ? 10 + round : 29 - round)"
+                XCTAssertNil(
+                    try db.modifyRecords(deleting: [
+                        RecordID(recordName: before, zoneID: w.zone.zoneID),
+                        RecordID(recordName: ahead, zoneID: w.zone.zoneID),
+                    ]).error
+                )
                 deleted.formUnion([before, ahead])
                 try save(w, ["n\(round)", "n\(100 + round)"])
                 (page, cursor) = try db.records(continuingMatchFrom: c, resultsLimit: 5)
@@ -53,10 +64,15 @@ class KeysetPagingTests: XCTestCase {
         let all = try db.records(matching: Query(recordType: "Note"), inZoneWith: w.zone.zoneID).records
         XCTAssertEqual(all.count, 48)
         let predicate = try Predicate(format: "rank >= %@", arguments: [.integer(105)])
-        for (sort, ascending) in [("", true), ("recordName", true), ("recordName", false), ("recordID", false),
-                                  ("modificationDate", true), ("modificationDate", false)] {
+        for (sort, ascending) in [
+            ("", true), ("recordName", true), ("recordName", false), ("recordID", false),
+            ("modificationDate", true), ("modificationDate", false),
+        ] {
             let sorts = sort.isEmpty ? [] : [SortDescriptor(key: sort, ascending: ascending)]
-            let expected = all.filter { if case .integer(let r)? = $0["rank"] { return r >= 105 }; return false }.sorted { a, b in
+            let expected = all.filter {
+                if case .integer(let r)? = $0["rank"] { return r >= 105 }
+                return false
+            }.sorted { a, b in
                 let (x, y) = (a.recordID.recordName, b.recordID.recordName)
                 switch sort {
                 case "modificationDate":
@@ -66,8 +82,11 @@ class KeysetPagingTests: XCTestCase {
                 default: return ascending ? x < y : x > y
                 }
             }.map(\.recordID.recordName)
-            var (page, cursor) = try db.records(matching: Query(recordType: "Note", predicate: predicate, sortDescriptors: sorts),
-                                                inZoneWith: w.zone.zoneID, resultsLimit: 5)
+            var (page, cursor) = try db.records(
+                matching: Query(recordType: "Note", predicate: predicate, sortDescriptors: sorts),
+                inZoneWith: w.zone.zoneID,
+                resultsLimit: 5
+            )
             var seen = page.map(\.recordID.recordName)
             while let c = cursor {
                 (page, cursor) = try db.records(continuingMatchFrom: c, resultsLimit: 5)

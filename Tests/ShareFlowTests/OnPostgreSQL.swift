@@ -1,3 +1,4 @@
+// swift-format-ignore-file
 // Written by Tests/postgres/twins.py (`make twins`); not edited by hand.
 //
 // Every store test case of the engine again on PostgreSQL, in the same `swift test`

@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 class OperationsTests: XCTestCase {
@@ -25,8 +26,13 @@ class OperationsTests: XCTestCase {
         w.c.add(op)
         XCTAssertFalse(op.isFinished, "added operations wait for the queue to run")
         op.waitUntilFinished()
-        XCTAssertEqual(log, ["bob@example.com:true", "fetched", "bad:invalidArguments", "+1 415 555 0101:true", "fetched",
-                             "_missing:unknownItem", "result:partialFailure:[\"bad\", \"_missing\"]", "completion:partialFailure"])
+        XCTAssertEqual(
+            log,
+            [
+                "bob@example.com:true", "fetched", "bad:invalidArguments", "+1 415 555 0101:true", "fetched",
+                "_missing:unknownItem", "result:partialFailure:[\"bad\", \"_missing\"]", "completion:partialFailure",
+            ]
+        )
     }
 
     func testQualityOfServiceOrdersTheQueue() throws {

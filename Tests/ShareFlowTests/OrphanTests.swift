@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// R34: deleting a record whose children remain is allowed (CloudKit does not cascade

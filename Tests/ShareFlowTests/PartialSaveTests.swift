@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// R29: a save never deletes a key the saved object did not hold. A copy fetched with
@@ -39,8 +40,11 @@ class PartialSaveTests: XCTestCase {
             let copy = try fetch(w, trip.recordID, keys: ["title"])
             XCTAssertEqual(copy.fields.keys.sorted(), ["title"])
             XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [copy], savePolicy: policy).error, "\(policy)")
-            XCTAssertEqual(try stored(w, trip.recordID),
-                           ["title": .string("Lisbon"), "notes": .string("bring sunscreen"), "days": .integer(4)], "\(policy)")
+            XCTAssertEqual(
+                try stored(w, trip.recordID),
+                ["title": .string("Lisbon"), "notes": .string("bring sunscreen"), "days": .integer(4)],
+                "\(policy)"
+            )
         }
     }
 
@@ -49,10 +53,13 @@ class PartialSaveTests: XCTestCase {
             let (w, trip) = try world()
             let copy = try fetch(w, trip.recordID, keys: ["title", "days"])
             copy["title"] = .string("Lisbon & Porto")
-            copy["days"] = nil   // deleted: it was fetched and set to nil
+            copy["days"] = nil  // deleted: it was fetched and set to nil
             XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [copy], savePolicy: policy).error, "\(policy)")
-            XCTAssertEqual(try stored(w, trip.recordID),
-                           ["title": .string("Lisbon & Porto"), "notes": .string("bring sunscreen")], "\(policy)")
+            XCTAssertEqual(
+                try stored(w, trip.recordID),
+                ["title": .string("Lisbon & Porto"), "notes": .string("bring sunscreen")],
+                "\(policy)"
+            )
         }
     }
 
@@ -96,7 +103,9 @@ class PartialSaveTests: XCTestCase {
         XCTAssertEqual(root.fields.keys.sorted(), ["title"])
         root["title"] = .string("Lisbon (Bob's edit)")
         XCTAssertNil(try w.bc.sharedCloudDatabase.modifyRecords(saving: [root]).error)
-        XCTAssertEqual(try stored(w, trip.recordID),
-                       ["title": .string("Lisbon (Bob's edit)"), "notes": .string("bring sunscreen"), "days": .integer(4)])
+        XCTAssertEqual(
+            try stored(w, trip.recordID),
+            ["title": .string("Lisbon (Bob's edit)"), "notes": .string("bring sunscreen"), "days": .integer(4)]
+        )
     }
 }

@@ -3,6 +3,7 @@ import GRDB
 import Logging
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 @testable import ShareFlowPostgres
 
@@ -22,10 +23,12 @@ class PostgresStoreTests: XCTestCase {
         let short = try PostgresLocation("postgresql://app@localhost/db")
         XCTAssertEqual(short.port, 5432)
         XCTAssertFalse(short.requiresTLS)
-        for (bad, why) in [("postgres://localhost/db", "names no user"), ("postgres://app@localhost/", "names no database"),
-                           ("postgres://app@localhost/db?sslmode=verify-full", "sslmode must be disable or require"),
-                           ("postgres://app@localhost/db?timeout=3", "unknown parameter timeout"),
-                           ("postgres://app:pw@localhost:99999/db", "")] {
+        for (bad, why) in [
+            ("postgres://localhost/db", "names no user"), ("postgres://app@localhost/", "names no database"),
+            ("postgres://app@localhost/db?sslmode=verify-full", "sslmode must be disable or require"),
+            ("postgres://app@localhost/db?timeout=3", "unknown parameter timeout"),
+            ("postgres://app:pw@localhost:99999/db", ""),
+        ] {
             XCTAssertThrowsError(try PostgresLocation(bad), bad) { error in
                 let text = "\(error)"
                 XCTAssertTrue(why.isEmpty || text.contains(why), text)
@@ -157,8 +160,14 @@ class PostgresStoreTests: XCTestCase {
         let (metas, error) = bob.fetchShareMetadataResults([share.url!])
         XCTAssertNil(error)
         XCTAssertEqual(try metas[0].1.get().participantStatus, .accepted)
-        XCTAssertNotNil(try engine.credentials.find(.apiToken, container: World.containerID, environment: .development,
-                                                    hash: String(repeating: "ab", count: 32)))
+        XCTAssertNotNil(
+            try engine.credentials.find(
+                .apiToken,
+                container: World.containerID,
+                environment: .development,
+                hash: String(repeating: "ab", count: 32)
+            )
+        )
         let later = Record(recordType: "Note", recordID: RecordID(recordName: "later", zoneID: world.zone.zoneID))
         let saved = try alice.privateCloudDatabase.modifyRecords(saving: [later])
         XCTAssertNil(saved.error)
@@ -229,8 +238,17 @@ class PostgresStoreTests: XCTestCase {
         let start = Date()
         let made = StoreDecisionLog.capacity + 50
         for n in 0..<made {
-            store.driver?.decisionLog?.add(PolicyDecision(id: 0, point: "share.save", policies: ["p"], allow: n % 2 == 0, reasons: ["#\(n)"],
-                                               duration: 0.001, time: Date()))
+            store.driver?.decisionLog?.add(
+                PolicyDecision(
+                    id: 0,
+                    point: "share.save",
+                    policies: ["p"],
+                    allow: n % 2 == 0,
+                    reasons: ["#\(n)"],
+                    duration: 0.001,
+                    time: Date()
+                )
+            )
         }
         XCTAssertLessThan(Date().timeIntervalSince(start), 2, "handing decisions over waited")
         try locker.command("ROLLBACK")
@@ -291,8 +309,17 @@ class PostgresStoreTests: XCTestCase {
         let locker = try lockDecisions(store)
         defer { try? locker.connection.close().wait() }
         for n in 0..<50 {
-            store.driver?.decisionLog?.add(PolicyDecision(id: 0, point: "share.save", policies: ["p"], allow: true, reasons: ["#\(n)"],
-                                               duration: 0, time: Date()))
+            store.driver?.decisionLog?.add(
+                PolicyDecision(
+                    id: 0,
+                    point: "share.save",
+                    policies: ["p"],
+                    allow: true,
+                    reasons: ["#\(n)"],
+                    duration: 0,
+                    time: Date()
+                )
+            )
         }
         let start = Date()
         store.close()
@@ -311,11 +338,15 @@ class PostgresStoreTests: XCTestCase {
         defer { store.close() }
         let filler = try XCTUnwrap(store.driver as? PostgresStore).openSession(statementTimeoutMs: 60_000)
         defer { try? filler.connection.close().wait() }
-        try filler.execute("""
+        try filler.execute(
+            """
             INSERT INTO decision (point, policies, allow, reasons, duration, at)
             SELECT 'share.save', '["old"]', 1, '[]', 0, 0 FROM generate_series(1, 12499)
-            """)
-        store.driver?.decisionLog?.add(PolicyDecision(id: 0, point: "share.save", policies: ["new"], allow: true, reasons: [], duration: 0, time: Date()))
+            """
+        )
+        store.driver?.decisionLog?.add(
+            PolicyDecision(id: 0, point: "share.save", policies: ["new"], allow: true, reasons: [], duration: 0, time: Date())
+        )
         let latest = try XCTUnwrap(store.driver?.decisionLog?.latest(limit: 1))
         XCTAssertEqual(latest.map(\.policies), [["new"]])
         let rows = try filler.query("SELECT COUNT(*), MIN(id), MAX(id) FROM decision", [])

@@ -2,14 +2,18 @@ import Foundation
 import ShareFlowEngineTestKit
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// O7 (queries) and O8 (audits); the Lua side is Tests/lua/query_test.lua.
 class QueryTests: XCTestCase {
     private func trips(_ w: World, _ n: Int = 7) throws -> [Record] {
         let records = (1...n).map { i in
-            Record(recordType: "Trip", recordID: RecordID(recordName: "t\(i)", zoneID: w.zone.zoneID),
-                   fields: ["days": .integer(Int64(i)), "title": .string(i % 2 == 0 ? "Lisbon \(i)" : "Porto \(i)")])
+            Record(
+                recordType: "Trip",
+                recordID: RecordID(recordName: "t\(i)", zoneID: w.zone.zoneID),
+                fields: ["days": .integer(Int64(i)), "title": .string(i % 2 == 0 ? "Lisbon \(i)" : "Porto \(i)")]
+            )
         }
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: records).error)
         return records
@@ -18,8 +22,12 @@ class QueryTests: XCTestCase {
     func testO7PredicateSortLimitAndCursor() throws {
         let w = try World()
         _ = try trips(w)
-        let q = try Query(recordType: "Trip", predicate: "days >= %@ AND title BEGINSWITH %@",
-                          arguments: [.integer(2), .string("Lis")], sortDescriptors: [SortDescriptor(key: "days", ascending: false)])
+        let q = try Query(
+            recordType: "Trip",
+            predicate: "days >= %@ AND title BEGINSWITH %@",
+            arguments: [.integer(2), .string("Lis")],
+            sortDescriptors: [SortDescriptor(key: "days", ascending: false)]
+        )
         let db = w.c.privateCloudDatabase
         let first = try db.records(matching: q, inZoneWith: w.zone.zoneID, resultsLimit: 2)
         XCTAssertEqual(first.records.map(\.recordID.recordName), ["t6", "t4"])
@@ -27,11 +35,16 @@ class QueryTests: XCTestCase {
         let rest = try db.records(continuingMatchFrom: cursor)
         XCTAssertEqual(rest.records.map(\.recordID.recordName), ["t2"])
         XCTAssertNil(rest.cursor)
-        let picked = try db.records(matching: Query(recordType: "Trip", predicate: "recordName IN {'t1', 't3'} AND days != 3"),
-                                    inZoneWith: w.zone.zoneID)
+        let picked = try db.records(
+            matching: Query(recordType: "Trip", predicate: "recordName IN {'t1', 't3'} AND days != 3"),
+            inZoneWith: w.zone.zoneID
+        )
         XCTAssertEqual(picked.records.map(\.recordID.recordName), ["t1"])
-        let keys = try db.records(matching: Query(recordType: "Trip", predicate: "days == 5"), inZoneWith: w.zone.zoneID,
-                                  desiredKeys: ["days"])
+        let keys = try db.records(
+            matching: Query(recordType: "Trip", predicate: "days == 5"),
+            inZoneWith: w.zone.zoneID,
+            desiredKeys: ["days"]
+        )
         XCTAssertEqual(keys.records.first?.fields, ["days": .integer(5)])
     }
 
@@ -42,14 +55,24 @@ class QueryTests: XCTestCase {
         let w = try World()
         let db = w.c.privateCloudDatabase
         let records = [("a", ["beach", "food"]), ("b", ["food"]), ("c", ["hike"])].enumerated().map { i, r in
-            Record(recordType: "Trip", recordID: RecordID(recordName: r.0, zoneID: w.zone.zoneID),
-                   fields: ["tags": .list(r.1.map { .string($0) }), "days": .integer(Int64(i + 1))])
+            Record(
+                recordType: "Trip",
+                recordID: RecordID(recordName: r.0, zoneID: w.zone.zoneID),
+                fields: ["tags": .list(r.1.map { .string($0) }), "days": .integer(Int64(i + 1))]
+            )
         }
         XCTAssertNil(try db.modifyRecords(saving: records).error)
         func names(_ format: String, _ arguments: [FieldValue] = []) throws -> [String] {
-            try db.records(matching: Query(recordType: "Trip", predicate: format, arguments: arguments,
-                                           sortDescriptors: [SortDescriptor(key: "recordName")]), inZoneWith: w.zone.zoneID)
-                .records.map(\.recordID.recordName)
+            try db.records(
+                matching: Query(
+                    recordType: "Trip",
+                    predicate: format,
+                    arguments: arguments,
+                    sortDescriptors: [SortDescriptor(key: "recordName")]
+                ),
+                inZoneWith: w.zone.zoneID
+            )
+            .records.map(\.recordID.recordName)
         }
         XCTAssertEqual(try names("ANY tags == 'food'"), ["a", "b"])
         XCTAssertEqual(try names("tags CONTAINS %@", [.string("hike")]), ["c"])
@@ -74,7 +97,8 @@ class QueryTests: XCTestCase {
         let op = QueryOperation(query: Query(recordType: "Trip", sortDescriptors: [SortDescriptor(key: "recordName")]))
         op.zoneID = w.zone.zoneID
         op.resultsLimit = 2
-        var matched: [String] = [], fetched: [String] = []
+        var matched: [String] = []
+        var fetched: [String] = []
         var cursor: QueryCursor?
         var completions = 0
         op.recordMatchedBlock = { id, _ in matched.append(id.recordName) }
@@ -124,8 +148,10 @@ class QueryTests: XCTestCase {
             XCTAssertEqual((e as? ShareFlowError)?.code, .zoneNotFound)
         }
         try w.accept(share.url!, in: w.bc)
-        let seen = try shared.records(matching: Query(recordType: "Trip", sortDescriptors: [SortDescriptor(key: "recordName")]),
-                                      inZoneWith: w.zone.zoneID)
+        let seen = try shared.records(
+            matching: Query(recordType: "Trip", sortDescriptors: [SortDescriptor(key: "recordName")]),
+            inZoneWith: w.zone.zoneID
+        )
         XCTAssertEqual(seen.records.map(\.recordID.recordName), ["child", "t2"])
         XCTAssertThrowsError(try w.cc.sharedCloudDatabase.records(matching: Query(recordType: "Trip"), inZoneWith: w.zone.zoneID)) { e in
             XCTAssertEqual((e as? ShareFlowError)?.code, .zoneNotFound, "a stranger (R27)")
@@ -158,7 +184,9 @@ class QueryTests: XCTestCase {
         let fresh = try XCTUnwrap(w.c.privateCloudDatabase.fetchRecord(s.recordID) as? Share)
         fresh.removeParticipant(try XCTUnwrap(fresh.participants.first { $0.role == .privateUser && $0.acceptanceStatus == .accepted }))
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [fresh]).error)
-        XCTAssertTrue(try w.engine.auditShares(participant: "bob@example.com").first?.participants.contains { $0.acceptanceStatus == .removed } ?? false)
+        XCTAssertTrue(
+            try w.engine.auditShares(participant: "bob@example.com").first?.participants.contains { $0.acceptanceStatus == .removed } ?? false
+        )
     }
 }
 
@@ -172,7 +200,8 @@ class MatchSetTests: XCTestCase {
             .double(0), .double(-0.0), .double(1), .double(1.5), .double(.nan), .double(.infinity), .double(9_007_199_254_740_992),
             .string("a"), .string("é"), .string("e\u{301}"), .string(""), .boolean(true), .boolean(false),
             .date(Date(timeIntervalSince1970: 0)), .date(Date(timeIntervalSince1970: 1.5)),
-            .reference(RecordID(recordName: "r", zoneID: zone), action: .none), .reference(RecordID(recordName: "r", zoneID: zone), action: .deleteSelf),
+            .reference(RecordID(recordName: "r", zoneID: zone), action: .none),
+            .reference(RecordID(recordName: "r", zoneID: zone), action: .deleteSelf),
             .reference(RecordID(recordName: "r", zoneID: .default), action: .none),
             .bytes(Data([1, 2])), .list([.integer(1)]), .location(Location(latitude: 1, longitude: 2)),
         ]

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 @testable import ShareFlowPostgres
 

@@ -1,5 +1,6 @@
 import Foundation
 import ShareFlowEngineTestKit
+
 @testable import ShareFlow
 @testable import ShareFlowPostgres
 
@@ -9,19 +10,36 @@ func readableStore() throws -> (store: Store, drop: () -> Void) {
     if let template = TestStore.postgresTemplate {
         let url = try PostgresStore.makeScratch(template: template)
         let store = try Store.open(url)
-        return (store, { store.close(); PostgresStore.dropScratch(url) })
+        return (
+            store,
+            {
+                store.close()
+                PostgresStore.dropScratch(url)
+            }
+        )
     }
-    let dir = try FileManager.default.url(for: .itemReplacementDirectory, in: .userDomainMask,
-                                          appropriateFor: URL(fileURLWithPath: NSTemporaryDirectory()), create: true)
+    let dir = try FileManager.default.url(
+        for: .itemReplacementDirectory,
+        in: .userDomainMask,
+        appropriateFor: URL(fileURLWithPath: NSTemporaryDirectory()),
+        create: true
+    )
     let store = try Store(path: dir.appendingPathComponent("store.sqlite").path)
-    return (store, { store.close(); try? FileManager.default.removeItem(at: dir) })
+    return (
+        store,
+        {
+            store.close()
+            try? FileManager.default.removeItem(at: dir)
+        }
+    )
 }
 
 /// Holds ShareFlow's write lock on the PostgreSQL store at `url` from another connection for
 /// `seconds`; returns once it is held, with what is signalled when it is let go.
 func holdWriteLock(_ url: String, for seconds: Double) throws -> (store: Store, released: DispatchSemaphore) {
     let other = try Store.open(url, postgres: PostgresSettings(poolSize: 2, statementTimeoutMs: 400))
-    let holding = DispatchSemaphore(value: 0), released = DispatchSemaphore(value: 0)
+    let holding = DispatchSemaphore(value: 0)
+    let released = DispatchSemaphore(value: 0)
     Thread {
         _ = try? other.write { tx in
             // A statement waited for: the lock, sent ahead of it, is held by then.
@@ -52,6 +70,9 @@ final class LockedBox<Value>: @unchecked Sendable {
 func withOwnReader(_ engine: Engine, _ body: () throws -> Void) throws {
     let reader = try engine.store.makeReader()
     engine.attachReader(reader)
-    defer { engine.attachReader(nil); reader?.close() }
+    defer {
+        engine.attachReader(nil)
+        reader?.close()
+    }
     try body()
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 @testable import ShareFlowPostgres
 
@@ -18,7 +19,10 @@ class ReadsBesideTests: XCTestCase {
                 let reader = try engine.store.makeReader()
                 XCTAssertNotNil(reader, "a file or PostgreSQL store gives a reader")
                 engine.attachReader(reader)
-                defer { engine.attachReader(nil); reader?.close() }
+                defer {
+                    engine.attachReader(nil)
+                    reader?.close()
+                }
                 try body()
             } catch {
                 failure.value = error
@@ -40,9 +44,15 @@ class ReadsBesideTests: XCTestCase {
 
         // The writer saves a record and, its transaction open (the engine's lock and the
         // store's write lock held), waits until the reader is done.
-        let writing = DispatchSemaphore(value: 0), readerDone = DispatchSemaphore(value: 0), writerDone = DispatchSemaphore(value: 0)
+        let writing = DispatchSemaphore(value: 0)
+        let readerDone = DispatchSemaphore(value: 0)
+        let writerDone = DispatchSemaphore(value: 0)
         let readerFinishedFirst = LockedBox(false)
-        nonisolated(unsafe) let unsaved = Record(recordType: "Day", recordID: RecordID(recordName: "day2", zoneID: world.zone.zoneID), parent: world.trip.recordID)
+        nonisolated(unsafe) let unsaved = Record(
+            recordType: "Day",
+            recordID: RecordID(recordName: "day2", zoneID: world.zone.zoneID),
+            parent: world.trip.recordID
+        )
         Thread {
             _ = try? engine.transaction { _ in
                 _ = try world.c.privateCloudDatabase.modifyRecords(saving: [unsaved])
@@ -87,7 +97,11 @@ class ReadsBesideTests: XCTestCase {
         // Removed at the end: the observer holds the world, which holds the engine and its bus.
         let observer = engine.events.observe(.shareMetadataFetched) { _ in
             seen.value += 1
-            let note = Record(recordType: "Note", recordID: RecordID(recordName: "note\(seen.value)", zoneID: world.zone.zoneID), fields: ["n": .integer(Int64(seen.value))])
+            let note = Record(
+                recordType: "Note",
+                recordID: RecordID(recordName: "note\(seen.value)", zoneID: world.zone.zoneID),
+                fields: ["n": .integer(Int64(seen.value))]
+            )
             let result = try world.c.privateCloudDatabase.modifyRecords(saving: [note])
             if let error = result.error { throw error }
         }
@@ -122,7 +136,9 @@ class ReadsBesideTests: XCTestCase {
             for i in 0..<saves {
                 let r = Record(recordType: "Day", recordID: RecordID(recordName: "d\(i)", zoneID: world.zone.zoneID), parent: world.trip.recordID)
                 do {
-                    if let error = try world.c.privateCloudDatabase.modifyRecords(saving: [r]).error { failures.update { $0.append("save \(i): \(error)") } }
+                    if let error = try world.c.privateCloudDatabase.modifyRecords(saving: [r]).error {
+                        failures.update { $0.append("save \(i): \(error)") }
+                    }
                 } catch {
                     failures.update { $0.append("save \(i): \(error)") }
                 }
@@ -139,7 +155,10 @@ class ReadsBesideTests: XCTestCase {
                         let deadline = Date().addingTimeInterval(120)
                         while last < saves - 1, Date() < deadline {
                             var seen = last
-                            while seen + 1 < saves, (try? world.c.privateCloudDatabase.fetchRecord(RecordID(recordName: "d\(seen + 1)", zoneID: world.zone.zoneID))) != nil {
+                            while seen + 1 < saves,
+                                (try? world.c.privateCloudDatabase.fetchRecord(RecordID(recordName: "d\(seen + 1)", zoneID: world.zone.zoneID)))
+                                    != nil
+                            {
                                 seen += 1
                             }
                             last = seen

@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// R22's bounds on one record: its bytes and its number of fields, refused before any key is

@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// R31: records carry CloudKit's metadata — creation date (never moves), creator, last
@@ -38,20 +39,34 @@ class RecordMetadataTests: XCTestCase {
             names.append("n\(n)")
             Thread.sleep(forTimeInterval: 0.005)
         }
-        let byCreation = try db.records(matching: Query(recordType: "Note",
-                                                        sortDescriptors: [SortDescriptor(key: "creationDate", ascending: false)]),
-                                        inZoneWith: w.zone.zoneID)
+        let byCreation = try db.records(
+            matching: Query(
+                recordType: "Note",
+                sortDescriptors: [SortDescriptor(key: "creationDate", ascending: false)]
+            ),
+            inZoneWith: w.zone.zoneID
+        )
         XCTAssertEqual(byCreation.records.map(\.recordID.recordName), names.reversed())
-        let mine = try db.records(matching: Query(recordType: "Note",
-                                                  predicate: try Predicate(format: "creatorUserRecordID == %@", arguments: [.string(w.alice.userRecordID)])),
-                                  inZoneWith: w.zone.zoneID)
+        let mine = try db.records(
+            matching: Query(
+                recordType: "Note",
+                predicate: try Predicate(format: "creatorUserRecordID == %@", arguments: [.string(w.alice.userRecordID)])
+            ),
+            inZoneWith: w.zone.zoneID
+        )
         XCTAssertEqual(mine.records.count, 3)
-        let nobody = try db.records(matching: Query(recordType: "Note",
-                                                    predicate: try Predicate(format: "lastModifiedUserRecordID == %@", arguments: [.string(w.bob.userRecordID)])),
-                                    inZoneWith: w.zone.zoneID)
+        let nobody = try db.records(
+            matching: Query(
+                recordType: "Note",
+                predicate: try Predicate(format: "lastModifiedUserRecordID == %@", arguments: [.string(w.bob.userRecordID)])
+            ),
+            inZoneWith: w.zone.zoneID
+        )
         XCTAssertEqual(nobody.records.count, 0)
-        let byName = try db.records(matching: Query(recordType: "Note", predicate: try Predicate(format: "recordID == %@", arguments: [.string("n2")])),
-                                    inZoneWith: w.zone.zoneID)
+        let byName = try db.records(
+            matching: Query(recordType: "Note", predicate: try Predicate(format: "recordID == %@", arguments: [.string("n2")])),
+            inZoneWith: w.zone.zoneID
+        )
         XCTAssertEqual(byName.records.map(\.recordID.recordName), ["n2"])
     }
 
@@ -71,8 +86,10 @@ class RecordMetadataTests: XCTestCase {
             XCTAssertTrue(error?.message.contains("R30") == true, error?.message ?? "")
         }
         let impostor = Record(recordType: "Notice", recordName: "welcome", fields: ["text": .string("mine now")])
-        XCTAssertEqual(try w.bc.publicCloudDatabase.modifyRecords(saving: [impostor], savePolicy: .allKeys).firstError?.code,
-                       .permissionFailure)
+        XCTAssertEqual(
+            try w.bc.publicCloudDatabase.modifyRecords(saving: [impostor], savePolicy: .allKeys).firstError?.code,
+            .permissionFailure
+        )
         XCTAssertEqual(try w.bc.publicCloudDatabase.modifyRecords(deleting: [notice.recordID]).firstError?.code, .permissionFailure)
         XCTAssertEqual(try w.c.publicCloudDatabase.fetchRecord(notice.recordID)["text"], .string("hello"))
         // Bob makes his own; Alice, its creator, changes and deletes hers.

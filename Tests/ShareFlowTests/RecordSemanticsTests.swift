@@ -3,6 +3,7 @@ import GRDB
 import ShareFlowEngineTestKit
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// Records never lose data: R21 (change tags, save policies), R22 (atomic calls, limits), R25
@@ -21,10 +22,11 @@ class RecordSemanticsTests: XCTestCase {
         let w = try World()
         let original = try w.share(["bob@example.com"])
         try w.accept(original.url!, in: w.bc)
-        let copyA = try share(w, original.recordID), copyB = try share(w, original.recordID)
+        let copyA = try share(w, original.recordID)
+        let copyB = try share(w, original.recordID)
         copyA.publicPermission = .readOnly
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [copyA]).error)
-        try w.accept(copyA.url!, in: w.cc)   // a public user joins
+        try w.accept(copyA.url!, in: w.cc)  // a public user joins
         copyB.title = "Renamed"
         let result = try w.c.privateCloudDatabase.modifyRecords(saving: [copyB])
         let error = try XCTUnwrap(result.firstError)
@@ -119,8 +121,11 @@ class RecordSemanticsTests: XCTestCase {
         let c = Record(recordType: "Trip", recordID: w.trip.recordID, fields: ["title": .string("Faro")])
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [c], savePolicy: .allKeys).error)
         now = try w.c.privateCloudDatabase.fetchRecord(w.trip.recordID)
-        XCTAssertEqual(now.fields, ["title": .string("Faro"), "days": .integer(7)],
-                       "allKeys writes every key the copy holds; one it never held stays (R29)")
+        XCTAssertEqual(
+            now.fields,
+            ["title": .string("Faro"), "days": .integer(7)],
+            "allKeys writes every key the copy holds; one it never held stays (R29)"
+        )
     }
 
     func testR21RemoveThenReAddOfOnePersonInOneSaveKeepsThem() throws {
@@ -172,8 +177,11 @@ class RecordSemanticsTests: XCTestCase {
         let w = try World()
         let zone = RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: w.alice.userRecordID)
         let good = Record(recordType: "Note", recordID: RecordID(recordName: "good", zoneID: zone))
-        let orphan = Record(recordType: "Note", recordID: RecordID(recordName: "orphan", zoneID: zone),
-                            parent: RecordID(recordName: "missing", zoneID: zone))
+        let orphan = Record(
+            recordType: "Note",
+            recordID: RecordID(recordName: "orphan", zoneID: zone),
+            parent: RecordID(recordName: "missing", zoneID: zone)
+        )
         let result = try w.c.privateCloudDatabase.modifyRecords(saving: [good, orphan])
         XCTAssertEqual(result.saved.map(\.recordID.recordName), ["good"])
         XCTAssertEqual(result.firstError?.code, .referenceViolation)
@@ -187,8 +195,11 @@ class RecordSemanticsTests: XCTestCase {
             XCTAssertEqual((e as? ShareFlowError)?.codeNumber, 27)
         }
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: Array(many.prefix(400))).error)
-        let big = Record(recordType: "N", recordID: RecordID(recordName: "big", zoneID: w.zone.zoneID),
-                         fields: ["blob": .string(String(repeating: "x", count: 1_000_001))])
+        let big = Record(
+            recordType: "N",
+            recordID: RecordID(recordName: "big", zoneID: w.zone.zoneID),
+            fields: ["blob": .string(String(repeating: "x", count: 1_000_001))]
+        )
         let error = try XCTUnwrap(try w.c.privateCloudDatabase.modifyRecords(saving: [big]).firstError)
         XCTAssertEqual(error.code, .limitExceeded)
         XCTAssertTrue(error.message.contains("big"), error.message)
@@ -199,8 +210,11 @@ class RecordSemanticsTests: XCTestCase {
     func testR25ParentsMustExistAndNeverCycle() throws {
         let w = try World()
         let db = w.c.privateCloudDatabase
-        let orphan = Record(recordType: "Day", recordID: RecordID(recordName: "orphan", zoneID: w.zone.zoneID),
-                            parent: RecordID(recordName: "nowhere", zoneID: w.zone.zoneID))
+        let orphan = Record(
+            recordType: "Day",
+            recordID: RecordID(recordName: "orphan", zoneID: w.zone.zoneID),
+            parent: RecordID(recordName: "nowhere", zoneID: w.zone.zoneID)
+        )
         var error = try XCTUnwrap(try db.modifyRecords(saving: [orphan]).firstError)
         XCTAssertEqual(error.code, .referenceViolation)
         XCTAssertEqual(error.codeNumber, 31)
@@ -307,8 +321,14 @@ class RecordValueTests: XCTestCase {
 
     func testR23InvalidValuesAndNamesAreInvalidArgumentsNamingTheField() throws {
         let w = try World()
-        func refused(_ fields: [String: FieldValue], type: String = "Note", name: String = "n", _ expected: String,
-                     file: StaticString = #filePath, line: UInt = #line) throws {
+        func refused(
+            _ fields: [String: FieldValue],
+            type: String = "Note",
+            name: String = "n",
+            _ expected: String,
+            file: StaticString = #filePath,
+            line: UInt = #line
+        ) throws {
             let r = Record(recordType: type, recordID: RecordID(recordName: name, zoneID: w.zone.zoneID), fields: fields)
             let e = try XCTUnwrap(try w.c.privateCloudDatabase.modifyRecords(saving: [r]).firstError, file: file, line: line)
             XCTAssertEqual(e.code, .invalidArguments, e.message, file: file, line: line)
@@ -327,8 +347,18 @@ class RecordValueTests: XCTestCase {
         try refused([:], name: String(repeating: "n", count: 256), "at most 255")
         try refused([:], name: "caf\u{E9}", "printable ASCII")
         try refused([:], name: "a\u{0}b", "printable ASCII")
-        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [Record(recordType: "T", recordID: RecordID(
-            recordName: String(repeating: "n", count: 255), zoneID: w.zone.zoneID))]).error, "255 is fine")
+        XCTAssertNil(
+            try w.c.privateCloudDatabase.modifyRecords(saving: [
+                Record(
+                    recordType: "T",
+                    recordID: RecordID(
+                        recordName: String(repeating: "n", count: 255),
+                        zoneID: w.zone.zoneID
+                    )
+                )
+            ]).error,
+            "255 is fine"
+        )
     }
 
     /// `accounts.create{ email = "mallory@example.com\0.evil.org" }` created mallory@example.com.
@@ -354,8 +384,10 @@ class RecordValueTests: XCTestCase {
         XCTAssertEqual(note.recordID.zoneID, .default)
         let result = try w.c.privateCloudDatabase.modifyRecords(saving: [note])
         XCTAssertNil(result.error)
-        XCTAssertEqual(result.saved.first?.recordID.zoneID,
-                       RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: w.alice.userRecordID))
+        XCTAssertEqual(
+            result.saved.first?.recordID.zoneID,
+            RecordZoneID(zoneName: RecordZoneID.defaultZoneName, ownerName: w.alice.userRecordID)
+        )
         XCTAssertEqual(try w.c.privateCloudDatabase.fetchRecord(note.recordID)["t"], .string("hi"))
         let pub = Record(recordType: "Note", recordName: "p1")
         XCTAssertNil(try w.c.publicCloudDatabase.modifyRecords(saving: [pub]).error)
@@ -370,8 +402,13 @@ class RecordValueTests: XCTestCase {
             XCTAssertThrowsError(try db.fetchRecord(RecordID(recordName: "nope", zoneID: .default))) { error in
                 XCTAssertEqual((error as? ShareFlowError)?.code, .unknownItem, "\(db.databaseScope): \(error)")
             }
-            let page = try db.records(matching: Query(recordType: "Note", predicate: .all, sortDescriptors: []), inZoneWith: nil,
-                                      desiredKeys: nil, resultsLimit: nil, after: nil)
+            let page = try db.records(
+                matching: Query(recordType: "Note", predicate: .all, sortDescriptors: []),
+                inZoneWith: nil,
+                desiredKeys: nil,
+                resultsLimit: nil,
+                after: nil
+            )
             XCTAssertEqual(page.records.count, 0)
         }
     }
@@ -384,7 +421,10 @@ class RecordValueTests: XCTestCase {
         let missing = RecordID(recordName: "lisbon", zoneID: RecordZoneID(zoneName: "Nope", ownerName: w.alice.userRecordID))
         let nobody = RecordID(recordName: "lisbon", zoneID: RecordZoneID(zoneName: "Trips", ownerName: "_" + String(repeating: "0", count: 32)))
         func answer(_ id: RecordID) -> String {
-            do { _ = try w.cc.sharedCloudDatabase.fetchRecord(id); return "found" } catch {
+            do {
+                _ = try w.cc.sharedCloudDatabase.fetchRecord(id)
+                return "found"
+            } catch {
                 let e = error as! ShareFlowError
                 return "\(e.code): " + e.message.replacingOccurrences(of: id.zoneID.description, with: "ZONE")
             }

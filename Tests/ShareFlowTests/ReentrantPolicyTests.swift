@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// A policy may call back into the engine and change the very state it is asked about: the
@@ -33,8 +34,14 @@ class ReentrantPolicyTests: XCTestCase {
 
     /// `error` is ShareFlow's `code`, its message says `says` and shows nothing of SQLite's; the
     /// store passes its check.
-    private func assertShareFlowError(_ error: Error?, _ code: ShareFlowError.Code, says: String, _ w: World,
-                                      file: StaticString = #filePath, line: UInt = #line) {
+    private func assertShareFlowError(
+        _ error: Error?,
+        _ code: ShareFlowError.Code,
+        says: String,
+        _ w: World,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
         guard let e = error as? ShareFlowError else { return XCTFail("not a ShareFlow error: \(String(describing: error))", file: file, line: line) }
         XCTAssertEqual(e.code, code, e.message, file: file, line: line)
         XCTAssertTrue(e.message.contains(says), "\(e.message) should say \(says)", file: file, line: line)
@@ -46,7 +53,10 @@ class ReentrantPolicyTests: XCTestCase {
     }
 
     private func acceptError(_ w: World, _ url: String, in container: Container) -> Error? {
-        do { try w.accept(url, in: container); return nil } catch { return error }
+        do {
+            try w.accept(url, in: container)
+            return nil
+        } catch { return error }
     }
 
     // MARK: share.accept
@@ -101,7 +111,12 @@ class ReentrantPolicyTests: XCTestCase {
         onFirstDecision(w, .shareAccept) {
             XCTAssertTrue(try w.engine.removeParticipant(bob.participantID, reason: .removedByOwner))
         }
-        assertShareFlowError(acceptError(w, share.url!, in: w.bc), .permissionFailure, says: "a removed participant of a private share cannot accept", w)
+        assertShareFlowError(
+            acceptError(w, share.url!, in: w.bc),
+            .permissionFailure,
+            says: "a removed participant of a private share cannot accept",
+            w
+        )
     }
 
     // MARK: share.save, share.publicPermission, participant.add
@@ -120,7 +135,12 @@ class ReentrantPolicyTests: XCTestCase {
             share.title = "Renamed"
             let result = try w.c.privateCloudDatabase.modifyRecords(saving: [share])
             if deleteZone {
-                assertShareFlowError(result.error(for: share), .zoneNotFound, says: "zone Trips was deleted while the share was being saved (by a policy)", w)
+                assertShareFlowError(
+                    result.error(for: share),
+                    .zoneNotFound,
+                    says: "zone Trips was deleted while the share was being saved (by a policy)",
+                    w
+                )
             } else {
                 assertShareFlowError(result.error(for: share), .unknownItem, says: "was deleted while it was being saved (by a policy)", w)
             }
@@ -144,7 +164,12 @@ class ReentrantPolicyTests: XCTestCase {
             if deleteZone {
                 assertShareFlowError(result.error(for: share), .zoneNotFound, says: "was deleted while the share was being saved", w)
             } else {
-                assertShareFlowError(result.error(for: share), .unknownItem, says: "its root record lisbon was deleted while the share was being saved", w)
+                assertShareFlowError(
+                    result.error(for: share),
+                    .unknownItem,
+                    says: "its root record lisbon was deleted while the share was being saved",
+                    w
+                )
             }
         }
     }

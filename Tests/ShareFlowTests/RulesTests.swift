@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// Rules R1–R20 through the Swift API (the Lua side is in Tests/lua/rules_test.lua).
@@ -169,14 +170,21 @@ class RulesTests: XCTestCase {
 
     func testR19R20DiscoveryNeverRevealsNonDiscoverable() throws {
         let w = try World()
-        try w.engine.accounts.addContacts([("bob@example.com", "c-bob"), ("+14155550101", "c-bob-phone"),
-                                           ("carol@example.com", "c-carol"), ("nobody@example.com", nil)], to: w.alice)
+        try w.engine.accounts.addContacts(
+            [
+                ("bob@example.com", "c-bob"), ("+14155550101", "c-bob-phone"),
+                ("carol@example.com", "c-carol"), ("nobody@example.com", nil),
+            ],
+            to: w.alice
+        )
         let found = w.c.discoverAllUserIdentityResults().0
         XCTAssertEqual(found.map(\.userRecordID), [w.bob.userRecordID])
         XCTAssertEqual(found[0].contactIdentifiers, ["c-bob", "c-bob-phone"])
-        let direct = w.c.discoverUserIdentityResults([LookupRequest(emailAddress: "carol@example.com"),
-                                                      LookupRequest(emailAddress: "bob@example.com"),
-                                                      LookupRequest(emailAddress: "nobody@example.com")]).0
+        let direct = w.c.discoverUserIdentityResults([
+            LookupRequest(emailAddress: "carol@example.com"),
+            LookupRequest(emailAddress: "bob@example.com"),
+            LookupRequest(emailAddress: "nobody@example.com"),
+        ]).0
         XCTAssertEqual(direct.map(\.userRecordID), [w.bob.userRecordID], "carol (not discoverable) looks like nobody")
     }
 

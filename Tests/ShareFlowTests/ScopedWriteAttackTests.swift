@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 @testable import ShareFlowPostgres
 
@@ -25,7 +26,8 @@ final class ScopedWriteAttackTests: XCTestCase {
         let alice = try node.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
         let bob = try node.session(for: "bob@example.com").container("iCloud.t").privateCloudDatabase
         let carol = try node.session(for: "carol@example.com").container("iCloud.t").privateCloudDatabase
-        let aliceTrips = try alice.saveZone("Trips").zoneID, bobTrips = try bob.saveZone("Trips").zoneID
+        let aliceTrips = try alice.saveZone("Trips").zoneID
+        let bobTrips = try bob.saveZone("Trips").zoneID
         let holder = try XCTUnwrap(node.store.driver as? PostgresStore).openSession(statementTimeoutMs: 120_000)
         return Setup(url: url, node: node, alice: alice, bob: bob, carol: carol, aliceTrips: aliceTrips, bobTrips: bobTrips, holder: holder)
     }
@@ -50,7 +52,11 @@ final class ScopedWriteAttackTests: XCTestCase {
     /// should run at once. It is deferred behind zone A's wait instead.
     func testARequestForAFreeZoneIsDeferredBehindAnotherZonesWait() throws {
         let s = try makeSetup()
-        defer { try? s.holder.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
+        defer {
+            try? s.holder.connection.close().wait()
+            s.node.store.close()
+            PostgresStore.dropScratch(s.url)
+        }
         try holdZone(s, key(s.alice, s.aliceTrips))
         let store = s.node.store
 
@@ -75,7 +81,11 @@ final class ScopedWriteAttackTests: XCTestCase {
     /// write goes through while that zone is still held elsewhere.
     func testAnInPlaceWriteToAFreeZoneWaitsForNoOtherZonesLockRequest() throws {
         let s = try makeSetup(busyTimeout: 20)
-        defer { try? s.holder.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
+        defer {
+            try? s.holder.connection.close().wait()
+            s.node.store.close()
+            PostgresStore.dropScratch(s.url)
+        }
         try holdZone(s, key(s.alice, s.aliceTrips))
         let store = s.node.store
         store.writeWait = .deferFirst
@@ -83,8 +93,12 @@ final class ScopedWriteAttackTests: XCTestCase {
         let onReady = try XCTUnwrap(store.deferredBy?.onReady)
         store.writeWait = .inPlace
         // Alice's zone stays held until Bob's write is over (a ceiling only ends a hang).
-        let released = LockedBox(false), holder = LockedBox(s.holder)
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { released.value = true; try? holder.value.command("ROLLBACK") }
+        let released = LockedBox(false)
+        let holder = LockedBox(s.holder)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60) {
+            released.value = true
+            try? holder.value.command("ROLLBACK")
+        }
         XCTAssertNil(try s.bob.modifyRecords(saving: [rec("b1", s.bobTrips)]).firstError)
         XCTAssertFalse(released.value, "Bob's write in place waited for the lock asked for Alice's zone")
         // The request that was ended is told, and is run again.
@@ -104,7 +118,11 @@ final class ScopedWriteAttackTests: XCTestCase {
     /// free; meanwhile Bob's write to his own zone goes through at once.
     func testANewDefaultZoneWaitsForAnotherNodesZoneIDLockOffTheNodesPath() throws {
         let s = try makeSetup()
-        defer { try? s.holder.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
+        defer {
+            try? s.holder.connection.close().wait()
+            s.node.store.close()
+            PostgresStore.dropScratch(s.url)
+        }
         let (high, low) = ZoneLockKey.zoneIDAllocation.halves
         try s.holder.command("BEGIN")
         try s.holder.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock)), pg_advisory_xact_lock(\(high), \(low))")
@@ -133,7 +151,10 @@ final class ScopedWriteAttackTests: XCTestCase {
     func testAFeedReadInsideAFailedSavepointLosesEarlierFeedMoves() throws {
         try EachDriver.run { location, driver in
             let engine = Engine(store: try Store.open(location))
-            defer { engine.policies.removeAll(namePrefix: "peek"); engine.store.close() }
+            defer {
+                engine.policies.removeAll(namePrefix: "peek")
+                engine.store.close()
+            }
             _ = try engine.accounts.create(emails: ["alice@example.com"])
             let alice = try engine.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
             let trips = try alice.saveZone("Trips").zoneID
@@ -150,10 +171,17 @@ final class ScopedWriteAttackTests: XCTestCase {
             let result = try alice.modifyRecords(saving: [r("r1"), root, Share(rootRecord: root)], atomically: false)
             XCTAssertEqual(result.saved.map(\.recordID.recordName).sorted(), ["r1", "root"], driver)
             // The zone changed (r1 is in its feed) ...
-            XCTAssertEqual(try alice.recordZoneChanges(trips, since: zoneToken).modifications.map(\.recordID.recordName).sorted(), ["r1", "root"], driver)
+            XCTAssertEqual(
+                try alice.recordZoneChanges(trips, since: zoneToken).modifications.map(\.recordID.recordName).sorted(),
+                ["r1", "root"],
+                driver
+            )
             // ... and the database feed must say so.
-            XCTAssertEqual(try alice.databaseChanges(since: token).changedZoneIDs.map(\.zoneName), ["Trips"],
-                           "\(driver): a committed save is missing from the owner's database feed")
+            XCTAssertEqual(
+                try alice.databaseChanges(since: token).changedZoneIDs.map(\.zoneName),
+                ["Trips"],
+                "\(driver): a committed save is missing from the owner's database feed"
+            )
         }
     }
 
@@ -168,12 +196,18 @@ final class ScopedWriteAttackTests: XCTestCase {
         guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only") }
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
-        let nodeA = Engine(store: try Store.open(url)), nodeB = Engine(store: try Store.open(url))
-        defer { nodeA.policies.removeAll(namePrefix: "peek"); nodeA.store.close(); nodeB.store.close() }
+        let nodeA = Engine(store: try Store.open(url))
+        let nodeB = Engine(store: try Store.open(url))
+        defer {
+            nodeA.policies.removeAll(namePrefix: "peek")
+            nodeA.store.close()
+            nodeB.store.close()
+        }
         // Account IDs in this order: Bob's feed rows sort before V1's.
         for who in ["bob", "v1", "alice", "carol"] { _ = try nodeA.accounts.create(emails: ["\(who)@example.com"]) }
         let c = { (engine: Engine, who: String) in try engine.session(for: "\(who)@example.com").container("iCloud.t") }
-        let alice = try c(nodeA, "alice").privateCloudDatabase, carol = try c(nodeB, "carol").privateCloudDatabase
+        let alice = try c(nodeA, "alice").privateCloudDatabase
+        let carol = try c(nodeB, "carol").privateCloudDatabase
         func invite(_ owner: Container, _ share: Share, _ who: String) throws {
             let (results, error) = owner.fetchShareParticipantResults([LookupRequest(emailAddress: "\(who)@example.com")])
             if let error { throw error }
@@ -190,7 +224,8 @@ final class ScopedWriteAttackTests: XCTestCase {
         let r1 = Record(recordType: "T", recordID: RecordID(recordName: "r1", zoneID: z1))
         let r2 = Record(recordType: "T", recordID: RecordID(recordName: "r2", zoneID: z1))
         let k2 = Record(recordType: "T", recordID: RecordID(recordName: "k2", zoneID: z1), parent: r2.recordID)
-        let s1 = Share(rootRecord: r1), s2 = Share(rootRecord: r2)
+        let s1 = Share(rootRecord: r1)
+        let s2 = Share(rootRecord: r2)
         try invite(try c(nodeA, "alice"), s1, "v1")
         try invite(try c(nodeA, "alice"), s2, "bob")
         XCTAssertNil(try alice.modifyRecords(saving: [r1, r2, k2, s1, s2]).firstError)
@@ -214,7 +249,9 @@ final class ScopedWriteAttackTests: XCTestCase {
             Thread.sleep(forTimeInterval: 1.5)
             return .allow
         }
-        let outcomeB = LockedBox<Error?>(nil), doneB = DispatchSemaphore(value: 0), carolBox = LockedBox(carol)
+        let outcomeB = LockedBox<Error?>(nil)
+        let doneB = DispatchSemaphore(value: 0)
+        let carolBox = LockedBox(carol)
         Thread {
             go.wait()
             do {
@@ -227,7 +264,12 @@ final class ScopedWriteAttackTests: XCTestCase {
         let r3 = Record(recordType: "T", recordID: RecordID(recordName: "r3", zoneID: z1))
         var outcomeA: Error?
         do {
-            let r = try alice.modifyRecords(saving: [r1b, r3, Share(rootRecord: r3)], deleting: [k2.recordID], savePolicy: .allKeys, atomically: false)
+            let r = try alice.modifyRecords(
+                saving: [r1b, r3, Share(rootRecord: r3)],
+                deleting: [k2.recordID],
+                savePolicy: .allKeys,
+                atomically: false
+            )
             if let e = r.firstError { throw e }
         } catch { outcomeA = error }
         XCTAssertEqual(doneB.wait(timeout: .now() + 60), .success)
@@ -244,16 +286,24 @@ final class ScopedWriteAttackTests: XCTestCase {
         guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only") }
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
-        let nodeA = Engine(store: try Store.open(url)), nodeB = Engine(store: try Store.open(url))
-        defer { nodeA.policies.removeAll(namePrefix: "meddle"); nodeA.store.close(); nodeB.store.close() }
+        let nodeA = Engine(store: try Store.open(url))
+        let nodeB = Engine(store: try Store.open(url))
+        defer {
+            nodeA.policies.removeAll(namePrefix: "meddle")
+            nodeA.store.close()
+            nodeB.store.close()
+        }
         _ = try nodeA.accounts.create(emails: ["alice@example.com"])
         let aliceA = try nodeA.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
         let aliceB = try nodeB.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
-        let z1 = try aliceA.saveZone("Z1").zoneID, z2 = try aliceA.saveZone("Z2").zoneID
+        let z1 = try aliceA.saveZone("Z1").zoneID
+        let z2 = try aliceA.saveZone("Z2").zoneID
         let rec = { (name: String, zone: RecordZoneID) in Record(recordType: "T", recordID: RecordID(recordName: name, zoneID: zone)) }
-        XCTAssertNil(try aliceA.modifyRecords(saving: [rec("z2a", z2)]).firstError)   // Z2 at 1
+        XCTAssertNil(try aliceA.modifyRecords(saving: [rec("z2a", z2)]).firstError)  // Z2 at 1
 
-        let calls = LockedBox(0), bDone = DispatchSemaphore(value: 0), go = DispatchSemaphore(value: 0)
+        let calls = LockedBox(0)
+        let bDone = DispatchSemaphore(value: 0)
+        let go = DispatchSemaphore(value: 0)
         let inner = LockedBox(aliceA)
         _ = nodeA.policies.add(.shareSave, name: "meddle") { _ in
             calls.update { $0 += 1 }
@@ -267,31 +317,45 @@ final class ScopedWriteAttackTests: XCTestCase {
             _ = bDone.wait(timeout: .now() + 30)
             return .allow
         }
-        let bBox = LockedBox(aliceB), bOutcome = LockedBox<String>("")
+        let bBox = LockedBox(aliceB)
+        let bOutcome = LockedBox<String>("")
         Thread {
             go.wait()
             do {
-                let r = try bBox.value.modifyRecords(saving: ["b1", "b2", "b3"].map { Record(recordType: "T", recordID: RecordID(recordName: $0, zoneID: z2)) })
+                let r = try bBox.value.modifyRecords(
+                    saving: ["b1", "b2", "b3"].map { Record(recordType: "T", recordID: RecordID(recordName: $0, zoneID: z2)) }
+                )
                 bOutcome.value = r.firstError.map { "\($0)" } ?? "ok"
             } catch { bOutcome.value = "\(error)" }
             bDone.signal()
         }.start()
-        let r1 = rec("r1", z1), r2 = rec("r2", z1)
+        let r1 = rec("r1", z1)
+        let r2 = rec("r2", z1)
         _ = try aliceA.modifyRecords(saving: [r1, r2, Share(rootRecord: r1), Share(rootRecord: r2)], atomically: false)
 
         let check = try XCTUnwrap(nodeA.store.driver as? PostgresStore).openSession(statementTimeoutMs: 60_000)
         defer { try? check.connection.close().wait() }
-        let z2Row = try XCTUnwrap(Int64.fromDatabaseValue(try check.query("""
-            SELECT z.id FROM zone z JOIN account a ON a.id = z.ownerID WHERE z.name = 'Z2' AND a.userRecordID = ?
-            """, [z2.ownerName.databaseValue])[0][0]))
+        let z2Row = try XCTUnwrap(
+            Int64.fromDatabaseValue(
+                try check.query(
+                    """
+                    SELECT z.id FROM zone z JOIN account a ON a.id = z.ownerID WHERE z.name = 'Z2' AND a.userRecordID = ?
+                    """,
+                    [z2.ownerName.databaseValue]
+                )[0][0]
+            )
+        )
         let counter = Int64.fromDatabaseValue(try check.query("SELECT changeSeq FROM zone WHERE id = ?", [z2Row.databaseValue])[0][0]) ?? -1
         let highest = Int64.fromDatabaseValue(try check.query("SELECT MAX(seq) FROM record WHERE zoneID = ?", [z2Row.databaseValue])[0][0]) ?? -1
         XCTAssertGreaterThanOrEqual(counter, highest, "Z2's counter went back below positions already given")
         // A follower at Z2's current token, then one more save there: is it seen?
         let token = try aliceA.recordZoneChanges(z2).changeToken
         XCTAssertNil(try aliceB.modifyRecords(saving: [rec("after", z2)]).firstError)
-        XCTAssertEqual(try aliceA.recordZoneChanges(z2, since: token).modifications.map(\.recordID.recordName), ["after"],
-                       "a follower at the current token misses the next save")
+        XCTAssertEqual(
+            try aliceA.recordZoneChanges(z2, since: token).modifications.map(\.recordID.recordName),
+            ["after"],
+            "a follower at the current token misses the next save"
+        )
     }
 
     /// A write that waits in place (a script's, an observer's, a request's second write) for a
@@ -300,7 +364,11 @@ final class ScopedWriteAttackTests: XCTestCase {
     /// second helper's concurrency attack).
     func testAWriteWaitingInPlaceGivesUpAtTheBusyTimeout() throws {
         let s = try makeSetup(busyTimeout: 0.3)
-        defer { try? s.holder.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
+        defer {
+            try? s.holder.connection.close().wait()
+            s.node.store.close()
+            PostgresStore.dropScratch(s.url)
+        }
         try holdZone(s, key(s.alice, s.aliceTrips))
         XCTAssertEqual(s.node.store.writeWait, .inPlace)
         let started = ContinuousClock.now

@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 @testable import ShareFlowPostgres
 
@@ -22,8 +23,13 @@ final class ScopedWriteSpareTests: XCTestCase {
         _ = try node.accounts.create(emails: ["alice@example.com"])
         let alice = try node.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
         let pg = try XCTUnwrap(node.store.driver as? PostgresStore)
-        return Setup(url: url, node: node, alice: alice, holder: try pg.openSession(statementTimeoutMs: 120_000),
-                     watcher: try pg.openSession(statementTimeoutMs: 120_000))
+        return Setup(
+            url: url,
+            node: node,
+            alice: alice,
+            holder: try pg.openSession(statementTimeoutMs: 120_000),
+            watcher: try pg.openSession(statementTimeoutMs: 120_000)
+        )
     }
 
     func key(_ db: CloudDatabase, _ zone: RecordZoneID) -> ZoneLockKey {
@@ -83,7 +89,12 @@ final class ScopedWriteSpareTests: XCTestCase {
     /// concurrency attack). The spare's backend is the one that wrote.
     func testAnInPlaceWriteOfJustWhatARequestAskedForClaimsIt() throws {
         let s = try makeSetup(busyTimeout: 20)
-        defer { try? s.holder.connection.close().wait(); try? s.watcher.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
+        defer {
+            try? s.holder.connection.close().wait()
+            try? s.watcher.connection.close().wait()
+            s.node.store.close()
+            PostgresStore.dropScratch(s.url)
+        }
         let z = try deferARequestForAHeldZone(s)
         let onReady = try XCTUnwrap(s.node.store.deferredBy?.onReady)
         s.node.store.writeWait = .inPlace
@@ -112,7 +123,12 @@ final class ScopedWriteSpareTests: XCTestCase {
     /// after waiting out the request and then its own lock (3.5 s: the third attack).
     func testAWriteInPlaceClaimingARequestGivesUpWithinTheBusyTimeout() throws {
         let s = try makeSetup(busyTimeout: 2)
-        defer { try? s.holder.connection.close().wait(); try? s.watcher.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
+        defer {
+            try? s.holder.connection.close().wait()
+            try? s.watcher.connection.close().wait()
+            s.node.store.close()
+            PostgresStore.dropScratch(s.url)
+        }
         let z = try deferARequestForAHeldZone(s)
         s.node.store.writeWait = .inPlace
         Thread.sleep(forTimeInterval: 1.5)
@@ -129,14 +145,23 @@ final class ScopedWriteSpareTests: XCTestCase {
     /// through while the highest is still held.
     private func writeInPlaceBesideARequestOut(busyTimeout: TimeInterval, _ writing: (_ low: RecordZoneID, _ mid: RecordZoneID) -> [Record]) throws {
         let s = try makeSetup(busyTimeout: busyTimeout)
-        defer { try? s.holder.connection.close().wait(); try? s.watcher.connection.close().wait(); s.node.store.close(); PostgresStore.dropScratch(s.url) }
+        defer {
+            try? s.holder.connection.close().wait()
+            try? s.watcher.connection.close().wait()
+            s.node.store.close()
+            PostgresStore.dropScratch(s.url)
+        }
         let z = try threeZones(s)
         let (low, mid, high) = (z[0], z[1], z[2])
         let k = key(s.alice, high)
         try s.holder.command("BEGIN")
         try s.holder.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock)), pg_advisory_xact_lock(\(k.halves.0), \(k.halves.1))")
-        let holderBox = LockedBox(s.holder), released = LockedBox(false)
-        DispatchQueue.global().asyncAfter(deadline: .now() + 40) { released.value = true; try? holderBox.value.command("ROLLBACK") }
+        let holderBox = LockedBox(s.holder)
+        let released = LockedBox(false)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 40) {
+            released.value = true
+            try? holderBox.value.command("ROLLBACK")
+        }
 
         let store = s.node.store
         store.writeWait = .deferFirst
@@ -167,15 +192,26 @@ final class ScopedWriteSpareTests: XCTestCase {
         guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only") }
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
-        let nodeA = Engine(store: try Store.open(url)), nodeB = Engine(store: try Store.open(url))
-        defer { nodeA.policies.removeAll(namePrefix: "nest"); nodeA.store.close(); nodeB.store.close() }
+        let nodeA = Engine(store: try Store.open(url))
+        let nodeB = Engine(store: try Store.open(url))
+        defer {
+            nodeA.policies.removeAll(namePrefix: "nest")
+            nodeA.store.close()
+            nodeB.store.close()
+        }
         _ = try nodeA.accounts.create(emails: ["alice@example.com"])
         let alice = try nodeA.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
         let aliceB = try nodeB.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
-        let z1 = try alice.saveZone("Z1").zoneID, z2 = try alice.saveZone("Z2").zoneID, z3 = try alice.saveZone("Z3").zoneID
+        let z1 = try alice.saveZone("Z1").zoneID
+        let z2 = try alice.saveZone("Z2").zoneID
+        let z3 = try alice.saveZone("Z3").zoneID
         XCTAssertNil(try alice.modifyRecords(saving: [rec("seed2", z2), rec("seed3", z3)]).firstError)
-        let t2 = try alice.recordZoneChanges(z2).changeToken, t3 = try alice.recordZoneChanges(z3).changeToken
-        let calls = LockedBox(0), inner = LockedBox(alice), go = DispatchSemaphore(value: 0), bDone = DispatchSemaphore(value: 0)
+        let t2 = try alice.recordZoneChanges(z2).changeToken
+        let t3 = try alice.recordZoneChanges(z3).changeToken
+        let calls = LockedBox(0)
+        let inner = LockedBox(alice)
+        let go = DispatchSemaphore(value: 0)
+        let bDone = DispatchSemaphore(value: 0)
         let innerErrors = LockedBox<[String]>([])
         _ = nodeA.policies.add(.shareSave, name: "nest") { _ in
             calls.update { $0 += 1 }
@@ -201,7 +237,8 @@ final class ScopedWriteSpareTests: XCTestCase {
                 return .allow
             }
         }
-        let bBox = LockedBox(aliceB), bOutcome = LockedBox("not run")
+        let bBox = LockedBox(aliceB)
+        let bOutcome = LockedBox("not run")
         Thread {
             go.wait()
             do {
@@ -210,7 +247,8 @@ final class ScopedWriteSpareTests: XCTestCase {
             } catch { bOutcome.value = "\(error)" }
             bDone.signal()
         }.start()
-        let r1 = rec("r1", z1), r4 = rec("r4", z1)
+        let r1 = rec("r1", z1)
+        let r4 = rec("r4", z1)
         let result = try alice.modifyRecords(saving: [r1, r4, Share(rootRecord: r1), Share(rootRecord: r4)], atomically: false)
         XCTAssertEqual(bOutcome.value, "ok")
         XCTAssertEqual(result.errors.count, 0, "\(result.errors)")
@@ -219,9 +257,12 @@ final class ScopedWriteSpareTests: XCTestCase {
         XCTAssertEqual(Set(try alice.recordZoneChanges(z3, since: t3).modifications.map(\.recordID.recordName)), ["b1", "b2"])
         let check = try XCTUnwrap(nodeA.store.driver as? PostgresStore).openSession(statementTimeoutMs: 60_000)
         defer { try? check.connection.close().wait() }
-        let over = try check.query("""
+        let over = try check.query(
+            """
             SELECT z.name FROM zone z WHERE EXISTS (SELECT 1 FROM record r WHERE r.zoneID = z.id AND r.seq > z.changeSeq)
-            """, [])
+            """,
+            []
+        )
         XCTAssertEqual(over.count, 0, "positions past a zone's counter")
         let dupes = try check.query("SELECT zoneID, seq FROM record WHERE seq > 0 GROUP BY zoneID, seq HAVING count(*) > 1", [])
         XCTAssertEqual(dupes.count, 0)

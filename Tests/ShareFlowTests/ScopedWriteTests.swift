@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 @testable import ShareFlowPostgres
 
@@ -17,11 +18,18 @@ final class ScopedWriteTests: XCTestCase {
             defer { engine.store.close() }
             _ = try engine.accounts.create(emails: ["alice@example.com"])
             let alice = try engine.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
-            let trips = try alice.saveZone("Trips").zoneID, notes = try alice.saveZone("Notes").zoneID
-            let key = { (zone: RecordZoneID) in ZoneLockKey(container: alice.container.containerID, ownerName: zone.ownerName, zoneName: zone.zoneName) }
+            let trips = try alice.saveZone("Trips").zoneID
+            let notes = try alice.saveZone("Notes").zoneID
+            let key = { (zone: RecordZoneID) in
+                ZoneLockKey(container: alice.container.containerID, ownerName: zone.ownerName, zoneName: zone.zoneName)
+            }
             let note = { (name: String) in Record(recordType: "N", recordID: RecordID(recordName: name, zoneID: notes)) }
             // A modify over two zones declares both, and writes both.
-            XCTAssertNil(try alice.modifyRecords(saving: [Record(recordType: "T", recordID: RecordID(recordName: "t1", zoneID: trips)), note("n1")]).firstError, driver)
+            XCTAssertNil(
+                try alice.modifyRecords(saving: [Record(recordType: "T", recordID: RecordID(recordName: "t1", zoneID: trips)), note("n1")])
+                    .firstError,
+                driver
+            )
             // Nothing else writing: what was not declared is taken.
             try engine.transaction(scope: .zones([key(trips)])) { _ in
                 XCTAssertNil(try alice.modifyRecords(saving: [note("n2")]).firstError, driver)
@@ -37,9 +45,12 @@ final class ScopedWriteTests: XCTestCase {
             let (high, low) = key(notes).halves
             try other.command("BEGIN")
             try other.command("SELECT pg_advisory_xact_lock(\(high), \(low))")
-            XCTAssertThrowsError(try engine.transaction(scope: .zones([key(trips)])) { _ in
-                if let error = try alice.modifyRecords(saving: [note("n3")]).firstError { throw error }
-            }, driver) { error in
+            XCTAssertThrowsError(
+                try engine.transaction(scope: .zones([key(trips)])) { _ in
+                    if let error = try alice.modifyRecords(saving: [note("n3")]).firstError { throw error }
+                },
+                driver
+            ) { error in
                 XCTAssertTrue("\(error)".contains("busy"), "\(driver): \(error)")
                 XCTAssertEqual((error as? ShareFlowError)?.retryAfter, 1, "\(error)")
             }
@@ -50,15 +61,21 @@ final class ScopedWriteTests: XCTestCase {
             // account (a table no zone owns) is busy, and the account is not made.
             try other.command("BEGIN")
             try other.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock))")
-            XCTAssertThrowsError(try engine.transaction(scope: .zones([key(trips)])) { _ in
-                _ = try engine.accounts.create(emails: ["mallory@example.com"])
-            }, driver) { error in
+            XCTAssertThrowsError(
+                try engine.transaction(scope: .zones([key(trips)])) { _ in
+                    _ = try engine.accounts.create(emails: ["mallory@example.com"])
+                },
+                driver
+            ) { error in
                 XCTAssertTrue("\(error)".contains("busy: another writer holds the whole store (to write "), "\(driver): \(error)")
             }
             XCTAssertNil(try engine.accounts.find("mallory@example.com"), driver)
             // ... and its own zone it writes beside that writer.
             try engine.transaction(scope: .zones([key(trips)])) { _ in
-                XCTAssertNil(try alice.modifyRecords(saving: [Record(recordType: "T", recordID: RecordID(recordName: "t2", zoneID: trips))]).firstError, driver)
+                XCTAssertNil(
+                    try alice.modifyRecords(saving: [Record(recordType: "T", recordID: RecordID(recordName: "t2", zoneID: trips))]).firstError,
+                    driver
+                )
             }
             try other.command("ROLLBACK")
             XCTAssertEqual(try alice.recordZoneChanges(trips).modifications.map(\.recordID.recordName).sorted(), ["t1", "t2"], driver)
@@ -86,24 +103,34 @@ final class ScopedWriteTests: XCTestCase {
         let url = try PostgresStore.makeScratch(template: template)
         defer { PostgresStore.dropScratch(url) }
         let patient = PostgresSettings(poolSize: 8, statementTimeoutMs: 300_000)
-        let nodeA = Engine(store: try Store.open(url, postgres: patient)), nodeB = Engine(store: try Store.open(url, postgres: patient))
-        defer { nodeA.store.close(); nodeB.store.close() }
+        let nodeA = Engine(store: try Store.open(url, postgres: patient))
+        let nodeB = Engine(store: try Store.open(url, postgres: patient))
+        defer {
+            nodeA.store.close()
+            nodeB.store.close()
+        }
         _ = try nodeA.accounts.create(emails: ["alice@example.com"])
         _ = try nodeA.accounts.create(emails: ["bob@example.com"])
         let alice = try nodeA.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
         let bob = try nodeB.session(for: "bob@example.com").container("iCloud.t").privateCloudDatabase
-        let zoneA = try alice.saveZone("Trips").zoneID, zoneB = try bob.saveZone("Trips").zoneID
+        let zoneA = try alice.saveZone("Trips").zoneID
+        let zoneB = try bob.saveZone("Trips").zoneID
 
         let holder = try XCTUnwrap(nodeA.store.driver as? PostgresStore).openSession(statementTimeoutMs: 300_000)
         defer { try? holder.connection.close().wait() }
         try holder.command("BEGIN")
-        _ = try holder.query("SELECT z.id FROM zone z JOIN account a ON a.id = z.ownerID WHERE a.userRecordID = ? AND z.name = 'Trips' FOR UPDATE OF z",
-                             [zoneA.ownerName.databaseValue])
+        _ = try holder.query(
+            "SELECT z.id FROM zone z JOIN account a ON a.id = z.ownerID WHERE a.userRecordID = ? AND z.name = 'Trips' FOR UPDATE OF z",
+            [zoneA.ownerName.databaseValue]
+        )
 
         let done = DispatchSemaphore(value: 0)
-        let outcome = LockedBox<Result<ModifyResult, Error>?>(nil), onNodeA = LockedBox(alice)
+        let outcome = LockedBox<Result<ModifyResult, Error>?>(nil)
+        let onNodeA = LockedBox(alice)
         Thread {
-            outcome.value = Result { try onNodeA.value.modifyRecords(saving: [Record(recordType: "Trip", recordID: RecordID(recordName: "a1", zoneID: zoneA))]) }
+            outcome.value = Result {
+                try onNodeA.value.modifyRecords(saving: [Record(recordType: "Trip", recordID: RecordID(recordName: "a1", zoneID: zoneA))])
+            }
             done.signal()
         }.start()
         // Until A's write waits on the row (an event, looked for; the ceiling only ends a hang).
@@ -115,10 +142,13 @@ final class ScopedWriteTests: XCTestCase {
             Thread.sleep(forTimeInterval: 0.02)
         }
         // What A holds meanwhile: the cluster's lock shared, and one zone's lock (two-key).
-        let held = try holder.query("""
+        let held = try holder.query(
+            """
             SELECT mode, objsubid FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
             WHERE l.locktype = 'advisory' AND l.granted AND s.datname = current_database() ORDER BY objsubid
-            """, []).map { "\(String.fromDatabaseValue($0[0]) ?? "?")/\(Int64.fromDatabaseValue($0[1]) ?? -1)" }
+            """,
+            []
+        ).map { "\(String.fromDatabaseValue($0[0]) ?? "?")/\(Int64.fromDatabaseValue($0[1]) ?? -1)" }
         XCTAssertEqual(held, ["ShareLock/1", "ExclusiveLock/2"])
 
         // B writes its zone while A's write is open.
@@ -149,7 +179,8 @@ extension ScopedWriteTests {
         defer { node.store.close() }
         _ = try node.accounts.create(emails: ["alice@example.com"])
         let alice = try node.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
-        let trips = try alice.saveZone("Trips").zoneID, notes = try alice.saveZone("Notes").zoneID
+        let trips = try alice.saveZone("Trips").zoneID
+        let notes = try alice.saveZone("Notes").zoneID
         let record = { (name: String, zone: RecordZoneID) in Record(recordType: "R", recordID: RecordID(recordName: name, zoneID: zone)) }
 
         // Another node is writing Trips.

@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// A property of R21: whatever order saves (from fresh and stale copies), participant changes
@@ -19,14 +20,18 @@ class ShareInterleavingTests: XCTestCase {
     /// Who is on the share in the store, by address, with permission and status (removed ones left out).
     private func stored(_ w: World, _ url: String) throws -> Set<String> {
         let audit = try XCTUnwrap(w.engine.auditShares().first { $0.url == url })
-        return Set(audit.participants.filter { $0.acceptanceStatus != .removed }
-            .map { "\($0.lookupInfo.value)/\($0.permission.rawValue)" })
+        return Set(
+            audit.participants.filter { $0.acceptanceStatus != .removed }
+                .map { "\($0.lookupInfo.value)/\($0.permission.rawValue)" }
+        )
     }
 
     private func shown(_ share: Share) -> Set<String> {
-        Set(share.participants.filter { $0.acceptanceStatus != .removed }.map { p in
-            "\(p.userIdentity.lookupInfo?.value ?? p.userIdentity.userRecordID ?? "?")/\(p.permission.rawValue)"
-        })
+        Set(
+            share.participants.filter { $0.acceptanceStatus != .removed }.map { p in
+                "\(p.userIdentity.lookupInfo?.value ?? p.userIdentity.userRecordID ?? "?")/\(p.permission.rawValue)"
+            }
+        )
     }
 
     func testRandomInterleavingsNeverSplitObjectAndStore() throws {
@@ -52,7 +57,8 @@ class ShareInterleavingTests: XCTestCase {
             copies.append([share, second])
         }
         for step in 0..<steps {
-            let s = g.below(3), k = g.below(2)
+            let s = g.below(3)
+            let k = g.below(2)
             let share = copies[s][k]
             let url = share.url!
             let context = "seed \(seed) step \(step) share \(s) copy \(k)"
@@ -125,7 +131,8 @@ class ShareInterleavingTests: XCTestCase {
     private func runRecords(seed: UInt64, steps: Int) throws {
         var g = Generator(state: seed)
         let w = try World()
-        let owner = w.c.privateCloudDatabase, guest = w.bc.sharedCloudDatabase
+        let owner = w.c.privateCloudDatabase
+        let guest = w.bc.sharedCloudDatabase
         let keys = ["a", "b", "c", "d"]
         var model: [String: [String: FieldValue]] = [:]
         let root = Record(recordType: "Item", recordID: RecordID(recordName: "root", zoneID: w.zone.zoneID), fields: ["rank": .integer(0)])
@@ -134,7 +141,9 @@ class ShareInterleavingTests: XCTestCase {
         for i in 1..<16 {
             var fields: [String: FieldValue] = ["rank": .integer(Int64(g.below(5)))]
             for k in keys where g.below(2) == 0 { fields[k] = .string("\(k)0-\(i)") }
-            batch.append(Record(recordType: "Item", recordID: RecordID(recordName: "r\(i)", zoneID: w.zone.zoneID), fields: fields, parent: root.recordID))
+            batch.append(
+                Record(recordType: "Item", recordID: RecordID(recordName: "r\(i)", zoneID: w.zone.zoneID), fields: fields, parent: root.recordID)
+            )
             model["r\(i)"] = fields
         }
         let share = Share(rootRecord: root)
@@ -179,7 +188,8 @@ class ShareInterleavingTests: XCTestCase {
                 if g.below(4) == 0, copy.fields[key] != nil { copy[key] = nil } else { copy[key] = .string("\(key)\(step)") }
                 let policy = g.pick(RecordSavePolicy.allCases)
                 let before = model[name]
-                let changed = copy.changedKeys(), held = copy.fields
+                let changed = copy.changedKeys()
+                let held = copy.fields
                 let result = try (byGuest ? guest : owner).modifyRecords(saving: [copy], savePolicy: policy)
                 if let error = result.firstError {
                     XCTAssertTrue([.serverRecordChanged, .unknownItem].contains(error.code), "\(context): \(error)")
@@ -200,7 +210,12 @@ class ShareInterleavingTests: XCTestCase {
                     let name = "r\(nextName)"
                     nextName += 1
                     let fields: [String: FieldValue] = ["rank": .integer(Int64(g.below(5))), "a": .string("new")]
-                    let r = Record(recordType: "Item", recordID: RecordID(recordName: name, zoneID: w.zone.zoneID), fields: fields, parent: root.recordID)
+                    let r = Record(
+                        recordType: "Item",
+                        recordID: RecordID(recordName: name, zoneID: w.zone.zoneID),
+                        fields: fields,
+                        parent: root.recordID
+                    )
                     XCTAssertNil(try owner.modifyRecords(saving: [r]).error, context)
                     model[name] = fields
                 } else if let name = model.keys.filter({ $0 != "root" }).sorted().randomElement(using: &g) {
@@ -220,13 +235,21 @@ class ShareInterleavingTests: XCTestCase {
                     publicModel[name] = (me, ["text": .string("\(me) \(step)")])
                 }
             case 6:  // start paging a query
-                let sorts = g.pick([[], [SortDescriptor(key: "rank")], [SortDescriptor(key: "modificationDate")],
-                                    [SortDescriptor(key: "modificationDate", ascending: false)], [SortDescriptor(key: "recordName", ascending: false)]])
-                pagers.append(Pager(query: Query(recordType: "Item", sortDescriptors: sorts), limit: 2 + g.below(6),
-                                    atStart: Set(model.keys)))
+                let sorts = g.pick([
+                    [], [SortDescriptor(key: "rank")], [SortDescriptor(key: "modificationDate")],
+                    [SortDescriptor(key: "modificationDate", ascending: false)], [SortDescriptor(key: "recordName", ascending: false)],
+                ])
+                pagers.append(
+                    Pager(
+                        query: Query(recordType: "Item", sortDescriptors: sorts),
+                        limit: 2 + g.below(6),
+                        atStart: Set(model.keys)
+                    )
+                )
             default:  // one more page of some pager
                 guard let i = pagers.indices.filter({ !pagers[$0].done }).randomElement(using: &g) else { continue }
-                let page = try pagers[i].cursor.map { try owner.records(continuingMatchFrom: $0, resultsLimit: pagers[i].limit) }
+                let page =
+                    try pagers[i].cursor.map { try owner.records(continuingMatchFrom: $0, resultsLimit: pagers[i].limit) }
                     ?? owner.records(matching: pagers[i].query, inZoneWith: w.zone.zoneID, resultsLimit: pagers[i].limit)
                 XCTAssertLessThanOrEqual(page.records.count, pagers[i].limit, context)
                 pagers[i].seen += page.records.map(\.recordID.recordName)

@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// R35: a share's participant list is always saved as `ifServerRecordUnchanged`, whatever the
@@ -12,7 +13,7 @@ class ShareParticipantConflictTests: XCTestCase {
             let w = try World()
             let share = try w.share(["bob@example.com", "carol@example.com"])
             let stale = try XCTUnwrap(try w.c.privateCloudDatabase.fetchRecord(share.recordID) as? Share)
-            try w.accept(share.url!, in: w.bc)   // renews the share's change tag
+            try w.accept(share.url!, in: w.bc)  // renews the share's change tag
             let carol = try XCTUnwrap(stale.participants.first { $0.userIdentity.lookupInfo?.emailAddress == "carol@example.com" })
             stale.removeParticipant(carol)
             let error = try w.c.privateCloudDatabase.modifyRecords(saving: [stale], savePolicy: policy).firstError
@@ -20,8 +21,11 @@ class ShareParticipantConflictTests: XCTestCase {
             XCTAssertTrue(error?.message.contains("R35") == true, error?.message ?? "")
             XCTAssertNotNil(error?.conflict?.server, "the error carries the server's share to merge from")
             let now = try XCTUnwrap(try w.c.privateCloudDatabase.fetchRecord(share.recordID) as? Share)
-            XCTAssertEqual(Set(now.participants.filter { $0.acceptanceStatus != .removed }.compactMap { $0.userIdentity.lookupInfo?.emailAddress }),
-                           ["alice@example.com", "bob@example.com", "carol@example.com"], "\(policy): nothing changed")
+            XCTAssertEqual(
+                Set(now.participants.filter { $0.acceptanceStatus != .removed }.compactMap { $0.userIdentity.lookupInfo?.emailAddress }),
+                ["alice@example.com", "bob@example.com", "carol@example.com"],
+                "\(policy): nothing changed"
+            )
             XCTAssertEqual(now.participants.first { $0.userIdentity.lookupInfo?.emailAddress == "bob@example.com" }?.acceptanceStatus, .accepted)
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// What a share covers stays what R5, R12, R13 and R34 say under moves, re-made names and
@@ -12,8 +13,12 @@ class ShareScopingTests: XCTestCase {
         try w.accept(try XCTUnwrap(w.share(["bob@example.com"]).url), in: w.bc)
         let z = w.zone.zoneID
         let porto = Record(recordType: "Trip", recordID: RecordID(recordName: "porto", zoneID: z))
-        let secret = Record(recordType: "Day", recordID: RecordID(recordName: "secret", zoneID: z),
-                            fields: ["note": .string("carol only")], parent: porto.recordID)
+        let secret = Record(
+            recordType: "Day",
+            recordID: RecordID(recordName: "secret", zoneID: z),
+            fields: ["note": .string("carol only")],
+            parent: porto.recordID
+        )
         let s2 = Share(rootRecord: secret)
         s2.addParticipant(try w.participant("carol@example.com"))
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [porto, secret, s2]).error)
@@ -49,8 +54,11 @@ class ShareScopingTests: XCTestCase {
             try w.accept(try XCTUnwrap(w.share(["bob@example.com"], permission: .readWrite).url), in: w.bc)
             let day = try w.bc.sharedCloudDatabase.fetchRecord(w.day.recordID)
             day.parent = nil
-            XCTAssertEqual(try w.bc.sharedCloudDatabase.modifyRecords(saving: [day], savePolicy: policy).firstError?.code,
-                           .permissionFailure, "\(policy)")
+            XCTAssertEqual(
+                try w.bc.sharedCloudDatabase.modifyRecords(saving: [day], savePolicy: policy).firstError?.code,
+                .permissionFailure,
+                "\(policy)"
+            )
             XCTAssertEqual(try w.c.privateCloudDatabase.fetchRecord(w.day.recordID).parent?.recordName, "lisbon", "\(policy)")
         }
     }

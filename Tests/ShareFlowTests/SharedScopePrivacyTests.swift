@@ -1,6 +1,7 @@
 import Foundation
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// R37: in the shared database an item outside every share the caller may write answers
@@ -34,12 +35,17 @@ class SharedScopePrivacyTests: XCTestCase {
         XCTAssertEqual(taken, free)
         XCTAssertFalse(taken.contains("Secret"), taken)
         // Delete: the same message for an outside record and a missing one.
-        XCTAssertEqual(answer(try db.modifyRecords(deleting: [RecordID(recordName: "secret", zoneID: zone)])),
-                       answer(try db.modifyRecords(deleting: [RecordID(recordName: "nothing-here", zoneID: zone)])))
+        XCTAssertEqual(
+            answer(try db.modifyRecords(deleting: [RecordID(recordName: "secret", zoneID: zone)])),
+            answer(try db.modifyRecords(deleting: [RecordID(recordName: "nothing-here", zoneID: zone)]))
+        )
         // A parent outside the share and a missing parent: the same answer.
         func child(_ parent: String) -> Record {
-            Record(recordType: "Day", recordID: RecordID(recordName: "d-\(UUID().uuidString.prefix(4))", zoneID: zone),
-                   parent: RecordID(recordName: parent, zoneID: zone))
+            Record(
+                recordType: "Day",
+                recordID: RecordID(recordName: "d-\(UUID().uuidString.prefix(4))", zoneID: zone),
+                parent: RecordID(recordName: parent, zoneID: zone)
+            )
         }
         let outside = try db.modifyRecords(saving: [child("secret")]).firstError
         let missing = try db.modifyRecords(saving: [child("nothing-here")]).firstError
@@ -51,9 +57,17 @@ class SharedScopePrivacyTests: XCTestCase {
         let w = try World()
         let share = try w.share(["bob@example.com"], permission: .readWrite)
         let db = w.bc.sharedCloudDatabase
-        for attempt in [{ _ = try db.fetchRecord(w.trip.recordID) },
-                        { _ = try db.records(matching: Query(recordType: "Trip"), inZoneWith: w.zone.zoneID) },
-                        { if let e = try db.modifyRecords(saving: [Record(recordType: "Day", recordID: RecordID(recordName: "x", zoneID: w.zone.zoneID))]).firstError { throw e } }] {
+        for attempt in [
+            { _ = try db.fetchRecord(w.trip.recordID) },
+            { _ = try db.records(matching: Query(recordType: "Trip"), inZoneWith: w.zone.zoneID) },
+            {
+                if let e = try db.modifyRecords(saving: [Record(recordType: "Day", recordID: RecordID(recordName: "x", zoneID: w.zone.zoneID))])
+                    .firstError
+                {
+                    throw e
+                }
+            },
+        ] {
             XCTAssertThrowsError(try attempt()) { error in
                 XCTAssertEqual((error as? ShareFlowError)?.code, .zoneNotFound, "\(error)")
             }

@@ -1,6 +1,7 @@
-import XCTest
 import GRDB
 import ShareFlowEngineTestKit
+import XCTest
+
 @testable import ShareFlow
 
 /// Upper bounds on the SQL statements of the sharing hot paths, so repeat reads (the same
@@ -62,10 +63,17 @@ final class StatementCountTests: XCTestCase {
             metadata = try metas[0].1.get()
         }
         XCTAssertEqual(metadata?.share.participants.count, 64)
-        XCTAssertEqual(metadata?.share.participants.first { $0.userIdentity.userRecordID == w.bob.userRecordID }?
-            .userIdentity.nameComponents?.givenName, "Bob", "a discoverable participant's name is shown")
-        XCTAssertNil(metadata?.share.participants.first { $0.userIdentity.userRecordID == w.carol.userRecordID }?
-            .userIdentity.nameComponents, "an undiscoverable participant's name is not")
+        XCTAssertEqual(
+            metadata?.share.participants.first { $0.userIdentity.userRecordID == w.bob.userRecordID }?
+                .userIdentity.nameComponents?.givenName,
+            "Bob",
+            "a discoverable participant's name is shown"
+        )
+        XCTAssertNil(
+            metadata?.share.participants.first { $0.userIdentity.userRecordID == w.carol.userRecordID }?
+                .userIdentity.nameComponents,
+            "an undiscoverable participant's name is not"
+        )
         print("fetchShareMetadata (64 participants): \(sql.count) statements")
         // 274 before: four statements per participant object (its whole account, contacts
         // included), and the owner's account, the share's zone and the caller's row read apart.

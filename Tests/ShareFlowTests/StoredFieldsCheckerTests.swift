@@ -3,6 +3,7 @@ import GRDB
 import ShareFlowEngineTestKit
 import ShareFlowTestKit
 import XCTest
+
 @testable import ShareFlow
 
 /// The check that lets a feed page keep a record's fields undecoded (`StoredFieldsChecker`):
@@ -92,8 +93,11 @@ class StoredFieldsCheckerTests: XCTestCase {
         let w = try World()
         let db = w.c.privateCloudDatabase
         let zone = w.zone.zoneID
-        let note = Record(recordType: "Note", recordID: RecordID(recordName: "n", zoneID: zone),
-                          fields: ["title": .string("one"), "n": .integer(1), "body": .string(String(repeating: "z", count: 50))])
+        let note = Record(
+            recordType: "Note",
+            recordID: RecordID(recordName: "n", zoneID: zone),
+            fields: ["title": .string("one"), "n": .integer(1), "body": .string(String(repeating: "z", count: 50))]
+        )
         XCTAssertNil(try db.modifyRecords(saving: [note]).firstError)
         let fed = try XCTUnwrap(try db.recordZoneChanges(zone).modifications.first)
         XCTAssertEqual(fed.changedKeys(), [], "nothing changed yet: the server's copy is the fields")
@@ -101,8 +105,10 @@ class StoredFieldsCheckerTests: XCTestCase {
         fed["title"] = .string("two")
         XCTAssertEqual(fed.changedKeys(), ["title"])
         XCTAssertNil(try db.modifyRecords(saving: [fed], savePolicy: .changedKeys).firstError)
-        XCTAssertEqual(try db.fetchRecord(note.recordID).fields,
-                       ["title": .string("two"), "n": .integer(1), "body": .string(String(repeating: "z", count: 50))])
+        XCTAssertEqual(
+            try db.fetchRecord(note.recordID).fields,
+            ["title": .string("two"), "n": .integer(1), "body": .string(String(repeating: "z", count: 50))]
+        )
         // A stale copy from the feed, never read, saved: a conflict whose ancestor holds its fields.
         let stale = try XCTUnwrap(try db.recordZoneChanges(zone).modifications.first)
         let fresh = try db.fetchRecord(note.recordID)
@@ -127,8 +133,15 @@ class StoredFieldsCheckerTests: XCTestCase {
             let account = try engine.accounts.create(emails: ["a@example.com"])
             let db = try engine.session(for: account).container("iCloud.t").privateCloudDatabase
             let zone = try db.saveZone("Z").zoneID
-            XCTAssertNil(try db.modifyRecords(saving: [Record(recordType: "Note", recordID: RecordID(recordName: "n", zoneID: zone),
-                                                              fields: ["title": .string("x")])]).firstError)
+            XCTAssertNil(
+                try db.modifyRecords(saving: [
+                    Record(
+                        recordType: "Note",
+                        recordID: RecordID(recordName: "n", zoneID: zone),
+                        fields: ["title": .string("x")]
+                    )
+                ]).firstError
+            )
         }
         let queue = try DatabaseQueue(path: path)
         try queue.write { try $0.execute(sql: "UPDATE record SET fields = '{\"title\":{\"s\":\"x\"' WHERE name = 'n'") }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ShareFlow
 
 /// The in-place reader of stored fields (`StoredFieldsReader`) against `JSONDecoder`, the
@@ -26,18 +27,24 @@ final class StoredFieldsReaderTests: XCTestCase {
             ["": .string("")],
             ["key \"with\" / escapes\n😀": .integer(1)],
             ["min": .integer(.min), "max": .integer(.max), "zero": .integer(0), "neg": .integer(-42)],
-            ["d": .double(0.1), "e": .double(-1e-300), "f": .double(1.7976931348623157e308), "g": .double(5), "h": .double(-0.0),
-             "i": .double(123456789.125), "j": .double(.leastNonzeroMagnitude), "k": .double(1e22)],
+            [
+                "d": .double(0.1), "e": .double(-1e-300), "f": .double(1.7976931348623157e308), "g": .double(5), "h": .double(-0.0),
+                "i": .double(123456789.125), "j": .double(.leastNonzeroMagnitude), "k": .double(1e22),
+            ],
             ["yes": .boolean(true), "no": .boolean(false)],
             ["bytes": .bytes(Data([0, 1, 2, 255, 254, 61])), "none": .bytes(Data())],
             ["when": .date(Date(timeIntervalSince1970: 1_790_000_000.5)), "before": .date(Date(timeIntervalSince1970: -86_400))],
             ["where": .location(Location(latitude: 38.72, longitude: -9.14)), "pole": .location(Location(latitude: -90, longitude: 180))],
-            ["owner": .reference(RecordID(recordName: "person/1", zoneID: zone), action: .none),
-             "parent": .reference(RecordID(recordName: "p", zoneID: zone), action: .deleteSelf)],
-            ["tags": .list([.string("sun"), .string("sea")]), "empty": .list([]), "nums": .list([.integer(1), .integer(-2)]),
-             "places": .list([.location(Location(latitude: 1, longitude: 2))]),
-             "refs": .list([.reference(RecordID(recordName: "r", zoneID: zone), action: .deleteSelf)]),
-             "blobs": .list([.bytes(Data([1, 2, 3]))]), "dates": .list([.date(Date(timeIntervalSince1970: 0))])],
+            [
+                "owner": .reference(RecordID(recordName: "person/1", zoneID: zone), action: .none),
+                "parent": .reference(RecordID(recordName: "p", zoneID: zone), action: .deleteSelf),
+            ],
+            [
+                "tags": .list([.string("sun"), .string("sea")]), "empty": .list([]), "nums": .list([.integer(1), .integer(-2)]),
+                "places": .list([.location(Location(latitude: 1, longitude: 2))]),
+                "refs": .list([.reference(RecordID(recordName: "r", zoneID: zone), action: .deleteSelf)]),
+                "blobs": .list([.bytes(Data([1, 2, 3]))]), "dates": .list([.date(Date(timeIntervalSince1970: 0))]),
+            ],
         ]
     }
 
@@ -55,8 +62,8 @@ final class StoredFieldsReaderTests: XCTestCase {
     func testAnythingElseIsLeftToTheDecoder() {
         let others = [
             "", " {}", "{} ", "{ }", "[]", "null", "\"s\"", "{\"a\":{\"s\":\"x\"} }", "{\"a\" : {\"s\":\"x\"}}",
-            "{\"a\":{\"s\":\"x\"},\"a\":{\"s\":\"y\"}}",                  // a repeated field
-            "{\"a\":{\"s\":\"x\",\"i\":1}}",                                // two cases' keys
+            "{\"a\":{\"s\":\"x\"},\"a\":{\"s\":\"y\"}}",  // a repeated field
+            "{\"a\":{\"s\":\"x\",\"i\":1}}",  // two cases' keys
             "{\"a\":{\"s\":\"x\",\"extra\":1}}", "{\"a\":{}}", "{\"a\":{\"q\":1}}",
             "{\"a\":{\"i\":1.0}}", "{\"a\":{\"i\":1e2}}", "{\"a\":{\"i\":01}}", "{\"a\":{\"i\":9223372036854775808}}",
             "{\"a\":{\"i\":-9223372036854775809}}", "{\"a\":{\"i\":\"1\"}}",
@@ -89,26 +96,38 @@ final class StoredFieldsReaderTests: XCTestCase {
         var generator = SystemRandomNumberGenerator()
         func scalarValue(_ kind: Int) -> FieldValue {
             switch kind {
-            case 0: return .string(String((0..<Int.random(in: 0...12, using: &generator)).map { _ in
-                Character(Unicode.Scalar([0x22, 0x5C, 0x2F, 0x0A, 0x41, 0xE9, 0x1F600, 0x7F, 0x01].randomElement(using: &generator)!)!)
-            }))
+            case 0:
+                return .string(
+                    String(
+                        (0..<Int.random(in: 0...12, using: &generator)).map { _ in
+                            Character(Unicode.Scalar([0x22, 0x5C, 0x2F, 0x0A, 0x41, 0xE9, 0x1F600, 0x7F, 0x01].randomElement(using: &generator)!)!)
+                        }
+                    )
+                )
             case 1: return .integer(Int64.random(in: .min ... .max, using: &generator))
-            case 2: // any finite double, either sign
+            case 2:  // any finite double, either sign
                 let magnitude = Double(bitPattern: UInt64.random(in: 0...0x7FEF_FFFF_FFFF_FFFF, using: &generator))
                 return .double(Bool.random(using: &generator) ? magnitude : -magnitude)
             case 3: return .boolean(Bool.random(using: &generator))
             case 4: return .bytes(Data((0..<Int.random(in: 0...9, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }))
             case 5: return .date(Date(timeIntervalSince1970: Double.random(in: -1e10...1e10, using: &generator)))
-            case 6: return .location(Location(latitude: Double.random(in: -90...90, using: &generator), longitude: Double.random(in: -180...180, using: &generator)))
-            default: return .reference(RecordID(recordName: "r\(Int.random(in: 0...99, using: &generator))", zoneID: zone),
-                                       action: Bool.random(using: &generator) ? .none : .deleteSelf)
+            case 6:
+                return .location(
+                    Location(latitude: Double.random(in: -90...90, using: &generator), longitude: Double.random(in: -180...180, using: &generator))
+                )
+            default:
+                return .reference(
+                    RecordID(recordName: "r\(Int.random(in: 0...99, using: &generator))", zoneID: zone),
+                    action: Bool.random(using: &generator) ? .none : .deleteSelf
+                )
             }
         }
         for _ in 0..<300 {
             var fields: [String: FieldValue] = [:]
             for n in 0..<Int.random(in: 0...6, using: &generator) {
                 let kind = Int.random(in: 0...8, using: &generator)
-                fields["f\(n)"] = kind == 8 ? .list((0..<Int.random(in: 0...3, using: &generator)).map { _ in scalarValue(n % 8) }) : scalarValue(kind)
+                fields["f\(n)"] =
+                    kind == 8 ? .list((0..<Int.random(in: 0...3, using: &generator)).map { _ in scalarValue(n % 8) }) : scalarValue(kind)
             }
             let json = try StoredFields(fields).json
             XCTAssertEqual(read(json), fields, json)

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import ShareFlowEngineTestKit
 import XCTest
+
 @testable import ShareFlow
 @testable import ShareFlowPostgres
 
@@ -19,9 +20,18 @@ class WriteWaitTests: XCTestCase {
             let lock = { () throws -> () -> Void in
                 let holder = try XCTUnwrap(store.driver as? PostgresStore).openSession(statementTimeoutMs: 60_000)
                 try holder.command("SELECT pg_advisory_lock(\(PostgresStore.writeLock))")
-                return { try? holder.command("SELECT pg_advisory_unlock(\(PostgresStore.writeLock))"); try? holder.connection.close().wait() }
+                return {
+                    try? holder.command("SELECT pg_advisory_unlock(\(PostgresStore.writeLock))")
+                    try? holder.connection.close().wait()
+                }
             }
-            return (store, lock, { store.close(); PostgresStore.dropScratch(url) })
+            return (
+                store, lock,
+                {
+                    store.close()
+                    PostgresStore.dropScratch(url)
+                }
+            )
         }
         let path = dir.appendingPathComponent("store.sqlite").path
         let store = try Store(path: path, busyTimeout: 30)
@@ -30,15 +40,22 @@ class WriteWaitTests: XCTestCase {
             config.allowsUnsafeTransactions = true  // the lock held across calls, on purpose
             let other = try DatabaseQueue(path: path, configuration: config)
             try other.writeWithoutTransaction { try $0.execute(sql: "BEGIN IMMEDIATE") }
-            return { try? other.writeWithoutTransaction { try $0.execute(sql: "ROLLBACK") }; try? other.close() }
+            return {
+                try? other.writeWithoutTransaction { try $0.execute(sql: "ROLLBACK") }
+                try? other.close()
+            }
         }
         return (store, lock, { store.close() })
     }
 
     /// `body` with an engine on `lockableStore`, in a folder of its own removed after.
     private func withLockableEngine(_ body: (Engine, Store, () throws -> () -> Void) throws -> Void) throws {
-        let dir = try FileManager.default.url(for: .itemReplacementDirectory, in: .userDomainMask,
-                                              appropriateFor: URL(fileURLWithPath: NSTemporaryDirectory()), create: true)
+        let dir = try FileManager.default.url(
+            for: .itemReplacementDirectory,
+            in: .userDomainMask,
+            appropriateFor: URL(fileURLWithPath: NSTemporaryDirectory()),
+            create: true
+        )
         defer { try? FileManager.default.removeItem(at: dir) }
         let (store, lock, drop) = try lockableStore(dir)
         defer { drop() }

@@ -47,6 +47,7 @@ def twins():
             if t and current in classes:
                 classes[current].append((t.group(1), bool(t.group(2)), bool(t.group(3))))
     out = [
+        "// swift-format-ignore-file",
         "// Written by Tests/postgres/twins.py (`make twins`); not edited by hand.",
         "//",
         "// Every store test case of the engine again on PostgreSQL, in the same `swift test`",

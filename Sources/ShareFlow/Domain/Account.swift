@@ -16,8 +16,15 @@ public struct Account: Hashable, Sendable, CustomStringConvertible {
     /// R30: who reads the public database for a visitor who is not signed in (a web page
     /// showing public content with the API token alone). No row of the store (row IDs start at
     /// 1); it reads the public database and writes nothing.
-    public static let publicReader = Account(id: 0, userRecordID: "_publicReader", emails: [], phones: [], name: NameComponents(),
-                                             discoverability: .denied, contacts: [])
+    public static let publicReader = Account(
+        id: 0,
+        userRecordID: "_publicReader",
+        emails: [],
+        phones: [],
+        name: NameComponents(),
+        discoverability: .denied,
+        contacts: []
+    )
 
     public var email: String? { emails.first }
     public var isDiscoverable: Bool { discoverability == .granted }

@@ -67,19 +67,34 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: Key.self)
-        if let v = try c.decodeIfPresent(String.self, forKey: .s) { self = .string(v) }
-        else if let v = try c.decodeIfPresent(Int64.self, forKey: .i) { self = .integer(v) }
-        else if let v = try c.decodeIfPresent(Double.self, forKey: .d) { self = .double(v) }
-        else if let v = try c.decodeIfPresent(Bool.self, forKey: .b) { self = .boolean(v) }
-        else if let v = try c.decodeIfPresent(Data.self, forKey: .y) { self = .bytes(v) }
-        else if let v = try c.decodeIfPresent(Double.self, forKey: .t) { self = .date(Date(timeIntervalSince1970: v)) }
-        else if let v = try c.decodeIfPresent(Double.self, forKey: .la) {
+        if let v = try c.decodeIfPresent(String.self, forKey: .s) {
+            self = .string(v)
+        } else if let v = try c.decodeIfPresent(Int64.self, forKey: .i) {
+            self = .integer(v)
+        } else if let v = try c.decodeIfPresent(Double.self, forKey: .d) {
+            self = .double(v)
+        } else if let v = try c.decodeIfPresent(Bool.self, forKey: .b) {
+            self = .boolean(v)
+        } else if let v = try c.decodeIfPresent(Data.self, forKey: .y) {
+            self = .bytes(v)
+        } else if let v = try c.decodeIfPresent(Double.self, forKey: .t) {
+            self = .date(Date(timeIntervalSince1970: v))
+        } else if let v = try c.decodeIfPresent(Double.self, forKey: .la) {
             self = .location(Location(latitude: v, longitude: try c.decode(Double.self, forKey: .lo)))
         } else if let v = try c.decodeIfPresent(String.self, forKey: .r) {
-            self = .reference(RecordID(recordName: v, zoneID: RecordZoneID(
-                zoneName: try c.decode(String.self, forKey: .z), ownerName: try c.decode(String.self, forKey: .o))),
-                action: try c.decodeIfPresent(ReferenceAction.self, forKey: .a) ?? .none)
-        } else { self = .list(try c.decode([FieldValue].self, forKey: .l)) }
+            self = .reference(
+                RecordID(
+                    recordName: v,
+                    zoneID: RecordZoneID(
+                        zoneName: try c.decode(String.self, forKey: .z),
+                        ownerName: try c.decode(String.self, forKey: .o)
+                    )
+                ),
+                action: try c.decodeIfPresent(ReferenceAction.self, forKey: .a) ?? .none
+            )
+        } else {
+            self = .list(try c.decode([FieldValue].self, forKey: .l))
+        }
     }
 
     public func encode(to encoder: Encoder) throws {

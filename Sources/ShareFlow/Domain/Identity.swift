@@ -9,8 +9,14 @@ public struct NameComponents: Hashable, Sendable, Codable {
     public var nameSuffix: String?
     public var nickname: String?
 
-    public init(namePrefix: String? = nil, givenName: String? = nil, middleName: String? = nil,
-                familyName: String? = nil, nameSuffix: String? = nil, nickname: String? = nil) {
+    public init(
+        namePrefix: String? = nil,
+        givenName: String? = nil,
+        middleName: String? = nil,
+        familyName: String? = nil,
+        nameSuffix: String? = nil,
+        nickname: String? = nil
+    ) {
         self.namePrefix = namePrefix
         self.givenName = givenName
         self.middleName = middleName
@@ -32,7 +38,10 @@ extension NameComponents {
     /// (the common case) is read directly — `JSONDecoder` cost a third of a participant fetch;
     /// anything else (escapes, unknown keys) goes through `JSONDecoder`. Unreadable → empty.
     init(storedJSON json: String) {
-        if let fast = NameComponents(flatJSON: json) { self = fast; return }
+        if let fast = NameComponents(flatJSON: json) {
+            self = fast
+            return
+        }
         self = (try? JSONDecoder().decode(NameComponents.self, from: Data(json.utf8))) ?? NameComponents()
     }
 
@@ -48,7 +57,12 @@ extension NameComponents {
     private static func flatObject(_ bytes: UnsafeBufferPointer<UInt8>) -> NameComponents? {
         var i = 0
         func skipSpace() { while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x09 || bytes[i] == 0x0D { i += 1 } }
-        func expect(_ c: UInt8) -> Bool { skipSpace(); guard i < bytes.count, bytes[i] == c else { return false }; i += 1; return true }
+        func expect(_ c: UInt8) -> Bool {
+            skipSpace()
+            guard i < bytes.count, bytes[i] == c else { return false }
+            i += 1
+            return true
+        }
         func string() -> UnsafeBufferPointer<UInt8>? {
             guard expect(UInt8(ascii: "\"")) else { return nil }
             let start = i
@@ -100,8 +114,13 @@ public struct UserIdentity: Hashable, Sendable, CustomStringConvertible {
     public var hasiCloudAccount: Bool
     public var contactIdentifiers: [String]
 
-    public init(userRecordID: String?, lookupInfo: LookupInfo?, nameComponents: NameComponents?,
-                hasiCloudAccount: Bool, contactIdentifiers: [String] = []) {
+    public init(
+        userRecordID: String?,
+        lookupInfo: LookupInfo?,
+        nameComponents: NameComponents?,
+        hasiCloudAccount: Bool,
+        contactIdentifiers: [String] = []
+    ) {
         self.userRecordID = userRecordID
         self.lookupInfo = lookupInfo
         self.nameComponents = nameComponents

@@ -1,3 +1,5 @@
+import Foundation
+
 /// How to find a user: exactly one of an email address, a phone number or a user record ID (R1).
 ///
 /// ```swift
@@ -24,14 +26,27 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
         guard set.count == 1 else {
             throw ShareFlowError.invalid("a LookupInfo holds exactly one of emailAddress, phoneNumber, userRecordID; got \(set.count) (R1)")
         }
-        if let e = emailAddress { try self.init(emailAddress: e) }
-        else if let p = phoneNumber { try self.init(phoneNumber: p) }
-        else { try self.init(userRecordID: userRecordID!) }
+        if let e = emailAddress {
+            try self.init(emailAddress: e)
+        } else if let p = phoneNumber {
+            try self.init(phoneNumber: p)
+        } else {
+            try self.init(userRecordID: userRecordID!)
+        }
     }
 
-    public var emailAddress: String? { if case .emailAddress(let v) = self { return v }; return nil }
-    public var phoneNumber: String? { if case .phoneNumber(let v) = self { return v }; return nil }
-    public var userRecordID: String? { if case .userRecordID(let v) = self { return v }; return nil }
+    public var emailAddress: String? {
+        if case .emailAddress(let v) = self { return v }
+        return nil
+    }
+    public var phoneNumber: String? {
+        if case .phoneNumber(let v) = self { return v }
+        return nil
+    }
+    public var userRecordID: String? {
+        if case .userRecordID(let v) = self { return v }
+        return nil
+    }
 
     /// Stored form: kind and value.
     public var kind: String { staticKind.description }
@@ -77,8 +92,8 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
         let email = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."),
-              !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
-              !email.contains(where: { $0.isWhitespace || $0 == "," || $0 == ";" || $0 == "<" || $0 == ">" })
+            !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
+            !email.contains(where: { $0.isWhitespace || $0 == "," || $0 == ";" || $0 == "<" || $0 == ">" })
         else {
             throw ShareFlowError.invalid("'\(Naming.printable(raw))' is not a valid email address (R1)")
         }
@@ -100,5 +115,3 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
         return kept
     }
 }
-
-import Foundation

@@ -25,7 +25,9 @@ public enum Naming {
 
     public static func check(recordType type: String) throws {
         guard isSymbol(type) else {
-            throw ShareFlowError.invalid("record type '\(printable(type))': letters, digits and _, starting with a letter, at most \(maxLength) (R23)")
+            throw ShareFlowError.invalid(
+                "record type '\(printable(type))': letters, digits and _, starting with a letter, at most \(maxLength) (R23)"
+            )
         }
     }
 

@@ -25,8 +25,13 @@ public final class Participant: CustomStringConvertible {
     public var permission: ParticipantPermission
     public internal(set) var acceptanceStatus: ParticipantAcceptanceStatus
 
-    init(participantID: String, userIdentity: UserIdentity, role: ParticipantRole,
-         permission: ParticipantPermission, acceptanceStatus: ParticipantAcceptanceStatus) {
+    init(
+        participantID: String,
+        userIdentity: UserIdentity,
+        role: ParticipantRole,
+        permission: ParticipantPermission,
+        acceptanceStatus: ParticipantAcceptanceStatus
+    ) {
         self.participantID = participantID
         self.userIdentity = userIdentity
         self.role = role

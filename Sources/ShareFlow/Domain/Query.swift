@@ -23,10 +23,17 @@ public struct Query: Sendable {
     }
 
     /// `predicate` in NSPredicate's format (the subset of O7), `%@` taking `arguments` in order.
-    public init(recordType: String, predicate format: String, arguments: [FieldValue] = [],
-                sortDescriptors: [SortDescriptor] = []) throws {
-        self.init(recordType: recordType, predicate: try Predicate(format: format, arguments: arguments),
-                  sortDescriptors: sortDescriptors)
+    public init(
+        recordType: String,
+        predicate format: String,
+        arguments: [FieldValue] = [],
+        sortDescriptors: [SortDescriptor] = []
+    ) throws {
+        self.init(
+            recordType: recordType,
+            predicate: try Predicate(format: format, arguments: arguments),
+            sortDescriptors: sortDescriptors
+        )
     }
 }
 
@@ -52,7 +59,12 @@ public indirect enum Predicate: Sendable, Equatable {
     case and([Predicate])
 
     public enum Comparison: String, Sendable, CaseIterable {
-        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+        case equal = "=="
+        case notEqual = "!="
+        case less = "<"
+        case lessOrEqual = "<="
+        case greater = ">"
+        case greaterOrEqual = ">="
 
         func holds(_ order: ComparisonResult) -> Bool {
             switch self {
@@ -67,8 +79,10 @@ public indirect enum Predicate: Sendable, Equatable {
     }
 
     /// The system fields a predicate or a sort may name besides the record's own.
-    public static let systemKeys: Set<String> = ["recordName", "recordID", "modificationDate", "creationDate",
-                                                 "creatorUserRecordID", "lastModifiedUserRecordID"]
+    public static let systemKeys: Set<String> = [
+        "recordName", "recordID", "modificationDate", "creationDate",
+        "creatorUserRecordID", "lastModifiedUserRecordID",
+    ]
 
     /// Whether a record with `fields` (and its system fields) matches.
     public func matches(_ value: (String) -> FieldValue?) -> Bool {
@@ -152,7 +166,9 @@ struct MatchSet {
     init(_ values: [FieldValue]) {
         for v in values {
             switch v {
-            case .integer(let i): integers.insert(i); integersAsDoubles.insert(Double(i))
+            case .integer(let i):
+                integers.insert(i)
+                integersAsDoubles.insert(Double(i))
             case .double(let d): if d.isNaN { hasNaN = true } else { doubles.insert(d) }
             case .string(let s): strings.insert(s)
             case .date(let d): dates.insert(d)
@@ -253,7 +269,10 @@ private struct PredicateParser {
                 var values: [FieldValue] = []
                 skipSpace()
                 if !match("}") {
-                    repeat { values.append(try value()); skipSpace() } while match(",")
+                    repeat {
+                        values.append(try value())
+                        skipSpace()
+                    } while match(",")
                     guard match("}") else { throw fail("'}' expected") }
                 }
                 return .isIn(key: key, values: values)
@@ -269,9 +288,11 @@ private struct PredicateParser {
 
     /// A comparison operator, NSPredicate's spellings included (`=>`, `=<`, `<>`, `=`).
     mutating func comparison() -> Predicate.Comparison? {
-        for op in [("==", Predicate.Comparison.equal), ("!=", .notEqual), ("<>", .notEqual), ("<=", .lessOrEqual),
-                   (">=", .greaterOrEqual), ("=>", .greaterOrEqual), ("=<", .lessOrEqual), ("=", .equal), ("<", .less),
-                   (">", .greater)] where match(op.0) {
+        for op in [
+            ("==", Predicate.Comparison.equal), ("!=", .notEqual), ("<>", .notEqual), ("<=", .lessOrEqual),
+            (">=", .greaterOrEqual), ("=>", .greaterOrEqual), ("=<", .lessOrEqual), ("=", .equal), ("<", .less),
+            (">", .greater),
+        ] where match(op.0) {
             return op.1
         }
         return nil
@@ -330,8 +351,8 @@ private struct PredicateParser {
     mutating func matchWord(_ word: String) -> Bool {
         let c = Array(word)
         guard pos + c.count <= chars.count,
-              String(chars[pos..<pos + c.count]).uppercased() == word,
-              pos + c.count == chars.count || !(chars[pos + c.count].isLetter || chars[pos + c.count].isNumber || chars[pos + c.count] == "_")
+            String(chars[pos..<pos + c.count]).uppercased() == word,
+            pos + c.count == chars.count || !(chars[pos + c.count].isLetter || chars[pos + c.count].isNumber || chars[pos + c.count] == "_")
         else { return false }
         pos += c.count
         return true
@@ -357,12 +378,13 @@ package struct QueryPosition: Codable, Sendable, Equatable {
     /// `a` against `b` in the order of `sorts` (nil first, as a missing key), then by name.
     static func order(_ a: QueryPosition, _ b: QueryPosition, _ sorts: [SortDescriptor]) -> ComparisonResult {
         for (i, s) in sorts.enumerated() where i < a.values.count && i < b.values.count {
-            let o: ComparisonResult = switch (a.values[i], b.values[i]) {
-            case (nil, nil): .orderedSame
-            case (nil, _): .orderedAscending
-            case (_, nil): .orderedDescending
-            case let (x?, y?): FieldValue.order(x, y) ?? .orderedSame
-            }
+            let o: ComparisonResult =
+                switch (a.values[i], b.values[i]) {
+                case (nil, nil): .orderedSame
+                case (nil, _): .orderedAscending
+                case (_, nil): .orderedDescending
+                case let (x?, y?): FieldValue.order(x, y) ?? .orderedSame
+                }
             if o != .orderedSame { return s.ascending ? o : (o == .orderedAscending ? .orderedDescending : .orderedAscending) }
         }
         return a.name == b.name ? .orderedSame : a.name < b.name ? .orderedAscending : .orderedDescending

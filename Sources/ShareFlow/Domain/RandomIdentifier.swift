@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,8 +25,12 @@ public enum RandomIdentifier {
                 let digits = hex.utf8Start
                 var o = 0
                 for i in 0..<16 {
-                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
-                    out[o] = digits[Int(raw[i] >> 4)]; out[o + 1] = digits[Int(raw[i] & 0x0F)]
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        out[o] = UInt8(ascii: "-")
+                        o += 1
+                    }
+                    out[o] = digits[Int(raw[i] >> 4)]
+                    out[o + 1] = digits[Int(raw[i] & 0x0F)]
                     o += 2
                 }
                 return o
@@ -53,15 +58,21 @@ public enum RandomIdentifier {
 
     /// 4 KiB of kernel randomness handed out 16 bytes at a time; every byte is used once.
     private final class Pool: @unchecked Sendable {  // all state behind `lock`
-        typealias Block = (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                           UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
+        typealias Block = (
+            UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+            UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+        )
         private let lock = NSLock()
         private let buffer = UnsafeMutableRawPointer.allocate(byteCount: 4096, alignment: 16)
         private var next = 4096
 
         func take16() -> Block {
-            lock.lock(); defer { lock.unlock() }
-            if next == 4096 { refill(); next = 0 }
+            lock.lock()
+            defer { lock.unlock() }
+            if next == 4096 {
+                refill()
+                next = 0
+            }
             let block = buffer.loadUnaligned(fromByteOffset: next, as: Block.self)
             // Handed-out bytes are wiped so a later dump of the pool cannot replay them.
             (buffer + next).initializeMemory(as: UInt8.self, repeating: 0, count: 16)

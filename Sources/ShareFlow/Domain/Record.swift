@@ -110,8 +110,11 @@ public class Record: CustomStringConvertible {
     /// A record named `recordName` (a new UUID when nil) in the default zone of the database it
     /// is saved to (R24), as `CKRecord(recordType:)`.
     public convenience init(recordType: String, recordName: String? = nil, fields: [String: FieldValue] = [:]) {
-        self.init(recordType: recordType, recordID: RecordID(recordName: recordName ?? RandomIdentifier.uuidString(), zoneID: .default),
-                  fields: fields)
+        self.init(
+            recordType: recordType,
+            recordID: RecordID(recordName: recordName ?? RandomIdentifier.uuidString(), zoneID: .default),
+            fields: fields
+        )
     }
 
     public init(recordType: String, recordID: RecordID, fields: [String: FieldValue] = [:], parent: RecordID? = nil) {
@@ -123,9 +126,20 @@ public class Record: CustomStringConvertible {
 
     /// A record as the store holds it, every property the server gives set at once: a feed
     /// page makes thousands, and each property set after `init` is a checked access.
-    init(stored recordType: String, recordID: RecordID, fields: FieldsAsRead, parent: RecordID?, changeTag: String,
-         modificationDate: Date, creationDate: Date, creator: RecordID?, modifier: RecordID?, shortGUID: String?, storedBytes: Int,
-         share: RecordID?) {
+    init(
+        stored recordType: String,
+        recordID: RecordID,
+        fields: FieldsAsRead,
+        parent: RecordID?,
+        changeTag: String,
+        modificationDate: Date,
+        creationDate: Date,
+        creator: RecordID?,
+        modifier: RecordID?,
+        shortGUID: String?,
+        storedBytes: Int,
+        share: RecordID?
+    ) {
         self.recordType = recordType
         self.recordID = recordID
         switch fields {

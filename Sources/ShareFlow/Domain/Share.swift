@@ -35,7 +35,10 @@ public final class Share: Record {
     package var addedParticipantIDs: Set<String> = []
 
     public var title: String? {
-        get { if case .string(let s) = fields["cloudkit.title"] { return s }; return nil }
+        get {
+            if case .string(let s) = fields["cloudkit.title"] { return s }
+            return nil
+        }
         set { fields["cloudkit.title"] = newValue.map { .string($0) } }
     }
 
@@ -47,8 +50,10 @@ public final class Share: Record {
     public init(rootRecord: Record, recordName: String = "Share-" + RandomIdentifier.uuidString()) {
         rootRecordID = rootRecord.recordID
         self.rootRecord = rootRecord
-        super.init(recordType: Share.recordType,
-                   recordID: RecordID(recordName: recordName, zoneID: rootRecord.recordID.zoneID))
+        super.init(
+            recordType: Share.recordType,
+            recordID: RecordID(recordName: recordName, zoneID: rootRecord.recordID.zoneID)
+        )
         rootRecord.share = recordID
     }
 
@@ -144,9 +149,17 @@ public final class ShareMetadata: CustomStringConvertible {
     public let participantStatus: ParticipantAcceptanceStatus
     public let participantPermission: ParticipantPermission
 
-    init(containerID: ContainerID, share: Share, url: String, ownerIdentity: UserIdentity,
-         hierarchicalRootRecordID: RecordID?, rootRecord: Record?, participantRole: ParticipantRole,
-         participantStatus: ParticipantAcceptanceStatus, participantPermission: ParticipantPermission) {
+    init(
+        containerID: ContainerID,
+        share: Share,
+        url: String,
+        ownerIdentity: UserIdentity,
+        hierarchicalRootRecordID: RecordID?,
+        rootRecord: Record?,
+        participantRole: ParticipantRole,
+        participantStatus: ParticipantAcceptanceStatus,
+        participantPermission: ParticipantPermission
+    ) {
         self.containerID = containerID
         self.share = share
         self.url = url

@@ -5,11 +5,11 @@ import Foundation
 public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
     public enum Code: String, Sendable, CaseIterable {
         case partialFailure, serviceUnavailable, requestRateLimited, permissionFailure, unknownItem,
-             invalidArguments, serverRecordChanged, operationCancelled, batchRequestFailed,
-             badDatabase, zoneNotFound, limitExceeded, tooManyParticipants, alreadyShared,
-             referenceViolation, participantMayNeedVerification, changeTokenExpired,
-             // SPEC §15: what fault rules inject (CloudKit's own codes for these failures).
-             networkFailure, zoneBusy, quotaExceeded
+            invalidArguments, serverRecordChanged, operationCancelled, batchRequestFailed,
+            badDatabase, zoneNotFound, limitExceeded, tooManyParticipants, alreadyShared,
+            referenceViolation, participantMayNeedVerification, changeTokenExpired,
+            // SPEC §15: what fault rules inject (CloudKit's own codes for these failures).
+            networkFailure, zoneBusy, quotaExceeded
 
         /// CloudKit's `CKError.Code` raw value.
         public var number: Int {
@@ -71,8 +71,12 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
     /// (CloudKit's `potentialMatchList`), so the caller can tell which address to verify.
     public var potentialMatches: [(participantID: String, lookupInfo: LookupInfo)] = []
 
-    public init(_ code: Code, _ message: String, partialErrors: [(item: String, error: ShareFlowError)] = [],
-                retryAfter: Double? = nil) {
+    public init(
+        _ code: Code,
+        _ message: String,
+        partialErrors: [(item: String, error: ShareFlowError)] = [],
+        retryAfter: Double? = nil
+    ) {
         self.code = code
         self.message = message
         self.partialErrors = partialErrors

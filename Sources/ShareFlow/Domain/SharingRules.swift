@@ -31,8 +31,13 @@ public enum SharingRules {
         public var isAllowed: Bool { self == .allowed }
     }
 
-    public static func decide(_ action: Action, role: ParticipantRole, permission: ParticipantPermission,
-                              status: ParticipantAcceptanceStatus, isPublicShare: Bool) -> Decision {
+    public static func decide(
+        _ action: Action,
+        role: ParticipantRole,
+        permission: ParticipantPermission,
+        status: ParticipantAcceptanceStatus,
+        isPublicShare: Bool
+    ) -> Decision {
         if role == .owner { return .allowed }
         if role == .unknown {
             return .denied(.permissionFailure, "a participant of unknown role may not \(action.phrase)")
@@ -40,13 +45,17 @@ public enum SharingRules {
         let accepted = status == .accepted
         switch action {
         case .readRecords:
-            guard accepted else { return .denied(.permissionFailure, "only accepted participants see the shared records; this one is \(status.rawValue) (R12)") }
+            guard accepted else {
+                return .denied(.permissionFailure, "only accepted participants see the shared records; this one is \(status.rawValue) (R12)")
+            }
             guard permission == .readOnly || permission == .readWrite else {
                 return .denied(.permissionFailure, "participants with permission \(permission.rawValue) may not read the shared records (R12)")
             }
             return .allowed
         case .modifyRecords:
-            guard accepted else { return .denied(.permissionFailure, "only accepted participants may modify shared records; this one is \(status.rawValue) (R12, R13)") }
+            guard accepted else {
+                return .denied(.permissionFailure, "only accepted participants may modify shared records; this one is \(status.rawValue) (R12, R13)")
+            }
             guard permission == .readWrite else {
                 return .denied(.permissionFailure, "\(permission.rawValue) participants may not modify shared records (R13)")
             }
@@ -63,10 +72,12 @@ public enum SharingRules {
             switch status {
             case .pending, .accepted: return .allowed
             case .removed:
-                return isPublicShare ? .allowed
+                return isPublicShare
+                    ? .allowed
                     : .denied(.permissionFailure, "a removed participant of a private share cannot accept until the owner adds them again (R18)")
             case .unknown:
-                return isPublicShare ? .allowed
+                return isPublicShare
+                    ? .allowed
                     : .denied(.permissionFailure, "a private share can be accepted only by participants the owner added (R10)")
             }
         case .deleteShare:
@@ -85,8 +96,14 @@ public enum SharingRules {
     }
 
     /// Throws the denial as a `ShareFlowError` naming `item`.
-    static func require(_ action: Action, role: ParticipantRole, permission: ParticipantPermission,
-                        status: ParticipantAcceptanceStatus, isPublicShare: Bool, item: String) throws {
+    static func require(
+        _ action: Action,
+        role: ParticipantRole,
+        permission: ParticipantPermission,
+        status: ParticipantAcceptanceStatus,
+        isPublicShare: Bool,
+        item: String
+    ) throws {
         if case let .denied(code, reason) = decide(action, role: role, permission: permission, status: status, isPublicShare: isPublicShare) {
             throw ShareFlowError(code, "\(item): \(reason)")
         }

@@ -7,17 +7,26 @@ extension AccountIdentityRow {
     static let publicReader = AccountIdentityRow(Account.publicReader)
 
     init(_ account: Account) {
-        self.init(id: account.id, userRecordID: account.userRecordID, name: account.name, discoverability: account.discoverability,
-                  email: account.email, phone: account.phones.first)
+        self.init(
+            id: account.id,
+            userRecordID: account.userRecordID,
+            name: account.name,
+            discoverability: account.discoverability,
+            email: account.email,
+            phone: account.phones.first
+        )
     }
 
     /// The identity others see for this account, found through `lookupInfo` (else its first
     /// email or phone); its name only where R2 reveals it.
     func identity(lookupInfo: LookupInfo?, contactIdentifiers: [String] = []) -> UserIdentity {
-        UserIdentity(userRecordID: userRecordID,
-                     lookupInfo: lookupInfo ?? email.map { .emailAddress($0) } ?? phone.map { .phoneNumber($0) },
-                     nameComponents: discoverability == .granted ? name : nil,
-                     hasiCloudAccount: true, contactIdentifiers: contactIdentifiers)
+        UserIdentity(
+            userRecordID: userRecordID,
+            lookupInfo: lookupInfo ?? email.map { .emailAddress($0) } ?? phone.map { .phoneNumber($0) },
+            nameComponents: discoverability == .granted ? name : nil,
+            hasiCloudAccount: true,
+            contactIdentifiers: contactIdentifiers
+        )
     }
 
     /// How the account is named on its own participant row.

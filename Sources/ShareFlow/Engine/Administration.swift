@@ -21,8 +21,13 @@ extension Engine {
             try db.pendingInvitations(addedBefore: cutoff).map { row in
                 var title: String?
                 if case .string(let t) = row.fields["cloudkit.title"] { title = t }
-                return Invitation(participantID: row.participantID, shareURL: shareURL(token: row.token), shareTitle: title,
-                                  lookupInfo: row.lookup, addedAt: row.addedAt)
+                return Invitation(
+                    participantID: row.participantID,
+                    shareURL: shareURL(token: row.token),
+                    shareTitle: title,
+                    lookupInfo: row.lookup,
+                    addedAt: row.addedAt
+                )
             }
         }
     }
@@ -33,8 +38,9 @@ extension Engine {
     public func removeParticipant(_ participantID: String, reason: RemovalReason) throws -> Bool {
         try transaction { db in
             guard let shareID = try db.shareID(ofParticipant: participantID), let shareRow = try db.share(id: shareID),
-                  let p = try participantRows(share: shareID, db: db).first(where: { $0.participantID == participantID }),
-                  p.status != .removed else { return false }
+                let p = try participantRows(share: shareID, db: db).first(where: { $0.participantID == participantID }),
+                p.status != .removed
+            else { return false }
             guard p.role != .owner else { throw ShareFlowError.invalid("the owner of a share cannot be removed from it") }
             let zone = try zoneRow(id: shareRow.zoneRowID, db: db)
             let owner = try self.owner(of: zone, db: db)
@@ -86,7 +92,9 @@ extension Engine {
             func account(_ who: String?) throws -> (id: Int64?, lookup: LookupInfo?)? {
                 guard let who else { return nil }
                 let trimmed = who.trimmingCharacters(in: .whitespaces)
-                let lookup = trimmed.hasPrefix("_") ? try LookupInfo(userRecordID: trimmed)
+                let lookup =
+                    trimmed.hasPrefix("_")
+                    ? try LookupInfo(userRecordID: trimmed)
                     : trimmed.contains("@") ? try LookupInfo(emailAddress: trimmed) : try LookupInfo(phoneNumber: trimmed)
                 return (try accountID(for: lookup, db: db), lookup)
             }
@@ -110,15 +118,31 @@ extension Engine {
                 var entries: [ShareAudit.Entry] = []
                 for (r, account) in rows {
                     let userRecordID = try r.accountID.map { try (account ?? accountIdentity(id: $0, db: db)).userRecordID }
-                    entries.append(ShareAudit.Entry(participantID: r.participantID, lookupInfo: r.lookup, userRecordID: userRecordID,
-                                                    role: r.role, permission: r.permission, acceptanceStatus: r.status))
+                    entries.append(
+                        ShareAudit.Entry(
+                            participantID: r.participantID,
+                            lookupInfo: r.lookup,
+                            userRecordID: userRecordID,
+                            role: r.role,
+                            permission: r.permission,
+                            acceptanceStatus: r.status
+                        )
+                    )
                 }
-                audits.append(ShareAudit(url: shareURL(token: row.token), containerIdentifier: zone.container.identifier,
-                                         environment: zone.container.environment,
-                                         shareRecordID: RecordID(recordName: row.recordName, zoneID: zone.zoneID), title: title,
-                                         ownerUserRecordID: ownerAccount.userRecordID, ownerLookupInfo: ownerAccount.primaryLookup,
-                                         rootRecordID: row.rootName.map { RecordID(recordName: $0, zoneID: zone.zoneID) },
-                                         publicPermission: row.publicPermission, participants: entries))
+                audits.append(
+                    ShareAudit(
+                        url: shareURL(token: row.token),
+                        containerIdentifier: zone.container.identifier,
+                        environment: zone.container.environment,
+                        shareRecordID: RecordID(recordName: row.recordName, zoneID: zone.zoneID),
+                        title: title,
+                        ownerUserRecordID: ownerAccount.userRecordID,
+                        ownerLookupInfo: ownerAccount.primaryLookup,
+                        rootRecordID: row.rootName.map { RecordID(recordName: $0, zoneID: zone.zoneID) },
+                        publicPermission: row.publicPermission,
+                        participants: entries
+                    )
+                )
             }
             return audits
         }

@@ -35,8 +35,13 @@ extension CloudDatabase {
     /// `maxBytes`: the page ends early, `moreComing`, once its records reach this many stored
     /// bytes (one record more at most; at least one entry when above 0, none at 0): what an
     /// answer of a bounded size can carry.
-    public func recordZoneChanges(_ zoneID: RecordZoneID, since token: String? = nil, resultsLimit: Int? = nil,
-                                  desiredKeys: [String]? = nil, maxBytes: Int? = nil) throws -> RecordZoneChanges {
+    public func recordZoneChanges(
+        _ zoneID: RecordZoneID,
+        since token: String? = nil,
+        resultsLimit: Int? = nil,
+        desiredKeys: [String]? = nil,
+        maxBytes: Int? = nil
+    ) throws -> RecordZoneChanges {
         try engine.faultGate("recordZoneChanges", self, items: [FaultItem(zone: zoneID.zoneName)]) {
             try engine.recordZoneChanges(zoneID, since: token, resultsLimit: resultsLimit, desiredKeys: desiredKeys, maxBytes: maxBytes, in: self)
         }
@@ -70,7 +75,10 @@ extension Engine {
     func feedLimit(_ resultsLimit: Int?) throws -> Int {
         guard let resultsLimit else { return Engine.feedPageLimit }
         guard (1...Engine.feedResultsLimitMaximum).contains(resultsLimit) else {
-            throw ShareFlowError(.invalidArguments, "resultsLimit must be a whole number from 1 to \(Engine.feedResultsLimitMaximum), not \(resultsLimit)")
+            throw ShareFlowError(
+                .invalidArguments,
+                "resultsLimit must be a whole number from 1 to \(Engine.feedResultsLimitMaximum), not \(resultsLimit)"
+            )
         }
         return min(resultsLimit, Engine.feedPageLimit)
     }
@@ -82,8 +90,14 @@ extension Engine {
         }
     }
 
-    func recordZoneChanges(_ zoneID: RecordZoneID, since token: String?, resultsLimit: Int?, desiredKeys: [String]?,
-                           maxBytes: Int? = nil, in database: CloudDatabase) throws -> RecordZoneChanges {
+    func recordZoneChanges(
+        _ zoneID: RecordZoneID,
+        since token: String?,
+        resultsLimit: Int?,
+        desiredKeys: [String]?,
+        maxBytes: Int? = nil,
+        in database: CloudDatabase
+    ) throws -> RecordZoneChanges {
         try checkFeedDatabase(database)
         let limit = try feedLimit(resultsLimit)
         if faults.isArmed, let injected = zoneFeedFault(zoneID, sentChangeToken: token != nil, in: database) { throw injected }
@@ -110,7 +124,10 @@ extension Engine {
             var last: Int64?
             for row in rows.prefix(limit) {
                 if let made = row.record {
-                    guard let record = made else { changes.moreComing = true; break }
+                    guard let record = made else {
+                        changes.moreComing = true
+                        break
+                    }
                     changes.modifications.append(record)
                 } else {
                     changes.deletions.append((RecordID(recordName: row.name, zoneID: zone.zoneID), row.type))
@@ -119,9 +136,15 @@ extension Engine {
             }
             let keptFrom = try db.zoneLogBounds(zone: zone.id)?.keptFrom ?? 0
             let end = ChangeToken.end(last ?? position, moreComing: changes.moreComing, keptFrom: keptFrom)
-            changes.changeToken = try ChangeToken(kind: .zone, environment: database.container.containerID.environment,
-                                                  scope: database.databaseScope, target: zone.id, viewer: caller.id, seq: end,
-                                                  floor: end < keptFrom ? floor : 0).encoded(key: db.changeTokenKey())
+            changes.changeToken = try ChangeToken(
+                kind: .zone,
+                environment: database.container.containerID.environment,
+                scope: database.databaseScope,
+                target: zone.id,
+                viewer: caller.id,
+                seq: end,
+                floor: end < keptFrom ? floor : 0
+            ).encoded(key: db.changeTokenKey())
             return changes
         }
     }
@@ -134,18 +157,32 @@ extension Engine {
             let viewer: Int64? = database.databaseScope == .shared ? caller.id : nil
             // The viewer's last entry: where a fetch from the start would end (past the
             // pruned part of the log, as the fetch's token is: ChangeToken.end).
-            let position = ChangeToken.end(try db.zoneFeedEnd(zone: zone.id, viewer: viewer), moreComing: false,
-                                           keptFrom: try db.zoneLogBounds(zone: zone.id)?.keptFrom ?? 0)
-            return try ChangeToken(kind: .zone, environment: database.container.containerID.environment, scope: database.databaseScope,
-                                   target: zone.id, viewer: caller.id, seq: position).encoded(key: db.changeTokenKey())
+            let position = ChangeToken.end(
+                try db.zoneFeedEnd(zone: zone.id, viewer: viewer),
+                moreComing: false,
+                keptFrom: try db.zoneLogBounds(zone: zone.id)?.keptFrom ?? 0
+            )
+            return try ChangeToken(
+                kind: .zone,
+                environment: database.container.containerID.environment,
+                scope: database.databaseScope,
+                target: zone.id,
+                viewer: caller.id,
+                seq: position
+            ).encoded(key: db.changeTokenKey())
         }
     }
 
     /// The zone a feed reads and the position to read after: the token's, checked against
     /// the zone, the caller, the database and the log's kept part; and the floor the next
     /// token carries (`ChangeToken.floor`).
-    private func zoneFeedPosition(_ zoneID: RecordZoneID, token: String?, caller: AccountIdentityRow, database: CloudDatabase,
-                                  db: StoreTransaction) throws -> (ZoneRow, Int64, Int64) {
+    private func zoneFeedPosition(
+        _ zoneID: RecordZoneID,
+        token: String?,
+        caller: AccountIdentityRow,
+        database: CloudDatabase,
+        db: StoreTransaction
+    ) throws -> (ZoneRow, Int64, Int64) {
         guard !zoneID.isDefaultZone else {
             throw ShareFlowError(.invalidArguments, "the default zone has no change feed; only custom zones do (S2)")
         }
@@ -153,19 +190,29 @@ extension Engine {
         guard let token else { return (zone, 0, try db.zoneLogBounds(zone: zone.id)?.keptFrom ?? 0) }
         let decoded = try ChangeToken.decode(token, key: db.changeTokenKey(), kind: .zone)
         guard decoded.environment == database.container.containerID.environment, decoded.scope == database.databaseScope,
-              decoded.viewer == caller.id else {
-            throw ShareFlowError(.invalidArguments, "the change token is of another \(decoded.environment != database.container.containerID.environment ? "environment" : decoded.scope != database.databaseScope ? "database" : "user")")
+            decoded.viewer == caller.id
+        else {
+            throw ShareFlowError(
+                .invalidArguments,
+                "the change token is of another \(decoded.environment != database.container.containerID.environment ? "environment" : decoded.scope != database.databaseScope ? "database" : "user")"
+            )
         }
         guard decoded.target == zone.id else {
             // The zone deleted and made again under its name: its old positions mean nothing.
             if try db.zoneName(id: decoded.target) == nil {
-                throw ShareFlowError(.changeTokenExpired, "the change token is of a zone '\(zoneID.zoneName)' deleted since; fetch again from the start")
+                throw ShareFlowError(
+                    .changeTokenExpired,
+                    "the change token is of a zone '\(zoneID.zoneName)' deleted since; fetch again from the start"
+                )
             }
             throw ShareFlowError(.invalidArguments, "the change token is of another zone than '\(zoneID.zoneName)'")
         }
         let bounds = try db.zoneLogBounds(zone: zone.id)
         if let bounds, decoded.seq < bounds.keptFrom, decoded.floor < bounds.keptFrom {
-            throw ShareFlowError(.changeTokenExpired, "the change token of zone '\(zoneID.zoneName)' is older than the kept log; fetch again from the start")
+            throw ShareFlowError(
+                .changeTokenExpired,
+                "the change token of zone '\(zoneID.zoneName)' is older than the kept log; fetch again from the start"
+            )
         }
         if let bounds, decoded.seq > bounds.current {
             throw ShareFlowError(.invalidArguments, "the change token of zone '\(zoneID.zoneName)' names a position the zone has not reached")
@@ -180,10 +227,15 @@ extension Engine {
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
             let feed = try db.feed(account: caller.id, container: database.container.containerID, scope: scope)
             // As the last page of a fetch from the start ends (ChangeToken.end).
-            return ChangeToken(kind: .database, environment: database.container.containerID.environment, scope: database.databaseScope,
-                               target: feed?.id ?? 0, viewer: caller.id,
-                               seq: ChangeToken.end(feed?.current ?? 0, moreComing: false, keptFrom: feed?.keptFrom ?? 0))
-                .encoded(key: try db.changeTokenKey())
+            return ChangeToken(
+                kind: .database,
+                environment: database.container.containerID.environment,
+                scope: database.databaseScope,
+                target: feed?.id ?? 0,
+                viewer: caller.id,
+                seq: ChangeToken.end(feed?.current ?? 0, moreComing: false, keptFrom: feed?.keptFrom ?? 0)
+            )
+            .encoded(key: try db.changeTokenKey())
         }
     }
 
@@ -201,7 +253,8 @@ extension Engine {
             if let token {
                 let decoded = try ChangeToken.decode(token, key: key, kind: .database)
                 guard decoded.environment == database.container.containerID.environment, decoded.scope == database.databaseScope,
-                      decoded.viewer == caller.id, decoded.target == feed?.id ?? 0 || (decoded.target == 0 && decoded.seq == 0) else {
+                    decoded.viewer == caller.id, decoded.target == feed?.id ?? 0 || (decoded.target == 0 && decoded.seq == 0)
+                else {
                     throw ShareFlowError(.invalidArguments, "the database change token is of another database, container, environment or user")
                 }
                 if let feed, decoded.seq < feed.keptFrom, decoded.floor < feed.keptFrom {
@@ -222,9 +275,15 @@ extension Engine {
             }
             let keptFrom = feed?.keptFrom ?? 0
             let end = ChangeToken.end(page.last?.seq ?? position, moreComing: changes.moreComing, keptFrom: keptFrom)
-            changes.changeToken = ChangeToken(kind: .database, environment: database.container.containerID.environment,
-                                              scope: database.databaseScope, target: feed?.id ?? 0, viewer: caller.id,
-                                              seq: end, floor: end < keptFrom ? floor : 0).encoded(key: key)
+            changes.changeToken = ChangeToken(
+                kind: .database,
+                environment: database.container.containerID.environment,
+                scope: database.databaseScope,
+                target: feed?.id ?? 0,
+                viewer: caller.id,
+                seq: end,
+                floor: end < keptFrom ? floor : 0
+            ).encoded(key: key)
             return changes
         }
         purgeFaults(&page, in: database)
@@ -236,7 +295,10 @@ extension Engine {
 /// environment and database, and the position; signed, so a forged or altered one is refused.
 /// Deterministic: the same position gives the same string.
 struct ChangeToken: Equatable {
-    enum Kind: UInt8 { case zone = 1, database = 2 }
+    enum Kind: UInt8 {
+        case zone = 1
+        case database = 2
+    }
     let kind: Kind
     let environment: CloudEnvironment
     let scope: DatabaseScope
@@ -287,25 +349,33 @@ struct ChangeToken: Equatable {
     /// The two keys a sealed token uses, derived from the store's change-token key.
     private static func keys(_ key: [UInt8]) -> (seal: SymmetricKey, nonce: SymmetricKey) {
         let root = SymmetricKey(data: key)
-        return (SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array("shareflow change token: seal".utf8), using: root))),
-                SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array("shareflow change token: nonce".utf8), using: root))))
+        return (
+            SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array("shareflow change token: seal".utf8), using: root))),
+            SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array("shareflow change token: nonce".utf8), using: root)))
+        )
     }
 
     /// A sealed token's plaintext, or nil when it was not sealed with `key` (altered, forged,
     /// or a nonce other than its own: one position, one string).
     private static func unseal(_ bytes: [UInt8], key: [UInt8]) -> [UInt8]? {
         guard bytes.count == 1 + 12 + plainBytes + 16, bytes[0] == versionSealed else { return nil }
-        let nonce = Array(bytes[1..<13]), sealed = Array(bytes[13..<(13 + plainBytes)]), tag = Array(bytes[(13 + plainBytes)...])
+        let nonce = Array(bytes[1..<13])
+        let sealed = Array(bytes[13..<(13 + plainBytes)])
+        let tag = Array(bytes[(13 + plainBytes)...])
         let keys = keys(key)
         guard let box = try? AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: sealed, tag: tag),
-              let plain = try? Array(AES.GCM.open(box, using: keys.seal)),
-              Array(HMAC<SHA256>.authenticationCode(for: plain, using: keys.nonce).prefix(12)) == nonce else { return nil }
+            let plain = try? Array(AES.GCM.open(box, using: keys.seal)),
+            Array(HMAC<SHA256>.authenticationCode(for: plain, using: keys.nonce).prefix(12)) == nonce
+        else { return nil }
         return plain
     }
 
     /// The token `string` of a `kind` feed, or `invalidArguments` saying why not.
     static func decode(_ string: String, key: [UInt8], kind: Kind) throws -> ChangeToken {
-        let invalid = ShareFlowError(.invalidArguments, "the change token '\(StoredRow.excerpt(string))' is not one ShareFlow gave (forged, altered or cut)")
+        let invalid = ShareFlowError(
+            .invalidArguments,
+            "the change token '\(StoredRow.excerpt(string))' is not one ShareFlow gave (forged, altered or cut)"
+        )
         guard string.utf8.count < 200 else { throw invalid }
         guard let bytes = Base64URL.decode(string) else { throw invalid }
         // The token's fields in the sealed layout: kind, environment, scope, 0, then target,
@@ -321,16 +391,28 @@ struct ChangeToken: Equatable {
             let length = bytes.count - macBytes
             let body = Array(bytes[0..<length])
             let mac = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: key))
-            guard Array(mac.prefix(macBytes)) == Array(bytes[length...]), body[0] == (length == 28 ? version : versionWithFloor) else { throw invalid }
+            guard Array(mac.prefix(macBytes)) == Array(bytes[length...]), body[0] == (length == 28 ? version : versionWithFloor) else {
+                throw invalid
+            }
             plain = Array(body[1...3]) + [0] + Array(body[4...]) + (length == 28 ? [UInt8](repeating: 0, count: 8) : [])
         }
         guard let tokenKind = Kind(rawValue: plain[0]), plain[1] <= 1, plain[2] <= 1, plain[3] == 0 else { throw invalid }
         guard tokenKind == kind else {
-            throw ShareFlowError(.invalidArguments, "the change token is a \(tokenKind == .zone ? "zone's" : "database's"), not a \(kind == .zone ? "zone's" : "database's")")
+            throw ShareFlowError(
+                .invalidArguments,
+                "the change token is a \(tokenKind == .zone ? "zone's" : "database's"), not a \(kind == .zone ? "zone's" : "database's")"
+            )
         }
         func int(_ at: Int) -> Int64 { plain[at..<at + 8].reduce(Int64(0)) { $0 << 8 | Int64($1) } }
-        return ChangeToken(kind: tokenKind, environment: plain[1] == 1 ? .production : .development, scope: plain[2] == 1 ? .shared : .private,
-                           target: int(4), viewer: int(12), seq: int(20), floor: int(28))
+        return ChangeToken(
+            kind: tokenKind,
+            environment: plain[1] == 1 ? .production : .development,
+            scope: plain[2] == 1 ? .shared : .private,
+            target: int(4),
+            viewer: int(12),
+            seq: int(20),
+            floor: int(28)
+        )
     }
 }
 
@@ -359,7 +441,9 @@ enum Base64URL {
     /// length no encoding gives (a remainder of one character).
     static func decode(_ string: String) -> [UInt8]? {
         var out: [UInt8] = []
-        var group: UInt32 = 0, bits = 0, count = 0
+        var group: UInt32 = 0
+        var bits = 0
+        var count = 0
         for c in string.utf8 {
             let v: UInt8
             switch c {

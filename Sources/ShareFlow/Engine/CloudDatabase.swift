@@ -30,10 +30,13 @@ public final class CloudDatabase {
     /// Each ID's record or error, in input order.
     public func fetchRecords(_ ids: [RecordID]) -> [(RecordID, Result<Record, ShareFlowError>)] {
         // One request, however many records: its fault decided once.
-        let fetch = { ids.map { id -> (RecordID, Result<Record, ShareFlowError>) in
-            do { return (id, .success(try self.fetchRecord(id))) }
-            catch { return (id, .failure(error as? ShareFlowError ?? ShareFlowError(.serviceUnavailable, "\(error)").forOperator())) }
-        } }
+        let fetch = {
+            ids.map { id -> (RecordID, Result<Record, ShareFlowError>) in
+                do { return (id, .success(try self.fetchRecord(id))) } catch {
+                    return (id, .failure(error as? ShareFlowError ?? ShareFlowError(.serviceUnavailable, "\(error)").forOperator()))
+                }
+            }
+        }
         return engine.faultScope("fetchRecords", self, items: ids.map { FaultItem($0) }, fetch)
     }
 
@@ -48,12 +51,26 @@ public final class CloudDatabase {
     /// `deletingOnlyAtTags`: record IDs whose delete must find this change tag on the server
     /// (R21, checked in the same transaction; otherwise `serverRecordChanged`); the others are
     /// deleted whatever their tag, as CloudKit's deletes are.
-    public func modifyRecords(saving: [Record] = [], deleting: [RecordID] = [],
-                              savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
-                              atomically: Bool = true, deletingOnlyAtTags: [RecordID: String] = [:]) throws -> ModifyResult {
-        try engine.faultGate("modifyRecords", self, items: saving.map { FaultItem($0.recordID, type: $0.recordType) } + deleting.map { FaultItem($0) }) {
-            try engine.modifyRecords(saving: saving, deleting: deleting, savePolicy: savePolicy, atomic: atomically,
-                                     deleteTags: deletingOnlyAtTags, in: self)
+    public func modifyRecords(
+        saving: [Record] = [],
+        deleting: [RecordID] = [],
+        savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
+        atomically: Bool = true,
+        deletingOnlyAtTags: [RecordID: String] = [:]
+    ) throws -> ModifyResult {
+        try engine.faultGate(
+            "modifyRecords",
+            self,
+            items: saving.map { FaultItem($0.recordID, type: $0.recordType) } + deleting.map { FaultItem($0) }
+        ) {
+            try engine.modifyRecords(
+                saving: saving,
+                deleting: deleting,
+                savePolicy: savePolicy,
+                atomic: atomically,
+                deleteTags: deletingOnlyAtTags,
+                in: self
+            )
         }
     }
 

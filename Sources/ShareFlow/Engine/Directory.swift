@@ -10,8 +10,12 @@ public struct Directory {
     let engine: Engine
 
     @discardableResult
-    public func create(emails: [String] = [], phones: [String] = [], name: NameComponents = NameComponents(),
-                       discoverable: Bool = false) throws -> Account {
+    public func create(
+        emails: [String] = [],
+        phones: [String] = [],
+        name: NameComponents = NameComponents(),
+        discoverable: Bool = false
+    ) throws -> Account {
         let emails = try emails.map(LookupInfo.normalizedEmail)
         let phones = try phones.map(LookupInfo.normalizedPhone)
         guard !emails.isEmpty || !phones.isEmpty else {
@@ -19,8 +23,12 @@ public struct Directory {
         }
         engine.accountsChanged()
         return try engine.transaction { db in
-            let id = try db.insertAccount(userRecordID: Account.newUserRecordID(), name: name,
-                                          discoverability: discoverable ? .granted : .initialState, at: Date().timeIntervalSince1970)
+            let id = try db.insertAccount(
+                userRecordID: Account.newUserRecordID(),
+                name: name,
+                discoverability: discoverable ? .granted : .initialState,
+                at: Date().timeIntervalSince1970
+            )
             for email in emails { try insertAddress(.emailAddress(email), account: id, db: db) }
             for phone in phones { try insertAddress(.phoneNumber(phone), account: id, db: db) }
             return try engine.loadAccount(id: id, db: db)
@@ -110,9 +118,12 @@ public struct Directory {
         engine.accountsChanged()
         defer { engine.accountsChanged() }
         return try engine.transaction { db in
-            try db.insertContacts(parsed.map { lookup, identifier in
-                (lookup, identifier ?? "contact-" + RandomIdentifier.uuidString().prefix(8).lowercased())
-            }, account: account.id)
+            try db.insertContacts(
+                parsed.map { lookup, identifier in
+                    (lookup, identifier ?? "contact-" + RandomIdentifier.uuidString().prefix(8).lowercased())
+                },
+                account: account.id
+            )
             return try engine.loadAccount(id: account.id, db: db)
         }
     }

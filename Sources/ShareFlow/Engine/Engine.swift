@@ -123,7 +123,10 @@ public final class Engine: @unchecked Sendable {
         // asked) is refused, as inside any read (`Store.write`): committed on the engine's
         // connection, it would be invisible to the read's own snapshot going on around it.
         if readsBeside, threadCalls.besideDepth > 0 {
-            throw ShareFlowError(.serviceUnavailable, "store \(store.path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
+            throw ShareFlowError(
+                .serviceUnavailable,
+                "store \(store.path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns"
+            ).forOperator()
         }
         return try locked { try transactionLocked(scope, body) }
     }

@@ -17,11 +17,25 @@ public struct CredentialBook {
     let engine: Engine
 
     /// Records a credential by its hash (the same hash again updates its account and expiry).
-    public func add(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment? = nil, hash: String,
-                    accountID: Int64? = nil, expiresAt: Double? = nil, publicKey: String? = nil) throws {
+    public func add(
+        _ kind: StoredCredential.Kind,
+        container: String,
+        environment: CloudEnvironment? = nil,
+        hash: String,
+        accountID: Int64? = nil,
+        expiresAt: Double? = nil,
+        publicKey: String? = nil
+    ) throws {
         try engine.locked {
-            try engine.store.addCredential(kind, container: container, environment: environment, hash: hash,
-                                           accountID: accountID, expiresAt: expiresAt, publicKey: publicKey)
+            try engine.store.addCredential(
+                kind,
+                container: container,
+                environment: environment,
+                hash: hash,
+                accountID: accountID,
+                expiresAt: expiresAt,
+                publicKey: publicKey
+            )
         }
     }
 

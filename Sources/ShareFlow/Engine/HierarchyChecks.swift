@@ -7,10 +7,16 @@ extension Engine {
     /// `saveOrder` arranges), and is neither the record nor one of its descendants.
     func checkParent(_ parentName: String, of name: String, zone: ZoneRow, item: String, db: StoreTransaction) throws {
         guard parentName != name else {
-            throw ShareFlowError(.referenceViolation, "\(item): its parent \(parentName) is the record itself; parent chains never form a cycle (R25)")
+            throw ShareFlowError(
+                .referenceViolation,
+                "\(item): its parent \(parentName) is the record itself; parent chains never form a cycle (R25)"
+            )
         }
         guard try db.recordExists(zone: zone.id, name: parentName) else {
-            throw ShareFlowError(.referenceViolation, "\(item): its parent \(parentName) does not exist in zone \(zone.zoneID.zoneName); save the parent first or in the same call (R25)")
+            throw ShareFlowError(
+                .referenceViolation,
+                "\(item): its parent \(parentName) does not exist in zone \(zone.zoneID.zoneName); save the parent first or in the same call (R25)"
+            )
         }
         // Only a record with children can be above its new parent, so a leaf (every new record
         // but one re-made under a deleted name its orphans still name, R34) costs two index
@@ -27,7 +33,10 @@ extension Engine {
         }
         guard let rootID = share.rootRecordID else {
             if let any = try db.anySharedRoot(zone: zone.id) {
-                throw ShareFlowError(.alreadyShared, "\(item): record \(any) in zone \(zone.zoneID.zoneName) is already shared; a zone share needs an unshared zone (R5)")
+                throw ShareFlowError(
+                    .alreadyShared,
+                    "\(item): record \(any) in zone \(zone.zoneID.zoneName) is already shared; a zone share needs an unshared zone (R5)"
+                )
             }
             return
         }

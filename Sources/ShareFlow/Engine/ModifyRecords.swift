@@ -15,7 +15,8 @@ extension Engine {
     /// path). Read in one snapshot before the write, only where writers run at once.
     func writeScope(_ zones: [RecordZoneID], in database: CloudDatabase) throws -> StoreWriteScope {
         guard store.writersRunAtOnce else { return .wholeStore }
-        let container = database.container.containerID, scope = database.databaseScope
+        let container = database.container.containerID
+        let scope = database.databaseScope
         let caller = database.container.session.accountID
         return try reading { db in
             var me: String?
@@ -33,7 +34,9 @@ extension Engine {
                 }
                 keys.insert(ZoneLockKey(container: container, ownerName: owner, zoneName: zoneID.zoneName))
                 if zoneID.isDefaultZone, scope != .shared, !keys.contains(.zoneIDAllocation),
-                   try db.zoneRowID(container: container, isPublic: scope == .public, ownerID: scope == .public ? 0 : caller, name: zoneID.zoneName) == nil {
+                    try db.zoneRowID(container: container, isPublic: scope == .public, ownerID: scope == .public ? 0 : caller, name: zoneID.zoneName)
+                        == nil
+                {
                     keys.insert(.zoneIDAllocation)
                 }
             }
@@ -41,12 +44,21 @@ extension Engine {
         }
     }
 
-    func modifyRecords(saving: [Record], deleting: [RecordID], savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
-                       atomic: Bool = true, deleteTags: [RecordID: String] = [:], in database: CloudDatabase) throws -> ModifyResult {
+    func modifyRecords(
+        saving: [Record],
+        deleting: [RecordID],
+        savePolicy: RecordSavePolicy = .ifServerRecordUnchanged,
+        atomic: Bool = true,
+        deleteTags: [RecordID: String] = [:],
+        in database: CloudDatabase
+    ) throws -> ModifyResult {
         try Engine.requireSignedIn(database)
         let total = saving.count + deleting.count
         guard total <= ModifyLimits.maxItems else {
-            throw ShareFlowError(.limitExceeded, "a modify call takes at most \(ModifyLimits.maxItems) records and record IDs; this one has \(total) (R22)")
+            throw ShareFlowError(
+                .limitExceeded,
+                "a modify call takes at most \(ModifyLimits.maxItems) records and record IDs; this one has \(total) (R22)"
+            )
         }
         // R22: atomic where every item is in a custom zone, as CloudKit.
         let isAtomic = atomic && (saving.map(\.recordID.zoneID) + deleting.map(\.zoneID)).allSatisfy { !$0.isDefaultZone }
@@ -54,7 +66,8 @@ extension Engine {
         var deletes = [Result<Void, ShareFlowError>?](repeating: nil, count: deleting.count)
         // SPEC §15: the items a rule fails (zoneBusy, partialFailure), decided in input order
         // before any is written, so a seed gives the same items whatever the save order.
-        var injected: [Int: ShareFlowError] = [:], injectedDeletes: [Int: ShareFlowError] = [:]
+        var injected: [Int: ShareFlowError] = [:]
+        var injectedDeletes: [Int: ShareFlowError] = [:]
         if faults.isArmed {
             for (i, r) in saving.enumerated() {
                 injected[i] = itemFault(FaultItem(r.recordID, type: r.recordType), id: r.recordID, client: r, in: database)
@@ -74,14 +87,28 @@ extension Engine {
                         continue
                     }
                     do {
-                        saves[i] = .success(try transaction { db -> Record in
-                            if let share = record as? Share {
-                                return try saveShare(share, in: database, caller: caller, policy: savePolicy,
-                                                     savedInThisCall: savedIDs, db: db)
+                        saves[i] = .success(
+                            try transaction { db -> Record in
+                                if let share = record as? Share {
+                                    return try saveShare(
+                                        share,
+                                        in: database,
+                                        caller: caller,
+                                        policy: savePolicy,
+                                        savedInThisCall: savedIDs,
+                                        db: db
+                                    )
+                                }
+                                return try saveRecord(
+                                    record,
+                                    in: database,
+                                    caller: caller,
+                                    policy: savePolicy,
+                                    savedInThisCall: savedIDs,
+                                    db: db
+                                )
                             }
-                            return try saveRecord(record, in: database, caller: caller, policy: savePolicy,
-                                                  savedInThisCall: savedIDs, db: db)
-                        })
+                        )
                         savedIDs.insert(record.recordID)
                     } catch {
                         saves[i] = .failure(ShareFlowError.wrap(error, store: store))
@@ -99,16 +126,21 @@ extension Engine {
                         deletes[n] = .failure(ShareFlowError.wrap(error, store: store))
                     }
                 }
-                let failed = saves.contains { if case .failure = $0 { true } else { false } }
+                let failed =
+                    saves.contains { if case .failure = $0 { true } else { false } }
                     || deletes.contains { if case .failure = $0 { true } else { false } }
                 if isAtomic && failed { throw BatchRolledBack() }
             }
         } catch is BatchRolledBack {
-            let culprits = (zip(saving, saves).compactMap { r, o -> String? in
-                if case .failure(let e) = o, e.code != .batchRequestFailed { return r.recordID.recordName }; return nil
-            } + zip(deleting, deletes).compactMap { id, o -> String? in
-                if case .failure = o { return id.recordName }; return nil
-            }).joined(separator: ", ")
+            let culprits =
+                (zip(saving, saves).compactMap { r, o -> String? in
+                    if case .failure(let e) = o, e.code != .batchRequestFailed { return r.recordID.recordName }
+                    return nil
+                }
+                + zip(deleting, deletes).compactMap { id, o -> String? in
+                    if case .failure = o { return id.recordName }
+                    return nil
+                }).joined(separator: ", ")
             let notApplied = { (what: String) in
                 ShareFlowError(.batchRequestFailed, "\(what) was not applied: the call is atomic and \(culprits) failed (R22)")
             }
@@ -138,7 +170,8 @@ extension Engine {
     static func saveOrder(_ saving: [Record]) -> [Int] {
         var index: [RecordID: Int] = [:]
         for (i, r) in saving.enumerated() where !(r is Share) { index[r.recordID] = index[r.recordID] ?? i }
-        var order: [Int] = [], state = [Int: Bool]()  // false: visiting, true: done
+        var order: [Int] = []
+        var state = [Int: Bool]()  // false: visiting, true: done
         func visit(_ i: Int) {
             guard state[i] == nil else { return }
             state[i] = false

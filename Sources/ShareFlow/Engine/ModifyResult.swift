@@ -6,8 +6,14 @@ public struct ModifyResult {
     public var deleteResults: [(RecordID, Result<Void, ShareFlowError>)] = []
 
     public var errors: [(item: String, error: ShareFlowError)] {
-        saveResults.compactMap { r, res in if case .failure(let e) = res { return (r.recordID.description, e) }; return nil }
-            + deleteResults.compactMap { id, res in if case .failure(let e) = res { return (id.description, e) }; return nil }
+        saveResults.compactMap { r, res in
+            if case .failure(let e) = res { return (r.recordID.description, e) }
+            return nil
+        }
+            + deleteResults.compactMap { id, res in
+                if case .failure(let e) = res { return (id.description, e) }
+                return nil
+            }
     }
 
     /// `partialFailure` when any item failed.

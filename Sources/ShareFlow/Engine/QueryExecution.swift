@@ -7,8 +7,15 @@ extension Engine {
         var cursor: QueryCursor?
     }
 
-    func runQuery(_ query: Query, zoneID: RecordZoneID?, desiredKeys: [String]?, limit: Int?, after: QueryPosition?,
-                  maxBytes: Int? = nil, in database: CloudDatabase) throws -> QueryPage {
+    func runQuery(
+        _ query: Query,
+        zoneID: RecordZoneID?,
+        desiredKeys: [String]?,
+        limit: Int?,
+        after: QueryPosition?,
+        maxBytes: Int? = nil,
+        in database: CloudDatabase
+    ) throws -> QueryPage {
         try Naming.check(recordType: query.recordType)
         for key in query.sortDescriptors.map(\.key) + query.predicate.keys where !Predicate.systemKeys.contains(key) {
             try Naming.check(fieldKey: key)
@@ -44,7 +51,10 @@ extension Engine {
             func step() throws {
                 read += 1
                 guard let deadline, read & 255 == 0, DispatchTime.now().uptimeNanoseconds > deadline else { return }
-                throw ShareFlowError(.limitExceeded, "the query of \(query.recordType) read \(read) records in \(options.queryTimeLimit!) s without filling its page; sort by modificationDate or recordName (read in order) or narrow it, and page with a smaller resultsLimit (O7)")
+                throw ShareFlowError(
+                    .limitExceeded,
+                    "the query of \(query.recordType) read \(read) records in \(options.queryTimeLimit!) s without filling its page; sort by modificationDate or recordName (read in order) or narrow it, and page with a smaller resultsLimit (O7)"
+                )
             }
             var page: [RecordRow] = []
             var more = false
@@ -61,7 +71,10 @@ extension Engine {
                 try db.records(zone: zone.id, type: query.recordType, order: order, after: after.flatMap { Engine.storeKeyset($0, order) }) { row in
                     try step()
                     guard visible(row.name), matches({ key in Engine.value(of: key, in: row) }) else { return true }
-                    guard page.count < limit, fits(row) else { more = true; return false }
+                    guard page.count < limit, fits(row) else {
+                        more = true
+                        return false
+                    }
                     page.append(row)
                     bytes += row.storedBytes
                     return true
@@ -80,12 +93,16 @@ extension Engine {
                     guard visible(row.name), matches({ key in Engine.value(of: key, in: row) }) else { return true }
                     let p = position(row)
                     if let after, QueryPosition.order(p, after, sorts) != .orderedDescending { return true }
-                    if keep == Int.max { best.append((row, p)); return true }
+                    if keep == Int.max {
+                        best.append((row, p))
+                        return true
+                    }
                     if best.count == keep {
                         guard before(p, best[best.count - 1].position) else { return true }
                         best.removeLast()
                     }
-                    var low = 0, high = best.count
+                    var low = 0
+                    var high = best.count
                     while low < high {
                         let mid = (low + high) / 2
                         if before(best[mid].position, p) { low = mid + 1 } else { high = mid }
@@ -102,9 +119,15 @@ extension Engine {
                 more = page.count < best.count
             }
             let records = try page.map { try makeRecord($0, zone: zone, caller: caller, db: db).copy(keys: desiredKeys) }
-            let cursor = more
-                ? QueryCursor(query: query, zoneID: zoneID, scope: database.databaseScope,
-                              containerID: database.container.containerID, after: position(page.last!))
+            let cursor =
+                more
+                ? QueryCursor(
+                    query: query,
+                    zoneID: zoneID,
+                    scope: database.databaseScope,
+                    containerID: database.container.containerID,
+                    after: position(page.last!)
+                )
                 : nil
             return QueryPage(records: records, cursor: cursor)
         }
@@ -153,13 +176,20 @@ extension Engine {
     /// fetch decides; each name's answer is kept, so a page costs each record of the zone's
     /// parent map once at most, whatever the depth of its chains.
     private func namesVisibleInSharedDatabase(zone: ZoneRow, callerID: Int64, db: StoreTransaction) throws -> (String) -> Bool {
-        var readable = Set<String>(), roots = Set<String>()
+        var readable = Set<String>()
+        var roots = Set<String>()
         for share in try db.shares(zone: zone.id) {
             let me = try participantRow(share: share.id, account: callerID, db: db)
-            let allowed = me.map {
-                SharingRules.decide(.readRecords, role: $0.role, permission: $0.permission, status: $0.status,
-                                    isPublicShare: share.publicPermission != .none).isAllowed
-            } ?? false
+            let allowed =
+                me.map {
+                    SharingRules.decide(
+                        .readRecords,
+                        role: $0.role,
+                        permission: $0.permission,
+                        status: $0.status,
+                        isPublicShare: share.publicPermission != .none
+                    ).isAllowed
+                } ?? false
             guard let root = share.rootName else {
                 if allowed { return { _ in true } }
                 continue
@@ -177,8 +207,15 @@ extension Engine {
             var current: String? = name
             var answer = false
             while let n = current {
-                if let known = memo.known[n] { answer = known; break }
-                if roots.contains(n) { answer = readable.contains(n); path.append(n); break }
+                if let known = memo.known[n] {
+                    answer = known
+                    break
+                }
+                if roots.contains(n) {
+                    answer = readable.contains(n)
+                    path.append(n)
+                    break
+                }
                 // A cycle another program left: the records on it are in no share.
                 guard onPath.insert(n).inserted else { break }
                 path.append(n)
@@ -208,9 +245,17 @@ extension CloudDatabase {
     /// ```swift
     /// let (trips, cursor) = try db.records(matching: Query(recordType: "Trip"), inZoneWith: zone.zoneID)
     /// ```
-    public func records(matching query: Query, inZoneWith zoneID: RecordZoneID? = nil, desiredKeys: [String]? = nil,
-                        resultsLimit: Int? = nil) throws -> (records: [Record], cursor: QueryCursor?) {
-        let page = try engine.faultGate("query", self, items: [FaultItem(zone: zoneID?.zoneName ?? RecordZoneID.defaultZoneName, recordType: query.recordType)]) {
+    public func records(
+        matching query: Query,
+        inZoneWith zoneID: RecordZoneID? = nil,
+        desiredKeys: [String]? = nil,
+        resultsLimit: Int? = nil
+    ) throws -> (records: [Record], cursor: QueryCursor?) {
+        let page = try engine.faultGate(
+            "query",
+            self,
+            items: [FaultItem(zone: zoneID?.zoneName ?? RecordZoneID.defaultZoneName, recordType: query.recordType)]
+        ) {
             try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: nil, in: self)
         }
         return (page.records, page.cursor)
@@ -220,22 +265,43 @@ extension CloudDatabase {
     /// starts, or nil when this one is the last.
     /// With `maxBytes`, the page also ends before the record that would take the records' stored
     /// size past it (never before the first), so a page of big records is several pages.
-    package func records(matching query: Query, inZoneWith zoneID: RecordZoneID?, desiredKeys: [String]?,
-                         resultsLimit: Int?, after: QueryPosition?, maxBytes: Int? = nil) throws -> (records: [Record], next: QueryPosition?) {
-        let page = try engine.faultGate("query", self, items: [FaultItem(zone: zoneID?.zoneName ?? RecordZoneID.defaultZoneName, recordType: query.recordType)]) {
+    package func records(
+        matching query: Query,
+        inZoneWith zoneID: RecordZoneID?,
+        desiredKeys: [String]?,
+        resultsLimit: Int?,
+        after: QueryPosition?,
+        maxBytes: Int? = nil
+    ) throws -> (records: [Record], next: QueryPosition?) {
+        let page = try engine.faultGate(
+            "query",
+            self,
+            items: [FaultItem(zone: zoneID?.zoneName ?? RecordZoneID.defaultZoneName, recordType: query.recordType)]
+        ) {
             try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: after, maxBytes: maxBytes, in: self)
         }
         return (page.records, page.cursor?.after)
     }
 
     /// Goes on from `cursor`, in the database and zone it came from.
-    public func records(continuingMatchFrom cursor: QueryCursor, desiredKeys: [String]? = nil,
-                        resultsLimit: Int? = nil) throws -> (records: [Record], cursor: QueryCursor?) {
+    public func records(
+        continuingMatchFrom cursor: QueryCursor,
+        desiredKeys: [String]? = nil,
+        resultsLimit: Int? = nil
+    ) throws -> (records: [Record], cursor: QueryCursor?) {
         guard cursor.scope == databaseScope, cursor.containerID == container.containerID else {
             throw ShareFlowError.invalid("this cursor belongs to the \(cursor.scope.rawValue) database of \(cursor.containerID) (O7, R32)")
         }
-        let page = try engine.faultGate("query", self, items: [FaultItem(zone: cursor.zoneID?.zoneName ?? RecordZoneID.defaultZoneName,
-                                                                          recordType: cursor.query.recordType)]) {
+        let page = try engine.faultGate(
+            "query",
+            self,
+            items: [
+                FaultItem(
+                    zone: cursor.zoneID?.zoneName ?? RecordZoneID.defaultZoneName,
+                    recordType: cursor.query.recordType
+                )
+            ]
+        ) {
             try engine.runQuery(cursor.query, zoneID: cursor.zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: cursor.after, in: self)
         }
         return (page.records, page.cursor)

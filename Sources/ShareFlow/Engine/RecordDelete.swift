@@ -11,7 +11,10 @@ extension Engine {
         func checkTag(_ row: RecordRow) throws {
             guard let ifTag, ifTag != row.tag else { return }
             let copy = ifTag.isEmpty ? "no change tag given" : "change tag \(ifTag)"
-            throw ShareFlowError(.serverRecordChanged, "\(item) changed on the server since this copy (\(copy), server's \(row.tag)); a delete names the current recordChangeTag: fetch it and delete again (R21)")
+            throw ShareFlowError(
+                .serverRecordChanged,
+                "\(item) changed on the server since this copy (\(copy), server's \(row.tag)); a delete names the current recordChangeTag: fetch it and delete again (R21)"
+            )
         }
         let container = database.container.containerIdentifier
         let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
@@ -27,8 +30,14 @@ extension Engine {
             }
             // R14: a participant deleting the share leaves it; it stays for everyone else.
             guard let me = try participantRow(share: share.id, account: caller.id, db: db) else { throw missing }
-            try SharingRules.require(.deleteShare, role: me.role, permission: me.permission, status: me.status,
-                                     isPublicShare: share.publicPermission != .none, item: "share \(row.name)")
+            try SharingRules.require(
+                .deleteShare,
+                role: me.role,
+                permission: me.permission,
+                status: me.status,
+                isPublicShare: share.publicPermission != .none,
+                item: "share \(row.name)"
+            )
             try checkTag(row)
             let shareObject = try makeShare(share, zone: zone, caller: caller, db: db)
             try setStatus(.removed, of: me, share: shareObject, reason: .left, caller: caller, container: container, db: db)
@@ -39,17 +48,35 @@ extension Engine {
         }
         if database.databaseScope == .shared {
             guard let covering = try shareCovering(zone: zone, recordName: row.name, db: db),
-                  let me = try participantRow(share: covering.id, account: caller.id, db: db),
-                  SharingRules.decide(.readRecords, role: me.role, permission: me.permission, status: me.status,
-                                      isPublicShare: covering.publicPermission != .none).isAllowed else {
+                let me = try participantRow(share: covering.id, account: caller.id, db: db),
+                SharingRules.decide(
+                    .readRecords,
+                    role: me.role,
+                    permission: me.permission,
+                    status: me.status,
+                    isPublicShare: covering.publicPermission != .none
+                ).isAllowed
+            else {
                 throw missing
             }
             if covering.rootName == row.name {
-                try SharingRules.require(.deleteRootRecord, role: me.role, permission: me.permission, status: me.status,
-                                         isPublicShare: covering.publicPermission != .none, item: item)
+                try SharingRules.require(
+                    .deleteRootRecord,
+                    role: me.role,
+                    permission: me.permission,
+                    status: me.status,
+                    isPublicShare: covering.publicPermission != .none,
+                    item: item
+                )
             }
-            try SharingRules.require(.modifyRecords, role: me.role, permission: me.permission, status: me.status,
-                                     isPublicShare: covering.publicPermission != .none, item: item)
+            try SharingRules.require(
+                .modifyRecords,
+                role: me.role,
+                permission: me.permission,
+                status: me.status,
+                isPublicShare: covering.publicPermission != .none,
+                item: item
+            )
         }
         try checkTag(row)
         // R13: deleting a hierarchy's root deletes its share.

@@ -3,8 +3,14 @@ import Foundation
 /// Saving a plain record: who may write where (R13, R30, R37), its type, its parent (R25,
 /// R34), its change tag (R21), what it writes (R29) and that shares still never nest (R5).
 extension Engine {
-    func saveRecord(_ record: Record, in database: CloudDatabase, caller: Account, policy: RecordSavePolicy,
-                    savedInThisCall: Set<RecordID>, db: StoreTransaction) throws -> Record {
+    func saveRecord(
+        _ record: Record,
+        in database: CloudDatabase,
+        caller: Account,
+        policy: RecordSavePolicy,
+        savedInThisCall: Set<RecordID>,
+        db: StoreTransaction
+    ) throws -> Record {
         let id = record.recordID
         let item = "record \(Naming.printable(id.recordName))"
         try checkNaming(record, item: item)
@@ -20,16 +26,24 @@ extension Engine {
             // looked at (its type, its parent's existence): a record outside every share they
             // write answers exactly as a missing one whose parent is outside.
             // R13: a participant saves into a share that covers the record (or its new parent).
-            let covering = existing != nil
+            let covering =
+                existing != nil
                 ? try shareCovering(zone: zone, recordName: id.recordName, db: db)
                 : try shareCovering(zone: zone, recordName: parent?.recordName, db: db)
             guard let covering, let me = try participantRow(share: covering.id, account: caller.id, db: db) else {
                 throw ShareFlowError.denied("\(item) is not in a share \(caller.email ?? caller.userRecordID) participates in")
             }
-            try SharingRules.require(.modifyRecords, role: me.role, permission: me.permission, status: me.status,
-                                     isPublicShare: covering.publicPermission != .none, item: item)
+            try SharingRules.require(
+                .modifyRecords,
+                role: me.role,
+                permission: me.permission,
+                status: me.status,
+                isPublicShare: covering.publicPermission != .none,
+                item: item
+            )
             if let parent, parentMoved,
-               try shareCovering(zone: zone, recordName: parent.recordName, db: db)?.id != covering.id {
+                try shareCovering(zone: zone, recordName: parent.recordName, db: db)?.id != covering.id
+            {
                 throw ShareFlowError.denied("\(item): a participant cannot move a record out of the share (R13)")
             }
             // Taking the parent away moves the record out of a hierarchy share as surely (only
@@ -59,7 +73,10 @@ extension Engine {
             try checkParent(parent.recordName, of: id.recordName, zone: zone, item: item, db: db)
         } else if let parent, try !db.recordExists(zone: zone.id, name: parent.recordName) {
             // R34: a child whose parent was deleted keeps the name, but R25 holds for every save.
-            throw ShareFlowError(.referenceViolation, "\(item): its parent \(parent.recordName) no longer exists in zone \(zone.zoneID.zoneName); save it without a parent or under another (R25, R34)")
+            throw ShareFlowError(
+                .referenceViolation,
+                "\(item): its parent \(parent.recordName) no longer exists in zone \(zone.zoneID.zoneName); save it without a parent or under another (R25, R34)"
+            )
         }
         if database.databaseScope == .public, let existing {
             try Engine.requireCreator(existing, caller: caller, item: item)
@@ -70,10 +87,12 @@ extension Engine {
         // below it. Only a record with a share on it or children pays for the walk up.
         if let parent, parentMoved || existing == nil {
             let rooted = existing == nil ? nil : try shareRow(rootName: id.recordName, zone: zone, db: db)
-            let below = try db.hasChildren(zone: zone.id, name: id.recordName)
+            let below =
+                try db.hasChildren(zone: zone.id, name: id.recordName)
                 ? try db.sharedDescendantRoot(zone: zone.id, below: id.recordName) : nil
             if rooted != nil || below != nil,
-               let above = try shareCovering(zone: zone, recordName: parent.recordName, db: db), above.id != rooted?.id {
+                let above = try shareCovering(zone: zone, recordName: parent.recordName, db: db), above.id != rooted?.id
+            {
                 let what = rooted.map { "roots share \($0.recordName)" } ?? "has shared record \(below!) below it"
                 throw ShareFlowError(.alreadyShared, "\(item) \(what) and cannot join share \(above.recordName) under \(parent.recordName) (R5)")
             }
@@ -86,8 +105,16 @@ extension Engine {
             try db.updateRecord(id: existing.id, fields: stored, parentName: parent?.recordName, tag: tag, by: caller.id, at: now)
             rowID = existing.id
         } else {
-            rowID = try db.insertRecord(zone: zone.id, name: id.recordName, type: record.recordType, fields: stored,
-                                        parentName: parent?.recordName, tag: tag, by: caller.id, at: now)
+            rowID = try db.insertRecord(
+                zone: zone.id,
+                name: id.recordName,
+                type: record.recordType,
+                fields: stored,
+                parentName: parent?.recordName,
+                tag: tag,
+                by: caller.id,
+                at: now
+            )
         }
         if record.requestsShortGUID && existing?.shortGUID == nil {
             try db.setShortGUID(Engine.newShareToken(), record: rowID)

@@ -7,7 +7,10 @@ extension Engine {
     func checkNaming(_ record: Record, item: String) throws {
         // Before any key is looked at: a million keys cost nothing to refuse.
         guard record.fields.count <= ModifyLimits.maxFields else {
-            throw ShareFlowError(.limitExceeded, "\(item) holds \(record.fields.count) fields; a record holds at most \(ModifyLimits.maxFields) (R22)")
+            throw ShareFlowError(
+                .limitExceeded,
+                "\(item) holds \(record.fields.count) fields; a record holds at most \(ModifyLimits.maxFields) (R22)"
+            )
         }
         let id = record.recordID
         try Naming.check(recordName: id.recordName)
@@ -26,24 +29,39 @@ extension Engine {
     }
 
     /// R21 under `ifServerRecordUnchanged`: the copy saved is the server's current one.
-    func checkChangeTag(_ record: Record, existing: RecordRow?, policy: RecordSavePolicy, zone: ZoneRow,
-                                caller: Account, item: String, db: StoreTransaction) throws {
+    func checkChangeTag(
+        _ record: Record,
+        existing: RecordRow?,
+        policy: RecordSavePolicy,
+        zone: ZoneRow,
+        caller: Account,
+        item: String,
+        db: StoreTransaction
+    ) throws {
         guard policy == .ifServerRecordUnchanged else { return }
         let reason: String
         switch (existing, record.recordChangeTag) {
         case (nil, nil):
             return
         case (nil, let tag?):
-            throw ShareFlowError(.unknownItem, "\(item) no longer exists on the server (this copy has change tag \(tag)); save it as a new record, or drop it")
+            throw ShareFlowError(
+                .unknownItem,
+                "\(item) no longer exists on the server (this copy has change tag \(tag)); save it as a new record, or drop it"
+            )
         case (let row?, nil):
-            reason = "\(item) already exists on the server (change tag \(row.tag)); fetch it and change that copy, or save with savePolicy allKeys (R21)"
+            reason =
+                "\(item) already exists on the server (change tag \(row.tag)); fetch it and change that copy, or save with savePolicy allKeys (R21)"
         case (let row?, let tag?):
             guard tag != row.tag else { return }
-            reason = "\(item) changed on the server since this copy was fetched (copy's change tag \(tag), server's \(row.tag)); merge with the error's serverRecord and save again (R21)"
+            reason =
+                "\(item) changed on the server since this copy was fetched (copy's change tag \(tag), server's \(row.tag)); merge with the error's serverRecord and save again (R21)"
         }
         var error = ShareFlowError(.serverRecordChanged, reason)
-        error.conflict = RecordConflict(server: try makeRecord(existing!, zone: zone, caller: caller, db: db),
-                                        client: record.duplicate(), ancestor: record.ancestor())
+        error.conflict = RecordConflict(
+            server: try makeRecord(existing!, zone: zone, caller: caller, db: db),
+            client: record.duplicate(),
+            ancestor: record.ancestor()
+        )
         throw error
     }
 
@@ -54,7 +72,10 @@ extension Engine {
         }
         let stored = try StoredFields(fields)
         guard stored.byteCount <= ModifyLimits.maxRecordBytes else {
-            throw ShareFlowError(.limitExceeded, "\(item) holds \(stored.byteCount) bytes of field data; a record holds at most \(ModifyLimits.maxRecordBytes) (R22)")
+            throw ShareFlowError(
+                .limitExceeded,
+                "\(item) holds \(stored.byteCount) bytes of field data; a record holds at most \(ModifyLimits.maxRecordBytes) (R22)"
+            )
         }
         return stored
     }

@@ -36,17 +36,28 @@ extension Engine {
             guard zoneID.isDefaultZone else {
                 throw ShareFlowError(.zoneNotFound, "zone \(zoneID.zoneName): the public database has only the default zone")
             }
-            return try zoneRow(RecordZoneID(zoneName: zoneID.zoneName, ownerName: Engine.publicOwnerName),
-                               container: container, isPublic: true, create: true, db: db)!
+            return try zoneRow(
+                RecordZoneID(zoneName: zoneID.zoneName, ownerName: Engine.publicOwnerName),
+                container: container,
+                isPublic: true,
+                create: true,
+                db: db
+            )!
         case .private:
             // R24: the current user's name stands for the caller.
-            let zoneID = zoneID.ownerName == RecordZoneID.currentUserName
+            let zoneID =
+                zoneID.ownerName == RecordZoneID.currentUserName
                 ? RecordZoneID(zoneName: zoneID.zoneName, ownerName: caller.userRecordID) : zoneID
             guard zoneID.ownerName == caller.userRecordID else {
-                throw ShareFlowError.denied("zone \(zoneID) is in another user's private database; \(caller.email ?? caller.userRecordID) may use only their own")
+                throw ShareFlowError.denied(
+                    "zone \(zoneID) is in another user's private database; \(caller.email ?? caller.userRecordID) may use only their own"
+                )
             }
             guard let zone = try zoneRow(zoneID, container: container, isPublic: false, create: false, db: db) else {
-                throw ShareFlowError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the private database of \(caller.email ?? caller.userRecordID); save it first")
+                throw ShareFlowError(
+                    .zoneNotFound,
+                    "zone '\(zoneID.zoneName)' does not exist in the private database of \(caller.email ?? caller.userRecordID); save it first"
+                )
             }
             return zone
         case .shared:
@@ -58,7 +69,7 @@ extension Engine {
             var notFound: ShareFlowError { ShareFlowError(.zoneNotFound, "zone \(zoneID) is not shared with \(caller.email ?? caller.userRecordID)") }
             try db.claim(zone: ZoneLockKey(container: container, zoneID: zoneID))
             guard let ownerID = try accountID(for: .userRecordID(zoneID.ownerName), db: db),
-                  let zoneRowID = try db.zoneSharedWith(caller.id, container: container, ownerID: ownerID, name: zoneID.zoneName)
+                let zoneRowID = try db.zoneSharedWith(caller.id, container: container, ownerID: ownerID, name: zoneID.zoneName)
             else { throw notFound }
             return ZoneRow(id: zoneRowID, container: container, ownerID: ownerID, zoneID: zoneID, isPublic: false)
         }
@@ -130,13 +141,20 @@ extension Engine {
         case .notRead: rooted = try db.share(zone: zone.id, rootName: row.name).map { ($0.recordName, $0.token) }
         }
         // The share's token is the short GUID of the record it roots.
-        return Record(stored: row.type, recordID: recordID, fields: row.fieldsAsRead,
-                      parent: row.parentName.map { RecordID(recordName: $0, zoneID: zone.zoneID) }, changeTag: row.tag,
-                      modificationDate: Date(timeIntervalSince1970: row.modifiedAt), creationDate: Date(timeIntervalSince1970: row.createdAt),
-                      creator: row.creatorName.map { RecordID(recordName: $0, zoneID: .default) },
-                      modifier: row.modifierName.map { RecordID(recordName: $0, zoneID: .default) },
-                      shortGUID: rooted?.token ?? row.shortGUID, storedBytes: row.storedBytes,
-                      share: rooted.map { RecordID(recordName: $0.recordName, zoneID: zone.zoneID) })
+        return Record(
+            stored: row.type,
+            recordID: recordID,
+            fields: row.fieldsAsRead,
+            parent: row.parentName.map { RecordID(recordName: $0, zoneID: zone.zoneID) },
+            changeTag: row.tag,
+            modificationDate: Date(timeIntervalSince1970: row.modifiedAt),
+            creationDate: Date(timeIntervalSince1970: row.createdAt),
+            creator: row.creatorName.map { RecordID(recordName: $0, zoneID: .default) },
+            modifier: row.modifierName.map { RecordID(recordName: $0, zoneID: .default) },
+            shortGUID: rooted?.token ?? row.shortGUID,
+            storedBytes: row.storedBytes,
+            share: rooted.map { RecordID(recordName: $0.recordName, zoneID: zone.zoneID) }
+        )
     }
 
     func fetchRecord(_ id: RecordID, in database: CloudDatabase) throws -> Record {
@@ -148,13 +166,24 @@ extension Engine {
             }
             if database.databaseScope == .shared {
                 // R12: only while the caller's participation is accepted; a stranger learns nothing.
-                guard let share = try shareCovering(zone: zone, recordName: row.type == Share.recordType ? nil : row.name,
-                                                    shareRecordName: row.type == Share.recordType ? row.name : nil, db: db),
-                      let me = try participantRow(share: share.id, account: caller.id, db: db) else {
+                guard
+                    let share = try shareCovering(
+                        zone: zone,
+                        recordName: row.type == Share.recordType ? nil : row.name,
+                        shareRecordName: row.type == Share.recordType ? row.name : nil,
+                        db: db
+                    ),
+                    let me = try participantRow(share: share.id, account: caller.id, db: db)
+                else {
                     throw ShareFlowError.unknown("record \(id) does not exist")
                 }
-                if case let .denied(_, reason) = SharingRules.decide(.readRecords, role: me.role, permission: me.permission,
-                                                                     status: me.status, isPublicShare: share.publicPermission != .none) {
+                if case let .denied(_, reason) = SharingRules.decide(
+                    .readRecords,
+                    role: me.role,
+                    permission: me.permission,
+                    status: me.status,
+                    isPublicShare: share.publicPermission != .none
+                ) {
                     // R12: the record is not in this caller's shared database.
                     throw ShareFlowError.unknown("record \(id) is not in the shared database of \(caller.email ?? caller.userRecordID): \(reason)")
                 }
@@ -177,9 +206,15 @@ extension Engine {
 
     /// The share at `url` in `environment` with its zone, in one statement (R32 as `shareRow(url:)`).
     /// `shareAndZone` with the share's own record, in one statement (for `makeShare`).
-    func shareZoneAndRecord(url: String, environment: CloudEnvironment, db: StoreTransaction) throws -> (row: ShareRow, zone: ZoneRow, record: RecordRow)? {
+    func shareZoneAndRecord(
+        url: String,
+        environment: CloudEnvironment,
+        db: StoreTransaction
+    ) throws -> (row: ShareRow, zone: ZoneRow, record: RecordRow)? {
         guard let token = Engine.shareToken(url: url) else { return nil }
-        return try db.shareWithZoneAndRecord(token: token, environment: environment, publicOwnerName: Engine.publicOwnerName).map { ($0.share, $0.zone, $0.record) }
+        return try db.shareWithZoneAndRecord(token: token, environment: environment, publicOwnerName: Engine.publicOwnerName).map {
+            ($0.share, $0.zone, $0.record)
+        }
     }
 
     func shareAndZone(url: String, environment: CloudEnvironment, db: StoreTransaction) throws -> (row: ShareRow, zone: ZoneRow)? {
@@ -224,18 +259,31 @@ extension Engine {
         } else {
             identity = UserIdentity(userRecordID: nil, lookupInfo: row.lookup, nameComponents: nil, hasiCloudAccount: false)
         }
-        return Participant(participantID: row.participantID, userIdentity: identity, role: row.role,
-                           permission: row.permission, acceptanceStatus: row.status)
+        return Participant(
+            participantID: row.participantID,
+            userIdentity: identity,
+            role: row.role,
+            permission: row.permission,
+            acceptanceStatus: row.status
+        )
     }
 
     /// The share as `caller` sees it (R15: the owner and the caller at least). `participants`:
     /// the share's, with their accounts, when the caller read them already in this transaction.
     /// `record`: the share's record as read with it (`shareZoneAndRecord`), else read here.
-    func makeShare(_ row: ShareRow, zone: ZoneRow, caller: some CallerKey, participants: [ParticipantWithAccount]? = nil,
-                   record known: RecordRow? = nil, db: StoreTransaction) throws -> Share {
+    func makeShare(
+        _ row: ShareRow,
+        zone: ZoneRow,
+        caller: some CallerKey,
+        participants: [ParticipantWithAccount]? = nil,
+        record known: RecordRow? = nil,
+        db: StoreTransaction
+    ) throws -> Share {
         let record = try known ?? recordRow(zone: zone, name: row.recordName, db: db)
-        let share = Share(recordID: RecordID(recordName: row.recordName, zoneID: zone.zoneID),
-                          rootRecordID: row.rootName.map { RecordID(recordName: $0, zoneID: zone.zoneID) })
+        let share = Share(
+            recordID: RecordID(recordName: row.recordName, zoneID: zone.zoneID),
+            rootRecordID: row.rootName.map { RecordID(recordName: $0, zoneID: zone.zoneID) }
+        )
         share.fields = record?.fields ?? [:]
         share.recordChangeTag = record?.tag
         share.serverFields = share.fields
@@ -250,7 +298,8 @@ extension Engine {
         let managing = mine.map { $0.role == .owner || ($0.role == .administrator && $0.status == .accepted) } ?? false
         for (p, account) in rows {
             let isMe = p.accountID == caller.id
-            let visible = isMe || p.role == .owner
+            let visible =
+                isMe || p.role == .owner
                 || (p.status != .removed && (managing || (p.status == .accepted && row.publicPermission == .none && mine?.status == .accepted)))
             guard visible else { continue }
             let object = try participantObject(p, account: account, db: db)

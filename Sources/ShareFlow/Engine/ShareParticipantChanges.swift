@@ -6,13 +6,27 @@ extension Engine {
     /// R9, R26: makes the share's participants those the saved object shows (`asShown`), or
     /// (changedKeys) applies only the adds and removes made on the object. Participants R11
     /// just took off stay off unless this save adds them.
-    func applyParticipantChanges(_ share: Share, row: ShareRow, me: ParticipantRow, publicPermission: ParticipantPermission,
-                                         asShown: Bool, caller: Account,
-                                         container: String, item: String, db: StoreTransaction) throws {
+    func applyParticipantChanges(
+        _ share: Share,
+        row: ShareRow,
+        me: ParticipantRow,
+        publicPermission: ParticipantPermission,
+        asShown: Bool,
+        caller: Account,
+        container: String,
+        item: String,
+        db: StoreTransaction
+    ) throws {
         var rows = try participantRows(share: row.id, db: db)
         func requireManage() throws {
-            try SharingRules.require(.manageParticipants, role: me.role, permission: me.permission, status: me.status,
-                                     isPublicShare: publicPermission != .none, item: item)
+            try SharingRules.require(
+                .manageParticipants,
+                role: me.role,
+                permission: me.permission,
+                status: me.status,
+                isPublicShare: publicPermission != .none,
+                item: item
+            )
         }
         var matchedRows = Set<Int64>()
         for p in share.participants {
@@ -48,11 +62,16 @@ extension Engine {
             // A new participant, or a removed one added again.
             try requireManage()
             guard publicPermission == .none else {
-                throw ShareFlowError.invalid("\(item): participants can be added only while publicPermission is none; it is \(publicPermission.rawValue) (R9)")
+                throw ShareFlowError.invalid(
+                    "\(item): participants can be added only while publicPermission is none; it is \(publicPermission.rawValue) (R9)"
+                )
             }
             let role = try newRole(for: p, me: me, item: item)
-            if try askPolicies(PolicyRequest(point: .participantAdd, caller: caller, container: container, share: share, participant: p),
-                               item: item, db: db) {
+            if try askPolicies(
+                PolicyRequest(point: .participantAdd, caller: caller, container: container, share: share, participant: p),
+                item: item,
+                db: db
+            ) {
                 // A policy called back into the engine and changed the store: the add goes on
                 // from the share as it is now, or fails as ShareFlow says it.
                 guard let now = try db.share(id: row.id), now.token == row.token else {
@@ -61,13 +80,22 @@ extension Engine {
                 guard let meNow = try participantRow(share: row.id, account: caller.id, db: db) else {
                     throw ShareFlowError.unknown("\(item) does not exist")
                 }
-                try SharingRules.require(.manageParticipants, role: meNow.role, permission: meNow.permission, status: meNow.status,
-                                         isPublicShare: now.publicPermission != .none, item: item)
+                try SharingRules.require(
+                    .manageParticipants,
+                    role: meNow.role,
+                    permission: meNow.permission,
+                    status: meNow.status,
+                    isPublicShare: now.publicPermission != .none,
+                    item: item
+                )
                 guard now.publicPermission == .none else {
-                    throw ShareFlowError.invalid("\(item): participants can be added only while publicPermission is none; it is \(now.publicPermission.rawValue) (R9)")
+                    throw ShareFlowError.invalid(
+                        "\(item): participants can be added only while publicPermission is none; it is \(now.publicPermission.rawValue) (R9)"
+                    )
                 }
                 rows = try participantRows(share: row.id, db: db)
-                existing = rows.first(where: { $0.participantID == p.participantID })
+                existing =
+                    rows.first(where: { $0.participantID == p.participantID })
                     ?? rows.first(where: { isSamePerson($0, accountID: matched, lookup: p.userIdentity.lookupInfo) })
                 if let existing, existing.status != .removed {
                     // The policy put them on the share itself.
@@ -82,9 +110,18 @@ extension Engine {
                 // A participant ID names one place on one share: an object already placed on
                 // another share (a copy of its participants) gets a fresh one here.
                 let participantID = try db.participantIDExists(p.participantID) ? RandomIdentifier.uuidString() : p.participantID
-                matchedRows.insert(try db.insertParticipant(share: row.id, participantID: participantID, account: matched, lookup: lookup,
-                                                            role: role, permission: p.permission, status: .pending,
-                                                            at: Date().timeIntervalSince1970))
+                matchedRows.insert(
+                    try db.insertParticipant(
+                        share: row.id,
+                        participantID: participantID,
+                        account: matched,
+                        lookup: lookup,
+                        role: role,
+                        permission: p.permission,
+                        status: .pending,
+                        at: Date().timeIntervalSince1970
+                    )
+                )
             }
             rows = try participantRows(share: row.id, db: db)
             p.acceptanceStatus = .pending
@@ -96,9 +133,12 @@ extension Engine {
         }
         // Off the share: as shown, whoever the object no longer lists; under changedKeys, whom
         // the object removed.
-        let leaving = asShown
-            ? rows.filter { !matchedRows.contains($0.id) && $0.status != .removed
-                && ($0.role != .owner || share.removedParticipantIDs.contains($0.participantID)) }
+        let leaving =
+            asShown
+            ? rows.filter {
+                !matchedRows.contains($0.id) && $0.status != .removed
+                    && ($0.role != .owner || share.removedParticipantIDs.contains($0.participantID))
+            }
             : rows.filter { share.removedParticipantIDs.contains($0.participantID) && $0.status != .removed }
         for r in leaving {
             guard r.role != .owner else { throw ShareFlowError.invalid("\(item): the owner cannot be removed from their own share") }
@@ -120,17 +160,29 @@ extension Engine {
             return .administrator
         case .privateUser, .unknown: return .privateUser
         case .owner, .publicUser:
-            throw ShareFlowError.invalid("\(item): a participant added by the owner is a privateUser or an administrator, not \(p.role.rawValue) (R26)")
+            throw ShareFlowError.invalid(
+                "\(item): a participant added by the owner is a privateUser or an administrator, not \(p.role.rawValue) (R26)"
+            )
         }
     }
 
     /// R26: the owner makes a private participant an administrator, or back.
-    private func changeRole(of row: ParticipantRow, to p: Participant, share: Share, me: ParticipantRow, caller: Account,
-                            container: String, item: String, db: StoreTransaction) throws {
+    private func changeRole(
+        of row: ParticipantRow,
+        to p: Participant,
+        share: Share,
+        me: ParticipantRow,
+        caller: Account,
+        container: String,
+        item: String,
+        db: StoreTransaction
+    ) throws {
         guard p.role != row.role, p.role != .unknown else { return }
         let movable: Set<ParticipantRole> = [.administrator, .privateUser]
         guard movable.contains(p.role), movable.contains(row.role) else {
-            throw ShareFlowError.invalid("\(item): the role of \(p.userIdentity) cannot change from \(row.role.rawValue) to \(p.role.rawValue); only privateUser and administrator swap (R26)")
+            throw ShareFlowError.invalid(
+                "\(item): the role of \(p.userIdentity) cannot change from \(row.role.rawValue) to \(p.role.rawValue); only privateUser and administrator swap (R26)"
+            )
         }
         guard me.role == .owner else {
             throw ShareFlowError.denied("\(item): only the owner changes a participant's role (R26)")
@@ -144,8 +196,15 @@ extension Engine {
     }
 
     /// Changes a participant's status; a removal emits `participant.removed` with its reason.
-    func setStatus(_ status: ParticipantAcceptanceStatus, of row: ParticipantRow, share: Share?, reason: RemovalReason?,
-                   caller: Account, container: String, db: StoreTransaction) throws {
+    func setStatus(
+        _ status: ParticipantAcceptanceStatus,
+        of row: ParticipantRow,
+        share: Share?,
+        reason: RemovalReason?,
+        caller: Account,
+        container: String,
+        db: StoreTransaction
+    ) throws {
         try db.setStatus(status, participant: row.id)
         guard status == .removed, let reason else { return }
         var event = Event(.participantRemoved, caller: caller, container: container)

@@ -4,8 +4,14 @@ import Foundation
 /// a stale copy that would change participants (R35) and the participant limit (R8). The
 /// participant list itself is `applyParticipantChanges`'s (ShareParticipantChanges.swift).
 extension Engine {
-    func saveShare(_ share: Share, in database: CloudDatabase, caller: Account, policy: RecordSavePolicy,
-                   savedInThisCall: Set<RecordID>, db: StoreTransaction) throws -> Share {
+    func saveShare(
+        _ share: Share,
+        in database: CloudDatabase,
+        caller: Account,
+        policy: RecordSavePolicy,
+        savedInThisCall: Set<RecordID>,
+        db: StoreTransaction
+    ) throws -> Share {
         let id = share.recordID
         let item = "share \(share.title.map { "'\($0)'" } ?? Naming.printable(id.recordName))"
         try checkNaming(share, item: item)
@@ -52,8 +58,14 @@ extension Engine {
                 throw ShareFlowError.unknown("\(item) does not exist")
             }
             if me.role != .owner {
-                try SharingRules.require(.manageParticipants, role: me.role, permission: me.permission, status: me.status,
-                                         isPublicShare: existing.publicPermission != .none, item: item)
+                try SharingRules.require(
+                    .manageParticipants,
+                    role: me.role,
+                    permission: me.permission,
+                    status: me.status,
+                    isPublicShare: existing.publicPermission != .none,
+                    item: item
+                )
             }
             let record = try recordRow(zone: zone, name: id.recordName, db: db)
             try checkChangeTag(share, existing: record, policy: policy, zone: zone, caller: caller, item: item, db: db)
@@ -88,8 +100,14 @@ extension Engine {
                 stored = existing
                 me = try checkUpdate(existing)
             }
-            try db.updateRecord(id: existing.recordID, fields: try encodeFields(fields, item: item), parentName: nil,
-                                tag: RandomIdentifier.changeTag(), by: caller.id, at: Date().timeIntervalSince1970)
+            try db.updateRecord(
+                id: existing.recordID,
+                fields: try encodeFields(fields, item: item),
+                parentName: nil,
+                tag: RandomIdentifier.changeTag(),
+                by: caller.id,
+                at: Date().timeIntervalSince1970
+            )
         } else {
             guard database.databaseScope == .private else {
                 throw ShareFlowError.denied("\(item): only the zone's owner creates shares, in their private database")
@@ -98,28 +116,51 @@ extension Engine {
             if try askPolicies(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item, db: db) {
                 try zoneStillExists()
                 if let root = share.rootRecordID, try recordRow(zone: zone, name: root.recordName, db: db) == nil {
-                    throw ShareFlowError.unknown("\(item): its root record \(root.recordName) was deleted while the share was being saved (by a policy)")
+                    throw ShareFlowError.unknown(
+                        "\(item): its root record \(root.recordName) was deleted while the share was being saved (by a policy)"
+                    )
                 }
                 try checkCreate()
             }
             let now = Date().timeIntervalSince1970
-            let recordRowID = try db.insertRecord(zone: zone.id, name: id.recordName, type: Share.recordType,
-                                                  fields: try encodeFields(fields, item: item), parentName: nil,
-                                                  tag: RandomIdentifier.changeTag(), by: caller.id, at: now)
+            let recordRowID = try db.insertRecord(
+                zone: zone.id,
+                name: id.recordName,
+                type: Share.recordType,
+                fields: try encodeFields(fields, item: item),
+                parentName: nil,
+                tag: RandomIdentifier.changeTag(),
+                by: caller.id,
+                at: now
+            )
             // The root's reserved short GUID, when a client asked for one (SPEC §13), is the token.
             var token = Engine.newShareToken()
             if let rootName = share.rootRecordID?.recordName, let reserved = try recordRow(zone: zone, name: rootName, db: db)?.shortGUID,
-               try db.share(token: reserved) == nil {
+                try db.share(token: reserved) == nil
+            {
                 token = reserved
             }
-            let shareID = try db.insertShare(record: recordRowID, zone: zone.id, token: token,
-                                             rootName: share.rootRecordID?.recordName)
-            try db.insertParticipant(share: shareID, participantID: RandomIdentifier.uuidString(), account: caller.id,
-                                     lookup: caller.primaryLookup, role: .owner, permission: .readWrite, status: .accepted, at: now)
+            let shareID = try db.insertShare(
+                record: recordRowID,
+                zone: zone.id,
+                token: token,
+                rootName: share.rootRecordID?.recordName
+            )
+            try db.insertParticipant(
+                share: shareID,
+                participantID: RandomIdentifier.uuidString(),
+                account: caller.id,
+                lookup: caller.primaryLookup,
+                role: .owner,
+                permission: .readWrite,
+                status: .accepted,
+                at: now
+            )
             stored = try shareRow(zone: zone, recordName: id.recordName, db: db)
             me = try participantRow(share: shareID, account: caller.id, db: db)
         }
-        var row = stored!, mine = me!
+        var row = stored!
+        var mine = me!
         let isPublic = publicPermission != .none
 
         // R11, only on a real change: changing publicPermission removes pending participants;
@@ -128,17 +169,39 @@ extension Engine {
             guard publicPermission != .unknown else {
                 throw ShareFlowError.invalid("\(item): publicPermission 'unknown' cannot be set")
             }
-            try SharingRules.require(.changePublicPermission, role: mine.role, permission: mine.permission, status: mine.status,
-                                     isPublicShare: isPublic, item: item)
-            if try askPolicies(PolicyRequest(point: .sharePublicPermission, caller: caller, container: container, share: share,
-                                             from: row.publicPermission.rawValue, to: publicPermission.rawValue), item: item, db: db) {
+            try SharingRules.require(
+                .changePublicPermission,
+                role: mine.role,
+                permission: mine.permission,
+                status: mine.status,
+                isPublicShare: isPublic,
+                item: item
+            )
+            if try askPolicies(
+                PolicyRequest(
+                    point: .sharePublicPermission,
+                    caller: caller,
+                    container: container,
+                    share: share,
+                    from: row.publicPermission.rawValue,
+                    to: publicPermission.rawValue
+                ),
+                item: item,
+                db: db
+            ) {
                 row = try shareStillExists(row)
                 guard let now = try participantRow(share: row.id, account: caller.id, db: db) else {
                     throw ShareFlowError.unknown("\(item) does not exist")
                 }
                 mine = now
-                try SharingRules.require(.changePublicPermission, role: mine.role, permission: mine.permission, status: mine.status,
-                                         isPublicShare: isPublic, item: item)
+                try SharingRules.require(
+                    .changePublicPermission,
+                    role: mine.role,
+                    permission: mine.permission,
+                    status: mine.status,
+                    isPublicShare: isPublic,
+                    item: item
+                )
             }
             try db.setPublicPermission(publicPermission, share: row.id)
             for p in try participantRows(share: row.id, db: db) where p.role != .owner {
@@ -155,13 +218,27 @@ extension Engine {
 
         // R35: whatever the save policy, a copy whose change tag is not the server's may not
         // change the participants (a list read before someone accepted would take them off).
-        let staleServerCopy = try created || policy == .ifServerRecordUnchanged || share.recordChangeTag == tagAtStart ? nil
+        let staleServerCopy =
+            try created || policy == .ifServerRecordUnchanged || share.recordChangeTag == tagAtStart
+            ? nil
             : makeShare(row, zone: zone, caller: caller, db: db)
         let participantsBefore = staleServerCopy == nil ? [] : try participantRows(share: row.id, db: db).map(\.state)
-        try applyParticipantChanges(share, row: row, me: mine, publicPermission: publicPermission, asShown: policy != .changedKeys,
-                                    caller: caller, container: container, item: item, db: db)
+        try applyParticipantChanges(
+            share,
+            row: row,
+            me: mine,
+            publicPermission: publicPermission,
+            asShown: policy != .changedKeys,
+            caller: caller,
+            container: container,
+            item: item,
+            db: db
+        )
         if let server = staleServerCopy, try participantRows(share: row.id, db: db).map(\.state) != participantsBefore {
-            var error = ShareFlowError(.serverRecordChanged, "\(item) changed on the server since this copy (copy's change tag \(share.recordChangeTag ?? "none"), server's \(tagAtStart ?? "?")); whatever the save policy, a share's participants are changed only from the server's current copy: merge with the error's serverRecord and save again (R35)")
+            var error = ShareFlowError(
+                .serverRecordChanged,
+                "\(item) changed on the server since this copy (copy's change tag \(share.recordChangeTag ?? "none"), server's \(tagAtStart ?? "?")); whatever the save policy, a share's participants are changed only from the server's current copy: merge with the error's serverRecord and save again (R35)"
+            )
             error.conflict = RecordConflict(server: server, client: share.duplicate(), ancestor: share.ancestor())
             throw error
         }
@@ -169,7 +246,10 @@ extension Engine {
         // R8
         let count = try db.activeParticipantCount(share: row.id)
         if count > options.maxParticipants {
-            throw ShareFlowError(.tooManyParticipants, "\(item) would have \(count) participants; a share holds at most \(options.maxParticipants), owner included (R8)")
+            throw ShareFlowError(
+                .tooManyParticipants,
+                "\(item) would have \(count) participants; a share holds at most \(options.maxParticipants), owner included (R8)"
+            )
         }
 
         // A policy consulted during this save may have deleted the share (its own nested write).

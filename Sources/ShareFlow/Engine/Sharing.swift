@@ -5,7 +5,7 @@ extension Engine {
     /// R7: a participant for the user behind `lookup`: `privateUser`, `readOnly`, status
     /// `unknown`; an email or phone without an account gives one with `hasiCloudAccount` false.
     public func fetchShareParticipant(_ lookup: LookupInfo, caller: Account, container: String) throws -> Participant {
-        return try faultGate {
+        try faultGate {
             let participant = try reading { db -> Participant in
                 let identity: UserIdentity
                 if let found = try db.identity(for: lookup) {
@@ -15,8 +15,13 @@ extension Engine {
                 } else {
                     identity = UserIdentity(userRecordID: nil, lookupInfo: lookup, nameComponents: nil, hasiCloudAccount: false)
                 }
-                return Participant(participantID: RandomIdentifier.uuidString(), userIdentity: identity, role: .privateUser,
-                                   permission: .readOnly, acceptanceStatus: .unknown)
+                return Participant(
+                    participantID: RandomIdentifier.uuidString(),
+                    userIdentity: identity,
+                    role: .privateUser,
+                    permission: .readOnly,
+                    acceptanceStatus: .unknown
+                )
             }
             var event = Event(.participantFetched, caller: caller, container: container)
             event.lookupInfo = lookup
@@ -27,9 +32,14 @@ extension Engine {
     }
 
     /// The metadata of the share at `url`, for `caller` (R16).
-    public func fetchShareMetadata(url: String, caller: Account, container: ContainerID, shouldFetchRootRecord: Bool = false,
-                                   rootRecordDesiredKeys: [String]? = nil) throws -> ShareMetadata {
-        return try faultGate {
+    public func fetchShareMetadata(
+        url: String,
+        caller: Account,
+        container: ContainerID,
+        shouldFetchRootRecord: Bool = false,
+        rootRecordDesiredKeys: [String]? = nil
+    ) throws -> ShareMetadata {
+        try faultGate {
             let metadata = try reading { db -> ShareMetadata in
                 let hidden = ShareFlowError.unknown("no share at \(url) for \(caller.email ?? caller.userRecordID) (R16)")
                 // R27: one probe, the same statement and index seeks for a live URL as for a made-up
@@ -38,8 +48,10 @@ extension Engine {
                 let probe = try db.probeShare(token: token, environment: container.environment, caller: caller.id)
                 guard probe.exists, probe.isParticipant || probe.isPublic else {
                     if probe.hasUnmatchedInvitations {
-                        var error = ShareFlowError(.participantMayNeedVerification,
-                                                   "\(caller.email ?? caller.userRecordID) is not a participant of the share at \(url); it was sent to an address not yet verified for any account — add that address to this account to verify (R16, R17)")
+                        var error = ShareFlowError(
+                            .participantMayNeedVerification,
+                            "\(caller.email ?? caller.userRecordID) is not a participant of the share at \(url); it was sent to an address not yet verified for any account — add that address to this account to verify (R16, R17)"
+                        )
                         error.potentialMatches = try db.unmatchedInvitations(token: token)
                         throw error
                     }
@@ -50,7 +62,9 @@ extension Engine {
                 // share object both come from it.
                 let participants = try db.participantsWithAccounts(share: row.id)
                 let mine = participants.first { $0.row.accountID == caller.id }?.row
-                let role: ParticipantRole, status: ParticipantAcceptanceStatus, permission: ParticipantPermission
+                let role: ParticipantRole
+                let status: ParticipantAcceptanceStatus
+                let permission: ParticipantPermission
                 if let mine {
                     (role, status, permission) = (mine.role, mine.status, mine.permission)
                 } else {
@@ -58,16 +72,24 @@ extension Engine {
                 }
                 let share = try makeShare(row, zone: zone, caller: caller, participants: participants, record: record, db: db)
                 // The owner is on the share's participants read above (their own row): no read again.
-                let ownerAccount = try participants.first { $0.row.accountID == zone.ownerID && $0.row.role == .owner }?.account
+                let ownerAccount =
+                    try participants.first { $0.row.accountID == zone.ownerID && $0.row.role == .owner }?.account
                     ?? ownerIdentity(of: zone, db: db)
                 var root: Record?
                 if shouldFetchRootRecord, let rootName = row.rootName, let rootRow = try recordRow(zone: zone, name: rootName, db: db) {
                     root = try makeRecord(rootRow, zone: zone, caller: caller, db: db).copy(keys: rootRecordDesiredKeys)
                 }
-                return ShareMetadata(containerID: zone.container, share: share, url: url,
-                                     ownerIdentity: ownerAccount.identity(lookupInfo: nil),
-                                     hierarchicalRootRecordID: share.rootRecordID, rootRecord: root,
-                                     participantRole: role, participantStatus: status, participantPermission: permission)
+                return ShareMetadata(
+                    containerID: zone.container,
+                    share: share,
+                    url: url,
+                    ownerIdentity: ownerAccount.identity(lookupInfo: nil),
+                    hierarchicalRootRecordID: share.rootRecordID,
+                    rootRecord: root,
+                    participantRole: role,
+                    participantStatus: status,
+                    participantPermission: permission
+                )
             }
             var event = Event(.shareMetadataFetched, caller: caller, container: container.identifier)
             event.url = url
@@ -99,9 +121,11 @@ extension Engine {
 
     /// Accepts the share of `metadata` for `caller`, atomically (R10, R12, R18, O5, O6).
     public func acceptShare(_ metadata: ShareMetadata, caller: Account, container containerID: ContainerID) throws -> Share {
-        return try faultGate {
+        try faultGate {
             guard metadata.containerID == containerID else {
-                throw ShareFlowError.invalid("the share at \(metadata.url) is in container \(metadata.containerID), but this operation runs in \(containerID); accept it in its own container (O5, R32)")
+                throw ShareFlowError.invalid(
+                    "the share at \(metadata.url) is in container \(metadata.containerID), but this operation runs in \(containerID); accept it in its own container (O5, R32)"
+                )
             }
             let container = containerID.identifier
             let before = try acceptAsRead(metadata.url, caller: caller, environment: containerID.environment)
@@ -122,8 +146,14 @@ extension Engine {
                 /// (accepting again changes nothing).
                 func mayAccept(_ row: ShareRow, _ mine: ParticipantRow?) throws -> Bool {
                     if SharingRules.acceptChangesNothing(role: mine?.role, status: mine?.status) { return false }
-                    try SharingRules.require(.accept, role: mine?.role ?? .publicUser, permission: mine?.permission ?? row.publicPermission,
-                                             status: mine?.status ?? .unknown, isPublicShare: row.publicPermission != .none, item: item)
+                    try SharingRules.require(
+                        .accept,
+                        role: mine?.role ?? .publicUser,
+                        permission: mine?.permission ?? row.publicPermission,
+                        status: mine?.status ?? .unknown,
+                        isPublicShare: row.publicPermission != .none,
+                        item: item
+                    )
                     return true
                 }
                 guard var (row, zone, participants) = try current() else { throw ShareFlowError.unknown("\(item) no longer exists") }
@@ -144,11 +174,19 @@ extension Engine {
                         guard let engine = link.engine, let m = mine else { return nil }
                         return try engine.reading { db in try engine.participantObject(m, db: db) }
                     },
-                    metadata: metadata)
+                    metadata: metadata
+                )
                 let request = PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects)
                 guard try askPolicies(request, item: item, db: db) else {
-                    return try accept(row: row, zone: zone, participants: participants, metadata: metadata, caller: caller,
-                                      container: container, db: db)
+                    return try accept(
+                        row: row,
+                        zone: zone,
+                        participants: participants,
+                        metadata: metadata,
+                        caller: caller,
+                        container: container,
+                        db: db
+                    )
                 }
                 // A policy called back into the engine and changed the store: the accept goes on from
                 // the store as it is now, checked again — a share deleted meanwhile is unknownItem,
@@ -160,16 +198,30 @@ extension Engine {
                 guard try mayAccept(row, mine(participants)) else {
                     return try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
                 }
-                return try accept(row: row, zone: zone, participants: participants, metadata: metadata, caller: caller,
-                                  container: container, db: db)
+                return try accept(
+                    row: row,
+                    zone: zone,
+                    participants: participants,
+                    metadata: metadata,
+                    caller: caller,
+                    container: container,
+                    db: db
+                )
             }
         }
     }
 
     /// The accept's writes, once every rule and policy allowed it (R10, R18). `participants`:
     /// the share's as read in this transaction, with their accounts.
-    private func accept(row: ShareRow, zone: ZoneRow, participants: [ParticipantWithAccount], metadata: ShareMetadata,
-                        caller: Account, container: String, db: StoreTransaction) throws -> Share {
+    private func accept(
+        row: ShareRow,
+        zone: ZoneRow,
+        participants: [ParticipantWithAccount],
+        metadata: ShareMetadata,
+        caller: Account,
+        container: String,
+        db: StoreTransaction
+    ) throws -> Share {
         let item = "share at \(metadata.url)"
         let isPublic = row.publicPermission != .none
         let share: Share
@@ -192,9 +244,16 @@ extension Engine {
             guard count < options.maxParticipants else {
                 throw ShareFlowError(.tooManyParticipants, "\(item) already has \(count) participants, the most a share holds (R8)")
             }
-            try db.insertParticipant(share: row.id, participantID: RandomIdentifier.uuidString(), account: caller.id,
-                                     lookup: caller.primaryLookup, role: .publicUser, permission: row.publicPermission,
-                                     status: .accepted, at: Date().timeIntervalSince1970)
+            try db.insertParticipant(
+                share: row.id,
+                participantID: RandomIdentifier.uuidString(),
+                account: caller.id,
+                lookup: caller.primaryLookup,
+                role: .publicUser,
+                permission: row.publicPermission,
+                status: .accepted,
+                at: Date().timeIntervalSince1970
+            )
             share = try makeShare(row, zone: zone, caller: caller, db: db)
         }
         var event = Event(.shareAccepted, caller: caller, container: container)
@@ -208,10 +267,13 @@ extension Engine {
     /// R19: the discoverable accounts among `caller`'s contacts, one identity per account with
     /// every matching contact identifier. `progress(done, total)` is called every
     /// `options.discoveryProgressInterval` contacts.
-    public func discoverAllUserIdentities(caller: Account, container: String,
-                                          progress: ((Int, Int) -> Void)? = nil,
-                                          isCancelled: () -> Bool = { false }) throws -> [UserIdentity] {
-        return try faultGate {
+    public func discoverAllUserIdentities(
+        caller: Account,
+        container: String,
+        progress: ((Int, Int) -> Void)? = nil,
+        isCancelled: () -> Bool = { false }
+    ) throws -> [UserIdentity] {
+        try faultGate {
             let identities = try reading { db -> [UserIdentity] in
                 let contacts = try db.contacts(of: caller.id)
                 var order: [Int64] = []
@@ -250,7 +312,7 @@ extension Engine {
     /// R20: the identity behind `lookup` if that account is discoverable, else nil — the same
     /// answer as for no account at all.
     public func discoverUserIdentity(_ lookup: LookupInfo, caller: Account, container: String) throws -> UserIdentity? {
-        return try faultGate {
+        try faultGate {
             let identity = try reading { db -> UserIdentity? in
                 guard let id = try accountID(for: lookup, db: db) else { return nil }
                 let account = try loadAccount(id: id, db: db)

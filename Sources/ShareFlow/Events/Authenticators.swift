@@ -15,8 +15,15 @@ public struct AuthenticationRequest: Sendable {
     /// The query's parameters, without `ckAPIToken` and `ckWebAuthToken`.
     public var query: [String: String]
 
-    public init(method: String, path: String, container: String, environment: String, database: String,
-                headers: [String: String], query: [String: String]) {
+    public init(
+        method: String,
+        path: String,
+        container: String,
+        environment: String,
+        database: String,
+        headers: [String: String],
+        query: [String: String]
+    ) {
         self.method = method
         self.path = path
         self.container = container

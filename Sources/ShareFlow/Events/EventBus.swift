@@ -58,13 +58,21 @@ public final class EventBus: @unchecked Sendable {
         let bus: EventBus
         let id: Int
         let event: EventKind
-        init(bus: EventBus, id: Int, event: EventKind) { self.bus = bus; self.id = id; self.event = event }
+        init(bus: EventBus, id: Int, event: EventKind) {
+            self.bus = bus
+            self.id = id
+            self.event = event
+        }
         public func remove() { bus.remove(id: id, event: event) }
     }
 
     @discardableResult
-    public func observe(_ event: EventKind, priority: Int = 0, label: String = "observer",
-                        _ body: @escaping Observer) -> Handle {
+    public func observe(
+        _ event: EventKind,
+        priority: Int = 0,
+        label: String = "observer",
+        _ body: @escaping Observer
+    ) -> Handle {
         nextID += 1
         var entries = lists[event.rawValue].entries
         // Stable: after every entry of equal or higher priority.

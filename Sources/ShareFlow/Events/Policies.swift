@@ -25,10 +25,24 @@ public struct PolicyRequest {
     public var participant: Participant? { get throws { try objects.participant } }
     public var metadata: ShareMetadata? { objects.metadata }
 
-    public init(point: DecisionPoint, caller: Account?, container: String?, share: Share? = nil, participant: Participant? = nil,
-                metadata: ShareMetadata? = nil, from: String? = nil, to: String? = nil) {
-        self.init(point: point, caller: caller, container: container, objects: Objects(share: { share }, participant: { participant }, metadata: metadata),
-                  from: from, to: to)
+    public init(
+        point: DecisionPoint,
+        caller: Account?,
+        container: String?,
+        share: Share? = nil,
+        participant: Participant? = nil,
+        metadata: ShareMetadata? = nil,
+        from: String? = nil,
+        to: String? = nil
+    ) {
+        self.init(
+            point: point,
+            caller: caller,
+            container: container,
+            objects: Objects(share: { share }, participant: { participant }, metadata: metadata),
+            from: from,
+            to: to
+        )
     }
 
     /// With the share and participant made on first read: an accept's share as it was before
@@ -65,7 +79,10 @@ public struct PolicyRequest {
         private var made: Result<Value?, Error> = .success(nil)
         init(_ make: @escaping () throws -> Value?) { self.make = make }
         mutating func value() throws -> Value? {
-            if let m = make { make = nil; made = Result { try m() } }
+            if let m = make {
+                make = nil
+                made = Result { try m() }
+            }
             return try made.get()
         }
     }
@@ -103,7 +120,9 @@ public struct PolicyDecision: Sendable {
     public let time: Date
 
     package init(id: Int, point: String, policies: [String], allow: Bool, reasons: [String], duration: Double, time: Date) {
-        (self.id, self.point, self.policies, self.allow, self.reasons, self.duration, self.time) = (id, point, policies, allow, reasons, duration, time)
+        (self.id, self.point, self.policies, self.allow, self.reasons, self.duration, self.time) = (
+            id, point, policies, allow, reasons, duration, time
+        )
     }
 }
 
@@ -256,8 +275,16 @@ public final class PolicySet: @unchecked Sendable {
         let end = PolicySet.monotonicNanoseconds()
         nextDecision += 1
         // The point's names (one reference) go into the log, never its closures.
-        log.append(LoggedDecision(id: nextDecision, point: point.label, asked: asked,
-                                  denial: denial.map { "\($0.0): \($0.1)" }, start: start, end: end))
+        log.append(
+            LoggedDecision(
+                id: nextDecision,
+                point: point.label,
+                asked: asked,
+                denial: denial.map { "\($0.0): \($0.1)" },
+                start: start,
+                end: end
+            )
+        )
         // The decision goes to the log every process on the store shares, too (SPEC §18 P3).
         if let sharedLog, let logged = log.last { sharedLog.add(decision(logged)) }
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
@@ -267,7 +294,10 @@ public final class PolicySet: @unchecked Sendable {
             // A policy's own failure (an error, its budget spent) names its plugin's file,
             // line and traceback: the operator's, in the log; a client reads who denied.
             guard let failed else { throw denied }
-            throw denied.forOperator(outage: false, client: "\(item): denied by policy '\(name)' at \(request.point.name): the policy failed: \(failed)")
+            throw denied.forOperator(
+                outage: false,
+                client: "\(item): denied by policy '\(name)' at \(request.point.name): the policy failed: \(failed)"
+            )
         }
     }
 
@@ -294,11 +324,13 @@ public final class PolicySet: @unchecked Sendable {
 
     private func decision(_ d: LoggedDecision) -> PolicyDecision {
         PolicyDecision(
-            id: d.id, point: d.point.point,
+            id: d.id,
+            point: d.point.point,
             policies: d.asked == d.point.policies.count ? d.point.policies : Array(d.point.policies.prefix(d.asked)),
             allow: d.denial == nil,
             reasons: d.denial.map { [$0] } ?? [],
             duration: Double(d.end - d.start) / 1e9,
-            time: epoch.wall.addingTimeInterval(Double(d.end - epoch.uptime) / 1e9))
+            time: epoch.wall.addingTimeInterval(Double(d.end - epoch.uptime) / 1e9)
+        )
     }
 }

@@ -106,8 +106,15 @@ extension Engine {
     /// A request as rules match it, made by `container`'s caller.
     func faultRequest(_ operation: String, container: Container, database: DatabaseScope?, items: [FaultItem]) -> FaultRequest {
         let caller = try? container.session.account
-        return FaultRequest(operation: operation, container: container.containerIdentifier, environment: container.environment,
-                            database: database?.rawValue, items: items, callerID: caller?.userRecordID, callerEmail: caller?.email)
+        return FaultRequest(
+            operation: operation,
+            container: container.containerIdentifier,
+            environment: container.environment,
+            database: database?.rawValue,
+            items: items,
+            callerID: caller?.userRecordID,
+            callerEmail: caller?.email
+        )
     }
 
     /// The error a fault injects, as CloudKit reports it natively (nil: the rule only delays).
@@ -117,9 +124,17 @@ extension Engine {
         let wait = FaultRule.format(decision.rule.retryAfter)
         switch fault {
         case .requestRateLimited:
-            return ShareFlowError(.requestRateLimited, "too many requests (injected by \(rule)); retry after \(wait) s", retryAfter: decision.rule.retryAfter)
+            return ShareFlowError(
+                .requestRateLimited,
+                "too many requests (injected by \(rule)); retry after \(wait) s",
+                retryAfter: decision.rule.retryAfter
+            )
         case .serviceUnavailable:
-            return ShareFlowError(.serviceUnavailable, "the service is unavailable (injected by \(rule)); retry after \(wait) s", retryAfter: decision.rule.retryAfter)
+            return ShareFlowError(
+                .serviceUnavailable,
+                "the service is unavailable (injected by \(rule)); retry after \(wait) s",
+                retryAfter: decision.rule.retryAfter
+            )
         case .zoneBusy:
             return ShareFlowError(.zoneBusy, "the zone is busy (injected by \(rule)); retry after \(wait) s", retryAfter: decision.rule.retryAfter)
         case .quotaExceeded:
@@ -134,13 +149,20 @@ extension Engine {
         case .partialFailure:
             switch decision.rule.itemCode {
             case .serverRecordChanged:
-                return ShareFlowError(.serverRecordChanged, "the record changed on the server (injected by \(rule)); merge with the error's serverRecord and save again")
+                return ShareFlowError(
+                    .serverRecordChanged,
+                    "the record changed on the server (injected by \(rule)); merge with the error's serverRecord and save again"
+                )
             case .quotaExceeded:
                 return ShareFlowError(.quotaExceeded, "the account's storage quota is exceeded (injected by \(rule))")
             case .limitExceeded:
                 return ShareFlowError(.limitExceeded, "the request is too large (injected by \(rule))")
             case .zoneBusy:
-                return ShareFlowError(.zoneBusy, "the zone is busy (injected by \(rule)); retry after \(wait) s", retryAfter: decision.rule.retryAfter)
+                return ShareFlowError(
+                    .zoneBusy,
+                    "the zone is busy (injected by \(rule)); retry after \(wait) s",
+                    retryAfter: decision.rule.retryAfter
+                )
             }
         case .zonePurged:
             return nil
@@ -177,8 +199,13 @@ extension Engine {
     /// request's injected failure; outside one, this call is the request, decided here.
     /// With no rule armed, `body` at once.
     @inline(__always)
-    func faultGate<T>(_ operation: String, _ database: CloudDatabase, items: @autoclosure () -> [FaultItem], sentChangeToken: Bool = false,
-                      _ body: () throws -> T) throws -> T {
+    func faultGate<T>(
+        _ operation: String,
+        _ database: CloudDatabase,
+        items: @autoclosure () -> [FaultItem],
+        sentChangeToken: Bool = false,
+        _ body: () throws -> T
+    ) throws -> T {
         guard faults.isArmed else { return try body() }
         return try faultScope(operation, database, items: items(), sentChangeToken: sentChangeToken) {
             guard let scope = FaultScope.current else { return try body() }
@@ -188,8 +215,13 @@ extension Engine {
 
     /// Runs `body` as one request that starts here, when none is open: its request-level
     /// fault decided once, for every engine call `body` makes (each enforces it).
-    func faultScope<T>(_ operation: String, _ database: CloudDatabase, items: @autoclosure () -> [FaultItem], sentChangeToken: Bool = false,
-                       _ body: () throws -> T) rethrows -> T {
+    func faultScope<T>(
+        _ operation: String,
+        _ database: CloudDatabase,
+        items: @autoclosure () -> [FaultItem],
+        sentChangeToken: Bool = false,
+        _ body: () throws -> T
+    ) rethrows -> T {
         guard faults.isArmed, FaultScope.current == nil else { return try body() }
         let scope = FaultScope(native: operation)
         var request = faultRequest(operation, container: database.container, database: database.databaseScope, items: items())
@@ -223,8 +255,13 @@ extension Engine {
     /// with none open, of a native `operation`), and when one fires, does what every
     /// injection does: notes it for the access log, tells `fault.injected`'s observers and
     /// takes its delay. Nil inside a scope that asks no rule.
-    private func decideInScope(_ item: FaultItem, stage: FaultStage, operation: String, in database: CloudDatabase,
-                               sentChangeToken: Bool = false) -> FaultInjector.Decision? {
+    private func decideInScope(
+        _ item: FaultItem,
+        stage: FaultStage,
+        operation: String,
+        in database: CloudDatabase,
+        sentChangeToken: Bool = false
+    ) -> FaultInjector.Decision? {
         let scope = FaultScope.current
         guard scope?.asksRules ?? true else { return nil }
         let key = "\(stage) \(operation) \(item) \(sentChangeToken)"
@@ -269,8 +306,14 @@ extension Engine {
     /// The per-zone fault of a zone feed (`zoneBusy`, `changeTokenExpired`), if a rule strikes.
     func zoneFeedFault(_ zoneID: RecordZoneID, sentChangeToken: Bool, in database: CloudDatabase) -> ShareFlowError? {
         guard faults.isArmed,
-              let decision = decideInScope(FaultItem(zone: zoneID.zoneName), stage: .zone, operation: "recordZoneChanges", in: database,
-                                           sentChangeToken: sentChangeToken) else { return nil }
+            let decision = decideInScope(
+                FaultItem(zone: zoneID.zoneName),
+                stage: .zone,
+                operation: "recordZoneChanges",
+                in: database,
+                sentChangeToken: sentChangeToken
+            )
+        else { return nil }
         guard var error = Engine.error(injecting: decision) else { return nil }
         error.message = "zone \(zoneID.zoneName): \(error.message)"
         return error

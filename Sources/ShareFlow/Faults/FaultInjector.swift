@@ -39,8 +39,16 @@ public struct FaultRequest: Sendable {
     /// `changeTokenExpired`, so that fault never strikes one.
     public var sentChangeToken = false
 
-    public init(operation: String, subpath: String? = nil, container: String, environment: CloudEnvironment, database: String? = nil,
-                items: [FaultItem] = [], callerID: String? = nil, callerEmail: String? = nil) {
+    public init(
+        operation: String,
+        subpath: String? = nil,
+        container: String,
+        environment: CloudEnvironment,
+        database: String? = nil,
+        items: [FaultItem] = [],
+        callerID: String? = nil,
+        callerEmail: String? = nil
+    ) {
         self.operation = operation
         self.subpath = subpath
         self.container = container
@@ -51,11 +59,29 @@ public struct FaultRequest: Sendable {
         self.callerEmail = callerEmail
     }
 
-    public init(operation: String, subpath: String? = nil, container: String, environment: CloudEnvironment, database: String? = nil,
-                zone: String?, recordType: String? = nil, recordName: String? = nil, callerID: String? = nil, callerEmail: String? = nil) {
+    public init(
+        operation: String,
+        subpath: String? = nil,
+        container: String,
+        environment: CloudEnvironment,
+        database: String? = nil,
+        zone: String?,
+        recordType: String? = nil,
+        recordName: String? = nil,
+        callerID: String? = nil,
+        callerEmail: String? = nil
+    ) {
         let item = FaultItem(zone: zone, recordType: recordType, recordName: recordName)
-        self.init(operation: operation, subpath: subpath, container: container, environment: environment, database: database,
-                  items: item == FaultItem() ? [] : [item], callerID: callerID, callerEmail: callerEmail)
+        self.init(
+            operation: operation,
+            subpath: subpath,
+            container: container,
+            environment: environment,
+            database: database,
+            items: item == FaultItem() ? [] : [item],
+            callerID: callerID,
+            callerEmail: callerEmail
+        )
     }
 
     /// The same request, about one of its items.
@@ -259,17 +285,25 @@ public final class FaultInjector: @unchecked Sendable {
             for index in armed.indices {
                 let rule = armed[index].rule
                 guard stage.admits(rule.fault, request: request),
-                      let item = FaultInjector.matches(rule, request, glob: armed[index].glob) else { continue }
+                    let item = FaultInjector.matches(rule, request, glob: armed[index].glob)
+                else { continue }
                 armed[index].matches += 1
                 // Drawn at every match, whatever else decides: the sequence of draws is the
                 // sequence of matches, so a seed replays exactly (F3).
                 let roll = armed[index].generator.nextUnitDouble()
                 guard armed[index].matches > rule.after, roll < rule.probability,
-                      rule.count.map({ armed[index].injections < $0 }) ?? true else { continue }
+                    rule.count.map({ armed[index].injections < $0 }) ?? true
+                else { continue }
                 armed[index].injections += 1
-                let injection = FaultInjection(time: Date().timeIntervalSince1970, rule: armed[index].id, fault: rule.fault,
-                                               operation: request.operation, caller: request.callerEmail ?? request.callerID,
-                                               zone: item?.zone, recordName: item?.recordName)
+                let injection = FaultInjection(
+                    time: Date().timeIntervalSince1970,
+                    rule: armed[index].id,
+                    fault: rule.fault,
+                    operation: request.operation,
+                    caller: request.callerEmail ?? request.callerID,
+                    zone: item?.zone,
+                    recordName: item?.recordName
+                )
                 record(injection)
                 Counted.faultInjected(operation: request.operation, fault: rule.fault?.rawValue ?? "delay")
                 return Decision(id: armed[index].id, rule: rule, injection: injection)

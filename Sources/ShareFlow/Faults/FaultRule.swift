@@ -11,7 +11,7 @@ public struct FaultRule: Sendable, Equatable {
     /// The failures a rule can inject, by SPEC §15's names.
     public enum Fault: String, CaseIterable, Sendable {
         case requestRateLimited, serviceUnavailable, zoneBusy, partialFailure, changeTokenExpired, quotaExceeded, zonePurged,
-             authenticationFailed, networkFailure
+            authenticationFailed, networkFailure
     }
 
     /// `partialFailure`'s per-item code.
@@ -59,9 +59,11 @@ public struct FaultRule: Sendable, Equatable {
     public var latencyMs: Double = 0
 
     /// The native operations a rule can name.
-    public static let operations = ["modifyRecords", "fetchRecords", "query", "fetchShareParticipants", "fetchShareMetadata", "acceptShares",
-                                    "discoverAllUserIdentities", "discoverUserIdentities", "modifyRecordZones", "databaseChanges",
-                                    "recordZoneChanges"]
+    public static let operations = [
+        "modifyRecords", "fetchRecords", "query", "fetchShareParticipants", "fetchShareMetadata", "acceptShares",
+        "discoverAllUserIdentities", "discoverUserIdentities", "modifyRecordZones", "databaseChanges",
+        "recordZoneChanges",
+    ]
 
     /// The HTTP subpaths a rule can name, each with the native operation it runs, if any: a
     /// request matches a rule naming either.
@@ -75,8 +77,10 @@ public struct FaultRule: Sendable, Equatable {
     ]
 
     /// The keys a rule may have, in the order an error lists them.
-    public static let keys = ["operation", "container", "environment", "database", "zone", "recordType", "recordName", "caller", "fault",
-                              "retryAfter", "itemCode", "when", "probability", "seed", "after", "count", "latencyMs"]
+    public static let keys = [
+        "operation", "container", "environment", "database", "zone", "recordType", "recordName", "caller", "fault",
+        "retryAfter", "itemCode", "when", "probability", "seed", "after", "count", "latencyMs",
+    ]
 
     /// The longest glob or name a rule may hold: matching is bit-parallel (`Glob`), and past this a
     /// pattern is a mistake, not a rule.
@@ -108,17 +112,28 @@ public struct FaultRule: Sendable, Equatable {
         func number(_ key: String, _ range: ClosedRange<Double>, integer: Bool = false) throws -> Double? {
             guard let value = fields[key] else { return nil }
             guard case .number(let n) = value, n.isFinite, range.contains(n), !integer || n == n.rounded() else {
-                throw fail(key, "a\(integer ? "n integer" : " number") from \(FaultRule.format(range.lowerBound)) to \(FaultRule.format(range.upperBound))", value)
+                throw fail(
+                    key,
+                    "a\(integer ? "n integer" : " number") from \(FaultRule.format(range.lowerBound)) to \(FaultRule.format(range.upperBound))",
+                    value
+                )
             }
             return n
         }
 
         for key in fields.keys.sorted() where !FaultRule.keys.contains(key) {
-            throw ShareFlowError(.invalidArguments, "\(name): unknown key '\(FaultRule.excerpt(key))' (expected \(FaultRule.keys.joined(separator: ", ")))")
+            throw ShareFlowError(
+                .invalidArguments,
+                "\(name): unknown key '\(FaultRule.excerpt(key))' (expected \(FaultRule.keys.joined(separator: ", ")))"
+            )
         }
         if let operation = try text("operation") {
             guard operation == "*" || FaultRule.operations.contains(operation) || FaultRule.subpaths[operation] != nil else {
-                throw fail("operation", "*, an operation (\(FaultRule.operations.joined(separator: ", "))) or an HTTP subpath (\(FaultRule.subpaths.keys.sorted().joined(separator: ", ")))", .string(operation))
+                throw fail(
+                    "operation",
+                    "*, an operation (\(FaultRule.operations.joined(separator: ", "))) or an HTTP subpath (\(FaultRule.subpaths.keys.sorted().joined(separator: ", ")))",
+                    .string(operation)
+                )
             }
             self.operation = operation
         }
@@ -147,10 +162,16 @@ public struct FaultRule: Sendable, Equatable {
 
         // Keys that mean something only with another: said, not ignored.
         if fields["itemCode"] != nil, fault != .partialFailure {
-            throw ShareFlowError(.invalidArguments, "\(name).itemCode applies to fault partialFailure only (the rule's fault is \(fault?.rawValue ?? "none"))")
+            throw ShareFlowError(
+                .invalidArguments,
+                "\(name).itemCode applies to fault partialFailure only (the rule's fault is \(fault?.rawValue ?? "none"))"
+            )
         }
         if fields["when"] != nil, fault != .networkFailure {
-            throw ShareFlowError(.invalidArguments, "\(name).when applies to fault networkFailure only (the rule's fault is \(fault?.rawValue ?? "none"))")
+            throw ShareFlowError(
+                .invalidArguments,
+                "\(name).when applies to fault networkFailure only (the rule's fault is \(fault?.rawValue ?? "none"))"
+            )
         }
         if fault == nil, latencyMs == 0 {
             throw ShareFlowError(.invalidArguments, "\(name) has no fault and no latencyMs: it would do nothing")
@@ -237,7 +258,8 @@ public struct Glob: Sendable {
         self.words = words
         needs = p.filter { $0 != "*" }.count
         hasStar = p.contains("*")
-        var star = [UInt64](repeating: 0, count: words), any = star
+        var star = [UInt64](repeating: 0, count: words)
+        var any = star
         var masks: [Character: [UInt64]] = [:]
         for (i, c) in p.enumerated() {
             let bit = UInt64(1) << UInt64(i % 64)
@@ -286,7 +308,8 @@ public struct Glob: Sendable {
     /// consumes it, staying at i on a star; false when no prefix is left.
     @inline(__always)
     private func step(_ d: inout [UInt64], _ mask: (Int) -> UInt64) -> Bool {
-        var carry: UInt64 = 0, alive: UInt64 = 0
+        var carry: UInt64 = 0
+        var alive: UInt64 = 0
         for w in 0..<words {
             let advance = d[w] & mask(w)
             let next = (advance << 1) | carry | (d[w] & star[w])

@@ -119,31 +119,40 @@ public final class FetchRecordZoneChangesOperation: CloudOperation {
     override func main(container: Container) {
         let db = database ?? container.privateCloudDatabase
         if let zones = recordZoneIDs {
-            let failures = process(zones, id: \.description, body: { zoneID -> ZoneFetchEnd in
-                let configuration = configurationsByRecordZoneID?[zoneID] ?? ZoneConfiguration()
-                var token = configuration.previousServerChangeToken
-                while true {
-                    if isCancelled { throw ShareFlowError(.operationCancelled, "\(typeName) was cancelled") }
-                    let page = try db.recordZoneChanges(zoneID, since: token, resultsLimit: configuration.resultsLimit,
-                                                        desiredKeys: configuration.desiredKeys)
-                    for record in page.modifications {
-                        recordWasChangedBlock?(record.recordID, .success(record))
-                        recordChangedBlock?(record)
+            let failures = process(
+                zones,
+                id: \.description,
+                body: { zoneID -> ZoneFetchEnd in
+                    let configuration = configurationsByRecordZoneID?[zoneID] ?? ZoneConfiguration()
+                    var token = configuration.previousServerChangeToken
+                    while true {
+                        if isCancelled { throw ShareFlowError(.operationCancelled, "\(typeName) was cancelled") }
+                        let page = try db.recordZoneChanges(
+                            zoneID,
+                            since: token,
+                            resultsLimit: configuration.resultsLimit,
+                            desiredKeys: configuration.desiredKeys
+                        )
+                        for record in page.modifications {
+                            recordWasChangedBlock?(record.recordID, .success(record))
+                            recordChangedBlock?(record)
+                        }
+                        for deletion in page.deletions { recordWithIDWasDeletedBlock?(deletion.recordID, deletion.recordType) }
+                        token = page.changeToken
+                        guard page.moreComing, fetchAllChanges else {
+                            return ZoneFetchEnd(serverChangeToken: page.changeToken, clientChangeTokenData: nil, moreComing: page.moreComing)
+                        }
+                        recordZoneChangeTokensUpdatedBlock?(zoneID, page.changeToken, nil)
                     }
-                    for deletion in page.deletions { recordWithIDWasDeletedBlock?(deletion.recordID, deletion.recordType) }
-                    token = page.changeToken
-                    guard page.moreComing, fetchAllChanges else {
-                        return ZoneFetchEnd(serverChangeToken: page.changeToken, clientChangeTokenData: nil, moreComing: page.moreComing)
+                },
+                deliver: { zoneID, result in
+                    recordZoneFetchResultBlock?(zoneID, result)
+                    switch result {
+                    case .success(let end): recordZoneFetchCompletionBlock?(zoneID, end.serverChangeToken, nil, end.moreComing, nil)
+                    case .failure(let e): recordZoneFetchCompletionBlock?(zoneID, nil, nil, false, e)
                     }
-                    recordZoneChangeTokensUpdatedBlock?(zoneID, page.changeToken, nil)
                 }
-            }, deliver: { zoneID, result in
-                recordZoneFetchResultBlock?(zoneID, result)
-                switch result {
-                case .success(let end): recordZoneFetchCompletionBlock?(zoneID, end.serverChangeToken, nil, end.moreComing, nil)
-                case .failure(let e): recordZoneFetchCompletionBlock?(zoneID, nil, nil, false, e)
-                }
-            })
+            )
             error = completionError(failures, total: zones.count)
         } else {
             error = missing("recordZoneIDs")

@@ -70,8 +70,12 @@ open class CloudOperation: CustomStringConvertible {
 
     /// Runs `body` for each item in order, reporting each through `deliver` exactly once; an
     /// item left after `cancel()` is reported as `operationCancelled`. Returns the failures.
-    func process<Item, Output>(_ items: [Item], id: (Item) -> String, body: (Item) throws -> Output,
-                               deliver: (Item, Result<Output, ShareFlowError>) -> Void) -> [(item: String, error: ShareFlowError)] {
+    func process<Item, Output>(
+        _ items: [Item],
+        id: (Item) -> String,
+        body: (Item) throws -> Output,
+        deliver: (Item, Result<Output, ShareFlowError>) -> Void
+    ) -> [(item: String, error: ShareFlowError)] {
         var failures: [(item: String, error: ShareFlowError)] = []
         for item in items {
             let result: Result<Output, ShareFlowError>

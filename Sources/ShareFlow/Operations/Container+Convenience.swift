@@ -18,7 +18,8 @@ extension Container {
     public func waitUntilAllOperationsAreFinished() { queue.waitUntilAllOperationsAreFinished() }
 
     /// Each lookup's participant or error, in input order; the error is the operation's.
-    public func fetchShareParticipantResults(_ requests: [LookupRequest]) -> ([(LookupRequest, Result<Participant, ShareFlowError>)], ShareFlowError?) {
+    public func fetchShareParticipantResults(_ requests: [LookupRequest]) -> ([(LookupRequest, Result<Participant, ShareFlowError>)], ShareFlowError?)
+    {
         var results: [(LookupRequest, Result<Participant, ShareFlowError>)] = []
         let op = FetchShareParticipantsOperation(userIdentityLookupInfos: requests)
         op.qualityOfService = .userInitiated
@@ -27,8 +28,11 @@ extension Container {
         return (results, op.error)
     }
 
-    public func fetchShareMetadataResults(_ urls: [String], shouldFetchRootRecord: Bool = false,
-                                          rootRecordDesiredKeys: [String]? = nil) -> ([(String, Result<ShareMetadata, ShareFlowError>)], ShareFlowError?) {
+    public func fetchShareMetadataResults(
+        _ urls: [String],
+        shouldFetchRootRecord: Bool = false,
+        rootRecordDesiredKeys: [String]? = nil
+    ) -> ([(String, Result<ShareMetadata, ShareFlowError>)], ShareFlowError?) {
         var results: [(String, Result<ShareMetadata, ShareFlowError>)] = []
         let op = FetchShareMetadataOperation(shareURLs: urls)
         op.qualityOfService = .userInitiated
@@ -74,10 +78,16 @@ extension Container {
         return results.map { ($0.0.info!, $0.1) }
     }
 
-    public func fetchShareMetadata(_ urls: [String], shouldFetchRootRecord: Bool = false,
-                                   rootRecordDesiredKeys: [String]? = nil) async throws -> [(String, Result<ShareMetadata, ShareFlowError>)] {
-        let (results, error) = fetchShareMetadataResults(urls, shouldFetchRootRecord: shouldFetchRootRecord,
-                                                         rootRecordDesiredKeys: rootRecordDesiredKeys)
+    public func fetchShareMetadata(
+        _ urls: [String],
+        shouldFetchRootRecord: Bool = false,
+        rootRecordDesiredKeys: [String]? = nil
+    ) async throws -> [(String, Result<ShareMetadata, ShareFlowError>)] {
+        let (results, error) = fetchShareMetadataResults(
+            urls,
+            shouldFetchRootRecord: shouldFetchRootRecord,
+            rootRecordDesiredKeys: rootRecordDesiredKeys
+        )
         if let error, error.code != .partialFailure { throw error }
         return results
     }

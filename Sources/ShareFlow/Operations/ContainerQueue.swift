@@ -22,11 +22,13 @@ public final class ContainerQueue {
     /// Runs the most urgent waiting operation; false when none waits.
     @discardableResult
     public func runNext() -> Bool {
-        guard let next = waiting.enumerated().max(by: { a, b in
-            a.element.qualityOfService.rank != b.element.qualityOfService.rank
-                ? a.element.qualityOfService.rank < b.element.qualityOfService.rank
-                : a.element.addedOrder > b.element.addedOrder
-        }) else { return false }
+        guard
+            let next = waiting.enumerated().max(by: { a, b in
+                a.element.qualityOfService.rank != b.element.qualityOfService.rank
+                    ? a.element.qualityOfService.rank < b.element.qualityOfService.rank
+                    : a.element.addedOrder > b.element.addedOrder
+            })
+        else { return false }
         waiting.remove(at: next.offset)
         run(next.element)
         return true
@@ -48,9 +50,16 @@ public final class ContainerQueue {
             // One request: its fault decided here, once, before any of its work (SPEC §15).
             let name = Engine.faultName(of: operation)
             let scope = FaultScope(native: name)
-            engine.decideRequestFault(engine.faultRequest(name, container: container, database: operation.faultDatabase,
-                                                          items: operation.faultItems()),
-                                      into: scope, caller: try? container.session.account)
+            engine.decideRequestFault(
+                engine.faultRequest(
+                    name,
+                    container: container,
+                    database: operation.faultDatabase,
+                    items: operation.faultItems()
+                ),
+                into: scope,
+                caller: try? container.session.account
+            )
             FaultScope.run(scope) { operation.main(container: container) }
         } else {
             operation.main(container: container)

@@ -42,7 +42,8 @@ public final class QueryOperation: CloudOperation {
             error = ShareFlowError(.operationCancelled, "\(typeName) was cancelled")
         } else {
             do {
-                let page = try cursor.map { try db.records(continuingMatchFrom: $0, desiredKeys: desiredKeys, resultsLimit: resultsLimit) }
+                let page =
+                    try cursor.map { try db.records(continuingMatchFrom: $0, desiredKeys: desiredKeys, resultsLimit: resultsLimit) }
                     ?? db.records(matching: query!, inZoneWith: zoneID, desiredKeys: desiredKeys, resultsLimit: resultsLimit)
                 for record in page.records {
                     recordMatchedBlock?(record.recordID, .success(record))

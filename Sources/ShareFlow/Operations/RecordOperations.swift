@@ -33,8 +33,12 @@ public final class ModifyRecordsOperation: CloudOperation {
         } else {
             do {
                 result = try (database ?? container.privateCloudDatabase)
-                    .modifyRecords(saving: recordsToSave ?? [], deleting: recordIDsToDelete ?? [],
-                                   savePolicy: savePolicy, atomically: isAtomic)
+                    .modifyRecords(
+                        saving: recordsToSave ?? [],
+                        deleting: recordIDsToDelete ?? [],
+                        savePolicy: savePolicy,
+                        atomically: isAtomic
+                    )
                 for (record, r) in result.saveResults { perRecordSaveBlock?(record.recordID, r) }
                 for (id, r) in result.deleteResults { perRecordDeleteBlock?(id, r) }
                 error = result.error
@@ -66,21 +70,30 @@ public final class ModifyRecordZonesOperation: CloudOperation {
     }
 
     override func main(container: Container) {
-        var saved: [RecordZone] = [], deleted: [RecordZoneID] = []
+        var saved: [RecordZone] = []
+        var deleted: [RecordZoneID] = []
         if recordZonesToSave == nil && recordZoneIDsToDelete == nil {
             error = missing("recordZonesToSave or recordZoneIDsToDelete")
         } else {
             let db = database ?? container.privateCloudDatabase
-            let saveFailures = process(recordZonesToSave ?? [], id: { $0 }, body: { try db.saveZone($0) },
-                                       deliver: { name, r in
-                                           if case .success(let z) = r { saved.append(z) }
-                                           perRecordZoneSaveBlock?(name, r)
-                                       })
-            let deleteFailures = process(recordZoneIDsToDelete ?? [], id: \.description, body: { try db.deleteZone($0) },
-                                         deliver: { id, r in
-                                             if case .success = r { deleted.append(id) }
-                                             perRecordZoneDeleteBlock?(id, r)
-                                         })
+            let saveFailures = process(
+                recordZonesToSave ?? [],
+                id: { $0 },
+                body: { try db.saveZone($0) },
+                deliver: { name, r in
+                    if case .success(let z) = r { saved.append(z) }
+                    perRecordZoneSaveBlock?(name, r)
+                }
+            )
+            let deleteFailures = process(
+                recordZoneIDsToDelete ?? [],
+                id: \.description,
+                body: { try db.deleteZone($0) },
+                deliver: { id, r in
+                    if case .success = r { deleted.append(id) }
+                    perRecordZoneDeleteBlock?(id, r)
+                }
+            )
             error = completionError(saveFailures + deleteFailures, total: itemCount)
         }
         modifyRecordZonesResultBlock?(error.map { .failure($0) } ?? .success(()))
@@ -106,13 +119,18 @@ public final class FetchRecordsOperation: CloudOperation {
         var records: [RecordID: Record] = [:]
         if let ids = recordIDs {
             let db = database ?? container.privateCloudDatabase
-            let failures = process(ids, id: \.description, body: { id -> Record in
-                let r = try db.fetchRecord(id)
-                return r is Share ? r : r.copy(keys: desiredKeys)
-            }, deliver: { id, r in
-                if case .success(let rec) = r { records[id] = rec }
-                perRecordResultBlock?(id, r)
-            })
+            let failures = process(
+                ids,
+                id: \.description,
+                body: { id -> Record in
+                    let r = try db.fetchRecord(id)
+                    return r is Share ? r : r.copy(keys: desiredKeys)
+                },
+                deliver: { id, r in
+                    if case .success(let rec) = r { records[id] = rec }
+                    perRecordResultBlock?(id, r)
+                }
+            )
             error = completionError(failures, total: ids.count)
         } else {
             error = missing("recordIDs")

@@ -14,8 +14,9 @@ public struct LookupRequest: Hashable, Sendable, CustomStringConvertible {
 
     public init(emailAddress: String? = nil, phoneNumber: String? = nil, userRecordID: String? = nil) {
         given = emailAddress ?? phoneNumber ?? userRecordID ?? "(empty lookup info)"
-        do { result = .success(try LookupInfo(emailAddress: emailAddress, phoneNumber: phoneNumber, userRecordID: userRecordID)) }
-        catch { result = .failure(.wrap(error)) }
+        do { result = .success(try LookupInfo(emailAddress: emailAddress, phoneNumber: phoneNumber, userRecordID: userRecordID)) } catch {
+            result = .failure(.wrap(error))
+        }
     }
 
     public var info: LookupInfo? { try? result.get() }
@@ -50,13 +51,23 @@ public final class FetchShareParticipantsOperation: CloudOperation {
                 let caller = try container.session.account
                 // One transaction for the batch: no per-item round trip to the store; events
                 // are delivered when it ends, and callbacks may still write (savepoints).
-                failures = try container.engine.transaction { _ in process(inputs, id: \.description, body: { request in
-                    try container.engine.fetchShareParticipant(try request.result.get(), caller: caller,
-                                                              container: container.containerIdentifier)
-                }, deliver: { request, result in
-                    perShareParticipantResultBlock?(request, result)
-                    if case .success(let p) = result { shareParticipantFetchedBlock?(p) }
-                }) }
+                failures = try container.engine.transaction { _ in
+                    process(
+                        inputs,
+                        id: \.description,
+                        body: { request in
+                            try container.engine.fetchShareParticipant(
+                                try request.result.get(),
+                                caller: caller,
+                                container: container.containerIdentifier
+                            )
+                        },
+                        deliver: { request, result in
+                            perShareParticipantResultBlock?(request, result)
+                            if case .success(let p) = result { shareParticipantFetchedBlock?(p) }
+                        }
+                    )
+                }
                 error = completionError(failures, total: inputs.count)
             } catch { self.error = .wrap(error) }
         } else {
@@ -88,17 +99,26 @@ public final class FetchShareMetadataOperation: CloudOperation {
         if let urls = shareURLs {
             do {
                 let caller = try container.session.account
-                let failures = process(urls, id: { $0 }, body: { url in
-                    try container.engine.fetchShareMetadata(url: url, caller: caller, container: container.containerID,
-                                                            shouldFetchRootRecord: shouldFetchRootRecord,
-                                                            rootRecordDesiredKeys: rootRecordDesiredKeys)
-                }, deliver: { url, result in
-                    perShareMetadataResultBlock?(url, result)
-                    switch result {
-                    case .success(let m): perShareMetadataBlock?(url, m, nil)
-                    case .failure(let e): perShareMetadataBlock?(url, nil, e)
+                let failures = process(
+                    urls,
+                    id: { $0 },
+                    body: { url in
+                        try container.engine.fetchShareMetadata(
+                            url: url,
+                            caller: caller,
+                            container: container.containerID,
+                            shouldFetchRootRecord: shouldFetchRootRecord,
+                            rootRecordDesiredKeys: rootRecordDesiredKeys
+                        )
+                    },
+                    deliver: { url, result in
+                        perShareMetadataResultBlock?(url, result)
+                        switch result {
+                        case .success(let m): perShareMetadataBlock?(url, m, nil)
+                        case .failure(let e): perShareMetadataBlock?(url, nil, e)
+                        }
                     }
-                })
+                )
                 error = completionError(failures, total: urls.count)
             } catch { self.error = .wrap(error) }
         } else {
@@ -131,15 +151,20 @@ public final class AcceptSharesOperation: CloudOperation {
                 // One transaction per accept, not one per batch with savepoints: an accept
                 // reported done must survive a crash (SPEC §11, O6; CrashTests), and batching
                 // measured only ~5% faster (the commit is not what an accept costs).
-                let failures = process(metadatas, id: { $0.share.recordID.description }, body: { metadata in
-                    try container.engine.acceptShare(metadata, caller: caller, container: container.containerID)
-                }, deliver: { metadata, result in
-                    perShareResultBlock?(metadata, result)
-                    switch result {
-                    case .success(let s): perShareCompletionBlock?(metadata, s, nil)
-                    case .failure(let e): perShareCompletionBlock?(metadata, nil, e)
+                let failures = process(
+                    metadatas,
+                    id: { $0.share.recordID.description },
+                    body: { metadata in
+                        try container.engine.acceptShare(metadata, caller: caller, container: container.containerID)
+                    },
+                    deliver: { metadata, result in
+                        perShareResultBlock?(metadata, result)
+                        switch result {
+                        case .success(let s): perShareCompletionBlock?(metadata, s, nil)
+                        case .failure(let e): perShareCompletionBlock?(metadata, nil, e)
+                        }
                     }
-                })
+                )
                 error = completionError(failures, total: metadatas.count)
             } catch { self.error = .wrap(error) }
         } else {
@@ -170,8 +195,11 @@ public final class DiscoverAllUserIdentitiesOperation: CloudOperation {
         do {
             let caller = try container.session.account
             let identities = try container.engine.discoverAllUserIdentities(
-                caller: caller, container: container.containerIdentifier, progress: progressBlock,
-                isCancelled: { isCancelled })
+                caller: caller,
+                container: container.containerIdentifier,
+                progress: progressBlock,
+                isCancelled: { isCancelled }
+            )
             found = identities.count
             for identity in identities { userIdentityDiscoveredBlock?(identity) }
             if isCancelled { error = ShareFlowError(.operationCancelled, "\(typeName) was cancelled") }
@@ -202,12 +230,20 @@ public final class DiscoverUserIdentitiesOperation: CloudOperation {
         if let inputs = userIdentityLookupInfos {
             do {
                 let caller = try container.session.account
-                let failures = process(inputs, id: \.description, body: { request in
-                    try container.engine.discoverUserIdentity(try request.result.get(), caller: caller,
-                                                             container: container.containerIdentifier)
-                }, deliver: { request, result in
-                    if case .success(let identity?) = result { userIdentityDiscoveredBlock?(identity, request) }
-                })
+                let failures = process(
+                    inputs,
+                    id: \.description,
+                    body: { request in
+                        try container.engine.discoverUserIdentity(
+                            try request.result.get(),
+                            caller: caller,
+                            container: container.containerIdentifier
+                        )
+                    },
+                    deliver: { request, result in
+                        if case .success(let identity?) = result { userIdentityDiscoveredBlock?(identity, request) }
+                    }
+                )
                 error = completionError(failures, total: inputs.count)
             } catch { self.error = .wrap(error) }
         } else {

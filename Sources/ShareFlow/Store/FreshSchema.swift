@@ -26,7 +26,10 @@ extension Store {
             let offset = Int(runs[i]) | Int(runs[i + 1]) << 8 | Int(runs[i + 2]) << 16 | Int(runs[i + 3]) << 24
             let length = Int(runs[i + 4]) | Int(runs[i + 5]) << 8
             i += 6
-            guard offset + length <= size, i + length <= runs.count else { sqlite3_free(buffer); throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the built-in empty store image is damaged") }
+            guard offset + length <= size, i + length <= runs.count else {
+                sqlite3_free(buffer)
+                throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the built-in empty store image is damaged")
+            }
             runs.withUnsafeBytes { raw in (buffer + offset).update(from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + i, count: length) }
             i += length
         }
@@ -37,15 +40,29 @@ extension Store {
             throw DatabaseError(resultCode: .SQLITE_CANTOPEN, message: "cannot open a connection for the empty store image")
         }
         // SQLite owns the buffer from here, whatever deserialize returns.
-        guard sqlite3_deserialize(source, "main", buffer, sqlite3_int64(size), sqlite3_int64(size),
-                                  UInt32(SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY)) == SQLITE_OK,
-              let backup = sqlite3_backup_init(db.sqliteConnection, "main", source, "main") else {
-            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the built-in empty store image cannot be loaded: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
+        guard
+            sqlite3_deserialize(
+                source,
+                "main",
+                buffer,
+                sqlite3_int64(size),
+                sqlite3_int64(size),
+                UInt32(SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY)
+            ) == SQLITE_OK,
+            let backup = sqlite3_backup_init(db.sqliteConnection, "main", source, "main")
+        else {
+            throw DatabaseError(
+                resultCode: .SQLITE_CORRUPT,
+                message: "the built-in empty store image cannot be loaded: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))"
+            )
         }
         let stepped = sqlite3_backup_step(backup, -1)
         let finished = sqlite3_backup_finish(backup)
         guard stepped == SQLITE_DONE, finished == SQLITE_OK else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: finished), message: "the built-in empty store image cannot be copied: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: finished),
+                message: "the built-in empty store image cannot be copied: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))"
+            )
         }
         try db.execute(sql: syncKeySQL)
     }
@@ -70,9 +87,13 @@ extension Store {
             var i = 0
             let n = Int(size)
             while i < n {
-                guard bytes[i] != 0 else { i += 1; continue }
+                guard bytes[i] != 0 else {
+                    i += 1
+                    continue
+                }
                 // A run ends at 8 zero bytes in a row (shorter gaps cost less kept than split).
-                var end = i, zeros = 0
+                var end = i
+                var zeros = 0
                 while end < n, zeros < 8, end - i < 65_535 {
                     zeros = bytes[end] == 0 ? zeros + 1 : 0
                     end += 1

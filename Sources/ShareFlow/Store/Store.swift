@@ -162,7 +162,10 @@ public final class Store: @unchecked Sendable {
     package init(path: String, busyTimeout: TimeInterval = Store.defaultBusyTimeout, catalogue: StoreCatalogue) throws {
         guard !Store.isDatabaseURL(path) else {
             let scheme = path.prefix { $0 != ":" }
-            throw StoreError.cannotOpen(path: Store.redactedURL(path), reason: "it is a database URL (\(scheme)://), and this program has no driver for \(scheme)")
+            throw StoreError.cannotOpen(
+                path: Store.redactedURL(path),
+                reason: "it is a database URL (\(scheme)://), and this program has no driver for \(scheme)"
+            )
         }
         driver = nil
         self.catalogue = catalogue
@@ -179,16 +182,20 @@ public final class Store: @unchecked Sendable {
         // A store in a read-only place (the file or its folder not writable) opens read-only:
         // reads work, a write fails as serviceUnavailable naming the store.
         let folderPath = path == ":memory:" ? "" : URL(fileURLWithPath: path).deletingLastPathComponent().path
-        isReadOnly = path != ":memory:" && FileManager.default.fileExists(atPath: path)
+        isReadOnly =
+            path != ":memory:" && FileManager.default.fileExists(atPath: path)
             && (!FileManager.default.isWritableFile(atPath: path) || !FileManager.default.isWritableFile(atPath: folderPath))
         // SQLite reads a WAL store through its -shm file; where that cannot be made (a
         // read-only folder) the store is opened as immutable: the file as it is, which a clean
         // exit leaves whole.
-        let sqlitePath = isReadOnly && !FileManager.default.isWritableFile(atPath: folderPath)
-            && !FileManager.default.fileExists(atPath: path + "-shm")
+        let sqlitePath =
+            isReadOnly && !FileManager.default.isWritableFile(atPath: folderPath)
+                && !FileManager.default.fileExists(atPath: path + "-shm")
             ? Store.immutableURI(path) : path
         readerPath = path == ":memory:" ? nil : sqlitePath
-        sqliteDecisions = path == ":memory:" || isReadOnly ? nil
+        sqliteDecisions =
+            path == ":memory:" || isReadOnly
+            ? nil
             : StoreDecisionLog(label: path) { try SQLiteDecisionConnection(path: sqlitePath) }
         var config = Configuration()
         config.readonly = isReadOnly
@@ -312,13 +319,17 @@ public final class Store: @unchecked Sendable {
             case .SQLITE_PERM: return "permission denied"
             case .SQLITE_BUSY, .SQLITE_LOCKED: return "another process holds it locked"
             case .SQLITE_FULL: return "the disk is full"
-            case .SQLITE_CORRUPT, .SQLITE_NOTADB: return "it is damaged (SQLite finds its file or schema malformed); check it with `shareflow store check` or restore it from a backup"
-            case .SQLITE_ERROR: return "its schema is not the one this shareflow expects (a table or column is missing or changed); check it with `shareflow store check`"
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+                return "it is damaged (SQLite finds its file or schema malformed); check it with `shareflow store check` or restore it from a backup"
+            case .SQLITE_ERROR:
+                return
+                    "its schema is not the one this shareflow expects (a table or column is missing or changed); check it with `shareflow store check`"
             default: return "SQLite error \(db.resultCode.rawValue)"
             }
         }
         if let cocoa = error as? CocoaError, let underlying = cocoa.userInfo[NSUnderlyingErrorKey] as? NSError,
-           underlying.domain == NSPOSIXErrorDomain {
+            underlying.domain == NSPOSIXErrorDomain
+        {
             return String(cString: strerror(Int32(underlying.code)))
         }
         return "\(error)"
@@ -364,7 +375,10 @@ public final class Store: @unchecked Sendable {
                 // discovery's progress, calling a save) is refused before anything is written:
                 // no row changes, so no event is sent for a change that never was.
                 guard writing else {
-                    throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
+                    throw ShareFlowError(
+                        .serviceUnavailable,
+                        "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns"
+                    ).forOperator()
                 }
                 var result: T?
                 let start = feedBumps.savepoint()
@@ -438,7 +452,8 @@ public final class Store: @unchecked Sendable {
                     return db.totalChangesCount == changes ? .commit : .rollback
                 }
                 guard db.totalChangesCount == changes, let result else {
-                    throw ShareFlowError(.serviceUnavailable, "store \(path): a read changed rows; it was undone (a ShareFlow bug: please report it)").forOperator()
+                    throw ShareFlowError(.serviceUnavailable, "store \(path): a read changed rows; it was undone (a ShareFlow bug: please report it)")
+                        .forOperator()
                 }
                 return result
             }
@@ -449,10 +464,17 @@ public final class Store: @unchecked Sendable {
 
     /// The body of an outermost write, on the transaction `open` makes: its feed moves noted
     /// (`feedBumps`), its log positions written last, and whether it changed rows.
-    private func outermost<T>(_ scope: StoreWriteScope, _ open: (FeedBumps) -> StoreTransaction, _ body: (StoreTransaction) throws -> T) throws -> (T, Bool) {
+    private func outermost<T>(
+        _ scope: StoreWriteScope,
+        _ open: (FeedBumps) -> StoreTransaction,
+        _ body: (StoreTransaction) throws -> T
+    ) throws -> (T, Bool) {
         writing = true
         feedBumps = FeedBumps(logging: logsChanges, scope: scope)
-        defer { writing = false; feedBumps = FeedBumps() }
+        defer {
+            writing = false
+            feedBumps = FeedBumps()
+        }
         let transaction = open(feedBumps)
         let before = transaction.changeCount
         let result = try body(transaction)
@@ -466,7 +488,10 @@ public final class Store: @unchecked Sendable {
         do {
             if let connection = currentConnection {
                 guard writing else {
-                    throw ShareFlowError(.serviceUnavailable, "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns").forOperator()
+                    throw ShareFlowError(
+                        .serviceUnavailable,
+                        "store \(path) is being read: a callback of a read (discovery's progress) cannot save or delete; do it once the read returns"
+                    ).forOperator()
                 }
                 let start = feedBumps.savepoint()
                 do {
@@ -481,7 +506,10 @@ public final class Store: @unchecked Sendable {
             guard writeWait != .deferred else { throw deferredBy ?? StoreBusy(path: path) }
             let deferring = writeWait == .deferFirst
             var changed = false
-            let result = try driver.transaction(deferring ? .writeIfFree(grace: grace, within: busyTimeout) : .write(within: busyTimeout), scope: scope) { connection in
+            let result = try driver.transaction(
+                deferring ? .writeIfFree(grace: grace, within: busyTimeout) : .write(within: busyTimeout),
+                scope: scope
+            ) { connection in
                 currentConnection = connection
                 defer { currentConnection = nil }
                 let (result, wrote) = try outermost(scope, { StoreTransaction(connection, writable: true, path: path, feedBumps: $0) }, body)
@@ -604,13 +632,14 @@ public final class Store: @unchecked Sendable {
         var info = stat()
         guard stat(path, &info) == 0 else { return }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
-            let kind = switch info.st_mode & S_IFMT {
-            case S_IFIFO: "a FIFO (named pipe)"
-            case S_IFDIR: "a folder"
-            case S_IFSOCK: "a socket"
-            case S_IFCHR, S_IFBLK: "a device"
-            default: "not a regular file"
-            }
+            let kind =
+                switch info.st_mode & S_IFMT {
+                case S_IFIFO: "a FIFO (named pipe)"
+                case S_IFDIR: "a folder"
+                case S_IFSOCK: "a socket"
+                case S_IFCHR, S_IFBLK: "a device"
+                default: "not a regular file"
+                }
             throw StoreError.cannotOpen(path: path, reason: "it is \(kind), not a store file")
         }
         let header: Data
@@ -632,7 +661,10 @@ public final class Store: @unchecked Sendable {
             // Nothing yet, or GRDB's migrations table alone: a store another process is making.
             if tables.allSatisfy({ $0 == "grdb_migrations" }) { return }
             guard tables.contains("shareflow_meta") else {
-                throw StoreError.notAStore(path: path, reason: "it is an SQLite database of another program (tables: \(tables.prefix(5).joined(separator: ", ")))")
+                throw StoreError.notAStore(
+                    path: path,
+                    reason: "it is an SQLite database of another program (tables: \(tables.prefix(5).joined(separator: ", ")))"
+                )
             }
             // Read as stored: a BLOB spelling the mark is no mark (nor is a NULL a crash).
             let format = try DatabaseValue.fetchOne(db, sql: "SELECT value FROM shareflow_meta WHERE key = 'format'")
@@ -648,7 +680,11 @@ public final class Store: @unchecked Sendable {
             default: version = nil
             }
             guard let version, version >= 1 else {
-                throw StoreError.cannotOpen(path: path, reason: "it is damaged (its schema version is missing or not a number: \(stored.map { "\($0)" } ?? "no row")); restore it from a backup (the file was not changed)")
+                throw StoreError.cannotOpen(
+                    path: path,
+                    reason:
+                        "it is damaged (its schema version is missing or not a number: \(stored.map { "\($0)" } ?? "no row")); restore it from a backup (the file was not changed)"
+                )
             }
             if version > supported {
                 throw StoreError.newerSchema(path: path, found: version, supported: supported)
@@ -656,18 +692,27 @@ public final class Store: @unchecked Sendable {
             // Each migration commits with its record in grdb_migrations: a store whose record is
             // missing or behind its own version was changed by hand, and migrating it again would
             // fail half-way (and, taken for another process's migration, be retried for seconds).
-            let applied = tables.contains("grdb_migrations")
+            let applied =
+                tables.contains("grdb_migrations")
                 ? Set(try DatabaseValue.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations").compactMap { String.fromDatabaseValue($0) })
                 : []
             let missing = (1...version).map { "v\($0)" }.filter { !applied.contains($0) }
             guard missing.isEmpty else {
-                throw StoreError.cannotOpen(path: path, reason: "it is damaged (schema version \(version), but its migration record lacks \(missing.joined(separator: ", "))); restore it from a backup (the file was not changed)")
+                throw StoreError.cannotOpen(
+                    path: path,
+                    reason:
+                        "it is damaged (schema version \(version), but its migration record lacks \(missing.joined(separator: ", "))); restore it from a backup (the file was not changed)"
+                )
             }
             // What the upgrade would make, made already by someone else: refused now, not
             // half-way through the upgrade.
             let names = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master"))
             if let taken = catalogue.madeAfter(version, .sqlite).first(where: { names.contains($0.name) }) {
-                throw StoreError.cannotOpen(path: path, reason: "it holds a \(taken.kind) \(taken.name) ShareFlow did not make, and upgrading it from schema version \(version) makes one of that name; rename or drop it (the file was not changed)")
+                throw StoreError.cannotOpen(
+                    path: path,
+                    reason:
+                        "it holds a \(taken.kind) \(taken.name) ShareFlow did not make, and upgrading it from schema version \(version) makes one of that name; rename or drop it (the file was not changed)"
+                )
             }
         }
     }
@@ -691,8 +736,11 @@ package struct StoreBusy: Error, CustomStringConvertible {
 
     /// What the caller gets once the write has waited `waited` seconds in all.
     package func shareFlowError(waited: TimeInterval) -> ShareFlowError {
-        ShareFlowError(.serviceUnavailable, "store \(path) is busy: another process has held its write lock for \(Int(waited * 1000)) ms (store.busyTimeoutMs); retry",
-                       retryAfter: 1).asLockWait().forOperator()
+        ShareFlowError(
+            .serviceUnavailable,
+            "store \(path) is busy: another process has held its write lock for \(Int(waited * 1000)) ms (store.busyTimeoutMs); retry",
+            retryAfter: 1
+        ).asLockWait().forOperator()
     }
 }
 
@@ -706,13 +754,15 @@ public enum StoreError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .notAStore(path, reason):
-            return "\(path) is not a ShareFlow store: \(reason); refusing to open it (\(Store.isDatabaseURL(path) ? "the database" : "the file") was not changed)"
+            return
+                "\(path) is not a ShareFlow store: \(reason); refusing to open it (\(Store.isDatabaseURL(path) ? "the database" : "the file") was not changed)"
         case let .cannotOpen(path, reason):
             return "cannot open store \(path): \(reason)"
         case let .cannotBackUp(destination, reason):
             return "cannot back up to \(destination): \(reason)"
         case let .newerSchema(path, found, supported):
-            return "\(path) has store schema version \(found), newer than this shareflow supports (\(supported)); upgrade shareflow (the file was not changed)"
+            return
+                "\(path) has store schema version \(found), newer than this shareflow supports (\(supported)); upgrade shareflow (the file was not changed)"
         }
     }
 }

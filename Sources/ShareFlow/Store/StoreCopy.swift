@@ -37,8 +37,12 @@ extension Store {
                 try StoreCopy.requireEmpty(target, tables: catalogue.storedTables, driver: destination.driver, label: destination.path)
                 let tables = catalogue.storedTables
                 for table in tables {
-                    copied[table.name] = try StoreCopy.copy(table, from: source, to: target,
-                                                           keepingIDs: catalogue.madeIDs.contains(table.name) ? destination.driver?.dialect.keepingMadeIDs : nil)
+                    copied[table.name] = try StoreCopy.copy(
+                        table,
+                        from: source,
+                        to: target,
+                        keepingIDs: catalogue.madeIDs.contains(table.name) ? destination.driver?.dialect.keepingMadeIDs : nil
+                    )
                 }
                 try StoreCopy.restoreShareTags(from: source, to: target)
                 try destination.driver?.finishCopy(target, madeIDs: catalogue.madeIDs)
@@ -46,8 +50,10 @@ extension Store {
                     let expected = try source.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
                     let found = try target.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
                     guard expected == found else {
-                        throw ShareFlowError(.serviceUnavailable,
-                                             "cannot copy \(path) to \(destination.path): table \(table.name) has \(found) rows in the copy, not \(expected); nothing was copied")
+                        throw ShareFlowError(
+                            .serviceUnavailable,
+                            "cannot copy \(path) to \(destination.path): table \(table.name) has \(found) rows in the copy, not \(expected); nothing was copied"
+                        )
                     }
                 }
             }
@@ -72,7 +78,10 @@ enum StoreCopy {
         if let driver {
             let foreign = try driver.foreignObjects(target)
             guard foreign.isEmpty else {
-                throw ShareFlowError(.invalidArguments, "cannot copy into \(label): its schema shareflow holds what ShareFlow did not make (\(foreign.joined(separator: "; "))); copy into an empty PostgreSQL database")
+                throw ShareFlowError(
+                    .invalidArguments,
+                    "cannot copy into \(label): its schema shareflow holds what ShareFlow did not make (\(foreign.joined(separator: "; "))); copy into an empty PostgreSQL database"
+                )
             }
         }
         var held: [String] = []
@@ -81,7 +90,10 @@ enum StoreCopy {
             if n > 0 { held.append("\(n) in \(table.name)") }
         }
         guard held.isEmpty else {
-            throw ShareFlowError(.invalidArguments, "cannot copy into \(label): it already holds a store (rows: \(held.joined(separator: ", "))); copy into a new SQLite file or an empty PostgreSQL database")
+            throw ShareFlowError(
+                .invalidArguments,
+                "cannot copy into \(label): it already holds a store (rows: \(held.joined(separator: ", "))); copy into a new SQLite file or an empty PostgreSQL database"
+            )
         }
     }
 
@@ -103,26 +115,41 @@ enum StoreCopy {
             // than being carried into the copy, repaired (U+FFFD) or, on PostgreSQL, failing
             // there as a type error.
             var page: [[DatabaseValue]] = []
-            let sql = last == nil
+            let sql =
+                last == nil
                 ? "SELECT \(list) FROM \(table.name) ORDER BY \(order) LIMIT \(pageRows)"
                 : "SELECT \(list) FROM \(table.name) WHERE \(after) ORDER BY \(order) LIMIT \(pageRows)"
-            try source.forEach(sql, StoreArguments(last ?? []), table: table.name, keyAt: keyIndexes[0], { stored -> [DatabaseValue] in
-                do {
-                    for (n, column) in table.columns.enumerated() {
-                        try column.read(stored, n, column.name)
-                        if stored.holdsInvalidUTF8(n) {
-                            throw stored.damaged(column.name, "invalid UTF-8 (PostgreSQL cannot hold it, and ShareFlow reads it as U+FFFD): correct or remove the value")
+            try source.forEach(
+                sql,
+                StoreArguments(last ?? []),
+                table: table.name,
+                keyAt: keyIndexes[0],
+                { stored -> [DatabaseValue] in
+                    do {
+                        for (n, column) in table.columns.enumerated() {
+                            try column.read(stored, n, column.name)
+                            if stored.holdsInvalidUTF8(n) {
+                                throw stored.damaged(
+                                    column.name,
+                                    "invalid UTF-8 (PostgreSQL cannot hold it, and ShareFlow reads it as U+FFFD): correct or remove the value"
+                                )
+                            }
                         }
+                    } catch let damage as DamagedRow where key.count > 1 {
+                        throw DamagedRow(table: damage.table, row: stored.name(at: keyIndexes), column: damage.column, problem: damage.problem)
                     }
-                } catch let damage as DamagedRow where key.count > 1 {
-                    throw DamagedRow(table: damage.table, row: stored.name(at: keyIndexes), column: damage.column, problem: damage.problem)
+                    return stored.values(columns.count)
+                },
+                {
+                    page.append($0)
+                    return true
                 }
-                return stored.values(columns.count)
-            }) { page.append($0); return true }
+            )
             guard !page.isEmpty else { return count }
             // The destination's own format mark and schema version stay (a PostgreSQL store's
             // version runs ahead of SQLite's: PostgresSchema).
-            let rows = table.name == "shareflow_meta"
+            let rows =
+                table.name == "shareflow_meta"
                 ? page.filter { row in !["format", "schemaVersion"].contains(String.fromDatabaseValue(row[0]) ?? "") } : page
             var start = 0
             while start < rows.count {
@@ -137,10 +164,16 @@ enum StoreCopy {
     }
 
     /// One INSERT of `rows`. The meta rows replace what opening the destination wrote.
-    static func insert(_ rows: ArraySlice<[DatabaseValue]>, into table: String, columns: [String], _ target: StoreTransaction,
-                       keepingIDs: String?) throws {
+    static func insert(
+        _ rows: ArraySlice<[DatabaseValue]>,
+        into table: String,
+        columns: [String],
+        _ target: StoreTransaction,
+        keepingIDs: String?
+    ) throws {
         let row = "(" + columns.map { _ in "?" }.joined(separator: ", ") + ")"
-        var sql = "INSERT INTO \(table) (\(columns.joined(separator: ", "))) \(keepingIDs.map { "\($0) " } ?? "")VALUES "
+        var sql =
+            "INSERT INTO \(table) (\(columns.joined(separator: ", "))) \(keepingIDs.map { "\($0) " } ?? "")VALUES "
             + Array(repeating: row, count: rows.count).joined(separator: ", ")
         if table == "shareflow_meta" { sql += " ON CONFLICT (key) DO UPDATE SET value = excluded.value" }
         guard !rows.isEmpty else { return }
@@ -161,10 +194,13 @@ enum StoreCopy {
     static func restoreShareTags(from source: StoreTransaction, to target: StoreTransaction) throws {
         var last: Int64 = 0
         while true {
-            let page = try source.rows("""
+            let page = try source.rows(
+                """
                 SELECT record.id, record.tag FROM record JOIN share ON share.recordID = record.id
                 WHERE record.id > ? ORDER BY record.id LIMIT \(pageRows)
-                """, [last])
+                """,
+                [last]
+            )
             for row in page { try target.run("UPDATE record SET tag = ? WHERE id = ?", [row[1], row[0]]) }
             guard page.count == pageRows, case .int64(let id) = page[page.count - 1][0].storage else { return }
             last = id

@@ -19,29 +19,49 @@ public struct StoredCredential: Sendable {
 
 extension Store {
     /// Records a credential by its hash.
-    package func addCredential(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment? = nil, hash: String,
-                               accountID: Int64? = nil, expiresAt: Double? = nil, publicKey: String? = nil) throws {
+    package func addCredential(
+        _ kind: StoredCredential.Kind,
+        container: String,
+        environment: CloudEnvironment? = nil,
+        hash: String,
+        accountID: Int64? = nil,
+        expiresAt: Double? = nil,
+        publicKey: String? = nil
+    ) throws {
         _ = try write { tx in
-            try tx.run("""
+            try tx.run(
+                """
                 INSERT INTO credential (kind, container, environment, hash, accountID, expiresAt, createdAt, publicKey) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (hash) DO UPDATE SET accountID = excluded.accountID, expiresAt = excluded.expiresAt
-                """, [kind.rawValue, container, environment?.rawValue, hash, accountID, expiresAt, Date().timeIntervalSince1970, publicKey])
+                """,
+                [kind.rawValue, container, environment?.rawValue, hash, accountID, expiresAt, Date().timeIntervalSince1970, publicKey]
+            )
         }
     }
 
     /// The credential with this hash for `container`, if any (expired ones too: the caller
     /// tells an expired token from a wrong one). A credential that names an environment other
     /// than `environment` is not found (R32).
-    package func credential(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment, hash: String) throws -> StoredCredential? {
+    package func credential(_ kind: StoredCredential.Kind, container: String, environment: CloudEnvironment, hash: String) throws -> StoredCredential?
+    {
         try read { tx in
-            try tx.fetchOne("""
+            try tx.fetchOne(
+                """
                 SELECT id, accountID, expiresAt, publicKey, environment FROM credential
                 WHERE kind = ? AND container = ? AND hash = ? AND (environment IS NULL OR environment = ?)
-                """, [kind.rawValue, container, hash, environment.rawValue], table: "credential", keyAt: 0) {
-                StoredCredential(kind: kind, container: container,
-                                 environment: try $0.optionalText(4, "environment") == nil ? nil : try $0.word(4, "environment"),
-                                 accountID: try $0.optionalInteger(1, "accountID"),
-                                 expiresAt: try $0.optionalReal(2, "expiresAt"), publicKey: try $0.optionalText(3, "publicKey"))
+                """,
+                [kind.rawValue, container, hash, environment.rawValue],
+                table: "credential",
+                keyAt: 0
+            ) {
+                StoredCredential(
+                    kind: kind,
+                    container: container,
+                    environment: try $0.optionalText(4, "environment") == nil ? nil : try $0.word(4, "environment"),
+                    accountID: try $0.optionalInteger(1, "accountID"),
+                    expiresAt: try $0.optionalReal(2, "expiresAt"),
+                    publicKey: try $0.optionalText(3, "publicKey")
+                )
             }
         }
     }
@@ -54,10 +74,13 @@ extension Store {
     package func revokeCredential(hash: String) throws -> Int {
         try write { tx in
             let removed = try tx.run("DELETE FROM credential WHERE hash = ?", [hash])
-            try tx.run("""
+            try tx.run(
+                """
                 INSERT INTO shareflow_meta (key, value) VALUES ('credentialsGeneration', '1')
                 ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(shareflow_meta.value AS BIGINT) + 1 AS TEXT)
-                """, [])
+                """,
+                []
+            )
             return removed
         }
     }
@@ -67,9 +90,11 @@ extension Store {
     package func generations() throws -> (credentials: Int64, directory: Int64) {
         try read { tx in
             var found: [String: Int64] = [:]
-            for row in try tx.rows("""
+            for row in try tx.rows(
+                """
                 SELECT key, CAST(value AS BIGINT) FROM shareflow_meta WHERE key IN ('credentialsGeneration', 'directoryGeneration')
-                """) {
+                """
+            ) {
                 if case .string(let key) = row[0].storage, case .int64(let n) = row[1].storage { found[key] = n }
             }
             return (found["credentialsGeneration"] ?? 0, found["directoryGeneration"] ?? 0)

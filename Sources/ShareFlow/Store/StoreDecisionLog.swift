@@ -96,7 +96,10 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
     package func add(_ decision: PolicyDecision) {
         let (start, dropped) = lock.withLock { () -> (Bool, Int?) in
             guard !state.closed else { return (false, nil) }
-            guard state.waiting.count < StoreDecisionLog.capacity else { state.dropped += 1; return (false, state.dropped) }
+            guard state.waiting.count < StoreDecisionLog.capacity else {
+                state.dropped += 1
+                return (false, state.dropped)
+            }
             state.waiting.append(decision)
             defer { state.draining = true }
             return (!state.draining, nil)
@@ -150,19 +153,30 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
                 var values: [DatabaseValue] = []
                 values.reserveCapacity(batch.count * 6)
                 for d in batch {
-                    values += [d.point.databaseValue, StoreDecisionLog.json(d.policies).databaseValue, (d.allow ? 1 : 0).databaseValue,
-                               StoreDecisionLog.json(d.reasons).databaseValue, d.duration.databaseValue,
-                               d.time.timeIntervalSince1970.databaseValue]
+                    values += [
+                        d.point.databaseValue, StoreDecisionLog.json(d.policies).databaseValue, (d.allow ? 1 : 0).databaseValue,
+                        StoreDecisionLog.json(d.reasons).databaseValue, d.duration.databaseValue,
+                        d.time.timeIntervalSince1970.databaseValue,
+                    ]
                 }
                 let rows = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: batch.count).joined(separator: ", ")
                 let ids = try link.query("INSERT INTO decision (point, policies, allow, reasons, duration, at) VALUES \(rows) RETURNING id", values)
                     .compactMap { row -> Int64? in if case .int64(let id)? = row.first?.storage { return id } else { return nil } }
                 if let first = ids.min(), let last = ids.max(),
-                   (first - 1) / StoreDecisionLog.pruneEvery != last / StoreDecisionLog.pruneEvery {
+                    (first - 1) / StoreDecisionLog.pruneEvery != last / StoreDecisionLog.pruneEvery
+                {
                     try prune(below: last - Int64(StoreDecisionLog.kept), link)
                 }
                 return zip(batch, ids.sorted()).map { d, id in
-                    PolicyDecision(id: Int(id), point: d.point, policies: d.policies, allow: d.allow, reasons: d.reasons, duration: d.duration, time: d.time)
+                    PolicyDecision(
+                        id: Int(id),
+                        point: d.point,
+                        policies: d.policies,
+                        allow: d.allow,
+                        reasons: d.reasons,
+                        duration: d.duration,
+                        time: d.time
+                    )
                 }
             }
         }
@@ -180,8 +194,10 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
     /// Deletes decisions up to ID `id`, a few bounded statements' worth.
     private func prune(below id: Int64, _ link: any DecisionLogConnection) throws {
         for _ in 0..<StoreDecisionLog.pruneStatements {
-            let deleted = try link.execute("DELETE FROM decision WHERE id IN (SELECT id FROM decision WHERE id <= ? ORDER BY id LIMIT \(StoreDecisionLog.pruneRows))",
-                                           [id.databaseValue])
+            let deleted = try link.execute(
+                "DELETE FROM decision WHERE id IN (SELECT id FROM decision WHERE id <= ? ORDER BY id LIMIT \(StoreDecisionLog.pruneRows))",
+                [id.databaseValue]
+            )
             if deleted < StoreDecisionLog.pruneRows { break }
         }
     }
@@ -228,8 +244,10 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
                         lastRead?.at = readAt
                         return Array(read.decisions.suffix(limit))
                     }
-                    let decisions = try link.read("SELECT id, point, policies, allow, reasons, duration, at FROM decision ORDER BY id DESC LIMIT ?",
-                                                  [limit.databaseValue]).reversed().compactMap(StoreDecisionLog.decision)
+                    let decisions = try link.read(
+                        "SELECT id, point, policies, allow, reasons, duration, at FROM decision ORDER BY id DESC LIMIT ?",
+                        [limit.databaseValue]
+                    ).reversed().compactMap(StoreDecisionLog.decision)
                     lastRead = version.map { (limit, $0, readAt, decisions) }
                     return decisions
                 }
@@ -288,7 +306,9 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
     private func connected<T>(_ link: inout (any DecisionLogConnection)?, _ body: (any DecisionLogConnection) throws -> T) throws -> T {
         guard !isClosed else { throw DecisionLogClosed() }
         let current: any DecisionLogConnection
-        if let open = link { current = open } else {
+        if let open = link {
+            current = open
+        } else {
             current = try connect()
             link = current
             // A new connection counts `data_version` from its own start.
@@ -307,11 +327,19 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
 
     private static func decision(_ row: [DatabaseValue]) -> PolicyDecision? {
         guard row.count == 7, case .int64(let id) = row[0].storage, let point = String.fromDatabaseValue(row[1]),
-              let policies = String.fromDatabaseValue(row[2]), case .int64(let allow) = row[3].storage,
-              let reasons = String.fromDatabaseValue(row[4]), let duration = Double.fromDatabaseValue(row[5]),
-              let at = Double.fromDatabaseValue(row[6]) else { return nil }
-        return PolicyDecision(id: Int(id), point: point, policies: strings(policies), allow: allow != 0,
-                              reasons: strings(reasons), duration: duration, time: Date(timeIntervalSince1970: at))
+            let policies = String.fromDatabaseValue(row[2]), case .int64(let allow) = row[3].storage,
+            let reasons = String.fromDatabaseValue(row[4]), let duration = Double.fromDatabaseValue(row[5]),
+            let at = Double.fromDatabaseValue(row[6])
+        else { return nil }
+        return PolicyDecision(
+            id: Int(id),
+            point: point,
+            policies: strings(policies),
+            allow: allow != 0,
+            reasons: strings(reasons),
+            duration: duration,
+            time: Date(timeIntervalSince1970: at)
+        )
     }
 
     static func json(_ strings: [String]) -> String {

@@ -24,7 +24,8 @@ struct StoreFailure {
         let folder = PathName.folder(of: path)
         if !files.isWritableFile(atPath: folder.isEmpty ? "." : folder) { return "its folder \(folder.isEmpty ? "." : folder) cannot be written" }
         for suffix in ["-shm", "-wal"] where files.fileExists(atPath: path + suffix) && !files.isWritableFile(atPath: path + suffix) {
-            return "\(path + suffix) cannot be written: a read made it while the store's file was read-only; remove \(path)-shm and \(path)-wal when no process has the store open"
+            return
+                "\(path + suffix) cannot be written: a read made it while the store's file was read-only; remove \(path)-shm and \(path)-wal when no process has the store open"
         }
         return "its file or folder cannot be written"
     }
@@ -43,34 +44,58 @@ struct StoreFailure {
         Counted.storeError("sqlite", cause: String(cString: sqlite3_errstr(db.resultCode.rawValue)))
         switch db.resultCode {
         case .SQLITE_BUSY, .SQLITE_LOCKED:
-            return ShareFlowError(.serviceUnavailable, "\(store) is busy (another process holds its write lock); retry after \(Int(StoreFailure.busyRetryAfter)) s",
-                                  retryAfter: StoreFailure.busyRetryAfter).asLockWait()
+            return ShareFlowError(
+                .serviceUnavailable,
+                "\(store) is busy (another process holds its write lock); retry after \(Int(StoreFailure.busyRetryAfter)) s",
+                retryAfter: StoreFailure.busyRetryAfter
+            ).asLockWait()
         case .SQLITE_FULL:
-            return ShareFlowError(.serviceUnavailable, "\(store) is full (no space left on its disk); free space, then retry",
-                                  retryAfter: 30)
+            return ShareFlowError(
+                .serviceUnavailable,
+                "\(store) is full (no space left on its disk); free space, then retry",
+                retryAfter: 30
+            )
         case .SQLITE_READONLY:
             return ShareFlowError(.serviceUnavailable, "\(store) is read-only (\(StoreFailure.readOnlyCause(path)))")
         case .SQLITE_IOERR:
-            return ShareFlowError(.serviceUnavailable, "\(store) could not be read or written (I/O error \(db.extendedResultCode.rawValue)); retry",
-                                  retryAfter: 5)
+            return ShareFlowError(
+                .serviceUnavailable,
+                "\(store) could not be read or written (I/O error \(db.extendedResultCode.rawValue)); retry",
+                retryAfter: 5
+            )
         case .SQLITE_CONSTRAINT:
             // The engine checks its rules before it writes: the store refuses a change only when
             // what the change stands on moved meanwhile (a policy calling back into the engine
             // deleted it). Said in ShareFlow's words: SQLite's names tables and columns.
             switch db.extendedResultCode {
             case .SQLITE_CONSTRAINT_FOREIGNKEY:
-                return ShareFlowError(.unknownItem, "\(store) refused a change: an item it refers to no longer exists (it was deleted while the change was being made)")
+                return ShareFlowError(
+                    .unknownItem,
+                    "\(store) refused a change: an item it refers to no longer exists (it was deleted while the change was being made)"
+                )
             case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY:
-                return ShareFlowError(.serviceUnavailable, "\(store) refused a change: an item of the same name was made while the change was being made; retry to be told why",
-                                      retryAfter: StoreFailure.busyRetryAfter)
+                return ShareFlowError(
+                    .serviceUnavailable,
+                    "\(store) refused a change: an item of the same name was made while the change was being made; retry to be told why",
+                    retryAfter: StoreFailure.busyRetryAfter
+                )
             default:
-                return ShareFlowError(.serviceUnavailable, "\(store) refused a change: a stored value breaks its schema (check it with `shareflow store check`)")
+                return ShareFlowError(
+                    .serviceUnavailable,
+                    "\(store) refused a change: a stored value breaks its schema (check it with `shareflow store check`)"
+                )
             }
         case .SQLITE_CORRUPT, .SQLITE_NOTADB:
-            return ShareFlowError(.serviceUnavailable, "\(store) is damaged (SQLite finds its file or schema malformed); check it with `shareflow store check` or restore it from a backup")
+            return ShareFlowError(
+                .serviceUnavailable,
+                "\(store) is damaged (SQLite finds its file or schema malformed); check it with `shareflow store check` or restore it from a backup"
+            )
         case .SQLITE_ERROR:
             // SQLite's own message names tables and columns ("no such column: p.addedAt").
-            return ShareFlowError(.serviceUnavailable, "\(store) does not have the schema this shareflow expects (a table or column is missing or changed); check it with `shareflow store check`")
+            return ShareFlowError(
+                .serviceUnavailable,
+                "\(store) does not have the schema this shareflow expects (a table or column is missing or changed); check it with `shareflow store check`"
+            )
         default:
             return ShareFlowError(.serviceUnavailable, "\(store) failed (SQLite error \(db.extendedResultCode.rawValue))")
         }

@@ -31,19 +31,29 @@ extension Store {
         if let driver {
             return try read { tx in
                 var counts: [String: Int] = [:]
-                for (kind, table) in [("accounts", "account"), ("zones", "zone"), ("records", "record"), ("shares", "share"), ("participants", "participant")] {
+                for (kind, table) in [
+                    ("accounts", "account"), ("zones", "zone"), ("records", "record"), ("shares", "share"), ("participants", "participant"),
+                ] {
                     counts[kind] = Int(try tx.fetchInteger("SELECT COUNT(*) FROM \(table)") ?? 0)
                 }
                 let (version, bytes) = try driver.info(tx)
                 let log = try tx.changeLogSize()
-                return StoreInfo(path: path, schemaVersion: version, fileBytes: bytes, walBytes: 0, counts: counts,
-                                 changeLog: ["entries": log.entries, "tombstones": log.tombstones])
+                return StoreInfo(
+                    path: path,
+                    schemaVersion: version,
+                    fileBytes: bytes,
+                    walBytes: 0,
+                    counts: counts,
+                    changeLog: ["entries": log.entries, "tombstones": log.tombstones]
+                )
             }
         }
         do {
             return try queue.read { db in
                 var counts: [String: Int] = [:]
-                for (kind, table) in [("accounts", "account"), ("zones", "zone"), ("records", "record"), ("shares", "share"), ("participants", "participant")] {
+                for (kind, table) in [
+                    ("accounts", "account"), ("zones", "zone"), ("records", "record"), ("shares", "share"), ("participants", "participant"),
+                ] {
                     counts[kind] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
                 }
                 let version = try Int.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM shareflow_meta WHERE key = 'schemaVersion'") ?? 0
@@ -51,9 +61,14 @@ extension Store {
                     ((try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? NSNumber)?.int64Value ?? 0
                 }
                 let log = try StoreTransaction(db, writable: false, path: path).changeLogSize()
-                return StoreInfo(path: path, schemaVersion: version, fileBytes: path == ":memory:" ? 0 : size(path),
-                                 walBytes: path == ":memory:" ? 0 : size(path + "-wal"), counts: counts,
-                                 changeLog: ["entries": log.entries, "tombstones": log.tombstones])
+                return StoreInfo(
+                    path: path,
+                    schemaVersion: version,
+                    fileBytes: path == ":memory:" ? 0 : size(path),
+                    walBytes: path == ":memory:" ? 0 : size(path + "-wal"),
+                    counts: counts,
+                    changeLog: ["entries": log.entries, "tombstones": log.tombstones]
+                )
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError
@@ -113,7 +128,9 @@ extension Store {
                     }
                     checking("foreign keys") {
                         for row in try tx.rows("PRAGMA foreign_key_check") {
-                            problems.append("table \(Store.shown(row, 0)) row \(Store.shown(row, 1)) refers to a missing row of \(Store.shown(row, 2))")
+                            problems.append(
+                                "table \(Store.shown(row, 0)) row \(Store.shown(row, 1)) refers to a missing row of \(Store.shown(row, 2))"
+                            )
                         }
                     }
                 }
@@ -122,42 +139,55 @@ extension Store {
                     checking("table \(table.name)") { problems += try table.damagedRows(tx) }
                 }
                 checking("share owners") {
-                    for row in try tx.rows("""
+                    for row in try tx.rows(
+                        """
                         SELECT s.token, (SELECT COUNT(*) FROM participant p WHERE p.shareID = s.id AND p.role = 'owner' AND p.status = 'accepted')
                         FROM share s
-                        """) where row[1] != 1.databaseValue {
+                        """
+                    ) where row[1] != 1.databaseValue {
                         problems.append("share …/share/\(Store.shown(row, 0)) has \(Store.shown(row, 1)) accepted owners (one expected)")
                     }
                 }
                 checking("share records") {
-                    for row in try tx.rows("SELECT s.token, r.type FROM share s JOIN record r ON r.id = s.recordID WHERE r.type != 'cloudkit.share'") {
+                    for row in try tx.rows("SELECT s.token, r.type FROM share s JOIN record r ON r.id = s.recordID WHERE r.type != 'cloudkit.share'")
+                    {
                         problems.append("share …/share/\(Store.shown(row, 0)) is saved as a record of type \(Store.shown(row, 1))")
                     }
                 }
                 checking("share roots") {
-                    for row in try tx.rows("""
+                    for row in try tx.rows(
+                        """
                         SELECT s.token, s.rootName FROM share s
                         WHERE s.rootName IS NOT NULL AND NOT EXISTS (SELECT 1 FROM record r WHERE r.zoneID = s.zoneID AND r.name = s.rootName)
-                        """) {
+                        """
+                    ) {
                         problems.append("share …/share/\(Store.shown(row, 0)): its root record \(Store.shown(row, 1)) does not exist")
                     }
                 }
                 checking("parents") {
-                    for row in try tx.rows("""
+                    for row in try tx.rows(
+                        """
                         SELECT c.name, c.parentName FROM record c
                         WHERE c.parentName IS NOT NULL AND NOT EXISTS (SELECT 1 FROM record p WHERE p.zoneID = c.zoneID AND p.name = c.parentName)
-                        """) {
+                        """
+                    ) {
                         // R34: deleting a parent leaves its children (CloudKit does not cascade).
-                        notes.append("record \(Store.shown(row, 0)): its parent \(Store.shown(row, 1)) was deleted; the record stays without it (R34)")
+                        notes.append(
+                            "record \(Store.shown(row, 0)): its parent \(Store.shown(row, 1)) was deleted; the record stays without it (R34)"
+                        )
                     }
                     problems += try Store.parentCycles(tx)
                 }
                 checking("zone owners") {
-                    for row in try tx.rows("""
+                    for row in try tx.rows(
+                        """
                         SELECT z.id, z.name, z.ownerID FROM zone z
                         WHERE z.scope = 'private' AND NOT EXISTS (SELECT 1 FROM account a WHERE a.id = z.ownerID)
-                        """) {
-                        problems.append("zone \(Store.shown(row, 1)) (row \(Store.shown(row, 0))): its owner, account \(Store.shown(row, 2)), does not exist")
+                        """
+                    ) {
+                        problems.append(
+                            "zone \(Store.shown(row, 1)) (row \(Store.shown(row, 0))): its owner, account \(Store.shown(row, 2)), does not exist"
+                        )
                     }
                 }
                 checking("the change tokens' key") {
@@ -166,27 +196,39 @@ extension Store {
                 }
                 checking("change log bounds") {
                     // A log said to start past its counter refuses every token the zone gives.
-                    for row in try tx.rows("SELECT name, id, keptFrom, changeSeq FROM zone WHERE keptFrom > changeSeq OR keptFrom < 0 OR changeSeq < 0") {
-                        problems.append("zone \(Store.shown(row, 0)) (row \(Store.shown(row, 1))): its change log is said to start at position \(Store.shown(row, 2)), past its counter \(Store.shown(row, 3)); every token of it would be refused")
+                    for row in try tx.rows(
+                        "SELECT name, id, keptFrom, changeSeq FROM zone WHERE keptFrom > changeSeq OR keptFrom < 0 OR changeSeq < 0"
+                    ) {
+                        problems.append(
+                            "zone \(Store.shown(row, 0)) (row \(Store.shown(row, 1))): its change log is said to start at position \(Store.shown(row, 2)), past its counter \(Store.shown(row, 3)); every token of it would be refused"
+                        )
                     }
                 }
                 checking("change log positions") {
                     // A position past its zone's counter would be handed out again by a later
                     // save; two owner's entries at one position can fall on either side of a
                     // page's end, and one of them is never sent.
-                    for row in try tx.rows("""
+                    for row in try tx.rows(
+                        """
                         SELECT z.name, z.id, MAX(x.seq), z.changeSeq FROM zone z
                         JOIN (SELECT zoneID, seq FROM record UNION ALL SELECT zoneID, seq FROM zone_change UNION ALL SELECT zoneID, seq FROM view_change) x
                             ON x.zoneID = z.id
                         GROUP BY z.id HAVING MAX(x.seq) > z.changeSeq
-                        """) {
-                        problems.append("zone \(Store.shown(row, 0)) (row \(Store.shown(row, 1))): a change logged at position \(Store.shown(row, 2)), past its counter \(Store.shown(row, 3)); later changes would reuse positions")
+                        """
+                    ) {
+                        problems.append(
+                            "zone \(Store.shown(row, 0)) (row \(Store.shown(row, 1))): a change logged at position \(Store.shown(row, 2)), past its counter \(Store.shown(row, 3)); later changes would reuse positions"
+                        )
                     }
-                    for row in try tx.rows("""
+                    for row in try tx.rows(
+                        """
                         SELECT z.name, z.id, x.seq, COUNT(*) FROM (SELECT zoneID, seq FROM record WHERE seq > 0 UNION ALL SELECT zoneID, seq FROM zone_change) x
                         JOIN zone z ON z.id = x.zoneID GROUP BY z.id, x.seq HAVING COUNT(*) > 1
-                        """) {
-                        problems.append("zone \(Store.shown(row, 0)) (row \(Store.shown(row, 1))): \(Store.shown(row, 3)) changes at position \(Store.shown(row, 2)) of its owner's feed (one expected)")
+                        """
+                    ) {
+                        problems.append(
+                            "zone \(Store.shown(row, 0)) (row \(Store.shown(row, 1))): \(Store.shown(row, 3)) changes at position \(Store.shown(row, 2)) of its owner's feed (one expected)"
+                        )
                     }
                 }
                 var result = StoreCheck(integrity: integrity, problems: problems)
@@ -219,10 +261,18 @@ extension Store {
     /// The store's tables, indexes, triggers and views by name, SQLite's own (`sqlite_…`) left out.
     static func schemaObjects(_ db: Database) throws -> [String: SchemaObject] {
         var objects: [String: SchemaObject] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").map({ Array($0.databaseValues) }) {
+        for row in try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").map({
+            Array($0.databaseValues)
+        }) {
             let sql = row[3].storage
-            objects[shown(row, 1)] = SchemaObject(type: shown(row, 0), table: shown(row, 2),
-                                                  sql: { if case .string(let s) = sql { return normalized(s) }; return nil }())
+            objects[shown(row, 1)] = SchemaObject(
+                type: shown(row, 0),
+                table: shown(row, 2),
+                sql: {
+                    if case .string(let s) = sql { return normalized(s) }
+                    return nil
+                }()
+            )
         }
         return objects
     }
@@ -273,22 +323,26 @@ extension Store {
         var parents: [Int64: [String: String]] = [:]
         for row in try tx.rows("SELECT zoneID, name, parentName FROM record WHERE parentName IS NOT NULL") {
             guard case .int64(let zone) = row[0].storage,
-                  case .string(let name) = row[1].storage,
-                  case .string(let parent) = row[2].storage else { continue }
+                case .string(let name) = row[1].storage,
+                case .string(let parent) = row[2].storage
+            else { continue }
             parents[zone, default: [:]][name] = parent
         }
         var problems: [String] = []
         for (zone, map) in parents.sorted(by: { $0.key < $1.key }) {
             var done = Set<String>()
             for start in map.keys.sorted() where !done.contains(start) {
-                var path: [String] = [], onPath: [String: Int] = [:]
+                var path: [String] = []
+                var onPath: [String: Int] = [:]
                 var current: String? = start
                 while let n = current, !done.contains(n) {
                     if let at = onPath[n] {
                         var cycle = Array(path[at...])
                         let first = cycle.indices.min { cycle[$0] < cycle[$1] }!
                         cycle = Array(cycle[first...] + cycle[..<first])
-                        problems.append("records \((cycle + [cycle[0]]).map(StoredRow.excerpt).joined(separator: " → ")) in zone \(zoneNames[zone] ?? "?") (row \(zone)) form a parent cycle (R25)")
+                        problems.append(
+                            "records \((cycle + [cycle[0]]).map(StoredRow.excerpt).joined(separator: " → ")) in zone \(zoneNames[zone] ?? "?") (row \(zone)) form a parent cycle (R25)"
+                        )
                         break
                     }
                     onPath[n] = path.count

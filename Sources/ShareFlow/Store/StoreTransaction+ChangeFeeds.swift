@@ -29,9 +29,12 @@ extension StoreTransaction {
             return try fetchInteger("SELECT MAX(seq) FROM view_change WHERE zoneID = ? AND viewerID = ?", [zone, viewer]) ?? 0
         }
         // The owner's: the last record written, or the last tombstone.
-        return try fetchInteger("""
+        return try fetchInteger(
+            """
             SELECT MAX(COALESCE((SELECT MAX(seq) FROM record WHERE zoneID = ?1), 0), COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = ?1), 0))
-            """, [zone]) ?? 0
+            """,
+            [zone]
+        ) ?? 0
     }
 
     /// The zone's entries after position `seq`, oldest first, at most `limit`: the owner's
@@ -52,11 +55,17 @@ extension StoreTransaction {
     /// share has a root. Each record's fields are checked and kept undecoded (`FieldsAsRead`)
     /// for `make`, which makes the `Record` that decodes them when they are first read:
     /// building them was half a first sync's time.
-    package func zoneChangesWithRecords<Made>(zone: Int64, viewer: Int64?, after seq: Int64, limit: Int,
-                                              make: (RecordRow) throws -> Made) throws -> [ZoneChangeRow<Made>] {
+    package func zoneChangesWithRecords<Made>(
+        zone: Int64,
+        viewer: Int64?,
+        after seq: Int64,
+        limit: Int,
+        make: (RecordRow) throws -> Made
+    ) throws -> [ZoneChangeRow<Made>] {
         let log = viewer == nil ? "zone_change" : "view_change"
         let n = StoreTransaction.recordWithRootedShareColumnCount
-        let rooted = try (fetchInteger("SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)", [zone]).map { $0 != 0 } ?? true)
+        let rooted =
+            try (fetchInteger("SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)", [zone]).map { $0 != 0 } ?? true)
         // A page's records come from a few accounts: a short list, looked through.
         var names: [(account: Int64, name: String?)] = []
         func userRecordID(_ account: Int64?) throws -> String? {
@@ -76,14 +85,17 @@ extension StoreTransaction {
         // its tombstones: each part walks its position index, and SQLite merges the two in
         // order, stopping at the page's end. A tombstone whose name was made again since is
         // not sent: the record is, at its later position.
-        let sql = viewer == nil ? """
+        let sql =
+            viewer == nil
+            ? """
             SELECT \(recordColumns), r.name, r.type, r.seq, 0 FROM record r \(rooted ? StoreTransaction.rootedShareSource : "")
             WHERE r.zoneID = ?1 AND r.seq > ?3
             UNION ALL
             SELECT \(Array(repeating: "NULL", count: n).joined(separator: ", ")), l.name, l.type, l.seq, 1 FROM zone_change l
             WHERE l.zoneID = ?1 AND CAST(?2 AS BIGINT) IS NULL AND l.seq > ?3 AND l.deleted = 1 AND NOT EXISTS (SELECT 1 FROM record x WHERE x.zoneID = ?1 AND x.name = l.name)
             ORDER BY \(n + 3) LIMIT ?4
-            """ : """
+            """
+            : """
             SELECT \(recordColumns), l.name, l.type, l.seq, l.deleted
             FROM view_change l LEFT JOIN record r ON l.deleted = 0
                 AND r.id = COALESCE(l.recordID, (SELECT id FROM record WHERE zoneID = l.zoneID AND name = l.name)) AND +r.zoneID = l.zoneID AND +r.name = l.name
@@ -92,7 +104,8 @@ extension StoreTransaction {
             """
         return try fetchAll(sql, [zone, viewer, seq, limit], table: log, keyAt: n + 2) { row in
             let entry = row.of(log, keyAt: n + 2)
-            let seq = try entry.integer(n + 2, "seq"), deleted = try entry.integer(n + 3, "deleted") != 0
+            let seq = try entry.integer(n + 2, "seq")
+            let deleted = try entry.integer(n + 3, "deleted") != 0
             guard try entry.optionalInteger(0, "id") != nil else {
                 let name = try entry.text(n, "name")
                 // A live entry whose row is not its record (rewritten or reused by another
@@ -130,8 +143,12 @@ extension StoreTransaction {
     package func feed(account: Int64, container: ContainerID, scope: String) throws -> (id: Int64, current: Int64, keptFrom: Int64)? {
         // Inside a write, its own moves first.
         if isWritable { try writeFeedMoves(early: true) }
-        return try fetchOne("SELECT id, seq, keptFrom FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?",
-                     [account, container.identifier, container.environment.rawValue, scope], table: "feed", keyAt: 0) {
+        return try fetchOne(
+            "SELECT id, seq, keptFrom FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?",
+            [account, container.identifier, container.environment.rawValue, scope],
+            table: "feed",
+            keyAt: 0
+        ) {
             (try $0.integer(0, "id"), try $0.integer(1, "seq"), try $0.integer(2, "keptFrom"))
         }
     }
@@ -139,11 +156,20 @@ extension StoreTransaction {
     /// The feed's entries after position `seq`, oldest first, at most `limit`.
     package func feedChanges(feed: Int64, after seq: Int64, limit: Int) throws -> [FeedChangeRow] {
         if isWritable { try writeFeedMoves(early: true) }
-        return try fetchAll("""
+        return try fetchAll(
+            """
             SELECT zoneName, ownerName, seq, deleted, reason FROM feed_change WHERE feedID = ? AND seq > ? ORDER BY seq LIMIT ?
-            """, [feed, seq, limit], table: "feed_change", keyAt: 0) {
-            FeedChangeRow(zoneName: try $0.text(0, "zoneName"), ownerName: try $0.text(1, "ownerName"), seq: try $0.integer(2, "seq"),
-                          deletedReason: try $0.integer(3, "deleted") != 0 ? (try $0.optionalText(4, "reason") ?? "deleted") : nil)
+            """,
+            [feed, seq, limit],
+            table: "feed_change",
+            keyAt: 0
+        ) {
+            FeedChangeRow(
+                zoneName: try $0.text(0, "zoneName"),
+                ownerName: try $0.text(1, "ownerName"),
+                seq: try $0.integer(2, "seq"),
+                deletedReason: try $0.integer(3, "deleted") != 0 ? (try $0.optionalText(4, "reason") ?? "deleted") : nil
+            )
         }
     }
 
@@ -154,8 +180,13 @@ extension StoreTransaction {
             try $0.text(1, "value")
         }
         guard let hex, let key = StoreTransaction.bytes(hex: hex), key.count == 32 else {
-            throw DamagedRow(table: "shareflow_meta", row: "'syncKey'", column: "value", problem: "expected 64 hexadecimal digits (the change tokens' key)")
-                .shareFlowError(path: path)
+            throw DamagedRow(
+                table: "shareflow_meta",
+                row: "'syncKey'",
+                column: "value",
+                problem: "expected 64 hexadecimal digits (the change tokens' key)"
+            )
+            .shareFlowError(path: path)
         }
         return key
     }
@@ -186,13 +217,19 @@ extension StoreTransaction {
     /// database feeds, and moves each feed's kept-from position past what was dropped: a
     /// token from before it is `changeTokenExpired`. Returns how many entries went.
     package func pruneChangeLog(before cutoff: Double) throws -> Int {
-        try run("""
+        try run(
+            """
             UPDATE zone SET keptFrom = MAX(keptFrom, COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = zone.id AND deleted = 1 AND at < ?1), 0),
                                                    COALESCE((SELECT MAX(seq) FROM view_change WHERE zoneID = zone.id AND deleted = 1 AND at < ?1), 0))
-            """, [cutoff])
-        try run("""
+            """,
+            [cutoff]
+        )
+        try run(
+            """
             UPDATE feed SET keptFrom = MAX(keptFrom, COALESCE((SELECT MAX(seq) FROM feed_change WHERE feedID = feed.id AND deleted = 1 AND at < ?1), 0))
-            """, [cutoff])
+            """,
+            [cutoff]
+        )
         var removed = 0
         for table in ["zone_change", "view_change", "feed_change"] {
             removed += try run("DELETE FROM \(table) WHERE deleted = 1 AND at < ?", [cutoff])
@@ -202,7 +239,8 @@ extension StoreTransaction {
 
     /// The log's size, for `store info`: entries and tombstones.
     package func changeLogSize() throws -> (entries: Int, tombstones: Int) {
-        var entries = 0, tombstones = 0
+        var entries = 0
+        var tombstones = 0
         // The owner's entries are the records written at a position (schema v9).
         entries += try Int(fetchInteger("SELECT COUNT(*) FROM record WHERE seq > 0") ?? 0)
         for table in ["zone_change", "view_change", "feed_change"] {

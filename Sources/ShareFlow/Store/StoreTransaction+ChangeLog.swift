@@ -53,7 +53,8 @@ extension StoreTransaction {
         if roles.count * permissions.count * statuses.count == cells.count {
             return "p.status IN \(list(statuses)) AND p.role IN \(list(roles)) AND p.permission IN \(list(permissions))"
         }
-        return "(p.role, p.permission, p.status) IN (" + cells.map { "('\($0.0.rawValue)', '\($0.1.rawValue)', '\($0.2.rawValue)')" }.joined(separator: ", ") + ")"
+        return "(p.role, p.permission, p.status) IN ("
+            + cells.map { "('\($0.0.rawValue)', '\($0.1.rawValue)', '\($0.2.rawValue)')" }.joined(separator: ", ") + ")"
     }
 
     /// A zone as the log needs it.
@@ -70,16 +71,26 @@ extension StoreTransaction {
 
     static func loggedZone(_ row: StoredRow, at o: Int) throws -> LoggedZone {
         let zone = row.of("zone", keyAt: o)
-        return LoggedZone(id: try zone.integer(o, "id"), container: try zone.text(o + 1, "container"), environment: try zone.text(o + 2, "environment"),
-                          ownerID: try zone.integer(o + 3, "ownerID"), name: try zone.text(o + 4, "name"),
-                          ownerName: try zone.of("account", keyAt: o + 3).text(o + 5, "userRecordID"))
+        return LoggedZone(
+            id: try zone.integer(o, "id"),
+            container: try zone.text(o + 1, "container"),
+            environment: try zone.text(o + 2, "environment"),
+            ownerID: try zone.integer(o + 3, "ownerID"),
+            name: try zone.text(o + 4, "name"),
+            ownerName: try zone.of("account", keyAt: o + 3).text(o + 5, "userRecordID")
+        )
     }
 
     /// The private zone `id` (nil for a public zone or none).
     func loggedZone(_ id: Int64) throws -> LoggedZone? {
-        try fetchOne("""
+        try fetchOne(
+            """
             SELECT \(StoreTransaction.loggedZoneColumns) FROM zone z JOIN account a ON a.id = z.ownerID WHERE z.id = ? AND z.scope = 'private'
-            """, [id], table: "zone", keyAt: 0) { try StoreTransaction.loggedZone($0, at: 0) }
+            """,
+            [id],
+            table: "zone",
+            keyAt: 0
+        ) { try StoreTransaction.loggedZone($0, at: 0) }
     }
 
     /// Forgets the zones read for record saves (`FeedBumps.zones`): a share, a participant or
@@ -152,17 +163,32 @@ extension StoreTransaction {
     private func zoneForRecordLog(_ id: Int64) throws -> (zone: LoggedZone, viewed: Bool)? {
         // Read earlier in this transaction, and nothing since could make it viewed.
         if let known = feedBumps?.zones[id] { return known }
-        guard let (zone, seq, viewed) = try fetchOne("""
-            SELECT id, container, environment, ownerID, name, (SELECT userRecordID FROM account WHERE id = zone.ownerID), changeSeq,
-                EXISTS (SELECT 1 FROM share s CROSS JOIN participant p ON p.shareID = s.id WHERE s.zoneID = ?1 AND \(StoreTransaction.sees))
-                OR EXISTS (SELECT 1 FROM view_change WHERE zoneID = ?1 AND deleted = 0)
-            FROM zone WHERE id = ?1 AND scope = 'private'
-            """, [id], table: "zone", keyAt: 0, {
-                (LoggedZone(id: try $0.integer(0, "id"), container: try $0.text(1, "container"), environment: try $0.text(2, "environment"),
-                            ownerID: try $0.integer(3, "ownerID"), name: try $0.text(4, "name"),
-                            ownerName: try $0.of("account", keyAt: 3).text(5, "userRecordID")),
-                 try $0.integer(6, "changeSeq"), try $0.integer(7, "viewed") != 0)
-            }) else { return nil }
+        guard
+            let (zone, seq, viewed) = try fetchOne(
+                """
+                SELECT id, container, environment, ownerID, name, (SELECT userRecordID FROM account WHERE id = zone.ownerID), changeSeq,
+                    EXISTS (SELECT 1 FROM share s CROSS JOIN participant p ON p.shareID = s.id WHERE s.zoneID = ?1 AND \(StoreTransaction.sees))
+                    OR EXISTS (SELECT 1 FROM view_change WHERE zoneID = ?1 AND deleted = 0)
+                FROM zone WHERE id = ?1 AND scope = 'private'
+                """,
+                [id],
+                table: "zone",
+                keyAt: 0,
+                {
+                    (
+                        LoggedZone(
+                            id: try $0.integer(0, "id"),
+                            container: try $0.text(1, "container"),
+                            environment: try $0.text(2, "environment"),
+                            ownerID: try $0.integer(3, "ownerID"),
+                            name: try $0.text(4, "name"),
+                            ownerName: try $0.of("account", keyAt: 3).text(5, "userRecordID")
+                        ),
+                        try $0.integer(6, "changeSeq"), try $0.integer(7, "viewed") != 0
+                    )
+                }
+            )
+        else { return nil }
         if let feedBumps {
             feedBumps.zones[id] = (zone, viewed)
             if feedBumps.seqs[id] == nil { feedBumps.seqs[id] = (seq, seq) }
@@ -185,14 +211,31 @@ extension StoreTransaction {
     /// tombstone. A record whose move can change what others see (a new parent, a record
     /// others named as their parent: `hierarchyChanged`, asked only in a zone someone views)
     /// has every viewer of the zone looked at again.
-    func logRecordSaved(zone id: Int64, record: Int64, name: String, type: String, seq: Int64?, hierarchyChanged: () throws -> Bool,
-                        at time: Double, isNew: Bool = false) throws {
+    func logRecordSaved(
+        zone id: Int64,
+        record: Int64,
+        name: String,
+        type: String,
+        seq: Int64?,
+        hierarchyChanged: () throws -> Bool,
+        at time: Double,
+        isNew: Bool = false
+    ) throws {
         guard let seq, let (zone, viewed) = try zoneForRecordLog(id) else { return }
         // A record's place in the zone changes what anyone sees only where someone views the
         // zone and some share in it has a root: a zone share covers every record alike.
         let moved = try viewed && flatViewers(zone: id) == nil ? hierarchyChanged() : false
-        try logRecordSaved(zone: zone, record: record, name: name, type: type, hierarchyChanged: moved, at: time, seq: seq, viewed: viewed,
-                           isNew: isNew)
+        try logRecordSaved(
+            zone: zone,
+            record: record,
+            name: name,
+            type: type,
+            hierarchyChanged: moved,
+            at: time,
+            seq: seq,
+            viewed: viewed,
+            isNew: isNew
+        )
     }
 
     /// `record`: its row, which viewers' entries keep beside the name (schema v8) so that a
@@ -205,9 +248,19 @@ extension StoreTransaction {
     /// `sentTo`: a viewer this transaction already logged the record for (nothing more to
     /// send them); `viewersSettled`: no viewer's access to it changed but those already looked
     /// at again, so none holding it needs looking at.
-    func logRecordSaved(zone: LoggedZone, record: Int64, name: String, type: String, hierarchyChanged: Bool, at time: Double,
-                        seq written: Int64? = nil, viewed: Bool = true, isNew: Bool = false, sentTo: Int64? = nil,
-                        viewersSettled: Bool = false) throws {
+    func logRecordSaved(
+        zone: LoggedZone,
+        record: Int64,
+        name: String,
+        type: String,
+        hierarchyChanged: Bool,
+        at time: Double,
+        seq written: Int64? = nil,
+        viewed: Bool = true,
+        isNew: Bool = false,
+        sentTo: Int64? = nil,
+        viewersSettled: Bool = false
+    ) throws {
         let id = zone.id
         let seq: Int64
         if let written {
@@ -222,11 +275,14 @@ extension StoreTransaction {
         // A statement each, cached: statements over a bound JSON list (json_each) were
         // compiled again on every call, which cost more than the rows.
         for viewer in viewers where viewer != sentTo {
-            try run("""
+            try run(
+                """
                 INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at, recordID) VALUES (?, ?, ?, ?, ?, 0, ?, ?)
                 ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at,
                     recordID = excluded.recordID
-                """, [id, viewer, name, type, seq, time, record])
+                """,
+                [id, viewer, name, type, seq, time, record]
+            )
             try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time)
         }
         if hierarchyChanged {
@@ -245,13 +301,20 @@ extension StoreTransaction {
         forgetLoggedZones()
         guard let zone = try loggedZone(id) else { return }
         let seq = try nextSeq(id)
-        try run("""
+        try run(
+            """
             INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES (?, ?, ?, ?, 1, ?)
             ON CONFLICT (zoneID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 1, at = excluded.at
-            """, [id, name, type, seq, time])
+            """,
+            [id, name, type, seq, time]
+        )
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
-        let viewers = try fetchAll("UPDATE view_change SET seq = ?, deleted = 1, at = ? WHERE zoneID = ? AND name = ? AND deleted = 0 RETURNING viewerID",
-                                   [seq, time, id, name], table: "view_change", keyAt: 0) { try $0.integer(0, "viewerID") }
+        let viewers = try fetchAll(
+            "UPDATE view_change SET seq = ?, deleted = 1, at = ? WHERE zoneID = ? AND name = ? AND deleted = 0 RETURNING viewerID",
+            [seq, time, id, name],
+            table: "view_change",
+            keyAt: 0
+        ) { try $0.integer(0, "viewerID") }
         for viewer in viewers { try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time) }
     }
 
@@ -269,7 +332,8 @@ extension StoreTransaction {
         // covered by a share rooted at it, the share it is, or a zone share: three lookups on
         // indexes, not the walk up (whose temporary tables cost more than the rest of an accept's log).
         if try parentName(zone: zone, name: name) == nil {
-            return try fetchAll("""
+            return try fetchAll(
+                """
                 SELECT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
                 WHERE s.zoneID = ?1 AND s.rootName = ?2 AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
                 UNION SELECT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
@@ -277,9 +341,14 @@ extension StoreTransaction {
                 UNION SELECT p.accountID FROM record r CROSS JOIN share s ON s.recordID = r.id CROSS JOIN participant p ON p.shareID = s.id
                 WHERE r.zoneID = ?1 AND r.name = ?2 AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
                 ORDER BY 1
-                """, [zone, name], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+                """,
+                [zone, name],
+                table: "participant",
+                keyAt: 0
+            ) { try $0.integer(0, "accountID") }
         }
-        return try fetchAll("""
+        return try fetchAll(
+            """
             WITH RECURSIVE up(n, depth) AS (
                 SELECT ?2 COLLATE "binary", 0
                 UNION ALL SELECT r.parentName, up.depth + 1 FROM up CROSS JOIN record r ON r.zoneID = ?1 AND r.name = up.n
@@ -290,7 +359,11 @@ extension StoreTransaction {
                 UNION SELECT s.id FROM record r CROSS JOIN share s ON s.recordID = r.id WHERE r.zoneID = ?1 AND r.name = ?2)
             SELECT DISTINCT p.accountID FROM covering c CROSS JOIN participant p ON p.shareID = c.id
             WHERE \(StoreTransaction.sees) AND p.accountID IS NOT NULL ORDER BY p.accountID
-            """, [zone, name, StoreTransaction.maxChainWalk], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+            """,
+            [zone, name, StoreTransaction.maxChainWalk],
+            table: "participant",
+            keyAt: 0
+        ) { try $0.integer(0, "accountID") }
     }
 
     /// In a zone where no share has a root (most: none, or a zone share), every record's
@@ -300,19 +373,32 @@ extension StoreTransaction {
     /// has a root: each record's viewers are then its own.
     private func flatViewers(zone: Int64) throws -> [Int64]? {
         if let known = feedBumps?.flatViewers[zone] { return known.viewers }
-        let rooted = try (fetchInteger("SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)", [zone]).map { $0 != 0 } ?? true)
-        let viewers = rooted ? nil : try fetchAll("""
-            SELECT DISTINCT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
-            WHERE s.zoneID = ?1 AND s.rootName IS NULL AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL ORDER BY p.accountID
-            """, [zone], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+        let rooted =
+            try (fetchInteger("SELECT EXISTS (SELECT 1 FROM share WHERE zoneID = ? AND rootName IS NOT NULL)", [zone]).map { $0 != 0 } ?? true)
+        let viewers =
+            rooted
+            ? nil
+            : try fetchAll(
+                """
+                SELECT DISTINCT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
+                WHERE s.zoneID = ?1 AND s.rootName IS NULL AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL ORDER BY p.accountID
+                """,
+                [zone],
+                table: "participant",
+                keyAt: 0
+            ) { try $0.integer(0, "accountID") }
         feedBumps?.flatViewers[zone] = FeedBumps.Viewers(viewers: viewers)
         return viewers
     }
 
     /// The viewers holding record `name` as a live row (they were sent it and saw no tombstone).
     private func liveViewers(ofRecord name: String, zone: Int64) throws -> [Int64] {
-        try fetchAll("SELECT viewerID FROM view_change WHERE zoneID = ? AND name = ? AND deleted = 0 ORDER BY viewerID",
-                     [zone, name], table: "view_change", keyAt: 0) { try $0.integer(0, "viewerID") }
+        try fetchAll(
+            "SELECT viewerID FROM view_change WHERE zoneID = ? AND name = ? AND deleted = 0 ORDER BY viewerID",
+            [zone, name],
+            table: "view_change",
+            keyAt: 0
+        ) { try $0.integer(0, "viewerID") }
     }
 
     // MARK: Views
@@ -321,11 +407,16 @@ extension StoreTransaction {
     /// live rows) looked at again.
     func relogViewers(zone: LoggedZone, at time: Double) throws {
         guard logs else { return }
-        let viewers = try fetchAll("""
+        let viewers = try fetchAll(
+            """
             SELECT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
             WHERE s.zoneID = ?1 AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
             UNION SELECT viewerID FROM view_change WHERE zoneID = ?1 AND deleted = 0
-            """, [zone.id], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+            """,
+            [zone.id],
+            table: "participant",
+            keyAt: 0
+        ) { try $0.integer(0, "accountID") }
         for viewer in viewers { try relogViewer(viewer, zone: zone, at: time) }
     }
 
@@ -341,8 +432,16 @@ extension StoreTransaction {
     /// again: after a share's participants, status or reach changed.
     func relogShare(_ share: Int64, at time: Double) throws {
         guard logs else { return }
-        guard let zoneID = try fetchOne("SELECT id, zoneID FROM share WHERE id = ?", [share], table: "share", keyAt: 0, { try $0.integer(1, "zoneID") }),
-              let zone = try loggedZone(zoneID) else { return }
+        guard
+            let zoneID = try fetchOne(
+                "SELECT id, zoneID FROM share WHERE id = ?",
+                [share],
+                table: "share",
+                keyAt: 0,
+                { try $0.integer(1, "zoneID") }
+            ),
+            let zone = try loggedZone(zoneID)
+        else { return }
         try relogViewers(zone: zone, at: time)
     }
 
@@ -366,24 +465,42 @@ extension StoreTransaction {
         let read: (StoredRow) throws -> (root: String?, record: Int64, sees: Bool) = {
             (root: try $0.optionalText(1, "rootName"), record: try $0.integer(2, "recordID"), sees: try $0.integer(3, "sees") != 0)
         }
-        let shares = share != nil
-            ? try fetchAll("""
+        let shares =
+            share != nil
+            ? try fetchAll(
+                """
                 SELECT s.id, s.rootName, s.recordID,
                        EXISTS (SELECT 1 FROM participant p WHERE p.shareID = s.id AND p.accountID = ?2 AND \(StoreTransaction.sees))
                 FROM share s WHERE s.id = ?3 AND s.zoneID = ?1
-                """, [zone.id, viewer, share], table: "share", keyAt: 0, read)
-            : try fetchAll("""
+                """,
+                [zone.id, viewer, share],
+                table: "share",
+                keyAt: 0,
+                read
+            )
+            : try fetchAll(
+                """
                 SELECT DISTINCT s.id, s.rootName, s.recordID, 1 FROM participant p CROSS JOIN share s ON s.id = p.shareID
                 WHERE p.accountID = ?2 AND s.zoneID = ?1 AND \(StoreTransaction.sees)
-                """, [zone.id, viewer], table: "share", keyAt: 0, read)
+                """,
+                [zone.id, viewer],
+                table: "share",
+                keyAt: 0,
+                read
+            )
         /// Record `root` and the records below it (name, type, row), by the parent index.
         func subtree(_ root: String) throws -> [(String, String, Int64)] {
-            try fetchAll("""
+            try fetchAll(
+                """
                 WITH RECURSIVE down(name) AS (
                     SELECT ?2 COLLATE "binary"
                     UNION SELECT r.name FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.parentName = down.name)
                 SELECT r.name, r.type, r.id FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.name = down.name
-                """, [zone.id, root], table: "record", keyAt: 2) { (try $0.text(0, "name"), try $0.text(1, "type"), try $0.integer(2, "id")) }
+                """,
+                [zone.id, root],
+                table: "record",
+                keyAt: 2
+            ) { (try $0.text(0, "name"), try $0.text(1, "type"), try $0.integer(2, "id")) }
         }
         /// The records (name, type, row) the shares cover: each part on an index, the zone read
         /// whole only for a zone share.
@@ -411,13 +528,16 @@ extension StoreTransaction {
             // of rows in the zone; only these names are looked at). A root with no children
             // (most shares an accept logs) is read without the walk down.
             let liveRow = "LEFT JOIN view_change v ON v.zoneID = ?1 AND v.viewerID = ?4 AND v.name = r.name AND v.deleted = 0"
-            let sql = try hasChildren(zone: zone.id, name: root) ? """
+            let sql =
+                try hasChildren(zone: zone.id, name: root)
+                ? """
                 WITH RECURSIVE down(name) AS (
                     SELECT ?2 COLLATE "binary"
                     UNION SELECT r.name FROM down CROSS JOIN record r ON r.zoneID = ?1 AND r.parentName = down.name),
                 reach(name) AS (SELECT name FROM down UNION SELECT name FROM record WHERE id = ?3)
                 SELECT r.name, r.type, v.type, r.id FROM reach CROSS JOIN record r ON r.zoneID = ?1 AND r.name = reach.name \(liveRow)
-                """ : """
+                """
+                : """
                 SELECT r.name, r.type, v.type, r.id FROM record r \(liveRow) WHERE r.zoneID = ?1 AND r.name = ?2
                 UNION ALL SELECT r.name, r.type, v.type, r.id FROM record r \(liveRow) WHERE r.id = ?3 AND r.name != ?2
                 """
@@ -429,8 +549,13 @@ extension StoreTransaction {
         } else {
             // The whole zone: a zone share covers all of it, and without a share every live row counts.
             visible = share != nil && shares.first?.sees != true ? [] : try covered(shares)
-            for (name, type) in try fetchAll("SELECT name, type FROM view_change WHERE zoneID = ? AND viewerID = ? AND deleted = 0",
-                                             [zone.id, viewer], table: "view_change", keyAt: 0, { (try $0.text(0, "name"), try $0.text(1, "type")) }) {
+            for (name, type) in try fetchAll(
+                "SELECT name, type FROM view_change WHERE zoneID = ? AND viewerID = ? AND deleted = 0",
+                [zone.id, viewer],
+                table: "view_change",
+                keyAt: 0,
+                { (try $0.text(0, "name"), try $0.text(1, "type")) }
+            ) {
                 live[name] = type
             }
         }
@@ -441,23 +566,33 @@ extension StoreTransaction {
         var seq = try takeSeqs(entering.count + leaving.count, zone: zone.id)
         for (name, type, record) in entering {
             seq += 1
-            try run("""
+            try run(
+                """
                 INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at, recordID) VALUES (?, ?, ?, ?, ?, 0, ?, ?)
                 ON CONFLICT (zoneID, viewerID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at,
                     recordID = excluded.recordID
-                """, [zone.id, viewer, name, type, seq, time, record])
+                """,
+                [zone.id, viewer, name, type, seq, time, record]
+            )
         }
         for name in leaving {
             seq += 1
-            try run("UPDATE view_change SET seq = ?, deleted = 1, at = ? WHERE zoneID = ? AND viewerID = ? AND name = ?",
-                           [seq, time, zone.id, viewer, name])
+            try run(
+                "UPDATE view_change SET seq = ?, deleted = 1, at = ? WHERE zoneID = ? AND viewerID = ? AND name = ?",
+                [seq, time, zone.id, viewer, name]
+            )
         }
         let changed = !entering.isEmpty || !leaving.isEmpty
         // The share looked at is one they see (an accept): some share is left, unasked.
-        let sharesLeft = try share != nil && shares.first?.sees == true || exists("""
-            SELECT EXISTS (SELECT 1 FROM participant p CROSS JOIN share s ON s.id = p.shareID
-                           WHERE s.zoneID = ? AND p.accountID = ? AND \(StoreTransaction.sees))
-            """, [zone.id, viewer])
+        let sharesLeft =
+            try share != nil && shares.first?.sees == true
+            || exists(
+                """
+                SELECT EXISTS (SELECT 1 FROM participant p CROSS JOIN share s ON s.id = p.shareID
+                               WHERE s.zoneID = ? AND p.accountID = ? AND \(StoreTransaction.sees))
+                """,
+                [zone.id, viewer]
+            )
         if !sharesLeft {
             // Gone from their shared database: said once, if it was ever there.
             try markFeedDeleted(account: viewer, zone: zone, scope: "shared", reason: "deleted", at: time)
@@ -475,12 +610,19 @@ extension StoreTransaction {
     func logShareChanged(_ share: Int64, participant account: Int64?) throws {
         guard logs else { return }
         forgetLoggedZones()
-        guard let (zone, name, record) = try fetchOne("""
-            SELECT s.id, r.name, \(StoreTransaction.loggedZoneColumns), s.recordID FROM share s JOIN record r ON r.id = s.recordID
-            JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID WHERE s.id = ? AND z.scope = 'private'
-            """, [share], table: "share", keyAt: 0, {
-                (try StoreTransaction.loggedZone($0, at: 2), try $0.of("record", keyAt: 0).text(1, "name"), try $0.integer(8, "recordID"))
-            })
+        guard
+            let (zone, name, record) = try fetchOne(
+                """
+                SELECT s.id, r.name, \(StoreTransaction.loggedZoneColumns), s.recordID FROM share s JOIN record r ON r.id = s.recordID
+                JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID WHERE s.id = ? AND z.scope = 'private'
+                """,
+                [share],
+                table: "share",
+                keyAt: 0,
+                {
+                    (try StoreTransaction.loggedZone($0, at: 2), try $0.of("record", keyAt: 0).text(1, "name"), try $0.integer(8, "recordID"))
+                }
+            )
         else { return }
         try logShareChanged(zone: zone, share: share, record: record, recordName: name, participant: account)
     }
@@ -494,22 +636,39 @@ extension StoreTransaction {
         // The one viewer whose access changed is looked at again, and was just sent the share's
         // record if it came into view: the others' entries move, no one else's view changed.
         let entered = try relogViewer(account, zone: zone, share: share, at: time)
-        try logRecordSaved(zone: zone, record: record, name: recordName, type: "cloudkit.share", hierarchyChanged: false, at: time,
-                           sentTo: entered.contains(recordName) ? account : nil, viewersSettled: true)
+        try logRecordSaved(
+            zone: zone,
+            record: record,
+            name: recordName,
+            type: "cloudkit.share",
+            hierarchyChanged: false,
+            at: time,
+            sentTo: entered.contains(recordName) ? account : nil,
+            viewersSettled: true
+        )
     }
 
     /// A participant's row changed (status, role, permission).
     func logParticipantChanged(_ participant: Int64) throws {
         guard logs else { return }
         forgetLoggedZones()
-        guard let (zone, share, name, record, account) = try fetchOne("""
-            SELECT p.id, r.name, p.accountID, p.shareID, \(StoreTransaction.loggedZoneColumns), s.recordID FROM participant p
-            JOIN share s ON s.id = p.shareID JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
-            WHERE p.id = ? AND z.scope = 'private'
-            """, [participant], table: "participant", keyAt: 0, {
-                (try StoreTransaction.loggedZone($0, at: 4), try $0.integer(3, "shareID"), try $0.of("record", keyAt: 0).text(1, "name"),
-                 try $0.of("share", keyAt: 3).integer(10, "recordID"), try $0.optionalInteger(2, "accountID"))
-            })
+        guard
+            let (zone, share, name, record, account) = try fetchOne(
+                """
+                SELECT p.id, r.name, p.accountID, p.shareID, \(StoreTransaction.loggedZoneColumns), s.recordID FROM participant p
+                JOIN share s ON s.id = p.shareID JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
+                WHERE p.id = ? AND z.scope = 'private'
+                """,
+                [participant],
+                table: "participant",
+                keyAt: 0,
+                {
+                    (
+                        try StoreTransaction.loggedZone($0, at: 4), try $0.integer(3, "shareID"), try $0.of("record", keyAt: 0).text(1, "name"),
+                        try $0.of("share", keyAt: 3).integer(10, "recordID"), try $0.optionalInteger(2, "accountID")
+                    )
+                }
+            )
         else { return }
         try logShareChanged(zone: zone, share: share, record: record, recordName: name, participant: account)
     }
@@ -530,11 +689,16 @@ extension StoreTransaction {
         forgetLoggedZones()
         guard let zone = try loggedZone(id) else { return }
         try markFeedDeleted(account: zone.ownerID, zone: zone, scope: "private", reason: "deleted", at: time)
-        let viewers = try fetchAll("""
+        let viewers = try fetchAll(
+            """
             SELECT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
             WHERE s.zoneID = ?1 AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
             UNION SELECT viewerID FROM view_change WHERE zoneID = ?1
-            """, [id], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+            """,
+            [id],
+            table: "participant",
+            keyAt: 0
+        ) { try $0.integer(0, "accountID") }
         for viewer in viewers { try markFeedDeleted(account: viewer, zone: zone, scope: "shared", reason: "deleted", at: time) }
     }
 
@@ -549,15 +713,27 @@ extension StoreTransaction {
             guard !feedBumps.done.contains(key) else { return }
             feedBumps.done.insert(key)
         }
-        try move(FeedBumps.FeedMove(feed: .init(account: account, container: zone.container, environment: zone.environment, scope: scope),
-                                    zone: zone, goneBecause: nil, time: time))
+        try move(
+            FeedBumps.FeedMove(
+                feed: .init(account: account, container: zone.container, environment: zone.environment, scope: scope),
+                zone: zone,
+                goneBecause: nil,
+                time: time
+            )
+        )
     }
 
     /// The zone reported gone from the feed (`reason`: deleted, purged), if the feed has it live.
     private func markFeedDeleted(account: Int64, zone: LoggedZone, scope: String, reason: String, at time: Double) throws {
         feedBumps?.done.remove(FeedBumps.Key(account: account, zone: zone.id, scope: scope))
-        try move(FeedBumps.FeedMove(feed: .init(account: account, container: zone.container, environment: zone.environment, scope: scope),
-                                    zone: zone, goneBecause: reason, time: time))
+        try move(
+            FeedBumps.FeedMove(
+                feed: .init(account: account, container: zone.container, environment: zone.environment, scope: scope),
+                zone: zone,
+                goneBecause: reason,
+                time: time
+            )
+        )
     }
 
     /// Queues `move` for the commit, or makes it now outside a store transaction.
@@ -574,14 +750,16 @@ extension StoreTransaction {
         if early { try mayWriteFeedMovesEarly() }
         let moves = feedBumps.feedMoves[feedBumps.movesWritten...]
         // Stable: each feed's moves keep their order.
-        for move in moves.enumerated().sorted(by: { $0.element.feed == $1.element.feed ? $0.offset < $1.offset : $0.element.feed < $1.element.feed }) {
+        for move in moves.enumerated().sorted(by: { $0.element.feed == $1.element.feed ? $0.offset < $1.offset : $0.element.feed < $1.element.feed })
+        {
             try write(move.element)
         }
         feedBumps.movesWritten = feedBumps.feedMoves.count
     }
 
     private func write(_ move: FeedBumps.FeedMove) throws {
-        let feed = move.feed, zone = move.zone
+        let feed = move.feed
+        let zone = move.zone
         let names: StoreArguments = [feed.account, feed.container, feed.environment, feed.scope]
         guard let reason = move.goneBecause else {
             // Moved, or made at 1 (an upsert only then: two writers of other zones may make an
@@ -591,25 +769,37 @@ extension StoreTransaction {
             // statement journal). Not one upsert `RETURNING`: its temporary table cost more
             // than the statements.
             if try run("UPDATE feed SET seq = seq + 1 WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?", names) == 0 {
-                try run("""
+                try run(
+                    """
                     INSERT INTO feed (accountID, container, environment, scope, seq, keptFrom) VALUES (?, ?, ?, ?, 1, 0)
                     ON CONFLICT (accountID, container, environment, scope) DO UPDATE SET seq = feed.seq + 1
-                    """, names)
+                    """,
+                    names
+                )
             }
-            try run("""
+            try run(
+                """
                 INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (
                     (SELECT id FROM feed WHERE accountID = ?1 AND container = ?2 AND environment = ?3 AND scope = ?4), ?5, ?6,
                     (SELECT seq FROM feed WHERE accountID = ?1 AND container = ?2 AND environment = ?3 AND scope = ?4), 0, NULL, ?7)
                 ON CONFLICT (feedID, zoneName, ownerName) DO UPDATE SET seq = excluded.seq, deleted = 0, reason = NULL, at = excluded.at
-                """, [feed.account, feed.container, feed.environment, feed.scope, zone.name, zone.ownerName, move.time])
+                """,
+                [feed.account, feed.container, feed.environment, feed.scope, zone.name, zone.ownerName, move.time]
+            )
             return
         }
         guard let id = try fetchInteger("SELECT id FROM feed WHERE accountID = ? AND container = ? AND environment = ? AND scope = ?", names),
-              try exists("SELECT EXISTS (SELECT 1 FROM feed_change WHERE feedID = ? AND zoneName = ? AND ownerName = ? AND deleted = 0)", [id, zone.name, zone.ownerName]) else { return }
+            try exists(
+                "SELECT EXISTS (SELECT 1 FROM feed_change WHERE feedID = ? AND zoneName = ? AND ownerName = ? AND deleted = 0)",
+                [id, zone.name, zone.ownerName]
+            )
+        else { return }
         try run("UPDATE feed SET seq = seq + 1 WHERE id = ?", [id])
         let seq = try fetchInteger("SELECT seq FROM feed WHERE id = ?", [id]) ?? 0
-        try run("UPDATE feed_change SET seq = ?, deleted = 1, reason = ?, at = ? WHERE feedID = ? AND zoneName = ? AND ownerName = ?",
-                [seq, reason, move.time, id, zone.name, zone.ownerName])
+        try run(
+            "UPDATE feed_change SET seq = ?, deleted = 1, reason = ?, at = ? WHERE feedID = ? AND zoneName = ? AND ownerName = ?",
+            [seq, reason, move.time, id, zone.name, zone.ownerName]
+        )
     }
 
     // MARK: Migration
@@ -626,13 +816,16 @@ extension StoreTransaction {
         for id in zones {
             guard let zone = try loggedZone(id) else { continue }
             try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
-            try run("""
+            try run(
+                """
                 INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID)
                 SELECT zoneID, name, type, (SELECT changeSeq FROM zone WHERE id = ?2) + ROW_NUMBER() OVER (ORDER BY id), 0, ?1, id
                 FROM record WHERE zoneID = ?2
                 ON CONFLICT (zoneID, name) DO UPDATE SET type = excluded.type, seq = excluded.seq, deleted = 0, at = excluded.at,
                     recordID = excluded.recordID
-                """, [time, id])
+                """,
+                [time, id]
+            )
             try run("UPDATE zone SET changeSeq = changeSeq + (SELECT COUNT(*) FROM record WHERE zoneID = ?1) WHERE id = ?1", [id])
             try relogViewers(zone: zone, at: time)
         }

@@ -20,18 +20,32 @@ extension StoreTransaction {
         var c = StoreContents()
         c.accounts = try accountIDs().compactMap { try account(id: $0) }
         c.zones = try fetchAll("SELECT id, container, ownerID, name, environment FROM zone", table: "zone", keyAt: 0) {
-            (try $0.integer(0, "id"), ContainerID(try $0.text(1, "container"), try $0.word(4, "environment")),
-             try $0.integer(2, "ownerID"), try $0.text(3, "name"))
+            (
+                try $0.integer(0, "id"), ContainerID(try $0.text(1, "container"), try $0.word(4, "environment")),
+                try $0.integer(2, "ownerID"), try $0.text(3, "name")
+            )
         }
-        c.records = try fetchAll("""
+        c.records = try fetchAll(
+            """
             SELECT \(StoreTransaction.recordColumns), r.zoneID FROM \(StoreTransaction.recordSource) WHERE r.type != 'cloudkit.share'
-            """, table: "record", keyAt: 0) { (try StoreTransaction.recordRow($0), try $0.integer(StoreTransaction.recordColumnCount, "zoneID")) }
-        c.shares = try fetchAll("""
+            """,
+            table: "record",
+            keyAt: 0
+        ) { (try StoreTransaction.recordRow($0), try $0.integer(StoreTransaction.recordColumnCount, "zoneID")) }
+        c.shares = try fetchAll(
+            """
             SELECT s.id, s.recordID, s.zoneID, s.token, s.rootName, s.publicPermission, r.name, r.fields FROM share s JOIN record r ON r.id = s.recordID
-            """, table: "share", keyAt: 0) { (try StoreTransaction.shareRow($0), try $0.of("record", keyAt: 1).fields(7, "fields")) }
-        c.participants = try fetchAll("""
+            """,
+            table: "share",
+            keyAt: 0
+        ) { (try StoreTransaction.shareRow($0), try $0.of("record", keyAt: 1).fields(7, "fields")) }
+        c.participants = try fetchAll(
+            """
             SELECT id, participantID, accountID, lookupKind, lookupValue, role, permission, status, shareID FROM participant
-            """, table: "participant", keyAt: 0) { (try StoreTransaction.participantRow($0), try $0.integer(8, "shareID")) }
+            """,
+            table: "participant",
+            keyAt: 0
+        ) { (try StoreTransaction.participantRow($0), try $0.integer(8, "shareID")) }
         return c
     }
 }

@@ -38,20 +38,27 @@ extension StoreTransaction {
     package func account(id: Int64) throws -> Account? {
         enum Part {
             case account(userRecordID: String, name: NameComponents, discoverability: Discoverability)
-            case email(String), phone(String), contact(Account.Contact)
+            case email(String)
+            case phone(String)
+            case contact(Account.Contact)
         }
         let parts = try fetchAll(StoreTransaction.accountSQL, [id, id, id, id], table: "account", keyAt: 4) { row -> Part in
             switch try row.integer(0, "part") {
             case 0:
-                return .account(userRecordID: try row.text(1, "userRecordID"), name: try row.name(2, "name"),
-                                discoverability: try row.word(3, "discoverability", as: Discoverability.self))
+                return .account(
+                    userRecordID: try row.text(1, "userRecordID"),
+                    name: try row.name(2, "name"),
+                    discoverability: try row.word(3, "discoverability", as: Discoverability.self)
+                )
             case 1: return .email(try row.of("account_email", keyAt: 1).text(1, "email"))
             case 2: return .phone(try row.of("account_phone", keyAt: 1).text(1, "phone"))
             default: return .contact(try StoreTransaction.contact(row.of("contact", keyAt: 4)))
             }
         }
         guard case .account(let userRecordID, let name, let discoverability)? = parts.first else { return nil }
-        var emails: [String] = [], phones: [String] = [], contacts: [Account.Contact] = []
+        var emails: [String] = []
+        var phones: [String] = []
+        var contacts: [Account.Contact] = []
         for part in parts.dropFirst() {
             switch part {
             case .email(let e): emails.append(e)
@@ -60,8 +67,15 @@ extension StoreTransaction {
             case .account: break
             }
         }
-        return Account(id: id, userRecordID: userRecordID, emails: emails, phones: phones, name: name,
-                       discoverability: discoverability, contacts: contacts)
+        return Account(
+            id: id,
+            userRecordID: userRecordID,
+            emails: emails,
+            phones: phones,
+            name: name,
+            discoverability: discoverability,
+            contacts: contacts
+        )
     }
 
     /// `accountIdentityColumns` of the account `a` (its ID first): the row and its first
@@ -81,15 +95,24 @@ extension StoreTransaction {
     static func accountIdentityRow(_ row: StoredRow, at i: Int) throws -> AccountIdentityRow? {
         let a = row.of("account", keyAt: i)
         guard let id = try a.optionalInteger(i, "id") else { return nil }
-        return AccountIdentityRow(id: id, userRecordID: try a.text(i + 1, "userRecordID"), name: try a.name(i + 2, "name"),
-                                  discoverability: try a.word(i + 3, "discoverability"),
-                                  email: try a.optionalText(i + 4, "email"), phone: try a.optionalText(i + 5, "phone"))
+        return AccountIdentityRow(
+            id: id,
+            userRecordID: try a.text(i + 1, "userRecordID"),
+            name: try a.name(i + 2, "name"),
+            discoverability: try a.word(i + 3, "discoverability"),
+            email: try a.optionalText(i + 4, "email"),
+            phone: try a.optionalText(i + 5, "phone")
+        )
     }
 
     /// What others see of account `id`: one statement, where `account(id:)` reads four.
     package func accountIdentity(id: Int64) throws -> AccountIdentityRow? {
-        try fetchOne("SELECT \(StoreTransaction.accountIdentityColumns) FROM account a WHERE a.id = ?", [id],
-                     table: "account", keyAt: 0) { try StoreTransaction.accountIdentityRow($0, at: 0) } ?? nil
+        try fetchOne(
+            "SELECT \(StoreTransaction.accountIdentityColumns) FROM account a WHERE a.id = ?",
+            [id],
+            table: "account",
+            keyAt: 0
+        ) { try StoreTransaction.accountIdentityRow($0, at: 0) } ?? nil
     }
 
     /// An account's contact as stored (`contact`, columns id, kind, value, contactIdentifier).
@@ -98,8 +121,13 @@ extension StoreTransaction {
     }
 
     package func contacts(of account: Int64) throws -> [Account.Contact] {
-        try fetchAll("SELECT id, kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id", [account],
-                     table: "contact", keyAt: 0, StoreTransaction.contact)
+        try fetchAll(
+            "SELECT id, kind, value, contactIdentifier FROM contact WHERE accountID = ? ORDER BY id",
+            [account],
+            table: "contact",
+            keyAt: 0,
+            StoreTransaction.contact
+        )
     }
 
     package func accountIDs() throws -> [Int64] {
@@ -137,16 +165,22 @@ extension StoreTransaction {
     package func insertAccount(userRecordID: String, name: NameComponents, discoverability: Discoverability, at time: Double) throws -> Int64 {
         let nameJSON = String(decoding: try JSONEncoder().encode(name), as: UTF8.self)
         try directoryChanged()
-        return try insert("INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, ?, ?, ?)", [userRecordID, nameJSON, discoverability.rawValue, time])
+        return try insert(
+            "INSERT INTO account (userRecordID, name, discoverability, createdAt) VALUES (?, ?, ?, ?)",
+            [userRecordID, nameJSON, discoverability.rawValue, time]
+        )
     }
 
     /// Moves the directory's generation (a row of `shareflow_meta`): other processes on the store
     /// (servers' `StoreWatch`) read their cached accounts again when it moves.
     private func directoryChanged() throws {
-        try run("""
+        try run(
+            """
             INSERT INTO shareflow_meta (key, value) VALUES ('directoryGeneration', '1')
             ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(shareflow_meta.value AS BIGINT) + 1 AS TEXT)
-            """, [])
+            """,
+            []
+        )
     }
 
     /// Adds an email or phone at the end of the account's list.
@@ -159,8 +193,10 @@ extension StoreTransaction {
         }
         // COUNT(*) is SQLite's own integer, never a stored value.
         let position = try Int(fetchInteger("SELECT COUNT(*) FROM \(table) WHERE accountID = ?", [account]) ?? 0)
-        try run("INSERT INTO \(table) (\(column), accountID, position) VALUES (?, ?, ?)",
-                       [address.value, account, position])
+        try run(
+            "INSERT INTO \(table) (\(column), accountID, position) VALUES (?, ?, ?)",
+            [address.value, account, position]
+        )
         try directoryChanged()
     }
 
@@ -179,8 +215,10 @@ extension StoreTransaction {
     /// the directory's generation moves too, once.
     package func insertContacts(_ contacts: [(lookup: LookupInfo, identifier: String)], account: Int64) throws {
         for (lookup, identifier) in contacts {
-            try run("INSERT INTO contact (accountID, kind, value, contactIdentifier) VALUES (?, ?, ?, ?)",
-                    [account, lookup.kind, lookup.value, identifier])
+            try run(
+                "INSERT INTO contact (accountID, kind, value, contactIdentifier) VALUES (?, ?, ?, ?)",
+                [account, lookup.kind, lookup.value, identifier]
+            )
         }
         if !contacts.isEmpty { try directoryChanged() }
     }
@@ -188,10 +226,15 @@ extension StoreTransaction {
     /// R17: pending participants invited at `lookup` and matched to no account become `account`'s.
     /// Each share's record changes with it (its tag is renewed, R21): logged, so feeds send it again.
     package func matchPendingParticipants(_ lookup: LookupInfo, account: Int64) throws {
-        let matched = try fetchAll("""
+        let matched = try fetchAll(
+            """
             UPDATE participant SET accountID = ?
             WHERE lookupKind = ? AND lookupValue = ? AND accountID IS NULL AND status = 'pending' RETURNING id
-            """, [account, lookup.kind, lookup.value], table: "participant", keyAt: 0) { try $0.integer(0, "id") }
+            """,
+            [account, lookup.kind, lookup.value],
+            table: "participant",
+            keyAt: 0
+        ) { try $0.integer(0, "id") }
         for participant in matched { try logParticipantChanged(participant) }
     }
 }

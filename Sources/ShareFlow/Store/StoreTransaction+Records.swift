@@ -9,9 +9,12 @@ extension StoreTransaction {
     // one data set is found from the other.
 
     package func zoneRowID(container: ContainerID, isPublic: Bool, ownerID: Int64, name: String) throws -> Int64? {
-        try fetchOne("SELECT id FROM zone WHERE container = ? AND environment = ? AND scope = ? AND ownerID = ? AND name = ?",
-                     [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name],
-                     table: "zone", keyAt: 0) { try $0.integer(0, "id") }
+        try fetchOne(
+            "SELECT id FROM zone WHERE container = ? AND environment = ? AND scope = ? AND ownerID = ? AND name = ?",
+            [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name],
+            table: "zone",
+            keyAt: 0
+        ) { try $0.integer(0, "id") }
     }
 
     package func insertZone(container: ContainerID, isPublic: Bool, ownerID: Int64, name: String) throws -> Int64 {
@@ -19,11 +22,14 @@ extension StoreTransaction {
         // is deleted): a change token names its zone by row, and one of the zone deleted would
         // read the new one from the middle rather than be expired (`deleteZone` keeps the mark).
         try lockZoneIDs()
-        let id = try insert("""
+        let id = try insert(
+            """
             INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (
                 MAX(COALESCE((SELECT MAX(id) FROM zone), 0), COALESCE((SELECT CAST(value AS BIGINT) FROM shareflow_meta WHERE key = 'deletedZoneID'), 0)) + 1,
                 ?, ?, ?, ?, ?)
-            """, [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name])
+            """,
+            [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name]
+        )
         try logZoneSaved(zone: id, at: Date().timeIntervalSince1970)
         return id
     }
@@ -51,17 +57,28 @@ extension StoreTransaction {
             ownerName = publicOwnerName
         } else {
             // A private zone's owner is an account (no foreign key says so: a public zone's is 0).
-            guard try row.optionalInteger(o + 6, "ownerID") != nil else { throw row.damaged("ownerID", "no account \(ownerID) exists to own this private zone") }
+            guard try row.optionalInteger(o + 6, "ownerID") != nil else {
+                throw row.damaged("ownerID", "no account \(ownerID) exists to own this private zone")
+            }
             ownerName = try row.of("account", keyAt: o + 6).text(o + 5, "userRecordID")
         }
-        return ZoneRow(id: try row.integer(o, "id"), container: ContainerID(try row.text(o + 1, "container"), try row.word(o + 7, "environment")),
-                       ownerID: ownerID, zoneID: RecordZoneID(zoneName: try row.text(o + 4, "name"), ownerName: ownerName), isPublic: isPublic)
+        return ZoneRow(
+            id: try row.integer(o, "id"),
+            container: ContainerID(try row.text(o + 1, "container"), try row.word(o + 7, "environment")),
+            ownerID: ownerID,
+            zoneID: RecordZoneID(zoneName: try row.text(o + 4, "name"), ownerName: ownerName),
+            isPublic: isPublic
+        )
     }
 
     /// The zone row `id`; `publicOwnerName` names the owner of public zones.
     package func zone(id: Int64, publicOwnerName: String) throws -> ZoneRow? {
-        let zone = try fetchOne("SELECT \(StoreTransaction.zoneColumns) FROM zone z LEFT JOIN account a ON a.id = z.ownerID WHERE z.id = ?",
-                                [id], table: "zone", keyAt: 0) { try StoreTransaction.zoneRow($0, at: 0, publicOwnerName: publicOwnerName) }
+        let zone = try fetchOne(
+            "SELECT \(StoreTransaction.zoneColumns) FROM zone z LEFT JOIN account a ON a.id = z.ownerID WHERE z.id = ?",
+            [id],
+            table: "zone",
+            keyAt: 0
+        ) { try StoreTransaction.zoneRow($0, at: 0, publicOwnerName: publicOwnerName) }
         // A write reaching a zone by its row is held to its scope as one finding it by name.
         if let zone { try claim(zone: zone.lockKey) }
         return zone
@@ -72,28 +89,42 @@ extension StoreTransaction {
     /// R37: only an accepted share opens a zone in the shared database; a pending invitee's is a
     /// stranger's (zoneNotFound) until they accept.
     package func zoneSharedWith(_ participant: Int64, container: ContainerID, ownerID: Int64, name: String) throws -> Int64? {
-        try fetchOne("""
+        try fetchOne(
+            """
             SELECT z.id FROM zone z
             WHERE z.container = ? AND z.environment = ? AND z.scope = 'private' AND z.ownerID = ? AND z.name = ?
               AND EXISTS (SELECT 1 FROM share s JOIN participant p ON p.shareID = s.id
                           WHERE s.zoneID = z.id AND p.accountID = ? AND p.status = 'accepted')
-            """, [container.identifier, container.environment.rawValue, ownerID, name, participant], table: "zone", keyAt: 0) { try $0.integer(0, "id") }
+            """,
+            [container.identifier, container.environment.rawValue, ownerID, name, participant],
+            table: "zone",
+            keyAt: 0
+        ) { try $0.integer(0, "id") }
     }
 
     /// The names of an owner's private zones in a container, oldest first.
     package func privateZoneNames(container: ContainerID, ownerID: Int64) throws -> [String] {
-        try fetchAll("SELECT id, name FROM zone WHERE container = ? AND environment = ? AND scope = 'private' AND ownerID = ? ORDER BY id",
-                     [container.identifier, container.environment.rawValue, ownerID], table: "zone", keyAt: 0) { try $0.text(1, "name") }
+        try fetchAll(
+            "SELECT id, name FROM zone WHERE container = ? AND environment = ? AND scope = 'private' AND ownerID = ? ORDER BY id",
+            [container.identifier, container.environment.rawValue, ownerID],
+            table: "zone",
+            keyAt: 0
+        ) { try $0.text(1, "name") }
     }
 
     /// R12: the zones (name, owner's userRecordID) of the shares `account` has accepted in a container.
     package func acceptedZones(of account: Int64, container: ContainerID) throws -> [RecordZoneID] {
-        try fetchAll("""
+        try fetchAll(
+            """
             SELECT DISTINCT z.id, z.name, a.id, a.userRecordID FROM participant p
             JOIN share s ON s.id = p.shareID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
             WHERE p.accountID = ? AND p.status = 'accepted' AND p.role != 'owner' AND z.container = ? AND z.environment = ?
             ORDER BY z.id
-            """, [account, container.identifier, container.environment.rawValue], table: "zone", keyAt: 0) { row in
+            """,
+            [account, container.identifier, container.environment.rawValue],
+            table: "zone",
+            keyAt: 0
+        ) { row in
             RecordZoneID(zoneName: try row.text(1, "name"), ownerName: try row.of("account", keyAt: 2).text(3, "userRecordID"))
         }
     }
@@ -102,17 +133,21 @@ extension StoreTransaction {
         try logZoneDeleted(zone: id, at: Date().timeIntervalSince1970)
         try run("DELETE FROM zone WHERE id = ?", [id])
         // The highest row a zone deleted had, which no new zone takes (`insertZone`).
-        try run("""
+        try run(
+            """
             INSERT INTO shareflow_meta (key, value) VALUES ('deletedZoneID', ?1)
             ON CONFLICT (key) DO UPDATE SET value = CAST(MAX(CAST(shareflow_meta.value AS BIGINT), CAST(?1 AS BIGINT)) AS TEXT)
-            """, [String(id)])
+            """,
+            [String(id)]
+        )
     }
 
     // MARK: Records
 
     /// A record's columns (`recordRow` reads them) from `recordSource`: the row `r`, with the
     /// userRecordIDs of its creator and last modifier (R31).
-    static let recordColumns = "r.id, r.name, r.type, r.fields, r.parentName, r.tag, r.modifiedAt, r.shortGUID, r.createdAt, r.createdBy, c.userRecordID, r.modifiedBy, m.userRecordID"
+    static let recordColumns =
+        "r.id, r.name, r.type, r.fields, r.parentName, r.tag, r.modifiedAt, r.shortGUID, r.createdAt, r.createdBy, c.userRecordID, r.modifiedBy, m.userRecordID"
     static let recordSource = "record r LEFT JOIN account c ON c.id = r.createdBy LEFT JOIN account m ON m.id = r.modifiedBy"
     /// The index of the first column after `recordColumns`.
     static let recordColumnCount = 13
@@ -124,13 +159,20 @@ extension StoreTransaction {
     /// `o`: the column `recordColumns` start at.
     static func recordRow(_ row: StoredRow, lazyFields: Bool, at o: Int = 0) throws -> RecordRow {
         let modifiedAt = try row.real(o + 6, "modifiedAt")
-        var record = RecordRow(id: try row.integer(o, "id"), name: try row.text(o + 1, "name"), type: try row.text(o + 2, "type"),
-                         fieldsAsRead: lazyFields ? try row.fieldsAsRead(o + 3, "fields") : .decoded(try row.fields(o + 3, "fields")),
-                         parentName: try row.optionalText(o + 4, "parentName"),
-                         tag: try row.text(o + 5, "tag"), modifiedAt: modifiedAt, shortGUID: try row.optionalText(o + 7, "shortGUID"),
-                         createdAt: try row.optionalReal(o + 8, "createdAt") ?? modifiedAt, createdBy: try row.optionalInteger(o + 9, "createdBy"),
-                         creatorName: try row.of("account", keyAt: o + 9).optionalText(o + 10, "userRecordID"),
-                         modifierName: try row.of("account", keyAt: o + 11).optionalText(o + 12, "userRecordID"))
+        var record = RecordRow(
+            id: try row.integer(o, "id"),
+            name: try row.text(o + 1, "name"),
+            type: try row.text(o + 2, "type"),
+            fieldsAsRead: lazyFields ? try row.fieldsAsRead(o + 3, "fields") : .decoded(try row.fields(o + 3, "fields")),
+            parentName: try row.optionalText(o + 4, "parentName"),
+            tag: try row.text(o + 5, "tag"),
+            modifiedAt: modifiedAt,
+            shortGUID: try row.optionalText(o + 7, "shortGUID"),
+            createdAt: try row.optionalReal(o + 8, "createdAt") ?? modifiedAt,
+            createdBy: try row.optionalInteger(o + 9, "createdBy"),
+            creatorName: try row.of("account", keyAt: o + 9).optionalText(o + 10, "userRecordID"),
+            modifierName: try row.of("account", keyAt: o + 11).optionalText(o + 12, "userRecordID")
+        )
         record.storedBytes = row.byteCount(o + 3)
         return record
     }
@@ -138,10 +180,16 @@ extension StoreTransaction {
     /// The record named `name` in `zone`, with the share rooted at it (its record name and
     /// token) read in the same statement: one fetch, one statement.
     package func record(zone: Int64, name: String) throws -> RecordRow? {
-        try fetchOne("""
+        try fetchOne(
+            """
             SELECT \(StoreTransaction.recordColumns), \(StoreTransaction.rootedShareColumns) FROM \(StoreTransaction.recordSource)
             \(StoreTransaction.rootedShareSource) WHERE r.zoneID = ? AND r.name = ?
-            """, [zone, name], table: "record", keyAt: 0, StoreTransaction.recordRowWithRootedShare)
+            """,
+            [zone, name],
+            table: "record",
+            keyAt: 0,
+            StoreTransaction.recordRowWithRootedShare
+        )
     }
 
     /// The share rooted at record `r` (its record's name, token and ID), joined by
@@ -170,8 +218,14 @@ extension StoreTransaction {
     /// and sorts them). A damaged one fails the query, named: a result without it would pass
     /// for every match.
     package func records(zone: Int64, type: String, _ body: (RecordRow) throws -> Bool) throws {
-        try forEach("SELECT \(StoreTransaction.recordColumns) FROM \(StoreTransaction.recordSource) WHERE r.zoneID = ? AND r.type = ?", [zone, type],
-                    table: "record", keyAt: 0, StoreTransaction.recordRow, body)
+        try forEach(
+            "SELECT \(StoreTransaction.recordColumns) FROM \(StoreTransaction.recordSource) WHERE r.zoneID = ? AND r.type = ?",
+            [zone, type],
+            table: "record",
+            keyAt: 0,
+            StoreTransaction.recordRow,
+            body
+        )
     }
 
     /// An order the store can give a type's records in from an index (R33's total order: the
@@ -185,8 +239,13 @@ extension StoreTransaction {
     /// modification time for `.modification`, and the name), handed to `body` one by one until
     /// it returns false: a query page reads about as many rows as it returns, whatever the
     /// zone's size (SPEC §12).
-    package func records(zone: Int64, type: String, order: RecordOrder, after: (modifiedAt: Double?, name: String)?,
-                         _ body: (RecordRow) throws -> Bool) throws {
+    package func records(
+        zone: Int64,
+        type: String,
+        order: RecordOrder,
+        after: (modifiedAt: Double?, name: String)?,
+        _ body: (RecordRow) throws -> Bool
+    ) throws {
         var sql = "SELECT \(StoreTransaction.recordColumns) FROM \(StoreTransaction.recordSource) WHERE r.zoneID = ? AND r.type = ?"
         var arguments: StoreArguments = [zone, type]
         switch order {
@@ -198,8 +257,10 @@ extension StoreTransaction {
             sql += ascending ? " ORDER BY r.name" : " ORDER BY r.name DESC"
         case .modification(let ascending):
             if let after, let time = after.modifiedAt {
-                sql += ascending ? " AND (r.modifiedAt > ?3 OR (r.modifiedAt = ?3 AND r.name > ?4))"
-                                 : " AND (r.modifiedAt < ?3 OR (r.modifiedAt = ?3 AND r.name > ?4))"
+                sql +=
+                    ascending
+                    ? " AND (r.modifiedAt > ?3 OR (r.modifiedAt = ?3 AND r.name > ?4))"
+                    : " AND (r.modifiedAt < ?3 OR (r.modifiedAt = ?3 AND r.name > ?4))"
                 arguments += [time, after.name]
             }
             sql += ascending ? " ORDER BY r.modifiedAt, r.name" : " ORDER BY r.modifiedAt DESC, r.name"
@@ -220,12 +281,15 @@ extension StoreTransaction {
     /// Whether `ancestor` is on the parent chain above record `name` (not `name` itself). The
     /// walk is one statement; UNION (not UNION ALL) ends it on a cycle another program left.
     package func isAncestor(_ ancestor: String, of name: String, zone: Int64) throws -> Bool {
-        try exists("""
+        try exists(
+            """
             WITH RECURSIVE up(n) AS (
                 SELECT parentName FROM record WHERE zoneID = ?1 AND name = ?2
                 UNION SELECT r.parentName FROM record r JOIN up ON r.zoneID = ?1 AND r.name = up.n)
             SELECT EXISTS (SELECT 1 FROM up WHERE n = ?3)
-            """, [zone, name, ancestor])
+            """,
+            [zone, name, ancestor]
+        )
     }
 
     /// How far a walk up a parent chain goes in one statement: past it (only a cycle another
@@ -242,25 +306,50 @@ extension StoreTransaction {
     /// Each record of the zone and its parent's name.
     package func parentNames(zone: Int64) throws -> [String: String?] {
         var map: [String: String?] = [:]
-        for (name, parent) in try fetchAll("SELECT id, name, parentName FROM record WHERE zoneID = ?", [zone], table: "record", keyAt: 0, {
-            (try $0.text(1, "name"), try $0.optionalText(2, "parentName"))
-        }) {
+        for (name, parent) in try fetchAll(
+            "SELECT id, name, parentName FROM record WHERE zoneID = ?",
+            [zone],
+            table: "record",
+            keyAt: 0,
+            {
+                (try $0.text(1, "name"), try $0.optionalText(2, "parentName"))
+            }
+        ) {
             map[name] = parent
         }
         return map
     }
 
-    package func insertRecord(zone: Int64, name: String, type: String, fields: StoredFields, parentName: String?, tag: String,
-                              by account: Int64, at time: Double) throws -> Int64 {
+    package func insertRecord(
+        zone: Int64,
+        name: String,
+        type: String,
+        fields: StoredFields,
+        parentName: String?,
+        tag: String,
+        by account: Int64,
+        at time: Double
+    ) throws -> Int64 {
         // The row is written at its position in the owner's feed (public zones have none: 0).
         let seq = try recordPosition(zone: zone)
-        let id = try insert("""
+        let id = try insert(
+            """
             INSERT INTO record (zoneID, name, type, fields, parentName, changeTag, tag, createdBy, modifiedBy, modifiedAt, createdAt, seq)
             VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
-            """, [zone, name, type, fields.json, parentName, tag, account, account, time, time, seq ?? 0])
+            """,
+            [zone, name, type, fields.json, parentName, tag, account, account, time, time, seq ?? 0]
+        )
         // Records already naming it as their parent (R34) come under it: what others see of them may change.
-        try logRecordSaved(zone: zone, record: id, name: name, type: type, seq: seq, hierarchyChanged: { try hasChildren(zone: zone, name: name) },
-                           at: time, isNew: true)
+        try logRecordSaved(
+            zone: zone,
+            record: id,
+            name: name,
+            type: type,
+            seq: seq,
+            hierarchyChanged: { try hasChildren(zone: zone, name: name) },
+            at: time,
+            isNew: true
+        )
         return id
     }
 
@@ -272,22 +361,37 @@ extension StoreTransaction {
     package func updateRecord(id: Int64, fields: StoredFields, parentName: String?, tag: String, by account: Int64, at time: Double) throws {
         guard let before = try loggedRecord(id) else { return }
         let seq = try recordPosition(zone: before.zone)
-        try run("""
+        try run(
+            """
             UPDATE record SET fields = ?, parentName = ?, tag = ?, changeTag = changeTag + 1, modifiedBy = ?, modifiedAt = ?, seq = COALESCE(?, seq)
             WHERE id = ?
-            """, [fields.json, parentName, tag, account, time, seq, id])
-        try logRecordSaved(zone: before.zone, record: id, name: before.name, type: before.type, seq: seq,
-                           hierarchyChanged: { before.parentName != parentName }, at: time)
+            """,
+            [fields.json, parentName, tag, account, time, seq, id]
+        )
+        try logRecordSaved(
+            zone: before.zone,
+            record: id,
+            name: before.name,
+            type: before.type,
+            seq: seq,
+            hierarchyChanged: { before.parentName != parentName },
+            at: time
+        )
     }
 
     package func deleteRecord(id: Int64) throws {
         guard let before = try loggedRecord(id) else { return }
         // A share's record takes the share and its participants with it (ON DELETE CASCADE):
         // its viewers are looked at again once it is gone.
-        let shareViewers = try fetchAll("""
+        let shareViewers = try fetchAll(
+            """
             SELECT p.accountID FROM share s JOIN participant p ON p.shareID = s.id
             WHERE s.recordID = ? AND p.role != 'owner' AND p.accountID IS NOT NULL
-            """, [id], table: "participant", keyAt: 0) { try $0.integer(0, "accountID") }
+            """,
+            [id],
+            table: "participant",
+            keyAt: 0
+        ) { try $0.integer(0, "accountID") }
         let orphans = try hasChildren(zone: before.zone, name: before.name)
         try run("DELETE FROM record WHERE id = ?", [id])
         let now = Date().timeIntervalSince1970

@@ -8,40 +8,67 @@ extension StoreTransaction {
     /// A share as stored (`shareColumns`: the share's columns, then its record's name).
     static func shareRow(_ row: StoredRow) throws -> ShareRow {
         let recordID = try row.integer(1, "recordID")
-        return ShareRow(id: try row.integer(0, "id"), recordID: recordID, zoneRowID: try row.integer(2, "zoneID"),
-                        token: try row.text(3, "token"), rootName: try row.optionalText(4, "rootName"),
-                        publicPermission: try row.word(5, "publicPermission"), recordName: try row.of("record", keyAt: 1).text(6, "name"))
+        return ShareRow(
+            id: try row.integer(0, "id"),
+            recordID: recordID,
+            zoneRowID: try row.integer(2, "zoneID"),
+            token: try row.text(3, "token"),
+            rootName: try row.optionalText(4, "rootName"),
+            publicPermission: try row.word(5, "publicPermission"),
+            recordName: try row.of("record", keyAt: 1).text(6, "name")
+        )
     }
 
     /// The share saved as record `recordName` of the zone.
     package func share(zone: Int64, recordName: String) throws -> ShareRow? {
         // record first (its (zoneID, name) key), then its share: never a scan of the zone's shares.
-        try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM record r CROSS JOIN share s ON s.recordID = r.id WHERE r.zoneID = ? AND r.name = ?",
-                     [zone, recordName], table: "share", keyAt: 0, StoreTransaction.shareRow)
+        try fetchOne(
+            "SELECT \(StoreTransaction.shareColumns) FROM record r CROSS JOIN share s ON s.recordID = r.id WHERE r.zoneID = ? AND r.name = ?",
+            [zone, recordName],
+            table: "share",
+            keyAt: 0,
+            StoreTransaction.shareRow
+        )
     }
 
     /// The share with URL token `token` in any environment (tokens are unique store-wide).
     package func share(token: String) throws -> ShareRow? {
-        try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.token = ?",
-                     [token], table: "share", keyAt: 0, StoreTransaction.shareRow)
+        try fetchOne(
+            "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.token = ?",
+            [token],
+            table: "share",
+            keyAt: 0,
+            StoreTransaction.shareRow
+        )
     }
 
     /// The share with URL token `token` in `environment` (R32: a URL of the other one is not found).
     package func share(token: String, environment: CloudEnvironment) throws -> ShareRow? {
-        try fetchOne("""
+        try fetchOne(
+            """
             SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID
             WHERE s.token = ? AND z.environment = ?
-            """, [token, environment.rawValue], table: "share", keyAt: 0, StoreTransaction.shareRow)
+            """,
+            [token, environment.rawValue],
+            table: "share",
+            keyAt: 0,
+            StoreTransaction.shareRow
+        )
     }
 
     /// The share with URL token `token` in `environment`, with its zone, in one statement
     /// (`share(token:environment:)` then `zone(id:publicOwnerName:)`, read together).
     package func shareWithZone(token: String, environment: CloudEnvironment, publicOwnerName: String) throws -> (share: ShareRow, zone: ZoneRow)? {
-        let found = try fetchOne("""
+        let found = try fetchOne(
+            """
             SELECT \(StoreTransaction.shareColumns), \(StoreTransaction.zoneColumns)
             FROM share s JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID LEFT JOIN account a ON a.id = z.ownerID
             WHERE s.token = ? AND z.environment = ?
-            """, [token, environment.rawValue], table: "share", keyAt: 0) {
+            """,
+            [token, environment.rawValue],
+            table: "share",
+            keyAt: 0
+        ) {
             (try StoreTransaction.shareRow($0), try StoreTransaction.zoneRow($0, at: 7, publicOwnerName: publicOwnerName))
         }
         if let found { try claim(zone: found.1.lockKey) }
@@ -50,53 +77,88 @@ extension StoreTransaction {
 
     /// `shareWithZone` and the share's own record (with its creator's and modifier's names),
     /// in the one statement: what a share's metadata is made of (`Engine.makeShare`).
-    package func shareWithZoneAndRecord(token: String, environment: CloudEnvironment,
-                                        publicOwnerName: String) throws -> (share: ShareRow, zone: ZoneRow, record: RecordRow)? {
-        let found = try fetchOne("""
+    package func shareWithZoneAndRecord(
+        token: String,
+        environment: CloudEnvironment,
+        publicOwnerName: String
+    ) throws -> (share: ShareRow, zone: ZoneRow, record: RecordRow)? {
+        let found = try fetchOne(
+            """
             SELECT \(StoreTransaction.shareColumns), \(StoreTransaction.zoneColumns), \(StoreTransaction.recordColumns), \(StoreTransaction.rootedShareColumns)
             FROM share s JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID LEFT JOIN account a ON a.id = z.ownerID
             LEFT JOIN account c ON c.id = r.createdBy LEFT JOIN account m ON m.id = r.modifiedBy \(StoreTransaction.rootedShareSource)
             WHERE s.token = ? AND z.environment = ?
-            """, [token, environment.rawValue], table: "share", keyAt: 0) {
-            (try StoreTransaction.shareRow($0), try StoreTransaction.zoneRow($0, at: 7, publicOwnerName: publicOwnerName),
-             try StoreTransaction.recordRowWithRootedShare($0, lazyFields: false, at: 15))
+            """,
+            [token, environment.rawValue],
+            table: "share",
+            keyAt: 0
+        ) {
+            (
+                try StoreTransaction.shareRow($0), try StoreTransaction.zoneRow($0, at: 7, publicOwnerName: publicOwnerName),
+                try StoreTransaction.recordRowWithRootedShare($0, lazyFields: false, at: 15)
+            )
         }
         if let found { try claim(zone: found.1.lockKey) }
         return found
     }
 
     package func share(id: Int64) throws -> ShareRow? {
-        try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.id = ?",
-                     [id], table: "share", keyAt: 0, StoreTransaction.shareRow)
+        try fetchOne(
+            "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.id = ?",
+            [id],
+            table: "share",
+            keyAt: 0,
+            StoreTransaction.shareRow
+        )
     }
 
     /// The hierarchy share rooted at record `rootName` of the zone.
     package func share(zone: Int64, rootName: String) throws -> ShareRow? {
-        try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName = ?",
-                     [zone, rootName], table: "share", keyAt: 0, StoreTransaction.shareRow)
+        try fetchOne(
+            "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName = ?",
+            [zone, rootName],
+            table: "share",
+            keyAt: 0,
+            StoreTransaction.shareRow
+        )
     }
 
     package func zoneShare(zone: Int64) throws -> ShareRow? {
-        try fetchOne("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName IS NULL",
-                     [zone], table: "share", keyAt: 0, StoreTransaction.shareRow)
+        try fetchOne(
+            "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName IS NULL",
+            [zone],
+            table: "share",
+            keyAt: 0,
+            StoreTransaction.shareRow
+        )
     }
 
     package func shares(zone: Int64) throws -> [ShareRow] {
-        try fetchAll("SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? ORDER BY s.id",
-                     [zone], table: "share", keyAt: 0, StoreTransaction.shareRow)
+        try fetchAll(
+            "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? ORDER BY s.id",
+            [zone],
+            table: "share",
+            keyAt: 0,
+            StoreTransaction.shareRow
+        )
     }
 
     /// Every share, or those of `container` or of an owner, oldest first (O8).
     package func shareIDs(container: String?, ownerID: Int64?) throws -> [Int64] {
-        try fetchAll("SELECT s.id FROM share s JOIN zone z ON z.id = s.zoneID WHERE (CAST(?1 AS TEXT) IS NULL OR z.container = ?1) AND (CAST(?2 AS BIGINT) IS NULL OR z.ownerID = ?2) ORDER BY s.id",
-                     [container, ownerID], table: "share", keyAt: 0) { try $0.integer(0, "id") }
+        try fetchAll(
+            "SELECT s.id FROM share s JOIN zone z ON z.id = s.zoneID WHERE (CAST(?1 AS TEXT) IS NULL OR z.container = ?1) AND (CAST(?2 AS BIGINT) IS NULL OR z.ownerID = ?2) ORDER BY s.id",
+            [container, ownerID],
+            table: "share",
+            keyAt: 0
+        ) { try $0.integer(0, "id") }
     }
 
     /// The hierarchy share rooted at record `name` or at its nearest ancestor by `parent` (R4),
     /// in one statement: the walk up is SQLite's, not a query per level. A cycle another
     /// program left ends the walk at `maxChainWalk` levels.
     package func shareRooted(atOrAbove name: String, zone: Int64) throws -> ShareRow? {
-        try fetchOne("""
+        try fetchOne(
+            """
             WITH RECURSIVE up(n, depth) AS (
                 SELECT ?2 COLLATE "binary", 0
                 UNION ALL SELECT r.parentName, up.depth + 1 FROM record r JOIN up ON r.zoneID = ?1 AND r.name = up.n
@@ -104,7 +166,12 @@ extension StoreTransaction {
             SELECT \(StoreTransaction.shareColumns) FROM up
             JOIN share s ON s.zoneID = ?1 AND s.rootName = up.n JOIN record r ON r.id = s.recordID
             ORDER BY up.depth LIMIT 1
-            """, [zone, name, StoreTransaction.maxChainWalk], table: "share", keyAt: 0, StoreTransaction.shareRow)
+            """,
+            [zone, name, StoreTransaction.maxChainWalk],
+            table: "share",
+            keyAt: 0,
+            StoreTransaction.shareRow
+        )
     }
 
     /// The root record of some hierarchy share of the zone, if any (R5: a zone share needs an unshared zone).
@@ -117,17 +184,24 @@ extension StoreTransaction {
     /// The root of a share below record `name` (by `parent`), if any (R5).
     package func sharedDescendantRoot(zone: Int64, below name: String) throws -> String? {
         // UNION (not UNION ALL) ends the walk on a parent cycle another program left.
-        try fetchOne("""
+        try fetchOne(
+            """
             WITH RECURSIVE d(name) AS (
                 SELECT name FROM record WHERE zoneID = ?1 AND parentName = ?2
                 UNION SELECT r.name FROM record r JOIN d ON r.zoneID = ?1 AND r.parentName = d.name)
             SELECT id, rootName FROM share WHERE zoneID = ?1 AND rootName IN (SELECT name FROM d) LIMIT 1
-            """, [zone, name], table: "share", keyAt: 0) { try $0.text(1, "rootName") }
+            """,
+            [zone, name],
+            table: "share",
+            keyAt: 0
+        ) { try $0.text(1, "rootName") }
     }
 
     package func insertShare(record: Int64, zone: Int64, token: String, rootName: String?) throws -> Int64 {
-        let id = try insert("INSERT INTO share (recordID, zoneID, token, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
-                            [record, zone, token, rootName])
+        let id = try insert(
+            "INSERT INTO share (recordID, zoneID, token, rootName, publicPermission) VALUES (?, ?, ?, ?, 'none')",
+            [record, zone, token, rootName]
+        )
         // Not logged again: its record was logged as it was inserted, and no one sees a share
         // before a participant of it is accepted (`insertParticipant`, `setStatus` log that).
         // What this transaction read of the zone for its saves (whether a share has a root)
@@ -146,28 +220,40 @@ extension StoreTransaction {
     /// whether or not the token is live.
     package func probeShare(token: String, environment: CloudEnvironment, caller: Int64) throws -> ShareProbe {
         // Always one row (the left joins keep the token's).
-        let probe = try fetchOne("""
+        let probe = try fetchOne(
+            """
             SELECT s.id, s.publicPermission, p.id,
                    EXISTS (SELECT 1 FROM participant u WHERE u.shareID = s.id AND u.accountID IS NULL AND u.status = 'pending')
             FROM (SELECT ? AS token) q
             LEFT JOIN share s ON s.token = q.token AND EXISTS (SELECT 1 FROM zone z WHERE z.id = s.zoneID AND z.environment = ?)
             LEFT JOIN participant p ON p.shareID = s.id AND p.accountID = ?
-            """, [token, environment.rawValue, caller], table: "share", keyAt: 0) { row -> ShareProbe in
+            """,
+            [token, environment.rawValue, caller],
+            table: "share",
+            keyAt: 0
+        ) { row -> ShareProbe in
             let exists = try row.optionalInteger(0, "id") != nil
-            return ShareProbe(exists: exists,
-                              isPublic: try exists && row.word(1, "publicPermission", as: ParticipantPermission.self) != .none,
-                              isParticipant: try row.optionalInteger(2, "id") != nil,
-                              hasUnmatchedInvitations: try row.integer(3, "EXISTS") != 0)
+            return ShareProbe(
+                exists: exists,
+                isPublic: try exists && row.word(1, "publicPermission", as: ParticipantPermission.self) != .none,
+                isParticipant: try row.optionalInteger(2, "id") != nil,
+                hasUnmatchedInvitations: try row.integer(3, "EXISTS") != 0
+            )
         }
         return probe ?? ShareProbe(exists: false, isPublic: false, isParticipant: false, hasUnmatchedInvitations: false)
     }
 
     /// The pending invitations of the share of `token` that no account matches (R16).
     package func unmatchedInvitations(token: String) throws -> [(participantID: String, lookupInfo: LookupInfo)] {
-        try fetchAll("""
+        try fetchAll(
+            """
             SELECT p.id, p.participantID, p.lookupKind, p.lookupValue FROM participant p JOIN share s ON s.id = p.shareID
             WHERE s.token = ? AND p.accountID IS NULL AND p.status = 'pending' ORDER BY p.id
-            """, [token], table: "participant", keyAt: 0) {
+            """,
+            [token],
+            table: "participant",
+            keyAt: 0
+        ) {
             (participantID: try $0.text(1, "participantID"), lookupInfo: try $0.lookup(kindAt: 2, "lookupKind", valueAt: 3, "lookupValue"))
         }
     }
@@ -178,15 +264,25 @@ extension StoreTransaction {
 
     /// A participant as stored (`participantColumns`).
     static func participantRow(_ row: StoredRow) throws -> ParticipantRow {
-        ParticipantRow(id: try row.integer(0, "id"), participantID: try row.text(1, "participantID"),
-                       accountID: try row.optionalInteger(2, "accountID"),
-                       lookup: try row.lookup(kindAt: 3, "lookupKind", valueAt: 4, "lookupValue"),
-                       role: try row.word(5, "role"), permission: try row.word(6, "permission"), status: try row.word(7, "status"))
+        ParticipantRow(
+            id: try row.integer(0, "id"),
+            participantID: try row.text(1, "participantID"),
+            accountID: try row.optionalInteger(2, "accountID"),
+            lookup: try row.lookup(kindAt: 3, "lookupKind", valueAt: 4, "lookupValue"),
+            role: try row.word(5, "role"),
+            permission: try row.word(6, "permission"),
+            status: try row.word(7, "status")
+        )
     }
 
     package func participants(share: Int64) throws -> [ParticipantRow] {
-        try fetchAll("SELECT \(StoreTransaction.participantColumns) FROM participant WHERE shareID = ? ORDER BY id", [share],
-                     table: "participant", keyAt: 0, StoreTransaction.participantRow)
+        try fetchAll(
+            "SELECT \(StoreTransaction.participantColumns) FROM participant WHERE shareID = ? ORDER BY id",
+            [share],
+            table: "participant",
+            keyAt: 0,
+            StoreTransaction.participantRow
+        )
     }
 
     /// The share's participants, each with what others see of its account: one statement for
@@ -195,18 +291,28 @@ extension StoreTransaction {
     /// its account, and reading it again (`accountIdentity(id:)`) then names the damage, as
     /// before, without failing the read of a share whose other participants are whole.
     package func participantsWithAccounts(share: Int64) throws -> [ParticipantWithAccount] {
-        try fetchAll("""
+        try fetchAll(
+            """
             SELECT p.id, p.participantID, p.accountID, p.lookupKind, p.lookupValue, p.role, p.permission, p.status,
                    \(StoreTransaction.accountIdentityColumns)
             FROM participant p LEFT JOIN account a ON a.id = p.accountID WHERE p.shareID = ? ORDER BY p.id
-            """, [share], table: "participant", keyAt: 0) {
+            """,
+            [share],
+            table: "participant",
+            keyAt: 0
+        ) {
             (try StoreTransaction.participantRow($0), (try? StoreTransaction.accountIdentityRow($0, at: 8)) ?? nil)
         }
     }
 
     package func participant(share: Int64, account: Int64) throws -> ParticipantRow? {
-        try fetchOne("SELECT \(StoreTransaction.participantColumns) FROM participant WHERE shareID = ? AND accountID = ?", [share, account],
-                     table: "participant", keyAt: 0, StoreTransaction.participantRow)
+        try fetchOne(
+            "SELECT \(StoreTransaction.participantColumns) FROM participant WHERE shareID = ? AND accountID = ?",
+            [share, account],
+            table: "participant",
+            keyAt: 0,
+            StoreTransaction.participantRow
+        )
     }
 
     /// The share a participant (by its participantID) is on.
@@ -228,13 +334,26 @@ extension StoreTransaction {
     }
 
     @discardableResult
-    package func insertParticipant(share: Int64, participantID: String, account: Int64?, lookup: LookupInfo, role: ParticipantRole,
-                                   permission: ParticipantPermission, status: ParticipantAcceptanceStatus, at time: Double) throws -> Int64 {
-        let id = try insert("""
+    package func insertParticipant(
+        share: Int64,
+        participantID: String,
+        account: Int64?,
+        lookup: LookupInfo,
+        role: ParticipantRole,
+        permission: ParticipantPermission,
+        status: ParticipantAcceptanceStatus,
+        at time: Double
+    ) throws -> Int64 {
+        let id = try insert(
+            """
             INSERT INTO participant (shareID, participantID, accountID, lookupKind, lookupValue, role, permission, status, addedAt)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [share, participantID, account, lookup.kind, lookup.value, role.rawValue, permission.rawValue,
-                             status.rawValue, time])
+            """,
+            [
+                share, participantID, account, lookup.kind, lookup.value, role.rawValue, permission.rawValue,
+                status.rawValue, time,
+            ]
+        )
         // A participant added pending changes no one's view; the share's record, saved in the
         // same transaction (ShareSave), is logged there. One who joins accepted (a public
         // share) comes into view.
@@ -244,8 +363,10 @@ extension StoreTransaction {
 
     /// Puts a participant back on a share as pending (a re-add).
     package func reinstate(participant: Int64, role: ParticipantRole, permission: ParticipantPermission, at time: Double) throws {
-        try run("UPDATE participant SET status = 'pending', role = ?, permission = ?, addedAt = ? WHERE id = ?",
-                       [role.rawValue, permission.rawValue, time, participant])
+        try run(
+            "UPDATE participant SET status = 'pending', role = ?, permission = ?, addedAt = ? WHERE id = ?",
+            [role.rawValue, permission.rawValue, time, participant]
+        )
         try logParticipantChanged(participant)
     }
 
@@ -266,21 +387,32 @@ extension StoreTransaction {
 
     /// A public share's joiner (R10), or a removed one joining again.
     package func acceptAsPublicUser(participant: Int64, permission: ParticipantPermission) throws {
-        try run("UPDATE participant SET status = 'accepted', role = 'publicUser', permission = ? WHERE id = ?",
-                       [permission.rawValue, participant])
+        try run(
+            "UPDATE participant SET status = 'accepted', role = 'publicUser', permission = ? WHERE id = ?",
+            [permission.rawValue, participant]
+        )
         try logParticipantChanged(participant)
     }
 
     /// Pending invitations added at or before `cutoff`, oldest first.
     package func pendingInvitations(addedBefore cutoff: Double) throws -> [InvitationRow] {
-        try fetchAll("""
+        try fetchAll(
+            """
             SELECT p.id, p.participantID, s.id, s.token, r.id, r.fields, p.lookupKind, p.lookupValue, p.addedAt
             FROM participant p JOIN share s ON s.id = p.shareID JOIN record r ON r.id = s.recordID
             WHERE p.status = 'pending' AND p.addedAt <= ? ORDER BY p.addedAt
-            """, [cutoff], table: "participant", keyAt: 0) { row in
-            InvitationRow(participantID: try row.text(1, "participantID"), token: try row.of("share", keyAt: 2).text(3, "token"),
-                          fields: try row.of("record", keyAt: 4).fields(5, "fields"),
-                          lookup: try row.lookup(kindAt: 6, "lookupKind", valueAt: 7, "lookupValue"), addedAt: try row.real(8, "addedAt"))
+            """,
+            [cutoff],
+            table: "participant",
+            keyAt: 0
+        ) { row in
+            InvitationRow(
+                participantID: try row.text(1, "participantID"),
+                token: try row.of("share", keyAt: 2).text(3, "token"),
+                fields: try row.of("record", keyAt: 4).fields(5, "fields"),
+                lookup: try row.lookup(kindAt: 6, "lookupKind", valueAt: 7, "lookupValue"),
+                addedAt: try row.real(8, "addedAt")
+            )
         }
     }
 }

@@ -87,7 +87,8 @@ package struct StoreTransaction {
             return db.lastInsertedRowID
         case .driver(let connection):
             guard let id = try connection.query(sql + " RETURNING id", arguments.values).first?.first,
-                  case .int64(let n) = id.storage else {
+                case .int64(let n) = id.storage
+            else {
                 throw ShareFlowError(.serviceUnavailable, "\(path ?? "the store"): an insert gave no row ID").forOperator()
             }
             return n
@@ -125,8 +126,11 @@ extension StoreTransaction {
     private func take(_ scope: StoreWriteScope, _ feedBumps: FeedBumps, as what: String) throws {
         guard case .driver(let connection) = connection else { return }  // SQLite: the only writer
         guard try connection.tryToLock(scope) else {
-            throw ShareFlowError(.serviceUnavailable, "store \(path ?? "?") is busy: another writer holds \(what), which this write reached without declaring it; retry",
-                                 retryAfter: 1).forOperator()
+            throw ShareFlowError(
+                .serviceUnavailable,
+                "store \(path ?? "?") is busy: another writer holds \(what), which this write reached without declaring it; retry",
+                retryAfter: 1
+            ).forOperator()
         }
     }
 
@@ -135,7 +139,8 @@ extension StoreTransaction {
     /// write of the whole store holds every lock already.
     func lockZoneIDs() throws {
         guard let feedBumps, case .zones(let held) = feedBumps.held, !held.contains(.zoneIDAllocation),
-              case .driver(let connection) = connection else { return }
+            case .driver(let connection) = connection
+        else { return }
         try connection.lock(.zoneIDAllocation)
         feedBumps.held = .zones(held.union([.zoneIDAllocation]))
     }
@@ -429,7 +434,9 @@ package struct AccountIdentityRow {
     package let phone: String?
 
     package init(id: Int64, userRecordID: String, name: NameComponents, discoverability: Discoverability, email: String?, phone: String?) {
-        (self.id, self.userRecordID, self.name, self.discoverability, self.email, self.phone) = (id, userRecordID, name, discoverability, email, phone)
+        (self.id, self.userRecordID, self.name, self.discoverability, self.email, self.phone) = (
+            id, userRecordID, name, discoverability, email, phone
+        )
     }
 }
 

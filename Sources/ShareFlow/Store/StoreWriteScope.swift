@@ -64,8 +64,8 @@ package enum StoreWriteScope: Sendable, Equatable {
         for (i, word) in words.enumerated() {
             switch word {
             case "INTO" where i > 0 && (words[i - 1] == "INSERT" || (i > 2 && words[i - 3] == "INSERT" && words[i - 2] == "OR")),
-                 "UPDATE" where i == 0 || words[i - 1] != "DO",
-                 "FROM" where i > 0 && words[i - 1] == "DELETE":
+                "UPDATE" where i == 0 || words[i - 1] != "DO",
+                "FROM" where i > 0 && words[i - 1] == "DELETE":
                 return i + 1 < words.count ? words[i + 1].lowercased() : nil
             default:
                 continue

@@ -43,7 +43,8 @@ struct StoredFieldsChecker {
             var count = 0
             repeat {
                 guard count < StoredFieldsChecker.maxFields, let name = asciiName() else { return false }
-                for i in 0..<count where names[i].count == name.count && memcmp(bytes.baseAddress! + names[i].start, bytes.baseAddress! + name.start, name.count) == 0 {
+                for i in 0..<count
+                where names[i].count == name.count && memcmp(bytes.baseAddress! + names[i].start, bytes.baseAddress! + name.start, name.count) == 0 {
                     return false
                 }
                 names[count] = name
@@ -71,10 +72,12 @@ struct StoredFieldsChecker {
     private mutating func plainString() -> Bool {
         guard take(UInt8(ascii: "\"")), let base = bytes.baseAddress else { return false }
         var i = at
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
         while i + 8 <= bytes.count {
             let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-            let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C)
+            let quote = w ^ (ones &* 0x22)
+            let backslash = w ^ (ones &* 0x5C)
             // Exact tests (no false alarm): a byte below 0x20, a zero byte of each XOR.
             let stop = ((w &- ones &* 0x20) & ~w) | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
             if stop & highs != 0 { break }
@@ -89,7 +92,8 @@ struct StoredFieldsChecker {
     /// One value: `{"s":…}`, `{"i":…}`, `{"b":…}`, `{"d":…}` or `{"t":…}`, nothing else.
     private mutating func value() -> Bool {
         guard take(UInt8(ascii: "{")), take(UInt8(ascii: "\"")), bytes.count - at >= 3,
-              bytes[at + 1] == UInt8(ascii: "\""), bytes[at + 2] == UInt8(ascii: ":") else { return false }
+            bytes[at + 1] == UInt8(ascii: "\""), bytes[at + 2] == UInt8(ascii: ":")
+        else { return false }
         let key = bytes[at]
         at += 3
         let good: Bool

@@ -48,14 +48,27 @@ struct StoredFieldsReader {
         var fields = [String: FieldValue](minimumCapacity: fieldCountEstimate())
         repeat {
             guard let name = string(), take(UInt8(ascii: ":")), let value = value(depth: 0),
-                  fields.updateValue(value, forKey: name) == nil else { return nil }
+                fields.updateValue(value, forKey: name) == nil
+            else { return nil }
         } while take(UInt8(ascii: ","))
         return take(UInt8(ascii: "}")) ? fields : nil
     }
 
     /// The keys a field value's object may hold (`FieldValue.encode(to:)`), each one bit.
     private enum ValueKey: UInt16 {
-        case s = 1, y = 2, r = 4, z = 8, o = 16, a = 32, i = 64, d = 128, t = 256, la = 512, lo = 1024, b = 2048, l = 4096
+        case s = 1
+        case y = 2
+        case r = 4
+        case z = 8
+        case o = 16
+        case a = 32
+        case i = 64
+        case d = 128
+        case t = 256
+        case la = 512
+        case lo = 1024
+        case b = 2048
+        case l = 4096
     }
 
     /// A value's key, read from its bytes without making a string (a first sync reads one a
@@ -90,7 +103,8 @@ struct StoredFieldsReader {
     /// each colon, so a long string value costs next to nothing).
     private func fieldCountEstimate() -> Int {
         guard let base = bytes.baseAddress else { return 1 }
-        var n = 0, i = at
+        var n = 0
+        var i = at
         while i + 1 < bytes.count, let hit = memchr(base + i, Int32(UInt8(ascii: ":")), bytes.count - i - 1) {
             i = UnsafePointer<UInt8>(hit.assumingMemoryBound(to: UInt8.self)) - base
             if i > 0, base[i - 1] == UInt8(ascii: "\""), base[i + 1] == UInt8(ascii: "{") { n += 1 }
@@ -103,26 +117,55 @@ struct StoredFieldsReader {
     private mutating func value(depth: Int) -> FieldValue? {
         // Lists hold no lists (R23); a stored one is left to the decoder, as is any depth.
         guard depth < 2, take(UInt8(ascii: "{")) else { return nil }
-        var seen: UInt16 = 0, count = 0
+        var seen: UInt16 = 0
+        var count = 0
         var first = ValueKey.s
-        var s: String?, number: Double?, integer: Int64?, boolean: Bool?, list: [FieldValue]?
-        var latitude: Double?, longitude: Double?, zone: String?, owner: String?, action: String?
+        var s: String?
+        var number: Double?
+        var integer: Int64?
+        var boolean: Bool?
+        var list: [FieldValue]?
+        var latitude: Double?
+        var longitude: Double?
+        var zone: String?
+        var owner: String?
+        var action: String?
         repeat {
             guard let key = valueKey(), take(UInt8(ascii: ":")), seen & key.rawValue == 0, count < 4 else { return nil }
             if count == 0 { first = key }
             seen |= key.rawValue
             count += 1
             switch key {
-            case .s, .y, .r: s = string(); if s == nil { return nil }
-            case .z: zone = string(); if zone == nil { return nil }
-            case .o: owner = string(); if owner == nil { return nil }
-            case .a: action = string(); if action == nil { return nil }
-            case .i: integer = self.integer(); if integer == nil { return nil }
-            case .d, .t: number = double(); if number == nil { return nil }
-            case .la: latitude = double(); if latitude == nil { return nil }
-            case .lo: longitude = double(); if longitude == nil { return nil }
-            case .b: boolean = self.boolean(); if boolean == nil { return nil }
-            case .l: list = self.list(depth: depth + 1); if list == nil { return nil }
+            case .s, .y, .r:
+                s = string()
+                if s == nil { return nil }
+            case .z:
+                zone = string()
+                if zone == nil { return nil }
+            case .o:
+                owner = string()
+                if owner == nil { return nil }
+            case .a:
+                action = string()
+                if action == nil { return nil }
+            case .i:
+                integer = self.integer()
+                if integer == nil { return nil }
+            case .d, .t:
+                number = double()
+                if number == nil { return nil }
+            case .la:
+                latitude = double()
+                if latitude == nil { return nil }
+            case .lo:
+                longitude = double()
+                if longitude == nil { return nil }
+            case .b:
+                boolean = self.boolean()
+                if boolean == nil { return nil }
+            case .l:
+                list = self.list(depth: depth + 1)
+                if list == nil { return nil }
             }
         } while take(UInt8(ascii: ","))
         guard take(UInt8(ascii: "}")) else { return nil }
@@ -210,7 +253,10 @@ struct StoredFieldsReader {
         _ = take(UInt8(ascii: "-"))
         func digits(_ reader: inout StoredFieldsReader) -> Int {
             var n = 0
-            while let d = reader.next, d >= UInt8(ascii: "0"), d <= UInt8(ascii: "9") { reader.at += 1; n += 1 }
+            while let d = reader.next, d >= UInt8(ascii: "0"), d <= UInt8(ascii: "9") {
+                reader.at += 1
+                n += 1
+            }
             return n
         }
         let leading = at

@@ -33,18 +33,28 @@ enum StoredFieldsWriter {
         defer { out.append(UInt8(ascii: "}")) }
         switch value {
         case .string(let s):
-            key("s", into: &out); string(s, into: &out)
+            key("s", into: &out)
+            string(s, into: &out)
         case .integer(let i):
-            key("i", into: &out); out.append(contentsOf: String(i).utf8)
+            key("i", into: &out)
+            out.append(contentsOf: String(i).utf8)
         case .boolean(let b):
-            key("b", into: &out); out.append(contentsOf: (b ? "true" : "false").utf8)
+            key("b", into: &out)
+            out.append(contentsOf: (b ? "true" : "false").utf8)
         case .bytes(let d):
-            key("y", into: &out); string(d.base64EncodedString(), into: &out)
+            key("y", into: &out)
+            string(d.base64EncodedString(), into: &out)
         case .reference(let id, let action):
-            key("r", into: &out); string(id.recordName, into: &out)
-            out.append(contentsOf: ",\"z\":".utf8); string(id.zoneID.zoneName, into: &out)
-            out.append(contentsOf: ",\"o\":".utf8); string(id.zoneID.ownerName, into: &out)
-            if action != .none { out.append(contentsOf: ",\"a\":".utf8); string(action.rawValue, into: &out) }
+            key("r", into: &out)
+            string(id.recordName, into: &out)
+            out.append(contentsOf: ",\"z\":".utf8)
+            string(id.zoneID.zoneName, into: &out)
+            out.append(contentsOf: ",\"o\":".utf8)
+            string(id.zoneID.ownerName, into: &out)
+            if action != .none {
+                out.append(contentsOf: ",\"a\":".utf8)
+                string(action.rawValue, into: &out)
+            }
         case .list(let items):
             key("l", into: &out)
             out.append(UInt8(ascii: "["))
@@ -85,7 +95,8 @@ enum StoredFieldsWriter {
             case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
             case 0..<0x20:
                 out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hex[Int(byte >> 4)]); out.append(hex[Int(byte & 0xF)])
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
             default: out.append(byte)
             }
         }

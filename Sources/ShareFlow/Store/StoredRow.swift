@@ -144,7 +144,9 @@ package struct StoredRow {
 
     func integer(_ index: Int, _ column: String) throws -> Int64 {
         guard let statement else {
-            guard case .int64(let n) = value(index).storage else { throw damaged(column, "expected INTEGER, found \(StoredRow.describe(value(index)))") }
+            guard case .int64(let n) = value(index).storage else {
+                throw damaged(column, "expected INTEGER, found \(StoredRow.describe(value(index)))")
+            }
             return n
         }
         guard type(index) == SQLITE_INTEGER else { throw damaged(column, "expected INTEGER, found \(StoredRow.describe(value(index)))") }
@@ -212,7 +214,8 @@ package struct StoredRow {
         case "emailAddress": return LookupInfo.emailAddress
         case "phoneNumber": return LookupInfo.phoneNumber
         case "userRecordID": return LookupInfo.userRecordID
-        case let other: throw damaged(column, "expected one of emailAddress, phoneNumber, userRecordID, found \(StoredRow.describe(other.databaseValue))")
+        case let other:
+            throw damaged(column, "expected one of emailAddress, phoneNumber, userRecordID, found \(StoredRow.describe(other.databaseValue))")
         }
     }
 
@@ -278,7 +281,10 @@ package struct StoredRow {
     static func excerpt(_ s: String) -> String {
         var out = ""
         for (n, c) in s.unicodeScalars.enumerated() {
-            guard n < 40 else { out += "…"; break }
+            guard n < 40 else {
+                out += "…"
+                break
+            }
             out += c.properties.generalCategory == .control ? c.escaped(asASCII: true) : String(c)
         }
         return out
@@ -289,17 +295,31 @@ extension StoreTransaction {
     /// The first row of `sql` read with `decode`; a damaged one is `serviceUnavailable` naming
     /// the store, the table, the row and the column. On SQLite the statement is cached and its
     /// row read in place (no copy).
-    func fetchOne<T>(_ sql: String, _ arguments: StoreArguments = [], table: String, keyAt: Int,
-                     _ decode: (StoredRow) throws -> T) throws -> T? {
+    func fetchOne<T>(
+        _ sql: String,
+        _ arguments: StoreArguments = [],
+        table: String,
+        keyAt: Int,
+        _ decode: (StoredRow) throws -> T
+    ) throws -> T? {
         var found: T?
-        try forEach(sql, arguments, table: table, keyAt: keyAt, decode) { found = $0; return false }
+        try forEach(sql, arguments, table: table, keyAt: keyAt, decode) {
+            found = $0
+            return false
+        }
         return found
     }
 
     /// The rows of `sql`, each read with `decode` and handed to `body` in order, until `body`
     /// returns false: a caller that needs the first few rows of an ordered scan reads no more.
-    func forEach<T>(_ sql: String, _ arguments: StoreArguments = [], table: String, keyAt: Int,
-                    _ decode: (StoredRow) throws -> T, _ body: (T) throws -> Bool) throws {
+    func forEach<T>(
+        _ sql: String,
+        _ arguments: StoreArguments = [],
+        table: String,
+        keyAt: Int,
+        _ decode: (StoredRow) throws -> T,
+        _ body: (T) throws -> Bool
+    ) throws {
         // A statement that writes and returns rows (`UPDATE … RETURNING`) is held to the
         // write's scope as one run through `run`.
         try mayWriteReturning(sql)
@@ -320,10 +340,18 @@ extension StoreTransaction {
 
     /// Every row of `sql` read with `decode`. One damaged row fails the whole read, naming it:
     /// a list that skipped it would pass for complete.
-    func fetchAll<T>(_ sql: String, _ arguments: StoreArguments = [], table: String, keyAt: Int,
-                     _ decode: (StoredRow) throws -> T) throws -> [T] {
+    func fetchAll<T>(
+        _ sql: String,
+        _ arguments: StoreArguments = [],
+        table: String,
+        keyAt: Int,
+        _ decode: (StoredRow) throws -> T
+    ) throws -> [T] {
         var values: [T] = []
-        try forEach(sql, arguments, table: table, keyAt: keyAt, decode) { values.append($0); return true }
+        try forEach(sql, arguments, table: table, keyAt: keyAt, decode) {
+            values.append($0)
+            return true
+        }
         return values
     }
 
@@ -455,22 +483,29 @@ package struct StoredTable: Sendable {
         let keyColumns = primaryKey
         let named = keyColumns.count == 1 ? key : keyColumns.map { "CAST(\($0) AS TEXT)" }.joined(separator: " || '/' || ")
         let sql = "SELECT \(named), \(columns.map(\.name).joined(separator: ", ")) FROM \(name) ORDER BY \(keyColumns.joined(separator: ", "))"
-        try tx.forEach(sql, [], table: name, keyAt: 0, { stored -> [DamagedRow] in
-            var damaged: [DamagedRow] = []
-            for (n, column) in columns.enumerated() {
-                do {
-                    try column.read(stored, n + 1, column.name)
-                } catch let damage as DamagedRow {
-                    damaged.append(damage)
+        try tx.forEach(
+            sql,
+            [],
+            table: name,
+            keyAt: 0,
+            { stored -> [DamagedRow] in
+                var damaged: [DamagedRow] = []
+                for (n, column) in columns.enumerated() {
+                    do {
+                        try column.read(stored, n + 1, column.name)
+                    } catch let damage as DamagedRow {
+                        damaged.append(damage)
+                    }
                 }
+                return damaged
+            },
+            { damaged in
+                for damage in damaged {
+                    if problems.count < StoredTable.listedPerTable { problems.append("damaged row: \(damage)") } else { more += 1 }
+                }
+                return true
             }
-            return damaged
-        }) { damaged in
-            for damage in damaged {
-                if problems.count < StoredTable.listedPerTable { problems.append("damaged row: \(damage)") } else { more += 1 }
-            }
-            return true
-        }
+        )
         if more > 0 { problems.append("damaged rows: \(more) more unreadable values in table \(name)") }
         return problems
     }

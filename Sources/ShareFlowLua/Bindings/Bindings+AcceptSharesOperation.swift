@@ -10,22 +10,30 @@ extension Bindings {
             op(o).shareMetadatas = call.isNil(i) ? nil : try metadataList(call, i)
         }
         blockProperty(cls, "perShareResultBlock") { [unowned self] o, ref in
-            op(o).perShareResultBlock = ref.map { ref in { [unowned self] m, result in
-                callback(ref, "perShareResultBlock") {
-                    push(metadata: m)
-                    push(result) { push(record: $0) }
-                    return 3
+            op(o).perShareResultBlock = ref.map { ref in
+                { [unowned self] m, result in
+                    callback(ref, "perShareResultBlock") {
+                        push(metadata: m)
+                        push(result) { push(record: $0) }
+                        return 3
+                    }
                 }
-            } }
+            }
         }
         blockProperty(cls, "perShareCompletionBlock") { [unowned self] o, ref in
-            op(o).perShareCompletionBlock = ref.map { ref in { [unowned self] m, s, e in
-                callback(ref, "perShareCompletionBlock") { push(metadata: m); push(record: s); push(e); return 3 }
-            } }
+            op(o).perShareCompletionBlock = ref.map { ref in
+                { [unowned self] m, s, e in
+                    callback(ref, "perShareCompletionBlock") {
+                        push(metadata: m)
+                        push(record: s)
+                        push(e)
+                        return 3
+                    }
+                }
+            }
         }
         resultBlocks(cls, result: "acceptSharesResultBlock", completion: "acceptSharesCompletionBlock") { o, f, isResult in
-            if isResult { op(o).acceptSharesResultBlock = f.map { f in { f($0.error) } } }
-            else { op(o).acceptSharesCompletionBlock = f }
+            if isResult { op(o).acceptSharesResultBlock = f.map { f in { f($0.error) } } } else { op(o).acceptSharesCompletionBlock = f }
         }
     }
 }

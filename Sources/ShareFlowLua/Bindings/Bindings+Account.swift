@@ -90,7 +90,8 @@ extension Bindings {
                     if t == LUA_TSTRING {
                         contacts.append((call.state.string(at: -1)!, nil))
                     } else if t == LUA_TTABLE {
-                        let value = try call.stringField(-1, "emailAddress") ?? call.stringField(-1, "email")
+                        let value =
+                            try call.stringField(-1, "emailAddress") ?? call.stringField(-1, "email")
                             ?? call.stringField(-1, "phoneNumber") ?? call.stringField(-1, "phone")
                         guard let value else { throw call.argumentError(2, "contact #\(n + 1) needs an email or phone") }
                         contacts.append((value, try call.stringField(-1, "contactIdentifier")))

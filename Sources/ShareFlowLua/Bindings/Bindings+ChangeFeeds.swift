@@ -18,7 +18,10 @@ extension Bindings {
         databaseClass.method("recordZoneChanges") { [unowned self] call, d in
             try call.table(2)
             try call.checkKeys(2, allowed: ["zoneID", "zone", "since", "resultsLimit", "desiredKeys"])
-            if call.field(2, "zoneID") == LUA_TNIL { call.state.pop(); call.field(2, "zone") }
+            if call.field(2, "zoneID") == LUA_TNIL {
+                call.state.pop()
+                call.field(2, "zone")
+            }
             guard lua_type(call.L, -1) != LUA_TNIL else { throw call.argumentError(2, "field 'zoneID' is required") }
             let zone = try zoneID(call, -1, position: 2, defaultOwner: { try d.zoneID("_").ownerName })
             call.state.pop()
@@ -30,12 +33,23 @@ extension Bindings {
             return try pushResult {
                 let page = try d.recordZoneChanges(zone, since: since, resultsLimit: limit, desiredKeys: keys)
                 let L = call.L
-                pushFeedPage(page.modifications, page.deletions, token: page.changeToken, moreComing: page.moreComing, L: L,
-                             modification: { push(record: $0); lua.markWritable(at: -1) },
-                             deletion: { deletion in
-                                 push(deletion.recordID); lua_setfield(L, -2, "recordID")
-                                 lua.push(string: deletion.recordType); lua_setfield(L, -2, "recordType")
-                             })
+                pushFeedPage(
+                    page.modifications,
+                    page.deletions,
+                    token: page.changeToken,
+                    moreComing: page.moreComing,
+                    L: L,
+                    modification: {
+                        push(record: $0)
+                        lua.markWritable(at: -1)
+                    },
+                    deletion: { deletion in
+                        push(deletion.recordID)
+                        lua_setfield(L, -2, "recordID")
+                        lua.push(string: deletion.recordType)
+                        lua_setfield(L, -2, "recordType")
+                    }
+                )
             }
         }
         // db:databaseChanges{ since =, resultsLimit = }
@@ -53,12 +67,20 @@ extension Bindings {
             return try pushResult {
                 let page = try d.databaseChanges(since: since, resultsLimit: limit)
                 let L = call.L
-                pushFeedPage(page.changedZoneIDs, page.deletions, token: page.changeToken, moreComing: page.moreComing, L: L,
-                             modification: { push($0) },
-                             deletion: { deletion in
-                                 push(deletion.zoneID); lua_setfield(L, -2, "zoneID")
-                                 lua.push(string: deletion.reason); lua_setfield(L, -2, "reason")
-                             })
+                pushFeedPage(
+                    page.changedZoneIDs,
+                    page.deletions,
+                    token: page.changeToken,
+                    moreComing: page.moreComing,
+                    L: L,
+                    modification: { push($0) },
+                    deletion: { deletion in
+                        push(deletion.zoneID)
+                        lua_setfield(L, -2, "zoneID")
+                        lua.push(string: deletion.reason)
+                        lua_setfield(L, -2, "reason")
+                    }
+                )
             }
         }
         // db:currentChangeToken(zoneID) → token, err
@@ -84,8 +106,15 @@ extension Bindings {
 
     /// A feed page as both one-call forms give it: `{ modifications = {…}, deletions = { {…}… },
     /// changeToken =, moreComing = }`; `deletion` sets the fields of the table made for each.
-    private func pushFeedPage<Changed, Deleted>(_ modifications: [Changed], _ deletions: [Deleted], token: String, moreComing: Bool,
-                                                L: OpaquePointer, modification: (Changed) -> Void, deletion: (Deleted) -> Void) {
+    private func pushFeedPage<Changed, Deleted>(
+        _ modifications: [Changed],
+        _ deletions: [Deleted],
+        token: String,
+        moreComing: Bool,
+        L: OpaquePointer,
+        modification: (Changed) -> Void,
+        deletion: (Deleted) -> Void
+    ) {
         lua_createtable(L, 0, 4)
         pushList(modifications, modification)
         lua_setfield(L, -2, "modifications")
@@ -94,7 +123,9 @@ extension Bindings {
             deletion(gone)
         }
         lua_setfield(L, -2, "deletions")
-        lua.push(string: token); lua_setfield(L, -2, "changeToken")
-        lua_pushboolean(L, moreComing ? 1 : 0); lua_setfield(L, -2, "moreComing")
+        lua.push(string: token)
+        lua_setfield(L, -2, "changeToken")
+        lua_pushboolean(L, moreComing ? 1 : 0)
+        lua_setfield(L, -2, "moreComing")
     }
 }

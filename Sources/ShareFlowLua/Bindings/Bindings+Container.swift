@@ -35,7 +35,10 @@ extension Bindings {
                 let requests = try lookupRequests(call, 2)
                 let (results, error) = c.fetchShareParticipantResults(requests)
                 // Fresh participants, the caller's own: a plugin may set their permission.
-                pushList(results.compactMap { try? $0.1.get() }) { push(participant: $0); lua.markWritable(at: -1) }
+                pushList(results.compactMap { try? $0.1.get() }) {
+                    push(participant: $0)
+                    lua.markWritable(at: -1)
+                }
                 push(error)
                 return 2
             }
@@ -64,7 +67,10 @@ extension Bindings {
             .method("acceptShares") { [unowned self] call, c in
                 let metadatas = try metadataList(call, 2)
                 let (results, error) = c.acceptShareResults(metadatas)
-                pushList(results.compactMap { try? $0.1.get() }) { push(record: $0); lua.markWritable(at: -1) }
+                pushList(results.compactMap { try? $0.1.get() }) {
+                    push(record: $0)
+                    lua.markWritable(at: -1)
+                }
                 push(error)
                 return 2
             }
@@ -75,11 +81,17 @@ extension Bindings {
                     if call.field(2, "progress") == LUA_TFUNCTION { progress = call.state.reference(at: -1) }
                     call.state.pop()
                 }
-                let (found, error) = c.discoverAllUserIdentityResults(progress: progress.map { ref in
-                    { [unowned self] done, total in
-                        callback(ref, "progress") { lua_pushinteger(self.lua.L, lua_Integer(done)); lua_pushinteger(self.lua.L, lua_Integer(total)); return 2 }
-                    }
-                } ?? host.defaultDiscoveryProgress)
+                let (found, error) = c.discoverAllUserIdentityResults(
+                    progress: progress.map { ref in
+                        { [unowned self] done, total in
+                            callback(ref, "progress") {
+                                lua_pushinteger(self.lua.L, lua_Integer(done))
+                                lua_pushinteger(self.lua.L, lua_Integer(total))
+                                return 2
+                            }
+                        }
+                    } ?? host.defaultDiscoveryProgress
+                )
                 pushList(found) { push($0) }
                 push(error)
                 return 2
@@ -91,6 +103,8 @@ extension Bindings {
                 push(error)
                 return 2
             }
-            .describe { c in "Container(\(c.containerIdentifier)\(c.environment == .default ? "" : " \(c.environment)"), as \((try? c.session.account.email) ?? nil ?? "?"))" }
+            .describe { c in
+                "Container(\(c.containerIdentifier)\(c.environment == .default ? "" : " \(c.environment)"), as \((try? c.session.account.email) ?? nil ?? "?"))"
+            }
     }
 }

@@ -21,7 +21,10 @@ extension Bindings {
             .method("fetchRecord") { [unowned self] call, d in
                 let id = try recordID(call, 2, position: 2)
                 // A fetched record is a fresh copy: the caller's to change and save (R21).
-                return try pushResult { push(record: try d.fetchRecord(id)); lua.markWritable(at: -1) }
+                return try pushResult {
+                    push(record: try d.fetchRecord(id))
+                    lua.markWritable(at: -1)
+                }
             }
             .method("fetchRecords") { [unowned self] call, d in
                 try call.table(2)
@@ -31,12 +34,19 @@ extension Bindings {
                     return try recordID(call, -1, position: 2)
                 }
                 let results = d.fetchRecords(ids)
-                pushList(results.compactMap { try? $0.1.get() }) { push(record: $0); lua.markWritable(at: -1) }
+                pushList(results.compactMap { try? $0.1.get() }) {
+                    push(record: $0)
+                    lua.markWritable(at: -1)
+                }
                 let failures = results.compactMap { id, r -> (item: String, error: ShareFlowError)? in
                     if case .failure(let e) = r { return (id.description, e) }
                     return nil
                 }
-                push(failures.isEmpty ? nil : ShareFlowError(.partialFailure, "\(failures.count) of \(ids.count) records could not be fetched", partialErrors: failures))
+                push(
+                    failures.isEmpty
+                        ? nil
+                        : ShareFlowError(.partialFailure, "\(failures.count) of \(ids.count) records could not be fetched", partialErrors: failures)
+                )
                 return 2
             }
             .method("modifyRecords") { [unowned self] call, d in
@@ -54,13 +64,16 @@ extension Bindings {
                 default: throw call.argumentError(2, "field 'atomic' must be a boolean, got \(call.typeName(-1))")
                 }
                 call.state.pop()
-                var saving: [Record] = [], deleting: [RecordID] = []
+                var saving: [Record] = []
+                var deleting: [RecordID] = []
                 if call.field(2, "save") != LUA_TNIL {
                     try call.table(-1)
                     saving = try (0..<call.length(-1)).map { n -> Record in
                         try call.element(-1, n + 1)
                         defer { call.state.pop() }
-                        guard let r = record(at: -1) else { throw call.argumentError(2, "save[\(n + 1)] must be a record or share, got \(call.typeName(-1))") }
+                        guard let r = record(at: -1) else {
+                            throw call.argumentError(2, "save[\(n + 1)] must be a record or share, got \(call.typeName(-1))")
+                        }
                         // A save stamps what it saves (change tag, URL): not the caller's objects.
                         guard call.state.isWritable(at: -1) else {
                             throw call.argumentError(2, "save[\(n + 1)] is read-only in a plugin: it belongs to the caller")
@@ -80,7 +93,10 @@ extension Bindings {
                 call.state.pop()
                 do {
                     let result = try d.modifyRecords(saving: saving, deleting: deleting, savePolicy: savePolicy, atomically: atomic)
-                    pushList(result.saved) { push(record: $0); lua.markWritable(at: -1) }
+                    pushList(result.saved) {
+                        push(record: $0)
+                        lua.markWritable(at: -1)
+                    }
                     push(result.error)
                 } catch let e as ShareFlowError {
                     lua_pushnil(call.L)

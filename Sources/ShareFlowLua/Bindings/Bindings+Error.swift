@@ -11,10 +11,16 @@ extension Bindings {
         let error = readable(given)
         let L = lua.L
         lua_createtable(L, 0, 5)
-        lua.push(string: error.code.rawValue); lua_setfield(L, -2, "code")
-        lua_pushinteger(L, lua_Integer(error.codeNumber)); lua_setfield(L, -2, "codeNumber")
-        lua.push(string: error.message); lua_setfield(L, -2, "message")
-        if let r = error.retryAfter { lua_pushnumber(L, r); lua_setfield(L, -2, "retryAfter") }
+        lua.push(string: error.code.rawValue)
+        lua_setfield(L, -2, "code")
+        lua_pushinteger(L, lua_Integer(error.codeNumber))
+        lua_setfield(L, -2, "codeNumber")
+        lua.push(string: error.message)
+        lua_setfield(L, -2, "message")
+        if let r = error.retryAfter {
+            lua_pushnumber(L, r)
+            lua_setfield(L, -2, "retryAfter")
+        }
         if !error.partialErrors.isEmpty {
             lua_createtable(L, 0, Int32(error.partialErrors.count))
             for (item, e) in error.partialErrors {
@@ -24,8 +30,10 @@ extension Bindings {
             lua_setfield(L, -2, "partialErrors")
         }
         // R21: copies made for this error, so the caller may merge into them and save.
-        for (key, record) in [("serverRecord", error.serverRecord), ("clientRecord", error.clientRecord),
-                              ("ancestorRecord", error.ancestorRecord)] {
+        for (key, record) in [
+            ("serverRecord", error.serverRecord), ("clientRecord", error.clientRecord),
+            ("ancestorRecord", error.ancestorRecord),
+        ] {
             guard let record else { continue }
             push(record: record)
             lua.markWritable(at: -1)

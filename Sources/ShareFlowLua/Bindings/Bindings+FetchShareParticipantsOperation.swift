@@ -11,23 +11,33 @@ extension Bindings {
         }
         blockProperty(cls, "perShareParticipantResultBlock") { [unowned self] o, ref in
             // Weak: the block is stored on the operation `o` holds; a strong `o` would be a cycle.
-            op(o).perShareParticipantResultBlock = ref.map { ref in { [unowned self, weak o] request, result in
-                callback(ref, "perShareParticipantResultBlock") {
-                    if let o { pushInput(o) { push(request.info) } } else { push(request.info) }
-                    push(result) { push(participant: $0) }
-                    return 3
+            op(o).perShareParticipantResultBlock = ref.map { ref in
+                { [unowned self, weak o] request, result in
+                    callback(ref, "perShareParticipantResultBlock") {
+                        if let o { pushInput(o) { push(request.info) } } else { push(request.info) }
+                        push(result) { push(participant: $0) }
+                        return 3
+                    }
                 }
-            } }
+            }
             if ref == nil { op(o).perShareParticipantResultBlock = nil }
         }
         blockProperty(cls, "shareParticipantFetchedBlock") { [unowned self] o, ref in
-            op(o).shareParticipantFetchedBlock = ref.map { ref in { [unowned self] p in
-                callback(ref, "shareParticipantFetchedBlock") { push(participant: p); return 1 }
-            } }
+            op(o).shareParticipantFetchedBlock = ref.map { ref in
+                { [unowned self] p in
+                    callback(ref, "shareParticipantFetchedBlock") {
+                        push(participant: p)
+                        return 1
+                    }
+                }
+            }
         }
         resultBlocks(cls, result: "fetchShareParticipantsResultBlock", completion: "fetchShareParticipantsCompletionBlock") { o, f, isResult in
-            if isResult { op(o).fetchShareParticipantsResultBlock = f.map { f in { f($0.error) } } }
-            else { op(o).fetchShareParticipantsCompletionBlock = f }
+            if isResult {
+                op(o).fetchShareParticipantsResultBlock = f.map { f in { f($0.error) } }
+            } else {
+                op(o).fetchShareParticipantsCompletionBlock = f
+            }
         }
     }
 }

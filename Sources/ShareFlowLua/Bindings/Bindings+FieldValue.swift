@@ -21,21 +21,28 @@ extension Bindings {
             setMetatable(.bytes)
         case .date(let date):
             lua_createtable(L, 0, 1)
-            lua_pushnumber(L, date.timeIntervalSince1970); lua_setfield(L, -2, "seconds")
+            lua_pushnumber(L, date.timeIntervalSince1970)
+            lua_setfield(L, -2, "seconds")
             setMetatable(.date)
         case .location(let l):
             lua_createtable(L, 0, 2)
-            lua_pushnumber(L, l.latitude); lua_setfield(L, -2, "latitude")
-            lua_pushnumber(L, l.longitude); lua_setfield(L, -2, "longitude")
+            lua_pushnumber(L, l.latitude)
+            lua_setfield(L, -2, "latitude")
+            lua_pushnumber(L, l.longitude)
+            lua_setfield(L, -2, "longitude")
             setMetatable(.location)
         case .reference(let id, let action):
             // Also `recordName` and `zoneID`, so a reference reads (and is accepted) as a record ID.
             guard lua_checkstack(L, 4) != 0 else { return lua_pushnil(L) }
             lua_createtable(L, 0, 4)
-            push(id); lua_setfield(L, -2, "recordID")
-            lua.push(string: action.rawValue); lua_setfield(L, -2, "action")
-            lua.push(string: id.recordName); lua_setfield(L, -2, "recordName")
-            push(id.zoneID); lua_setfield(L, -2, "zoneID")
+            push(id)
+            lua_setfield(L, -2, "recordID")
+            lua.push(string: action.rawValue)
+            lua_setfield(L, -2, "action")
+            lua.push(string: id.recordName)
+            lua_setfield(L, -2, "recordName")
+            push(id.zoneID)
+            lua_setfield(L, -2, "zoneID")
             setMetatable(.reference)
         case .list(let items):
             // Stored lists are as deep as a save allowed (LuaState.maxDepth).
@@ -112,13 +119,19 @@ extension Bindings {
                 call.state.pop()
                 guard fits else {
                     call.state.pop()
-                    throw call.argumentError(position, n == 0
-                        ? "field '\(key)' is a dictionary; a field holds a value or a list (R23)"
-                        : "field '\(key)' has keys other than 1...\(n); a list is a sequence without holes (R23)")
+                    throw call.argumentError(
+                        position,
+                        n == 0
+                            ? "field '\(key)' is a dictionary; a field holds a value or a list (R23)"
+                            : "field '\(key)' has keys other than 1...\(n); a list is a sequence without holes (R23)"
+                    )
                 }
             }
             guard count == n else {
-                throw call.argumentError(position, "field '\(key)' has holes (\(count) values under keys 1...\(n)); a list is a sequence without holes (R23)")
+                throw call.argumentError(
+                    position,
+                    "field '\(key)' has holes (\(count) values under keys 1...\(n)); a list is a sequence without holes (R23)"
+                )
             }
             var items: [FieldValue] = []
             items.reserveCapacity(n)
@@ -132,7 +145,10 @@ extension Bindings {
             if let r = record(at: i) { return .reference(r.recordID, action: .none) }
             fallthrough
         default:
-            throw call.argumentError(position, "field '\(key)' cannot hold a \(call.typeName(i)) (string, number, boolean, sf.Bytes, sf.Date, sf.Location, a reference, or a list of one of these) (R23)")
+            throw call.argumentError(
+                position,
+                "field '\(key)' cannot hold a \(call.typeName(i)) (string, number, boolean, sf.Bytes, sf.Date, sf.Location, a reference, or a list of one of these) (R23)"
+            )
         }
     }
 
@@ -166,12 +182,13 @@ extension Bindings {
             }
             defer { call.state.pop() }
             let id = try recordID(call, -1, position: position)
-            let action = try call.stringField(abs, "action").map { name in
-                guard let a = ReferenceAction(rawValue: name) else {
-                    throw call.argumentError(position, "field '\(key)': invalid reference action '\(name)' (expected one of: none, deleteSelf)")
-                }
-                return a
-            } ?? ReferenceAction.none
+            let action =
+                try call.stringField(abs, "action").map { name in
+                    guard let a = ReferenceAction(rawValue: name) else {
+                        throw call.argumentError(position, "field '\(key)': invalid reference action '\(name)' (expected one of: none, deleteSelf)")
+                    }
+                    return a
+                } ?? ReferenceAction.none
             return .reference(id, action: action)
         }
     }

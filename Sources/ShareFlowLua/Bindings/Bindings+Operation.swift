@@ -55,8 +55,12 @@ extension Bindings {
     /// Pushes a per-item result as Lua's `value, err` pair: `value, nil` or `nil, err`.
     func push<T>(_ result: Result<T, ShareFlowError>, _ pushValue: (T) -> Void) {
         switch result {
-        case .success(let v): pushValue(v); lua_pushnil(lua.L)
-        case .failure(let e): lua_pushnil(lua.L); push(e)
+        case .success(let v):
+            pushValue(v)
+            lua_pushnil(lua.L)
+        case .failure(let e):
+            lua_pushnil(lua.L)
+            push(e)
         }
     }
 
@@ -104,24 +108,36 @@ extension Bindings {
     private func defineCommon(_ cls: OpClass) {
         cls
             .property("operationID") { lua, op in lua.push(string: op.operation.operationID) }
-            .property("qualityOfService", get: { lua, op in lua.push(string: op.operation.qualityOfService.name) },
-                      set: { call, op, i in
-                          let name = try call.string(i)
-                          guard let qos = QualityOfService(name: name) else {
-                              throw LuaRaise.message("invalid qualityOfService '\(name)' (expected one of: \(QualityOfService.named.map(\.name).joined(separator: ", ")))")
-                          }
-                          op.operation.qualityOfService = qos
-                      })
+            .property(
+                "qualityOfService",
+                get: { lua, op in lua.push(string: op.operation.qualityOfService.name) },
+                set: { call, op, i in
+                    let name = try call.string(i)
+                    guard let qos = QualityOfService(name: name) else {
+                        throw LuaRaise.message(
+                            "invalid qualityOfService '\(name)' (expected one of: \(QualityOfService.named.map(\.name).joined(separator: ", ")))"
+                        )
+                    }
+                    op.operation.qualityOfService = qos
+                }
+            )
             .property("isFinished") { lua, op in try lua.push(.boolean(op.operation.isFinished)) }
             .property("isExecuting") { lua, op in try lua.push(.boolean(op.operation.isExecuting)) }
             .property("isCancelled") { lua, op in try lua.push(.boolean(op.operation.isCancelled)) }
             .property("error") { [unowned self] _, op in push(op.operation.error) }
-            .property("database", get: { [unowned self] _, op in
-                if let d = op.operation.database { push(database: d) } else { lua_pushnil(lua.L) }
-            }, set: { [unowned self] call, op, i in
-                op.operation.database = call.isNil(i) ? nil : try call.object(i, CloudDatabase.self, typeName: databaseClass.typeName)
-            })
-            .method("cancel") { _, op in op.operation.cancel(); return 0 }
+            .property(
+                "database",
+                get: { [unowned self] _, op in
+                    if let d = op.operation.database { push(database: d) } else { lua_pushnil(lua.L) }
+                },
+                set: { [unowned self] call, op, i in
+                    op.operation.database = call.isNil(i) ? nil : try call.object(i, CloudDatabase.self, typeName: databaseClass.typeName)
+                }
+            )
+            .method("cancel") { _, op in
+                op.operation.cancel()
+                return 0
+            }
             .method("wait") { [unowned self] call, op in
                 guard op.operation.isFinished || op.operationQueued else {
                     throw LuaRaise.message("\(op.operation.typeName):wait(): add the operation to a container first (container:add(op))")
@@ -138,43 +154,77 @@ extension Bindings {
 
     /// A block property: reading gives the Lua function, writing installs it on the operation.
     func blockProperty(_ cls: OpClass, _ name: String, install: @escaping (LuaOperation, LuaReference?) -> Void) {
-        cls.property(name, get: { lua, op in
-            if let ref = op.blocks[name] { lua.pushReference(ref) } else { lua_pushnil(lua.L) }
-        }, set: { call, op, i in
-            let ref = call.isNil(i) ? nil : try call.function(i)
-            op.blocks[name] = ref
-            install(op, ref)
-        })
+        cls.property(
+            name,
+            get: { lua, op in
+                if let ref = op.blocks[name] { lua.pushReference(ref) } else { lua_pushnil(lua.L) }
+            },
+            set: { call, op, i in
+                let ref = call.isNil(i) ? nil : try call.function(i)
+                op.blocks[name] = ref
+                install(op, ref)
+            }
+        )
     }
 
     /// A list property of items kept as Lua values, converted by `convert`.
     func itemsProperty(_ cls: OpClass, _ name: String, set: @escaping (LuaCall, LuaOperation, Int32) throws -> Void) {
-        cls.property(name, get: { lua, op in
-            if let ref = op.inputValue { lua.pushReference(ref) } else { lua_pushnil(lua.L) }
-        }, set: { call, op, i in
-            if call.isNil(i) {
-                op.inputValue = nil
-                op.inputs = []
-            } else {
-                try call.table(i)
-                op.inputValue = call.state.reference(at: i)
-                op.inputs = try (0..<call.listLength(i)).map { n in
-                    try call.element(i, n + 1)
-                    defer { call.state.pop() }
-                    return call.state.reference(at: -1)
+        cls.property(
+            name,
+            get: { lua, op in
+                if let ref = op.inputValue { lua.pushReference(ref) } else { lua_pushnil(lua.L) }
+            },
+            set: { call, op, i in
+                if call.isNil(i) {
+                    op.inputValue = nil
+                    op.inputs = []
+                } else {
+                    try call.table(i)
+                    op.inputValue = call.state.reference(at: i)
+                    op.inputs = try (0..<call.listLength(i)).map { n in
+                        try call.element(i, n + 1)
+                        defer { call.state.pop() }
+                        return call.state.reference(at: -1)
+                    }
                 }
+                try set(call, op, i)
             }
-            try set(call, op, i)
-        })
+        )
     }
 
-    func resultBlocks(_ cls: OpClass, result: String, completion: String,
-                      set: @escaping (LuaOperation, ((ShareFlowError?) -> Void)?, Bool) -> Void) {
+    func resultBlocks(
+        _ cls: OpClass,
+        result: String,
+        completion: String,
+        set: @escaping (LuaOperation, ((ShareFlowError?) -> Void)?, Bool) -> Void
+    ) {
         blockProperty(cls, result) { [unowned self] op, ref in
-            set(op, ref.map { ref in { [unowned self] e in callback(ref, result) { push(e); return 1 } } }, true)
+            set(
+                op,
+                ref.map { ref in
+                    { [unowned self] e in
+                        callback(ref, result) {
+                            push(e)
+                            return 1
+                        }
+                    }
+                },
+                true
+            )
         }
         blockProperty(cls, completion) { [unowned self] op, ref in
-            set(op, ref.map { ref in { [unowned self] e in callback(ref, completion) { push(e); return 1 } } }, false)
+            set(
+                op,
+                ref.map { ref in
+                    { [unowned self] e in
+                        callback(ref, completion) {
+                            push(e)
+                            return 1
+                        }
+                    }
+                },
+                false
+            )
         }
     }
 
@@ -199,5 +249,8 @@ extension LuaOperation {
 }
 
 extension Result where Failure == ShareFlowError {
-    var error: ShareFlowError? { if case .failure(let e) = self { return e }; return nil }
+    var error: ShareFlowError? {
+        if case .failure(let e) = self { return e }
+        return nil
+    }
 }

@@ -69,7 +69,10 @@ extension Bindings {
             call.state.pop()
             let q = cursor == nil ? try query(call, 2, position: 2) : nil
             var zone: RecordZoneID?
-            if call.field(2, "zone") == LUA_TNIL { call.state.pop(); call.field(2, "zoneID") }
+            if call.field(2, "zone") == LUA_TNIL {
+                call.state.pop()
+                call.field(2, "zoneID")
+            }
             if lua_type(call.L, -1) != LUA_TNIL {
                 zone = try zoneID(call, -1, position: 2, defaultOwner: { try d.zoneID("_").ownerName })
             }
@@ -79,9 +82,13 @@ extension Bindings {
             call.state.pop()
             let limit = try call.integerField(2, "resultsLimit", in: 1...Int(Int32.max))
             do {
-                let page = try cursor.map { try d.records(continuingMatchFrom: $0, desiredKeys: keys, resultsLimit: limit) }
+                let page =
+                    try cursor.map { try d.records(continuingMatchFrom: $0, desiredKeys: keys, resultsLimit: limit) }
                     ?? d.records(matching: q!, inZoneWith: zone, desiredKeys: keys, resultsLimit: limit)
-                pushList(page.records) { push(record: $0); lua.markWritable(at: -1) }
+                pushList(page.records) {
+                    push(record: $0)
+                    lua.markWritable(at: -1)
+                }
                 if page.cursor != nil {
                     push(cursor: page.cursor)
                     lua_setfield(call.L, -2, "cursor")
@@ -97,65 +104,99 @@ extension Bindings {
 
     func defineQuery(_ cls: OpClass) {
         func op(_ o: LuaOperation) -> QueryOperation { o.operation as! QueryOperation }
-        cls.property("query", get: { lua, o in
-            guard let q = op(o).query else { return lua_pushnil(lua.L) }
-            lua_createtable(lua.L, 0, 1)
-            lua.push(string: q.recordType)
-            lua_setfield(lua.L, -2, "recordType")
-        }, set: { [unowned self] call, o, i in
-            if call.isNil(i) { op(o).query = nil; return }
-            try call.table(i)
-            try call.checkKeys(i, allowed: Bindings.queryKeys)
-            op(o).query = try query(call, i, position: i)
-        })
-        cls.property("cursor", get: { [unowned self] _, o in push(cursor: op(o).cursor) },
-                     set: { [unowned self] call, o, i in
-                         op(o).cursor = call.isNil(i) ? nil : try call.object(i, QueryCursor.self, typeName: cursorClass.typeName)
-                     })
-        cls.property("zoneID", get: { [unowned self] lua, o in
-            if let z = op(o).zoneID { push(z) } else { lua_pushnil(lua.L) }
-        }, set: { [unowned self] call, o, i in
-            op(o).zoneID = call.isNil(i) ? nil
-                : try zoneID(call, i, position: i, defaultOwner: { throw call.argumentError(i, "zoneID needs ownerName") })
-        })
-        cls.property("desiredKeys", get: { lua, o in lua.push(strings: op(o).desiredKeys ?? []) },
-                     set: { [unowned self] call, o, i in op(o).desiredKeys = call.isNil(i) ? nil : try stringList(call, i) })
-        cls.property("resultsLimit", get: { lua, o in
-            if let n = op(o).resultsLimit { lua_pushinteger(lua.L, lua_Integer(n)) } else { lua_pushnil(lua.L) }
-        }, set: { call, o, i in
-            op(o).resultsLimit = call.isNil(i) ? nil : try call.integer(i, in: 1...Int(Int32.max))
-        })
-        blockProperty(cls, "recordMatchedBlock") { [unowned self] o, ref in
-            op(o).recordMatchedBlock = ref.map { ref in { [unowned self] id, result in
-                callback(ref, "recordMatchedBlock") {
-                    push(id)
-                    push(result) { push(record: $0) }
-                    return 3
+        cls.property(
+            "query",
+            get: { lua, o in
+                guard let q = op(o).query else { return lua_pushnil(lua.L) }
+                lua_createtable(lua.L, 0, 1)
+                lua.push(string: q.recordType)
+                lua_setfield(lua.L, -2, "recordType")
+            },
+            set: { [unowned self] call, o, i in
+                if call.isNil(i) {
+                    op(o).query = nil
+                    return
                 }
-            } }
+                try call.table(i)
+                try call.checkKeys(i, allowed: Bindings.queryKeys)
+                op(o).query = try query(call, i, position: i)
+            }
+        )
+        cls.property(
+            "cursor",
+            get: { [unowned self] _, o in push(cursor: op(o).cursor) },
+            set: { [unowned self] call, o, i in
+                op(o).cursor = call.isNil(i) ? nil : try call.object(i, QueryCursor.self, typeName: cursorClass.typeName)
+            }
+        )
+        cls.property(
+            "zoneID",
+            get: { [unowned self] lua, o in
+                if let z = op(o).zoneID { push(z) } else { lua_pushnil(lua.L) }
+            },
+            set: { [unowned self] call, o, i in
+                op(o).zoneID =
+                    call.isNil(i)
+                    ? nil
+                    : try zoneID(call, i, position: i, defaultOwner: { throw call.argumentError(i, "zoneID needs ownerName") })
+            }
+        )
+        cls.property(
+            "desiredKeys",
+            get: { lua, o in lua.push(strings: op(o).desiredKeys ?? []) },
+            set: { [unowned self] call, o, i in op(o).desiredKeys = call.isNil(i) ? nil : try stringList(call, i) }
+        )
+        cls.property(
+            "resultsLimit",
+            get: { lua, o in
+                if let n = op(o).resultsLimit { lua_pushinteger(lua.L, lua_Integer(n)) } else { lua_pushnil(lua.L) }
+            },
+            set: { call, o, i in
+                op(o).resultsLimit = call.isNil(i) ? nil : try call.integer(i, in: 1...Int(Int32.max))
+            }
+        )
+        blockProperty(cls, "recordMatchedBlock") { [unowned self] o, ref in
+            op(o).recordMatchedBlock = ref.map { ref in
+                { [unowned self] id, result in
+                    callback(ref, "recordMatchedBlock") {
+                        push(id)
+                        push(result) { push(record: $0) }
+                        return 3
+                    }
+                }
+            }
         }
         blockProperty(cls, "recordFetchedBlock") { [unowned self] o, ref in
-            op(o).recordFetchedBlock = ref.map { ref in { [unowned self] record in
-                callback(ref, "recordFetchedBlock") { push(record: record); return 1 }
-            } }
+            op(o).recordFetchedBlock = ref.map { ref in
+                { [unowned self] record in
+                    callback(ref, "recordFetchedBlock") {
+                        push(record: record)
+                        return 1
+                    }
+                }
+            }
         }
         blockProperty(cls, "queryResultBlock") { [unowned self] o, ref in
-            op(o).queryResultBlock = ref.map { ref in { [unowned self] r in
-                callback(ref, "queryResultBlock") {
-                    push(cursor: try? r.get())
-                    push(r.error)
-                    return 2
+            op(o).queryResultBlock = ref.map { ref in
+                { [unowned self] r in
+                    callback(ref, "queryResultBlock") {
+                        push(cursor: try? r.get())
+                        push(r.error)
+                        return 2
+                    }
                 }
-            } }
+            }
         }
         blockProperty(cls, "queryCompletionBlock") { [unowned self] o, ref in
-            op(o).queryCompletionBlock = ref.map { ref in { [unowned self] cursor, e in
-                callback(ref, "queryCompletionBlock") {
-                    push(cursor: cursor)
-                    push(e)
-                    return 2
+            op(o).queryCompletionBlock = ref.map { ref in
+                { [unowned self] cursor, e in
+                    callback(ref, "queryCompletionBlock") {
+                        push(cursor: cursor)
+                        push(e)
+                        return 2
+                    }
                 }
-            } }
+            }
         }
     }
 }

@@ -15,21 +15,27 @@ extension Bindings {
             .property("creationDate") { lua, r in try lua.push(r.creationDate.map { .number($0.timeIntervalSince1970) } ?? .nil) }
             .property("creatorUserRecordID") { [unowned self] _, r in push(r.creatorUserRecordID) }
             .property("lastModifiedUserRecordID") { [unowned self] _, r in push(r.lastModifiedUserRecordID) }
-            .property("fields", get: { [unowned self] _, r in
-                          // The view may change the record only where the record may be changed.
-                          let writable = lua.isWritable(at: 1)
-                          fieldsClass.push(RecordFields(record: r), in: lua)
-                          if writable { lua.markWritable(at: -1) }
-                      },
-                      set: { [unowned self] call, r, i in
-                          try call.table(i)
-                          r.fields = try fieldTable(call, i)
-                          call.state.recharge(at: 1)
-                      })
-            .property("parent", get: { [unowned self] _, r in push(r.parent) },
-                      set: { [unowned self] call, r, i in
-                          r.parent = call.isNil(i) ? nil : try recordID(call, i, position: 3)
-                      })
+            .property(
+                "fields",
+                get: { [unowned self] _, r in
+                    // The view may change the record only where the record may be changed.
+                    let writable = lua.isWritable(at: 1)
+                    fieldsClass.push(RecordFields(record: r), in: lua)
+                    if writable { lua.markWritable(at: -1) }
+                },
+                set: { [unowned self] call, r, i in
+                    try call.table(i)
+                    r.fields = try fieldTable(call, i)
+                    call.state.recharge(at: 1)
+                }
+            )
+            .property(
+                "parent",
+                get: { [unowned self] _, r in push(r.parent) },
+                set: { [unowned self] call, r, i in
+                    r.parent = call.isNil(i) ? nil : try recordID(call, i, position: 3)
+                }
+            )
             .property("share") { [unowned self] _, r in push(r.share) }
             .method("get") { [unowned self] call, r in
                 let key = try call.string(2)

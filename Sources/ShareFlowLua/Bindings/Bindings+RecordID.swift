@@ -9,8 +9,10 @@ extension Bindings {
         guard let recordID else { return lua_pushnil(lua.L) }
         let L = lua.L
         lua_createtable(L, 0, 2)
-        lua.push(string: recordID.recordName); lua_setfield(L, -2, "recordName")
-        push(recordID.zoneID); lua_setfield(L, -2, "zoneID")
+        lua.push(string: recordID.recordName)
+        lua_setfield(L, -2, "recordName")
+        push(recordID.zoneID)
+        lua_setfield(L, -2, "zoneID")
         setMetatable(.recordID)
     }
 

@@ -7,16 +7,20 @@ extension Bindings {
     func push(_ zoneID: RecordZoneID) {
         let L = lua.L
         lua_createtable(L, 0, 2)
-        lua.push(string: zoneID.zoneName); lua_setfield(L, -2, "zoneName")
-        lua.push(string: zoneID.ownerName); lua_setfield(L, -2, "ownerName")
+        lua.push(string: zoneID.zoneName)
+        lua_setfield(L, -2, "zoneName")
+        lua.push(string: zoneID.ownerName)
+        lua_setfield(L, -2, "ownerName")
         setMetatable(.recordZoneID)
     }
 
     func push(_ zone: RecordZone) {
         let L = lua.L
         lua_createtable(L, 0, 2)
-        push(zone.zoneID); lua_setfield(L, -2, "zoneID")
-        lua.push(string: zone.zoneID.zoneName); lua_setfield(L, -2, "zoneName")
+        push(zone.zoneID)
+        lua_setfield(L, -2, "zoneID")
+        lua.push(string: zone.zoneID.zoneName)
+        lua_setfield(L, -2, "zoneName")
         setMetatable(.recordZone)
     }
 

@@ -8,10 +8,16 @@ extension Bindings {
     func defineShare() {
         shareClass
             .property("url") { lua, s in try lua.push(s.url.map { .string($0) } ?? .nil) }
-            .property("title", get: { lua, s in try lua.push(s.title.map { .string($0) } ?? .nil) },
-                      set: { call, s, i in s.title = try call.optionalString(i) })
-            .property("publicPermission", get: { lua, s in lua.push(string: s.publicPermission.rawValue) },
-                      set: { call, s, i in s.publicPermission = try enumValue(call, i, ParticipantPermission.self, name: "publicPermission") })
+            .property(
+                "title",
+                get: { lua, s in try lua.push(s.title.map { .string($0) } ?? .nil) },
+                set: { call, s, i in s.title = try call.optionalString(i) }
+            )
+            .property(
+                "publicPermission",
+                get: { lua, s in lua.push(string: s.publicPermission.rawValue) },
+                set: { call, s, i in s.publicPermission = try enumValue(call, i, ParticipantPermission.self, name: "publicPermission") }
+            )
             .property("participants") { [unowned self] _, s in pushList(s.participants) { push(participant: $0) } }
             .property("owner") { [unowned self] _, s in push(participant: s.owner) }
             .property("currentUserParticipant") { [unowned self] _, s in push(participant: s.currentUserParticipant) }

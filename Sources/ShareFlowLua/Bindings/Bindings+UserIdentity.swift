@@ -8,10 +8,16 @@ extension Bindings {
         guard let identity else { return lua_pushnil(lua.L) }
         let L = lua.L
         lua_createtable(L, 0, 5)
-        if let id = identity.userRecordID { lua.push(string: id); lua_setfield(L, -2, "userRecordID") }
-        push(identity.lookupInfo); lua_setfield(L, -2, "lookupInfo")
-        push(identity.nameComponents); lua_setfield(L, -2, "nameComponents")
-        lua_pushboolean(L, identity.hasiCloudAccount ? 1 : 0); lua_setfield(L, -2, "hasiCloudAccount")
+        if let id = identity.userRecordID {
+            lua.push(string: id)
+            lua_setfield(L, -2, "userRecordID")
+        }
+        push(identity.lookupInfo)
+        lua_setfield(L, -2, "lookupInfo")
+        push(identity.nameComponents)
+        lua_setfield(L, -2, "nameComponents")
+        lua_pushboolean(L, identity.hasiCloudAccount ? 1 : 0)
+        lua_setfield(L, -2, "hasiCloudAccount")
         lua.push(strings: identity.contactIdentifiers)
         lua_setfield(L, -2, "contactIdentifiers")
         setMetatable(.userIdentity)

@@ -85,11 +85,13 @@ package final class Bindings {
             lua_rawgeti(lua.L, clua_registryindex(), lua_Integer(lastAccount.ref))
             return
         }
-        let handle = accountHandles[account.id] ?? {
-            let h = AccountHandle(engine: engine, account: account)
-            accountHandles[account.id] = h
-            return h
-        }()
+        let handle =
+            accountHandles[account.id]
+            ?? {
+                let h = AccountHandle(engine: engine, account: account)
+                accountHandles[account.id] = h
+                return h
+            }()
         accountClass.push(handle, in: lua)
         lastAccount = (account.id, pinTop(replacing: lastAccount.ref))
     }

@@ -43,8 +43,11 @@ struct HookCall {
         }
     }
 
-    private func call(policy: Bool, build: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32,
-                      _ argument: UnsafeMutableRawPointer) throws -> PolicyVerdict {
+    private func call(
+        policy: Bool,
+        build: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32,
+        _ argument: UnsafeMutableRawPointer
+    ) throws -> PolicyVerdict {
         // A registration whose state was closed since the delivery began: it is gone.
         guard function.lifetime.L != nil else { return .allow }
         // The thread the state serves now: an event raised by a call from one of the plugin's
@@ -112,7 +115,10 @@ enum Hooks {
         let remove: () -> Void
         var removed = false
         let label: String
-        init(label: String, remove: @escaping () -> Void) { self.label = label; self.remove = remove }
+        init(label: String, remove: @escaping () -> Void) {
+            self.label = label
+            self.remove = remove
+        }
     }
 
     static func install(_ lua: LuaState, host: ScriptHost, bindings b: Bindings) {
@@ -121,66 +127,81 @@ enum Hooks {
         handleClass
             .property("name") { lua, h in lua.push(string: h.label) }
             .method("remove") { _, h in
-                if !h.removed { h.remove(); h.removed = true }
+                if !h.removed {
+                    h.remove()
+                    h.removed = true
+                }
                 return 0
             }
             .describe { "Hook(\($0.label)\($0.removed ? ", removed" : ""))" }
         handleClass.register(in: lua)
 
         lua.setFunctions([
-            ("on", { [unowned host, unowned b] call in
-                let eventName = try call.string(1)
-                let fn = try call.function(2)
-                let (priority, name) = try options(call, 3, default: "observer")
-                guard let event = EventKind(name: eventName) else {
-                    throw call.argumentError(1, "unknown event '\(eventName)' (expected one of: \(Event.names.joined(separator: ", ")))")
+            (
+                "on",
+                { [unowned host, unowned b] call in
+                    let eventName = try call.string(1)
+                    let fn = try call.function(2)
+                    let (priority, name) = try options(call, 3, default: "observer")
+                    guard let event = EventKind(name: eventName) else {
+                        throw call.argumentError(1, "unknown event '\(eventName)' (expected one of: \(Event.names.joined(separator: ", ")))")
+                    }
+                    let label = host.labelPrefix + name
+                    // The closure holds plain values and an unretained reference, so an event costs no
+                    // reference counting here. Safe because the host removes its registrations before
+                    // it goes (ScriptHost.deinit).
+                    let hook = HookCall(b, fn)
+                    let handle = b.engine.events.observe(event, priority: priority, label: label) { ev in
+                        try hook.deliver(ev)
+                    }
+                    host.registrations.append { handle.remove() }
+                    handleClass.push(Handle(label: name) { handle.remove() }, in: call.state)
+                    return 1
                 }
-                let label = host.labelPrefix + name
-                // The closure holds plain values and an unretained reference, so an event costs no
-                // reference counting here. Safe because the host removes its registrations before
-                // it goes (ScriptHost.deinit).
-                let hook = HookCall(b, fn)
-                let handle = b.engine.events.observe(event, priority: priority, label: label) { ev in
-                    try hook.deliver(ev)
-                }
-                host.registrations.append { handle.remove() }
-                handleClass.push(Handle(label: name) { handle.remove() }, in: call.state)
-                return 1
-            }),
+            ),
 
-            ("policy", { [unowned host, unowned b] call in
-                let pointName = try call.string(1)
-                let fn = try call.function(2)
-                let (priority, name) = try options(call, 3, default: "policy")
-                guard let point = DecisionPoint(name: pointName) else {
-                    throw call.argumentError(1, "unknown decision point '\(pointName)' (expected one of: \(PolicySet.points.joined(separator: ", ")))")
+            (
+                "policy",
+                { [unowned host, unowned b] call in
+                    let pointName = try call.string(1)
+                    let fn = try call.function(2)
+                    let (priority, name) = try options(call, 3, default: "policy")
+                    guard let point = DecisionPoint(name: pointName) else {
+                        throw call.argumentError(
+                            1,
+                            "unknown decision point '\(pointName)' (expected one of: \(PolicySet.points.joined(separator: ", ")))"
+                        )
+                    }
+                    let label = host.labelPrefix + name
+                    // As for observers: no reference counting per decision; the host removes its
+                    // policies before it goes.
+                    let hook = HookCall(b, fn)
+                    let id = b.engine.policies.add(point, name: label, priority: priority) { request in
+                        try hook.decide(request)
+                    }
+                    let policies = b.engine.policies
+                    host.registrations.append { policies.remove(id: id) }
+                    handleClass.push(Handle(label: name) { policies.remove(id: id) }, in: call.state)
+                    return 1
                 }
-                let label = host.labelPrefix + name
-                // As for observers: no reference counting per decision; the host removes its
-                // policies before it goes.
-                let hook = HookCall(b, fn)
-                let id = b.engine.policies.add(point, name: label, priority: priority) { request in
-                    try hook.decide(request)
-                }
-                let policies = b.engine.policies
-                host.registrations.append { policies.remove(id: id) }
-                handleClass.push(Handle(label: name) { policies.remove(id: id) }, in: call.state)
-                return 1
-            }),
+            ),
 
-            ("authenticate", { [unowned host, unowned b] call in
-                let fn = try call.function(1)
-                let (priority, name) = try options(call, 2, default: "authenticator")
-                // As for policies: the host removes its authenticators before it goes.
-                let bindings = Unmanaged.passUnretained(b)
-                let set = b.engine.authenticators
-                let id = set.add(name: host.labelPrefix + name, priority: priority) { request in
-                    try Hooks.authenticate(request, function: fn, bindings: bindings)
+            (
+                "authenticate",
+                { [unowned host, unowned b] call in
+                    let fn = try call.function(1)
+                    let (priority, name) = try options(call, 2, default: "authenticator")
+                    // As for policies: the host removes its authenticators before it goes.
+                    let bindings = Unmanaged.passUnretained(b)
+                    let set = b.engine.authenticators
+                    let id = set.add(name: host.labelPrefix + name, priority: priority) { request in
+                        try Hooks.authenticate(request, function: fn, bindings: bindings)
+                    }
+                    host.registrations.append { set.remove(id: id) }
+                    handleClass.push(Handle(label: name) { set.remove(id: id) }, in: call.state)
+                    return 1
                 }
-                host.registrations.append { set.remove(id: id) }
-                handleClass.push(Handle(label: name) { set.remove(id: id) }, in: call.state)
-                return 1
-            }),
+            ),
         ])
 
         // Made in C: a policy's verdict is read there, raw, and only these two are recognised.
@@ -190,27 +211,37 @@ enum Hooks {
         lua_setfield(L, -2, "deny")
 
         lua.setFunctions([
-            ("decisions", { [unowned b] call in
-                var limit = 20
-                if !call.isNil(1) {
-                    try call.table(1)
-                    try call.checkKeys(1, allowed: ["limit"])
-                    limit = try call.integerField(1, "limit", in: 1...10_000) ?? 20
+            (
+                "decisions",
+                { [unowned b] call in
+                    var limit = 20
+                    if !call.isNil(1) {
+                        try call.table(1)
+                        try call.checkKeys(1, allowed: ["limit"])
+                        limit = try call.integerField(1, "limit", in: 1...10_000) ?? 20
+                    }
+                    let decisions = b.engine.policies.decisions(limit: limit)
+                    b.pushList(decisions) { d in
+                        let L = b.lua.L
+                        lua_createtable(L, 0, 6)
+                        lua_pushinteger(L, lua_Integer(d.id))
+                        lua_setfield(L, -2, "id")
+                        b.lua.push(string: d.point)
+                        lua_setfield(L, -2, "point")
+                        b.lua.push(strings: d.policies)
+                        lua_setfield(L, -2, "policies")
+                        lua_pushboolean(L, d.allow ? 1 : 0)
+                        lua_setfield(L, -2, "allow")
+                        b.lua.push(strings: d.reasons)
+                        lua_setfield(L, -2, "reasons")
+                        lua_pushnumber(L, d.duration)
+                        lua_setfield(L, -2, "duration")
+                        lua_pushnumber(L, d.time.timeIntervalSince1970)
+                        lua_setfield(L, -2, "time")
+                    }
+                    return 1
                 }
-                let decisions = b.engine.policies.decisions(limit: limit)
-                b.pushList(decisions) { d in
-                    let L = b.lua.L
-                    lua_createtable(L, 0, 6)
-                    lua_pushinteger(L, lua_Integer(d.id)); lua_setfield(L, -2, "id")
-                    b.lua.push(string: d.point); lua_setfield(L, -2, "point")
-                    b.lua.push(strings: d.policies); lua_setfield(L, -2, "policies")
-                    lua_pushboolean(L, d.allow ? 1 : 0); lua_setfield(L, -2, "allow")
-                    b.lua.push(strings: d.reasons); lua_setfield(L, -2, "reasons")
-                    lua_pushnumber(L, d.duration); lua_setfield(L, -2, "duration")
-                    lua_pushnumber(L, d.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
-                }
-                return 1
-            }),
+            )
         ])
     }
 
@@ -237,41 +268,47 @@ enum Hooks {
         defer { lua.top = base }
         // As for policies: an outage met on the way fails the authenticator with it (a 503 the
         // client retries), not a refusal (401, sign-in dropped).
-        try b.runningHook { try lua.protected { lua in
-            let L = lua.L
-            lua_rawgeti(L, clua_registryindex(), lua_Integer(function.ref))
-            lua_createtable(L, 0, 7)
-            for (key, value) in [("method", r.method), ("path", r.path), ("container", r.container),
-                                 ("environment", r.environment), ("database", r.database)] {
-                lua.push(string: value)
-                lua_setfield(L, -2, key)
-            }
-            for (key, table) in [("headers", r.headers), ("query", r.query)] {
-                lua_createtable(L, 0, Int32(min(table.count, 256)))
-                for (name, value) in table {
-                    lua.push(string: name)
+        try b.runningHook {
+            try lua.protected { lua in
+                let L = lua.L
+                lua_rawgeti(L, clua_registryindex(), lua_Integer(function.ref))
+                lua_createtable(L, 0, 7)
+                for (key, value) in [
+                    ("method", r.method), ("path", r.path), ("container", r.container),
+                    ("environment", r.environment), ("database", r.database),
+                ] {
                     lua.push(string: value)
-                    lua_rawset(L, -3)
+                    lua_setfield(L, -2, key)
                 }
-                lua_setfield(L, -2, key)
-            }
-            try lua.call(arguments: 1, results: 2)
-            switch lua_type(L, -2) {
-            case LUA_TNIL:
-                if lua_type(L, -1) == LUA_TSTRING { verdict = .refuse(String((lua.string(at: -1) ?? "").prefix(1024))) }
-            case LUA_TSTRING:
-                who = lua.string(at: -2)
-            case LUA_TUSERDATA:
-                if let handle = lua.object(at: -2, typeName: "Account", as: AccountHandle.self) {
-                    verdict = .account(try handle.account)
-                } else {
-                    verdict = .refuse("the authenticator returned a userdata that is no Account")
+                for (key, table) in [("headers", r.headers), ("query", r.query)] {
+                    lua_createtable(L, 0, Int32(min(table.count, 256)))
+                    for (name, value) in table {
+                        lua.push(string: name)
+                        lua.push(string: value)
+                        lua_rawset(L, -3)
+                    }
+                    lua_setfield(L, -2, key)
                 }
-            default:
-                verdict = .refuse("the authenticator returned a \(String(cString: lua_typename(L, lua_type(L, -2)))) (expected an account, an email, phone or userRecordName, or nil)")
+                try lua.call(arguments: 1, results: 2)
+                switch lua_type(L, -2) {
+                case LUA_TNIL:
+                    if lua_type(L, -1) == LUA_TSTRING { verdict = .refuse(String((lua.string(at: -1) ?? "").prefix(1024))) }
+                case LUA_TSTRING:
+                    who = lua.string(at: -2)
+                case LUA_TUSERDATA:
+                    if let handle = lua.object(at: -2, typeName: "Account", as: AccountHandle.self) {
+                        verdict = .account(try handle.account)
+                    } else {
+                        verdict = .refuse("the authenticator returned a userdata that is no Account")
+                    }
+                default:
+                    verdict = .refuse(
+                        "the authenticator returned a \(String(cString: lua_typename(L, lua_type(L, -2)))) (expected an account, an email, phone or userRecordName, or nil)"
+                    )
+                }
+                return 0
             }
-            return 0
-        } }
+        }
         guard let who else { return verdict }
         guard who.utf8.count <= 320, let account = try b.engine.accounts.find(who) else {
             return .refuse("no account for '\(who.prefix(320))'")
@@ -285,44 +322,115 @@ enum Hooks {
         let L = b.lua.L
         let ev = event
         lua_createtable(L, 0, 8)
-        b.lua.push(static: ev.pointee.kind.staticName); lua_setfield(L, -2, "name")
+        b.lua.push(static: ev.pointee.kind.staticName)
+        lua_setfield(L, -2, "name")
         // In place: stored properties, so the key paths fold to offsets.
         b.setCallerAndContainer(ev.pointee.callerID, ev.pointer(to: \.caller)!, ev.pointer(to: \.container)!)
-        lua_pushnumber(L, ev.pointee.time.timeIntervalSince1970); lua_setfield(L, -2, "time")
+        lua_pushnumber(L, ev.pointee.time.timeIntervalSince1970)
+        lua_setfield(L, -2, "time")
         // Objects leave the event unmanaged: the event keeps them alive, and passing them on
         // as references would retain and release each one around the call.
-        if let s = ev.pointee.share.map(Unmanaged.passUnretained) { b.shareClass.push(unretained: s, in: b.lua); lua_setfield(L, -2, "share") }
-        if let p = ev.pointee.participant.map(Unmanaged.passUnretained) { b.participantClass.push(unretained: p, in: b.lua); lua_setfield(L, -2, "participant") }
-        if let l = ev.pointee.lookupInfo { b.push(l); lua_setfield(L, -2, "lookupInfo") }
-        if let m = ev.pointee.metadata.map(Unmanaged.passUnretained) { b.metadataClass.push(unretained: m, in: b.lua); lua_setfield(L, -2, "metadata") }
-        if ev.pointee.hasIdentity { b.push(ev.pointee.identity!); lua_setfield(L, -2, "identity") }
-        if let v = ev.pointee.url { b.lua.push(string: v); lua_setfield(L, -2, "url") }
-        if let v = ev.pointee.reason { b.lua.push(string: v); lua_setfield(L, -2, "reason") }
-        if let v = ev.pointee.from { b.lua.push(string: v); lua_setfield(L, -2, "from") }
-        if let v = ev.pointee.to { b.lua.push(string: v); lua_setfield(L, -2, "to") }
-        if let v = ev.pointee.operation { b.lua.push(string: v); lua_setfield(L, -2, "operation") }
-        if let c = ev.pointee.created { lua_pushboolean(L, c ? 1 : 0); lua_setfield(L, -2, "created") }
-        if let n = ev.pointee.items { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "items") }
-        if let n = ev.pointee.failed { lua_pushinteger(L, lua_Integer(n)); lua_setfield(L, -2, "failed") }
-        if let d = ev.pointee.duration { lua_pushnumber(L, d); lua_setfield(L, -2, "duration") }
+        if let s = ev.pointee.share.map(Unmanaged.passUnretained) {
+            b.shareClass.push(unretained: s, in: b.lua)
+            lua_setfield(L, -2, "share")
+        }
+        if let p = ev.pointee.participant.map(Unmanaged.passUnretained) {
+            b.participantClass.push(unretained: p, in: b.lua)
+            lua_setfield(L, -2, "participant")
+        }
+        if let l = ev.pointee.lookupInfo {
+            b.push(l)
+            lua_setfield(L, -2, "lookupInfo")
+        }
+        if let m = ev.pointee.metadata.map(Unmanaged.passUnretained) {
+            b.metadataClass.push(unretained: m, in: b.lua)
+            lua_setfield(L, -2, "metadata")
+        }
+        if ev.pointee.hasIdentity {
+            b.push(ev.pointee.identity!)
+            lua_setfield(L, -2, "identity")
+        }
+        if let v = ev.pointee.url {
+            b.lua.push(string: v)
+            lua_setfield(L, -2, "url")
+        }
+        if let v = ev.pointee.reason {
+            b.lua.push(string: v)
+            lua_setfield(L, -2, "reason")
+        }
+        if let v = ev.pointee.from {
+            b.lua.push(string: v)
+            lua_setfield(L, -2, "from")
+        }
+        if let v = ev.pointee.to {
+            b.lua.push(string: v)
+            lua_setfield(L, -2, "to")
+        }
+        if let v = ev.pointee.operation {
+            b.lua.push(string: v)
+            lua_setfield(L, -2, "operation")
+        }
+        if let c = ev.pointee.created {
+            lua_pushboolean(L, c ? 1 : 0)
+            lua_setfield(L, -2, "created")
+        }
+        if let n = ev.pointee.items {
+            lua_pushinteger(L, lua_Integer(n))
+            lua_setfield(L, -2, "items")
+        }
+        if let n = ev.pointee.failed {
+            lua_pushinteger(L, lua_Integer(n))
+            lua_setfield(L, -2, "failed")
+        }
+        if let d = ev.pointee.duration {
+            lua_pushnumber(L, d)
+            lua_setfield(L, -2, "duration")
+        }
         switch ev.pointee.kind {
         case .recordSaved, .recordDeleted, .zoneSaved, .zoneDeleted:
             // A read-only view: the event's record is the engine's, not the observer's to change.
-            if let r = ev.pointee.record { b.push(record: r); lua_setfield(L, -2, "record") }
-            if let id = ev.pointee.recordID { b.push(id); lua_setfield(L, -2, "recordID") }
-            if let v = ev.pointee.recordType { b.lua.push(string: v); lua_setfield(L, -2, "recordType") }
-            if let z = ev.pointee.zoneID { b.push(z); lua_setfield(L, -2, "zoneID") }
-            if let v = ev.pointee.database { b.lua.push(string: v); lua_setfield(L, -2, "database") }
+            if let r = ev.pointee.record {
+                b.push(record: r)
+                lua_setfield(L, -2, "record")
+            }
+            if let id = ev.pointee.recordID {
+                b.push(id)
+                lua_setfield(L, -2, "recordID")
+            }
+            if let v = ev.pointee.recordType {
+                b.lua.push(string: v)
+                lua_setfield(L, -2, "recordType")
+            }
+            if let z = ev.pointee.zoneID {
+                b.push(z)
+                lua_setfield(L, -2, "zoneID")
+            }
+            if let v = ev.pointee.database {
+                b.lua.push(string: v)
+                lua_setfield(L, -2, "database")
+            }
         case .faultInjected:
             // The history's fields (SPEC §15), `caller` as the history names them (an email
             // or userRecordID), over the account the other events carry.
             guard let injection = ev.pointee.injection else { break }
-            lua_pushinteger(L, lua_Integer(injection.rule)); lua_setfield(L, -2, "rule")
-            b.lua.push(string: injection.fault?.rawValue ?? "latency"); lua_setfield(L, -2, "fault")
-            b.lua.push(string: injection.operation); lua_setfield(L, -2, "operation")
-            if let v = injection.caller { b.lua.push(string: v); lua_setfield(L, -2, "caller") }
-            if let v = injection.zone { b.lua.push(string: v); lua_setfield(L, -2, "zone") }
-            if let v = injection.recordName { b.lua.push(string: v); lua_setfield(L, -2, "recordName") }
+            lua_pushinteger(L, lua_Integer(injection.rule))
+            lua_setfield(L, -2, "rule")
+            b.lua.push(string: injection.fault?.rawValue ?? "latency")
+            lua_setfield(L, -2, "fault")
+            b.lua.push(string: injection.operation)
+            lua_setfield(L, -2, "operation")
+            if let v = injection.caller {
+                b.lua.push(string: v)
+                lua_setfield(L, -2, "caller")
+            }
+            if let v = injection.zone {
+                b.lua.push(string: v)
+                lua_setfield(L, -2, "zone")
+            }
+            if let v = injection.recordName {
+                b.lua.push(string: v)
+                lua_setfield(L, -2, "recordName")
+            }
         default: break
         }
     }

@@ -39,7 +39,8 @@ final class RequestTable {
         lua_createtable(L, 0, 2)
         b.lua.push(function: "__index") { [unowned self] call in
             guard lua_type(call.L, 2) == LUA_TSTRING, let key = call.state.string(at: 2),
-                  let field = RequestTable.lazyFields.firstIndex(where: { $0.description == key }) else { return 0 }
+                let field = RequestTable.lazyFields.firstIndex(where: { $0.description == key })
+            else { return 0 }
             try materialize(field, call)
             return 1
         }
@@ -74,10 +75,17 @@ final class RequestTable {
         let L = b.lua.L
         let r = request
         lua_createtable(L, 0, 7)
-        r.pointee.point.staticName.withCString { _ = lua_pushstring(L, $0) }; lua_setfield(L, -2, "point")
+        r.pointee.point.staticName.withCString { _ = lua_pushstring(L, $0) }
+        lua_setfield(L, -2, "point")
         b.setCallerAndContainer(r.pointee.callerID, r.pointer(to: \.caller)!, r.pointer(to: \.container)!)
-        if let f = r.pointee.from { b.lua.push(string: f); lua_setfield(L, -2, "from") }
-        if let t = r.pointee.to { b.lua.push(string: t); lua_setfield(L, -2, "to") }
+        if let f = r.pointee.from {
+            b.lua.push(string: f)
+            lua_setfield(L, -2, "from")
+        }
+        if let t = r.pointee.to {
+            b.lua.push(string: t)
+            lua_setfield(L, -2, "to")
+        }
         // The objects are not read here: reading would make them.
         serial += 1
         recent[serial % RequestTable.kept] = (serial, r.pointee.objects)
@@ -98,7 +106,10 @@ final class RequestTable {
         lua_settop(L, -2)
         // The serial is a plain integer in the table: a plugin can overwrite it.
         guard wanted >= 1, wanted <= serial, case let (kept, objects?) = recent[wanted % RequestTable.kept], kept == wanted else {
-            throw LuaError(message: "a policy request's '\(RequestTable.lazyFields[field])' is kept for the \(RequestTable.kept) most recent decisions; read it during the policy call")
+            throw LuaError(
+                message:
+                    "a policy request's '\(RequestTable.lazyFields[field])' is kept for the \(RequestTable.kept) most recent decisions; read it during the policy call"
+            )
         }
         switch field {
         // A store that cannot be read now raises (an outage the policy meets: `runningHook`).

@@ -8,130 +8,161 @@ import ShareFlow
 extension ShareFlowModule {
     static func constructors(_ host: ScriptHost, _ b: Bindings) -> [ModuleFunction] {
         [
-            ("LookupInfo", { [unowned b] call in
-                try call.table(1)
-                try call.checkKeys(1, allowed: Bindings.lookupKeys)
-                let set = ["emailAddress", "phoneNumber", "userRecordID", "email", "phone"].filter { key in
-                    defer { call.state.pop() }
-                    return call.field(1, key) != LUA_TNIL
-                }
-                guard set.count == 1 else {
-                    throw LuaRaise.message("LookupInfo: give exactly one of emailAddress, phoneNumber, userRecordID (R1)")
-                }
-                let request = try b.lookupRequest(call, 1, position: 1)
-                lua_createtable(call.L, 0, 1)
-                // Kept as given: a malformed value fails its own item in an operation (R1).
-                call.state.push(string: request.info?.value ?? request.given)
-                let kind = request.info?.kind ?? ["email": "emailAddress", "phone": "phoneNumber"][set[0]] ?? set[0]
-                lua_setfield(call.L, -2, kind)
-                b.setMetatable(.lookupInfo)
-                return 1
-            }),
-
-            ("Record", { [unowned b, unowned host] call in
-                try call.table(1)
-                try call.checkKeys(1, allowed: ["recordType", "recordName", "zone", "zoneID", "fields", "parent"])
-                guard let type = try call.stringField(1, "recordType") else {
-                    throw call.argumentError(1, "field 'recordType' is required")
-                }
-                let name = try call.stringField(1, "recordName") ?? RandomIdentifier.uuidString()
-                // R24: without a zone, the default zone of the database it is saved to.
-                let zone = try zoneArgument(call, b, host, defaultZone: .default)
-                let record = Record(recordType: type, recordID: RecordID(recordName: name, zoneID: zone))
-                if call.field(1, "fields") != LUA_TNIL {
-                    try call.table(-1)
-                    record.fields = try b.fieldTable(call, -1)
-                }
-                call.state.pop()
-                if call.field(1, "parent") != LUA_TNIL { record.parent = try b.recordID(call, -1, position: 1) }
-                call.state.pop()
-                b.push(record: record)
-                call.state.markWritable(at: -1)
-                return 1
-            }),
-
-            ("Share", { [unowned b, unowned host] call in
-                try call.table(1)
-                try call.checkKeys(1, allowed: ["rootRecord", "zone", "zoneID", "title", "publicPermission", "recordName"])
-                let share: Share
-                if call.field(1, "rootRecord") != LUA_TNIL {
-                    guard let root = b.record(at: -1), !(root is Share) else {
-                        throw call.argumentError(1, "field 'rootRecord' must be a record, got \(call.typeName(-1))")
+            (
+                "LookupInfo",
+                { [unowned b] call in
+                    try call.table(1)
+                    try call.checkKeys(1, allowed: Bindings.lookupKeys)
+                    let set = ["emailAddress", "phoneNumber", "userRecordID", "email", "phone"].filter { key in
+                        defer { call.state.pop() }
+                        return call.field(1, key) != LUA_TNIL
                     }
-                    // A share marks its root record: in a plugin, only a record the plugin made.
-                    guard call.state.isWritable(at: -1) else {
-                        throw call.argumentError(1, "field 'rootRecord' is read-only in a plugin: it belongs to the caller")
+                    guard set.count == 1 else {
+                        throw LuaRaise.message("LookupInfo: give exactly one of emailAddress, phoneNumber, userRecordID (R1)")
+                    }
+                    let request = try b.lookupRequest(call, 1, position: 1)
+                    lua_createtable(call.L, 0, 1)
+                    // Kept as given: a malformed value fails its own item in an operation (R1).
+                    call.state.push(string: request.info?.value ?? request.given)
+                    let kind = request.info?.kind ?? ["email": "emailAddress", "phone": "phoneNumber"][set[0]] ?? set[0]
+                    lua_setfield(call.L, -2, kind)
+                    b.setMetatable(.lookupInfo)
+                    return 1
+                }
+            ),
+
+            (
+                "Record",
+                { [unowned b, unowned host] call in
+                    try call.table(1)
+                    try call.checkKeys(1, allowed: ["recordType", "recordName", "zone", "zoneID", "fields", "parent"])
+                    guard let type = try call.stringField(1, "recordType") else {
+                        throw call.argumentError(1, "field 'recordType' is required")
+                    }
+                    let name = try call.stringField(1, "recordName") ?? RandomIdentifier.uuidString()
+                    // R24: without a zone, the default zone of the database it is saved to.
+                    let zone = try zoneArgument(call, b, host, defaultZone: .default)
+                    let record = Record(recordType: type, recordID: RecordID(recordName: name, zoneID: zone))
+                    if call.field(1, "fields") != LUA_TNIL {
+                        try call.table(-1)
+                        record.fields = try b.fieldTable(call, -1)
                     }
                     call.state.pop()
-                    share = try call.stringField(1, "recordName").map { Share(rootRecord: root, recordName: $0) } ?? Share(rootRecord: root)
-                } else {
+                    if call.field(1, "parent") != LUA_TNIL { record.parent = try b.recordID(call, -1, position: 1) }
                     call.state.pop()
-                    share = Share(zoneID: try zoneArgument(call, b, host))
+                    b.push(record: record)
+                    call.state.markWritable(at: -1)
+                    return 1
                 }
-                share.title = try call.stringField(1, "title")
-                if call.field(1, "publicPermission") != LUA_TNIL {
-                    share.publicPermission = try enumValue(call, -1, ParticipantPermission.self, name: "publicPermission")
-                }
-                call.state.pop()
-                b.push(record: share)
-                call.state.markWritable(at: -1)
-                return 1
-            }),
+            ),
 
-            ("RecordID", { [unowned b] call in
-                try call.table(1)
-                b.push(try b.recordID(call, 1, position: 1))
-                return 1
-            }),
+            (
+                "Share",
+                { [unowned b, unowned host] call in
+                    try call.table(1)
+                    try call.checkKeys(1, allowed: ["rootRecord", "zone", "zoneID", "title", "publicPermission", "recordName"])
+                    let share: Share
+                    if call.field(1, "rootRecord") != LUA_TNIL {
+                        guard let root = b.record(at: -1), !(root is Share) else {
+                            throw call.argumentError(1, "field 'rootRecord' must be a record, got \(call.typeName(-1))")
+                        }
+                        // A share marks its root record: in a plugin, only a record the plugin made.
+                        guard call.state.isWritable(at: -1) else {
+                            throw call.argumentError(1, "field 'rootRecord' is read-only in a plugin: it belongs to the caller")
+                        }
+                        call.state.pop()
+                        share = try call.stringField(1, "recordName").map { Share(rootRecord: root, recordName: $0) } ?? Share(rootRecord: root)
+                    } else {
+                        call.state.pop()
+                        share = Share(zoneID: try zoneArgument(call, b, host))
+                    }
+                    share.title = try call.stringField(1, "title")
+                    if call.field(1, "publicPermission") != LUA_TNIL {
+                        share.publicPermission = try enumValue(call, -1, ParticipantPermission.self, name: "publicPermission")
+                    }
+                    call.state.pop()
+                    b.push(record: share)
+                    call.state.markWritable(at: -1)
+                    return 1
+                }
+            ),
+
+            (
+                "RecordID",
+                { [unowned b] call in
+                    try call.table(1)
+                    b.push(try b.recordID(call, 1, position: 1))
+                    return 1
+                }
+            ),
 
             // R23's value types: each checked as the engine checks it, so a bad one fails here.
-            ("Bytes", { [unowned b] call in
-                guard lua_type(call.L, 1) == LUA_TSTRING else { throw call.argumentError(1, "string expected, got \(call.typeName(1))") }
-                var len = 0
-                let p = lua_tolstring(call.L, 1, &len)!
-                b.push(FieldValue.bytes(Data(bytes: p, count: len)))
-                return 1
-            }),
-            ("Date", { [unowned b] call in
-                let seconds = try call.number(1)
-                guard seconds.isFinite else { throw call.argumentError(1, "seconds must be finite, got \(seconds)") }
-                b.push(FieldValue.date(Date(timeIntervalSince1970: seconds)))
-                return 1
-            }),
-            ("Location", { [unowned b] call in
-                try call.table(1)
-                try call.checkKeys(1, allowed: ["latitude", "longitude"])
-                guard let lat = try call.numberField(1, "latitude"), let lon = try call.numberField(1, "longitude") else {
-                    throw call.argumentError(1, "fields 'latitude' and 'longitude' are required")
+            (
+                "Bytes",
+                { [unowned b] call in
+                    guard lua_type(call.L, 1) == LUA_TSTRING else { throw call.argumentError(1, "string expected, got \(call.typeName(1))") }
+                    var len = 0
+                    let p = lua_tolstring(call.L, 1, &len)!
+                    b.push(FieldValue.bytes(Data(bytes: p, count: len)))
+                    return 1
                 }
-                let location = Location(latitude: lat, longitude: lon)
-                if let problem = location.problem { throw call.argumentError(1, problem) }
-                b.push(FieldValue.location(location))
-                return 1
-            }),
-            ("Reference", { [unowned b] call in
-                try call.table(1)
-                try call.checkKeys(1, allowed: ["recordID", "record", "action"])
-                if call.field(1, "recordID") == LUA_TNIL { call.state.pop(); call.field(1, "record") }
-                guard lua_type(call.L, -1) != LUA_TNIL else { throw call.argumentError(1, "field 'recordID' is required") }
-                let id = try b.recordID(call, -1, position: 1)
-                call.state.pop()
-                var action = ReferenceAction.none
-                if let name = try call.stringField(1, "action") {
-                    guard let a = ReferenceAction(rawValue: name) else {
-                        throw call.argumentError(1, "invalid reference action '\(name)' (expected one of: none, deleteSelf)")
+            ),
+            (
+                "Date",
+                { [unowned b] call in
+                    let seconds = try call.number(1)
+                    guard seconds.isFinite else { throw call.argumentError(1, "seconds must be finite, got \(seconds)") }
+                    b.push(FieldValue.date(Date(timeIntervalSince1970: seconds)))
+                    return 1
+                }
+            ),
+            (
+                "Location",
+                { [unowned b] call in
+                    try call.table(1)
+                    try call.checkKeys(1, allowed: ["latitude", "longitude"])
+                    guard let lat = try call.numberField(1, "latitude"), let lon = try call.numberField(1, "longitude") else {
+                        throw call.argumentError(1, "fields 'latitude' and 'longitude' are required")
                     }
-                    action = a
+                    let location = Location(latitude: lat, longitude: lon)
+                    if let problem = location.problem { throw call.argumentError(1, problem) }
+                    b.push(FieldValue.location(location))
+                    return 1
                 }
-                b.push(FieldValue.reference(id, action: action))
-                return 1
-            }),
+            ),
+            (
+                "Reference",
+                { [unowned b] call in
+                    try call.table(1)
+                    try call.checkKeys(1, allowed: ["recordID", "record", "action"])
+                    if call.field(1, "recordID") == LUA_TNIL {
+                        call.state.pop()
+                        call.field(1, "record")
+                    }
+                    guard lua_type(call.L, -1) != LUA_TNIL else { throw call.argumentError(1, "field 'recordID' is required") }
+                    let id = try b.recordID(call, -1, position: 1)
+                    call.state.pop()
+                    var action = ReferenceAction.none
+                    if let name = try call.stringField(1, "action") {
+                        guard let a = ReferenceAction(rawValue: name) else {
+                            throw call.argumentError(1, "invalid reference action '\(name)' (expected one of: none, deleteSelf)")
+                        }
+                        action = a
+                    }
+                    b.push(FieldValue.reference(id, action: action))
+                    return 1
+                }
+            ),
         ]
     }
 
     /// The `zone`/`zoneID` field of a constructor's table.
-    private static func zoneArgument(_ call: LuaCall, _ b: Bindings, _ host: ScriptHost,
-                                     defaultZone: RecordZoneID? = nil) throws -> RecordZoneID {
+    private static func zoneArgument(
+        _ call: LuaCall,
+        _ b: Bindings,
+        _ host: ScriptHost,
+        defaultZone: RecordZoneID? = nil
+    ) throws -> RecordZoneID {
         if call.field(1, "zone") == LUA_TNIL {
             call.state.pop()
             call.field(1, "zoneID")
@@ -141,11 +172,16 @@ extension ShareFlowModule {
         guard lua_type(call.L, -1) != LUA_TNIL else {
             throw call.argumentError(1, "field 'zone' is required (a zone from db:saveZone, or a zoneID)")
         }
-        return try b.zoneID(call, -1, position: 1, defaultOwner: {
-            guard let who = host.defaultSession, let a = try b.engine.accounts.find(who) else {
-                throw call.argumentError(1, "a zone given by name needs --as WHO; pass the zone object from db:saveZone instead")
+        return try b.zoneID(
+            call,
+            -1,
+            position: 1,
+            defaultOwner: {
+                guard let who = host.defaultSession, let a = try b.engine.accounts.find(who) else {
+                    throw call.argumentError(1, "a zone given by name needs --as WHO; pass the zone object from db:saveZone instead")
+                }
+                return a.userRecordID
             }
-            return a.userRecordID
-        })
+        )
     }
 }

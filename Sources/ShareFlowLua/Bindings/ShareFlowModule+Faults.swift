@@ -16,7 +16,11 @@ extension ShareFlowModule {
         let id: Int
         let injector: FaultInjector
         let armed: ArmedHere
-        init(id: Int, injector: FaultInjector, armed: ArmedHere) { self.id = id; self.injector = injector; self.armed = armed }
+        init(id: Int, injector: FaultInjector, armed: ArmedHere) {
+            self.id = id
+            self.injector = injector
+            self.armed = armed
+        }
     }
 
     /// The rules this state armed and has not removed: disarmed when it closes (one
@@ -43,48 +47,62 @@ extension ShareFlowModule {
         let armedHere = ArmedHere()
         host.registrations.append { for id in armedHere.ids { injector.remove(id: id) } }
         return [
-            ("add", { call in
-                let rule = try b.raising { try FaultRule(try faultFields(call, 1), name: "sf.faults.add") }
-                let id = try b.raising { try injector.add(rule, owner: owner) }
-                armedHere.ids.insert(id)
-                handles.push(FaultRuleHandle(id: id, injector: injector, armed: armedHere), in: call.state)
-                return 1
-            }),
-            ("clear", { call in
-                // A plugin clears its own rules only: the operator's (admin, scripts) and other
-                // plugins' are not its to take.
-                let removed: Int
-                if case .plugin = owner { removed = injector.removeAll { $0 == owner } } else { removed = injector.clear() }
-                lua_pushinteger(call.L, lua_Integer(removed))
-                return 1
-            }),
-            ("list", { call in
-                let rules = injector.list()
-                try call.state.checkStack(4)
-                b.pushList(rules) { armed in
-                    lua_createtable(call.L, 0, 20)
-                    lua_pushinteger(call.L, lua_Integer(armed.id)); lua_setfield(call.L, -2, "id")
-                    switch armed.owner {
-                    case .config: lua.push(string: "config")
-                    case .runtime: lua.push(string: "runtime")
-                    case .plugin(let name):
-                        lua.push(string: name); lua_setfield(call.L, -2, "plugin")
-                        lua.push(string: "plugin")
-                    }
-                    lua_setfield(call.L, -2, "owner")
-                    for (key, value) in armed.rule.fields {
-                        push(value, lua)
-                        lua_setfield(call.L, -2, key)
-                    }
+            (
+                "add",
+                { call in
+                    let rule = try b.raising { try FaultRule(try faultFields(call, 1), name: "sf.faults.add") }
+                    let id = try b.raising { try injector.add(rule, owner: owner) }
+                    armedHere.ids.insert(id)
+                    handles.push(FaultRuleHandle(id: id, injector: injector, armed: armedHere), in: call.state)
+                    return 1
                 }
-                return 1
-            }),
-            ("history", { call in
-                let history = injector.history()
-                try call.state.checkStack(4)
-                b.pushList(history) { pushInjection($0, lua) }
-                return 1
-            }),
+            ),
+            (
+                "clear",
+                { call in
+                    // A plugin clears its own rules only: the operator's (admin, scripts) and other
+                    // plugins' are not its to take.
+                    let removed: Int
+                    if case .plugin = owner { removed = injector.removeAll { $0 == owner } } else { removed = injector.clear() }
+                    lua_pushinteger(call.L, lua_Integer(removed))
+                    return 1
+                }
+            ),
+            (
+                "list",
+                { call in
+                    let rules = injector.list()
+                    try call.state.checkStack(4)
+                    b.pushList(rules) { armed in
+                        lua_createtable(call.L, 0, 20)
+                        lua_pushinteger(call.L, lua_Integer(armed.id))
+                        lua_setfield(call.L, -2, "id")
+                        switch armed.owner {
+                        case .config: lua.push(string: "config")
+                        case .runtime: lua.push(string: "runtime")
+                        case .plugin(let name):
+                            lua.push(string: name)
+                            lua_setfield(call.L, -2, "plugin")
+                            lua.push(string: "plugin")
+                        }
+                        lua_setfield(call.L, -2, "owner")
+                        for (key, value) in armed.rule.fields {
+                            push(value, lua)
+                            lua_setfield(call.L, -2, key)
+                        }
+                    }
+                    return 1
+                }
+            ),
+            (
+                "history",
+                { call in
+                    let history = injector.history()
+                    try call.state.checkStack(4)
+                    b.pushList(history) { pushInjection($0, lua) }
+                    return 1
+                }
+            ),
         ]
     }
 
@@ -93,13 +111,26 @@ extension ShareFlowModule {
     static func pushInjection(_ i: FaultInjection, _ lua: LuaState) {
         let L = lua.L
         lua_createtable(L, 0, 7)
-        lua_pushnumber(L, i.time); lua_setfield(L, -2, "time")
-        lua_pushinteger(L, lua_Integer(i.rule)); lua_setfield(L, -2, "rule")
-        lua.push(string: i.fault?.rawValue ?? "latency"); lua_setfield(L, -2, "fault")
-        lua.push(string: i.operation); lua_setfield(L, -2, "operation")
-        if let v = i.caller { lua.push(string: v); lua_setfield(L, -2, "caller") }
-        if let v = i.zone { lua.push(string: v); lua_setfield(L, -2, "zone") }
-        if let v = i.recordName { lua.push(string: v); lua_setfield(L, -2, "recordName") }
+        lua_pushnumber(L, i.time)
+        lua_setfield(L, -2, "time")
+        lua_pushinteger(L, lua_Integer(i.rule))
+        lua_setfield(L, -2, "rule")
+        lua.push(string: i.fault?.rawValue ?? "latency")
+        lua_setfield(L, -2, "fault")
+        lua.push(string: i.operation)
+        lua_setfield(L, -2, "operation")
+        if let v = i.caller {
+            lua.push(string: v)
+            lua_setfield(L, -2, "caller")
+        }
+        if let v = i.zone {
+            lua.push(string: v)
+            lua_setfield(L, -2, "zone")
+        }
+        if let v = i.recordName {
+            lua.push(string: v)
+            lua_setfield(L, -2, "recordName")
+        }
     }
 
     static func push(_ value: FaultRule.Value, _ lua: LuaState) {
@@ -124,7 +155,10 @@ extension ShareFlowModule {
         while lua_next(L, index) != 0 {
             try call.state.budgetStep()
             guard lua_type(L, -2) == LUA_TSTRING, let key = call.state.string(at: -2) else {
-                throw call.argumentError(i, "a rule's fields are named; got a \(call.typeName(-2)) key (expected \(FaultRule.keys.joined(separator: ", ")))")
+                throw call.argumentError(
+                    i,
+                    "a rule's fields are named; got a \(call.typeName(-2)) key (expected \(FaultRule.keys.joined(separator: ", ")))"
+                )
             }
             guard fields.count <= FaultRule.keys.count else {
                 throw call.argumentError(i, "a rule has at most \(FaultRule.keys.count) fields")

@@ -6,14 +6,17 @@ import ShareFlow
 extension ShareFlowModule {
     static var jsonFunctions: [ModuleFunction] {
         [
-            ("encode", { call in
-                var out: [UInt8] = []
-                var seen = Set<UnsafeRawPointer>()
-                var budget = maxJSONValues
-                try encodeJSON(call, 1, into: &out, depth: 0, seen: &seen, budget: &budget)
-                out.withUnsafeBytes { _ = lua_pushlstring(call.L, $0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count) }
-                return 1
-            }),
+            (
+                "encode",
+                { call in
+                    var out: [UInt8] = []
+                    var seen = Set<UnsafeRawPointer>()
+                    var budget = maxJSONValues
+                    try encodeJSON(call, 1, into: &out, depth: 0, seen: &seen, budget: &budget)
+                    out.withUnsafeBytes { _ = lua_pushlstring(call.L, $0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count) }
+                    return 1
+                }
+            )
         ]
     }
 
@@ -25,9 +28,16 @@ extension ShareFlowModule {
     static let maxJSONValues = 100_000
     static let maxJSONBytes = 16 << 20
 
-    static func encodeJSON(_ call: LuaCall, _ index: Int32, into out: inout [UInt8], depth: Int,
-                           seen: inout Set<UnsafeRawPointer>, budget: inout Int) throws {
-        let L = call.L, lua = call.state
+    static func encodeJSON(
+        _ call: LuaCall,
+        _ index: Int32,
+        into out: inout [UInt8],
+        depth: Int,
+        seen: inout Set<UnsafeRawPointer>,
+        budget: inout Int
+    ) throws {
+        let L = call.L
+        let lua = call.state
         let i = lua_absindex(L, index)
         budget -= 1
         if budget & 1023 == 0 { try lua.checkBudget() }
@@ -41,8 +51,9 @@ extension ShareFlowModule {
         case LUA_TNIL, LUA_TNONE: out.add("null")
         case LUA_TBOOLEAN: out.add(lua_toboolean(L, i) != 0 ? "true" : "false")
         case LUA_TNUMBER:
-            if lua_isinteger(L, i) != 0 { out.add(String(clua_tointeger(L, i))) }
-            else {
+            if lua_isinteger(L, i) != 0 {
+                out.add(String(clua_tointeger(L, i)))
+            } else {
                 let d = clua_tonumber(L, i)
                 out.add(d.isFinite ? String(d) : "null")
             }
@@ -54,7 +65,11 @@ extension ShareFlowModule {
             let n = Int(lua_rawlen(L, i))
             var keys = 0
             lua_pushnil(L)
-            while lua_next(L, i) != 0 { keys += 1; lua.pop(); try lua.budgetStep() }
+            while lua_next(L, i) != 0 {
+                keys += 1
+                lua.pop()
+                try lua.budgetStep()
+            }
             if keys == n && n > 0 {
                 out.add("[")
                 for k in 1...n {
@@ -83,8 +98,11 @@ extension ShareFlowModule {
                 for k in stride(from: 1, through: count, by: 1) {
                     lua_rawgeti(L, keyList, k)
                     let key: String
-                    if lua_type(L, -1) == LUA_TSTRING { key = lua.string(at: -1) ?? "" }
-                    else { key = ShareFlowModule.describe(lua, at: lua_absindex(L, -1)) }
+                    if lua_type(L, -1) == LUA_TSTRING {
+                        key = lua.string(at: -1) ?? ""
+                    } else {
+                        key = ShareFlowModule.describe(lua, at: lua_absindex(L, -1))
+                    }
                     if k > 1 { out.add(",") }
                     try quote(key, into: &out, call: call)
                     out.add(":")
@@ -127,6 +145,6 @@ extension ShareFlowModule {
     }
 }
 
-private extension Array where Element == UInt8 {
-    mutating func add(_ text: String) { append(contentsOf: text.utf8) }
+extension Array where Element == UInt8 {
+    fileprivate mutating func add(_ text: String) { append(contentsOf: text.utf8) }
 }

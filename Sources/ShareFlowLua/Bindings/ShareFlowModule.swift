@@ -32,9 +32,19 @@ package enum ShareFlowModule {
         // Plugins: present where the process manages some (trusted scripts and the console).
         lua.setModuleTable("plugins", pluginFunctions(host))
 
-        lua.setModuleTable("_newOperation", b.operationNames.map { name in
-            (name, { [unowned b] _ in b.newOperation(name: name); return 1 })
-        }, prefix: "")
+        lua.setModuleTable(
+            "_newOperation",
+            b.operationNames.map { name in
+                (
+                    name,
+                    { [unowned b] _ in
+                        b.newOperation(name: name)
+                        return 1
+                    }
+                )
+            },
+            prefix: ""
+        )
         // Constructors that take a table of fields set them through the objects' own
         // __newindex, so a bad field is the same clear error as `op.bad = 1`.
         lua_pushvalue(L, -1)

@@ -124,9 +124,11 @@ extension Bindings {
             return text
         case "Bytes", "Date", "Location", "Reference":
             guard let kind = ValueTable.allCases.first(where: { $0.name == name }),
-                  let value = try? typedValue(call, 1, kind: kind, key: name, position: 1) else { return name + "(?)" }
+                let value = try? typedValue(call, 1, kind: kind, key: name, position: 1)
+            else { return name + "(?)" }
             switch value {
-            case .reference(let id, let action): return "Reference(\(id.recordName) in \(id.zoneID.zoneName)\(action == .none ? "" : ", \(action.rawValue)"))"
+            case .reference(let id, let action):
+                return "Reference(\(id.recordName) in \(id.zoneID.zoneName)\(action == .none ? "" : ", \(action.rawValue)"))"
             default: return value.description
             }
         default: return name

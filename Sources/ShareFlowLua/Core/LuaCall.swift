@@ -99,7 +99,10 @@ public struct LuaCall {
     public func field(_ i: Int32, _ key: String) -> Int32 {
         let abs = lua_absindex(L, i)
         // Raw access needs a table (anything else is undefined behaviour in Lua's C API).
-        guard lua_type(L, abs) == LUA_TTABLE else { lua_pushnil(L); return LUA_TNIL }
+        guard lua_type(L, abs) == LUA_TTABLE else {
+            lua_pushnil(L)
+            return LUA_TNIL
+        }
         state.push(string: key)
         return lua_rawget(L, abs)
     }
@@ -143,8 +146,12 @@ public struct LuaCall {
         return try LuaCall.integer(L, i, in: range) { throw argumentError(i, $0) }
     }
 
-    private static func integer(_ L: OpaquePointer, _ i: Int32, in range: ClosedRange<Int>,
-                                fail: (String) throws -> Never) throws -> Int {
+    private static func integer(
+        _ L: OpaquePointer,
+        _ i: Int32,
+        in range: ClosedRange<Int>,
+        fail: (String) throws -> Never
+    ) throws -> Int {
         if lua_isinteger(L, i) != 0 {
             let v = clua_tointeger(L, i)
             guard v >= range.lowerBound && v <= range.upperBound else {
@@ -218,7 +225,10 @@ public struct LuaCall {
     @discardableResult
     public func element(_ i: Int32, _ n: Int) throws -> Int32 {
         try state.budgetStep()
-        guard lua_type(L, i) == LUA_TTABLE else { lua_pushnil(L); return LUA_TNIL }
+        guard lua_type(L, i) == LUA_TTABLE else {
+            lua_pushnil(L)
+            return LUA_TNIL
+        }
         return lua_rawgeti(L, i, lua_Integer(n))
     }
 }

@@ -105,7 +105,9 @@ public final class LuaClass<Object: AnyObject> {
             }
             lua_setfield(L, -2, name)
         }
-        let getters = self.getters, setters = self.setters, typeName = self.typeName
+        let getters = self.getters
+        let setters = self.setters
+        let typeName = self.typeName
         // The method table stays on the stack for the C __index below.
         let methodsIndex = lua_gettop(L)
         // Getters by position, found through a Lua table of name → position: the key stays a

@@ -17,8 +17,11 @@ public struct LuaError: Error, CustomStringConvertible, Sendable {
     /// Splits what `sf_traceback` produced into message and traceback.
     init(kind: Kind, handled text: String) {
         if let range = text.range(of: "\nstack traceback:") {
-            self.init(kind: kind, message: String(text[..<range.lowerBound]),
-                      traceback: String(text[text.index(after: range.lowerBound)...]))
+            self.init(
+                kind: kind,
+                message: String(text[..<range.lowerBound]),
+                traceback: String(text[text.index(after: range.lowerBound)...])
+            )
         } else {
             self.init(kind: kind, message: text)
         }

@@ -106,8 +106,10 @@ public final class LuaState {
         self.L = L
         mainThread = L
         lifetime.L = L
-        clua_getextraspace(L).storeBytes(of: Unmanaged.passUnretained(self).toOpaque(),
-                                         as: UnsafeMutableRawPointer.self)
+        clua_getextraspace(L).storeBytes(
+            of: Unmanaged.passUnretained(self).toOpaque(),
+            as: UnsafeMutableRawPointer.self
+        )
         switch libraries {
         case .standard: luaL_openlibs(L)
         case .sandbox:
@@ -115,7 +117,11 @@ public final class LuaState {
             // The sandbox's promises hold for the releases whose known bugs it keeps out of
             // reach (luabugs.c, docs/reference/lua-bugs.md); on another, no plugin state.
             guard LuaState.releaseIsChecked else {
-                throw LuaError(kind: .runtime, message: "the linked Lua library is \(LuaState.linkedRelease), whose known bugs the plugin sandbox does not keep out of reach; plugins need Lua 5.4.4 to 5.4.8")
+                throw LuaError(
+                    kind: .runtime,
+                    message:
+                        "the linked Lua library is \(LuaState.linkedRelease), whose known bugs the plugin sandbox does not keep out of reach; plugins need Lua 5.4.4 to 5.4.8"
+                )
             }
             // Every stored property is set by now: a throw runs deinit, which closes the state.
             guard sf_open_sandbox(L) == LUA_OK else {
@@ -209,8 +215,12 @@ public final class LuaState {
     }
 
     /// `guardedCall` for callers that hold only the raw state (hooks, on every event).
-    static func guardedCall(_ L: OpaquePointer, _ limits: UnsafeMutablePointer<sf_limits>,
-                            arguments nargs: Int32, results nresults: Int32) throws {
+    static func guardedCall(
+        _ L: OpaquePointer,
+        _ limits: UnsafeMutablePointer<sf_limits>,
+        arguments nargs: Int32,
+        results nresults: Int32
+    ) throws {
         let status = sf_guarded_pcall(L, limits, nargs, nresults)
         guard status == LUA_OK else { throw owner(of: L).callError(status) }
     }
@@ -220,8 +230,11 @@ public final class LuaState {
     /// anything that raises while Swift works on the state is caught there, never unwinding
     /// through Swift. `body` pushes its results and returns how many; errors it throws are
     /// raised from C. Within the CPU budget when one is set.
-    public func protected(arguments nargs: Int32 = 0, results nresults: Int32 = 0,
-                          _ body: (LuaState) throws -> Int32) throws {
+    public func protected(
+        arguments nargs: Int32 = 0,
+        results nresults: Int32 = 0,
+        _ body: (LuaState) throws -> Int32
+    ) throws {
         try withoutActuallyEscaping(body) { body in
             var context = ProtectedBody(state: self, body: body)
             let status = withUnsafeMutablePointer(to: &context) { p in
@@ -414,8 +427,13 @@ public final class LuaState {
         return try value(at: lua_absindex(L, index), seen: &seen, depth: 0, function: function, budget: &budget)
     }
 
-    private func value(at index: Int32, seen: inout Set<UnsafeRawPointer>, depth: Int, function: String,
-                       budget: inout Int) throws -> LuaValue {
+    private func value(
+        at index: Int32,
+        seen: inout Set<UnsafeRawPointer>,
+        depth: Int,
+        function: String,
+        budget: inout Int
+    ) throws -> LuaValue {
         budget -= 1
         guard budget >= 0 else { throw LuaError(message: "\(function): more than \(LuaState.maxValues) values to copy") }
         try budgetStep()
@@ -452,7 +470,10 @@ public final class LuaState {
             while lua_next(L, index) != 0 {
                 if lua_isinteger(L, -2) != 0 {
                     let k = clua_tointeger(L, -2)
-                    if k >= 1 && k <= n { pop(); continue }
+                    if k >= 1 && k <= n {
+                        pop()
+                        continue
+                    }
                 }
                 let key = try value(at: top - 1, seen: &seen, depth: depth + 1, function: function, budget: &budget)
                 table.hash[key] = try value(at: top, seen: &seen, depth: depth + 1, function: function, budget: &budget)
@@ -477,7 +498,6 @@ public final class LuaState {
         lua_rawgeti(L, clua_registryindex(), lua_Integer(r.ref))
     }
 
-
     // MARK: Loading and calling
 
     /// Loads a text chunk (binary chunks are refused) and leaves the function on the stack.
@@ -496,7 +516,8 @@ public final class LuaState {
         if checksFunctionSize {
             let checked = sf_check_chunk(L)
             guard checked == LUA_OK else {
-                let message = "\(chunkName.hasPrefix("@") || chunkName.hasPrefix("=") ? String(chunkName.dropFirst()) : chunkName): \(string(at: -1) ?? "cannot be checked")"
+                let message =
+                    "\(chunkName.hasPrefix("@") || chunkName.hasPrefix("=") ? String(chunkName.dropFirst()) : chunkName): \(string(at: -1) ?? "cannot be checked")"
                 lua_settop(L, -3)
                 throw LuaError(kind: checked == LUA_ERRMEM ? .memory : .syntax, message: message)
             }
@@ -539,7 +560,7 @@ public final class LuaState {
         try load(code, chunkName: chunkName)
         try call(arguments: 0)
         defer { top = base }
-        return try (base + 1 ..< top + 1).map { try value(at: $0, function: chunkName) }
+        return try (base + 1..<top + 1).map { try value(at: $0, function: chunkName) }
     }
 
     /// `_G[name] = value on top` (popped), raw: no metamethod of `_G` runs.

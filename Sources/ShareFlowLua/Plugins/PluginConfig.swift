@@ -135,14 +135,17 @@ public struct PluginConfig {
                     guard case .string(let file) = value, !file.isEmpty, !file.utf8.contains(0) else {
                         throw PluginError("config file \(path): postgres.passwordFile must be a file's path, got \(value)")
                     }
-                    postgresPasswordFile = file.hasPrefix("/") ? file : PathName.folder(of: path).isEmpty ? file : PathName.folder(of: path) + "/" + file
+                    postgresPasswordFile =
+                        file.hasPrefix("/") ? file : PathName.folder(of: path).isEmpty ? file : PathName.folder(of: path) + "/" + file
                     continue
                 }
                 guard case .string(let k) = key, let range = PluginConfig.postgresRanges[k] else {
                     throw PluginError("config file \(path): unknown key postgres.\(key) (expected poolSize, statementTimeoutMs, passwordFile)")
                 }
                 guard let n = ConfigField.number(value), n.isFinite, n.rounded() == n, range.contains(n) else {
-                    throw PluginError("config file \(path): postgres.\(k) must be a whole number from \(Int(range.lowerBound)) to \(Int(range.upperBound)), got \(value)")
+                    throw PluginError(
+                        "config file \(path): postgres.\(k) must be a whole number from \(Int(range.lowerBound)) to \(Int(range.upperBound)), got \(value)"
+                    )
                 }
                 self.postgres[k] = n
             }
@@ -156,7 +159,9 @@ public struct PluginConfig {
                     throw PluginError("config file \(path): unknown key store.\(key) (expected busyTimeoutMs)")
                 }
                 guard let n = ConfigField.number(value), n.isFinite, n.rounded() == n, (0...600_000).contains(n) else {
-                    throw PluginError("config file \(path): store.busyTimeoutMs must be a whole number from 0 to 600000, got \(ConfigField.shown(value))")
+                    throw PluginError(
+                        "config file \(path): store.busyTimeoutMs must be a whole number from 0 to 600000, got \(ConfigField.shown(value))"
+                    )
                 }
                 storeBusyTimeoutMs = n
             }
@@ -168,7 +173,9 @@ public struct PluginConfig {
                     throw PluginError("config file \(path): unknown key sync.\(key) (expected retentionDays)")
                 }
                 guard let n = ConfigField.number(value), n.isFinite, (0...36_500).contains(n) else {
-                    throw PluginError("config file \(path): sync.retentionDays must be a number of days from 0 to 36500, got \(ConfigField.shown(value))")
+                    throw PluginError(
+                        "config file \(path): sync.retentionDays must be a number of days from 0 to 36500, got \(ConfigField.shown(value))"
+                    )
                 }
                 retentionDays = n
             }
@@ -183,39 +190,53 @@ public struct PluginConfig {
                     }
                     maxBodyMiB = n
                 case .string("rateLimit"):
-                    guard case .table(let r) = value else { throw PluginError("config file \(path): server.rateLimit must be a table { requests =, perSeconds = }") }
+                    guard case .table(let r) = value else {
+                        throw PluginError("config file \(path): server.rateLimit must be a table { requests =, perSeconds = }")
+                    }
                     for k in r.hash.keys where k != .string("requests") && k != .string("perSeconds") {
                         throw PluginError("config file \(path): unknown key server.rateLimit.\(k) (expected requests, perSeconds)")
                     }
                     guard let n = ConfigField.number(r["requests"] ?? .nil), n.isFinite, n == n.rounded(), (1...1_000_000).contains(n) else {
-                        throw PluginError("config file \(path): server.rateLimit.requests must be an integer from 1 to 1000000, got \(r["requests"] ?? .nil)")
+                        throw PluginError(
+                            "config file \(path): server.rateLimit.requests must be an integer from 1 to 1000000, got \(r["requests"] ?? .nil)"
+                        )
                     }
                     let seconds = ConfigField.number(r["perSeconds"] ?? .number(1)) ?? .nan
                     guard seconds.isFinite, (0.001...86_400).contains(seconds) else {
-                        throw PluginError("config file \(path): server.rateLimit.perSeconds must be a number from 0.001 to 86400, got \(r["perSeconds"] ?? .nil)")
+                        throw PluginError(
+                            "config file \(path): server.rateLimit.perSeconds must be a number from 0.001 to 86400, got \(r["perSeconds"] ?? .nil)"
+                        )
                     }
                     rateLimit = (Int(n), seconds)
                 case .string(let name) where PluginConfig.serverRanges[name] != nil:
                     let range = PluginConfig.serverRanges[name]!
                     guard let n = ConfigField.number(value), n.isFinite, range.contains(n), name != "maxConnections" || n == n.rounded() else {
-                        throw PluginError("config file \(path): server.\(name) must be a\(name == "maxConnections" ? "n integer" : " number") from \(ConfigField.format(range.lowerBound)) to \(ConfigField.format(range.upperBound)), got \(value)")
+                        throw PluginError(
+                            "config file \(path): server.\(name) must be a\(name == "maxConnections" ? "n integer" : " number") from \(ConfigField.format(range.lowerBound)) to \(ConfigField.format(range.upperBound)), got \(value)"
+                        )
                     }
                     self.server[name] = n
                 default:
-                    throw PluginError("config file \(path): unknown key server.\(key) (expected rateLimit, maxBodyMiB, \(PluginConfig.serverRanges.keys.sorted().joined(separator: ", ")))")
+                    throw PluginError(
+                        "config file \(path): unknown key server.\(key) (expected rateLimit, maxBodyMiB, \(PluginConfig.serverRanges.keys.sorted().joined(separator: ", ")))"
+                    )
                 }
             }
         }
         if let limits = root["limits"] {
             guard case .table(let t) = limits else { throw PluginError("config file \(path): 'limits' must be a table") }
             // Bounds a deployment can want; outside them a typo, not a setting.
-            let ranges: [String: ClosedRange<Double>] = ["cpuMillis": 1...60_000, "memoryMiB": 1...16_384, "diskMiB": 0...1_048_576, "logKiB": 1...1_048_576]
+            let ranges: [String: ClosedRange<Double>] = [
+                "cpuMillis": 1...60_000, "memoryMiB": 1...16_384, "diskMiB": 0...1_048_576, "logKiB": 1...1_048_576,
+            ]
             for (key, value) in t.hash {
                 guard case .string(let name) = key, let range = ranges[name] else {
                     throw PluginError("config file \(path): unknown key limits.\(key) (expected cpuMillis, memoryMiB, diskMiB, logKiB)")
                 }
                 guard let n = ConfigField.number(value), n.isFinite, range.contains(n) else {
-                    throw PluginError("config file \(path): limits.\(name) must be a number from \(ConfigField.format(range.lowerBound)) to \(ConfigField.format(range.upperBound)), got \(value)")
+                    throw PluginError(
+                        "config file \(path): limits.\(name) must be a number from \(ConfigField.format(range.lowerBound)) to \(ConfigField.format(range.upperBound)), got \(value)"
+                    )
                 }
                 switch name {
                 case "cpuMillis": cpuMillis = n
@@ -267,7 +288,9 @@ struct ConfigField {
             throw PluginError("plugin '\(plugin)': config schema entry '\(name)' must be a table like { type = \"string\", default = … }")
         }
         guard case .string(let type) = t["type"] ?? .nil, ConfigField.types.contains(type) else {
-            throw PluginError("plugin '\(plugin)': config schema entry '\(name)' needs type = one of \(ConfigField.types.sorted().joined(separator: ", "))")
+            throw PluginError(
+                "plugin '\(plugin)': config schema entry '\(name)' needs type = one of \(ConfigField.types.sorted().joined(separator: ", "))"
+            )
         }
         self.type = type
         items = t["items"]?.stringValue

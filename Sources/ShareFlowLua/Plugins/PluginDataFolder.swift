@@ -1,6 +1,7 @@
 import CShareFlowSupport
 import Foundation
 import ShareFlow
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -72,7 +73,8 @@ public final class PluginDataFolder: @unchecked Sendable {  // mutable state beh
         let full = (path as NSString).appendingPathComponent(relativePath)
         let utf8 = Array(relativePath.utf8)
         try lock.withLock {
-            var written = 0, failedLength = 0
+            var written = 0
+            var failedLength = 0
             // Entries the write will create (the file, missing folders) cost a block each: a
             // plugin cannot fill the disk with empty files or folders either.
             let created = newEntries(relativePath)
@@ -83,11 +85,21 @@ public final class PluginDataFolder: @unchecked Sendable {  // mutable state beh
                     sf_datafolder_check_path(p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, &failedLength)
                 }
                 if err != 0 { throw refusal(err, relativePath, utf8: utf8, failedLength: failedLength) }
-                throw fail(relativePath, "would pass the plugin's disk quota of \(Self.size(quotaBytes)) (\(Self.size(used, roundingDown: true)) used)")
+                throw fail(
+                    relativePath,
+                    "would pass the plugin's disk quota of \(Self.size(quotaBytes)) (\(Self.size(used, roundingDown: true)) used)"
+                )
             }
             let err = utf8.withUnsafeBytes { p in
-                sf_datafolder_append(fd, p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count,
-                                     bytes.baseAddress, bytes.count, &written, &failedLength)
+                sf_datafolder_append(
+                    fd,
+                    p.baseAddress?.assumingMemoryBound(to: CChar.self),
+                    p.count,
+                    bytes.baseAddress,
+                    bytes.count,
+                    &written,
+                    &failedLength
+                )
             }
             used += written + (err == 0 ? created * Int(SF_DF_ENTRY_COST) : 0)
             if err != 0 { throw refusal(err, relativePath, utf8: utf8, failedLength: failedLength) }
@@ -126,7 +138,8 @@ public final class PluginDataFolder: @unchecked Sendable {  // mutable state beh
 
     /// How many of the path's components do not exist yet below the folder.
     private func newEntries(_ relativePath: String) -> Int {
-        var prefix = "", missing = 0
+        var prefix = ""
+        var missing = 0
         for component in relativePath.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += prefix.isEmpty ? String(component) : "/" + component
             var st = stat()
@@ -157,7 +170,8 @@ public final class PluginDataFolder: @unchecked Sendable {  // mutable state beh
     public static func removeTree(_ path: String) {
         var path = path
         while path.count > 1, path.hasSuffix("/") { path.removeLast() }  // "link/" would follow
-        let name = PathName.lastComponent(of: path), parent = PathName.folder(of: path)
+        let name = PathName.lastComponent(of: path)
+        let parent = PathName.folder(of: path)
         guard !name.isEmpty, name != "/", name != ".", name != ".." else { return }
         let dir = open(parent.isEmpty ? "." : parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard dir >= 0 else { return }
@@ -227,11 +241,19 @@ public final class PluginDataFolder: @unchecked Sendable {  // mutable state beh
     static func size(_ bytes: Int, roundingDown: Bool = false) -> String {
         let units = ["KiB", "MiB", "GiB", "TiB"]
         guard bytes >= 1024 else { return bytes == 1 ? "1 byte" : "\(bytes) bytes" }
-        var value = Double(bytes) / 1024, unit = 0
-        while value >= 1024, unit < units.count - 1 { value /= 1024; unit += 1 }
+        var value = Double(bytes) / 1024
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
         var tenths = (value * 10).rounded(roundingDown ? .down : .toNearestOrAwayFromZero)
-        if tenths >= 10240, unit < units.count - 1 { tenths = (tenths / 1024).rounded(.down); unit += 1 }
-        let whole = Int(tenths) / 10, fraction = Int(tenths) % 10
+        if tenths >= 10240, unit < units.count - 1 {
+            tenths = (tenths / 1024).rounded(.down)
+            unit += 1
+        }
+        let whole = Int(tenths) / 10
+        let fraction = Int(tenths) % 10
         return fraction == 0 ? "\(whole) \(units[unit])" : "\(whole).\(fraction) \(units[unit])"
     }
 

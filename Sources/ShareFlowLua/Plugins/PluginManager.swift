@@ -37,8 +37,12 @@ public final class PluginManager {
     /// A data directory made for this manager alone (`privateDataDirectory()`), removed with it.
     private var ownsDataDirectory = false
 
-    public init(engine: Engine, directories: [String], config: PluginConfig = PluginConfig(),
-                dataDirectory: String = ".shareflow/plugin-data") {
+    public init(
+        engine: Engine,
+        directories: [String],
+        config: PluginConfig = PluginConfig(),
+        dataDirectory: String = ".shareflow/plugin-data"
+    ) {
         self.engine = engine
         self.directories = directories
         self.config = config
@@ -47,10 +51,18 @@ public final class PluginManager {
 
     /// A manager whose plugins write into a folder private to this process, removed when the
     /// manager goes (a `:memory:` store: nothing is shared between runs or users).
-    public convenience init(engine: Engine, directories: [String], config: PluginConfig = PluginConfig(),
-                            privateDataDirectory: Void) throws {
-        self.init(engine: engine, directories: directories, config: config,
-                  dataDirectory: try PluginDataFolder.makePrivate(prefix: "shareflow-plugin-data"))
+    public convenience init(
+        engine: Engine,
+        directories: [String],
+        config: PluginConfig = PluginConfig(),
+        privateDataDirectory: Void
+    ) throws {
+        self.init(
+            engine: engine,
+            directories: directories,
+            config: config,
+            dataDirectory: try PluginDataFolder.makePrivate(prefix: "shareflow-plugin-data")
+        )
         ownsDataDirectory = true
     }
 
@@ -188,9 +200,11 @@ public final class PluginManager {
     }
 
     private func park(_ name: String) -> Parked {
-        Parked(observers: engine.events.detach(labelPrefix: PluginManager.prefix(name)),
-               policies: engine.policies.detach(namePrefix: PluginManager.prefix(name)),
-               faults: engine.faults.detach { $0 == .plugin(name) })
+        Parked(
+            observers: engine.events.detach(labelPrefix: PluginManager.prefix(name)),
+            policies: engine.policies.detach(namePrefix: PluginManager.prefix(name)),
+            faults: engine.faults.detach { $0 == .plugin(name) }
+        )
     }
 
     private func restore(_ parked: Parked) {
@@ -246,15 +260,23 @@ public final class PluginManager {
 
     public func info() -> [Info] {
         available().map { entry in
-            var version: String?, description: String?
+            var version: String?
+            var description: String?
             if let host = try? makeHost(name: entry.name, folder: entry.folder),
-               case .table(let t)? = try? evaluateValue(host, folder: entry.folder) {
+                case .table(let t)? = try? evaluateValue(host, folder: entry.folder)
+            {
                 version = t["version"]?.stringValue
                 description = t["description"]?.stringValue
                 host.lua.close()
             }
-            return Info(name: entry.name, folder: entry.folder, version: version, description: description,
-                        enabled: config.isEnabled(entry.name), loaded: loaded[entry.name] != nil)
+            return Info(
+                name: entry.name,
+                folder: entry.folder,
+                version: version,
+                description: description,
+                enabled: config.isEnabled(entry.name),
+                loaded: loaded[entry.name] != nil
+            )
         }
     }
 
@@ -263,8 +285,12 @@ public final class PluginManager {
     private var budget: UInt64 { UInt64(config.cpuMillis * 1_000_000) }
 
     private func makeHost(name: String, folder: String) throws -> ScriptHost {
-        let host = try ScriptHost(engine: engine, memoryLimit: Int(config.memoryMiB * 1024 * 1024),
-                                  labelPrefix: PluginManager.prefix(name), sandboxFolder: folder)
+        let host = try ScriptHost(
+            engine: engine,
+            memoryLimit: Int(config.memoryMiB * 1024 * 1024),
+            labelPrefix: PluginManager.prefix(name),
+            sandboxFolder: folder
+        )
         host.lua.cpuBudget = budget
         host.lua.onBudgetOverrun = { [name] budget in Counted.budgetOverrun(plugin: name, budget: budget) }
         host.logLimit = Int(config.logKiB * 1024)
@@ -292,7 +318,10 @@ public final class PluginManager {
         do { data = try BoundedFile.read(path, maxBytes: ModuleFile.maxBytes) } catch { throw PluginError("\(error)") }
         let lua = host.lua
         let base = lua.top
-        defer { lua.top = base; host.reportDroppedLog() }
+        defer {
+            lua.top = base
+            host.reportDroppedLog()
+        }
         try lua.load(String(decoding: data, as: UTF8.self), chunkName: "@" + path)
         try lua.guardedCall(arguments: 0, results: 1)
         var value = LuaValue.nil
@@ -368,41 +397,51 @@ public final class PluginManager {
                 lua_rawget(L, -2)
                 // ctx: the shareflow API scoped to this plugin, its config and its file API.
                 lua_createtable(L, 0, 4)
-                lua.push(string: name); lua_setfield(L, -2, "name")
-                try lua.push(.table(values)); lua_setfield(L, -2, "config")
+                lua.push(string: name)
+                lua_setfield(L, -2, "name")
+                try lua.push(.table(values))
+                lua_setfield(L, -2, "config")
                 let quota = Int(config.diskMiB * 1024 * 1024)
                 var folder: PluginDataFolder?
                 lua.setFunctions([
-                    ("appendFile", { call in
-                        let path = try call.string(1)
-                        // The bytes as given: a Lua string is bytes, UTF-8 or not.
-                        guard lua_type(call.L, 2) == LUA_TSTRING else { throw call.argumentError(2, "string expected, got \(call.typeName(2))") }
-                        var length = 0
-                        let bytes = lua_tolstring(call.L, 2, &length)
-                        do {
-                            // Made on the first write: a plugin that never writes leaves no folder.
-                            if folder == nil { folder = try PluginDataFolder(path: dataFolder, quotaBytes: quota) }
-                            let full = try folder!.append(UnsafeRawBufferPointer(start: bytes, count: length), to: path)
-                            call.state.push(string: full)
-                        } catch let e as PluginDataFolderError {
-                            throw LuaRaise.message(call.position + e.description)
+                    (
+                        "appendFile",
+                        { call in
+                            let path = try call.string(1)
+                            // The bytes as given: a Lua string is bytes, UTF-8 or not.
+                            guard lua_type(call.L, 2) == LUA_TSTRING else { throw call.argumentError(2, "string expected, got \(call.typeName(2))") }
+                            var length = 0
+                            let bytes = lua_tolstring(call.L, 2, &length)
+                            do {
+                                // Made on the first write: a plugin that never writes leaves no folder.
+                                if folder == nil { folder = try PluginDataFolder(path: dataFolder, quotaBytes: quota) }
+                                let full = try folder!.append(UnsafeRawBufferPointer(start: bytes, count: length), to: path)
+                                call.state.push(string: full)
+                            } catch let e as PluginDataFolderError {
+                                throw LuaRaise.message(call.position + e.description)
+                            }
+                            return 1
                         }
-                        return 1
-                    }),
-                    ("rotateFile", { call in
-                        let name = try call.string(1)
-                        let atLeast = call.isNil(2) ? nil : try call.integer(2)
-                        do {
-                            if folder == nil { folder = try PluginDataFolder(path: dataFolder, quotaBytes: quota) }
-                            lua_pushboolean(call.L, try folder!.rotate(name, atLeast: atLeast) ? 1 : 0)
-                        } catch let e as PluginDataFolderError {
-                            throw LuaRaise.message(call.position + e.description)
+                    ),
+                    (
+                        "rotateFile",
+                        { call in
+                            let name = try call.string(1)
+                            let atLeast = call.isNil(2) ? nil : try call.integer(2)
+                            do {
+                                if folder == nil { folder = try PluginDataFolder(path: dataFolder, quotaBytes: quota) }
+                                lua_pushboolean(call.L, try folder!.rotate(name, atLeast: atLeast) ? 1 : 0)
+                            } catch let e as PluginDataFolderError {
+                                throw LuaRaise.message(call.position + e.description)
+                            }
+                            return 1
                         }
-                        return 1
-                    }),
+                    ),
                 ])
-                lua_pushinteger(L, lua_Integer(quota)); lua_setfield(L, -2, "diskQuota")
-                lua.push(string: dataFolder); lua_setfield(L, -2, "dataFolder")
+                lua_pushinteger(L, lua_Integer(quota))
+                lua_setfield(L, -2, "diskQuota")
+                lua.push(string: dataFolder)
+                lua_setfield(L, -2, "dataFolder")
                 lua_createtable(L, 0, 2)
                 lua_rawgeti(L, clua_registryindex(), lua_Integer(host.moduleTable))
                 lua_setfield(L, -2, "__index")

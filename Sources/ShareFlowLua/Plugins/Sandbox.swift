@@ -72,7 +72,8 @@ enum ModuleFile {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.".utf8)
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
         guard !name.isEmpty, name.utf8.count <= 200, name.utf8.allSatisfy(allowed.contains),
-              parts.allSatisfy({ !$0.isEmpty }) else {
+            parts.allSatisfy({ !$0.isEmpty })
+        else {
             return .failure(Failure(description: "module name '\(name)' is not letters, digits, '_', '-' and dots"))
         }
         let relative = parts.joined(separator: "/")
@@ -98,7 +99,8 @@ enum ModuleFile {
         let fd = openat(dir, components.last!, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         close(dir)
         guard fd >= 0 else {
-            return errno == ELOOP ? .failure(Failure(description: "'\(relative)' is a symbolic link; modules are read only from the plugin's own files")) : nil
+            return errno == ELOOP
+                ? .failure(Failure(description: "'\(relative)' is a symbolic link; modules are read only from the plugin's own files")) : nil
         }
         defer { close(fd) }
         var st = stat()

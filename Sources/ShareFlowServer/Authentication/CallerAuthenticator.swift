@@ -32,13 +32,15 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
     /// authenticator, a credential not seen yet).
     func knownCaller(_ r: DatabaseRequest) -> Caller? {
         guard r.headers["x-apple-cloudkit-request-keyid"] == nil, let token = r.apiToken, !token.isEmpty,
-              let web = r.webAuthToken, !web.isEmpty else { return nil }
+            let web = r.webAuthToken, !web.isEmpty
+        else { return nil }
         let generation = engine.accountsGeneration
         let now = Date().timeIntervalSince1970
         return lock.withLock {
             guard apiTokens.contains(Self.apiKey(r, token)), let known = webTokens[Self.webKey(r, web)],
-                  (known.expiresAt ?? .infinity) >= now, accountsGeneration == generation,
-                  let account = accounts[known.accountID] else { return nil }
+                (known.expiresAt ?? .infinity) >= now, accountsGeneration == generation,
+                let account = accounts[known.accountID]
+            else { return nil }
             return Caller(account: account, identity: "account \(account.id)", generation: generation, expiresAt: known.expiresAt)
         }
     }
@@ -79,8 +81,15 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
     /// The account a plugin's authenticator names for a request without a user token, if any.
     private func pluginAccount(_ r: DatabaseRequest) throws -> Account? {
         guard !engine.authenticators.isEmpty else { return nil }
-        let request = AuthenticationRequest(method: r.method, path: r.path, container: r.container, environment: r.environment.rawValue,
-                                            database: r.scope.rawValue, headers: r.headers, query: r.query)
+        let request = AuthenticationRequest(
+            method: r.method,
+            path: r.path,
+            container: r.container,
+            environment: r.environment.rawValue,
+            database: r.scope.rawValue,
+            headers: r.headers,
+            query: r.query
+        )
         do {
             return try engine.authenticate(request)?.account
         } catch let e as ShareFlowError {
@@ -100,7 +109,8 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
             throw refuse("a request signed with a server-to-server key carries no ckAPIToken or ckWebAuthToken")
         }
         guard let key = try engine.credentials.find(.serverKey, container: r.container, environment: r.environment, hash: keyID.lowercased()),
-              let pem = key.publicKey, let accountID = key.accountID else {
+            let pem = key.publicKey, let accountID = key.accountID
+        else {
             throw refuse("X-Apple-CloudKit-Request-KeyID is not a key registered for \(Naming.printable(r.container)) (shareflow keys add)")
         }
         guard let dateText = r.headers["x-apple-cloudkit-request-iso8601date"], let date = Self.iso8601(dateText) else {
@@ -110,7 +120,8 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
             throw refuse("X-Apple-CloudKit-Request-ISO8601Date \(dateText) is more than 10 minutes from the server's time")
         }
         guard let signature = r.headers["x-apple-cloudkit-request-signaturev1"],
-              Credentials.verify(signature: signature, date: dateText, body: r.body, paths: Array(Set([r.path, r.target])), publicKeyPEM: pem) else {
+            Credentials.verify(signature: signature, date: dateText, body: r.body, paths: Array(Set([r.path, r.target])), publicKeyPEM: pem)
+        else {
             throw refuse("X-Apple-CloudKit-Request-SignatureV1 is missing or not the key's signature of date:base64(sha256(body)):path")
         }
         // A signature is good once: the same signed request sent again within its window (a
@@ -126,7 +137,9 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
             throw refuse("X-Apple-CloudKit-Request-SignatureV1 was already used: a signed request is accepted once (sign each request anew)")
         }
         guard r.scope == .public, !r.subpath.hasPrefix("users/") else {
-            throw refuse("a server-to-server key reaches the public database's records and zones only; \(r.scope.rawValue)/\(r.subpath) needs a ckWebAuthToken")
+            throw refuse(
+                "a server-to-server key reaches the public database's records and zones only; \(r.scope.rawValue)/\(r.subpath) needs a ckWebAuthToken"
+            )
         }
         guard let account = try engine.accounts.account(id: accountID) else {
             throw refuse("the account of key \(keyID) no longer exists")
@@ -166,8 +179,15 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
         let key = Self.webKey(r, token)
         var known = lock.withLock { webTokens[key] }
         if known == nil {
-            guard let credential = try engine.credentials.find(.webAuthToken, container: r.container, environment: r.environment, hash: Credentials.hash(token)),
-                  let id = credential.accountID else {
+            guard
+                let credential = try engine.credentials.find(
+                    .webAuthToken,
+                    container: r.container,
+                    environment: r.environment,
+                    hash: Credentials.hash(token)
+                ),
+                let id = credential.accountID
+            else {
                 throw CloudKitError.authenticationFailed("ckWebAuthToken is not valid for \(Naming.printable(r.container))")
             }
             known = (id, credential.expiresAt)

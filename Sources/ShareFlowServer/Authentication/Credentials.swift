@@ -28,8 +28,13 @@ public enum Credentials {
     public static func newWebAuthToken(container: String, account: Account, ttl: Double, engine: Engine) throws -> String {
         let token = Data(RandomIdentifier.bytes(96)).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        try engine.credentials.add(.webAuthToken, container: container, hash: hash(token), accountID: account.id,
-                                expiresAt: Date().timeIntervalSince1970 + ttl)
+        try engine.credentials.add(
+            .webAuthToken,
+            container: container,
+            hash: hash(token),
+            accountID: account.id,
+            expiresAt: Date().timeIntervalSince1970 + ttl
+        )
         return token
     }
 
@@ -44,7 +49,10 @@ public enum Credentials {
         do {
             key = try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
         } catch {
-            throw KeyError(description: "not an ECDSA P-256 public key in PEM (make one with: openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout)")
+            throw KeyError(
+                description:
+                    "not an ECDSA P-256 public key in PEM (make one with: openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout)"
+            )
         }
         let id = keyID(container: container, key: key)
         try engine.credentials.add(.serverKey, container: container, hash: id, accountID: account.id, publicKey: key.pemRepresentation)
@@ -65,7 +73,8 @@ public enum Credentials {
     /// path with or without its query, and for no body the hash of "" or an empty string.
     static func verify(signature: String, date: String, body: Data, paths: [String], publicKeyPEM: String) -> Bool {
         guard let key = try? P256.Signing.PublicKey(pemRepresentation: publicKeyPEM),
-              let der = Data(base64Encoded: signature), let sig = try? P256.Signing.ECDSASignature(derRepresentation: der) else {
+            let der = Data(base64Encoded: signature), let sig = try? P256.Signing.ECDSASignature(derRepresentation: der)
+        else {
             return false
         }
         var hashes = [Data(SHA256.hash(data: body)).base64EncodedString()]
@@ -93,8 +102,10 @@ public enum Credentials {
     /// r and the smaller of s and n − s; nil when the text is no DER P-256 signature.
     static func canonicalSignature(_ base64: String) -> String? {
         guard let der = Data(base64Encoded: base64),
-              let raw = try? P256.Signing.ECDSASignature(derRepresentation: der).rawRepresentation, raw.count == 64 else { return nil }
-        let r = Array(raw.prefix(32)), sValue = Array(raw.suffix(32))
+            let raw = try? P256.Signing.ECDSASignature(derRepresentation: der).rawRepresentation, raw.count == 64
+        else { return nil }
+        let r = Array(raw.prefix(32))
+        let sValue = Array(raw.suffix(32))
         // n − s, byte by byte from the least significant.
         var twin = [UInt8](repeating: 0, count: 32)
         var borrow = 0

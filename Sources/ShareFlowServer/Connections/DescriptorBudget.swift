@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,7 +38,9 @@ public enum DescriptorBudget {
         let kept = openDescriptors() + storeConnections + reserve
         let cap = min(configured, soft - kept)
         guard cap >= 1 else {
-            throw ServeError("the process may open \(soft) descriptors (ulimit -n), and \(kept) are kept for what is open, the store, logs and plugins: no connection could be served; raise the limit to at least \(kept + 16)")
+            throw ServeError(
+                "the process may open \(soft) descriptors (ulimit -n), and \(kept) are kept for what is open, the store, logs and plugins: no connection could be served; raise the limit to at least \(kept + 16)"
+            )
         }
         return (cap, soft, kept)
     }

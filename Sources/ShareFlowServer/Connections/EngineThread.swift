@@ -189,8 +189,13 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
     /// Runs `body` on the engine's thread; when its first write found another process's write
     /// lock held, queues it again (after `pause`, or when the driver holds the lock for it),
     /// until it has waited the busy timeout. `waiter`: its place in `lockLine`, once it has one.
-    private func attempt<T: Sendable>(_ ticket: Ticket<T>, _ body: @escaping @Sendable () throws -> T, since: Double, pause: Double,
-                                      waiter: LockWaiter? = nil) {
+    private func attempt<T: Sendable>(
+        _ ticket: Ticket<T>,
+        _ body: @escaping @Sendable () throws -> T,
+        since: Double,
+        pause: Double,
+        waiter: LockWaiter? = nil
+    ) {
         enqueue { [self] in
             guard let continuation = ticket.start() else { return leaveLine(waiter) }
             guard let engine else { return continuation.resume(with: Result { try body() }) }
@@ -296,7 +301,6 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
     }
 
     static func now() -> Double { ProcessInfo.processInfo.systemUptime }
-
 
     /// One job's place in the queue: waiting (with its continuation once it has one), running,
     /// or cancelled. Whichever of the engine's thread and the cancellation comes first wins.

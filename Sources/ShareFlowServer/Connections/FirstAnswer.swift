@@ -24,7 +24,11 @@ final class FirstAnswer<T: Sendable>: Sendable {
     /// nothing.
     func finish(_ value: T?) {
         let (continuation, timer) = state.withLockedValue { state in
-            defer { state.continuation = nil; state.timer = nil; state.finished = true }
+            defer {
+                state.continuation = nil
+                state.timer = nil
+                state.finished = true
+            }
             return (state.continuation, state.timer)
         }
         timer?.cancel()
@@ -33,8 +37,11 @@ final class FirstAnswer<T: Sendable>: Sendable {
 
     /// The first value given to `finish` by whatever `start` set going, or nil after
     /// `timeout` (then `onTimeout` runs, to forget the waiter).
-    static func within(_ timeout: Duration, onTimeout: @escaping @Sendable () -> Void = {},
-                       _ start: (FirstAnswer<T>) -> Void) async -> T? {
+    static func within(
+        _ timeout: Duration,
+        onTimeout: @escaping @Sendable () -> Void = {},
+        _ start: (FirstAnswer<T>) -> Void
+    ) async -> T? {
         let answer = FirstAnswer<T>()
         return await withCheckedContinuation { continuation in
             answer.state.withLockedValue { $0.continuation = continuation }

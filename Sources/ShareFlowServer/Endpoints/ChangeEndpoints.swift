@@ -62,28 +62,39 @@ enum ChangeEndpoints {
         // named (the client keys its answers by zone).
         var bytesLeft = call.api.maxResponseBytes
         var seen = Set<RecordZoneID>()
-        return ["zones": try zones.enumerated().compactMap { n, raw -> Object? in
-            let field = "zones[\(n)]"
-            guard let z = try WireFormat.object(raw, field: field),
-                  let zoneID = try WireFormat.zoneID(z["zoneID"], field: "\(field).zoneID", caller: me.userRecordID) else {
-                throw CloudKitError.badRequest("\(field).zoneID is required")
+        return [
+            "zones": try zones.enumerated().compactMap { n, raw -> Object? in
+                let field = "zones[\(n)]"
+                guard let z = try WireFormat.object(raw, field: field),
+                    let zoneID = try WireFormat.zoneID(z["zoneID"], field: "\(field).zoneID", caller: me.userRecordID)
+                else {
+                    throw CloudKitError.badRequest("\(field).zoneID is required")
+                }
+                guard seen.insert(zoneID).inserted else { return nil }
+                _ = try WireFormat.bool(z["reverse"], field: "\(field).reverse")
+                let page = try zonePage(
+                    db,
+                    zoneID,
+                    token: try WireFormat.string(z["syncToken"], field: "\(field).syncToken"),
+                    limit: try WireFormat.integer(
+                        z["resultsLimit"],
+                        field: "\(field).resultsLimit",
+                        in: 1...Engine.feedResultsLimitMaximum
+                    ) ?? limit,
+                    keys: try WireFormat.strings(z["desiredKeys"], field: "\(field).desiredKeys") ?? keys,
+                    types: try WireFormat.strings(z["desiredRecordTypes"], field: "\(field).desiredRecordTypes") ?? types,
+                    numbersAsStrings: numbersAsStrings,
+                    maxBytes: bytesLeft
+                )
+                switch page {
+                case .success(let page):
+                    bytesLeft -= page.bytes
+                    return ["zoneID": WireFormat.zoneID(zoneID), "syncToken": page.token, "moreComing": page.moreComing, "records": page.records]
+                case .failure(let e):
+                    return try WireFormat.zoneError(e, zoneID: zoneID)
+                }
             }
-            guard seen.insert(zoneID).inserted else { return nil }
-            _ = try WireFormat.bool(z["reverse"], field: "\(field).reverse")
-            let page = try zonePage(db, zoneID, token: try WireFormat.string(z["syncToken"], field: "\(field).syncToken"),
-                                    limit: try WireFormat.integer(z["resultsLimit"], field: "\(field).resultsLimit",
-                                                                  in: 1...Engine.feedResultsLimitMaximum) ?? limit,
-                                    keys: try WireFormat.strings(z["desiredKeys"], field: "\(field).desiredKeys") ?? keys,
-                                    types: try WireFormat.strings(z["desiredRecordTypes"], field: "\(field).desiredRecordTypes") ?? types,
-                                    numbersAsStrings: numbersAsStrings, maxBytes: bytesLeft)
-            switch page {
-            case .success(let page):
-                bytesLeft -= page.bytes
-                return ["zoneID": WireFormat.zoneID(zoneID), "syncToken": page.token, "moreComing": page.moreComing, "records": page.records]
-            case .failure(let e):
-                return try WireFormat.zoneError(e, zoneID: zoneID)
-            }
-        }]
+        ]
     }
 
     /// records/changes (older) `{ zoneID, syncToken?, resultsLimit?, desiredKeys? }` →
@@ -94,11 +105,16 @@ enum ChangeEndpoints {
         guard let zoneID = try WireFormat.zoneID(body["zoneID"], field: "zoneID", caller: me.userRecordID) else {
             throw CloudKitError.badRequest("zoneID is required (a custom zone)")
         }
-        let page = try zonePage(db, zoneID, token: try WireFormat.string(body["syncToken"], field: "syncToken"),
-                                limit: try WireFormat.integer(body["resultsLimit"], field: "resultsLimit", in: 1...Engine.feedResultsLimitMaximum),
-                                keys: try WireFormat.strings(body["desiredKeys"], field: "desiredKeys"), types: nil,
-                                numbersAsStrings: try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false,
-                                maxBytes: call.api.maxResponseBytes).get()
+        let page = try zonePage(
+            db,
+            zoneID,
+            token: try WireFormat.string(body["syncToken"], field: "syncToken"),
+            limit: try WireFormat.integer(body["resultsLimit"], field: "resultsLimit", in: 1...Engine.feedResultsLimitMaximum),
+            keys: try WireFormat.strings(body["desiredKeys"], field: "desiredKeys"),
+            types: nil,
+            numbersAsStrings: try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false,
+            maxBytes: call.api.maxResponseBytes
+        ).get()
         return ["records": page.records, "syncToken": page.token, "moreComing": page.moreComing]
     }
 
@@ -112,8 +128,16 @@ enum ChangeEndpoints {
 
     /// One page of a zone's feed on the wire: records, tombstones `{ recordName, deleted,
     /// zoneID }`. `types`: only records of these types (`[]`: none, just the current token).
-    private static func zonePage(_ db: CloudDatabase, _ zoneID: RecordZoneID, token: String?, limit: Int?, keys: [String]?,
-                                 types: [String]?, numbersAsStrings: Bool, maxBytes: Int) throws -> Result<ZonePage, ShareFlowError> {
+    private static func zonePage(
+        _ db: CloudDatabase,
+        _ zoneID: RecordZoneID,
+        token: String?,
+        limit: Int?,
+        keys: [String]?,
+        types: [String]?,
+        numbersAsStrings: Bool,
+        maxBytes: Int
+    ) throws -> Result<ZonePage, ShareFlowError> {
         do {
             if let types, types.isEmpty {
                 if let token { _ = try db.recordZoneChanges(zoneID, since: token, resultsLimit: 1, desiredKeys: []) }  // checks it

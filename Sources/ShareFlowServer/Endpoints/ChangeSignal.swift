@@ -55,16 +55,23 @@ final class ChangeSignal: Sendable {
     /// Returns when poked after `generation`, or after `timeout` (the poll that covers a lost
     /// notice, and a store with no notices: SQLite).
     func wait(after generation: Int, upTo timeout: Duration) async {
-        let id = state.withLockedValue { state in state.nextWaiter &+= 1; return state.nextWaiter }
-        _ = await FirstAnswer<Void>.within(timeout, onTimeout: { [state] in
-            _ = state.withLockedValue { $0.waiters.removeValue(forKey: id) }
-        }) { waiter in
-            let waiting = state.withLockedValue { state in
-                guard state.generation == generation else { return false }
-                state.waiters[id] = waiter
-                return true
-            }
-            if !waiting { waiter.finish(()) }
+        let id = state.withLockedValue { state in
+            state.nextWaiter &+= 1
+            return state.nextWaiter
         }
+        _ = await FirstAnswer<Void>.within(
+            timeout,
+            onTimeout: { [state] in
+                _ = state.withLockedValue { $0.waiters.removeValue(forKey: id) }
+            },
+            { waiter in
+                let waiting = state.withLockedValue { state in
+                    guard state.generation == generation else { return false }
+                    state.waiters[id] = waiter
+                    return true
+                }
+                if !waiting { waiter.finish(()) }
+            }
+        )
     }
 }

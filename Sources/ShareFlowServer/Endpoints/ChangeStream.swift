@@ -67,26 +67,35 @@ struct ChangeStream: Sendable {
         // any endpoint's (nothing it does commits, so a drop after commit is a drop after its
         // start is read); its start and its polls run in a scope that asks no rule again (a
         // poll deciding natively slept on the engine's one thread and spent counts by time).
-        let fault = try await RequestFaults.admit(ChangeStream.subpath, database, body: [:], context: context,
-                                                     engine: api.engine, thread: thread)
-        let scope = fault.map { FaultScope(operation: $0.scope.operation, subpath: $0.scope.subpath, asksRules: false) }
+        let fault = try await RequestFaults.admit(
+            ChangeStream.subpath,
+            database,
+            body: [:],
+            context: context,
+            engine: api.engine,
+            thread: thread
+        )
+        let scope =
+            fault.map { FaultScope(operation: $0.scope.operation, subpath: $0.scope.subpath, asksRules: false) }
             ?? FaultScope(operation: ChangeStream.subpath, subpath: ChangeStream.subpath, asksRules: false)
         // The start, read before the response begins: a bad Last-Event-ID, or no user, is an
         // ordinary error answer, not a stream that ends at once.
-        let (account, start) = try await thread.run { try FaultScope.run(scope) {
-            do {
-                let call = EndpointCall(api: api, request: database, current: try api.current(caller), body: [:])
-                let me = try call.requireUser()
-                let db = try call.database(as: me)
-                if let resume, !resume.isEmpty {
-                    _ = try db.databaseChanges(since: resume, resultsLimit: 1)
-                    return (me.id, resume)
+        let (account, start) = try await thread.run {
+            try FaultScope.run(scope) {
+                do {
+                    let call = EndpointCall(api: api, request: database, current: try api.current(caller), body: [:])
+                    let me = try call.requireUser()
+                    let db = try call.database(as: me)
+                    if let resume, !resume.isEmpty {
+                        _ = try db.databaseChanges(since: resume, resultsLimit: 1)
+                        return (me.id, resume)
+                    }
+                    return (me.id, try db.currentDatabaseChangeToken())
+                } catch {
+                    throw CloudKitError.from(error)
                 }
-                return (me.id, try db.currentDatabaseChangeToken())
-            } catch {
-                throw CloudKitError.from(error)
             }
-        } }
+        }
         // A drop after commit: the stream's start was read, the client reads no answer.
         try await RequestFaults.finish(fault, context: context)
         // The place is given back when the body lets go of it: after the stream, or if the
@@ -109,12 +118,23 @@ struct ChangeStream: Sendable {
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
         let stream = self
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            defer { withExtendedLifetime(place) {} }
-            try await stream.follow(from: start, resuming: !(resume ?? "").isEmpty, database: database, caller: caller, scope: scope,
-                                    ticket: ticket, writer: &writer)
-            try await writer.finish(nil)
-        })
+        return Response(
+            status: .ok,
+            headers: headers,
+            body: ResponseBody { writer in
+                defer { withExtendedLifetime(place) {} }
+                try await stream.follow(
+                    from: start,
+                    resuming: !(resume ?? "").isEmpty,
+                    database: database,
+                    caller: caller,
+                    scope: scope,
+                    ticket: ticket,
+                    writer: &writer
+                )
+                try await writer.finish(nil)
+            }
+        )
     }
 
     /// One of an account's stream places, given back when released.
@@ -134,8 +154,15 @@ struct ChangeStream: Sendable {
 
     /// Writes the events from `start` until the stream's lifetime ends, the client goes, or
     /// the feed cannot be read (an `error` event says why).
-    private func follow(from start: String, resuming: Bool, database: DatabaseRequest, caller: Caller?, scope: FaultScope,
-                        ticket: Ticket, writer: inout any ResponseBodyWriter) async throws {
+    private func follow(
+        from start: String,
+        resuming: Bool,
+        database: DatabaseRequest,
+        caller: Caller?,
+        scope: FaultScope,
+        ticket: Ticket,
+        writer: inout any ResponseBodyWriter
+    ) async throws {
         let clock = ContinuousClock()
         let end = clock.now.advanced(by: lifetime)
         var token = start
@@ -160,12 +187,14 @@ struct ChangeStream: Sendable {
             lastRead = clock.now
             do {
                 let from = token
-                step = try await thread.run { try FaultScope.run(scope) {
-                    let call = EndpointCall(api: api, request: database, current: try api.current(caller), body: [:])
-                    let db = try call.database(as: try call.requireUser())
-                    let page = try db.databaseChanges(since: from, resultsLimit: 1)
-                    return (ChangeEndpoints.zones(page).first.map(WireObject.init), page.changeToken)
-                } }
+                step = try await thread.run {
+                    try FaultScope.run(scope) {
+                        let call = EndpointCall(api: api, request: database, current: try api.current(caller), body: [:])
+                        let db = try call.database(as: try call.requireUser())
+                        let page = try db.databaseChanges(since: from, resultsLimit: 1)
+                        return (ChangeEndpoints.zones(page).first.map(WireObject.init), page.changeToken)
+                    }
+                }
             } catch {
                 let e = CloudKitError.from(error)
                 try await writer.write(Self.frame(event: "error", id: nil, data: WireObject(e.body).json))

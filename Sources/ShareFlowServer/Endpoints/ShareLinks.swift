@@ -11,7 +11,9 @@ enum ShareLinks {
         let container = try call.container(as: try call.requireUser())
         let engine = call.engine
         let body = call.body
-        guard let guids = try WireFormat.items(body["shortGUIDs"], field: "shortGUIDs") else { throw CloudKitError.badRequest("shortGUIDs is required") }
+        guard let guids = try WireFormat.items(body["shortGUIDs"], field: "shortGUIDs") else {
+            throw CloudKitError.badRequest("shortGUIDs is required")
+        }
         var results: [Object] = []
         for (n, raw) in guids.enumerated() {
             guard let g = raw as? Object, let value = g["value"] as? String else {
@@ -22,11 +24,13 @@ enum ShareLinks {
             } catch let e as ShareFlowError where e.code == .participantMayNeedVerification {
                 // R16's case has a form of its own: a result whose potentialMatchList shows,
                 // masked, where the invitations went, so the caller knows which address to verify.
-                results.append(["containerIdentifier": container.containerIdentifier, "databaseScope": "SHARED",
-                                "shortGUID": ["value": value],
-                                "potentialMatchList": e.potentialMatches.map { m -> Object in
-                                    ["participantId": m.participantID, "contactInformation": WireFormat.masked(m.lookupInfo)]
-                                }])
+                results.append([
+                    "containerIdentifier": container.containerIdentifier, "databaseScope": "SHARED",
+                    "shortGUID": ["value": value],
+                    "potentialMatchList": e.potentialMatches.map { m -> Object in
+                        ["participantId": m.participantID, "contactInformation": WireFormat.masked(m.lookupInfo)]
+                    },
+                ])
             } catch let e as ShareFlowError {
                 results.append(try WireFormat.resultError(e, shortGUID: value))
             }
@@ -49,12 +53,14 @@ enum ShareLinks {
                 meta = try WireFormat.only(container.fetchShareMetadataResults([url], shouldFetchRootRecord: fetchRoot, rootRecordDesiredKeys: keys))
             }
         }
-        var o: Object = ["containerIdentifier": meta.containerIdentifier, "environment": meta.environment.rawValue, "databaseScope": "SHARED",
-                         "zoneID": WireFormat.zoneID(meta.share.recordID.zoneID), "share": WireFormat.record(meta.share),
-                         "ownerIdentity": WireFormat.identity(meta.ownerIdentity), "shortGUID": ["value": value],
-                         "participantPermission": WireFormat.permission(meta.participantPermission),
-                         "participantStatus": WireFormat.status(meta.participantStatus),
-                         "participantType": WireFormat.type(meta.participantRole)]
+        var o: Object = [
+            "containerIdentifier": meta.containerIdentifier, "environment": meta.environment.rawValue, "databaseScope": "SHARED",
+            "zoneID": WireFormat.zoneID(meta.share.recordID.zoneID), "share": WireFormat.record(meta.share),
+            "ownerIdentity": WireFormat.identity(meta.ownerIdentity), "shortGUID": ["value": value],
+            "participantPermission": WireFormat.permission(meta.participantPermission),
+            "participantStatus": WireFormat.status(meta.participantStatus),
+            "participantType": WireFormat.type(meta.participantRole),
+        ]
         o["webpageURL"] = engine.shareURL(token: value)
         if let root = meta.hierarchicalRootRecordID { o["rootRecordName"] = root.recordName }
         if let root = meta.rootRecord { o["rootRecord"] = WireFormat.record(root) }

@@ -11,13 +11,22 @@ enum ShareRecordPlan {
     /// of `forRecord` (saved in this request, or already on the server: Apple's two-request
     /// flow); otherwise the server's share at the given tag. Its participants become those listed, named by `userIdentity.lookupInfo` and
     /// resolved as FetchShareParticipants does (no account: R2); `publicPermission` as given.
-    static func share(_ n: Int, _ rec: Object, type: String, name: String, zone: RecordZoneID, db: CloudDatabase,
-                          plans: [Record], companion: inout Record?) throws -> Share {
+    static func share(
+        _ n: Int,
+        _ rec: Object,
+        type: String,
+        name: String,
+        zone: RecordZoneID,
+        db: CloudDatabase,
+        plans: [Record],
+        companion: inout Record?
+    ) throws -> Share {
         let field = "operations[\(n)].record"
         let share: Share
         if type == "create" {
             guard let forRecord = try WireFormat.object(rec["forRecord"], field: "\(field).forRecord"),
-                  let rootName = try WireFormat.string(forRecord["recordName"], field: "\(field).forRecord.recordName") else {
+                let rootName = try WireFormat.string(forRecord["recordName"], field: "\(field).forRecord.recordName")
+            else {
                 throw CloudKitError.badRequest("\(field).forRecord.recordName is required to create a share")
             }
             let tag = try WireFormat.string(forRecord["recordChangeTag"], field: "\(field).forRecord.recordChangeTag")
@@ -28,7 +37,10 @@ enum ShareRecordPlan {
                 // with its share, in this request (R5), so a changed root is CONFLICT.
                 let root = try db.fetchRecord(RecordID(recordName: rootName, zoneID: zone))
                 if let tag, tag != root.recordChangeTag {
-                    throw ShareFlowError(.serverRecordChanged, "record \(rootName) changed on the server since this copy (forRecord.recordChangeTag \(tag), server's \(root.recordChangeTag ?? "?")) (R21)")
+                    throw ShareFlowError(
+                        .serverRecordChanged,
+                        "record \(rootName) changed on the server since this copy (forRecord.recordChangeTag \(tag), server's \(root.recordChangeTag ?? "?")) (R21)"
+                    )
                 }
                 companion = root
                 share = Share(rootRecord: root, recordName: name)
@@ -40,7 +52,10 @@ enum ShareRecordPlan {
             if type == "update" || type == "replace" {
                 let tag = try WireFormat.string(rec["recordChangeTag"], field: "\(field).recordChangeTag")
                 guard tag == server.recordChangeTag else {
-                    throw ShareFlowError(.serverRecordChanged, "share \(name) changed on the server since this copy (recordChangeTag \(tag ?? "missing"), server's \(server.recordChangeTag ?? "?")) (R21)")
+                    throw ShareFlowError(
+                        .serverRecordChanged,
+                        "share \(name) changed on the server since this copy (recordChangeTag \(tag ?? "missing"), server's \(server.recordChangeTag ?? "?")) (R21)"
+                    )
                 }
             }
             share = server
@@ -59,7 +74,9 @@ enum ShareRecordPlan {
             guard let p = raw as? Object else { throw CloudKitError.badRequest("\(field).participants[\(m)] must be an object") }
             if try WireFormat.string(p["type"], field: "\(field).participants[\(m)].type") == "OWNER" { continue }
             let permission = try WireFormat.permission(p["permission"], field: "\(field).participants[\(m)].permission") ?? .readOnly
-            if let id = try WireFormat.string(p["participantId"], field: "\(field).participants[\(m)].participantId"), let existing = share.participants.first(where: { $0.participantID == id }) {
+            if let id = try WireFormat.string(p["participantId"], field: "\(field).participants[\(m)].participantId"),
+                let existing = share.participants.first(where: { $0.participantID == id })
+            {
                 if existing.permission != permission { permissionChanged = true }
                 existing.permission = permission
                 keep.insert(id)
@@ -68,13 +85,16 @@ enum ShareRecordPlan {
             let at = "\(field).participants[\(m)].userIdentity"
             let identity = try WireFormat.object(p["userIdentity"], field: at)
             let info = try WireFormat.object(identity?["lookupInfo"], field: at + ".lookupInfo") ?? [:]
-            let request = LookupRequest(emailAddress: try WireFormat.string(info["emailAddress"], field: at + ".lookupInfo.emailAddress"),
-                                        phoneNumber: try WireFormat.string(info["phoneNumber"], field: at + ".lookupInfo.phoneNumber"),
-                                        userRecordID: try WireFormat.string(info["userRecordName"], field: at + ".lookupInfo.userRecordName"))
+            let request = LookupRequest(
+                emailAddress: try WireFormat.string(info["emailAddress"], field: at + ".lookupInfo.emailAddress"),
+                phoneNumber: try WireFormat.string(info["phoneNumber"], field: at + ".lookupInfo.phoneNumber"),
+                userRecordID: try WireFormat.string(info["userRecordName"], field: at + ".lookupInfo.userRecordName")
+            )
             let participant = try WireFormat.only(db.container.fetchShareParticipantResults([request]))
             participant.permission = permission
             share.addParticipant(participant)
-            if let same = share.participants.first(where: { $0 === participant || $0.userIdentity.lookupInfo == participant.userIdentity.lookupInfo }) {
+            if let same = share.participants.first(where: { $0 === participant || $0.userIdentity.lookupInfo == participant.userIdentity.lookupInfo })
+            {
                 keep.insert(same.participantID)
             }
         }
@@ -85,7 +105,10 @@ enum ShareRecordPlan {
         if type.hasPrefix("force"), !share.addedParticipantIDs.isEmpty || !share.removedParticipantIDs.isEmpty || permissionChanged {
             let tag = try WireFormat.string(rec["recordChangeTag"], field: "\(field).recordChangeTag")
             guard let tag, tag == share.recordChangeTag else {
-                throw ShareFlowError(.serverRecordChanged, "share \(name): its participants are saved only from the server's current copy, whatever the operationType (recordChangeTag \(tag ?? "missing"), server's \(share.recordChangeTag ?? "?")) (R35)")
+                throw ShareFlowError(
+                    .serverRecordChanged,
+                    "share \(name): its participants are saved only from the server's current copy, whatever the operationType (recordChangeTag \(tag ?? "missing"), server's \(share.recordChangeTag ?? "?")) (R35)"
+                )
             }
         }
         return share

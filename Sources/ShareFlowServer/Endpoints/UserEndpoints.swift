@@ -36,13 +36,15 @@ enum UserEndpoints {
         // Unknown people are left out (a partial failure); any other failure is the request's
         // (an outage said "nobody is there").
         if let error, error.code != .partialFailure { throw error }
-        return ["users": found.map { i -> Object in
-            var o: Object = ["userRecordName": i.userRecordID ?? ""]
-            o["firstName"] = i.nameComponents?.givenName ?? NSNull()
-            o["lastName"] = i.nameComponents?.familyName ?? NSNull()
-            if byEmail, let e = i.lookupInfo?.emailAddress { o["emailAddress"] = e }
-            return o
-        }]
+        return [
+            "users": found.map { i -> Object in
+                var o: Object = ["userRecordName": i.userRecordID ?? ""]
+                o["firstName"] = i.nameComponents?.givenName ?? NSNull()
+                o["lastName"] = i.nameComponents?.familyName ?? NSNull()
+                if byEmail, let e = i.lookupInfo?.emailAddress { o["emailAddress"] = e }
+                return o
+            }
+        ]
     }
 
     /// users/discover. GET: the caller's contacts that are discoverable accounts (R19); POST:
@@ -53,7 +55,9 @@ enum UserEndpoints {
         if call.request.isGET {
             (found, error) = container.discoverAllUserIdentityResults()
         } else {
-            guard let infos = try WireFormat.items(call.body["lookupInfos"], field: "lookupInfos") else { throw CloudKitError.badRequest("lookupInfos is required") }
+            guard let infos = try WireFormat.items(call.body["lookupInfos"], field: "lookupInfos") else {
+                throw CloudKitError.badRequest("lookupInfos is required")
+            }
             let requests = try infos.enumerated().map { n, raw -> LookupRequest in
                 guard let o = raw as? Object else { throw CloudKitError.badRequest("lookupInfos[\(n)] must be an object") }
                 let field = "lookupInfos[\(n)]"

@@ -40,7 +40,9 @@ struct FaultAdmin: Sendable {
             let raw = context.parameters.get("id") ?? ""
             // SPEC §15: the config file's rules are never removed at run time, by id neither.
             if let id = Int(raw), engine.faults.list().contains(where: { $0.id == id && $0.owner == .config }) {
-                throw CloudKitError.badRequest("fault rule \(id) is the config file's: it lasts as long as the server (edit the config file to change it)")
+                throw CloudKitError.badRequest(
+                    "fault rule \(id) is the config file's: it lasts as long as the server (edit the config file to change it)"
+                )
             }
             guard let id = Int(raw), engine.faults.remove(id: id) else {
                 throw CloudKitError(status: 404, code: "NOT_FOUND", reason: "no armed fault rule has id \(Naming.printable(String(raw.prefix(40))))")
@@ -107,7 +109,9 @@ struct FaultAdmin: Sendable {
         switch armed.owner {
         case .config: o["owner"] = "config"
         case .runtime: o["owner"] = "runtime"
-        case .plugin(let name): o["owner"] = "plugin"; o["plugin"] = name
+        case .plugin(let name):
+            o["owner"] = "plugin"
+            o["plugin"] = name
         }
         for (key, value) in armed.rule.fields {
             switch value {
@@ -147,7 +151,9 @@ struct AdminAuthentication: RouterMiddleware {
         }
         let hash = Credentials.hash(token)
         let engine = self.engine
-        let found = try await thread.run { try engine.credentials.find(.adminToken, container: Credentials.adminScope, environment: .development, hash: hash) }
+        let found = try await thread.run {
+            try engine.credentials.find(.adminToken, container: Credentials.adminScope, environment: .development, hash: hash)
+        }
         guard found != nil else {
             throw CloudKitError.authenticationFailed("this is not an admin token of this server (make one with shareflow tokens admin)")
         }

@@ -22,19 +22,34 @@ enum RequestFaults {
     /// The connection closed on purpose, no answer written (`networkFailure`).
     struct ConnectionDropped: Error, CustomStringConvertible {
         let when: FaultRule.When
-        var description: String { "fault=networkFailure: the connection was dropped \(when == .afterCommit ? "after the request committed" : "before the request ran") (a fault rule)" }
+        var description: String {
+            "fault=networkFailure: the connection was dropped \(when == .afterCommit ? "after the request committed" : "before the request ran") (a fault rule)"
+        }
     }
 
     /// Asks the rules for `subpath`'s request; throws its request-level fault, sleeps its
     /// delay, and returns the scope the endpoint runs in. Nil when no rule is armed.
-    static func admit(_ subpath: String, _ request: DatabaseRequest, body: WireFormat.Object, context: ServerRequestContext,
-                      engine: Engine, thread: EngineThread) async throws -> Admitted? {
+    static func admit(
+        _ subpath: String,
+        _ request: DatabaseRequest,
+        body: WireFormat.Object,
+        context: ServerRequestContext,
+        engine: Engine,
+        thread: EngineThread
+    ) async throws -> Admitted? {
         guard engine.faults.isArmed else { return nil }
         let native = (FaultRule.subpaths[subpath] ?? nil) ?? subpath
         let account = context.caller?.account
-        var asked = FaultRequest(operation: native, subpath: subpath, container: request.container, environment: request.environment,
-                                 database: request.scope.rawValue, items: items(subpath, body), callerID: account?.userRecordID,
-                                 callerEmail: account?.email)
+        var asked = FaultRequest(
+            operation: native,
+            subpath: subpath,
+            container: request.container,
+            environment: request.environment,
+            database: request.scope.rawValue,
+            items: items(subpath, body),
+            callerID: account?.userRecordID,
+            callerEmail: account?.email
+        )
         asked.overHTTP = true
         asked.sentChangeToken = (body["syncToken"] as? String).map { !$0.isEmpty } ?? false
         let scope = FaultScope(operation: native, subpath: subpath)
@@ -56,11 +71,20 @@ enum RequestFaults {
             drop(context)
             throw ConnectionDropped(when: .beforeCommit)
         case .requestRateLimited:
-            throw CloudKitError(status: 429, body: withRetry(WireFormat.error(code: "THROTTLED", reason: "requestRateLimited: too many requests (\(reason))"), retryAfter))
+            throw CloudKitError(
+                status: 429,
+                body: withRetry(WireFormat.error(code: "THROTTLED", reason: "requestRateLimited: too many requests (\(reason))"), retryAfter)
+            )
         case .serviceUnavailable:
-            throw CloudKitError(status: 503, body: withRetry(WireFormat.error(code: "TRY_AGAIN_LATER", reason: "serviceUnavailable: try again later (\(reason))"), retryAfter))
+            throw CloudKitError(
+                status: 503,
+                body: withRetry(WireFormat.error(code: "TRY_AGAIN_LATER", reason: "serviceUnavailable: try again later (\(reason))"), retryAfter)
+            )
         case .zoneBusy:
-            throw CloudKitError(status: 503, body: withRetry(WireFormat.error(code: "ZONE_BUSY", reason: "zoneBusy: the zone is busy (\(reason))"), retryAfter))
+            throw CloudKitError(
+                status: 503,
+                body: withRetry(WireFormat.error(code: "ZONE_BUSY", reason: "zoneBusy: the zone is busy (\(reason))"), retryAfter)
+            )
         case .quotaExceeded:
             throw CloudKitError(status: 413, code: "QUOTA_EXCEEDED", reason: "quotaExceeded: the account's storage quota is exceeded (\(reason))")
         case .authenticationFailed:

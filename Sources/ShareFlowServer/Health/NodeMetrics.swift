@@ -29,9 +29,14 @@ enum NodeMetrics {
         return registry
     }()
 
-    static let queueDepth = registry.makeGauge(descriptor: MetricNameDescriptor(
-        namespace: "shareflow", metricName: "engine_queue", unitName: "depth",
-        helpText: "Jobs waiting for or running on the engine's thread"))
+    static let queueDepth = registry.makeGauge(
+        descriptor: MetricNameDescriptor(
+            namespace: "shareflow",
+            metricName: "engine_queue",
+            unitName: "depth",
+            helpText: "Jobs waiting for or running on the engine's thread"
+        )
+    )
 
     /// The scrape: the queue's depth read now, then every metric.
     static func scrape(_ thread: EngineThread) -> [UInt8] {

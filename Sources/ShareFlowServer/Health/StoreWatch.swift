@@ -29,8 +29,18 @@ final class StoreHealth: @unchecked Sendable {  // guarded by `lock`
     }
 
     func probe() { lock.withLock { probing = ContinuousClock.now } }
-    func answered() { lock.withLock { failure = nil; probing = nil } }
-    func failed(_ why: String) { lock.withLock { failure = why; probing = nil } }
+    func answered() {
+        lock.withLock {
+            failure = nil
+            probing = nil
+        }
+    }
+    func failed(_ why: String) {
+        lock.withLock {
+            failure = why
+            probing = nil
+        }
+    }
 }
 
 /// Probes the store once a second on the engine's thread (one small read), for `StoreHealth`

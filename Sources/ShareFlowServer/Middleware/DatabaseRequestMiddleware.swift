@@ -44,11 +44,19 @@ struct DatabaseRequestMiddleware: RouterMiddleware {
             .replacingOccurrences(of: "/+$", with: "", options: .regularExpression)
         var context = context
         context.database = DatabaseRequest(
-            container: Self.decoded(context.parameters.get("container")), environment: environment, scope: scope,
-            subpath: subpath, method: request.method.rawValue, path: path,
-            target: request.uri.query.map { path + "?" + $0 } ?? path, headers: headers, query: others,
-            apiToken: query["ckAPIToken"].map(String.init), webAuthToken: query["ckWebAuthToken"].map(String.init),
-            body: Data(buffer: body))
+            container: Self.decoded(context.parameters.get("container")),
+            environment: environment,
+            scope: scope,
+            subpath: subpath,
+            method: request.method.rawValue,
+            path: path,
+            target: request.uri.query.map { path + "?" + $0 } ?? path,
+            headers: headers,
+            query: others,
+            apiToken: query["ckAPIToken"].map(String.init),
+            webAuthToken: query["ckWebAuthToken"].map(String.init),
+            body: Data(buffer: body)
+        )
         return try await next(request, context)
     }
 

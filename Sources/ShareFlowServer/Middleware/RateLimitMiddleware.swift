@@ -23,15 +23,18 @@ struct RateLimitMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let credential = Self.credential(request, context)
         let client = context.remoteAddress?.ipAddress ?? "unknown"
-        let address = "client " + client, refusals = "refused " + client
+        let address = "client " + client
+        let refusals = "refused " + client
         let isKey = credential?.hasPrefix("key ") ?? false
         let known = credential.map { !isKey && limiter.identity(of: $0) != nil } ?? false
         if isKey {
             try await take(address, who: "from this address naming a server-to-server key")
         } else if !known, let wait = limiter.peek(refusals) {
             let seconds = max(1, Int(wait.rounded(.up)))
-            throw CloudKitError.throttled("requestRateLimited: more than \(limiter.requests) refused requests in \(limiter.perSeconds) s from this address; requests with credentials not accepted before are refused for \(seconds) s",
-                                          retryAfter: seconds)
+            throw CloudKitError.throttled(
+                "requestRateLimited: more than \(limiter.requests) refused requests in \(limiter.perSeconds) s from this address; requests with credentials not accepted before are refused for \(seconds) s",
+                retryAfter: seconds
+            )
         }
         do {
             return try await next(request, context)
@@ -48,14 +51,18 @@ struct RateLimitMiddleware: RouterMiddleware {
         case .granted: return
         case .throttled(let seconds): wait = seconds
         case .unchecked:
-            var body = WireFormat.error(code: "TRY_AGAIN_LATER",
-                                        reason: "the shared rate limit could not be checked (PostgreSQL did not answer within \(RateLimiter.sharedWait) s); retry after 1 s")
+            var body = WireFormat.error(
+                code: "TRY_AGAIN_LATER",
+                reason: "the shared rate limit could not be checked (PostgreSQL did not answer within \(RateLimiter.sharedWait) s); retry after 1 s"
+            )
             body["retryAfter"] = 1
             throw CloudKitError(status: 503, body: body)
         }
         let seconds = max(1, Int(wait.rounded(.up)))
-        throw CloudKitError.throttled("requestRateLimited: more than \(limiter.requests) requests in \(limiter.perSeconds) s \(who); retry after \(seconds) s",
-                                      retryAfter: seconds)
+        throw CloudKitError.throttled(
+            "requestRateLimited: more than \(limiter.requests) requests in \(limiter.perSeconds) s \(who); retry after \(seconds) s",
+            retryAfter: seconds
+        )
     }
 
     /// What the limiter remembers a credential by: a web auth token, a key ID (in any case one
@@ -77,8 +84,10 @@ struct AddressRateLimit: RouterMiddleware {
     let limiter: RateLimiter
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        try await RateLimitMiddleware(limiter: limiter).take("client " + (context.remoteAddress?.ipAddress ?? "unknown"),
-                                                             who: "from this address")
+        try await RateLimitMiddleware(limiter: limiter).take(
+            "client " + (context.remoteAddress?.ipAddress ?? "unknown"),
+            who: "from this address"
+        )
         return try await next(request, context)
     }
 }

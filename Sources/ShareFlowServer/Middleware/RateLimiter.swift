@@ -92,7 +92,10 @@ final class RateLimiter: @unchecked Sendable {  // state guarded by `lock`
     /// not asked): this node's bucket then holds no less than the shared one.
     private func giveBack(_ key: String) {
         lock.withLock {
-            if var bucket = buckets[key] { bucket.tokens = min(Double(requests), bucket.tokens + 1); buckets[key] = bucket }
+            if var bucket = buckets[key] {
+                bucket.tokens = min(Double(requests), bucket.tokens + 1)
+                buckets[key] = bucket
+            }
         }
     }
 

@@ -23,25 +23,32 @@ struct AccessLog: RouterMiddleware {
         } catch let error as CloudKitError {
             response = try error.response(from: request, context: context)
         } catch let error as any HTTPResponseError {
-            let (code, status): (String, Int) = switch error.status {
-            case .notFound: ("NOT_FOUND", 404)
-            case .contentTooLarge: ("QUOTA_EXCEEDED", 413)
-            case .methodNotAllowed: ("BAD_REQUEST", 400)
-            default: (error.status.code >= 500 ? "INTERNAL_ERROR" : "BAD_REQUEST", error.status.code >= 500 ? 500 : 400)
-            }
+            let (code, status): (String, Int) =
+                switch error.status {
+                case .notFound: ("NOT_FOUND", 404)
+                case .contentTooLarge: ("QUOTA_EXCEEDED", 413)
+                case .methodNotAllowed: ("BAD_REQUEST", 400)
+                default: (error.status.code >= 500 ? "INTERNAL_ERROR" : "BAD_REQUEST", error.status.code >= 500 ? 500 : 400)
+                }
             let reason = error.status == .notFound ? "no route \(request.method) \(String(request.uri.path.prefix(200)))" : "\(error.status)"
             response = try CloudKitError(status: status, code: code, reason: reason).response(from: request, context: context)
         } catch let dropped as RequestFaults.ConnectionDropped {
             // SPEC §15: a connection dropped on purpose is a request line like any other —
             // `dropped` where the status goes, the duration in ms, the faults as `fault=`.
-            logger.info("\(request.method) \(Naming.printable(request.uri.path)) dropped \(Self.milliseconds(since: start)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes)) (\(dropped.when.rawValue))")
+            logger.info(
+                "\(request.method) \(Naming.printable(request.uri.path)) dropped \(Self.milliseconds(since: start)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes)) (\(dropped.when.rawValue))"
+            )
             throw dropped
         } catch {
-            logger.info("\(request.method) \(Naming.printable(request.uri.path)) error \(start.duration(to: .now)) \(context.notes.caller ?? "-") \(error)")
+            logger.info(
+                "\(request.method) \(Naming.printable(request.uri.path)) error \(start.duration(to: .now)) \(context.notes.caller ?? "-") \(error)"
+            )
             throw error
         }
         // The path shown is cut to 80 characters: a log line per request stays a line.
-        logger.info("\(request.method) \(Naming.printable(request.uri.path)) \(response.status.code) \(Self.milliseconds(since: start)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes))")
+        logger.info(
+            "\(request.method) \(Naming.printable(request.uri.path)) \(response.status.code) \(Self.milliseconds(since: start)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes))"
+        )
         return response
     }
 

@@ -40,8 +40,13 @@ public final class CloudKitAPI: Sendable {
         /// call itself.
         let reads: Bool
 
-        init(_ subpath: String, _ methods: [HTTPRequest.Method], on databases: [DatabaseScope]? = nil, reads: Bool = false,
-             _ handle: @escaping @Sendable (EndpointCall) throws -> WireFormat.Object) {
+        init(
+            _ subpath: String,
+            _ methods: [HTTPRequest.Method],
+            on databases: [DatabaseScope]? = nil,
+            reads: Bool = false,
+            _ handle: @escaping @Sendable (EndpointCall) throws -> WireFormat.Object
+        ) {
             self.subpath = subpath
             self.methods = methods
             self.databases = databases
@@ -81,16 +86,23 @@ public final class CloudKitAPI: Sendable {
     /// write itself for `writes`, else one read): read apart, another process's commit between
     /// them was in the token and not in the answer, and a client that starts its copy from the
     /// answer and follows the zone from the token never got that commit.
-    static func withSyncToken(_ handle: @escaping @Sendable (EndpointCall) throws -> WireFormat.Object, writes: Bool)
-        -> @Sendable (EndpointCall) throws -> WireFormat.Object {
+    static func withSyncToken(
+        _ handle: @escaping @Sendable (EndpointCall) throws -> WireFormat.Object,
+        writes: Bool
+    )
+        -> @Sendable (EndpointCall) throws -> WireFormat.Object
+    {
         { call in
             guard let asked = call.request.query["getCurrentSyncToken"], ["true", "1", "yes"].contains(asked.lowercased()),
-                  let caller = call.caller else { return try handle(call) }
+                let caller = call.caller
+            else { return try handle(call) }
             return try call.engine.inOneTransaction(writing: writes) {
                 var answer = try handle(call)
                 let db = try call.database(as: caller)
-                if let zoneID = try WireFormat.zoneID(call.body["zoneID"], field: "zoneID", caller: caller.userRecordID) ?? Optional(RecordZoneID.default),
-                   let token = ChangeEndpoints.currentToken(db, zoneID) {
+                if let zoneID = try WireFormat.zoneID(call.body["zoneID"], field: "zoneID", caller: caller.userRecordID)
+                    ?? Optional(RecordZoneID.default),
+                    let token = ChangeEndpoints.currentToken(db, zoneID)
+                {
                     answer["syncToken"] = token
                 }
                 return answer

@@ -21,7 +21,7 @@ enum WireFormat {
         case .zoneBusy: return ("ZONE_BUSY", 503)
         case .quotaExceeded: return ("QUOTA_EXCEEDED", 413)
         case .invalidArguments, .limitExceeded, .tooManyParticipants, .alreadyShared, .badDatabase,
-             .participantMayNeedVerification, .partialFailure, .operationCancelled, .changeTokenExpired:
+            .participantMayNeedVerification, .partialFailure, .operationCancelled, .changeTokenExpired:
             return ("BAD_REQUEST", 400)
         }
     }
@@ -55,7 +55,8 @@ enum WireFormat {
     /// out of range (a crash of the server that was).
     static func only<Item, T>(_ answer: ([(Item, Result<T, ShareFlowError>)], ShareFlowError?)) throws -> T {
         guard let first = answer.0.first else {
-            throw answer.1.map { $0.partialErrors.first?.error ?? $0 } ?? ShareFlowError(.serviceUnavailable, "an operation gave no answer").forOperator()
+            throw answer.1.map { $0.partialErrors.first?.error ?? $0 }
+                ?? ShareFlowError(.serviceUnavailable, "an operation gave no answer").forOperator()
         }
         return try first.1.get()
     }
@@ -226,8 +227,10 @@ enum WireFormat {
             return ["value": milliseconds(d), "type": "TIMESTAMP"]
         case .location(let l): return ["value": ["latitude": l.latitude, "longitude": l.longitude], "type": "LOCATION"]
         case .reference(let id, let action):
-            return ["value": ["recordName": id.recordName, "zoneID": zoneID(id.zoneID), "action": action == .deleteSelf ? "DELETE_SELF" : "NONE"],
-                    "type": "REFERENCE"]
+            return [
+                "value": ["recordName": id.recordName, "zoneID": zoneID(id.zoneID), "action": action == .deleteSelf ? "DELETE_SELF" : "NONE"],
+                "type": "REFERENCE",
+            ]
         case .list(let items):
             let inner = items.first.map { field($0)["type"] as? String ?? "STRING" } ?? "STRING"
             return ["value": items.map { field($0)["value"]! }, "type": inner + "_LIST"]
@@ -266,7 +269,9 @@ enum WireFormat {
             }
             return .date(Date(timeIntervalSince1970: n.doubleValue / 1000))
         case "BYTES"?:
-            guard let s = value as? String, let data = Data(base64Encoded: s) else { throw CloudKitError.badRequest("\(field) must be base64 (BYTES)") }
+            guard let s = value as? String, let data = Data(base64Encoded: s) else {
+                throw CloudKitError.badRequest("\(field) must be base64 (BYTES)")
+            }
             return .bytes(data)
         case "LOCATION"?:
             guard let o = value as? Object, let la = o["latitude"] as? NSNumber, let lo = o["longitude"] as? NSNumber else {
@@ -321,8 +326,10 @@ enum WireFormat {
     }
 
     static func participant(_ p: Participant) -> Object {
-        ["participantId": p.participantID, "userIdentity": identity(p.userIdentity), "type": type(p.role),
-         "acceptanceStatus": status(p.acceptanceStatus), "permission": permission(p.permission)]
+        [
+            "participantId": p.participantID, "userIdentity": identity(p.userIdentity), "type": type(p.role),
+            "acceptanceStatus": status(p.acceptanceStatus), "permission": permission(p.permission),
+        ]
     }
 
     static func type(_ role: ParticipantRole) -> String {
@@ -373,9 +380,11 @@ enum WireFormat {
     }
 
     /// CloudKit Web Services' `systemFieldName`s (R31) as the engine's query keys.
-    static let systemFieldKeys = ["modifiedTimestamp": "modificationDate", "createdTimestamp": "creationDate",
-                                  "createdUserRecordName": "creatorUserRecordID", "modifiedUserRecordName": "lastModifiedUserRecordID",
-                                  "recordName": "recordName"]
+    static let systemFieldKeys = [
+        "modifiedTimestamp": "modificationDate", "createdTimestamp": "creationDate",
+        "createdUserRecordName": "creatorUserRecordID", "modifiedUserRecordName": "lastModifiedUserRecordID",
+        "recordName": "recordName",
+    ]
 
     /// A date as CloudKit's milliseconds since 1970. One beyond what an Int64 of milliseconds
     /// holds (made in Lua, or read from a damaged row) goes out as a number rather than trap.
@@ -400,17 +409,25 @@ enum WireFormat {
             if numbersAsStrings, let value = f["value"] { f["value"] = stringifyingNumbers(value) }
             fields[k] = f
         }
-        var o: Object = ["recordName": r.recordID.recordName, "recordType": r.recordType, "fields": fields,
-                         "zoneID": zoneID(r.recordID.zoneID)]
+        var o: Object = [
+            "recordName": r.recordID.recordName, "recordType": r.recordType, "fields": fields,
+            "zoneID": zoneID(r.recordID.zoneID),
+        ]
         if let tag = r.recordChangeTag { o["recordChangeTag"] = tag }
         // R31: who made the record and when, who saved it last and when.
         if let date = r.creationDate {
-            o["created"] = ["timestamp": milliseconds(date), "userRecordName": r.creatorUserRecordID?.recordName ?? r.recordID.zoneID.ownerName,
-                            "deviceID": "shareflow"] as Object
+            o["created"] =
+                [
+                    "timestamp": milliseconds(date), "userRecordName": r.creatorUserRecordID?.recordName ?? r.recordID.zoneID.ownerName,
+                    "deviceID": "shareflow",
+                ] as Object
         }
         if let date = r.modificationDate {
-            o["modified"] = ["timestamp": milliseconds(date), "userRecordName": r.lastModifiedUserRecordID?.recordName ?? r.recordID.zoneID.ownerName,
-                             "deviceID": "shareflow"] as Object
+            o["modified"] =
+                [
+                    "timestamp": milliseconds(date), "userRecordName": r.lastModifiedUserRecordID?.recordName ?? r.recordID.zoneID.ownerName,
+                    "deviceID": "shareflow",
+                ] as Object
         }
         if let p = r.parent { o["parent"] = ["recordName": p.recordName] }
         if let s = r.share { o["share"] = ["recordName": s.recordName, "zoneID": zoneID(s.zoneID)] }

@@ -96,7 +96,8 @@ enum WireJSON {
         // A long string (a big field) goes through JSONSerialization's compiled scan: this
         // byte loop, unoptimized in debug and sanitizer builds, took seconds over megabytes.
         if string.utf8.count > 4096,
-           let data = try? JSONSerialization.data(withJSONObject: string, options: [.fragmentsAllowed, .withoutEscapingSlashes]) {
+            let data = try? JSONSerialization.data(withJSONObject: string, options: [.fragmentsAllowed, .withoutEscapingSlashes])
+        {
             out.append(contentsOf: data)
             return
         }

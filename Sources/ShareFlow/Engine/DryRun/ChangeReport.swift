@@ -36,10 +36,12 @@ public struct ChangeReport {
 
     /// The report as JSON-ready values.
     public var json: [String: Any] {
-        ["changes": total, "counts": counts,
-         "groups": groups.map { g in
-             ["title": g.title, "changes": g.changes.map { ["kind": $0.kind, "change": $0.sign, "item": $0.text] }] as [String: Any]
-         }]
+        [
+            "changes": total, "counts": counts,
+            "groups": groups.map { g in
+                ["title": g.title, "changes": g.changes.map { ["kind": $0.kind, "change": $0.sign, "item": $0.text] }] as [String: Any]
+            },
+        ]
     }
 }
 
@@ -49,7 +51,8 @@ extension StoreSnapshot {
         var report = ChangeReport()
         var groups: [String: [ChangeReport.Change]] = [:]
         for kind in StoreSnapshot.kinds {
-            let old = items[kind] ?? [:], new = after.items[kind] ?? [:]
+            let old = items[kind] ?? [:]
+            let new = after.items[kind] ?? [:]
             for key in Set(old.keys).union(new.keys) {
                 let change: ChangeReport.Change
                 switch (old[key], new[key]) {

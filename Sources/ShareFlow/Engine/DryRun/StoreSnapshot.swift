@@ -22,8 +22,11 @@ public struct StoreSnapshot: Equatable {
             let who = a.email ?? a.phones.first ?? a.userRecordID
             accounts[a.id] = who
             let addresses = (a.emails + a.phones).joined(separator: ", ")
-            items["accounts", default: [:]][a.userRecordID] = .init(group: "accounts",
-                text: "\(who) [\(addresses)\(a.name.isEmpty ? "" : "; \(a.name.formatted)"); \(a.discoverability.rawValue); \(a.contacts.count) contacts]")
+            items["accounts", default: [:]][a.userRecordID] = .init(
+                group: "accounts",
+                text:
+                    "\(who) [\(addresses)\(a.name.isEmpty ? "" : "; \(a.name.formatted)"); \(a.discoverability.rawValue); \(a.contacts.count) contacts]"
+            )
         }
         // Zones and records are keyed by what they are (container, owner, name), never by row
         // IDs, which SQLite reuses: deleting zone A and making zone B is not a rename.
@@ -31,7 +34,8 @@ public struct StoreSnapshot: Equatable {
         var zoneKeys: [Int64: String] = [:]
         for (id, container, ownerID, name) in contents.zones {
             // Development is where everything was before environments (R32): named only for production.
-            let title = "zone \(name) of \(accounts[ownerID] ?? "public") in \(container.environment == .default ? container.identifier : "\(container)")"
+            let title =
+                "zone \(name) of \(accounts[ownerID] ?? "public") in \(container.environment == .default ? container.identifier : "\(container)")"
             zones[id] = title
             let key = "\(container)\u{0}\(ownerID)\u{0}\(name)"
             zoneKeys[id] = key
@@ -40,8 +44,10 @@ public struct StoreSnapshot: Equatable {
         for (record, zoneID) in contents.records {
             let parent = record.parentName.map { " parent \($0)" } ?? ""
             let shown = record.fields.keys.sorted().map { "\($0)=\(record.fields[$0]!)" }.joined(separator: ", ")
-            items["records", default: [:]][(zoneKeys[zoneID] ?? "\(zoneID)") + "\u{0}" + record.name] = .init(group: zones[zoneID] ?? "zone ?",
-                text: "\(record.type) \(record.name)\(parent) {\(shown)}")
+            items["records", default: [:]][(zoneKeys[zoneID] ?? "\(zoneID)") + "\u{0}" + record.name] = .init(
+                group: zones[zoneID] ?? "zone ?",
+                text: "\(record.type) \(record.name)\(parent) {\(shown)}"
+            )
         }
         var shares: [Int64: String] = [:]
         for (share, fields) in contents.shares {
@@ -50,11 +56,16 @@ public struct StoreSnapshot: Equatable {
             let group = "share \(title) …/share/\(share.token)"
             shares[share.id] = group
             let root = share.rootName.map { "root \($0)" } ?? "zone share"
-            items["shares", default: [:]][share.token] = .init(group: group, text: "\(title) \(root), publicPermission \(share.publicPermission.rawValue)")
+            items["shares", default: [:]][share.token] = .init(
+                group: group,
+                text: "\(title) \(root), publicPermission \(share.publicPermission.rawValue)"
+            )
         }
         for (p, shareID) in contents.participants {
-            items["participants", default: [:]][p.participantID] = .init(group: shares[shareID] ?? "share ?",
-                text: "\(p.lookup.value): \(p.role.rawValue) \(p.permission.rawValue) \(p.status.rawValue)")
+            items["participants", default: [:]][p.participantID] = .init(
+                group: shares[shareID] ?? "share ?",
+                text: "\(p.lookup.value): \(p.role.rawValue) \(p.permission.rawValue) \(p.status.rawValue)"
+            )
         }
     }
 }

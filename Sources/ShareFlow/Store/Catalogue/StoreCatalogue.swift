@@ -26,8 +26,10 @@ package struct StoreCatalogue: Sendable {
     /// The version before which SQLite's migrations are hand-written (data moved with them).
     package static let derivedFrom = 10
     /// The tables version 9 had: the only ones that may leave `since` at its default.
-    static let historyTables: Set<String> = ["shareflow_meta", "account", "account_email", "account_phone", "contact", "zone", "record", "share",
-                                             "participant", "credential", "zone_change", "view_change", "feed", "feed_change"]
+    static let historyTables: Set<String> = [
+        "shareflow_meta", "account", "account_email", "account_phone", "contact", "zone", "record", "share",
+        "participant", "credential", "zone_change", "view_change", "feed", "feed_change",
+    ]
 
     /// A column: its kind as both stores hold it, and how `store check` reads its values.
     package struct Column: Sendable {
@@ -47,8 +49,17 @@ package struct StoreCatalogue: Sendable {
         /// How `store check` and `store copy` read a value (the engine's own readers).
         package let read: StoredTable.Reader
 
-        package init(_ name: String, _ kind: Kind, nullable: Bool = false, default defaultSQL: String? = nil, unique: Bool = false,
-                     references: String? = nil, cascade: Bool = false, since: Int? = nil, read: StoredTable.Reader? = nil) {
+        package init(
+            _ name: String,
+            _ kind: Kind,
+            nullable: Bool = false,
+            default defaultSQL: String? = nil,
+            unique: Bool = false,
+            references: String? = nil,
+            cascade: Bool = false,
+            since: Int? = nil,
+            read: StoredTable.Reader? = nil
+        ) {
             self.name = name
             self.kind = kind
             self.nullable = nullable
@@ -93,8 +104,16 @@ package struct StoreCatalogue: Sendable {
         package let kept: Bool
         package let since: Int
 
-        package init(_ name: String, key: Key, columns: [Column], uniques: [[String]] = [], withoutRowID: Bool = false,
-                     unlogged: Bool = false, kept: Bool = true, since: Int = 9) {
+        package init(
+            _ name: String,
+            key: Key,
+            columns: [Column],
+            uniques: [[String]] = [],
+            withoutRowID: Bool = false,
+            unlogged: Bool = false,
+            kept: Bool = true,
+            since: Int = 9
+        ) {
             self.name = name
             self.key = key
             self.columns = columns.map { column in
@@ -138,7 +157,10 @@ package struct StoreCatalogue: Sendable {
     /// A trigger: after `events` on `table`, run `statement`, where `{tag}` stands for a new
     /// random change tag (each dialect has its own function for it) and `NEW` is the row.
     package struct Trigger: Sendable {
-        package enum Event: String, Sendable { case insert = "INSERT", update = "UPDATE" }
+        package enum Event: String, Sendable {
+            case insert = "INSERT"
+            case update = "UPDATE"
+        }
         /// What it does, the end of its names (`participant_insert_changes_share`).
         package let purpose: String
         package let table: String
@@ -209,7 +231,9 @@ extension StoreCatalogue {
             let names = table.columns.map(\.name)
             if Set(names).count != names.count { flaws.append("table \(table.name) declares a column twice") }
             for key in table.keyColumns where !names.contains(key) { flaws.append("table \(table.name): key column \(key) is not a column") }
-            for unique in table.uniques { for c in unique where !names.contains(c) { flaws.append("table \(table.name): unique column \(c) is not a column") } }
+            for unique in table.uniques {
+                for c in unique where !names.contains(c) { flaws.append("table \(table.name): unique column \(c) is not a column") }
+            }
             if table.since < StoreCatalogue.derivedFrom, !StoreCatalogue.historyTables.contains(table.name) {
                 flaws.append("table \(table.name) is not one of version 9's: it needs `since`, the version that adds it")
             }
@@ -229,16 +253,21 @@ extension StoreCatalogue {
                     switch column.kind {
                     case .integer: literal = Int64(value) != nil
                     case .real: literal = Double(value) != nil
-                    case .text: literal = value.count >= 2 && value.hasPrefix("'") && value.hasSuffix("'") && !value.dropFirst().dropLast().contains("'")
+                    case .text:
+                        literal = value.count >= 2 && value.hasPrefix("'") && value.hasSuffix("'") && !value.dropFirst().dropLast().contains("'")
                     }
                     if !literal { flaws.append("\(name): its default \(value) is not a constant of its kind") }
                 }
-                if column.since > version || table.since > version { flaws.append("\(table.name).\(column.name) is newer than the catalogue's version \(version)") }
+                if column.since > version || table.since > version {
+                    flaws.append("\(table.name).\(column.name) is newer than the catalogue's version \(version)")
+                }
                 if let ref = column.references {
                     let target = String(ref.prefix { $0 != "(" })
                     guard let referenced = tables.firstIndex(where: { $0.name == target }),
-                          let mine = tables.firstIndex(where: { $0.name == table.name }) else {
-                        flaws.append("\(table.name).\(column.name) references \(target), not a table"); continue
+                        let mine = tables.firstIndex(where: { $0.name == table.name })
+                    else {
+                        flaws.append("\(table.name).\(column.name) references \(target), not a table")
+                        continue
                     }
                     if referenced > mine { flaws.append("\(table.name).\(column.name) references \(target), declared after it") }
                 }
@@ -246,20 +275,31 @@ extension StoreCatalogue {
         }
         for index in indexes {
             if !seen.insert(index.name).inserted { flaws.append("index \(index.name) has the name of another object") }
-            guard let table = table(index.table) else { flaws.append("index \(index.name) is on \(index.table), not a table"); continue }
+            guard let table = table(index.table) else {
+                flaws.append("index \(index.name) is on \(index.table), not a table")
+                continue
+            }
             for c in index.columns {
                 guard let column = table.columns.first(where: { $0.name == c }) else {
-                    flaws.append("index \(index.name): \(c) is not a column of \(table.name)"); continue
+                    flaws.append("index \(index.name): \(c) is not a column of \(table.name)")
+                    continue
                 }
-                if index.since < column.since { flaws.append("index \(index.name) is older than its column \(c): its `since` is the version that adds it") }
+                if index.since < column.since {
+                    flaws.append("index \(index.name) is older than its column \(c): its `since` is the version that adds it")
+                }
             }
             if index.since < table.since { flaws.append("index \(index.name) is older than its table") }
             if index.since > version { flaws.append("index \(index.name) is newer than the catalogue's version \(version)") }
         }
         for trigger in triggers {
-            guard let table = table(trigger.table) else { flaws.append("trigger \(trigger.purpose) is on \(trigger.table), not a table"); continue }
+            guard let table = table(trigger.table) else {
+                flaws.append("trigger \(trigger.purpose) is on \(trigger.table), not a table")
+                continue
+            }
             if trigger.since < table.since { flaws.append("trigger \(trigger.purpose) on \(table.name) is older than its table") }
-            if trigger.since > version { flaws.append("trigger \(trigger.purpose) on \(table.name) is newer than the catalogue's version \(version)") }
+            if trigger.since > version {
+                flaws.append("trigger \(trigger.purpose) on \(table.name) is newer than the catalogue's version \(version)")
+            }
         }
         return flaws
     }
@@ -267,8 +307,12 @@ extension StoreCatalogue {
     /// The tables `store check` reads and `store copy` copies, with the engine's readers.
     package var storedTables: [StoredTable] {
         tables.filter(\.kept).map { table in
-            StoredTable(name: table.name, key: table.keyColumns[0], primaryKey: table.keyColumns,
-                        columns: table.columns.map { ($0.name, $0.read) })
+            StoredTable(
+                name: table.name,
+                key: table.keyColumns[0],
+                primaryKey: table.keyColumns,
+                columns: table.columns.map { ($0.name, $0.read) }
+            )
         }
     }
 

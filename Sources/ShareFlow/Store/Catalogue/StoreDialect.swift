@@ -31,8 +31,18 @@ package struct StoreDialect: Sendable {
     /// takes them so.
     package let keepingMadeIDs: String?
 
-    package init(integer: String, real: String, text: String, madeKey: String, withoutRowID: Bool, unlogged: String?,
-                 randomTag: String, triggers: TriggerStyle, preamble: [String], keepingMadeIDs: String? = nil) {
+    package init(
+        integer: String,
+        real: String,
+        text: String,
+        madeKey: String,
+        withoutRowID: Bool,
+        unlogged: String?,
+        randomTag: String,
+        triggers: TriggerStyle,
+        preamble: [String],
+        keepingMadeIDs: String? = nil
+    ) {
         self.keepingMadeIDs = keepingMadeIDs
         self.integer = integer
         self.real = real
@@ -45,9 +55,17 @@ package struct StoreDialect: Sendable {
         self.preamble = preamble
     }
 
-    package static let sqlite = StoreDialect(integer: "INTEGER", real: "REAL", text: "TEXT", madeKey: "INTEGER PRIMARY KEY",
-                                             withoutRowID: true, unlogged: nil, randomTag: "lower(hex(randomblob(6)))",
-                                             triggers: .inline, preamble: [])
+    package static let sqlite = StoreDialect(
+        integer: "INTEGER",
+        real: "REAL",
+        text: "TEXT",
+        madeKey: "INTEGER PRIMARY KEY",
+        withoutRowID: true,
+        unlogged: nil,
+        randomTag: "lower(hex(randomblob(6)))",
+        triggers: .inline,
+        preamble: []
+    )
 
     package func type(_ kind: StoreCatalogue.Column.Kind) -> String {
         switch kind {
@@ -128,9 +146,11 @@ package struct StoreDialect: Sendable {
             }
         case .function:
             let function = names.function ?? trigger.purpose
-            return ["CREATE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $$\(functionBody(trigger))$$",
-                    "CREATE TRIGGER \(names.triggers[0]) AFTER \(trigger.events.map(\.rawValue).joined(separator: " OR ")) ON \(trigger.table)\n"
-                        + "    FOR EACH ROW EXECUTE FUNCTION \(function)()"]
+            return [
+                "CREATE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $$\(functionBody(trigger))$$",
+                "CREATE TRIGGER \(names.triggers[0]) AFTER \(trigger.events.map(\.rawValue).joined(separator: " OR ")) ON \(trigger.table)\n"
+                    + "    FOR EACH ROW EXECUTE FUNCTION \(function)()",
+            ]
         }
     }
 }

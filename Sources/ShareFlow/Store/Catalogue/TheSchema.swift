@@ -6,76 +6,154 @@ extension StoreCatalogue {
         typealias C = Column
         let tables: [Table] = [
             Table("shareflow_meta", key: .given(["key"]), columns: [C("key", .text), C("value", .text)]),
-            Table("account", key: .made, columns: [
-                C("id", .integer), C("userRecordID", .text, unique: true), C("name", .text, default: "'{}'", read: StoredTable.name),
-                C("discoverability", .text, read: StoredTable.word(Discoverability.self)), C("createdAt", .real)]),
-            Table("account_email", key: .given(["email"]), columns: [
-                C("email", .text), C("accountID", .integer, references: "account(id)", cascade: true), C("position", .integer)],
-                  withoutRowID: true),
-            Table("account_phone", key: .given(["phone"]), columns: [
-                C("phone", .text), C("accountID", .integer, references: "account(id)", cascade: true), C("position", .integer)],
-                  withoutRowID: true),
-            Table("contact", key: .made, columns: [
-                C("id", .integer), C("accountID", .integer, references: "account(id)", cascade: true),
-                C("kind", .text, read: StoredTable.lookupKind), C("value", .text), C("contactIdentifier", .text)]),
-            Table("zone", key: .given(["id"]), columns: [
-                C("id", .integer), C("container", .text),
-                C("environment", .text, default: "'development'", read: StoredTable.word(CloudEnvironment.self)),
-                C("scope", .text, read: StoredTable.scope), C("ownerID", .integer), C("name", .text),
-                C("changeSeq", .integer, default: "0"), C("keptFrom", .integer, default: "0")],
-                  uniques: [["container", "environment", "scope", "ownerID", "name"]]),
-            Table("record", key: .made, columns: [
-                C("id", .integer), C("zoneID", .integer, references: "zone(id)", cascade: true), C("name", .text), C("type", .text),
-                C("fields", .text, read: StoredTable.fields), C("parentName", .text, nullable: true), C("changeTag", .integer),
-                C("createdBy", .integer, nullable: true), C("modifiedBy", .integer, nullable: true), C("modifiedAt", .real),
-                C("tag", .text, default: "''"), C("shortGUID", .text, nullable: true), C("createdAt", .real, nullable: true),
-                C("seq", .integer, default: "0")],
-                  uniques: [["zoneID", "name"]]),
-            Table("share", key: .made, columns: [
-                C("id", .integer), C("recordID", .integer, unique: true, references: "record(id)", cascade: true),
-                C("zoneID", .integer, references: "zone(id)", cascade: true), C("token", .text, unique: true),
-                C("rootName", .text, nullable: true), C("publicPermission", .text, read: StoredTable.word(ParticipantPermission.self))]),
-            Table("participant", key: .made, columns: [
-                C("id", .integer), C("shareID", .integer, references: "share(id)", cascade: true), C("participantID", .text, unique: true),
-                C("accountID", .integer, nullable: true, references: "account(id)"), C("lookupKind", .text, read: StoredTable.lookupKind),
-                C("lookupValue", .text), C("role", .text, read: StoredTable.word(ParticipantRole.self)),
-                C("permission", .text, read: StoredTable.word(ParticipantPermission.self)),
-                C("status", .text, read: StoredTable.word(ParticipantAcceptanceStatus.self)), C("addedAt", .real)]),
-            Table("credential", key: .made, columns: [
-                C("id", .integer), C("kind", .text, read: StoredTable.word(StoredCredential.Kind.self)), C("container", .text),
-                C("hash", .text, unique: true), C("accountID", .integer, nullable: true, references: "account(id)", cascade: true),
-                C("expiresAt", .real, nullable: true), C("createdAt", .real), C("publicKey", .text, nullable: true),
-                C("environment", .text, nullable: true, read: StoredTable.optionalWord(CloudEnvironment.self))]),
-            Table("zone_change", key: .given(["zoneID", "name"]), columns: [
-                C("zoneID", .integer, references: "zone(id)", cascade: true), C("name", .text), C("type", .text), C("seq", .integer),
-                C("deleted", .integer), C("at", .real), C("recordID", .integer, nullable: true)],
-                  withoutRowID: true),
-            Table("view_change", key: .given(["zoneID", "viewerID", "name"]), columns: [
-                C("zoneID", .integer, references: "zone(id)", cascade: true), C("viewerID", .integer, references: "account(id)", cascade: true),
-                C("name", .text), C("type", .text), C("seq", .integer), C("deleted", .integer), C("at", .real),
-                C("recordID", .integer, nullable: true)],
-                  withoutRowID: true),
-            Table("feed", key: .made, columns: [
-                C("id", .integer), C("accountID", .integer, references: "account(id)", cascade: true), C("container", .text),
-                C("environment", .text, read: StoredTable.word(CloudEnvironment.self)),
-                C("scope", .text, read: { _ = try $0.word($1, $2, in: ["private", "shared"]) }), C("seq", .integer), C("keptFrom", .integer)],
-                  uniques: [["accountID", "container", "environment", "scope"]]),
-            Table("feed_change", key: .given(["feedID", "zoneName", "ownerName"]), columns: [
-                C("feedID", .integer, references: "feed(id)", cascade: true), C("zoneName", .text), C("ownerName", .text),
-                C("seq", .integer), C("deleted", .integer), C("reason", .text, nullable: true), C("at", .real)],
-                  withoutRowID: true),
+            Table(
+                "account",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("userRecordID", .text, unique: true), C("name", .text, default: "'{}'", read: StoredTable.name),
+                    C("discoverability", .text, read: StoredTable.word(Discoverability.self)), C("createdAt", .real),
+                ]
+            ),
+            Table(
+                "account_email",
+                key: .given(["email"]),
+                columns: [
+                    C("email", .text), C("accountID", .integer, references: "account(id)", cascade: true), C("position", .integer),
+                ],
+                withoutRowID: true
+            ),
+            Table(
+                "account_phone",
+                key: .given(["phone"]),
+                columns: [
+                    C("phone", .text), C("accountID", .integer, references: "account(id)", cascade: true), C("position", .integer),
+                ],
+                withoutRowID: true
+            ),
+            Table(
+                "contact",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("accountID", .integer, references: "account(id)", cascade: true),
+                    C("kind", .text, read: StoredTable.lookupKind), C("value", .text), C("contactIdentifier", .text),
+                ]
+            ),
+            Table(
+                "zone",
+                key: .given(["id"]),
+                columns: [
+                    C("id", .integer), C("container", .text),
+                    C("environment", .text, default: "'development'", read: StoredTable.word(CloudEnvironment.self)),
+                    C("scope", .text, read: StoredTable.scope), C("ownerID", .integer), C("name", .text),
+                    C("changeSeq", .integer, default: "0"), C("keptFrom", .integer, default: "0"),
+                ],
+                uniques: [["container", "environment", "scope", "ownerID", "name"]]
+            ),
+            Table(
+                "record",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("zoneID", .integer, references: "zone(id)", cascade: true), C("name", .text), C("type", .text),
+                    C("fields", .text, read: StoredTable.fields), C("parentName", .text, nullable: true), C("changeTag", .integer),
+                    C("createdBy", .integer, nullable: true), C("modifiedBy", .integer, nullable: true), C("modifiedAt", .real),
+                    C("tag", .text, default: "''"), C("shortGUID", .text, nullable: true), C("createdAt", .real, nullable: true),
+                    C("seq", .integer, default: "0"),
+                ],
+                uniques: [["zoneID", "name"]]
+            ),
+            Table(
+                "share",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("recordID", .integer, unique: true, references: "record(id)", cascade: true),
+                    C("zoneID", .integer, references: "zone(id)", cascade: true), C("token", .text, unique: true),
+                    C("rootName", .text, nullable: true), C("publicPermission", .text, read: StoredTable.word(ParticipantPermission.self)),
+                ]
+            ),
+            Table(
+                "participant",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("shareID", .integer, references: "share(id)", cascade: true), C("participantID", .text, unique: true),
+                    C("accountID", .integer, nullable: true, references: "account(id)"), C("lookupKind", .text, read: StoredTable.lookupKind),
+                    C("lookupValue", .text), C("role", .text, read: StoredTable.word(ParticipantRole.self)),
+                    C("permission", .text, read: StoredTable.word(ParticipantPermission.self)),
+                    C("status", .text, read: StoredTable.word(ParticipantAcceptanceStatus.self)), C("addedAt", .real),
+                ]
+            ),
+            Table(
+                "credential",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("kind", .text, read: StoredTable.word(StoredCredential.Kind.self)), C("container", .text),
+                    C("hash", .text, unique: true), C("accountID", .integer, nullable: true, references: "account(id)", cascade: true),
+                    C("expiresAt", .real, nullable: true), C("createdAt", .real), C("publicKey", .text, nullable: true),
+                    C("environment", .text, nullable: true, read: StoredTable.optionalWord(CloudEnvironment.self)),
+                ]
+            ),
+            Table(
+                "zone_change",
+                key: .given(["zoneID", "name"]),
+                columns: [
+                    C("zoneID", .integer, references: "zone(id)", cascade: true), C("name", .text), C("type", .text), C("seq", .integer),
+                    C("deleted", .integer), C("at", .real), C("recordID", .integer, nullable: true),
+                ],
+                withoutRowID: true
+            ),
+            Table(
+                "view_change",
+                key: .given(["zoneID", "viewerID", "name"]),
+                columns: [
+                    C("zoneID", .integer, references: "zone(id)", cascade: true), C("viewerID", .integer, references: "account(id)", cascade: true),
+                    C("name", .text), C("type", .text), C("seq", .integer), C("deleted", .integer), C("at", .real),
+                    C("recordID", .integer, nullable: true),
+                ],
+                withoutRowID: true
+            ),
+            Table(
+                "feed",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("accountID", .integer, references: "account(id)", cascade: true), C("container", .text),
+                    C("environment", .text, read: StoredTable.word(CloudEnvironment.self)),
+                    C("scope", .text, read: { _ = try $0.word($1, $2, in: ["private", "shared"]) }), C("seq", .integer), C("keptFrom", .integer),
+                ],
+                uniques: [["accountID", "container", "environment", "scope"]]
+            ),
+            Table(
+                "feed_change",
+                key: .given(["feedID", "zoneName", "ownerName"]),
+                columns: [
+                    C("feedID", .integer, references: "feed(id)", cascade: true), C("zoneName", .text), C("ownerName", .text),
+                    C("seq", .integer), C("deleted", .integer), C("reason", .text, nullable: true), C("at", .real),
+                ],
+                withoutRowID: true
+            ),
             // 10: the rate-limit buckets every process on the store may share (a PostgreSQL
             // cluster's nodes do: `PostgresRateBuckets`). A bucket lost in a crash is a full
             // one, which is what a missing row reads as anyway: not logged, not copied.
-            Table("rate_bucket", key: .given(["key"]), columns: [
-                C("key", .text), C("tokens", .real), C("at", .real), C("granted", .integer)],
-                  withoutRowID: true, unlogged: true, kept: false, since: 10),
+            Table(
+                "rate_bucket",
+                key: .given(["key"]),
+                columns: [
+                    C("key", .text), C("tokens", .real), C("at", .real), C("granted", .integer),
+                ],
+                withoutRowID: true,
+                unlogged: true,
+                kept: false,
+                since: 10
+            ),
             // 11: the policy decision log every process on the store writes and reads (SPEC §18 P3).
-            Table("decision", key: .made, columns: [
-                C("id", .integer), C("point", .text), C("policies", .text, read: StoredTable.jsonStrings), C("allow", .integer),
-                C("reasons", .text, read: StoredTable.jsonStrings),
-                C("duration", .real), C("at", .real)],
-                  since: 11),
+            Table(
+                "decision",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("point", .text), C("policies", .text, read: StoredTable.jsonStrings), C("allow", .integer),
+                    C("reasons", .text, read: StoredTable.jsonStrings),
+                    C("duration", .real), C("at", .real),
+                ],
+                since: 11
+            ),
         ]
         let indexes: [Index] = [
             Index("account_email_account", on: "account_email", ["accountID"]),
@@ -100,8 +178,12 @@ extension StoreCatalogue {
         // A share's change tag moves when its participants or its own row change (R31): the
         // tag is on the share's record row.
         let triggers: [Trigger] = [
-            Trigger("changes_share", on: "participant", after: [.insert, .update],
-                    "UPDATE record SET tag = {tag}\n    WHERE id = (SELECT recordID FROM share WHERE id = NEW.shareID)"),
+            Trigger(
+                "changes_share",
+                on: "participant",
+                after: [.insert, .update],
+                "UPDATE record SET tag = {tag}\n    WHERE id = (SELECT recordID FROM share WHERE id = NEW.shareID)"
+            ),
             Trigger("changes_share", on: "share", after: [.update], "UPDATE record SET tag = {tag} WHERE id = NEW.recordID"),
         ]
         return StoreCatalogue(version: 11, tables: tables, indexes: indexes, triggers: triggers)
