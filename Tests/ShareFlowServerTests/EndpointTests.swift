@@ -18,7 +18,12 @@ final class EndpointTests: XCTestCase {
     private var api = "", alice = "", bob = ""
 
     override func setUpWithError() throws {
-        engine = try Engine(store: Store(path: ":memory:"))
+        try prepare(try Engine(store: Store(path: ":memory:")))
+    }
+
+    /// The accounts and tokens every test uses, on `engine`.
+    private func prepare(_ engine: Engine) throws {
+        self.engine = engine
         let a = try engine.accounts.create(
             emails: ["alice@example.com"],
             name: NameComponents(givenName: "Alice", familyName: "A"),
@@ -303,6 +308,137 @@ final class EndpointTests: XCTestCase {
             XCTAssertEqual(r.status, 200, "\(r.object)")
         }
         XCTAssertEqual(seen.lock.withLock { seen.count }, 1)
+    }
+
+    /// records/modify is one engine call: a `forceUpdate` compares nothing with a copy read
+    /// earlier, so another node writing the record while the request is under way (here when
+    /// an invitee of the same request is looked up, where the route once read the record and
+    /// the save came later) cannot turn it into CONFLICT. Each invitee named is fetched once,
+    /// after the save commits; a kept participant is not fetched; a save that fails tells of none.
+    func testAForceUpdateBetweenAnotherNodesWritesSucceeds() async throws {
+        let folder = try makeTemporaryFolder("sf-two-nodes")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("store.sqlite").path
+        try prepare(try Engine(store: Store(path: path)))
+        let nodeB = try Engine(store: Store(path: path))
+        defer { nodeB.store.close() }
+        let (db, api, alice) = (db, api, alice)
+        let aliceOnB = try nodeB.session(for: "alice@example.com").container("iCloud.test").privateCloudDatabase
+        final class Seen: @unchecked Sendable {
+            var fetched: [String] = []
+            var writes: [Result<Void, Error>] = []
+            var writeFromB: (() throws -> Void)?
+            var armed = false
+            let lock = NSLock()
+        }  // under `lock`
+        let seen = Seen()
+        let handle = engine.events.observe(.participantFetched, priority: 0, label: "node B writes") { event in
+            let write = seen.lock.withLock { () -> (() throws -> Void)? in
+                seen.fetched.append(event.lookupInfo?.value ?? "?")
+                return seen.armed ? seen.writeFromB : nil
+            }
+            guard let write else { return }
+            let outcome = Result { try write() }
+            seen.lock.withLock { seen.writes.append(outcome) }
+        }
+        defer { handle.remove() }
+        // Node B edits the note whenever an invitee is looked up on node A, once armed.
+        seen.writeFromB = {
+            let zone = try aliceOnB.zoneID("Trips")
+            let note = try aliceOnB.fetchRecord(RecordID(recordName: "note", zoneID: zone))
+            note["text"] = .string("from node B")
+            _ = try XCTUnwrap(aliceOnB.modifyRecords(saving: [note], savePolicy: .allKeys).saveResults.first).1.get()
+        }
+        try await withServer { c in
+            _ = try await c.call(
+                .post,
+                db + "/private/zones/modify",
+                as: alice,
+                api: api,
+                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+            )
+            var r = try await c.call(
+                .post,
+                db + "/private/records/modify",
+                as: alice,
+                api: api,
+                body: """
+                    {"zoneID":{"zoneName":"Trips"},"operations":[
+                     {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
+                     {"operationType":"create","record":{"recordName":"note","recordType":"Note","fields":{"text":{"value":"v1"}}}}]}
+                    """
+            )
+            XCTAssertEqual(r.status, 200, "\(r.object)")
+            seen.lock.withLock { seen.armed = true }
+            r = try await c.call(
+                .post,
+                db + "/private/records/modify",
+                as: alice,
+                api: api,
+                body: """
+                    {"zoneID":{"zoneName":"Trips"},"operations":[
+                     {"operationType":"forceUpdate","record":{"recordName":"note","recordType":"Note","fields":{"text":{"value":"forced"}}}},
+                     {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon"},
+                      "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}},
+                                      {"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"carol@example.com"}}}]}}]}
+                    """
+            )
+            XCTAssertEqual(r.status, 200, "\(r.object)")
+            XCTAssertEqual(r.records.count, 2)
+            XCTAssertNil(r.records.first?["serverErrorCode"], "the forceUpdate: \(r.records.first ?? [:])")
+            XCTAssertNil(r.records.last?["serverErrorCode"], "the share: \(r.records.last ?? [:])")
+            XCTAssertEqual(seen.lock.withLock { seen.fetched }, ["bob@example.com", "carol@example.com"], "one participant.fetched per invitee")
+            let writes = seen.lock.withLock { seen.writes }
+            XCTAssertEqual(writes.count, 2)
+            for write in writes { XCTAssertNoThrow(try write.get(), "node B writes once the request has committed") }
+            // The share again, bob kept by participantId at a new permission, dana invited:
+            // only dana is looked up.
+            seen.lock.withLock {
+                seen.armed = false
+                seen.fetched = []
+            }
+            let share = try XCTUnwrap(r.records.last)
+            let participants = try XCTUnwrap(share["participants"] as? [[String: Any]])
+            let bobID = try XCTUnwrap(
+                participants.first { participant in
+                    let identity = participant["userIdentity"] as? [String: Any]
+                    return (identity?["lookupInfo"] as? [String: Any])?["emailAddress"] as? String == "bob@example.com"
+                }?["participantId"] as? String
+            )
+            let tag = try XCTUnwrap(share["recordChangeTag"] as? String)
+            r = try await c.call(
+                .post,
+                db + "/private/records/modify",
+                as: alice,
+                api: api,
+                body: """
+                    {"zoneID":{"zoneName":"Trips"},"operations":[
+                     {"operationType":"update","record":{"recordName":"s","recordType":"cloudkit.share","recordChangeTag":"\(tag)",
+                      "participants":[{"participantId":"\(bobID)","permission":"READ_ONLY"},
+                                      {"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"dana@example.com"}}}]}}]}
+                    """
+            )
+            XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
+            XCTAssertEqual(seen.lock.withLock { seen.fetched }, ["dana@example.com"])
+            // A save that fails (a stale tag) looks no one up, and tells of no one.
+            seen.lock.withLock { seen.fetched = [] }
+            r = try await c.call(
+                .post,
+                db + "/private/records/modify",
+                as: alice,
+                api: api,
+                body: """
+                    {"zoneID":{"zoneName":"Trips"},"operations":[
+                     {"operationType":"update","record":{"recordName":"s","recordType":"cloudkit.share","recordChangeTag":"\(tag)",
+                      "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"erin@example.com"}}}]}}]}
+                    """
+            )
+            XCTAssertEqual(r.records.first?["serverErrorCode"] as? String, "CONFLICT", "\(r.object)")
+            XCTAssertEqual(seen.lock.withLock { seen.fetched }, [])
+        }
+        let note = try engine.session(for: "alice@example.com").container("iCloud.test").privateCloudDatabase
+            .fetchRecord(RecordID(recordName: "note", zoneID: RecordZoneID(zoneName: "Trips", ownerName: RecordZoneID.currentUserName)))
+        XCTAssertEqual(note["text"], .string("from node B"), "node B's last write came after the forced one")
     }
 
     /// What every database route shares: the path checked, methods, unknown routes, the body

@@ -74,6 +74,38 @@ public final class CloudDatabase {
         }
     }
 
+    /// Saves and deletes records and shares as CloudKit Web Services' `records/modify` names
+    /// its operations (`RecordChange`): each compared with the server's copy inside the call's
+    /// one write transaction (R21, R35, R36), shares made from drafts whose invitees are looked
+    /// up there (R2, R7: `participant.fetched` once per invitee, after the save commits). Each
+    /// change is atomic (O6); in custom zones the call is too, unless `atomically` is false
+    /// (R22). Each change's outcome, in input order.
+    ///
+    /// ```swift
+    /// let outcomes = try db.modify([.update(edited, tag: copy.recordChangeTag), .delete(oldID, tag: nil)])
+    /// if case .failure(let e) = outcomes[0], e.code == .serverRecordChanged { fetchAgain() }
+    /// ```
+    public func modify(_ changes: [RecordChange], atomically: Bool = true) throws -> [Result<RecordChangeOutcome, ShareFlowError>] {
+        try engine.faultGate(
+            "modifyRecords",
+            self,
+            // As modifyRecords names them: the saves, then the deletes.
+            items: changes.compactMap { change -> FaultItem? in
+                switch change {
+                case .create(let r), .update(let r, _, _), .replace(let r, _, _): FaultItem(r.recordID, type: r.recordType)
+                case .share(let draft): FaultItem(draft.recordID, type: Share.recordType)
+                case .delete: nil
+                }
+            }
+                + changes.compactMap { change -> FaultItem? in
+                    if case .delete(let id, _) = change { return FaultItem(id) }
+                    return nil
+                }
+        ) {
+            try engine.modify(changes, atomic: atomically, in: self)
+        }
+    }
+
     /// The zone ID a new zone or record of this database gets for `name`.
     public func zoneID(_ name: String) throws -> RecordZoneID {
         RecordZoneID(zoneName: name, ownerName: databaseScope == .public ? Engine.publicOwnerName : try container.session.account.userRecordID)

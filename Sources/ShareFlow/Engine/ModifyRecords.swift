@@ -52,6 +52,39 @@ extension Engine {
         deleteTags: [RecordID: String] = [:],
         in database: CloudDatabase
     ) throws -> ModifyResult {
+        let (saves, deletes) = try modify(
+            saving: saving.map { .given($0, savePolicy) },
+            deleting: deleting,
+            deleteTags: deleteTags,
+            atomic: atomic,
+            in: database
+        )
+        // Only what was committed reaches the caller's objects.
+        var result = ModifyResult()
+        for (record, outcome) in zip(saving, saves) {
+            if case .success(let saved) = outcome {
+                record.adoptServerState(of: saved)
+                result.saved.append(saved)
+            }
+            result.saveResults.append((record, outcome))
+        }
+        for (id, outcome) in zip(deleting, deletes) {
+            if case .success = outcome { result.deleted.append(id) }
+            result.deleteResults.append((id, outcome))
+        }
+        return result
+    }
+
+    /// One modify call (`modifyRecords`, `modify(_:)`): its saves, each decided as `ModifySave`
+    /// says in a savepoint of its own, then its deletes, in one write transaction; each
+    /// item's outcome in input order.
+    func modify(
+        saving: [ModifySave],
+        deleting: [RecordID],
+        deleteTags: [RecordID: String],
+        atomic: Bool,
+        in database: CloudDatabase
+    ) throws -> (saves: [Result<Record, ShareFlowError>], deletes: [Result<Void, ShareFlowError>]) {
         try Engine.requireSignedIn(database)
         let total = saving.count + deleting.count
         guard total <= ModifyLimits.maxItems else {
@@ -60,8 +93,9 @@ extension Engine {
                 "a modify call takes at most \(ModifyLimits.maxItems) records and record IDs; this one has \(total) (R22)"
             )
         }
+        let records = saving.map(\.record)
         // R22: atomic where every item is in a custom zone, as CloudKit.
-        let isAtomic = atomic && (saving.map(\.recordID.zoneID) + deleting.map(\.zoneID)).allSatisfy { !$0.isDefaultZone }
+        let isAtomic = atomic && (records.map(\.recordID.zoneID) + deleting.map(\.zoneID)).allSatisfy { !$0.isDefaultZone }
         var saves = [Result<Record, ShareFlowError>?](repeating: nil, count: saving.count)
         var deletes = [Result<Void, ShareFlowError>?](repeating: nil, count: deleting.count)
         // SPEC §15: the items a rule fails (zoneBusy, partialFailure), decided in input order
@@ -69,7 +103,7 @@ extension Engine {
         var injected: [Int: ShareFlowError] = [:]
         var injectedDeletes: [Int: ShareFlowError] = [:]
         if faults.isArmed {
-            for (i, r) in saving.enumerated() {
+            for (i, r) in records.enumerated() {
                 injected[i] = itemFault(FaultItem(r.recordID, type: r.recordType), id: r.recordID, client: r, in: database)
             }
             for (n, id) in deleting.enumerated() {
@@ -77,41 +111,56 @@ extension Engine {
             }
         }
         do {
-            try transaction(scope: try writeScope(saving.map(\.recordID.zoneID) + deleting.map(\.zoneID), in: database)) { db in
+            try transaction(scope: try writeScope(records.map(\.recordID.zoneID) + deleting.map(\.zoneID), in: database)) { db in
                 let caller = try loadAccount(id: database.container.session.accountID, db: db)
-                var savedIDs = Set<RecordID>()
-                for i in Engine.saveOrder(saving) {
-                    let record = saving[i]
+                // What this call saved so far, and what it tried to and could not (a share's
+                // root among them fails the share).
+                var saved: [RecordID: Record] = [:]
+                var unsaved: [RecordID: ShareFlowError] = [:]
+                for i in Engine.saveOrder(records) {
                     if let failure = injected[i] {
                         saves[i] = .failure(failure)
+                        unsaved[records[i].recordID] = failure
                         continue
                     }
                     do {
-                        saves[i] = .success(
-                            try transaction { db -> Record in
-                                if let share = record as? Share {
-                                    return try saveShare(
-                                        share,
-                                        in: database,
-                                        caller: caller,
-                                        policy: savePolicy,
-                                        savedInThisCall: savedIDs,
-                                        db: db
-                                    )
-                                }
+                        let record = try transaction { db -> Record in
+                            let savedIDs = Set(saved.keys)
+                            switch saving[i] {
+                            case .given(let share as Share, let policy):
+                                return try saveShare(share, in: database, caller: caller, policy: policy, savedInThisCall: savedIDs, db: db)
+                            case .given(let record, let policy):
+                                return try saveRecord(record, in: database, caller: caller, policy: policy, savedInThisCall: savedIDs, db: db)
+                            case .edit(let record, let merge, let tag, let force):
+                                let edited = try editedRecord(record, merge: merge, tag: tag, force: force, in: database, caller: caller, db: db)
                                 return try saveRecord(
-                                    record,
+                                    edited,
                                     in: database,
                                     caller: caller,
-                                    policy: savePolicy,
+                                    policy: .ifServerRecordUnchanged,
                                     savedInThisCall: savedIDs,
                                     db: db
                                 )
+                            case .draft(let draft, _):
+                                let share = try share(from: draft, in: database, caller: caller, saved: saved, unsaved: unsaved, db: db)
+                                // A new share's root is saved in this call: by an item of it, or
+                                // again with the share (`share(from:)`).
+                                return try saveShare(
+                                    share,
+                                    in: database,
+                                    caller: caller,
+                                    policy: .ifServerRecordUnchanged,
+                                    savedInThisCall: savedIDs.union([share.rootRecordID].compactMap { $0 }),
+                                    db: db
+                                )
                             }
-                        )
-                        savedIDs.insert(record.recordID)
+                        }
+                        saves[i] = .success(record)
+                        saved[records[i].recordID] = record
                     } catch {
-                        saves[i] = .failure(ShareFlowError.wrap(error, store: store))
+                        let failure = ShareFlowError.wrap(error, store: store)
+                        saves[i] = .failure(failure)
+                        unsaved[records[i].recordID] = failure
                     }
                 }
                 for (n, id) in deleting.enumerated() {
@@ -133,7 +182,7 @@ extension Engine {
             }
         } catch is BatchRolledBack {
             let culprits =
-                (zip(saving, saves).compactMap { r, o -> String? in
+                (zip(records, saves).compactMap { r, o -> String? in
                     if case .failure(let e) = o, e.code != .batchRequestFailed { return r.recordID.recordName }
                     return nil
                 }
@@ -144,25 +193,17 @@ extension Engine {
             let notApplied = { (what: String) in
                 ShareFlowError(.batchRequestFailed, "\(what) was not applied: the call is atomic and \(culprits) failed (R22)")
             }
-            for (i, o) in saves.enumerated() { if case .success = o { saves[i] = .failure(notApplied("record \(saving[i].recordID.recordName)")) } }
+            for (i, o) in saves.enumerated() { if case .success = o { saves[i] = .failure(notApplied("record \(records[i].recordID.recordName)")) } }
             for (n, o) in deletes.enumerated() { if case .success = o { deletes[n] = .failure(notApplied("deleting \(deleting[n].recordName)")) } }
         }
-        // Only what was committed reaches the caller's objects.
-        var result = ModifyResult()
-        for (record, outcome) in zip(saving, saves) {
-            let outcome = outcome ?? .failure(ShareFlowError(.serviceUnavailable, "record \(record.recordID.recordName) was not reached"))
-            if case .success(let saved) = outcome {
-                record.adoptServerState(of: saved)
-                result.saved.append(saved)
+        return (
+            zip(records, saves).map { record, outcome in
+                outcome ?? .failure(ShareFlowError(.serviceUnavailable, "record \(record.recordID.recordName) was not reached"))
+            },
+            zip(deleting, deletes).map { id, outcome in
+                outcome ?? .failure(ShareFlowError(.serviceUnavailable, "deleting \(id.recordName) was not reached"))
             }
-            result.saveResults.append((record, outcome))
-        }
-        for (id, outcome) in zip(deleting, deletes) {
-            let outcome = outcome ?? .failure(ShareFlowError(.serviceUnavailable, "deleting \(id.recordName) was not reached"))
-            if case .success = outcome { result.deleted.append(id) }
-            result.deleteResults.append((id, outcome))
-        }
-        return result
+        )
     }
 
     /// Plain records before shares, so a new share finds its root saved in the same call (R5),

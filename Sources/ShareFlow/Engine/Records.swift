@@ -159,37 +159,42 @@ extension Engine {
 
     func fetchRecord(_ id: RecordID, in database: CloudDatabase) throws -> Record {
         try reading { db in
-            let caller = try accountIdentity(id: database.container.session.accountID, db: db)
-            let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
-            guard let row = try recordRow(zone: zone, name: id.recordName, db: db) else {
+            try record(id, in: database, caller: try accountIdentity(id: database.container.session.accountID, db: db), db: db)
+        }
+    }
+
+    /// The record as `caller` may read it in `database`, or `unknownItem` (R12: a stranger
+    /// learns nothing), in the transaction `db`: a read or a write's own.
+    func record(_ id: RecordID, in database: CloudDatabase, caller: some CallerKey, db: StoreTransaction) throws -> Record {
+        let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
+        guard let row = try recordRow(zone: zone, name: id.recordName, db: db) else {
+            throw ShareFlowError.unknown("record \(id) does not exist")
+        }
+        if database.databaseScope == .shared {
+            // R12: only while the caller's participation is accepted; a stranger learns nothing.
+            guard
+                let share = try shareCovering(
+                    zone: zone,
+                    recordName: row.type == Share.recordType ? nil : row.name,
+                    shareRecordName: row.type == Share.recordType ? row.name : nil,
+                    db: db
+                ),
+                let me = try participantRow(share: share.id, account: caller.id, db: db)
+            else {
                 throw ShareFlowError.unknown("record \(id) does not exist")
             }
-            if database.databaseScope == .shared {
-                // R12: only while the caller's participation is accepted; a stranger learns nothing.
-                guard
-                    let share = try shareCovering(
-                        zone: zone,
-                        recordName: row.type == Share.recordType ? nil : row.name,
-                        shareRecordName: row.type == Share.recordType ? row.name : nil,
-                        db: db
-                    ),
-                    let me = try participantRow(share: share.id, account: caller.id, db: db)
-                else {
-                    throw ShareFlowError.unknown("record \(id) does not exist")
-                }
-                if case let .denied(_, reason) = SharingRules.decide(
-                    .readRecords,
-                    role: me.role,
-                    permission: me.permission,
-                    status: me.status,
-                    isPublicShare: share.publicPermission != .none
-                ) {
-                    // R12: the record is not in this caller's shared database.
-                    throw ShareFlowError.unknown("record \(id) is not in the shared database of \(caller.email ?? caller.userRecordID): \(reason)")
-                }
+            if case let .denied(_, reason) = SharingRules.decide(
+                .readRecords,
+                role: me.role,
+                permission: me.permission,
+                status: me.status,
+                isPublicShare: share.publicPermission != .none
+            ) {
+                // R12: the record is not in this caller's shared database.
+                throw ShareFlowError.unknown("record \(id) is not in the shared database of \(caller.email ?? caller.userRecordID): \(reason)")
             }
-            return try makeRecord(row, zone: zone, caller: caller, db: db)
         }
+        return try makeRecord(row, zone: zone, caller: caller, db: db)
     }
 
     // MARK: Shares

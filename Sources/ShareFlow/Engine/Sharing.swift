@@ -6,29 +6,46 @@ extension Engine {
     /// `unknown`; an email or phone without an account gives one with `hasiCloudAccount` false.
     public func fetchShareParticipant(_ lookup: LookupInfo, caller: Account, container: String) throws -> Participant {
         try faultGate {
-            let participant = try reading { db -> Participant in
-                let identity: UserIdentity
-                if let found = try db.identity(for: lookup) {
-                    identity = found
-                } else if case .userRecordID(let u) = lookup {
-                    throw ShareFlowError.unknown("no account has userRecordID '\(u)'")
-                } else {
-                    identity = UserIdentity(userRecordID: nil, lookupInfo: lookup, nameComponents: nil, hasiCloudAccount: false)
-                }
-                return Participant(
-                    participantID: RandomIdentifier.uuidString(),
-                    userIdentity: identity,
-                    role: .privateUser,
-                    permission: .readOnly,
-                    acceptanceStatus: .unknown
-                )
-            }
-            var event = Event(.participantFetched, caller: caller, container: container)
-            event.lookupInfo = lookup
-            event.participant = participant
-            emit(event)
+            let participant = try reading { db -> Participant in try self.participant(for: lookup, db: db) }
+            emitParticipantFetched(participant, for: lookup, caller: caller, container: container)
             return participant
         }
+    }
+
+    /// R7's participant for `lookup`, read in `db` (a read, or a share save's own write).
+    func participant(for lookup: LookupInfo, db: StoreTransaction) throws -> Participant {
+        let identity: UserIdentity
+        if let found = try db.identity(for: lookup) {
+            identity = found
+        } else if case .userRecordID(let u) = lookup {
+            throw ShareFlowError.unknown("no account has userRecordID '\(u)'")
+        } else {
+            identity = UserIdentity(userRecordID: nil, lookupInfo: lookup, nameComponents: nil, hasiCloudAccount: false)
+        }
+        return Participant(
+            participantID: RandomIdentifier.uuidString(),
+            userIdentity: identity,
+            role: .privateUser,
+            permission: .readOnly,
+            acceptanceStatus: .unknown
+        )
+    }
+
+    /// `participant.fetched` (SPEC §6): once per lookup a caller asked for, by itself or as an
+    /// invitee of a share it saves (then delivered when the save commits).
+    func emitParticipantFetched(_ participant: Participant, for lookup: LookupInfo, caller: Account, container: String) {
+        guard events.hasObservers(.participantFetched) else { return }
+        var event = Event(.participantFetched, caller: caller, container: container)
+        event.lookupInfo = lookup
+        // As fetched: a share save goes on to set the object's permission and place it.
+        event.participant = Participant(
+            participantID: participant.participantID,
+            userIdentity: participant.userIdentity,
+            role: participant.role,
+            permission: participant.permission,
+            acceptanceStatus: participant.acceptanceStatus
+        )
+        emit(event)
     }
 
     /// The metadata of the share at `url`, for `caller` (R16).
