@@ -11,15 +11,21 @@ import Foundation
 /// trip["tags"] = .list([.string("sun"), .string("sea")])
 /// ```
 public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// Text.
     case string(String)
+    /// A 64-bit signed integer.
     case integer(Int64)
     /// Finite only (R23).
     case double(Double)
+    /// True or false.
     case boolean(Bool)
     /// Bytes, byte for byte (a string is text: valid UTF-8).
     case bytes(Data)
+    /// A moment in time; finite (R23).
     case date(Date)
+    /// A place: latitude and longitude, in range (R23).
     case location(Location)
+    /// Another record, and what its deletion should do to this one (kept, never acted on).
     case reference(RecordID, action: ReferenceAction)
     /// Values of one of the other types, all the same (R23): never a list of lists.
     case list([FieldValue])
@@ -65,6 +71,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
 
     private enum Key: String, CodingKey { case s, i, d, b, y, t, la, lo, r, z, o, a, l }
 
+    /// Reads the compact form `encode(to:)` writes.
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: Key.self)
         if let v = try c.decodeIfPresent(String.self, forKey: .s) {
@@ -97,6 +104,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         }
     }
 
+    /// Writes the compact form: an object keyed by the type's short name (`s` string, `i` integer, …); a `none` action is left out.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: Key.self)
         switch self {
@@ -118,6 +126,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         }
     }
 
+    /// The value as the console shows it: strings quoted, bytes by count, dates in ISO 8601, references as `→name`.
     public var description: String {
         switch self {
         case .string(let s): return "\"\(s)\""
@@ -135,9 +144,12 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
 
 /// A place on Earth, as a location field holds it.
 public struct Location: Hashable, Sendable {
+    /// Degrees north of the equator, -90...90.
     public var latitude: Double
+    /// Degrees east of Greenwich, -180...180.
     public var longitude: Double
 
+    /// A place at these coordinates, unchecked: `problem` says whether it is one.
     public init(latitude: Double, longitude: Double) {
         self.latitude = latitude
         self.longitude = longitude

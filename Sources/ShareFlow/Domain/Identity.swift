@@ -2,13 +2,20 @@ import Foundation
 
 /// A person's name parts, as `PersonNameComponents`.
 public struct NameComponents: Hashable, Sendable, Codable {
+    /// Before the given name ("Dr.").
     public var namePrefix: String?
+    /// The first name.
     public var givenName: String?
+    /// Between the given and family names.
     public var middleName: String?
+    /// The surname.
     public var familyName: String?
+    /// After the family name ("Jr.").
     public var nameSuffix: String?
+    /// What the person is called informally; not part of `formatted`.
     public var nickname: String?
 
+    /// A name from its parts, each optional.
     public init(
         namePrefix: String? = nil,
         givenName: String? = nil,
@@ -25,6 +32,7 @@ public struct NameComponents: Hashable, Sendable, Codable {
         self.nickname = nickname
     }
 
+    /// Whether `formatted` comes out empty (a nickname alone does not count).
     public var isEmpty: Bool { formatted.isEmpty }
 
     /// "Given Family", as a person reads it.
@@ -108,12 +116,16 @@ public enum Discoverability: String, Sendable, CaseIterable {
 public struct UserIdentity: Hashable, Sendable, CustomStringConvertible {
     /// Nil when no account matched the lookup info.
     public var userRecordID: String?
+    /// The email, phone or user record ID the identity was found by, if any.
     public var lookupInfo: LookupInfo?
     /// Only when the account is discoverable.
     public var nameComponents: NameComponents?
+    /// Whether an account matched; false for an invitation no account has verified yet (R17).
     public var hasiCloudAccount: Bool
+    /// The caller's address-book entries that match this user (R19); empty outside discovery.
     public var contactIdentifiers: [String]
 
+    /// An identity from its parts (R2).
     public init(
         userRecordID: String?,
         lookupInfo: LookupInfo?,
@@ -128,6 +140,7 @@ public struct UserIdentity: Hashable, Sendable, CustomStringConvertible {
         self.contactIdentifiers = contactIdentifiers
     }
 
+    /// Name and lookup value (the user record ID when neither is known), for logs.
     public var description: String {
         var parts: [String] = []
         if let n = nameComponents, !n.isEmpty { parts.append(n.formatted) }

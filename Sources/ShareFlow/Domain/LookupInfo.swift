@@ -7,12 +7,18 @@ import Foundation
 /// let phone = try LookupInfo(phoneNumber: "+1 (415) 555-0101")    // phoneNumber == "+14155550101"
 /// ```
 public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
+    /// An email address; `init(emailAddress:)` trims and lower-cases it (R1).
     case emailAddress(String)
+    /// A phone number; `init(phoneNumber:)` makes it E.164 (R1).
     case phoneNumber(String)
+    /// An account's user record ID.
     case userRecordID(String)
 
+    /// An email address, normalised; `invalidArguments` naming it when malformed (R1).
     public init(emailAddress: String) throws { self = .emailAddress(try LookupInfo.normalizedEmail(emailAddress)) }
+    /// A phone number, normalised to E.164; `invalidArguments` naming it when malformed (R1).
     public init(phoneNumber: String) throws { self = .phoneNumber(try LookupInfo.normalizedPhone(phoneNumber)) }
+    /// A user record ID, trimmed; `invalidArguments` when empty or holding a NUL byte (R1, R23).
     public init(userRecordID: String) throws {
         let id = userRecordID.trimmingCharacters(in: .whitespaces)
         try Naming.check(text: id, "userRecordID")
@@ -35,14 +41,17 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The email address; nil for another kind.
     public var emailAddress: String? {
         if case .emailAddress(let v) = self { return v }
         return nil
     }
+    /// The phone number; nil for another kind.
     public var phoneNumber: String? {
         if case .phoneNumber(let v) = self { return v }
         return nil
     }
+    /// The user record ID; nil for another kind.
     public var userRecordID: String? {
         if case .userRecordID(let v) = self { return v }
         return nil
@@ -60,6 +69,7 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The email address, phone number or user record ID held, without its kind.
     public var value: String {
         switch self {
         case .emailAddress(let v), .phoneNumber(let v), .userRecordID(let v): return v
@@ -77,8 +87,9 @@ public enum LookupInfo: Hashable, Sendable, CustomStringConvertible {
     /// The ID of this item in a `partialErrors` table.
     public var description: String { value }
 
-    /// The longest email address (RFC 5321) and phone number (with its separators) accepted.
+    /// The longest email address accepted, in bytes (RFC 5321).
     public static let maxEmailBytes = 254
+    /// The longest phone number accepted, in bytes, its separators included.
     public static let maxPhoneBytes = 64
 
     /// R1: trimmed, lower-cased, one `@` with text on both sides and a dot in the domain.

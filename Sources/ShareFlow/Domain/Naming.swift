@@ -8,8 +8,10 @@
 /// try Naming.check(fieldKey: "2nd")              // invalidArguments: starts with a digit
 /// ```
 public enum Naming {
+    /// The longest record name, record type or field key, in bytes (R23).
     public static let maxLength = 255
 
+    /// Why `name` cannot be a record name (empty, over `maxLength` bytes, or not printable ASCII), or nil when it can (R23).
     public static func problem(recordName name: String) -> String? {
         guard !name.isEmpty else { return "an empty record name" }
         guard name.utf8.count <= maxLength else { return "a record name of \(name.utf8.count) bytes; at most \(maxLength)" }
@@ -19,10 +21,12 @@ public enum Naming {
         return nil
     }
 
+    /// Throws `invalidArguments` naming the problem when `name` cannot be a record name (R23).
     public static func check(recordName name: String) throws {
         if let p = problem(recordName: name) { throw ShareFlowError.invalid("\(p) (R23)") }
     }
 
+    /// Throws `invalidArguments` unless `type` is letters, digits and `_`, starting with a letter, at most `maxLength` bytes (R23).
     public static func check(recordType type: String) throws {
         guard isSymbol(type) else {
             throw ShareFlowError.invalid(
@@ -31,13 +35,15 @@ public enum Naming {
         }
     }
 
+    /// Throws `invalidArguments` unless `key` is letters, digits and `_`, starting with a letter, at most `maxLength` bytes (R23).
     public static func check(fieldKey key: String) throws {
         guard isSymbol(key) else {
             throw ShareFlowError.invalid("field key '\(printable(key))': letters, digits and _, starting with a letter, at most \(maxLength) (R23)")
         }
     }
 
-    /// Refuses a NUL byte (or an empty value) in `value`, named `what` in the error.
+    /// Refuses a NUL byte in `value`, named `what` in the error (R23). An empty value passes:
+    /// callers that refuse one check it themselves.
     public static func check(text value: String, _ what: String) throws {
         guard !value.utf8.contains(0) else {
             throw ShareFlowError.invalid("\(what) '\(printable(value))' holds a NUL byte (R23)")

@@ -15,14 +15,24 @@ public enum ParticipantAcceptanceStatus: String, Sendable, CaseIterable {
 
 /// A user's participation in a share. Participants are not made by users: they come from
 /// `FetchShareParticipantsOperation`, or from accepting a public share (R7).
+///
+/// ```swift
+/// let found = try await container.fetchShareParticipants([LookupInfo(emailAddress: "bob@example.com")])
+/// let bob = try found[0].1.get()
+/// bob.permission = .readWrite
+/// share.addParticipant(bob)                     // made by the share's next save (R9)
+/// ```
 public final class Participant: CustomStringConvertible {
+    /// Names the participant on its share: adds and removes are tracked by it.
     public let participantID: String
+    /// Who the participant is, as the caller may see them (R2).
     public let userIdentity: UserIdentity
     /// The owner makes a private participant an `administrator` or back, then saves the share
     /// (R26); any other change is refused by that save.
     public var role: ParticipantRole
     /// Settable by the share's owner or an administrator, then saved with the share (R9).
     public var permission: ParticipantPermission
+    /// Set by the server (R7, R14, R18): `unknown` when fetched, `pending` once added and saved, then `accepted` or `removed`.
     public internal(set) var acceptanceStatus: ParticipantAcceptanceStatus
 
     init(
@@ -39,6 +49,7 @@ public final class Participant: CustomStringConvertible {
         self.acceptanceStatus = acceptanceStatus
     }
 
+    /// Identity, role, permission and status, for logs.
     public var description: String {
         "Participant(\(userIdentity), \(role.rawValue), \(permission.rawValue), \(acceptanceStatus.rawValue))"
     }

@@ -9,13 +9,17 @@ import Foundation
 ///                   sortDescriptors: [SortDescriptor(key: "days", ascending: false)])
 /// ```
 public struct Query: Sendable {
+    /// The type of the records matched.
     public var recordType: String
+    /// What the records must match; `.all` for every record of the type.
     public var predicate: Predicate
+    /// The order, first descriptor first; ties, and a query without one, go by record name (R33).
     public var sortDescriptors: [SortDescriptor]
 
     /// The most sort descriptors a query runs with.
     public static let maxSortDescriptors = 16
 
+    /// A query of `recordType` records matching `predicate` (every one by default).
     public init(recordType: String, predicate: Predicate = .all, sortDescriptors: [SortDescriptor] = []) {
         self.recordType = recordType
         self.predicate = predicate
@@ -37,9 +41,13 @@ public struct Query: Sendable {
     }
 }
 
+/// One key of a query's order, as `NSSortDescriptor`: a field or a system field (`Predicate.systemKeys`).
 public struct SortDescriptor: Sendable, Equatable {
+    /// The field or system field to sort by.
     public var key: String
+    /// Smallest first when true (the default).
     public var ascending: Bool
+    /// Sorts by `key`, ascending unless told otherwise.
     public init(key: String, ascending: Bool = true) {
         self.key = key
         self.ascending = ascending
@@ -48,22 +56,40 @@ public struct SortDescriptor: Sendable, Equatable {
 
 /// The predicate subset of O7: comparisons (`==`, `!=`, `<`, `<=`, `>`, `>=`), `BEGINSWITH`,
 /// `IN` and `AND`, over fields and the system fields `recordName` (or `recordID`), `modificationDate`, `creationDate`, `creatorUserRecordID` and `lastModifiedUserRecordID` (R31).
+///
+/// ```swift
+/// let p = try Predicate(format: "ANY tags == %@ AND creationDate > %@", arguments: [.string("sun"), .date(since)])
+/// // .and([.any(key: "tags", op: .equal, value: .string("sun")),
+/// //       .compare(key: "creationDate", op: .greater, value: .date(since))])
+/// ```
 public indirect enum Predicate: Sendable, Equatable {
+    /// Every record (`TRUEPREDICATE`).
     case all
+    /// `key op value`. A record without `key` matches only `!=`; values that cannot be compared match nothing.
     case compare(key: String, op: Comparison, value: FieldValue)
+    /// A string field starting with `prefix` (`BEGINSWITH`), case and diacritics counting.
     case beginsWith(key: String, prefix: String)
+    /// A field equal to one of `values` (`IN`).
     case isIn(key: String, values: [FieldValue])
     /// A list field one of whose items compares true (`ANY tags == 'x'`, `tags CONTAINS 'x'`;
     /// over HTTP `LIST_CONTAINS`). A field that is not a list matches as a list of itself.
     case any(key: String, op: Comparison, value: FieldValue)
+    /// Every part matches (`AND`, `&&`).
     case and([Predicate])
 
+    /// A comparison operator, by its NSPredicate spelling; integers and doubles compare as numbers.
     public enum Comparison: String, Sendable, CaseIterable {
+        /// `==` (also `=`).
         case equal = "=="
+        /// `!=` (also `<>`).
         case notEqual = "!="
+        /// `<`.
         case less = "<"
+        /// `<=` (also `=<`).
         case lessOrEqual = "<="
+        /// `>`.
         case greater = ">"
+        /// `>=` (also `=>`).
         case greaterOrEqual = ">="
 
         func holds(_ order: ComparisonResult) -> Bool {
@@ -84,7 +110,8 @@ public indirect enum Predicate: Sendable, Equatable {
         "creatorUserRecordID", "lastModifiedUserRecordID",
     ]
 
-    /// Whether a record with `fields` (and its system fields) matches.
+    /// Whether a record matches, `value` giving the value of each key it names (a field or a
+    /// system field; nil when the record has none).
     public func matches(_ value: (String) -> FieldValue?) -> Bool {
         switch self {
         case .all: return true
@@ -407,5 +434,6 @@ public final class QueryCursor: Sendable, CustomStringConvertible {
         self.after = after
     }
 
+    /// The query's record type and the record name it stops after, for logs.
     public var description: String { "QueryCursor(\(query.recordType) after \(after.name))" }
 }

@@ -1,29 +1,48 @@
 import Foundation
 
 /// A zone's ID: its name and its owner's user record ID.
+///
+/// ```swift
+/// let trips = RecordZoneID(zoneName: "Trips", ownerName: RecordZoneID.currentUserName)
+/// let same = try db.zoneID("Trips")             // the owner spelt out: the caller's user record ID
+/// ```
 public struct RecordZoneID: Hashable, Sendable, CustomStringConvertible {
+    /// The name of every database's default zone (R24).
     public static let defaultZoneName = "_defaultZone"
     /// The owner name that means "the caller" (CloudKit's `CKCurrentUserDefaultName`).
     public static let currentUserName = "__defaultOwner__"
     /// The default zone of whichever database a record is saved to (R24).
     public static let `default` = RecordZoneID(zoneName: defaultZoneName, ownerName: currentUserName)
+    /// The zone's name in its owner's database.
     public var zoneName: String
+    /// The owner's user record ID, or `currentUserName` for the caller.
     public var ownerName: String
 
+    /// The zone `zoneName` of the account whose user record ID is `ownerName`.
     public init(zoneName: String, ownerName: String) {
         self.zoneName = zoneName
         self.ownerName = ownerName
     }
 
+    /// Whether this names a database's default zone (R24), whoever the owner.
     public var isDefaultZone: Bool { zoneName == RecordZoneID.defaultZoneName }
+    /// `zone/owner`, as errors name a zone.
     public var description: String { "\(zoneName)/\(ownerName)" }
 }
 
 /// A record's ID: its name in a zone.
+///
+/// ```swift
+/// let id = RecordID(recordName: "lisbon", zoneID: try db.zoneID("Trips"))
+/// let trip = try db.fetchRecord(id)             // or `unknownItem`
+/// ```
 public struct RecordID: Hashable, Sendable, CustomStringConvertible {
+    /// The record's name in its zone: 1–255 printable ASCII characters (R23).
     public var recordName: String
+    /// The zone the record lives in.
     public var zoneID: RecordZoneID
 
+    /// The record `recordName` of zone `zoneID`.
     public init(recordName: String, zoneID: RecordZoneID) {
         self.recordName = recordName
         self.zoneID = zoneID
@@ -37,12 +56,19 @@ public struct RecordID: Hashable, Sendable, CustomStringConvertible {
 /// when it roots a share, a reference to that share.
 ///
 /// ```swift
+/// let zone = try db.saveZone("Trips").zoneID
 /// let trip = Record(recordType: "Trip", recordID: RecordID(recordName: "lisbon", zoneID: zone))
 /// trip["title"] = .string("Lisbon")
+/// trip["days"] = .integer(5)
+/// if let error = try db.modifyRecords(saving: [trip]).error { throw error }
+/// print(trip.recordChangeTag!)                 // set by the save (R21)
 /// ```
 public class Record: CustomStringConvertible {
+    /// The record's name and zone, fixed for its life.
     public let recordID: RecordID
+    /// The record's type: letters, digits and `_`, starting with a letter (R23); a share's is `cloudkit.share`.
     public let recordType: String
+    /// The field values by key: a key removed here is deleted by the next save, a key never held is kept (R29).
     public var fields: [String: FieldValue] {
         get {
             decodeStoredFields()
@@ -68,12 +94,15 @@ public class Record: CustomStringConvertible {
     public internal(set) var share: RecordID?
     /// Changes with every save; nil before the first (R21).
     public internal(set) var recordChangeTag: String?
+    /// When the record was last saved (R31); nil before the first save.
     public internal(set) var modificationDate: Date?
     /// R31, as CloudKit's: when the record was first saved (never changes after), the user
     /// record of the account that first saved it, and of the one that saved it last (a
     /// participant's edit in a shared zone names the participant). Nil before the first save.
     public internal(set) var creationDate: Date?
+    /// The user record of the account that first saved the record (R31).
     public internal(set) var creatorUserRecordID: RecordID?
+    /// The user record of the account that saved it last, a participant's in a shared zone (R31).
     public internal(set) var lastModifiedUserRecordID: RecordID?
     /// The short GUID of CloudKit Web Services (SPEC §13): reserved when the record was saved
     /// with `createShortGUID`, or the URL token of the share it roots. The share takes it.
@@ -117,6 +146,7 @@ public class Record: CustomStringConvertible {
         )
     }
 
+    /// A new record `recordID` of `recordType`, as `CKRecord(recordType:recordID:)`; a `parent` must be in the same zone (R25).
     public init(recordType: String, recordID: RecordID, fields: [String: FieldValue] = [:], parent: RecordID? = nil) {
         self.recordType = recordType
         self.recordID = recordID
@@ -162,6 +192,7 @@ public class Record: CustomStringConvertible {
         self.serverParent = parent
     }
 
+    /// The value of field `key`; setting nil deletes the key at the next save (R29).
     public subscript(key: String) -> FieldValue? {
         get { fields[key] }
         set { fields[key] = newValue }
@@ -245,6 +276,7 @@ public class Record: CustomStringConvertible {
         serverParent = server.parent
     }
 
+    /// Type, name and the first four fields by key, for logs.
     public var description: String {
         let shown = fields.keys.sorted().prefix(4).map { "\($0)=\(fields[$0]!)" }.joined(separator: ", ")
         return "Record(\(recordType) \(recordID.recordName)\(shown.isEmpty ? "" : " {\(shown)}"))"

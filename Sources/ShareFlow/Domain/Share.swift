@@ -6,16 +6,20 @@ import Foundation
 /// ```swift
 /// let share = Share(rootRecord: trip)       // or Share(zoneID: zone)
 /// share.title = "Lisbon trip"
-/// share.addParticipant(bob)
-/// try db.modifyRecords(saving: [trip, share])
-/// print(share.url!)
+/// share.addParticipant(bob)                 // a Participant from fetchShareParticipants (R7)
+/// if let error = try db.modifyRecords(saving: [trip, share]).error { throw error }
+/// print(share.url!)                         // set by the save (R6)
 /// ```
 public final class Share: Record {
+    /// The record type of every share.
     public static let recordType = "cloudkit.share"
+    /// The record name of every zone share (R4).
     public static let zoneShareName = "cloudkit.zoneshare"
 
     /// Set when saved (R6): unguessable and stable.
     public internal(set) var url: String?
+    /// What anyone with the URL gets on accepting; `none` keeps the share private (R10). A save that changes it
+    /// removes every `pending` participant, or every participant but the owner when the new value is `none` (R11).
     public var publicPermission: ParticipantPermission = .none
     /// As the caller may see them (R15): owner and caller at least.
     public internal(set) var participants: [Participant] = []
@@ -34,6 +38,7 @@ public final class Share: Record {
     /// the server has removed.
     package var addedParticipantIDs: Set<String> = []
 
+    /// The share's `cloudkit.title` field, which invitees see; the owner edits it (R6).
     public var title: String? {
         get {
             if case .string(let s) = fields["cloudkit.title"] { return s }
@@ -42,8 +47,10 @@ public final class Share: Record {
         set { fields["cloudkit.title"] = newValue.map { .string($0) } }
     }
 
+    /// The participant whose role is `owner`, among those the caller sees (R15).
     public var owner: Participant? { participants.first { $0.role == .owner } }
 
+    /// Whether the share covers a whole zone rather than a record hierarchy (R4).
     public var isZoneShare: Bool { rootRecordID == nil }
 
     /// A new hierarchy share rooted at `rootRecord`; save them together (R5).
@@ -133,20 +140,34 @@ public final class Share: Record {
 }
 
 /// What a user learns from a share's URL before accepting it.
+///
+/// ```swift
+/// let found = try await container.fetchShareMetadata([url], shouldFetchRootRecord: true)
+/// let metadata = try found[0].1.get()           // or unknownItem for a stranger to a private share (R16)
+/// let accepted = try await container.accept([metadata])
+/// ```
 public final class ShareMetadata: CustomStringConvertible {
     /// The container and environment the share lives in (R32).
     public let containerID: ContainerID
+    /// The container's identifier, as CloudKit's metadata gives it.
     public var containerIdentifier: String { containerID.identifier }
+    /// The environment the share lives in (R32).
     public var environment: CloudEnvironment { containerID.environment }
+    /// The share, as the caller may see it (R15).
     public let share: Share
+    /// The URL the metadata was fetched with.
     public let url: String
+    /// The share's owner, named only when discoverable (R2).
     public let ownerIdentity: UserIdentity
     /// Nil for a zone share.
     public let hierarchicalRootRecordID: RecordID?
     /// Only with `shouldFetchRootRecord`, never for a zone share.
     public let rootRecord: Record?
+    /// The caller's role; `publicUser` for someone not yet on a public share.
     public let participantRole: ParticipantRole
+    /// The caller's acceptance status; `unknown` for someone not yet on a public share.
     public let participantStatus: ParticipantAcceptanceStatus
+    /// What the caller may do with the records: their own permission, or a public share's `publicPermission` for someone not yet on it.
     public let participantPermission: ParticipantPermission
 
     init(
@@ -171,6 +192,7 @@ public final class ShareMetadata: CustomStringConvertible {
         self.participantPermission = participantPermission
     }
 
+    /// Title, container, owner and the caller's role, permission and status, for logs.
     public var description: String {
         "ShareMetadata(\(share.title ?? share.recordID.recordName), container: \(containerIdentifier), owner: \(ownerIdentity), you: \(participantRole.rawValue)/\(participantPermission.rawValue)/\(participantStatus.rawValue))"
     }

@@ -2,7 +2,17 @@ import Foundation
 
 /// An error as CloudKit reports it: a code (with CloudKit's raw value), a message naming the
 /// item and the rule, per-item errors for a partial failure, and a retry delay.
+///
+/// ```swift
+/// if case .failure(let error) = try db.modifyRecords(saving: [trip]).saveResults[0].1,
+///     error.code == .serverRecordChanged, let server = error.serverRecord
+/// {
+///     server["title"] = trip["title"]           // merge into the server's copy (R21), then save that
+///     _ = try db.modifyRecords(saving: [server])
+/// }
+/// ```
 public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, by CloudKit's `CKError.Code` names (SPEC §4); `number` is the raw value.
     public enum Code: String, Sendable, CaseIterable {
         case partialFailure, serviceUnavailable, requestRateLimited, permissionFailure, unknownItem,
             invalidArguments, serverRecordChanged, operationCancelled, batchRequestFailed,
@@ -38,11 +48,14 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
         }
     }
 
+    /// The kind of failure: what scripts and clients branch on.
     public var code: Code
+    /// What failed and why, naming the item and the rule.
     public var message: String
     /// For `partialFailure`: each failed item's ID (lookup info, URL, record ID) and its error,
     /// in input order.
     public var partialErrors: [(item: String, error: ShareFlowError)]
+    /// Seconds to wait before trying again, where the failure gives a delay (CloudKit's `retryAfterSeconds`).
     public var retryAfter: Double?
     /// Whether the message is for the operator only: it names the store (a path, a PostgreSQL
     /// user, host or database) or its state. A client gets a generic reason and an incident ID
@@ -64,13 +77,16 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
     /// tried to save, and the record as the caller last had it from the server, so a script
     /// can merge and retry.
     public var serverRecord: Record? { conflict?.server }
+    /// For `serverRecordChanged`: the record the caller tried to save (R21).
     public var clientRecord: Record? { conflict?.client }
+    /// For `serverRecordChanged`: the record as the caller last had it from the server; nil for a new record (R21).
     public var ancestorRecord: Record? { conflict?.ancestor }
     var conflict: RecordConflict?
     /// For `participantMayNeedVerification` (R16): the share's invitations no account matches
     /// (CloudKit's `potentialMatchList`), so the caller can tell which address to verify.
     public var potentialMatches: [(participantID: String, lookupInfo: LookupInfo)] = []
 
+    /// An error of `code` saying `message`; a `partialFailure` carries its items' errors in `partialErrors`.
     public init(
         _ code: Code,
         _ message: String,
@@ -83,6 +99,7 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
         self.retryAfter = retryAfter
     }
 
+    /// CloudKit's raw value of `code` (SPEC §4).
     public var codeNumber: Int { code.number }
 
     /// This error, its message for the operator only (`isOperatorDetail`); an outage
@@ -142,6 +159,7 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
         return e
     }
 
+    /// `code (number): message`, as logs and the console show it.
     public var description: String { "\(code.rawValue) (\(code.number)): \(message)" }
 
     /// The error for a batch in which `failures` of `total` items failed.

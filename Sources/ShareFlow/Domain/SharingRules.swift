@@ -7,6 +7,7 @@
 /// // .denied(.permissionFailure, "readOnly participants may not modify shared records (R13)")
 /// ```
 public enum SharingRules {
+    /// What someone asks to do with a share or its records.
     public enum Action: String, Sendable, CaseIterable {
         /// See the shared records in the shared database (R12).
         case readRecords
@@ -24,13 +25,19 @@ public enum SharingRules {
         case deleteShare
     }
 
+    /// The answer: allowed, or the error code and reason of the refusal.
     public enum Decision: Equatable, Sendable {
+        /// The action may go ahead.
         case allowed
+        /// Refused, with the error's code and a reason naming the rule.
         case denied(ShareFlowError.Code, String)
 
+        /// Whether the decision is `allowed`.
         public var isAllowed: Bool { self == .allowed }
     }
 
+    /// Whether someone of `role`, `permission` and `status` on a share may do `action`. The owner may do
+    /// anything, someone of `unknown` role nothing; `isPublicShare` matters only to `accept` (R10, R18).
     public static func decide(
         _ action: Action,
         role: ParticipantRole,

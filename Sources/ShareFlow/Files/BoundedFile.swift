@@ -13,7 +13,9 @@ import Glibc
 /// let text = try BoundedFile.read("notes.lua", maxBytes: 64 << 20)
 /// ```
 public enum BoundedFile {
+    /// Why a file could not be read, as one line for the person who named it.
     public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong: `read` names the file and the reason (cannot open, cannot read, larger than the bound).
         public let description: String
     }
 

@@ -746,11 +746,16 @@ package struct StoreBusy: Error, CustomStringConvertible {
 
 /// Why a store could not be opened.
 public enum StoreError: Error, CustomStringConvertible {
+    /// What is at `path` is no ShareFlow store, for `reason`; it was not changed.
     case notAStore(path: String, reason: String)
+    /// Written by a newer ShareFlow: schema version `found`, past the `supported` one; it was not changed.
     case newerSchema(path: String, found: Int, supported: Int)
+    /// The store at `path` could not be opened, for `reason`.
     case cannotOpen(path: String, reason: String)
+    /// A backup to `destination` failed, for `reason`.
     case cannotBackUp(destination: String, reason: String)
 
+    /// The reason, naming the store, and what an operator can do about it.
     public var description: String {
         switch self {
         case let .notAStore(path, reason):

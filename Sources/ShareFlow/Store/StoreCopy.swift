@@ -3,10 +3,14 @@ import GRDB
 
 /// What `shareflow store copy` copied: rows by table.
 public struct StoreCopyReport: Sendable, Codable {
+    /// The store copied, as `Store.path` names it.
     public let from: String
+    /// The store copied into, as `Store.path` names it.
     public let to: String
+    /// Rows read from each table of the source, by table name.
     public let rows: [String: Int]
 
+    /// A report of `rows` copied from `from` to `to`.
     public init(from: String, to: String, rows: [String: Int]) {
         self.from = from
         self.to = to

@@ -7,11 +7,15 @@ import GRDB
 public struct StoredCredential: Sendable {
     /// `adminToken`: the server's admin routes (SPEC §15), under `Credentials.adminScope`.
     public enum Kind: String, Sendable, CaseIterable { case apiToken, webAuthToken, serverKey, adminToken }
+    /// What the credential is, and so what it grants.
     public let kind: Kind
+    /// The container identifier it is for (`Credentials.adminScope` for an admin token).
     public let container: String
     /// An API token's environment (R32); other credentials serve both (nil).
     public let environment: CloudEnvironment?
+    /// The account a web auth token or server key acts as; nil for an API or admin token.
     public let accountID: Int64?
+    /// When it stops being accepted, in seconds since 1970; nil: never.
     public let expiresAt: Double?
     /// A server key's public key (PEM).
     public let publicKey: String?

@@ -3,10 +3,13 @@ import GRDB
 
 /// What `shareflow store info` shows.
 public struct StoreInfo: Sendable, Codable {
+    /// The store, as `Store.path` names it.
     public let path: String
+    /// The schema version the store records.
     public let schemaVersion: Int
-    /// Bytes of the database file, and of its write-ahead log not yet checkpointed.
+    /// Bytes of the database file; on a driver's database, of the tables in ShareFlow's schema (indexes included).
     public let fileBytes: Int64
+    /// Bytes of the SQLite write-ahead log not yet checkpointed; 0 in memory and on a driver's database.
     public let walBytes: Int64
     /// Rows by kind: accounts, zones, records, shares, participants.
     public let counts: [String: Int]
@@ -16,17 +19,20 @@ public struct StoreInfo: Sendable, Codable {
 
 /// What `shareflow store check` found: SQLite's integrity check and ShareFlow's invariants.
 public struct StoreCheck: Sendable, Codable {
-    /// SQLite's own verdict lines (`ok` when sound).
+    /// SQLite's own verdict lines (`ok` when sound); always `ok` on a driver's database, which
+    /// keeps its own pages whole.
     public let integrity: [String]
     /// One line per broken invariant, naming the rows.
     public let problems: [String]
     /// What the engine leaves on purpose and an operator may want to know, not damage: records
     /// whose parent was deleted (R34).
     public var notes: [String] = []
+    /// Whether the store is sound: integrity `ok` and no problem; notes do not count.
     public var isHealthy: Bool { integrity == ["ok"] && problems.isEmpty }
 }
 
 extension Store {
+    /// Path, schema version, size, rows by kind and the change log's size, read in one snapshot (`shareflow store info`).
     public func info() throws -> StoreInfo {
         if let driver {
             return try read { tx in
