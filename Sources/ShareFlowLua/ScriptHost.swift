@@ -8,11 +8,17 @@ import ShareFlow
 ///
 /// ```swift
 /// let host = try ScriptHost(engine: engine)
+/// try host.setDefaultSession("alice@example.com")   // who `shareflow.container(id)` acts as
 /// try host.runFile("Scripts/demo.lua", arguments: [])
+/// let results = try host.run("return shareflow.accounts.count()")   // [.integer(…)]
 /// ```
 public final class ScriptHost {
+    /// The state scripts run in. Never used by two threads at once: the engine's lock serialises
+    /// the observers and policies that call into it.
     public let lua: LuaState
+    /// The engine the `shareflow` module drives.
     public let engine: Engine
+    /// Where `sf.log.*` and a plugin's `print` write (at first the engine's logger).
     public var logger: Logger
     /// Who `shareflow.container(id)` acts as.
     public var defaultSession: String?

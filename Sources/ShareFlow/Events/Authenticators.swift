@@ -4,17 +4,23 @@ import Foundation
 /// a deployment's own credential (a bearer token, a header set by a signing proxy), never the
 /// CloudKit tokens themselves.
 public struct AuthenticationRequest: Sendable {
+    /// The HTTP method (`POST`).
     public var method: String
     /// The URL path, without the query.
     public var path: String
+    /// The container identifier the request names (`iCloud.com.example.trips`).
     public var container: String
+    /// The environment the request names: `development` or `production` (a `CloudEnvironment` raw value).
     public var environment: String
+    /// The database the request names: `private`, `shared` or `public` (a `DatabaseScope` raw value).
     public var database: String
     /// Header names in lowercase; a repeated header's values joined with ", ".
     public var headers: [String: String]
     /// The query's parameters, without `ckAPIToken` and `ckWebAuthToken`.
     public var query: [String: String]
 
+    /// A request as the server read it; authenticators expect `headers` keyed in lowercase and
+    /// `query` without the CloudKit tokens (the server gives them so).
     public init(
         method: String,
         path: String,
@@ -55,6 +61,8 @@ public enum AuthenticationVerdict {
 /// }
 /// ```
 public final class Authenticators: @unchecked Sendable {  // used on the engine's executor only
+    /// An authenticator. What it throws refuses the request (fail closed), but for an outage of
+    /// the store, which fails the request as that outage.
     public typealias Body = (AuthenticationRequest) throws -> AuthenticationVerdict
 
     private struct Entry {
@@ -67,9 +75,12 @@ public final class Authenticators: @unchecked Sendable {  // used on the engine'
     private var entries: [Entry] = []
     private var nextID = 0
 
+    /// An empty set: `authenticate` names no account for any request.
     public init() {}
 
+    /// Whether none is registered (the server then builds no `AuthenticationRequest`).
     public var isEmpty: Bool { entries.isEmpty }
+    /// The authenticators' names, in the order they are asked.
     public var names: [String] { entries.map(\.name) }
 
     /// Adds an authenticator; returns what `remove(id:)` takes.
@@ -82,6 +93,7 @@ public final class Authenticators: @unchecked Sendable {  // used on the engine'
         return nextID
     }
 
+    /// Removes the authenticator `add` returned `id` for; an unknown id does nothing.
     public func remove(id: Int) { entries.removeAll { $0.id == id } }
 
     /// The account the first deciding authenticator names, with its name; nil when all pass.

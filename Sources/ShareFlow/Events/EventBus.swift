@@ -8,7 +8,16 @@ import Synchronization
 /// Observers are added and removed, and events delivered, by whoever holds the engine's lock
 /// (a plugin's setup, an observer, a script; `ReadsBeside`): a server's reading threads only
 /// ask `hasObservers`, which reads an atomic mask.
+///
+/// ```swift
+/// let handle = engine.events.observe(.participantRemoved, priority: 10, label: "audit") { event in
+///     print("\(event.participant?.participantID ?? "?") removed: \(event.reason ?? "")")
+/// }
+/// handle.remove()
+/// ```
 public final class EventBus: @unchecked Sendable {
+    /// An observer: given each committed event of its kind. What it throws is logged and counted
+    /// (`observerErrors`), never passed on to the change's caller.
     public typealias Observer = (Event) throws -> Void
 
     struct Entry {
@@ -63,9 +72,15 @@ public final class EventBus: @unchecked Sendable {
             self.id = id
             self.event = event
         }
+        /// Stops delivery to this observer; removing it again does nothing.
         public func remove() { bus.remove(id: id, event: event) }
     }
 
+    /// Registers `body` for every event of kind `event`, after the observers of equal or higher
+    /// priority already registered (SPEC §6); returns the handle that removes it.
+    ///
+    /// `label` names the observer in the log when it fails, and is what `removeAll(labelPrefix:)`
+    /// and `detach(labelPrefix:)` match (a plugin's observers are labelled `<plugin>/<name>`).
     @discardableResult
     public func observe(
         _ event: EventKind,
@@ -119,6 +134,8 @@ public final class EventBus: @unchecked Sendable {
         }
     }
 
+    /// Whether any observer of `event` is registered. Lock-free (an atomic mask), so any thread may
+    /// ask, and the engine builds no event nobody observes.
     public func hasObservers(_ event: EventKind) -> Bool {
         observed.load(ordering: .acquiring) & (1 << UInt64(event.rawValue)) != 0
     }

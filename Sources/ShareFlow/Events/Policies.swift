@@ -8,13 +8,18 @@ import Foundation
 /// }
 /// ```
 public struct PolicyRequest {
+    /// Where the engine asks: which change is about to happen.
     public let point: DecisionPoint
+    /// The acting account (`caller` in policy requests, SPEC §5).
     public let caller: Account?
     /// `caller?.id`, kept apart: the Lua host reads it on every decision to find the caller's
     /// userdata, and testing the optional `Account` itself copies its 152 bytes.
     package let callerID: Int64?
+    /// The container's identifier.
     public let container: String?
+    /// `share.publicPermission`: the share's public permission now (a `ParticipantPermission` raw value).
     public let from: String?
+    /// `share.publicPermission`: the public permission the save asks for.
     public let to: String?
     /// The share, participant and metadata, kept together so they travel as one reference.
     public let objects: Objects
@@ -22,9 +27,13 @@ public struct PolicyRequest {
     /// Read when first asked for; a store that cannot be read then throws (an outage a policy
     /// meets fails the request as that outage, not as a denial).
     public var share: Share? { get throws { try objects.share } }
+    /// `share.accept`: the caller's participant, if they have one yet;
+    /// `participant.add`: the one added. Read when first asked for, as `share`.
     public var participant: Participant? { get throws { try objects.participant } }
+    /// `share.accept`: the metadata the caller accepts.
     public var metadata: ShareMetadata? { objects.metadata }
 
+    /// A request whose objects are at hand (`participant.add`, `share.save`, tools and benchmarks).
     public init(
         point: DecisionPoint,
         caller: Account?,
@@ -59,17 +68,22 @@ public struct PolicyRequest {
 
     /// A request's objects; the share and participant are made once, when first read.
     public final class Objects {
+        /// `share.accept`: the metadata the caller accepts, made with the request.
         public let metadata: ShareMetadata?
         private var deferredShare: Deferred<Share>
         private var deferredParticipant: Deferred<Participant>
 
+        /// `share` and `participant` run at most once, on first read; what one throws is kept and
+        /// thrown again on every read.
         public init(share: @escaping () throws -> Share?, participant: @escaping () throws -> Participant?, metadata: ShareMetadata?) {
             deferredShare = Deferred(share)
             deferredParticipant = Deferred(participant)
             self.metadata = metadata
         }
 
+        /// The share, made on first read (a store read that may throw).
         public var share: Share? { get throws { try deferredShare.value() } }
+        /// The participant, made on first read (a store read that may throw).
         public var participant: Participant? { get throws { try deferredParticipant.value() } }
     }
 
@@ -90,8 +104,10 @@ public struct PolicyRequest {
 
 /// Where the engine asks the policies (SPEC §6).
 public enum DecisionPoint: Int, CaseIterable, Sendable, NamedByLiteral {
+    /// `share.accept`, `participant.add`, `share.publicPermission`, `share.save`.
     case shareAccept, participantAdd, sharePublicPermission, shareSave
 
+    /// The point's name as scripts see it (`share.accept`).
     public var staticName: StaticString {
         switch self {
         case .shareAccept: "share.accept"
@@ -104,19 +120,28 @@ public enum DecisionPoint: Int, CaseIterable, Sendable, NamedByLiteral {
 
 /// A policy's answer.
 public enum PolicyVerdict: Sendable, Equatable {
+    /// The change may go ahead, as far as this policy is concerned.
     case allow
+    /// The change fails `permissionFailure`, naming the policy and this reason.
     case deny(String)
 }
 
 /// One entry of the decision log.
 public struct PolicyDecision: Sendable {
+    /// The decision's number in the log it was read from: this process's count, or the shared
+    /// log's row (SPEC §18 P3).
     public let id: Int
+    /// The decision point's name (`share.accept`).
     public let point: String
+    /// The names of the policies asked, in order, up to the one that denied.
     public let policies: [String]
+    /// Whether the change was allowed.
     public let allow: Bool
+    /// `policy: reason` of the denial; empty when allowed.
     public let reasons: [String]
     /// Seconds the decision took.
     public let duration: Double
+    /// When the decision was made (wall-clock time at its end).
     public let time: Date
 
     package init(id: Int, point: String, policies: [String], allow: Bool, reasons: [String], duration: Double, time: Date) {
@@ -128,8 +153,20 @@ public struct PolicyDecision: Sendable {
 
 /// The policies at the four decision points, and the log of every decision they made.
 /// The first denial in priority order decides; a policy that throws denies (fail-closed).
+///
+/// ```swift
+/// let id = engine.policies.add(.participantAdd, name: "small-shares", priority: 10) { request in
+///     let count = try request.share?.participants.count ?? 0
+///     return count < 10 ? .allow : .deny("at most 10 participants")
+/// }
+/// for decision in engine.policies.decisions(limit: 5) { print(decision.point, decision.allow, decision.reasons) }
+/// engine.policies.remove(id: id)
+/// ```
 public final class PolicySet: @unchecked Sendable {
+    /// A policy. What it throws denies (fail-closed, SPEC §6), but `serviceUnavailable`: the store
+    /// was busy or away, no decision is made or logged, and the request fails to be retried (503).
     public typealias Policy = (PolicyRequest) throws -> PolicyVerdict
+    /// Every decision point's name, as scripts name them.
     public static let points = DecisionPoint.allCases.map(\.name)
 
     struct Entry {
@@ -200,6 +237,9 @@ public final class PolicySet: @unchecked Sendable {
     /// How many decisions the log keeps.
     @exclusivity(unchecked) public var logCapacity = 1000
 
+    /// Adds a policy at `point`, asked after those of equal or higher priority already there;
+    /// returns the id `remove(id:)` takes. `name` is what decisions and denials show, and what
+    /// `removeAll(namePrefix:)` matches (a plugin's policies are named `<plugin>/<name>`).
     @discardableResult
     public func add(_ point: DecisionPoint, name: String, priority: Int = 0, _ body: @escaping Policy) -> Int {
         nextID += 1
@@ -211,10 +251,12 @@ public final class PolicySet: @unchecked Sendable {
         return nextID
     }
 
+    /// Removes the policy `add` returned `id` for; an unknown id does nothing.
     public func remove(id: Int) {
         update { $0.removeAll { $0.id == id } }
     }
 
+    /// Removes every policy whose name starts with `prefix` (a plugin being unloaded).
     public func removeAll(namePrefix prefix: String) {
         update { $0.removeAll { $0.name.hasPrefix(prefix) } }
     }
@@ -247,6 +289,7 @@ public final class PolicySet: @unchecked Sendable {
         }
     }
 
+    /// Whether `point` has a policy: without one the engine asks nothing and logs no decision.
     public func hasPolicies(_ point: DecisionPoint) -> Bool { !points[point.rawValue].entries.isEmpty }
 
     /// Asks every policy at the request's point; throws `permissionFailure` on denial.

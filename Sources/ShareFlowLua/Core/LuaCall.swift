@@ -2,8 +2,21 @@ import CLua
 
 /// The arguments of a Swift function called from Lua, with `lauxlib`-style checks that
 /// throw `LuaArgumentError` (`bad argument #2 to 'find' (string expected, got nil)`).
+///
+/// ```swift
+/// lua.push(function: "repeated") { call in
+///     let text = try call.string(1)
+///     let times = try call.integer(2, in: 1...100)
+///     call.state.push(string: String(repeating: text, count: times))
+///     return 1
+/// }
+/// lua.setGlobal("repeated")
+/// try lua.run("return repeated('ab', 3)")   // [.string("ababab")]
+/// ```
 public struct LuaCall {
+    /// The state called; its `L` is this call's thread while the call runs.
     public let state: LuaState
+    /// The raw `lua_State *` of the thread that called (a coroutine's, when one did).
     public let L: OpaquePointer
     /// The function's name as Lua code sees it, for error messages.
     public let name: String
@@ -37,8 +50,10 @@ public struct LuaCall {
         return String(cString: lua_typename(L, type))
     }
 
+    /// Whether the argument at `i` is nil or absent.
     public func isNil(_ i: Int32) -> Bool { lua_type(L, i) <= LUA_TNIL }
 
+    /// A `bad argument #i to '<name>' (reason)` error, to throw.
     public func argumentError(_ i: Int32, _ reason: String) -> LuaArgumentError {
         LuaArgumentError(position: Int(i), function: name, reason: reason)
     }
@@ -47,15 +62,20 @@ public struct LuaCall {
         argumentError(i, "\(what) expected, got \(typeName(i))")
     }
 
+    /// The string argument at `i`. A number is not converted: anything but a string is
+    /// `bad argument`. Bytes that are not UTF-8 are repaired (U+FFFD).
     public func string(_ i: Int32) throws -> String {
         guard lua_type(L, i) == LUA_TSTRING, let s = state.string(at: i) else { throw expected(i, "string") }
         return s
     }
 
+    /// As `string(_:)`, but nil when the argument is nil or absent.
     public func optionalString(_ i: Int32) throws -> String? {
         isNil(i) ? nil : try string(i)
     }
 
+    /// The integer argument at `i`: a float with an exact integer value counts, a string does
+    /// not. Any Lua integer passes; use `integer(_:in:)` to bound it.
     public func integer(_ i: Int32) throws -> Int {
         var ok: Int32 = 0
         let v = lua_tointegerx(L, i, &ok)
@@ -63,25 +83,31 @@ public struct LuaCall {
         return Int(v)
     }
 
+    /// The number argument at `i` (an integer as a `Double`). NaN and ±inf pass: reject them
+    /// where they matter (SPEC §8).
     public func number(_ i: Int32) throws -> Double {
         guard lua_type(L, i) == LUA_TNUMBER else { throw expected(i, "number") }
         return clua_tonumber(L, i)
     }
 
+    /// The boolean argument at `i`; no truthiness: nil or any other value is `bad argument`.
     public func boolean(_ i: Int32) throws -> Bool {
         guard lua_type(L, i) == LUA_TBOOLEAN else { throw expected(i, "boolean") }
         return lua_toboolean(L, i) != 0
     }
 
+    /// Checks that the argument at `i` is a table (read it with `field`, `element`, `length`).
     public func table(_ i: Int32) throws {
         guard lua_type(L, i) == LUA_TTABLE else { throw expected(i, "table") }
     }
 
+    /// The function argument at `i`, pinned in the registry until the reference goes.
     public func function(_ i: Int32) throws -> LuaReference {
         guard lua_type(L, i) == LUA_TFUNCTION else { throw expected(i, "function") }
         return state.reference(at: i)
     }
 
+    /// The argument at `i` copied into Swift (`LuaState.value(at:function:)`, with its limits).
     public func value(_ i: Int32) throws -> LuaValue { try state.value(at: i) }
 
     /// The object at `i` if it is a `T` registered as `typeName`.
@@ -118,6 +144,7 @@ public struct LuaCall {
         return state.string(at: -1)
     }
 
+    /// The boolean field `key` of the table at `i`, or nil; any other value is an error naming the key.
     public func booleanField(_ i: Int32, _ key: String) throws -> Bool? {
         let t = field(i, key)
         defer { state.pop() }
@@ -167,6 +194,8 @@ public struct LuaCall {
         return Int(d)
     }
 
+    /// The number field `key` of the table at `i`, or nil; a non-number is an error naming the
+    /// key. NaN and ±inf pass, as with `number(_:)`.
     public func numberField(_ i: Int32, _ key: String) throws -> Double? {
         let t = field(i, key)
         defer { state.pop() }

@@ -5,22 +5,35 @@ import CShareFlowSupport
 /// declared in a few lines.
 ///
 /// ```swift
-/// let shareClass = LuaClass<Share>("Share")
-///     .property("title", get: { lua, share in lua.push(string: share.title) },
-///               set: { call, share, index in share.title = try call.string(index) })
-///     .method("addParticipant") { call, share in ...; return 0 }
-///     .describe { "Share(\($0.title))" }
+/// let shareClass = LuaClass<Share>("Share", callerOwned: true)
+///     .property(
+///         "title",
+///         get: { lua, share in try lua.push(share.title.map { .string($0) } ?? .nil) },
+///         set: { call, share, index in share.title = try call.optionalString(index) }
+///     )
+///     .method("removeParticipant", mutating: true) { call, share in
+///         let participant = try call.object(2, Participant.self, typeName: "Participant")
+///         share.removeParticipant(participant)
+///         return 0
+///     }
+///     .describe { $0.description }
 /// shareClass.register(in: lua)
-/// lua.push(shareClass, share)
+/// shareClass.push(share, in: lua)
 /// ```
 ///
 /// Reading an unknown field raises `Share has no field 'x'`, as the SPEC asks for programming
 /// mistakes.
 public final class LuaClass<Object: AnyObject> {
+    /// Pushes a property's value for the object: exactly one value.
     public typealias Getter = (LuaState, Object) throws -> Void
+    /// Sets a property from the value at the given stack index (the call's argument 3).
     public typealias Setter = (LuaCall, Object, Int32) throws -> Void
+    /// A method's body: the object is argument 1 (`obj:m(...)`); pushes its results and
+    /// returns how many.
     public typealias Method = (LuaCall, Object) throws -> Int32
 
+    /// The metatable's name in the registry and its `__name`: what `tostring`, argument errors
+    /// and `getmetatable` show.
     public let typeName: String
     private var methods: [(String, Method)] = []
     /// Methods that change the object (guarded like setters in a plugin's state).
@@ -34,6 +47,8 @@ public final class LuaClass<Object: AnyObject> {
     /// that `guardsWrites`, setters and mutating methods work only on objects it made.
     public let callerOwned: Bool
 
+    /// A class named `typeName` without members: declare them, then `register(in:)` it in
+    /// each state that pushes its objects.
     public init(_ typeName: String, callerOwned: Bool = false) {
         self.typeName = typeName
         self.callerOwned = callerOwned
@@ -48,6 +63,8 @@ public final class LuaClass<Object: AnyObject> {
         return self
     }
 
+    /// Adds a field: `get` pushes its value; with `set` it may be assigned (`obj.key = v`), and
+    /// without it assigning it raises `field is read-only`.
     @discardableResult
     public func property(_ name: String, get: @escaping Getter, set: Setter? = nil) -> Self {
         getters[name] = get
@@ -55,6 +72,7 @@ public final class LuaClass<Object: AnyObject> {
         return self
     }
 
+    /// What `tostring(object)` gives.
     @discardableResult
     public func describe(_ body: @escaping (Object) -> String) -> Self {
         describer = body

@@ -8,6 +8,11 @@ import CShareFlowSupport
 /// ```swift
 /// let lua = try LuaState()
 /// let results = try lua.run("return 1 + 1")   // [.integer(2)]
+///
+/// let plugin = try LuaState(memoryLimit: 64 << 20, libraries: .sandbox)
+/// plugin.cpuBudget = 50_000_000                     // nanoseconds per guarded call
+/// try plugin.load("while true do end", chunkName: "=loop")
+/// try plugin.guardedCall(arguments: 0, results: 0)  // throws: `budgetReason`
 /// ```
 public final class LuaState {
     /// The raw `lua_State *` of the thread Swift is serving now: the main thread, or, while a
@@ -158,6 +163,7 @@ public final class LuaState {
         limits.deallocate()
     }
 
+    /// Whether the state is closed: a `close()` under a call leaves it open until that call returns.
     public var isClosed: Bool { closed }
 
     /// Closes the state if a `close()` waited for the calls under way, now done.
@@ -181,11 +187,12 @@ public final class LuaState {
         }
     }
 
-    /// The error message of a call that ran past its budget.
     /// Told `cpu` or `memory` when a call ends by its budget (a plugin's state counts them for
     /// `GET /metrics`).
     public var onBudgetOverrun: ((String) -> Void)?
 
+    /// The error message of a call that ran past its CPU budget (a plugin's names the plugin
+    /// and its budget); `onBudgetOverrun` recognises an overrun by it.
     public var budgetReason = "CPU budget exceeded" {
         didSet { sf_set_budget_reason(limits, budgetReason) }
     }
@@ -318,11 +325,14 @@ public final class LuaState {
 
     // MARK: Stack
 
+    /// The index of the top of the stack (`lua_gettop`); setting it pops values or pushes nils
+    /// (`lua_settop`).
     public var top: Int32 {
         get { lua_gettop(L) }
         set { lua_settop(L, newValue) }
     }
 
+    /// Pops `n` values.
     public func pop(_ n: Int32 = 1) { clua_pop(L, n) }
 
     /// Pushes a string that lives as long as the program (an event name, a field name):
@@ -336,6 +346,7 @@ public final class LuaState {
         key.withCString { lua_setfield(L, index, $0) }
     }
 
+    /// Pushes `string` as its UTF-8 bytes (embedded zeros included).
     public func push(string: String) {
         // Native strings lend their bytes in place; only others (bridged) are copied first.
         let pushed: Void? = string.utf8.withContiguousStorageIfAvailable { buf in
@@ -414,12 +425,14 @@ public final class LuaState {
     /// How deep a table may nest to be copied between Lua and Swift.
     public static let maxDepth = 100
 
-    /// Copies the value at `index` into Swift; `function` names the caller in errors
-    /// (a cycle, nesting past `maxDepth`). Reads raw: no metamethod runs.
     /// The most values one copy visits: a table shared many times over (a DAG) would
     /// otherwise be copied once per path, without end.
     public static let maxValues = 100_000
 
+    /// Copies the value at `index` into Swift; `function` names the caller in errors
+    /// (a cycle, nesting past `maxDepth`, more than `maxValues` values). Reads raw: no
+    /// metamethod runs. The copy checks the CPU budget as it goes and may not take a capped
+    /// state past its memory cap (`chargeCopy`).
     public func value(at index: Int32, function: String = "value") throws -> LuaValue {
         beginCopy()
         var seen = Set<UnsafeRawPointer>()
@@ -494,6 +507,7 @@ public final class LuaState {
         return LuaReference(lifetime: lifetime, ref: luaL_ref(L, clua_registryindex()), typeName: typeName)
     }
 
+    /// Pushes the value `r` pins; `r` must be one of this state's (`reference(at:)`).
     public func pushReference(_ r: LuaReference) {
         lua_rawgeti(L, clua_registryindex(), lua_Integer(r.ref))
     }

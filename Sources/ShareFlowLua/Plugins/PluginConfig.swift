@@ -22,7 +22,9 @@ public struct PluginConfig {
     public var plugins: [String: LuaTable] = [:]
     /// Order in which the file lists the plugins (tables have none: sorted by name).
     public var order: [String] { plugins.keys.sorted() }
+    /// CPU budget of each call into a plugin, in milliseconds (`limits.cpuMillis`, SPEC §8).
     public var cpuMillis: Double = 50
+    /// Memory cap of each plugin's Lua state, in MiB (`limits.memoryMiB`, SPEC §8).
     public var memoryMiB: Double = 64
     /// Disk each plugin's data folder may hold (`ctx.appendFile`).
     public var diskMiB: Double = 64
@@ -65,8 +67,10 @@ public struct PluginConfig {
     /// and the admin route leave them.
     public var faults: [FaultRule] = []
 
+    /// The defaults: no plugins, the limits of SPEC §8, no fault rules.
     public init() {}
 
+    /// Whether plugin `name` is on: listed, and not `enabled = false`.
     public func isEnabled(_ name: String) -> Bool {
         guard let t = plugins[name] else { return false }
         return t["enabled"] != .boolean(false)
@@ -267,7 +271,9 @@ public struct PluginConfig {
 
 /// A plugin problem, reported as one clear line.
 public struct PluginError: Error, CustomStringConvertible {
+    /// The problem, in one line.
     public let description: String
+    /// A plugin problem saying `message`.
     public init(_ message: String) { description = message }
 }
 

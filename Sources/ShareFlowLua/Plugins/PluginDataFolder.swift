@@ -10,6 +10,7 @@ import Darwin
 
 /// What a plugin's data folder refused, as one line naming the path and the cause.
 public struct PluginDataFolderError: Error, CustomStringConvertible {
+    /// The refusal, naming the path and the cause.
     public let description: String
     init(_ description: String) { self.description = description }
 }

@@ -10,10 +10,15 @@ import ShareFlow
 /// ```swift
 /// let plugins = PluginManager(engine: engine, directories: ["Plugins"], config: try PluginConfig(file: "shareflow.config.lua"))
 /// try plugins.loadEnabled()
+/// for plugin in plugins.info() { print(plugin.name, plugin.version ?? "?", plugin.loaded) }
+/// try plugins.load("audit-log")   // a reload: the loaded version stays if the new one fails
 /// ```
 public final class PluginManager {
+    /// The engine the plugins observe and decide for.
     public let engine: Engine
+    /// Where plugin folders are looked for, in order: the first holding a name wins.
     public var directories: [String]
+    /// Which plugins are on, their settings, and the limits of their states (read at each load).
     public var config: PluginConfig
     /// Where `ctx.appendFile` writes: `<dataDirectory>/<plugin>/…`.
     public var dataDirectory: String
@@ -25,18 +30,29 @@ public final class PluginManager {
     /// Whether `config.faults` were armed (once per manager, not per `loadEnabled`).
     private var configFaultsArmed = false
 
+    /// A plugin folder as `shareflow plugins` lists it.
     public struct Info {
+        /// The plugin's name: its folder's.
         public let name: String
+        /// The folder's path.
         public let folder: String
+        /// `version` of the table its `init.lua` returns, or nil (none, or `init.lua` fails).
         public let version: String?
+        /// `description` of the table its `init.lua` returns, or nil as for `version`.
         public let description: String?
+        /// Whether the config turns it on.
         public let enabled: Bool
+        /// Whether this manager has it loaded.
         public let loaded: Bool
     }
 
     /// A data directory made for this manager alone (`privateDataDirectory()`), removed with it.
     private var ownsDataDirectory = false
 
+    /// A manager of the plugins in `directories`; it loads none until `loadEnabled()` or
+    /// `load(_:settings:)`.
+    ///
+    /// - Parameter dataDirectory: where `ctx.appendFile` writes, a folder per plugin.
     public init(
         engine: Engine,
         directories: [String],
@@ -100,8 +116,11 @@ public final class PluginManager {
         return found.keys.sorted().map { ($0, found[$0]!) }
     }
 
+    /// The loaded plugins' names, in the order they were first loaded.
     public var loadedNames: [String] { loadOrder }
 
+    /// The folder of plugin `name` (the first of `directories` that has it). Throws `PluginError`
+    /// when none does, suggesting a close name.
     public func folder(of name: String) throws -> String {
         // A name that can only be one folder's entry is looked for directly, in each directory
         // in turn (the first wins, as in `available()`), without listing them (cold start).
@@ -258,6 +277,10 @@ public final class PluginManager {
         }
     }
 
+    /// Every plugin found, with its version and description and whether it is on and loaded.
+    ///
+    /// Reads each `init.lua` by running it in a new sandboxed state under the plugin limits (its
+    /// `setup` is not run), so a disabled plugin's file runs too.
     public func info() -> [Info] {
         available().map { entry in
             var version: String?
