@@ -3,8 +3,11 @@ import Foundation
 /// What a zone's fetch ended at: the token to keep, the client's own token (ShareFlow keeps
 /// none: always nil) and whether more changes wait.
 public struct ZoneFetchEnd: Sendable {
+    /// The token to pass as the zone's `previousServerChangeToken` next time.
     public let serverChangeToken: String
+    /// Always nil: ShareFlow keeps no client token.
     public let clientChangeTokenData: Data?
+    /// Whether more changes wait past the token: true only when `fetchAllChanges` is false.
     public let moreComing: Bool
 }
 
@@ -16,22 +19,34 @@ public struct ZoneFetchEnd: Sendable {
 /// op.recordZoneWithIDChangedBlock = { zoneID in toFetch.append(zoneID) }
 /// op.recordZoneWithIDWasDeletedBlock = { zoneID in drop(zoneID) }
 /// op.fetchDatabaseChangesResultBlock = { result in saved = try? result.get().serverChangeToken }
-/// container.sharedCloudDatabase.add(op)
+/// op.database = container.sharedCloudDatabase
+/// container.add(op)
+/// op.waitUntilFinished()
 /// ```
 public final class FetchDatabaseChangesOperation: CloudOperation {
+    /// The token the last fetch ended at; nil: from the start.
     public var previousServerChangeToken: String?
+    /// At most this many zones a page, 1 to 100,000 (a page holds at most 200); nil: 200.
     public var resultsLimit: Int?
     /// Pages on until nothing more comes (default); false: one page.
     public var fetchAllChanges = true
+    /// Called for each zone made or changed since the token (in the shared database: one the
+    /// caller sees, §14 S4).
     public var recordZoneWithIDChangedBlock: ((RecordZoneID) -> Void)?
+    /// Called for each zone deleted since the token (in the shared database: also one the caller
+    /// no longer has an accepted share in).
     public var recordZoneWithIDWasDeletedBlock: ((RecordZoneID) -> Void)?
+    /// Called for each zone reported purged, which only a `zonePurged` fault rule does (§15):
+    /// the data stay.
     public var recordZoneWithIDWasPurgedBlock: ((RecordZoneID) -> Void)?
     /// After each page but the last: the token to keep so far.
     public var changeTokenUpdatedBlock: ((String) -> Void)?
+    /// Called once at the end: the token to keep and whether more changes wait, or the error.
     public var fetchDatabaseChangesResultBlock: ((Result<(serverChangeToken: String, moreComing: Bool), ShareFlowError>) -> Void)?
     /// The older name: token, moreComing, error.
     public var fetchDatabaseChangesCompletionBlock: ((String?, Bool, ShareFlowError?) -> Void)?
 
+    /// An operation that fetches the changes since `previousServerChangeToken` (nil: all).
     public init(previousServerChangeToken: String? = nil) {
         self.previousServerChangeToken = previousServerChangeToken
     }
@@ -75,14 +90,21 @@ public final class FetchDatabaseChangesOperation: CloudOperation {
 /// op.recordWasChangedBlock = { id, result in if let r = try? result.get() { copy[id] = r } }
 /// op.recordWithIDWasDeletedBlock = { id, _ in copy[id] = nil }
 /// op.recordZoneFetchResultBlock = { zoneID, result in saved = try? result.get().serverChangeToken }
-/// container.sharedCloudDatabase.add(op)
+/// op.database = container.sharedCloudDatabase
+/// container.add(op)
+/// op.waitUntilFinished()
 /// ```
 public final class FetchRecordZoneChangesOperation: CloudOperation {
+    /// What to fetch from one zone, as Apple's `ZoneConfiguration`.
     public struct ZoneConfiguration: Sendable {
+        /// The token the zone's last fetch ended at; nil: from the start.
         public var previousServerChangeToken: String?
+        /// At most this many changes a page, 1 to 100,000 (a page holds at most 200); nil: 200.
         public var resultsLimit: Int?
+        /// The fields each changed record comes with; nil: all.
         public var desiredKeys: [String]?
 
+        /// A configuration; every part optional.
         public init(previousServerChangeToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil) {
             self.previousServerChangeToken = previousServerChangeToken
             self.resultsLimit = resultsLimit
@@ -90,23 +112,35 @@ public final class FetchRecordZoneChangesOperation: CloudOperation {
         }
     }
 
+    /// The zones to fetch, each its own item (unset: `invalidArguments`, O4). Only custom zones
+    /// have feeds.
     public var recordZoneIDs: [RecordZoneID]?
+    /// Each zone's token and limits; a zone without one is fetched from the start.
     public var configurationsByRecordZoneID: [RecordZoneID: ZoneConfiguration]?
     /// Pages on in each zone until nothing more comes (default); false: one page a zone.
     public var fetchAllChanges = true
+    /// Called for each record changed since the token, once, in its latest state, oldest change
+    /// first (one entering the caller's view counts, §14 S3).
     public var recordWasChangedBlock: ((RecordID, Result<Record, ShareFlowError>) -> Void)?
     /// The older name: each changed record.
     public var recordChangedBlock: ((Record) -> Void)?
+    /// Called for each record deleted (or gone from the caller's view) since the token, with its
+    /// record type.
     public var recordWithIDWasDeletedBlock: ((RecordID, String) -> Void)?
     /// After each page of a zone but its last: the token to keep so far.
     public var recordZoneChangeTokensUpdatedBlock: ((RecordZoneID, String?, Data?) -> Void)?
+    /// Called once per zone, in input order, after its records: where it ended, or its error
+    /// (the zone fails alone).
     public var recordZoneFetchResultBlock: ((RecordZoneID, Result<ZoneFetchEnd, ShareFlowError>) -> Void)?
     /// The older name: zone, token, client token, moreComing, error.
     public var recordZoneFetchCompletionBlock: ((RecordZoneID, String?, Data?, Bool, ShareFlowError?) -> Void)?
+    /// Called once at the end: success, or the error (`partialFailure` when some zones failed,
+    /// O3).
     public var fetchRecordZoneChangesResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
     /// The older name.
     public var fetchRecordZoneChangesCompletionBlock: ((ShareFlowError?) -> Void)?
 
+    /// An operation that fetches the changes of `recordZoneIDs`, each from its configuration's token.
     public init(recordZoneIDs: [RecordZoneID]? = nil, configurationsByRecordZoneID: [RecordZoneID: ZoneConfiguration]? = nil) {
         self.recordZoneIDs = recordZoneIDs
         self.configurationsByRecordZoneID = configurationsByRecordZoneID

@@ -8,28 +8,49 @@ extension QualityOfService {
         ("utility", .utility), ("background", .background),
     ]
 
+    /// The level of a Swift name (`"userInitiated"`); nil for any other name.
     public init?(name: String) {
         guard let v = QualityOfService.named.first(where: { $0.name == name })?.value else { return nil }
         self = v
     }
 
+    /// The level's Swift name (`"userInitiated"`), as `named` spells it.
     public var name: String { QualityOfService.named.first { $0.value == self }?.name ?? "default" }
 
     var rank: Int { QualityOfService.named.count - (QualityOfService.named.firstIndex { $0.value == self } ?? 2) }
 }
 
-/// The base of every operation: configure it, add it to a container's queue, and it runs on
-/// behalf of that container's session (O1). Per-item blocks are called exactly once per
-/// input item in input order, then the completion blocks once (O2).
+/// The base of every operation, as `CKOperation`: configure it, add it to a container's queue,
+/// and it runs on behalf of that container's session (O1). Per-item blocks are called exactly
+/// once per input item in input order, then the completion blocks once (O2).
+///
+/// The engine is synchronous: adding only queues the operation. It runs, with its blocks called
+/// on the waiting thread, when something waits: `waitUntilFinished()`, the container's
+/// `waitUntilAllOperationsAreFinished()`, or `Container.run(_:)`.
+///
+/// ```swift
+/// let op = FetchRecordsOperation(recordIDs: [tripID])
+/// op.qualityOfService = .userInitiated
+/// op.completionBlock = { print("done") }
+/// container.add(op)
+/// op.waitUntilFinished()
+/// if let error = op.error { print(error.code, error.partialErrors) }
+/// ```
 open class CloudOperation: CustomStringConvertible {
+    /// A random UUID string made with the operation, as `CKOperation.operationID`.
     public let operationID = RandomIdentifier.uuidString()
+    /// Orders the queue's waiting operations, most urgent first; equal levels run in the order
+    /// added (O4). Default: `.default`.
     public var qualityOfService: QualityOfService = .default
     /// Called after the operation's own completion blocks.
     public var completionBlock: (() -> Void)?
     /// For database operations: which database (the private one when unset).
     public var database: CloudDatabase?
+    /// Whether `cancel()` was called.
     public private(set) var isCancelled = false
+    /// True while the queue runs the operation.
     public internal(set) var isExecuting = false
+    /// True once the operation has run; set before `completionBlock` is called.
     public internal(set) var isFinished = false
     /// The error the operation completed with, once finished.
     public internal(set) var error: ShareFlowError?
@@ -38,11 +59,15 @@ open class CloudOperation: CustomStringConvertible {
     public var isQueued: Bool { queue != nil }
     var addedOrder = 0
 
+    /// An operation with nothing to do: use a subclass (`ModifyRecordsOperation`, …), whose
+    /// initialiser takes its inputs.
     public init() {}
 
     /// The operation's type name, as CloudKit spells it without its prefix.
     public var typeName: String { String(describing: type(of: self)) }
 
+    /// The type name, the state (waiting, executing, cancelled, finished) and the quality of
+    /// service: `FetchRecordsOperation(waiting, qos: default)`.
     public var description: String {
         "\(typeName)(\(isFinished ? "finished" : isExecuting ? "executing" : isCancelled ? "cancelled" : "waiting"), qos: \(qualityOfService.name))"
     }

@@ -1,6 +1,8 @@
 import Foundation
 
-/// One call each: the operation configured, run on the queue, and its results gathered.
+/// One call each: the operation configured, run on the queue, and its results gathered. The
+/// async forms are CloudKit's signatures; like the others, they run the queue at once on the
+/// calling thread.
 ///
 /// ```swift
 /// let results = try await container.fetchShareParticipants([LookupInfo(emailAddress: "bob@example.com")])
@@ -13,8 +15,10 @@ extension Container {
         operation.waitUntilFinished()
     }
 
+    /// Queues `operation` on the container's queue (O1); it runs when something waits for it.
     public func add(_ operation: CloudOperation) { queue.add(operation) }
 
+    /// Runs the container's queue until no operation waits.
     public func waitUntilAllOperationsAreFinished() { queue.waitUntilAllOperationsAreFinished() }
 
     /// Each lookup's participant or error, in input order; the error is the operation's.
@@ -28,6 +32,7 @@ extension Container {
         return (results, op.error)
     }
 
+    /// Each URL's metadata or error, in input order; the error is the operation's.
     public func fetchShareMetadataResults(
         _ urls: [String],
         shouldFetchRootRecord: Bool = false,
@@ -43,6 +48,7 @@ extension Container {
         return (results, op.error)
     }
 
+    /// Each metadata's accepted share or error, in input order; the error is the operation's.
     public func acceptShareResults(_ metadatas: [ShareMetadata]) -> ([(ShareMetadata, Result<Share, ShareFlowError>)], ShareFlowError?) {
         var results: [(ShareMetadata, Result<Share, ShareFlowError>)] = []
         let op = AcceptSharesOperation(shareMetadatas: metadatas)
@@ -52,6 +58,7 @@ extension Container {
         return (results, op.error)
     }
 
+    /// The discoverable users among the caller's contacts, and the operation's error.
     public func discoverAllUserIdentityResults(progress: ((Int, Int) -> Void)? = nil) -> ([UserIdentity], ShareFlowError?) {
         var found: [UserIdentity] = []
         let op = DiscoverAllUserIdentitiesOperation()
@@ -61,6 +68,8 @@ extension Container {
         return (found, op.error)
     }
 
+    /// The discoverable users found for `requests` (a lookup that found none is left out), and
+    /// the operation's error.
     public func discoverUserIdentityResults(_ requests: [LookupRequest]) -> ([UserIdentity], ShareFlowError?) {
         var found: [UserIdentity] = []
         let op = DiscoverUserIdentitiesOperation(userIdentityLookupInfos: requests)
@@ -78,6 +87,7 @@ extension Container {
         return results.map { ($0.0.info!, $0.1) }
     }
 
+    /// Each URL's metadata or error, in input order. Throws only when the whole operation failed.
     public func fetchShareMetadata(
         _ urls: [String],
         shouldFetchRootRecord: Bool = false,
@@ -92,18 +102,23 @@ extension Container {
         return results
     }
 
+    /// Each metadata's accepted share or error, in input order. Throws only when the whole
+    /// operation failed.
     public func accept(_ metadatas: [ShareMetadata]) async throws -> [(ShareMetadata, Result<Share, ShareFlowError>)] {
         let (results, error) = acceptShareResults(metadatas)
         if let error, error.code != .partialFailure { throw error }
         return results
     }
 
+    /// The discoverable users among the caller's contacts; throws the operation's error.
     public func discoverAllUserIdentities() async throws -> [UserIdentity] {
         let (found, error) = discoverAllUserIdentityResults()
         if let error { throw error }
         return found
     }
 
+    /// The discoverable users found for `lookupInfos`. Throws only when the whole operation
+    /// failed: a lookup that failed alone is left out, as one that found no one.
     public func discoverUserIdentities(_ lookupInfos: [LookupInfo]) async throws -> [UserIdentity] {
         let (found, error) = discoverUserIdentityResults(lookupInfos.map(LookupRequest.init))
         if let error, error.code != .partialFailure { throw error }

@@ -9,8 +9,11 @@ public final class ContainerQueue {
 
     init(container: Container) { self.container = container }
 
+    /// How many operations wait to run: added and not started yet.
     public var operationCount: Int { waiting.count }
 
+    /// Queues `operation` to run when something waits (O1). An operation already added to a
+    /// queue is ignored: each runs once.
     public func add(_ operation: CloudOperation) {
         guard operation.queue == nil else { return }
         added += 1
@@ -38,6 +41,8 @@ public final class ContainerQueue {
         while !operation.isFinished, runNext() {}
     }
 
+    /// Runs the waiting operations, most urgent first, until none waits (those that blocks add
+    /// meanwhile included).
     public func waitUntilAllOperationsAreFinished() {
         while runNext() {}
     }

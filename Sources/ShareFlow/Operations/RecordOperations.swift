@@ -1,18 +1,44 @@
 import Foundation
 
-/// Saves and deletes records and shares in a database (R3–R14).
+/// Saves and deletes records and shares in a database (R3–R14, R21, R22), as
+/// `CKModifyRecordsOperation`: in `database`, the private one when unset.
+///
+/// The items are one modify call: when the call fails as a whole (more than 400 items, R22; a
+/// request-level fault, §15; cancelled before it ran), no per-record block is called and only
+/// the completion blocks get the error.
+///
+/// ```swift
+/// let trip = Record(recordType: "Trip", recordID: RecordID(recordName: "lisbon", zoneID: zone.zoneID))
+/// trip["title"] = .string("Lisbon")
+/// let op = ModifyRecordsOperation(recordsToSave: [trip], recordIDsToDelete: [oldTripID])
+/// op.isAtomic = false
+/// op.perRecordSaveBlock = { id, result in if case .failure(let error) = result { print(id, error.code) } }
+/// op.modifyRecordsResultBlock = { result in if case .failure(let error) = result { print(error.partialErrors) } }
+/// container.add(op)
+/// op.waitUntilFinished()
+/// ```
 public final class ModifyRecordsOperation: CloudOperation {
+    /// The records and shares to save. Set this or `recordIDsToDelete` (neither:
+    /// `invalidArguments`, O4).
     public var recordsToSave: [Record]?
+    /// The records and shares to delete.
     public var recordIDsToDelete: [RecordID]?
     /// R21: how saves treat the server's copies.
     public var savePolicy: RecordSavePolicy = .ifServerRecordUnchanged
     /// R22: in custom zones, all items or none.
     public var isAtomic = true
+    /// Called once per record to save, in input order, with the record as saved or its error,
+    /// as Apple's. The saved object takes the server's state (its new change tag, R21).
     public var perRecordSaveBlock: ((RecordID, Result<Record, ShareFlowError>) -> Void)?
+    /// Called once per record ID to delete, in input order, after the save blocks, as Apple's.
     public var perRecordDeleteBlock: ((RecordID, Result<Void, ShareFlowError>) -> Void)?
+    /// Called once at the end: success, or the operation's error (`partialFailure` with each
+    /// failed item, O3), as Apple's.
     public var modifyRecordsResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
+    /// The older completion, as Apple's: the records saved, the IDs deleted and the error.
     public var modifyRecordsCompletionBlock: (([Record]?, [RecordID]?, ShareFlowError?) -> Void)?
 
+    /// An operation that saves `recordsToSave` and deletes `recordIDsToDelete`.
     public init(recordsToSave: [Record]? = nil, recordIDsToDelete: [RecordID]? = nil) {
         self.recordsToSave = recordsToSave
         self.recordIDsToDelete = recordIDsToDelete
@@ -49,15 +75,31 @@ public final class ModifyRecordsOperation: CloudOperation {
     }
 }
 
-/// Creates and deletes zones of the private database.
+/// Creates and deletes zones of the private database, as `CKModifyRecordZonesOperation`; each
+/// zone is its own item (another database: `badDatabase` per item).
+///
+/// ```swift
+/// let op = ModifyRecordZonesOperation(recordZonesToSave: ["Trips"])
+/// op.perRecordZoneSaveBlock = { name, result in if let zone = try? result.get() { zones[name] = zone.zoneID } }
+/// container.add(op)
+/// op.waitUntilFinished()
+/// ```
 public final class ModifyRecordZonesOperation: CloudOperation {
+    /// The names of the zones to create (Apple's takes zone objects); a zone already there is
+    /// returned as it is. Set this or `recordZoneIDsToDelete` (neither: `invalidArguments`, O4).
     public var recordZonesToSave: [String]?
+    /// The zones to delete, with their records; their shares end for every participant.
     public var recordZoneIDsToDelete: [RecordZoneID]?
+    /// Called once per zone name, in input order, with the zone or its error.
     public var perRecordZoneSaveBlock: ((String, Result<RecordZone, ShareFlowError>) -> Void)?
+    /// Called once per zone ID to delete, in input order, after the save blocks.
     public var perRecordZoneDeleteBlock: ((RecordZoneID, Result<Void, ShareFlowError>) -> Void)?
+    /// Called once at the end: success, or the operation's error (`partialFailure`, O3), as Apple's.
     public var modifyRecordZonesResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
+    /// The older completion, as Apple's: the zones saved, the zone IDs deleted and the error.
     public var modifyRecordZonesCompletionBlock: (([RecordZone]?, [RecordZoneID]?, ShareFlowError?) -> Void)?
 
+    /// An operation that creates the zones named `recordZonesToSave` and deletes `recordZoneIDsToDelete`.
     public init(recordZonesToSave: [String]? = nil, recordZoneIDsToDelete: [RecordZoneID]? = nil) {
         self.recordZonesToSave = recordZonesToSave
         self.recordZoneIDsToDelete = recordZoneIDsToDelete
@@ -101,14 +143,31 @@ public final class ModifyRecordZonesOperation: CloudOperation {
     }
 }
 
-/// Fetches records by ID.
+/// Fetches records and shares by ID, as `CKFetchRecordsOperation`: from `database`, the private
+/// one when unset.
+///
+/// ```swift
+/// let op = FetchRecordsOperation(recordIDs: [tripID, dayID])
+/// op.desiredKeys = ["title"]
+/// op.perRecordResultBlock = { id, result in if let record = try? result.get() { cache[id] = record } }
+/// op.database = container.sharedCloudDatabase
+/// container.add(op)
+/// op.waitUntilFinished()
+/// ```
 public final class FetchRecordsOperation: CloudOperation {
+    /// The records to fetch (unset: `invalidArguments`, O4).
     public var recordIDs: [RecordID]?
+    /// The fields each record comes with; nil: all. A share always comes whole.
     public var desiredKeys: [String]?
+    /// Called once per ID, in input order, with the record or its error (`unknownItem` when there
+    /// is none), as Apple's.
     public var perRecordResultBlock: ((RecordID, Result<Record, ShareFlowError>) -> Void)?
+    /// Called once at the end: success, or the operation's error (`partialFailure`, O3), as Apple's.
     public var fetchRecordsResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
+    /// The older completion, as Apple's: the records fetched by ID, and the error.
     public var fetchRecordsCompletionBlock: (([RecordID: Record]?, ShareFlowError?) -> Void)?
 
+    /// An operation that fetches `recordIDs`.
     public init(recordIDs: [RecordID]? = nil) { self.recordIDs = recordIDs }
 
     override var itemCount: Int { recordIDs?.count ?? 0 }

@@ -3,15 +3,19 @@ import Foundation
 /// A lookup as given to an operation: valid (R1) or the error naming the bad value, so one
 /// malformed item fails alone.
 public struct LookupRequest: Hashable, Sendable, CustomStringConvertible {
+    /// The checked lookup info, or the `invalidArguments` error naming the bad value.
     public let result: Result<LookupInfo, ShareFlowError>
     /// The value as given, the item's ID in `partialErrors`.
     public let given: String
 
+    /// A lookup of a valid `LookupInfo`.
     public init(_ info: LookupInfo) {
         result = .success(info)
         given = info.value
     }
 
+    /// A lookup from raw fields, checked as `LookupInfo` checks them (exactly one set, R1); a bad
+    /// value is kept as the request's error, not thrown.
     public init(emailAddress: String? = nil, phoneNumber: String? = nil, userRecordID: String? = nil) {
         given = emailAddress ?? phoneNumber ?? userRecordID ?? "(empty lookup info)"
         do { result = .success(try LookupInfo(emailAddress: emailAddress, phoneNumber: phoneNumber, userRecordID: userRecordID)) } catch {
@@ -19,25 +23,45 @@ public struct LookupRequest: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The lookup info; nil when the value given was invalid.
     public var info: LookupInfo? { try? result.get() }
+    /// The normalised value when valid (`bob@example.com`), else the value as given.
     public var description: String { (try? result.get().value) ?? given }
 
+    /// Equal when given the same value with the same outcome.
     public static func == (a: LookupRequest, b: LookupRequest) -> Bool { a.given == b.given && a.info == b.info }
+    /// Hashes the value as given.
     public func hash(into h: inout Hasher) { h.combine(given) }
 }
 
-/// Turns lookup infos into participants to add to a share (R7).
+/// Turns lookup infos into participants to add to a share (R7), as
+/// `CKFetchShareParticipantsOperation`. A container's operation: `database` is not used.
+///
+/// ```swift
+/// let op = FetchShareParticipantsOperation(userIdentityLookupInfos: [LookupRequest(emailAddress: "bob@example.com")])
+/// op.perShareParticipantResultBlock = { request, result in
+///     if let participant = try? result.get() { share.addParticipant(participant) }
+/// }
+/// container.add(op)
+/// op.waitUntilFinished()
+/// ```
 public final class FetchShareParticipantsOperation: CloudOperation {
     /// The container's, not a database's.
     override var faultDatabase: DatabaseScope? { nil }
 
+    /// Who to look up (unset: `invalidArguments`, O4); an invalid entry fails alone.
     public var userIdentityLookupInfos: [LookupRequest]?
+    /// Called once per lookup, in input order, with the participant or its error, as Apple's.
     public var perShareParticipantResultBlock: ((LookupRequest, Result<Participant, ShareFlowError>) -> Void)?
     /// The older block: called for each participant fetched.
     public var shareParticipantFetchedBlock: ((Participant) -> Void)?
+    /// Called once at the end: success, or the operation's error (`partialFailure` keyed by
+    /// lookup value, O3), as Apple's.
     public var fetchShareParticipantsResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
+    /// The older completion, as Apple's: the operation's error, or nil.
     public var fetchShareParticipantsCompletionBlock: ((ShareFlowError?) -> Void)?
 
+    /// An operation that looks up `userIdentityLookupInfos`.
     public init(userIdentityLookupInfos: [LookupRequest]? = nil) {
         self.userIdentityLookupInfos = userIdentityLookupInfos
     }
@@ -78,19 +102,37 @@ public final class FetchShareParticipantsOperation: CloudOperation {
     }
 }
 
-/// Fetches share metadata by URL (R16).
+/// Fetches share metadata by URL (R16), as `CKFetchShareMetadataOperation`: what the caller
+/// learns of a share before accepting it. A container's operation: `database` is not used.
+///
+/// ```swift
+/// let op = FetchShareMetadataOperation(shareURLs: [url])
+/// op.shouldFetchRootRecord = true
+/// op.perShareMetadataResultBlock = { url, result in if let metadata = try? result.get() { toAccept.append(metadata) } }
+/// container.add(op)
+/// op.waitUntilFinished()
+/// ```
 public final class FetchShareMetadataOperation: CloudOperation {
     /// The container's, not a database's.
     override var faultDatabase: DatabaseScope? { nil }
 
+    /// The share URLs to resolve (unset: `invalidArguments`, O4).
     public var shareURLs: [String]?
+    /// Whether each metadata carries the share's root record (never for a zone share), as Apple's.
     public var shouldFetchRootRecord = false
+    /// With `shouldFetchRootRecord`: the fields the root record comes with; nil: all.
     public var rootRecordDesiredKeys: [String]?
+    /// Called once per URL, in input order, with the metadata or its error, as Apple's.
     public var perShareMetadataResultBlock: ((String, Result<ShareMetadata, ShareFlowError>) -> Void)?
+    /// The older per-URL block, as Apple's: the metadata or the error.
     public var perShareMetadataBlock: ((String, ShareMetadata?, ShareFlowError?) -> Void)?
+    /// Called once at the end: success, or the operation's error (`partialFailure` keyed by URL,
+    /// O3), as Apple's.
     public var fetchShareMetadataResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
+    /// The older completion, as Apple's: the operation's error, or nil.
     public var fetchShareMetadataCompletionBlock: ((ShareFlowError?) -> Void)?
 
+    /// An operation that resolves `shareURLs`.
     public init(shareURLs: [String]? = nil) { self.shareURLs = shareURLs }
 
     override var itemCount: Int { shareURLs?.count ?? 0 }
@@ -129,17 +171,35 @@ public final class FetchShareMetadataOperation: CloudOperation {
     }
 }
 
-/// Accepts shares, each atomically (R18, O5, O6).
+/// Accepts shares, each atomically (R18, O5, O6), as `CKAcceptSharesOperation`: each accept
+/// commits on its own, so one that failed leaves the others accepted. A container's operation:
+/// `database` is not used.
+///
+/// ```swift
+/// let op = AcceptSharesOperation(shareMetadatas: [metadata])
+/// op.perShareResultBlock = { metadata, result in if case .failure(let error) = result { print(metadata.url, error.code) } }
+/// op.acceptSharesResultBlock = { result in if case .success = result { refresh() } }
+/// container.add(op)
+/// op.waitUntilFinished()
+/// ```
 public final class AcceptSharesOperation: CloudOperation {
     /// The container's, not a database's.
     override var faultDatabase: DatabaseScope? { nil }
 
+    /// The metadata to accept, from `FetchShareMetadataOperation` (unset: `invalidArguments`,
+    /// O4); one of another container or environment fails alone (O5).
     public var shareMetadatas: [ShareMetadata]?
+    /// Called once per metadata, in input order, with the accepted share or its error, as Apple's.
     public var perShareResultBlock: ((ShareMetadata, Result<Share, ShareFlowError>) -> Void)?
+    /// The older per-share block, as Apple's: the share or the error.
     public var perShareCompletionBlock: ((ShareMetadata, Share?, ShareFlowError?) -> Void)?
+    /// Called once at the end: success, or the operation's error (`partialFailure` keyed by the
+    /// share's record ID, O3), as Apple's.
     public var acceptSharesResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
+    /// The older completion, as Apple's: the operation's error, or nil.
     public var acceptSharesCompletionBlock: ((ShareFlowError?) -> Void)?
 
+    /// An operation that accepts `shareMetadatas`.
     public init(shareMetadatas: [ShareMetadata]? = nil) { self.shareMetadatas = shareMetadatas }
 
     override var itemCount: Int { shareMetadatas?.count ?? 0 }
@@ -175,15 +235,28 @@ public final class AcceptSharesOperation: CloudOperation {
     }
 }
 
-/// Finds the discoverable users among the caller's contacts (R19).
+/// Finds the discoverable users among the caller's contacts (R19), as
+/// `CKDiscoverAllUserIdentitiesOperation`. A container's operation: `database` is not used.
+///
+/// ```swift
+/// let op = DiscoverAllUserIdentitiesOperation()
+/// op.userIdentityDiscoveredBlock = { identity in print(identity.userRecordID ?? "?", identity.contactIdentifiers) }
+/// op.progressBlock = { done, total in print("\(done) of \(total) contacts") }
+/// container.add(op)
+/// op.waitUntilFinished()
+/// ```
 public final class DiscoverAllUserIdentitiesOperation: CloudOperation {
     /// The container's, not a database's.
     override var faultDatabase: DatabaseScope? { nil }
 
+    /// Called for each user found, once every contact has been read.
     public var userIdentityDiscoveredBlock: ((UserIdentity) -> Void)?
     /// Called every `Engine.Options.discoveryProgressInterval` contacts: (done, total).
     public var progressBlock: ((Int, Int) -> Void)?
+    /// Called once at the end: success, or the error (`operationCancelled` after `cancel()`,
+    /// O4), as Apple's.
     public var discoverAllUserIdentitiesResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
+    /// The older completion, as Apple's: the error, or nil.
     public var discoverAllUserIdentitiesCompletionBlock: ((ShareFlowError?) -> Void)?
     private var found = 0
 
@@ -211,17 +284,30 @@ public final class DiscoverAllUserIdentitiesOperation: CloudOperation {
     }
 }
 
-/// Finds the discoverable users behind given lookup infos (R20).
+/// Finds the discoverable users behind given lookup infos (R20), as
+/// `CKDiscoverUserIdentitiesOperation`. A container's operation: `database` is not used.
+///
+/// ```swift
+/// let op = DiscoverUserIdentitiesOperation(userIdentityLookupInfos: [LookupRequest(emailAddress: "bob@example.com")])
+/// op.userIdentityDiscoveredBlock = { identity, request in found[request.description] = identity }
+/// container.add(op)
+/// op.waitUntilFinished()
+/// ```
 public final class DiscoverUserIdentitiesOperation: CloudOperation {
     /// The container's, not a database's.
     override var faultDatabase: DatabaseScope? { nil }
 
+    /// Who to look up (unset: `invalidArguments`, O4); an invalid entry fails alone.
     public var userIdentityLookupInfos: [LookupRequest]?
     /// Called for each lookup info that found a discoverable user.
     public var userIdentityDiscoveredBlock: ((UserIdentity, LookupRequest) -> Void)?
+    /// Called once at the end: success, or the operation's error (`partialFailure` for the
+    /// lookups that failed, O3); a lookup that found no discoverable user is no failure.
     public var discoverUserIdentitiesResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
+    /// The older completion, as Apple's: the operation's error, or nil.
     public var discoverUserIdentitiesCompletionBlock: ((ShareFlowError?) -> Void)?
 
+    /// An operation that looks up `userIdentityLookupInfos`.
     public init(userIdentityLookupInfos: [LookupRequest]? = nil) { self.userIdentityLookupInfos = userIdentityLookupInfos }
 
     override var itemCount: Int { userIdentityLookupInfos?.count ?? 0 }
