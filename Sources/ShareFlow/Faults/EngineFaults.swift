@@ -8,6 +8,7 @@ import Foundation
 public final class FaultScope: @unchecked Sendable {
     /// The native operation's name, and over HTTP the subpath, for the per-item rules.
     public let operation: String
+    /// Over HTTP, the request's subpath; nil for a native request.
     public let subpath: String?
     /// Before commit: what every engine call of the request throws instead of running.
     var failure: ShareFlowError?
@@ -18,6 +19,7 @@ public final class FaultScope: @unchecked Sendable {
     /// Over HTTP: the delays of the request's items and zones, for the server to sleep on the
     /// connection (at most `maxDelayMs` in all).
     public internal(set) var delayMs: Double = 0
+    /// The most a request's item and zone delays come to, in milliseconds.
     public static let maxDelayMs: Double = 60_000
 
     /// The decisions of this request's items and zones, in the order they were asked: a request
@@ -44,6 +46,8 @@ public final class FaultScope: @unchecked Sendable {
     /// the connection, never on the engine's thread.
     let isNative: Bool
 
+    /// A scope a server opens for its request (`subpath` set), or one that asks no rule
+    /// (`asksRules: false`); the engine opens native requests' scopes itself.
     public init(operation: String, subpath: String? = nil, asksRules: Bool = true) {
         self.operation = operation
         self.subpath = subpath

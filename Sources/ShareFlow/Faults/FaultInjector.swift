@@ -4,10 +4,14 @@ import Synchronization
 /// One item of a request, as fault rules match it: a record to save, fetch or delete, or a
 /// zone of a feed.
 public struct FaultItem: Sendable, Equatable {
+    /// The zone name.
     public var zone: String?
+    /// The record type, when known (a fetch or a delete by ID has none).
     public var recordType: String?
+    /// The record name, which a rule's `recordName` glob matches.
     public var recordName: String?
 
+    /// An item of the given zone, record type and record name, each optional.
     public init(zone: String? = nil, recordType: String? = nil, recordName: String? = nil) {
         self.zone = zone
         self.recordType = recordType
@@ -20,8 +24,11 @@ public struct FaultRequest: Sendable {
     /// The native operation's name (`modifyRecords`), and over HTTP the request's subpath
     /// (`records/modify`): a rule naming either matches.
     public var operation: String
+    /// Over HTTP, the request's subpath; nil natively.
     public var subpath: String?
+    /// The container identifier.
     public var container: String
+    /// The environment the request reads and writes.
     public var environment: CloudEnvironment
     /// `private`, `shared` or `public`; nil for an operation of no database (discovery).
     public var database: String?
@@ -31,6 +38,7 @@ public struct FaultRequest: Sendable {
     public var items: [FaultItem]
     /// The caller's userRecordID and email, if they have one.
     public var callerID: String?
+    /// The caller's email, which a rule's `caller` matches in any case.
     public var callerEmail: String?
     /// Over HTTP: only there can a request fail authentication.
     public var overHTTP = false
@@ -39,6 +47,7 @@ public struct FaultRequest: Sendable {
     /// `changeTokenExpired`, so that fault never strikes one.
     public var sentChangeToken = false
 
+    /// A request about `items`, by a caller of `callerID` and `callerEmail`.
     public init(
         operation: String,
         subpath: String? = nil,
@@ -59,6 +68,7 @@ public struct FaultRequest: Sendable {
         self.callerEmail = callerEmail
     }
 
+    /// A request about one item, of `zone`, `recordType` and `recordName` (all nil: about none).
     public init(
         operation: String,
         subpath: String? = nil,
@@ -125,13 +135,20 @@ public enum FaultStage: Sendable {
 
 /// One fault injected (SPEC §15 F3): `sf.faults.history()`'s entries and `fault.injected`'s fields.
 public struct FaultInjection: Sendable, Equatable {
+    /// When, in seconds since 1970.
     public let time: Double
+    /// The id of the rule that fired, as `FaultInjector.add(_:owner:)` returned it.
     public let rule: Int
     /// Nil for a rule that only delayed.
     public let fault: FaultRule.Fault?
+    /// The request's native operation name (`modifyRecords`); over HTTP, the subpath of a
+    /// request that runs none (`zones/list`).
     public let operation: String
+    /// The caller's email, else their userRecordID; nil for no caller.
     public let caller: String?
+    /// The zone of the item the rule matched, if any.
     public let zone: String?
+    /// The record name of the item the rule matched, if any.
     public let recordName: String?
 }
 
@@ -139,12 +156,23 @@ public struct FaultInjection: Sendable, Equatable {
 /// a modify, asks before it runs. Each rule has its own generator, seeded when it is armed,
 /// and its own counts, so the same rules, seed and requests give the same faults (F3). Safe
 /// from any thread: one lock, held only while deciding; with no rule armed, asking costs one
-/// atomic load (`isArmed`).
+/// atomic load (`isArmed`). An engine's is `engine.faults`.
+///
+/// ```swift
+/// let id = try engine.faults.add(try FaultRule(["fault": .string("serviceUnavailable"), "count": .number(1)], name: "test"))
+/// let first = Result { try container.privateCloudDatabase.fetchRecord(tripID) }    // .failure: serviceUnavailable
+/// let second = Result { try container.privateCloudDatabase.fetchRecord(tripID) }   // .success: the count is spent
+/// print(engine.faults.history().map(\.rule))                                         // [id]
+/// engine.faults.remove(id: id)
+/// ```
 public final class FaultInjector: @unchecked Sendable {
     /// Who armed a rule: the config file's rules outlive `clear()`; a plugin's end when it unloads.
     public enum Owner: Sendable, Equatable {
+        /// The config file's `faults`: `clear()` never removes them.
         case config
+        /// Armed at run time (Lua, the admin route): `clear()` removes them.
         case runtime
+        /// Armed by the named plugin: removed when it unloads, and by `clear()`.
         case plugin(String)
     }
 
@@ -161,8 +189,11 @@ public final class FaultInjector: @unchecked Sendable {
 
     /// A decision: the rule that fired, its id, and what was recorded.
     public struct Decision: Sendable {
+        /// The id of the rule that fired.
         public let id: Int
+        /// The rule that fired.
         public let rule: FaultRule
+        /// The injection recorded in the history.
         public let injection: FaultInjection
     }
 
@@ -179,6 +210,7 @@ public final class FaultInjector: @unchecked Sendable {
     /// Where the next entry of the history ring goes, once it is full.
     private var ringStart = 0
 
+    /// An injector with no rule armed.
     public init() {}
 
     /// Whether any rule is armed: what the hot paths ask first.

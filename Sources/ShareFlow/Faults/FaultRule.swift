@@ -6,29 +6,46 @@
 /// ```swift
 /// let rule = try FaultRule(["operation": .string("records/modify"), "fault": .string("requestRateLimited"),
 ///                           "probability": .number(0.5), "seed": .number(7)], name: "faults[1]")
+/// let id = try engine.faults.add(rule)   // armed until `engine.faults.remove(id: id)`
 /// ```
 public struct FaultRule: Sendable, Equatable {
-    /// The failures a rule can inject, by SPEC §15's names.
+    /// The failures a rule can inject, by SPEC §15's names (F2):
+    /// - `requestRateLimited`: the request's error, code 7, with `retryAfter`.
+    /// - `serviceUnavailable`: the request's error, code 6, with `retryAfter`.
+    /// - `zoneBusy`: code 23 with `retryAfter`, per item of a modify, per zone of a zone feed,
+    ///   else the request's.
+    /// - `partialFailure`: each matched item of a modify fails with `itemCode`.
+    /// - `changeTokenExpired`: code 21, per zone of a zone feed or for the database feed, only
+    ///   when a token was sent.
+    /// - `quotaExceeded`: the request's error, code 25.
+    /// - `zonePurged`: the database feed reports the zone purged; the data stay.
+    /// - `authenticationFailed`: over HTTP only, a 401.
+    /// - `networkFailure`: a lost connection, code 4, before or after commit (`when`).
     public enum Fault: String, CaseIterable, Sendable {
         case requestRateLimited, serviceUnavailable, zoneBusy, partialFailure, changeTokenExpired, quotaExceeded, zonePurged,
             authenticationFailed, networkFailure
     }
 
-    /// `partialFailure`'s per-item code.
+    /// `partialFailure`'s per-item code: `serverRecordChanged` (a save's carries the server's
+    /// record when the caller can read it), `quotaExceeded`, `limitExceeded` or `zoneBusy`
+    /// (with `retryAfter`).
     public enum ItemCode: String, CaseIterable, Sendable {
         case serverRecordChanged, quotaExceeded, limitExceeded, zoneBusy
     }
 
-    /// When a `networkFailure` strikes: before the operation runs, or after it committed (the
-    /// write applied, the client told nothing).
+    /// When a `networkFailure` strikes: `beforeCommit`, before the operation runs, or
+    /// `afterCommit`, after it committed (the write applied, the client told nothing).
     public enum When: String, CaseIterable, Sendable {
         case beforeCommit, afterCommit
     }
 
     /// A value as a source gives it, before it is checked.
     public enum Value: Sendable, Equatable {
+        /// A string.
         case string(String)
+        /// A number (Lua's and JSON's are doubles; integer keys must hold whole ones).
         case number(Double)
+        /// A boolean (no key takes one: always refused, named).
         case boolean(Bool)
         /// Anything else (a table, a function, JSON null): named by its type in the error.
         case other(type: String)
@@ -36,11 +53,15 @@ public struct FaultRule: Sendable, Equatable {
 
     /// The operation or HTTP subpath matched (`*`: any).
     public var operation = "*"
+    /// The container identifier matched; nil: any.
     public var container: String?
+    /// The environment matched; nil: any.
     public var environment: CloudEnvironment?
     /// `private`, `shared` or `public`.
     public var database: String?
+    /// The zone name one of the request's items must have; nil: any.
     public var zone: String?
+    /// The record type one of the request's items must have; nil: any.
     public var recordType: String?
     /// A glob over record names: `*` any run of characters, `?` one.
     public var recordName: String?
@@ -48,14 +69,22 @@ public struct FaultRule: Sendable, Equatable {
     public var caller: String?
     /// Nil with a `latencyMs`: the rule only delays.
     public var fault: Fault?
+    /// The seconds the error asks the client to wait, for the faults that carry it (0 to 86,400).
     public var retryAfter: Double = 3
+    /// `partialFailure`'s per-item code.
     public var itemCode: ItemCode = .serverRecordChanged
+    /// `networkFailure`'s moment: before the operation runs, or after it committed.
     public var when: When = .beforeCommit
+    /// The chance, 0 to 1, that a match (past `after`) injects.
     public var probability: Double = 1
+    /// The seed of the rule's own generator (`SplitMix64`), drawn at every match: the same
+    /// seed, rules and requests give the same faults (F3).
     public var seed: UInt64 = 0
+    /// How many matches pass untouched before the rule may inject.
     public var after = 0
-    /// Nil: no limit.
+    /// At most this many injections; nil: no limit.
     public var count: Int?
+    /// A delay before the call, in milliseconds (0 to 60,000); with no `fault` the rule only delays.
     public var latencyMs: Double = 0
 
     /// The native operations a rule can name.
@@ -86,6 +115,8 @@ public struct FaultRule: Sendable, Equatable {
     /// pattern is a mistake, not a rule.
     public static let maxTextLength = 1024
 
+    /// A rule that matches every request and injects nothing yet: set `fault` or `latencyMs`.
+    /// Nothing is checked here, unlike `init(_:name:)`.
     public init() {}
 
     /// A rule from a source's fields; `name` says where it came from in errors
@@ -249,6 +280,7 @@ public struct Glob: Sendable {
     private let other: [UInt64]
     private let ascii: [UInt64]
 
+    /// Compiles `glob`; runs of `*` count as one.
     public init(_ glob: String) {
         var p: [Character] = []
         for c in glob where !(c == "*" && p.last == "*") { p.append(c) }
