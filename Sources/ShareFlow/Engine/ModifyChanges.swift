@@ -194,7 +194,8 @@ extension Engine {
             emitParticipantFetched(participant, for: info, caller: caller, container: container)
             participant.permission = permission
             share.addParticipant(participant)
-            if let same = share.participants.first(where: { $0 === participant || $0.userIdentity.lookupInfo == participant.userIdentity.lookupInfo }) {
+            if let same = share.participants.first(where: { $0 === participant || $0.userIdentity.lookupInfo == participant.userIdentity.lookupInfo })
+            {
                 keep.insert(same.participantID)
             }
         }
