@@ -2,7 +2,9 @@ import Foundation
 import ShareFlowTestKit
 import XCTest
 
-/// Scripts, plugins and Lua tests pass luacheck (`make lint`), with .luacheckrc's settings.
+/// Scripts, plugins and Lua tests pass luacheck (`make lint`), with .luacheckrc's settings; the
+/// Swift sources pass swift-format with .swift-format's, and every public declaration of the
+/// libraries people build on (`ShareFlow`, `ShareFlowLua`) has a doc comment.
 final class LintTests: XCTestCase {
     func testLuacheckIsClean() throws {
         guard let luacheck = ["/usr/bin/luacheck", "/usr/local/bin/luacheck"].first(where: { FileManager.default.isExecutableFile(atPath: $0) })
@@ -24,5 +26,38 @@ final class LintTests: XCTestCase {
         p.waitUntilExit()
         XCTAssertEqual(p.terminationStatus, 0, text)
         XCTAssertTrue(text.contains("0 warnings / 0 errors"), text)
+    }
+
+    /// `swift format lint` with `arguments`, run at the package's root: its exit status and
+    /// what it printed (its findings go to standard error).
+    private func swiftFormat(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["swift", "format", "lint"] + arguments
+        p.currentDirectoryURL = CLI.root
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return (p.terminationStatus, text)
+    }
+
+    func testTheSwiftSourcesAreFormatted() throws {
+        let (status, output) = try swiftFormat(["--strict", "--recursive", "--parallel", "Sources", "Tests", "BuildTools", "Package.swift"])
+        XCTAssertEqual(status, 0, "swift format -i -r on the files named:\n\(output)")
+        XCTAssertEqual(output, "")
+    }
+
+    /// Counts the public declarations of ShareFlow and ShareFlowLua without a doc comment
+    /// (.swift-format-documentation turns on only that rule): there are none.
+    func testEveryPublicDeclarationOfTheLibrariesIsDocumented() throws {
+        let (status, output) = try swiftFormat([
+            "--configuration", ".swift-format-documentation", "--recursive", "--parallel", "Sources/ShareFlow", "Sources/ShareFlowLua",
+        ])
+        XCTAssertEqual(status, 0, output)
+        let undocumented = output.split(separator: "\n").filter { $0.contains("AllPublicDeclarationsHaveDocumentation") }
+        XCTAssertEqual(undocumented.count, 0, "public declarations without a doc comment:\n\(undocumented.joined(separator: "\n"))")
     }
 }

@@ -56,4 +56,44 @@ final class PackageShapeTests: XCTestCase {
         // The driver is where PostgreSQL is.
         XCTAssertTrue(try target("ShareFlowPostgres", in: manifest).contains("\"PostgresNIO\""))
     }
+
+    /// The engine's folders depend on no operation: operations call the engine (and the
+    /// container's queue runs them), never the other way (issue 41's "arrows run one way").
+    /// No code line outside `Operations/` names a type declared there.
+    func testOnlyOperationsNameOperationTypes() throws {
+        let library = CLI.root.appendingPathComponent("Sources/ShareFlow")
+        func swiftFiles(_ folder: URL) throws -> [URL] {
+            let files = try XCTUnwrap(FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil))
+            return files.compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" }
+        }
+        let declaration = try NSRegularExpression(
+            pattern: #"^\s*(?:public |package |open )?(?:final )?(?:class|struct|enum|protocol) ([A-Z]\w*)"#,
+            options: .anchorsMatchLines
+        )
+        var operationTypes = Set<String>()
+        for file in try swiftFiles(library.appendingPathComponent("Operations")) {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for match in declaration.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                operationTypes.insert(String(text[Range(match.range(at: 1), in: text)!]))
+            }
+        }
+        XCTAssertTrue(operationTypes.isSuperset(of: ["CloudOperation", "ContainerQueue", "ModifyRecordsOperation"]), "\(operationTypes)")
+        let word = try NSRegularExpression(pattern: #"\b[A-Z]\w*\b"#)
+        for folder in ["Engine", "Faults", "Domain", "Store", "Events", "Files", "Metrics"] {
+            for file in try swiftFiles(library.appendingPathComponent(folder)) {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    // Code only: a comment may name an operation (what a rule mirrors).
+                    let code = String(line.split(separator: "//", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+                    for match in word.matches(in: code, range: NSRange(code.startIndex..., in: code)) {
+                        let name = String(code[Range(match.range, in: code)!])
+                        XCTAssertFalse(
+                            operationTypes.contains(name),
+                            "\(folder)/\(file.lastPathComponent):\(n + 1) names \(name), a type of Operations/"
+                        )
+                    }
+                }
+            }
+        }
+    }
 }

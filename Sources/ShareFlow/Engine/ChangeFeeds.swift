@@ -42,14 +42,14 @@ extension CloudDatabase {
         desiredKeys: [String]? = nil,
         maxBytes: Int? = nil
     ) throws -> RecordZoneChanges {
-        try engine.faultGate("recordZoneChanges", self, items: [FaultItem(zone: zoneID.zoneName)]) {
+        try enter(.recordZoneChanges(zoneID)) {
             try engine.recordZoneChanges(zoneID, since: token, resultsLimit: resultsLimit, desiredKeys: desiredKeys, maxBytes: maxBytes, in: self)
         }
     }
 
     /// The database's zone changes since `token` (nil: from the start).
     public func databaseChanges(since token: String? = nil, resultsLimit: Int? = nil) throws -> DatabaseChanges {
-        try engine.faultGate("databaseChanges", self, items: [], sentChangeToken: token != nil) {
+        try enter(.databaseChanges(sentChangeToken: token != nil)) {
             try engine.databaseChanges(since: token, resultsLimit: resultsLimit, in: self)
         }
     }

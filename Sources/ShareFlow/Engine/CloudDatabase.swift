@@ -15,7 +15,7 @@ public final class CloudDatabase {
     /// Creates a custom zone in the private database (or returns the one already there).
     @discardableResult
     public func saveZone(_ name: String) throws -> RecordZone {
-        try engine.faultGate("modifyRecordZones", self, items: [FaultItem(zone: name)]) { try engine.saveZone(name, in: self) }
+        try enter(.modifyRecordZones(zone: name)) { try engine.saveZone(name, in: self) }
     }
 
     public func fetchAllRecordZones() throws -> [RecordZone] {
@@ -24,7 +24,7 @@ public final class CloudDatabase {
 
     /// The record, or `unknownItem`.
     public func fetchRecord(_ id: RecordID) throws -> Record {
-        try engine.faultGate("fetchRecords", self, items: [FaultItem(id)]) { try engine.fetchRecord(id, in: self) }
+        try enter(.fetchRecords([id])) { try engine.fetchRecord(id, in: self) }
     }
 
     /// Each ID's record or error, in input order.
@@ -37,7 +37,7 @@ public final class CloudDatabase {
                 }
             }
         }
-        return engine.faultScope("fetchRecords", self, items: ids.map { FaultItem($0) }, fetch)
+        return engine.open(.fetchRecords(ids), container: container, database: databaseScope, fetch)
     }
 
     /// Saves and deletes records and shares. Each item is atomic (O6); in custom zones the
@@ -58,11 +58,7 @@ public final class CloudDatabase {
         atomically: Bool = true,
         deletingOnlyAtTags: [RecordID: String] = [:]
     ) throws -> ModifyResult {
-        try engine.faultGate(
-            "modifyRecords",
-            self,
-            items: saving.map { FaultItem($0.recordID, type: $0.recordType) } + deleting.map { FaultItem($0) }
-        ) {
+        try enter(.modifyRecords(saving.map { FaultItem($0.recordID, type: $0.recordType) } + deleting.map { FaultItem($0) })) {
             try engine.modifyRecords(
                 saving: saving,
                 deleting: deleting,
@@ -86,11 +82,9 @@ public final class CloudDatabase {
     /// if case .failure(let e) = outcomes[0], e.code == .serverRecordChanged { fetchAgain() }
     /// ```
     public func modify(_ changes: [RecordChange], atomically: Bool = true) throws -> [Result<RecordChangeOutcome, ShareFlowError>] {
-        try engine.faultGate(
-            "modifyRecords",
-            self,
-            // As modifyRecords names them: the saves, then the deletes.
-            items: changes.compactMap { change -> FaultItem? in
+        // As modifyRecords names them: the saves, then the deletes.
+        let items = {
+            changes.compactMap { change -> FaultItem? in
                 switch change {
                 case .create(let r), .update(let r, _, _), .replace(let r, _, _): FaultItem(r.recordID, type: r.recordType)
                 case .share(let draft): FaultItem(draft.recordID, type: Share.recordType)
@@ -101,7 +95,8 @@ public final class CloudDatabase {
                     if case .delete(let id, _) = change { return FaultItem(id) }
                     return nil
                 }
-        ) {
+        }
+        return try enter(.modifyRecords(items())) {
             try engine.modify(changes, atomic: atomically, in: self)
         }
     }

@@ -14,8 +14,9 @@ public final class Container {
     public var privateCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .private) }
     public var sharedCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .shared) }
     public var publicCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .public) }
-    /// Operations added and not yet run, run in QoS order (O1, O4).
-    public private(set) lazy var queue = ContainerQueue(container: self)
+    /// Where the operations layer keeps this container's queue (`queue`, Operations/): the
+    /// engine holds it without knowing its type, so its folder depends on no operation.
+    var operationQueue: AnyObject?
 
     init(session: Session, identifier: String, environment: CloudEnvironment) {
         self.session = session

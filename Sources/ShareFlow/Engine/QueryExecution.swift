@@ -251,11 +251,7 @@ extension CloudDatabase {
         desiredKeys: [String]? = nil,
         resultsLimit: Int? = nil
     ) throws -> (records: [Record], cursor: QueryCursor?) {
-        let page = try engine.faultGate(
-            "query",
-            self,
-            items: [FaultItem(zone: zoneID?.zoneName ?? RecordZoneID.defaultZoneName, recordType: query.recordType)]
-        ) {
+        let page = try enter(.query(zone: zoneID, recordType: query.recordType)) {
             try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: nil, in: self)
         }
         return (page.records, page.cursor)
@@ -273,11 +269,7 @@ extension CloudDatabase {
         after: QueryPosition?,
         maxBytes: Int? = nil
     ) throws -> (records: [Record], next: QueryPosition?) {
-        let page = try engine.faultGate(
-            "query",
-            self,
-            items: [FaultItem(zone: zoneID?.zoneName ?? RecordZoneID.defaultZoneName, recordType: query.recordType)]
-        ) {
+        let page = try enter(.query(zone: zoneID, recordType: query.recordType)) {
             try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: after, maxBytes: maxBytes, in: self)
         }
         return (page.records, page.cursor?.after)
@@ -292,16 +284,7 @@ extension CloudDatabase {
         guard cursor.scope == databaseScope, cursor.containerID == container.containerID else {
             throw ShareFlowError.invalid("this cursor belongs to the \(cursor.scope.rawValue) database of \(cursor.containerID) (O7, R32)")
         }
-        let page = try engine.faultGate(
-            "query",
-            self,
-            items: [
-                FaultItem(
-                    zone: cursor.zoneID?.zoneName ?? RecordZoneID.defaultZoneName,
-                    recordType: cursor.query.recordType
-                )
-            ]
-        ) {
+        let page = try enter(.query(zone: cursor.zoneID, recordType: cursor.query.recordType)) {
             try engine.runQuery(cursor.query, zoneID: cursor.zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: cursor.after, in: self)
         }
         return (page.records, page.cursor)

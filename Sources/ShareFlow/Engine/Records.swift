@@ -353,6 +353,6 @@ extension Engine {
 extension CloudDatabase {
     /// Deletes a custom zone with its records; its shares end for every participant.
     public func deleteZone(_ zoneID: RecordZoneID) throws {
-        try engine.faultGate("modifyRecordZones", self, items: [FaultItem(zone: zoneID.zoneName)]) { try engine.deleteZone(zoneID, in: self) }
+        try enter(.modifyRecordZones(zone: zoneID.zoneName)) { try engine.deleteZone(zoneID, in: self) }
     }
 }

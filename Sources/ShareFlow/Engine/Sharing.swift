@@ -5,7 +5,7 @@ extension Engine {
     /// R7: a participant for the user behind `lookup`: `privateUser`, `readOnly`, status
     /// `unknown`; an email or phone without an account gives one with `hasiCloudAccount` false.
     public func fetchShareParticipant(_ lookup: LookupInfo, caller: Account, container: String) throws -> Participant {
-        try faultGate {
+        try enter(.containerCall) {
             let participant = try reading { db -> Participant in try self.participant(for: lookup, db: db) }
             emitParticipantFetched(participant, for: lookup, caller: caller, container: container)
             return participant
@@ -56,7 +56,7 @@ extension Engine {
         shouldFetchRootRecord: Bool = false,
         rootRecordDesiredKeys: [String]? = nil
     ) throws -> ShareMetadata {
-        try faultGate {
+        try enter(.containerCall) {
             let metadata = try reading { db -> ShareMetadata in
                 let hidden = ShareFlowError.unknown("no share at \(url) for \(caller.email ?? caller.userRecordID) (R16)")
                 // R27: one probe, the same statement and index seeks for a live URL as for a made-up
@@ -138,7 +138,7 @@ extension Engine {
 
     /// Accepts the share of `metadata` for `caller`, atomically (R10, R12, R18, O5, O6).
     public func acceptShare(_ metadata: ShareMetadata, caller: Account, container containerID: ContainerID) throws -> Share {
-        try faultGate {
+        try enter(.containerCall) {
             guard metadata.containerID == containerID else {
                 throw ShareFlowError.invalid(
                     "the share at \(metadata.url) is in container \(metadata.containerID), but this operation runs in \(containerID); accept it in its own container (O5, R32)"
@@ -290,7 +290,7 @@ extension Engine {
         progress: ((Int, Int) -> Void)? = nil,
         isCancelled: () -> Bool = { false }
     ) throws -> [UserIdentity] {
-        try faultGate {
+        try enter(.containerCall) {
             let identities = try reading { db -> [UserIdentity] in
                 let contacts = try db.contacts(of: caller.id)
                 var order: [Int64] = []
@@ -329,7 +329,7 @@ extension Engine {
     /// R20: the identity behind `lookup` if that account is discoverable, else nil — the same
     /// answer as for no account at all.
     public func discoverUserIdentity(_ lookup: LookupInfo, caller: Account, container: String) throws -> UserIdentity? {
-        try faultGate {
+        try enter(.containerCall) {
             let identity = try reading { db -> UserIdentity? in
                 guard let id = try accountID(for: lookup, db: db) else { return nil }
                 let account = try loadAccount(id: id, db: db)

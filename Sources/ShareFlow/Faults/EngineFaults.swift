@@ -96,17 +96,6 @@ public final class FaultScope: @unchecked Sendable {
 }
 
 extension Engine {
-    /// The native name of each operation type, as rules name it (SPEC §15).
-    static func faultName(of operation: CloudOperation) -> String {
-        switch operation {
-        case is FetchDatabaseChangesOperation: return "databaseChanges"
-        case is FetchRecordZoneChangesOperation: return "recordZoneChanges"
-        default:
-            let name = operation.typeName.hasSuffix("Operation") ? String(operation.typeName.dropLast("Operation".count)) : operation.typeName
-            return name.prefix(1).lowercased() + name.dropFirst()
-        }
-    }
-
     /// A request as rules match it, made by `container`'s caller.
     func faultRequest(_ operation: String, container: Container, database: DatabaseScope?, items: [FaultItem]) -> FaultRequest {
         let caller = try? container.session.account
@@ -199,47 +188,40 @@ extension Engine {
         }
     }
 
-    /// Where a request enters the engine (a database's method): inside an open scope, the
-    /// request's injected failure; outside one, this call is the request, decided here.
-    /// With no rule armed, `body` at once.
+    /// Where a request enters the engine (`EntryPoint`): inside an open scope (an operation's,
+    /// a server request's), the request's injected failure; outside one, this call is the
+    /// request, its fault decided here first. With no rule armed, `body` at once.
     @inline(__always)
-    func faultGate<T>(
-        _ operation: String,
-        _ database: CloudDatabase,
-        items: @autoclosure () -> [FaultItem],
-        sentChangeToken: Bool = false,
+    func enter<T>(
+        _ entry: @autoclosure () -> EntryPoint,
+        container: @autoclosure () -> Container? = nil,
+        database: DatabaseScope? = nil,
         _ body: () throws -> T
     ) throws -> T {
         guard faults.isArmed else { return try body() }
-        return try faultScope(operation, database, items: items(), sentChangeToken: sentChangeToken) {
+        return try open(entry(), container: container(), database: database) {
             guard let scope = FaultScope.current else { return try body() }
             return try scope.enforce(body)
         }
     }
 
-    /// Runs `body` as one request that starts here, when none is open: its request-level
-    /// fault decided once, for every engine call `body` makes (each enforces it).
-    func faultScope<T>(
-        _ operation: String,
-        _ database: CloudDatabase,
-        items: @autoclosure () -> [FaultItem],
-        sentChangeToken: Bool = false,
+    /// Opens the request `entry` names when none is open: its request-level fault decided
+    /// once, for every engine call `body` makes (each enforces it, `enter`). An entry that
+    /// names no operation (`containerCall`) opens nothing.
+    func open<T>(
+        _ entry: @autoclosure () -> EntryPoint,
+        container: @autoclosure () -> Container?,
+        database: DatabaseScope?,
         _ body: () throws -> T
     ) rethrows -> T {
         guard faults.isArmed, FaultScope.current == nil else { return try body() }
+        let entry = entry()
+        guard let operation = entry.operation, let container = container() else { return try body() }
         let scope = FaultScope(native: operation)
-        var request = faultRequest(operation, container: database.container, database: database.databaseScope, items: items())
-        request.sentChangeToken = sentChangeToken
-        decideRequestFault(request, into: scope, caller: try? database.container.session.account)
+        var request = faultRequest(operation, container: container, database: database, items: entry.items)
+        request.sentChangeToken = entry.sentChangeToken
+        decideRequestFault(request, into: scope, caller: try? container.session.account)
         return try FaultScope.run(scope, body)
-    }
-
-    /// An engine call reached only inside a request (sharing, discovery: through operations or
-    /// a server): the open scope's failure, if any.
-    @inline(__always)
-    func faultGate<T>(_ body: () throws -> T) throws -> T {
-        guard faults.isArmed, let scope = FaultScope.current else { return try body() }
-        return try scope.enforce(body)
     }
 
     /// The per-item fault of one record of a modify, if a rule strikes it (`zoneBusy`,

@@ -87,6 +87,21 @@ open class CloudOperation: CustomStringConvertible {
     /// How many input items the operation had.
     var itemCount: Int { 0 }
 
+    /// The request the operation is to fault rules (SPEC §15): its native name and items.
+    var entryPoint: EntryPoint { .operation(name: faultName, items: faultItems()) }
+
+    /// The operation's native name, as rules name it: the type name without `Operation`, in
+    /// lower camel case (`modifyRecords`), the change feeds' as their calls' (`databaseChanges`).
+    var faultName: String {
+        switch self {
+        case is FetchDatabaseChangesOperation: return "databaseChanges"
+        case is FetchRecordZoneChangesOperation: return "recordZoneChanges"
+        default:
+            let name = typeName.hasSuffix("Operation") ? String(typeName.dropLast("Operation".count)) : typeName
+            return name.prefix(1).lowercased() + name.dropFirst()
+        }
+    }
+
     /// What fault rules match the operation by (SPEC §15): its items, or none.
     func faultItems() -> [FaultItem] { [] }
 

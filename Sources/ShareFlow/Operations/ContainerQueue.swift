@@ -51,24 +51,8 @@ public final class ContainerQueue {
         let engine = container.engine
         let start = DispatchTime.now().uptimeNanoseconds
         operation.isExecuting = true
-        if engine.faults.isArmed, FaultScope.current == nil {
-            // One request: its fault decided here, once, before any of its work (SPEC §15).
-            let name = Engine.faultName(of: operation)
-            let scope = FaultScope(native: name)
-            engine.decideRequestFault(
-                engine.faultRequest(
-                    name,
-                    container: container,
-                    database: operation.faultDatabase,
-                    items: operation.faultItems()
-                ),
-                into: scope,
-                caller: try? container.session.account
-            )
-            FaultScope.run(scope) { operation.main(container: container) }
-        } else {
-            operation.main(container: container)
-        }
+        // One request: its fault decided once, before any of its work (SPEC §15).
+        engine.open(operation.entryPoint, container: container, database: operation.faultDatabase) { operation.main(container: container) }
         operation.isExecuting = false
         operation.isFinished = true
         operation.completionBlock?()
