@@ -1,10 +1,20 @@
 import Foundation
 
 /// A pending invitation, for workflows such as expiring invitations.
+///
+/// ```swift
+/// for invitation in try engine.pendingInvitations(olderThan: 7 * 86_400) {
+///     try engine.removeParticipant(invitation.participantID, reason: .expired)
+/// }
+/// ```
 public struct Invitation: Sendable {
+    /// The invited participant's ID on the share, as `removeParticipant(_:reason:)` takes it.
     public let participantID: String
+    /// The URL of the share the invitation is to (R6).
     public let shareURL: String
+    /// The share's title (`cloudkit.title`); nil when it has none.
     public let shareTitle: String?
+    /// How the participant was invited: an email, a phone or a user record ID (R1).
     public let lookupInfo: LookupInfo
     /// Seconds since 1970 when the participant was added.
     public let addedAt: Double
@@ -53,28 +63,41 @@ extension Engine {
 
 /// One share as an audit sees it (O8): every participant, whatever their status.
 public struct ShareAudit: Sendable {
+    /// One participant of the share, whatever their status.
     public struct Entry: Sendable {
+        /// The participant's ID on the share, as `removeParticipant(_:reason:)` takes it.
         public let participantID: String
         /// How the participant was invited (or, for the owner, their primary address).
         public let lookupInfo: LookupInfo
         /// Nil while no account matches the invitation.
         public let userRecordID: String?
+        /// Owner, administrator, private or public user (R26, R10).
         public let role: ParticipantRole
+        /// What the participant may do with the shared records (R13).
         public let permission: ParticipantPermission
+        /// `pending`, `accepted` or `removed`: an audit lists removed participants too (O8).
         public let acceptanceStatus: ParticipantAcceptanceStatus
     }
 
+    /// The share's URL (R6).
     public let url: String
+    /// The container the share is in, e.g. `iCloud.com.example.app`.
     public let containerIdentifier: String
     /// Which of the container's data sets the share is in (R32).
     public let environment: CloudEnvironment
+    /// The share's own record ID, in its owner's zone.
     public let shareRecordID: RecordID
+    /// The share's title (`cloudkit.title`); nil when it has none.
     public let title: String?
+    /// The owner's user record ID.
     public let ownerUserRecordID: String
+    /// The owner's primary address: their first email, else their first phone, else their user record ID.
     public let ownerLookupInfo: LookupInfo
     /// Nil for a zone share.
     public let rootRecordID: RecordID?
+    /// `none` for a private share; otherwise what anyone with the URL gets by accepting (R10).
     public let publicPermission: ParticipantPermission
+    /// Every participant, the owner included, whatever their status (O8).
     public let participants: [Entry]
 }
 

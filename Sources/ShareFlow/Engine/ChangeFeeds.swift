@@ -4,18 +4,25 @@ import Foundation
 /// What changed in a zone since a token (O10, SPEC §14 S2, S3): each changed record once, in its
 /// latest state, each deleted one once, oldest first; the token to ask with next.
 public struct RecordZoneChanges {
+    /// Each record changed since the token, once, in its latest state with `desiredKeys` applied (S2).
     public var modifications: [Record]
+    /// Each record deleted since the token, or gone from the caller's view (S3), once: its ID and type.
     public var deletions: [(recordID: RecordID, recordType: String)]
+    /// The token to ask with next; opaque (S1).
     public var changeToken: String
+    /// Whether more changes wait: ask again with `changeToken`.
     public var moreComing: Bool
 }
 
 /// What changed in a database since a token (O9, S4): zones changed or made, zones gone.
 public struct DatabaseChanges: Sendable {
+    /// The zones made or changed since the token (S4).
     public var changedZoneIDs: [RecordZoneID]
     /// Each zone gone, and why: `deleted` or `purged`.
     public var deletions: [(zoneID: RecordZoneID, reason: String)]
+    /// The token to ask with next; opaque (S1).
     public var changeToken: String
+    /// Whether more changes wait: ask again with `changeToken`.
     public var moreComing: Bool
 }
 

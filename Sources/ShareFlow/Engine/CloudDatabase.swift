@@ -1,8 +1,18 @@
 import Foundation
 
 /// One of a container's three databases, seen by the container's session.
+///
+/// ```swift
+/// let db = try engine.session(for: "alice@example.com").container("iCloud.com.example.app").privateCloudDatabase
+/// let zone = try db.saveZone("Trips")
+/// let trip = Record(recordType: "Trip", recordID: RecordID(recordName: "lisbon", zoneID: zone.zoneID))
+/// if let error = try db.modifyRecords(saving: [trip]).error { throw error }
+/// let copy = try db.fetchRecord(trip.recordID)
+/// ```
 public final class CloudDatabase {
+    /// The container this database belongs to; its session is the caller.
     public let container: Container
+    /// Which of the container's three databases this is.
     public let databaseScope: DatabaseScope
 
     init(container: Container, scope: DatabaseScope) {
@@ -18,6 +28,8 @@ public final class CloudDatabase {
         try enter(.modifyRecordZones(zone: name)) { try engine.saveZone(name, in: self) }
     }
 
+    /// The zones the caller sees here: in the private database the default zone and their custom zones;
+    /// in the shared one the zones of the shares they accepted (R12); in the public one its default zone.
     public func fetchAllRecordZones() throws -> [RecordZone] {
         try engine.fetchAllRecordZones(in: self)
     }
@@ -46,7 +58,7 @@ public final class CloudDatabase {
     ///
     /// ```swift
     /// let result = try db.modifyRecords(saving: [trip, share])
-    /// if let e = result.firstError, e.code == .serverRecordChanged { merge(e.serverRecord!) }
+    /// for (_, e) in result.error?.partialErrors ?? [] where e.code == .serverRecordChanged { merge(e.serverRecord!) }
     /// ```
     /// `deletingOnlyAtTags`: record IDs whose delete must find this change tag on the server
     /// (R21, checked in the same transaction; otherwise `serverRecordChanged`); the others are

@@ -9,6 +9,10 @@ import Foundation
 public struct Directory {
     let engine: Engine
 
+    /// Creates an account with a new user record ID and these emails and phones, normalised (R1);
+    /// `discoverable` makes its discoverability `granted` (R19), else it is `initialState`.
+    ///
+    /// Throws `invalidArguments` for no address at all, a malformed one, or one another account has.
     @discardableResult
     public func create(
         emails: [String] = [],
@@ -43,6 +47,7 @@ public struct Directory {
         return try find(LookupInfo(phoneNumber: trimmed))
     }
 
+    /// The account behind `lookup`, or nil when no account has it.
     public func find(_ lookup: LookupInfo) throws -> Account? {
         try engine.reading { db in
             try engine.accountID(for: lookup, db: db).map { try engine.loadAccount(id: $0, db: db) }
@@ -54,16 +59,19 @@ public struct Directory {
         try engine.reading { try $0.account(id: id) }
     }
 
+    /// The account with this user record ID, or nil; `invalidArguments` for an empty one.
     public func get(userRecordID: String) throws -> Account? {
         try find(LookupInfo(userRecordID: userRecordID))
     }
 
+    /// Every account, oldest first.
     public func list() throws -> [Account] {
         try engine.reading { db in
             try db.accountIDs().map { try engine.loadAccount(id: $0, db: db) }
         }
     }
 
+    /// How many accounts the directory holds.
     public func count() throws -> Int {
         try engine.reading { try $0.accountCount() }
     }
@@ -89,6 +97,8 @@ public struct Directory {
         }
     }
 
+    /// Sets the account's discoverability: only `granted` is found by discovery (R19, R20) and shows
+    /// the account's name to others (R2). Returns the account as stored now.
     @discardableResult
     public func setDiscoverability(_ value: Discoverability, of account: Account) throws -> Account {
         // R28: account objects read after this show it.
@@ -99,6 +109,8 @@ public struct Directory {
         }
     }
 
+    /// Sets the account's name, which others see while it is discoverable (R2). Returns the account as
+    /// stored now.
     @discardableResult
     public func setName(_ name: NameComponents, of account: Account) throws -> Account {
         defer { engine.accountsChanged() }

@@ -14,6 +14,7 @@ import Logging
 /// on the Lua thread with no hop, and observers run on the caller's thread after commit. A
 /// server's reading threads read beside it, each on a connection of its own (`ReadsBeside`).
 public final class Engine: @unchecked Sendable {
+    /// The store every read and write of the engine goes to.
     public let store: Store
     /// Read by reading threads beside the lock: kept under a lock of its own.
     public var options: Options {
@@ -30,9 +31,13 @@ public final class Engine: @unchecked Sendable {
     /// Threads holding read events now (`holdReadEvents`): none, and no thread's state is
     /// looked up at a commit.
     private var holdingThreads = 0
+    /// The engine's log: an observer's failure goes here (read when one fails), and a server or script
+    /// host made on the engine takes it. The store's decision log keeps the one given to `init`.
     public var logger: Logger
     /// A constant, not lazy: read on every event.
     public let events = EventBus()
+    /// The policies asked at each decision point before a change (SPEC §6): a denial fails the item
+    /// with `permissionFailure`.
     public let policies = PolicySet()
     /// How a server maps a deployment's own credentials to accounts (SPEC §13).
     public let authenticators = Authenticators()
@@ -42,6 +47,7 @@ public final class Engine: @unchecked Sendable {
     private var pendingEvents: [Event] = []
     private var transactionDepth = 0
 
+    /// An engine's settings, read and changed through `options` at any time.
     public struct Options: Sendable {
         /// R8: most participants per share, owner included.
         public var maxParticipants = 100
@@ -54,12 +60,16 @@ public final class Engine: @unchecked Sendable {
         /// server sets one, so no request holds one of its engine's threads for long: past it the
         /// query is `limitExceeded`, naming what to change (SPEC §13, wave 3).
         public var queryTimeLimit: Double?
+        /// The defaults: 100 participants a share, progress every 1000 contacts, `Engine.defaultPublicURL`,
+        /// no query time limit.
         public init() {}
     }
 
     /// What closures that may outlive the engine hold (a policy may keep its request).
     let link = EngineLink()
 
+    /// An engine over `store`. Its policies record their decisions in the store's decision log, when it
+    /// has one, shared by every process on the store (SPEC §18 P3).
     public init(store: Store, options: Options = Options(), logger: Logger = Logger(label: "shareflow")) {
         self.store = store
         storedOptions = options
@@ -87,6 +97,7 @@ public final class Engine: @unchecked Sendable {
         return Session(engine: self, account: account)
     }
 
+    /// Acts as `account`, read again from the store each time the session needs it (`Session.account`).
     public func session(for account: Account) -> Session { Session(engine: self, account: account) }
 
     /// Acts as `account`, read when the directory was at `generation` (`accountsGeneration`,
@@ -95,7 +106,7 @@ public final class Engine: @unchecked Sendable {
     ///
     /// ```swift
     /// let generation = engine.accountsGeneration
-    /// let bob = try engine.accounts.account(id: id)!
+    /// let bob = try engine.accounts.find("bob@example.com")!
     /// let session = engine.session(for: bob, currentAt: generation)
     /// ```
     public func session(for account: Account, currentAt generation: Int) -> Session {

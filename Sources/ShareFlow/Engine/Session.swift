@@ -1,7 +1,14 @@
 import Foundation
 
 /// Acting as one account: the caller of everything done through its containers (O1).
+///
+/// ```swift
+/// let alice = try engine.session(for: "alice@example.com")
+/// let db = try alice.container("iCloud.com.example.app").privateCloudDatabase
+/// print(try alice.account.userRecordID)
+/// ```
 public final class Session {
+    /// The engine the session acts on.
     public let engine: Engine
     let accountID: Int64
     /// The account as read at this directory generation (`Engine.accountsGeneration`), when

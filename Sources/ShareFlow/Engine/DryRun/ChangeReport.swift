@@ -2,17 +2,32 @@ import Foundation
 
 /// What a dry run would have changed: counts by kind and sign, and the changes grouped (the
 /// accounts, each zone's records, each share with its participants), each group sorted.
+///
+/// ```swift
+/// let before = try engine.snapshot()
+/// // … changes made in a transaction that is rolled back afterwards, as `shareflow run --dry-run` does
+/// let report = before.changes(to: try engine.snapshot())
+/// print("\(report.total) changes (\(report.summary))")
+/// for line in report.lines { print(line) }
+/// ```
 public struct ChangeReport {
+    /// One item added (`+`), changed (`~`) or removed (`-`).
     public struct Change: Equatable {
+        /// The kind of item: one of `StoreSnapshot.kinds`.
         public var kind: String
         /// `+` added, `~` changed, `-` removed.
         public var sign: String
+        /// The item as a person reads it; for a change, the item before and after (`old  →  new`).
         public var text: String
     }
 
+    /// Kind → sign (`+`, `~`, `-`) → how many items.
     public var counts: [String: [String: Int]] = [:]
+    /// The changes by group, titled — the accounts, then each zone with its records, then each share with
+    /// its participants — each group's sorted by kind, then text.
     public var groups: [(title: String, changes: [Change])] = []
 
+    /// How many items changed, of every kind and sign.
     public var total: Int { counts.values.reduce(0) { $0 + $1.values.reduce(0, +) } }
 
     /// "+4 accounts, +1 zone, ~1 share, -2 participants", in kind order.

@@ -4,15 +4,19 @@ import Foundation
 /// to show what a dry run would have changed (`changes(to:)`, ChangeReport.swift). The rows are
 /// the store's (`StoreTransaction.contents()`); the words are made here.
 public struct StoreSnapshot: Equatable {
+    /// One item as a person reads it, and where a report lists it.
     public struct Item: Equatable {
         /// Where a report lists it: "accounts", a zone, or a share with its participants.
         public var group: String
+        /// What the item is and holds (an account's addresses, a record's type, name, parent and fields, …):
+        /// two snapshots' items of one key that read differently are a change.
         public var text: String
     }
 
     /// Kind → item key → the item.
     public var items: [String: [String: Item]] = [:]
 
+    /// The kinds of item, in the order a report counts and lists them.
     public static let kinds = ["accounts", "zones", "records", "shares", "participants"]
 
     /// The items of the store's `contents`.
