@@ -79,6 +79,7 @@ public struct ShareDraft {
     /// The share record's ID.
     public var recordID: RecordID { RecordID(recordName: recordName, zoneID: zoneID) }
 
+    /// A draft of the share `recordName` in `zoneID`; what is left nil stays as the server has it.
     public init(
         recordName: String,
         zoneID: RecordZoneID,
