@@ -146,6 +146,18 @@ final class FaultInjectionTests: ServerTestCase {
         XCTAssertEqual(status, 200, "\(body)")
         (status, body) = try call("GET", db + "/private/changes/stream")
         XCTAssertEqual(status, 429, "\(body)")
+
+        // changeTokenExpired strikes a feed's request that sends a token: the older
+        // zones/changes sends it as metaSyncToken.
+        (status, body) = try call("POST", db + "/private/zones/changes", body: "{}")
+        let token = try XCTUnwrap(body["metaSyncToken"] as? String, "\(body)")
+        (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"zones/changes","fault":"changeTokenExpired"}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        (status, body) = try call("POST", db + "/private/zones/changes", body: "{}")
+        XCTAssertEqual(status, 200, "no token: not struck \(body)")
+        (status, body) = try call("POST", db + "/private/zones/changes", body: #"{"metaSyncToken":"\#(token)"}"#)
+        XCTAssertEqual(status, 400, "\(body)")
+        XCTAssertTrue((body["reason"] as? String ?? "").contains("changeTokenExpired"), "\(body)")
     }
 
     func testADelayHoldsOnlyItsOwnConnection() throws {

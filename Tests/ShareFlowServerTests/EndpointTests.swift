@@ -63,6 +63,30 @@ final class EndpointTests: XCTestCase {
     private struct Client: Sendable {
         let client: any TestClientProtocol
 
+        /// records/modify of `operations` (JSON objects, comma-separated) in the caller's zone
+        /// Trips of container iCloud.test (development).
+        func modifyTrips(_ operations: String, as token: String?, api: String) async throws -> Answer {
+            try await call(
+                .post,
+                "/database/1/iCloud.test/development/private/records/modify",
+                as: token,
+                api: api,
+                body: #"{"zoneID":{"zoneName":"Trips"},"operations":["# + operations + "]}"
+            )
+        }
+
+        /// Makes the caller's zone Trips.
+        func makeTrips(as token: String?, api: String) async throws {
+            let r = try await call(
+                .post,
+                "/database/1/iCloud.test/development/private/zones/modify",
+                as: token,
+                api: api,
+                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+            )
+            XCTAssertEqual(r.status, 200, "\(r.object)")
+        }
+
         func call(_ method: HTTPRequest.Method, _ path: String, as token: String?, api: String, body: String? = nil) async throws -> Answer {
             var query = "ckAPIToken=\(api)"
             if let token { query += "&ckWebAuthToken=\(token)" }
@@ -275,7 +299,7 @@ final class EndpointTests: XCTestCase {
     /// participant: the route's lookup of the invitee is the only one (issue 41 said two; this
     /// holds the count while records/modify becomes one engine call).
     func testEachInviteeOfAShareSavedOverHTTPIsFetchedOnce() async throws {
-        let (db, api, alice) = (db, api, alice)
+        let (api, alice) = (api, alice)
         final class Seen: @unchecked Sendable {
             var count = 0
             let lock = NSLock()
@@ -286,24 +310,15 @@ final class EndpointTests: XCTestCase {
         }
         defer { handle.remove() }
         try await withServer { c in
-            _ = try await c.call(
-                .post,
-                db + "/private/zones/modify",
+            try await c.makeTrips(as: alice, api: api)
+            let r = try await c.modifyTrips(
+                """
+                 {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
+                 {"operationType":"create","record":{"recordName":"s","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
+                  "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}
+                """,
                 as: alice,
-                api: api,
-                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
-            )
-            let r = try await c.call(
-                .post,
-                db + "/private/records/modify",
-                as: alice,
-                api: api,
-                body: """
-                    {"zoneID":{"zoneName":"Trips"},"operations":[
-                     {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
-                     {"operationType":"create","record":{"recordName":"s","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
-                      "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
-                    """
+                api: api
             )
             XCTAssertEqual(r.status, 200, "\(r.object)")
         }
@@ -322,7 +337,7 @@ final class EndpointTests: XCTestCase {
         try prepare(try Engine(store: Store(path: path)))
         let nodeB = try Engine(store: Store(path: path))
         defer { nodeB.store.close() }
-        let (db, api, alice) = (db, api, alice)
+        let (api, alice) = (api, alice)
         let aliceOnB = try nodeB.session(for: "alice@example.com").container("iCloud.test").privateCloudDatabase
         final class Seen: @unchecked Sendable {
             var fetched: [String] = []
@@ -350,38 +365,26 @@ final class EndpointTests: XCTestCase {
             _ = try XCTUnwrap(aliceOnB.modifyRecords(saving: [note], savePolicy: .allKeys).saveResults.first).1.get()
         }
         try await withServer { c in
-            _ = try await c.call(
-                .post,
-                db + "/private/zones/modify",
+            try await c.makeTrips(as: alice, api: api)
+            var r = try await c.modifyTrips(
+                """
+                 {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
+                 {"operationType":"create","record":{"recordName":"note","recordType":"Note","fields":{"text":{"value":"v1"}}}}
+                """,
                 as: alice,
-                api: api,
-                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
-            )
-            var r = try await c.call(
-                .post,
-                db + "/private/records/modify",
-                as: alice,
-                api: api,
-                body: """
-                    {"zoneID":{"zoneName":"Trips"},"operations":[
-                     {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
-                     {"operationType":"create","record":{"recordName":"note","recordType":"Note","fields":{"text":{"value":"v1"}}}}]}
-                    """
+                api: api
             )
             XCTAssertEqual(r.status, 200, "\(r.object)")
             seen.lock.withLock { seen.armed = true }
-            r = try await c.call(
-                .post,
-                db + "/private/records/modify",
+            r = try await c.modifyTrips(
+                """
+                 {"operationType":"forceUpdate","record":{"recordName":"note","recordType":"Note","fields":{"text":{"value":"forced"}}}},
+                 {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon"},
+                  "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}},
+                                  {"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"carol@example.com"}}}]}}
+                """,
                 as: alice,
-                api: api,
-                body: """
-                    {"zoneID":{"zoneName":"Trips"},"operations":[
-                     {"operationType":"forceUpdate","record":{"recordName":"note","recordType":"Note","fields":{"text":{"value":"forced"}}}},
-                     {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon"},
-                      "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}},
-                                      {"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"carol@example.com"}}}]}}]}
-                    """
+                api: api
             )
             XCTAssertEqual(r.status, 200, "\(r.object)")
             XCTAssertEqual(r.records.count, 2)
@@ -406,32 +409,26 @@ final class EndpointTests: XCTestCase {
                 }?["participantId"] as? String
             )
             let tag = try XCTUnwrap(share["recordChangeTag"] as? String)
-            r = try await c.call(
-                .post,
-                db + "/private/records/modify",
+            r = try await c.modifyTrips(
+                """
+                 {"operationType":"update","record":{"recordName":"s","recordType":"cloudkit.share","recordChangeTag":"\(tag)",
+                  "participants":[{"participantId":"\(bobID)","permission":"READ_ONLY"},
+                                  {"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"dana@example.com"}}}]}}
+                """,
                 as: alice,
-                api: api,
-                body: """
-                    {"zoneID":{"zoneName":"Trips"},"operations":[
-                     {"operationType":"update","record":{"recordName":"s","recordType":"cloudkit.share","recordChangeTag":"\(tag)",
-                      "participants":[{"participantId":"\(bobID)","permission":"READ_ONLY"},
-                                      {"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"dana@example.com"}}}]}}]}
-                    """
+                api: api
             )
             XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
             XCTAssertEqual(seen.lock.withLock { seen.fetched }, ["dana@example.com"])
             // A save that fails (a stale tag) looks no one up, and tells of no one.
             seen.lock.withLock { seen.fetched = [] }
-            r = try await c.call(
-                .post,
-                db + "/private/records/modify",
+            r = try await c.modifyTrips(
+                """
+                 {"operationType":"update","record":{"recordName":"s","recordType":"cloudkit.share","recordChangeTag":"\(tag)",
+                  "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"erin@example.com"}}}]}}
+                """,
                 as: alice,
-                api: api,
-                body: """
-                    {"zoneID":{"zoneName":"Trips"},"operations":[
-                     {"operationType":"update","record":{"recordName":"s","recordType":"cloudkit.share","recordChangeTag":"\(tag)",
-                      "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"erin@example.com"}}}]}}]}
-                    """
+                api: api
             )
             XCTAssertEqual(r.records.first?["serverErrorCode"] as? String, "CONFLICT", "\(r.object)")
             XCTAssertEqual(seen.lock.withLock { seen.fetched }, [])

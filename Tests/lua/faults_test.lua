@@ -138,19 +138,41 @@ test("§15: the feeds: changeTokenExpired and zoneBusy per zone, zonePurged in t
   expect.eq(purged[1], "Trips")
   expect.eq(#deleted, 0)
   sf.faults.clear()
+
+  -- A queued operation is the same request to rules: a token sent, changeTokenExpired strikes.
+  sf.faults.add{ operation = "databaseChanges", fault = "changeTokenExpired" }
+  local function fetchFrom(token)
+    local fetch = sf.FetchDatabaseChangesOperation{ previousServerChangeToken = token }
+    local failure
+    fetch.fetchDatabaseChangesResultBlock = function(_, e) failure = e end
+    fetch.database = w.db
+    w.c:add(fetch)
+    fetch:wait()
+    return failure
+  end
+  expect.eq(fetchFrom(nil), nil, "no token: not struck")
+  expect.eq(fetchFrom(start.changeToken).code, "changeTokenExpired")
+  sf.faults.clear()
 end)
 
 test("§15: an operation's request-level fault is its error, and each item's", function()
   local w = helpers.world()
   sf.faults.add{ operation = "records/modify", fault = "serviceUnavailable", retryAfter = 5 }
-  local op = sf.ModifyRecordsOperation{ recordsToSave = { w.trip } }
+  local op = sf.ModifyRecordsOperation{ recordsToSave = { w.trip }, recordIDsToDelete = { w.day.recordID } }
   local result
+  local saves, deletes = {}, {}
   op.modifyRecordsResultBlock = function(r) result = r end
+  op.perRecordSaveBlock = function(_, _, err) saves[#saves + 1] = err and err.code end
+  op.perRecordDeleteBlock = function(_, err) deletes[#deletes + 1] = err and err.code end
   op.database = w.db
   w.c:add(op)
   op:wait()
   expect.eq(op.error.code, "serviceUnavailable")
   expect.eq(op.error.retryAfter, 5)
+  expect.eq(#saves, 1, "each item's block once, with the request's error (O2)")
+  expect.eq(saves[1], "serviceUnavailable")
+  expect.eq(#deletes, 1)
+  expect.eq(deletes[1], "serviceUnavailable")
   sf.faults.clear()
 
   assert(select(2, w.db:modifyRecords{ save = { w.trip } }) == nil)

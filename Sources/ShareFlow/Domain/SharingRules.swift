@@ -103,6 +103,23 @@ public enum SharingRules {
     }
 
     /// Throws the denial as a `ShareFlowError` naming `item`.
+    /// `decide` for where `participant` stands on the share.
+    static func decide(_ action: Action, of participant: some ParticipantStanding, isPublicShare: Bool) -> Decision {
+        decide(action, role: participant.role, permission: participant.permission, status: participant.status, isPublicShare: isPublicShare)
+    }
+
+    /// `require` for where `participant` stands on the share.
+    static func require(_ action: Action, of participant: some ParticipantStanding, isPublicShare: Bool, item: String) throws {
+        try require(
+            action,
+            role: participant.role,
+            permission: participant.permission,
+            status: participant.status,
+            isPublicShare: isPublicShare,
+            item: item
+        )
+    }
+
     static func require(
         _ action: Action,
         role: ParticipantRole,
@@ -129,4 +146,11 @@ extension SharingRules.Action {
         case .deleteShare: return "delete the share"
         }
     }
+}
+
+/// Where a participant stands on a share: what the rules read of it (a stored participant's row).
+protocol ParticipantStanding {
+    var role: ParticipantRole { get }
+    var permission: ParticipantPermission { get }
+    var status: ParticipantAcceptanceStatus { get }
 }

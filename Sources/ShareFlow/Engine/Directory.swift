@@ -25,7 +25,10 @@ public struct Directory {
         guard !emails.isEmpty || !phones.isEmpty else {
             throw ShareFlowError.invalid("an account needs at least one email address or phone number")
         }
+        // Before and after, as every change to the directory: nothing read while the write is
+        // under way looks current once it has committed.
         engine.accountsChanged()
+        defer { engine.accountsChanged() }
         return try engine.transaction { db in
             let id = try db.insertAccount(
                 userRecordID: Account.newUserRecordID(),

@@ -214,15 +214,15 @@ public final class Engine: @unchecked Sendable {
         if transactionDepth == 0 { flushEvents() }
     }
 
-    /// Events of reads (sent with no transaction open) held back while the work in progress may
-    /// be run again from the start (a server's request whose first write may be deferred,
-    /// `Store.writeWait`): an observer must not see a share's metadata fetched twice for one
-    /// request. Delivered before the events of the first write that commits, or when the work
-    /// ends (`endHoldingReadEvents`); dropped if it is run again. Nil: not holding.
-    /// Each with the fault scope it was sent in: its observers' engine calls are the request's,
-    /// decided on the connection, as when it is delivered at once.
-    /// Held per thread (`EngineThreadCalls.heldReadEvents`): a reading thread's events are its own.
-    /// Holds read events from now on, on the calling thread.
+    /// Holds read events from now on, on the calling thread: events of reads (sent with no
+    /// transaction open) held back while the work in progress may be run again from the start
+    /// (a server's request whose first write may be deferred, `Store.writeWait`), so an
+    /// observer never sees a share's metadata fetched twice for one request. Delivered before
+    /// the events of the first write that commits, or when the work ends
+    /// (`endHoldingReadEvents`); dropped if it is run again. Each keeps the fault scope it was
+    /// sent in: its observers' engine calls are the request's, decided on the connection, as
+    /// when it is delivered at once. Held per thread (`EngineThreadCalls.heldReadEvents`): a
+    /// reading thread's events are its own.
     package func holdReadEvents() {
         locked {
             let calls = threadCalls

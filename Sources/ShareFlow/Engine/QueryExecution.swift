@@ -182,13 +182,7 @@ extension Engine {
             let me = try participantRow(share: share.id, account: callerID, db: db)
             let allowed =
                 me.map {
-                    SharingRules.decide(
-                        .readRecords,
-                        role: $0.role,
-                        permission: $0.permission,
-                        status: $0.status,
-                        isPublicShare: share.publicPermission != .none
-                    ).isAllowed
+                    SharingRules.decide(.readRecords, of: $0, isPublicShare: share.publicPermission != .none).isAllowed
                 } ?? false
             guard let root = share.rootName else {
                 if allowed { return { _ in true } }

@@ -8,7 +8,7 @@ import Foundation
 /// engine.allowReadsBeside()                       // once, before the readers start
 /// let reader = try engine.store.makeReader()      // on each reading thread
 /// engine.attachReader(reader)
-/// let metadata = try session.container(id).fetchShareMetadata(url)   // no lock taken
+/// let (metadata, _) = try session.container(id).fetchShareMetadataResults([url])   // no lock taken
 /// ```
 ///
 /// What keeps it free of deadlock: the lock is only ever waited for while holding a reader

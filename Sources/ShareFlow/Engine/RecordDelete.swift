@@ -30,14 +30,7 @@ extension Engine {
             }
             // R14: a participant deleting the share leaves it; it stays for everyone else.
             guard let me = try participantRow(share: share.id, account: caller.id, db: db) else { throw missing }
-            try SharingRules.require(
-                .deleteShare,
-                role: me.role,
-                permission: me.permission,
-                status: me.status,
-                isPublicShare: share.publicPermission != .none,
-                item: "share \(row.name)"
-            )
+            try SharingRules.require(.deleteShare, of: me, isPublicShare: share.publicPermission != .none, item: "share \(row.name)")
             try checkTag(row)
             let shareObject = try makeShare(share, zone: zone, caller: caller, db: db)
             try setStatus(.removed, of: me, share: shareObject, reason: .left, caller: caller, container: container, db: db)
@@ -49,34 +42,14 @@ extension Engine {
         if database.databaseScope == .shared {
             guard let covering = try shareCovering(zone: zone, recordName: row.name, db: db),
                 let me = try participantRow(share: covering.id, account: caller.id, db: db),
-                SharingRules.decide(
-                    .readRecords,
-                    role: me.role,
-                    permission: me.permission,
-                    status: me.status,
-                    isPublicShare: covering.publicPermission != .none
-                ).isAllowed
+                SharingRules.decide(.readRecords, of: me, isPublicShare: covering.publicPermission != .none).isAllowed
             else {
                 throw missing
             }
             if covering.rootName == row.name {
-                try SharingRules.require(
-                    .deleteRootRecord,
-                    role: me.role,
-                    permission: me.permission,
-                    status: me.status,
-                    isPublicShare: covering.publicPermission != .none,
-                    item: item
-                )
+                try SharingRules.require(.deleteRootRecord, of: me, isPublicShare: covering.publicPermission != .none, item: item)
             }
-            try SharingRules.require(
-                .modifyRecords,
-                role: me.role,
-                permission: me.permission,
-                status: me.status,
-                isPublicShare: covering.publicPermission != .none,
-                item: item
-            )
+            try SharingRules.require(.modifyRecords, of: me, isPublicShare: covering.publicPermission != .none, item: item)
         }
         try checkTag(row)
         // R13: deleting a hierarchy's root deletes its share.

@@ -33,14 +33,7 @@ extension Engine {
             guard let covering, let me = try participantRow(share: covering.id, account: caller.id, db: db) else {
                 throw ShareFlowError.denied("\(item) is not in a share \(caller.email ?? caller.userRecordID) participates in")
             }
-            try SharingRules.require(
-                .modifyRecords,
-                role: me.role,
-                permission: me.permission,
-                status: me.status,
-                isPublicShare: covering.publicPermission != .none,
-                item: item
-            )
+            try SharingRules.require(.modifyRecords, of: me, isPublicShare: covering.publicPermission != .none, item: item)
             if let parent, parentMoved,
                 try shareCovering(zone: zone, recordName: parent.recordName, db: db)?.id != covering.id
             {

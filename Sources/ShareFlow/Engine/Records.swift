@@ -120,7 +120,6 @@ extension Engine {
         try db.record(zone: zone.id, name: name)
     }
 
-    /// The record as the caller gets it (a `Share` for a share record).
     /// R31: the dates and the user records of creator and last modifier, as stored.
     static func stampMetadata(_ row: RecordRow, on record: Record) {
         record.modificationDate = Date(timeIntervalSince1970: row.modifiedAt)
@@ -129,6 +128,7 @@ extension Engine {
         record.lastModifiedUserRecordID = row.modifierName.map { RecordID(recordName: $0, zoneID: .default) }
     }
 
+    /// The record as the caller gets it (a `Share` for a share record).
     func makeRecord(_ row: RecordRow, zone: ZoneRow, caller: some CallerKey, db: StoreTransaction) throws -> Record {
         let recordID = RecordID(recordName: row.name, zoneID: zone.zoneID)
         if row.type == Share.recordType, let share = try shareRow(zone: zone, recordName: row.name, db: db) {
@@ -183,13 +183,7 @@ extension Engine {
             else {
                 throw ShareFlowError.unknown("record \(id) does not exist")
             }
-            if case let .denied(_, reason) = SharingRules.decide(
-                .readRecords,
-                role: me.role,
-                permission: me.permission,
-                status: me.status,
-                isPublicShare: share.publicPermission != .none
-            ) {
+            if case let .denied(_, reason) = SharingRules.decide(.readRecords, of: me, isPublicShare: share.publicPermission != .none) {
                 // R12: the record is not in this caller's shared database.
                 throw ShareFlowError.unknown("record \(id) is not in the shared database of \(caller.email ?? caller.userRecordID): \(reason)")
             }
@@ -209,7 +203,6 @@ extension Engine {
         return try db.share(token: token, environment: environment)
     }
 
-    /// The share at `url` in `environment` with its zone, in one statement (R32 as `shareRow(url:)`).
     /// `shareAndZone` with the share's own record, in one statement (for `makeShare`).
     func shareZoneAndRecord(
         url: String,
@@ -222,6 +215,7 @@ extension Engine {
         }
     }
 
+    /// The share at `url` in `environment` with its zone, in one statement (R32 as `shareRow(url:)`).
     func shareAndZone(url: String, environment: CloudEnvironment, db: StoreTransaction) throws -> (row: ShareRow, zone: ZoneRow)? {
         guard let token = Engine.shareToken(url: url) else { return nil }
         return try db.shareWithZone(token: token, environment: environment, publicOwnerName: Engine.publicOwnerName).map { ($0.share, $0.zone) }

@@ -19,14 +19,7 @@ extension Engine {
     ) throws {
         var rows = try participantRows(share: row.id, db: db)
         func requireManage() throws {
-            try SharingRules.require(
-                .manageParticipants,
-                role: me.role,
-                permission: me.permission,
-                status: me.status,
-                isPublicShare: publicPermission != .none,
-                item: item
-            )
+            try SharingRules.require(.manageParticipants, of: me, isPublicShare: publicPermission != .none, item: item)
         }
         var matchedRows = Set<Int64>()
         for p in share.participants {
@@ -80,14 +73,7 @@ extension Engine {
                 guard let meNow = try participantRow(share: row.id, account: caller.id, db: db) else {
                     throw ShareFlowError.unknown("\(item) does not exist")
                 }
-                try SharingRules.require(
-                    .manageParticipants,
-                    role: meNow.role,
-                    permission: meNow.permission,
-                    status: meNow.status,
-                    isPublicShare: now.publicPermission != .none,
-                    item: item
-                )
+                try SharingRules.require(.manageParticipants, of: meNow, isPublicShare: now.publicPermission != .none, item: item)
                 guard now.publicPermission == .none else {
                     throw ShareFlowError.invalid(
                         "\(item): participants can be added only while publicPermission is none; it is \(now.publicPermission.rawValue) (R9)"

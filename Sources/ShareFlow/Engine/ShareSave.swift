@@ -58,14 +58,7 @@ extension Engine {
                 throw ShareFlowError.unknown("\(item) does not exist")
             }
             if me.role != .owner {
-                try SharingRules.require(
-                    .manageParticipants,
-                    role: me.role,
-                    permission: me.permission,
-                    status: me.status,
-                    isPublicShare: existing.publicPermission != .none,
-                    item: item
-                )
+                try SharingRules.require(.manageParticipants, of: me, isPublicShare: existing.publicPermission != .none, item: item)
             }
             let record = try recordRow(zone: zone, name: id.recordName, db: db)
             try checkChangeTag(share, existing: record, policy: policy, zone: zone, caller: caller, item: item, db: db)
@@ -169,14 +162,7 @@ extension Engine {
             guard publicPermission != .unknown else {
                 throw ShareFlowError.invalid("\(item): publicPermission 'unknown' cannot be set")
             }
-            try SharingRules.require(
-                .changePublicPermission,
-                role: mine.role,
-                permission: mine.permission,
-                status: mine.status,
-                isPublicShare: isPublic,
-                item: item
-            )
+            try SharingRules.require(.changePublicPermission, of: mine, isPublicShare: isPublic, item: item)
             if try askPolicies(
                 PolicyRequest(
                     point: .sharePublicPermission,
@@ -194,14 +180,7 @@ extension Engine {
                     throw ShareFlowError.unknown("\(item) does not exist")
                 }
                 mine = now
-                try SharingRules.require(
-                    .changePublicPermission,
-                    role: mine.role,
-                    permission: mine.permission,
-                    status: mine.status,
-                    isPublicShare: isPublic,
-                    item: item
-                )
+                try SharingRules.require(.changePublicPermission, of: mine, isPublicShare: isPublic, item: item)
             }
             try db.setPublicPermission(publicPermission, share: row.id)
             for p in try participantRows(share: row.id, db: db) where p.role != .owner {

@@ -194,26 +194,17 @@ extension Engine {
                     metadata: metadata
                 )
                 let request = PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects)
-                guard try askPolicies(request, item: item, db: db) else {
-                    return try accept(
-                        row: row,
-                        zone: zone,
-                        participants: participants,
-                        metadata: metadata,
-                        caller: caller,
-                        container: container,
-                        db: db
-                    )
-                }
-                // A policy called back into the engine and changed the store: the accept goes on from
-                // the store as it is now, checked again — a share deleted meanwhile is unknownItem,
-                // never a write the store refuses.
-                guard let now = try current(), now.row.id == row.id else {
-                    throw ShareFlowError.unknown("\(item) was deleted while it was being accepted (by a policy)")
-                }
-                (row, zone, participants) = now
-                guard try mayAccept(row, mine(participants)) else {
-                    return try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
+                if try askPolicies(request, item: item, db: db) {
+                    // A policy called back into the engine and changed the store: the accept goes
+                    // on from the store as it is now, checked again — a share deleted meanwhile is
+                    // unknownItem, never a write the store refuses.
+                    guard let now = try current(), now.row.id == row.id else {
+                        throw ShareFlowError.unknown("\(item) was deleted while it was being accepted (by a policy)")
+                    }
+                    (row, zone, participants) = now
+                    guard try mayAccept(row, mine(participants)) else {
+                        return try makeShare(row, zone: zone, caller: caller, participants: participants, db: db)
+                    }
                 }
                 return try accept(
                     row: row,

@@ -51,6 +51,10 @@ public final class FetchDatabaseChangesOperation: CloudOperation {
         self.previousServerChangeToken = previousServerChangeToken
     }
 
+    /// As `databaseChanges(since:)` is to rules: a `changeTokenExpired` rule applies when a
+    /// token is sent.
+    override var entryPoint: EntryPoint { .databaseChanges(sentChangeToken: previousServerChangeToken != nil) }
+
     override func main(container: Container) {
         let db = database ?? container.privateCloudDatabase
         var token = previousServerChangeToken

@@ -4,8 +4,8 @@ import Foundation
 /// `CKModifyRecordsOperation`: in `database`, the private one when unset.
 ///
 /// The items are one modify call: when the call fails as a whole (more than 400 items, R22; a
-/// request-level fault, §15; cancelled before it ran), no per-record block is called and only
-/// the completion blocks get the error.
+/// request-level fault, §15; cancelled before it ran), each per-record block is still called
+/// once, with that error (O2, O4), then the completion blocks.
 ///
 /// ```swift
 /// let trip = Record(recordType: "Trip", recordID: RecordID(recordName: "lisbon", zoneID: zone.zoneID))
@@ -56,6 +56,7 @@ public final class ModifyRecordsOperation: CloudOperation {
             error = missing("recordsToSave or recordIDsToDelete")
         } else if isCancelled {
             error = ShareFlowError(.operationCancelled, "\(typeName) was cancelled")
+            deliverEach(error!)
         } else {
             do {
                 result = try (database ?? container.privateCloudDatabase)
@@ -68,10 +69,19 @@ public final class ModifyRecordsOperation: CloudOperation {
                 for (record, r) in result.saveResults { perRecordSaveBlock?(record.recordID, r) }
                 for (id, r) in result.deleteResults { perRecordDeleteBlock?(id, r) }
                 error = result.error
-            } catch { self.error = .wrap(error) }
+            } catch {
+                self.error = .wrap(error)
+                deliverEach(self.error!)
+            }
         }
         modifyRecordsResultBlock?(error.map { .failure($0) } ?? .success(()))
         modifyRecordsCompletionBlock?(result.saved, result.deleted, error)
+    }
+
+    /// O2: every item's block once, with the error of a call that failed as a whole.
+    private func deliverEach(_ error: ShareFlowError) {
+        for record in recordsToSave ?? [] { perRecordSaveBlock?(record.recordID, .failure(error)) }
+        for id in recordIDsToDelete ?? [] { perRecordDeleteBlock?(id, .failure(error)) }
     }
 }
 

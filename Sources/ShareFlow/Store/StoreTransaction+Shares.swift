@@ -19,6 +19,17 @@ extension StoreTransaction {
         )
     }
 
+    /// The one share `condition` (over `share s` and its record `r`) selects.
+    private func oneShare(where condition: String, _ arguments: StoreArguments) throws -> ShareRow? {
+        try fetchOne(
+            "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE \(condition)",
+            arguments,
+            table: "share",
+            keyAt: 0,
+            StoreTransaction.shareRow
+        )
+    }
+
     /// The share saved as record `recordName` of the zone.
     package func share(zone: Int64, recordName: String) throws -> ShareRow? {
         // record first (its (zoneID, name) key), then its share: never a scan of the zone's shares.
@@ -33,13 +44,7 @@ extension StoreTransaction {
 
     /// The share with URL token `token` in any environment (tokens are unique store-wide).
     package func share(token: String) throws -> ShareRow? {
-        try fetchOne(
-            "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.token = ?",
-            [token],
-            table: "share",
-            keyAt: 0,
-            StoreTransaction.shareRow
-        )
+        try oneShare(where: "s.token = ?", [token])
     }
 
     /// The share with URL token `token` in `environment` (R32: a URL of the other one is not found).
@@ -103,34 +108,17 @@ extension StoreTransaction {
     }
 
     package func share(id: Int64) throws -> ShareRow? {
-        try fetchOne(
-            "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.id = ?",
-            [id],
-            table: "share",
-            keyAt: 0,
-            StoreTransaction.shareRow
-        )
+        try oneShare(where: "s.id = ?", [id])
     }
 
     /// The hierarchy share rooted at record `rootName` of the zone.
     package func share(zone: Int64, rootName: String) throws -> ShareRow? {
-        try fetchOne(
-            "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName = ?",
-            [zone, rootName],
-            table: "share",
-            keyAt: 0,
-            StoreTransaction.shareRow
-        )
+        try oneShare(where: "s.zoneID = ? AND s.rootName = ?", [zone, rootName])
     }
 
+    /// The zone's whole-zone share (a share with no root record).
     package func zoneShare(zone: Int64) throws -> ShareRow? {
-        try fetchOne(
-            "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE s.zoneID = ? AND s.rootName IS NULL",
-            [zone],
-            table: "share",
-            keyAt: 0,
-            StoreTransaction.shareRow
-        )
+        try oneShare(where: "s.zoneID = ? AND s.rootName IS NULL", [zone])
     }
 
     package func shares(zone: Int64) throws -> [ShareRow] {

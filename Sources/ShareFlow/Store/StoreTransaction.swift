@@ -422,6 +422,8 @@ package struct ParticipantRow {
     package var state: String { "\(id):\(role.rawValue):\(permission.rawValue):\(status.rawValue)" }
 }
 
+extension ParticipantRow: ParticipantStanding {}
+
 /// What others see of an account, read in one statement: its user record, its name and
 /// whether it shows it (R2), and its first email and phone (how an owner is named). Never its
 /// contacts: a participant or an owner needs no more of the account.

@@ -256,6 +256,7 @@ public final class PluginManager {
     }
 
     /// Reloads one plugin, or every loaded plugin, from disk; the engine keeps its state.
+    @discardableResult
     public func reload(_ name: String? = nil) throws -> [String] {
         let names = name.map { [$0] } ?? loadOrder
         for n in names { try load(n) }

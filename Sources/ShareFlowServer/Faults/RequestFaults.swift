@@ -51,7 +51,8 @@ enum RequestFaults {
             callerEmail: account?.email
         )
         asked.overHTTP = true
-        asked.sentChangeToken = (body["syncToken"] as? String).map { !$0.isEmpty } ?? false
+        // The token a feed's request sends: `syncToken`, or the older zones/changes' `metaSyncToken`.
+        asked.sentChangeToken = (body["syncToken"] as? String ?? body["metaSyncToken"] as? String).map { !$0.isEmpty } ?? false
         let scope = FaultScope(operation: native, subpath: subpath)
         guard let decision = engine.faults.decide(asked) else { return Admitted(scope: scope, dropAfterCommit: false) }
         context.notes.addFault(decision.rule.fault?.rawValue ?? "latency")
