@@ -270,4 +270,41 @@ class ChangeLogMigrationTests: XCTestCase {
         }
         XCTAssertEqual(pages.flatMap { $0 }, ["lisbon"])
     }
+
+    /// A v8 store whose owner's log holds a live entry for a record gone (another program
+    /// deleted it), and whose zone counter is below its entries' positions: after v9, a
+    /// reader from before the entry is told of the deletion, no position is used twice, and
+    /// a save is past every entry.
+    func testAV8StoreWithEntriesBeyondItsCounterAndAnEntryWithoutItsRecord() throws {
+        let (dir, path) = try makeOldStore(
+            upTo: "v8",
+            migrator: Store.migrator(),
+            sql: ChangeLogMigrationTests.rows + """
+                DELETE FROM shareflow_meta WHERE key = 'logPending';
+                UPDATE zone SET changeSeq = 1 WHERE id = 1;
+                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
+                    (1, 'a', 'Note', 2, 0, 0, 1), (1, 'vanished', 'Note', 3, 0, 0, 99), (1, 'gone', 'Note', 9, 1, 0, NULL);
+                """
+        )
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try Store(path: path)
+        try assertPositionsSound(store, "migrated")
+        let engine = Engine(store: store)
+        let alice = try engine.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
+        let zone = RecordZoneID(zoneName: "Z", ownerName: "_alice")
+        let key = try store.read { try $0.changeTokenKey() }
+        let early = ChangeToken(kind: .zone, environment: .development, scope: .private, target: 1, viewer: 1, seq: 2).encoded(key: key)
+        let fromEarly = try alice.recordZoneChanges(zone, since: early)
+        XCTAssertTrue(fromEarly.deletions.map(\.0.recordName).contains("vanished"), "a reader who was sent 'vanished' is told it is gone")
+        let all = try alice.recordZoneChanges(zone)
+        _ = try alice.modifyRecords(saving: [ShareFlow.Record(recordType: "Note", recordID: RecordID(recordName: "c", zoneID: zone))])
+        XCTAssertEqual(
+            try alice.recordZoneChanges(zone, since: all.changeToken).modifications.map(\.recordID.recordName),
+            ["c"],
+            "a save after the migration is past every migrated entry"
+        )
+        try assertPositionsSound(store, "after a save")
+    }
 }
+
+extension ChangeLogMigrationTests: FeedChecks {}

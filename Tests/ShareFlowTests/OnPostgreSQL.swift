@@ -50,24 +50,6 @@ final class ChangeLogMigrationTestsOnPostgreSQL: ChangeLogMigrationTests {
     override func testASavepointRolledBackForgetsItsFeedMoves() throws { try super.testASavepointRolledBackForgetsItsFeedMoves() }
     override func testAReadInsideAWriteSeesThePositionsItTook() throws { try super.testAReadInsideAWriteSeesThePositionsItTook() }
     override func testANameMadeAgainIsSentAsItsRecordNotItsTombstone() throws { try super.testANameMadeAgainIsSentAsItsRecordNotItsTombstone() }
-}
-
-final class ChangeLogV9AttackTestsOnPostgreSQL: ChangeLogV9AttackTests {
-    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
-    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
-    override func testDeleteAndMakeAgainInOneTransaction() throws { try super.testDeleteAndMakeAgainInOneTransaction() }
-    override func testPagesOfOneAcrossSupersededTombstonesAndTombstonesOnTop() throws { try super.testPagesOfOneAcrossSupersededTombstonesAndTombstonesOnTop() }
-    override func testPruningASupersededTombstone() throws { try super.testPruningASupersededTombstone() }
-    override func testRolledBackSavepointsHandOutNoPositionTwice() throws { try super.testRolledBackSavepointsHandOutNoPositionTwice() }
-    override func testTwoStoresOnOneFileInterleave() throws { try super.testTwoStoresOnOneFileInterleave() }
-    override func testAZoneMadeAgainIsNotReadFromAnOldToken() throws { try super.testAZoneMadeAgainIsNotReadFromAnOldToken() }
-    override func testAZoneDeletedAndMadeAgainInOneTransaction() throws { try super.testAZoneDeletedAndMadeAgainInOneTransaction() }
-    override func testAShareMadeInATransactionThatSavedInAFlatZone() throws { try super.testAShareMadeInATransactionThatSavedInAFlatZone() }
-    override func testAcceptLeaveRemoveAndPermissionSequencesConverge() throws { try super.testAcceptLeaveRemoveAndPermissionSequencesConverge() }
-    override func testAcceptsInsideATransactionWithSaves() throws { try super.testAcceptsInsideATransactionWithSaves() }
-    override func testAnInvitationMatchedToANewAddressMovesTheSharesRecord() throws { try super.testAnInvitationMatchedToANewAddressMovesTheSharesRecord() }
-    override func testNamesMadeAgainInNestedTransactionsConverge() throws { try super.testNamesMadeAgainInNestedTransactionsConverge() }
-    override func testARootDeletedAndMadeAgain() throws { try super.testARootDeletedAndMadeAgain() }
     override func testAV8StoreWithEntriesBeyondItsCounterAndAnEntryWithoutItsRecord() throws { try super.testAV8StoreWithEntriesBeyondItsCounterAndAnEntryWithoutItsRecord() }
 }
 
@@ -162,6 +144,20 @@ final class OrphanTestsOnPostgreSQL: OrphanTests {
     override func testAChildOutlivesItsParentAndCannotBeSavedUnderIt() throws { try super.testAChildOutlivesItsParentAndCannotBeSavedUnderIt() }
     override func testARecordMadeAgainAboveItsOrphansCannotGoUnderThem() throws { try super.testARecordMadeAgainAboveItsOrphansCannotGoUnderThem() }
     override func testDeepChainsKeepCoverageAndCycleChecks() throws { try super.testDeepChainsKeepCoverageAndCycleChecks() }
+}
+
+final class OwnerFeedTestsOnPostgreSQL: OwnerFeedTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testDeleteAndMakeAgainInOneTransaction() throws { try super.testDeleteAndMakeAgainInOneTransaction() }
+    override func testPagesOfOneAcrossSupersededTombstonesAndTombstonesOnTop() throws { try super.testPagesOfOneAcrossSupersededTombstonesAndTombstonesOnTop() }
+    override func testPruningASupersededTombstone() throws { try super.testPruningASupersededTombstone() }
+    override func testRolledBackSavepointsHandOutNoPositionTwice() throws { try super.testRolledBackSavepointsHandOutNoPositionTwice() }
+    override func testNamesMadeAgainInNestedTransactionsConverge() throws { try super.testNamesMadeAgainInNestedTransactionsConverge() }
+    override func testTwoStoresOnOneFileInterleave() throws { try super.testTwoStoresOnOneFileInterleave() }
+    override func testAZoneMadeAgainIsNotReadFromAnOldToken() throws { try super.testAZoneMadeAgainIsNotReadFromAnOldToken() }
+    override func testAZoneDeletedAndMadeAgainInOneTransaction() throws { try super.testAZoneDeletedAndMadeAgainInOneTransaction() }
+    override func testAnInvitationMatchedToANewAddressMovesTheSharesRecord() throws { try super.testAnInvitationMatchedToANewAddressMovesTheSharesRecord() }
 }
 
 final class PartialSaveTestsOnPostgreSQL: PartialSaveTests {
@@ -348,6 +344,15 @@ final class StoredFieldsCheckerTestsOnPostgreSQL: StoredFieldsCheckerTests {
     override func testRandomAndDamagedFieldsNeverPassWhatTheReaderRefuses() throws { try super.testRandomAndDamagedFieldsNeverPassWhatTheReaderRefuses() }
     override func testARecordWithUndecodedFieldsBehavesAsOneDecoded() throws { try super.testARecordWithUndecodedFieldsBehavesAsOneDecoded() }
     override func testADamagedFieldsColumnFailsThePageNamingIt() throws { try super.testADamagedFieldsColumnFailsThePageNamingIt() }
+}
+
+final class ViewerFeedTestsOnPostgreSQL: ViewerFeedTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testAShareMadeInATransactionThatSavedInAFlatZone() throws { try super.testAShareMadeInATransactionThatSavedInAFlatZone() }
+    override func testAcceptLeaveRemoveAndPermissionSequencesConverge() throws { try super.testAcceptLeaveRemoveAndPermissionSequencesConverge() }
+    override func testAcceptsInsideATransactionWithSaves() throws { try super.testAcceptsInsideATransactionWithSaves() }
+    override func testARootDeletedAndMadeAgain() throws { try super.testARootDeletedAndMadeAgain() }
 }
 
 final class WriteWaitTestsOnPostgreSQL: WriteWaitTests {
