@@ -9,7 +9,7 @@ import XCTest
 /// A store of an older schema (v6, v7, v8) met by real `shareflow` processes (the built
 /// binary): several opening it at once (each may find the schema behind and migrate), and a
 /// read-only copy (a read-only folder, the process not root).
-final class ChangeLogOldStoreProcessTests: XCTestCase {
+final class OlderStoreProcessTests: XCTestCase {
     /// Reads Alice's and Bob's feeds of zone Z from the start, two records a page: names,
     /// deletions and the final tokens, one line each.
     static let readFeeds = """
