@@ -210,4 +210,96 @@ extension ScopedWriteTests {
         XCTAssertEqual(try alice.recordZoneChanges(trips).modifications.map(\.recordID.recordName), ["t1"])
         XCTAssertEqual(try alice.recordZoneChanges(notes).modifications.map(\.recordID.recordName), ["n1"])
     }
+
+    /// "Feed by feed in one order" holds only if every feed row is written at commit. A feed
+    /// read inside the write (a policy reading `databaseChanges`) writes the moves queued so
+    /// far at once, holding those rows, and the moves queued after it at commit: two sorted
+    /// runs, not one. Node A: a batch saving a record V1 sees, then a share
+    /// (its policy reads a feed), then deleting a record Bob sees. Node B meanwhile: a save in
+    /// Carol's zone shared with Bob and V1 (Bob's row first, then V1's). A holds V1's row and
+    /// wants Bob's; B holds Bob's and wants V1's: PostgreSQL's deadlock detector fails one, a 503.
+    func testAFeedReadInsideAScopedWriteOrdersFeedRowsInTwoRuns() throws {
+        guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only") }
+        let url = try PostgresStore.makeScratch(template: template)
+        defer { PostgresStore.dropScratch(url) }
+        let nodeA = Engine(store: try Store.open(url))
+        let nodeB = Engine(store: try Store.open(url))
+        defer {
+            nodeA.policies.removeAll(namePrefix: "peek")
+            nodeA.store.close()
+            nodeB.store.close()
+        }
+        // Account IDs in this order: Bob's feed rows sort before V1's.
+        for who in ["bob", "v1", "alice", "carol"] { _ = try nodeA.accounts.create(emails: ["\(who)@example.com"]) }
+        let c = { (engine: Engine, who: String) in try engine.session(for: "\(who)@example.com").container("iCloud.t") }
+        let alice = try c(nodeA, "alice").privateCloudDatabase
+        let carol = try c(nodeB, "carol").privateCloudDatabase
+        func invite(_ owner: Container, _ share: Share, _ who: String) throws {
+            let (results, error) = owner.fetchShareParticipantResults([LookupRequest(emailAddress: "\(who)@example.com")])
+            if let error { throw error }
+            share.addParticipant(try results[0].1.get())
+        }
+        func accept(_ engine: Engine, _ who: String, _ url: String) throws {
+            let vc = try c(engine, who)
+            let (metas, error) = vc.fetchShareMetadataResults([url])
+            if let error { throw error }
+            if let e = vc.acceptShareResults([try metas[0].1.get()]).1 { throw e }
+        }
+        // Alice's zone: R1 shared with V1, R2 (with child k2) shared with Bob.
+        let z1 = try alice.saveZone("Z1").zoneID
+        let r1 = Record(recordType: "T", recordID: RecordID(recordName: "r1", zoneID: z1))
+        let r2 = Record(recordType: "T", recordID: RecordID(recordName: "r2", zoneID: z1))
+        let k2 = Record(recordType: "T", recordID: RecordID(recordName: "k2", zoneID: z1), parent: r2.recordID)
+        let s1 = Share(rootRecord: r1)
+        let s2 = Share(rootRecord: r2)
+        try invite(try c(nodeA, "alice"), s1, "v1")
+        try invite(try c(nodeA, "alice"), s2, "bob")
+        XCTAssertNil(try alice.modifyRecords(saving: [r1, r2, k2, s1, s2]).firstError)
+        try accept(nodeA, "v1", s1.url!)
+        try accept(nodeA, "bob", s2.url!)
+        // Carol's zone, shared whole with Bob and V1.
+        let z2 = try carol.saveZone("Z2").zoneID
+        let zs = Share(zoneID: z2)
+        try invite(try c(nodeB, "carol"), zs, "bob")
+        try invite(try c(nodeB, "carol"), zs, "v1")
+        XCTAssertNil(try carol.modifyRecords(saving: [zs]).firstError)
+        try accept(nodeB, "bob", zs.url!)
+        try accept(nodeB, "v1", zs.url!)
+
+        // Node A's share.save policy reads a feed, then lets node B start and waits a moment.
+        let go = DispatchSemaphore(value: 0)
+        let feedReader = try c(nodeA, "alice").privateCloudDatabase
+        _ = nodeA.policies.add(.shareSave, name: "peek") { _ in
+            _ = try? feedReader.databaseChanges()
+            go.signal()
+            Thread.sleep(forTimeInterval: 1.5)
+            return .allow
+        }
+        let outcomeB = LockedBox<Error?>(nil)
+        let doneB = DispatchSemaphore(value: 0)
+        let carolBox = LockedBox(carol)
+        Thread {
+            go.wait()
+            do {
+                let r = try carolBox.value.modifyRecords(saving: [Record(recordType: "T", recordID: RecordID(recordName: "x", zoneID: z2))])
+                if let e = r.firstError { throw e }
+            } catch { outcomeB.value = error }
+            doneB.signal()
+        }.start()
+        let r1b = Record(recordType: "T", recordID: RecordID(recordName: "r1", zoneID: z1))
+        let r3 = Record(recordType: "T", recordID: RecordID(recordName: "r3", zoneID: z1))
+        var outcomeA: Error?
+        do {
+            let r = try alice.modifyRecords(
+                saving: [r1b, r3, Share(rootRecord: r3)],
+                deleting: [k2.recordID],
+                savePolicy: .allKeys,
+                atomically: false
+            )
+            if let e = r.firstError { throw e }
+        } catch { outcomeA = error }
+        XCTAssertEqual(doneB.wait(timeout: .now() + 60), .success)
+        XCTAssertNil(outcomeA, "node A's write failed")
+        XCTAssertNil(outcomeB.value, "node B's write failed")
+    }
 }

@@ -5,15 +5,29 @@ import XCTest
 @testable import ShareFlow
 @testable import ShareFlowPostgres
 
-/// What a second attack on zone-scoped writes found (SPEC §16 M5), PostgreSQL: the spare
-/// connection's lock requests and writes in place, nested policies' savepoints.
-final class ScopedWriteSpareTests: XCTestCase {
+/// A node's requests for zones another node holds (SPEC §16 M5), PostgreSQL: a request whose
+/// first write finds its zone held is deferred, and asks for that zone's lock on the node's
+/// spare connection. Writes of other zones go through meanwhile, whether deferred or in place
+/// (the request out is ended, not waited for); a write in place of just what a request asked
+/// for claims it; a zone being made elsewhere defers a request that makes one; and a write
+/// waiting in place gives up within the store's busy timeout.
+final class LockRequestTests: XCTestCase {
     struct Setup {
         let url: String
         let node: Engine
-        let alice: CloudDatabase
+        let alice: CloudDatabase, bob: CloudDatabase, carol: CloudDatabase
+        let aliceTrips: RecordZoneID, bobTrips: RecordZoneID
+        /// Another node's write: what it holds, it holds until told.
         let holder: PostgresSession
+        /// Reads `pg_stat_activity`.
         let watcher: PostgresSession
+
+        func close() {
+            try? holder.connection.close().wait()
+            try? watcher.connection.close().wait()
+            node.store.close()
+            PostgresStore.dropScratch(url)
+        }
     }
 
     func makeSetup(busyTimeout: TimeInterval = 5) throws -> Setup {
@@ -21,12 +35,22 @@ final class ScopedWriteSpareTests: XCTestCase {
         let url = try PostgresStore.makeScratch(template: template)
         let node = Engine(store: try Store.open(url, busyTimeout: busyTimeout))
         _ = try node.accounts.create(emails: ["alice@example.com"])
+        _ = try node.accounts.create(emails: ["bob@example.com"])
+        _ = try node.accounts.create(emails: ["carol@example.com"])
         let alice = try node.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
+        let bob = try node.session(for: "bob@example.com").container("iCloud.t").privateCloudDatabase
+        let carol = try node.session(for: "carol@example.com").container("iCloud.t").privateCloudDatabase
+        let aliceTrips = try alice.saveZone("Trips").zoneID
+        let bobTrips = try bob.saveZone("Trips").zoneID
         let pg = try XCTUnwrap(node.store.driver as? PostgresStore)
         return Setup(
             url: url,
             node: node,
             alice: alice,
+            bob: bob,
+            carol: carol,
+            aliceTrips: aliceTrips,
+            bobTrips: bobTrips,
             holder: try pg.openSession(statementTimeoutMs: 120_000),
             watcher: try pg.openSession(statementTimeoutMs: 120_000)
         )
@@ -36,8 +60,14 @@ final class ScopedWriteSpareTests: XCTestCase {
         ZoneLockKey(container: db.container.containerID, ownerName: zone.ownerName, zoneName: zone.zoneName)
     }
 
-    func rec(_ name: String, _ zone: RecordZoneID) -> Record { Self.rec(name, zone) }
-    static func rec(_ name: String, _ zone: RecordZoneID) -> Record {
+    /// Another node writes Alice's Trips (the holder: the cluster's lock shared and the zone's).
+    func holdZone(_ s: Setup, _ k: ZoneLockKey) throws {
+        try s.holder.command("BEGIN")
+        try s.holder.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock))")
+        try s.holder.command("SELECT pg_advisory_xact_lock(\(k.halves.0), \(k.halves.1))")
+    }
+
+    func rec(_ name: String, _ zone: RecordZoneID) -> Record {
         Record(recordType: "T", recordID: RecordID(recordName: name, zoneID: zone))
     }
 
@@ -69,6 +99,90 @@ final class ScopedWriteSpareTests: XCTestCase {
         try writeInPlaceBesideARequestOut(busyTimeout: 5) { low, _ in [rec("c", low)] }
     }
 
+    /// A request for zone A is deferred (zone A held by another node): the node asks for zone
+    /// A's lock on its spare connection. A later request for Bob's zone, which no one holds,
+    /// should run at once. It is deferred behind zone A's wait instead.
+    func testARequestForAFreeZoneIsDeferredBehindAnotherZonesWait() throws {
+        let s = try makeSetup()
+        defer { s.close() }
+        try holdZone(s, key(s.alice, s.aliceTrips))
+        let store = s.node.store
+
+        // Request 1 (as the server's engine thread runs it): Alice's zone, held elsewhere.
+        store.writeWait = .deferFirst
+        XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("a1", s.aliceTrips)])) { XCTAssertTrue($0 is StoreBusy, "\($0)") }
+        store.writeWait = .inPlace
+
+        // Request 2: Bob's zone, free. Nothing about it waits on anyone.
+        store.writeWait = .deferFirst
+        var outcome: Error?
+        do { _ = try s.bob.modifyRecords(saving: [rec("b1", s.bobTrips)]) } catch { outcome = error }
+        let deferred = store.writeWait == .deferred
+        store.writeWait = .inPlace
+        XCTAssertNil(outcome, "a write to a zone no one holds was deferred behind another zone's lock request: \(String(describing: outcome))")
+        XCTAssertFalse(deferred)
+        try s.holder.command("ROLLBACK")
+    }
+
+    /// Same, but the second write waits in place (an observer's write, a request's second
+    /// write, a script): the request out for the other zone is ended, not waited for, so the
+    /// write goes through while that zone is still held elsewhere.
+    func testAnInPlaceWriteToAFreeZoneWaitsForNoOtherZonesLockRequest() throws {
+        let s = try makeSetup(busyTimeout: 20)
+        defer { s.close() }
+        try holdZone(s, key(s.alice, s.aliceTrips))
+        let store = s.node.store
+        store.writeWait = .deferFirst
+        XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("a1", s.aliceTrips)])) { XCTAssertTrue($0 is StoreBusy, "\($0)") }
+        let onReady = try XCTUnwrap(store.deferredBy?.onReady)
+        store.writeWait = .inPlace
+        // Alice's zone stays held until Bob's write is over (a ceiling only ends a hang).
+        let released = LockedBox(false)
+        let holder = LockedBox(s.holder)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60) {
+            released.value = true
+            try? holder.value.command("ROLLBACK")
+        }
+        XCTAssertNil(try s.bob.modifyRecords(saving: [rec("b1", s.bobTrips)]).firstError)
+        XCTAssertFalse(released.value, "Bob's write in place waited for the lock asked for Alice's zone")
+        // The request that was ended is told, and is run again.
+        let woken = DispatchSemaphore(value: 0)
+        onReady { woken.signal() }
+        XCTAssertEqual(woken.wait(timeout: .now() + 30), .success)
+        try s.holder.command("ROLLBACK")
+        store.writeWait = .deferFirst
+        XCTAssertNil(try s.alice.modifyRecords(saving: [rec("a1", s.aliceTrips)]).firstError)
+        store.writeWait = .inPlace
+    }
+
+    /// Another node is making a zone (a first save to someone's default zone, in a long
+    /// batch): it holds the lock on new zones' IDs to its commit. This node's request that
+    /// makes a default zone declares that lock with its zones, so its first write is deferred
+    /// (not waited for in place on the engine's thread), and goes through once the lock is
+    /// free; meanwhile Bob's write to his own zone goes through at once.
+    func testANewDefaultZoneWaitsForAnotherNodesZoneIDLockOffTheNodesPath() throws {
+        let s = try makeSetup()
+        defer { s.close() }
+        let (high, low) = ZoneLockKey.zoneIDAllocation.halves
+        try s.holder.command("BEGIN")
+        try s.holder.command("SELECT pg_advisory_xact_lock_shared(\(PostgresStore.writeLock)), pg_advisory_xact_lock(\(high), \(low))")
+        let store = s.node.store
+        store.writeWait = .deferFirst
+        XCTAssertThrowsError(try s.carol.modifyRecords(saving: [rec("c1", .default)])) { XCTAssertTrue($0 is StoreBusy, "\($0)") }
+        let onReady = try XCTUnwrap(store.deferredBy?.onReady)
+        store.writeWait = .deferFirst
+        XCTAssertNil(try s.bob.modifyRecords(saving: [rec("b1", s.bobTrips)]).firstError, "Bob's write to his zone waited for the zone-ID lock")
+        store.writeWait = .inPlace
+        try s.holder.command("ROLLBACK")
+        let ready = DispatchSemaphore(value: 0)
+        onReady { ready.signal() }
+        XCTAssertEqual(ready.wait(timeout: .now() + 60), .success)
+        store.writeWait = .deferFirst
+        XCTAssertNil(try s.carol.modifyRecords(saving: [rec("c1", .default)]).firstError)
+        store.writeWait = .inPlace
+        XCTAssertEqual(try s.carol.fetchRecord(rec("c1", .default).recordID).recordID.recordName, "c1")
+    }
+
     /// Makes zone Z, holds it elsewhere (another node's write), and defers a request's write of
     /// record "a" to it: its lock request goes out on the spare. `writeWait` is left at
     /// `deferred`, for the caller to read `deferredBy` and set back.
@@ -89,12 +203,7 @@ final class ScopedWriteSpareTests: XCTestCase {
     /// concurrency attack). The spare's backend is the one that wrote.
     func testAnInPlaceWriteOfJustWhatARequestAskedForClaimsIt() throws {
         let s = try makeSetup(busyTimeout: 20)
-        defer {
-            try? s.holder.connection.close().wait()
-            try? s.watcher.connection.close().wait()
-            s.node.store.close()
-            PostgresStore.dropScratch(s.url)
-        }
+        defer { s.close() }
         let z = try deferARequestForAHeldZone(s)
         let onReady = try XCTUnwrap(s.node.store.deferredBy?.onReady)
         s.node.store.writeWait = .inPlace
@@ -123,12 +232,7 @@ final class ScopedWriteSpareTests: XCTestCase {
     /// after waiting out the request and then its own lock (3.5 s: the third attack).
     func testAWriteInPlaceClaimingARequestGivesUpWithinTheBusyTimeout() throws {
         let s = try makeSetup(busyTimeout: 2)
-        defer {
-            try? s.holder.connection.close().wait()
-            try? s.watcher.connection.close().wait()
-            s.node.store.close()
-            PostgresStore.dropScratch(s.url)
-        }
+        defer { s.close() }
         let z = try deferARequestForAHeldZone(s)
         s.node.store.writeWait = .inPlace
         Thread.sleep(forTimeInterval: 1.5)
@@ -140,17 +244,36 @@ final class ScopedWriteSpareTests: XCTestCase {
         XCTAssertLessThan(waited, 2.6, "a write in place waited \(waited) s, past store.busyTimeoutMs (2 s)")
     }
 
+    /// A write that waits in place (a script's, an observer's, a request's second write) for a
+    /// zone another node holds gives up at the store's busy timeout, as on SQLite, not at the
+    /// statement timeout (5 s here), and says so: serviceUnavailable, retryable (from the
+    /// second helper's concurrency attack).
+    func testAWriteWaitingInPlaceGivesUpAtTheBusyTimeout() throws {
+        let s = try makeSetup(busyTimeout: 0.3)
+        defer { s.close() }
+        try holdZone(s, key(s.alice, s.aliceTrips))
+        XCTAssertEqual(s.node.store.writeWait, .inPlace)
+        let started = ContinuousClock.now
+        XCTAssertThrowsError(try s.alice.modifyRecords(saving: [rec("a1", s.aliceTrips)])) { error in
+            let e = error as? ShareFlowError
+            XCTAssertEqual(e?.code, .serviceUnavailable, "\(error)")
+            XCTAssertEqual(e?.retryAfter, 1)
+            XCTAssertTrue(e?.message.contains("store.busyTimeoutMs") == true, "\(error)")
+        }
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(4), "waited for the statement timeout, not the busy timeout")
+        // A server reads this for /readyz: writes are stalling.
+        XCTAssertNotNil(s.node.store.lastLockWaitGaveUp)
+        try s.holder.command("ROLLBACK")
+
+        XCTAssertNoThrow(try s.alice.modifyRecords(saving: [rec("a1", s.aliceTrips)]))
+    }
+
     /// Holds the highest of three zones elsewhere (a ceiling only ends a hang), defers a request
     /// for the lowest and the highest, then saves `writing(low, mid)` in place: it must go
     /// through while the highest is still held.
     private func writeInPlaceBesideARequestOut(busyTimeout: TimeInterval, _ writing: (_ low: RecordZoneID, _ mid: RecordZoneID) -> [Record]) throws {
         let s = try makeSetup(busyTimeout: busyTimeout)
-        defer {
-            try? s.holder.connection.close().wait()
-            try? s.watcher.connection.close().wait()
-            s.node.store.close()
-            PostgresStore.dropScratch(s.url)
-        }
+        defer { s.close() }
         let z = try threeZones(s)
         let (low, mid, high) = (z[0], z[1], z[2])
         let k = key(s.alice, high)
@@ -181,93 +304,5 @@ final class ScopedWriteSpareTests: XCTestCase {
         XCTAssertEqual(outcome, "ok", "a write of \(what) in place failed after \(took) s")
         XCTAssertFalse(released.value, "a write of \(what) in place waited \(took) s, until the highest zone was let go")
         try? s.holder.command("ROLLBACK")
-    }
-
-    /// Nested policies: A's batch in Z1 saves share S1; its policy saves share S2 in Z2 (a
-    /// nested modify, Z2 claimed); S2's save asks the policy again, which writes Z3 (claimed,
-    /// positions taken) and denies S2: the savepoint of S2's save rolls back Z2's share and Z3's
-    /// write, and Z3's lock with them. Node B then writes Z3 while A's batch is open. Afterwards
-    /// Z3's counter and feed are whole, and Z2's position counter is not behind its rows.
-    func testNestedPolicySavepointsRolledBackForgetTheirZones() throws {
-        guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only") }
-        let url = try PostgresStore.makeScratch(template: template)
-        defer { PostgresStore.dropScratch(url) }
-        let nodeA = Engine(store: try Store.open(url))
-        let nodeB = Engine(store: try Store.open(url))
-        defer {
-            nodeA.policies.removeAll(namePrefix: "nest")
-            nodeA.store.close()
-            nodeB.store.close()
-        }
-        _ = try nodeA.accounts.create(emails: ["alice@example.com"])
-        let alice = try nodeA.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
-        let aliceB = try nodeB.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
-        let z1 = try alice.saveZone("Z1").zoneID
-        let z2 = try alice.saveZone("Z2").zoneID
-        let z3 = try alice.saveZone("Z3").zoneID
-        XCTAssertNil(try alice.modifyRecords(saving: [rec("seed2", z2), rec("seed3", z3)]).firstError)
-        let t2 = try alice.recordZoneChanges(z2).changeToken
-        let t3 = try alice.recordZoneChanges(z3).changeToken
-        let calls = LockedBox(0)
-        let inner = LockedBox(alice)
-        let go = DispatchSemaphore(value: 0)
-        let bDone = DispatchSemaphore(value: 0)
-        let innerErrors = LockedBox<[String]>([])
-        _ = nodeA.policies.add(.shareSave, name: "nest") { _ in
-            calls.update { $0 += 1 }
-            switch calls.value {
-            case 1:
-                // S1's policy: save S2 in Z2 (nested).
-                let root = Self.rec("root2", z2)
-                do {
-                    let r = try inner.value.modifyRecords(saving: [root, Share(rootRecord: root)], atomically: false)
-                    innerErrors.update { $0 += r.errors.map { "\($0.error.code)" } }
-                } catch { innerErrors.update { $0.append("\(error)") } }
-                return .allow
-            case 2:
-                // S2's policy: write Z3, then deny S2.
-                do {
-                    let r = try inner.value.modifyRecords(saving: [Self.rec("fromPolicy1", z3), Self.rec("fromPolicy2", z3)])
-                    innerErrors.update { $0 += r.errors.map { "\($0.error.code)" } }
-                } catch { innerErrors.update { $0.append("\(error)") } }
-                return .deny("no S2")
-            default:
-                go.signal()
-                _ = bDone.wait(timeout: .now() + 20)
-                return .allow
-            }
-        }
-        let bBox = LockedBox(aliceB)
-        let bOutcome = LockedBox("not run")
-        Thread {
-            go.wait()
-            do {
-                let r = try bBox.value.modifyRecords(saving: ["b1", "b2"].map { Self.rec($0, z3) })
-                bOutcome.value = r.firstError.map { "\($0)" } ?? "ok"
-            } catch { bOutcome.value = "\(error)" }
-            bDone.signal()
-        }.start()
-        let r1 = rec("r1", z1)
-        let r4 = rec("r4", z1)
-        let result = try alice.modifyRecords(saving: [r1, r4, Share(rootRecord: r1), Share(rootRecord: r4)], atomically: false)
-        XCTAssertEqual(bOutcome.value, "ok")
-        XCTAssertEqual(result.errors.count, 0, "\(result.errors)")
-        // root2 was saved by the nested modify (its own item), S2 was denied.
-        XCTAssertEqual(Set(try alice.recordZoneChanges(z2, since: t2).modifications.map(\.recordID.recordName)), ["root2"])
-        XCTAssertEqual(Set(try alice.recordZoneChanges(z3, since: t3).modifications.map(\.recordID.recordName)), ["b1", "b2"])
-        let check = try XCTUnwrap(nodeA.store.driver as? PostgresStore).openSession(statementTimeoutMs: 60_000)
-        defer { try? check.connection.close().wait() }
-        let over = try check.query(
-            """
-            SELECT z.name FROM zone z WHERE EXISTS (SELECT 1 FROM record r WHERE r.zoneID = z.id AND r.seq > z.changeSeq)
-            """,
-            []
-        )
-        XCTAssertEqual(over.count, 0, "positions past a zone's counter")
-        let dupes = try check.query("SELECT zoneID, seq FROM record WHERE seq > 0 GROUP BY zoneID, seq HAVING count(*) > 1", [])
-        XCTAssertEqual(dupes.count, 0)
-        let t3b = try alice.recordZoneChanges(z3).changeToken
-        XCTAssertNil(try aliceB.modifyRecords(saving: [rec("after", z3)]).firstError)
-        XCTAssertEqual(try alice.recordZoneChanges(z3, since: t3b).modifications.map(\.recordID.recordName), ["after"])
     }
 }
