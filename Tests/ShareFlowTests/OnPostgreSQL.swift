@@ -184,6 +184,15 @@ final class PostgresStoreTestsOnPostgreSQL: PostgresStoreTests {
     override func testAProcessWritingOneDecisionPrunesTheLog() throws { try super.testAProcessWritingOneDecisionPrunesTheLog() }
 }
 
+final class PreparedStatementTestsOnPostgreSQL: PreparedStatementTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testAStatementFirstPreparedInAnAbortedTransactionFailsForEverAfter() throws { try super.testAStatementFirstPreparedInAnAbortedTransactionFailsForEverAfter() }
+    override func testAnEngineWriteAfterALockTimeoutKeepsFailing() throws { try super.testAnEngineWriteAfterALockTimeoutKeepsFailing() }
+    override func testNullThenValueThenNull() throws { try super.testNullThenValueThenNull() }
+    override func testAsyncCallsFromSeveralTasksOnPostgreSQL() async throws { try await super.testAsyncCallsFromSeveralTasksOnPostgreSQL() }
+}
+
 final class QueryTestsOnPostgreSQL: QueryTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
@@ -202,22 +211,13 @@ final class MatchSetTestsOnPostgreSQL: MatchSetTests {
     override func testTheHashedSetAgreesWithTheOrderEverywhere() { super.testTheHashedSetAgreesWithTheOrderEverywhere() }
 }
 
-final class ReadsBesideAttackTestsOnPostgreSQL: ReadsBesideAttackTests {
-    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
-    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
-    override func testAStatementFirstPreparedInAnAbortedTransactionFailsForEverAfter() throws { try super.testAStatementFirstPreparedInAnAbortedTransactionFailsForEverAfter() }
-    override func testAnEngineWriteAfterALockTimeoutKeepsFailing() throws { try super.testAnEngineWriteAfterALockTimeoutKeepsFailing() }
-    override func testNullThenValueThenNull() throws { try super.testNullThenValueThenNull() }
-    override func testAsyncCallsFromSeveralTasksOnPostgreSQL() async throws { try await super.testAsyncCallsFromSeveralTasksOnPostgreSQL() }
-    override func testReadersWriterAndObserversTogether() throws { try super.testReadersWriterAndObserversTogether() }
-}
-
 final class ReadsBesideTestsOnPostgreSQL: ReadsBesideTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
     override func testAReadGoesOnWhileAnotherThreadHoldsTheLockInTheMiddleOfAWrite() throws { try super.testAReadGoesOnWhileAnotherThreadHoldsTheLockInTheMiddleOfAWrite() }
     override func testEventsOfAReadBesideReachObserversUnderTheLockAfterTheRead() throws { try super.testEventsOfAReadBesideReachObserversUnderTheLockAfterTheRead() }
     override func testManyReadersAndAWriterTogetherLoseNothing() throws { try super.testManyReadersAndAWriterTogetherLoseNothing() }
+    override func testReadersWriterAndObserversTogether() throws { try super.testReadersWriterAndObserversTogether() }
     override func testAnInMemoryStoreHasNoReader() throws { try super.testAnInMemoryStoreHasNoReader() }
 }
 

@@ -1,18 +1,16 @@
 import Foundation
-import GRDB
 import ShareFlowEngineTestKit
 import XCTest
 
 @testable import ShareFlow
 @testable import ShareFlowPostgres
 
-/// What the attack pass on reads beside the write and PostgreSQL's prepared statements tried
-/// (SPEC §16 M5), kept: a statement whose first preparation failed works again, NULLs and values
-/// in turn, the async API from several tasks, and readers, a writer and observers together
-/// (run under ThreadSanitizer by `make tsan`).
-class ReadsBesideAttackTests: XCTestCase {
-    // MARK: PostgreSQL prepared statements
-
+/// PostgreSQL's prepared statements (SPEC §16 M5), as the store and the engine use them: a
+/// statement whose first preparation failed (its transaction aborted by a lock timeout) works
+/// again once the lock is free, a statement's parameters go from NULL to values and back, and
+/// the async API runs from several tasks at once, each call's statement waiting for a task on
+/// the same pool.
+class PreparedStatementTests: XCTestCase {
     /// A write waiting in place for the write lock past the statement timeout: its pipelined
     /// `pg_advisory_xact_lock` fails (57014), the transaction is aborted, and the body's first
     /// statement, never prepared on this connection yet, has its Parse refused (25P02).
@@ -115,81 +113,5 @@ class ReadsBesideAttackTests: XCTestCase {
         // Bounded by the answer deadline each call would otherwise meet (7 s): a stalled call
         // fails above; this only says they did not each wait for it.
         XCTAssertLessThan(took, 30, "12 small reads")
-    }
-
-    // MARK: Many readers, a writer, observers (for TSAN)
-
-    func testReadersWriterAndObserversTogether() throws {
-        let (store, drop) = try readableStore()
-        defer { drop() }
-        let engine = Engine(store: store)
-        nonisolated(unsafe) let world = try World(engine: engine)
-        let share = try world.share(["bob@example.com"])
-        let url = try XCTUnwrap(share.url)
-        _ = try engine.accounts.addContacts([(value: "bob@example.com", identifier: nil)], to: world.alice)
-        engine.allowReadsBeside()
-        let failures = LockedBox<[String]>([])
-        let observed = LockedBox(0)
-        // An observer of a read's event that reads and writes through the engine.
-        let handle = engine.events.observe(.shareMetadataFetched) { _ in
-            observed.update { $0 += 1 }
-            let n = observed.value
-            _ = try world.c.privateCloudDatabase.fetchRecord(world.trip.recordID)
-            let note = Record(recordType: "Note", recordID: RecordID(recordName: "obs\(n)", zoneID: world.zone.zoneID))
-            if let e = try world.c.privateCloudDatabase.modifyRecords(saving: [note]).error { throw e }
-        }
-        _ = engine.events.observe(.userDiscovered) { _ in observed.update { $0 += 1 } }
-        _ = engine.events.observe(.operationFinished) { _ in observed.update { $0 += 1 } }
-        let group = DispatchGroup()
-        let stop = LockedBox(false)
-        group.enter()
-        Thread {
-            defer { group.leave() }
-            for i in 0..<40 {
-                let r = Record(recordType: "Day", recordID: RecordID(recordName: "w\(i)", zoneID: world.zone.zoneID), parent: world.trip.recordID)
-                do {
-                    if let e = try world.c.privateCloudDatabase.modifyRecords(saving: [r]).error { failures.update { $0.append("save: \(e)") } }
-                } catch { failures.update { $0.append("save: \(error)") } }
-                // Observers come and go while the readers run (under the engine's lock, as
-                // EventBus.observe requires).
-                engine.locked {
-                    let h = engine.events.observe(.recordSaved) { _ in }
-                    h.remove()
-                }
-            }
-            stop.value = true
-        }.start()
-        for t in 0..<4 {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                do {
-                    try withOwnReader(engine) {
-                        // Containers of this thread's own (as a server makes one per request).
-                        let alice = try engine.session(for: world.alice).container(World.containerID)
-                        let bob = try engine.session(for: world.bob).container(World.containerID)
-                        var rounds = 0
-                        while !stop.value || rounds < 3 {
-                            rounds += 1
-                            _ = try alice.privateCloudDatabase.fetchRecord(world.trip.recordID)
-                            let (metas, error) = bob.fetchShareMetadataResults([url])
-                            if let error { failures.update { $0.append("resolve \(t): \(error)") } }
-                            _ = try metas.first?.1.get()
-                            _ = alice.discoverAllUserIdentityResults()
-                            _ = try alice.privateCloudDatabase.fetchAllRecordZones()
-                            _ = try engine.accounts.find("bob@example.com")
-                            _ = engine.options.maxParticipants
-                            _ = try alice.privateCloudDatabase.currentChangeToken(world.zone.zoneID)
-                        }
-                    }
-                } catch {
-                    failures.update { $0.append("reader \(t): \(error)") }
-                }
-            }.start()
-        }
-        XCTAssertEqual(group.wait(timeout: .now() + 300), .success, "no deadlock")
-        handle.remove()
-        XCTAssertEqual(failures.value, [])
-        XCTAssertGreaterThan(observed.value, 0)
     }
 }
