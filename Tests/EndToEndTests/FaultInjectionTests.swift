@@ -2,9 +2,11 @@ import Foundation
 import ShareFlowTestKit
 import XCTest
 
-/// SPEC §15 as an operator and a tester meet it: rules from the config file for every command,
-/// the admin route and its token, the statuses and headers a client reads, a delay that holds
-/// only its own connection, and the access log's `fault=`.
+/// SPEC §15 as an operator and a tester meet it: rules from the config file for every command
+/// (a bad one, or more than can be armed, is one line naming it), the admin route and its token
+/// (a config file's rule is not removed through it), the statuses and headers a client reads, a
+/// delay that holds only its own connection, a connection dropped on every endpoint that leaves
+/// the server answering, and the access log's `fault=`.
 final class FaultInjectionTests: ServerTestCase {
     private var admin = ""
 
@@ -105,6 +107,20 @@ final class FaultInjectionTests: ServerTestCase {
         XCTAssertTrue(unknown.stderr.contains("faults[1]: unknown key 'colour'"), unknown.stderr)
     }
 
+    func testAConfigWithMoreRulesThanCanBeArmedIsOneLineNamingTheFile() throws {
+        let config = dir.appendingPathComponent("many.config.lua")
+        try CLI.write(
+            "return { faults = {" + (0...1_000).map { #"{ fault = "zoneBusy", zone = "z\#($0)" }"# }.joined(separator: ",") + "} }",
+            to: config
+        )
+        let script = dir.appendingPathComponent("one.lua")
+        try CLI.write("print(1)", to: script)
+        let r = try CLI.run(["run", "--store", ":memory:", "--config", config.path, script.path])
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("config file \(config.path): 'faults' has 1001 rules; at most 1000 are armed at once"), r.stderr)
+        XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
+    }
+
     func testOnlyAnAdminTokenOpensTheAdminRoute() throws {
         for token in [api, web, String(repeating: "0", count: 64), "", "x y"] {
             let (status, body) = try adminCall("GET", token: token)
@@ -160,6 +176,25 @@ final class FaultInjectionTests: ServerTestCase {
         XCTAssertTrue((body["reason"] as? String ?? "").contains("changeTokenExpired"), "\(body)")
     }
 
+    func testTheAdminRouteCannotRemoveAConfigRuleByItsId() throws {
+        let config = dir.appendingPathComponent("faults.config.lua")
+        try CLI.write(#"return { faults = { { operation = "zones/list", fault = "serviceUnavailable" } } }"#, to: config)
+        stopServer()
+        try startServer(["--config", config.path])
+        var (status, body) = try adminCall("GET")
+        let id = try XCTUnwrap((body["rules"] as? [[String: Any]])?.first?["id"] as? Int, "\(body)")
+        (status, body) = try adminCall("DELETE", "/\(id)")
+        XCTAssertEqual(status, 400, "\(body)")
+        XCTAssertTrue((body["reason"] as? String ?? "").contains("the config file's"), "\(body)")
+        (status, body) = try adminCall("GET")
+        XCTAssertEqual((body["rules"] as? [Any])?.count, 1, "the config's rule stays: \(body)")
+        XCTAssertEqual(try call("POST", db + "/private/zones/list", body: "{}").0, 503)
+        // A run-time rule still goes by its id.
+        (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"zones/lookup","fault":"zoneBusy"}]}"#)
+        let added = try XCTUnwrap((body["ids"] as? [Int])?.first, "\(body)")
+        XCTAssertEqual(try adminCall("DELETE", "/\(added)").0, 200)
+    }
+
     func testADelayHoldsOnlyItsOwnConnection() throws {
         // A request's delay, and an item's (slept by the server once the engine is done).
         var (status, body) = try adminCall(
@@ -208,6 +243,30 @@ final class FaultInjectionTests: ServerTestCase {
         let log = try String(contentsOf: serverLog, encoding: .utf8)
         XCTAssertTrue(log.contains("alice@example.com fault=latency"), log)
         XCTAssertTrue(log.contains("records/modify 200 ") && log.contains("alice@example.com fault=zoneBusy"), log)
+    }
+
+    func testAConnectionDroppedOnEveryEndpointLeavesHealthzTheAdminRouteAndTheNextConnection() throws {
+        var (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"*","fault":"networkFailure"}]}"#)
+        XCTAssertEqual(status, 200, "\(body)")
+        for _ in 0..<3 {
+            XCTAssertEqual(try call("POST", db + "/private/zones/list", body: "{}").0, 0, "no answer: the connection was dropped")
+        }
+        XCTAssertEqual(try call("GET", "/healthz", query: "").0, 200)
+        XCTAssertEqual(try adminCall("GET").0, 200)
+        (status, body) = try adminCall("DELETE")
+        XCTAssertEqual(body["removed"] as? Int, 1)
+        XCTAssertEqual(try call("POST", db + "/private/zones/list", body: "{}").0, 200, "the server answers again")
+        // The access log's line for a drop is a request line like the others: `dropped`, ms, fault=.
+        let log = try String(contentsOf: serverLog, encoding: .utf8)
+        let line = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("/private/zones/list") && $0.contains("dropped") }, log)
+        XCTAssertNotNil(
+            line.range(
+                of:
+                    #"POST /database/1/iCloud\.test/development/private/zones/list dropped [0-9]+\.[0-9] ms alice@example\.com fault=networkFailure \(beforeCommit\)$"#,
+                options: .regularExpression
+            ),
+            String(line)
+        )
     }
 
     /// The README's curl and pyicloud examples for app testers run as written.
