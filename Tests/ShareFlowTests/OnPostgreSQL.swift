@@ -13,6 +13,26 @@
 import ShareFlowEngineTestKit
 import XCTest
 
+final class AdministratorTestsOnPostgreSQL: AdministratorTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testR26TheOwnerMakesAnAdministratorWhoManagesButCannotRule() throws { try super.testR26TheOwnerMakesAnAdministratorWhoManagesButCannotRule() }
+}
+
+final class AtomicModifyTestsOnPostgreSQL: AtomicModifyTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testR22AFailingShareLeavesItsRootUnsaved() throws { try super.testR22AFailingShareLeavesItsRootUnsaved() }
+    override func testR22TheDefaultZoneIsNotAtomic() throws { try super.testR22TheDefaultZoneIsNotAtomic() }
+    override func testR22Limits() throws { try super.testR22Limits() }
+}
+
+final class BusyStoreTestsOnPostgreSQL: BusyStoreTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testABusyStoreIsServiceUnavailableWithRetryAfterAndThePathButNoSQL() throws { try super.testABusyStoreIsServiceUnavailableWithRetryAfterAndThePathButNoSQL() }
+}
+
 final class ChangeFeedBatchConvergenceTestsOnPostgreSQL: ChangeFeedBatchConvergenceTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
@@ -60,6 +80,18 @@ final class ChangeLogVisibilityTestsOnPostgreSQL: ChangeLogVisibilityTests {
     override func testThePredicateIsAProductNamingNoOwnerNorUnknownRole() { super.testThePredicateIsAProductNamingNoOwnerNorUnknownRole() }
 }
 
+final class ChangeTagTestsOnPostgreSQL: ChangeTagTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testR21AStaleShareCopyIsRefusedAndNothingIsLost() throws { try super.testR21AStaleShareCopyIsRefusedAndNothingIsLost() }
+    override func testR21EveryChangeOfAShareChangesItsTag() throws { try super.testR21EveryChangeOfAShareChangesItsTag() }
+    override func testR21AStaleRecordCopyIsRefusedWithTheThreeRecords() throws { try super.testR21AStaleRecordCopyIsRefusedWithTheThreeRecords() }
+    override func testR21ANewRecordWithAnExistingIDIsRefused() throws { try super.testR21ANewRecordWithAnExistingIDIsRefused() }
+    override func testR21SavePoliciesChangedKeysAndAllKeys() throws { try super.testR21SavePoliciesChangedKeysAndAllKeys() }
+    override func testR21RemoveThenReAddOfOnePersonInOneSaveKeepsThem() throws { try super.testR21RemoveThenReAddOfOnePersonInOneSaveKeepsThem() }
+    override func testR11AppliesOnlyWhenThePublicPermissionReallyChanges() throws { try super.testR11AppliesOnlyWhenThePublicPermissionReallyChanges() }
+}
+
 final class DamagedStoreTestsOnPostgreSQL: DamagedStoreTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
@@ -74,6 +106,13 @@ final class DamagedStoreTestsOnPostgreSQL: DamagedStoreTests {
     override func testAParentCycleNeverHangsTheEngine() throws { try super.testAParentCycleNeverHangsTheEngine() }
     override func testTheCheckReadsEveryColumnOfEveryTable() throws { try super.testTheCheckReadsEveryColumnOfEveryTable() }
     override func testCheckReadsEveryKindOfValueInEveryColumnWithoutTrapping() throws { try super.testCheckReadsEveryKindOfValueInEveryColumnWithoutTrapping() }
+}
+
+final class DefaultZoneTestsOnPostgreSQL: DefaultZoneTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testR24ARecordWithoutAZoneGoesToTheDefaultZone() throws { try super.testR24ARecordWithoutAZoneGoesToTheDefaultZone() }
+    override func testR24AnUntouchedDefaultZoneReadsEmpty() throws { try super.testR24AnUntouchedDefaultZoneReadsEmpty() }
 }
 
 final class DryRunReportTestsOnPostgreSQL: DryRunReportTests {
@@ -107,6 +146,12 @@ final class FeedRecordEditTestsOnPostgreSQL: FeedRecordEditTests {
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
     override func testFeedRecordsBehaveAsFetchedOnes() throws { try super.testFeedRecordsBehaveAsFetchedOnes() }
     override func testZoneShareFromTheFeed() throws { try super.testZoneShareFromTheFeed() }
+}
+
+final class FreshObjectTestsOnPostgreSQL: FreshObjectTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testR28AccountAndRecordObjectsReflectTheStore() throws { try super.testR28AccountAndRecordObjectsReflectTheStore() }
 }
 
 final class HotPathTestsOnPostgreSQL: HotPathTests {
@@ -158,6 +203,12 @@ final class OwnerFeedTestsOnPostgreSQL: OwnerFeedTests {
     override func testAZoneMadeAgainIsNotReadFromAnOldToken() throws { try super.testAZoneMadeAgainIsNotReadFromAnOldToken() }
     override func testAZoneDeletedAndMadeAgainInOneTransaction() throws { try super.testAZoneDeletedAndMadeAgainInOneTransaction() }
     override func testAnInvitationMatchedToANewAddressMovesTheSharesRecord() throws { try super.testAnInvitationMatchedToANewAddressMovesTheSharesRecord() }
+}
+
+final class ParentTestsOnPostgreSQL: ParentTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testR25ParentsMustExistAndNeverCycle() throws { try super.testR25ParentsMustExistAndNeverCycle() }
 }
 
 final class PartialSaveTestsOnPostgreSQL: PartialSaveTests {
@@ -243,35 +294,12 @@ final class RecordPropertyTestsOnPostgreSQL: RecordPropertyTests {
     override func testPagesUnderConcurrentEditsNeitherSkipNorRepeat() throws { try super.testPagesUnderConcurrentEditsNeitherSkipNorRepeat() }
 }
 
-final class RecordSemanticsTestsOnPostgreSQL: RecordSemanticsTests {
-    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
-    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
-    override func testR21AStaleShareCopyIsRefusedAndNothingIsLost() throws { try super.testR21AStaleShareCopyIsRefusedAndNothingIsLost() }
-    override func testR21EveryChangeOfAShareChangesItsTag() throws { try super.testR21EveryChangeOfAShareChangesItsTag() }
-    override func testR21AStaleRecordCopyIsRefusedWithTheThreeRecords() throws { try super.testR21AStaleRecordCopyIsRefusedWithTheThreeRecords() }
-    override func testR21ANewRecordWithAnExistingIDIsRefused() throws { try super.testR21ANewRecordWithAnExistingIDIsRefused() }
-    override func testR21SavePoliciesChangedKeysAndAllKeys() throws { try super.testR21SavePoliciesChangedKeysAndAllKeys() }
-    override func testR21RemoveThenReAddOfOnePersonInOneSaveKeepsThem() throws { try super.testR21RemoveThenReAddOfOnePersonInOneSaveKeepsThem() }
-    override func testR11AppliesOnlyWhenThePublicPermissionReallyChanges() throws { try super.testR11AppliesOnlyWhenThePublicPermissionReallyChanges() }
-    override func testR22AFailingShareLeavesItsRootUnsaved() throws { try super.testR22AFailingShareLeavesItsRootUnsaved() }
-    override func testR22TheDefaultZoneIsNotAtomic() throws { try super.testR22TheDefaultZoneIsNotAtomic() }
-    override func testR22Limits() throws { try super.testR22Limits() }
-    override func testR25ParentsMustExistAndNeverCycle() throws { try super.testR25ParentsMustExistAndNeverCycle() }
-    override func testR26TheOwnerMakesAnAdministratorWhoManagesButCannotRule() throws { try super.testR26TheOwnerMakesAnAdministratorWhoManagesButCannotRule() }
-    override func testABusyStoreIsServiceUnavailableWithRetryAfterAndThePathButNoSQL() throws { try super.testABusyStoreIsServiceUnavailableWithRetryAfterAndThePathButNoSQL() }
-}
-
 final class RecordValueTestsOnPostgreSQL: RecordValueTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
     override func testR23EveryValueTypeIsKeptExactly() throws { try super.testR23EveryValueTypeIsKeptExactly() }
     override func testR23InvalidValuesAndNamesAreInvalidArgumentsNamingTheField() throws { try super.testR23InvalidValuesAndNamesAreInvalidArgumentsNamingTheField() }
     override func testR23NULIsRefusedInEveryIdentifier() throws { try super.testR23NULIsRefusedInEveryIdentifier() }
-    override func testR24ARecordWithoutAZoneGoesToTheDefaultZone() throws { try super.testR24ARecordWithoutAZoneGoesToTheDefaultZone() }
-    override func testR24AnUntouchedDefaultZoneReadsEmpty() throws { try super.testR24AnUntouchedDefaultZoneReadsEmpty() }
-    override func testR27AZoneNotSharedWithTheCallerAnswersAsAMissingOne() throws { try super.testR27AZoneNotSharedWithTheCallerAnswersAsAMissingOne() }
-    override func testR27MetadataForAStrangerDoesTheSameWorkForALiveAndAMadeUpURL() throws { try super.testR27MetadataForAStrangerDoesTheSameWorkForALiveAndAMadeUpURL() }
-    override func testR28AccountAndRecordObjectsReflectTheStore() throws { try super.testR28AccountAndRecordObjectsReflectTheStore() }
 }
 
 final class ReentrantPolicyTestsOnPostgreSQL: ReentrantPolicyTests {
@@ -344,6 +372,13 @@ final class StoredFieldsCheckerTestsOnPostgreSQL: StoredFieldsCheckerTests {
     override func testRandomAndDamagedFieldsNeverPassWhatTheReaderRefuses() throws { try super.testRandomAndDamagedFieldsNeverPassWhatTheReaderRefuses() }
     override func testARecordWithUndecodedFieldsBehavesAsOneDecoded() throws { try super.testARecordWithUndecodedFieldsBehavesAsOneDecoded() }
     override func testADamagedFieldsColumnFailsThePageNamingIt() throws { try super.testADamagedFieldsColumnFailsThePageNamingIt() }
+}
+
+final class StrangerTestsOnPostgreSQL: StrangerTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testR27AZoneNotSharedWithTheCallerAnswersAsAMissingOne() throws { try super.testR27AZoneNotSharedWithTheCallerAnswersAsAMissingOne() }
+    override func testR27MetadataForAStrangerDoesTheSameWorkForALiveAndAMadeUpURL() throws { try super.testR27MetadataForAStrangerDoesTheSameWorkForALiveAndAMadeUpURL() }
 }
 
 final class ViewerFeedTestsOnPostgreSQL: ViewerFeedTests {
