@@ -262,10 +262,11 @@ final class CatalogueTests: XCTestCase {
         }
     }
 
-    /// PostgreSQL stores made by wave 3's migrations, at each of their versions (9, 10, 11),
-    /// with a row in each table they had, are brought to the catalogue: the same shape as a
-    /// new store, healthy to `store check` (its functions' bodies are the catalogue's), their
-    /// rows kept, and a copy writes into their decision log.
+    /// PostgreSQL stores made by the migrations from before the catalogue
+    /// (`PostgresSchemaBeforeCatalogue`), at each of their versions (9, 10, 11), with a row in
+    /// each table they had, are brought to the catalogue: the same shape as a new store, healthy
+    /// to `store check` (its functions' bodies are the catalogue's), their rows kept, and a copy
+    /// writes into their decision log.
     func testPostgreSQLStoresOfEveryEarlierVersionReachTheCatalogue() throws {
         guard let template = EachDriver.postgresTemplate else { throw XCTSkip("runs on PostgreSQL (SHAREFLOW_TEST_POSTGRES)") }
         let newURL = try PostgresStore.makeScratch(template: template)
@@ -281,8 +282,8 @@ final class CatalogueTests: XCTestCase {
                 try store.write { tx in
                     _ = try tx.run("DROP SCHEMA shareflow CASCADE", [])
                     _ = try tx.run("CREATE SCHEMA shareflow", [])
-                    for (n, step) in PostgresWave3Schema.migrations.prefix(version - 8).enumerated() {
-                        for statement in PostgresWave3Schema.statements(step) { _ = try tx.run(statement, []) }
+                    for (n, step) in PostgresSchemaBeforeCatalogue.migrations.prefix(version - 8).enumerated() {
+                        for statement in PostgresSchemaBeforeCatalogue.statements(step) { _ = try tx.run(statement, []) }
                         _ = try tx.run("UPDATE shareflow_meta SET value = '\(9 + n)' WHERE key = 'schemaVersion'", [])
                     }
                     _ = try tx.run("INSERT INTO shareflow_meta (key, value) VALUES ('syncKey', '\(String(repeating: "ab", count: 32))')", [])

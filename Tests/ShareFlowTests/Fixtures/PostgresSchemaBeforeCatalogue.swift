@@ -4,7 +4,7 @@ import Foundation
 /// taking a database to versions 9, 10 and 11, before the catalogue (`StoreCatalogue`) made
 /// both drivers' DDL. CatalogueTests makes old stores with them and opens them with this
 /// shareflow. History: never edited.
-enum PostgresWave3Schema {
+enum PostgresSchemaBeforeCatalogue {
     static let migrations: [String] = [
         """
         CREATE COLLATION "binary" FROM "C";
