@@ -66,7 +66,8 @@ extension ShareFlowCommand {
             if let v = config.server["bodySeconds"] { server.deadlines.bodySeconds = v }
             if let v = config.server["idleSeconds"] { server.deadlines.idleSeconds = v }
             if let v = config.server["shutdownSeconds"] { server.shutdownSeconds = v }
-            // No request holds the engine's one thread for long (SPEC §13, wave 3).
+            // No query holds one of the engine's threads (the writer, or a reader beside it) for
+            // long (SPEC §13, wave 3).
             engine.options.queryTimeLimit = config.server["querySeconds"] ?? 2
             let host = self.host
             server.onListening = { port in

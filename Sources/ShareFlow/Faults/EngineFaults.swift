@@ -37,7 +37,7 @@ public final class FaultScope: @unchecked Sendable {
     ///   reported at each poll would be announced again and again, without end);
     /// - `fault.injected`'s observers: an observer that calls the engine would otherwise be
     ///   injected again, announce again, and so on (on a server, each level's delay slept on
-    ///   the engine's one thread).
+    ///   the engine's thread, under its lock).
     public let asksRules: Bool
 
     /// A request the engine opened itself, on the caller's thread (an operation from its
@@ -277,7 +277,7 @@ extension Engine {
     }
 
     /// An item's or zone's delay: over HTTP left to the server, which sleeps it on the request's
-    /// connection once the engine is done (never on the engine's one thread); natively slept
+    /// connection once the engine is done (never on an engine thread); natively slept
     /// now, on the caller's own thread. Either way a request's item and zone delays come to
     /// `maxDelayMs` at most (natively each was slept in full: one rule of 60 s on a 400-item
     /// modify held its caller 400 minutes).

@@ -39,7 +39,7 @@ public struct PluginConfig {
     /// connections open at once, the seconds a connection may take to send a request head
     /// (`headerSeconds`), a body (`bodySeconds`), its next request (`idleSeconds`), and the
     /// seconds SIGTERM waits for requests in flight (`shutdownSeconds`), and the seconds one
-    /// query may read records on the engine's thread (`querySeconds`). Set only when the
+    /// query may read records on one of the engine's threads (`querySeconds`). Set only when the
     /// file names them (the server has its defaults).
     public var server: [String: Double] = [:]
     /// The numeric `server` keys and their bounds (outside them a typo, not a setting).
