@@ -176,6 +176,8 @@ let package = Package(
             name: "ShareFlowServerTests",
             dependencies: [
                 "ShareFlowServer", "ShareFlow", "ShareFlowTestKit",
+                // A test counts the transactions of a request through SQLite's trace hook.
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,13 +1,14 @@
 import Foundation
+import GRDB
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import ShareFlow
 import ShareFlowTestKit
 import XCTest
 
+@testable import ShareFlow
 @testable import ShareFlowServer
 
 /// Each endpoint, driven in process through the server's own router and middleware
@@ -436,6 +437,153 @@ final class EndpointTests: XCTestCase {
         let note = try engine.session(for: "alice@example.com").container("iCloud.test").privateCloudDatabase
             .fetchRecord(RecordID(recordName: "note", zoneID: RecordZoneID(zoneName: "Trips", ownerName: RecordZoneID.currentUserName)))
         XCTAssertEqual(note["text"], .string("from node B"), "node B's last write came after the forced one")
+    }
+
+    /// The walk of a share saved with one invitee over records/modify: one write transaction
+    /// (the route reads nothing; the engine decides the share, looks the invitee up and saves
+    /// in it), and no other transaction once the caller is known.
+    func testAShareSavedWithAnInviteeIsOneTransaction() async throws {
+        let (api, alice) = (api, alice)
+        try await withServer { c in
+            try await c.makeTrips(as: alice, api: api)
+            let r = try await c.modifyTrips(#"{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip"}}"#, as: alice, api: api)
+            XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
+        }
+        final class Statements: @unchecked Sendable {
+            var sql: [String] = []
+            let lock = NSLock()
+        }  // under `lock`
+        let recorded = Statements()
+        engine.store.queue.inDatabase { db in
+            db.trace { statement in recorded.lock.withLock { recorded.sql.append(statement.description) } }
+        }
+        defer { engine.store.queue.inDatabase { db in db.trace(options: .statement, nil) } }
+        try await withServer { c in
+            // The caller is read once, as any request's (a first request on this server).
+            _ = try await c.call(.get, "/database/1/iCloud.test/development/private/users/caller", as: alice, api: api)
+            recorded.lock.withLock { recorded.sql = [] }
+            let r = try await c.modifyTrips(
+                """
+                {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon"},
+                 "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}
+                """,
+                as: alice,
+                api: api
+            )
+            XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
+        }
+        let transactions = recorded.lock.withLock { recorded.sql.filter { $0.hasPrefix("BEGIN") } }
+        XCTAssertEqual(transactions.count, 1, "\(transactions)")
+        XCTAssertTrue(transactions.first?.hasPrefix("BEGIN IMMEDIATE") ?? false, "the one transaction writes: \(transactions)")
+    }
+
+    /// What the attack on records/modify-as-one-call found (each against the code before it):
+    /// a share that fails leaves its root's answer naming no share; a share whose root failed
+    /// is ATOMIC_ERROR in an atomic request (R22) and never takes the root's own code; a share
+    /// in the public database is R3's BAD_REQUEST; someone already on the share named again by
+    /// userRecordName is kept (R9); naming the participants as they are is no change (R35).
+    func testSharesOfRecordsModifyFailAsTheirRulesSay() async throws {
+        let (api, alice) = (api, alice)
+        try await withServer { c in
+            try await c.makeTrips(as: alice, api: api)
+            var r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip"}},{"operationType":"create","record":{"recordName":"note","recordType":"Note"}}"#,
+                as: alice,
+                api: api
+            )
+            XCTAssertEqual(r.records.count, 2, "\(r.object)")
+            let lisbonTag = try XCTUnwrap(r.records.first?["recordChangeTag"] as? String)
+            // A share that fails (its name is a record's): the root saved beside it names no share.
+            r = try await c.call(
+                .post,
+                "/database/1/iCloud.test/development/private/records/modify",
+                as: alice,
+                api: api,
+                body: """
+                    {"zoneID":{"zoneName":"Trips"},"atomic":false,"operations":[
+                     {"operationType":"create","record":{"recordName":"porto","recordType":"Trip"}},
+                     {"operationType":"create","record":{"recordName":"note","recordType":"cloudkit.share","forRecord":{"recordName":"porto"}}}]}
+                    """
+            )
+            XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
+            XCTAssertNil(r.records.first?["share"], "porto's answer names a share that was not saved: \(r.records.first ?? [:])")
+            XCTAssertNotNil(r.records.last?["serverErrorCode"], "\(r.object)")
+            // A share whose root failed, atomically: ATOMIC_ERROR, whatever the root's code.
+            for root in [
+                #"{"operationType":"update","record":{"recordName":"lisbon","recordType":"Trip","recordChangeTag":"stale"}}"#,
+                #"{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip"}}"#,
+            ] {
+                r = try await c.modifyTrips(
+                    root
+                        + #",{"operationType":"create","record":{"recordName":"s2","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon"}}}"#,
+                    as: alice,
+                    api: api
+                )
+                XCTAssertEqual(r.records.last?["serverErrorCode"] as? String, "ATOMIC_ERROR", "\(r.object)")
+            }
+            // R3: no share in the public database.
+            r = try await c.call(
+                .post,
+                "/database/1/iCloud.test/development/public/records/modify",
+                as: alice,
+                api: api,
+                body: """
+                    {"operations":[{"operationType":"create","record":{"recordName":"x","recordType":"Trip"}},
+                     {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"x"}}}]}
+                    """
+            )
+            XCTAssertEqual(r.records.last?["serverErrorCode"] as? String, "BAD_REQUEST", "\(r.object)")
+            XCTAssertTrue((r.records.last?["reason"] as? String ?? "").contains("(R3)"), "\(r.object)")
+            // A share of lisbon with bob, then bob named again by his userRecordName: kept.
+            r = try await c.modifyTrips(
+                """
+                {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon","recordChangeTag":"\(lisbonTag)"},
+                 "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}
+                """,
+                as: alice,
+                api: api
+            )
+            var share = try XCTUnwrap(r.records.first, "\(r.object)")
+            XCTAssertNil(share["serverErrorCode"], "\(share)")
+            func bob(_ share: [String: Any]) -> [String: Any]? {
+                (share["participants"] as? [[String: Any]])?.first { participant in
+                    let identity = participant["userIdentity"] as? [String: Any]
+                    return (identity?["lookupInfo"] as? [String: Any])?["emailAddress"] as? String == "bob@example.com"
+                }
+            }
+            let bobsName = try XCTUnwrap((bob(share)?["userIdentity"] as? [String: Any])?["userRecordName"] as? String, "\(share)")
+            r = try await c.modifyTrips(
+                """
+                {"operationType":"update","record":{"recordName":"s","recordType":"cloudkit.share","recordChangeTag":"\(share["recordChangeTag"] as? String ?? "")",
+                 "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"userRecordName":"\(bobsName)"}}}]}}
+                """,
+                as: alice,
+                api: api
+            )
+            share = try XCTUnwrap(r.records.first, "\(r.object)")
+            XCTAssertNil(share["serverErrorCode"], "\(share)")
+            XCTAssertNotNil(bob(share), "bob, named by his userRecordName, stays on the share (R9): \(share)")
+            // A forced save naming the participants as they are changes none: no tag needed (R35).
+            r = try await c.modifyTrips(
+                """
+                {"operationType":"forceUpdate","record":{"recordName":"s","recordType":"cloudkit.share",
+                 "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}
+                """,
+                as: alice,
+                api: api
+            )
+            XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
+            // …and one that changes them does need it.
+            r = try await c.modifyTrips(
+                """
+                {"operationType":"forceUpdate","record":{"recordName":"s","recordType":"cloudkit.share",
+                 "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}
+                """,
+                as: alice,
+                api: api
+            )
+            XCTAssertEqual(r.records.first?["serverErrorCode"] as? String, "CONFLICT", "\(r.object)")
+        }
     }
 
     /// What every database route shares: the path checked, methods, unknown routes, the body

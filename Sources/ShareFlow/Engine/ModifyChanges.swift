@@ -109,21 +109,29 @@ extension Engine {
         caller: Account,
         saved: [RecordID: Record],
         unsaved: [RecordID: ShareFlowError],
+        atomic: Bool,
         db: StoreTransaction
     ) throws -> Share {
         let item = "share \(Naming.printable(draft.recordName))"
         let share: Share
         switch draft.target {
         case .new(let rootName, let rootTag):
+            // R3, then R26: where shares are made, then by whom.
+            let zone = try sharingZone(for: draft.zoneID, in: database, caller: caller, item: item, db: db)
             guard database.databaseScope == .private else {
                 throw ShareFlowError.denied("\(item): shares are made by their owner, in the private database")
             }
-            let zone = try self.zone(for: draft.zoneID, in: database, caller: caller, db: db)
             let rootID = RecordID(recordName: rootName, zoneID: draft.zoneID)
             if let root = saved[rootID] {
-                share = Share(rootRecord: root, recordName: draft.recordName)
+                // A copy: the root's own answer names no share this save may yet roll back.
+                share = Share(rootRecord: root.duplicate(), recordName: draft.recordName)
             } else if let failure = unsaved[rootID] {
-                throw failure.rephrased("\(item): its root record \(Naming.printable(rootName)) was not saved: \(failure.message)")
+                // Failed because its root did (R5): in an atomic call, as every item the
+                // failure takes with it (R22); in another, as a share saved without its root.
+                let reason = "its root record \(Naming.printable(rootName)) was not saved (\(failure.message))"
+                throw atomic
+                    ? ShareFlowError(.batchRequestFailed, "\(item) was not applied: the call is atomic and \(reason) (R22)")
+                    : ShareFlowError.invalid("\(item): \(reason); a share is saved with its root (R5)")
             } else {
                 // A root saved by an earlier request, at the tag the client holds: saved again
                 // with its share (its change tag moves, as a root's does when shared).
@@ -169,8 +177,10 @@ extension Engine {
             }
         }
         let container = database.container.containerIdentifier
+        // Who is on the share how, before the draft: R35 asks whether the draft changes it.
+        func standing() -> Set<String> { Set(share.participants.map { "\($0.participantID) \($0.permission.rawValue)" }) }
+        let before = standing()
         var keep = Set<String>()
-        var permissionChanged = false
         for wanted in listed {
             let lookup: LookupRequest
             let permission: ParticipantPermission
@@ -178,7 +188,6 @@ extension Engine {
             case .kept(let id, let kept, let named):
                 if let existing = share.participants.first(where: { $0.participantID == id }) {
                     if existing.role == .owner { continue }
-                    if existing.permission != kept { permissionChanged = true }
                     existing.permission = kept
                     keep.insert(id)
                     continue
@@ -194,8 +203,8 @@ extension Engine {
             emitParticipantFetched(participant, for: info, caller: caller, container: container)
             participant.permission = permission
             share.addParticipant(participant)
-            if let same = share.participants.first(where: { $0 === participant || $0.userIdentity.lookupInfo == participant.userIdentity.lookupInfo })
-            {
+            // R9: someone already on the share (by account or by address) is kept, updated.
+            if let same = share.participants.first(where: { $0 === participant || $0.isSamePerson(as: participant) }) {
                 keep.insert(same.participantID)
             }
         }
@@ -203,10 +212,7 @@ extension Engine {
         // R35: a share's participants are saved only from the server's current copy, whatever
         // the operation: a forced save that changes them needs the copy's change tag (a list
         // built before someone accepted would take them off).
-        if case .existing(let tag, true) = draft.target,
-            !share.addedParticipantIDs.isEmpty || !share.removedParticipantIDs.isEmpty || permissionChanged,
-            tag != share.recordChangeTag
-        {
+        if case .existing(let tag, true) = draft.target, standing() != before, tag != share.recordChangeTag {
             throw ShareFlowError(
                 .serverRecordChanged,
                 "\(item): its participants are saved only from the server's current copy, whatever the operationType (recordChangeTag \(tag ?? "missing"), server's \(share.recordChangeTag ?? "?")) (R35)"

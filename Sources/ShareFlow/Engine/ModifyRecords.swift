@@ -142,7 +142,15 @@ extension Engine {
                                     db: db
                                 )
                             case .draft(let draft, _):
-                                let share = try share(from: draft, in: database, caller: caller, saved: saved, unsaved: unsaved, db: db)
+                                let share = try share(
+                                    from: draft,
+                                    in: database,
+                                    caller: caller,
+                                    saved: saved,
+                                    unsaved: unsaved,
+                                    atomic: isAtomic,
+                                    db: db
+                                )
                                 // A new share's root is saved in this call: by an item of it, or
                                 // again with the share (`share(from:)`).
                                 return try saveShare(

@@ -4,6 +4,18 @@ import Foundation
 /// a stale copy that would change participants (R35) and the participant limit (R8). The
 /// participant list itself is `applyParticipantChanges`'s (ShareParticipantChanges.swift).
 extension Engine {
+    /// R3: where sharing happens — a custom zone of a private or shared database, never the
+    /// public one: the zone, checked as every call into the database checks it.
+    func sharingZone(for zoneID: RecordZoneID, in database: CloudDatabase, caller: Account, item: String, db: StoreTransaction) throws -> ZoneRow {
+        guard database.databaseScope != .public else {
+            throw ShareFlowError(.badDatabase, "\(item): sharing happens only in a private database's custom zone, not the public database (R3)")
+        }
+        guard !zoneID.isDefaultZone else {
+            throw ShareFlowError.invalid("\(item): sharing happens only in a custom zone; \(zoneID.zoneName) is the default zone (R3)")
+        }
+        return try self.zone(for: zoneID, in: database, caller: caller, db: db)
+    }
+
     func saveShare(
         _ share: Share,
         in database: CloudDatabase,
@@ -16,13 +28,7 @@ extension Engine {
         let item = "share \(share.title.map { "'\($0)'" } ?? Naming.printable(id.recordName))"
         try checkNaming(share, item: item)
         let container = database.container.containerIdentifier
-        guard database.databaseScope != .public else {
-            throw ShareFlowError(.badDatabase, "\(item): sharing happens only in a private database's custom zone, not the public database (R3)")
-        }
-        guard !id.zoneID.isDefaultZone else {
-            throw ShareFlowError.invalid("\(item): sharing happens only in a custom zone; \(id.zoneID.zoneName) is the default zone (R3)")
-        }
-        let zone = try self.zone(for: id.zoneID, in: database, caller: caller, db: db)
+        let zone = try sharingZone(for: id.zoneID, in: database, caller: caller, item: item, db: db)
         var stored = try shareRow(zone: zone, recordName: id.recordName, db: db)
         let created = stored == nil
         // The share's change tag before this save wrote anything (R35).
