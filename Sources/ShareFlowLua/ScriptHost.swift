@@ -117,8 +117,19 @@ public final class ScriptHost {
     /// Every bound type and its field and method names (the console's completion and the
     /// docs tests use it).
     public var apiSurface: [String: [String]] {
+        boundTypes { $0.fields + $0.methods }
+    }
+
+    /// Every bound type's method names (called with `:`).
+    public var methodNames: [String: [String]] {
+        boundTypes { $0.methods }
+    }
+
+    /// `names` of each bound type's members, by type name: one list of the bound types for
+    /// both the API surface and the method names, so neither misses a type the other has.
+    private func boundTypes(_ names: ((fields: [String], methods: [String])) -> [String]) -> [String: [String]] {
         var surface: [String: [String]] = [:]
-        func add<T>(_ c: LuaClass<T>) { surface[c.typeName] = c.memberNames.fields + c.memberNames.methods }
+        func add<T>(_ c: LuaClass<T>) { surface[c.typeName] = names(c.memberNames) }
         let b = bindings!
         add(b.accountClass)
         add(b.sessionClass)
@@ -130,23 +141,6 @@ public final class ScriptHost {
         add(b.metadataClass)
         for (_, c) in b.operationClasses { add(c) }
         return surface
-    }
-
-    /// Every bound type's method names (called with `:`).
-    public var methodNames: [String: [String]] {
-        var names: [String: [String]] = [:]
-        func add<T>(_ c: LuaClass<T>) { names[c.typeName] = c.memberNames.methods }
-        let b = bindings!
-        add(b.accountClass)
-        add(b.sessionClass)
-        add(b.containerClass)
-        add(b.databaseClass)
-        add(b.recordClass)
-        add(b.shareClass)
-        add(b.participantClass)
-        add(b.metadataClass)
-        for (_, c) in b.operationClasses { add(c) }
-        return names
     }
 
     /// Reports an error raised by a Lua callback: logged with its traceback, counted.

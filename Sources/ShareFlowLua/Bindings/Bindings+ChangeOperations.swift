@@ -5,13 +5,26 @@ import ShareFlow
 /// `FetchDatabaseChangesOperation` and `FetchRecordZoneChangesOperation` (O9, O10): their
 /// fields and blocks, Apple's current and older names, callbacks as §5's `(item, value, err)`.
 extension Bindings {
+    /// The last page's `{ serverChangeToken =, moreComing = }`: the database's and a zone's
+    /// result blocks hand Lua the same table.
+    private func pushPageEnd(serverChangeToken: String, moreComing: Bool) {
+        lua_createtable(lua.L, 0, 2)
+        lua.push(string: serverChangeToken)
+        lua_setfield(lua.L, -2, "serverChangeToken")
+        lua_pushboolean(lua.L, moreComing ? 1 : 0)
+        lua_setfield(lua.L, -2, "moreComing")
+    }
+
+    /// A change token, or nil where there is none yet (a feed read from its start).
+    private func pushToken(_ token: String?) {
+        if let token { lua.push(string: token) } else { lua_pushnil(lua.L) }
+    }
+
     func defineFetchDatabaseChanges(_ cls: OpClass) {
         func op(_ o: LuaOperation) -> FetchDatabaseChangesOperation { o.operation as! FetchDatabaseChangesOperation }
         cls.property(
             "previousServerChangeToken",
-            get: { lua, o in
-                if let t = op(o).previousServerChangeToken { lua.push(string: t) } else { lua_pushnil(lua.L) }
-            },
+            get: { [unowned self] _, o in pushToken(op(o).previousServerChangeToken) },
             set: { call, o, i in op(o).previousServerChangeToken = call.isNil(i) ? nil : try call.string(i) }
         )
         cls.property(
@@ -62,13 +75,7 @@ extension Bindings {
             op(o).fetchDatabaseChangesResultBlock = ref.map { ref in
                 { [unowned self] result in
                     callback(ref, "fetchDatabaseChangesResultBlock") {
-                        push(result) { end in
-                            lua_createtable(lua.L, 0, 2)
-                            lua.push(string: end.serverChangeToken)
-                            lua_setfield(lua.L, -2, "serverChangeToken")
-                            lua_pushboolean(lua.L, end.moreComing ? 1 : 0)
-                            lua_setfield(lua.L, -2, "moreComing")
-                        }
+                        push(result) { pushPageEnd(serverChangeToken: $0.serverChangeToken, moreComing: $0.moreComing) }
                         return 2
                     }
                 }
@@ -78,7 +85,7 @@ extension Bindings {
             op(o).fetchDatabaseChangesCompletionBlock = ref.map { ref in
                 { [unowned self] token, moreComing, e in
                     callback(ref, "fetchDatabaseChangesCompletionBlock") {
-                        if let token { lua.push(string: token) } else { lua_pushnil(lua.L) }
+                        pushToken(token)
                         lua_pushboolean(lua.L, moreComing ? 1 : 0)
                         push(e)
                         return 3
@@ -120,14 +127,8 @@ extension Bindings {
                     lua_createtable(lua.L, 0, 4)
                     push(zoneID)
                     lua_setfield(lua.L, -2, "zoneID")
-                    if let t = c.previousServerChangeToken {
-                        lua.push(string: t)
-                        lua_setfield(lua.L, -2, "previousServerChangeToken")
-                    }
-                    if let n = c.resultsLimit {
-                        lua_pushinteger(lua.L, lua_Integer(n))
-                        lua_setfield(lua.L, -2, "resultsLimit")
-                    }
+                    lua.setField("previousServerChangeToken", string: c.previousServerChangeToken)
+                    lua.setField("resultsLimit", integer: c.resultsLimit)
                     if let k = c.desiredKeys {
                         lua.push(strings: k)
                         lua_setfield(lua.L, -2, "desiredKeys")
@@ -241,7 +242,7 @@ extension Bindings {
                 { [unowned self] zoneID, token, _ in
                     callback(ref, "recordZoneChangeTokensUpdatedBlock") {
                         push(zoneID)
-                        if let token { lua.push(string: token) } else { lua_pushnil(lua.L) }
+                        pushToken(token)
                         lua_pushnil(lua.L)
                         return 3
                     }
@@ -253,13 +254,7 @@ extension Bindings {
                 { [unowned self] zoneID, result in
                     callback(ref, "recordZoneFetchResultBlock") {
                         push(zoneID)
-                        push(result) { end in
-                            lua_createtable(lua.L, 0, 2)
-                            lua.push(string: end.serverChangeToken)
-                            lua_setfield(lua.L, -2, "serverChangeToken")
-                            lua_pushboolean(lua.L, end.moreComing ? 1 : 0)
-                            lua_setfield(lua.L, -2, "moreComing")
-                        }
+                        push(result) { pushPageEnd(serverChangeToken: $0.serverChangeToken, moreComing: $0.moreComing) }
                         return 3
                     }
                 }
@@ -270,7 +265,7 @@ extension Bindings {
                 { [unowned self] zoneID, token, _, moreComing, e in
                     callback(ref, "recordZoneFetchCompletionBlock") {
                         push(zoneID)
-                        if let token { lua.push(string: token) } else { lua_pushnil(lua.L) }
+                        pushToken(token)
                         lua_pushnil(lua.L)
                         lua_pushboolean(lua.L, moreComing ? 1 : 0)
                         push(e)

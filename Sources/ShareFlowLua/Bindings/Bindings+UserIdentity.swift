@@ -8,10 +8,7 @@ extension Bindings {
         guard let identity else { return lua_pushnil(lua.L) }
         let L = lua.L
         lua_createtable(L, 0, 5)
-        if let id = identity.userRecordID {
-            lua.push(string: id)
-            lua_setfield(L, -2, "userRecordID")
-        }
+        lua.setField("userRecordID", string: identity.userRecordID)
         push(identity.lookupInfo)
         lua_setfield(L, -2, "lookupInfo")
         push(identity.nameComponents)

@@ -350,38 +350,17 @@ enum Hooks {
             b.push(ev.pointee.identity!)
             lua_setfield(L, -2, "identity")
         }
-        if let v = ev.pointee.url {
-            b.lua.push(string: v)
-            lua_setfield(L, -2, "url")
-        }
-        if let v = ev.pointee.reason {
-            b.lua.push(string: v)
-            lua_setfield(L, -2, "reason")
-        }
-        if let v = ev.pointee.from {
-            b.lua.push(string: v)
-            lua_setfield(L, -2, "from")
-        }
-        if let v = ev.pointee.to {
-            b.lua.push(string: v)
-            lua_setfield(L, -2, "to")
-        }
-        if let v = ev.pointee.operation {
-            b.lua.push(string: v)
-            lua_setfield(L, -2, "operation")
-        }
+        b.lua.setField("url", string: ev.pointee.url)
+        b.lua.setField("reason", string: ev.pointee.reason)
+        b.lua.setField("from", string: ev.pointee.from)
+        b.lua.setField("to", string: ev.pointee.to)
+        b.lua.setField("operation", string: ev.pointee.operation)
         if let c = ev.pointee.created {
             lua_pushboolean(L, c ? 1 : 0)
             lua_setfield(L, -2, "created")
         }
-        if let n = ev.pointee.items {
-            lua_pushinteger(L, lua_Integer(n))
-            lua_setfield(L, -2, "items")
-        }
-        if let n = ev.pointee.failed {
-            lua_pushinteger(L, lua_Integer(n))
-            lua_setfield(L, -2, "failed")
-        }
+        b.lua.setField("items", integer: ev.pointee.items)
+        b.lua.setField("failed", integer: ev.pointee.failed)
         if let d = ev.pointee.duration {
             lua_pushnumber(L, d)
             lua_setfield(L, -2, "duration")
@@ -397,40 +376,17 @@ enum Hooks {
                 b.push(id)
                 lua_setfield(L, -2, "recordID")
             }
-            if let v = ev.pointee.recordType {
-                b.lua.push(string: v)
-                lua_setfield(L, -2, "recordType")
-            }
+            b.lua.setField("recordType", string: ev.pointee.recordType)
             if let z = ev.pointee.zoneID {
                 b.push(z)
                 lua_setfield(L, -2, "zoneID")
             }
-            if let v = ev.pointee.database {
-                b.lua.push(string: v)
-                lua_setfield(L, -2, "database")
-            }
+            b.lua.setField("database", string: ev.pointee.database)
         case .faultInjected:
             // The history's fields (SPEC §15), `caller` as the history names them (an email
             // or userRecordID), over the account the other events carry.
             guard let injection = ev.pointee.injection else { break }
-            lua_pushinteger(L, lua_Integer(injection.rule))
-            lua_setfield(L, -2, "rule")
-            b.lua.push(string: injection.fault?.rawValue ?? "latency")
-            lua_setfield(L, -2, "fault")
-            b.lua.push(string: injection.operation)
-            lua_setfield(L, -2, "operation")
-            if let v = injection.caller {
-                b.lua.push(string: v)
-                lua_setfield(L, -2, "caller")
-            }
-            if let v = injection.zone {
-                b.lua.push(string: v)
-                lua_setfield(L, -2, "zone")
-            }
-            if let v = injection.recordName {
-                b.lua.push(string: v)
-                lua_setfield(L, -2, "recordName")
-            }
+            ShareFlowModule.setInjectionFields(injection, b.lua)
         default: break
         }
     }

@@ -78,14 +78,8 @@ final class RequestTable {
         r.pointee.point.staticName.withCString { _ = lua_pushstring(L, $0) }
         lua_setfield(L, -2, "point")
         b.setCallerAndContainer(r.pointee.callerID, r.pointer(to: \.caller)!, r.pointer(to: \.container)!)
-        if let f = r.pointee.from {
-            b.lua.push(string: f)
-            lua_setfield(L, -2, "from")
-        }
-        if let t = r.pointee.to {
-            b.lua.push(string: t)
-            lua_setfield(L, -2, "to")
-        }
+        b.lua.setField("from", string: r.pointee.from)
+        b.lua.setField("to", string: r.pointee.to)
         // The objects are not read here: reading would make them.
         serial += 1
         recent[serial % RequestTable.kept] = (serial, r.pointee.objects)

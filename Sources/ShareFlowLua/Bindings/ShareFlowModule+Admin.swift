@@ -26,10 +26,7 @@ extension ShareFlowModule {
                         lua_setfield(call.L, -2, "participantID")
                         lua.push(string: inv.shareURL)
                         lua_setfield(call.L, -2, "url")
-                        if let t = inv.shareTitle {
-                            lua.push(string: t)
-                            lua_setfield(call.L, -2, "title")
-                        }
+                        lua.setField("title", string: inv.shareTitle)
                         b.push(inv.lookupInfo)
                         lua_setfield(call.L, -2, "lookupInfo")
                         lua_pushnumber(call.L, inv.addedAt)
@@ -81,10 +78,7 @@ extension ShareFlowModule {
                         lua_setfield(call.L, -2, "environment")
                         b.push(a.shareRecordID)
                         lua_setfield(call.L, -2, "recordID")
-                        if let t = a.title {
-                            lua.push(string: t)
-                            lua_setfield(call.L, -2, "title")
-                        }
+                        lua.setField("title", string: a.title)
                         lua_createtable(call.L, 0, 2)
                         lua.push(string: a.ownerUserRecordID)
                         lua_setfield(call.L, -2, "userRecordID")
@@ -101,10 +95,7 @@ extension ShareFlowModule {
                             lua_setfield(call.L, -2, "participantID")
                             b.push(p.lookupInfo)
                             lua_setfield(call.L, -2, "lookupInfo")
-                            if let id = p.userRecordID {
-                                lua.push(string: id)
-                                lua_setfield(call.L, -2, "userRecordID")
-                            }
+                            lua.setField("userRecordID", string: p.userRecordID)
                             lua.push(string: p.role.rawValue)
                             lua_setfield(call.L, -2, "role")
                             lua.push(string: p.permission.rawValue)

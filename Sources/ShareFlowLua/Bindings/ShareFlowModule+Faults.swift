@@ -106,31 +106,28 @@ extension ShareFlowModule {
         ]
     }
 
-    /// One injection as history and `fault.injected` give it: `{ time, rule, fault,
-    /// operation, caller, zone, recordName }`.
+    /// One injection as history gives it: `{ time, rule, fault, operation, caller, zone,
+    /// recordName }`.
     static func pushInjection(_ i: FaultInjection, _ lua: LuaState) {
+        lua_createtable(lua.L, 0, 7)
+        lua_pushnumber(lua.L, i.time)
+        lua_setfield(lua.L, -2, "time")
+        setInjectionFields(i, lua)
+    }
+
+    /// The injection's fields but its time, on the table on top: history's entries and the
+    /// `fault.injected` event (whose time is the event's) read the same.
+    static func setInjectionFields(_ i: FaultInjection, _ lua: LuaState) {
         let L = lua.L
-        lua_createtable(L, 0, 7)
-        lua_pushnumber(L, i.time)
-        lua_setfield(L, -2, "time")
         lua_pushinteger(L, lua_Integer(i.rule))
         lua_setfield(L, -2, "rule")
         lua.push(string: i.fault?.rawValue ?? "latency")
         lua_setfield(L, -2, "fault")
         lua.push(string: i.operation)
         lua_setfield(L, -2, "operation")
-        if let v = i.caller {
-            lua.push(string: v)
-            lua_setfield(L, -2, "caller")
-        }
-        if let v = i.zone {
-            lua.push(string: v)
-            lua_setfield(L, -2, "zone")
-        }
-        if let v = i.recordName {
-            lua.push(string: v)
-            lua_setfield(L, -2, "recordName")
-        }
+        lua.setField("caller", string: i.caller)
+        lua.setField("zone", string: i.zone)
+        lua.setField("recordName", string: i.recordName)
     }
 
     static func push(_ value: FaultRule.Value, _ lua: LuaState) {

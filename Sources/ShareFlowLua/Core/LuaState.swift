@@ -346,6 +346,21 @@ public final class LuaState {
         key.withCString { lua_setfield(L, index, $0) }
     }
 
+    /// `t[key] = string` for the table on top, when there is one: an absent optional field (an
+    /// event's `reason`, a request's `from`) stays out of the table, reading as nil.
+    func setField(_ key: StaticString, string: String?) {
+        guard let string else { return }
+        push(string: string)
+        setField(-2, key)
+    }
+
+    /// `t[key] = integer` for the table on top, when there is one (as `setField(_:string:)`).
+    func setField(_ key: StaticString, integer: Int?) {
+        guard let integer else { return }
+        lua_pushinteger(L, lua_Integer(integer))
+        setField(-2, key)
+    }
+
     /// Pushes `string` as its UTF-8 bytes (embedded zeros included).
     public func push(string: String) {
         // Native strings lend their bytes in place; only others (bridged) are copied first.
