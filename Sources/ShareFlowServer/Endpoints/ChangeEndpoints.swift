@@ -18,20 +18,22 @@ enum ChangeEndpoints {
 
     /// changes/database `{ syncToken?, resultsLimit? }` → `{ zones: [{ zoneID, deleted? }], syncToken, moreComing }`.
     static func database(_ call: EndpointCall) throws -> Object {
-        let (_, db) = try feedDatabase(call)
-        let token = try WireFormat.string(call.body["syncToken"], field: "syncToken")
-        let limit = try WireFormat.integer(call.body["resultsLimit"], field: "resultsLimit", in: 1...Engine.feedResultsLimitMaximum)
-        let page = try db.databaseChanges(since: token, resultsLimit: limit)
-        return ["zones": zones(page), "syncToken": page.changeToken, "moreComing": page.moreComing]
+        try databaseFeedPage(call, tokenField: "syncToken")
     }
 
     /// zones/changes (older) `{ metaSyncToken?, resultsLimit? }` → `{ zones, metaSyncToken, moreComing }`.
     static func zones(_ call: EndpointCall) throws -> Object {
+        try databaseFeedPage(call, tokenField: "metaSyncToken")
+    }
+
+    /// A page of the database feed, its token read and answered under `tokenField`: the two
+    /// endpoints are one feed, named as CloudKit's current and older web services name it.
+    private static func databaseFeedPage(_ call: EndpointCall, tokenField: String) throws -> Object {
         let (_, db) = try feedDatabase(call)
-        let token = try WireFormat.string(call.body["metaSyncToken"], field: "metaSyncToken")
+        let token = try WireFormat.string(call.body[tokenField], field: tokenField)
         let limit = try WireFormat.integer(call.body["resultsLimit"], field: "resultsLimit", in: 1...Engine.feedResultsLimitMaximum)
         let page = try db.databaseChanges(since: token, resultsLimit: limit)
-        return ["zones": zones(page), "metaSyncToken": page.changeToken, "moreComing": page.moreComing]
+        return ["zones": zones(page), tokenField: page.changeToken, "moreComing": page.moreComing]
     }
 
     /// A database feed page's zones on the wire: each changed one `{ zoneID }`, each gone
