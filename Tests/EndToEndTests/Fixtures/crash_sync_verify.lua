@@ -2,14 +2,11 @@
 -- the store), and following the feed from it gives exactly what changed after it. Prints
 -- "checked=N broken=M"; each broken case on stderr.
 local sf = require("shareflow")
+local zones = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/zones.lua")
 local c = sf.as("alice@example.com"):container("iCloud.crash")
 local db = c.privateCloudDatabase
 local sdb = sf.as("bob@example.com"):container("iCloud.crash").sharedCloudDatabase
-local zone
-for _, z in ipairs(assert(db:fetchAllRecordZones())) do
-  if z.zoneID.zoneName == "Log" then zone = z.zoneID end
-end
-assert(zone, "no zone Log")
+local zone = zones.named(db, "Log")
 
 -- Everything there is now, by name.
 local now = {}

@@ -1,14 +1,11 @@
 -- Saves, changes and deletes records in Alice's zone "Log" until killed; after each commit,
 -- one line: the step, then Alice's and Bob's current change tokens.
 local sf = require("shareflow")
+local zones = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/zones.lua")
 local c = sf.as("alice@example.com"):container("iCloud.crash")
 local db = c.privateCloudDatabase
 local sdb = sf.as("bob@example.com"):container("iCloud.crash").sharedCloudDatabase
-local zone
-for _, z in ipairs(assert(db:fetchAllRecordZones())) do
-  if z.zoneID.zoneName == "Log" then zone = z.zoneID end
-end
-assert(zone, "no zone Log")
+local zone = zones.named(db, "Log")
 -- Steps go on from the last committed one (an earlier writer's, killed).
 local step, cursor = 0, nil
 repeat

@@ -2,12 +2,10 @@
 -- reads; one record is then saved, and following from every token gives it and ends where a
 -- fetch from the start ends. Prints "checked=N broken=M"; each broken case on stderr.
 local sf = require("shareflow")
+local zones = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/zones.lua")
 local adb = sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase
 local bdb = sf.as("bob@example.com"):container("iCloud.test").sharedCloudDatabase
-local zone
-for _, z in ipairs(assert(adb:fetchAllRecordZones())) do
-  if z.zoneID.zoneName == "Mix" then zone = z.zoneID end
-end
+local zone = zones.named(adb, "Mix")
 local checked, broken = 0, 0
 local function fail(m) broken = broken + 1; io.stderr:write(m, "\n") end
 local function follow(db, token)

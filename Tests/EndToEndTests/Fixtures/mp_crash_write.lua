@@ -1,13 +1,10 @@
 -- Writes Alice's zone "Mix" in batches of arg[2] items (saves, deletes, names made again) until
 -- killed; after each commit, one line: Alice's and Bob's current change tokens. arg[1] seeds it.
 local sf = require("shareflow")
+local zones = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/zones.lua")
 local db = sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase
 local sdb = sf.as("bob@example.com"):container("iCloud.test").sharedCloudDatabase
-local zone
-for _, z in ipairs(assert(db:fetchAllRecordZones())) do
-  if z.zoneID.zoneName == "Mix" then zone = z.zoneID end
-end
-assert(zone, "no zone Mix")
+local zone = zones.named(db, "Mix")
 math.randomseed(tonumber(arg[1]))
 local size = tonumber(arg[2])
 local b = 0

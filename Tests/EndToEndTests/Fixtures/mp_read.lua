@@ -4,13 +4,10 @@
 -- (name and tag). With arg[2] "expiring", a token the log was pruned past starts its replica
 -- again from the start. Prints "rounds=N mismatches=M expired=E"; each mismatch on stderr.
 local sf = require("shareflow")
+local zones = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/zones.lua")
 local adb = sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase
 local bdb = sf.as("bob@example.com"):container("iCloud.test").sharedCloudDatabase
-local zone
-for _, z in ipairs(assert(adb:fetchAllRecordZones())) do
-  if z.zoneID.zoneName == "Mix" then zone = z.zoneID end
-end
-assert(zone, "no zone Mix")
+local zone = zones.named(adb, "Mix")
 local mismatches = 0
 local function fail(m) mismatches = mismatches + 1; io.stderr:write(m, "\n") end
 local expiring, expired = arg[2] == "expiring", 0

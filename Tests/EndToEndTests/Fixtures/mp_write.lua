@@ -3,12 +3,9 @@
 -- the other writers use too, so names are deleted and made again across processes; some
 -- batches delete a name and save it again in two calls back to back. Prints "wrote N".
 local sf = require("shareflow")
+local zones = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/zones.lua")
 local db = sf.as("alice@example.com"):container("iCloud.test").privateCloudDatabase
-local zone
-for _, z in ipairs(assert(db:fetchAllRecordZones())) do
-  if z.zoneID.zoneName == "Mix" then zone = z.zoneID end
-end
-assert(zone, "no zone Mix")
+local zone = zones.named(db, "Mix")
 math.randomseed(tonumber(arg[1]))
 local batches = tonumber(arg[2])
 local function name() return "n" .. math.random(1, 8) end

@@ -24,6 +24,14 @@ local function nest(depth, leaf)
   return v
 end
 
+-- Checks that `text` contains one of `parts` (a denial or load error that may name either of
+-- two limits, whichever is met first): "<what> names one of '…'<detail>".
+local function namesOneOf(text, parts, what, detail)
+  local found = false
+  for _, part in ipairs(parts) do found = found or text:find(part, 1, true) ~= nil end
+  H.check(found, what .. " names one of '" .. table.concat(parts, "', '") .. "'" .. (detail or ""))
+end
+
 -- Class 5 and friends: a share.save policy. Two rounds (the state must be usable after the
 -- first), each a new share whose save is timed; then the next requests, then the next
 -- requests again with the plugin unloaded.
@@ -41,11 +49,7 @@ local function atSave(plugin, expect, settings)
       if H.check(ok, "modifyRecords returns instead of raising: " .. tostring(saved)) then
         if expect.deny == true then
           local e = H.expectDenied(err, "the save", expect.parts)
-          if e and expect.oneOf then
-            local found = false
-            for _, part in ipairs(expect.oneOf) do found = found or e.message:find(part, 1, true) ~= nil end
-            H.check(found, "the save: the reason names one of '" .. table.concat(expect.oneOf, "', '") .. "'")
-          end
+          if e and expect.oneOf then namesOneOf(e.message, expect.oneOf, "the save: the reason") end
           H.check(w.db:fetchRecord(share.recordID) == nil, "the denied share was not stored")
           local d = H.lastDecision()
           H.check(d ~= nil and d.allow == false and d.point == "share.save", "the decision log shows the denial")
@@ -98,11 +102,7 @@ local function atLoad(plugin, mustFail, parts, oneOf)
       for _, part in ipairs(parts or {}) do
         H.check(tostring(err):find(part, 1, true) ~= nil, "the load error names '" .. part .. "': " .. tostring(err))
       end
-      if oneOf then
-        local found = false
-        for _, part in ipairs(oneOf) do found = found or tostring(err):find(part, 1, true) ~= nil end
-        H.check(found, "the load error names one of '" .. table.concat(oneOf, "', '") .. "': " .. tostring(err))
-      end
+      if oneOf then namesOneOf(tostring(err), oneOf, "the load error", ": " .. tostring(err)) end
       H.check(not H.isLoaded(plugin), "a plugin that failed to load is not listed")
     end
     H.served(w, true)
