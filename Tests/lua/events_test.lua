@@ -4,6 +4,14 @@ local helpers = require("helpers")
 local errorFor = helpers.errorFor
 local C = "iCloud.com.example.events"
 
+-- Alice's container, her private database and a new zone "Z" in it: where the policy
+-- tests save their shares (her account made first).
+local function alicesZone()
+  local c = sf.as("alice@example.com"):container(C)
+  local db = c.privateCloudDatabase
+  return c, db, db:saveZone("Z")
+end
+
 local function capture()
   local seen = {}
   for _, name in ipairs(sf.events) do
@@ -28,9 +36,7 @@ test("every event is emitted with its fields", function()
   sf.accounts.create{ email = "bob@example.com", discoverable = true }
   sf.accounts.create{ email = "carol@example.com" }
   alice:addContacts{ "bob@example.com" }
-  local c = sf.as("alice@example.com"):container(C)
-  local db = c.privateCloudDatabase
-  local zone = db:saveZone("Z")
+  local c, db, zone = alicesZone()
   local r = sf.Record{ recordType = "Doc", zone = zone }
   local share = sf.Share{ rootRecord = r, title = "doc" }
   local ps = c:fetchShareParticipants{ "bob@example.com", "carol@example.com" }
@@ -129,9 +135,7 @@ end)
 
 test("observers run after commit, and a rolled-back item emits nothing", function()
   sf.accounts.create{ email = "alice@example.com" }
-  local c = sf.as("alice@example.com"):container(C)
-  local db = c.privateCloudDatabase
-  local zone = db:saveZone("Z")
+  local c, db, zone = alicesZone()
   local r = sf.Record{ recordType = "Doc", zone = zone }
   local committed
   sf.on("share.saved", function(ev)
@@ -168,9 +172,7 @@ end)
 
 test("policies: first denial in priority order decides; false, reason denies; errors deny", function()
   sf.accounts.create{ email = "alice@example.com" }
-  local c = sf.as("alice@example.com"):container(C)
-  local db = c.privateCloudDatabase
-  local zone = db:saveZone("Z")
+  local c, db, zone = alicesZone()
   local calls = {}
   sf.policy("share.save", function() calls[#calls + 1] = "low"; return sf.deny("low says no") end, { priority = -1, name = "low" })
   sf.policy("share.save", function() calls[#calls + 1] = "high"; return false, "high says no" end, { priority = 5, name = "high" })
@@ -187,9 +189,7 @@ end)
 test("a policy request's objects are made when read, and a kept request still reads them", function()
   sf.accounts.create{ email = "alice@example.com" }
   sf.accounts.create{ email = "bob@example.com" }
-  local c = sf.as("alice@example.com"):container(C)
-  local db = c.privateCloudDatabase
-  local zone = db:saveZone("Z")
+  local c, db, zone = alicesZone()
   local kept, keys = {}, {}
   sf.policy("share.accept", function(req)
     kept[#kept + 1] = req
@@ -220,9 +220,7 @@ end)
 
 test("a request kept past the most recent decisions says why its objects are gone", function()
   sf.accounts.create{ email = "alice@example.com" }
-  local c = sf.as("alice@example.com"):container(C)
-  local db = c.privateCloudDatabase
-  local zone = db:saveZone("Z")
+  local c, db, zone = alicesZone()
   local first
   sf.policy("share.save", function(req) first = first or req end)
   for _ = 1, 70 do

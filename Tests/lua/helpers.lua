@@ -31,6 +31,14 @@ function helpers.errorFor(err, record)
   end
 end
 
+--- Expects the one item error of `err` to be `code`, its message citing rule `rule` (as
+--- "R5"): how a call refuses an item that breaks a sharing rule. Returns the error.
+function helpers.expectBrokenRule(err, code, rule, what)
+  local e = expect.code(select(2, next(err.partialErrors)), code, what)
+  expect.contains(e.message, rule)
+  return e
+end
+
 --- `who` (an address, or a lookup table) as container `c` finds them: a participant to add.
 function helpers.participant(c, who)
   local ps, err = c:fetchShareParticipants{ who }

@@ -4,6 +4,7 @@ local helpers = require("helpers")
 local errorFor = helpers.errorFor
 local participant = helpers.participant
 local shared = helpers.shared
+local expectBrokenRule = helpers.expectBrokenRule
 local C = "iCloud.com.example.trips"
 
 -- Alice owns a zone with a trip (and a day under it); Bob and Carol have accounts.
@@ -146,9 +147,7 @@ test("R5: a new share must be saved with its root record", function()
   local share = sf.Share{ rootRecord = w.trip }
   local saved, err = w.db:modifyRecords{ save = { share } }
   expect.eq(#saved, 0)
-  local e = select(2, next(err.partialErrors))
-  expect.code(e, "invalidArguments")
-  expect.contains(e.message, "R5")
+  expectBrokenRule(err, "invalidArguments", "R5")
 end)
 
 test("R5: sharing a shared record, its ancestor or its descendant fails with alreadyShared", function()
@@ -247,9 +246,7 @@ test("R9: participants can be added only while publicPermission is none", functi
   w.db:modifyRecords{ save = { share } }
   share:addParticipant(participant(w.c, "bob@example.com"))
   local _, err = w.db:modifyRecords{ save = { share } }
-  local e = select(2, next(err.partialErrors))
-  expect.code(e, "invalidArguments")
-  expect.contains(e.message, "R9")
+  expectBrokenRule(err, "invalidArguments", "R9")
 end)
 
 test("R10: a private share is accepted only by people the owner added", function()
@@ -324,9 +321,7 @@ test("R13: readWrite may modify and delete, readOnly may not; only the owner del
   _, err = w.cc.sharedCloudDatabase:modifyRecords{ save = { carolDay } }
   expect.code(select(2, next(err.partialErrors)), "permissionFailure", "readOnly carol may not")
   _, err = w.bc.sharedCloudDatabase:modifyRecords{ delete = { w.trip.recordID } }
-  local e = select(2, next(err.partialErrors))
-  expect.code(e, "permissionFailure", "bob may not delete the root")
-  expect.contains(e.message, "R13")
+  expectBrokenRule(err, "permissionFailure", "R13", "bob may not delete the root")
   _, err = w.bc.sharedCloudDatabase:modifyRecords{ delete = { w.day.recordID } }
   expect.eq(err, nil, "bob deletes a child")
 end)
@@ -424,9 +419,7 @@ test("R18: a removed participant of a private share cannot accept until re-added
   w.db:modifyRecords{ save = { share } }
   local shares, err = w.bc:acceptShares{ ms[share.url] }
   expect.eq(#shares, 0)
-  local e = select(2, next(err.partialErrors))
-  expect.code(e, "permissionFailure")
-  expect.contains(e.message, "R18")
+  expectBrokenRule(err, "permissionFailure", "R18")
   share:addParticipant(participant(w.c, "bob@example.com"))
   w.db:modifyRecords{ save = { share } }
   expect.truthy(accept(w.bc, share.url), "re-added, bob can accept")
