@@ -1,6 +1,7 @@
 """What the pyicloud flows share (sharing_flow.py, sync_flow.py): the server's database path, the
-API token, one person's clients, and the check that prints each step and stops at the first
-failure. Run with SHAREFLOW_BASE and SHAREFLOW_API set, PYICLOUD_CK_EXTRA=forbid."""
+API token, one person's clients, the request that shares a record with Bob, and the check that
+prints each step and stops at the first failure. Run with SHAREFLOW_BASE and SHAREFLOW_API set,
+PYICLOUD_CK_EXTRA=forbid."""
 
 import os
 import sys
@@ -33,3 +34,16 @@ def check(cond, what):
         print("FAILED: " + what)
         sys.exit(1)
     print("ok: " + what)
+
+
+def share_with_bob(root, change_tag, title):
+    """The records/modify operation that makes share "share-<root>" of record `root` (at its
+    `change_tag`), titled `title`, Bob invited read-write by his email: pyicloud has no call for
+    a share's create, so each flow sends it raw, as Apple's clients do."""
+    return {"operationType": "create", "record": {
+        "recordName": "share-" + root, "recordType": "cloudkit.share",
+        "fields": {"cloudkit.title": {"value": title, "type": "STRING"}},
+        "forRecord": {"recordName": root, "recordChangeTag": change_tag},
+        "publicPermission": "NONE",
+        "participants": [{"type": "USER", "permission": "READ_WRITE", "acceptanceStatus": "INVITED",
+                          "userIdentity": {"lookupInfo": {"emailAddress": "bob@example.com"}}}]}}

@@ -21,7 +21,7 @@ from pyicloud.common.cloudkit.models import (
     CKZoneIDReq,
 )
 
-from flow_kit import STRICT, User, check  # the shared harness
+from flow_kit import STRICT, User, check, share_with_bob  # the shared harness
 
 
 def strict(model, data):
@@ -66,13 +66,7 @@ guid = root.shortGUID
 # Its share, Apple's second request: forRecord with the root's change tag, Bob by lookupInfo.
 answer = alice.private.raw_post("/records/modify", {
     "zoneID": {"zoneName": "Trips"}, "atomic": True,
-    "operations": [{"operationType": "create", "record": {
-        "recordName": "share-lisbon", "recordType": "cloudkit.share",
-        "fields": {"cloudkit.title": {"value": "Lisbon", "type": "STRING"}},
-        "forRecord": {"recordName": "lisbon", "recordChangeTag": root.recordChangeTag},
-        "publicPermission": "NONE",
-        "participants": [{"type": "USER", "permission": "READ_WRITE", "acceptanceStatus": "INVITED",
-                          "userIdentity": {"lookupInfo": {"emailAddress": "bob@example.com"}}}]}}]})
+    "operations": [share_with_bob("lisbon", root.recordChangeTag, "Lisbon")]})
 share = strict(CKRecord, answer["records"][0])
 # Strict mode is on: a key pyicloud does not model fails validation.
 try:

@@ -14,7 +14,7 @@ import threading
 
 import requests
 
-from flow_kit import API, BASE, check
+from flow_kit import API, BASE, check, share_with_bob
 
 ALICE = {"ckAPIToken": API, "ckWebAuthToken": os.environ["SHAREFLOW_ALICE"]}
 BOB = {"ckAPIToken": API, "ckWebAuthToken": os.environ["SHAREFLOW_BOB"]}
@@ -39,12 +39,7 @@ theirs = {"zoneName": "Live", "ownerRecordName": owner}
 post(ALICE, "/private/zones/modify", {"operations": [{"operationType": "create", "zone": {"zoneID": mine}}]})
 root = modify(ALICE, "private", mine, [{"operationType": "create", "record": {
     "recordName": "root", "recordType": "Note", "fields": {"title": {"value": "Root", "type": "STRING"}}}}])[0]
-share = modify(ALICE, "private", mine, [{"operationType": "create", "record": {
-    "recordName": "share-root", "recordType": "cloudkit.share",
-    "fields": {"cloudkit.title": {"value": "Live", "type": "STRING"}},
-    "forRecord": {"recordName": "root", "recordChangeTag": root["recordChangeTag"]}, "publicPermission": "NONE",
-    "participants": [{"type": "USER", "permission": "READ_WRITE", "acceptanceStatus": "INVITED",
-                      "userIdentity": {"lookupInfo": {"emailAddress": "bob@example.com"}}}]}}])[0]
+share = modify(ALICE, "private", mine, [share_with_bob("root", root["recordChangeTag"], "Live")])[0]
 status, accepted = post(BOB, "/public/records/accept", {"shortGUIDs": [{"value": share["shortGUID"]}]})
 check(status == 200, "Bob accepted the share of root")
 

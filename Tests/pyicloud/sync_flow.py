@@ -19,7 +19,7 @@ from pyicloud.common.cloudkit.models import (
     CKZoneIDReq,
 )
 
-from flow_kit import API, BASE, User, check  # the shared harness
+from flow_kit import API, BASE, User, check, share_with_bob  # the shared harness
 
 
 def error_of(fn):
@@ -90,13 +90,7 @@ check(edited.fields.get_value("title") == "Note 0, edited", "the edited record i
 # A share of root with Bob: nothing for him until he accepts; then the zone and the hierarchy only.
 share = alice.private.raw_post("/records/modify", {
     "zoneID": {"zoneName": "Notes"}, "atomic": True,
-    "operations": [{"operationType": "create", "record": {
-        "recordName": "share-root", "recordType": "cloudkit.share",
-        "fields": {"cloudkit.title": {"value": "Notes", "type": "STRING"}},
-        "forRecord": {"recordName": "root", "recordChangeTag": root.recordChangeTag},
-        "publicPermission": "NONE",
-        "participants": [{"type": "USER", "permission": "READ_WRITE", "acceptanceStatus": "INVITED",
-                          "userIdentity": {"lookupInfo": {"emailAddress": "bob@example.com"}}}]}}]})["records"][0]
+    "operations": [share_with_bob("root", root.recordChangeTag, "Notes")]})["records"][0]
 bob_db = bob.shared.database_changes()
 check(bob_db.zones == [], "Bob's shared database is empty while invited")
 guid = share["shortGUID"]

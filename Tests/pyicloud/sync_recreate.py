@@ -13,7 +13,7 @@ import os
 import requests
 from pyicloud.common.cloudkit.models import CKRecord, CKTombstoneRecord, CKZoneChangesZoneReq, CKZoneID, CKZoneIDReq
 
-from flow_kit import API, BASE, User, check
+from flow_kit import API, BASE, User, check, share_with_bob
 
 alice = User(os.environ["SHAREFLOW_ALICE"])
 bob = User(os.environ["SHAREFLOW_BOB"])
@@ -143,11 +143,7 @@ converge("c and a deleted and made again across requests")
 # Bob: a share of root (with children made, deleted and made again) accepted.
 modify(("create", "root", None, None), ("create", "k1", None, "root"), ("create", "k2", None, "root"))
 root = alice.private.lookup(["root"], zone_id=CKZoneIDReq(zoneName="Re")).records[0]
-share = alice.private.raw_post("/records/modify", {"zoneID": {"zoneName": "Re"}, "atomic": True, "operations": [{"operationType": "create", "record": {
-    "recordName": "share-root", "recordType": "cloudkit.share", "fields": {"cloudkit.title": {"value": "Re", "type": "STRING"}},
-    "forRecord": {"recordName": "root", "recordChangeTag": root.recordChangeTag}, "publicPermission": "NONE",
-    "participants": [{"type": "USER", "permission": "READ_WRITE", "acceptanceStatus": "INVITED",
-                      "userIdentity": {"lookupInfo": {"emailAddress": "bob@example.com"}}}]}}]})["records"][0]
+share = alice.private.raw_post("/records/modify", {"zoneID": {"zoneName": "Re"}, "atomic": True, "operations": [share_with_bob("root", root.recordChangeTag, "Re")]})["records"][0]
 converge("root shared")
 check(bob.invites.accept([share["shortGUID"]])["results"][0]["participantStatus"] == "ACCEPTED", "Bob accepted")
 converge("Bob accepted")
