@@ -216,4 +216,25 @@ class MatchSetTests: XCTestCase {
             }
         }
     }
+
+    /// References compare in one order whichever way round (zone, then name), as a sort by a
+    /// reference field pages by it (R33): two references in different zones are not each
+    /// before the other.
+    func testReferencesCompareInOneOrder() {
+        let zones = [
+            RecordZoneID(zoneName: "A", ownerName: "o1"), RecordZoneID(zoneName: "B", ownerName: "o1"), RecordZoneID(zoneName: "A", ownerName: "o2"),
+        ]
+        let references = zones.flatMap { zone in ["r", "s"].map { FieldValue.reference(RecordID(recordName: $0, zoneID: zone), action: .none) } }
+        for a in references {
+            for b in references {
+                let ab = FieldValue.order(a, b)
+                let ba = FieldValue.order(b, a)
+                XCTAssertEqual(ab == .orderedSame, a == b, "\(a) against \(b)")
+                if ab == .orderedAscending { XCTAssertEqual(ba, .orderedDescending, "\(a) before \(b), so \(b) after \(a)") }
+                for c in references where ab == .orderedAscending && FieldValue.order(b, c) == .orderedAscending {
+                    XCTAssertEqual(FieldValue.order(a, c), .orderedAscending, "transitive: \(a) < \(b) < \(c)")
+                }
+            }
+        }
+    }
 }

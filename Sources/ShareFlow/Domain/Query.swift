@@ -168,7 +168,13 @@ extension FieldValue {
         case let (.date(x), .date(y)): return cmp(x, y)
         case let (.boolean(x), .boolean(y)): return x == y ? .orderedSame : (x ? .orderedDescending : .orderedAscending)
         case let (.reference(x, _), .reference(y, _)):
-            return x.zoneID == y.zoneID ? cmp(x.recordName, y.recordName) : .orderedAscending
+            // By zone (owner, then name), then record name: one order whichever way round two
+            // references are compared, so a sort by a reference pages without gaps (R33).
+            for (a, b) in [(x.zoneID.ownerName, y.zoneID.ownerName), (x.zoneID.zoneName, y.zoneID.zoneName), (x.recordName, y.recordName)]
+            where a != b {
+                return cmp(a, b)
+            }
+            return .orderedSame
         case let (.bytes(x), .bytes(y)): return x == y ? .orderedSame : nil
         case let (.location(x), .location(y)): return x == y ? .orderedSame : nil
         default: return nil
