@@ -36,7 +36,9 @@ extension QualityOfService {
 /// op.waitUntilFinished()
 /// if let error = op.error { print(error.code, error.partialErrors) }
 /// ```
-open class CloudOperation: CustomStringConvertible {
+/// Not `open`: what an operation does is the engine's (`main(container:)` is internal), so a
+/// subclass made outside ShareFlow could run nothing.
+public class CloudOperation: CustomStringConvertible {
     /// A random UUID string made with the operation, as `CKOperation.operationID`.
     public let operationID = RandomIdentifier.uuidString()
     /// Orders the queue's waiting operations, most urgent first; equal levels run in the order
