@@ -129,11 +129,13 @@ SANITIZE_ALONE := LuaStateTests/testSwiftErrorCaughtByPcallWithoutLeak@quarantin
 #  - ServeHardeningTests wait out the server's timeouts (a stalled header, an idle
 #    connection): SwiftNIO's, in Swift; the server's C paths are served requests, taken by
 #    every other end-to-end test here.
+#  - LintTests and PackageShapeTests read the sources with other programs (luacheck,
+#    swift-format) or as text: no ShareFlow code runs.
 #  - ChangeFeedConvergenceTests and ChangeFeedBatchConvergenceTests are property tests of the
 #    change log's logic (Swift over SQLite, whose C paths every store test here takes), and
 #    CrashTests kills processes to test durability, not memory.
 SANITIZE_SKIP := BenchSmokeTests OpenAPITests ServeHardeningTests FaultRuleTests/testAThousandPathologicalGlobsAreCheapToAsk \
-                 ChangeFeedConvergenceTests ChangeFeedBatchConvergenceTests EndToEndTests.CrashTests
+                 ChangeFeedConvergenceTests ChangeFeedBatchConvergenceTests EndToEndTests.CrashTests LintTests PackageShapeTests
 
 sanitize: deps pyenv
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path $(ASAN_SCRATCH) $(ASAN_RECOVER_FLAGS)
