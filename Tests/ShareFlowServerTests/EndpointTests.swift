@@ -57,35 +57,36 @@ final class EndpointTests: XCTestCase {
         server.maxBodyBytes = maxBodyBytes
         server.streamSeconds = streamSeconds
         let app = Application(router: server.router(thread: EngineThread()))
-        try await app.test(.router) { client in try await body(Client(client: client)) }
+        let api = api
+        try await app.test(.router) { client in try await body(Client(client: client, api: api)) }
     }
 
     /// A client holding the API token, acting as a user by web auth token (or none).
     private struct Client: Sendable {
         let client: any TestClientProtocol
+        /// The API token `post` sends.
+        let api: String
 
         /// records/modify of `operations` (JSON objects, comma-separated) in the caller's zone
         /// Trips of container iCloud.test (development).
-        func modifyTrips(_ operations: String, as token: String?, api: String) async throws -> Answer {
-            try await call(
-                .post,
-                "/database/1/iCloud.test/development/private/records/modify",
-                as: token,
-                api: api,
-                body: #"{"zoneID":{"zoneName":"Trips"},"operations":["# + operations + "]}"
-            )
+        func modifyTrips(_ operations: String, as token: String?) async throws -> Answer {
+            try await post("/private/records/modify", as: token, #"{"zoneID":{"zoneName":"Trips"},"operations":["# + operations + "]}")
         }
 
         /// Makes the caller's zone Trips.
-        func makeTrips(as token: String?, api: String) async throws {
-            let r = try await call(
-                .post,
-                "/database/1/iCloud.test/development/private/zones/modify",
+        func makeTrips(as token: String?) async throws {
+            let r = try await post(
+                "/private/zones/modify",
                 as: token,
-                api: api,
-                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+                #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
             )
             XCTAssertEqual(r.status, 200, "\(r.object)")
+        }
+
+        /// A POST to `path` (from the database's scope on) of container iCloud.test's
+        /// development database.
+        func post(_ path: String, as token: String?, _ body: String) async throws -> Answer {
+            try await call(.post, "/database/1/iCloud.test/development" + path, as: token, api: api, body: body)
         }
 
         func call(_ method: HTTPRequest.Method, _ path: String, as token: String?, api: String, body: String? = nil) async throws -> Answer {
@@ -108,7 +109,7 @@ final class EndpointTests: XCTestCase {
             XCTAssertEqual(r.status, 200)
             let me = try XCTUnwrap((r.object["users"] as? [[String: Any]])?.first)
             XCTAssertEqual((me["lookupInfo"] as? [String: Any])?["emailAddress"] as? String, "alice@example.com")
-            r = try await c.call(.post, db + "/private/users/current", as: alice, api: api, body: "{}")
+            r = try await c.post("/private/users/current", as: alice, "{}")
             XCTAssertEqual(r.object["firstName"] as? String, "Alice")
             r = try await c.call(.get, db + "/public/users/caller", as: nil, api: api)
             XCTAssertEqual(r.status, 421, "no user: sign in")
@@ -117,23 +118,15 @@ final class EndpointTests: XCTestCase {
             r = try await c.call(.get, db + "/public/users/caller", as: alice, api: "wrong")
             XCTAssertEqual(r.status, 401)
             XCTAssertTrue(r.reason.contains("ckAPIToken is not valid"), r.reason)
-            r = try await c.call(
-                .post,
-                db + "/public/users/lookup/email",
+            r = try await c.post(
+                "/public/users/lookup/email",
                 as: alice,
-                api: api,
-                body: #"{"users":[{"emailAddress":"alice@example.com"},{"emailAddress":"bob@example.com"}]}"#
+                #"{"users":[{"emailAddress":"alice@example.com"},{"emailAddress":"bob@example.com"}]}"#
             )
             XCTAssertEqual((r.object["users"] as? [[String: Any]])?.count, 1, "Bob is not discoverable (R20): \(r.object)")
-            r = try await c.call(
-                .post,
-                db + "/public/users/discover",
-                as: alice,
-                api: api,
-                body: #"{"lookupInfos":[{"emailAddress":"alice@example.com"}]}"#
-            )
+            r = try await c.post("/public/users/discover", as: alice, #"{"lookupInfos":[{"emailAddress":"alice@example.com"}]}"#)
             XCTAssertEqual((r.object["users"] as? [[String: Any]])?.count, 1, "\(r.object)")
-            r = try await c.call(.post, db + "/public/users/discover", as: alice, api: api, body: #"{"lookupInfos":[{}]}"#)
+            r = try await c.post("/public/users/discover", as: alice, #"{"lookupInfos":[{}]}"#)
             XCTAssertEqual(r.status, 400)
             XCTAssertTrue(r.reason.contains("lookupInfos[0] needs emailAddress"), r.reason)
         }
@@ -142,153 +135,103 @@ final class EndpointTests: XCTestCase {
     func testZoneEndpoints() async throws {
         let (db, api, alice) = (db, api, alice)
         try await withServer { c in
-            var r = try await c.call(
-                .post,
-                db + "/private/zones/modify",
-                as: alice,
-                api: api,
-                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
-            )
-            XCTAssertEqual(r.status, 200, "\(r.object)")
-            r = try await c.call(.get, db + "/private/zones/list", as: alice, api: api)
+            try await c.makeTrips(as: alice)
+            var r = try await c.call(.get, db + "/private/zones/list", as: alice, api: api)
             let names = (r.object["zones"] as? [[String: Any]])?.compactMap { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String }
             XCTAssertEqual(Set(names ?? []), ["_defaultZone", "Trips"])
-            r = try await c.call(
-                .post,
-                db + "/private/zones/lookup",
-                as: alice,
-                api: api,
-                body: #"{"zones":[{"zoneName":"Trips"},{"zoneName":"Nope"}]}"#
-            )
+            r = try await c.post("/private/zones/lookup", as: alice, #"{"zones":[{"zoneName":"Trips"},{"zoneName":"Nope"}]}"#)
             let zones = try XCTUnwrap(r.object["zones"] as? [[String: Any]])
             XCTAssertNil(zones[0]["serverErrorCode"])
             XCTAssertEqual(zones[1]["serverErrorCode"] as? String, "ZONE_NOT_FOUND")
-            r = try await c.call(
-                .post,
-                db + "/private/zones/modify",
+            r = try await c.post(
+                "/private/zones/modify",
                 as: alice,
-                api: api,
-                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z","ownerRecordName":"_other"}}}]}"#
+                #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z","ownerRecordName":"_other"}}}]}"#
             )
             XCTAssertEqual((r.object["zones"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "ACCESS_DENIED", "\(r.object)")
-            r = try await c.call(.post, db + "/private/zones/modify", as: nil, api: api, body: #"{"operations":[]}"#)
+            r = try await c.post("/private/zones/modify", as: nil, #"{"operations":[]}"#)
             XCTAssertEqual(r.status, 421, "writes need a user")
         }
     }
 
     func testRecordEndpoints() async throws {
-        let (db, api, alice) = (db, api, alice)
+        let alice = alice
         try await withServer { c in
-            var r = try await c.call(
-                .post,
-                db + "/private/records/modify",
+            var r = try await c.post(
+                "/private/records/modify",
                 as: alice,
-                api: api,
-                body: """
-                    {"operations":[{"operationType":"create","record":{"recordName":"a","recordType":"Note","fields":{"n":{"value":1},"t":{"value":"x"}}}},
-                                   {"operationType":"create","record":{"recordName":"b","recordType":"Note","fields":{"n":{"value":2}}}}]}
-                    """
+                """
+                {"operations":[{"operationType":"create","record":{"recordName":"a","recordType":"Note","fields":{"n":{"value":1},"t":{"value":"x"}}}},
+                               {"operationType":"create","record":{"recordName":"b","recordType":"Note","fields":{"n":{"value":2}}}}]}
+                """
             )
             XCTAssertEqual(r.records.count, 2, "\(r.object)")
             let tag = try XCTUnwrap(r.records[0]["recordChangeTag"] as? String)
-            r = try await c.call(
-                .post,
-                db + "/private/records/lookup",
-                as: alice,
-                api: api,
-                body: #"{"records":[{"recordName":"a"},{"recordName":"zz"}],"desiredKeys":["t"]}"#
-            )
+            r = try await c.post("/private/records/lookup", as: alice, #"{"records":[{"recordName":"a"},{"recordName":"zz"}],"desiredKeys":["t"]}"#)
             XCTAssertEqual(((r.records[0]["fields"] as? [String: Any])?.keys).map(Set.init), ["t"], "desiredKeys: \(r.records[0])")
             XCTAssertEqual(r.records[1]["serverErrorCode"] as? String, "NOT_FOUND")
             XCTAssertNil(r.records[1]["uuid"], "per-item errors carry no uuid")
-            r = try await c.call(
-                .post,
-                db + "/private/records/query",
+            r = try await c.post(
+                "/private/records/query",
                 as: alice,
-                api: api,
-                body: #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":false}]},"resultsLimit":1}"#
+                #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":false}]},"resultsLimit":1}"#
             )
             XCTAssertEqual(r.records.first?["recordName"] as? String, "b")
             let marker = try XCTUnwrap(r.object["continuationMarker"] as? String)
-            r = try await c.call(
-                .post,
-                db + "/private/records/query",
+            r = try await c.post(
+                "/private/records/query",
                 as: alice,
-                api: api,
-                body:
-                    #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":false}]},"resultsLimit":1,"continuationMarker":"\#(marker)"}"#
+                #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":false}]},"resultsLimit":1,"continuationMarker":"\#(marker)"}"#
             )
             XCTAssertEqual(r.records.map { $0["recordName"] as? String }, ["a"])
-            r = try await c.call(
-                .post,
-                db + "/private/records/query",
-                as: alice,
-                api: api,
-                body: #"{"query":{"recordType":"Other"},"continuationMarker":"\#(marker)"}"#
-            )
+            r = try await c.post("/private/records/query", as: alice, #"{"query":{"recordType":"Other"},"continuationMarker":"\#(marker)"}"#)
             XCTAssertEqual(r.status, 400, "a marker of another query")
             // R21 in the engine: a delete at a stale tag is CONFLICT, the rest of a non-atomic batch commits.
-            r = try await c.call(
-                .post,
-                db + "/private/records/modify",
+            r = try await c.post(
+                "/private/records/modify",
                 as: alice,
-                api: api,
-                body:
-                    #"{"operations":[{"operationType":"update","record":{"recordName":"a","recordType":"Note","recordChangeTag":"\#(tag)","fields":{"t":{"value":"y"}}}}]}"#
+                #"{"operations":[{"operationType":"update","record":{"recordName":"a","recordType":"Note","recordChangeTag":"\#(tag)","fields":{"t":{"value":"y"}}}}]}"#
             )
             XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
             XCTAssertEqual((r.records.first?["fields"] as? [String: Any])?.keys.contains("n"), true, "update keeps fields not sent")
-            r = try await c.call(
-                .post,
-                db + "/private/records/modify",
+            r = try await c.post(
+                "/private/records/modify",
                 as: alice,
-                api: api,
-                body:
-                    #"{"atomic":false,"operations":[{"operationType":"delete","record":{"recordName":"a","recordChangeTag":"\#(tag)"}},{"operationType":"forceDelete","record":{"recordName":"b"}}]}"#
+                #"{"atomic":false,"operations":[{"operationType":"delete","record":{"recordName":"a","recordChangeTag":"\#(tag)"}},{"operationType":"forceDelete","record":{"recordName":"b"}}]}"#
             )
             XCTAssertEqual(r.records[0]["serverErrorCode"] as? String, "CONFLICT", "\(r.object)")
             XCTAssertEqual(r.records[1]["deleted"] as? Bool, true, "\(r.object)")
-            r = try await c.call(.post, db + "/public/records/lookup", as: nil, api: api, body: #"{"records":[{"recordName":"a"}]}"#)
+            r = try await c.post("/public/records/lookup", as: nil, #"{"records":[{"recordName":"a"}]}"#)
             XCTAssertEqual(r.status, 200, "R30: public reads need only the API token")
         }
     }
 
     func testSharingFlowAndShareLinks() async throws {
-        let (db, api, alice, bob) = (db, api, alice, bob)
+        let (api, alice, bob) = (api, alice, bob)
         try await withServer { c in
-            var r = try await c.call(
-                .post,
-                db + "/private/zones/modify",
+            var r = try await c.post(
+                "/private/zones/modify",
                 as: alice,
-                api: api,
-                body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
+                #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
             )
-            r = try await c.call(
-                .post,
-                db + "/private/records/modify",
+            r = try await c.post(
+                "/private/records/modify",
                 as: alice,
-                api: api,
-                body: """
-                    {"zoneID":{"zoneName":"Trips"},"operations":[
-                     {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
-                     {"operationType":"create","record":{"recordName":"s","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
-                      "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
-                    """
+                """
+                {"zoneID":{"zoneName":"Trips"},"operations":[
+                 {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
+                 {"operationType":"create","record":{"recordName":"s","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
+                  "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
+                """
             )
             let guid = try XCTUnwrap(r.records.last?["shortGUID"] as? String, "\(r.object)")
-            r = try await c.call(.post, db + "/public/records/resolve", as: bob, api: api, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+            r = try await c.post("/public/records/resolve", as: bob, #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
             XCTAssertEqual((r.object["results"] as? [[String: Any]])?.first?["participantStatus"] as? String, "INVITED", "\(r.object)")
-            r = try await c.call(
-                .post,
-                db + "/public/records/accept",
-                as: bob,
-                api: api,
-                body: #"{"shortGUIDs":[{"value":"\#(guid)"},{"value":"made-up"}]}"#
-            )
+            r = try await c.post("/public/records/accept", as: bob, #"{"shortGUIDs":[{"value":"\#(guid)"},{"value":"made-up"}]}"#)
             let results = try XCTUnwrap(r.object["results"] as? [[String: Any]])
             XCTAssertEqual(results[0]["participantStatus"] as? String, "ACCEPTED", "\(r.object)")
             XCTAssertEqual(results[1]["serverErrorCode"] as? String, "NOT_FOUND", "a made-up GUID fails alone: \(results[1])")
-            r = try await c.call(.post, db + "/private/records/resolve", as: bob, api: api, body: #"{"shortGUIDs":[]}"#)
+            r = try await c.post("/private/records/resolve", as: bob, #"{"shortGUIDs":[]}"#)
             XCTAssertEqual(r.status, 400)
             XCTAssertTrue(r.reason.contains("records/resolve is on the public database's path"), r.reason)
             r = try await c.call(.get, "/share/\(guid)", as: nil, api: api)
@@ -300,7 +243,7 @@ final class EndpointTests: XCTestCase {
     /// participant: the route's lookup of the invitee is the only one (issue 41 said two; this
     /// holds the count while records/modify becomes one engine call).
     func testEachInviteeOfAShareSavedOverHTTPIsFetchedOnce() async throws {
-        let (api, alice) = (api, alice)
+        let alice = alice
         final class Seen: @unchecked Sendable {
             var count = 0
             let lock = NSLock()
@@ -311,15 +254,14 @@ final class EndpointTests: XCTestCase {
         }
         defer { handle.remove() }
         try await withServer { c in
-            try await c.makeTrips(as: alice, api: api)
+            try await c.makeTrips(as: alice)
             let r = try await c.modifyTrips(
                 """
                  {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
                  {"operationType":"create","record":{"recordName":"s","recordType":"cloudKit.share","forRecord":{"recordName":"lisbon"},
                   "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}
                 """,
-                as: alice,
-                api: api
+                as: alice
             )
             XCTAssertEqual(r.status, 200, "\(r.object)")
         }
@@ -338,7 +280,7 @@ final class EndpointTests: XCTestCase {
         try prepare(try Engine(store: Store(path: path)))
         let nodeB = try Engine(store: Store(path: path))
         defer { nodeB.store.close() }
-        let (api, alice) = (api, alice)
+        let alice = alice
         let aliceOnB = try nodeB.session(for: "alice@example.com").container("iCloud.test").privateCloudDatabase
         final class Seen: @unchecked Sendable {
             var fetched: [String] = []
@@ -366,14 +308,13 @@ final class EndpointTests: XCTestCase {
             _ = try XCTUnwrap(aliceOnB.modifyRecords(saving: [note], savePolicy: .allKeys).saveResults.first).1.get()
         }
         try await withServer { c in
-            try await c.makeTrips(as: alice, api: api)
+            try await c.makeTrips(as: alice)
             var r = try await c.modifyTrips(
                 """
                  {"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip","fields":{"title":{"value":"Lisbon"}}}},
                  {"operationType":"create","record":{"recordName":"note","recordType":"Note","fields":{"text":{"value":"v1"}}}}
                 """,
-                as: alice,
-                api: api
+                as: alice
             )
             XCTAssertEqual(r.status, 200, "\(r.object)")
             seen.lock.withLock { seen.armed = true }
@@ -384,8 +325,7 @@ final class EndpointTests: XCTestCase {
                   "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}},
                                   {"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"carol@example.com"}}}]}}
                 """,
-                as: alice,
-                api: api
+                as: alice
             )
             XCTAssertEqual(r.status, 200, "\(r.object)")
             XCTAssertEqual(r.records.count, 2)
@@ -416,8 +356,7 @@ final class EndpointTests: XCTestCase {
                   "participants":[{"participantId":"\(bobID)","permission":"READ_ONLY"},
                                   {"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"dana@example.com"}}}]}}
                 """,
-                as: alice,
-                api: api
+                as: alice
             )
             XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
             XCTAssertEqual(seen.lock.withLock { seen.fetched }, ["dana@example.com"])
@@ -428,8 +367,7 @@ final class EndpointTests: XCTestCase {
                  {"operationType":"update","record":{"recordName":"s","recordType":"cloudkit.share","recordChangeTag":"\(tag)",
                   "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"erin@example.com"}}}]}}
                 """,
-                as: alice,
-                api: api
+                as: alice
             )
             XCTAssertEqual(r.records.first?["serverErrorCode"] as? String, "CONFLICT", "\(r.object)")
             XCTAssertEqual(seen.lock.withLock { seen.fetched }, [])
@@ -445,8 +383,8 @@ final class EndpointTests: XCTestCase {
     func testAShareSavedWithAnInviteeIsOneTransaction() async throws {
         let (api, alice) = (api, alice)
         try await withServer { c in
-            try await c.makeTrips(as: alice, api: api)
-            let r = try await c.modifyTrips(#"{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip"}}"#, as: alice, api: api)
+            try await c.makeTrips(as: alice)
+            let r = try await c.modifyTrips(#"{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip"}}"#, as: alice)
             XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
         }
         final class Statements: @unchecked Sendable {
@@ -467,8 +405,7 @@ final class EndpointTests: XCTestCase {
                 {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon"},
                  "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}
                 """,
-                as: alice,
-                api: api
+                as: alice
             )
             XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
         }
@@ -483,27 +420,24 @@ final class EndpointTests: XCTestCase {
     /// in the public database is R3's BAD_REQUEST; someone already on the share named again by
     /// userRecordName is kept (R9); naming the participants as they are is no change (R35).
     func testSharesOfRecordsModifyFailAsTheirRulesSay() async throws {
-        let (api, alice) = (api, alice)
+        let alice = alice
         try await withServer { c in
-            try await c.makeTrips(as: alice, api: api)
+            try await c.makeTrips(as: alice)
             var r = try await c.modifyTrips(
                 #"{"operationType":"create","record":{"recordName":"lisbon","recordType":"Trip"}},{"operationType":"create","record":{"recordName":"note","recordType":"Note"}}"#,
-                as: alice,
-                api: api
+                as: alice
             )
             XCTAssertEqual(r.records.count, 2, "\(r.object)")
             let lisbonTag = try XCTUnwrap(r.records.first?["recordChangeTag"] as? String)
             // A share that fails (its name is a record's): the root saved beside it names no share.
-            r = try await c.call(
-                .post,
-                "/database/1/iCloud.test/development/private/records/modify",
+            r = try await c.post(
+                "/private/records/modify",
                 as: alice,
-                api: api,
-                body: """
-                    {"zoneID":{"zoneName":"Trips"},"atomic":false,"operations":[
-                     {"operationType":"create","record":{"recordName":"porto","recordType":"Trip"}},
-                     {"operationType":"create","record":{"recordName":"note","recordType":"cloudkit.share","forRecord":{"recordName":"porto"}}}]}
-                    """
+                """
+                {"zoneID":{"zoneName":"Trips"},"atomic":false,"operations":[
+                 {"operationType":"create","record":{"recordName":"porto","recordType":"Trip"}},
+                 {"operationType":"create","record":{"recordName":"note","recordType":"cloudkit.share","forRecord":{"recordName":"porto"}}}]}
+                """
             )
             XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
             XCTAssertNil(r.records.first?["share"], "porto's answer names a share that was not saved: \(r.records.first ?? [:])")
@@ -516,21 +450,18 @@ final class EndpointTests: XCTestCase {
                 r = try await c.modifyTrips(
                     root
                         + #",{"operationType":"create","record":{"recordName":"s2","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon"}}}"#,
-                    as: alice,
-                    api: api
+                    as: alice
                 )
                 XCTAssertEqual(r.records.last?["serverErrorCode"] as? String, "ATOMIC_ERROR", "\(r.object)")
             }
             // R3: no share in the public database.
-            r = try await c.call(
-                .post,
-                "/database/1/iCloud.test/development/public/records/modify",
+            r = try await c.post(
+                "/public/records/modify",
                 as: alice,
-                api: api,
-                body: """
-                    {"operations":[{"operationType":"create","record":{"recordName":"x","recordType":"Trip"}},
-                     {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"x"}}}]}
-                    """
+                """
+                {"operations":[{"operationType":"create","record":{"recordName":"x","recordType":"Trip"}},
+                 {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"x"}}}]}
+                """
             )
             XCTAssertEqual(r.records.last?["serverErrorCode"] as? String, "BAD_REQUEST", "\(r.object)")
             XCTAssertTrue((r.records.last?["reason"] as? String ?? "").contains("(R3)"), "\(r.object)")
@@ -540,8 +471,7 @@ final class EndpointTests: XCTestCase {
                 {"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"lisbon","recordChangeTag":"\(lisbonTag)"},
                  "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}
                 """,
-                as: alice,
-                api: api
+                as: alice
             )
             var share = try XCTUnwrap(r.records.first, "\(r.object)")
             XCTAssertNil(share["serverErrorCode"], "\(share)")
@@ -557,8 +487,7 @@ final class EndpointTests: XCTestCase {
                 {"operationType":"update","record":{"recordName":"s","recordType":"cloudkit.share","recordChangeTag":"\(share["recordChangeTag"] as? String ?? "")",
                  "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"userRecordName":"\(bobsName)"}}}]}}
                 """,
-                as: alice,
-                api: api
+                as: alice
             )
             share = try XCTUnwrap(r.records.first, "\(r.object)")
             XCTAssertNil(share["serverErrorCode"], "\(share)")
@@ -569,8 +498,7 @@ final class EndpointTests: XCTestCase {
                 {"operationType":"forceUpdate","record":{"recordName":"s","recordType":"cloudkit.share",
                  "participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}
                 """,
-                as: alice,
-                api: api
+                as: alice
             )
             XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
             // …and one that changes them does need it.
@@ -579,8 +507,7 @@ final class EndpointTests: XCTestCase {
                 {"operationType":"forceUpdate","record":{"recordName":"s","recordType":"cloudkit.share",
                  "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}
                 """,
-                as: alice,
-                api: api
+                as: alice
             )
             XCTAssertEqual(r.records.first?["serverErrorCode"] as? String, "CONFLICT", "\(r.object)")
         }
@@ -597,7 +524,7 @@ final class EndpointTests: XCTestCase {
             r = try await c.call(.put, db + "/private/records/modify", as: alice, api: api)
             XCTAssertEqual(r.status, 404)
             XCTAssertEqual(r.code, "NOT_FOUND", "JSON like every other answer")
-            r = try await c.call(.post, db + "/private/records/frobnicate", as: alice, api: api, body: "{}")
+            r = try await c.post("/private/records/frobnicate", as: alice, "{}")
             XCTAssertEqual(r.status, 404)
             XCTAssertEqual(r.reason, "no endpoint records/frobnicate")
             r = try await c.call(.post, db + "/private/records/frobnicate", as: nil, api: "wrong", body: "{}")
@@ -607,12 +534,12 @@ final class EndpointTests: XCTestCase {
             r = try await c.call(.post, "/database/1/iCloud.test/staging/private/records/lookup", as: alice, api: api, body: "{}")
             XCTAssertEqual(r.status, 400)
             XCTAssertTrue(r.reason.contains("environment 'staging' is not development or production"), r.reason)
-            r = try await c.call(.post, db + "/everyone/records/lookup", as: alice, api: api, body: "{}")
+            r = try await c.post("/everyone/records/lookup", as: alice, "{}")
             XCTAssertTrue(r.reason.contains("is not public, private or shared"), r.reason)
-            r = try await c.call(.post, db + "/private/records/lookup", as: alice, api: api, body: String(repeating: " ", count: 2000))
+            r = try await c.post("/private/records/lookup", as: alice, String(repeating: " ", count: 2000))
             XCTAssertEqual(r.status, 413)
             XCTAssertEqual(r.code, "QUOTA_EXCEEDED")
-            r = try await c.call(.post, db + "/private/records/lookup", as: alice, api: api, body: "[1]")
+            r = try await c.post("/private/records/lookup", as: alice, "[1]")
             XCTAssertEqual(r.status, 400)
             XCTAssertTrue(r.reason.contains("not a JSON object"), r.reason)
             // Eight requests a minute: whatever is left of them, then THROTTLED with Retry-After.

@@ -17,27 +17,16 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
 
     private func run(seed: UInt64, steps: Int) throws {
         var rng = SeededRandom(seed: seed)
-        let w = try World()
-        let owner = w.c.privateCloudDatabase
-        let guests = [(w.bob, w.bc), (w.carol, w.cc)]
-        let zones = [w.zone.zoneID, try owner.saveZone("Second").zoneID]
-        var names: [RecordZoneID: [String]] = [zones[0]: [], zones[1]: []]
+        let walk = try ConvergenceWalk()
+        let (w, owner, guests, zones) = (walk.world, walk.owner, walk.guests, walk.zones)
         var counter = 0
-        let ownerReplica = FeedReplica(owner)
-        let guestReplicas = guests.map { FeedReplica($0.1.sharedCloudDatabase) }
-        var sightings = 0
-        func allRecords(_ zone: RecordZoneID) -> [Record] {
-            names[zone, default: []].compactMap { try? owner.fetchRecord(RecordID(recordName: $0, zoneID: zone)) }
-        }
         func newName() -> String {
             counter += 1
             return "r\(counter)"
         }
 
         for step in 0..<steps {
-            let zone = zones[Int.random(in: 0..<zones.count, using: &rng)]
-            let existing = allRecords(zone)
-            let plain = existing.filter { $0.recordType == "Item" }
+            let (zone, existing, plain) = walk.pickZone(using: &rng)
             do {
                 switch Int.random(in: 0..<10, using: &rng) {
                 case 0, 1, 2, 3:  // a batch: new records (some under new or old ones), edits, re-parents, deletes, maybe a new shared root
@@ -56,7 +45,7 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                         )
                         fresh.append(r)
                         saving.append(r)
-                        names[zone, default: []].append(name)
+                        walk.names[zone, default: []].append(name)
                     }
                     var touched = Set(saving.map(\.recordID))
                     for r in plain.shuffled(using: &rng).prefix(Int.random(in: 0...3, using: &rng)) where !touched.contains(r.recordID) {
@@ -80,7 +69,7 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                             share.addParticipant(try w.participant(account.emails.first!, permission: .readWrite))
                         }
                         saving.append(share)
-                        names[zone, default: []].append(share.recordID.recordName)
+                        walk.names[zone, default: []].append(share.recordID.recordName)
                     }
                     saving.shuffle(using: &rng)
                     _ = try owner.modifyRecords(saving: saving, deleting: deleting)
@@ -92,11 +81,13 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                     }
                     let items = (0..<Int.random(in: 0...3, using: &rng)).map { _ -> Record in
                         let name = newName()
-                        names[zone, default: []].append(name)
+                        walk.names[zone, default: []].append(name)
                         return Record(recordType: "Item", recordID: RecordID(recordName: name, zoneID: zone), fields: ["n": .integer(1)])
                     }
                     _ = try owner.modifyRecords(saving: items + [share])
-                    if !names[zone, default: []].contains(share.recordID.recordName) { names[zone, default: []].append(share.recordID.recordName) }
+                    if !walk.names[zone, default: []].contains(share.recordID.recordName) {
+                        walk.names[zone, default: []].append(share.recordID.recordName)
+                    }
                 case 5, 6:  // a guest accepts everything they can
                     let (_, container) = guests.randomElement(using: &rng)!
                     for share in existing.compactMap({ $0 as? Share }) {
@@ -105,7 +96,7 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                 case 7, 8:  // a guest edits and adds in a batch in their shared database
                     let (_, container) = guests.randomElement(using: &rng)!
                     let shared = container.sharedCloudDatabase
-                    let visible = names[zone, default: []].compactMap { try? shared.fetchRecord(RecordID(recordName: $0, zoneID: zone)) }
+                    let visible = walk.names[zone, default: []].compactMap { try? shared.fetchRecord(RecordID(recordName: $0, zoneID: zone)) }
                         .filter { $0.recordType == "Item" }
                     guard !visible.isEmpty else { break }
                     var saving: [Record] = []
@@ -114,7 +105,7 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                         saving.append(r)
                     }
                     let name = newName()
-                    names[zone, default: []].append(name)
+                    walk.names[zone, default: []].append(name)
                     saving.append(
                         Record(
                             recordType: "Item",
@@ -125,67 +116,35 @@ class ChangeFeedBatchConvergenceTests: XCTestCase {
                     )
                     _ = try shared.modifyRecords(saving: saving)
                 default:  // removal or leaving
-                    guard let share = existing.compactMap({ $0 as? Share }).randomElement(using: &rng),
-                        let guest = share.participants.first(where: { $0.role != .owner && $0.acceptanceStatus != .removed })
-                    else { break }
-                    if Bool.random(using: &rng) {
-                        share.removeParticipant(guest)
-                        _ = try owner.modifyRecords(saving: [share])
-                    } else if let (_, container) = guests.first(where: { $0.0.userRecordID == guest.userIdentity.userRecordID }) {
-                        _ = try container.sharedCloudDatabase.modifyRecords(deleting: [share.recordID])
-                    }
+                    try walk.removeOrLeave(existing, using: &rng)
                 }
-            } catch let e as ShareFlowError
-                where [
-                    .permissionFailure, .invalidArguments, .serverRecordChanged, .alreadyShared, .unknownItem,
-                    .partialFailure, .batchRequestFailed,
-                ].contains(e.code)
-            {
+            } catch let e as ShareFlowError where ConvergenceWalk.refusals.contains(e.code) {
             }
 
             let limit = Int.random(in: 1...6, using: &rng)
-            try ownerReplica.follow(limit: limit)
+            try walk.ownerReplica.follow(limit: limit)
             for zone in zones {
                 var expected: [String: String] = [:]
-                for r in allRecords(zone) {
+                for r in walk.allRecords(zone) {
                     expected[r.recordID.recordName] = r.recordChangeTag!
-                    if !(r is Share), let copy = ownerReplica.zones[zone]?.records[r.recordID.recordName] {
+                    if !(r is Share), let copy = walk.ownerReplica.zones[zone]?.records[r.recordID.recordName] {
                         XCTAssertEqual(copy.fields, r.fields, "seed \(seed) step \(step): owner's fields of \(r.recordID.recordName)")
                         XCTAssertEqual(copy.parent, r.parent?.recordName)
                     }
                 }
                 XCTAssertEqual(
-                    ownerReplica.zones[zone]?.records.mapValues(\.tag) ?? [:],
+                    walk.ownerReplica.zones[zone]?.records.mapValues(\.tag) ?? [:],
                     expected,
                     "seed \(seed) step \(step): owner's copy of \(zone.zoneName)"
                 )
             }
-            for ((account, container), replica) in zip(guests, guestReplicas) {
-                try replica.follow(limit: limit)
-                for zone in zones {
-                    var expected: [String: String] = [:]
-                    for name in names[zone, default: []] {
-                        if let r = try? container.sharedCloudDatabase.fetchRecord(RecordID(recordName: name, zoneID: zone)) {
-                            expected[name] = r.recordChangeTag
-                            if !(r is Share), let copy = replica.zones[zone]?.records[name] {
-                                XCTAssertEqual(copy.fields, r.fields, "seed \(seed) step \(step): guest's fields of \(name)")
-                            }
-                        }
-                    }
-                    sightings += expected.count
-                    let copy = replica.zones[zone]?.records.mapValues(\.tag)
-                    if expected.isEmpty {
-                        XCTAssertTrue(
-                            copy?.isEmpty ?? true,
-                            "seed \(seed) step \(step): \(account.emails[0]) keeps \(copy ?? [:]) of \(zone.zoneName)"
-                        )
-                    } else {
-                        XCTAssertEqual(copy ?? [:], expected, "seed \(seed) step \(step): \(account.emails[0])'s copy of \(zone.zoneName)")
-                    }
+            try walk.checkGuestCopies(limit: limit, "seed \(seed) step \(step)") { copy, fetched, _ in
+                for (name, r) in fetched where !(r is Share) {
+                    if let copy = copy?[name] { XCTAssertEqual(copy.fields, r.fields, "seed \(seed) step \(step): guest's fields of \(name)") }
                 }
             }
         }
-        print("batch seed \(seed): \(counter) names, sightings \(sightings)")
-        XCTAssertGreaterThan(sightings, steps / 4)
+        print("batch seed \(seed): \(counter) names, sightings \(walk.sightings)")
+        XCTAssertGreaterThan(walk.sightings, steps / 4)
     }
 }

@@ -28,12 +28,7 @@ final class ChangeLogInterruptedMigrationTests: XCTestCase {
                 """
         )
         defer { try? FileManager.default.removeItem(at: dir) }
-        let engine = Engine(store: try Store(path: path))
-        let zone = RecordZoneID(zoneName: "Z", ownerName: "_alice")
-        let alice = try engine.session(for: "alice@example.com").container("iCloud.t")
-        let bob = try engine.session(for: "bob@example.com").container("iCloud.t")
-        let owner = try alice.privateCloudDatabase.recordZoneChanges(zone)
-        let viewer = try bob.sharedCloudDatabase.recordZoneChanges(zone)
+        let (zone, alice, bob, owner, viewer) = try ChangeLogMigrationTests.firstReads(path)
         XCTAssertEqual(owner.modifications.map(\.recordID.recordName).sorted(), ["a", "b", "c", "share-z"])
         XCTAssertEqual(viewer.modifications.map(\.recordID.recordName).sorted(), ["a", "b", "c", "share-z"])
         // A save after: a position past every entry, so a token from before sees it.

@@ -26,13 +26,43 @@ class ChangeLogMigrationTests: XCTestCase {
             (2, 1, 'p-bob', 2, 'emailAddress', 'bob@example.com', 'privateUser', 'readOnly', 'accepted', 0);
         """
 
-    private func feeds(_ path: String) throws -> (owner: [String], viewer: [String], viewerZones: [String]) {
+    /// An old store of `rows` at `version` whose log is no longer pending: zone Z's counter at
+    /// `changeSeq`, then `log` (the log's rows as that version wrote them).
+    static func storeWithLog(upTo version: String, changeSeq: Int, _ log: String) throws -> (dir: URL, path: String) {
+        try makeOldStore(
+            upTo: version,
+            migrator: Store.migrator(),
+            sql: rows + """
+                DELETE FROM shareflow_meta WHERE key = 'logPending';
+                UPDATE zone SET changeSeq = \(changeSeq) WHERE id = 1;
+                """ + "\n" + log
+        )
+    }
+
+    /// The v7 log of `rows` as v7 wrote it (zone Z's counter at 5): no record rows named.
+    static let v7Log = """
+        INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES
+            (1, 'a', 'Note', 1, 0, 0), (1, 'b', 'Note', 2, 0, 0), (1, 'share-z', 'cloudkit.share', 3, 0, 0), (1, 'gone', 'Note', 4, 1, 0);
+        INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES
+            (1, 2, 'a', 'Note', 1, 0, 0), (1, 2, 'b', 'Note', 5, 0, 0), (1, 2, 'share-z', 'cloudkit.share', 3, 0, 0);
+        INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES (1, 2, 'iCloud.t', 'development', 'shared', 1, 0);
+        INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (1, 'Z', '_alice', 1, 0, NULL, 0);
+        """
+
+    /// What Alice (the owner) and Bob (invited to share-z) read of zone Z from the start, on
+    /// the store at `path`; their containers, to go on with.
+    static func firstReads(
+        _ path: String
+    ) throws -> (zone: RecordZoneID, alice: Container, bob: Container, owner: RecordZoneChanges, viewer: RecordZoneChanges) {
         let engine = Engine(store: try Store(path: path))
         let zone = RecordZoneID(zoneName: "Z", ownerName: "_alice")
         let alice = try engine.session(for: "alice@example.com").container("iCloud.t")
         let bob = try engine.session(for: "bob@example.com").container("iCloud.t")
-        let owner = try alice.privateCloudDatabase.recordZoneChanges(zone)
-        let viewer = try bob.sharedCloudDatabase.recordZoneChanges(zone)
+        return (zone, alice, bob, try alice.privateCloudDatabase.recordZoneChanges(zone), try bob.sharedCloudDatabase.recordZoneChanges(zone))
+    }
+
+    private func feeds(_ path: String) throws -> (owner: [String], viewer: [String], viewerZones: [String]) {
+        let (_, _, bob, owner, viewer) = try Self.firstReads(path)
         XCTAssertEqual(viewer.modifications.first { $0.recordID.recordName == "b" }?["title"], .string("B"), "each record read whole")
         XCTAssertEqual(viewer.modifications.first { $0.recordID.recordName == "b" }?.parent?.recordName, "a")
         return (
@@ -55,21 +85,7 @@ class ChangeLogMigrationTests: XCTestCase {
     }
 
     func testAStoreWithTheV7LogKeepsItAndNamesEachEntrysRecord() throws {
-        // The v7 log as v7 wrote it: no record rows named.
-        let (dir, path) = try makeOldStore(
-            upTo: "v7",
-            migrator: Store.migrator(),
-            sql: ChangeLogMigrationTests.rows + """
-                DELETE FROM shareflow_meta WHERE key = 'logPending';
-                UPDATE zone SET changeSeq = 5 WHERE id = 1;
-                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES
-                    (1, 'a', 'Note', 1, 0, 0), (1, 'b', 'Note', 2, 0, 0), (1, 'share-z', 'cloudkit.share', 3, 0, 0), (1, 'gone', 'Note', 4, 1, 0);
-                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES
-                    (1, 2, 'a', 'Note', 1, 0, 0), (1, 2, 'b', 'Note', 5, 0, 0), (1, 2, 'share-z', 'cloudkit.share', 3, 0, 0);
-                INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES (1, 2, 'iCloud.t', 'development', 'shared', 1, 0);
-                INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (1, 'Z', '_alice', 1, 0, NULL, 0);
-                """
-        )
+        let (dir, path) = try Self.storeWithLog(upTo: "v7", changeSeq: 5, Self.v7Log)
         defer { try? FileManager.default.removeItem(at: dir) }
         let found = try feeds(path)
         XCTAssertEqual(found.owner, ["a", "b", "share-z"])
@@ -122,18 +138,16 @@ class ChangeLogMigrationTests: XCTestCase {
     /// placed after the zone's last position, so a first sync still sends it, and the counter
     /// moves past it; a public zone's records stay at 0 (public zones have no feed).
     func testAV8StoresOwnerEntriesBecomeTheirRecordsPositions() throws {
-        let (dir, path) = try makeOldStore(
+        let (dir, path) = try Self.storeWithLog(
             upTo: "v8",
-            migrator: Store.migrator(),
-            sql: ChangeLogMigrationTests.rows + """
-                DELETE FROM shareflow_meta WHERE key = 'logPending';
-                UPDATE zone SET changeSeq = 7 WHERE id = 1;
-                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
-                    (1, 'a', 'Note', 6, 0, 0, 1), (1, 'share-z', 'cloudkit.share', 2, 0, 0, 3), (1, 'gone', 'Note', 7, 1, 0, NULL);
-                INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (2, 'iCloud.t', 'development', 'public', 1, '_defaultZone');
-                INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt) VALUES
-                    (4, 2, 'pub', 'Note', '{}', NULL, 1, 1, 1, 13, 'tp', 13);
-                """
+            changeSeq: 7,
+            """
+            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
+                (1, 'a', 'Note', 6, 0, 0, 1), (1, 'share-z', 'cloudkit.share', 2, 0, 0, 3), (1, 'gone', 'Note', 7, 1, 0, NULL);
+            INSERT INTO zone (id, container, environment, scope, ownerID, name) VALUES (2, 'iCloud.t', 'development', 'public', 1, '_defaultZone');
+            INSERT INTO record (id, zoneID, name, type, fields, parentName, changeTag, createdBy, modifiedBy, modifiedAt, tag, createdAt) VALUES
+                (4, 2, 'pub', 'Note', '{}', NULL, 1, 1, 1, 13, 'tp', 13);
+            """
         )
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try Store(path: path)
@@ -276,15 +290,13 @@ class ChangeLogMigrationTests: XCTestCase {
     /// reader from before the entry is told of the deletion, no position is used twice, and
     /// a save is past every entry.
     func testAV8StoreWithEntriesBeyondItsCounterAndAnEntryWithoutItsRecord() throws {
-        let (dir, path) = try makeOldStore(
+        let (dir, path) = try Self.storeWithLog(
             upTo: "v8",
-            migrator: Store.migrator(),
-            sql: ChangeLogMigrationTests.rows + """
-                DELETE FROM shareflow_meta WHERE key = 'logPending';
-                UPDATE zone SET changeSeq = 1 WHERE id = 1;
-                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
-                    (1, 'a', 'Note', 2, 0, 0, 1), (1, 'vanished', 'Note', 3, 0, 0, 99), (1, 'gone', 'Note', 9, 1, 0, NULL);
-                """
+            changeSeq: 1,
+            """
+            INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
+                (1, 'a', 'Note', 2, 0, 0, 1), (1, 'vanished', 'Note', 3, 0, 0, 99), (1, 'gone', 'Note', 9, 1, 0, NULL);
+            """
         )
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try Store(path: path)

@@ -36,37 +36,22 @@ final class OlderStoreProcessTests: XCTestCase {
         case "v6":
             return try makeOldStore(upTo: "v6", migrator: Store.migrator(), sql: ChangeLogMigrationTests.rows)
         case "v7":
-            return try makeOldStore(
-                upTo: "v7",
-                migrator: Store.migrator(),
-                sql: ChangeLogMigrationTests.rows + """
-                    DELETE FROM shareflow_meta WHERE key = 'logPending';
-                    UPDATE zone SET changeSeq = 5 WHERE id = 1;
-                    INSERT INTO zone_change (zoneID, name, type, seq, deleted, at) VALUES
-                        (1, 'a', 'Note', 1, 0, 0), (1, 'b', 'Note', 2, 0, 0), (1, 'share-z', 'cloudkit.share', 3, 0, 0), (1, 'gone', 'Note', 4, 1, 0);
-                    INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at) VALUES
-                        (1, 2, 'a', 'Note', 1, 0, 0), (1, 2, 'b', 'Note', 5, 0, 0), (1, 2, 'share-z', 'cloudkit.share', 3, 0, 0);
-                    INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES (1, 2, 'iCloud.t', 'development', 'shared', 1, 0);
-                    INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES (1, 'Z', '_alice', 1, 0, NULL, 0);
-                    """
-            )
+            return try ChangeLogMigrationTests.storeWithLog(upTo: "v7", changeSeq: 5, ChangeLogMigrationTests.v7Log)
         default:
-            return try makeOldStore(
+            return try ChangeLogMigrationTests.storeWithLog(
                 upTo: "v8",
-                migrator: Store.migrator(),
-                sql: ChangeLogMigrationTests.rows + """
-                    DELETE FROM shareflow_meta WHERE key = 'logPending';
-                    UPDATE zone SET changeSeq = 7 WHERE id = 1;
-                    INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
-                        (1, 'a', 'Note', 6, 0, 0, 1), (1, 'b', 'Note', 5, 0, 0, 2), (1, 'share-z', 'cloudkit.share', 2, 0, 0, 3), (1, 'gone', 'Note', 7, 1, 0, NULL);
-                    INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at, recordID) VALUES
-                        (1, 2, 'a', 'Note', 6, 0, 0, 1), (1, 2, 'b', 'Note', 5, 0, 0, 2), (1, 2, 'share-z', 'cloudkit.share', 2, 0, 0, 3),
-                        (1, 2, 'gone', 'Note', 7, 1, 0, NULL);
-                    INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES
-                        (1, 1, 'iCloud.t', 'development', 'private', 1, 0), (2, 2, 'iCloud.t', 'development', 'shared', 1, 0);
-                    INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES
-                        (1, 'Z', '_alice', 1, 0, NULL, 0), (2, 'Z', '_alice', 1, 0, NULL, 0);
-                    """
+                changeSeq: 7,
+                """
+                INSERT INTO zone_change (zoneID, name, type, seq, deleted, at, recordID) VALUES
+                    (1, 'a', 'Note', 6, 0, 0, 1), (1, 'b', 'Note', 5, 0, 0, 2), (1, 'share-z', 'cloudkit.share', 2, 0, 0, 3), (1, 'gone', 'Note', 7, 1, 0, NULL);
+                INSERT INTO view_change (zoneID, viewerID, name, type, seq, deleted, at, recordID) VALUES
+                    (1, 2, 'a', 'Note', 6, 0, 0, 1), (1, 2, 'b', 'Note', 5, 0, 0, 2), (1, 2, 'share-z', 'cloudkit.share', 2, 0, 0, 3),
+                    (1, 2, 'gone', 'Note', 7, 1, 0, NULL);
+                INSERT INTO feed (id, accountID, container, environment, scope, seq, keptFrom) VALUES
+                    (1, 1, 'iCloud.t', 'development', 'private', 1, 0), (2, 2, 'iCloud.t', 'development', 'shared', 1, 0);
+                INSERT INTO feed_change (feedID, zoneName, ownerName, seq, deleted, reason, at) VALUES
+                    (1, 'Z', '_alice', 1, 0, NULL, 0), (2, 'Z', '_alice', 1, 0, NULL, 0);
+                """
             )
         }
     }
@@ -223,10 +208,7 @@ final class OlderStoreProcessTests: XCTestCase {
                 let failures = Gathered()
                 DispatchQueue.concurrentPerform(iterations: 6) { _ in
                     do {
-                        let engine = Engine(store: try Store(path: path))
-                        let zone = RecordZoneID(zoneName: "Z", ownerName: "_alice")
-                        let owner = try engine.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase.recordZoneChanges(zone)
-                        let viewer = try engine.session(for: "bob@example.com").container("iCloud.t").sharedCloudDatabase.recordZoneChanges(zone)
+                        let (_, _, _, owner, viewer) = try ChangeLogMigrationTests.firstReads(path)
                         let line = [owner, viewer].map { "\($0.modifications.map(\.recordID.recordName).sorted()) \($0.changeToken)" }.joined(
                             separator: " | "
                         )

@@ -39,6 +39,11 @@ class RecordMetadataTests: XCTestCase {
             names.append("n\(n)")
             Thread.sleep(forTimeInterval: 0.005)
         }
+        /// The names of the Notes of Alice's zone where `format` holds of `value`.
+        func notes(where format: String, _ value: String) throws -> [String] {
+            let query = Query(recordType: "Note", predicate: try Predicate(format: format, arguments: [.string(value)]))
+            return try db.records(matching: query, inZoneWith: w.zone.zoneID).records.map(\.recordID.recordName)
+        }
         let byCreation = try db.records(
             matching: Query(
                 recordType: "Note",
@@ -47,27 +52,9 @@ class RecordMetadataTests: XCTestCase {
             inZoneWith: w.zone.zoneID
         )
         XCTAssertEqual(byCreation.records.map(\.recordID.recordName), names.reversed())
-        let mine = try db.records(
-            matching: Query(
-                recordType: "Note",
-                predicate: try Predicate(format: "creatorUserRecordID == %@", arguments: [.string(w.alice.userRecordID)])
-            ),
-            inZoneWith: w.zone.zoneID
-        )
-        XCTAssertEqual(mine.records.count, 3)
-        let nobody = try db.records(
-            matching: Query(
-                recordType: "Note",
-                predicate: try Predicate(format: "lastModifiedUserRecordID == %@", arguments: [.string(w.bob.userRecordID)])
-            ),
-            inZoneWith: w.zone.zoneID
-        )
-        XCTAssertEqual(nobody.records.count, 0)
-        let byName = try db.records(
-            matching: Query(recordType: "Note", predicate: try Predicate(format: "recordID == %@", arguments: [.string("n2")])),
-            inZoneWith: w.zone.zoneID
-        )
-        XCTAssertEqual(byName.records.map(\.recordID.recordName), ["n2"])
+        XCTAssertEqual(try notes(where: "creatorUserRecordID == %@", w.alice.userRecordID).count, 3)
+        XCTAssertEqual(try notes(where: "lastModifiedUserRecordID == %@", w.bob.userRecordID).count, 0)
+        XCTAssertEqual(try notes(where: "recordID == %@", "n2"), ["n2"])
     }
 
     func testThePublicDatabaseIsWorldReadableAndCreatorWritable() throws {

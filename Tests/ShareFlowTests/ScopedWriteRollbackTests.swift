@@ -65,15 +65,9 @@ final class ScopedWriteRollbackTests: XCTestCase {
     /// zone in between: the counter goes back, and positions are handed out twice.
     func testARolledBackClaimStillWritesThatZonesCounterAtCommit() throws {
         guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only") }
-        let url = try PostgresStore.makeScratch(template: template)
-        defer { PostgresStore.dropScratch(url) }
-        let nodeA = Engine(store: try Store.open(url))
-        let nodeB = Engine(store: try Store.open(url))
-        defer {
-            nodeA.policies.removeAll(namePrefix: "meddle")
-            nodeA.store.close()
-            nodeB.store.close()
-        }
+        let nodes = try TwoNodes(template: template)
+        defer { nodes.close(removingPoliciesNamed: "meddle") }
+        let (nodeA, nodeB) = (nodes.a, nodes.b)
         _ = try nodeA.accounts.create(emails: ["alice@example.com"])
         let aliceA = try nodeA.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
         let aliceB = try nodeB.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
@@ -146,15 +140,9 @@ final class ScopedWriteRollbackTests: XCTestCase {
     /// Z3's counter and feed are whole, and Z2's position counter is not behind its rows.
     func testNestedPolicySavepointsRolledBackForgetTheirZones() throws {
         guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only") }
-        let url = try PostgresStore.makeScratch(template: template)
-        defer { PostgresStore.dropScratch(url) }
-        let nodeA = Engine(store: try Store.open(url))
-        let nodeB = Engine(store: try Store.open(url))
-        defer {
-            nodeA.policies.removeAll(namePrefix: "nest")
-            nodeA.store.close()
-            nodeB.store.close()
-        }
+        let nodes = try TwoNodes(template: template)
+        defer { nodes.close(removingPoliciesNamed: "nest") }
+        let (nodeA, nodeB) = (nodes.a, nodes.b)
         _ = try nodeA.accounts.create(emails: ["alice@example.com"])
         let alice = try nodeA.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
         let aliceB = try nodeB.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase

@@ -100,15 +100,9 @@ final class ScopedWriteTests: XCTestCase {
     /// A). While A waits, the locks it holds are the cluster's lock shared and its zone's.
     func testWritesToDifferentZonesOnTwoNodesOverlap() throws {
         guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only: SQLite has one writer at a time") }
-        let url = try PostgresStore.makeScratch(template: template)
-        defer { PostgresStore.dropScratch(url) }
-        let patient = PostgresSettings(poolSize: 8, statementTimeoutMs: 300_000)
-        let nodeA = Engine(store: try Store.open(url, postgres: patient))
-        let nodeB = Engine(store: try Store.open(url, postgres: patient))
-        defer {
-            nodeA.store.close()
-            nodeB.store.close()
-        }
+        let nodes = try TwoNodes(template: template, postgres: PostgresSettings(poolSize: 8, statementTimeoutMs: 300_000))
+        defer { nodes.close() }
+        let (nodeA, nodeB) = (nodes.a, nodes.b)
         _ = try nodeA.accounts.create(emails: ["alice@example.com"])
         _ = try nodeA.accounts.create(emails: ["bob@example.com"])
         let alice = try nodeA.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
@@ -220,15 +214,9 @@ extension ScopedWriteTests {
     /// wants Bob's; B holds Bob's and wants V1's: PostgreSQL's deadlock detector fails one, a 503.
     func testAFeedReadInsideAScopedWriteOrdersFeedRowsInTwoRuns() throws {
         guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only") }
-        let url = try PostgresStore.makeScratch(template: template)
-        defer { PostgresStore.dropScratch(url) }
-        let nodeA = Engine(store: try Store.open(url))
-        let nodeB = Engine(store: try Store.open(url))
-        defer {
-            nodeA.policies.removeAll(namePrefix: "peek")
-            nodeA.store.close()
-            nodeB.store.close()
-        }
+        let nodes = try TwoNodes(template: template)
+        defer { nodes.close(removingPoliciesNamed: "peek") }
+        let (nodeA, nodeB) = (nodes.a, nodes.b)
         // Account IDs in this order: Bob's feed rows sort before V1's.
         for who in ["bob", "v1", "alice", "carol"] { _ = try nodeA.accounts.create(emails: ["\(who)@example.com"]) }
         let c = { (engine: Engine, who: String) in try engine.session(for: "\(who)@example.com").container("iCloud.t") }
