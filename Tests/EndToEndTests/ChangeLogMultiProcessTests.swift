@@ -55,6 +55,19 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Loads the tests' accounts, zones and shares (mp_setup.lua) into the store.
+    func loadSetup(file: StaticString = #filePath, line: UInt = #line) throws {
+        let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
+        XCTAssertEqual(setup.status, 0, setup.stderr, file: file, line: line)
+    }
+
+    /// The change log's invariants, then `store check`'s: the store is whole.
+    func checkStoreWhole(file: StaticString = #filePath, line: UInt = #line) throws {
+        try Self.checkLogInvariants(store, file: file, line: line)
+        let check = try CLI.run(["store", "check", "--store", store])
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr, file: file, line: line)
+    }
+
     /// The change log's invariants, read from the file: each position once per zone (records
     /// and tombstones together; each viewer's), the counter at or past every position.
     static func checkLogInvariants(_ store: String, file: StaticString = #filePath, line: UInt = #line) throws {
@@ -131,8 +144,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
     var aliceName = ""
 
     func testWritersInSeveralProcessesAndAServerKeepTheLogWhole() throws {
-        let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
-        XCTAssertEqual(setup.status, 0, setup.stderr)
+        try loadSetup()
         let r = try call("GET", db + "/public/users/caller")
         aliceName = (r.1["users"] as? [[String: Any]])?.first?["userRecordName"] as? String ?? ""
         XCTAssertFalse(aliceName.isEmpty, "\(r.1)")
@@ -215,9 +227,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         XCTAssertEqual(ownerToken, freshOwnerToken)
         XCTAssertEqual(viewerToken, freshViewerToken)
 
-        try ChangeLogMultiProcessTests.checkLogInvariants(store)
-        let check = try CLI.run(["store", "check", "--store", store])
-        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+        try checkStoreWhole()
     }
 
     /// kill -9 of writers mid-batch (one writing batches of 150 items, another of 3, a
@@ -225,8 +235,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
     /// after is given from each of them (no position below one handed out is reused), and the
     /// store checks healthy.
     func testWritersKilledMidBatchLeaveNoPositionReusedAndEveryTokenReadable() throws {
-        let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
-        XCTAssertEqual(setup.status, 0, setup.stderr)
+        try loadSetup()
         stopServer()
         var outputs: [URL] = []
         for round in 1...2 {
@@ -254,9 +263,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
             let verify = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_crash_verify.lua").path] + outputs.map(\.path))
             XCTAssertEqual(verify.status, 0, verify.stderr)
             XCTAssertTrue(verify.stdout.contains("broken=0"), "round \(round): \(verify.stdout)\n\(verify.stderr.prefix(2_000))")
-            try ChangeLogMultiProcessTests.checkLogInvariants(store)
-            let check = try CLI.run(["store", "check", "--store", store])
-            XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+            try checkStoreWhole()
         }
     }
 
@@ -265,17 +272,12 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
     /// superseded tombstones, the zone's token right after, and Bob's feed around his accept
     /// and removal.
     func testPyiCloudFollowsNamesDeletedAndMadeAgain() throws {
-        guard FileManager.default.isExecutableFile(atPath: PyiCloudTests.python) else {
-            return XCTFail("no pyicloud environment at \(PyiCloudTests.python): run `make pyenv` (make test does)")
-        }
+        guard hasPyiCloud() else { return }
         let path = CLI.root.appendingPathComponent("Tests/pyicloud/sync_recreate.py").path
         let (status, text) = try runTool(
             PyiCloudTests.python,
             [path],
-            environment: [
-                "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
-                "SHAREFLOW_BOB": try token("bob@example.com"), "PYTHONPATH": CLI.root.appendingPathComponent("Tests/pyicloud").path,
-            ],
+            environment: try pyicloudEnvironment(["PYTHONPATH": CLI.root.appendingPathComponent("Tests/pyicloud").path]),
             timeout: 60
         )
         XCTAssertEqual(status, 0, text)
@@ -287,11 +289,8 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
     /// records: a copy started from the answer's records and followed from its token ends
     /// equal to a fetch from the start (Tests/pyicloud/sync_snapshot_token.py).
     func testAnAnswersRecordsAndItsSyncTokenAreOneSnapshot() throws {
-        guard FileManager.default.isExecutableFile(atPath: PyiCloudTests.python) else {
-            return XCTFail("no pyicloud environment at \(PyiCloudTests.python): run `make pyenv` (make test does)")
-        }
-        let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
-        XCTAssertEqual(setup.status, 0, setup.stderr)
+        guard hasPyiCloud() else { return }
+        try loadSetup()
         let done = dir.appendingPathComponent("snapshot-done")
         let (asker, output) = try startTool(
             PyiCloudTests.python,
@@ -322,8 +321,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
     /// restarted, every token it answered before (getCurrentSyncToken) still reads, a record
     /// saved after is given from each, and no position is taken twice.
     func testAServerKilledMidRequestLeavesEveryTokenItGaveReadable() throws {
-        let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
-        XCTAssertEqual(setup.status, 0, setup.stderr)
+        try loadSetup()
         var tokens: [String] = []
         for round in 1...2 {
             let pid = server.processIdentifier
@@ -391,8 +389,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
     /// process): a token the log was pruned past is changeTokenExpired, never a silent gap, and
     /// the reader, starting again from the start when told, ends equal to a fetch from the start.
     func testCompactingWhileOthersWriteAndReadNeverLeavesASilentGap() throws {
-        let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
-        XCTAssertEqual(setup.status, 0, setup.stderr)
+        try loadSetup()
         stopServer()
         let doneFile = dir.appendingPathComponent("writers-done")
         let reader = try startRun("mp_read.lua", [doneFile.path, "expiring"], label: "reader")
@@ -413,17 +410,14 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         print("compactions: \(compactions); reader: \(said)")
         XCTAssertEqual(reader.0.terminationStatus, 0, (try? String(contentsOf: reader.2, encoding: .utf8)) ?? "")
         XCTAssertTrue(said.contains("mismatches=0"), said + ((try? String(contentsOf: reader.2, encoding: .utf8)) ?? ""))
-        try ChangeLogMultiProcessTests.checkLogInvariants(store)
-        let check = try CLI.run(["store", "check", "--store", store])
-        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+        try checkStoreWhole()
     }
 
     /// records/modify with getCurrentSyncToken, now answered inside the write: the token is
     /// after the request's own changes and nothing else; an atomic request that failed moves
     /// nothing; a request error is still one; the public database has no token.
     func testGetCurrentSyncTokenOnModifyIsTheWritesOwnEnd() throws {
-        let setup = try CLI.run(["run", "--store", store, fixtures.appendingPathComponent("mp_setup.lua").path])
-        XCTAssertEqual(setup.status, 0, setup.stderr)
+        try loadSetup()
         let q = "ckAPIToken=\(api)&ckWebAuthToken=\(web)&getCurrentSyncToken=true"
         func create(_ names: [String], atomic: Bool = true) throws -> (Int, [String: Any]) {
             let ops = names.map { #"{"operationType":"create","record":{"recordName":"\#($0)","recordType":"Item","fields":{}}}"# }

@@ -37,12 +37,7 @@ final class ChangeStreamTests: ServerTestCase {
     /// On SQLite, a write through this node wakes its streams at once, not at their next poll
     /// (every 500 ms).
     func testAWriteThroughTheNodeWakesItsStreamsAtOnce() throws {
-        let r = try call(
-            "POST",
-            db + "/private/zones/modify",
-            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#
-        )
-        XCTAssertEqual(r.0, 200, "\(r.1)")
+        try makeZone("Live")
         let (curl, out) = try follow("private", seconds: 60)
         defer { if curl.isRunning { curl.terminate() } }
         XCTAssertTrue(wait(for: "id: ", in: out), text(out))
@@ -97,13 +92,8 @@ final class ChangeStreamTests: ServerTestCase {
         XCTAssertTrue(headers.contains("content-type: text/event-stream"), headers)
         let start = ids(text(out))[0]
 
-        var r = try call(
-            "POST",
-            db + "/private/zones/modify",
-            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#
-        )
-        XCTAssertEqual(r.0, 200, "\(r.1)")
-        r = try call(
+        try makeZone("Live")
+        let r = try call(
             "POST",
             db + "/private/records/modify",
             body: """

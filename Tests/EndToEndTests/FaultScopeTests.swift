@@ -36,19 +36,14 @@ final class FaultScopeTests: ServerTestCase {
     private func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
 
     func testTheChangeStreamIsOneRequestDecidedOnItsConnection() throws {
-        var r = try call(
-            "POST",
-            db + "/private/zones/modify",
-            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
-        )
-        XCTAssertEqual(r.0, 200, "\(r.1)")
+        try makeZone("Trips")
         // A rule naming changes/stream is asked when a stream opens: 429 as any endpoint's.
         var (status, body) = try adminCall(
             "POST",
             body: #"{"rules":[{"operation":"changes/stream","fault":"requestRateLimited","retryAfter":2,"count":1}]}"#
         )
         XCTAssertEqual(status, 200, "\(body)")
-        r = try call("GET", db + "/private/changes/stream")
+        var r = try call("GET", db + "/private/changes/stream")
         XCTAssertEqual(r.0, 429, "\(r.1)")
         XCTAssertEqual(r.1["serverErrorCode"] as? String, "THROTTLED")
 
@@ -84,19 +79,14 @@ final class FaultScopeTests: ServerTestCase {
     }
 
     func testAZonePurgedRuleDoesNotSpinAStream() throws {
-        var r = try call(
-            "POST",
-            db + "/private/zones/modify",
-            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
-        )
-        XCTAssertEqual(r.0, 200, "\(r.1)")
+        try makeZone("Trips")
         let (status, body) = try adminCall("POST", body: #"{"rules":[{"fault":"zonePurged","zone":"Trips"}]}"#)
         XCTAssertEqual(status, 200, "\(body)")
         let (curl, out) = try follow(seconds: 2)
         curl.waitUntilExit()
         let events = text(out).components(separatedBy: "event: zone").count - 1
         XCTAssertLessThanOrEqual(events, 1, "the zone reported purged again and again: \(events) events")
-        r = try call("POST", db + "/private/records/query", body: #"{"zoneID":{"zoneName":"Trips"},"query":{"recordType":"Note"}}"#)
+        let r = try call("POST", db + "/private/records/query", body: #"{"zoneID":{"zoneName":"Trips"},"query":{"recordType":"Note"}}"#)
         XCTAssertEqual(r.0, 200, "\(r.1)")
     }
 
@@ -104,9 +94,8 @@ final class FaultScopeTests: ServerTestCase {
         // A plugin that reacts to each injection with a fetch of its own: before, the fetch was
         // decided natively, injected again, announced again… ~100 levels deep, each level's
         // delay slept on the engine's one thread (one 50 ms rule held the server 5 s).
-        let plugins = dir.appendingPathComponent("plugins")
-        try FileManager.default.createDirectory(at: plugins.appendingPathComponent("echo"), withIntermediateDirectories: true)
-        try CLI.write(
+        try restartServer(
+            withPlugin: "echo",
             """
             local sf = require("shareflow")
             return { name = "echo", version = "1.0.0", description = "fetches on each injection", config = {},
@@ -117,13 +106,8 @@ final class FaultScopeTests: ServerTestCase {
                   ctx.log.info("echo fetched: " .. tostring(err and err.code))
                 end, { name = "echo" })
               end }
-            """,
-            to: plugins.appendingPathComponent("echo/init.lua")
+            """
         )
-        let config = dir.appendingPathComponent("echo.config.lua")
-        try CLI.write("return { plugins = { echo = true } }", to: config)
-        stopServer()
-        try startServer(["--config", config.path, "--plugins", plugins.path])
         let (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"*","latencyMs":300}]}"#)
         XCTAssertEqual(status, 200, "\(body)")
         let started = Date()
@@ -140,9 +124,8 @@ final class FaultScopeTests: ServerTestCase {
         // A plugin observing record.saved runs an operation whose callback reads: inside a
         // server's request that is the request's work, decided on its connection once — never
         // a native request decided (and delayed) on the engine's thread.
-        let plugins = dir.appendingPathComponent("plugins")
-        try FileManager.default.createDirectory(at: plugins.appendingPathComponent("reader"), withIntermediateDirectories: true)
-        try CLI.write(
+        try restartServer(
+            withPlugin: "reader",
             """
             local sf = require("shareflow")
             return { name = "reader", version = "1.0.0", description = "reads back each save", config = {},
@@ -160,13 +143,8 @@ final class FaultScopeTests: ServerTestCase {
                   op:wait()
                 end, { name = "reader" })
               end }
-            """,
-            to: plugins.appendingPathComponent("reader/init.lua")
+            """
         )
-        let config = dir.appendingPathComponent("reader.config.lua")
-        try CLI.write("return { plugins = { reader = true } }", to: config)
-        stopServer()
-        try startServer(["--config", config.path, "--plugins", plugins.path])
         let (status, body) = try adminCall("POST", body: #"{"rules":[{"operation":"*","latencyMs":1500}]}"#)
         XCTAssertEqual(status, 200, "\(body)")
         let started = Date()

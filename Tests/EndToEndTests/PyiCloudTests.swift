@@ -13,17 +13,12 @@ final class PyiCloudTests: ServerTestCase {
         ?? CLI.root.appendingPathComponent(".build/pyenv/bin/python").path
 
     func testPyiCloudDrivesTheSharingFlowInStrictMode() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.python) else {
-            return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
-        }
+        guard hasPyiCloud() else { return }
         try script("require('shareflow').accounts.create{ email = 'carol@example.com' }")
         let (status, text) = try runTool(
             Self.python,
             [CLI.root.appendingPathComponent("Tests/pyicloud/sharing_flow.py").path],
-            environment: [
-                "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
-                "SHAREFLOW_BOB": try token("bob@example.com"), "SHAREFLOW_CAROL": try token("carol@example.com"),
-            ],
+            environment: try pyicloudEnvironment(["SHAREFLOW_CAROL": try token("carol@example.com")]),
             timeout: 120
         )
         XCTAssertEqual(status, 0, text)
@@ -48,17 +43,12 @@ final class PyiCloudTests: ServerTestCase {
     /// (Tests/pyicloud/sync_flow.py): paging, tombstones, Bob's accept, a record moved in and
     /// out of his view, his removal, bad tokens and places.
     func testPyiCloudFollowsTheChangeFeedsInStrictMode() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.python) else {
-            return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
-        }
+        guard hasPyiCloud() else { return }
         let path = CLI.root.appendingPathComponent("Tests/pyicloud/sync_flow.py").path
         let (status, text) = try runTool(
             Self.python,
             [path],
-            environment: [
-                "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
-                "SHAREFLOW_BOB": try token("bob@example.com"),
-            ],
+            environment: try pyicloudEnvironment(),
             timeout: 120
         )
         XCTAssertEqual(status, 0, text)
@@ -71,17 +61,12 @@ final class PyiCloudTests: ServerTestCase {
     /// threads write — creates, edits, deletes, moves into and out of Bob's view, Bob writing too
     /// — while Alice and Bob follow their zone feeds; then each copy equals a full fetch.
     func testFeedsConvergeOverHTTPWithConcurrentWriters() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.python) else {
-            return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
-        }
+        guard hasPyiCloud() else { return }
         for seed in [20_261_124, 7, 1999] {
             let (status, text) = try runTool(
                 Self.python,
                 [CLI.root.appendingPathComponent("Tests/pyicloud/sync_concurrent.py").path],
-                environment: [
-                    "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
-                    "SHAREFLOW_BOB": try token("bob@example.com"), "SYNC_SEED": String(seed),
-                ],
+                environment: try pyicloudEnvironment(["SYNC_SEED": String(seed)]),
                 timeout: 180
             )
             XCTAssertEqual(status, 0, "seed \(seed): " + text)
@@ -100,19 +85,14 @@ final class PyiCloudTests: ServerTestCase {
     /// zone in iter_changes, a per-item CONFLICT while the rest commit, a drop after commit
     /// with the write applied, one seed's faults twice, other users untouched.
     func testPyiCloudMeetsInjectedFaultsAsOnApplesService() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.python) else {
-            return XCTFail("no pyicloud environment at \(Self.python): run `make pyenv` (make test does)")
-        }
+        guard hasPyiCloud() else { return }
         let admin = try CLI.run(["tokens", "admin", "--store", store]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         XCTAssertTrue(admin.range(of: "^[0-9a-f]{64}$", options: .regularExpression) != nil, admin)
         let path = CLI.root.appendingPathComponent("Tests/pyicloud/fault_flow.py").path
         let (status, text) = try runTool(
             Self.python,
             [path],
-            environment: [
-                "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
-                "SHAREFLOW_BOB": try token("bob@example.com"), "SHAREFLOW_ADMIN": admin,
-            ],
+            environment: try pyicloudEnvironment(["SHAREFLOW_ADMIN": admin]),
             timeout: 120
         )
         XCTAssertEqual(status, 0, text)

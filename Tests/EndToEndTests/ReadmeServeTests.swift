@@ -22,13 +22,7 @@ final class ReadmeServeTests: XCTestCase {
 
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let bin = dir.appendingPathComponent("bin")
-        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("shareflow").path, withDestinationPath: CLI.binary)
-        try FileManager.default.createSymbolicLink(
-            atPath: dir.appendingPathComponent("Scripts").path,
-            withDestinationPath: CLI.root.appendingPathComponent("Scripts").path
-        )
+        let bin = try CLI.readmeFolder(dir)
         let file = dir.appendingPathComponent("walkthrough.sh")
         try CLI.write("set -euo pipefail\n" + script + "\n", to: file)
 

@@ -156,22 +156,19 @@ final class ServeAuthTests: ServerTestCase {
         var r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)", headers: viaProxy)
         XCTAssertEqual(r.0, 200, "\(r.1)")
         XCTAssertEqual(((r.1["users"] as? [[String: Any]])?.first?["lookupInfo"] as? [String: String])?["emailAddress"], "bob@example.com")
-        r = try call(
-            "GET",
-            db + "/public/users/caller",
-            query: "ckAPIToken=\(api)",
-            headers: ["X-Auth-Request-Email: bob@example.com", "X-Proxy-Secret: guess"]
-        )
-        XCTAssertEqual(r.0, 401)
-        XCTAssertTrue((r.1["reason"] as? String)?.contains("authenticator 'proxy-auth/header' refused") ?? false, "\(r.1)")
-        r = try call(
-            "GET",
-            db + "/public/users/caller",
-            query: "ckAPIToken=\(api)",
-            headers: ["X-Auth-Request-Email: nobody@example.com", "X-Proxy-Secret: open-sesame"]
-        )
-        XCTAssertEqual(r.0, 401)
-        XCTAssertTrue((r.1["reason"] as? String)?.contains("no account for 'nobody@example.com'") ?? false, "\(r.1)")
+        /// The caller asked for through the proxy as `email` with `secret`: a 401 saying `reason`.
+        func assertProxyRefuses(_ email: String, secret: String, _ reason: String, line: UInt = #line) throws {
+            let r = try call(
+                "GET",
+                db + "/public/users/caller",
+                query: "ckAPIToken=\(api)",
+                headers: ["X-Auth-Request-Email: \(email)", "X-Proxy-Secret: \(secret)"]
+            )
+            XCTAssertEqual(r.0, 401, line: line)
+            XCTAssertTrue((r.1["reason"] as? String)?.contains(reason) ?? false, "\(r.1)", line: line)
+        }
+        try assertProxyRefuses("bob@example.com", secret: "guess", "authenticator 'proxy-auth/header' refused")
+        try assertProxyRefuses("nobody@example.com", secret: "open-sesame", "no account for 'nobody@example.com'")
         r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)")
         XCTAssertEqual(r.0, 421, "no credential at all: a user is required")
         r = try call("GET", db + "/public/users/caller", query: "", headers: viaProxy)

@@ -109,6 +109,47 @@ class ServerTestCase: XCTestCase {
         return (process, output)
     }
 
+    /// Restarts the server with one plugin, `name`, whose init.lua is `source`; `settings`
+    /// (Lua table fields, such as `limits = …`) go in its config beside the plugin.
+    func restartServer(withPlugin name: String, settings: String? = nil, _ source: String) throws {
+        let plugins = dir.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: plugins.appendingPathComponent(name), withIntermediateDirectories: true)
+        try CLI.write(source, to: plugins.appendingPathComponent("\(name)/init.lua"))
+        let config = dir.appendingPathComponent("\(name).config.lua")
+        try CLI.write("return { plugins = { \(name) = true }" + (settings.map { ", " + $0 } ?? "") + " }", to: config)
+        stopServer()
+        try startServer(["--config", config.path, "--plugins", plugins.path])
+    }
+
+    /// Whether pyicloud's environment (.build/pyenv) is there; when not, a failure saying how
+    /// to make it.
+    func hasPyiCloud(file: StaticString = #filePath, line: UInt = #line) -> Bool {
+        guard FileManager.default.isExecutableFile(atPath: PyiCloudTests.python) else {
+            XCTFail("no pyicloud environment at \(PyiCloudTests.python): run `make pyenv` (make test does)", file: file, line: line)
+            return false
+        }
+        return true
+    }
+
+    /// The environment of a script of Tests/pyicloud: pyicloud strict (no key it does not
+    /// know), this server, the API token, Alice's and Bob's web auth tokens; then `extra`.
+    func pyicloudEnvironment(_ extra: [String: String] = [:]) throws -> [String: String] {
+        [
+            "PYICLOUD_CK_EXTRA": "forbid", "SHAREFLOW_BASE": base, "SHAREFLOW_API": api, "SHAREFLOW_ALICE": web,
+            "SHAREFLOW_BOB": try token("bob@example.com"),
+        ].merging(extra) { _, new in new }
+    }
+
+    /// Makes Alice's zone `name` over HTTP, as a test's first step; it must answer 200.
+    func makeZone(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let r = try call(
+            "POST",
+            db + "/private/zones/modify",
+            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(name)"}}}]}"#
+        )
+        XCTAssertEqual(r.0, 200, "\(r.1)", file: file, line: line)
+    }
+
     func stopServer() {
         if server?.isRunning == true {
             server.terminate()
@@ -166,12 +207,7 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual((me?["nameComponents"] as? [String: String])?["givenName"], "Alice")
 
         // Zones.
-        r = try call(
-            "POST",
-            db + "/private/zones/modify",
-            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
-        )
-        XCTAssertEqual(r.0, 200, "\(r.1)")
+        try makeZone("Trips")
         r = try call("POST", db + "/private/zones/list", body: "{}")  // pyicloud sends POST {}
         XCTAssertEqual((r.1["zones"] as? [[String: Any]])?.count, 2, "\(r.1)")
         r = try call("POST", db + "/private/zones/lookup", body: #"{"zones":[{"zoneName":"Trips"},{"zoneName":"Nope"}]}"#)
@@ -250,16 +286,15 @@ final class ServeTests: ServerTestCase {
     }
 
     func testQueryAndUserLookupOverHTTP() throws {
-        var r = try call(
-            "POST",
-            db + "/private/zones/modify",
-            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
-        )
-        XCTAssertEqual(r.0, 200)
+        try makeZone("Trips")
         let ops = (1...5).map {
             #"{"operationType":"create","record":{"recordName":"t\#($0)","recordType":"Trip","fields":{"days":{"value":\#($0),"type":"INT64"},"title":{"value":"\#($0 % 2 == 0 ? "Lisbon" : "Porto") \#($0)"}}}}"#
         }
-        r = try call("POST", db + "/private/records/modify", body: #"{"zoneID":{"zoneName":"Trips"},"operations":[\#(ops.joined(separator: ","))]}"#)
+        var r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: #"{"zoneID":{"zoneName":"Trips"},"operations":[\#(ops.joined(separator: ","))]}"#
+        )
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.count, 5, "\(r.1)")
         let query =
             #"{"zoneID":{"zoneName":"Trips"},"resultsLimit":1,"query":{"recordType":"Trip","filterBy":[{"comparator":"GREATER_THAN_OR_EQUALS","fieldName":"days","fieldValue":{"value":2,"type":"INT64"}},{"comparator":"BEGINS_WITH","fieldName":"title","fieldValue":{"value":"Lis","type":"STRING"}}],"sortBy":[{"fieldName":"days","ascending":false}]}}"#
@@ -295,13 +330,8 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("carol.lua").path]).status, 0)
         let bob = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
         let carol = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("carol@example.com"))"
+        try makeZone("Trips")
         var r = try call(
-            "POST",
-            db + "/private/zones/modify",
-            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
-        )
-        XCTAssertEqual(r.0, 200)
-        r = try call(
             "POST",
             db + "/private/records/modify",
             body: """
@@ -391,13 +421,8 @@ final class ServeTests: ServerTestCase {
         stopServer()
         try startServer(["--public-url", "https://share.example.test/"])
         let bob = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))"
+        try makeZone("Trips")
         var r = try call(
-            "POST",
-            db + "/private/zones/modify",
-            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
-        )
-        XCTAssertEqual(r.0, 200)
-        r = try call(
             "POST",
             db + "/private/records/modify",
             body: """
@@ -457,14 +482,9 @@ final class ServeTests: ServerTestCase {
     /// and modified name their users and keep the creation time.
     func testForceSavesCreateAndUpdatesKeepTheOtherKeys() throws {
         let zone = #""zoneID":{"zoneName":"Trips"}"#
-        var r = try call(
-            "POST",
-            db + "/private/zones/modify",
-            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
-        )
-        XCTAssertEqual(r.0, 200, "\(r.1)")
+        try makeZone("Trips")
         for type in ["update", "replace"] {
-            r = try call(
+            let r = try call(
                 "POST",
                 db + "/private/records/modify",
                 body: """
@@ -475,7 +495,7 @@ final class ServeTests: ServerTestCase {
             XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "NOT_FOUND", "\(type): \(r.1)")
         }
         for type in ["forceUpdate", "forceReplace"] {
-            r = try call(
+            let r = try call(
                 "POST",
                 db + "/private/records/modify",
                 body: """
@@ -486,7 +506,7 @@ final class ServeTests: ServerTestCase {
             let made = (r.1["records"] as? [[String: Any]])?.first
             XCTAssertNotNil(made?["recordChangeTag"], "\(type) creates a missing record: \(r.1)")
         }
-        r = try call("POST", db + "/private/records/lookup", body: #"{\#(zone),"records":[{"recordName":"made-by-forceUpdate"}]}"#)
+        var r = try call("POST", db + "/private/records/lookup", body: #"{\#(zone),"records":[{"recordName":"made-by-forceUpdate"}]}"#)
         let stored = (r.1["records"] as? [[String: Any]])?.first
         let created = (stored?["created"] as? [String: Any])?["timestamp"] as? Int64
         r = try call(
@@ -564,12 +584,7 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual(r.0, 401, "the production token does not open development: \(r.1)")
 
         // A zone, a record and a share in development; production knows none of them.
-        r = try call(
-            "POST",
-            db + "/private/zones/modify",
-            body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips"}}}]}"#
-        )
-        XCTAssertEqual(r.0, 200, "\(r.1)")
+        try makeZone("Trips")
         r = try call(
             "POST",
             db + "/private/records/modify",

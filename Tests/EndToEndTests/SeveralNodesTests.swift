@@ -288,13 +288,7 @@ final class SeveralNodesTests: ServerTestCase {
         // Ports first: the database's own port may hold "8080" or "8081".
         script = script.replacingOccurrences(of: "8080", with: String(free[0])).replacingOccurrences(of: "8081", with: String(free[1]))
             .replacingOccurrences(of: #"(?m)^PG=\S+"#, with: "PG='\(empty)'", options: .regularExpression)
-        let bin = dir.appendingPathComponent("bin")
-        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("shareflow").path, withDestinationPath: CLI.binary)
-        try FileManager.default.createSymbolicLink(
-            atPath: dir.appendingPathComponent("Scripts").path,
-            withDestinationPath: CLI.root.appendingPathComponent("Scripts").path
-        )
+        let bin = try CLI.readmeFolder(dir)
         let file = dir.appendingPathComponent("nodes.sh")
         try CLI.write("set -euo pipefail\nexport PATH='\(bin.path)':\"$PATH\"\n" + script, to: file)
         let r = try runTool("/bin/bash", [file.path], timeout: 120)

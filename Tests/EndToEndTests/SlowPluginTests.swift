@@ -9,9 +9,9 @@ import XCTest
 /// engine's one thread and waited behind the observer.
 class SlowPluginTests: ServerTestCase {
     func testReadsAreAnsweredWhileASlowObserverHoldsAWrite() throws {
-        let plugins = dir.appendingPathComponent("plugins")
-        try FileManager.default.createDirectory(at: plugins.appendingPathComponent("slow"), withIntermediateDirectories: true)
-        try CLI.write(
+        try restartServer(
+            withPlugin: "slow",
+            settings: "limits = { cpuMillis = 30000 }",
             """
             return { name = "slow", version = "1.0.0", description = "spins after each save", config = {},
               setup = function(ctx)
@@ -23,13 +23,8 @@ class SlowPluginTests: ServerTestCase {
                   ctx.log.info("slow observer finished")
                 end, { name = "slow" })
               end }
-            """,
-            to: plugins.appendingPathComponent("slow/init.lua")
+            """
         )
-        let config = dir.appendingPathComponent("slow.config.lua")
-        try CLI.write("return { plugins = { slow = true }, limits = { cpuMillis = 30000 } }", to: config)
-        stopServer()
-        try startServer(["--config", config.path, "--plugins", plugins.path])
 
         var r = try call(
             "POST",

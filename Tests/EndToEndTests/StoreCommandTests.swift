@@ -66,9 +66,7 @@ final class StoreCommandTests: XCTestCase {
     func testStoreInfoCheckAndBackup() throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = dir.appendingPathComponent("store.sqlite").path
-        let setup = try CLI.run(["run", "--store", store, "Scripts/examples/audit_access.lua"])
-        XCTAssertEqual(setup.status, 0, setup.stderr)
+        let store = try auditAccessStore(in: dir)
 
         let info = try CLI.run(["store", "info", "--store", store])
         XCTAssertEqual(info.status, 0, info.stderr)
@@ -107,9 +105,7 @@ final class StoreCommandTests: XCTestCase {
     func testStoreCopyMakesANewFileWithTheSameRows() throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = dir.appendingPathComponent("store.sqlite").path
-        let setup = try CLI.run(["run", "--store", store, "Scripts/examples/audit_access.lua"])
-        XCTAssertEqual(setup.status, 0, setup.stderr)
+        let store = try auditAccessStore(in: dir)
         let copy = dir.appendingPathComponent("copy.sqlite").path
         let r = try CLI.run(["store", "copy", store, copy])
         XCTAssertEqual(r.status, 0, r.stderr)
@@ -356,6 +352,14 @@ final class StoreCommandTests: XCTestCase {
 
     /// Runs the CLI as `nobody` in a user namespace: tests run as root, who may write anywhere,
     /// and a file's mode binds only a process without root's rights over it.
+    /// A store in `dir` made by the audit_access example: accounts, two shares, their participants.
+    private func auditAccessStore(in dir: URL, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let store = dir.appendingPathComponent("store.sqlite").path
+        let setup = try CLI.run(["run", "--store", store, "Scripts/examples/audit_access.lua"])
+        XCTAssertEqual(setup.status, 0, setup.stderr, file: file, line: line)
+        return store
+    }
+
     private func asNobody(_ args: [String]) throws -> CLI.Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")

@@ -94,4 +94,17 @@ public enum CLI {
     public static func write(_ text: String, to url: URL) throws {
         try text.write(to: url, atomically: true, encoding: .utf8)
     }
+
+    /// Sets `dir` up as a README's walk-through expects a user's folder: `shareflow` on a
+    /// PATH (the folder returned, `dir`/bin) and the package's Scripts beside.
+    public static func readmeFolder(_ dir: URL) throws -> URL {
+        let bin = dir.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("shareflow").path, withDestinationPath: binary)
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.appendingPathComponent("Scripts").path,
+            withDestinationPath: root.appendingPathComponent("Scripts").path
+        )
+        return bin
+    }
 }
