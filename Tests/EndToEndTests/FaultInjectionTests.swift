@@ -93,15 +93,23 @@ final class FaultInjectionTests: ServerTestCase {
         XCTAssertTrue(log.contains("zones/modify 413 ") && log.contains("bob@example.com fault=quotaExceeded"), log)
     }
 
-    func testABadRuleInTheConfigIsOneLineNamingIt() throws {
-        let config = dir.appendingPathComponent("bad.config.lua")
-        try CLI.write(#"return { faults = { { fault = "zoneBusy" }, { fault = "requestRateLimited", probability = 2 } } }"#, to: config)
+    /// `shareflow run` of a one-line script (returned) under `config` fails, with one line
+    /// saying `words`.
+    @discardableResult
+    private func assertOneLineRefusal(_ config: URL, _ words: String, file: StaticString = #filePath, line: UInt = #line) throws -> URL {
         let script = dir.appendingPathComponent("one.lua")
         try CLI.write("print(1)", to: script)
         let r = try CLI.run(["run", "--store", ":memory:", "--config", config.path, script.path])
-        XCTAssertNotEqual(r.status, 0)
-        XCTAssertTrue(r.stderr.contains("faults[2].probability must be a number from 0 to 1, got 2"), r.stderr)
-        XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
+        XCTAssertNotEqual(r.status, 0, file: file, line: line)
+        XCTAssertTrue(r.stderr.contains(words), r.stderr, file: file, line: line)
+        XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr, file: file, line: line)
+        return script
+    }
+
+    func testABadRuleInTheConfigIsOneLineNamingIt() throws {
+        let config = dir.appendingPathComponent("bad.config.lua")
+        try CLI.write(#"return { faults = { { fault = "zoneBusy" }, { fault = "requestRateLimited", probability = 2 } } }"#, to: config)
+        let script = try assertOneLineRefusal(config, "faults[2].probability must be a number from 0 to 1, got 2")
         try CLI.write(#"return { faults = { { fault = "zoneBusy", colour = "red" } } }"#, to: config)
         let unknown = try CLI.run(["run", "--store", ":memory:", "--config", config.path, script.path])
         XCTAssertTrue(unknown.stderr.contains("faults[1]: unknown key 'colour'"), unknown.stderr)
@@ -113,12 +121,7 @@ final class FaultInjectionTests: ServerTestCase {
             "return { faults = {" + (0...1_000).map { #"{ fault = "zoneBusy", zone = "z\#($0)" }"# }.joined(separator: ",") + "} }",
             to: config
         )
-        let script = dir.appendingPathComponent("one.lua")
-        try CLI.write("print(1)", to: script)
-        let r = try CLI.run(["run", "--store", ":memory:", "--config", config.path, script.path])
-        XCTAssertNotEqual(r.status, 0)
-        XCTAssertTrue(r.stderr.contains("config file \(config.path): 'faults' has 1001 rules; at most 1000 are armed at once"), r.stderr)
-        XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
+        try assertOneLineRefusal(config, "config file \(config.path): 'faults' has 1001 rules; at most 1000 are armed at once")
     }
 
     func testOnlyAnAdminTokenOpensTheAdminRoute() throws {
@@ -286,9 +289,7 @@ final class FaultInjectionTests: ServerTestCase {
         XCTAssertTrue(out.contains("HTTP/1.1 429 Too Many Requests") && out.contains("Retry-After: 5"), out)
         XCTAssertTrue(out.hasSuffix("{\"removed\":1}"), out)
 
-        guard FileManager.default.isExecutableFile(atPath: PyiCloudTests.python) else {
-            return XCTFail("no pyicloud environment at \(PyiCloudTests.python): run `make pyenv` (make test does)")
-        }
+        guard hasPyiCloud() else { return }
         let python = dir.appendingPathComponent("faults.py")
         try CLI.write(try block("python"), to: python)
         let (pyStatus, pyOut) = try runTool(PyiCloudTests.python, [python.path], environment: environment, timeout: 60)

@@ -242,12 +242,8 @@ final class HostilePluginTests: XCTestCase {
     /// A config that turns `plugin` on at startup: the process either serves (the plugin
     /// loaded) or stops with one clear error naming the plugin; never a crash or a hang.
     func startup(_ plugin: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let dir = try CLI.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let config = dir.appendingPathComponent("config.lua")
-        try CLI.write("return { limits = { cpuMillis = 50, memoryMiB = 64 }, plugins = { [\"\(plugin)\"] = true } }", to: config)
-        try runServingOrClearError(
-            ["--store", dir.appendingPathComponent("store.sqlite").path, "--config", config.path],
+        try runWithConfig(
+            "return { limits = { cpuMillis = 50, memoryMiB = 64 }, plugins = { [\"\(plugin)\"] = true } }",
             clearError: "shareflow: plugin '\(plugin)'",
             file: file,
             line: line
@@ -257,13 +253,23 @@ final class HostilePluginTests: XCTestCase {
     /// An operator's config with out-of-range limits (and one plugin on): refused with one
     /// clear error, or clamped and served; never a trap.
     func configFile(limits: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try runWithConfig(
+            "return { limits = { \(limits) }, plugins = { [\"benign-observer\"] = true } }",
+            clearError: "shareflow: config file",
+            file: file,
+            line: line
+        )
+    }
+
+    /// The startup drive in a folder of its own (its store there), with the config `text`.
+    private func runWithConfig(_ text: String, clearError: String, file: StaticString, line: UInt) throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let config = dir.appendingPathComponent("config.lua")
-        try CLI.write("return { limits = { \(limits) }, plugins = { [\"benign-observer\"] = true } }", to: config)
+        try CLI.write(text, to: config)
         try runServingOrClearError(
             ["--store", dir.appendingPathComponent("store.sqlite").path, "--config", config.path],
-            clearError: "shareflow: config file",
+            clearError: clearError,
             file: file,
             line: line
         )

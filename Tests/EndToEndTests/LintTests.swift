@@ -11,37 +11,22 @@ final class LintTests: XCTestCase {
         else {
             throw XCTSkip("luacheck is not installed (make deps installs lua-check)")
         }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: luacheck)
         let folders = [
             "Scripts", "Plugins", "Tests/lua", "Tests/EndToEndTests/Fixtures", "Tests/fuzz",
             "Sources/ShareFlowLua/Lua", "Sources/ShareFlowConsole/Lua", "Sources/shareflow/Lua",
         ]
-        p.arguments = ["--no-color", "-q"] + folders.filter { FileManager.default.fileExists(atPath: CLI.root.appendingPathComponent($0).path) }
-        p.currentDirectoryURL = CLI.root
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0, text)
+        let (status, text) = try Tools.output(
+            of: luacheck,
+            ["--no-color", "-q"] + folders.filter { FileManager.default.fileExists(atPath: CLI.root.appendingPathComponent($0).path) }
+        )
+        XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.contains("0 warnings / 0 errors"), text)
     }
 
     /// `swift format lint` with `arguments`, run at the package's root: its exit status and
     /// what it printed (its findings go to standard error).
     private func swiftFormat(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["swift", "format", "lint"] + arguments
-        p.currentDirectoryURL = CLI.root
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        return (p.terminationStatus, text)
+        try Tools.output(of: "/usr/bin/env", ["swift", "format", "lint"] + arguments)
     }
 
     func testTheSwiftSourcesAreFormatted() throws {

@@ -46,11 +46,35 @@ final class PluginsCommandTests: XCTestCase {
         XCTAssertTrue(m.stderr.contains("no plugin 'missing'"), m.stderr)
     }
 
+    /// An empty script run in `dir` with each config of `cases` in turn: where a case names
+    /// a message, the run fails with one line saying it (starting with `prefix`, when given);
+    /// otherwise it runs.
+    private func assertConfigsRun(
+        _ cases: [(String, String?)],
+        in dir: URL,
+        prefix: String? = nil,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
+        try CLI.write("", to: dir.appendingPathComponent("s.lua"))
+        for (n, (config, message)) in cases.enumerated() {
+            try CLI.write(config, to: dir.appendingPathComponent("c\(n).lua"))
+            let r = try CLI.run(["run", "--store", ":memory:", "--config", "c\(n).lua", "s.lua"], cwd: dir)
+            if let message {
+                XCTAssertEqual(r.status, 1, config, file: file, line: line)
+                if let prefix { XCTAssertTrue(r.stderr.hasPrefix(prefix), "\(config): \(r.stderr)", file: file, line: line) }
+                XCTAssertTrue(r.stderr.contains(message), "\(config): \(r.stderr)", file: file, line: line)
+                XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "\(config): one line: \(r.stderr)", file: file, line: line)
+            } else {
+                XCTAssertEqual(r.status, 0, "\(config): \(r.stderr)", file: file, line: line)
+            }
+        }
+    }
+
     /// SPEC §16's `postgres = { poolSize, statementTimeoutMs }`: whole numbers in range, known
     /// keys, a table; anything else is one line naming it.
     func testPostgresConfigBadValuesAreOneClearLine() throws {
         let dir = try CLI.temporaryDirectory()
-        try CLI.write("", to: dir.appendingPathComponent("s.lua"))
         let cases: [(String, String?)] = [
             ("return { postgres = { statementTimeoutMs = 5 } }", "postgres.statementTimeoutMs must be a whole number from 100 to 600000, got 5"),
             ("return { postgres = { statementTimeoutMs = 0/0 } }", "postgres.statementTimeoutMs must be a whole number from 100 to 600000"),
@@ -72,17 +96,7 @@ final class PluginsCommandTests: XCTestCase {
             ("return { store = { busyTimeoutMs = 0 } }", nil),
             ("return { store = { busyTimeoutMs = 2500 } }", nil),
         ]
-        for (n, (config, message)) in cases.enumerated() {
-            try CLI.write(config, to: dir.appendingPathComponent("c\(n).lua"))
-            let r = try CLI.run(["run", "--store", ":memory:", "--config", "c\(n).lua", "s.lua"], cwd: dir)
-            if let message {
-                XCTAssertEqual(r.status, 1, config)
-                XCTAssertTrue(r.stderr.contains(message), "\(config): \(r.stderr)")
-                XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "\(config): one line: \(r.stderr)")
-            } else {
-                XCTAssertEqual(r.status, 0, "\(config): \(r.stderr)")
-            }
-        }
+        try assertConfigsRun(cases, in: dir)
     }
 
     /// SPEC §14's `sync.retentionDays`: every bad value a config file can hold — out of range,
@@ -90,7 +104,6 @@ final class PluginsCommandTests: XCTestCase {
     /// raises — is one line naming it, or (the metatable, read raw) nothing at all; never a crash.
     func testSyncConfigBadValuesAreOneClearLine() throws {
         let dir = try CLI.temporaryDirectory()
-        try CLI.write("", to: dir.appendingPathComponent("s.lua"))
         let cases: [(String, String?)] = [
             ("return { sync = { retentionDays = -1 } }", "sync.retentionDays must be a number of days from 0 to 36500, got -1"),
             ("return { sync = { retentionDays = 0/0 } }", "sync.retentionDays must be a number of days from 0 to 36500, got nan"),
@@ -105,18 +118,7 @@ final class PluginsCommandTests: XCTestCase {
             ("return { sync = setmetatable({}, { __index = function() error('boom') end }) }", nil),
             ("return { sync = { retentionDays = 0.5 } }", nil),
         ]
-        for (n, (config, message)) in cases.enumerated() {
-            try CLI.write(config, to: dir.appendingPathComponent("c\(n).lua"))
-            let r = try CLI.run(["run", "--store", ":memory:", "--config", "c\(n).lua", "s.lua"], cwd: dir)
-            if let message {
-                XCTAssertEqual(r.status, 1, config)
-                XCTAssertTrue(r.stderr.hasPrefix("shareflow: config file "), "\(config): \(r.stderr)")
-                XCTAssertTrue(r.stderr.contains(message), "\(config): \(r.stderr)")
-                XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "\(config): one line: \(r.stderr)")
-            } else {
-                XCTAssertEqual(r.status, 0, "\(config): \(r.stderr)")
-            }
-        }
+        try assertConfigsRun(cases, in: dir, prefix: "shareflow: config file ")
     }
 
     func testSandboxedScript() throws {

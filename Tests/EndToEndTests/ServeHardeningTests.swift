@@ -261,21 +261,19 @@ final class ServeHardeningTests: ServerTestCase {
         r = try call("POST", "/" + db + "/private/zones/list", body: "{}")
         XCTAssertEqual(r.0, 404, "\(r.1)")
         // IN is bounded and hashed: 400 values over many records answer at once; 401 are refused.
-        let values = (0..<400).map { #""v\#($0)""# }.joined(separator: ",")
-        r = try call(
-            "POST",
-            db + "/private/records/query",
-            body:
-                #"{"query":{"recordType":"Note","filterBy":[{"fieldName":"k","comparator":"IN","fieldValue":{"value":[\#(values)],"type":"STRING_LIST"}}]}}"#
-        )
+        /// A query of the Notes whose k is one of `count` values.
+        func queryKIn(_ count: Int) throws -> (Int, [String: Any]) {
+            let values = (0..<count).map { #""v\#($0)""# }.joined(separator: ",")
+            return try call(
+                "POST",
+                db + "/private/records/query",
+                body:
+                    #"{"query":{"recordType":"Note","filterBy":[{"fieldName":"k","comparator":"IN","fieldValue":{"value":[\#(values)],"type":"STRING_LIST"}}]}}"#
+            )
+        }
+        r = try queryKIn(400)
         XCTAssertEqual(r.0, 200, "\(r.1)")
-        let tooMany = (0..<401).map { #""v\#($0)""# }.joined(separator: ",")
-        r = try call(
-            "POST",
-            db + "/private/records/query",
-            body:
-                #"{"query":{"recordType":"Note","filterBy":[{"fieldName":"k","comparator":"IN","fieldValue":{"value":[\#(tooMany)],"type":"STRING_LIST"}}]}}"#
-        )
+        r = try queryKIn(401)
         XCTAssertEqual(r.0, 400)
         XCTAssertTrue((r.1["reason"] as? String)?.contains("limitExceeded") == true, "\(r.1)")
     }

@@ -15,6 +15,22 @@ public enum Tools {
         return process.terminationStatus
     }
 
+    /// Runs `executable` with `arguments` at the package's root and waits; its exit status and
+    /// all it printed, standard output and error through one pipe (as a terminal shows them).
+    public static func output(of executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.currentDirectoryURL = packageRoot
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        try process.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+
     /// Runs `sql` (one statement or several) on the SQLite file at `path` through Python's
     /// sqlite3, committed, as another program would; its exit status.
     @discardableResult

@@ -87,19 +87,25 @@ class DamagedStoreTests: XCTestCase {
         }
     }
 
+    /// `assertDamaged` of Alice fetching `record` again, whose row `row` is damaged in `column`.
+    private func assertFetchDamaged(
+        _ f: Fixture,
+        _ record: ShareFlow.Record,
+        row: Int64,
+        _ column: String,
+        _ found: String,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
+        assertDamaged(try f.db.fetchRecord(record.recordID), f, table: "record", row: row, column: column, found: found, file: file, line: line)
+    }
+
     func testABlobInFieldsFailsThatRecordAloneNamingTableRowAndColumn() throws {
         let f = try Fixture()
         defer { f.remove() }
         let trip = try f.rowID("record", "name = 'lisbon'")
         try f.damage("UPDATE record SET fields = x'00ff7b7d' WHERE id = \(trip)")
-        assertDamaged(
-            try f.db.fetchRecord(f.world.trip.recordID),
-            f,
-            table: "record",
-            row: trip,
-            column: "fields",
-            found: "expected TEXT (JSON), found BLOB (4 bytes)"
-        )
+        assertFetchDamaged(f, f.world.trip, row: trip, "fields", "expected TEXT (JSON), found BLOB (4 bytes)")
         // Every other row keeps serving.
         XCTAssertEqual(try f.db.fetchRecord(f.world.day.recordID).recordType, "Day")
         XCTAssertEqual(try f.db.records(matching: Query(recordType: "Day"), inZoneWith: f.world.zone.zoneID).records.count, 1)
@@ -122,40 +128,19 @@ class DamagedStoreTests: XCTestCase {
         let trip = try f.rowID("record", "name = 'lisbon'")
         let day = try f.rowID("record", "name = 'day1'")
         try f.damage("UPDATE record SET modifiedAt = 'yesterday' WHERE id = \(trip)")
-        assertDamaged(
-            try f.db.fetchRecord(f.world.trip.recordID),
-            f,
-            table: "record",
-            row: trip,
-            column: "modifiedAt",
-            found: "expected REAL, found TEXT 'yesterday'"
-        )
+        assertFetchDamaged(f, f.world.trip, row: trip, "modifiedAt", "expected REAL, found TEXT 'yesterday'")
         try f.damage("UPDATE record SET modifiedAt = 0, tag = x'0102' WHERE id = \(trip)")
-        assertDamaged(
-            try f.db.fetchRecord(f.world.trip.recordID),
-            f,
-            table: "record",
-            row: trip,
-            column: "tag",
-            found: "expected TEXT, found BLOB (2 bytes)"
-        )
+        assertFetchDamaged(f, f.world.trip, row: trip, "tag", "expected TEXT, found BLOB (2 bytes)")
         // NULL where a value is expected: a table another program rebuilt without NOT NULL.
         try f.redeclare("record", replacing: "NOT NULL", with: "")
         try f.damage("UPDATE record SET tag = NULL WHERE id = \(day)")
-        assertDamaged(try f.db.fetchRecord(f.world.day.recordID), f, table: "record", row: day, column: "tag", found: "found NULL")
+        assertFetchDamaged(f, f.world.day, row: day, "tag", "found NULL")
         try f.damage("UPDATE record SET tag = 'abc', type = NULL WHERE id = \(day)")
-        assertDamaged(try f.db.fetchRecord(f.world.day.recordID), f, table: "record", row: day, column: "type", found: "found NULL")
+        assertFetchDamaged(f, f.world.day, row: day, "type", "found NULL")
         // An integer where text is expected: a column rebuilt with no type keeps an integer as one.
         try f.redeclare("record", replacing: "parentName TEXT", with: "parentName BLOB")
         try f.damage("UPDATE record SET type = 'Day', parentName = 42 WHERE id = \(day)")
-        assertDamaged(
-            try f.db.fetchRecord(f.world.day.recordID),
-            f,
-            table: "record",
-            row: day,
-            column: "parentName",
-            found: "expected TEXT, found INTEGER 42"
-        )
+        assertFetchDamaged(f, f.world.day, row: day, "parentName", "expected TEXT, found INTEGER 42")
         try f.damage("UPDATE record SET parentName = 'lisbon', tag = 'abc', modifiedAt = 1 WHERE id IN (\(trip), \(day))")
         try f.damage("UPDATE record SET tag = x'0102', parentName = NULL WHERE id = \(trip)")
         XCTAssertEqual(try f.db.fetchRecord(f.world.day.recordID).parent?.recordName, "lisbon", "the other row serves")
@@ -173,7 +158,7 @@ class DamagedStoreTests: XCTestCase {
             ("{\"title\": {\"s\": 5}}", "found field 'title' holding no field value"),
         ] {
             try f.damage("UPDATE record SET fields = '\(json.replacingOccurrences(of: "'", with: "''"))' WHERE id = \(trip)")
-            assertDamaged(try f.db.fetchRecord(f.world.trip.recordID), f, table: "record", row: trip, column: "fields", found: found)
+            assertFetchDamaged(f, f.world.trip, row: trip, "fields", found)
         }
         // Read as no fields, the next save would have dropped the record's data: it is refused too.
         let copy = Record(recordType: "Trip", recordID: f.world.trip.recordID)
@@ -186,15 +171,12 @@ class DamagedStoreTests: XCTestCase {
         let f = try Fixture()
         defer { f.remove() }
         let bob = try f.rowID("participant", "lookupValue = 'bob@example.com'")
+        /// Alice's fetch of the share fails on Bob's participant row, damaged in `column`.
+        func assertShareDamaged(_ column: String, _ found: String, line: UInt = #line) {
+            assertDamaged(try f.db.fetchRecord(f.share.recordID), f, table: "participant", row: bob, column: column, found: found, line: line)
+        }
         try f.damage("UPDATE participant SET role = x'6f776e6572' WHERE id = \(bob)")
-        assertDamaged(
-            try f.db.fetchRecord(f.share.recordID),
-            f,
-            table: "participant",
-            row: bob,
-            column: "role",
-            found: "expected TEXT, found BLOB (5 bytes)"
-        )
+        assertShareDamaged("role", "expected TEXT, found BLOB (5 bytes)")
         assertDamaged(
             try f.world.bc.fetchShareMetadataResults([f.share.url!]).0[0].1.get(),
             f,
@@ -204,32 +186,11 @@ class DamagedStoreTests: XCTestCase {
             found: "BLOB"
         )
         try f.damage("UPDATE participant SET role = 'boss' WHERE id = \(bob)")
-        assertDamaged(
-            try f.db.fetchRecord(f.share.recordID),
-            f,
-            table: "participant",
-            row: bob,
-            column: "role",
-            found: "expected one of owner, administrator, privateUser, publicUser, unknown, found TEXT 'boss'"
-        )
+        assertShareDamaged("role", "expected one of owner, administrator, privateUser, publicUser, unknown, found TEXT 'boss'")
         try f.damage("UPDATE participant SET role = 'privateUser', lookupKind = 'pigeon' WHERE id = \(bob)")
-        assertDamaged(
-            try f.db.fetchRecord(f.share.recordID),
-            f,
-            table: "participant",
-            row: bob,
-            column: "lookupKind",
-            found: "expected one of emailAddress, phoneNumber, userRecordID, found TEXT 'pigeon'"
-        )
+        assertShareDamaged("lookupKind", "expected one of emailAddress, phoneNumber, userRecordID, found TEXT 'pigeon'")
         try f.damage("UPDATE participant SET lookupKind = 'emailAddress', accountID = 'two' WHERE id = \(bob)")
-        assertDamaged(
-            try f.db.fetchRecord(f.share.recordID),
-            f,
-            table: "participant",
-            row: bob,
-            column: "accountID",
-            found: "expected INTEGER, found TEXT 'two'"
-        )
+        assertShareDamaged("accountID", "expected INTEGER, found TEXT 'two'")
         // The records under the share serve all along.
         XCTAssertEqual(try f.db.fetchRecord(f.world.trip.recordID).recordType, "Trip")
     }
