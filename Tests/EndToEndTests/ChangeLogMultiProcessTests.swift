@@ -35,6 +35,26 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         process.waitUntilExit()
     }
 
+    /// Waits for each of `writers` (as `startRun` gives them): each must exit 0.
+    func waitForAll(_ writers: [(Process, URL, URL)], file: StaticString = #filePath, line: UInt = #line) {
+        for (process, _, err) in writers {
+            wait(process)
+            XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOf: err, encoding: .utf8)) ?? "", file: file, line: line)
+        }
+    }
+
+    /// Tells mp_read.lua's `reader` (as `startRun` gives it) to stop, by making `doneFile`,
+    /// and waits for it: it must exit 0, having met no mismatch. What it printed.
+    func stopReader(_ reader: (Process, URL, URL), doneFile: URL, file: StaticString = #filePath, line: UInt = #line) -> String {
+        _ = FileManager.default.createFile(atPath: doneFile.path, contents: nil)
+        wait(reader.0)
+        let said = (try? String(contentsOf: reader.1, encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOf: reader.2, encoding: .utf8)) ?? ""
+        XCTAssertEqual(reader.0.terminationStatus, 0, err, file: file, line: line)
+        XCTAssertTrue(said.contains("mismatches=0"), said + err, file: file, line: line)
+        return said
+    }
+
     /// Rows of `sql` on the store, read by Python's sqlite3 (another program), one a line.
     static func query(_ store: String, _ sql: String) throws -> String {
         let process = Process()
@@ -201,15 +221,8 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         }
         XCTAssertEqual(statuses.all.filter { $0 != 200 }, [], "every HTTP write answered 200")
         let step = statuses.all.count
-        for (process, _, err) in writers {
-            wait(process)
-            XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
-        }
-        _ = FileManager.default.createFile(atPath: doneFile.path, contents: nil)
-        wait(reader.0)
-        let said = (try? String(contentsOf: reader.1, encoding: .utf8)) ?? ""
-        XCTAssertEqual(reader.0.terminationStatus, 0, (try? String(contentsOf: reader.2, encoding: .utf8)) ?? "")
-        XCTAssertTrue(said.contains("mismatches=0"), said + ((try? String(contentsOf: reader.2, encoding: .utf8)) ?? ""))
+        waitForAll(writers)
+        let said = stopReader(reader, doneFile: doneFile)
 
         print(
             "HTTP writes: \(step), HTTP follow rounds: \(rounds); Lua reader: \(said)",
@@ -273,13 +286,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
     /// and removal.
     func testPyiCloudFollowsNamesDeletedAndMadeAgain() throws {
         guard hasPyiCloud() else { return }
-        let path = CLI.root.appendingPathComponent("Tests/pyicloud/sync_recreate.py").path
-        let (status, text) = try runTool(
-            PyiCloudTests.python,
-            [path],
-            environment: try pyicloudEnvironment(["PYTHONPATH": CLI.root.appendingPathComponent("Tests/pyicloud").path]),
-            timeout: 60
-        )
+        let (status, text) = try runPyiCloud("sync_recreate.py", ["PYTHONPATH": CLI.root.appendingPathComponent("Tests/pyicloud").path], timeout: 60)
         XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.hasSuffix("sync recreate ok\n"), text)
         try ChangeLogMultiProcessTests.checkLogInvariants(store)
@@ -302,10 +309,7 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         let ready = Date().addingTimeInterval(20)
         while Date() < ready && asker.isRunning && !((try? String(contentsOf: output, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
         let writers = try (1...2).map { try startRun("mp_append.lua", [String($0), "100"], label: "append\($0)") }
-        for (process, _, err) in writers {
-            wait(process)
-            XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
-        }
+        waitForAll(writers)
         _ = FileManager.default.createFile(atPath: done.path, contents: nil)
         let deadline = Date().addingTimeInterval(60)
         while asker.isRunning && Date() < deadline { usleep(50_000) }
@@ -400,16 +404,9 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
             XCTAssertEqual(r.status, 0, r.stderr)
             compactions += 1
         }
-        for (process, _, err) in writers {
-            wait(process)
-            XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
-        }
-        _ = FileManager.default.createFile(atPath: doneFile.path, contents: nil)
-        wait(reader.0)
-        let said = (try? String(contentsOf: reader.1, encoding: .utf8)) ?? ""
+        waitForAll(writers)
+        let said = stopReader(reader, doneFile: doneFile)
         print("compactions: \(compactions); reader: \(said)")
-        XCTAssertEqual(reader.0.terminationStatus, 0, (try? String(contentsOf: reader.2, encoding: .utf8)) ?? "")
-        XCTAssertTrue(said.contains("mismatches=0"), said + ((try? String(contentsOf: reader.2, encoding: .utf8)) ?? ""))
         try checkStoreWhole()
     }
 

@@ -15,12 +15,7 @@ final class PyiCloudTests: ServerTestCase {
     func testPyiCloudDrivesTheSharingFlowInStrictMode() throws {
         guard hasPyiCloud() else { return }
         try script("require('shareflow').accounts.create{ email = 'carol@example.com' }")
-        let (status, text) = try runTool(
-            Self.python,
-            [CLI.root.appendingPathComponent("Tests/pyicloud/sharing_flow.py").path],
-            environment: try pyicloudEnvironment(["SHAREFLOW_CAROL": try token("carol@example.com")]),
-            timeout: 120
-        )
+        let (status, text) = try runPyiCloud("sharing_flow.py", ["SHAREFLOW_CAROL": try token("carol@example.com")], timeout: 120)
         XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.hasSuffix("pyicloud sharing flow ok\n"), text)
         XCTAssertEqual(text.split(separator: "\n").filter { $0.hasPrefix("ok: ") }.count, 16, "every check ran:\n" + text)
@@ -45,12 +40,7 @@ final class PyiCloudTests: ServerTestCase {
     func testPyiCloudFollowsTheChangeFeedsInStrictMode() throws {
         guard hasPyiCloud() else { return }
         let path = CLI.root.appendingPathComponent("Tests/pyicloud/sync_flow.py").path
-        let (status, text) = try runTool(
-            Self.python,
-            [path],
-            environment: try pyicloudEnvironment(),
-            timeout: 120
-        )
+        let (status, text) = try runPyiCloud("sync_flow.py", timeout: 120)
         XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.hasSuffix("pyicloud sync flow ok\n"), text)
         let checks = try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\ncheck(").count - 1
@@ -63,12 +53,7 @@ final class PyiCloudTests: ServerTestCase {
     func testFeedsConvergeOverHTTPWithConcurrentWriters() throws {
         guard hasPyiCloud() else { return }
         for seed in [20_261_124, 7, 1999] {
-            let (status, text) = try runTool(
-                Self.python,
-                [CLI.root.appendingPathComponent("Tests/pyicloud/sync_concurrent.py").path],
-                environment: try pyicloudEnvironment(["SYNC_SEED": String(seed)]),
-                timeout: 180
-            )
+            let (status, text) = try runPyiCloud("sync_concurrent.py", ["SYNC_SEED": String(seed)], timeout: 180)
             XCTAssertEqual(status, 0, "seed \(seed): " + text)
             XCTAssertTrue(text.hasSuffix("sync under concurrent writers ok\n"), "seed \(seed): " + text)
             // Each seed in its own zone: the next run makes "Live" again after this one's is gone.
@@ -89,12 +74,7 @@ final class PyiCloudTests: ServerTestCase {
         let admin = try CLI.run(["tokens", "admin", "--store", store]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         XCTAssertTrue(admin.range(of: "^[0-9a-f]{64}$", options: .regularExpression) != nil, admin)
         let path = CLI.root.appendingPathComponent("Tests/pyicloud/fault_flow.py").path
-        let (status, text) = try runTool(
-            Self.python,
-            [path],
-            environment: try pyicloudEnvironment(["SHAREFLOW_ADMIN": admin]),
-            timeout: 120
-        )
+        let (status, text) = try runPyiCloud("fault_flow.py", ["SHAREFLOW_ADMIN": admin], timeout: 120)
         XCTAssertEqual(status, 0, text)
         XCTAssertTrue(text.hasSuffix("pyicloud fault flow ok\n"), text)
         let checks = try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\ncheck(").count - 1

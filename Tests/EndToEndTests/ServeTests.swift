@@ -140,6 +140,13 @@ class ServerTestCase: XCTestCase {
         ].merging(extra) { _, new in new }
     }
 
+    /// Runs Tests/pyicloud/`script` with `pyicloudEnvironment(extra)`: its exit status and
+    /// all it printed.
+    func runPyiCloud(_ script: String, _ extra: [String: String] = [:], timeout: TimeInterval) throws -> (Int32, String) {
+        let path = CLI.root.appendingPathComponent("Tests/pyicloud/\(script)").path
+        return try runTool(PyiCloudTests.python, [path], environment: try pyicloudEnvironment(extra), timeout: timeout)
+    }
+
     /// Makes Alice's zone `name` over HTTP, as a test's first step; it must answer 200.
     func makeZone(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let r = try call(

@@ -226,10 +226,7 @@ final class StoreCommandTests: XCTestCase {
     func testAReaderDoesNotWaitForABusyWriter() throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = dir.appendingPathComponent("store.sqlite").path
-        try CLI.write("require('shareflow').accounts.create{ email = 'a@example.com' }", to: dir.appendingPathComponent("w.lua"))
-        try CLI.write("print(require('shareflow').accounts.count())", to: dir.appendingPathComponent("r.lua"))
-        XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("w.lua").path]).status, 0)
+        let store = try oneAccountStore(in: dir)
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         holder.arguments = [
@@ -294,10 +291,7 @@ final class StoreCommandTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { throw XCTSkip("no unshare") }
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = dir.appendingPathComponent("store.sqlite").path
-        try CLI.write("require('shareflow').accounts.create{ email = 'a@example.com' }", to: dir.appendingPathComponent("w.lua"))
-        try CLI.write("print(require('shareflow').accounts.count())", to: dir.appendingPathComponent("r.lua"))
-        XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("w.lua").path]).status, 0)
+        let store = try oneAccountStore(in: dir)
         guard (try? asNobody(["--version"]))?.status == 0 else { throw XCTSkip("user namespaces are not available here") }
         XCTAssertEqual(chmod(store, 0o444), 0)
         let read = try asNobody(["run", "--store", store, dir.appendingPathComponent("r.lua").path])
@@ -330,10 +324,7 @@ final class StoreCommandTests: XCTestCase {
             chmod(dir.path, 0o755)
             try? FileManager.default.removeItem(at: dir)
         }
-        let store = dir.appendingPathComponent("store.sqlite").path
-        try CLI.write("require('shareflow').accounts.create{ email = 'a@example.com' }", to: dir.appendingPathComponent("w.lua"))
-        try CLI.write("print(require('shareflow').accounts.count())", to: dir.appendingPathComponent("r.lua"))
-        XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("w.lua").path]).status, 0)
+        let store = try oneAccountStore(in: dir)
         XCTAssertEqual(chmod(dir.path, 0o555), 0)
         guard (try? asNobody(["--version"]))?.status == 0 else { throw XCTSkip("user namespaces are not available here") }
         let read = try asNobody(["run", "--store", store, dir.appendingPathComponent("r.lua").path])
@@ -352,6 +343,16 @@ final class StoreCommandTests: XCTestCase {
 
     /// Runs the CLI as `nobody` in a user namespace: tests run as root, who may write anywhere,
     /// and a file's mode binds only a process without root's rights over it.
+    /// A store in `dir` with one account, made by w.lua (a write, to run again); r.lua beside
+    /// it prints how many accounts there are (a read).
+    private func oneAccountStore(in dir: URL, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let store = dir.appendingPathComponent("store.sqlite").path
+        try CLI.write("require('shareflow').accounts.create{ email = 'a@example.com' }", to: dir.appendingPathComponent("w.lua"))
+        try CLI.write("print(require('shareflow').accounts.count())", to: dir.appendingPathComponent("r.lua"))
+        XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("w.lua").path]).status, 0, file: file, line: line)
+        return store
+    }
+
     /// A store in `dir` made by the audit_access example: accounts, two shares, their participants.
     private func auditAccessStore(in dir: URL, file: StaticString = #filePath, line: UInt = #line) throws -> String {
         let store = dir.appendingPathComponent("store.sqlite").path
