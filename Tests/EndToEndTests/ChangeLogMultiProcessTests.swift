@@ -182,13 +182,13 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         var ownerToken: String?
         var viewerToken: String?
         let httpDone = DispatchSemaphore(value: 0)
-        let statuses = NSLockedCounts()
+        let statuses = Gathered<Int>()
         let base = self.base
         let api = self.api
         let web = self.web
         let db = self.db
         let dir = self.dir!
-        let writersDone = NSLockedCounts()
+        let writersDone = Gathered<Int>()
         Thread.detachNewThread {
             var step = 0
             while step < 30 || (writersDone.all.isEmpty && step < 150) {
@@ -455,21 +455,5 @@ final class ChangeLogMultiProcessTests: ServerTestCase {
         )
         XCTAssertEqual(r.0, 200, "\(r.1)")
         XCTAssertNil(r.1["syncToken"], "the public database has no feeds")
-    }
-}
-
-/// Numbers gathered from several threads.
-final class NSLockedCounts: @unchecked Sendable {
-    private let lock = NSLock()
-    private var values: [Int] = []
-    func add(_ value: Int) {
-        lock.lock()
-        values.append(value)
-        lock.unlock()
-    }
-    var all: [Int] {
-        lock.lock()
-        defer { lock.unlock() }
-        return values
     }
 }

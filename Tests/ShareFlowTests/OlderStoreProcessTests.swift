@@ -204,8 +204,8 @@ final class OlderStoreProcessTests: XCTestCase {
             for _ in 0..<3 {
                 let (dir, path) = try Self.oldStore(version)
                 defer { try? FileManager.default.removeItem(at: dir) }
-                let read = Gathered()
-                let failures = Gathered()
+                let read = Gathered<String>()
+                let failures = Gathered<String>()
                 DispatchQueue.concurrentPerform(iterations: 6) { _ in
                     do {
                         let (_, _, _, owner, viewer) = try ChangeLogMigrationTests.firstReads(path)
@@ -284,21 +284,5 @@ final class OlderStoreProcessTests: XCTestCase {
             )
             XCTAssertEqual(try store.check().problems, [], "round \(round)")
         }
-    }
-}
-
-/// Lines gathered from several threads.
-private final class Gathered: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
-    func add(_ line: String) {
-        lock.lock()
-        lines.append(line)
-        lock.unlock()
-    }
-    var all: [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return lines
     }
 }

@@ -67,13 +67,10 @@ final class ScopedWriteRollbackTests: XCTestCase {
         guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only") }
         let nodes = try TwoNodes(template: template)
         defer { nodes.close(removingPoliciesNamed: "meddle") }
-        let (nodeA, nodeB) = (nodes.a, nodes.b)
-        _ = try nodeA.accounts.create(emails: ["alice@example.com"])
-        let aliceA = try nodeA.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
-        let aliceB = try nodeB.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
+        let nodeA = nodes.a
+        let (aliceA, aliceB) = try nodes.alice()
         let z1 = try aliceA.saveZone("Z1").zoneID
         let z2 = try aliceA.saveZone("Z2").zoneID
-        let rec = { (name: String, zone: RecordZoneID) in Record(recordType: "T", recordID: RecordID(recordName: name, zoneID: zone)) }
         XCTAssertNil(try aliceA.modifyRecords(saving: [rec("z2a", z2)]).firstError)  // Z2 at 1
 
         let calls = LockedBox(0)
@@ -84,7 +81,7 @@ final class ScopedWriteRollbackTests: XCTestCase {
             calls.update { $0 += 1 }
             if calls.value == 1 {
                 // The policy writes Alice's other zone, then says no: its savepoint rolls back.
-                _ = try? inner.value.modifyRecords(saving: [rec("fromPolicy", z2)])
+                _ = try? inner.value.modifyRecords(saving: [Self.rec("fromPolicy", z2)])
                 return .deny("no")
             }
             // The second share: node B writes Z2 now, while this write is still open.
@@ -98,7 +95,7 @@ final class ScopedWriteRollbackTests: XCTestCase {
             go.wait()
             do {
                 let r = try bBox.value.modifyRecords(
-                    saving: ["b1", "b2", "b3"].map { Record(recordType: "T", recordID: RecordID(recordName: $0, zoneID: z2)) }
+                    saving: ["b1", "b2", "b3"].map { Self.rec($0, z2) }
                 )
                 bOutcome.value = r.firstError.map { "\($0)" } ?? "ok"
             } catch { bOutcome.value = "\(error)" }
@@ -142,10 +139,8 @@ final class ScopedWriteRollbackTests: XCTestCase {
         guard let template = EachDriver.postgresTemplate else { throw XCTSkip("PostgreSQL only") }
         let nodes = try TwoNodes(template: template)
         defer { nodes.close(removingPoliciesNamed: "nest") }
-        let (nodeA, nodeB) = (nodes.a, nodes.b)
-        _ = try nodeA.accounts.create(emails: ["alice@example.com"])
-        let alice = try nodeA.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
-        let aliceB = try nodeB.session(for: "alice@example.com").container("iCloud.t").privateCloudDatabase
+        let nodeA = nodes.a
+        let (alice, aliceB) = try nodes.alice()
         let z1 = try alice.saveZone("Z1").zoneID
         let z2 = try alice.saveZone("Z2").zoneID
         let z3 = try alice.saveZone("Z3").zoneID

@@ -23,6 +23,14 @@ struct TwoNodes {
         self.url = url
     }
 
+    /// Alice's account, made through node A, and her private database (container iCloud.t)
+    /// through each node.
+    func alice() throws -> (onA: CloudDatabase, onB: CloudDatabase) {
+        _ = try a.accounts.create(emails: ["alice@example.com"])
+        let container = { (node: Engine) in try node.session(for: "alice@example.com").container("iCloud.t") }
+        return (try container(a).privateCloudDatabase, try container(b).privateCloudDatabase)
+    }
+
     /// Takes node A's policies named `policyPrefix` off first (when given), so none runs
     /// on a closing store; then closes both nodes and drops the database.
     func close(removingPoliciesNamed policyPrefix: String? = nil) {
