@@ -38,6 +38,23 @@ final class ServeAuthTests: ServerTestCase {
         )
     }
 
+    /// Alice's zone Z, her record doc in it (with a short GUID of its own when asked) and a
+    /// share of it with `email`, read-only, made over HTTP; the share's short GUID.
+    private func shareDoc(with email: String, createShortGUID: Bool = false) throws -> String {
+        _ = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
+        let r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Z"},"operations":[
+                 {"operationType":"create","record":{"recordName":"doc","recordType":"Doc",\(createShortGUID ? #""createShortGUID":true,"# : "")"fields":{}}},
+                 {"operationType":"create","record":{"recordName":"share","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
+                  "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"\(email)"}}}]}}]}
+                """
+        )
+        return try XCTUnwrap((r.1["records"] as? [[String: Any]])?.last?["shortGUID"] as? String, "\(r.1)")
+    }
+
     func testServerToServerKeysSignRequestsToThePublicDatabase() throws {
         let key = P256.Signing.PrivateKey()
         let pem = dir.appendingPathComponent("key.pub.pem")
@@ -175,18 +192,7 @@ final class ServeAuthTests: ServerTestCase {
         XCTAssertEqual(r.0, 401, "the API token is still required")
 
         // Alice shares with Bob; Bob (through the proxy) accepts; the allow-list denies him.
-        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
-        r = try call(
-            "POST",
-            db + "/private/records/modify",
-            body: """
-                {"zoneID":{"zoneName":"Z"},"operations":[
-                 {"operationType":"create","record":{"recordName":"doc","recordType":"Doc","createShortGUID":true,"fields":{}}},
-                 {"operationType":"create","record":{"recordName":"share","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
-                  "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}
-                """
-        )
-        let guid = try XCTUnwrap((r.1["records"] as? [[String: Any]])?.last?["shortGUID"] as? String, "\(r.1)")
+        let guid = try shareDoc(with: "bob@example.com", createShortGUID: true)
         r = try call(
             "POST",
             db + "/public/records/accept",
@@ -285,18 +291,7 @@ final class ServeAuthTests: ServerTestCase {
         XCTAssertEqual(r.0, 400)
         XCTAssertTrue((r.1["reason"] as? String)?.contains("lookupInfos[0]") ?? false, "\(r.1)")
 
-        r = try call("POST", db + "/private/zones/modify", body: #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Z"}}}]}"#)
-        r = try call(
-            "POST",
-            db + "/private/records/modify",
-            body: """
-                {"zoneID":{"zoneName":"Z"},"operations":[
-                 {"operationType":"create","record":{"recordName":"doc","recordType":"Doc","fields":{}}},
-                 {"operationType":"create","record":{"recordName":"share","recordType":"cloudkit.share","forRecord":{"recordName":"doc"},
-                  "participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"dave.old@example.com"}}}]}}]}
-                """
-        )
-        let guid = try XCTUnwrap((r.1["records"] as? [[String: Any]])?.last?["shortGUID"] as? String, "\(r.1)")
+        let guid = try shareDoc(with: "dave.old@example.com")
         let carol = "ckAPIToken=\(api)&ckWebAuthToken=\(try token("carol@example.com"))"
         r = try call("POST", db + "/public/records/resolve", query: carol, body: #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
         let result = try XCTUnwrap((r.1["results"] as? [[String: Any]])?.first, "\(r.1)")

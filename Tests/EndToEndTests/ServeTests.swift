@@ -234,24 +234,21 @@ final class ServeTests: ServerTestCase {
         )
         let created = (r.1["records"] as? [[String: Any]])?.first
         let tag = try XCTUnwrap(created?["recordChangeTag"] as? String, "\(r.1)")
-        r = try call(
-            "POST",
-            db + "/private/records/modify",
-            body: """
-                {\(zone),"operations":[{"operationType":"update","record":{"recordName":"lisbon","recordType":"Trip","recordChangeTag":"stale",
-                 "fields":{"days":{"value":6,"type":"INT64"}}}}]}
-                """
-        )
+        /// An update of lisbon's days to 6 at `changeTag`.
+        func updateDays(at changeTag: String) throws -> (Int, [String: Any]) {
+            try call(
+                "POST",
+                db + "/private/records/modify",
+                body: """
+                    {\(zone),"operations":[{"operationType":"update","record":{"recordName":"lisbon","recordType":"Trip","recordChangeTag":"\(changeTag)",
+                     "fields":{"days":{"value":6,"type":"INT64"}}}}]}
+                    """
+            )
+        }
+        r = try updateDays(at: "stale")
         XCTAssertEqual(r.0, 200, "per-item errors inside a 200")
         XCTAssertEqual((r.1["records"] as? [[String: Any]])?.first?["serverErrorCode"] as? String, "CONFLICT")
-        r = try call(
-            "POST",
-            db + "/private/records/modify",
-            body: """
-                {\(zone),"operations":[{"operationType":"update","record":{"recordName":"lisbon","recordType":"Trip","recordChangeTag":"\(tag)",
-                 "fields":{"days":{"value":6,"type":"INT64"}}}}]}
-                """
-        )
+        r = try updateDays(at: tag)
         let updated = (r.1["records"] as? [[String: Any]])?.first
         XCTAssertNotEqual(updated?["recordChangeTag"] as? String, tag)
         XCTAssertEqual(((updated?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String, "Lisbon", "update merges")
