@@ -92,10 +92,17 @@ public struct Directory {
     }
 
     private func addAddress(_ address: LookupInfo, to account: Account) throws -> Account {
+        try change(account) { db in try insertAddress(address, account: account.id, db: db) }
+    }
+
+    /// A change to `account` in the directory, and the account as stored after it. The
+    /// directory's generation moves before and after (R28: account objects read after it show
+    /// it; nothing read while the write is under way looks current once it has committed).
+    private func change(_ account: Account, _ write: (StoreTransaction) throws -> Void) throws -> Account {
         engine.accountsChanged()
         defer { engine.accountsChanged() }
         return try engine.transaction { db in
-            try insertAddress(address, account: account.id, db: db)
+            try write(db)
             return try engine.loadAccount(id: account.id, db: db)
         }
     }
@@ -104,23 +111,14 @@ public struct Directory {
     /// the account's name to others (R2). Returns the account as stored now.
     @discardableResult
     public func setDiscoverability(_ value: Discoverability, of account: Account) throws -> Account {
-        // R28: account objects read after this show it.
-        defer { engine.accountsChanged() }
-        return try engine.transaction { db in
-            try db.setDiscoverability(value, of: account.id)
-            return try engine.loadAccount(id: account.id, db: db)
-        }
+        try change(account) { db in try db.setDiscoverability(value, of: account.id) }
     }
 
     /// Sets the account's name, which others see while it is discoverable (R2). Returns the account as
     /// stored now.
     @discardableResult
     public func setName(_ name: NameComponents, of account: Account) throws -> Account {
-        defer { engine.accountsChanged() }
-        return try engine.transaction { db in
-            try db.setName(name, of: account.id)
-            return try engine.loadAccount(id: account.id, db: db)
-        }
+        try change(account) { db in try db.setName(name, of: account.id) }
     }
 
     /// Adds address-book entries (emails or phones) used by discovery (R19). An entry without
@@ -130,16 +128,13 @@ public struct Directory {
         let parsed = try contacts.map { c -> (LookupInfo, String?) in
             (c.value.contains("@") ? try LookupInfo(emailAddress: c.value) : try LookupInfo(phoneNumber: c.value), c.identifier)
         }
-        engine.accountsChanged()
-        defer { engine.accountsChanged() }
-        return try engine.transaction { db in
+        return try change(account) { db in
             try db.insertContacts(
                 parsed.map { lookup, identifier in
                     (lookup, identifier ?? "contact-" + RandomIdentifier.uuidString().prefix(8).lowercased())
                 },
                 account: account.id
             )
-            return try engine.loadAccount(id: account.id, db: db)
         }
     }
 

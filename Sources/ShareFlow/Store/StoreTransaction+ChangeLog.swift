@@ -713,24 +713,22 @@ extension StoreTransaction {
             guard !feedBumps.done.contains(key) else { return }
             feedBumps.done.insert(key)
         }
-        try move(
-            FeedBumps.FeedMove(
-                feed: .init(account: account, container: zone.container, environment: zone.environment, scope: scope),
-                zone: zone,
-                goneBecause: nil,
-                time: time
-            )
-        )
+        try move(account: account, zone: zone, scope: scope, goneBecause: nil, at: time)
     }
 
     /// The zone reported gone from the feed (`reason`: deleted, purged), if the feed has it live.
     private func markFeedDeleted(account: Int64, zone: LoggedZone, scope: String, reason: String, at time: Double) throws {
         feedBumps?.done.remove(FeedBumps.Key(account: account, zone: zone.id, scope: scope))
+        try move(account: account, zone: zone, scope: scope, goneBecause: reason, at: time)
+    }
+
+    /// The zone moved to the end of `account`'s feed of `scope`: changed, or gone (`goneBecause`).
+    private func move(account: Int64, zone: LoggedZone, scope: String, goneBecause: String?, at time: Double) throws {
         try move(
             FeedBumps.FeedMove(
                 feed: .init(account: account, container: zone.container, environment: zone.environment, scope: scope),
                 zone: zone,
-                goneBecause: reason,
+                goneBecause: goneBecause,
                 time: time
             )
         )
