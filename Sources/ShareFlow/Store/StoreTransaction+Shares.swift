@@ -19,10 +19,14 @@ extension StoreTransaction {
         )
     }
 
-    /// The one share `condition` (over `share s` and its record `r`) selects.
-    private func oneShare(where condition: String, _ arguments: StoreArguments) throws -> ShareRow? {
+    /// The one share `condition` (over `share s` and its record `r`, joined as `source`) selects.
+    private func oneShare(
+        from source: String = "share s JOIN record r ON r.id = s.recordID",
+        where condition: String,
+        _ arguments: StoreArguments
+    ) throws -> ShareRow? {
         try fetchOne(
-            "SELECT \(StoreTransaction.shareColumns) FROM share s JOIN record r ON r.id = s.recordID WHERE \(condition)",
+            "SELECT \(StoreTransaction.shareColumns) FROM \(source) WHERE \(condition)",
             arguments,
             table: "share",
             keyAt: 0,
@@ -33,13 +37,7 @@ extension StoreTransaction {
     /// The share saved as record `recordName` of the zone.
     package func share(zone: Int64, recordName: String) throws -> ShareRow? {
         // record first (its (zoneID, name) key), then its share: never a scan of the zone's shares.
-        try fetchOne(
-            "SELECT \(StoreTransaction.shareColumns) FROM record r CROSS JOIN share s ON s.recordID = r.id WHERE r.zoneID = ? AND r.name = ?",
-            [zone, recordName],
-            table: "share",
-            keyAt: 0,
-            StoreTransaction.shareRow
-        )
+        try oneShare(from: "record r CROSS JOIN share s ON s.recordID = r.id", where: "r.zoneID = ? AND r.name = ?", [zone, recordName])
     }
 
     /// The share with URL token `token` in any environment (tokens are unique store-wide).
