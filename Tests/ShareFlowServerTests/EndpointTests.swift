@@ -513,6 +513,46 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// CloudKit JS before sign-in: every request carries `ckWebAuthToken=null` (the text). It is
+    /// anonymous — an API token's read of the public database answers, a user's route asks for
+    /// sign-in (421) — never a bad token (401). A query's continuation comes back with
+    /// `zoneID: {zoneName: "_defaultZone"}` though the first page named no zone: the same query
+    /// (SPEC §13 wave 4, issue 42 points 1 and 4).
+    func testCloudKitJSsAnonymousRequestsAndDefaultZoneContinuations() async throws {
+        let alice = alice
+        try await withServer { c in
+            for database in ["public", "private"] {
+                let r = try await c.post(
+                    "/\(database)/records/modify",
+                    as: alice,
+                    #"{"operations":[{"operationType":"create","record":{"recordName":"a","recordType":"Note","fields":{"n":{"value":1}}}},{"operationType":"create","record":{"recordName":"b","recordType":"Note","fields":{"n":{"value":2}}}}]}"#
+                )
+                XCTAssertEqual(r.records.count, 2, "\(r.object)")
+            }
+            var r = try await c.post("/public/records/query", as: "null", #"{"query":{"recordType":"Note"}}"#)
+            XCTAssertEqual(r.status, 200, "an API token's read of the public database: \(r.object)")
+            XCTAssertEqual(r.records.count, 2)
+            r = try await c.post("/private/records/query", as: "null", #"{"query":{"recordType":"Note"}}"#)
+            XCTAssertEqual(r.status, 421, "\(r.object)")
+            XCTAssertEqual(r.code, "AUTHENTICATION_REQUIRED")
+            r = try await c.post("/private/records/query", as: "", #"{"query":{"recordType":"Note"}}"#)
+            XCTAssertEqual(r.status, 421, "an empty token names none either: \(r.object)")
+            for (database, token) in [("public", "null"), ("private", alice), ("public", alice)] {
+                let query = #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":true}]},"resultsLimit":1"#
+                r = try await c.post("/\(database)/records/query", as: token, query + "}")
+                XCTAssertEqual(r.records.map { $0["recordName"] as? String }, ["a"], "\(database): \(r.object)")
+                let marker = try XCTUnwrap(r.object["continuationMarker"] as? String, "\(r.object)")
+                r = try await c.post(
+                    "/\(database)/records/query",
+                    as: token,
+                    query + #","zoneID":{"zoneName":"_defaultZone"},"continuationMarker":"\#(marker)"}"#
+                )
+                XCTAssertEqual(r.status, 200, "\(database): page 2 as CloudKit JS asks for it: \(r.object)")
+                XCTAssertEqual(r.records.map { $0["recordName"] as? String }, ["b"], "\(database)")
+            }
+        }
+    }
+
     /// What every database route shares: the path checked, methods, unknown routes, the body
     /// bound, rate limiting — each answered in Apple's error body.
     func testRoutingAndMiddleware() async throws {

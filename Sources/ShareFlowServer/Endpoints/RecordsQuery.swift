@@ -114,10 +114,14 @@ enum RecordsQuery {
 
     /// What a marker belongs to, as a digest: the environment, database, zone, caller and query.
     static func markerContext(_ db: CloudDatabase, zone: RecordZoneID?, caller: Account, query: Query) -> String {
+        // The zone as the query reads it: no zoneID and `_defaultZone` without an owner are one
+        // zone (CloudKit JS sends the first page without a zoneID and adds `_defaultZone` to
+        // the continuation), as are the current user's name and the caller's record name.
         let zone = zone ?? .default
+        let owner = zone.ownerName == RecordZoneID.currentUserName ? caller.userRecordID : zone.ownerName
         let text = [
             db.container.containerIdentifier, db.container.environment.rawValue, db.databaseScope.rawValue,
-            zone.zoneName, zone.ownerName, caller.userRecordID, query.recordType, "\(query.predicate)",
+            zone.zoneName, owner, caller.userRecordID, query.recordType, "\(query.predicate)",
             query.sortDescriptors.map { "\($0.key) \($0.ascending)" }.joined(separator: ","),
         ].joined(separator: "\u{0}")
         return SHA256.hash(data: Data(text.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()

@@ -54,7 +54,7 @@ struct DatabaseRequestMiddleware: RouterMiddleware {
             headers: headers,
             query: others,
             apiToken: query["ckAPIToken"].map(String.init),
-            webAuthToken: query["ckWebAuthToken"].map(String.init),
+            webAuthToken: Self.webAuthToken(query["ckWebAuthToken"]),
             body: Data(buffer: body)
         )
         return try await next(request, context)
@@ -62,4 +62,12 @@ struct DatabaseRequestMiddleware: RouterMiddleware {
 
     /// A path parameter as the client meant it (`iCloud%2Et` is `iCloud.t`).
     static func decoded(_ s: String?) -> String { s.map { $0.removingPercentEncoding ?? $0 } ?? "" }
+
+    /// The web auth token a request carries, if any: CloudKit JS sends `ckWebAuthToken=null`
+    /// (the text) on every request before sign-in, and an empty value names no token either
+    /// (SPEC §13 wave 4: such a request is anonymous, not one with a bad token).
+    static func webAuthToken(_ value: Substring?) -> String? {
+        guard let value, !value.isEmpty, value != "null" else { return nil }
+        return String(value)
+    }
 }

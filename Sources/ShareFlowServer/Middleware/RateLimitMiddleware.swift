@@ -71,7 +71,7 @@ struct RateLimitMiddleware: RouterMiddleware {
         let query = request.uri.queryParameters
         let container = DatabaseRequestMiddleware.decoded(context.parameters.get("container"))
         let environment = DatabaseRequestMiddleware.decoded(context.parameters.get("environment"))
-        return query["ckWebAuthToken"].map { "web \(container)\u{0}\($0)" }
+        return DatabaseRequestMiddleware.webAuthToken(query["ckWebAuthToken"]).map { "web \(container)\u{0}\($0)" }
             ?? request.headers[HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!].map { "key \(container)\u{0}\($0.lowercased())" }
             ?? query["ckAPIToken"].map { "api \(container)\u{0}\(environment)\u{0}\($0)" }
     }
