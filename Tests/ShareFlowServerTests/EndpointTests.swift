@@ -553,6 +553,46 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// A record read with `numbersAsStrings` saves back as it was read: INT64, DOUBLE and
+    /// TIMESTAMP values (and their lists) given as the text a read gave are those numbers
+    /// (SPEC §13 wave 4, issue 42 point 6); text that is no finite number is refused.
+    func testNumbersReadAsStringsSaveBack() async throws {
+        let alice = alice
+        try await withServer { c in
+            var r = try await c.post(
+                "/private/records/modify",
+                as: alice,
+                #"{"operations":[{"operationType":"create","record":{"recordName":"m","recordType":"M","fields":{"n":{"value":9007199254740993,"type":"INT64"},"d":{"value":1.5,"type":"DOUBLE"},"t":{"value":1700000000123,"type":"TIMESTAMP"},"l":{"value":[1,2],"type":"INT64_LIST"}}}}]}"#
+            )
+            XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
+            r = try await c.post("/private/records/lookup", as: alice, #"{"records":[{"recordName":"m"}],"numbersAsStrings":true}"#)
+            let read = try XCTUnwrap(r.records.first, "\(r.object)")
+            let fields = try XCTUnwrap(read["fields"] as? [String: Any])
+            XCTAssertEqual((fields["n"] as? [String: Any])?["value"] as? String, "9007199254740993", "\(fields)")
+            let tag = try XCTUnwrap(read["recordChangeTag"] as? String)
+            let asRead = String(decoding: try JSONSerialization.data(withJSONObject: fields), as: UTF8.self)
+            r = try await c.post(
+                "/private/records/modify",
+                as: alice,
+                #"{"operations":[{"operationType":"update","record":{"recordName":"m","recordType":"M","recordChangeTag":"\#(tag)","fields":\#(asRead)}}]}"#
+            )
+            XCTAssertNil(r.records.first?["serverErrorCode"], "saved back as read: \(r.object)")
+            let saved = try XCTUnwrap(r.records.first?["fields"] as? [String: Any])
+            XCTAssertEqual((saved["n"] as? [String: Any])?["value"] as? Int64, 9_007_199_254_740_993, "\(saved)")
+            XCTAssertEqual((saved["d"] as? [String: Any])?["value"] as? Double, 1.5)
+            XCTAssertEqual((saved["t"] as? [String: Any])?["value"] as? Int64, 1_700_000_000_123)
+            XCTAssertEqual((saved["l"] as? [String: Any])?["value"] as? [Int64], [1, 2])
+            for bad in [#""nan""#, #""inf""#, #""12abc""#, #""""#] {
+                r = try await c.post(
+                    "/private/records/modify",
+                    as: alice,
+                    #"{"operations":[{"operationType":"forceUpdate","record":{"recordName":"m","recordType":"M","fields":{"d":{"value":\#(bad),"type":"DOUBLE"}}}}]}"#
+                )
+                XCTAssertEqual(r.status, 400, "\(bad): \(r.object)")
+            }
+        }
+    }
+
     /// What every database route shares: the path checked, methods, unknown routes, the body
     /// bound, rate limiting — each answered in Apple's error body.
     func testRoutingAndMiddleware() async throws {

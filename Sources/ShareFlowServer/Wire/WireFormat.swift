@@ -245,6 +245,17 @@ enum WireFormat {
         return try typed(value, type: type, field: "fields.\(name)", zone: zone)
     }
 
+    /// A typed number as a client sends it: a JSON number, or the text a read with
+    /// `numbersAsStrings` gave (SPEC §13: accepted on writes wherever reads give it), so a
+    /// record read that way saves back. Text that is no finite number is none.
+    private static func numeral(_ value: Any) -> NSNumber? {
+        if let n = value as? NSNumber { return n }
+        guard let s = value as? String, s.utf8.count <= 64 else { return nil }
+        if let i = Int64(s) { return NSNumber(value: i) }
+        if let d = Double(s), d.isFinite { return NSNumber(value: d) }
+        return nil
+    }
+
     private static func typed(_ value: Any, type: String?, field: String, zone: RecordZoneID) throws -> FieldValue {
         if let type, type.hasSuffix("_LIST") {
             guard let items = value as? [Any] else { throw CloudKitError.badRequest("\(field) must be a list (\(type))") }
@@ -256,15 +267,15 @@ enum WireFormat {
             guard let s = value as? String else { throw CloudKitError.badRequest("\(field) must be a string (STRING)") }
             return .string(s)
         case "INT64"?:
-            guard let n = value as? NSNumber, !isFloat(n) else { throw CloudKitError.badRequest("\(field) must be an integer (INT64)") }
+            guard let n = numeral(value), !isFloat(n) else { throw CloudKitError.badRequest("\(field) must be an integer (INT64)") }
             guard let i = int64(n) else { throw CloudKitError.badRequest("\(field) is outside INT64 (-2^63 to 2^63-1)") }
             return .integer(i)
         case "DOUBLE"?:
-            guard let n = value as? NSNumber else { throw CloudKitError.badRequest("\(field) must be a number (DOUBLE)") }
+            guard let n = numeral(value) else { throw CloudKitError.badRequest("\(field) must be a number (DOUBLE)") }
             return .double(n.doubleValue)
         case "TIMESTAMP"?:
             // ECMAScript's range of dates, ±100,000,000 days from 1970: what every client can hold.
-            guard let n = value as? NSNumber, n.doubleValue.isFinite, abs(n.doubleValue) <= 8.64e15 else {
+            guard let n = numeral(value), n.doubleValue.isFinite, abs(n.doubleValue) <= 8.64e15 else {
                 throw CloudKitError.badRequest("\(field) must be milliseconds since 1970, within ±8.64e15 (TIMESTAMP)")
             }
             return .date(Date(timeIntervalSince1970: n.doubleValue / 1000))
