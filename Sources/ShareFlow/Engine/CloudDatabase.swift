@@ -70,7 +70,7 @@ public final class CloudDatabase {
         atomically: Bool = true,
         deletingOnlyAtTags: [RecordID: String] = [:]
     ) throws -> ModifyResult {
-        try enter(.modifyRecords(saving.map { FaultItem($0.recordID, type: $0.recordType) } + deleting.map { FaultItem($0) })) {
+        try enter(.modifyRecords(saving: saving.map { ($0.recordID, $0.recordType) }, deleting: deleting)) {
             try engine.modifyRecords(
                 saving: saving,
                 deleting: deleting,
@@ -94,21 +94,7 @@ public final class CloudDatabase {
     /// if case .failure(let e) = outcomes[0], e.code == .serverRecordChanged { fetchAgain() }
     /// ```
     public func modify(_ changes: [RecordChange], atomically: Bool = true) throws -> [Result<RecordChangeOutcome, ShareFlowError>] {
-        // As modifyRecords names them: the saves, then the deletes.
-        let items = {
-            changes.compactMap { change -> FaultItem? in
-                switch change {
-                case .create(let r), .update(let r, _, _), .replace(let r, _, _): FaultItem(r.recordID, type: r.recordType)
-                case .share(let draft): FaultItem(draft.recordID, type: Share.recordType)
-                case .delete: nil
-                }
-            }
-                + changes.compactMap { change -> FaultItem? in
-                    if case .delete(let id, _) = change { return FaultItem(id) }
-                    return nil
-                }
-        }
-        return try enter(.modifyRecords(items())) {
+        try enter(.modify(changes)) {
             try engine.modify(changes, atomic: atomically, in: self)
         }
     }

@@ -50,6 +50,26 @@ package enum EntryPoint {
         }
     }
 
+    /// `modifyRecords`' request: each save by its ID and type, then each delete.
+    static func modifyRecords(saving: [(id: RecordID, type: String)], deleting: [RecordID]) -> EntryPoint {
+        .modifyRecords(saving.map { FaultItem($0.id, type: $0.type) } + deleting.map { FaultItem($0) })
+    }
+
+    /// `modify`'s request, named as `modifyRecords` names the same saves and deletes (a share
+    /// by its record's ID and `cloudkit.share`).
+    static func modify(_ changes: [RecordChange]) -> EntryPoint {
+        var saving: [(id: RecordID, type: String)] = []
+        var deleting: [RecordID] = []
+        for change in changes {
+            switch change {
+            case .create(let r), .update(let r, _, _), .replace(let r, _, _): saving.append((r.recordID, r.recordType))
+            case .share(let draft): saving.append((draft.recordID, Share.recordType))
+            case .delete(let id, _): deleting.append(id)
+            }
+        }
+        return .modifyRecords(saving: saving, deleting: deleting)
+    }
+
     /// Whether the request sent a change token (`changeTokenExpired` applies only then).
     var sentChangeToken: Bool {
         if case .databaseChanges(let sent) = self { return sent }
