@@ -116,6 +116,7 @@ extension Engine {
                 // What this call saved so far, and what it tried to and could not (a share's
                 // root among them fails the share).
                 var saved: [RecordID: Record] = [:]
+                var savedIDs = Set<RecordID>()  // saved's keys, kept as it grows (each save reads it)
                 var unsaved: [RecordID: ShareFlowError] = [:]
                 for i in Engine.saveOrder(records) {
                     if let failure = injected[i] {
@@ -125,7 +126,6 @@ extension Engine {
                     }
                     do {
                         let record = try transaction { db -> Record in
-                            let savedIDs = Set(saved.keys)
                             switch saving[i] {
                             case .given(let share as Share, let policy):
                                 return try saveShare(share, in: database, caller: caller, policy: policy, savedInThisCall: savedIDs, db: db)
@@ -165,6 +165,7 @@ extension Engine {
                         }
                         saves[i] = .success(record)
                         saved[records[i].recordID] = record
+                        savedIDs.insert(records[i].recordID)
                     } catch {
                         let failure = ShareFlowError.wrap(error, store: store)
                         saves[i] = .failure(failure)
