@@ -156,7 +156,7 @@ final class ChangeStreamTests: ServerTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(opened), 8, "at the token's expiry, give or take a poll")
         XCTAssertTrue(text(out).contains("event: error") && text(out).contains("ckWebAuthToken has expired"), text(out))
         let again = try call("GET", db + "/private/changes/stream", query: "ckAPIToken=\(api)&ckWebAuthToken=\(short)")
-        XCTAssertEqual(again.0, 401)
+        XCTAssertEqual(again.0, 421, "expired: sign in again")
     }
 
     /// A token revoked while its stream is open (`shareflow tokens revoke`, any process): the

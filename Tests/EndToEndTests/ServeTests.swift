@@ -664,12 +664,15 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual(fields["scores"]?["value"] as? [String], ["1", "2"])
     }
 
-    func testAnExpiredUserTokenIsAuthenticationFailed() throws {
+    /// An expired token asks for sign-in again (421 with the sign-in page), as CloudKit JS
+    /// expects (SPEC §13 wave 4).
+    func testAnExpiredUserTokenAsksForSignIn() throws {
         let short = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "bob@example.com", "--ttl", "1"])
             .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         usleep(1_300_000)
         let r = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)&ckWebAuthToken=\(short)")
-        XCTAssertEqual(r.0, 401)
+        XCTAssertEqual(r.0, 421)
         XCTAssertEqual(r.1["reason"] as? String, "ckWebAuthToken has expired")
+        XCTAssertEqual((r.1["redirectURL"] as? String)?.hasSuffix("/signin"), true, "\(r.1)")
     }
 }

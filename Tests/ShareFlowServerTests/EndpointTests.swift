@@ -40,6 +40,8 @@ final class EndpointTests: XCTestCase {
         let status: Int
         let object: [String: Any]
         let headers: HTTPFields
+        /// The body as text (a page's HTML).
+        var text = ""
         var code: String? { object["serverErrorCode"] as? String }
         var reason: String { object["reason"] as? String ?? "" }
         var records: [[String: Any]] { object["records"] as? [[String: Any]] ?? [] }
@@ -95,7 +97,7 @@ final class EndpointTests: XCTestCase {
             let uri = path.hasPrefix("/database/") ? path + "?" + query : path
             return try await client.execute(uri: uri, method: method, body: body.map { ByteBuffer(string: $0) }) { response in
                 let object = (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:]
-                return Answer(status: Int(response.status.code), object: object, headers: response.headers)
+                return Answer(status: Int(response.status.code), object: object, headers: response.headers, text: String(buffer: response.body))
             }
         }
     }
@@ -114,7 +116,7 @@ final class EndpointTests: XCTestCase {
             r = try await c.call(.get, db + "/public/users/caller", as: nil, api: api)
             XCTAssertEqual(r.status, 421, "no user: sign in")
             XCTAssertEqual(r.code, "AUTHENTICATION_REQUIRED")
-            XCTAssertEqual(r.object["redirectURL"] as? String, "about:blank")
+            XCTAssertEqual(r.object["redirectURL"] as? String, "https://shareflow.invalid/signin")
             r = try await c.call(.get, db + "/public/users/caller", as: alice, api: "wrong")
             XCTAssertEqual(r.status, 401)
             XCTAssertTrue(r.reason.contains("ckAPIToken is not valid"), r.reason)
@@ -510,6 +512,48 @@ final class EndpointTests: XCTestCase {
                 as: alice
             )
             XCTAssertEqual(r.records.first?["serverErrorCode"] as? String, "CONFLICT", "\(r.object)")
+        }
+    }
+
+    /// A user's token that expired asks for sign-in again (421, `redirectURL` the server's
+    /// sign-in page): CloudKit JS recovers from nothing else. A token that is no token of this
+    /// server, or one revoked, is 401 (SPEC §13 wave 4, issue 42 point 2). The sign-in page
+    /// tells how an operator makes a token, and runs nothing.
+    func testAnExpiredTokenAsksForSignInAndAWrongOneIsRefused() async throws {
+        let account = try XCTUnwrap(engine.accounts.find("alice@example.com"))
+        let expired = try Credentials.newWebAuthToken(container: "iCloud.test", account: account, ttl: -1, engine: engine)
+        let revoked = try Credentials.newWebAuthToken(container: "iCloud.test", account: account, ttl: 3600, engine: engine)
+        engine.options.publicURL = "https://share.example.com/"
+        let unknown = String(repeating: "A", count: 128)
+        let engine = engine!
+        try await withServer { c in
+            // The revoked token is first seen (and remembered) while it is good.
+            var r = try await c.post("/private/zones/list", as: revoked, "{}")
+            XCTAssertEqual(r.status, 200, "\(r.object)")
+            XCTAssertEqual(try engine.credentials.revoke(hash: Credentials.hash(revoked)), 1)
+            for path in ["/private/zones/list", "/public/records/query", "/public/users/caller"] {
+                let body = path.hasSuffix("query") ? #"{"query":{"recordType":"Note"}}"# : "{}"
+                r = try await c.post(path, as: expired, body)
+                XCTAssertEqual(r.status, 421, "\(path): \(r.object)")
+                XCTAssertEqual(r.code, "AUTHENTICATION_REQUIRED")
+                XCTAssertEqual(r.reason, "ckWebAuthToken has expired")
+                XCTAssertEqual(r.object["redirectURL"] as? String, "https://share.example.com/signin")
+                r = try await c.post(path, as: unknown, body)
+                XCTAssertEqual(r.status, 401, "\(path): \(r.object)")
+                XCTAssertEqual(r.code, "AUTHENTICATION_FAILED")
+                XCTAssertNil(r.object["redirectURL"])
+            }
+            r = try await c.call(.get, "/signin", as: nil, api: "")
+            XCTAssertEqual(r.status, 200)
+            XCTAssertTrue(r.text.contains("shareflow tokens user"), r.text)
+            XCTAssertFalse(r.text.contains("<script"), r.text)
+            XCTAssertEqual(r.headers[.contentSecurityPolicy]?.hasPrefix("default-src 'none'"), true)
+        }
+        // A revoked token is forgotten by the server once the store tells it (StoreWatch); a
+        // new router reads it afresh: 401.
+        try await withServer { c in
+            let r = try await c.post("/private/zones/list", as: revoked, "{}")
+            XCTAssertEqual(r.status, 401, "\(r.object)")
         }
     }
 

@@ -197,7 +197,8 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
             }
         }
         if let expiry = known!.expiresAt, expiry < Date().timeIntervalSince1970 {
-            throw CloudKitError.authenticationFailed("ckWebAuthToken has expired")
+            // Expired is not wrong: the user signs in again (421), as CloudKit JS expects.
+            throw CloudKitError.authenticationRequired(publicURL: engine.options.publicURL, reason: "ckWebAuthToken has expired")
         }
         guard let account = try cachedAccount(id: known!.accountID) else {
             throw CloudKitError.authenticationFailed("the account of this ckWebAuthToken no longer exists")

@@ -178,7 +178,7 @@ struct ChangeStream: Sendable {
             // The web auth token expired: the stream ends then, not at its lifetime (checked
             // before every read and event; the wait below is at most `pollInterval`).
             if caller?.hasExpired == true {
-                let expired = CloudKitError.authenticationFailed("ckWebAuthToken has expired")
+                let expired = CloudKitError.authenticationRequired(publicURL: api.engine.options.publicURL, reason: "ckWebAuthToken has expired")
                 try await writer.write(Self.frame(event: "error", id: nil, data: WireObject(expired.body).json))
                 return
             }

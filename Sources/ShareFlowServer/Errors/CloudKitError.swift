@@ -60,10 +60,12 @@ struct CloudKitError: HTTPResponseError, @unchecked Sendable, CustomStringConver
         CloudKitError(status: 401, code: "AUTHENTICATION_FAILED", reason: reason)
     }
 
-    /// No user where the endpoint needs one: 421 with a sign-in URL, as Apple answers.
-    static var authenticationRequired: CloudKitError {
-        var body = WireFormat.error(code: "AUTHENTICATION_REQUIRED", reason: "request needs authorization")
-        body["redirectURL"] = "about:blank"
+    /// No user where the endpoint needs one, or a user's token that expired: 421 with the
+    /// server's sign-in page as `redirectURL` (SPEC §13 wave 4). CloudKit JS offers sign-in
+    /// only on a 421; a token that is wrong or revoked is 401 (`authenticationFailed`).
+    static func authenticationRequired(publicURL: String, reason: String = "request needs authorization") -> CloudKitError {
+        var body = WireFormat.error(code: "AUTHENTICATION_REQUIRED", reason: reason)
+        body["redirectURL"] = SignInPage.url(publicURL: publicURL)
         return CloudKitError(status: 421, body: body)
     }
 

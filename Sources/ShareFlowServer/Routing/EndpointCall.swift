@@ -26,7 +26,7 @@ struct EndpointCall {
 
     /// The caller, for endpoints that need a user: none is 421 with a sign-in URL.
     func requireUser() throws -> Account {
-        guard let caller else { throw CloudKitError.authenticationRequired }
+        guard let caller else { throw CloudKitError.authenticationRequired(publicURL: engine.options.publicURL) }
         return caller
     }
 
