@@ -116,7 +116,7 @@ final class ServeAuthTests: ServerTestCase {
             "not a key registered"
         )
         refusedBecause(try signed(key, keyID: keyID, subpath: "private/records/lookup", body: lookup), "public database")
-        refusedBecause(try signed(key, keyID: keyID, subpath: "public/users/caller", body: ""), "public database")
+        refusedBecause(try signed(key, keyID: keyID, subpath: "public/users/caller", body: ""), "users/current only")
         refusedBecause(
             try signed(key, keyID: keyID, subpath: "public/records/lookup", body: lookup, query: "ckAPIToken=\(api)"),
             "carries no ckAPIToken"
@@ -152,6 +152,47 @@ final class ServeAuthTests: ServerTestCase {
             )
             if n == 0 { XCTAssertEqual(r.0, 200, "\(r.1)") } else { refusedBecause(r, "already used") }
         }
+    }
+
+    /// CloudKit JS's server-to-server `setUpAuth` (and Apple's Node sample) starts with
+    /// `users/current`: a GET with no body and the library's own parameters, signed over the
+    /// path with those parameters and the hash of the empty body, sent as `text/plain`. The key
+    /// is its account (SPEC §13 wave 4, issue 42 point 3); `users/caller` stays refused, as
+    /// Apple refuses it.
+    func testCloudKitJSsServerToServerSetUpAuthAsksUsersCurrent() throws {
+        let key = P256.Signing.PrivateKey()
+        let pem = dir.appendingPathComponent("key.pub.pem")
+        try CLI.write(key.publicKey.pemRepresentation, to: pem)
+        let added = try CLI.run(["keys", "add", "--store", store, "--container", "iCloud.test", "--public-key", pem.path, "--as", "bob@example.com"])
+        XCTAssertEqual(added.status, 0, added.stderr)
+        let keyID = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        func ask(_ route: String) throws -> (Int, [String: Any]) {
+            let query = "ckjsBuildVersion=16CProjectDev42&ckjsVersion=1.2.0"
+            let path = db + "/public/" + route
+            // As the library dates it: ISO 8601 without milliseconds.
+            let stamp = iso8601(Date())
+            let emptyHash = Data(SHA256.hash(data: Data())).base64EncodedString()
+            let signature = try key.signature(for: Data("\(stamp):\(emptyHash):\(path)?\(query)".utf8)).derRepresentation.base64EncodedString()
+            return try call(
+                "GET",
+                path,
+                query: query,
+                headers: [
+                    "content-type: text/plain", "X-Apple-CloudKit-Request-ISO8601Date: \(stamp)",
+                    "X-Apple-CloudKit-Request-KeyID: \(keyID)", "X-Apple-CloudKit-Request-SignatureV1: \(signature)",
+                ]
+            )
+        }
+        var r = try ask("users/current")
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        XCTAssertEqual(r.1["firstName"] as? String, nil, "bob has no name: \(r.1)")
+        let bob = try call("GET", db + "/public/users/caller", query: "ckAPIToken=\(api)&ckWebAuthToken=\(try token("bob@example.com"))")
+        let bobsName = ((bob.1["users"] as? [[String: Any]])?.first?["userRecordName"] as? String)
+        XCTAssertNotNil(bobsName)
+        XCTAssertEqual(r.1["userRecordName"] as? String, bobsName, "the key acts as its account")
+        r = try ask("users/caller")
+        XCTAssertEqual(r.0, 401, "\(r.1)")
+        XCTAssertTrue((r.1["reason"] as? String ?? "").contains("users/current only"), "\(r.1)")
     }
 
     /// The shipped proxy-auth plugin maps a proxy's header to an account; a wrong secret is

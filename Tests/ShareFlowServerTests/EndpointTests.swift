@@ -515,6 +515,29 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// CloudKit JS 1.2.0's `discoverAllContactUserInfos`: a GET of `users/lookup/contacts` with
+    /// no body answers the caller's contacts that are discoverable accounts, as user infos
+    /// (issue 42 point 9). A contact who is no account, or not discoverable, is left out.
+    func testUsersLookupContactsAnswersTheCallersDiscoverableContacts() async throws {
+        var alice = try XCTUnwrap(engine.accounts.find("alice@example.com"))
+        let bob = try engine.accounts.setDiscoverability(.granted, of: try XCTUnwrap(engine.accounts.find("bob@example.com")))
+        let carol = try engine.accounts.create(emails: ["carol@example.com"], name: NameComponents(givenName: "Carol"))
+        alice = try engine.accounts.addContacts([("bob@example.com", nil), ("carol@example.com", nil), ("nobody@example.com", nil)], to: alice)
+        let token = self.alice
+        try await withServer { c in
+            for method in [HTTPRequest.Method.get, .post] {
+                let r = try await c.call(method, "/database/1/iCloud.test/development/public/users/lookup/contacts", as: token, api: c.api, body: method == .post ? "{}" : nil)
+                XCTAssertEqual(r.status, 200, "\(r.object)")
+                let users = try XCTUnwrap(r.object["users"] as? [[String: Any]], "\(r.object)")
+                XCTAssertEqual(users.map { $0["userRecordName"] as? String }, [bob.userRecordID], "not \(carol.userRecordID): not discoverable")
+                XCTAssertEqual(users.first?["emailAddress"] as? String, "bob@example.com")
+                XCTAssertEqual(users.first?["firstName"] as? String, "Bob")
+            }
+            let r = try await c.call(.get, "/database/1/iCloud.test/development/public/users/lookup/contacts", as: nil, api: c.api)
+            XCTAssertEqual(r.status, 421, "a user's contacts need the user")
+        }
+    }
+
     /// A user's token that expired asks for sign-in again (421, `redirectURL` the server's
     /// sign-in page): CloudKit JS recovers from nothing else. A token that is no token of this
     /// server, or one revoked, is 401 (SPEC §13 wave 4, issue 42 point 2). The sign-in page

@@ -136,9 +136,12 @@ final class CallerAuthenticator: @unchecked Sendable {  // caches guarded by `lo
         if replayed {
             throw refuse("X-Apple-CloudKit-Request-SignatureV1 was already used: a signed request is accepted once (sign each request anew)")
         }
-        guard r.scope == .public, !r.subpath.hasPrefix("users/") else {
+        // users/current too: CloudKit JS's server-to-server setUpAuth always asks it, and
+        // Apple's Node sample starts with it (SPEC §13 wave 4). Apple refuses a key the other
+        // users/ routes.
+        guard r.scope == .public, !r.subpath.hasPrefix("users/") || r.subpath == "users/current" else {
             throw refuse(
-                "a server-to-server key reaches the public database's records and zones only; \(r.scope.rawValue)/\(r.subpath) needs a ckWebAuthToken"
+                "a server-to-server key reaches the public database's records, zones and users/current only; \(r.scope.rawValue)/\(r.subpath) needs a ckWebAuthToken"
             )
         }
         guard let account = try engine.accounts.account(id: accountID) else {

@@ -36,15 +36,26 @@ enum UserEndpoints {
         // Unknown people are left out (a partial failure); any other failure is the request's
         // (an outage said "nobody is there").
         if let error, error.code != .partialFailure { throw error }
-        return [
-            "users": found.map { i -> Object in
-                var o: Object = ["userRecordName": i.userRecordID ?? ""]
-                o["firstName"] = i.nameComponents?.givenName ?? NSNull()
-                o["lastName"] = i.nameComponents?.familyName ?? NSNull()
-                if byEmail, let e = i.lookupInfo?.emailAddress { o["emailAddress"] = e }
-                return o
-            }
-        ]
+        return ["users": found.map { userInfo($0, withEmail: byEmail) }]
+    }
+
+    /// users/lookup/contacts (CloudKit JS 1.2.0's `discoverAllContactUserInfos`): the caller's
+    /// contacts that are discoverable accounts, as `users/discover` finds them by GET, in the
+    /// older user-info shape the lookups answer.
+    static func contacts(_ call: EndpointCall) throws -> Object {
+        let (found, error) = try call.container(as: try call.requireUser()).discoverAllUserIdentityResults()
+        if let error, error.code != .partialFailure { throw error }
+        return ["users": found.map { userInfo($0, withEmail: true) }]
+    }
+
+    /// A found identity as the lookups answer it (CloudKit JS's `UserInfo`): its user record
+    /// name and name, and the address it was found by where the caller gave one.
+    private static func userInfo(_ i: UserIdentity, withEmail: Bool) -> Object {
+        var o: Object = ["userRecordName": i.userRecordID ?? ""]
+        o["firstName"] = i.nameComponents?.givenName ?? NSNull()
+        o["lastName"] = i.nameComponents?.familyName ?? NSNull()
+        if withEmail, let e = i.lookupInfo?.emailAddress { o["emailAddress"] = e }
+        return o
     }
 
     /// users/discover. GET: the caller's contacts that are discoverable accounts (R19); POST:

@@ -72,6 +72,8 @@ public final class CloudKitAPI: Sendable {
         Endpoint("users/discover", [.get, .post], reads: true, UserEndpoints.discover),
         Endpoint("users/lookup/email", [.post], reads: true) { try UserEndpoints.lookup($0, byEmail: true) },
         Endpoint("users/lookup/id", [.post], reads: true) { try UserEndpoints.lookup($0, byEmail: false) },
+        // CloudKit JS 1.2.0 sends lookup/contacts as a GET without a body.
+        Endpoint("users/lookup/contacts", [.get, .post], reads: true, UserEndpoints.contacts),
         // SPEC §14: the change feeds (the public database's are badDatabase, said by the handler).
         Endpoint("changes/database", [.post], reads: true, ChangeEndpoints.database),
         Endpoint("changes/zone", [.post], reads: true, ChangeEndpoints.zone),
