@@ -46,6 +46,12 @@
 ---@class shareflow.Location
 ---@field latitude number
 ---@field longitude number
+---@field horizontalAccuracy? number
+---@field verticalAccuracy? number
+---@field altitude? number
+---@field speed? number
+---@field course? number
+---@field timestamp? number seconds since 1970
 
 ---@class shareflow.Reference: shareflow.RecordID
 ---@field recordID shareflow.RecordID
@@ -547,7 +553,7 @@ function shareflow.Bytes(s) end
 ---@param seconds number
 ---@return shareflow.Date
 function shareflow.Date(seconds) end
----@param t {latitude: number, longitude: number}
+---@param t {latitude: number, longitude: number, horizontalAccuracy?: number, verticalAccuracy?: number, altitude?: number, speed?: number, course?: number, timestamp?: number}
 ---@return shareflow.Location
 function shareflow.Location(t) end
 ---@param t {recordID?: shareflow.RecordID|shareflow.Record, record?: shareflow.Record, action?: "none"|"deleteSelf"}

@@ -515,6 +515,38 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// A LOCATION keeps all eight of its keys (SPEC §13 wave 4, issue 42 point 5), alone and
+    /// in a list, through the store and back; one given with its coordinates only comes back
+    /// with those only; a key that is no finite number is refused naming it.
+    func testALocationKeepsAllEightKeys() async throws {
+        try await withServer { [alice] c in
+            try await c.makeTrips(as: alice)
+            let full = #"{"latitude":38.72,"longitude":-9.14,"horizontalAccuracy":5,"verticalAccuracy":-1,"altitude":95.5,"speed":1.25,"course":270,"timestamp":1700000000123}"#
+            var r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"t","recordType":"Trip","fields":{"at":{"type":"LOCATION","value":"# + full
+                    + #"},"stops":{"type":"LOCATION_LIST","value":["# + full + #",{"latitude":1,"longitude":2}]}}}}"#,
+                as: alice
+            )
+            XCTAssertEqual(r.records.first?["recordName"] as? String, "t", "\(r.object)")
+            r = try await c.post("/private/records/lookup", as: alice, #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"t"}]}"#)
+            let fields = try XCTUnwrap(r.records.first?["fields"] as? [String: [String: Any]], "\(r.object)")
+            let at = try XCTUnwrap(fields["at"]?["value"] as? [String: Any])
+            XCTAssertEqual(at.keys.sorted(), ["altitude", "course", "horizontalAccuracy", "latitude", "longitude", "speed", "timestamp", "verticalAccuracy"])
+            XCTAssertEqual(at["verticalAccuracy"] as? Double, -1)
+            XCTAssertEqual(at["altitude"] as? Double, 95.5)
+            XCTAssertEqual((at["timestamp"] as? NSNumber)?.int64Value, 1_700_000_000_123)
+            let stops = try XCTUnwrap(fields["stops"]?["value"] as? [[String: Any]])
+            XCTAssertEqual(stops.first?.count, 8, "in a list too")
+            XCTAssertEqual(stops.last?.keys.sorted(), ["latitude", "longitude"])
+            r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"u","recordType":"Trip","fields":{"at":{"type":"LOCATION","value":{"latitude":1,"longitude":2,"speed":"fast"}}}}}"#,
+                as: alice
+            )
+            XCTAssertEqual(r.status, 400, "\(r.object)")
+            XCTAssertTrue(r.reason.contains("speed must be a number"), r.reason)
+        }
+    }
+
     /// CloudKit JS 1.2.0's `discoverAllContactUserInfos`: a GET of `users/lookup/contacts` with
     /// no body answers the caller's contacts that are discoverable accounts, as user infos
     /// (issue 42 point 9). A contact who is no account, or not discoverable, is left out.

@@ -20,11 +20,29 @@ test("R23: bytes, dates, locations, references and lists come back exactly", fun
   expect.eq(f.y.data, raw); expect.eq(#f.y, 6); expect.eq(f.y, sf.Bytes(raw))
   expect.eq(f.t.seconds, 1790000000.25); expect.eq(f.t, sf.Date(1790000000.25))
   expect.eq(f.l.latitude, 38.7223); expect.eq(f.l.longitude, -9.1393)
+  expect.eq(f.l.altitude, nil, "a bare location has its coordinates only")
   expect.eq(f.r.action, "deleteSelf"); expect.eq(f.r.recordID.recordName, "lisbon"); expect.eq(f.r.recordName, "lisbon")
   expect.eq(f.p.action, "none"); expect.eq(f.p.recordName, "lisbon")
   expect.eq(#f.ls, 2); expect.eq(f.ly[1], sf.Bytes("x")); expect.eq(#f.le, 0)
   expect.contains(tostring(f.y), "Bytes(6 bytes)")
   expect.contains(tostring(f.r), "Reference(lisbon")
+end)
+
+test("A location keeps all eight keys CloudKit gives one, alone and in a list", function()
+  local w = world()
+  local full = { latitude = 38.72, longitude = -9.14, horizontalAccuracy = 5, verticalAccuracy = -1,
+    altitude = 95.5, speed = 1.25, course = 270, timestamp = 1700000000.5 }
+  local r = sf.Record{ recordType = "Place", zone = w.zone,
+    fields = { at = sf.Location(full), stops = { sf.Location(full), sf.Location{ latitude = 1, longitude = 2 } } } }
+  assert(select(2, w.db:modifyRecords{ save = { r } }) == nil)
+  local f = w.db:fetchRecord(r.recordID).fields
+  for k, v in pairs(full) do
+    expect.eq(f.at[k], v, k)
+    expect.eq(f.stops[1][k], v, "in a list: " .. k)
+  end
+  expect.eq(f.stops[2].speed, nil)
+  expect.eq(f.at, sf.Location(full))
+  expect.eq(f.at == sf.Location{ latitude = 38.72, longitude = -9.14 }, false, "the details are part of the value")
 end)
 
 test("R23: a dictionary, holes, mixed lists, lists of lists, NaN, ±inf and invalid UTF-8 are refused naming the field", function()
@@ -48,6 +66,9 @@ test("R23: a dictionary, holes, mixed lists, lists of lists, NaN, ±inf and inva
   end
   expect.eq(r.fields.x, nil, "nothing was set")
   expect.raises(function() sf.Location{ latitude = 91, longitude = 0 } end, "latitude")
+  expect.raises(function() sf.Location{ latitude = 1, longitude = 0, speed = 1 / 0 } end, "speed inf is not a finite number")
+  expect.raises(function() sf.Location{ latitude = 1, longitude = 0, altitude = "high" } end, "'altitude' must be a number")
+  expect.raises(function() sf.Location{ latitude = 1, longitude = 0, bearing = 3 } end, "bearing")
   expect.raises(function() sf.Date(0 / 0) end, "finite")
   expect.raises(function() sf.Bytes(12) end, "string expected")
   expect.raises(function() sf.Reference{ recordID = w.trip.recordID, action = "explode" } end, "invalid reference action")

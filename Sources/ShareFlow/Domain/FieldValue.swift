@@ -69,7 +69,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         }
     }
 
-    private enum Key: String, CodingKey { case s, i, d, b, y, t, la, lo, r, z, o, a, l }
+    private enum Key: String, CodingKey { case s, i, d, b, y, t, la, lo, r, z, o, a, l, ha, va, al, sp, co, ts }
 
     /// Reads the compact form `encode(to:)` writes.
     public init(from decoder: Decoder) throws {
@@ -87,7 +87,12 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         } else if let v = try c.decodeIfPresent(Double.self, forKey: .t) {
             self = .date(Date(timeIntervalSince1970: v))
         } else if let v = try c.decodeIfPresent(Double.self, forKey: .la) {
-            self = .location(Location(latitude: v, longitude: try c.decode(Double.self, forKey: .lo)))
+            var l = Location(latitude: v, longitude: try c.decode(Double.self, forKey: .lo))
+            for detail in Location.Detail.allCases {
+                l[detail] = try c.decodeIfPresent(Double.self, forKey: Key(rawValue: detail.storedKey)!)
+            }
+            l.timestamp = try c.decodeIfPresent(Double.self, forKey: .ts).map(Date.init(timeIntervalSince1970:))
+            self = .location(l)
         } else if let v = try c.decodeIfPresent(String.self, forKey: .r) {
             self = .reference(
                 RecordID(
@@ -117,6 +122,11 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         case .location(let v):
             try c.encode(v.latitude, forKey: .la)
             try c.encode(v.longitude, forKey: .lo)
+            // Only what was given: a bare location keeps the two keys the store's fast reader reads.
+            for detail in Location.Detail.allCases {
+                try c.encodeIfPresent(v[detail], forKey: Key(rawValue: detail.storedKey)!)
+            }
+            try c.encodeIfPresent(v.timestamp?.timeIntervalSince1970, forKey: .ts)
         case .reference(let id, let action):
             try c.encode(id.recordName, forKey: .r)
             try c.encode(id.zoneID.zoneName, forKey: .z)
@@ -142,12 +152,40 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
     }
 }
 
-/// A place on Earth, as a location field holds it.
+/// A place on Earth, as a location field holds it: its coordinates, and what else a
+/// `CLLocation` says where it was given (CloudKit keeps all eight keys of a location).
+///
+/// ```swift
+/// var here = Location(latitude: 38.72, longitude: -9.14)
+/// here[.altitude] = 95
+/// here.timestamp = Date()
+/// ```
 public struct Location: Hashable, Sendable {
     /// Degrees north of the equator, -90...90.
     public var latitude: Double
     /// Degrees east of Greenwich, -180...180.
     public var longitude: Double
+    /// When the place was measured, if given.
+    public var timestamp: Date?
+    private var details: [Detail: Double] = [:]
+
+    /// The numbers a location may carry beside its coordinates, named as CloudKit names them.
+    /// ShareFlow keeps what it was given and judges nothing but that each is finite (a
+    /// `CLLocation` gives a negative accuracy for "unknown").
+    public enum Detail: String, CaseIterable, Sendable, Hashable {
+        case horizontalAccuracy, verticalAccuracy, altitude, speed, course
+
+        /// The key the store's compact form keeps it under.
+        var storedKey: String {
+            switch self {
+            case .horizontalAccuracy: "ha"
+            case .verticalAccuracy: "va"
+            case .altitude: "al"
+            case .speed: "sp"
+            case .course: "co"
+            }
+        }
+    }
 
     /// A place at these coordinates, unchecked: `problem` says whether it is one.
     public init(latitude: Double, longitude: Double) {
@@ -155,10 +193,23 @@ public struct Location: Hashable, Sendable {
         self.longitude = longitude
     }
 
+    /// One of the numbers beside the coordinates, or nil where it was not given.
+    public subscript(detail: Detail) -> Double? {
+        get { details[detail] }
+        set { details[detail] = newValue }
+    }
+
+    /// Whether the location holds more than its coordinates.
+    public var hasDetails: Bool { !details.isEmpty || timestamp != nil }
+
     /// Why this is no place, or nil.
     public var problem: String? {
         guard latitude.isFinite, (-90...90).contains(latitude) else { return "latitude \(latitude) is not within -90...90" }
         guard longitude.isFinite, (-180...180).contains(longitude) else { return "longitude \(longitude) is not within -180...180" }
+        for detail in Detail.allCases {
+            if let v = details[detail], !v.isFinite { return "\(detail.rawValue) \(v) is not a finite number" }
+        }
+        if let t = timestamp, !t.timeIntervalSince1970.isFinite { return "timestamp \(t.timeIntervalSince1970) is not a finite time" }
         return nil
     }
 }

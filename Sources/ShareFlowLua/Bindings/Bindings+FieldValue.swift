@@ -30,6 +30,15 @@ extension Bindings {
             lua_setfield(L, -2, "latitude")
             lua_pushnumber(L, l.longitude)
             lua_setfield(L, -2, "longitude")
+            for detail in Location.Detail.allCases {
+                guard let v = l[detail] else { continue }
+                lua_pushnumber(L, v)
+                lua_setfield(L, -2, detail.rawValue)
+            }
+            if let t = l.timestamp {
+                lua_pushnumber(L, t.timeIntervalSince1970)
+                lua_setfield(L, -2, "timestamp")
+            }
             setMetatable(.location)
         case .reference(let id, let action):
             // Also `recordName` and `zoneID`, so a reference reads (and is accepted) as a record ID.
@@ -174,7 +183,19 @@ extension Bindings {
             try call.state.chargeCopy(len)
             return .bytes(Data(bytes: p, count: len))
         case .date: return .date(Date(timeIntervalSince1970: try number("seconds")))
-        case .location: return .location(Location(latitude: try number("latitude"), longitude: try number("longitude")))
+        case .location:
+            var l = Location(latitude: try number("latitude"), longitude: try number("longitude"))
+            func optional(_ name: String) throws -> Double? {
+                defer { call.state.pop() }
+                switch call.field(abs, name) {
+                case LUA_TNIL: return nil
+                case LUA_TNUMBER: return clua_tonumber(L, -1)
+                default: throw call.argumentError(position, "field '\(key)': Location.\(name) must be a number, got \(call.typeName(-1))")
+                }
+            }
+            for detail in Location.Detail.allCases { l[detail] = try optional(detail.rawValue) }
+            l.timestamp = try optional("timestamp").map(Date.init(timeIntervalSince1970:))
+            return .location(l)
         default:
             guard call.field(abs, "recordID") == LUA_TTABLE else {
                 call.state.pop()

@@ -120,11 +120,14 @@ extension ShareFlowModule {
                 "Location",
                 { [unowned b] call in
                     try call.table(1)
-                    try call.checkKeys(1, allowed: ["latitude", "longitude"])
+                    try call.checkKeys(1, allowed: Set(["latitude", "longitude", "timestamp"] + Location.Detail.allCases.map(\.rawValue)))
                     guard let lat = try call.numberField(1, "latitude"), let lon = try call.numberField(1, "longitude") else {
                         throw call.argumentError(1, "fields 'latitude' and 'longitude' are required")
                     }
-                    let location = Location(latitude: lat, longitude: lon)
+                    // The rest as CloudKit keeps them; the timestamp in seconds, as sf.Date's.
+                    var location = Location(latitude: lat, longitude: lon)
+                    for detail in Location.Detail.allCases { location[detail] = try call.numberField(1, detail.rawValue) }
+                    location.timestamp = try call.numberField(1, "timestamp").map(Date.init(timeIntervalSince1970:))
                     if let problem = location.problem { throw call.argumentError(1, problem) }
                     b.push(FieldValue.location(location))
                     return 1

@@ -225,7 +225,7 @@ enum WireFormat {
             // Milliseconds; a date beyond what an Int64 of milliseconds holds (one made in Lua
             // can be) goes out as a number rather than trap.
             return ["value": milliseconds(d), "type": "TIMESTAMP"]
-        case .location(let l): return ["value": ["latitude": l.latitude, "longitude": l.longitude], "type": "LOCATION"]
+        case .location(let l): return ["value": location(l), "type": "LOCATION"]
         case .reference(let id, let action):
             return [
                 "value": ["recordName": id.recordName, "zoneID": zoneID(id.zoneID), "action": action == .deleteSelf ? "DELETE_SELF" : "NONE"],
@@ -235,6 +235,15 @@ enum WireFormat {
             let inner = items.first.map { field($0)["type"] as? String ?? "STRING" } ?? "STRING"
             return ["value": items.map { field($0)["value"]! }, "type": inner + "_LIST"]
         }
+    }
+
+    /// A location as CloudKit writes one: its coordinates and whichever of the other six keys
+    /// it was given (`timestamp` in milliseconds).
+    static func location(_ l: Location) -> Object {
+        var o: Object = ["latitude": l.latitude, "longitude": l.longitude]
+        for detail in Location.Detail.allCases { if let v = l[detail] { o[detail.rawValue] = v } }
+        if let t = l.timestamp { o["timestamp"] = milliseconds(t) }
+        return o
     }
 
     static func fieldValue(_ raw: Any, field name: String, zone: RecordZoneID) throws -> FieldValue {
@@ -285,10 +294,22 @@ enum WireFormat {
             }
             return .bytes(data)
         case "LOCATION"?:
-            guard let o = value as? Object, let la = o["latitude"] as? NSNumber, let lo = o["longitude"] as? NSNumber else {
+            guard let o = value as? Object, let la = numeral(o["latitude"] as Any), let lo = numeral(o["longitude"] as Any) else {
                 throw CloudKitError.badRequest("\(field) must have latitude and longitude (LOCATION)")
             }
-            return .location(Location(latitude: la.doubleValue, longitude: lo.doubleValue))
+            var l = Location(latitude: la.doubleValue, longitude: lo.doubleValue)
+            for detail in Location.Detail.allCases {
+                guard let raw = o[detail.rawValue], !(raw is NSNull) else { continue }
+                guard let n = numeral(raw) else { throw CloudKitError.badRequest("\(field).\(detail.rawValue) must be a number (LOCATION)") }
+                l[detail] = n.doubleValue
+            }
+            if let raw = o["timestamp"], !(raw is NSNull) {
+                guard let n = numeral(raw), abs(n.doubleValue) <= 8.64e15 else {
+                    throw CloudKitError.badRequest("\(field).timestamp must be milliseconds since 1970, within ±8.64e15 (LOCATION)")
+                }
+                l.timestamp = Date(timeIntervalSince1970: n.doubleValue / 1000)
+            }
+            return .location(l)
         case "REFERENCE"?:
             guard let o = value as? Object, let name = o["recordName"] as? String else {
                 throw CloudKitError.badRequest("\(field) must have a recordName (REFERENCE)")
