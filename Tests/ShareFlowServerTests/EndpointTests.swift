@@ -515,6 +515,138 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// The comparators CloudKit JS and pyicloud send beside the first eight (SPEC §13 wave 4,
+    /// issue 42 point 9): NOT_IN, NOT_LIST_CONTAINS, LIST_CONTAINS_ANY, LIST_CONTAINS_ALL,
+    /// NOT_BEGINS_WITH, CONTAINS_ALL_TOKENS, CONTAINS_ANY_TOKENS, NEAR with a distance, and a sort
+    /// by distance (`relativeLocation`); a record ID given as a reference to `recordName`; an
+    /// unknown comparator names the ones there are.
+    func testEveryComparatorAndASortByDistance() async throws {
+        try await withServer { [alice] c in
+            try await c.makeTrips(as: alice)
+            func trip(_ name: String, _ title: String, _ tags: [String], _ lat: Double, _ lon: Double) -> String {
+                let list = tags.map { "\"\($0)\"" }.joined(separator: ",")
+                return #"{"operationType":"create","record":{"recordName":"\#(name)","recordType":"Trip","fields":{"title":{"value":"\#(title)"},"tags":{"value":[\#(list)],"type":"STRING_LIST"},"at":{"value":{"latitude":\#(lat),"longitude":\#(lon)}}}}}"#
+            }
+            var r = try await c.modifyTrips(
+                [
+                    trip("lisbon", "Lisbon by the sea", ["sun", "food"], 38.72, -9.14),
+                    trip("porto", "Porto: wine and the river", ["wine", "food"], 41.15, -8.61),
+                    trip("oslo", "Oslo in Winter", ["snow"], 59.91, 10.75),
+                ].joined(separator: ","),
+                as: alice
+            )
+            XCTAssertEqual(r.records.count, 3, "\(r.object)")
+            func names(_ filter: String, sort: String = "") async throws -> [String] {
+                let sortBy = sort.isEmpty ? #""sortBy":[{"fieldName":"___recordID","ascending":true}]"# : sort
+                let r = try await c.post(
+                    "/private/records/query",
+                    as: alice,
+                    #"{"zoneID":{"zoneName":"Trips"},"query":{"recordType":"Trip","filterBy":[\#(filter)],\#(sortBy)}}"#
+                )
+                XCTAssertEqual(r.status, 200, "\(filter): \(r.object)")
+                return r.records.compactMap { $0["recordName"] as? String }.sorted()
+            }
+            let byName = #""sortBy":[]"#
+            func list(_ items: String) -> String { #""fieldValue":{"value":[\#(items)],"type":"STRING_LIST"}"# }
+            var got = try await names(#"{"fieldName":"title","comparator":"NOT_IN",\#(list(#""Oslo in Winter""#))}"#, sort: byName)
+            XCTAssertEqual(got, ["lisbon", "porto"])
+            got = try await names(#"{"fieldName":"tags","comparator":"NOT_LIST_CONTAINS","fieldValue":{"value":"food"}}"#, sort: byName)
+            XCTAssertEqual(got, ["oslo"])
+            got = try await names(#"{"fieldName":"tags","comparator":"LIST_CONTAINS_ANY",\#(list(#""snow","wine""#))}"#, sort: byName)
+            XCTAssertEqual(got, ["oslo", "porto"])
+            got = try await names(#"{"fieldName":"tags","comparator":"LIST_CONTAINS_ALL",\#(list(#""food","sun""#))}"#, sort: byName)
+            XCTAssertEqual(got, ["lisbon"])
+            got = try await names(#"{"fieldName":"title","comparator":"NOT_BEGINS_WITH","fieldValue":{"value":"Oslo"}}"#, sort: byName)
+            XCTAssertEqual(got, ["lisbon", "porto"])
+            got = try await names(#"{"fieldName":"title","comparator":"CONTAINS_ALL_TOKENS","fieldValue":{"value":"the WINE"}}"#, sort: byName)
+            XCTAssertEqual(got, ["porto"], "words, any case")
+            got = try await names(#"{"fieldName":"title","comparator":"CONTAINS_ANY_TOKENS","fieldValue":{"value":"winter sea"}}"#, sort: byName)
+            XCTAssertEqual(got, ["lisbon", "oslo"], "whole words: 'winter' is not 'wine'")
+            let nearLisbon = #"{"fieldName":"at","comparator":"NEAR","fieldValue":{"value":{"latitude":38.7,"longitude":-9.1},"type":"LOCATION"},"distance":400000}"#
+            got = try await names(nearLisbon, sort: byName)
+            XCTAssertEqual(got, ["lisbon", "porto"], "Porto is about 275 km from Lisbon, Oslo far")
+            r = try await c.post(
+                "/private/records/query",
+                as: alice,
+                #"{"zoneID":{"zoneName":"Trips"},"resultsLimit":2,"query":{"recordType":"Trip","sortBy":[{"fieldName":"at","relativeLocation":{"latitude":60,"longitude":10}}]}}"#
+            )
+            XCTAssertEqual(r.records.map { $0["recordName"] as? String }, ["oslo", "porto"], "nearest Oslo first: \(r.object)")
+            let marker = try XCTUnwrap(r.object["continuationMarker"] as? String)
+            r = try await c.post(
+                "/private/records/query",
+                as: alice,
+                #"{"zoneID":{"zoneName":"Trips"},"resultsLimit":2,"continuationMarker":"\#(marker)","query":{"recordType":"Trip","sortBy":[{"fieldName":"at","relativeLocation":{"latitude":60,"longitude":10}}]}}"#
+            )
+            XCTAssertEqual(r.records.map { $0["recordName"] as? String }, ["lisbon"], "\(r.object)")
+            got = try await names(#"{"systemFieldName":"recordName","comparator":"EQUALS","fieldValue":{"value":{"recordName":"oslo"},"type":"REFERENCE"}}"#, sort: byName)
+            XCTAssertEqual(got, ["oslo"], "a record ID as a reference")
+            got = try await names(#"{"systemFieldName":"recordName","comparator":"IN","fieldValue":{"value":[{"recordName":"oslo"},{"recordName":"porto"}],"type":"REFERENCE_LIST"}}"#, sort: byName)
+            XCTAssertEqual(got, ["oslo", "porto"])
+            r = try await c.post(
+                "/private/records/query",
+                as: alice,
+                #"{"zoneID":{"zoneName":"Trips"},"query":{"recordType":"Trip","filterBy":[{"fieldName":"at","comparator":"NEAR","fieldValue":{"value":{"latitude":1,"longitude":2}}}]}}"#
+            )
+            XCTAssertEqual(r.status, 400)
+            XCTAssertTrue(r.reason.contains("distance"), r.reason)
+            r = try await c.post(
+                "/private/records/query",
+                as: alice,
+                #"{"zoneID":{"zoneName":"Trips"},"query":{"recordType":"Trip","filterBy":[{"fieldName":"title","comparator":"LIKE","fieldValue":{"value":"x"}}]}}"#
+            )
+            XCTAssertEqual(r.status, 400)
+            XCTAssertTrue(r.reason.contains("LIKE is not one of EQUALS"), r.reason)
+        }
+    }
+
+    /// `zoneWide: true` reads every zone the caller may read, with one continuation across
+    /// them (SPEC §13 wave 4, issue 42 point 7): Alice's own zones in her private database;
+    /// in Bob's shared database the hierarchy Alice shared with him, not the rest of her zone.
+    func testAZoneWideQueryReadsEveryZoneTheCallerMayRead() async throws {
+        try await withServer { [alice, bob] c in
+            for zone in ["A", "B", "C"] {
+                var r = try await c.post("/private/zones/modify", as: alice, #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(zone)"}}}]}"#)
+                XCTAssertEqual(r.status, 200)
+                let records = (1...2).map { n in #"{"operationType":"create","record":{"recordName":"\#(zone)\#(n)","recordType":"Event","fields":{"n":{"value":\#(n)}}}}"# }
+                r = try await c.post("/private/records/modify", as: alice, #"{"zoneID":{"zoneName":"\#(zone)"},"operations":[\#(records.joined(separator: ","))]}"#)
+                XCTAssertEqual(r.records.count, 2, "\(r.object)")
+            }
+            // Zone B is empty of Events once its two go; the pages run across it.
+            var r = try await c.post("/private/records/modify", as: alice, #"{"zoneID":{"zoneName":"B"},"operations":[{"operationType":"forceDelete","record":{"recordName":"B1"}},{"operationType":"forceDelete","record":{"recordName":"B2"}}]}"#)
+            var seen: [String] = []
+            var marker: String?
+            var pages = 0
+            repeat {
+                let more = marker.map { #","continuationMarker":"\#($0)""# } ?? ""
+                r = try await c.post("/private/records/query", as: alice, #"{"zoneWide":true,"resultsLimit":3,"query":{"recordType":"Event"}\#(more)}"#)
+                XCTAssertEqual(r.status, 200, "\(r.object)")
+                seen += r.records.compactMap { $0["recordName"] as? String }
+                marker = r.object["continuationMarker"] as? String
+                pages += 1
+            } while marker != nil && pages < 10
+            XCTAssertEqual(seen, ["A1", "A2", "C1", "C2"], "each once, zone by zone")
+            // A marker of a zone-wide query is no marker of a one-zone one.
+            r = try await c.post("/private/records/query", as: alice, #"{"zoneWide":true,"resultsLimit":1,"query":{"recordType":"Event"}}"#)
+            let wide = try XCTUnwrap(r.object["continuationMarker"] as? String)
+            r = try await c.post("/private/records/query", as: alice, #"{"zoneID":{"zoneName":"A"},"resultsLimit":1,"continuationMarker":"\#(wide)","query":{"recordType":"Event"}}"#)
+            XCTAssertEqual(r.status, 400, "\(r.object)")
+            // Bob: a share of A1 only; his shared database's zone-wide query sees A1 and no other.
+            r = try await c.post(
+                "/private/records/modify",
+                as: alice,
+                #"{"zoneID":{"zoneName":"A"},"operations":[{"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"A1"},"participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}]}"#
+            )
+            let guid = try XCTUnwrap(r.records.last?["shortGUID"] as? String, "\(r.object)")
+            r = try await c.post("/shared/records/query", as: bob, #"{"zoneWide":true,"query":{"recordType":"Event"}}"#)
+            XCTAssertEqual(r.records.count, 0, "not accepted yet: \(r.object)")
+            r = try await c.post("/public/records/accept", as: bob, #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+            r = try await c.post("/shared/records/query", as: bob, #"{"zoneWide":true,"query":{"recordType":"Event"}}"#)
+            XCTAssertEqual(r.records.compactMap { $0["recordName"] as? String }, ["A1"], "\(r.object)")
+            r = try await c.post("/private/records/query", as: bob, #"{"zoneWide":true,"query":{"recordType":"Event"}}"#)
+            XCTAssertEqual(r.records.count, 0, "Bob's own zones hold none")
+        }
+    }
+
     /// A LOCATION keeps all eight of its keys (SPEC §13 wave 4, issue 42 point 5), alone and
     /// in a list, through the store and back; one given with its coordinates only comes back
     /// with those only; a key that is no finite number is refused naming it.

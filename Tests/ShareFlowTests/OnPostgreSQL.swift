@@ -249,6 +249,7 @@ final class QueryTestsOnPostgreSQL: QueryTests {
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
     override func testO7PredicateSortLimitAndCursor() throws { try super.testO7PredicateSortLimitAndCursor() }
     override func testListMembershipAndTheOtherSpellings() throws { try super.testListMembershipAndTheOtherSpellings() }
+    override func testNotAndDistanceInTheFormatAndASortByDistance() throws { try super.testNotAndDistanceInTheFormatAndASortByDistance() }
     override func testAFormTheParserDoesNotKnowIsInvalidArguments() throws { try super.testAFormTheParserDoesNotKnowIsInvalidArguments() }
     override func testO7ThroughTheOperationWithBothBlockNames() throws { try super.testO7ThroughTheOperationWithBothBlockNames() }
     override func testO7BadPredicatesAndNamesAreInvalidArguments() throws { try super.testO7BadPredicatesAndNamesAreInvalidArguments() }

@@ -81,6 +81,30 @@ class QueryTests: XCTestCase {
         XCTAssertEqual(try names("days =< 2"), ["a", "b"])
     }
 
+    /// NOT before any clause, and CloudKit's distance form (`distanceToLocation:fromLocation:`),
+    /// with a sort by distance: what NOT_IN, NEAR and `relativeLocation` are over HTTP.
+    func testNotAndDistanceInTheFormatAndASortByDistance() throws {
+        let w = try World()
+        let places = [("lisbon", 38.72, -9.14), ("porto", 41.15, -8.61), ("oslo", 59.91, 10.75)].map { name, lat, lon in
+            Record(recordType: "Place", recordID: RecordID(recordName: name, zoneID: w.zone.zoneID), fields: ["at": .location(Location(latitude: lat, longitude: lon))])
+        }
+        let db = w.c.privateCloudDatabase
+        XCTAssertNil(try db.modifyRecords(saving: places).error)
+        func names(_ format: String, _ arguments: [FieldValue], sort: [ShareFlow.SortDescriptor] = []) throws -> [String] {
+            let q = try Query(recordType: "Place", predicate: format, arguments: arguments, sortDescriptors: sort)
+            return try db.records(matching: q, inZoneWith: w.zone.zoneID).records.map(\.recordID.recordName)
+        }
+        let lisbon = FieldValue.location(Location(latitude: 38.7, longitude: -9.1))
+        XCTAssertEqual(try names("distanceToLocation:fromLocation:(at, %@) < 400000", [lisbon]), ["lisbon", "porto"])
+        XCTAssertEqual(try names("NOT distanceToLocation:fromLocation:(at, %@) < 400000", [lisbon]), ["oslo"])
+        XCTAssertEqual(try names("NOT (recordName IN {'oslo', 'porto'})", []), ["lisbon"])
+        XCTAssertEqual(try names("TRUEPREDICATE", [], sort: [ShareFlow.SortDescriptor(key: "at", relativeTo: Location(latitude: 60, longitude: 10))]), ["oslo", "porto", "lisbon"])
+        XCTAssertThrowsError(try names("distanceToLocation:fromLocation:(at, %@) > 5", [lisbon])) { error in
+            XCTAssertTrue("\(error)".contains("compared with < or <="), "\(error)")
+        }
+        XCTAssertEqual(Location.distance(Location(latitude: 0, longitude: 0), Location(latitude: 0, longitude: 1)), 111_195, accuracy: 1)
+    }
+
     func testAFormTheParserDoesNotKnowIsInvalidArguments() throws {
         let w = try World()
         for format in ["days LIKE 'x'", "ANY tags", "tags CONTAINS", "days => ", "days =! 3", "ANY tags BEGINSWITH 'f'", "days == 1 OR days == 2"] {

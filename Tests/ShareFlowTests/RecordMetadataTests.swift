@@ -55,6 +55,22 @@ class RecordMetadataTests: XCTestCase {
         XCTAssertEqual(try notes(where: "creatorUserRecordID == %@", w.alice.userRecordID).count, 3)
         XCTAssertEqual(try notes(where: "lastModifiedUserRecordID == %@", w.bob.userRecordID).count, 0)
         XCTAssertEqual(try notes(where: "recordID == %@", "n2"), ["n2"])
+        // Given as record IDs, as CloudKit takes them (`recordID == %@` with a CKRecord.ID), and
+        // as clients send them over HTTP (references): the same records.
+        func notes(where format: String, id: RecordID) throws -> [String] {
+            let query = Query(recordType: "Note", predicate: try Predicate(format: format, arguments: [.reference(id, action: .none)]))
+            return try db.records(matching: query, inZoneWith: w.zone.zoneID).records.map(\.recordID.recordName)
+        }
+        XCTAssertEqual(try notes(where: "recordID == %@", id: RecordID(recordName: "n2", zoneID: w.zone.zoneID)), ["n2"])
+        XCTAssertEqual(try notes(where: "recordName != %@", id: RecordID(recordName: "n2", zoneID: w.zone.zoneID)), ["n1", "n3"])
+        XCTAssertEqual(try notes(where: "creatorUserRecordID == %@", id: RecordID(recordName: w.alice.userRecordID, zoneID: .default)).count, 3)
+        // Another user's records, by their creator: Bob finds Alice's notices in the public database.
+        XCTAssertNil(try w.c.publicCloudDatabase.modifyRecords(saving: [Record(recordType: "Notice", recordName: "hello")]).error)
+        let byAlice = Query(
+            recordType: "Notice",
+            predicate: try Predicate(format: "creatorUserRecordID == %@", arguments: [.reference(RecordID(recordName: w.alice.userRecordID, zoneID: .default), action: .none)])
+        )
+        XCTAssertEqual(try w.bc.publicCloudDatabase.records(matching: byAlice).records.map(\.recordID.recordName), ["hello"])
     }
 
     func testThePublicDatabaseIsWorldReadableAndCreatorWritable() throws {

@@ -145,7 +145,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         case .boolean(let b): return String(b)
         case .bytes(let d): return "Bytes(\(d.count) bytes)"
         case .date(let d): return "Date(\(d.timeIntervalSince1970.isFinite ? ISO8601DateFormatter().string(from: d) : "\(d.timeIntervalSince1970)"))"
-        case .location(let l): return "Location(\(l.latitude), \(l.longitude))"
+        case .location(let l): return l.description
         case .reference(let r, let action): return "→\(r.recordName)\(action == .none ? "" : " (\(action.rawValue))")"
         case .list(let l): return "[" + l.map(\.description).joined(separator: ", ") + "]"
         }
@@ -160,7 +160,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
 /// here[.altitude] = 95
 /// here.timestamp = Date()
 /// ```
-public struct Location: Hashable, Sendable {
+public struct Location: Hashable, Sendable, CustomStringConvertible {
     /// Degrees north of the equator, -90...90.
     public var latitude: Double
     /// Degrees east of Greenwich, -180...180.
@@ -197,6 +197,15 @@ public struct Location: Hashable, Sendable {
     public subscript(detail: Detail) -> Double? {
         get { details[detail] }
         set { details[detail] = newValue }
+    }
+
+    /// The coordinates, then each other key given in one fixed order: a query's text (its
+    /// continuation marker names it) is the same in every process.
+    public var description: String {
+        var parts = ["\(latitude)", "\(longitude)"]
+        for detail in Detail.allCases { if let v = details[detail] { parts.append("\(detail.rawValue): \(v)") } }
+        if let t = timestamp { parts.append("timestamp: \(t.timeIntervalSince1970)") }
+        return "Location(" + parts.joined(separator: ", ") + ")"
     }
 
     /// Whether the location holds more than its coordinates.

@@ -47,10 +47,19 @@ public struct SortDescriptor: Sendable, Equatable {
     public var key: String
     /// Smallest first when true (the default).
     public var ascending: Bool
+    /// When set, `key` is a location field and records sort by their distance from here
+    /// (`CKLocationSortDescriptor`; over HTTP `relativeLocation`); records without the field first.
+    public var relativeLocation: Location?
     /// Sorts by `key`, ascending unless told otherwise.
     public init(key: String, ascending: Bool = true) {
         self.key = key
         self.ascending = ascending
+    }
+
+    /// Sorts by the distance of location field `key` from `location`, nearest first unless told otherwise.
+    public init(key: String, relativeTo location: Location, ascending: Bool = true) {
+        self.init(key: key, ascending: ascending)
+        relativeLocation = location
     }
 }
 
@@ -76,6 +85,19 @@ public indirect enum Predicate: Sendable, Equatable {
     case any(key: String, op: Comparison, value: FieldValue)
     /// Every part matches (`AND`, `&&`).
     case and([Predicate])
+    /// The part does not match (`NOT`); over HTTP `NOT_IN`, `NOT_LIST_CONTAINS`,
+    /// `NOT_BEGINS_WITH`. A record without the part's key matches.
+    case not(Predicate)
+    /// A list field holding one of `values` (`all` false: `LIST_CONTAINS_ANY`) or each of them
+    /// (`all` true: `LIST_CONTAINS_ALL`). A field that is not a list counts as a list of itself.
+    case listContains(key: String, values: [FieldValue], all: Bool)
+    /// A string field (or list of strings) whose words include one of `tokens` (`all` false:
+    /// `CONTAINS_ANY_TOKENS`) or each of them (`all` true: `CONTAINS_ALL_TOKENS`). Words are
+    /// runs of letters and digits, compared ignoring case and diacritics (`Predicate.words`).
+    case tokens(key: String, tokens: [String], all: Bool)
+    /// A location field within `meters` of `center` on the Earth's surface (`NEAR`;
+    /// `distanceToLocation:fromLocation:(key, center) < meters` in NSPredicate's format).
+    case near(key: String, center: Location, meters: Double)
 
     /// A comparison operator, by its NSPredicate spelling; integers and doubles compare as numbers.
     public enum Comparison: String, Sendable, CaseIterable {
@@ -116,6 +138,20 @@ public indirect enum Predicate: Sendable, Equatable {
         switch self {
         case .all: return true
         case .and(let parts): return parts.allSatisfy { $0.matches(value) }
+        case .not(let part): return !part.matches(value)
+        case let .listContains(key, values, all):
+            guard let v = value(key) else { return false }
+            let items: [FieldValue] = if case .list(let items) = v { items } else { [v] }
+            let found = { (wanted: FieldValue) in items.contains { FieldValue.order($0, wanted) == .orderedSame } }
+            return all ? values.allSatisfy(found) : values.contains(where: found)
+        case let .tokens(key, tokens, all):
+            guard let v = value(key) else { return false }
+            let words = Predicate.words(in: v)
+            let wanted = tokens.flatMap { Predicate.words(in: .string($0)) }
+            return all ? wanted.allSatisfy(words.contains) : wanted.contains(where: words.contains)
+        case let .near(key, center, meters):
+            guard case .location(let l)? = value(key) else { return false }
+            return Location.distance(l, center) <= meters
         case let .beginsWith(key, prefix):
             guard case .string(let s)? = value(key) else { return false }
             return s.hasPrefix(prefix)
@@ -142,8 +178,57 @@ public indirect enum Predicate: Sendable, Equatable {
         case .and(let parts):
             let tests = parts.map { $0.compiled() }
             return { value in tests.allSatisfy { $0(value) } }
+        case .not(let part):
+            let test = part.compiled()
+            return { value in !test(value) }
+        case let .listContains(key, values, false):
+            let set = MatchSet(values)
+            return { value in
+                guard let v = value(key) else { return false }
+                if case .list(let items) = v { return items.contains(where: set.contains) }
+                return set.contains(v)
+            }
+        case let .tokens(key, tokens, all):
+            // The words asked for, once; a record's words, once per record.
+            let wanted = Set(tokens.flatMap { Predicate.words(in: .string($0)) })
+            return { value in
+                guard let v = value(key) else { return false }
+                let words = Predicate.words(in: v)
+                return all ? wanted.isSubset(of: words) : !wanted.isDisjoint(with: words)
+            }
         default:
             return { value in self.matches(value) }
+        }
+    }
+
+    /// The words of a string value, or of a list of strings: runs of letters and digits,
+    /// folded to lower case without diacritics (what the token comparators compare).
+    static func words(in value: FieldValue) -> Set<String> {
+        switch value {
+        case .string(let s):
+            let folded = s.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+            return Set(folded.split { !($0.isLetter || $0.isNumber) }.map(String.init))
+        case .list(let items): return items.reduce(into: Set<String>()) { $0.formUnion(words(in: $1)) }
+        default: return []
+        }
+    }
+
+    /// The predicate with each record ID (a reference value) compared against a system key
+    /// that holds a name — `recordName`, `recordID`, `creatorUserRecordID`,
+    /// `lastModifiedUserRecordID` — taken as its record name: CloudKit compares
+    /// `recordID == %@` given a `CKRecord.ID`, and clients send references over HTTP.
+    func comparingNames() -> Predicate {
+        let named: Set<String> = ["recordName", "recordID", "creatorUserRecordID", "lastModifiedUserRecordID"]
+        func name(_ v: FieldValue) -> FieldValue {
+            if case .reference(let id, _) = v { return .string(id.recordName) }
+            return v
+        }
+        switch self {
+        case let .compare(key, op, value) where named.contains(key): return .compare(key: key, op: op, value: name(value))
+        case let .isIn(key, values) where named.contains(key): return .isIn(key: key, values: values.map(name))
+        case .and(let parts): return .and(parts.map { $0.comparingNames() })
+        case .not(let part): return .not(part.comparingNames())
+        default: return self
         }
     }
 
@@ -179,6 +264,19 @@ extension FieldValue {
         case let (.location(x), .location(y)): return x == y ? .orderedSame : nil
         default: return nil
         }
+    }
+}
+
+extension Location {
+    /// The great-circle distance between two places in meters (haversine, on a sphere of the
+    /// Earth's mean radius): what `NEAR` and a sort by distance measure.
+    public static func distance(_ a: Location, _ b: Location) -> Double {
+        let radius = 6_371_008.8
+        let (φ1, φ2) = (a.latitude * .pi / 180, b.latitude * .pi / 180)
+        let dφ = φ2 - φ1
+        let dλ = (b.longitude - a.longitude) * .pi / 180
+        let h = sin(dφ / 2) * sin(dφ / 2) + cos(φ1) * cos(φ2) * sin(dλ / 2) * sin(dλ / 2)
+        return 2 * radius * asin(min(1, h.squareRoot()))
     }
 }
 
@@ -274,6 +372,28 @@ private struct PredicateParser {
 
     mutating func clause() throws -> Predicate {
         skipSpace()
+        if matchWord("NOT") || match("!") { return .not(try clause()) }
+        // distanceToLocation:fromLocation:(key, %@) < meters: CloudKit's NEAR.
+        if match("distanceToLocation:fromLocation:(") {
+            let key = try identifier()
+            skipSpace()
+            guard match(",") else { throw fail("',' expected after '\(key)'") }
+            guard case .location(let center) = try value() else { throw fail("distanceToLocation:fromLocation: takes a location") }
+            skipSpace()
+            guard match(")") else { throw fail("')' expected") }
+            skipSpace()
+            guard let op = comparison(), op == .less || op == .lessOrEqual else {
+                throw fail("distanceToLocation:fromLocation: is compared with < or <= a distance in meters")
+            }
+            let meters = try value()
+            let radius: Double
+            switch meters {
+            case .integer(let i): radius = Double(i)
+            case .double(let d) where d.isFinite: radius = d
+            default: throw fail("a distance in meters expected")
+            }
+            return .near(key: key, center: center, meters: radius)
+        }
         if match("(") {
             let p = try conjunction()
             skipSpace()

@@ -42,9 +42,9 @@ extension Engine {
             }
             let sorts = query.sortDescriptors
             func position(_ row: RecordRow) -> QueryPosition {
-                QueryPosition(values: sorts.map { Engine.value(of: $0.key, in: row) }, name: row.name)
+                QueryPosition(values: sorts.map { Engine.sortValue($0, in: row) }, name: row.name)
             }
-            let matches = query.predicate.compiled()
+            let matches = query.predicate.comparingNames().compiled()
             // A bound on the time the query reads, checked every 256 records read.
             let deadline = options.queryTimeLimit.map { DispatchTime.now().uptimeNanoseconds + UInt64($0 * 1e9) }
             var read = 0
@@ -138,7 +138,7 @@ extension Engine {
     static func storeOrder(_ sorts: [SortDescriptor]) -> StoreTransaction.RecordOrder? {
         switch sorts.count {
         case 0: return .name(ascending: true)
-        case 1:
+        case 1 where sorts[0].relativeLocation == nil:
             switch sorts[0].key {
             case "recordName", "recordID": return .name(ascending: sorts[0].ascending)
             case "modificationDate": return .modification(ascending: sorts[0].ascending)
@@ -157,6 +157,14 @@ extension Engine {
             guard after.values.count == 1, case .date(let d)? = after.values[0] else { return nil }
             return (d.timeIntervalSince1970, after.name)
         }
+    }
+
+    /// What `sort` orders a record by: its key's value, or its distance in meters from the
+    /// sort's location (nil without a location there).
+    static func sortValue(_ sort: SortDescriptor, in row: RecordRow) -> FieldValue? {
+        guard let center = sort.relativeLocation else { return value(of: sort.key, in: row) }
+        guard case .location(let l)? = value(of: sort.key, in: row) else { return nil }
+        return .double(Location.distance(l, center))
     }
 
     static func value(of key: String, in row: RecordRow) -> FieldValue? {
@@ -227,7 +235,10 @@ extension Predicate {
         switch self {
         case .all: return []
         case .and(let parts): return parts.flatMap(\.keys)
-        case .compare(let key, _, _), .beginsWith(let key, _), .isIn(let key, _), .any(let key, _, _): return [key]
+        case .not(let part): return part.keys
+        case .compare(let key, _, _), .beginsWith(let key, _), .isIn(let key, _), .any(let key, _, _), .listContains(let key, _, _),
+            .tokens(let key, _, _), .near(let key, _, _):
+            return [key]
         }
     }
 }
@@ -267,6 +278,70 @@ extension CloudDatabase {
             try engine.runQuery(query, zoneID: zoneID, desiredKeys: desiredKeys, limit: resultsLimit, after: after, maxBytes: maxBytes, in: self)
         }
         return (page.records, page.cursor?.after)
+    }
+
+    /// Where a zone-wide query's page ended: the zone it was reading, and where in it (nil:
+    /// at its start).
+    package struct ZoneWidePosition: Sendable, Equatable {
+        package var zone: RecordZoneID
+        package var position: QueryPosition?
+
+        package init(zone: RecordZoneID, position: QueryPosition?) {
+            self.zone = zone
+            self.position = position
+        }
+    }
+
+    /// O7 over every zone of the database the caller may read (CloudKit's `zoneWide`): their
+    /// own zones in the private database, the zones of their accepted shares in the shared
+    /// one (R12 in each), the default zone in the public one. Zones are read one after another
+    /// in (owner, name) order, each in the query's order, and one position goes on across them.
+    ///
+    /// Bounded like a one-zone page: at most `resultsLimit` records and `maxBytes` of them,
+    /// and once the query has read for `Engine.Options.queryTimeLimit` (1 s without one) it
+    /// ends the page at the next zone, so a database of many empty zones is paged too.
+    package func recordsInEveryZone(
+        matching query: Query,
+        desiredKeys: [String]?,
+        resultsLimit: Int,
+        after: ZoneWidePosition?,
+        maxBytes: Int? = nil
+    ) throws -> (records: [Record], next: ZoneWidePosition?) {
+        func precedes(_ a: RecordZoneID, _ b: RecordZoneID) -> Bool { (a.ownerName, a.zoneName) < (b.ownerName, b.zoneName) }
+        let zones = try fetchAllRecordZones().map(\.zoneID).sorted(by: precedes)
+        var start = 0
+        var position = after?.position
+        if let after {
+            // A zone deleted between two pages: go on with the zone after it.
+            if let i = zones.firstIndex(of: after.zone) {
+                start = i
+            } else {
+                start = zones.firstIndex { precedes(after.zone, $0) } ?? zones.count
+                position = nil
+            }
+        }
+        let seconds = engine.options.queryTimeLimit ?? 1
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, seconds) * 1e9)
+        var records: [Record] = []
+        var bytes = 0
+        for i in start..<zones.count {
+            if i > start, records.count >= resultsLimit || DispatchTime.now().uptimeNanoseconds > deadline || (maxBytes.map { bytes >= $0 } ?? false) {
+                return (records, ZoneWidePosition(zone: zones[i], position: nil))
+            }
+            let page = try self.records(
+                matching: query,
+                inZoneWith: zones[i],
+                desiredKeys: desiredKeys,
+                resultsLimit: resultsLimit - records.count,
+                after: position,
+                maxBytes: maxBytes.map { max(1, $0 - bytes) }
+            )
+            position = nil
+            records += page.records
+            bytes += page.records.reduce(0) { $0 + $1.storedBytes }
+            if let next = page.next { return (records, ZoneWidePosition(zone: zones[i], position: next)) }
+        }
+        return (records, nil)
     }
 
     /// Goes on from `cursor`, in the database and zone it came from.
