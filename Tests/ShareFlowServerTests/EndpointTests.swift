@@ -647,6 +647,50 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// A zone's share over HTTP, as Apple Invites makes one (SPEC §13 wave 4, issue 42 point
+    /// 8): a `cloudkit.share` named `cloudkit.zoneshare` with no `forRecord`, here with an
+    /// invitee listed as `ADMINISTRATOR` (point 9: stored as one, not as `USER`). Bob resolves
+    /// and accepts it and reads every record of the zone; as an administrator he may invite.
+    func testAZoneShareOverHTTPWithAnAdministrator() async throws {
+        try await withServer { [alice, bob] c in
+            try await c.makeTrips(as: alice)
+            var r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"a","recordType":"Trip","fields":{}}},{"operationType":"create","record":{"recordName":"b","recordType":"Trip","fields":{}}}"#,
+                as: alice
+            )
+            XCTAssertEqual(r.records.count, 2)
+            r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","publicPermission":"NONE","fields":{"cloudkit.title":{"value":"Party"}},"participants":[{"type":"ADMINISTRATOR","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}"#,
+                as: alice
+            )
+            let share = try XCTUnwrap(r.records.first, "\(r.object)")
+            XCTAssertEqual(share["recordName"] as? String, "cloudkit.zoneshare", "\(r.object)")
+            let guid = try XCTUnwrap(share["shortGUID"] as? String)
+            let participants = try XCTUnwrap(share["participants"] as? [[String: Any]])
+            let bobs = participants.first { ($0["userIdentity"] as? [String: Any]).flatMap { $0["lookupInfo"] as? [String: Any] }?["emailAddress"] as? String == "bob@example.com" }
+            XCTAssertEqual(bobs?["type"] as? String, "ADMINISTRATOR", "\(participants)")
+            r = try await c.post("/public/records/accept", as: bob, #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+            XCTAssertEqual((r.object["results"] as? [[String: Any]])?.first?["participantStatus"] as? String, "ACCEPTED", "\(r.object)")
+            let owner = try XCTUnwrap(share["zoneID"] as? [String: Any])["ownerRecordName"] as! String
+            r = try await c.post(
+                "/shared/records/query",
+                as: bob,
+                #"{"zoneID":{"zoneName":"Trips","ownerRecordName":"\#(owner)"},"query":{"recordType":"Trip"}}"#
+            )
+            XCTAssertEqual(r.records.compactMap { $0["recordName"] as? String }.sorted(), ["a", "b"], "the whole zone: \(r.object)")
+            // A share of a zone is named for it: another name without forRecord still needs one.
+            r = try await c.modifyTrips(#"{"operationType":"create","record":{"recordName":"other","recordType":"cloudkit.share"}}"#, as: alice)
+            XCTAssertEqual(r.status, 400)
+            XCTAssertTrue(r.reason.contains("cloudkit.zoneshare"), r.reason)
+            r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"x","recordType":"cloudkit.share","forRecord":{"recordName":"a"},"participants":[{"type":"BOSS","userIdentity":{"lookupInfo":{"emailAddress":"carol@example.com"}}}]}}"#,
+                as: alice
+            )
+            XCTAssertEqual(r.status, 400, "\(r.object)")
+            XCTAssertTrue(r.reason.contains("type must be OWNER, ADMINISTRATOR, USER or PUBLIC_USER"), r.reason)
+        }
+    }
+
     /// A LOCATION keeps all eight of its keys (SPEC §13 wave 4, issue 42 point 5), alone and
     /// in a list, through the store and back; one given with its coordinates only comes back
     /// with those only; a key that is no finite number is refused naming it.

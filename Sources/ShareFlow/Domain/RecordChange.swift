@@ -60,6 +60,8 @@ public struct ShareDraft {
         /// The server's share at the copy's change tag `tag` (R21); `force`: whatever its tag,
         /// except that its participants change only from the current copy's tag (R35).
         case existing(tag: String?, force: Bool = false)
+        /// A new share of the draft's whole zone (R5): its record name is `Share.zoneShareName`.
+        case zone
     }
 
     /// The share record's name.
@@ -99,10 +101,13 @@ public struct ShareDraft {
 
 /// One participant of a `ShareDraft`.
 public enum ParticipantDraft {
-    /// The participant `participantID` already on the share, at `permission`; when no one on
-    /// the share has that ID, the person `lookup` names is invited instead (when given).
-    case kept(participantID: String, permission: ParticipantPermission, lookup: LookupRequest? = nil)
+    /// The participant `participantID` already on the share, at `permission` (and `role`,
+    /// `administrator` or `privateUser`, when given); when no one on the share has that ID,
+    /// the person `lookup` names is invited instead (when given).
+    case kept(participantID: String, permission: ParticipantPermission, lookup: LookupRequest? = nil, role: ParticipantRole? = nil)
     /// The person `lookup` names (an account, or an address no account has yet: R2), at
-    /// `permission`: looked up in the save, which tells `participant.fetched`'s observers once.
-    case invited(LookupRequest, permission: ParticipantPermission)
+    /// `permission` (and `role`, `administrator` or `privateUser`, when given): looked up in
+    /// the save, which tells `participant.fetched`'s observers once. The share's save judges
+    /// the role as it judges any change of one (R26).
+    case invited(LookupRequest, permission: ParticipantPermission, role: ParticipantRole? = nil)
 }

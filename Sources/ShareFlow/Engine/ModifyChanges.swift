@@ -43,7 +43,7 @@ extension Engine {
                 let root: RecordID? =
                     switch draft.target {
                     case .new(let rootName, _): RecordID(recordName: rootName, zoneID: draft.zoneID)
-                    case .existing: nil
+                    case .existing, .zone: nil
                     }
                 saving.append(.draft(draft, placeholder: Share(recordID: draft.recordID, rootRecordID: root)))
             case .delete(let id, let tag):
@@ -155,6 +155,16 @@ extension Engine {
                 )
                 share = Share(rootRecord: again, recordName: draft.recordName)
             }
+        case .zone:
+            // R3, then R26, as for a share of a root; R5 judges the rest in the save.
+            _ = try sharingZone(for: draft.zoneID, in: database, caller: caller, item: item, db: db)
+            guard database.databaseScope == .private else {
+                throw ShareFlowError.denied("\(item): shares are made by their owner, in the private database")
+            }
+            guard draft.recordName == Share.zoneShareName else {
+                throw ShareFlowError.invalid("\(item): a zone's share is named \(Share.zoneShareName) (R5)")
+            }
+            share = Share(zoneID: draft.zoneID)
         case .existing(let tag, let force):
             guard let server = try record(draft.recordID, in: database, caller: caller, db: db) as? Share else {
                 throw ShareFlowError.invalid("record \(Naming.printable(draft.recordName)) is not a share")
@@ -178,30 +188,33 @@ extension Engine {
         }
         let container = database.container.containerIdentifier
         // Who is on the share how, before the draft: R35 asks whether the draft changes it.
-        func standing() -> Set<String> { Set(share.participants.map { "\($0.participantID) \($0.permission.rawValue)" }) }
+        func standing() -> Set<String> { Set(share.participants.map { "\($0.participantID) \($0.permission.rawValue) \($0.role.rawValue)" }) }
         let before = standing()
         var keep = Set<String>()
         for wanted in listed {
             let lookup: LookupRequest
             let permission: ParticipantPermission
+            let role: ParticipantRole?
             switch wanted {
-            case .kept(let id, let kept, let named):
+            case .kept(let id, let kept, let named, let keptRole):
                 if let existing = share.participants.first(where: { $0.participantID == id }) {
                     if existing.role == .owner { continue }
                     existing.permission = kept
+                    if let keptRole { existing.role = keptRole }
                     keep.insert(id)
                     continue
                 }
                 lookup = named ?? LookupRequest()
-                permission = kept
-            case .invited(let named, let invited):
+                (permission, role) = (kept, keptRole)
+            case .invited(let named, let invited, let invitedRole):
                 lookup = named
-                permission = invited
+                (permission, role) = (invited, invitedRole)
             }
             let info = try lookup.result.get()
             let participant = try participant(for: info, db: db)
             emitParticipantFetched(participant, for: info, caller: caller, container: container)
             participant.permission = permission
+            if let role { participant.role = role }
             share.addParticipant(participant)
             // R9: someone already on the share (by account or by address) is kept, updated.
             if let same = share.participants.first(where: { $0 === participant || $0.isSamePerson(as: participant) }) {

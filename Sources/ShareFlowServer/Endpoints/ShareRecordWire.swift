@@ -16,11 +16,16 @@ enum ShareRecordWire {
     static func draft(_ n: Int, _ rec: Object, type: String, name: String, zone: RecordZoneID) throws -> ShareDraft {
         let field = "operations[\(n)].record"
         let target: ShareDraft.Target
-        if type == "create" {
+        if type == "create", rec["forRecord"] == nil || rec["forRecord"] is NSNull, name == Share.zoneShareName {
+            // A zone's share (R5): Apple Invites makes one per event zone.
+            target = .zone
+        } else if type == "create" {
             guard let forRecord = try WireFormat.object(rec["forRecord"], field: "\(field).forRecord"),
                 let rootName = try WireFormat.string(forRecord["recordName"], field: "\(field).forRecord.recordName")
             else {
-                throw CloudKitError.badRequest("\(field).forRecord.recordName is required to create a share")
+                throw CloudKitError.badRequest(
+                    "\(field).forRecord.recordName is required to create a share (or name it \(Share.zoneShareName), without forRecord, to share its zone)"
+                )
             }
             let rootTag = try WireFormat.string(forRecord["recordChangeTag"], field: "\(field).forRecord.recordChangeTag")
             target = .new(rootName: rootName, rootTag: rootTag)
@@ -48,10 +53,21 @@ enum ShareRecordWire {
         )
     }
 
-    /// One listed participant, or nil for the owner's entry.
+    /// The roles a listed participant's `type` names (the owner's entry is skipped).
+    private static let roles: [String: ParticipantRole] = ["ADMINISTRATOR": .administrator, "USER": .privateUser, "PUBLIC_USER": .publicUser]
+
+    /// One listed participant, or nil for the owner's entry. Its `type` is the role it should
+    /// have (absent: as it is, or `USER` for someone new); the share's save judges a change.
     private static func participant(_ raw: Any, at field: String) throws -> ParticipantDraft? {
         guard let p = raw as? Object else { throw CloudKitError.badRequest("\(field) must be an object") }
-        if try WireFormat.string(p["type"], field: "\(field).type") == "OWNER" { return nil }
+        let type = try WireFormat.string(p["type"], field: "\(field).type")
+        if type == "OWNER" { return nil }
+        let role = try type.map { type in
+            guard let role = roles[type] else {
+                throw CloudKitError.badRequest("\(field).type must be OWNER, ADMINISTRATOR, USER or PUBLIC_USER, got \(Naming.printable(type))")
+            }
+            return role
+        }
         let permission = try WireFormat.permission(p["permission"], field: "\(field).permission") ?? .readOnly
         let at = "\(field).userIdentity"
         let identity = try WireFormat.object(p["userIdentity"], field: at)
@@ -62,8 +78,8 @@ enum ShareRecordWire {
             userRecordID: try WireFormat.string(info["userRecordName"], field: at + ".lookupInfo.userRecordName")
         )
         if let id = try WireFormat.string(p["participantId"], field: "\(field).participantId") {
-            return .kept(participantID: id, permission: permission, lookup: identity == nil ? nil : lookup)
+            return .kept(participantID: id, permission: permission, lookup: identity == nil ? nil : lookup, role: role)
         }
-        return .invited(lookup, permission: permission)
+        return .invited(lookup, permission: permission, role: role)
     }
 }
