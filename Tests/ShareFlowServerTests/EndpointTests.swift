@@ -647,6 +647,26 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// `records/changes` (Apple's older feed form) honours `desiredRecordTypes` as
+    /// `changes/zone` does (SPEC §13 wave 4, issue 42 point 9): only records of those types,
+    /// and `[]` none, with the current token.
+    func testRecordsChangesHonoursDesiredRecordTypes() async throws {
+        try await withServer { [alice] c in
+            try await c.makeTrips(as: alice)
+            var r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"t","recordType":"Trip","fields":{}}},{"operationType":"create","record":{"recordName":"n","recordType":"Note","fields":{}}}"#,
+                as: alice
+            )
+            XCTAssertEqual(r.records.count, 2)
+            r = try await c.post("/private/records/changes", as: alice, #"{"zoneID":{"zoneName":"Trips"},"desiredRecordTypes":["Note"]}"#)
+            XCTAssertEqual(r.records.compactMap { $0["recordName"] as? String }, ["n"], "\(r.object)")
+            let token = try XCTUnwrap(r.object["syncToken"] as? String)
+            r = try await c.post("/private/records/changes", as: alice, #"{"zoneID":{"zoneName":"Trips"},"desiredRecordTypes":[]}"#)
+            XCTAssertEqual(r.records.count, 0, "\(r.object)")
+            XCTAssertEqual(r.object["syncToken"] as? String, token, "the current token")
+        }
+    }
+
     /// A zone's share over HTTP, as Apple Invites makes one (SPEC §13 wave 4, issue 42 point
     /// 8): a `cloudkit.share` named `cloudkit.zoneshare` with no `forRecord`, here with an
     /// invitee listed as `ADMINISTRATOR` (point 9: stored as one, not as `USER`). Bob resolves

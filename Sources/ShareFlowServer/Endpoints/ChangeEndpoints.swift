@@ -113,7 +113,8 @@ enum ChangeEndpoints {
             token: try WireFormat.string(body["syncToken"], field: "syncToken"),
             limit: try WireFormat.integer(body["resultsLimit"], field: "resultsLimit", in: 1...Engine.feedResultsLimitMaximum),
             keys: try WireFormat.strings(body["desiredKeys"], field: "desiredKeys"),
-            types: nil,
+            // As changes/zone honours it (SPEC §13 wave 4).
+            types: try WireFormat.strings(body["desiredRecordTypes"], field: "desiredRecordTypes"),
             numbersAsStrings: try WireFormat.bool(body["numbersAsStrings"], field: "numbersAsStrings") ?? false,
             maxBytes: call.api.maxResponseBytes
         ).get()
