@@ -53,6 +53,9 @@
 ---@field course? number
 ---@field timestamp? number seconds since 1970
 
+---@class shareflow.Encrypted
+---@field value any the field value the client encrypted (kept as given)
+
 ---@class shareflow.Reference: shareflow.RecordID
 ---@field recordID shareflow.RecordID
 ---@field action "none"|"deleteSelf"
@@ -556,6 +559,9 @@ function shareflow.Date(seconds) end
 ---@param t {latitude: number, longitude: number, horizontalAccuracy?: number, verticalAccuracy?: number, altitude?: number, speed?: number, course?: number, timestamp?: number}
 ---@return shareflow.Location
 function shareflow.Location(t) end
+---@param value any a field value, not a list's item nor another sf.Encrypted
+---@return shareflow.Encrypted
+function shareflow.Encrypted(value) end
 ---@param t {recordID?: shareflow.RecordID|shareflow.Record, record?: shareflow.Record, action?: "none"|"deleteSelf"}
 ---@return shareflow.Reference
 function shareflow.Reference(t) end

@@ -647,6 +647,47 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// `ENCRYPTED_BYTES`, and any field flagged `isEncrypted` (Apple Invites sends INT64 and
+    /// STRING so), are stored and returned as given (SPEC §13 wave 4, issue 42 point 9): what
+    /// pyicloud's strict model asks of a field named `…Encrypted`. No query matches one.
+    func testEncryptedFieldsComeBackAsGiven() async throws {
+        try await withServer { [alice] c in
+            try await c.makeTrips(as: alice)
+            let fields = #"{"titleEncrypted":{"type":"STRING","value":"Party","isEncrypted":true},"status":{"type":"INT64","value":2,"isEncrypted":true},"keyEncrypted":{"type":"ENCRYPTED_BYTES","value":"AAEC"},"plain":{"type":"STRING","value":"Party"}}"#
+            var r = try await c.modifyTrips(#"{"operationType":"create","record":{"recordName":"e","recordType":"Event","fields":"# + fields + "}}", as: alice)
+            for answer in [r.records.first, nil] {
+                let record: [String: Any]
+                if let answer {
+                    record = answer
+                } else {
+                    r = try await c.post("/private/records/lookup", as: alice, #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"e"}]}"#)
+                    record = try XCTUnwrap(r.records.first)
+                }
+                let got = try XCTUnwrap(record["fields"] as? [String: [String: Any]], "\(record)")
+                XCTAssertEqual(got["titleEncrypted"]?["type"] as? String, "STRING")
+                XCTAssertEqual(got["titleEncrypted"]?["isEncrypted"] as? Bool, true)
+                XCTAssertEqual(got["titleEncrypted"]?["value"] as? String, "Party")
+                XCTAssertEqual(got["status"]?["isEncrypted"] as? Bool, true)
+                XCTAssertEqual(got["status"]?["value"] as? Int, 2)
+                XCTAssertEqual(got["keyEncrypted"]?["type"] as? String, "ENCRYPTED_BYTES")
+                XCTAssertEqual(got["keyEncrypted"]?["value"] as? String, "AAEC")
+                XCTAssertNil(got["keyEncrypted"]?["isEncrypted"])
+                XCTAssertNil(got["plain"]?["isEncrypted"])
+            }
+            for field in ["titleEncrypted", "plain"] {
+                r = try await c.post(
+                    "/private/records/query",
+                    as: alice,
+                    #"{"zoneID":{"zoneName":"Trips"},"query":{"recordType":"Event","filterBy":[{"fieldName":"\#(field)","comparator":"EQUALS","fieldValue":{"value":"Party"}}]}}"#
+                )
+                XCTAssertEqual(r.records.count, field == "plain" ? 1 : 0, "\(field): \(r.object)")
+            }
+            r = try await c.modifyTrips(#"{"operationType":"create","record":{"recordName":"f","recordType":"Event","fields":{"k":{"type":"ENCRYPTED_BYTES","value":"not base64!"}}}}"#, as: alice)
+            XCTAssertEqual(r.status, 400)
+            XCTAssertTrue(r.reason.contains("ENCRYPTED_BYTES"), r.reason)
+        }
+    }
+
     /// `records/changes` (Apple's older feed form) honours `desiredRecordTypes` as
     /// `changes/zone` does (SPEC §13 wave 4, issue 42 point 9): only records of those types,
     /// and `[]` none, with the current token.

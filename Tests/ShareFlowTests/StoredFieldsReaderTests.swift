@@ -45,6 +45,12 @@ final class StoredFieldsReaderTests: XCTestCase {
                 "refs": .list([.reference(RecordID(recordName: "r", zoneID: zone), action: .deleteSelf)]),
                 "blobs": .list([.bytes(Data([1, 2, 3]))]), "dates": .list([.date(Date(timeIntervalSince1970: 0))]),
             ],
+            // What the reader leaves to the decoder: a location with more than its coordinates,
+            // an encrypted value. The same fields either way.
+            [
+                "detailed": .location({ var l = Location(latitude: 1, longitude: 2); l[.altitude] = 3; l.timestamp = Date(timeIntervalSince1970: 5); return l }()),
+                "secret": .encrypted(.string("s")),
+            ],
         ]
     }
 

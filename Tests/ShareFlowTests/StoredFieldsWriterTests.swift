@@ -48,6 +48,7 @@ final class StoredFieldsWriterTests: XCTestCase {
                 "tags": .list([.string("sun"), .string("sea/")]), "empty": .list([]), "nums": .list([.integer(1), .integer(-2)]),
                 "refs": .list([.reference(RecordID(recordName: "r", zoneID: zone), action: .deleteSelf)]), "blobs": .list([.bytes(Data([1, 2, 3]))]),
             ],
+            ["secret": .encrypted(.bytes(Data([9, 8]))), "pin": .encrypted(.integer(42)), "words": .encrypted(.list([.string("a/b")]))],
         ]
         for fields in cases { try check(fields) }
     }

@@ -28,6 +28,23 @@ test("R23: bytes, dates, locations, references and lists come back exactly", fun
   expect.contains(tostring(f.r), "Reference(lisbon")
 end)
 
+test("An encrypted value comes back as given and no query matches it", function()
+  local w = world()
+  local r = sf.Record{ recordType = "Secret", zone = w.zone,
+    fields = { pin = sf.Encrypted(sf.Bytes("\1\2")), note = sf.Encrypted("hi"), nums = sf.Encrypted({ 1, 2 }) } }
+  assert(select(2, w.db:modifyRecords{ save = { r } }) == nil)
+  local f = w.db:fetchRecord(r.recordID).fields
+  expect.eq(f.pin, sf.Encrypted(sf.Bytes("\1\2")))
+  expect.eq(f.note.value, "hi")
+  expect.eq(f.nums.value[2], 2)
+  expect.contains(tostring(f.note), "Encrypted(\"hi\")")
+  local found = w.db:query{ recordType = "Secret", predicate = "note == %@", arguments = { "hi" }, zoneID = w.zone.zoneID }
+  expect.eq(#found, 0, "the server cannot read it")
+  expect.raises(function() sf.Encrypted(sf.Encrypted("x")) end, "encrypted twice")
+  expect.raises(function() sf.Record{ recordType = "S", zone = w.zone, fields = { l = { sf.Encrypted("x") } } } end, "encrypted item")
+  expect.raises(function() sf.Encrypted(nil) end, "field value")
+end)
+
 test("A location keeps all eight keys CloudKit gives one, alone and in a list", function()
   local w = world()
   local full = { latitude = 38.72, longitude = -9.14, horizontalAccuracy = 5, verticalAccuracy = -1,

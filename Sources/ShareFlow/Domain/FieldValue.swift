@@ -29,6 +29,11 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
     case reference(RecordID, action: ReferenceAction)
     /// Values of one of the other types, all the same (R23): never a list of lists.
     case list([FieldValue])
+    /// A value the client encrypted (CloudKit's `encryptedValues`; over HTTP `ENCRYPTED_BYTES`,
+    /// or any field flagged `isEncrypted`): kept and returned as given. ShareFlow does not
+    /// encrypt at rest and cannot read it either way: it is never matched by a query. It wraps
+    /// a whole field, never a list's item or another encrypted value.
+    case encrypted(FieldValue)
 
     /// The type's name, as errors and `sf` name it.
     public var typeName: String {
@@ -42,6 +47,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         case .location: "location"
         case .reference: "reference"
         case .list: "list"
+        case .encrypted(let inner): "encrypted " + inner.typeName
         }
     }
 
@@ -54,12 +60,16 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         case .date(let date):
             return date.timeIntervalSince1970.isFinite ? nil : "field '\(key)' holds a date that is not finite (R23)"
         case .location(let l): return l.problem.map { "field '\(key)': \($0) (R23)" }
+        case .encrypted(let inner):
+            if case .encrypted = inner { return "field '\(key)' is encrypted twice; encrypt a value once (R23)" }
+            return inner.problem(key: key)
         case .reference(let id, _):
             return Naming.problem(recordName: id.recordName).map { "field '\(key)' references \($0) (R23)" }
         case .list(let items):
             guard let first = items.first else { return nil }
             for (n, item) in items.enumerated() {
                 if case .list = item { return "field '\(key)' is a list of lists; a list holds values of one other type (R23)" }
+                if case .encrypted = item { return "field '\(key)' holds an encrypted item; encrypt the whole field instead (R23)" }
                 guard item.typeName == first.typeName else {
                     return "field '\(key)' mixes \(first.typeName) and \(item.typeName) (item \(n + 1)); a list holds values of one type (R23)"
                 }
@@ -69,7 +79,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         }
     }
 
-    private enum Key: String, CodingKey { case s, i, d, b, y, t, la, lo, r, z, o, a, l, ha, va, al, sp, co, ts }
+    private enum Key: String, CodingKey { case s, i, d, b, y, t, la, lo, r, z, o, a, l, ha, va, al, sp, co, ts, e }
 
     /// Reads the compact form `encode(to:)` writes.
     public init(from decoder: Decoder) throws {
@@ -104,6 +114,8 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
                 ),
                 action: try c.decodeIfPresent(ReferenceAction.self, forKey: .a) ?? .none
             )
+        } else if let v = try c.decodeIfPresent(FieldValue.self, forKey: .e) {
+            self = .encrypted(v)
         } else {
             self = .list(try c.decode([FieldValue].self, forKey: .l))
         }
@@ -133,6 +145,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
             try c.encode(id.zoneID.ownerName, forKey: .o)
             if action != .none { try c.encode(action, forKey: .a) }
         case .list(let v): try c.encode(v, forKey: .l)
+        case .encrypted(let v): try c.encode(v, forKey: .e)
         }
     }
 
@@ -148,6 +161,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         case .location(let l): return l.description
         case .reference(let r, let action): return "→\(r.recordName)\(action == .none ? "" : " (\(action.rawValue))")"
         case .list(let l): return "[" + l.map(\.description).joined(separator: ", ") + "]"
+        case .encrypted(let v): return "Encrypted(\(v))"
         }
     }
 }

@@ -307,6 +307,7 @@ struct MatchSet {
             case .reference(let id, _): references.insert(id)
             case .list: break  // a list compares with nothing
             case .bytes, .location: others.append(v)
+            case .encrypted: break  // what the server cannot read, it cannot match
             }
         }
     }
@@ -324,6 +325,7 @@ struct MatchSet {
         case .reference(let id, _): return references.contains(id)
         case .list: return false
         case .bytes, .location: return others.contains { FieldValue.order($0, v) == .orderedSame }
+        case .encrypted: return false
         }
     }
 }

@@ -55,7 +55,7 @@ struct StoredFieldsReader {
     }
 
     /// The keys a field value's object may hold (`FieldValue.encode(to:)`), each one bit.
-    private enum ValueKey: UInt16 {
+    private enum ValueKey: UInt32 {
         case s = 1
         case y = 2
         case r = 4
@@ -69,6 +69,26 @@ struct StoredFieldsReader {
         case lo = 1024
         case b = 2048
         case l = 4096
+        case e = 8192
+        // A location's keys beside its coordinates (`Location.Detail.storedKey`, `ts`).
+        case ha = 16384
+        case va = 32768
+        case al = 65536
+        case sp = 131_072
+        case co = 262_144
+        case ts = 524_288
+
+        /// The detail a location key holds, or nil for the timestamp and every other key.
+        var detail: Location.Detail? {
+            switch self {
+            case .ha: .horizontalAccuracy
+            case .va: .verticalAccuracy
+            case .al: .altitude
+            case .sp: .speed
+            case .co: .course
+            default: nil
+            }
+        }
     }
 
     /// A value's key, read from its bytes without making a string (a first sync reads one a
@@ -90,13 +110,24 @@ struct StoredFieldsReader {
             case UInt8(ascii: "t"): return .t
             case UInt8(ascii: "b"): return .b
             case UInt8(ascii: "l"): return .l
+            case UInt8(ascii: "e"): return .e
             default: return nil
             }
         }
-        guard first == UInt8(ascii: "l"), bytes.count - at >= 3, bytes[at + 2] == UInt8(ascii: "\"") else { return nil }
+        guard bytes.count - at >= 3, bytes[at + 2] == UInt8(ascii: "\"") else { return nil }
         let second = bytes[at + 1]
         at += 3
-        return second == UInt8(ascii: "a") ? .la : second == UInt8(ascii: "o") ? .lo : nil
+        switch (first, second) {
+        case (UInt8(ascii: "l"), UInt8(ascii: "a")): return .la
+        case (UInt8(ascii: "l"), UInt8(ascii: "o")): return .lo
+        case (UInt8(ascii: "h"), UInt8(ascii: "a")): return .ha
+        case (UInt8(ascii: "v"), UInt8(ascii: "a")): return .va
+        case (UInt8(ascii: "a"), UInt8(ascii: "l")): return .al
+        case (UInt8(ascii: "s"), UInt8(ascii: "p")): return .sp
+        case (UInt8(ascii: "c"), UInt8(ascii: "o")): return .co
+        case (UInt8(ascii: "t"), UInt8(ascii: "s")): return .ts
+        default: return nil
+        }
     }
 
     /// How many `":{` the bytes hold from here: at least the fields left (`memchr` finds
@@ -114,10 +145,11 @@ struct StoredFieldsReader {
     }
 
     /// One field value: an object of the keys `FieldValue.encode(to:)` writes for its case.
-    private mutating func value(depth: Int) -> FieldValue? {
+    /// `wrapped`: inside an encrypted value, which holds no other.
+    private mutating func value(depth: Int, wrapped: Bool = false) -> FieldValue? {
         // Lists hold no lists (R23); a stored one is left to the decoder, as is any depth.
         guard depth < 2, take(UInt8(ascii: "{")) else { return nil }
-        var seen: UInt16 = 0
+        var seen: UInt32 = 0
         var count = 0
         var first = ValueKey.s
         var s: String?
@@ -127,11 +159,13 @@ struct StoredFieldsReader {
         var list: [FieldValue]?
         var latitude: Double?
         var longitude: Double?
+        var location: Location?
+        var encrypted: FieldValue?
         var zone: String?
         var owner: String?
         var action: String?
         repeat {
-            guard let key = valueKey(), take(UInt8(ascii: ":")), seen & key.rawValue == 0, count < 4 else { return nil }
+            guard let key = valueKey(), take(UInt8(ascii: ":")), seen & key.rawValue == 0, count < 8 else { return nil }
             if count == 0 { first = key }
             seen |= key.rawValue
             count += 1
@@ -154,6 +188,15 @@ struct StoredFieldsReader {
             case .d, .t:
                 number = double()
                 if number == nil { return nil }
+            case .e:
+                // An encrypted value wraps a whole field: read at the top only, once.
+                guard depth == 0, !wrapped, let inner = value(depth: depth, wrapped: true) else { return nil }
+                encrypted = inner
+            case .ha, .va, .al, .sp, .co, .ts:
+                guard let v = double() else { return nil }
+                var l = location ?? Location(latitude: 0, longitude: 0)
+                if let detail = key.detail { l[detail] = v } else { l.timestamp = Date(timeIntervalSince1970: v) }
+                location = l
             case .la:
                 latitude = double()
                 if latitude == nil { return nil }
@@ -169,6 +212,13 @@ struct StoredFieldsReader {
             }
         } while take(UInt8(ascii: ","))
         guard take(UInt8(ascii: "}")) else { return nil }
+        // A location: its coordinates, and any of its six other keys.
+        if seen & ValueKey.la.rawValue != 0 {
+            guard let latitude, let longitude, seen & ~(ValueKey.la.rawValue | ValueKey.lo.rawValue | Self.locationDetailKeys) == 0 else { return nil }
+            var l = location ?? Location(latitude: latitude, longitude: longitude)
+            (l.latitude, l.longitude) = (latitude, longitude)
+            return .location(l)
+        }
         // Exactly the keys one case writes; any other mix is the decoder's to judge.
         switch (count, first) {
         case (1, .s): return s.map(FieldValue.string)
@@ -178,9 +228,7 @@ struct StoredFieldsReader {
         case (1, .y): return s.flatMap { Data(base64Encoded: $0) }.map(FieldValue.bytes)
         case (1, .t): return number.map { .date(Date(timeIntervalSince1970: $0)) }
         case (1, .l): return list.map(FieldValue.list)
-        case (2, _):
-            guard let latitude, let longitude else { return nil }
-            return .location(Location(latitude: latitude, longitude: longitude))
+        case (1, .e): return encrypted.map(FieldValue.encrypted)
         case (3, _), (4, _):
             guard let s, let zone, let owner, count == (action == nil ? 3 : 4) else { return nil }
             let referenceAction: ReferenceAction
@@ -195,6 +243,9 @@ struct StoredFieldsReader {
         default: return nil
         }
     }
+
+    /// The bits of a location's keys beside its coordinates.
+    private static let locationDetailKeys: UInt32 = [ValueKey.ha, .va, .al, .sp, .co, .ts].reduce(0) { $0 | $1.rawValue }
 
     private mutating func list(depth: Int) -> [FieldValue]? {
         guard take(UInt8(ascii: "[")) else { return nil }

@@ -66,6 +66,9 @@ enum StoredFieldsWriter {
             return true
         case .double, .date, .location:
             return false
+        case .encrypted(let inner):
+            key("e", into: &out)
+            return self.value(inner, into: &out)
         }
         return true
     }

@@ -53,6 +53,12 @@ extension Bindings {
             push(id.zoneID)
             lua_setfield(L, -2, "zoneID")
             setMetatable(.reference)
+        case .encrypted(let inner):
+            guard lua_checkstack(L, 4) != 0 else { return lua_pushnil(L) }
+            lua_createtable(L, 0, 1)
+            push(inner)
+            lua_setfield(L, -2, "value")
+            setMetatable(.encrypted)
         case .list(let items):
             // Stored lists are as deep as a save allowed (LuaState.maxDepth).
             guard lua_checkstack(L, 4) != 0 else { return lua_pushnil(L) }
@@ -102,7 +108,7 @@ extension Bindings {
             let abs = lua_absindex(L, i)
             if let kind = valueKind(at: abs) {
                 switch kind {
-                case .bytes, .date, .location, .reference: return try typedValue(call, abs, kind: kind, key: key, position: position)
+                case .bytes, .date, .location, .reference, .encrypted: return try typedValue(call, abs, kind: kind, key: key, position: position)
                 case .recordID: return .reference(try recordID(call, abs, position: position), action: .none)
                 default: break
                 }
@@ -156,7 +162,7 @@ extension Bindings {
         default:
             throw call.argumentError(
                 position,
-                "field '\(key)' cannot hold a \(call.typeName(i)) (string, number, boolean, sf.Bytes, sf.Date, sf.Location, a reference, or a list of one of these) (R23)"
+                "field '\(key)' cannot hold a \(call.typeName(i)) (string, number, boolean, sf.Bytes, sf.Date, sf.Location, a reference, or a list of one of these, or sf.Encrypted of one) (R23)"
             )
         }
     }
@@ -183,6 +189,17 @@ extension Bindings {
             try call.state.chargeCopy(len)
             return .bytes(Data(bytes: p, count: len))
         case .date: return .date(Date(timeIntervalSince1970: try number("seconds")))
+        case .encrypted:
+            // The value inside, read as a field's (a list, say); wrapped once (R23 says the rest).
+            guard call.field(abs, "value") != LUA_TNIL else {
+                call.state.pop()
+                throw call.argumentError(position, "field '\(key)': Encrypted.value must be a field value, got nil")
+            }
+            defer { call.state.pop() }
+            guard let inner = try fieldValue(call, -1, key: key, position: position, inList: false) else {
+                throw call.argumentError(position, "field '\(key)': Encrypted.value must be a field value, got nil")
+            }
+            return .encrypted(inner)
         case .location:
             var l = Location(latitude: try number("latitude"), longitude: try number("longitude"))
             func optional(_ name: String) throws -> Double? {

@@ -134,6 +134,20 @@ extension ShareFlowModule {
                 }
             ),
             (
+                // A value the client encrypted: kept and returned as given, never matched by a
+                // query (ShareFlow does not encrypt at rest).
+                "Encrypted",
+                { [unowned b] call in
+                    guard let inner = try b.fieldValue(call, 1, key: "value", position: 1) else {
+                        throw call.argumentError(1, "a field value expected, got nil")
+                    }
+                    let value = FieldValue.encrypted(inner)
+                    if let problem = value.problem(key: "value") { throw call.argumentError(1, problem) }
+                    b.push(value)
+                    return 1
+                }
+            ),
+            (
                 "Reference",
                 { [unowned b] call in
                     try call.table(1)

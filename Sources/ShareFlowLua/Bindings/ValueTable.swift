@@ -47,7 +47,7 @@ extension Bindings {
                 return 1
             }
             lua_setfield(L, -2, "__tostring")
-            if [.bytes, .date, .location, .reference].contains(kind) {
+            if [.bytes, .date, .location, .reference, .encrypted].contains(kind) {
                 // Two values are equal when they store the same (R23 keeps them exactly).
                 lua.push(function: "__eq") { [unowned self] call in
                     let a = try? fieldValue(call, 1, key: name, position: 1)
@@ -122,7 +122,7 @@ extension Bindings {
             }
             call.state.pop()
             return text
-        case "Bytes", "Date", "Location", "Reference":
+        case "Bytes", "Date", "Location", "Reference", "Encrypted":
             guard let kind = ValueTable.allCases.first(where: { $0.name == name }),
                 let value = try? typedValue(call, 1, kind: kind, key: name, position: 1)
             else { return name + "(?)" }
@@ -140,7 +140,7 @@ extension Bindings {
 /// is the position in `Bindings.valueMetatables`.
 enum ValueTable: Int, CaseIterable {
     case lookupInfo, recordZoneID, recordID, recordZone, nameComponents, userIdentity, error
-    case bytes, date, location, reference
+    case bytes, date, location, reference, encrypted
 
     var name: String {
         switch self {
@@ -155,6 +155,7 @@ enum ValueTable: Int, CaseIterable {
         case .date: "Date"
         case .location: "Location"
         case .reference: "Reference"
+        case .encrypted: "Encrypted"
         }
     }
 }

@@ -234,6 +234,12 @@ enum WireFormat {
         case .list(let items):
             let inner = items.first.map { field($0)["type"] as? String ?? "STRING" } ?? "STRING"
             return ["value": items.map { field($0)["value"]! }, "type": inner + "_LIST"]
+        case .encrypted(.bytes(let d)): return ["value": d.base64EncodedString(), "type": "ENCRYPTED_BYTES"]
+        case .encrypted(let inner):
+            // Any other field the client flagged: its own type, and the flag, as given.
+            var o = field(inner)
+            o["isEncrypted"] = true
+            return o
         }
     }
 
@@ -251,7 +257,16 @@ enum WireFormat {
             throw CloudKitError.badRequest("fields.\(name) must be an object with a value")
         }
         let type = try string(d["type"], field: "fields.\(name).type")
-        return try typed(value, type: type, field: "fields.\(name)", zone: zone)
+        // ENCRYPTED_BYTES, or any field flagged isEncrypted: kept and returned as given (SPEC §13
+        // wave 4); ShareFlow does not encrypt at rest.
+        if type == "ENCRYPTED_BYTES" {
+            guard let s = value as? String, let data = Data(base64Encoded: s) else {
+                throw CloudKitError.badRequest("fields.\(name) must be base64 (ENCRYPTED_BYTES)")
+            }
+            return .encrypted(.bytes(data))
+        }
+        let plain = try typed(value, type: type, field: "fields.\(name)", zone: zone)
+        return try bool(d["isEncrypted"], field: "fields.\(name).isEncrypted") == true ? .encrypted(plain) : plain
     }
 
     /// A typed number as a client sends it: a JSON number, or the text a read with
