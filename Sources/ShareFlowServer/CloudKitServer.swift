@@ -43,6 +43,9 @@ public struct CloudKitServer: Sendable {
     /// (`readers(for:)`), 0: every request on the engine's thread (what `shareflow bench`
     /// measures them against).
     public var readingThreads: Int?
+    /// The origins whose pages may read this server's CloudKit answers (CORS; `*` for any):
+    /// `serve --cors-origin`. Empty: no CORS headers at all.
+    public var corsOrigins: [String] = []
     /// Whether share URLs point at this server (`http://host:port/share/…`) when the engine's
     /// `publicURL` was left at its default (no `--public-url`).
     public var sharesPointHere = true
@@ -62,6 +65,9 @@ public struct CloudKitServer: Sendable {
         if let driver = store.driver { return min(16, max(0, driver.connectionLimit - 1)) }
         return store.path == ":memory:" ? 0 : min(4, max(2, ProcessInfo.processInfo.activeProcessorCount))
     }
+
+    /// An origin as CORS compares it (`scheme://host[:port]`), or nil when `text` is none.
+    public static func normalizedOrigin(_ text: String) -> String? { CrossOriginMiddleware.normalized(text) }
 
     /// Makes swift-metrics count into this process's `GET /metrics` (Prometheus): call it before
     /// anything counts (a count made earlier is lost); once or many times.
@@ -155,6 +161,9 @@ public struct CloudKitServer: Sendable {
     ) -> Router<ServerRequestContext> {
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: MetricsMiddleware())
+        // Outside the access log, which makes every error an answer: CORS names the origin on
+        // errors too, and a preflight is answered before anything else is read.
+        if !corsOrigins.isEmpty { router.add(middleware: CrossOriginMiddleware(origins: corsOrigins)) }
         router.add(middleware: AccessLog(logger: logger))
         router.get("/metrics") { _, _ -> Response in
             var headers = HTTPFields()

@@ -25,11 +25,21 @@ extension ShareFlowCommand {
         @Option(name: .long, help: "The URL clients reach this server at (share URLs are made from it).")
         var publicURL: String?
 
+        @Option(
+            name: .customLong("cors-origin"),
+            help:
+                "An origin (https://app.example.com) whose web pages may read the CloudKit routes' answers (CORS); repeatable, or '*' for any (development)."
+        )
+        var corsOrigins: [String] = []
+
         @Flag(name: .long, help: "Print every route the server answers (METHOD path-template) and exit; docs/openapi.yaml describes them.")
         var routes = false
 
         func validate() throws {
             guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
+            for origin in corsOrigins where origin != "*" && CloudKitServer.normalizedOrigin(origin) == nil {
+                throw ValidationError("--cors-origin must be an origin like https://app.example.com (scheme, host and port only) or '*', got '\(origin)'")
+            }
             if let publicURL {
                 guard let url = URLComponents(string: publicURL), ["http", "https"].contains(url.scheme ?? ""), url.host?.isEmpty == false,
                     url.query == nil, url.fragment == nil
@@ -59,6 +69,7 @@ extension ShareFlowCommand {
             _ = plugins
             var server = CloudKitServer(engine: engine, host: host, port: port, logger: engine.logger)
             server.rateLimit = config.rateLimit
+            server.corsOrigins = corsOrigins
             server.maxBodyBytes = Int(config.maxBodyMiB * 1024 * 1024)
             if let v = config.server["maxResponseMiB"] { server.maxResponseBytes = Int(v * 1024 * 1024) }
             if let v = config.server["maxConnections"] { server.maxConnections = Int(v) }

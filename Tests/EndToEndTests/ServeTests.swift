@@ -664,6 +664,15 @@ final class ServeTests: ServerTestCase {
         XCTAssertEqual(fields["scores"]?["value"] as? [String], ["1", "2"])
     }
 
+    /// `--cors-origin` takes an origin or `*`; anything else is refused naming the option.
+    func testACorsOriginThatIsNoOriginIsRefused() throws {
+        for bad in ["app.example.com", "https://app.example.com/path", "ftp://x.example.com", "null"] {
+            let r = try CLI.run(["serve", "--store", store, "--port", "0", "--cors-origin", bad])
+            XCTAssertNotEqual(r.status, 0, bad)
+            XCTAssertTrue(r.stderr.contains("--cors-origin must be an origin"), "\(bad): \(r.stderr)")
+        }
+    }
+
     /// An expired token asks for sign-in again (421 with the sign-in page), as CloudKit JS
     /// expects (SPEC §13 wave 4).
     func testAnExpiredUserTokenAsksForSignIn() throws {

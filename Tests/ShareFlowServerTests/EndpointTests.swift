@@ -52,9 +52,11 @@ final class EndpointTests: XCTestCase {
         rateLimit: (Int, Double)? = nil,
         maxBodyBytes: Int = 16 << 20,
         streamSeconds: Double = 300,
+        corsOrigins: [String] = [],
         _ body: @escaping @Sendable (Client) async throws -> Void
     ) async throws {
         var server = CloudKitServer(engine: engine, host: "127.0.0.1", port: 0, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        server.corsOrigins = corsOrigins
         server.rateLimit = rateLimit
         server.maxBodyBytes = maxBodyBytes
         server.streamSeconds = streamSeconds
@@ -91,11 +93,18 @@ final class EndpointTests: XCTestCase {
             try await call(.post, "/database/1/iCloud.test/development" + path, as: token, api: api, body: body)
         }
 
-        func call(_ method: HTTPRequest.Method, _ path: String, as token: String?, api: String, body: String? = nil) async throws -> Answer {
+        func call(
+            _ method: HTTPRequest.Method,
+            _ path: String,
+            as token: String?,
+            api: String,
+            body: String? = nil,
+            headers: HTTPFields = [:]
+        ) async throws -> Answer {
             var query = "ckAPIToken=\(api)"
             if let token { query += "&ckWebAuthToken=\(token)" }
             let uri = path.hasPrefix("/database/") ? path + "?" + query : path
-            return try await client.execute(uri: uri, method: method, body: body.map { ByteBuffer(string: $0) }) { response in
+            return try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }) { response in
                 let object = (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:]
                 return Answer(status: Int(response.status.code), object: object, headers: response.headers, text: String(buffer: response.body))
             }
@@ -804,6 +813,51 @@ final class EndpointTests: XCTestCase {
             }
             let r = try await c.call(.get, "/database/1/iCloud.test/development/public/users/lookup/contacts", as: nil, api: c.api)
             XCTAssertEqual(r.status, 421, "a user's contacts need the user")
+        }
+    }
+
+    /// CORS for browser clients on another origin (SPEC §13 wave 4, §19 A5; issue 42 point 10):
+    /// a preflight as a browser sends it before CloudKit JS's `text/plain` POST is answered
+    /// without credentials; answers (errors too) name the origin and expose the web auth token
+    /// header; an origin not listed, a route that is not CloudKit's, and a server without
+    /// `--cors-origin` get no CORS headers.
+    func testBrowsersOnAnotherOriginReadTheAnswers() async throws {
+        let (alice, db) = (alice, db)
+        let preflight: HTTPFields = [
+            .origin: "https://app.example.com", .accessControlRequestMethod: "POST",
+            .accessControlRequestHeaders: "content-type",
+        ]
+        try await withServer(corsOrigins: ["https://app.example.com", "http://localhost:3000"]) { c in
+            var r = try await c.call(.options, db + "/private/zones/list", as: nil, api: c.api, headers: preflight)
+            XCTAssertEqual(r.status, 204)
+            XCTAssertEqual(r.headers[.accessControlAllowOrigin], "https://app.example.com")
+            XCTAssertEqual(r.headers[.accessControlAllowMethods]?.contains("POST"), true)
+            XCTAssertEqual(r.headers[.accessControlAllowHeaders]?.contains("content-type"), true)
+            XCTAssertNil(r.headers[.accessControlAllowCredentials])
+            let from = HTTPFields([HTTPField(name: .origin, value: "http://localhost:3000"), HTTPField(name: .contentType, value: "text/plain")])
+            r = try await c.call(.post, db + "/private/zones/list", as: alice, api: c.api, body: "{}", headers: from)
+            XCTAssertEqual(r.status, 200)
+            XCTAssertEqual(r.headers[.accessControlAllowOrigin], "http://localhost:3000")
+            XCTAssertEqual(r.headers[.accessControlExposeHeaders]?.contains("X-Apple-CloudKit-Web-Auth-Token"), true)
+            XCTAssertEqual(r.headers[.vary], "Origin")
+            r = try await c.call(.post, db + "/private/zones/list", as: "null", api: c.api, body: "{}", headers: from)
+            XCTAssertEqual(r.status, 421, "an error is readable too: the page offers sign-in")
+            XCTAssertEqual(r.headers[.accessControlAllowOrigin], "http://localhost:3000")
+            r = try await c.call(.post, db + "/private/zones/list", as: alice, api: c.api, body: "{}", headers: [.origin: "https://evil.example.com"])
+            XCTAssertEqual(r.status, 200)
+            XCTAssertNil(r.headers[.accessControlAllowOrigin], "an origin not listed")
+            r = try await c.call(.options, db + "/private/zones/list", as: nil, api: c.api, headers: [.origin: "https://evil.example.com", .accessControlRequestMethod: "POST"])
+            XCTAssertNil(r.headers[.accessControlAllowOrigin])
+            r = try await c.call(.get, "/signin", as: nil, api: "", headers: [.origin: "https://app.example.com"])
+            XCTAssertNil(r.headers[.accessControlAllowOrigin], "pages are not CloudKit routes")
+        }
+        try await withServer(corsOrigins: ["*"]) { c in
+            let r = try await c.call(.options, db + "/public/records/query", as: nil, api: c.api, headers: preflight)
+            XCTAssertEqual(r.headers[.accessControlAllowOrigin], "*")
+        }
+        try await withServer { c in
+            let r = try await c.call(.options, db + "/public/records/query", as: nil, api: c.api, headers: preflight)
+            XCTAssertNil(r.headers[.accessControlAllowOrigin], "no --cors-origin, no CORS")
         }
     }
 
