@@ -148,6 +148,11 @@ local Database = {}
 ---@param name string
 ---@return shareflow.Zone?, shareflow.Error?
 function Database:saveZone(name) end
+---@param zone string|shareflow.ZoneID|shareflow.Zone a zone, its ID, or the name of one of the caller's zones
+---@return boolean?, shareflow.Error?
+function Database:deleteZone(zone) end
+---@param op shareflow.Operation a database operation (records, zones, queries, change feeds)
+function Database:add(op) end
 ---@return shareflow.Zone[]?, shareflow.Error?
 function Database:fetchAllRecordZones() end
 ---@param id shareflow.RecordID|shareflow.Record

@@ -277,3 +277,37 @@ test("a save asked for inside a read's callback is refused whole: nothing writte
   expect.eq(ghost, nil)
   expect.eq(missing.code, "unknownItem")
 end)
+
+test("Apple's samples port line by line: database:add, zone deletion, the lookup info a participant block gets", function()
+  local s = setup()
+  -- database.add(operation): the operation runs against that database.
+  local other = s.db:saveZone("Other")
+  local r = sf.Record{ recordType = "Trip", recordName = "t", zone = other, fields = { title = "x" } }
+  local save = sf.ModifyRecordsOperation{ recordsToSave = { r } }
+  local saved = 0
+  save.perRecordSaveBlock = function(_, _, err) if not err then saved = saved + 1 end end
+  s.db:add(save); save:wait()
+  expect.eq(saved, 1)
+  expect.eq(save.database.databaseScope, "private")
+  expect.raises(function() s.db:add(sf.FetchShareParticipantsOperation{ userIdentityLookupInfos = {} }) end, "the container's")
+  -- Zone deletion as an operation added to the database, and in one call.
+  local deleted = {}
+  local op = sf.ModifyRecordZonesOperation{ recordZoneIDsToDelete = { other.zoneID } }
+  op.perRecordZoneDeleteBlock = function(id, err) deleted[#deleted + 1] = err and err.code or id.zoneName end
+  s.db:add(op); op:wait()
+  expect.eq(table.concat(deleted, ","), "Other")
+  expect.code(select(2, s.db:fetchRecord(r.recordID)), "zoneNotFound")
+  s.db:saveZone("Third")
+  expect.eq(s.db:deleteZone("Third"), true)
+  expect.eq(s.db:deleteZone(s.zone.zoneID), true)
+  local zones = {}
+  for _, z in ipairs(s.db:fetchAllRecordZones()) do zones[#zones + 1] = z.zoneID.zoneName end
+  expect.eq(table.concat(zones, ","), "_defaultZone")
+  expect.code(select(2, s.db:deleteZone("Nowhere")), "zoneNotFound")
+  -- A participant block reads info.emailAddress whether the script gave a string or a table.
+  local infos = {}
+  local fetch = sf.FetchShareParticipantsOperation{ userIdentityLookupInfos = { "bob@example.com", "bad@", { phoneNumber = "+1 415 555 0100" } } }
+  fetch.perShareParticipantResultBlock = function(info) infos[#infos + 1] = info.emailAddress or info.phoneNumber end
+  s.c:add(fetch); fetch:wait()
+  expect.eq(table.concat(infos, ","), "bob@example.com,bad@,+1 415 555 0100")
+end)

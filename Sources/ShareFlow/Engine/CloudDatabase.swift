@@ -28,6 +28,23 @@ public final class CloudDatabase {
         try enter(.modifyRecordZones(zone: name)) { try engine.saveZone(name, in: self) }
     }
 
+    /// Queues `operation` on the container to run against this database (CloudKit's
+    /// `CKDatabase.add`): its `database` becomes this one. Only a database operation
+    /// (`isDatabaseOperation`) is taken; another is `invalidArguments`, as CloudKit takes a
+    /// `CKDatabaseOperation` only.
+    ///
+    /// ```swift
+    /// let op = ModifyRecordZonesOperation(recordZoneIDsToDelete: [zone.zoneID])
+    /// try container.privateCloudDatabase.add(op)
+    /// ```
+    public func add(_ operation: CloudOperation) throws {
+        guard operation.isDatabaseOperation else {
+            throw ShareFlowError.invalid("\(operation.typeName) is the container's: add it to the container, not to a database")
+        }
+        operation.database = self
+        container.add(operation)
+    }
+
     /// The zones the caller sees here: in the private database the default zone and their custom zones;
     /// in the shared one the zones of the shares they accepted (R12); in the public one its default zone.
     public func fetchAllRecordZones() throws -> [RecordZone] {

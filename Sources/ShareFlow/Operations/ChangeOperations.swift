@@ -24,6 +24,8 @@ public struct ZoneFetchEnd: Sendable {
 /// op.waitUntilFinished()
 /// ```
 public final class FetchDatabaseChangesOperation: CloudOperation {
+    /// A database operation: `CloudDatabase.add` takes it.
+    override public var isDatabaseOperation: Bool { true }
     /// The token the last fetch ended at; nil: from the start.
     public var previousServerChangeToken: String?
     /// At most this many zones a page, 1 to 100,000 (a page holds at most 200); nil: 200.
@@ -99,6 +101,8 @@ public final class FetchDatabaseChangesOperation: CloudOperation {
 /// op.waitUntilFinished()
 /// ```
 public final class FetchRecordZoneChangesOperation: CloudOperation {
+    /// A database operation: `CloudDatabase.add` takes it.
+    override public var isDatabaseOperation: Bool { true }
     /// What to fetch from one zone, as Apple's `ZoneConfiguration`.
     public struct ZoneConfiguration: Sendable {
         /// The token the zone's last fetch ended at; nil: from the start.

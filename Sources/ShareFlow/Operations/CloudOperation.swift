@@ -48,6 +48,9 @@ public class CloudOperation: CustomStringConvertible {
     public var completionBlock: (() -> Void)?
     /// For database operations: which database (the private one when unset).
     public var database: CloudDatabase?
+    /// Whether the operation reads or writes one database (CloudKit's `CKDatabaseOperation`),
+    /// so `CloudDatabase.add` takes it; the others are the container's.
+    public var isDatabaseOperation: Bool { false }
     /// Whether `cancel()` was called.
     public private(set) var isCancelled = false
     /// True while the queue runs the operation.

@@ -14,6 +14,8 @@ import Foundation
 /// op.waitUntilFinished()
 /// ```
 public final class QueryOperation: CloudOperation {
+    /// A database operation: `CloudDatabase.add` takes it.
+    override public var isDatabaseOperation: Bool { true }
     /// What to match: a record type, a predicate (O7's subset) and sort descriptors. Set this or
     /// `cursor` (neither: `invalidArguments`, O4).
     public var query: Query?

@@ -18,6 +18,8 @@ import Foundation
 /// op.waitUntilFinished()
 /// ```
 public final class ModifyRecordsOperation: CloudOperation {
+    /// A database operation: `CloudDatabase.add` takes it.
+    override public var isDatabaseOperation: Bool { true }
     /// The records and shares to save. Set this or `recordIDsToDelete` (neither:
     /// `invalidArguments`, O4).
     public var recordsToSave: [Record]?
@@ -95,6 +97,8 @@ public final class ModifyRecordsOperation: CloudOperation {
 /// op.waitUntilFinished()
 /// ```
 public final class ModifyRecordZonesOperation: CloudOperation {
+    /// A database operation: `CloudDatabase.add` takes it.
+    override public var isDatabaseOperation: Bool { true }
     /// The names of the zones to create (Apple's takes zone objects); a zone already there is
     /// returned as it is. Set this or `recordZoneIDsToDelete` (neither: `invalidArguments`, O4).
     public var recordZonesToSave: [String]?
@@ -165,6 +169,8 @@ public final class ModifyRecordZonesOperation: CloudOperation {
 /// op.waitUntilFinished()
 /// ```
 public final class FetchRecordsOperation: CloudOperation {
+    /// A database operation: `CloudDatabase.add` takes it.
+    override public var isDatabaseOperation: Bool { true }
     /// The records to fetch (unset: `invalidArguments`, O4).
     public var recordIDs: [RecordID]?
     /// The fields each record comes with; nil: all. A share always comes whole.

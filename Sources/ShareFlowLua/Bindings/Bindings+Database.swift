@@ -12,6 +12,24 @@ extension Bindings {
                 let name = try call.string(2)
                 return try pushResult { push(try d.saveZone(name)) }
             }
+            .method("deleteZone") { [unowned self] call, d in
+                // A zone ID, a zone, or the name of one of the caller's zones.
+                let id: RecordZoneID
+                if let name = call.state.string(at: 2), lua_type(call.L, 2) == LUA_TSTRING {
+                    id = RecordZoneID(zoneName: name, ownerName: try d.container.session.account.userRecordID)
+                } else {
+                    id = try zoneID(call, 2, position: 2, defaultOwner: { try d.container.session.account.userRecordID })
+                }
+                return try pushResult {
+                    try d.deleteZone(id)
+                    lua_pushboolean(call.L, 1)
+                }
+            }
+            .method("add") { [unowned self] call, d in
+                let op = try operation(call, 2)
+                do { try d.add(op.operation) } catch let e as ShareFlowError { throw call.argumentError(2, e.message) }
+                return 0
+            }
             .method("fetchAllRecordZones") { [unowned self] call, d in
                 try pushResult {
                     let zones = try d.fetchAllRecordZones()

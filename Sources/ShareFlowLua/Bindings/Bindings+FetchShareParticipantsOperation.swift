@@ -14,7 +14,14 @@ extension Bindings {
             op(o).perShareParticipantResultBlock = ref.map { ref in
                 { [unowned self, weak o] request, result in
                     callback(ref, "perShareParticipantResultBlock") {
-                        if let o { pushInput(o) { push(request.info) } } else { push(request.info) }
+                        // The LookupInfo the script gave, as Apple's block gets it: a table
+                        // given is given back (the same table), a string as the LookupInfo it
+                        // names, so `info.emailAddress` reads either way.
+                        if let o { pushInput(o) { push(request) } } else { push(request) }
+                        if lua_type(lua.L, -1) != LUA_TTABLE {
+                            lua.pop()
+                            push(request)
+                        }
                         push(result) { push(participant: $0) }
                         return 3
                     }

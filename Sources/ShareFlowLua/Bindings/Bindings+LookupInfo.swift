@@ -33,6 +33,23 @@ extension Bindings {
         return try list(call, abs) { _ in try lookupRequest(call, -1, position: abs) }
     }
 
+    /// A request's LookupInfo; one that names no valid address, as given under the field a
+    /// string of its shape would fill (`@`: emailAddress, `_…`: userRecordID, else phoneNumber).
+    func push(_ request: LookupRequest) {
+        if let info = request.info { return push(info) }
+        let L = lua.L
+        lua_createtable(L, 0, 1)
+        lua.push(string: request.given)
+        if request.given.hasPrefix("_") {
+            lua.setField(-2, "userRecordID")
+        } else if request.given.contains("@") {
+            lua.setField(-2, "emailAddress")
+        } else {
+            lua.setField(-2, "phoneNumber")
+        }
+        setMetatable(.lookupInfo)
+    }
+
     func push(_ lookup: LookupInfo?) {
         guard let lookup else { return lua_pushnil(lua.L) }
         let L = lua.L
