@@ -34,6 +34,22 @@ final class PyiCloudTests: ServerTestCase {
         XCTAssertEqual(read.stdout, "Lisbon in May\t5\tshare-lisbon\n", read.stderr)
     }
 
+    /// SPEC §13's wave-4 additions through pyicloud, strict (Tests/pyicloud/apple_client_flow.py):
+    /// encrypted fields as Apple Invites writes them, a full location, a zone's share with an
+    /// administrator, zone-wide queries across zones, the newer comparators, contacts, and the
+    /// 401/421 split as pyicloud raises them.
+    func testPyiCloudRunsTheAppleClientAdditionsInStrictMode() throws {
+        guard hasPyiCloud() else { return }
+        let expired = try CLI.run(["tokens", "user", "--store", store, "--container", "iCloud.test", "--as", "alice@example.com", "--ttl", "1"])
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Past its second (the server compares with its clock; a loaded machine only adds to it).
+        usleep(1_200_000)
+        let (status, text) = try runPyiCloud("apple_client_flow.py", ["SHAREFLOW_EXPIRED": expired], timeout: 120)
+        XCTAssertEqual(status, 0, text)
+        XCTAssertTrue(text.hasSuffix("pyicloud apple client flow ok\n"), text)
+        XCTAssertEqual(text.split(separator: "\n").filter { $0.hasPrefix("ok: ") }.count, 14, "every check ran:\n" + text)
+    }
+
     /// SPEC §14 through pyicloud's `database_changes`, `changes` and `iter_changes`, strict
     /// (Tests/pyicloud/sync_flow.py): paging, tombstones, Bob's accept, a record moved in and
     /// out of his view, his removal, bad tokens and places.

@@ -431,6 +431,10 @@ enum WireFormat {
         "modifiedTimestamp": "modificationDate", "createdTimestamp": "creationDate",
         "createdUserRecordName": "creatorUserRecordID", "modifiedUserRecordName": "lastModifiedUserRecordID",
         "recordName": "recordName",
+        // CloudKit's own names of the system fields, which clients (cktool, CloudKit JS apps)
+        // query as `fieldName`s: `___recordID` with a REFERENCE value, say.
+        "___recordID": "recordName", "___createTime": "creationDate", "___modTime": "modificationDate",
+        "___createdBy": "creatorUserRecordID", "___modifiedBy": "lastModifiedUserRecordID",
     ]
 
     /// A date as CloudKit's milliseconds since 1970. One beyond what an Int64 of milliseconds
