@@ -114,7 +114,7 @@ public final class CloudKitAPI: Sendable {
 
     /// Every route the server answers, as `METHOD path-template`, one per line.
     public static var routes: [String] {
-        var lines = ["GET /healthz", "GET /readyz", "GET /metrics", "GET /share/{shortGUID}"]
+        var lines = ["GET /healthz", "GET /readyz", "GET /metrics", "GET /share/{shortGUID}", "GET /signin"]
         for e in endpoints {
             for database in e.databases?.map(\.rawValue) ?? ["{database}"] {
                 for method in e.methods { lines.append("\(method) /database/1/{container}/{environment}/\(database)/\(e.subpath)") }
