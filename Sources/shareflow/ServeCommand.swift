@@ -38,7 +38,9 @@ extension ShareFlowCommand {
         func validate() throws {
             guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
             for origin in corsOrigins where origin != "*" && CloudKitServer.normalizedOrigin(origin) == nil {
-                throw ValidationError("--cors-origin must be an origin like https://app.example.com (scheme, host and port only) or '*', got '\(origin)'")
+                throw ValidationError(
+                    "--cors-origin must be an origin like https://app.example.com (scheme, host and port only) or '*', got '\(origin)'"
+                )
             }
             if let publicURL {
                 guard let url = URLComponents(string: publicURL), ["http", "https"].contains(url.scheme ?? ""), url.host?.isEmpty == false,

@@ -48,7 +48,12 @@ final class CloudKitJSReplayTests: XCTestCase {
                 + "&ckWebAuthToken=\(token)&ckAPIToken=\(api)"
             var headers: HTTPFields = [.contentType: "text/plain"]
             if let origin { headers[.origin] = origin }
-            return try await client.execute(uri: uri, method: payload == nil ? .get : .post, headers: headers, body: payload.map { ByteBuffer(string: $0) }) {
+            return try await client.execute(
+                uri: uri,
+                method: payload == nil ? .get : .post,
+                headers: headers,
+                body: payload.map { ByteBuffer(string: $0) }
+            ) {
                 let object = (try? JSONSerialization.jsonObject(with: Data(buffer: $0.body))) as? [String: Any] ?? [:]
                 return Answer(status: Int($0.status.code), object: object, headers: $0.headers)
             }
@@ -117,7 +122,12 @@ final class CloudKitJSReplayTests: XCTestCase {
                 (#"{"fieldName":"title","comparator":"CONTAINS_ANY_TOKENS","fieldValue":{"value":"hi there"}}"#, ["n1"]),
                 (#"{"fieldName":"loc","comparator":"NEAR","fieldValue":{"value":{"latitude":1.5,"longitude":2.5}},"distance":1000}"#, ["n1"]),
             ] {
-                r = try await ck.send("private", "records/query", token: alice, #"{"query":{"recordType":"Note","filterBy":["# + filter + #"]},"zoneID":{"zoneName":"Z1"}}"#)
+                r = try await ck.send(
+                    "private",
+                    "records/query",
+                    token: alice,
+                    #"{"query":{"recordType":"Note","filterBy":["# + filter + #"]},"zoneID":{"zoneName":"Z1"}}"#
+                )
                 XCTAssertEqual(r.records.compactMap { $0["recordName"] as? String }, expected, filter)
             }
             r = try await ck.send("private", "records/query", token: alice, #"{"query":{"recordType":"Note"},"zoneWide":true}"#)
@@ -142,7 +152,12 @@ final class CloudKitJSReplayTests: XCTestCase {
             XCTAssertEqual(r.records.compactMap { $0["recordName"] as? String }, ["m1"], "Bob reads the zone shared with him")
             r = try await ck.send("private", "records/changes", token: alice, #"{"zoneID":{"zoneName":"Z1"}}"#)
             XCTAssertNotNil(r.object["syncToken"] as? String, "\(r.object)")
-            r = try await ck.send("private", "zones/modify", token: alice, #"{"operations":[{"zone":{"zoneID":{"zoneName":"Z2"}},"operationType":"delete"}]}"#)
+            r = try await ck.send(
+                "private",
+                "zones/modify",
+                token: alice,
+                #"{"operations":[{"zone":{"zoneID":{"zoneName":"Z2"}},"operationType":"delete"}]}"#
+            )
             XCTAssertEqual(((r.object["zones"] as? [[String: Any]])?.first)?["deleted"] as? Bool, true, "\(r.object)")
         }
     }

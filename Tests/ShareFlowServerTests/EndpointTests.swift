@@ -534,7 +534,8 @@ final class EndpointTests: XCTestCase {
             try await c.makeTrips(as: alice)
             func trip(_ name: String, _ title: String, _ tags: [String], _ lat: Double, _ lon: Double) -> String {
                 let list = tags.map { "\"\($0)\"" }.joined(separator: ",")
-                return #"{"operationType":"create","record":{"recordName":"\#(name)","recordType":"Trip","fields":{"title":{"value":"\#(title)"},"tags":{"value":[\#(list)],"type":"STRING_LIST"},"at":{"value":{"latitude":\#(lat),"longitude":\#(lon)}}}}}"#
+                return
+                    #"{"operationType":"create","record":{"recordName":"\#(name)","recordType":"Trip","fields":{"title":{"value":"\#(title)"},"tags":{"value":[\#(list)],"type":"STRING_LIST"},"at":{"value":{"latitude":\#(lat),"longitude":\#(lon)}}}}}"#
             }
             var r = try await c.modifyTrips(
                 [
@@ -571,7 +572,8 @@ final class EndpointTests: XCTestCase {
             XCTAssertEqual(got, ["porto"], "words, any case")
             got = try await names(#"{"fieldName":"title","comparator":"CONTAINS_ANY_TOKENS","fieldValue":{"value":"winter sea"}}"#, sort: byName)
             XCTAssertEqual(got, ["lisbon", "oslo"], "whole words: 'winter' is not 'wine'")
-            let nearLisbon = #"{"fieldName":"at","comparator":"NEAR","fieldValue":{"value":{"latitude":38.7,"longitude":-9.1},"type":"LOCATION"},"distance":400000}"#
+            let nearLisbon =
+                #"{"fieldName":"at","comparator":"NEAR","fieldValue":{"value":{"latitude":38.7,"longitude":-9.1},"type":"LOCATION"},"distance":400000}"#
             got = try await names(nearLisbon, sort: byName)
             XCTAssertEqual(got, ["lisbon", "porto"], "Porto is about 275 km from Lisbon, Oslo far")
             r = try await c.post(
@@ -587,9 +589,15 @@ final class EndpointTests: XCTestCase {
                 #"{"zoneID":{"zoneName":"Trips"},"resultsLimit":2,"continuationMarker":"\#(marker)","query":{"recordType":"Trip","sortBy":[{"fieldName":"at","relativeLocation":{"latitude":60,"longitude":10}}]}}"#
             )
             XCTAssertEqual(r.records.map { $0["recordName"] as? String }, ["lisbon"], "\(r.object)")
-            got = try await names(#"{"systemFieldName":"recordName","comparator":"EQUALS","fieldValue":{"value":{"recordName":"oslo"},"type":"REFERENCE"}}"#, sort: byName)
+            got = try await names(
+                #"{"systemFieldName":"recordName","comparator":"EQUALS","fieldValue":{"value":{"recordName":"oslo"},"type":"REFERENCE"}}"#,
+                sort: byName
+            )
             XCTAssertEqual(got, ["oslo"], "a record ID as a reference")
-            got = try await names(#"{"systemFieldName":"recordName","comparator":"IN","fieldValue":{"value":[{"recordName":"oslo"},{"recordName":"porto"}],"type":"REFERENCE_LIST"}}"#, sort: byName)
+            got = try await names(
+                #"{"systemFieldName":"recordName","comparator":"IN","fieldValue":{"value":[{"recordName":"oslo"},{"recordName":"porto"}],"type":"REFERENCE_LIST"}}"#,
+                sort: byName
+            )
             XCTAssertEqual(got, ["oslo", "porto"])
             r = try await c.post(
                 "/private/records/query",
@@ -614,20 +622,38 @@ final class EndpointTests: XCTestCase {
     func testAZoneWideQueryReadsEveryZoneTheCallerMayRead() async throws {
         try await withServer { [alice, bob] c in
             for zone in ["A", "B", "C"] {
-                var r = try await c.post("/private/zones/modify", as: alice, #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(zone)"}}}]}"#)
+                var r = try await c.post(
+                    "/private/zones/modify",
+                    as: alice,
+                    #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(zone)"}}}]}"#
+                )
                 XCTAssertEqual(r.status, 200)
-                let records = (1...2).map { n in #"{"operationType":"create","record":{"recordName":"\#(zone)\#(n)","recordType":"Event","fields":{"n":{"value":\#(n)}}}}"# }
-                r = try await c.post("/private/records/modify", as: alice, #"{"zoneID":{"zoneName":"\#(zone)"},"operations":[\#(records.joined(separator: ","))]}"#)
+                let records = (1...2).map { n in
+                    #"{"operationType":"create","record":{"recordName":"\#(zone)\#(n)","recordType":"Event","fields":{"n":{"value":\#(n)}}}}"#
+                }
+                r = try await c.post(
+                    "/private/records/modify",
+                    as: alice,
+                    #"{"zoneID":{"zoneName":"\#(zone)"},"operations":[\#(records.joined(separator: ","))]}"#
+                )
                 XCTAssertEqual(r.records.count, 2, "\(r.object)")
             }
             // Zone B is empty of Events once its two go; the pages run across it.
-            var r = try await c.post("/private/records/modify", as: alice, #"{"zoneID":{"zoneName":"B"},"operations":[{"operationType":"forceDelete","record":{"recordName":"B1"}},{"operationType":"forceDelete","record":{"recordName":"B2"}}]}"#)
+            var r = try await c.post(
+                "/private/records/modify",
+                as: alice,
+                #"{"zoneID":{"zoneName":"B"},"operations":[{"operationType":"forceDelete","record":{"recordName":"B1"}},{"operationType":"forceDelete","record":{"recordName":"B2"}}]}"#
+            )
             var seen: [String] = []
             var marker: String?
             var pages = 0
             repeat {
                 let more = marker.map { #","continuationMarker":"\#($0)""# } ?? ""
-                r = try await c.post("/private/records/query", as: alice, #"{"zoneWide":true,"resultsLimit":3,"query":{"recordType":"Event"}\#(more)}"#)
+                r = try await c.post(
+                    "/private/records/query",
+                    as: alice,
+                    #"{"zoneWide":true,"resultsLimit":3,"query":{"recordType":"Event"}\#(more)}"#
+                )
                 XCTAssertEqual(r.status, 200, "\(r.object)")
                 seen += r.records.compactMap { $0["recordName"] as? String }
                 marker = r.object["continuationMarker"] as? String
@@ -637,7 +663,11 @@ final class EndpointTests: XCTestCase {
             // A marker of a zone-wide query is no marker of a one-zone one.
             r = try await c.post("/private/records/query", as: alice, #"{"zoneWide":true,"resultsLimit":1,"query":{"recordType":"Event"}}"#)
             let wide = try XCTUnwrap(r.object["continuationMarker"] as? String)
-            r = try await c.post("/private/records/query", as: alice, #"{"zoneID":{"zoneName":"A"},"resultsLimit":1,"continuationMarker":"\#(wide)","query":{"recordType":"Event"}}"#)
+            r = try await c.post(
+                "/private/records/query",
+                as: alice,
+                #"{"zoneID":{"zoneName":"A"},"resultsLimit":1,"continuationMarker":"\#(wide)","query":{"recordType":"Event"}}"#
+            )
             XCTAssertEqual(r.status, 400, "\(r.object)")
             // Bob: a share of A1 only; his shared database's zone-wide query sees A1 and no other.
             r = try await c.post(
@@ -662,8 +692,12 @@ final class EndpointTests: XCTestCase {
     func testEncryptedFieldsComeBackAsGiven() async throws {
         try await withServer { [alice] c in
             try await c.makeTrips(as: alice)
-            let fields = #"{"titleEncrypted":{"type":"STRING","value":"Party","isEncrypted":true},"status":{"type":"INT64","value":2,"isEncrypted":true},"keyEncrypted":{"type":"ENCRYPTED_BYTES","value":"AAEC"},"plain":{"type":"STRING","value":"Party"}}"#
-            var r = try await c.modifyTrips(#"{"operationType":"create","record":{"recordName":"e","recordType":"Event","fields":"# + fields + "}}", as: alice)
+            let fields =
+                #"{"titleEncrypted":{"type":"STRING","value":"Party","isEncrypted":true},"status":{"type":"INT64","value":2,"isEncrypted":true},"keyEncrypted":{"type":"ENCRYPTED_BYTES","value":"AAEC"},"plain":{"type":"STRING","value":"Party"}}"#
+            var r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"e","recordType":"Event","fields":"# + fields + "}}",
+                as: alice
+            )
             for answer in [r.records.first, nil] {
                 let record: [String: Any]
                 if let answer {
@@ -691,7 +725,10 @@ final class EndpointTests: XCTestCase {
                 )
                 XCTAssertEqual(r.records.count, field == "plain" ? 1 : 0, "\(field): \(r.object)")
             }
-            r = try await c.modifyTrips(#"{"operationType":"create","record":{"recordName":"f","recordType":"Event","fields":{"k":{"type":"ENCRYPTED_BYTES","value":"not base64!"}}}}"#, as: alice)
+            r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"f","recordType":"Event","fields":{"k":{"type":"ENCRYPTED_BYTES","value":"not base64!"}}}}"#,
+                as: alice
+            )
             XCTAssertEqual(r.status, 400)
             XCTAssertTrue(r.reason.contains("ENCRYPTED_BYTES"), r.reason)
         }
@@ -737,7 +774,9 @@ final class EndpointTests: XCTestCase {
             XCTAssertEqual(share["recordName"] as? String, "cloudkit.zoneshare", "\(r.object)")
             let guid = try XCTUnwrap(share["shortGUID"] as? String)
             let participants = try XCTUnwrap(share["participants"] as? [[String: Any]])
-            let bobs = participants.first { ($0["userIdentity"] as? [String: Any]).flatMap { $0["lookupInfo"] as? [String: Any] }?["emailAddress"] as? String == "bob@example.com" }
+            let bobs = participants.first {
+                ($0["userIdentity"] as? [String: Any]).flatMap { $0["lookupInfo"] as? [String: Any] }?["emailAddress"] as? String == "bob@example.com"
+            }
             XCTAssertEqual(bobs?["type"] as? String, "ADMINISTRATOR", "\(participants)")
             r = try await c.post("/public/records/accept", as: bob, #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
             XCTAssertEqual((r.object["results"] as? [[String: Any]])?.first?["participantStatus"] as? String, "ACCEPTED", "\(r.object)")
@@ -767,7 +806,8 @@ final class EndpointTests: XCTestCase {
     func testALocationKeepsAllEightKeys() async throws {
         try await withServer { [alice] c in
             try await c.makeTrips(as: alice)
-            let full = #"{"latitude":38.72,"longitude":-9.14,"horizontalAccuracy":5,"verticalAccuracy":-1,"altitude":95.5,"speed":1.25,"course":270,"timestamp":1700000000123}"#
+            let full =
+                #"{"latitude":38.72,"longitude":-9.14,"horizontalAccuracy":5,"verticalAccuracy":-1,"altitude":95.5,"speed":1.25,"course":270,"timestamp":1700000000123}"#
             var r = try await c.modifyTrips(
                 #"{"operationType":"create","record":{"recordName":"t","recordType":"Trip","fields":{"at":{"type":"LOCATION","value":"# + full
                     + #"},"stops":{"type":"LOCATION_LIST","value":["# + full + #",{"latitude":1,"longitude":2}]}}}}"#,
@@ -777,7 +817,10 @@ final class EndpointTests: XCTestCase {
             r = try await c.post("/private/records/lookup", as: alice, #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"t"}]}"#)
             let fields = try XCTUnwrap(r.records.first?["fields"] as? [String: [String: Any]], "\(r.object)")
             let at = try XCTUnwrap(fields["at"]?["value"] as? [String: Any])
-            XCTAssertEqual(at.keys.sorted(), ["altitude", "course", "horizontalAccuracy", "latitude", "longitude", "speed", "timestamp", "verticalAccuracy"])
+            XCTAssertEqual(
+                at.keys.sorted(),
+                ["altitude", "course", "horizontalAccuracy", "latitude", "longitude", "speed", "timestamp", "verticalAccuracy"]
+            )
             XCTAssertEqual(at["verticalAccuracy"] as? Double, -1)
             XCTAssertEqual(at["altitude"] as? Double, 95.5)
             XCTAssertEqual((at["timestamp"] as? NSNumber)?.int64Value, 1_700_000_000_123)
@@ -804,7 +847,13 @@ final class EndpointTests: XCTestCase {
         let token = self.alice
         try await withServer { c in
             for method in [HTTPRequest.Method.get, .post] {
-                let r = try await c.call(method, "/database/1/iCloud.test/development/public/users/lookup/contacts", as: token, api: c.api, body: method == .post ? "{}" : nil)
+                let r = try await c.call(
+                    method,
+                    "/database/1/iCloud.test/development/public/users/lookup/contacts",
+                    as: token,
+                    api: c.api,
+                    body: method == .post ? "{}" : nil
+                )
                 XCTAssertEqual(r.status, 200, "\(r.object)")
                 let users = try XCTUnwrap(r.object["users"] as? [[String: Any]], "\(r.object)")
                 XCTAssertEqual(users.map { $0["userRecordName"] as? String }, [bob.userRecordID], "not \(carol.userRecordID): not discoverable")
@@ -846,7 +895,13 @@ final class EndpointTests: XCTestCase {
             r = try await c.call(.post, db + "/private/zones/list", as: alice, api: c.api, body: "{}", headers: [.origin: "https://evil.example.com"])
             XCTAssertEqual(r.status, 200)
             XCTAssertNil(r.headers[.accessControlAllowOrigin], "an origin not listed")
-            r = try await c.call(.options, db + "/private/zones/list", as: nil, api: c.api, headers: [.origin: "https://evil.example.com", .accessControlRequestMethod: "POST"])
+            r = try await c.call(
+                .options,
+                db + "/private/zones/list",
+                as: nil,
+                api: c.api,
+                headers: [.origin: "https://evil.example.com", .accessControlRequestMethod: "POST"]
+            )
             XCTAssertNil(r.headers[.accessControlAllowOrigin])
             r = try await c.call(.get, "/signin", as: nil, api: "", headers: [.origin: "https://app.example.com"])
             XCTAssertNil(r.headers[.accessControlAllowOrigin], "pages are not CloudKit routes")

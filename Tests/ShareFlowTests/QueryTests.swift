@@ -86,7 +86,11 @@ class QueryTests: XCTestCase {
     func testNotAndDistanceInTheFormatAndASortByDistance() throws {
         let w = try World()
         let places = [("lisbon", 38.72, -9.14), ("porto", 41.15, -8.61), ("oslo", 59.91, 10.75)].map { name, lat, lon in
-            Record(recordType: "Place", recordID: RecordID(recordName: name, zoneID: w.zone.zoneID), fields: ["at": .location(Location(latitude: lat, longitude: lon))])
+            Record(
+                recordType: "Place",
+                recordID: RecordID(recordName: name, zoneID: w.zone.zoneID),
+                fields: ["at": .location(Location(latitude: lat, longitude: lon))]
+            )
         }
         let db = w.c.privateCloudDatabase
         XCTAssertNil(try db.modifyRecords(saving: places).error)
@@ -98,7 +102,10 @@ class QueryTests: XCTestCase {
         XCTAssertEqual(try names("distanceToLocation:fromLocation:(at, %@) < 400000", [lisbon]), ["lisbon", "porto"])
         XCTAssertEqual(try names("NOT distanceToLocation:fromLocation:(at, %@) < 400000", [lisbon]), ["oslo"])
         XCTAssertEqual(try names("NOT (recordName IN {'oslo', 'porto'})", []), ["lisbon"])
-        XCTAssertEqual(try names("TRUEPREDICATE", [], sort: [ShareFlow.SortDescriptor(key: "at", relativeTo: Location(latitude: 60, longitude: 10))]), ["oslo", "porto", "lisbon"])
+        XCTAssertEqual(
+            try names("TRUEPREDICATE", [], sort: [ShareFlow.SortDescriptor(key: "at", relativeTo: Location(latitude: 60, longitude: 10))]),
+            ["oslo", "porto", "lisbon"]
+        )
         XCTAssertThrowsError(try names("distanceToLocation:fromLocation:(at, %@) > 5", [lisbon])) { error in
             XCTAssertTrue("\(error)".contains("compared with < or <="), "\(error)")
         }

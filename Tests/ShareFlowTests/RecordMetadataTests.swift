@@ -68,7 +68,10 @@ class RecordMetadataTests: XCTestCase {
         XCTAssertNil(try w.c.publicCloudDatabase.modifyRecords(saving: [Record(recordType: "Notice", recordName: "hello")]).error)
         let byAlice = Query(
             recordType: "Notice",
-            predicate: try Predicate(format: "creatorUserRecordID == %@", arguments: [.reference(RecordID(recordName: w.alice.userRecordID, zoneID: .default), action: .none)])
+            predicate: try Predicate(
+                format: "creatorUserRecordID == %@",
+                arguments: [.reference(RecordID(recordName: w.alice.userRecordID, zoneID: .default), action: .none)]
+            )
         )
         XCTAssertEqual(try w.bc.publicCloudDatabase.records(matching: byAlice).records.map(\.recordID.recordName), ["hello"])
     }

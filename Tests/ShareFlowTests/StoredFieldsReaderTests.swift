@@ -48,7 +48,14 @@ final class StoredFieldsReaderTests: XCTestCase {
             // What the reader leaves to the decoder: a location with more than its coordinates,
             // an encrypted value. The same fields either way.
             [
-                "detailed": .location({ var l = Location(latitude: 1, longitude: 2); l[.altitude] = 3; l.timestamp = Date(timeIntervalSince1970: 5); return l }()),
+                "detailed": .location(
+                    {
+                        var l = Location(latitude: 1, longitude: 2)
+                        l[.altitude] = 3
+                        l.timestamp = Date(timeIntervalSince1970: 5)
+                        return l
+                    }()
+                ),
                 "secret": .encrypted(.string("s")),
             ],
         ]

@@ -272,10 +272,10 @@ extension Location {
     /// Earth's mean radius): what `NEAR` and a sort by distance measure.
     public static func distance(_ a: Location, _ b: Location) -> Double {
         let radius = 6_371_008.8
-        let (φ1, φ2) = (a.latitude * .pi / 180, b.latitude * .pi / 180)
-        let dφ = φ2 - φ1
-        let dλ = (b.longitude - a.longitude) * .pi / 180
-        let h = sin(dφ / 2) * sin(dφ / 2) + cos(φ1) * cos(φ2) * sin(dλ / 2) * sin(dλ / 2)
+        let (lat1, lat2) = (a.latitude * .pi / 180, b.latitude * .pi / 180)
+        let dLat = lat2 - lat1
+        let dLon = (b.longitude - a.longitude) * .pi / 180
+        let h = sin(dLat / 2) * sin(dLat / 2) + cos(lat1) * cos(lat2) * sin(dLon / 2) * sin(dLon / 2)
         return 2 * radius * asin(min(1, h.squareRoot()))
     }
 }

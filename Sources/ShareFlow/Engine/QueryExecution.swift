@@ -325,7 +325,8 @@ extension CloudDatabase {
         var records: [Record] = []
         var bytes = 0
         for i in start..<zones.count {
-            if i > start, records.count >= resultsLimit || DispatchTime.now().uptimeNanoseconds > deadline || (maxBytes.map { bytes >= $0 } ?? false) {
+            if i > start, records.count >= resultsLimit || DispatchTime.now().uptimeNanoseconds > deadline || (maxBytes.map { bytes >= $0 } ?? false)
+            {
                 return (records, ZoneWidePosition(zone: zones[i], position: nil))
             }
             let page = try self.records(

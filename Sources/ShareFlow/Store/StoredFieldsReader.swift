@@ -214,7 +214,9 @@ struct StoredFieldsReader {
         guard take(UInt8(ascii: "}")) else { return nil }
         // A location: its coordinates, and any of its six other keys.
         if seen & ValueKey.la.rawValue != 0 {
-            guard let latitude, let longitude, seen & ~(ValueKey.la.rawValue | ValueKey.lo.rawValue | Self.locationDetailKeys) == 0 else { return nil }
+            guard let latitude, let longitude, seen & ~(ValueKey.la.rawValue | ValueKey.lo.rawValue | Self.locationDetailKeys) == 0 else {
+                return nil
+            }
             var l = location ?? Location(latitude: latitude, longitude: longitude)
             (l.latitude, l.longitude) = (latitude, longitude)
             return .location(l)

@@ -31,7 +31,12 @@ enum RecordsQuery {
             var sort = ShareFlow.SortDescriptor(key: WireFormat.systemFieldKeys[key] ?? key, ascending: ascending)
             // By distance from a place (CloudKit's `relativeLocation`), nearest first.
             if let raw = o["relativeLocation"], !(raw is NSNull) {
-                guard case .location(let l) = try WireFormat.fieldValue(["value": raw, "type": "LOCATION"], field: "query.sortBy[\(n)].relativeLocation", zone: .default),
+                guard
+                    case .location(let l) = try WireFormat.fieldValue(
+                        ["value": raw, "type": "LOCATION"],
+                        field: "query.sortBy[\(n)].relativeLocation",
+                        zone: .default
+                    ),
                     l.problem == nil
                 else { throw CloudKitError.badRequest("query.sortBy[\(n)].relativeLocation must be a location within ±90 and ±180") }
                 sort.relativeLocation = l
@@ -73,7 +78,9 @@ enum RecordsQuery {
                 matching: query,
                 desiredKeys: desired,
                 resultsLimit: limit,
-                after: after?.zone.map { CloudDatabase.ZoneWidePosition(zone: RecordZoneID(zoneName: $0[0], ownerName: $0[1]), position: after?.position) },
+                after: after?.zone.map {
+                    CloudDatabase.ZoneWidePosition(zone: RecordZoneID(zoneName: $0[0], ownerName: $0[1]), position: after?.position)
+                },
                 maxBytes: call.api.maxResponseBytes
             )
             records = page.records
