@@ -168,6 +168,7 @@ function Database:modifyRecords(changes) end
 ---@class shareflow.SortDescriptor
 ---@field key string
 ---@field ascending? boolean
+---@field relativeTo? shareflow.Location by the distance of location field `key` from here
 ---@class shareflow.Page: shareflow.Record[]
 ---@field cursor? shareflow.QueryCursor
 ---@class shareflow.QueryCursor

@@ -314,7 +314,14 @@ final class ServeTests: ServerTestCase {
             body: #"{"query":{"recordType":"Trip","filterBy":[{"comparator":"NEAR","fieldName":"x","fieldValue":{"value":1}}]}}"#
         )
         XCTAssertEqual(r.0, 400)
-        XCTAssertTrue((r.1["reason"] as? String)?.contains("query.filterBy[0].comparator NEAR") ?? false, "\(r.1)")
+        XCTAssertTrue((r.1["reason"] as? String)?.contains("query.filterBy[0].fieldValue must be a location for NEAR") ?? false, "\(r.1)")
+        r = try call(
+            "POST",
+            db + "/private/records/query",
+            body: #"{"query":{"recordType":"Trip","filterBy":[{"comparator":"LIKE","fieldName":"x","fieldValue":{"value":1}}]}}"#
+        )
+        XCTAssertEqual(r.0, 400)
+        XCTAssertTrue((r.1["reason"] as? String)?.contains("query.filterBy[0].comparator LIKE is not one of") ?? false, "\(r.1)")
 
         // users/lookup: only discoverable accounts answer (R20); Bob is not discoverable.
         r = try call(

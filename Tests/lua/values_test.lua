@@ -58,6 +58,19 @@ test("A location keeps all eight keys CloudKit gives one, alone and in a list", 
     expect.eq(f.stops[1][k], v, "in a list: " .. k)
   end
   expect.eq(f.stops[2].speed, nil)
+  -- Queried by distance and sorted by it, as CloudKit's NEAR and CKLocationSortDescriptor.
+  local far = sf.Record{ recordType = "Place", zone = w.zone, fields = { at = sf.Location{ latitude = 59.91, longitude = 10.75 } } }
+  assert(select(2, w.db:modifyRecords{ save = { far } }) == nil)
+  local lisbon = sf.Location{ latitude = 38.7, longitude = -9.1 }
+  local near = w.db:query{ recordType = "Place", zoneID = w.zone.zoneID,
+    predicate = "distanceToLocation:fromLocation:(at, %@) < 50000", arguments = { lisbon } }
+  expect.eq(#near, 1)
+  expect.eq(near[1].recordID.recordName, r.recordID.recordName)
+  local sorted = w.db:query{ recordType = "Place", zoneID = w.zone.zoneID,
+    sortDescriptors = { { key = "at", relativeTo = sf.Location{ latitude = 60, longitude = 10 } } } }
+  expect.eq(sorted[1].recordID.recordName, far.recordID.recordName, "nearest first")
+  expect.raises(function() w.db:query{ recordType = "Place", zoneID = w.zone.zoneID,
+    sortDescriptors = { { key = "at", relativeTo = 5 } } } end, "relativeTo must be an sf.Location")
   expect.eq(f.at, sf.Location(full))
   expect.eq(f.at == sf.Location{ latitude = 38.72, longitude = -9.14 }, false, "the details are part of the value")
 end)

@@ -6,7 +6,7 @@ import ShareFlow
 extension Bindings {
     static let queryKeys: Set<String> = ["recordType", "predicate", "arguments", "sortDescriptors"]
 
-    /// A query from `{ recordType =, predicate =, arguments = {…}, sortDescriptors = { {key =, ascending =} } }`
+    /// A query from `{ recordType =, predicate =, arguments = {…}, sortDescriptors = { {key =, ascending =, relativeTo =} } }`
     /// at `i` (only the query keys are read).
     func query(_ call: LuaCall, _ i: Int32, position: Int32) throws -> Query {
         let abs = lua_absindex(call.L, i)
@@ -33,7 +33,18 @@ extension Bindings {
                 }
                 let ascending = call.field(-1, "ascending") == LUA_TBOOLEAN ? lua_toboolean(call.L, -1) != 0 : true
                 call.state.pop()
-                return SortDescriptor(key: key, ascending: ascending)
+                var sort = SortDescriptor(key: key, ascending: ascending)
+                // By distance from a place (CKLocationSortDescriptor): `relativeTo = sf.Location{…}`.
+                if call.field(-1, "relativeTo") != LUA_TNIL {
+                    defer { call.state.pop() }
+                    guard case .location(let center)? = try fieldValue(call, -1, key: "relativeTo", position: position) else {
+                        throw call.argumentError(position, "sortDescriptors[\(n + 1)].relativeTo must be an sf.Location")
+                    }
+                    sort.relativeLocation = center
+                } else {
+                    call.state.pop()
+                }
+                return sort
             }
         }
         call.state.pop()
