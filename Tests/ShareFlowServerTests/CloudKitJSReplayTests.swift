@@ -22,11 +22,10 @@ final class CloudKitJSReplayTests: XCTestCase {
 
     override func setUpWithError() throws {
         engine = try Engine(store: Store(path: ":memory:"))
-        let a = try engine.accounts.create(emails: ["alice@example.com"], name: NameComponents(givenName: "Alice"), discoverable: true)
-        let b = try engine.accounts.create(emails: ["bob@example.com"], name: NameComponents(givenName: "Bob"), discoverable: true)
-        api = try Credentials.newAPIToken(container: "iCloud.test", engine: engine)
-        alice = try Credentials.newWebAuthToken(container: "iCloud.test", account: a, ttl: 3600, engine: engine)
-        bob = try Credentials.newWebAuthToken(container: "iCloud.test", account: b, ttl: 3600, engine: engine)
+        let accounts = try ServerTestAccounts(engine: engine)
+        (api, alice, bob) = (accounts.api, accounts.alice, accounts.bob)
+        // Bob is found by his address, as a user who turned discovery on.
+        try engine.accounts.setDiscoverability(.granted, of: try XCTUnwrap(engine.accounts.find("bob@example.com")))
     }
 
     private struct Answer {

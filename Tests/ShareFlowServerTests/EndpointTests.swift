@@ -25,15 +25,8 @@ final class EndpointTests: XCTestCase {
     /// The accounts and tokens every test uses, on `engine`.
     private func prepare(_ engine: Engine) throws {
         self.engine = engine
-        let a = try engine.accounts.create(
-            emails: ["alice@example.com"],
-            name: NameComponents(givenName: "Alice", familyName: "A"),
-            discoverable: true
-        )
-        let b = try engine.accounts.create(emails: ["bob@example.com"], name: NameComponents(givenName: "Bob"))
-        api = try Credentials.newAPIToken(container: "iCloud.test", engine: engine)
-        alice = try Credentials.newWebAuthToken(container: "iCloud.test", account: a, ttl: 3600, engine: engine)
-        bob = try Credentials.newWebAuthToken(container: "iCloud.test", account: b, ttl: 3600, engine: engine)
+        let accounts = try ServerTestAccounts(engine: engine)
+        (api, alice, bob) = (accounts.api, accounts.alice, accounts.bob)
     }
 
     private struct Answer {
