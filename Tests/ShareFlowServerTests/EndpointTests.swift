@@ -569,6 +569,12 @@ final class EndpointTests: XCTestCase {
                 #"{"fieldName":"at","comparator":"NEAR","fieldValue":{"value":{"latitude":38.7,"longitude":-9.1},"type":"LOCATION"},"distance":400000}"#
             got = try await names(nearLisbon, sort: byName)
             XCTAssertEqual(got, ["lisbon", "porto"], "Porto is about 275 km from Lisbon, Oslo far")
+            for meters in ["0", "1", "0.0"] {
+                let atLisbon =
+                    #"{"fieldName":"at","comparator":"NEAR","fieldValue":{"value":{"latitude":38.72,"longitude":-9.14}},"distance":\#(meters)}"#
+                got = try await names(atLisbon, sort: byName)
+                XCTAssertEqual(got, ["lisbon"], "a distance of \(meters) is a distance, not a boolean")
+            }
             r = try await c.post(
                 "/private/records/query",
                 as: alice,
@@ -724,6 +730,41 @@ final class EndpointTests: XCTestCase {
             )
             XCTAssertEqual(r.status, 400)
             XCTAssertTrue(r.reason.contains("ENCRYPTED_BYTES"), r.reason)
+            r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"g","recordType":"Event","fields":{"keys":{"type":"ENCRYPTED_BYTES_LIST","value":["AAEC","AwQ="]}}}}"#,
+                as: alice
+            )
+            let keys = (r.records.first?["fields"] as? [String: [String: Any]])?["keys"]
+            XCTAssertEqual(keys?["type"] as? String, "ENCRYPTED_BYTES_LIST", "\(r.object)")
+            XCTAssertEqual(keys?["value"] as? [String], ["AAEC", "AwQ="])
+            r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"h","recordType":"Event","fields":{"d":{"type":"DOUBLE","value":"0x10"}}}}"#,
+                as: alice
+            )
+            XCTAssertEqual(r.status, 400, "hexadecimal is no number a read gave: \(r.object)")
+        }
+    }
+
+    /// A field sent as `null` (pyicloud's Reminders clears a date so: `{"type": "TIMESTAMP",
+    /// "value": null}`) is no field: a create leaves it out, an update takes it off the
+    /// server's record. Never a 400 for the request.
+    func testAFieldSentAsNullIsTakenOff() async throws {
+        try await withServer { [alice] c in
+            try await c.makeTrips(as: alice)
+            var r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"r","recordType":"Reminder","fields":{"title":{"value":"milk"},"due":{"type":"TIMESTAMP","value":1700000000000},"done":{"type":"TIMESTAMP","value":null}}}}"#,
+                as: alice
+            )
+            var fields = try XCTUnwrap(r.records.first?["fields"] as? [String: Any], "\(r.object)")
+            XCTAssertEqual(fields.keys.sorted(), ["due", "title"])
+            let tag = try XCTUnwrap(r.records.first?["recordChangeTag"] as? String)
+            r = try await c.modifyTrips(
+                #"{"operationType":"update","record":{"recordName":"r","recordType":"Reminder","recordChangeTag":"\#(tag)","fields":{"due":{"type":"TIMESTAMP","value":null},"parent":null,"title":{"value":"oat milk"}}}}"#,
+                as: alice
+            )
+            fields = try XCTUnwrap(r.records.first?["fields"] as? [String: Any], "\(r.object)")
+            XCTAssertEqual(fields.keys.sorted(), ["title"], "the update took `due` off")
+            XCTAssertEqual((fields["title"] as? [String: Any])?["value"] as? String, "oat milk")
         }
     }
 
@@ -780,6 +821,28 @@ final class EndpointTests: XCTestCase {
                 #"{"zoneID":{"zoneName":"Trips","ownerRecordName":"\#(owner)"},"query":{"recordType":"Trip"}}"#
             )
             XCTAssertEqual(r.records.compactMap { $0["recordName"] as? String }.sorted(), ["a", "b"], "the whole zone: \(r.object)")
+            // Listing someone else as the owner drops no one: refused.
+            let bobsID = try XCTUnwrap(bobs?["participantId"] as? String)
+            r = try await c.modifyTrips(
+                #"{"operationType":"forceUpdate","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","participants":[{"participantId":"\#(bobsID)","type":"OWNER","permission":"READ_WRITE"}]}}"#,
+                as: alice
+            )
+            XCTAssertEqual(r.records.first?["serverErrorCode"] as? String, "BAD_REQUEST", "\(r.object)")
+            XCTAssertTrue((r.records.first?["reason"] as? String ?? "").contains("is not the share's owner"), "\(r.object)")
+            // Bob deletes the zone from his shared database: he leaves its share; Alice's zone stays.
+            let leave = #"{"operations":[{"operationType":"delete","zone":{"zoneID":{"zoneName":"Trips","ownerRecordName":"\#(owner)"}}}]}"#
+            r = try await c.post("/shared/zones/modify", as: bob, leave)
+            XCTAssertEqual((r.object["zones"] as? [[String: Any]])?.first?["deleted"] as? Bool, true, "\(r.object)")
+            r = try await c.post("/shared/zones/list", as: bob, "{}")
+            XCTAssertEqual((r.object["zones"] as? [Any])?.count, 0, "gone from his shared database: \(r.object)")
+            r = try await c.post("/private/records/query", as: alice, #"{"zoneID":{"zoneName":"Trips"},"query":{"recordType":"Trip"}}"#)
+            XCTAssertEqual(r.records.count, 2, "the owner's zone and records stay")
+            r = try await c.post("/shared/zones/modify", as: bob, leave)
+            XCTAssertEqual(
+                (r.object["zones"] as? [[String: Any]])?.first?["serverErrorCode"] as? String,
+                "ZONE_NOT_FOUND",
+                "left already: \(r.object)"
+            )
             // A share of a zone is named for it: another name without forRecord still needs one.
             r = try await c.modifyTrips(#"{"operationType":"create","record":{"recordName":"other","recordType":"cloudkit.share"}}"#, as: alice)
             XCTAssertEqual(r.status, 400)
@@ -888,6 +951,7 @@ final class EndpointTests: XCTestCase {
             r = try await c.call(.post, db + "/private/zones/list", as: alice, api: c.api, body: "{}", headers: [.origin: "https://evil.example.com"])
             XCTAssertEqual(r.status, 200)
             XCTAssertNil(r.headers[.accessControlAllowOrigin], "an origin not listed")
+            XCTAssertEqual(r.headers[.vary], "Origin", "an answer that depends on the origin says so to caches")
             r = try await c.call(
                 .options,
                 db + "/private/zones/list",
@@ -975,6 +1039,10 @@ final class EndpointTests: XCTestCase {
             XCTAssertEqual(r.code, "AUTHENTICATION_REQUIRED")
             r = try await c.post("/private/records/query", as: "", #"{"query":{"recordType":"Note"}}"#)
             XCTAssertEqual(r.status, 421, "an empty token names none either: \(r.object)")
+            r = try await c.post("/private/records/query", as: "undefined", #"{"query":{"recordType":"Note"}}"#)
+            XCTAssertEqual(r.status, 421, "nor does `undefined`: \(r.object)")
+            r = try await c.post("/public/records/query", as: "undefined", #"{"query":{"recordType":"Note"}}"#)
+            XCTAssertEqual(r.status, 200, "\(r.object)")
             for (database, token) in [("public", "null"), ("private", alice), ("public", alice)] {
                 let query = #"{"query":{"recordType":"Note","sortBy":[{"fieldName":"n","ascending":true}]},"resultsLimit":1"#
                 r = try await c.post("/\(database)/records/query", as: token, query + "}")

@@ -290,6 +290,7 @@ test("Apple's samples port line by line: database:add, zone deletion, the lookup
   expect.eq(saved, 1)
   expect.eq(save.database.databaseScope, "private")
   expect.raises(function() s.db:add(sf.FetchShareParticipantsOperation{ userIdentityLookupInfos = {} }) end, "the container's")
+  expect.raises(function() s.db:add(save) end, "already added", "a finished operation is not added again")
   -- Zone deletion as an operation added to the database, and in one call.
   local deleted = {}
   local op = sf.ModifyRecordZonesOperation{ recordZoneIDsToDelete = { other.zoneID } }
@@ -310,4 +311,11 @@ test("Apple's samples port line by line: database:add, zone deletion, the lookup
   fetch.perShareParticipantResultBlock = function(info) infos[#infos + 1] = info.emailAddress or info.phoneNumber end
   s.c:add(fetch); fetch:wait()
   expect.eq(table.concat(infos, ","), "bob@example.com,bad@,+1 415 555 0100")
+  -- Added once: a queued operation keeps the database it was added to.
+  local twice = sf.ModifyRecordZonesOperation{ recordZonesToSave = { "Twice" } }
+  s.db:add(twice)
+  local bobs = sf.as("bob@example.com"):container(C).privateCloudDatabase
+  expect.raises(function() bobs:add(twice) end, "already added")
+  twice:wait()
+  expect.eq(select(2, bobs:fetchRecord(sf.RecordID{ recordName = "x", zoneID = { zoneName = "Twice" } })).code, "zoneNotFound")
 end)

@@ -15,10 +15,11 @@
 public enum RecordChange {
     /// A new record: a name already taken is `serverRecordChanged` (R21).
     case create(Record)
-    /// The server's record with `record`'s fields put over its own, and `record`'s parent when
-    /// it names one, at the copy's change tag `tag` (R21; nil never matches one). `force`:
+    /// The server's record with `record`'s fields put over its own, the fields `removing`
+    /// names taken off it (over HTTP, a field sent as `null`), and `record`'s parent when it
+    /// names one, at the copy's change tag `tag` (R21; nil never matches one). `force`:
     /// whatever the server's tag, and made when it does not exist (R36).
-    case update(Record, tag: String?, force: Bool = false)
+    case update(Record, tag: String?, force: Bool = false, removing: Set<String> = [])
     /// The server's record made exactly `record` (its fields and parent), under the same
     /// change-tag rules as `update`.
     case replace(Record, tag: String?, force: Bool = false)
@@ -30,7 +31,7 @@ public enum RecordChange {
     /// The record this change saves or deletes.
     public var recordID: RecordID {
         switch self {
-        case .create(let record), .update(let record, _, _), .replace(let record, _, _): record.recordID
+        case .create(let record), .update(let record, _, _, _), .replace(let record, _, _): record.recordID
         case .delete(let id, _): id
         case .share(let draft): draft.recordID
         }

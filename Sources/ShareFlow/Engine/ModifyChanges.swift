@@ -4,15 +4,16 @@ import Foundation
 enum ModifySave {
     /// The record or share as given, its change tag checked as the policy says (R21).
     case given(Record, RecordSavePolicy)
-    /// `RecordChange.update` (`merge`) or `.replace`: made from the server's copy read in the save.
-    case edit(Record, merge: Bool, tag: String?, force: Bool)
+    /// `RecordChange.update` (`merge`, taking off the fields `removing` names) or `.replace`:
+    /// made from the server's copy read in the save.
+    case edit(Record, merge: Bool, removing: Set<String>, tag: String?, force: Bool)
     /// A share made from its draft in the save; the placeholder names it before then.
     case draft(ShareDraft, placeholder: Share)
 
     /// What orders, scopes and names the save before it is made.
     var record: Record {
         switch self {
-        case .given(let record, _), .edit(let record, _, _, _): record
+        case .given(let record, _), .edit(let record, _, _, _, _): record
         case .draft(_, let placeholder): placeholder
         }
     }
@@ -33,11 +34,12 @@ extension Engine {
             case .create(let record):
                 places.append((true, saving.count))
                 saving.append(.given(record, .ifServerRecordUnchanged))
-            case .update(let record, let tag, let force), .replace(let record, let tag, let force):
+            case .update(let record, let tag, let force, let removing):
                 places.append((true, saving.count))
-                var merge = false
-                if case .update = change { merge = true }
-                saving.append(.edit(record, merge: merge, tag: tag, force: force))
+                saving.append(.edit(record, merge: true, removing: removing, tag: tag, force: force))
+            case .replace(let record, let tag, let force):
+                places.append((true, saving.count))
+                saving.append(.edit(record, merge: false, removing: [], tag: tag, force: force))
             case .share(let draft):
                 places.append((true, saving.count))
                 let root: RecordID? =
@@ -64,6 +66,7 @@ extension Engine {
     func editedRecord(
         _ record: Record,
         merge: Bool,
+        removing: Set<String> = [],
         tag: String?,
         force: Bool,
         in database: CloudDatabase,
@@ -87,11 +90,14 @@ extension Engine {
                 )
             }
         }
-        // An update puts the given fields over the server's; a replace is the record given.
+        // An update puts the given fields over the server's, less those it takes off; a
+        // replace is the record given.
+        var fields = merge ? server.fields.merging(record.fields) { _, new in new } : record.fields
+        for key in removing { fields[key] = nil }
         let edited = Record(
             recordType: record.recordType,
             recordID: id,
-            fields: merge ? server.fields.merging(record.fields) { _, new in new } : record.fields,
+            fields: fields,
             parent: record.parent ?? (merge ? server.parent : nil)
         )
         edited.assumeServerCopy(of: server)
@@ -195,10 +201,14 @@ extension Engine {
             let lookup: LookupRequest
             let permission: ParticipantPermission
             let role: ParticipantRole?
+            // An entry marked as the owner's must be the owner: it is skipped (the owner stays),
+            // never a way to drop someone else from the list.
+            let notOwner = ShareFlowError.invalid("\(item): a participant listed as the owner is not the share's owner (R26)")
             switch wanted {
             case .kept(let id, let kept, let named, let keptRole):
                 if let existing = share.participants.first(where: { $0.participantID == id }) {
                     if existing.role == .owner { continue }
+                    if keptRole == .owner { throw notOwner }
                     existing.permission = kept
                     if let keptRole { existing.role = keptRole }
                     keep.insert(id)
@@ -212,6 +222,10 @@ extension Engine {
             }
             let info = try lookup.result.get()
             let participant = try participant(for: info, db: db)
+            if role == .owner {
+                guard share.participants.contains(where: { $0.role == .owner && $0.isSamePerson(as: participant) }) else { throw notOwner }
+                continue
+            }
             emitParticipantFetched(participant, for: info, caller: caller, container: container)
             participant.permission = permission
             if let role { participant.role = role }

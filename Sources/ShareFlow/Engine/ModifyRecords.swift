@@ -131,8 +131,17 @@ extension Engine {
                                 return try saveShare(share, in: database, caller: caller, policy: policy, savedInThisCall: savedIDs, db: db)
                             case .given(let record, let policy):
                                 return try saveRecord(record, in: database, caller: caller, policy: policy, savedInThisCall: savedIDs, db: db)
-                            case .edit(let record, let merge, let tag, let force):
-                                let edited = try editedRecord(record, merge: merge, tag: tag, force: force, in: database, caller: caller, db: db)
+                            case .edit(let record, let merge, let removing, let tag, let force):
+                                let edited = try editedRecord(
+                                    record,
+                                    merge: merge,
+                                    removing: removing,
+                                    tag: tag,
+                                    force: force,
+                                    in: database,
+                                    caller: caller,
+                                    db: db
+                                )
                                 return try saveRecord(
                                     edited,
                                     in: database,

@@ -318,8 +318,9 @@ extension Engine {
 extension Engine {
     func deleteZone(_ zoneID: RecordZoneID, in database: CloudDatabase) throws {
         try Engine.requireSignedIn(database)
+        if database.databaseScope == .shared { return try leaveZone(zoneID, in: database) }
         guard database.databaseScope == .private else {
-            throw ShareFlowError(.badDatabase, "zones can be deleted only in the private database")
+            throw ShareFlowError(.badDatabase, "zones can be deleted only in the private and shared databases")
         }
         guard !zoneID.isDefaultZone else { throw ShareFlowError.invalid("the default zone cannot be deleted") }
         try transaction { db in
@@ -334,6 +335,26 @@ extension Engine {
         }
     }
 
+    /// A zone deleted from the shared database, as CloudKit does it: the caller leaves every
+    /// share of it they are on (R14, as deleting each share there would), so the zone leaves
+    /// their shared database; the owner's zone and its records stay, for everyone else.
+    private func leaveZone(_ zoneID: RecordZoneID, in database: CloudDatabase) throws {
+        try transaction { db in
+            let caller = try loadAccount(id: database.container.session.accountID, db: db)
+            let zone = try self.zone(for: zoneID, in: database, caller: caller, db: db)
+            var left = 0
+            for share in try db.shares(zone: zone.id) {
+                guard let me = try participantRow(share: share.id, account: caller.id, db: db), me.status != .removed, me.role != .owner else {
+                    continue
+                }
+                try deleteRecord(RecordID(recordName: share.recordName, zoneID: zoneID), in: database, caller: caller, db: db)
+                left += 1
+            }
+            // On no share of it: as a zone the caller does not have (R37).
+            guard left > 0 else { throw ShareFlowError(.zoneNotFound, "zone \(zoneID) does not exist in the shared database") }
+        }
+    }
+
     /// `zone.saved` (made) or `zone.deleted` (SPEC §6), after commit.
     func emitZoneEvent(_ kind: EventKind, _ zoneID: RecordZoneID, database: CloudDatabase, caller: Account) {
         guard events.hasObservers(kind) else { return }
@@ -345,7 +366,9 @@ extension Engine {
 }
 
 extension CloudDatabase {
-    /// Deletes a custom zone with its records; its shares end for every participant.
+    /// Deletes a custom zone with its records; its shares end for every participant. In the
+    /// shared database, the caller leaves every share of the zone instead (R14): the zone
+    /// leaves their shared database and stays the owner's.
     public func deleteZone(_ zoneID: RecordZoneID) throws {
         try enter(.modifyRecordZones(zone: zoneID.zoneName)) { try engine.deleteZone(zoneID, in: self) }
     }

@@ -62,7 +62,7 @@ package enum EntryPoint {
         var deleting: [RecordID] = []
         for change in changes {
             switch change {
-            case .create(let r), .update(let r, _, _), .replace(let r, _, _): saving.append((r.recordID, r.recordType))
+            case .create(let r), .update(let r, _, _, _), .replace(let r, _, _): saving.append((r.recordID, r.recordType))
             case .share(let draft): saving.append((draft.recordID, Share.recordType))
             case .delete(let id, _): deleting.append(id)
             }

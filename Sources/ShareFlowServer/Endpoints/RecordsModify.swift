@@ -100,7 +100,15 @@ enum RecordsModify {
         }
         guard let recordType else { throw CloudKitError.badRequest("\(field).recordType is required") }
         var fields: [String: FieldValue] = [:]
+        // A field sent as `null`, or as `{ "value": null }` (pyicloud's Reminders clears a
+        // date so), is no field: an update takes it off the server's record.
+        var removing = Set<String>()
         for (key, value) in given ?? [:] {
+            if value is NSNull || (value as? Object)?["value"] is NSNull {
+                try Naming.check(fieldKey: key)
+                removing.insert(key)
+                continue
+            }
             fields[key] = try WireFormat.fieldValue(value, field: key, zone: zone)
         }
         let parent = try WireFormat.object(rec["parent"], field: "\(field).parent")
@@ -112,7 +120,7 @@ enum RecordsModify {
         record.requestsShortGUID = try WireFormat.bool(rec["createShortGUID"], field: "\(field).createShortGUID") ?? false
         switch type {
         case "create": return .create(record)
-        case "update", "forceUpdate": return .update(record, tag: tag, force: force)
+        case "update", "forceUpdate": return .update(record, tag: tag, force: force, removing: removing)
         default: return .replace(record, tag: tag, force: force)
         }
     }

@@ -34,7 +34,7 @@ enum RecordsQuery {
                 guard
                     case .location(let l) = try WireFormat.fieldValue(
                         ["value": raw, "type": "LOCATION"],
-                        field: "query.sortBy[\(n)].relativeLocation",
+                        at: "query.sortBy[\(n)].relativeLocation",
                         zone: .default
                     ),
                     l.problem == nil
@@ -123,7 +123,7 @@ enum RecordsQuery {
         }
         let name = WireFormat.systemFieldKeys[key] ?? key
         guard let rawValue = f["fieldValue"] else { throw CloudKitError.badRequest("\(field).fieldValue is required") }
-        let value = try WireFormat.fieldValue(rawValue, field: "\(field).fieldValue", zone: zone)
+        let value = try WireFormat.fieldValue(rawValue, at: "\(field).fieldValue", zone: zone)
         func list(_ comparator: String) throws -> [FieldValue] {
             guard case .list(let values) = value else { throw CloudKitError.badRequest("\(field).fieldValue must be a list for \(comparator)") }
             guard values.count <= WireFormat.maxItems else {
@@ -158,10 +158,10 @@ enum RecordsQuery {
             guard case .location(let center) = value, center.problem == nil else {
                 throw CloudKitError.badRequest("\(field).fieldValue must be a location for NEAR")
             }
-            guard let meters = (f["distance"] as? NSNumber)?.doubleValue, meters.isFinite, meters >= 0, !(f["distance"] is Bool) else {
+            guard let number = f["distance"] as? NSNumber, !WireFormat.isBool(number), number.doubleValue.isFinite, number.doubleValue >= 0 else {
                 throw CloudKitError.badRequest("\(field).distance (meters, 0 or more) is required for NEAR")
             }
-            return .near(key: name, center: center, meters: meters)
+            return .near(key: name, center: center, meters: number.doubleValue)
         default:
             throw CloudKitError.badRequest(
                 "\(field).comparator \(comparator) is not one of \(comparators.joined(separator: ", "))"

@@ -53,15 +53,17 @@ enum ShareRecordWire {
         )
     }
 
-    /// The roles a listed participant's `type` names (the owner's entry is skipped).
-    private static let roles: [String: ParticipantRole] = ["ADMINISTRATOR": .administrator, "USER": .privateUser, "PUBLIC_USER": .publicUser]
+    /// The roles a listed participant's `type` names.
+    private static let roles: [String: ParticipantRole] = [
+        "OWNER": .owner, "ADMINISTRATOR": .administrator, "USER": .privateUser, "PUBLIC_USER": .publicUser,
+    ]
 
-    /// One listed participant, or nil for the owner's entry. Its `type` is the role it should
-    /// have (absent: as it is, or `USER` for someone new); the share's save judges a change.
+    /// One listed participant. Its `type` is the role it should have (absent: as it is, or
+    /// `USER` for someone new); the share's save judges a change, and skips an `OWNER` entry
+    /// only when it is the owner's.
     private static func participant(_ raw: Any, at field: String) throws -> ParticipantDraft? {
         guard let p = raw as? Object else { throw CloudKitError.badRequest("\(field) must be an object") }
         let type = try WireFormat.string(p["type"], field: "\(field).type")
-        if type == "OWNER" { return nil }
         let role = try type.map { type in
             guard let role = roles[type] else {
                 throw CloudKitError.badRequest("\(field).type must be OWNER, ADMINISTRATOR, USER or PUBLIC_USER, got \(Naming.printable(type))")
@@ -80,6 +82,8 @@ enum ShareRecordWire {
         if let id = try WireFormat.string(p["participantId"], field: "\(field).participantId") {
             return .kept(participantID: id, permission: permission, lookup: identity == nil ? nil : lookup, role: role)
         }
+        // An owner's entry that names no one (a client's placeholder) can drop no one: skipped.
+        if role == .owner, info.isEmpty { return nil }
         return .invited(lookup, permission: permission, role: role)
     }
 }

@@ -35,9 +35,14 @@ struct CrossOriginMiddleware: RouterMiddleware {
     ]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard !origins.isEmpty, let origin = request.headers[.origin], Self.prefixes.contains(where: { request.uri.path.hasPrefix($0) }),
-            let allowed = allow(origin)
-        else { return try await next(request, context) }
+        guard !origins.isEmpty, Self.prefixes.contains(where: { request.uri.path.hasPrefix($0) }) else { return try await next(request, context) }
+        guard let origin = request.headers[.origin], let allowed = allow(origin) else {
+            // The answer depends on the origin, whichever it was: a shared cache must not hand
+            // an allowed origin's answer to another, nor this one to an allowed origin.
+            var response = try await next(request, context)
+            response.headers[.vary] = "Origin"
+            return response
+        }
         if request.method == .options, request.headers[.accessControlRequestMethod] != nil {
             var headers = HTTPFields()
             headers[.accessControlAllowOrigin] = allowed
@@ -59,7 +64,7 @@ struct CrossOriginMiddleware: RouterMiddleware {
     private func allow(_ origin: String) -> String? {
         if origins.contains("*") { return "*" }
         guard let normal = Self.normalized(origin), origins.contains(normal) else { return nil }
-        return origin
+        return normal
     }
 
     /// An origin as `scheme://host[:port]`, lower case, without a default port; nil for

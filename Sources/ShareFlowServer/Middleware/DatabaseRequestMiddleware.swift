@@ -64,10 +64,14 @@ struct DatabaseRequestMiddleware: RouterMiddleware {
     static func decoded(_ s: String?) -> String { s.map { $0.removingPercentEncoding ?? $0 } ?? "" }
 
     /// The web auth token a request carries, if any: CloudKit JS sends `ckWebAuthToken=null`
-    /// (the text) on every request before sign-in, and an empty value names no token either
-    /// (SPEC §13 wave 4: such a request is anonymous, not one with a bad token).
+    /// (the text) on every request before sign-in, a page's own code may send `undefined`, and
+    /// an empty value names no token either (SPEC §13 wave 4: such a request is anonymous, not
+    /// one with a bad token).
     static func webAuthToken(_ value: Substring?) -> String? {
-        guard let value, !value.isEmpty, value != "null" else { return nil }
+        guard let value, !Self.noToken.contains(value) else { return nil }
         return String(value)
     }
+
+    /// What names no web auth token.
+    private static let noToken: Set<Substring> = ["", "null", "undefined"]
 }

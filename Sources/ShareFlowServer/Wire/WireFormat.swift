@@ -235,6 +235,8 @@ enum WireFormat {
             let inner = items.first.map { field($0)["type"] as? String ?? "STRING" } ?? "STRING"
             return ["value": items.map { field($0)["value"]! }, "type": inner + "_LIST"]
         case .encrypted(.bytes(let d)): return ["value": d.base64EncodedString(), "type": "ENCRYPTED_BYTES"]
+        case .encrypted(.list(let items)) where !items.isEmpty && items.allSatisfy({ if case .bytes = $0 { true } else { false } }):
+            return ["value": items.map { field($0)["value"]! }, "type": "ENCRYPTED_BYTES_LIST"]
         case .encrypted(let inner):
             // Any other field the client flagged: its own type, and the flag, as given.
             var o = field(inner)
@@ -252,21 +254,34 @@ enum WireFormat {
         return o
     }
 
+    /// Record field `name`'s value (`{ value, type?, isEncrypted? }`), errors naming
+    /// `fields.<name>`.
     static func fieldValue(_ raw: Any, field name: String, zone: RecordZoneID) throws -> FieldValue {
+        try fieldValue(raw, at: "fields.\(name)", zone: zone)
+    }
+
+    /// A field value given at `path` of the request (a record's field, a filter's value),
+    /// errors naming `path`.
+    static func fieldValue(_ raw: Any, at path: String, zone: RecordZoneID) throws -> FieldValue {
         guard let d = raw as? Object, let value = d["value"] else {
-            throw CloudKitError.badRequest("fields.\(name) must be an object with a value")
+            throw CloudKitError.badRequest("\(path) must be an object with a value")
         }
-        let type = try string(d["type"], field: "fields.\(name).type")
-        // ENCRYPTED_BYTES, or any field flagged isEncrypted: kept and returned as given (SPEC §13
-        // wave 4); ShareFlow does not encrypt at rest.
-        if type == "ENCRYPTED_BYTES" {
-            guard let s = value as? String, let data = Data(base64Encoded: s) else {
-                throw CloudKitError.badRequest("fields.\(name) must be base64 (ENCRYPTED_BYTES)")
+        let type = try string(d["type"], field: "\(path).type")
+        // ENCRYPTED_BYTES (and its list), or any field flagged isEncrypted: kept and returned as
+        // given (SPEC §13 wave 4); ShareFlow does not encrypt at rest.
+        if let type, type == "ENCRYPTED_BYTES" || type == "ENCRYPTED_BYTES_LIST" {
+            func bytes(_ v: Any, _ at: String) throws -> FieldValue {
+                guard let s = v as? String, let data = Data(base64Encoded: s) else {
+                    throw CloudKitError.badRequest("\(at) must be base64 (\(type))")
+                }
+                return .bytes(data)
             }
-            return .encrypted(.bytes(data))
+            if type == "ENCRYPTED_BYTES" { return .encrypted(try bytes(value, path)) }
+            guard let items = value as? [Any] else { throw CloudKitError.badRequest("\(path) must be a list (\(type))") }
+            return .encrypted(.list(try items.enumerated().map { try bytes($1, "\(path)[\($0)]") }))
         }
-        let plain = try typed(value, type: type, field: "fields.\(name)", zone: zone)
-        return try bool(d["isEncrypted"], field: "fields.\(name).isEncrypted") == true ? .encrypted(plain) : plain
+        let plain = try typed(value, type: type, field: path, zone: zone)
+        return try bool(d["isEncrypted"], field: "\(path).isEncrypted") == true ? .encrypted(plain) : plain
     }
 
     /// A typed number as a client sends it: a JSON number, or the text a read with
@@ -274,7 +289,9 @@ enum WireFormat {
     /// record read that way saves back. Text that is no finite number is none.
     private static func numeral(_ value: Any) -> NSNumber? {
         if let n = value as? NSNumber { return n }
-        guard let s = value as? String, s.utf8.count <= 64 else { return nil }
+        // Decimal text only: Swift's Double also reads `0x10` and `nan`, which no read gave.
+        guard let s = value as? String, s.utf8.count <= 64, s.utf8.allSatisfy({ (0x30...0x39).contains($0) || "+-.eE".utf8.contains($0) })
+        else { return nil }
         if let i = Int64(s) { return NSNumber(value: i) }
         if let d = Double(s), d.isFinite { return NSNumber(value: d) }
         return nil
