@@ -224,6 +224,7 @@ function Record:changedKeys() end
 ---@field url? string
 ---@field title? string
 ---@field publicPermission shareflow.Permission
+---@field allowsAccessRequests boolean whether people without an invitation may ask to join (R38)
 ---@field participants shareflow.Participant[]
 ---@field owner? shareflow.Participant
 ---@field currentUserParticipant? shareflow.Participant

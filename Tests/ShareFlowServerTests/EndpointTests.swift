@@ -856,6 +856,37 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// R38 over HTTP, by Apple's name: a share record carries `denyAccessRequests` (the flag's
+    /// opposite) to everyone who sees it, and the owner changes it in a share `update`.
+    func testAShareTellsWhetherItTakesAccessRequests() async throws {
+        try await withServer { [alice, bob] c in
+            try await c.makeTrips(as: alice)
+            var r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"a","recordType":"Trip","fields":{}}},{"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"a"},"participants":[{"type":"USER","permission":"READ_ONLY","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]}}"#,
+                as: alice
+            )
+            var share = try XCTUnwrap(r.records.last, "\(r.object)")
+            XCTAssertEqual(share["denyAccessRequests"] as? Bool, true, "off by default")
+            let tag = try XCTUnwrap(share["recordChangeTag"] as? String)
+            let guid = try XCTUnwrap(share["shortGUID"] as? String)
+            r = try await c.modifyTrips(
+                #"{"operationType":"update","record":{"recordName":"s","recordType":"cloudkit.share","recordChangeTag":"\#(tag)","denyAccessRequests":false}}"#,
+                as: alice
+            )
+            share = try XCTUnwrap(r.records.first, "\(r.object)")
+            XCTAssertEqual(share["denyAccessRequests"] as? Bool, false, "\(r.object)")
+            XCTAssertEqual((share["participants"] as? [Any])?.count, 2, "an update naming no participants keeps them")
+            r = try await c.post("/public/records/accept", as: bob, #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+            let owner = try XCTUnwrap((share["zoneID"] as? [String: Any])?["ownerRecordName"] as? String)
+            r = try await c.post(
+                "/shared/records/lookup",
+                as: bob,
+                #"{"zoneID":{"zoneName":"Trips","ownerRecordName":"\#(owner)"},"records":[{"recordName":"s"}]}"#
+            )
+            XCTAssertEqual(r.records.first?["denyAccessRequests"] as? Bool, false, "a participant sees it: \(r.object)")
+        }
+    }
+
     /// A LOCATION keeps all eight of its keys (SPEC §13 wave 4, issue 42 point 5), alone and
     /// in a list, through the store and back; one given with its coordinates only comes back
     /// with those only; a key that is no finite number is refused naming it.

@@ -19,7 +19,7 @@ final class AuthorizationMatrixTests: XCTestCase {
         case .readRecords: return status == .accepted && canRead  // R12
         case .modifyRecords: return status == .accepted && permission == .readWrite  // R13
         case .deleteRootRecord: return false  // R13
-        case .manageParticipants, .changePublicPermission: return role == .administrator && status == .accepted  // R9
+        case .manageParticipants, .changePublicPermission, .changeAccessRequests: return role == .administrator && status == .accepted  // R9, R38
         case .accept:  // R10, R18
             if status == .pending || status == .accepted { return true }
             return isPublic
@@ -50,6 +50,7 @@ final class AuthorizationMatrixTests: XCTestCase {
                 }
             }
         }
-        XCTAssertEqual(cells, 7 * 5 * 4 * 4 * 2)
+        XCTAssertEqual(cells, SharingRules.Action.allCases.count * 5 * 4 * 4 * 2)
+        XCTAssertEqual(SharingRules.Action.allCases.count, 8)
     }
 }

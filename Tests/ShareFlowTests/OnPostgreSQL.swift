@@ -13,6 +13,13 @@
 import ShareFlowEngineTestKit
 import XCTest
 
+final class AccessRequestTestsOnPostgreSQL: AccessRequestTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testR38OnlyTheOwnerOrAnAdministratorChangesWhetherAShareTakesRequests() throws { try super.testR38OnlyTheOwnerOrAnAdministratorChangesWhetherAShareTakesRequests() }
+    override func testR38ANewShareMayTakeRequestsFromItsFirstSave() throws { try super.testR38ANewShareMayTakeRequestsFromItsFirstSave() }
+}
+
 final class AdministratorTestsOnPostgreSQL: AdministratorTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }

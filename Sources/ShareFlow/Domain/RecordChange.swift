@@ -73,6 +73,8 @@ public struct ShareDraft {
     public var target: Target
     /// The permission anyone with the URL gets (R11); nil leaves it as it is.
     public var publicPermission: ParticipantPermission?
+    /// Whether people without an invitation may ask to join (R38); nil leaves it as it is.
+    public var allowsAccessRequests: Bool?
     /// Fields put over the share's own (its title, say); nil changes none.
     public var fields: [String: FieldValue]?
     /// The participants the share should have besides its owner, in order; nil leaves them as

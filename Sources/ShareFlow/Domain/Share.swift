@@ -21,6 +21,11 @@ public final class Share: Record {
     /// What anyone with the URL gets on accepting; `none` keeps the share private (R10). A save that changes it
     /// removes every `pending` participant, or every participant but the owner when the new value is `none` (R11).
     public var publicPermission: ParticipantPermission = .none
+    /// Whether people without an invitation may ask to join the share (R38; Apple's
+    /// `CKShare.allowsAccessRequests`): while the share is private, a signed-in account that is
+    /// not on it may record a request the owner and administrators then approve or deny. Only
+    /// they may change it: a save that changes it from anyone else is `permissionFailure`.
+    public var allowsAccessRequests = false
     /// As the caller may see them (R15): owner and caller at least.
     public internal(set) var participants: [Participant] = []
     /// The caller's own participant, relative to who fetched or saved the share.
@@ -32,6 +37,9 @@ public final class Share: Record {
     /// The public permission as the server last gave it (a `changedKeys` save sends it only
     /// when it differs).
     var serverPublicPermission: ParticipantPermission?
+    /// `allowsAccessRequests` as the server last gave it (a `changedKeys` save sends it only
+    /// when it differs).
+    var serverAllowsAccessRequests: Bool?
     /// Participants the owner removed since the last save.
     package var removedParticipantIDs: [String] = []
     /// Participants the owner added since the last save: only these may bring back someone
@@ -104,6 +112,8 @@ public final class Share: Record {
         adoptServerStamp(of: server)
         guard let server = server as? Share else { return }
         serverPublicPermission = server.publicPermission
+        serverAllowsAccessRequests = server.allowsAccessRequests
+        allowsAccessRequests = server.allowsAccessRequests
         url = server.url
         participants = server.participants
         currentUserParticipant = server.currentUserParticipant
@@ -118,6 +128,8 @@ public final class Share: Record {
         s.url = url
         s.publicPermission = publicPermission
         s.serverPublicPermission = serverPublicPermission
+        s.allowsAccessRequests = allowsAccessRequests
+        s.serverAllowsAccessRequests = serverAllowsAccessRequests
         s.participants = participants
         s.currentUserParticipant = currentUserParticipant
         return s
@@ -129,6 +141,7 @@ public final class Share: Record {
         guard let base = serverFields, let copy = duplicate() as? Share else { return nil }
         copy.fields = base
         copy.publicPermission = serverPublicPermission ?? publicPermission
+        copy.allowsAccessRequests = serverAllowsAccessRequests ?? allowsAccessRequests
         return copy
     }
 

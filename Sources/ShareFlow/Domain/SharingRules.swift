@@ -19,6 +19,8 @@ public enum SharingRules {
         case manageParticipants
         /// Change the share's `publicPermission` (R11).
         case changePublicPermission
+        /// Change whether the share takes access requests (R38: the owner or an administrator).
+        case changeAccessRequests
         /// Accept the share (R10, R18).
         case accept
         /// Delete the share: the owner ends it, anyone else leaves it (R14).
@@ -69,11 +71,14 @@ public enum SharingRules {
             return .allowed
         case .deleteRootRecord:
             return .denied(.permissionFailure, "only the owner may delete a shared hierarchy's root record (R13)")
-        case .manageParticipants, .changePublicPermission:
+        case .manageParticipants, .changePublicPermission, .changeAccessRequests:
+            let rule = action == .changeAccessRequests ? "R38" : "R9"
             guard role == .administrator else {
-                return .denied(.permissionFailure, "only the owner or an administrator may \(action.phrase) (R9)")
+                return .denied(.permissionFailure, "only the owner or an administrator may \(action.phrase) (\(rule))")
             }
-            guard accepted else { return .denied(.permissionFailure, "an administrator must have accepted the share to \(action.phrase) (R9)") }
+            guard accepted else {
+                return .denied(.permissionFailure, "an administrator must have accepted the share to \(action.phrase) (\(rule))")
+            }
             return .allowed
         case .accept:
             switch status {
@@ -142,6 +147,7 @@ extension SharingRules.Action {
         case .deleteRootRecord: return "delete the root record"
         case .manageParticipants: return "add, remove or change participants"
         case .changePublicPermission: return "change the public permission"
+        case .changeAccessRequests: return "change whether the share takes access requests"
         case .accept: return "accept the share"
         case .deleteShare: return "delete the share"
         }

@@ -184,6 +184,7 @@ extension Engine {
             share = server
         }
         if let permission = draft.publicPermission { share.publicPermission = permission }
+        if let allows = draft.allowsAccessRequests { share.allowsAccessRequests = allows }
         for (key, value) in draft.fields ?? [:] { share.fields[key] = value }
         guard let listed = draft.participants else { return share }
         if case .existing = draft.target {

@@ -291,6 +291,8 @@ extension Engine {
         share.shortGUID = row.token
         share.publicPermission = row.publicPermission
         share.serverPublicPermission = row.publicPermission
+        share.allowsAccessRequests = row.allowsAccessRequests
+        share.serverAllowsAccessRequests = row.allowsAccessRequests
         // One statement for every participant and its account, not four per participant.
         let rows = try participants ?? db.participantsWithAccounts(share: row.id)
         let mine = rows.first { $0.row.accountID == caller.id }?.row

@@ -38,6 +38,7 @@ extension Engine {
         // what the copy changed.
         var fields = share.fields
         var publicPermission = share.publicPermission
+        var allowsAccessRequests = share.allowsAccessRequests
 
         // A policy may call back into the engine and change the store (its own nested write).
         // After one did, the save goes on from the store as it is now: the zone, the share, the
@@ -73,6 +74,10 @@ extension Engine {
             publicPermission = share.publicPermission
             if policy == .changedKeys, share.publicPermission == share.serverPublicPermission {
                 publicPermission = existing.publicPermission
+            }
+            allowsAccessRequests = share.allowsAccessRequests
+            if policy == .changedKeys, share.allowsAccessRequests == share.serverAllowsAccessRequests {
+                allowsAccessRequests = existing.allowsAccessRequests
             }
             return me
         }
@@ -161,6 +166,14 @@ extension Engine {
         var row = stored!
         var mine = me!
         let isPublic = publicPermission != .none
+
+        // R38: whether people without an invitation may ask to join, changed by the owner or an
+        // administrator only (a stale or forged copy from anyone else is refused).
+        if allowsAccessRequests != row.allowsAccessRequests {
+            try SharingRules.require(.changeAccessRequests, of: mine, isPublicShare: isPublic, item: item)
+            try db.setAllowsAccessRequests(allowsAccessRequests, share: row.id)
+            row.allowsAccessRequests = allowsAccessRequests
+        }
 
         // R11, only on a real change: changing publicPermission removes pending participants;
         // `none` removes all but the owner.

@@ -3,7 +3,7 @@ import GRDB
 
 /// Shares and their participants.
 extension StoreTransaction {
-    private static let shareColumns = "s.id, s.recordID, s.zoneID, s.token, s.rootName, s.publicPermission, r.name"
+    private static let shareColumns = "s.id, s.recordID, s.zoneID, s.token, s.rootName, s.publicPermission, r.name, s.allowsAccessRequests"
 
     /// A share as stored (`shareColumns`: the share's columns, then its record's name).
     static func shareRow(_ row: StoredRow) throws -> ShareRow {
@@ -15,7 +15,8 @@ extension StoreTransaction {
             token: try row.text(3, "token"),
             rootName: try row.optionalText(4, "rootName"),
             publicPermission: try row.word(5, "publicPermission"),
-            recordName: try row.of("record", keyAt: 1).text(6, "name")
+            recordName: try row.of("record", keyAt: 1).text(6, "name"),
+            allowsAccessRequests: try row.integer(7, "allowsAccessRequests") != 0
         )
     }
 
@@ -72,7 +73,7 @@ extension StoreTransaction {
             table: "share",
             keyAt: 0
         ) {
-            (try StoreTransaction.shareRow($0), try StoreTransaction.zoneRow($0, at: 7, publicOwnerName: publicOwnerName))
+            (try StoreTransaction.shareRow($0), try StoreTransaction.zoneRow($0, at: 8, publicOwnerName: publicOwnerName))
         }
         if let found { try claim(zone: found.1.lockKey) }
         return found
@@ -97,8 +98,8 @@ extension StoreTransaction {
             keyAt: 0
         ) {
             (
-                try StoreTransaction.shareRow($0), try StoreTransaction.zoneRow($0, at: 7, publicOwnerName: publicOwnerName),
-                try StoreTransaction.recordRowWithRootedShare($0, lazyFields: false, at: 15)
+                try StoreTransaction.shareRow($0), try StoreTransaction.zoneRow($0, at: 8, publicOwnerName: publicOwnerName),
+                try StoreTransaction.recordRowWithRootedShare($0, lazyFields: false, at: 16)
             )
         }
         if let found { try claim(zone: found.1.lockKey) }
@@ -194,6 +195,12 @@ extension StoreTransaction {
         // is read again.
         forgetLoggedZones()
         return id
+    }
+
+    /// Whether the share takes access requests (R38).
+    package func setAllowsAccessRequests(_ allows: Bool, share: Int64) throws {
+        try run("UPDATE share SET allowsAccessRequests = ? WHERE id = ?", [allows ? 1 : 0, share])
+        try logShareChanged(share, participant: nil)
     }
 
     package func setPublicPermission(_ permission: ParticipantPermission, share: Int64) throws {

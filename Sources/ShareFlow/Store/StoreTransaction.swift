@@ -407,6 +407,8 @@ package struct ShareRow {
     package let rootName: String?
     package let publicPermission: ParticipantPermission
     package let recordName: String
+    /// Whether people without an invitation may ask to join (R38).
+    package var allowsAccessRequests = false
 }
 
 package struct ParticipantRow {

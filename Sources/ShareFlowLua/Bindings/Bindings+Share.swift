@@ -18,6 +18,21 @@ extension Bindings {
                 get: { lua, s in lua.push(string: s.publicPermission.rawValue) },
                 set: { call, s, i in s.publicPermission = try enumValue(call, i, ParticipantPermission.self, name: "publicPermission") }
             )
+            .property(
+                "allowsAccessRequests",
+                get: { lua, s in try lua.push(.boolean(s.allowsAccessRequests)) },
+                set: { call, s, i in
+                    guard lua_type(call.L, i) == LUA_TBOOLEAN else {
+                        throw call.argumentError(i, "allowsAccessRequests must be a boolean, got \(call.typeName(i))")
+                    }
+                    // R38 at once: on a saved share, only its owner's or an administrator's copy
+                    // may change it (the save refuses anyone else's anyway).
+                    if let me = s.currentUserParticipant, me.role != .owner, me.role != .administrator {
+                        throw call.argumentError(i, "only the share's owner or an administrator changes allowsAccessRequests (R38)")
+                    }
+                    s.allowsAccessRequests = lua_toboolean(call.L, i) != 0
+                }
+            )
             .property("participants") { [unowned self] _, s in pushList(s.participants) { push(participant: $0) } }
             .property("owner") { [unowned self] _, s in push(participant: s.owner) }
             .property("currentUserParticipant") { [unowned self] _, s in push(participant: s.currentUserParticipant) }

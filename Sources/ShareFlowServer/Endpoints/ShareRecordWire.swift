@@ -43,7 +43,7 @@ enum ShareRecordWire {
         if let listed = try WireFormat.items(rec["participants"], field: "\(field).participants") {
             participants = try listed.enumerated().compactMap { m, raw in try participant(raw, at: "\(field).participants[\(m)]") }
         }
-        return ShareDraft(
+        var draft = ShareDraft(
             recordName: name,
             zoneID: zone,
             target: target,
@@ -51,6 +51,9 @@ enum ShareRecordWire {
             fields: fields,
             participants: participants
         )
+        // Apple's wire names the opposite: `denyAccessRequests` (R38).
+        draft.allowsAccessRequests = try WireFormat.bool(rec["denyAccessRequests"], field: "\(field).denyAccessRequests").map { !$0 }
+        return draft
     }
 
     /// The roles a listed participant's `type` names.

@@ -503,6 +503,8 @@ enum WireFormat {
         if let share = r as? Share {
             o["recordType"] = "cloudkit.share"
             o["publicPermission"] = permission(share.publicPermission)
+            // Apple's name, the flag's opposite (R38), shown to everyone who sees the share.
+            o["denyAccessRequests"] = !share.allowsAccessRequests
             o["participants"] = share.participants.map(participant)
             if let owner = share.owner { o["owner"] = participant(owner) }
             if let me = share.currentUserParticipant { o["currentUserParticipant"] = participant(me) }

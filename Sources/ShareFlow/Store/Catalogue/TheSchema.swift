@@ -1,6 +1,6 @@
 extension StoreCatalogue {
-    /// ShareFlow's schema (version 11). A change is made here alone: a column or table with
-    /// `since: 12` (and `version: 12`) reaches both drivers' new and existing stores, `store
+    /// ShareFlow's schema (version 12). A change is made here alone: a column or table with
+    /// `since: 13` (and `version: 13`) reaches both drivers' new and existing stores, `store
     /// check` and `store copy`. Tables come after those they reference.
     package static let current: StoreCatalogue = {
         typealias C = Column
@@ -68,6 +68,8 @@ extension StoreCatalogue {
                     C("id", .integer), C("recordID", .integer, unique: true, references: "record(id)", cascade: true),
                     C("zoneID", .integer, references: "zone(id)", cascade: true), C("token", .text, unique: true),
                     C("rootName", .text, nullable: true), C("publicPermission", .text, read: StoredTable.word(ParticipantPermission.self)),
+                    // 12: whether people without an invitation may ask to join (R38).
+                    C("allowsAccessRequests", .integer, default: "0", since: 12),
                 ]
             ),
             Table(
@@ -186,6 +188,6 @@ extension StoreCatalogue {
             ),
             Trigger("changes_share", on: "share", after: [.update], "UPDATE record SET tag = {tag} WHERE id = NEW.recordID"),
         ]
-        return StoreCatalogue(version: 11, tables: tables, indexes: indexes, triggers: triggers)
+        return StoreCatalogue(version: 12, tables: tables, indexes: indexes, triggers: triggers)
     }()
 }
