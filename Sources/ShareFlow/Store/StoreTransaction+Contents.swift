@@ -34,11 +34,11 @@ extension StoreTransaction {
         ) { (try StoreTransaction.recordRow($0), try $0.integer(StoreTransaction.recordColumnCount, "zoneID")) }
         c.shares = try fetchAll(
             """
-            SELECT s.id, s.recordID, s.zoneID, s.token, s.rootName, s.publicPermission, r.name, r.fields FROM share s JOIN record r ON r.id = s.recordID
+            SELECT \(StoreTransaction.shareColumns), r.fields FROM share s JOIN record r ON r.id = s.recordID
             """,
             table: "share",
             keyAt: 0
-        ) { (try StoreTransaction.shareRow($0), try $0.of("record", keyAt: 1).fields(7, "fields")) }
+        ) { (try StoreTransaction.shareRow($0), try $0.of("record", keyAt: 1).fields(8, "fields")) }
         c.participants = try fetchAll(
             """
             SELECT id, participantID, accountID, lookupKind, lookupValue, role, permission, status, shareID FROM participant

@@ -3,7 +3,9 @@ import GRDB
 
 /// Shares and their participants.
 extension StoreTransaction {
-    private static let shareColumns = "s.id, s.recordID, s.zoneID, s.token, s.rootName, s.publicPermission, r.name, s.allowsAccessRequests"
+    /// A share's columns and its record's name, as `shareRow` reads them (a query wanting more
+    /// names them after these).
+    static let shareColumns = "s.id, s.recordID, s.zoneID, s.token, s.rootName, s.publicPermission, r.name, s.allowsAccessRequests"
 
     /// A share as stored (`shareColumns`: the share's columns, then its record's name).
     static func shareRow(_ row: StoredRow) throws -> ShareRow {
