@@ -3,12 +3,7 @@ local helpers = require("helpers")
 local world = helpers.world
 local shared = helpers.shared
 
-local function accept(c, url)
-  local ms = assert(c:fetchShareMetadata{ url })
-  local shares, err = c:acceptShares{ ms[url] }
-  assert(shares[1], tostring(err))
-  return shares[1]
-end
+local accept = helpers.accept
 
 test("R38: only the owner or an administrator changes whether a share takes access requests", function()
   local w = world()

@@ -63,4 +63,12 @@ function helpers.shared(w, people, permission)
   return share, saved
 end
 
+--- Container `c` fetches the metadata of share `url` and accepts it: the share accepted.
+function helpers.accept(c, url)
+  local ms = assert(c:fetchShareMetadata{ url })
+  local shares, err = c:acceptShares{ ms[url] }
+  assert(shares[1], tostring(err))
+  return shares[1]
+end
+
 return helpers

@@ -8,12 +8,7 @@ local invite = helpers.invite
 local shared = helpers.shared
 local C = helpers.container
 
-local function accept(c, url)
-  local ms = assert(c:fetchShareMetadata{ url })
-  local shares, err = c:acceptShares{ ms[url] }
-  assert(shares[1], tostring(err))
-  return shares[1]
-end
+local accept = helpers.accept
 
 test("R21: a stale copy of a share is refused with serverRecordChanged; nothing is lost", function()
   local w = world()
