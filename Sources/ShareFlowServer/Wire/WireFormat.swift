@@ -269,16 +269,8 @@ enum WireFormat {
         let type = try string(d["type"], field: "\(path).type")
         // ENCRYPTED_BYTES (and its list), or any field flagged isEncrypted: kept and returned as
         // given (SPEC §13 wave 4); ShareFlow does not encrypt at rest.
-        if let type, type == "ENCRYPTED_BYTES" || type == "ENCRYPTED_BYTES_LIST" {
-            func bytes(_ v: Any, _ at: String) throws -> FieldValue {
-                guard let s = v as? String, let data = Data(base64Encoded: s) else {
-                    throw CloudKitError.badRequest("\(at) must be base64 (\(type))")
-                }
-                return .bytes(data)
-            }
-            if type == "ENCRYPTED_BYTES" { return .encrypted(try bytes(value, path)) }
-            guard let items = value as? [Any] else { throw CloudKitError.badRequest("\(path) must be a list (\(type))") }
-            return .encrypted(.list(try items.enumerated().map { try bytes($1, "\(path)[\($0)]") }))
+        if type == "ENCRYPTED_BYTES" || type == "ENCRYPTED_BYTES_LIST" {
+            return .encrypted(try typed(value, type: type, field: path, zone: zone))
         }
         let plain = try typed(value, type: type, field: path, zone: zone)
         return try bool(d["isEncrypted"], field: "\(path).isEncrypted") == true ? .encrypted(plain) : plain
@@ -320,9 +312,9 @@ enum WireFormat {
                 throw CloudKitError.badRequest("\(field) must be milliseconds since 1970, within ±8.64e15 (TIMESTAMP)")
             }
             return .date(Date(timeIntervalSince1970: n.doubleValue / 1000))
-        case "BYTES"?:
+        case "BYTES"?, "ENCRYPTED_BYTES"?:
             guard let s = value as? String, let data = Data(base64Encoded: s) else {
-                throw CloudKitError.badRequest("\(field) must be base64 (BYTES)")
+                throw CloudKitError.badRequest("\(field) must be base64 (\(type ?? "BYTES"))")
             }
             return .bytes(data)
         case "LOCATION"?:
