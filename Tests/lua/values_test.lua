@@ -43,6 +43,13 @@ test("An encrypted value comes back as given and no query matches it", function(
   expect.raises(function() sf.Encrypted(sf.Encrypted("x")) end, "encrypted twice")
   expect.raises(function() sf.Record{ recordType = "S", zone = w.zone, fields = { l = { sf.Encrypted("x") } } } end, "encrypted item")
   expect.raises(function() sf.Encrypted(nil) end, "field value")
+  -- Changed by hand to hold itself, directly or through a list: refused, never a loop.
+  local e = sf.Encrypted("x")
+  e.value = e
+  expect.raises(function() sf.Record{ recordType = "S", zone = w.zone, fields = { k = e } } end, "encrypted twice")
+  local l = sf.Encrypted({ "a" })
+  l.value = { l }
+  expect.raises(function() sf.Record{ recordType = "S", zone = w.zone, fields = { k = l } } end, "encrypted item")
 end)
 
 test("A location keeps all eight keys CloudKit gives one, alone and in a list", function()

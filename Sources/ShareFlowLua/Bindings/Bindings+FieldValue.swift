@@ -108,6 +108,9 @@ extension Bindings {
             let abs = lua_absindex(L, i)
             if let kind = valueKind(at: abs) {
                 switch kind {
+                case .encrypted where inList:
+                    // Refused before it is read: an encrypted value holds a list that could hold it.
+                    throw call.argumentError(position, "field '\(key)' holds an encrypted item; encrypt the whole field instead (R23)")
                 case .bytes, .date, .location, .reference, .encrypted: return try typedValue(call, abs, kind: kind, key: key, position: position)
                 case .recordID: return .reference(try recordID(call, abs, position: position), action: .none)
                 default: break
@@ -196,6 +199,10 @@ extension Bindings {
                 throw call.argumentError(position, "field '\(key)': Encrypted.value must be a field value, got nil")
             }
             defer { call.state.pop() }
+            // Refused before it is read: a table changed by hand may hold itself (`e.value = e`).
+            if valueKind(at: lua_absindex(L, -1)) == .encrypted {
+                throw call.argumentError(position, "field '\(key)' is encrypted twice; encrypt a value once (R23)")
+            }
             guard let inner = try fieldValue(call, -1, key: key, position: position, inList: false) else {
                 throw call.argumentError(position, "field '\(key)': Encrypted.value must be a field value, got nil")
             }
