@@ -35,6 +35,33 @@ class OperationsTests: XCTestCase {
         )
     }
 
+    /// An operation added to a database and never waited for keeps nothing alive: the container
+    /// keeps its queue and the queue its operations, and a database keeps its container, so a
+    /// queued operation holding its database whole was a cycle that kept the container, its
+    /// session and the engine for good (found by LeakSanitizer under the fuzzer).
+    func testAnOperationLeftWaitingKeepsNoContainerAlive() throws {
+        let w = try World()
+        weak var container: Container?
+        weak var operation: CloudOperation?
+        try {
+            let c = try w.engine.session(for: w.alice).container(World.containerID)
+            container = c
+            let op = ModifyRecordZonesOperation(recordZoneIDsToDelete: [w.zone.zoneID])
+            operation = op
+            try c.sharedCloudDatabase.add(op)
+            XCTAssertEqual(op.database?.databaseScope, .shared, "a queued operation still names its database")
+            XCTAssertTrue(op.database?.container === c)
+        }()
+        XCTAssertNil(container, "the container outlived every reference to it")
+        XCTAssertNil(operation)
+        // One waited for runs against the database it was added to.
+        let op = ModifyRecordZonesOperation(recordZonesToSave: ["Later"])
+        try w.c.privateCloudDatabase.add(op)
+        op.waitUntilFinished()
+        XCTAssertNil(op.error)
+        XCTAssertEqual(try w.c.privateCloudDatabase.fetchAllRecordZones().map(\.zoneID.zoneName).sorted(), ["Later", "Trips", "_defaultZone"])
+    }
+
     func testQualityOfServiceOrdersTheQueue() throws {
         let w = try World()
         var order: [String] = []

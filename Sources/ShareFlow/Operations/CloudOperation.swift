@@ -47,7 +47,28 @@ public class CloudOperation: CustomStringConvertible {
     /// Called after the operation's own completion blocks.
     public var completionBlock: (() -> Void)?
     /// For database operations: which database (the private one when unset).
-    public var database: CloudDatabase?
+    public var database: CloudDatabase? {
+        get { chosenDatabase ?? queuedScope.flatMap { queue?.container.database($0) } }
+        set {
+            chosenDatabase = newValue
+            queuedScope = nil
+        }
+    }
+    /// The database as set, until the operation waits on that database's own container.
+    private var chosenDatabase: CloudDatabase?
+    /// While the operation waits on its database's own container: the scope alone. The
+    /// container keeps its queue, the queue its operations, and a database keeps its container:
+    /// held whole, an operation added and never waited for kept its container, session and
+    /// engine alive for good (a cycle nothing freed).
+    private var queuedScope: DatabaseScope?
+
+    /// The queue of `container` takes the operation: its database, if it is one of that
+    /// container's, is kept by scope from now on (a database is a view its container makes).
+    func queued(on container: Container) {
+        guard let chosen = chosenDatabase, chosen.container === container else { return }
+        queuedScope = chosen.databaseScope
+        chosenDatabase = nil
+    }
     /// Whether the operation reads or writes one database (CloudKit's `CKDatabaseOperation`),
     /// so `CloudDatabase.add` takes it; the others are the container's.
     public var isDatabaseOperation: Bool { false }

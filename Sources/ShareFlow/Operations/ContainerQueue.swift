@@ -19,6 +19,7 @@ public final class ContainerQueue {
         added += 1
         operation.addedOrder = added
         operation.queue = self
+        operation.queued(on: container)
         waiting.append(operation)
     }
 
