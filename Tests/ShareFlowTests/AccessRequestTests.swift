@@ -57,6 +57,166 @@ class AccessRequestTests: XCTestCase {
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [root, s]).error)
         XCTAssertTrue(try share(w, s.recordID).allowsAccessRequests)
     }
+
+    /// Alice's share of the trip, taking requests, and Dana, who is on nothing.
+    func asking(_ w: World) throws -> (share: Share, dana: Container) {
+        let s = try w.share()
+        let owned = try share(w, s.recordID)
+        owned.allowsAccessRequests = true
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [owned]).error)
+        let dana = try w.engine.accounts.create(emails: ["dana@example.com"], name: NameComponents(givenName: "Dana"))
+        return (try share(w, s.recordID), try w.engine.session(for: dana).container(World.containerID))
+    }
+
+    /// One URL's answer to a request, as the operation gives it.
+    func ask(_ c: Container, _ url: String) throws -> Result<Void, ShareFlowError> {
+        let (results, error) = c.requestShareAccessResults([url])
+        if let error, error.code != .partialFailure { throw error }
+        return try XCTUnwrap(results.first?.1)
+    }
+
+    func testR39ARequestIsRecordedOnceAndTheSilentAnswersAreTheSame() throws {
+        let w = try World()
+        let (s, dana) = try asking(w)
+        XCTAssertNoThrow(try ask(dana, s.url!).get())
+        XCTAssertNoThrow(try ask(dana, s.url!).get(), "asking again refreshes the one entry")
+        XCTAssertEqual(try share(w, s.recordID).requesters.map(\.participantLookupInfo), [.emailAddress("dana@example.com")])
+
+        // A share that takes none, an unknown URL, the other environment, a blocked caller:
+        // success, nothing recorded.
+        let other = Record(recordType: "Trip", recordID: RecordID(recordName: "porto", zoneID: w.zone.zoneID))
+        let closed = Share(rootRecord: other)
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [other, closed]).error)
+        let production = try w.engine.session(for: w.engine.accounts.find("dana@example.com")!).container(World.containerID, environment: .production)
+        for (c, url) in [(dana, closed.url!), (dana, s.url! + "x"), (dana, "https://elsewhere/share/abc"), (production, s.url!)] {
+            XCTAssertNoThrow(try ask(c, url).get(), url)
+        }
+        XCTAssertEqual(try share(w, closed.recordID).requesters.count, 0)
+        XCTAssertEqual(try share(w, s.recordID).requesters.count, 1)
+        XCTAssertEqual(
+            try w.engine.requestShareAccess(url: closed.url!, caller: w.engine.accounts.find("dana@example.com")!, container: dana.containerID),
+            .silent
+        )
+
+        // The owner and an accepted participant change nothing; a pending one is told.
+        XCTAssertNoThrow(try ask(w.c, s.url!).get())
+        let invited = try share(w, s.recordID)
+        invited.addParticipant(try w.participant("bob@example.com"))
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [invited]).error)
+        if case .failure(let e) = try ask(w.bc, s.url!) { XCTAssertEqual(e.code, .participantAlreadyInvited) } else { XCTFail("pending: no error") }
+        try w.accept(s.url!, in: w.bc)
+        XCTAssertNoThrow(try ask(w.bc, s.url!).get())
+        XCTAssertEqual(try share(w, s.recordID).requesters.count, 1, "only Dana asks")
+
+        // A public share is joined by accepting it.
+        let public_ = try share(w, s.recordID)
+        public_.publicPermission = .readOnly
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [public_]).error)
+        XCTAssertEqual(try share(w, s.recordID).requesters.count, 0, "making it public closed the request (R42)")
+        if case .failure(let e) = try ask(dana, s.url!) { XCTAssertEqual(e.code, .invalidArguments) } else { XCTFail("public: no error") }
+    }
+
+    func testR40OnlyTheOwnerAndAdministratorsSeeRequesters() throws {
+        let w = try World()
+        let (s, dana) = try asking(w)
+        let invited = try share(w, s.recordID)
+        invited.addParticipant(try w.participant("bob@example.com"))
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [invited]).error)
+        try w.accept(s.url!, in: w.bc)
+        try ask(dana, s.url!).get()
+        let requester = try XCTUnwrap(share(w, s.recordID).requesters.first)
+        XCTAssertEqual(requester.userIdentity.nameComponents?.givenName, "Dana", "asking shows the name of an account that is not discoverable")
+        XCTAssertEqual(try XCTUnwrap(w.bc.sharedCloudDatabase.fetchRecord(s.recordID) as? Share).requesters.count, 0)
+        let promote = try share(w, s.recordID)
+        promote.participants.first { $0.role == .privateUser }?.role = .administrator
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [promote]).error)
+        XCTAssertEqual(try XCTUnwrap(w.bc.sharedCloudDatabase.fetchRecord(s.recordID) as? Share).requesters.count, 1)
+    }
+
+    func testR41ApproveDenyBlockUnblock() throws {
+        let w = try World()
+        let (s, dana) = try asking(w)
+        try ask(dana, s.url!).get()
+        var added: [Bool?] = []
+        w.engine.events.observe(.participantAdded) { added.append($0.approvedRequester) }
+
+        // Denied, she may ask again.
+        let deny = try share(w, s.recordID)
+        deny.denyRequesters(deny.requesters)
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [deny]).error)
+        XCTAssertEqual(try share(w, s.recordID).requesters.count, 0)
+        try ask(dana, s.url!).get()
+
+        // Approved: pending, an approved requester, the request closed.
+        let approve = try share(w, s.recordID)
+        approve.approveRequesters(approve.requesters, permission: .readWrite)
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [approve]).error)
+        let after = try share(w, s.recordID)
+        XCTAssertEqual(after.requesters.count, 0)
+        let p = try XCTUnwrap(after.participants.first { $0.userIdentity.lookupInfo == .emailAddress("dana@example.com") })
+        XCTAssertEqual(p.acceptanceStatus, .pending)
+        XCTAssertEqual(p.permission, .readWrite)
+        XCTAssertTrue(p.isApprovedRequester)
+        XCTAssertEqual(added, [true])
+        try w.accept(s.url!, in: dana)
+
+        // Blocked (as a participant, ShareFlow's choice): off the share, listed, cannot ask.
+        let block = try share(w, s.recordID)
+        block.blockParticipants(block.participants.filter { $0.role != .owner })
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [block]).error)
+        let blocked = try share(w, s.recordID)
+        XCTAssertEqual(blocked.blockedIdentities.map(\.lookupInfo), [.emailAddress("dana@example.com")])
+        XCTAssertEqual(blocked.participants.filter { $0.acceptanceStatus != .removed }.count, 1)
+        try ask(dana, s.url!).get()
+        XCTAssertEqual(try share(w, s.recordID).requesters.count, 0, "a blocked caller's request is not recorded")
+
+        // Adding her back fails until she is unblocked (R42).
+        let readd = try share(w, s.recordID)
+        readd.addParticipant(try w.participant("dana@example.com"))
+        XCTAssertEqual(try w.c.privateCloudDatabase.modifyRecords(saving: [readd]).firstError?.code, .invalidArguments)
+        let unblock = try share(w, s.recordID)
+        unblock.unblockIdentities(unblock.blockedIdentities)
+        unblock.addParticipant(try w.participant("dana@example.com"))
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [unblock]).error, "unblocked and added in one save")
+    }
+
+    func testR41AStaleCopyDeniesNothing() throws {
+        let w = try World()
+        let (s, dana) = try asking(w)
+        try ask(dana, s.url!).get()
+        let stale = try share(w, s.recordID)
+        let other = try share(w, s.recordID)
+        other.title = "moved on"
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [other]).error)
+        stale.denyRequesters(stale.requesters)
+        XCTAssertEqual(try w.c.privateCloudDatabase.modifyRecords(saving: [stale], savePolicy: .changedKeys).firstError?.code, .serverRecordChanged)
+        XCTAssertEqual(try share(w, s.recordID).requesters.count, 1, "R35: from the server's copy only")
+    }
+
+    func testR42RequestsPastTheCapAreDroppedWithTheSameAnswer() throws {
+        let w = try World()
+        w.engine.options.maxRequesters = 1
+        let (s, dana) = try asking(w)
+        var dropped: [String?] = []
+        w.engine.events.observe(.shareAccessRequestDropped) { dropped.append($0.reason) }
+        try ask(dana, s.url!).get()
+        try ask(w.cc, s.url!).get()
+        XCTAssertEqual(try share(w, s.recordID).requesters.map(\.participantLookupInfo), [.emailAddress("dana@example.com")])
+        XCTAssertEqual(dropped, ["tooManyRequests"])
+        try ask(dana, s.url!).get()
+        XCTAssertEqual(dropped.count, 1, "asking again is no new request")
+    }
+
+    func testR42ABlockedIdentityJoinsNoPublicShare() throws {
+        let w = try World()
+        let s = try w.share(["carol@example.com"])
+        let block = try share(w, s.recordID)
+        block.blockParticipants(block.participants.filter { $0.role != .owner })
+        block.publicPermission = .readOnly
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [block]).error)
+        XCTAssertThrowsError(try w.accept(s.url!, in: w.cc)) { XCTAssertEqual(($0 as? ShareFlowError)?.code, .permissionFailure) }
+        XCTAssertNoThrow(try w.accept(s.url!, in: w.bc))
+    }
 }
 
 extension AccessRequestTests: RecordRuleSupport {}

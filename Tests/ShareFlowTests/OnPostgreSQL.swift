@@ -18,6 +18,12 @@ final class AccessRequestTestsOnPostgreSQL: AccessRequestTests {
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
     override func testR38OnlyTheOwnerOrAnAdministratorChangesWhetherAShareTakesRequests() throws { try super.testR38OnlyTheOwnerOrAnAdministratorChangesWhetherAShareTakesRequests() }
     override func testR38ANewShareMayTakeRequestsFromItsFirstSave() throws { try super.testR38ANewShareMayTakeRequestsFromItsFirstSave() }
+    override func testR39ARequestIsRecordedOnceAndTheSilentAnswersAreTheSame() throws { try super.testR39ARequestIsRecordedOnceAndTheSilentAnswersAreTheSame() }
+    override func testR40OnlyTheOwnerAndAdministratorsSeeRequesters() throws { try super.testR40OnlyTheOwnerAndAdministratorsSeeRequesters() }
+    override func testR41ApproveDenyBlockUnblock() throws { try super.testR41ApproveDenyBlockUnblock() }
+    override func testR41AStaleCopyDeniesNothing() throws { try super.testR41AStaleCopyDeniesNothing() }
+    override func testR42RequestsPastTheCapAreDroppedWithTheSameAnswer() throws { try super.testR42RequestsPastTheCapAreDroppedWithTheSameAnswer() }
+    override func testR42ABlockedIdentityJoinsNoPublicShare() throws { try super.testR42ABlockedIdentityJoinsNoPublicShare() }
 }
 
 final class AdministratorTestsOnPostgreSQL: AdministratorTests {
@@ -183,6 +189,7 @@ final class OperationsTestsOnPostgreSQL: OperationsTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
     override func testPerItemOrderThenCompletionOnceInSwift() throws { try super.testPerItemOrderThenCompletionOnceInSwift() }
+    override func testAnOperationLeftWaitingKeepsNoContainerAlive() throws { try super.testAnOperationLeftWaitingKeepsNoContainerAlive() }
     override func testQualityOfServiceOrdersTheQueue() throws { try super.testQualityOfServiceOrdersTheQueue() }
     override func testCancelBeforeRunCompletesEveryItemAsCancelled() throws { try super.testCancelBeforeRunCompletesEveryItemAsCancelled() }
     override func testAsyncForms() async throws { try await super.testAsyncForms() }

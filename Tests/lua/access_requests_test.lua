@@ -1,4 +1,5 @@
 -- SPEC §17, share access requests, through the Lua API. Run: shareflow test Tests/lua
+local sf = require("shareflow")
 local helpers = require("helpers")
 local world = helpers.world
 local shared = helpers.shared
@@ -18,4 +19,184 @@ test("R38: only the owner or an administrator changes whether a share takes acce
   expect.raises(function() bobs.allowsAccessRequests = false end, "only the share's owner or an administrator")
   expect.raises(function() mine.allowsAccessRequests = "yes" end, "must be a boolean")
   expect.eq(w.db:fetchRecord(share.recordID).allowsAccessRequests, true)
+end)
+
+--- Alice's share of the trip, taking requests; Dana has an account and is on nothing.
+local function asking(w)
+  local share = shared(w, {}, "readOnly")
+  share.allowsAccessRequests = true
+  assert(select(2, w.db:modifyRecords{ save = { share } }) == nil)
+  sf.accounts.create{ email = "dana@example.com", name = { given = "Dana" } }
+  w.dc = sf.as("dana@example.com"):container(helpers.container)
+  return w.db:fetchRecord(share.recordID)
+end
+
+test("R39, R40: a request is recorded once and shown to the owner only", function()
+  local w = world()
+  local share = asking(w)
+  local heard = {}
+  sf.on("share.accessRequested", function(ev) heard[#heard + 1] = ev end)
+  local results, err = w.dc:requestShareAccess{ share.url }
+  expect.eq(err, nil)
+  expect.eq(results[share.url], true)
+  local mine = w.db:fetchRecord(share.recordID)
+  expect.eq(#mine.requesters, 1)
+  local r = mine.requesters[1]
+  expect.eq(r.participantLookupInfo.emailAddress, "dana@example.com")
+  expect.eq(r.userIdentity.nameComponents.given, "Dana", "asking shows the name (R40)")
+  expect.eq(type(r.requestedAt), "number")
+  expect.eq(#heard, 1)
+  expect.eq(heard[1].requester.requestID, r.requestID)
+  expect.eq(heard[1].url, share.url)
+  -- Asking again refreshes the one entry and renews the share's tag (R43).
+  local tag = mine.recordChangeTag
+  assert(w.dc:requestShareAccess{ share.url }[share.url])
+  local again = w.db:fetchRecord(share.recordID)
+  expect.eq(#again.requesters, 1)
+  expect.eq(again.requesters[1].requestID, r.requestID)
+  assert(again.recordChangeTag ~= tag, "asking again renews the share's tag (R43)")
+  expect.eq(#heard, 2)
+end)
+
+test("R39: unknown URLs, shares without requests and blocked callers all succeed silently", function()
+  local w = world()
+  local share = asking(w)
+  local porto = sf.Record{ recordType = "Trip", recordName = "porto", zone = w.zone }
+  local closed = sf.Share{ rootRecord = porto, title = "Porto" }
+  assert(select(2, w.db:modifyRecords{ save = { porto, closed } }) == nil)
+  local url = share.url
+  local results = w.dc:requestShareAccess{ url .. "x", "https://nowhere/share/abc", closed.url }
+  expect.eq(results[url .. "x"], true)
+  expect.eq(results["https://nowhere/share/abc"], true)
+  expect.eq(results[closed.url], true)
+  expect.eq(#w.db:fetchRecord(closed.recordID).requesters, 0, "a share that takes no requests records none")
+end)
+
+test("R39: a pending invitee is told they are invited; a public share is joined by accepting", function()
+  local w = world()
+  local share = asking(w)
+  helpers.invite(w, share, "dana@example.com")
+  assert(select(2, w.db:modifyRecords{ save = { share } }) == nil)
+  local results, err = w.dc:requestShareAccess{ share.url }
+  expect.eq(results[share.url], nil)
+  expect.code(err.partialErrors[share.url], "participantAlreadyInvited")
+  local public = w.db:fetchRecord(share.recordID)
+  public.publicPermission = "readOnly"
+  assert(select(2, w.db:modifyRecords{ save = { public } }) == nil)
+  local _, err2 = w.dc:requestShareAccess{ share.url }
+  expect.code(err2.partialErrors[share.url], "invalidArguments")
+end)
+
+test("R41: approving adds a pending approved requester and closes the request", function()
+  local w = world()
+  local share = asking(w)
+  assert(w.dc:requestShareAccess{ share.url }[share.url])
+  local added = {}
+  sf.on("participant.added", function(ev) added[#added + 1] = ev end)
+  local mine = w.db:fetchRecord(share.recordID)
+  mine:approveRequesters(mine.requesters, { permission = "readWrite" })
+  assert(select(2, w.db:modifyRecords{ save = { mine } }) == nil)
+  local after = w.db:fetchRecord(share.recordID)
+  expect.eq(#after.requesters, 0, "the request closed")
+  local dana
+  for _, p in ipairs(after.participants) do
+    if p.userIdentity.lookupInfo.emailAddress == "dana@example.com" then dana = p end
+  end
+  assert(dana, "Dana is on the share")
+  expect.eq(dana.acceptanceStatus, "pending")
+  expect.eq(dana.permission, "readWrite")
+  expect.eq(dana.isApprovedRequester, true)
+  expect.eq(type(dana.dateAddedToShare), "number")
+  expect.eq(added[1].approvedRequester, true)
+  accept(w.dc, share.url)
+end)
+
+test("R41: deny closes, block closes and lists, unblock lets them ask again", function()
+  local w = world()
+  local share = asking(w)
+  assert(w.dc:requestShareAccess{ share.url }[share.url])
+  local events = {}
+  for _, name in ipairs{ "share.requestersDenied", "share.requestersBlocked", "share.identitiesUnblocked" } do
+    sf.on(name, function(ev) events[#events + 1] = ev end)
+  end
+  local mine = w.db:fetchRecord(share.recordID)
+  mine:denyRequesters(mine.requesters)
+  assert(select(2, w.db:modifyRecords{ save = { mine } }) == nil)
+  expect.eq(#w.db:fetchRecord(share.recordID).requesters, 0)
+  expect.eq(events[1].name, "share.requestersDenied")
+  -- Denied, they may ask again; blocked, they may not.
+  assert(w.dc:requestShareAccess{ share.url }[share.url])
+  mine = w.db:fetchRecord(share.recordID)
+  expect.eq(#mine.requesters, 1)
+  mine:blockRequesters{ mine.requesters[1].requestID }
+  assert(select(2, w.db:modifyRecords{ save = { mine } }) == nil)
+  mine = w.db:fetchRecord(share.recordID)
+  expect.eq(#mine.requesters, 0)
+  expect.eq(#mine.blockedIdentities, 1)
+  expect.eq(mine.blockedIdentities[1].lookupInfo.emailAddress, "dana@example.com")
+  expect.eq(events[2].name, "share.requestersBlocked")
+  assert(w.dc:requestShareAccess{ share.url }[share.url], "a blocked caller gets the same success")
+  expect.eq(#w.db:fetchRecord(share.recordID).requesters, 0, "and nothing is recorded")
+  -- Adding a blocked identity fails, naming the way out (R42).
+  helpers.invite(w, mine, "dana@example.com")
+  local _, err = w.db:modifyRecords{ save = { mine } }
+  expect.contains(tostring(err), "unblockIdentities")
+  mine = w.db:fetchRecord(share.recordID)
+  mine:unblockIdentities(mine.blockedIdentities)
+  assert(select(2, w.db:modifyRecords{ save = { mine } }) == nil)
+  expect.eq(#w.db:fetchRecord(share.recordID).blockedIdentities, 0)
+  expect.eq(events[3].name, "share.identitiesUnblocked")
+  assert(w.dc:requestShareAccess{ share.url }[share.url])
+  expect.eq(#w.db:fetchRecord(share.recordID).requesters, 1)
+end)
+
+test("R41, R42: blocking a participant takes them off; a blocked identity joins no public share", function()
+  local w = world()
+  local share = shared(w, { "bob@example.com" }, "readOnly")
+  accept(w.bc, share.url)
+  local removed
+  sf.on("participant.removed", function(ev) removed = ev.reason end)
+  local mine = w.db:fetchRecord(share.recordID)
+  local bob
+  for _, p in ipairs(mine.participants) do
+    if p.role ~= "owner" then bob = p end
+  end
+  mine:blockRequesters{ bob }
+  assert(select(2, w.db:modifyRecords{ save = { mine } }) == nil)
+  expect.eq(removed, "blocked")
+  mine = w.db:fetchRecord(share.recordID)
+  mine.publicPermission = "readOnly"
+  assert(select(2, w.db:modifyRecords{ save = { mine } }) == nil)
+  local ms = assert(w.bc:fetchShareMetadata{ share.url })
+  local _, err = w.bc:acceptShares{ ms[share.url] }
+  expect.contains(tostring(err), "blocked")
+end)
+
+test("R40: participants who are not the owner or an administrator see no requesters", function()
+  local w = world()
+  local share = asking(w)
+  helpers.invite(w, share, "bob@example.com")
+  assert(select(2, w.db:modifyRecords{ save = { share } }) == nil)
+  accept(w.bc, share.url)
+  assert(w.dc:requestShareAccess{ share.url }[share.url])
+  expect.eq(#w.db:fetchRecord(share.recordID).requesters, 1)
+  local bobs = w.bc.sharedCloudDatabase:fetchRecord(share.recordID)
+  expect.eq(#bobs.requesters, 0)
+  expect.eq(#bobs.blockedIdentities, 0)
+  expect.raises(function() bobs:denyRequesters("x") end, "takes a list")
+end)
+
+test("O11: ShareRequestAccessOperation calls its blocks per URL, then once", function()
+  local w = world()
+  local share = asking(w)
+  local log = {}
+  local op = sf.ShareRequestAccessOperation{ shareURLs = { share.url, "https://x/share/none" } }
+  op.perShareAccessRequestResultBlock = function(url, ok, err) log[#log + 1] = url .. ":" .. tostring(ok) .. ":" .. tostring(err) end
+  op.shareAccessRequestResultBlock = function(err) log[#log + 1] = "done:" .. tostring(err) end
+  w.dc:add(op)
+  op:wait()
+  expect.eq(#log, 3)
+  expect.eq(log[1], share.url .. ":true:nil")
+  expect.eq(log[3], "done:nil")
+  expect.eq(#w.db:fetchRecord(share.recordID).requesters, 1)
 end)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a participant is on a share.
 public enum ParticipantRole: String, Sendable, CaseIterable {
     case owner, administrator, privateUser, publicUser, unknown
@@ -34,6 +36,11 @@ public final class Participant: CustomStringConvertible {
     public var permission: ParticipantPermission
     /// Set by the server (R7, R14, R18): `unknown` when fetched, `pending` once added and saved, then `accepted` or `removed`.
     public internal(set) var acceptanceStatus: ParticipantAcceptanceStatus
+    /// Whether the participant joined by having an access request approved (R41; Apple's
+    /// `isApprovedRequester`).
+    public internal(set) var isApprovedRequester = false
+    /// When the participant was added to the share (or added again); nil until saved.
+    public internal(set) var dateAddedToShare: Date?
 
     init(
         participantID: String,

@@ -26,6 +26,12 @@ public final class Share: Record {
     /// not on it may record a request the owner and administrators then approve or deny. Only
     /// they may change it: a save that changes it from anyone else is `permissionFailure`.
     public var allowsAccessRequests = false
+    /// Open access requests, oldest first: shown to the owner and administrators only, empty
+    /// for everyone else (R40).
+    public internal(set) var requesters: [AccessRequester] = []
+    /// Identities that may neither ask to join nor join (R41, R42): shown to the owner and
+    /// administrators only, empty for everyone else (R40).
+    public internal(set) var blockedIdentities: [BlockedIdentity] = []
     /// As the caller may see them (R15): owner and caller at least.
     public internal(set) var participants: [Participant] = []
     /// The caller's own participant, relative to who fetched or saved the share.
@@ -45,6 +51,11 @@ public final class Share: Record {
     /// Participants the owner added since the last save: only these may bring back someone
     /// the server has removed.
     package var addedParticipantIDs: Set<String> = []
+    /// Requests denied, requesters or participants blocked and identities unblocked since the
+    /// last save (R41): by request, participant or block ID, made by the next save.
+    package var deniedRequestIDs: [String] = []
+    package var blockedIDs: [String] = []
+    package var unblockedIDs: [String] = []
 
     /// The share's `cloudkit.title` field, which invitees see; the owner edits it (R6).
     public var title: String? {
@@ -106,6 +117,58 @@ public final class Share: Record {
         removedParticipantIDs.append(p.participantID)
     }
 
+    /// Closes these requests with the next save; their requesters may ask again (R41; Apple's
+    /// `denyRequesters(_:)`).
+    ///
+    /// ```swift
+    /// share.denyRequesters(share.requesters.filter { $0.requestedAt < lastWeek })
+    /// try db.modifyRecords(saving: [share])
+    /// ```
+    public func denyRequesters(_ requesters: [AccessRequester]) {
+        for r in requesters where !deniedRequestIDs.contains(r.requestID) { deniedRequestIDs.append(r.requestID) }
+    }
+
+    /// Blocks these requesters with the next save: their requests close and their identities
+    /// join `blockedIdentities`, so they can neither ask again nor join (R41; Apple's
+    /// `blockRequesters(_:)`).
+    public func blockRequesters(_ requesters: [AccessRequester]) {
+        for r in requesters where !blockedIDs.contains(r.requestID) { blockedIDs.append(r.requestID) }
+    }
+
+    /// Blocks these participants' identities with the next save, taking them off the share
+    /// (reason `blocked`): ShareFlow's choice, beside Apple's requesters-only form (R41).
+    public func blockParticipants(_ participants: [Participant]) {
+        for p in participants where !blockedIDs.contains(p.participantID) { blockedIDs.append(p.participantID) }
+    }
+
+    /// ShareFlow's convenience for approving (R41): a participant for each requester's own
+    /// address, as `FetchShareParticipants` with its `participantLookupInfo` would give,
+    /// added with `permission` and `role`; the next save approves them (they are `pending`,
+    /// with `isApprovedRequester`). No `participant.fetched` event is sent for these.
+    public func approveRequesters(
+        _ requesters: [AccessRequester],
+        permission: ParticipantPermission = .readOnly,
+        role: ParticipantRole = .privateUser
+    ) {
+        for r in requesters {
+            addParticipant(
+                Participant(
+                    participantID: RandomIdentifier.uuidString(),
+                    userIdentity: r.userIdentity,
+                    role: role,
+                    permission: permission,
+                    acceptanceStatus: .unknown
+                )
+            )
+        }
+    }
+
+    /// Takes these identities off `blockedIdentities` with the next save (R41; Apple's
+    /// `unblockIdentities(_:)`).
+    public func unblockIdentities(_ identities: [BlockedIdentity]) {
+        for b in identities where !unblockedIDs.contains(b.blockID) { unblockedIDs.append(b.blockID) }
+    }
+
     /// Takes the server's state after a save: its stamp, URL, participants and public
     /// permission; the adds and removes made on this object are done.
     override func adoptServerState(of server: Record) {
@@ -115,11 +178,16 @@ public final class Share: Record {
         serverAllowsAccessRequests = server.allowsAccessRequests
         allowsAccessRequests = server.allowsAccessRequests
         url = server.url
+        requesters = server.requesters
+        blockedIdentities = server.blockedIdentities
         participants = server.participants
         currentUserParticipant = server.currentUserParticipant
         publicPermission = server.publicPermission
         removedParticipantIDs = []
         addedParticipantIDs = []
+        deniedRequestIDs = []
+        blockedIDs = []
+        unblockedIDs = []
     }
 
     override func duplicate() -> Record {
@@ -131,6 +199,8 @@ public final class Share: Record {
         s.allowsAccessRequests = allowsAccessRequests
         s.serverAllowsAccessRequests = serverAllowsAccessRequests
         s.participants = participants
+        s.requesters = requesters
+        s.blockedIdentities = blockedIdentities
         s.currentUserParticipant = currentUserParticipant
         return s
     }
@@ -149,6 +219,47 @@ public final class Share: Record {
         let ownerText = owner.map { $0.userIdentity.description } ?? "?"
         let active = participants.filter { $0.acceptanceStatus != .removed }.count
         return "Share(\"\(title ?? recordID.recordName)\", url: \(url ?? "unsaved"), owner: \(ownerText), participants: \(active))"
+    }
+}
+
+extension Share {
+    /// Someone who asked to join the share (R39, R40; Apple's `CKShare.AccessRequester`). The
+    /// owner approves by adding a participant for `participantLookupInfo` (R41).
+    ///
+    /// ```swift
+    /// for requester in share.requesters where requester.participantLookupInfo.emailAddress?.hasSuffix("@example.com") == true {
+    ///     let p = try engine.fetchShareParticipant(requester.participantLookupInfo, caller: owner, container: "iCloud.t")
+    ///     share.addParticipant(p)
+    /// }
+    /// ```
+    public struct AccessRequester: Sendable, CustomStringConvertible {
+        /// Names the request (over HTTP, the `participantId` of a `requesters` entry).
+        public let requestID: String
+        /// Who asked: name components and the address they asked with, shown by consent (R40).
+        public let userIdentity: UserIdentity
+        /// The address to fetch a participant with, to approve (R41).
+        public let participantLookupInfo: LookupInfo
+        /// When they last asked.
+        public let requestedAt: Date
+
+        /// The requester's identity and when they asked, for logs.
+        public var description: String { "AccessRequester(\(userIdentity), \(requestedAt))" }
+    }
+
+    /// An identity that may neither ask to join the share nor join it (R41, R42; Apple's
+    /// `CKShare.BlockedIdentity`).
+    public struct BlockedIdentity: Sendable, CustomStringConvertible {
+        /// Names the block (over HTTP, the `participantId` of a `blocked` entry).
+        public let blockID: String
+        /// Who is blocked, as the owner saw them when blocking.
+        public let userIdentity: UserIdentity
+        /// The address the block matches when the identity has no account.
+        public let lookupInfo: LookupInfo
+        /// When it was blocked.
+        public let blockedAt: Date
+
+        /// The identity and when it was blocked, for logs.
+        public var description: String { "BlockedIdentity(\(userIdentity), \(blockedAt))" }
     }
 }
 

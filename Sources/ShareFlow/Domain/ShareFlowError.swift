@@ -18,6 +18,8 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
             invalidArguments, serverRecordChanged, operationCancelled, batchRequestFailed,
             badDatabase, zoneNotFound, limitExceeded, tooManyParticipants, alreadyShared,
             referenceViolation, participantMayNeedVerification, changeTokenExpired,
+            // R39: an access request from someone already invited.
+            participantAlreadyInvited,
             // SPEC §15: what fault rules inject (CloudKit's own codes for these failures).
             networkFailure, zoneBusy, quotaExceeded
 
@@ -40,6 +42,7 @@ public struct ShareFlowError: Error, CustomStringConvertible, Sendable {
             case .alreadyShared: return 30
             case .referenceViolation: return 31
             case .participantMayNeedVerification: return 33
+            case .participantAlreadyInvited: return 37
             case .changeTokenExpired: return 21
             case .networkFailure: return 4
             case .zoneBusy: return 23

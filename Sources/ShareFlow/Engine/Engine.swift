@@ -51,6 +51,9 @@ public final class Engine: @unchecked Sendable {
     public struct Options: Sendable {
         /// R8: most participants per share, owner included.
         public var maxParticipants = 100
+        /// R42: most open access requests per share (`sharing.maxRequesters`); past it a
+        /// request is dropped with the same answer.
+        public var maxRequesters = 100
         /// DiscoverAll reports progress every this many contacts.
         public var discoveryProgressInterval = 1000
         /// Share URLs are `<publicURL>/share/<token>` (`shareflow serve --public-url`); no

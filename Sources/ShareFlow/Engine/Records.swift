@@ -258,13 +258,16 @@ extension Engine {
         } else {
             identity = UserIdentity(userRecordID: nil, lookupInfo: row.lookup, nameComponents: nil, hasiCloudAccount: false)
         }
-        return Participant(
+        let participant = Participant(
             participantID: row.participantID,
             userIdentity: identity,
             role: row.role,
             permission: row.permission,
             acceptanceStatus: row.status
         )
+        participant.isApprovedRequester = row.isApprovedRequester
+        participant.dateAddedToShare = Date(timeIntervalSince1970: row.addedAt)
+        return participant
     }
 
     /// The share as `caller` sees it (R15: the owner and the caller at least). `participants`:
@@ -306,6 +309,11 @@ extension Engine {
             let object = try participantObject(p, account: account, db: db)
             share.participants.append(object)
             if isMe { share.currentUserParticipant = object }
+        }
+        // R40: requesters and blocked identities, to the owner and administrators only.
+        if managing {
+            share.requesters = try db.accessRequests(share: row.id).map(Engine.accessRequester)
+            share.blockedIdentities = try db.blockedIdentities(share: row.id).map(Engine.blockedIdentity)
         }
         return share
     }

@@ -90,31 +90,44 @@ extension Engine {
                 }
             }
             let lookup = p.userIdentity.lookupInfo ?? .userRecordID(p.userIdentity.userRecordID ?? "")
+            // R42: a blocked identity is unblocked before it is added.
+            if try db.isBlocked(share: row.id, account: matched ?? existing?.accountID, lookup: lookup) {
+                throw ShareFlowError.invalid(
+                    "\(item): \(p.userIdentity) is blocked on this share; take them off its blocked identities first (unblockIdentities, R42)"
+                )
+            }
+            let added: Int64
             if let existing {
                 try db.reinstate(participant: existing.id, role: role, permission: p.permission, at: Date().timeIntervalSince1970)
+                added = existing.id
             } else {
                 // A participant ID names one place on one share: an object already placed on
                 // another share (a copy of its participants) gets a fresh one here.
                 let participantID = try db.participantIDExists(p.participantID) ? RandomIdentifier.uuidString() : p.participantID
-                matchedRows.insert(
-                    try db.insertParticipant(
-                        share: row.id,
-                        participantID: participantID,
-                        account: matched,
-                        lookup: lookup,
-                        role: role,
-                        permission: p.permission,
-                        status: .pending,
-                        at: Date().timeIntervalSince1970
-                    )
+                added = try db.insertParticipant(
+                    share: row.id,
+                    participantID: participantID,
+                    account: matched,
+                    lookup: lookup,
+                    role: role,
+                    permission: p.permission,
+                    status: .pending,
+                    at: Date().timeIntervalSince1970
                 )
+                matchedRows.insert(added)
             }
+            // R41: adding someone who asked approves their request: it closes, and they are
+            // an approved requester (pending, as any invitee).
+            let approved = try (matched ?? existing?.accountID).map { try db.closeAccessRequest(share: row.id, account: $0) } ?? false
+            if approved { try db.setApprovedRequester(participant: added) }
             rows = try participantRows(share: row.id, db: db)
             p.acceptanceStatus = .pending
             p.role = role
+            p.isApprovedRequester = approved
             var event = Event(.participantAdded, caller: caller, container: container)
             event.share = share
             event.participant = p
+            event.approvedRequester = approved
             emit(event)
         }
         // Off the share: as shown, whoever the object no longer lists; under changedKeys, whom
@@ -174,6 +187,12 @@ extension Engine {
             throw ShareFlowError.denied("\(item): only the owner changes a participant's role (R26)")
         }
         try db.setRole(p.role, participant: row.id)
+        var event = Event(.participantRoleChanged, caller: caller, container: container)
+        event.share = share
+        event.participant = p
+        event.from = row.role.rawValue
+        event.to = p.role.rawValue
+        emit(event)
     }
 
     private func isSamePerson(_ row: ParticipantRow, accountID: Int64?, lookup: LookupInfo?) -> Bool {

@@ -202,6 +202,8 @@ extension Engine {
                 try SharingRules.require(.changePublicPermission, of: mine, isPublicShare: isPublic, item: item)
             }
             try db.setPublicPermission(publicPermission, share: row.id)
+            // R42: a public share is joined by accepting it; its open requests close.
+            if isPublic { _ = try db.closeAllAccessRequests(share: row.id) }
             for p in try participantRows(share: row.id, db: db) where p.role != .owner {
                 let matches = publicPermission == .none ? p.status != .removed : p.status == .pending
                 guard matches else { continue }
@@ -220,7 +222,12 @@ extension Engine {
             try created || policy == .ifServerRecordUnchanged || share.recordChangeTag == tagAtStart
             ? nil
             : makeShare(row, zone: zone, caller: caller, db: db)
-        let participantsBefore = staleServerCopy == nil ? [] : try participantRows(share: row.id, db: db).map(\.state)
+        /// Who is on the share how, who asks and who is blocked (R35, R41).
+        func standing() throws -> [String] { try participantRows(share: row.id, db: db).map(\.state) + accessState(share: row.id, db: db) }
+        let participantsBefore = staleServerCopy == nil ? [] : try standing()
+        // R41: denials and unblocks first (an identity unblocked here may be added here), blocks
+        // after the participant changes (a participant blocked here leaves).
+        try applyDenialsAndUnblocks(share, row: row, me: mine, isPublic: isPublic, caller: caller, container: container, item: item, db: db)
         try applyParticipantChanges(
             share,
             row: row,
@@ -232,7 +239,8 @@ extension Engine {
             item: item,
             db: db
         )
-        if let server = staleServerCopy, try participantRows(share: row.id, db: db).map(\.state) != participantsBefore {
+        try applyBlocks(share, row: row, me: mine, isPublic: isPublic, caller: caller, container: container, item: item, db: db)
+        if let server = staleServerCopy, try standing() != participantsBefore {
             var error = ShareFlowError(
                 .serverRecordChanged,
                 "\(item) changed on the server since this copy (copy's change tag \(share.recordChangeTag ?? "none"), server's \(tagAtStart ?? "?")); whatever the save policy, a share's participants are changed only from the server's current copy: merge with the error's serverRecord and save again (R35)"

@@ -171,6 +171,10 @@ extension Engine {
                         isPublicShare: row.publicPermission != .none,
                         item: item
                     )
+                    // R42: a blocked identity joins no share, a public one included.
+                    if try db.isBlocked(share: row.id, account: caller.id, lookup: nil) {
+                        throw ShareFlowError.denied("\(item): \(caller.email ?? caller.userRecordID) is blocked from this share (R42)")
+                    }
                     return true
                 }
                 guard var (row, zone, participants) = try current() else { throw ShareFlowError.unknown("\(item) no longer exists") }

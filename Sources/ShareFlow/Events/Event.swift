@@ -69,6 +69,10 @@ public struct Event {
     public var database: String?
     /// `fault.injected` (SPEC §15): what was injected, where and by which rule.
     public var injection: FaultInjection?
+    /// The access-request events (SPEC §17): requesters, identities, participants removed.
+    public var access: AccessEventDetails?
+    /// `participant.added`: whether the participant was added by approving their request (R41).
+    public var approvedRequester: Bool?
 
     /// An event of `kind` stamped now, with none of its kind's fields set yet: the engine sets
     /// them, then emits it.
@@ -102,6 +106,11 @@ public enum EventKind: Int, CaseIterable, Sendable, NamedByLiteral {
     case recordSaved, recordDeleted, zoneSaved, zoneDeleted
     /// `fault.injected` (SPEC §15).
     case faultInjected
+    /// `share.accessRequested`, `share.accessRequestDropped`, `share.requestersDenied`,
+    /// `share.requestersBlocked`, `share.identitiesUnblocked` (SPEC §17).
+    case shareAccessRequested, shareAccessRequestDropped, shareRequestersDenied, shareRequestersBlocked, shareIdentitiesUnblocked
+    /// `participant.roleChanged` (R26).
+    case participantRoleChanged
 
     /// The event's name as scripts see it (`participant.fetched`).
     public var staticName: StaticString {
@@ -122,6 +131,12 @@ public enum EventKind: Int, CaseIterable, Sendable, NamedByLiteral {
         case .zoneSaved: "zone.saved"
         case .zoneDeleted: "zone.deleted"
         case .faultInjected: "fault.injected"
+        case .shareAccessRequested: "share.accessRequested"
+        case .shareAccessRequestDropped: "share.accessRequestDropped"
+        case .shareRequestersDenied: "share.requestersDenied"
+        case .shareRequestersBlocked: "share.requestersBlocked"
+        case .shareIdentitiesUnblocked: "share.identitiesUnblocked"
+        case .participantRoleChanged: "participant.roleChanged"
         }
     }
 }
@@ -151,8 +166,9 @@ extension NamedByLiteral {
 /// - `publicPermissionChanged`: the public permission changed: to `none` removes all but the owner, to another the
 ///   pending participants.
 /// - `shareDeleted`: the share was deleted, by its owner or with its root record (R13, R14).
+/// - `blocked`: the owner or an administrator blocked their identity (R41).
 /// - `expired`: never given by the engine itself; a caller of `Engine.removeParticipant(_:reason:)` gives it
 ///   (`sf.admin.removeParticipant`, the expiring-invitations plugin).
 public enum RemovalReason: String, Sendable {
-    case removedByOwner, left, publicPermissionChanged, shareDeleted, expired
+    case removedByOwner, left, publicPermissionChanged, shareDeleted, blocked, expired
 }

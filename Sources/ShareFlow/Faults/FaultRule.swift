@@ -91,7 +91,7 @@ public struct FaultRule: Sendable, Equatable {
     public static let operations = [
         "modifyRecords", "fetchRecords", "query", "fetchShareParticipants", "fetchShareMetadata", "acceptShares",
         "discoverAllUserIdentities", "discoverUserIdentities", "modifyRecordZones", "databaseChanges",
-        "recordZoneChanges",
+        "recordZoneChanges", "requestShareAccess",
     ]
 
     /// The HTTP subpaths a rule can name, each with the native operation it runs, if any: a
@@ -102,7 +102,7 @@ public struct FaultRule: Sendable, Equatable {
         "changes/zone": "recordZoneChanges", "changes/database": "databaseChanges", "records/changes": "recordZoneChanges",
         "zones/changes": "databaseChanges", "users/discover": "discoverAllUserIdentities", "users/lookup/email": "discoverUserIdentities",
         "users/lookup/id": "discoverUserIdentities", "zones/list": nil, "zones/lookup": nil, "users/caller": nil, "users/current": nil,
-        "changes/stream": nil,
+        "changes/stream": nil, "records/requestAccess": "requestShareAccess",
     ]
 
     /// The keys a rule may have, in the order an error lists them.

@@ -120,6 +120,7 @@ public class CloudOperation: CustomStringConvertible {
     /// lower camel case (`modifyRecords`), the change feeds' as their calls' (`databaseChanges`).
     var faultName: String {
         switch self {
+        case is ShareRequestAccessOperation: return "requestShareAccess"
         case is FetchDatabaseChangesOperation: return "databaseChanges"
         case is FetchRecordZoneChangesOperation: return "recordZoneChanges"
         default:

@@ -58,6 +58,17 @@ extension Container {
         return (results, op.error)
     }
 
+    /// Each URL's request (R39, O11), in input order; the error is the operation's. A URL
+    /// that names no share, or a share that takes no requests, succeeds as one recorded does.
+    public func requestShareAccessResults(_ urls: [String]) -> ([(String, Result<Void, ShareFlowError>)], ShareFlowError?) {
+        var results: [(String, Result<Void, ShareFlowError>)] = []
+        let op = ShareRequestAccessOperation(shareURLs: urls)
+        op.qualityOfService = .userInitiated
+        op.perShareAccessRequestResultBlock = { results.append(($0, $1)) }
+        run(op)
+        return (results, op.error)
+    }
+
     /// The discoverable users among the caller's contacts, and the operation's error.
     public func discoverAllUserIdentityResults(progress: ((Int, Int) -> Void)? = nil) -> ([UserIdentity], ShareFlowError?) {
         var found: [UserIdentity] = []

@@ -201,6 +201,65 @@ public final class AcceptSharesOperation: CloudOperation {
     }
 }
 
+/// Asks to join shares by URL (R39, O11), as `CKShareRequestAccessOperation`: each URL is asked
+/// on its own, and succeeds whether or not anything was recorded (an unknown URL, a share that
+/// takes no requests and a blocked caller answer as a recorded request does). A container's
+/// operation: `database` is not used.
+///
+/// ```swift
+/// let op = ShareRequestAccessOperation(shareURLs: [link])
+/// op.perShareAccessRequestResultBlock = { url, result in if case .failure(let error) = result { print(url, error.code) } }
+/// container.add(op)
+/// op.waitUntilFinished()
+/// ```
+public final class ShareRequestAccessOperation: CloudOperation {
+    /// The container's, not a database's.
+    override var faultDatabase: DatabaseScope? { nil }
+
+    /// The share URLs to ask for (unset: `invalidArguments`, O4).
+    public var shareURLs: [String]?
+    /// Called once per URL, in input order, with success or the URL's error, as Apple's.
+    public var perShareAccessRequestResultBlock: ((String, Result<Void, ShareFlowError>) -> Void)?
+    /// The older per-URL block, as Apple's: the URL's error, or nil.
+    public var perShareAccessRequestCompletionBlock: ((String, ShareFlowError?) -> Void)?
+    /// Called once at the end: success, or the operation's error (`partialFailure` keyed by URL,
+    /// O3), as Apple's.
+    public var shareAccessRequestResultBlock: ((Result<Void, ShareFlowError>) -> Void)?
+    /// The older completion, as Apple's: the operation's error, or nil.
+    public var shareRequestAccessCompletionBlock: ((ShareFlowError?) -> Void)?
+
+    /// An operation that asks to join the shares at `shareURLs`.
+    public init(shareURLs: [String]? = nil) { self.shareURLs = shareURLs }
+
+    override var itemCount: Int { shareURLs?.count ?? 0 }
+
+    override func main(container: Container) {
+        if let urls = shareURLs {
+            do {
+                let caller = try container.session.account
+                let failures = process(
+                    urls,
+                    id: { $0 },
+                    body: { url in _ = try container.engine.requestShareAccess(url: url, caller: caller, container: container.containerID) },
+                    deliver: { url, result in
+                        perShareAccessRequestResultBlock?(url, result)
+                        if case .failure(let e) = result {
+                            perShareAccessRequestCompletionBlock?(url, e)
+                        } else {
+                            perShareAccessRequestCompletionBlock?(url, nil)
+                        }
+                    }
+                )
+                error = completionError(failures, total: urls.count)
+            } catch { self.error = .wrap(error) }
+        } else {
+            error = missing("shareURLs")
+        }
+        shareAccessRequestResultBlock?(error.map { .failure($0) } ?? .success(()))
+        shareRequestAccessCompletionBlock?(error)
+    }
+}
+
 /// Finds the discoverable users among the caller's contacts (R19), as
 /// `CKDiscoverAllUserIdentitiesOperation`. A container's operation: `database` is not used.
 ///

@@ -41,11 +41,11 @@ extension StoreTransaction {
         ) { (try StoreTransaction.shareRow($0), try $0.of("record", keyAt: 1).fields(8, "fields")) }
         c.participants = try fetchAll(
             """
-            SELECT id, participantID, accountID, lookupKind, lookupValue, role, permission, status, shareID FROM participant
+            SELECT \(StoreTransaction.participantColumns), shareID FROM participant
             """,
             table: "participant",
             keyAt: 0
-        ) { (try StoreTransaction.participantRow($0), try $0.integer(8, "shareID")) }
+        ) { (try StoreTransaction.participantRow($0), try $0.integer(10, "shareID")) }
         return c
     }
 }

@@ -255,7 +255,9 @@ extension StoreTransaction {
 
     // MARK: Participants
 
-    private static let participantColumns = "id, participantID, accountID, lookupKind, lookupValue, role, permission, status"
+    /// Every participant column `participantRow` reads, in its order; a query reading
+    /// participants uses it (the dry run's contents too).
+    static let participantColumns = "id, participantID, accountID, lookupKind, lookupValue, role, permission, status, approvedRequester, addedAt"
 
     /// A participant as stored (`participantColumns`).
     static func participantRow(_ row: StoredRow) throws -> ParticipantRow {
@@ -266,7 +268,9 @@ extension StoreTransaction {
             lookup: try row.lookup(kindAt: 3, "lookupKind", valueAt: 4, "lookupValue"),
             role: try row.word(5, "role"),
             permission: try row.word(6, "permission"),
-            status: try row.word(7, "status")
+            status: try row.word(7, "status"),
+            isApprovedRequester: try row.integer(8, "approvedRequester") != 0,
+            addedAt: try row.real(9, "addedAt")
         )
     }
 
@@ -289,14 +293,14 @@ extension StoreTransaction {
         try fetchAll(
             """
             SELECT p.id, p.participantID, p.accountID, p.lookupKind, p.lookupValue, p.role, p.permission, p.status,
-                   \(StoreTransaction.accountIdentityColumns)
+                   p.approvedRequester, p.addedAt, \(StoreTransaction.accountIdentityColumns)
             FROM participant p LEFT JOIN account a ON a.id = p.accountID WHERE p.shareID = ? ORDER BY p.id
             """,
             [share],
             table: "participant",
             keyAt: 0
         ) {
-            (try StoreTransaction.participantRow($0), (try? StoreTransaction.accountIdentityRow($0, at: 8)) ?? nil)
+            (try StoreTransaction.participantRow($0), (try? StoreTransaction.accountIdentityRow($0, at: 10)) ?? nil)
         }
     }
 
@@ -359,7 +363,7 @@ extension StoreTransaction {
     /// Puts a participant back on a share as pending (a re-add).
     package func reinstate(participant: Int64, role: ParticipantRole, permission: ParticipantPermission, at time: Double) throws {
         try run(
-            "UPDATE participant SET status = 'pending', role = ?, permission = ?, addedAt = ? WHERE id = ?",
+            "UPDATE participant SET status = 'pending', role = ?, permission = ?, addedAt = ?, approvedRequester = 0 WHERE id = ?",
             [role.rawValue, permission.rawValue, time, participant]
         )
         try logParticipantChanged(participant)

@@ -419,6 +419,10 @@ package struct ParticipantRow {
     package var role: ParticipantRole
     package var permission: ParticipantPermission
     package var status: ParticipantAcceptanceStatus
+    /// Added by approving their access request (R41).
+    package var isApprovedRequester = false
+    /// When added (or added again).
+    package var addedAt: Double = 0
 
     /// Who is on the share how, to tell whether a save changed the participants (R35).
     package var state: String { "\(id):\(role.rawValue):\(permission.rawValue):\(status.rawValue)" }

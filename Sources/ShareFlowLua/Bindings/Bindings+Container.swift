@@ -64,6 +64,18 @@ extension Bindings {
                 push(error)
                 return 2
             }
+            .method("requestShareAccess") { [unowned self] call, c in
+                // O11: `results[url] = true` for each URL that succeeded, silent ones included.
+                let urls = try stringList(call, 2)
+                let (results, error) = c.requestShareAccessResults(urls)
+                lua_createtable(call.L, 0, Int32(results.count))
+                for (url, r) in results where (try? r.get()) != nil {
+                    lua_pushboolean(call.L, 1)
+                    lua_setfield(call.L, -2, url)
+                }
+                push(error)
+                return 2
+            }
             .method("acceptShares") { [unowned self] call, c in
                 let metadatas = try metadataList(call, 2)
                 let (results, error) = c.acceptShareResults(metadatas)

@@ -76,6 +76,7 @@ extension Bindings {
             ("FetchShareParticipantsOperation", { FetchShareParticipantsOperation() }, defineFetchShareParticipants),
             ("FetchShareMetadataOperation", { FetchShareMetadataOperation() }, defineFetchShareMetadata),
             ("AcceptSharesOperation", { AcceptSharesOperation() }, defineAcceptShares),
+            ("ShareRequestAccessOperation", { ShareRequestAccessOperation() }, defineShareRequestAccess),
             ("DiscoverAllUserIdentitiesOperation", { DiscoverAllUserIdentitiesOperation() }, defineDiscoverAll),
             ("DiscoverUserIdentitiesOperation", { DiscoverUserIdentitiesOperation() }, defineDiscoverUsers),
             ("ModifyRecordsOperation", { ModifyRecordsOperation() }, defineModifyRecords),

@@ -22,6 +22,8 @@ extension Bindings {
                 set: { call, p, i in p.permission = try enumValue(call, i, ParticipantPermission.self, name: "permission") }
             )
             .property("acceptanceStatus") { lua, p in lua.push(string: p.acceptanceStatus.rawValue) }
+            .property("isApprovedRequester") { lua, p in try lua.push(.boolean(p.isApprovedRequester)) }
+            .property("dateAddedToShare") { lua, p in try lua.push(p.dateAddedToShare.map { .number($0.timeIntervalSince1970) } ?? .nil) }
             .describe { $0.description }
     }
 }

@@ -365,6 +365,30 @@ enum Hooks {
             lua_pushnumber(L, d)
             lua_setfield(L, -2, "duration")
         }
+        if let approved = ev.pointee.approvedRequester {
+            lua_pushboolean(L, approved ? 1 : 0)
+            lua_setfield(L, -2, "approvedRequester")
+        }
+        if let access = ev.pointee.access {
+            // SPEC §17: one requester for a request, the list for a denial.
+            if ev.pointee.kind == .shareAccessRequested || ev.pointee.kind == .shareAccessRequestDropped {
+                if let r = access.requesters.first {
+                    b.push(requester: r)
+                    lua_setfield(L, -2, "requester")
+                }
+            } else if !access.requesters.isEmpty {
+                b.pushList(access.requesters) { b.push(requester: $0) }
+                lua_setfield(L, -2, "requesters")
+            }
+            if !access.identities.isEmpty {
+                b.pushList(access.identities) { b.push(blocked: $0) }
+                lua_setfield(L, -2, "identities")
+            }
+            if ev.pointee.kind == .shareRequestersBlocked {
+                b.pushList(access.removedParticipants) { b.participantClass.push(unretained: Unmanaged.passUnretained($0), in: b.lua) }
+                lua_setfield(L, -2, "removedParticipants")
+            }
+        }
         switch ev.pointee.kind {
         case .recordSaved, .recordDeleted, .zoneSaved, .zoneDeleted:
             // A read-only view: the event's record is the engine's, not the observer's to change.

@@ -21,7 +21,7 @@ enum WireFormat {
         case .zoneBusy: return ("ZONE_BUSY", 503)
         case .quotaExceeded: return ("QUOTA_EXCEEDED", 413)
         case .invalidArguments, .limitExceeded, .tooManyParticipants, .alreadyShared, .badDatabase,
-            .participantMayNeedVerification, .partialFailure, .operationCancelled, .changeTokenExpired:
+            .participantMayNeedVerification, .participantAlreadyInvited, .partialFailure, .operationCancelled, .changeTokenExpired:
             return ("BAD_REQUEST", 400)
         }
     }

@@ -81,7 +81,34 @@ extension StoreCatalogue {
                     C("lookupValue", .text), C("role", .text, read: StoredTable.word(ParticipantRole.self)),
                     C("permission", .text, read: StoredTable.word(ParticipantPermission.self)),
                     C("status", .text, read: StoredTable.word(ParticipantAcceptanceStatus.self)), C("addedAt", .real),
+                    // 12: added by approving their access request (R41).
+                    C("approvedRequester", .integer, default: "0", since: 12),
                 ]
+            ),
+            // 12: open access requests (R39): one per account and share, the address the
+            // requester consented to show (R40), closed by deleting the row.
+            Table(
+                "share_request",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("shareID", .integer, references: "share(id)", cascade: true),
+                    C("accountID", .integer, references: "account(id)", cascade: true), C("requestID", .text, unique: true),
+                    C("lookupKind", .text, read: StoredTable.lookupKind), C("lookupValue", .text), C("requestedAt", .real),
+                ],
+                uniques: [["shareID", "accountID"]],
+                since: 12
+            ),
+            // 12: identities blocked from asking or joining (R41, R42): by account where the
+            // identity has one, else by address.
+            Table(
+                "share_block",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("shareID", .integer, references: "share(id)", cascade: true),
+                    C("accountID", .integer, nullable: true, references: "account(id)", cascade: true), C("blockID", .text, unique: true),
+                    C("lookupKind", .text, read: StoredTable.lookupKind), C("lookupValue", .text), C("blockedAt", .real),
+                ],
+                since: 12
             ),
             Table(
                 "credential",
@@ -176,6 +203,8 @@ extension StoreCatalogue {
             Index("view_change_name", on: "view_change", ["zoneID", "name", "deleted"]),
             Index("feed_change_seq", on: "feed_change", ["feedID", "seq"]),
             Index("rate_bucket_at", on: "rate_bucket", ["at"], since: 10),
+            Index("share_request_age", on: "share_request", ["requestedAt"], since: 12),
+            Index("share_block_share", on: "share_block", ["shareID", "accountID"], since: 12),
         ]
         // A share's change tag moves when its participants or its own row change (R31): the
         // tag is on the share's record row.

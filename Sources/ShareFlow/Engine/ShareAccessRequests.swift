@@ -1,0 +1,257 @@
+import Foundation
+
+/// Access requests (SPEC §17): asking to join a share (R39), what a share's save does with its
+/// requesters and blocked identities (R41, R42), and how both show (R40).
+extension Engine {
+    /// What one URL's request came to (R39), for the operation and the events.
+    public enum AccessRequestOutcome: Equatable, Sendable {
+        /// Recorded, or refreshed.
+        case recorded
+        /// Nothing recorded and nothing said: an unknown URL, a share that takes no requests, a
+        /// blocked caller (R39's uniform answer), or the caller is on the share already.
+        case silent
+        /// Past `sharing.maxRequesters` (R42): dropped, with the same answer.
+        case dropped
+    }
+
+    /// R39: `caller` asks to join the share at `url`. Success says nothing of the share: an
+    /// unknown URL, one of the other environment, a share that takes no requests and a blocked
+    /// caller all succeed with nothing recorded, each after the same one-statement read. A
+    /// `pending` participant gets `participantAlreadyInvited`, a public share `invalidArguments`.
+    ///
+    /// ```swift
+    /// try engine.requestShareAccess(url: link, caller: dana, container: ContainerID("iCloud.t"))
+    /// ```
+    @discardableResult
+    public func requestShareAccess(url: String, caller: Account, container containerID: ContainerID) throws -> AccessRequestOutcome {
+        try enter(.containerCall) {
+            let token = Engine.shareToken(url: url) ?? ""
+            let item = "share at \(url)"
+            // Every caller's request starts with the same read (R27): whether it goes on to a
+            // write is decided by what it found.
+            let first = try reading { db in try db.probeAccessRequest(token: token, environment: containerID.environment, caller: caller.id) }
+            guard try Engine.accessRequestGoesOn(first, item: item) else { return .silent }
+            let scope = try reading { db -> StoreWriteScope in
+                guard store.writersRunAtOnce, let found = try shareAndZone(url: url, environment: containerID.environment, db: db) else {
+                    return .wholeStore
+                }
+                return .zones([found.zone.lockKey])
+            }
+            return try transaction(scope: scope) { db in
+                // The share's zone is claimed (a PostgreSQL node holds it): the cap and the one
+                // request per account hold across processes (R42, M2).
+                guard let (row, zone) = try shareAndZone(url: url, environment: containerID.environment, db: db) else { return .silent }
+                let probe = try db.probeAccessRequest(token: token, environment: containerID.environment, caller: caller.id)
+                guard probe.share == row.id, try Engine.accessRequestGoesOn(probe, item: item) else { return .silent }
+                let owner = try owner(of: zone, db: db)
+                let ownersView = { [unowned self] in try makeShare(row, zone: zone, caller: owner, db: db) }
+                if !probe.hasRequest, probe.openRequests >= options.maxRequesters {
+                    var event = Event(.shareAccessRequestDropped, caller: caller, container: zone.container.identifier)
+                    event.share = try ownersView()
+                    event.url = url
+                    event.reason = "tooManyRequests"
+                    event.access = AccessEventDetails(requesters: [Engine.requester(caller)])
+                    emit(event)
+                    return .dropped
+                }
+                try db.recordAccessRequest(share: row.id, account: caller.id, lookup: caller.primaryLookup, at: Date().timeIntervalSince1970)
+                let share = try ownersView()
+                var event = Event(.shareAccessRequested, caller: caller, container: zone.container.identifier)
+                event.share = share
+                event.url = url
+                event.access = AccessEventDetails(
+                    requesters: share.requesters.filter { $0.userIdentity.userRecordID == caller.userRecordID }
+                )
+                emit(event)
+                return .recorded
+            }
+        }
+    }
+
+    /// R39 on what the probe read: whether the request is to be recorded (or dropped past the
+    /// cap). Throws the two answers that differ from silence.
+    private static func accessRequestGoesOn(_ probe: AccessRequestProbe, item: String) throws -> Bool {
+        guard probe.share != nil else { return false }
+        if probe.isPublic {
+            throw ShareFlowError.invalid("\(item): a public share is joined by accepting it, not by asking (R39)")
+        }
+        switch probe.status {
+        case .pending:
+            throw ShareFlowError(.participantAlreadyInvited, "\(item): you are invited already; accept the invitation (R39)")
+        case .accepted: return false
+        case .removed, .unknown, nil: break
+        }
+        if probe.role == .owner { return false }
+        return probe.allowsRequests && !probe.isBlocked
+    }
+
+    /// The requester an account makes, as the owner sees it (R40): by asking, it shows its
+    /// name and first address.
+    static func requester(_ account: Account) -> Share.AccessRequester {
+        accessRequester(
+            AccessRequestRow(
+                id: 0,
+                requestID: "",
+                lookup: account.primaryLookup,
+                requestedAt: Date().timeIntervalSince1970,
+                share: 0,
+                account: AccountIdentityRow(account)
+            )
+        )
+    }
+
+    /// A stored request as the owner and administrators see it (R40).
+    static func accessRequester(_ row: AccessRequestRow) -> Share.AccessRequester {
+        Share.AccessRequester(
+            requestID: row.requestID,
+            userIdentity: UserIdentity(
+                userRecordID: row.account.userRecordID,
+                lookupInfo: row.lookup,
+                nameComponents: row.account.name,
+                hasiCloudAccount: true
+            ),
+            participantLookupInfo: row.lookup,
+            requestedAt: Date(timeIntervalSince1970: row.requestedAt)
+        )
+    }
+
+    /// A stored block as the owner and administrators see it (R40): the account's identity as
+    /// a participant's shows (R2), else the address blocked.
+    static func blockedIdentity(_ row: BlockRow) -> Share.BlockedIdentity {
+        Share.BlockedIdentity(
+            blockID: row.blockID,
+            userIdentity: row.account?.identity(lookupInfo: row.lookup)
+                ?? UserIdentity(userRecordID: nil, lookupInfo: row.lookup, nameComponents: nil, hasiCloudAccount: false),
+            lookupInfo: row.lookup,
+            blockedAt: Date(timeIntervalSince1970: row.blockedAt)
+        )
+    }
+
+    // MARK: In a share's save (R41)
+
+    /// What a save's denials, blocks and unblocks touch, as stored: compared before and after
+    /// the save's changes when the copy is stale (R35).
+    func accessState(share: Int64, db: StoreTransaction) throws -> [String] {
+        try db.accessRequests(share: share).map { "r:\($0.requestID)" } + db.blockedIdentities(share: share).map { "b:\($0.blockID)" }
+    }
+
+    /// R41: the requests `share` denies and the identities it unblocks, before its participant
+    /// changes (an identity unblocked in the save may be added by it). Owner or administrator.
+    func applyDenialsAndUnblocks(
+        _ share: Share,
+        row: ShareRow,
+        me: ParticipantRow,
+        isPublic: Bool,
+        caller: Account,
+        container: String,
+        item: String,
+        db: StoreTransaction
+    ) throws {
+        guard !share.deniedRequestIDs.isEmpty || !share.unblockedIDs.isEmpty else { return }
+        try SharingRules.require(.changeAccessRequests, of: me, isPublicShare: isPublic, item: item)
+        if !share.unblockedIDs.isEmpty {
+            let blocks = try db.blockedIdentities(share: row.id)
+            let gone = blocks.filter { share.unblockedIDs.contains($0.blockID) }
+            try db.unblock(gone.map(\.id), share: row.id)
+            if !gone.isEmpty {
+                var event = Event(.shareIdentitiesUnblocked, caller: caller, container: container)
+                event.share = share
+                event.access = AccessEventDetails(identities: gone.map(Engine.blockedIdentity))
+                emit(event)
+            }
+        }
+        if !share.deniedRequestIDs.isEmpty {
+            let requests = try db.accessRequests(share: row.id)
+            let denied = requests.filter { share.deniedRequestIDs.contains($0.requestID) }
+            try db.closeAccessRequests(denied.map(\.id), share: row.id)
+            if !denied.isEmpty {
+                var event = Event(.shareRequestersDenied, caller: caller, container: container)
+                event.share = share
+                event.access = AccessEventDetails(requesters: denied.map(Engine.accessRequester))
+                emit(event)
+            }
+        }
+    }
+
+    /// R41: the requesters and participants `share` blocks, after its participant changes:
+    /// each identity joins the blocked list (by account, else address), its request closes and
+    /// its participant leaves the share (reason `blocked`). Owner or administrator; only the
+    /// owner blocks an administrator (R26).
+    func applyBlocks(
+        _ share: Share,
+        row: ShareRow,
+        me: ParticipantRow,
+        isPublic: Bool,
+        caller: Account,
+        container: String,
+        item: String,
+        db: StoreTransaction
+    ) throws {
+        guard !share.blockedIDs.isEmpty else { return }
+        try SharingRules.require(.changeAccessRequests, of: me, isPublicShare: isPublic, item: item)
+        let requests = try db.accessRequests(share: row.id)
+        let participants = try participantRows(share: row.id, db: db)
+        var identities: [Share.BlockedIdentity] = []
+        var removed: [Participant] = []
+        let now = Date().timeIntervalSince1970
+        for id in share.blockedIDs {
+            if let request = requests.first(where: { $0.requestID == id }) {
+                try db.block(share: row.id, account: request.account.id, lookup: request.lookup, at: now)
+                _ = try db.closeAccessRequest(share: row.id, account: request.account.id)
+                identities.append(
+                    Engine.blockedIdentity(
+                        BlockRow(id: 0, blockID: "", lookup: request.lookup, blockedAt: now, accountID: request.account.id, account: request.account)
+                    )
+                )
+            } else if let p = participants.first(where: { $0.participantID == id }) {
+                guard p.role != .owner else { throw ShareFlowError.invalid("\(item): the owner cannot be blocked from their own share") }
+                if p.role == .administrator && me.role != .owner {
+                    throw ShareFlowError.denied("\(item): only the owner blocks an administrator (R26)")
+                }
+                try db.block(share: row.id, account: p.accountID, lookup: p.lookup, at: now)
+                if let account = p.accountID { _ = try db.closeAccessRequest(share: row.id, account: account) }
+                let identity = try participantObject(p, db: db).userIdentity
+                identities.append(
+                    Share.BlockedIdentity(blockID: "", userIdentity: identity, lookupInfo: p.lookup, blockedAt: Date(timeIntervalSince1970: now))
+                )
+                if p.status != .removed {
+                    try setStatus(.removed, of: p, share: share, reason: .blocked, caller: caller, container: container, db: db)
+                    var gone = p
+                    gone.status = .removed
+                    removed.append(try participantObject(gone, db: db))
+                }
+            } else {
+                throw ShareFlowError.invalid(
+                    "\(item): blockRequesters names \(Naming.printable(id)), which is neither an open request nor a participant of this share (R41)"
+                )
+            }
+        }
+        // The stored blocks, with their IDs, for the event.
+        let stored = try db.blockedIdentities(share: row.id)
+        let named = identities.map { identity in
+            stored.first { $0.lookup == identity.lookupInfo }.map(Engine.blockedIdentity) ?? identity
+        }
+        var event = Event(.shareRequestersBlocked, caller: caller, container: container)
+        event.share = share
+        event.access = AccessEventDetails(identities: named, removedParticipants: removed)
+        emit(event)
+    }
+}
+
+/// The access-request events' own fields (SPEC §17): kept apart so an `Event` stays small for
+/// the many events that carry none.
+public final class AccessEventDetails {
+    /// `share.accessRequested`, `share.accessRequestDropped`: the requester;
+    /// `share.requestersDenied`: those denied.
+    public let requesters: [Share.AccessRequester]
+    /// `share.requestersBlocked`, `share.identitiesUnblocked`: the identities.
+    public let identities: [Share.BlockedIdentity]
+    /// `share.requestersBlocked`: participants the blocks took off the share.
+    public let removedParticipants: [Participant]
+
+    init(requesters: [Share.AccessRequester] = [], identities: [Share.BlockedIdentity] = [], removedParticipants: [Participant] = []) {
+        self.requesters = requesters
+        self.identities = identities
+        self.removedParticipants = removedParticipants
+    }
+}
