@@ -7,7 +7,7 @@
 ---@alias shareflow.Status "pending"|"accepted"|"removed"|"unknown"
 ---@alias shareflow.QoS "userInteractive"|"userInitiated"|"default"|"utility"|"background"
 ---@alias shareflow.Scope "private"|"shared"|"public"
----@alias shareflow.Event "participant.fetched"|"participant.added"|"participant.removed"|"participant.permissionChanged"|"share.saved"|"share.deleted"|"share.publicPermissionChanged"|"share.metadataFetched"|"share.accepted"|"user.discovered"|"operation.finished"|"record.saved"|"record.deleted"|"zone.saved"|"zone.deleted"
+---@alias shareflow.Event "participant.fetched"|"participant.added"|"participant.removed"|"participant.permissionChanged"|"share.saved"|"share.deleted"|"share.publicPermissionChanged"|"share.metadataFetched"|"share.accepted"|"user.discovered"|"operation.finished"|"record.saved"|"record.deleted"|"zone.saved"|"zone.deleted"|"fault.injected"|"share.accessRequested"|"share.accessRequestDropped"|"share.requestersDenied"|"share.requestersBlocked"|"share.identitiesUnblocked"|"participant.roleChanged"
 ---@alias shareflow.PolicyPoint "share.accept"|"participant.add"|"share.publicPermission"|"share.save"
 
 ---@class shareflow.LookupInfo
@@ -134,6 +134,10 @@ function Container:fetchShareMetadata(urls, opts) end
 ---@param metadatas shareflow.Metadata[]
 ---@return shareflow.Share[], shareflow.Error?
 function Container:acceptShares(metadatas) end
+---Asks to join the shares at `urls` (R39, O11): `results[url] = true` for each that succeeded.
+---@param urls string[]
+---@return table<string, true>, shareflow.Error?
+function Container:requestShareAccess(urls) end
 ---@param opts? {progress?: fun(done: integer, total: integer)}
 ---@return shareflow.Identity[], shareflow.Error?
 function Container:discoverAllUserIdentities(opts) end
@@ -230,11 +234,38 @@ function Record:changedKeys() end
 ---@field currentUserParticipant? shareflow.Participant
 ---@field rootRecordID? shareflow.RecordID
 ---@field isZoneShare boolean
+---@field requesters shareflow.AccessRequester[] open requests (the owner's and administrators' copies only, R40)
+---@field blockedIdentities shareflow.BlockedIdentity[] (the owner's and administrators' copies only, R40)
 local Share = {}
 ---@param p shareflow.Participant
 function Share:addParticipant(p) end
 ---@param p shareflow.Participant
 function Share:removeParticipant(p) end
+---Closes these requests with the next save (R41).
+---@param list (string|shareflow.AccessRequester)[]
+function Share:denyRequesters(list) end
+---Blocks these requesters (and participants) with the next save (R41).
+---@param list (string|shareflow.AccessRequester|shareflow.Participant)[]
+function Share:blockRequesters(list) end
+---Takes these off `blockedIdentities` with the next save (R41).
+---@param list (string|shareflow.BlockedIdentity)[]
+function Share:unblockIdentities(list) end
+---Adds a participant for each requester; the next save approves them (R41).
+---@param list (string|shareflow.AccessRequester)[]
+---@param opts? {permission?: shareflow.Permission, role?: shareflow.Role}
+function Share:approveRequesters(list, opts) end
+
+---@class shareflow.AccessRequester
+---@field requestID string
+---@field userIdentity shareflow.Identity
+---@field participantLookupInfo shareflow.LookupInfo
+---@field requestedAt number seconds since 1970
+
+---@class shareflow.BlockedIdentity
+---@field blockID string
+---@field userIdentity shareflow.Identity
+---@field lookupInfo shareflow.LookupInfo
+---@field blockedAt number seconds since 1970
 
 ---@class shareflow.Participant
 ---@field participantID string
@@ -242,6 +273,8 @@ function Share:removeParticipant(p) end
 ---@field role shareflow.Role
 ---@field permission shareflow.Permission
 ---@field acceptanceStatus shareflow.Status
+---@field isApprovedRequester boolean added by approving their request (R41)
+---@field dateAddedToShare? number seconds since 1970
 
 ---@class shareflow.Metadata
 ---@field containerIdentifier string
@@ -291,6 +324,13 @@ function Operation:wait() end
 ---@field perShareCompletionBlock? fun(metadata: shareflow.Metadata, share?: shareflow.Share, err?: shareflow.Error)
 ---@field acceptSharesResultBlock? fun(err?: shareflow.Error)
 ---@field acceptSharesCompletionBlock? fun(err?: shareflow.Error)
+
+---@class shareflow.ShareRequestAccessOperation: shareflow.Operation
+---@field shareURLs? string[]
+---@field perShareAccessRequestResultBlock? fun(url: string, ok?: true, err?: shareflow.Error)
+---@field perShareAccessRequestCompletionBlock? fun(url: string, err?: shareflow.Error)
+---@field shareAccessRequestResultBlock? fun(err?: shareflow.Error)
+---@field shareRequestAccessCompletionBlock? fun(err?: shareflow.Error)
 
 ---@class shareflow.DiscoverAllUserIdentitiesOperation: shareflow.Operation
 ---@field userIdentityDiscoveredBlock? fun(identity: shareflow.Identity)
@@ -359,6 +399,11 @@ function Operation:wait() end
 ---@field items? integer
 ---@field failed? integer
 ---@field duration? number
+---@field approvedRequester? boolean participant.added: the add approved their request
+---@field requester? shareflow.AccessRequester share.accessRequested, share.accessRequestDropped
+---@field requesters? shareflow.AccessRequester[] share.requestersDenied
+---@field identities? shareflow.BlockedIdentity[] share.requestersBlocked, share.identitiesUnblocked
+---@field removedParticipants? shareflow.Participant[] share.requestersBlocked
 
 ---@class shareflow.PolicyRequest
 ---@field point shareflow.PolicyPoint
@@ -581,6 +626,9 @@ function shareflow.FetchShareMetadataOperation(t) end
 ---@param t? table
 ---@return shareflow.AcceptSharesOperation
 function shareflow.AcceptSharesOperation(t) end
+---@param t? table
+---@return shareflow.ShareRequestAccessOperation
+function shareflow.ShareRequestAccessOperation(t) end
 ---@param t? table
 ---@return shareflow.DiscoverAllUserIdentitiesOperation
 function shareflow.DiscoverAllUserIdentitiesOperation(t) end

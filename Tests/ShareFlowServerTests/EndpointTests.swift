@@ -887,6 +887,85 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// SPEC §17 over HTTP: Bob asks through records/requestAccess (the same answer for a share
+    /// that takes no requests and for a made-up short GUID), Alice reads him in `requesters`,
+    /// denies him with the update key `denyRequesters`, blocks him when he asks again, reads him
+    /// in `blocked`, unblocks him by userRecordName and approves by adding him: his participant
+    /// says `isApprovedRequester`. A key naming nothing is refused, naming it.
+    func testAccessRequestsOverHTTP() async throws {
+        try await withServer { [alice, bob] c in
+            try await c.makeTrips(as: alice)
+            var r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"a","recordType":"Trip","fields":{}}},{"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"a"},"denyAccessRequests":false}}"#,
+                as: alice
+            )
+            var share = try XCTUnwrap(r.records.last, "\(r.object)")
+            let guid = try XCTUnwrap(share["shortGUID"] as? String)
+            func ask(_ value: String) async throws -> [String: Any] {
+                let r = try await c.post("/public/records/requestAccess", as: bob, #"{"shortGUIDs":[{"value":"\#(value)"}]}"#)
+                return try XCTUnwrap((r.object["results"] as? [[String: Any]])?.first, "\(r.object)")
+            }
+            func current() async throws -> [String: Any] {
+                let r = try await c.post("/private/records/lookup", as: alice, #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"s"}]}"#)
+                return try XCTUnwrap(r.records.first, "\(r.object)")
+            }
+            func update(_ extra: String) async throws -> Answer {
+                let now = try await current()
+                let tag = try XCTUnwrap(now["recordChangeTag"] as? String)
+                return try await c.modifyTrips(
+                    #"{"operationType":"update","record":{"recordName":"s","recordType":"cloudkit.share","recordChangeTag":"\#(tag)",\#(extra)}}"#,
+                    as: alice
+                )
+            }
+            let silent = try await ask("madeUpGUIDmadeUpGUIDmadeUp")
+            XCTAssertEqual(silent.keys.sorted(), ["shortGUID"], "\(silent)")
+            let first = try await ask(guid)
+            XCTAssertEqual(first.keys.sorted(), ["shortGUID"])
+            share = try await current()
+            let requesters = try XCTUnwrap(share["requesters"] as? [[String: Any]], "\(share)")
+            XCTAssertEqual(requesters.count, 1)
+            let requestID = try XCTUnwrap(requesters[0]["participantId"] as? String)
+            let identity = try XCTUnwrap(requesters[0]["userIdentity"] as? [String: Any])
+            XCTAssertEqual((identity["lookupInfo"] as? [String: Any])?["emailAddress"] as? String, "bob@example.com")
+            let bobName = try XCTUnwrap(identity["userRecordName"] as? String)
+
+            r = try await update(#""denyRequesters":["\#(requestID)"]"#)
+            XCTAssertNil(r.records.first?["requesters"], "\(r.object)")
+            r = try await update(#""denyRequesters":["nobody"]"#)
+            XCTAssertEqual(r.object["records"].flatMap { ($0 as? [[String: Any]])?.first?["serverErrorCode"] } as? String, "BAD_REQUEST", "\(r.object)")
+            XCTAssertTrue(r.text.contains("nobody"), r.text)
+
+            _ = try await ask(guid)
+            share = try await current()
+            let again = try XCTUnwrap((share["requesters"] as? [[String: Any]])?.first?["participantId"] as? String)
+            r = try await update(#""blockRequesters":["\#(again)"]"#)
+            share = try await current()
+            XCTAssertNil(share["requesters"])
+            XCTAssertEqual((share["blocked"] as? [[String: Any]])?.count, 1, "\(share)")
+            _ = try await ask(guid)
+            share = try await current()
+            XCTAssertNil(share["requesters"], "a blocked caller's request is not recorded")
+
+            r = try await update(#""unblockIdentities":["\#(bobName)"]"#)
+            share = try await current()
+            XCTAssertNil(share["blocked"], "\(r.object)")
+            _ = try await ask(guid)
+            r = try await update(
+                #""participants":[{"type":"USER","permission":"READ_WRITE","userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}}}]"#
+            )
+            share = try await current()
+            XCTAssertNil(share["requesters"], "approving closed the request: \(share)")
+            let bobs = (share["participants"] as? [[String: Any]])?.first { $0["type"] as? String == "USER" }
+            XCTAssertEqual(bobs?["isApprovedRequester"] as? Bool, true, "\(share)")
+            XCTAssertEqual(bobs?["acceptanceStatus"] as? String, "INVITED")
+
+            // Invited, he is told so.
+            let invited = try await ask(guid)
+            XCTAssertEqual(invited["serverErrorCode"] as? String, "BAD_REQUEST")
+            XCTAssertTrue((invited["reason"] as? String)?.contains("participantAlreadyInvited") == true, "\(invited)")
+        }
+    }
+
     /// A LOCATION keeps all eight of its keys (SPEC §13 wave 4, issue 42 point 5), alone and
     /// in a list, through the store and back; one given with its coordinates only comes back
     /// with those only; a key that is no finite number is refused naming it.

@@ -200,3 +200,12 @@ test("O11: ShareRequestAccessOperation calls its blocks per URL, then once", fun
   expect.eq(log[3], "done:nil")
   expect.eq(#w.db:fetchRecord(share.recordID).requesters, 1)
 end)
+
+test("R41: an ID that names nothing on this copy is an error, never silently nothing", function()
+  local w = world()
+  local share = asking(w)
+  expect.raises(function() share:denyRequesters{ "nobody" } end, "is not an open request")
+  expect.raises(function() share:unblockIdentities{ { blockID = "gone" } } end, "is not a blocked identity")
+  expect.raises(function() share:blockRequesters{ 42 } end, "must be an ID string")
+  expect.raises(function() share:approveRequesters({}, { permission = "all" }) end, "invalid permission")
+end)

@@ -75,6 +75,12 @@ public struct ShareDraft {
     public var publicPermission: ParticipantPermission?
     /// Whether people without an invitation may ask to join (R38); nil leaves it as it is.
     public var allowsAccessRequests: Bool?
+    /// Request IDs to deny (R41); over HTTP, the `participantId` of `requesters` entries.
+    public var denyRequesters: [String] = []
+    /// Request IDs, or participant IDs of people on the share, to block (R41).
+    public var blockRequesters: [String] = []
+    /// Block IDs (the `participantId` of `blocked` entries) or user record names to unblock (R41).
+    public var unblockIdentities: [String] = []
     /// Fields put over the share's own (its title, say); nil changes none.
     public var fields: [String: FieldValue]?
     /// The participants the share should have besides its owner, in order; nil leaves them as

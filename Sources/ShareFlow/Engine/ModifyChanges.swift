@@ -185,6 +185,7 @@ extension Engine {
         }
         if let permission = draft.publicPermission { share.publicPermission = permission }
         if let allows = draft.allowsAccessRequests { share.allowsAccessRequests = allows }
+        try applyAccessChanges(of: draft, to: share, item: item)
         for (key, value) in draft.fields ?? [:] { share.fields[key] = value }
         guard let listed = draft.participants else { return share }
         if case .existing = draft.target {

@@ -129,6 +129,34 @@ extension Engine {
 
     // MARK: In a share's save (R41)
 
+    /// A draft's denials, blocks and unblocks (R41) put on the share they name, each ID matched
+    /// against the share as its caller reads it: one that names nothing there is
+    /// `invalidArguments` naming it (a stale list is the copy's to refresh).
+    func applyAccessChanges(of draft: ShareDraft, to share: Share, item: String) throws {
+        func unknown(_ key: String, _ id: String, _ what: String) -> ShareFlowError {
+            ShareFlowError.invalid("\(item): \(key) names \(Naming.printable(id)), which is \(what) of this share (R41)")
+        }
+        for id in draft.denyRequesters {
+            guard let r = share.requesters.first(where: { $0.requestID == id }) else { throw unknown("denyRequesters", id, "no open request") }
+            share.denyRequesters([r])
+        }
+        for id in draft.blockRequesters {
+            if let r = share.requesters.first(where: { $0.requestID == id }) {
+                share.blockRequesters([r])
+            } else if let p = share.participants.first(where: { $0.participantID == id }) {
+                share.blockParticipants([p])
+            } else {
+                throw unknown("blockRequesters", id, "neither an open request nor a participant")
+            }
+        }
+        for id in draft.unblockIdentities {
+            guard let b = share.blockedIdentities.first(where: { $0.blockID == id || $0.userIdentity.userRecordID == id }) else {
+                throw unknown("unblockIdentities", id, "no blocked identity")
+            }
+            share.unblockIdentities([b])
+        }
+    }
+
     /// What a save's denials, blocks and unblocks touch, as stored: compared before and after
     /// the save's changes when the copy is stale (R35).
     func accessState(share: Int64, db: StoreTransaction) throws -> [String] {

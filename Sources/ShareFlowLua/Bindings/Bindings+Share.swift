@@ -54,23 +54,27 @@ extension Bindings {
             }
             .method("denyRequesters", mutating: true) { [unowned self] call, s in
                 let ids = try accessIDs(call, 2, key: "requestID", method: "denyRequesters")
+                try requireKnown(call, ids, s.requesters.map(\.requestID), "an open request")
                 s.denyRequesters(s.requesters.filter { ids.contains($0.requestID) })
                 return 0
             }
             .method("blockRequesters", mutating: true) { [unowned self] call, s in
                 // Requesters, and (ShareFlow's choice, R41) participants: each by its ID.
                 let ids = try accessIDs(call, 2, key: "requestID", method: "blockRequesters", participants: true)
+                try requireKnown(call, ids, s.requesters.map(\.requestID) + s.participants.map(\.participantID), "an open request or a participant")
                 s.blockRequesters(s.requesters.filter { ids.contains($0.requestID) })
                 s.blockParticipants(s.participants.filter { ids.contains($0.participantID) })
                 return 0
             }
             .method("unblockIdentities", mutating: true) { [unowned self] call, s in
                 let ids = try accessIDs(call, 2, key: "blockID", method: "unblockIdentities")
+                try requireKnown(call, ids, s.blockedIdentities.map(\.blockID), "a blocked identity")
                 s.unblockIdentities(s.blockedIdentities.filter { ids.contains($0.blockID) })
                 return 0
             }
             .method("approveRequesters", mutating: true) { [unowned self] call, s in
                 let ids = try accessIDs(call, 2, key: "requestID", method: "approveRequesters")
+                try requireKnown(call, ids, s.requesters.map(\.requestID), "an open request")
                 var permission = ParticipantPermission.readOnly
                 var role = ParticipantRole.privateUser
                 if !call.isNil(3) {
@@ -110,6 +114,13 @@ extension Bindings {
                 )
             }
         )
+    }
+
+    /// Every ID names something of this copy of the share (its lists as read): a stale or
+    /// mistyped one is an error naming it, never silently nothing.
+    private func requireKnown(_ call: LuaCall, _ ids: Set<String>, _ known: [String], _ what: String) throws {
+        guard let missing = ids.subtracting(known).sorted().first else { return }
+        throw call.argumentError(2, "\(Naming.printable(missing)) is not \(what) of this share (as this copy read it)")
     }
 
     /// A requester as a table (R40): `requestID`, `userIdentity`, `participantLookupInfo`,

@@ -42,7 +42,8 @@ extension ShareFlowModule {
                 { [unowned b] call in
                     let id = try call.string(1)
                     let reasonName = try call.optionalString(2) ?? "removedByOwner"
-                    guard let reason = RemovalReason(rawValue: reasonName) else {
+                    // `blocked` is a block's own reason (share:blockRequesters), not one to give here.
+                    guard let reason = RemovalReason(rawValue: reasonName), reason != .blocked else {
                         throw call.argumentError(
                             2,
                             "unknown reason '\(reasonName)' (expected removedByOwner, left, publicPermissionChanged, shareDeleted, expired)"

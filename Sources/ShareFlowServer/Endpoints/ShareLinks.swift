@@ -38,6 +38,34 @@ enum ShareLinks {
         return ["results": results]
     }
 
+    /// records/requestAccess (SPEC §17, ShareFlow's own route): asks to join each short GUID's
+    /// share (R39). Each result is `{"shortGUID": {"value": …}}`, the same whether or not a
+    /// request was recorded; a pending invitee's, a public share's or a policy's refusal
+    /// carries `serverErrorCode` and `reason`.
+    static func requestAccess(_ call: EndpointCall) throws -> Object {
+        let container = try call.container(as: try call.requireUser())
+        guard let guids = try WireFormat.items(call.body["shortGUIDs"], field: "shortGUIDs") else {
+            throw CloudKitError.badRequest("shortGUIDs is required")
+        }
+        let values = try guids.enumerated().map { n, raw -> String in
+            guard let g = raw as? Object, let value = g["value"] as? String else {
+                throw CloudKitError.badRequest("shortGUIDs[\(n)].value is required")
+            }
+            return value
+        }
+        let (results, error) = container.requestShareAccessResults(values.map { call.engine.shareURL(token: $0) })
+        // The whole request failed (a fault, the store away): no URL was asked.
+        if let error, results.count != values.count { throw CloudKitError.from(error) }
+        return [
+            "results": try zip(values, results).map { value, result -> Object in
+                switch result.1 {
+                case .success: return ["shortGUID": ["value": value]]
+                case .failure(let e): return try WireFormat.resultError(e, shortGUID: value)
+                }
+            }
+        ]
+    }
+
     private static func shortGUIDResult(_ value: String, _ g: Object, container: Container, engine: Engine, accept: Bool) throws -> Object {
         let url = engine.shareURL(token: value)
         let fetchRoot = try WireFormat.bool(g["shouldFetchRootRecord"], field: "shortGUIDs.shouldFetchRootRecord") ?? false

@@ -53,6 +53,10 @@ enum ShareRecordWire {
         )
         // Apple's wire names the opposite: `denyAccessRequests` (R38).
         draft.allowsAccessRequests = try WireFormat.bool(rec["denyAccessRequests"], field: "\(field).denyAccessRequests").map { !$0 }
+        // ShareFlow's request-only keys of an update (SPEC §17): IDs the share's own lists give.
+        draft.denyRequesters = try WireFormat.strings(rec["denyRequesters"], field: "\(field).denyRequesters") ?? []
+        draft.blockRequesters = try WireFormat.strings(rec["blockRequesters"], field: "\(field).blockRequesters") ?? []
+        draft.unblockIdentities = try WireFormat.strings(rec["unblockIdentities"], field: "\(field).unblockIdentities") ?? []
         return draft
     }
 

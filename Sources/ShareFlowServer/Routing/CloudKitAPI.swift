@@ -61,6 +61,7 @@ public final class CloudKitAPI: Sendable {
         Endpoint("records/query", [.post], reads: true, withSyncToken(RecordsQuery.answer, writes: false)),
         Endpoint("records/resolve", [.post], on: [.public], reads: true) { try ShareLinks.answer($0, accept: false) },
         Endpoint("records/accept", [.post], on: [.public]) { try ShareLinks.answer($0, accept: true) },
+        Endpoint("records/requestAccess", [.post], on: [.public]) { try ShareLinks.requestAccess($0) },
         Endpoint("zones/modify", [.post], ZoneEndpoints.modify),
         // pyicloud sends zones/list as POST {}.
         Endpoint("zones/list", [.get, .post], reads: true, ZoneEndpoints.list),

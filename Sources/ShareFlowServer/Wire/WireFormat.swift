@@ -385,6 +385,7 @@ enum WireFormat {
         [
             "participantId": p.participantID, "userIdentity": identity(p.userIdentity), "type": type(p.role),
             "acceptanceStatus": status(p.acceptanceStatus), "permission": permission(p.permission),
+            "isApprovedRequester": p.isApprovedRequester,
         ]
     }
 
@@ -498,6 +499,13 @@ enum WireFormat {
             // Apple's name, the flag's opposite (R38), shown to everyone who sees the share.
             o["denyAccessRequests"] = !share.allowsAccessRequests
             o["participants"] = share.participants.map(participant)
+            // The owner's and administrators' copies only (R40): empty in anyone else's.
+            if !share.requesters.isEmpty {
+                o["requesters"] = share.requesters.map { r -> Object in ["participantId": r.requestID, "userIdentity": identity(r.userIdentity)] }
+            }
+            if !share.blockedIdentities.isEmpty {
+                o["blocked"] = share.blockedIdentities.map { b -> Object in ["participantId": b.blockID, "userIdentity": identity(b.userIdentity)] }
+            }
             if let owner = share.owner { o["owner"] = participant(owner) }
             if let me = share.currentUserParticipant { o["currentUserParticipant"] = participant(me) }
         }
