@@ -8,7 +8,7 @@
 ---@alias shareflow.QoS "userInteractive"|"userInitiated"|"default"|"utility"|"background"
 ---@alias shareflow.Scope "private"|"shared"|"public"
 ---@alias shareflow.Event "participant.fetched"|"participant.added"|"participant.removed"|"participant.permissionChanged"|"share.saved"|"share.deleted"|"share.publicPermissionChanged"|"share.metadataFetched"|"share.accepted"|"user.discovered"|"operation.finished"|"record.saved"|"record.deleted"|"zone.saved"|"zone.deleted"|"fault.injected"|"share.accessRequested"|"share.accessRequestDropped"|"share.requestersDenied"|"share.requestersBlocked"|"share.identitiesUnblocked"|"participant.roleChanged"
----@alias shareflow.PolicyPoint "share.accept"|"participant.add"|"share.publicPermission"|"share.save"
+---@alias shareflow.PolicyPoint "share.accept"|"participant.add"|"share.publicPermission"|"share.save"|"share.requestAccess"
 
 ---@class shareflow.LookupInfo
 ---@field emailAddress? string
@@ -414,6 +414,8 @@ function Operation:wait() end
 ---@field metadata? shareflow.Metadata
 ---@field from? string
 ---@field to? string
+---@field url? string share.requestAccess: the URL asked with
+---@field requester? shareflow.AccessRequester share.requestAccess: who asks
 
 ---@class shareflow.Decision
 ---@field id integer
@@ -708,6 +710,10 @@ function shareflow.allow() end
 ---@param reason? string
 ---@return table
 function shareflow.deny(reason) end
+---share.requestAccess's own verdict (SPEC §17): approve the requester at once.
+---@param opts? {permission?: "readOnly"|"readWrite", role?: "privateUser"|"administrator"}
+---@return table
+function shareflow.approve(opts) end
 ---@param opts? {limit?: integer}
 ---@return shareflow.Decision[]
 function shareflow.decisions(opts) end

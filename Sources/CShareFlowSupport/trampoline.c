@@ -290,6 +290,7 @@ int sf_protected(lua_State *L, int nargs, int nresults, sf_body_fn body, void *c
 #define SF_MAX_REASON 1024
 static const char SF_ALLOW_KEY = 0;
 static const char SF_DENY_META_KEY = 0;
+static const char SF_APPROVE_META_KEY = 0;
 
 int sf_verdict_allow(lua_State *L) {
     if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_ALLOW_KEY) != LUA_TTABLE) {
@@ -320,6 +321,58 @@ int sf_verdict_deny(lua_State *L) {
         lua_setfield(L, -2, "__metatable");  /* getmetatable cannot hand it out to forge one */
         lua_pushvalue(L, -1);
         lua_rawsetp(L, LUA_REGISTRYINDEX, &SF_DENY_META_KEY);
+    }
+    lua_setmetatable(L, -2);
+    return 1;
+}
+
+/* Whether the string at idx is exactly `word` (a NUL inside it is no match). */
+static int is_word(lua_State *L, int idx, const char *word) {
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    return s && len == strlen(word) && memcmp(s, word, len) == 0;
+}
+
+/* sf.approve{ permission =, role = } (SPEC §17): share.requestAccess's own verdict, approving
+ * the requester at once. Its options are read raw and checked here, so the verdict holds two
+ * known words and nothing a plugin can change after: permission readOnly (default) or
+ * readWrite, role privateUser (default) or administrator. */
+int sf_verdict_approve(lua_State *L) {
+    const char *permission = "readOnly", *role = "privateUser";
+    if (!lua_isnoneornil(L, 1)) {
+        luaL_checktype(L, 1, LUA_TTABLE);
+        lua_pushnil(L);
+        while (lua_next(L, 1)) {
+            if (lua_type(L, -2) == LUA_TSTRING && is_word(L, -2, "permission")) {
+                if (is_word(L, -1, "readOnly") && lua_type(L, -1) == LUA_TSTRING) permission = "readOnly";
+                else if (is_word(L, -1, "readWrite") && lua_type(L, -1) == LUA_TSTRING) permission = "readWrite";
+                else return luaL_argerror(L, 1, "sf.approve: permission must be 'readOnly' or 'readWrite'");
+            } else if (lua_type(L, -2) == LUA_TSTRING && is_word(L, -2, "role")) {
+                if (is_word(L, -1, "privateUser") && lua_type(L, -1) == LUA_TSTRING) role = "privateUser";
+                else if (is_word(L, -1, "administrator") && lua_type(L, -1) == LUA_TSTRING) role = "administrator";
+                else return luaL_argerror(L, 1, "sf.approve: role must be 'privateUser' or 'administrator'");
+            } else {
+                return luaL_argerror(L, 1, "sf.approve takes { permission =, role = } only");
+            }
+            lua_pop(L, 1);
+        }
+    }
+    lua_createtable(L, 0, 3);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "allow");
+    lua_pushstring(L, permission);
+    lua_setfield(L, -2, "permission");
+    lua_pushstring(L, role);
+    lua_setfield(L, -2, "role");
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_APPROVE_META_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 2);
+        lua_pushliteral(L, "Verdict");
+        lua_setfield(L, -2, "__name");
+        lua_pushliteral(L, "Verdict");
+        lua_setfield(L, -2, "__metatable");
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &SF_APPROVE_META_KEY);
     }
     lua_setmetatable(L, -2);
     return 1;
@@ -371,14 +424,38 @@ static void read_verdict(lua_State *L) {
         if (lua_getmetatable(L, first)) {
             lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_DENY_META_KEY);
             int deny = lua_rawequal(L, -1, -2);
+            lua_pop(L, 1);
+            lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_APPROVE_META_KEY);
+            int approve = lua_rawequal(L, -1, -2);
             lua_pop(L, 2);
             if (deny) {
                 lua_pushliteral(L, "reason");
                 if (lua_rawget(L, first) != LUA_TSTRING) { lua_pop(L, 1); lua_pushliteral(L, "denied"); }
                 break;
             }
+            if (approve) {
+                /* allow 2 and "permission role", read raw and checked again: the table's
+                 * fields are a plugin's to change after sf.approve made them. */
+                lua_pushliteral(L, "permission");
+                lua_rawget(L, first);
+                int rw = lua_type(L, -1) == LUA_TSTRING && is_word(L, -1, "readWrite");
+                int ro = lua_type(L, -1) == LUA_TSTRING && is_word(L, -1, "readOnly");
+                lua_pop(L, 1);
+                lua_pushliteral(L, "role");
+                lua_rawget(L, first);
+                int admin = lua_type(L, -1) == LUA_TSTRING && is_word(L, -1, "administrator");
+                int user = lua_type(L, -1) == LUA_TSTRING && is_word(L, -1, "privateUser");
+                lua_pop(L, 1);
+                if ((rw || ro) && (admin || user)) {
+                    allow = 2;
+                    lua_pushfstring(L, "%s %s", rw ? "readWrite" : "readOnly", admin ? "administrator" : "privateUser");
+                    break;
+                }
+                lua_pushliteral(L, "policy returned an sf.approve{} changed after it was made");
+                break;
+            }
         }
-        lua_pushliteral(L, "policy returned a table that is not sf.allow() or sf.deny(reason)");
+        lua_pushliteral(L, "policy returned a table that is not sf.allow(), sf.deny(reason) or sf.approve{}");
         break;
     default:
         push_returned(L, first);
@@ -396,7 +473,7 @@ static void read_verdict(lua_State *L) {
             lua_replace(L, -2);
         }
     }
-    lua_pushboolean(L, allow);
+    if (allow == 2) lua_pushinteger(L, 2); else lua_pushboolean(L, allow);
     lua_replace(L, first);
     lua_replace(L, first + 1);
 }

@@ -209,3 +209,74 @@ test("R41: an ID that names nothing on this copy is an error, never silently not
   expect.raises(function() share:blockRequesters{ 42 } end, "must be an ID string")
   expect.raises(function() share:approveRequesters({}, { permission = "all" }) end, "invalid permission")
 end)
+
+test("share.requestAccess: a denial is the one answer that differs; sf.approve approves at once", function()
+  local w = world()
+  local share = asking(w)
+  local seen
+  local h = sf.policy("share.requestAccess", function(req)
+    seen = req
+    if req.requester.participantLookupInfo.emailAddress:match("@example%.com$") then
+      return sf.approve{ permission = "readWrite" }
+    end
+    return sf.deny("strangers wait")
+  end)
+  sf.accounts.create{ email = "eve@elsewhere.org" }
+  local ec = sf.as("eve@elsewhere.org"):container(helpers.container)
+  local _, err = ec:requestShareAccess{ share.url }
+  local e = expect.code(err.partialErrors[share.url], "permissionFailure")
+  expect.contains(e.message, "strangers wait")
+  expect.eq(seen.url, share.url)
+  expect.eq(seen.share.recordName, share.recordName, "the share as its owner sees it")
+  expect.eq(#w.db:fetchRecord(share.recordID).requesters, 0, "a denied request is not recorded")
+
+  local added = {}
+  sf.on("participant.added", function(ev) added[#added + 1] = ev end)
+  assert(w.dc:requestShareAccess{ share.url }[share.url])
+  local after = w.db:fetchRecord(share.recordID)
+  expect.eq(#after.requesters, 0)
+  local dana
+  for _, p in ipairs(after.participants) do
+    if p.userIdentity.lookupInfo.emailAddress == "dana@example.com" then dana = p end
+  end
+  assert(dana, "approved at once")
+  expect.eq(dana.acceptanceStatus, "pending")
+  expect.eq(dana.permission, "readWrite")
+  expect.eq(dana.isApprovedRequester, true)
+  expect.eq(added[1].approvedRequester, true)
+  expect.eq(added[1].caller.email, "alice@example.com", "with the owner's authority")
+  local last = sf.decisions{ limit = 5 }
+  expect.contains(last[#last].reasons[1], "owner's authority")
+  accept(w.dc, share.url)
+  h:remove()
+end)
+
+test("sf.approve: only known words, only at share.requestAccess, never changed after", function()
+  expect.raises(function() sf.approve{ permission = "owner" } end, "permission must be")
+  expect.raises(function() sf.approve{ role = "owner" } end, "role must be")
+  expect.raises(function() sf.approve{ extra = 1 } end, "takes { permission =, role = } only")
+  expect.raises(function() sf.approve("readWrite") end, "table expected")
+  local w = world()
+  local share = asking(w)
+  -- An approval where no one asks to join denies, as the policy's mistake.
+  local h = sf.policy("share.save", function() return sf.approve{} end)
+  share.title = "x"
+  local _, err = w.db:modifyRecords{ save = { share } }
+  expect.contains(tostring(err), "share.requestAccess's verdict")
+  h:remove()
+  -- A verdict changed after it was made fails closed.
+  h = sf.policy("share.requestAccess", function()
+    local v = sf.approve{}
+    rawset(v, "role", "owner")
+    return v
+  end)
+  local _, err2 = w.dc:requestShareAccess{ share.url }
+  expect.code(err2.partialErrors[share.url], "permissionFailure")
+  expect.eq(#w.db:fetchRecord(share.recordID).participants, 1)
+  h:remove()
+  -- An approval still passes the owner's participant.add policies.
+  sf.policy("share.requestAccess", function() return sf.approve{} end)
+  sf.policy("participant.add", function() return sf.deny("no one new") end)
+  local _, err3 = w.dc:requestShareAccess{ share.url }
+  expect.contains(tostring(err3), "no one new")
+end)

@@ -82,6 +82,7 @@ int sf_next_skipping(lua_State *L);
  * a policy allows only by returning nothing, true or sf.allow(). */
 int sf_verdict_allow(lua_State *L);
 int sf_verdict_deny(lua_State *L);
+int sf_verdict_approve(lua_State *L);
 
 /*
  * Limits. One sf_limits per lua_State, passed as the allocator's ud.

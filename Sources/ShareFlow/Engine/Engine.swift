@@ -283,10 +283,21 @@ public final class Engine: @unchecked Sendable {
     /// deleted it gets ShareFlow's error, not a write the store refuses. Counting the
     /// connection's changes spares that second read to the policies that only decide.
     func askPolicies(_ request: PolicyRequest, item: String, db: StoreTransaction) throws -> Bool {
-        guard policies.hasPolicies(request.point) else { return false }
+        try askPoliciesForApproval(request, item: item, db: db).changed
+    }
+
+    /// `askPolicies`, with the approval a `share.requestAccess` policy gave (SPEC §17).
+    func askPoliciesForApproval(
+        _ request: PolicyRequest,
+        item: String,
+        db: StoreTransaction
+    ) throws -> (
+        changed: Bool, approval: PolicySet.Approval?
+    ) {
+        guard policies.hasPolicies(request.point) else { return (false, nil) }
         let before = db.changeCount
-        try policies.check(request, item: item)
-        return db.changeCount != before
+        let approval = try policies.check(request, item: item)
+        return (db.changeCount != before, approval)
     }
 }
 

@@ -12,6 +12,33 @@ extension Engine {
         case silent
         /// Past `sharing.maxRequesters` (R42): dropped, with the same answer.
         case dropped
+        /// A `share.requestAccess` policy approved the requester at once (SPEC §17).
+        case approved
+    }
+
+    /// A `share.requestAccess` policy's approval (SPEC §17), with the owner's authority: the
+    /// request is recorded and the owner's share saved with the requester added, in this
+    /// transaction — so the add passes the owner's `participant.add` and `share.save` policies,
+    /// R8 and R42 as any approval does, and the participant is `pending`, an approved requester.
+    private func approve(
+        _ caller: Account,
+        as approval: PolicySet.Approval,
+        row: ShareRow,
+        zone: ZoneRow,
+        owner: Account,
+        item: String,
+        db: StoreTransaction
+    ) throws {
+        try db.recordAccessRequest(share: row.id, account: caller.id, lookup: caller.primaryLookup, at: Date().timeIntervalSince1970)
+        let share = try makeShare(row, zone: zone, caller: owner, db: db)
+        share.approveRequesters(
+            share.requesters.filter { $0.userIdentity.userRecordID == caller.userRecordID },
+            permission: approval.permission,
+            role: approval.role
+        )
+        let database = try Session(engine: self, account: owner).container(zone.container.identifier, environment: zone.container.environment)
+            .privateCloudDatabase
+        _ = try saveShare(share, in: database, caller: owner, policy: .ifServerRecordUnchanged, savedInThisCall: [], db: db)
     }
 
     /// R39: `caller` asks to join the share at `url`. Success says nothing of the share: an
@@ -45,12 +72,38 @@ extension Engine {
                 guard probe.share == row.id, try Engine.accessRequestGoesOn(probe, item: item) else { return .silent }
                 let owner = try owner(of: zone, db: db)
                 let ownersView = { [unowned self] in try makeShare(row, zone: zone, caller: owner, db: db) }
+                let requester = Engine.requester(caller)
+                // The owner's policies: a denial is the one answer the requester may tell apart
+                // (the share takes requests and its owner said no); an approval adds them now.
+                if policies.hasPolicies(.shareRequestAccess) {
+                    let objects = PolicyRequest.Objects(
+                        share: { [link, row, zone, owner] in
+                            guard let engine = link.engine else { return nil }
+                            return try engine.reading { db in try engine.makeShare(row, zone: zone, caller: owner, db: db) }
+                        },
+                        participant: { nil },
+                        metadata: nil
+                    )
+                    objects.url = url
+                    objects.requester = requester
+                    let request = PolicyRequest(point: .shareRequestAccess, caller: caller, container: zone.container.identifier, objects: objects)
+                    let (changed, approval) = try askPoliciesForApproval(request, item: item, db: db)
+                    if changed {
+                        // A policy wrote to the store: the request goes on from it as it is now.
+                        let now = try db.probeAccessRequest(token: token, environment: containerID.environment, caller: caller.id)
+                        guard now.share == row.id, try Engine.accessRequestGoesOn(now, item: item) else { return .silent }
+                    }
+                    if let approval {
+                        try approve(caller, as: approval, row: row, zone: zone, owner: owner, item: item, db: db)
+                        return .approved
+                    }
+                }
                 if !probe.hasRequest, probe.openRequests >= options.maxRequesters {
                     var event = Event(.shareAccessRequestDropped, caller: caller, container: zone.container.identifier)
                     event.share = try ownersView()
                     event.url = url
                     event.reason = "tooManyRequests"
-                    event.access = AccessEventDetails(requesters: [Engine.requester(caller)])
+                    event.access = AccessEventDetails(requesters: [requester])
                     emit(event)
                     return .dropped
                 }

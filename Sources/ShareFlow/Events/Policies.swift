@@ -32,6 +32,10 @@ public struct PolicyRequest {
     public var participant: Participant? { get throws { try objects.participant } }
     /// `share.accept`: the metadata the caller accepts.
     public var metadata: ShareMetadata? { objects.metadata }
+    /// `share.requestAccess`: the URL asked with.
+    public var url: String? { objects.url }
+    /// `share.requestAccess`: who asks (R40).
+    public var requester: Share.AccessRequester? { objects.requester }
 
     /// A request whose objects are at hand (`participant.add`, `share.save`, tools and benchmarks).
     public init(
@@ -70,6 +74,10 @@ public struct PolicyRequest {
     public final class Objects {
         /// `share.accept`: the metadata the caller accepts, made with the request.
         public let metadata: ShareMetadata?
+        /// `share.requestAccess`: the URL asked with.
+        public var url: String?
+        /// `share.requestAccess`: who asks, as the owner will see them (R40).
+        public var requester: Share.AccessRequester?
         private var deferredShare: Deferred<Share>
         private var deferredParticipant: Deferred<Participant>
 
@@ -106,6 +114,8 @@ public struct PolicyRequest {
 public enum DecisionPoint: Int, CaseIterable, Sendable, NamedByLiteral {
     /// `share.accept`, `participant.add`, `share.publicPermission`, `share.save`.
     case shareAccept, participantAdd, sharePublicPermission, shareSave
+    /// `share.requestAccess` (SPEC §17): someone asks to join a share that takes requests.
+    case shareRequestAccess
 
     /// The point's name as scripts see it (`share.accept`).
     public var staticName: StaticString {
@@ -114,6 +124,7 @@ public enum DecisionPoint: Int, CaseIterable, Sendable, NamedByLiteral {
         case .participantAdd: "participant.add"
         case .sharePublicPermission: "share.publicPermission"
         case .shareSave: "share.save"
+        case .shareRequestAccess: "share.requestAccess"
         }
     }
 }
@@ -124,6 +135,10 @@ public enum PolicyVerdict: Sendable, Equatable {
     case allow
     /// The change fails `permissionFailure`, naming the policy and this reason.
     case deny(String)
+    /// `share.requestAccess` only (SPEC §17): the requester is approved at once, in the same
+    /// transaction, with the owner's authority — a `pending` participant with this permission
+    /// and role and `isApprovedRequester`. At any other point it denies, as a policy's mistake.
+    case approve(permission: ParticipantPermission, role: ParticipantRole)
 }
 
 /// One entry of the decision log.
@@ -229,6 +244,8 @@ public final class PolicySet: @unchecked Sendable {
         let denial: String?
         let start: UInt64
         let end: UInt64
+        /// "policy: approved …" of an approval (SPEC §17); nil otherwise.
+        var approval: String? = nil
     }
     @exclusivity(unchecked) private var nextDecision = 0
     /// Wall-clock time at a monotonic instant: a decision's time is derived from the
@@ -292,19 +309,41 @@ public final class PolicySet: @unchecked Sendable {
     /// Whether `point` has a policy: without one the engine asks nothing and logs no decision.
     public func hasPolicies(_ point: DecisionPoint) -> Bool { !points[point.rawValue].entries.isEmpty }
 
-    /// Asks every policy at the request's point; throws `permissionFailure` on denial.
-    func check(_ request: PolicyRequest, item: String) throws {
+    /// An approval a `share.requestAccess` policy gave (SPEC §17): which policy, and what the
+    /// requester gets.
+    struct Approval {
+        let policy: String
+        let permission: ParticipantPermission
+        let role: ParticipantRole
+    }
+
+    /// Asks every policy at the request's point; throws `permissionFailure` on denial. Returns
+    /// the first approval (`share.requestAccess`) when none denied.
+    @discardableResult
+    func check(_ request: PolicyRequest, item: String) throws -> Approval? {
         let point = points[request.point.rawValue]
-        guard !point.entries.isEmpty else { return }
+        guard !point.entries.isEmpty else { return nil }
         let start = PolicySet.monotonicNanoseconds()
         var asked = 0
         var denial: (String, String)?
         var failed: String?
+        var approval: Approval?
         // By index: the point keeps its entries alive, so none is copied out (and retained).
         for i in point.entries.indices {
             asked += 1
             do {
-                if case .deny(let reason) = try point.entries[i].body(request) { denial = (point.entries[i].name, reason) }
+                switch try point.entries[i].body(request) {
+                case .allow: break
+                case .deny(let reason): denial = (point.entries[i].name, reason)
+                case .approve(let permission, let role):
+                    // Fail closed: an approval anywhere else is the policy's mistake.
+                    guard request.point == .shareRequestAccess else {
+                        denial = (point.entries[i].name, "policy failed: sf.approve is share.requestAccess's verdict, not \(request.point.name)'s")
+                        failed = "sf.approve is share.requestAccess's verdict, not \(request.point.name)'s"
+                        break
+                    }
+                    if approval == nil { approval = Approval(policy: point.entries[i].name, permission: permission, role: role) }
+                }
             } catch let e as ShareFlowError where e.code == .serviceUnavailable {
                 // The store was busy or away for the policy: no decision was made, and the
                 // request fails to be retried (503), not denied for good.
@@ -325,7 +364,10 @@ public final class PolicySet: @unchecked Sendable {
                 asked: asked,
                 denial: denial.map { "\($0.0): \($0.1)" },
                 start: start,
-                end: end
+                end: end,
+                approval: denial == nil
+                    ? approval.map { "\($0.policy): approved as \($0.role.rawValue) with \($0.permission.rawValue), with the owner's authority" }
+                    : nil
             )
         )
         // The decision goes to the log every process on the store shares, too (SPEC §18 P3).
@@ -342,6 +384,7 @@ public final class PolicySet: @unchecked Sendable {
                 client: "\(item): denied by policy '\(name)' at \(request.point.name): the policy failed: \(failed)"
             )
         }
+        return approval
     }
 
     /// The monotonic clock read directly (DispatchTime adds a conversion on each read).
@@ -371,7 +414,7 @@ public final class PolicySet: @unchecked Sendable {
             point: d.point.point,
             policies: d.asked == d.point.policies.count ? d.point.policies : Array(d.point.policies.prefix(d.asked)),
             allow: d.denial == nil,
-            reasons: d.denial.map { [$0] } ?? [],
+            reasons: d.denial.map { [$0] } ?? d.approval.map { [$0] } ?? [],
             duration: Double(d.end - d.start) / 1e9,
             time: epoch.wall.addingTimeInterval(Double(d.end - epoch.uptime) / 1e9)
         )

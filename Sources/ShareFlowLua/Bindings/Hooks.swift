@@ -72,6 +72,12 @@ struct HookCall {
             }
         }
         guard policy else { return .allow }
+        // sf.approve{} (SPEC §17): 2 and "permission role", words the C side checked.
+        if lua_type(L, -2) == LUA_TNUMBER, let words = LuaState.owner(of: L).string(at: -1)?.split(separator: " "), words.count == 2,
+            let permission = ParticipantPermission(rawValue: String(words[0])), let role = ParticipantRole(rawValue: String(words[1]))
+        {
+            return .approve(permission: permission, role: role)
+        }
         if lua_toboolean(L, -2) != 0 { return .allow }
         return .deny(LuaState.owner(of: L).string(at: -1) ?? "denied")
     }
@@ -209,6 +215,8 @@ enum Hooks {
         lua_setfield(L, -2, "allow")
         lua_pushcclosure(L, sf_verdict_deny, 0)
         lua_setfield(L, -2, "deny")
+        lua_pushcclosure(L, sf_verdict_approve, 0)
+        lua_setfield(L, -2, "approve")
 
         lua.setFunctions([
             (

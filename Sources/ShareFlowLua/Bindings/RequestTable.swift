@@ -80,6 +80,14 @@ final class RequestTable {
         b.setCallerAndContainer(r.pointee.callerID, r.pointer(to: \.caller)!, r.pointer(to: \.container)!)
         b.lua.setField("from", string: r.pointee.from)
         b.lua.setField("to", string: r.pointee.to)
+        if r.pointee.point == .shareRequestAccess {
+            // SPEC §17: who asks and with which URL, made with the request (small, always read).
+            b.lua.setField("url", string: r.pointee.objects.url)
+            if let requester = r.pointee.objects.requester {
+                b.push(requester: requester)
+                lua_setfield(L, -2, "requester")
+            }
+        }
         // The objects are not read here: reading would make them.
         serial += 1
         recent[serial % RequestTable.kept] = (serial, r.pointee.objects)
