@@ -460,6 +460,14 @@ local admin = {}
 ---@param opts? {olderThan?: number}
 ---@return shareflow.Invitation[]
 function admin.pendingInvitations(opts) end
+---@class shareflow.OpenAccessRequest: shareflow.AccessRequester
+---@field url string the share asked for
+---@field title? string
+---@field age number seconds since it was asked
+---Open access requests across the store, oldest first (SPEC §17).
+---@param opts? {olderThan?: number, limit?: integer}
+---@return shareflow.OpenAccessRequest[]
+function admin.accessRequests(opts) end
 ---@param participantID string
 ---@param reason? "removedByOwner"|"left"|"publicPermissionChanged"|"shareDeleted"|"expired"
 ---@return boolean

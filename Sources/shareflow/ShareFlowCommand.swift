@@ -205,7 +205,9 @@ struct GlobalSettings {
         } catch let error as ShareFlowError {
             throw CLIFailure(message: "cannot open store \(self.store): \(error.message)")
         }
-        return Engine(store: store, logger: logger)
+        var options = Engine.Options()
+        options.maxRequesters = try pluginConfig().maxRequesters
+        return Engine(store: store, options: options, logger: logger)
     }
 }
 

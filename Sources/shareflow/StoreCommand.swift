@@ -56,7 +56,8 @@ extension ShareFlowCommand {
 
         struct Compact: ParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Prune the change log's tombstones older than the config's sync.retentionDays (default 30) or --older-than.",
+                abstract:
+                    "Prune the change log's tombstones older than the config's sync.retentionDays (default 30) or --older-than, and close access requests older than sharing.requestTTLDays (default 30; 0 keeps them).",
                 discussion: "A change token from before what is pruned is then changeTokenExpired: its client fetches again from the start."
             )
             @OptionGroup var global: GlobalOptions
@@ -71,8 +72,12 @@ extension ShareFlowCommand {
                 let store = try StoreCommand.open(global)
                 defer { store.checkpoint() }
                 let removed = try store.compactChangeLog(olderThan: seconds)
-                if global.json { return try StoreCommand.printJSON(["pruned": removed]) }
+                // R42: access requests older than sharing.requestTTLDays close (0 keeps them).
+                let ttl = try global.pluginConfig().requestTTLDays
+                let closed = ttl > 0 ? try store.closeAccessRequests(olderThan: ttl * 86_400) : 0
+                if global.json { return try StoreCommand.printJSON(["pruned": removed, "closedRequests": closed]) }
                 print("store \(store.path): pruned \(removed) change log entr\(removed == 1 ? "y" : "ies") older than \(seconds) s")
+                if closed > 0 { print("store \(store.path): closed \(closed) access request\(closed == 1 ? "" : "s") older than \(ttl) days") }
             }
         }
 
@@ -86,7 +91,7 @@ extension ShareFlowCommand {
             func run() throws {
                 let store = try StoreCommand.open(global)
                 defer { store.checkpoint() }
-                let check = try store.check()
+                let check = try store.check(maxRequesters: try global.pluginConfig().maxRequesters)
                 if global.json {
                     try StoreCommand.printJSON(check)
                 } else if check.isHealthy {

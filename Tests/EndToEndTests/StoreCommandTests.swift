@@ -163,6 +163,64 @@ final class StoreCommandTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".copying") }, [])
     }
 
+    /// SPEC §17 in the store commands: a store with an open request and a block checks ok and
+    /// copies whole (both tables); `store compact` closes requests older than the config's
+    /// sharing.requestTTLDays (0 keeps them) and says so; a bad sharing key is refused naming it.
+    func testAccessRequestsInTheStoreCommands() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("store.sqlite").path
+        let script = dir.appendingPathComponent("ask.lua")
+        try CLI.write(
+            """
+            local sf = require("shareflow")
+            for _, e in ipairs{ "alice@example.com", "bob@example.com", "dana@example.com" } do sf.accounts.create{ email = e } end
+            local db = sf.as("alice@example.com"):container("iCloud.t").privateCloudDatabase
+            local zone = db:saveZone("Z")
+            local root = sf.Record{ recordType = "Doc", zone = zone }
+            local share = sf.Share{ rootRecord = root }
+            share.allowsAccessRequests = true
+            assert(select(2, db:modifyRecords{ save = { root, share } }) == nil)
+            for _, who in ipairs{ "bob@example.com", "dana@example.com" } do
+              assert(sf.as(who):container("iCloud.t"):requestShareAccess{ share.url }[share.url])
+            end
+            share = db:fetchRecord(share.recordID)
+            share:blockRequesters{ share.requesters[1] }
+            assert(select(2, db:modifyRecords{ save = { share } }) == nil)
+            print(#db:fetchRecord(share.recordID).requesters)
+            """,
+            to: script
+        )
+        let made = try CLI.run(["run", "--store", store, script.path])
+        XCTAssertEqual(made.stdout, "1\n", made.stderr)
+        XCTAssertEqual(try CLI.run(["store", "check", "--store", store]).stdout, "store \(store): ok\n")
+        let copy = dir.appendingPathComponent("copy.sqlite").path
+        XCTAssertEqual(try CLI.run(["store", "copy", store, copy]).status, 0)
+        for table in ["share_request", "share_block"] {
+            XCTAssertEqual(
+                try Tools.sqliteRows(copy, "select * from \(table) order by 1"),
+                try Tools.sqliteRows(store, "select * from \(table) order by 1")
+            )
+            XCTAssertEqual(try Tools.sqliteRows(copy, "select count(*) from \(table)"), "(1,)\n", table)
+        }
+
+        let keep = dir.appendingPathComponent("keep.lua")
+        try CLI.write("return { sharing = { requestTTLDays = 0 } }", to: keep)
+        let kept = try CLI.run(["store", "compact", "--store", store, "--config", keep.path, "--json"])
+        XCTAssertTrue(kept.stdout.contains(#""closedRequests":0"#), kept.stdout + kept.stderr)
+        let soon = dir.appendingPathComponent("soon.lua")
+        try CLI.write("return { sharing = { requestTTLDays = 0.000000001, maxRequesters = 5 } }", to: soon)
+        let closed = try CLI.run(["store", "compact", "--store", store, "--config", soon.path])
+        XCTAssertTrue(closed.stdout.contains("closed 1 access request older than"), closed.stdout + closed.stderr)
+        XCTAssertEqual(try Tools.sqliteRows(store, "select count(*) from share_request"), "(0,)\n")
+
+        let bad = dir.appendingPathComponent("bad.lua")
+        try CLI.write("return { sharing = { maxRequesters = 0 } }", to: bad)
+        let refused = try CLI.run(["store", "check", "--store", store, "--config", bad.path])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("sharing.maxRequesters must be a whole number from 1 to 100000, got 0"), refused.stderr)
+    }
+
     /// Ctrl-C (or SIGTERM) mid-copy leaves no partial file.
     func testAnInterruptedCopyLeavesNoFile() throws {
         let dir = try CLI.temporaryDirectory()

@@ -207,6 +207,50 @@ class AccessRequestTests: XCTestCase {
         XCTAssertEqual(dropped.count, 1, "asking again is no new request")
     }
 
+    /// `store compact`'s half (R42): requests older than the TTL close, newer ones stay, the
+    /// share's tag moves; `sf.admin.accessRequests`' (engine.accessRequests) lists what is open.
+    func testR42OldRequestsCloseAndTheAdministratorListsTheOpenOnes() throws {
+        let w = try World()
+        let (s, dana) = try asking(w)
+        try ask(dana, s.url!).get()
+        try ask(w.cc, s.url!).get()
+        let open = try w.engine.accessRequests(olderThan: 0)
+        XCTAssertEqual(open.map(\.requester.participantLookupInfo), [.emailAddress("dana@example.com"), .emailAddress("carol@example.com")])
+        XCTAssertEqual(open.first?.shareURL, s.url)
+        XCTAssertEqual(open.first?.shareTitle, "Lisbon trip")
+        XCTAssertEqual(try w.engine.accessRequests(olderThan: 0, limit: 1).count, 1)
+        XCTAssertEqual(try w.engine.accessRequests(olderThan: 3600).count, 0, "none is an hour old")
+        let tag = try share(w, s.recordID).recordChangeTag
+        XCTAssertEqual(try w.engine.store.closeAccessRequests(olderThan: 3600), 0)
+        XCTAssertEqual(try share(w, s.recordID).recordChangeTag, tag)
+        XCTAssertEqual(try w.engine.store.closeAccessRequests(olderThan: 0), 2)
+        XCTAssertEqual(try share(w, s.recordID).requesters.count, 0)
+        XCTAssertNotEqual(try share(w, s.recordID).recordChangeTag, tag, "R43")
+    }
+
+    /// `store check`'s invariants (SPEC §17): a request of someone on the share, a blocked
+    /// identity on it and a share past the cap are problems; a healthy store has none.
+    func testStoreCheckFindsBrokenAccessInvariants() throws {
+        let w = try World()
+        let (s, dana) = try asking(w)
+        try ask(dana, s.url!).get()
+        XCTAssertEqual(try w.engine.store.check().problems, [])
+        XCTAssertTrue(try w.engine.store.check(maxRequesters: 0).problems.contains { $0.contains("past the cap of 0") })
+        let invited = try share(w, s.recordID)
+        invited.addParticipant(try w.participant("bob@example.com"))
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [invited]).error)
+        // Rows no engine path writes: a request by Bob, who is invited, and a block of him.
+        let bob = try XCTUnwrap(w.engine.accounts.find("bob@example.com"))
+        try w.engine.store.write { tx in
+            let row = try XCTUnwrap(tx.share(token: XCTUnwrap(Engine.shareToken(url: s.url!))))
+            try tx.recordAccessRequest(share: row.id, account: bob.id, lookup: .emailAddress("bob@example.com"), at: 0)
+            try tx.block(share: row.id, account: bob.id, lookup: .emailAddress("bob@example.com"), at: 0)
+        }
+        let problems = try w.engine.store.check().problems
+        XCTAssertTrue(problems.contains { $0.contains("is open for someone pending on the share (R39)") }, "\(problems)")
+        XCTAssertTrue(problems.contains { $0.contains("is on the share though blocked") }, "\(problems)")
+    }
+
     func testR42ABlockedIdentityJoinsNoPublicShare() throws {
         let w = try World()
         let s = try w.share(["carol@example.com"])

@@ -280,3 +280,21 @@ test("sf.approve: only known words, only at share.requestAccess, never changed a
   local _, err3 = w.dc:requestShareAccess{ share.url }
   expect.contains(tostring(err3), "no one new")
 end)
+
+test("sf.admin.accessRequests lists open requests across the store, bounded", function()
+  local w = world()
+  local share = asking(w)
+  assert(w.dc:requestShareAccess{ share.url }[share.url])
+  assert(w.cc:requestShareAccess{ share.url }[share.url])
+  local open = sf.admin.accessRequests{}
+  expect.eq(#open, 2)
+  expect.eq(open[1].participantLookupInfo.emailAddress, "dana@example.com")
+  expect.eq(open[1].url, share.url)
+  expect.eq(open[1].title, "Lisbon trip")
+  expect.eq(type(open[1].age), "number")
+  expect.eq(#sf.admin.accessRequests{ limit = 1 }, 1)
+  expect.eq(#sf.admin.accessRequests{ olderThan = 3600 }, 0)
+  expect.raises(function() sf.admin.accessRequests{ limit = 0 } end, "limit")
+  expect.raises(function() sf.admin.accessRequests{ olderThan = 0 / 0 } end, "olderThan")
+  expect.raises(function() sf.admin.accessRequests{ since = 1 } end, "since")
+end)

@@ -20,6 +20,22 @@ public struct Invitation: Sendable {
     public let addedAt: Double
 }
 
+/// An open access request across the store (SPEC §17), for review workflows.
+///
+/// ```swift
+/// for open in try engine.accessRequests(olderThan: 14 * 86_400) {
+///     print(open.shareURL, open.requester.participantLookupInfo, open.requester.requestedAt)
+/// }
+/// ```
+public struct OpenAccessRequest: Sendable {
+    /// The URL of the share asked for (R6).
+    public let shareURL: String
+    /// The share's title (`cloudkit.title`); nil when it has none.
+    public let shareTitle: String?
+    /// Who asked, as the owner sees them (R40).
+    public let requester: Share.AccessRequester
+}
+
 /// Administration of the directory's shares, as an operator or a plugin acts: not on behalf
 /// of a user, so it is not subject to the sharing rules' roles, and every change emits its
 /// events.
@@ -38,6 +54,27 @@ extension Engine {
                     lookupInfo: row.lookup,
                     addedAt: row.addedAt
                 )
+            }
+        }
+    }
+
+    /// Open access requests made more than `age` seconds ago, oldest first, at most `limit`
+    /// (SPEC §17: `sf.admin.accessRequests`).
+    public func accessRequests(olderThan age: Double, limit: Int = 1000) throws -> [OpenAccessRequest] {
+        let cutoff = Date().timeIntervalSince1970 - age
+        return try reading { db in
+            var shares: [Int64: (url: String, title: String?)] = [:]
+            return try db.accessRequests(madeBefore: cutoff, limit: max(0, limit)).compactMap { row in
+                if shares[row.share] == nil {
+                    guard let share = try db.share(id: row.share),
+                        let zone = try db.zone(id: share.zoneRowID, publicOwnerName: Engine.publicOwnerName)
+                    else { return nil }
+                    var title: String?
+                    if case .string(let t) = try db.record(zone: zone.id, name: share.recordName)?.fields["cloudkit.title"] { title = t }
+                    shares[row.share] = (shareURL(token: share.token), title)
+                }
+                guard let share = shares[row.share] else { return nil }
+                return OpenAccessRequest(shareURL: share.url, shareTitle: share.title, requester: Engine.accessRequester(row))
             }
         }
     }

@@ -88,6 +88,25 @@ extension Store {
         try write { try $0.pruneChangeLog(before: Date().timeIntervalSince1970 - seconds) }
     }
 
+    /// R42: closes access requests made more than `seconds` ago (`store compact`, the config's
+    /// `sharing.requestTTLDays`); returns how many. Each share whose requests closed has its
+    /// change tag renewed (R43).
+    public func closeAccessRequests(olderThan seconds: Double) throws -> Int {
+        let cutoff = Date().timeIntervalSince1970 - seconds
+        var closed = 0
+        // A thousand at a time, each batch its own transaction: a store with many stale
+        // requests is never read whole into memory nor locked for long.
+        while true {
+            let batch = try write { tx in
+                let old = try tx.accessRequests(madeBefore: cutoff, limit: 1000)
+                for (share, rows) in Dictionary(grouping: old, by: \.share) { try tx.closeAccessRequests(rows.map(\.id), share: share) }
+                return old.count
+            }
+            closed += batch
+            if batch < 1000 { return closed }
+        }
+    }
+
     /// SQLite's integrity and foreign-key checks, then ShareFlow's: every row of every table
     /// read through the readers the engine uses (each unreadable value is a problem naming its
     /// table, row and column), the schema objects against those the migrations make (a trigger,
@@ -95,10 +114,11 @@ extension Store {
     /// invariants: one accepted owner per share, every share's record a share record, every
     /// hierarchy share's root in its zone, every parent in its record's zone, no parent cycle,
     /// every private zone owned by an account, every change logged at a position of its own
-    /// within its zone's counter.
+    /// within its zone's counter, no open access request of someone on the share, no blocked
+    /// identity on it, no share with more open requests than `maxRequesters` (SPEC §17).
     ///
     /// Never stops at a bad row: a check that cannot run says so as a problem.
-    public func check() throws -> StoreCheck {
+    public func check(maxRequesters: Int = Engine.Options().maxRequesters) throws -> StoreCheck {
         let expected = driver == nil ? try Store.ownSchemaObjects(catalogue) : [:]
         let stored = catalogue.storedTables
         do {
@@ -183,6 +203,40 @@ extension Store {
                         )
                     }
                     problems += try Store.parentCycles(tx)
+                }
+                checking("access requests") {
+                    // SPEC §17: a request is of someone not on the share, blocks keep blocked
+                    // identities off it, and no share holds more requests than the cap lets in.
+                    for row in try tx.rows(
+                        """
+                        SELECT s.token, q.requestID, p.status FROM share_request q JOIN share s ON s.id = q.shareID
+                        JOIN participant p ON p.shareID = q.shareID AND p.accountID = q.accountID WHERE p.status IN ('pending', 'accepted')
+                        """
+                    ) {
+                        problems.append(
+                            "share …/share/\(Store.shown(row, 0)): request \(Store.shown(row, 1)) is open for someone \(Store.shown(row, 2)) on the share (R39)"
+                        )
+                    }
+                    for row in try tx.rows(
+                        """
+                        SELECT s.token, b.blockID, p.participantID FROM share_block b JOIN share s ON s.id = b.shareID
+                        JOIN participant p ON p.shareID = b.shareID AND p.status IN ('pending', 'accepted') AND p.role != 'owner'
+                            AND ((b.accountID IS NOT NULL AND p.accountID = b.accountID)
+                                 OR (b.accountID IS NULL AND p.lookupKind = b.lookupKind AND p.lookupValue = b.lookupValue))
+                        """
+                    ) {
+                        problems.append(
+                            "share …/share/\(Store.shown(row, 0)): participant \(Store.shown(row, 2)) is on the share though blocked (\(Store.shown(row, 1)), R42)"
+                        )
+                    }
+                    for row in try tx.rows(
+                        "SELECT s.token, COUNT(*) FROM share_request q JOIN share s ON s.id = q.shareID GROUP BY s.id HAVING COUNT(*) > ?",
+                        [Int64(maxRequesters)]
+                    ) {
+                        problems.append(
+                            "share …/share/\(Store.shown(row, 0)) has \(Store.shown(row, 1)) open requests, past the cap of \(maxRequesters) (R42)"
+                        )
+                    }
                 }
                 checking("zone owners") {
                     for row in try tx.rows(

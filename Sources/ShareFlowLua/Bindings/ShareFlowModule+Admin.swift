@@ -38,6 +38,38 @@ extension ShareFlowModule {
                 }
             ),
             (
+                "accessRequests",
+                { [unowned b] call in
+                    // SPEC §17: open requests across the store, oldest first, at most `limit`.
+                    var age = 0.0
+                    var limit = 1000
+                    if !call.isNil(1) {
+                        try call.table(1)
+                        try call.checkKeys(1, allowed: ["olderThan", "limit"])
+                        age = try call.numberField(1, "olderThan") ?? 0
+                        guard age.isFinite, age >= 0 else {
+                            throw call.argumentError(1, "field 'olderThan' must be a finite number of seconds, 0 or more")
+                        }
+                        let n = try call.numberField(1, "limit") ?? 1000
+                        guard n.isFinite, n == n.rounded(), (1...10_000).contains(n) else {
+                            throw call.argumentError(1, "field 'limit' must be a whole number from 1 to 10000")
+                        }
+                        limit = Int(n)
+                    }
+                    let open = try b.raising { try b.engine.accessRequests(olderThan: age, limit: limit) }
+                    let now = Date().timeIntervalSince1970
+                    b.pushList(open) { r in
+                        b.push(requester: r.requester)
+                        lua.push(string: r.shareURL)
+                        lua_setfield(call.L, -2, "url")
+                        lua.setField("title", string: r.shareTitle)
+                        lua_pushnumber(call.L, now - r.requester.requestedAt.timeIntervalSince1970)
+                        lua_setfield(call.L, -2, "age")
+                    }
+                    return 1
+                }
+            ),
+            (
                 "removeParticipant",
                 { [unowned b] call in
                     let id = try call.string(1)

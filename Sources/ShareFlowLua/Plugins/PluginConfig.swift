@@ -63,6 +63,10 @@ public struct PluginConfig {
 
     /// SPEC §14 S5: days the change log keeps tombstones (`shareflow store compact`).
     public var retentionDays: Double = 30
+    /// SPEC §17 R42: most open access requests per share (`sharing = { maxRequesters = N }`).
+    public var maxRequesters = 100
+    /// SPEC §17 R42: `store compact` closes access requests older than this many days; 0 keeps them.
+    public var requestTTLDays: Double = 30
     /// SPEC §15: fault rules armed for every command (`faults = { {…}, … }`); `sf.faults.clear()`
     /// and the admin route leave them.
     public var faults: [FaultRule] = []
@@ -95,7 +99,7 @@ public struct PluginConfig {
             throw PluginError("config file \(path) must return a table, got \(results.first?.description ?? "nothing")")
         }
         for key in root.hash.keys {
-            guard case .string(let k) = key, ["plugins", "limits", "server", "sync", "faults", "postgres", "store"].contains(k) else {
+            guard case .string(let k) = key, ["plugins", "limits", "server", "sync", "faults", "postgres", "store", "sharing"].contains(k) else {
                 throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync, faults, postgres, store)")
             }
         }
@@ -182,6 +186,32 @@ public struct PluginConfig {
                     )
                 }
                 retentionDays = n
+            }
+        }
+        if let sharing = root["sharing"] {
+            guard case .table(let t) = sharing, t.array.isEmpty else {
+                throw PluginError("config file \(path): 'sharing' must be a table of settings")
+            }
+            for (key, value) in t.hash {
+                let n = ConfigField.number(value) ?? .nan
+                switch key {
+                case .string("maxRequesters"):
+                    guard n.isFinite, n == n.rounded(), (1...100_000).contains(n) else {
+                        throw PluginError(
+                            "config file \(path): sharing.maxRequesters must be a whole number from 1 to 100000, got \(ConfigField.shown(value))"
+                        )
+                    }
+                    maxRequesters = Int(n)
+                case .string("requestTTLDays"):
+                    guard n.isFinite, (0...36_500).contains(n) else {
+                        throw PluginError(
+                            "config file \(path): sharing.requestTTLDays must be a number of days from 0 to 36500, got \(ConfigField.shown(value))"
+                        )
+                    }
+                    requestTTLDays = n
+                default:
+                    throw PluginError("config file \(path): unknown key sharing.\(key) (expected maxRequesters, requestTTLDays)")
+                }
             }
         }
         if let server = root["server"] {
