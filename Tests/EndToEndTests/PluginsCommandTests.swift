@@ -6,25 +6,25 @@ final class PluginsCommandTests: XCTestCase {
     func testListCheckReloadShippedPlugins() throws {
         var r = try CLI.run(["plugins", "list", "--config", "Scripts/demo.config.lua"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        for name in ["audit-log", "chaos", "domain-allowlist", "expiring-invitations", "proxy-auth"] {
+        for name in ["access-requests", "audit-log", "chaos", "domain-allowlist", "expiring-invitations", "proxy-auth"] {
             XCTAssertTrue(r.stdout.contains(name), r.stdout)
         }
         XCTAssertTrue(r.stdout.contains("1.0.0   on "), r.stdout)
         r = try CLI.run(["plugins", "check"])
         XCTAssertEqual(r.status, 0, r.stdout)
-        XCTAssertTrue(r.stdout.hasSuffix("5 passed, 0 failed\n"), r.stdout)
+        XCTAssertTrue(r.stdout.hasSuffix("6 passed, 0 failed\n"), r.stdout)
         r = try CLI.run(["plugins", "reload", "--store", ":memory:", "--config", "Scripts/demo.config.lua"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.stdout, "reloaded: audit-log, domain-allowlist, expiring-invitations\n")
         r = try CLI.run(["plugins", "list", "--json"])
         let list = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as! [[String: Any]]
-        XCTAssertEqual(list.count, 5)
+        XCTAssertEqual(list.count, 6)
     }
 
     func testShippedPluginTestsPassThroughShareflowTest() throws {
         let r = try CLI.run(["test", "Plugins"])
         XCTAssertEqual(r.status, 0, r.stdout)
-        XCTAssertTrue(r.stdout.hasSuffix("15 passed, 0 failed\n"), r.stdout)
+        XCTAssertTrue(r.stdout.hasSuffix("19 passed, 0 failed\n"), r.stdout)
     }
 
     func testConfigErrorsAreOneClearLine() throws {
@@ -146,7 +146,7 @@ final class PluginsCommandTests: XCTestCase {
             r.stdout
         )
         XCTAssertTrue(r.stdout.contains("FAIL  config \(config.path): plugin 'zzz' is not in \(searched)\n"), r.stdout)
-        XCTAssertTrue(r.stdout.hasSuffix("5 passed, 2 failed\n"), r.stdout)
+        XCTAssertTrue(r.stdout.hasSuffix("6 passed, 2 failed\n"), r.stdout)
         let json = try CLI.run(["plugins", "check", "--plugins", plugins, "--config", config.path, "--json"])
         let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         XCTAssertEqual((object["config"] as? [String])?.count, 2)

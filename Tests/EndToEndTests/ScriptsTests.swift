@@ -56,6 +56,10 @@ final class ScriptsTests: XCTestCase {
                 "todo: call Bob", "b-2: zoneBusy, retry in 1s", "saved 2 at once, 1 on retry",
                 "changeTokenExpired: dropping the token", "20 notes saved in 25 attempts, 5s waited",
             ],
+            "review_access_requests.lua": [
+                "Roadmap    approve  colleague@example.com", "Offsite    waiting  stranger@elsewhere.org",
+                "approved 2, denied 0 stale, 2 left for owner@example.com",
+            ],
             "audit_access.lua": [
                 "2 share(s) in iCloud.com.example.audit", "records: Project launch, Task task1, Task task2, Task task3",
                 "nobody@example.com     privateUser  readOnly   pending    (no account yet)",

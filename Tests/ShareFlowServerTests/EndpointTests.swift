@@ -96,7 +96,7 @@ final class EndpointTests: XCTestCase {
         ) async throws -> Answer {
             var query = "ckAPIToken=\(api)"
             if let token { query += "&ckWebAuthToken=\(token)" }
-            let uri = path.hasPrefix("/database/") ? path + "?" + query : path
+            let uri = path.hasPrefix("/database/") ? path + (path.contains("?") ? "&" : "?") + query : path
             return try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }) { response in
                 let object = (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:]
                 return Answer(status: Int(response.status.code), object: object, headers: response.headers, text: String(buffer: response.body))
@@ -963,6 +963,45 @@ final class EndpointTests: XCTestCase {
             let invited = try await ask(guid)
             XCTAssertEqual(invited["serverErrorCode"] as? String, "BAD_REQUEST")
             XCTAssertTrue((invited["reason"] as? String)?.contains("participantAlreadyInvited") == true, "\(invited)")
+        }
+    }
+
+    /// An approval the owner's save refuses tells the requester no more than a denial does:
+    /// not the share's title, its size nor the owner's policy's reason (R16, R27). And
+    /// `shareflowExtensions=1` adds the times (ms) to requesters and participants, which a
+    /// plain request leaves out (pyicloud's strict models have no such keys).
+    func testAccessRequestAnswersTellNothingOfTheShareAndTimesAreOptIn() async throws {
+        let engine = try XCTUnwrap(engine)
+        engine.policies.add(.shareRequestAccess, name: "approve-all") { _ in .approve(permission: .readOnly, role: .privateUser) }
+        let staffOnly = engine.policies.add(.participantAdd, name: "staff-only") { _ in .deny("only staff") }
+        try await withServer { [alice, bob, engine] c in
+            try await c.makeTrips(as: alice)
+            var r = try await c.modifyTrips(
+                #"{"operationType":"create","record":{"recordName":"a","recordType":"Trip","fields":{}}},{"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"a"},"fields":{"cloudkit.title":{"value":"Secret merger"}},"denyAccessRequests":false}}"#,
+                as: alice
+            )
+            let guid = try XCTUnwrap(r.records.last?["shortGUID"] as? String, "\(r.object)")
+            r = try await c.post("/public/records/requestAccess", as: bob, #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+            let result = try XCTUnwrap((r.object["results"] as? [[String: Any]])?.first, "\(r.object)")
+            XCTAssertEqual(result["serverErrorCode"] as? String, "ACCESS_DENIED", "\(result)")
+            let reason = result["reason"] as? String ?? ""
+            XCTAssertFalse(reason.contains("Secret") || reason.contains("only staff") || reason.contains("staff-only"), reason)
+            XCTAssertTrue(reason.contains("the request was not approved"), reason)
+
+            engine.policies.remove(id: staffOnly)
+            r = try await c.post("/public/records/requestAccess", as: bob, #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+            let lookup = #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"s"}]}"#
+            r = try await c.post("/private/records/lookup", as: alice, lookup)
+            let plain = try XCTUnwrap(
+                (r.records.first?["participants"] as? [[String: Any]])?.first { $0["type"] as? String == "USER" },
+                "\(r.object)"
+            )
+            XCTAssertEqual(plain["isApprovedRequester"] as? Bool, true)
+            XCTAssertNil(plain["dateAddedToShare"])
+            r = try await c.post("/private/records/lookup?shareflowExtensions=1", as: alice, lookup)
+            let extended = try XCTUnwrap((r.records.first?["participants"] as? [[String: Any]])?.first { $0["type"] as? String == "USER" })
+            let added = try XCTUnwrap(extended["dateAddedToShare"] as? Int, "\(extended)")
+            XCTAssertLessThan(abs(Double(added) / 1000 - Date().timeIntervalSince1970), 600)
         }
     }
 

@@ -251,6 +251,60 @@ class AccessRequestTests: XCTestCase {
         XCTAssertTrue(problems.contains { $0.contains("is on the share though blocked") }, "\(problems)")
     }
 
+    /// R43, R40: a request moves the share in its owner's and administrators' feeds, never in a
+    /// plain participant's (who would count the requests) nor the requester's.
+    func testR43OnlyTheOwnerAndAdministratorsFeedsShowARequest() throws {
+        let w = try World()
+        let (s, dana) = try asking(w)
+        let invite = try share(w, s.recordID)
+        invite.addParticipant(try w.participant("bob@example.com"))
+        invite.addParticipant(try w.participant("carol@example.com"))
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [invite]).error)
+        try w.accept(s.url!, in: w.bc)
+        try w.accept(s.url!, in: w.cc)
+        let promote = try share(w, s.recordID)
+        promote.participants.first { $0.userIdentity.lookupInfo == .emailAddress("carol@example.com") }?.role = .administrator
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [promote]).error)
+        let zone = w.zone.zoneID
+        let feeds = [w.c.privateCloudDatabase, w.bc.sharedCloudDatabase, w.cc.sharedCloudDatabase]
+        let tokens = try feeds.map { try $0.currentChangeToken(zone) }
+        let danas = try dana.sharedCloudDatabase.currentDatabaseChangeToken()
+        try ask(dana, s.url!).get()
+        let changed = try zip(feeds, tokens).map { try $0.recordZoneChanges(zone, since: $1).modifications.map(\.recordID.recordName) }
+        XCTAssertEqual(changed, [[s.recordID.recordName], [], [s.recordID.recordName]], "owner, plain participant, administrator")
+        XCTAssertEqual(try dana.sharedCloudDatabase.databaseChanges(since: danas).changedZoneIDs.count, 0, "the requester's feed never shows it")
+    }
+
+    /// Asking again soon changes nothing (ShareFlow's choice: one account asking in a loop
+    /// would renew the share's tag faster than its owner saves it); past the interval it
+    /// refreshes the entry and the tag (R39, R43).
+    func testAskingAgainSoonChangesNothing() throws {
+        let w = try World()
+        let (s, dana) = try asking(w)
+        try ask(dana, s.url!).get()
+        let first = try share(w, s.recordID)
+        try ask(dana, s.url!).get()
+        let again = try share(w, s.recordID)
+        XCTAssertEqual(again.recordChangeTag, first.recordChangeTag)
+        XCTAssertEqual(again.requesters.first?.requestedAt, first.requesters.first?.requestedAt)
+        w.engine.options.requestRefreshSeconds = 0
+        try ask(dana, s.url!).get()
+        let refreshed = try share(w, s.recordID)
+        XCTAssertNotEqual(refreshed.recordChangeTag, first.recordChangeTag)
+        XCTAssertEqual(refreshed.requesters.map(\.requestID), first.requesters.map(\.requestID), "one entry, refreshed")
+    }
+
+    /// A share is asked for through its own container: another container (or environment)
+    /// cannot find it (R16, R32), so asking there is the silent success.
+    func testAskingThroughAnotherContainerRecordsNothing() throws {
+        let w = try World()
+        let (s, _) = try asking(w)
+        let dana = try XCTUnwrap(w.engine.accounts.find("dana@example.com"))
+        let elsewhere = try w.engine.session(for: dana).container("iCloud.other")
+        XCTAssertEqual(try w.engine.requestShareAccess(url: s.url!, caller: dana, container: elsewhere.containerID), .silent)
+        XCTAssertEqual(try share(w, s.recordID).requesters.count, 0)
+    }
+
     func testR42ABlockedIdentityJoinsNoPublicShare() throws {
         let w = try World()
         let s = try w.share(["carol@example.com"])

@@ -54,6 +54,9 @@ public final class Engine: @unchecked Sendable {
         /// R42: most open access requests per share (`sharing.maxRequesters`); past it a
         /// request is dropped with the same answer.
         public var maxRequesters = 100
+        /// SPEC §17: asking again within this many seconds changes nothing (the same success):
+        /// one account asking in a loop cannot keep renewing the share's tag (R43).
+        public var requestRefreshSeconds: Double = 60
         /// DiscoverAll reports progress every this many contacts.
         public var discoveryProgressInterval = 1000
         /// Share URLs are `<publicURL>/share/<token>` (`shareflow serve --public-url`); no

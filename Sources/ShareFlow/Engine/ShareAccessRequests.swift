@@ -56,7 +56,7 @@ extension Engine {
             let item = "share at \(url)"
             // Every caller's request starts with the same read (R27): whether it goes on to a
             // write is decided by what it found.
-            let first = try reading { db in try db.probeAccessRequest(token: token, environment: containerID.environment, caller: caller.id) }
+            let first = try reading { db in try db.probeAccessRequest(token: token, container: containerID, caller: caller.id) }
             guard try Engine.accessRequestGoesOn(first, item: item) else { return .silent }
             let scope = try reading { db -> StoreWriteScope in
                 guard store.writersRunAtOnce, let found = try shareAndZone(url: url, environment: containerID.environment, db: db) else {
@@ -68,7 +68,7 @@ extension Engine {
                 // The share's zone is claimed (a PostgreSQL node holds it): the cap and the one
                 // request per account hold across processes (R42, M2).
                 guard let (row, zone) = try shareAndZone(url: url, environment: containerID.environment, db: db) else { return .silent }
-                let probe = try db.probeAccessRequest(token: token, environment: containerID.environment, caller: caller.id)
+                let probe = try db.probeAccessRequest(token: token, container: containerID, caller: caller.id)
                 guard probe.share == row.id, try Engine.accessRequestGoesOn(probe, item: item) else { return .silent }
                 let owner = try owner(of: zone, db: db)
                 let ownersView = { [unowned self] in try makeShare(row, zone: zone, caller: owner, db: db) }
@@ -90,14 +90,28 @@ extension Engine {
                     let (changed, approval) = try askPoliciesForApproval(request, item: item, db: db)
                     if changed {
                         // A policy wrote to the store: the request goes on from it as it is now.
-                        let now = try db.probeAccessRequest(token: token, environment: containerID.environment, caller: caller.id)
+                        let now = try db.probeAccessRequest(token: token, container: containerID, caller: caller.id)
                         guard now.share == row.id, try Engine.accessRequestGoesOn(now, item: item) else { return .silent }
                     }
                     if let approval {
-                        try approve(caller, as: approval, row: row, zone: zone, owner: owner, item: item, db: db)
+                        do {
+                            try approve(caller, as: approval, row: row, zone: zone, owner: owner, item: item, db: db)
+                        } catch let error as ShareFlowError where error.code != .serviceUnavailable {
+                            // The owner's save refused the add (a participant.add or share.save
+                            // policy, R8, R42): the requester learns no more than a denial tells
+                            // (R16, R27) — never the share's title, size or the owner's reasons;
+                            // the whole error goes to the operator's log.
+                            throw ShareFlowError.denied(
+                                "\(item): policy '\(approval.policy)' approved the request, but the owner's save refused the add: \(error.message)"
+                            ).forOperator(outage: false, client: "\(item): the request was not approved")
+                        }
                         return .approved
                     }
                 }
+                // Asked again soon: the same success, nothing changed — one account asking in a
+                // loop would otherwise renew the share's tag (R43) faster than its owner could
+                // save it (ShareFlow's choice: `Options.requestRefreshSeconds`).
+                if let last = probe.requestedAt, Date().timeIntervalSince1970 - last < options.requestRefreshSeconds { return .silent }
                 if !probe.hasRequest, probe.openRequests >= options.maxRequesters {
                     var event = Event(.shareAccessRequestDropped, caller: caller, container: zone.container.identifier)
                     event.share = try ownersView()

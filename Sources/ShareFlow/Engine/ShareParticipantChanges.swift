@@ -60,6 +60,8 @@ extension Engine {
                 )
             }
             let role = try newRole(for: p, me: me, item: item)
+            // R41: a policy asked about this add sees whether it approves a request.
+            if let account = matched ?? existing?.accountID { p.isApprovedRequester = try db.hasAccessRequest(share: row.id, account: account) }
             if try askPolicies(
                 PolicyRequest(point: .participantAdd, caller: caller, container: container, share: share, participant: p),
                 item: item,

@@ -6,11 +6,11 @@ extension StoreTransaction {
     // MARK: The probe
 
     /// R39, R27: for `caller` asking to join the share of `token`, everything the answer depends
-    /// on — whether the share exists in `environment`, is public, takes requests, has the caller
+    /// on — whether the share exists in `container` (its environment too: R32), is public, takes requests, has the caller
     /// on it (and how), blocks them, and has their open request — in one statement whose index
     /// seeks are the same whether or not the token is live, the share takes requests or the
     /// caller is blocked.
-    package func probeAccessRequest(token: String, environment: CloudEnvironment, caller: Int64) throws -> AccessRequestProbe {
+    package func probeAccessRequest(token: String, container: ContainerID, caller: Int64) throws -> AccessRequestProbe {
         let probe = try fetchOne(
             """
             SELECT s.id, s.publicPermission, s.allowsAccessRequests, p.status, p.role,
@@ -20,12 +20,13 @@ extension StoreTransaction {
                            OR (b.accountID IS NULL AND b.lookupKind = 'phoneNumber'
                                AND b.lookupValue IN (SELECT phone FROM account_phone WHERE accountID = ?3)))),
                    (SELECT COUNT(*) FROM share_request r WHERE r.shareID = s.id),
-                   EXISTS (SELECT 1 FROM share_request r WHERE r.shareID = s.id AND r.accountID = ?3)
+                   (SELECT r.requestedAt FROM share_request r WHERE r.shareID = s.id AND r.accountID = ?3)
             FROM (SELECT ?1 AS token) q
-            LEFT JOIN share s ON s.token = q.token AND EXISTS (SELECT 1 FROM zone z WHERE z.id = s.zoneID AND z.environment = ?2)
+            LEFT JOIN share s ON s.token = q.token
+                AND EXISTS (SELECT 1 FROM zone z WHERE z.id = s.zoneID AND z.environment = ?2 AND z.container = ?4)
             LEFT JOIN participant p ON p.shareID = s.id AND p.accountID = ?3
             """,
-            [token, environment.rawValue, caller],
+            [token, container.environment.rawValue, caller, container.identifier],
             table: "share",
             keyAt: 0
         ) { row -> AccessRequestProbe in
@@ -38,7 +39,7 @@ extension StoreTransaction {
                 role: try row.optionalText(4, "role") == nil ? nil : row.word(4, "role"),
                 isBlocked: try row.integer(5, "EXISTS") != 0,
                 openRequests: Int(try row.integer(6, "COUNT")),
-                hasRequest: try row.integer(7, "EXISTS") != 0
+                requestedAt: try row.optionalReal(7, "requestedAt")
             )
         }
         return probe ?? .none
@@ -113,6 +114,11 @@ extension StoreTransaction {
         guard !ids.isEmpty else { return }
         for id in ids { try run("DELETE FROM share_request WHERE id = ? AND shareID = ?", [id, share]) }
         try renewShareTag(share)
+    }
+
+    /// Whether `account` has an open request to join `share`.
+    package func hasAccessRequest(share: Int64, account: Int64) throws -> Bool {
+        try exists("SELECT EXISTS (SELECT 1 FROM share_request WHERE shareID = ? AND accountID = ?)", [share, account])
     }
 
     /// Closes `account`'s request to join `share`, if any (they were added or blocked).
@@ -212,11 +218,12 @@ extension StoreTransaction {
         try run("UPDATE participant SET approvedRequester = 1 WHERE id = ?", [participant])
     }
 
-    /// A share's change tag moves and the share reappears in the feeds of those who see it
-    /// (R43): its requests and blocks are part of what the owner and administrators see.
+    /// A share's change tag moves and the share reappears in its owner's and administrators'
+    /// feeds (R43): its requests and blocks are theirs to see (R40), so no other participant's
+    /// feed learns that anyone asked.
     private func renewShareTag(_ share: Int64) throws {
         try run("UPDATE record SET tag = ? WHERE id = (SELECT recordID FROM share WHERE id = ?)", [RandomIdentifier.changeTag(), share])
-        try logShareChanged(share, participant: nil)
+        try logShareAccessChanged(share)
     }
 }
 
@@ -231,7 +238,9 @@ package struct AccessRequestProbe {
     package let role: ParticipantRole?
     package let isBlocked: Bool
     package let openRequests: Int
-    package let hasRequest: Bool
+    /// When the caller last asked, if their request is open.
+    package let requestedAt: Double?
+    package var hasRequest: Bool { requestedAt != nil }
 
     static let none = AccessRequestProbe(
         share: nil,
@@ -241,7 +250,7 @@ package struct AccessRequestProbe {
         role: nil,
         isBlocked: false,
         openRequests: 0,
-        hasRequest: false
+        requestedAt: nil
     )
 }
 

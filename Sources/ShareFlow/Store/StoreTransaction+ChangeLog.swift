@@ -259,7 +259,8 @@ extension StoreTransaction {
         viewed: Bool = true,
         isNew: Bool = false,
         sentTo: Int64? = nil,
-        viewersSettled: Bool = false
+        viewersSettled: Bool = false,
+        only: Set<Int64>? = nil
     ) throws {
         let id = zone.id
         let seq: Int64
@@ -271,7 +272,8 @@ extension StoreTransaction {
         }
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
         guard viewed || hierarchyChanged else { return }
-        let viewers = try viewers(ofRecord: name, zone: id)
+        let viewers =
+            try only.map { only in try self.viewers(ofRecord: name, zone: id).filter(only.contains) } ?? self.viewers(ofRecord: name, zone: id)
         // A statement each, cached: statements over a bound JSON list (json_each) were
         // compiled again on every call, which cost more than the rows.
         for viewer in viewers where viewer != sentTo {
@@ -645,6 +647,44 @@ extension StoreTransaction {
             at: time,
             sentTo: entered.contains(recordName) ? account : nil,
             viewersSettled: true
+        )
+    }
+
+    /// What only the owner and the share's accepted administrators see of it changed (its
+    /// access requests and blocks, SPEC §17 R40, R43): the share's record is logged for them
+    /// alone; no other viewer's feed learns of it.
+    func logShareAccessChanged(_ share: Int64) throws {
+        guard logs else { return }
+        forgetLoggedZones()
+        guard
+            let (zone, name, record) = try fetchOne(
+                """
+                SELECT s.id, r.name, \(StoreTransaction.loggedZoneColumns), s.recordID FROM share s JOIN record r ON r.id = s.recordID
+                JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID WHERE s.id = ? AND z.scope = 'private'
+                """,
+                [share],
+                table: "share",
+                keyAt: 0,
+                {
+                    (try StoreTransaction.loggedZone($0, at: 2), try $0.of("record", keyAt: 0).text(1, "name"), try $0.integer(8, "recordID"))
+                }
+            )
+        else { return }
+        let managers = try fetchAll(
+            "SELECT id, accountID FROM participant WHERE shareID = ? AND role = 'administrator' AND status = 'accepted' AND accountID IS NOT NULL",
+            [share],
+            table: "participant",
+            keyAt: 0
+        ) { try $0.integer(1, "accountID") }
+        try logRecordSaved(
+            zone: zone,
+            record: record,
+            name: name,
+            type: "cloudkit.share",
+            hierarchyChanged: false,
+            at: Date().timeIntervalSince1970,
+            viewersSettled: true,
+            only: Set(managers)
         )
     }
 

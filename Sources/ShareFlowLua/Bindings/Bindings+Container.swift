@@ -57,8 +57,10 @@ extension Bindings {
                 lua_createtable(call.L, 0, Int32(results.count))
                 for (url, r) in results {
                     if let m = try? r.get() {
+                        // The whole URL as the key, NUL bytes and all (lua_setfield would cut it).
+                        call.state.push(string: url)
                         push(metadata: m)
-                        lua_setfield(call.L, -2, url)
+                        lua_rawset(call.L, -3)
                     }
                 }
                 push(error)
@@ -70,8 +72,10 @@ extension Bindings {
                 let (results, error) = c.requestShareAccessResults(urls)
                 lua_createtable(call.L, 0, Int32(results.count))
                 for (url, r) in results where (try? r.get()) != nil {
+                    // The whole URL as the key, NUL bytes and all (lua_setfield would cut it).
+                    call.state.push(string: url)
                     lua_pushboolean(call.L, 1)
-                    lua_setfield(call.L, -2, url)
+                    lua_rawset(call.L, -3)
                 }
                 push(error)
                 return 2

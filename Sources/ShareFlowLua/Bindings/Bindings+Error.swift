@@ -24,8 +24,10 @@ extension Bindings {
         if !error.partialErrors.isEmpty {
             lua_createtable(L, 0, Int32(error.partialErrors.count))
             for (item, e) in error.partialErrors {
+                // The whole item as the key, NUL bytes and all (lua_setfield would cut it).
+                lua.push(string: item)
                 push(e)
-                lua_setfield(L, -2, item)
+                lua_rawset(L, -3)
             }
             lua_setfield(L, -2, "partialErrors")
         }

@@ -210,7 +210,7 @@ enum Hooks {
             ),
         ])
 
-        // Made in C: a policy's verdict is read there, raw, and only these two are recognised.
+        // Made in C: a policy's verdict is read there, raw, and only these three are recognised.
         lua_pushcclosure(L, sf_verdict_allow, 0)
         lua_setfield(L, -2, "allow")
         lua_pushcclosure(L, sf_verdict_deny, 0)

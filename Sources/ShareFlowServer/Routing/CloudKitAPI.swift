@@ -175,11 +175,15 @@ public final class CloudKitAPI: Sendable {
         // SPEC §15: the request's fault, decided here; the endpoint runs in its scope.
         let admitted = try await RequestFaults.admit(endpoint.subpath, request, body: body.object, context: context, engine: engine, thread: thread)
         let scope = admitted?.scope
+        // SPEC §17: ShareFlow's own keys only for a client that asked for them.
+        let extended = request.query["shareflowExtensions"] == "1"
         let work: @Sendable () throws -> WireObject = { [self] in
             do {
                 let call = EndpointCall(api: self, request: request, current: try current(caller), body: body.object)
-                guard let scope else { return WireObject(try endpoint.handle(call)) }
-                return WireObject(try FaultScope.run(scope) { try endpoint.handle(call) })
+                return try WireFormat.$extensions.withValue(extended) {
+                    guard let scope else { return WireObject(try endpoint.handle(call)) }
+                    return WireObject(try FaultScope.run(scope) { try endpoint.handle(call) })
+                }
             } catch {
                 throw CloudKitError.from(error)
             }

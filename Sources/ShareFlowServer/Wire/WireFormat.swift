@@ -3,6 +3,11 @@ import ShareFlow
 
 /// CloudKit Web Services' dictionaries (WEB-SERVICES.md §1.4) to and from ShareFlow's values.
 enum WireFormat {
+    /// Whether the request asked for ShareFlow's own keys (`shareflowExtensions=1`, SPEC §17):
+    /// access requests' and blocks' times and participants' `dateAddedToShare`, in
+    /// milliseconds. Off by default: pyicloud's strict models have no such keys.
+    @TaskLocal static var extensions = false
+
     typealias Object = [String: Any]
 
     // MARK: Errors (SPEC §13)
@@ -382,11 +387,13 @@ enum WireFormat {
     }
 
     static func participant(_ p: Participant) -> Object {
-        [
+        var o: Object = [
             "participantId": p.participantID, "userIdentity": identity(p.userIdentity), "type": type(p.role),
             "acceptanceStatus": status(p.acceptanceStatus), "permission": permission(p.permission),
             "isApprovedRequester": p.isApprovedRequester,
         ]
+        if extensions, let added = p.dateAddedToShare { o["dateAddedToShare"] = milliseconds(added) }
+        return o
     }
 
     static func type(_ role: ParticipantRole) -> String {
@@ -500,11 +507,20 @@ enum WireFormat {
             o["denyAccessRequests"] = !share.allowsAccessRequests
             o["participants"] = share.participants.map(participant)
             // The owner's and administrators' copies only (R40): empty in anyone else's.
+            let extended = extensions
             if !share.requesters.isEmpty {
-                o["requesters"] = share.requesters.map { r -> Object in ["participantId": r.requestID, "userIdentity": identity(r.userIdentity)] }
+                o["requesters"] = share.requesters.map { r -> Object in
+                    var entry: Object = ["participantId": r.requestID, "userIdentity": identity(r.userIdentity)]
+                    if extended { entry["requestedAt"] = milliseconds(r.requestedAt) }
+                    return entry
+                }
             }
             if !share.blockedIdentities.isEmpty {
-                o["blocked"] = share.blockedIdentities.map { b -> Object in ["participantId": b.blockID, "userIdentity": identity(b.userIdentity)] }
+                o["blocked"] = share.blockedIdentities.map { b -> Object in
+                    var entry: Object = ["participantId": b.blockID, "userIdentity": identity(b.userIdentity)]
+                    if extended { entry["blockedAt"] = milliseconds(b.blockedAt) }
+                    return entry
+                }
             }
             if let owner = share.owner { o["owner"] = participant(owner) }
             if let me = share.currentUserParticipant { o["currentUserParticipant"] = participant(me) }
