@@ -241,6 +241,10 @@ local Share = {}
 function Share:addParticipant(p) end
 ---@param p shareflow.Participant
 function Share:removeParticipant(p) end
+---The URL of a one-time link's participant (R44); nil before the save or for another.
+---@param participantID string
+---@return string?
+function Share:oneTimeURL(participantID) end
 ---Closes these requests with the next save (R41).
 ---@param list (string|shareflow.AccessRequester)[]
 function Share:denyRequesters(list) end
@@ -274,6 +278,7 @@ function Share:approveRequesters(list, opts) end
 ---@field permission shareflow.Permission
 ---@field acceptanceStatus shareflow.Status
 ---@field isApprovedRequester boolean added by approving their request (R41)
+---@field isOneTimeURLParticipant boolean a one-time link's participant (R44)
 ---@field dateAddedToShare? number seconds since 1970
 
 ---@class shareflow.Metadata
@@ -400,6 +405,7 @@ function Operation:wait() end
 ---@field failed? integer
 ---@field duration? number
 ---@field approvedRequester? boolean participant.added: the add approved their request
+---@field oneTimeURL? boolean share.accepted: through a one-time link (R44)
 ---@field requester? shareflow.AccessRequester share.accessRequested, share.accessRequestDropped
 ---@field requesters? shareflow.AccessRequester[] share.requestersDenied
 ---@field identities? shareflow.BlockedIdentity[] share.requestersBlocked, share.identitiesUnblocked
@@ -414,6 +420,7 @@ function Operation:wait() end
 ---@field metadata? shareflow.Metadata
 ---@field from? string
 ---@field to? string
+---@field oneTimeURL? boolean share.accept: through a one-time link (R44)
 ---@field url? string share.requestAccess: the URL asked with
 ---@field requester? shareflow.AccessRequester share.requestAccess: who asks
 
@@ -636,6 +643,10 @@ function shareflow.FetchShareMetadataOperation(t) end
 ---@param t? table
 ---@return shareflow.AcceptSharesOperation
 function shareflow.AcceptSharesOperation(t) end
+---A one-time link's participant (R44): no identity until someone accepts the link.
+---@param t? {permission?: "readOnly"|"readWrite"}
+---@return shareflow.Participant
+function shareflow.OneTimeURLParticipant(t) end
 ---@param t? table
 ---@return shareflow.ShareRequestAccessOperation
 function shareflow.ShareRequestAccessOperation(t) end

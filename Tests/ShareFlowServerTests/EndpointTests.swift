@@ -1005,6 +1005,39 @@ final class EndpointTests: XCTestCase {
         }
     }
 
+    /// R44 over HTTP: a one-time link's token is a short GUID records/resolve and
+    /// records/accept take; Bob claims it, then Alice's second reader is refused as a stranger.
+    func testAOneTimeLinkResolvesAndIsClaimedOverHTTP() async throws {
+        let engine = try XCTUnwrap(engine)
+        let db = try engine.session(for: "alice@example.com").container("iCloud.test").privateCloudDatabase
+        let zone = try db.saveZone("Links")
+        let root = Record(recordType: "Doc", recordID: RecordID(recordName: "d", zoneID: zone.zoneID))
+        let share = Share(rootRecord: root)
+        let guest = Participant.oneTimeURLParticipant()
+        share.addParticipant(guest)
+        XCTAssertNil(try db.modifyRecords(saving: [root, share]).error)
+        let link = try XCTUnwrap(share.oneTimeURL(for: guest.participantID))
+        let guid = try XCTUnwrap(Engine.shareToken(url: link))
+        _ = try engine.accounts.create(emails: ["carol@example.com"])
+        let carol = try Credentials.newWebAuthToken(
+            container: "iCloud.test",
+            account: try XCTUnwrap(engine.accounts.find("carol@example.com")),
+            ttl: 3600,
+            engine: engine
+        )
+        try await withServer { [bob] c in
+            var r = try await c.post("/public/records/resolve", as: bob, #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+            var result = try XCTUnwrap((r.object["results"] as? [[String: Any]])?.first, "\(r.object)")
+            XCTAssertEqual(result["participantStatus"] as? String, "INVITED", "\(result)")
+            r = try await c.post("/public/records/accept", as: bob, #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+            result = try XCTUnwrap((r.object["results"] as? [[String: Any]])?.first, "\(r.object)")
+            XCTAssertEqual(result["participantStatus"] as? String, "ACCEPTED", "\(result)")
+            r = try await c.post("/public/records/resolve", as: carol, #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
+            result = try XCTUnwrap((r.object["results"] as? [[String: Any]])?.first, "\(r.object)")
+            XCTAssertEqual(result["serverErrorCode"] as? String, "NOT_FOUND", "\(result)")
+        }
+    }
+
     /// A LOCATION keeps all eight of its keys (SPEC §13 wave 4, issue 42 point 5), alone and
     /// in a list, through the store and back; one given with its coordinates only comes back
     /// with those only; a key that is no finite number is refused naming it.

@@ -305,6 +305,36 @@ class AccessRequestTests: XCTestCase {
         XCTAssertEqual(try share(w, s.recordID).requesters.count, 0)
     }
 
+    /// R44: a one-time link's participant is claimed by the first accept alone, in one
+    /// transaction; the second account meets a stranger's answer; the link's token is its own
+    /// (not the share's) and the owner's copy is the only one that gives it.
+    func testR44TheFirstAcceptClaimsAOneTimeLink() throws {
+        let w = try World()
+        let s = try w.share()
+        let owned = try share(w, s.recordID)
+        let guest = Participant.oneTimeURLParticipant(permission: .readWrite)
+        owned.addParticipant(guest)
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [owned]).error)
+        let link = try XCTUnwrap(share(w, s.recordID).oneTimeURL(for: guest.participantID))
+        XCTAssertNotEqual(Engine.shareToken(url: link), Engine.shareToken(url: s.url!))
+        XCTAssertGreaterThanOrEqual(Engine.shareToken(url: link)?.count ?? 0, 22, "at least 128 random bits")
+        let bobsMeta = try w.bc.fetchShareMetadataResults([link]).0[0].1.get()
+        let carolsMeta = try w.cc.fetchShareMetadataResults([link]).0[0].1.get()
+        XCTAssertEqual(bobsMeta.participantStatus, .pending)
+        XCTAssertEqual(bobsMeta.participantPermission, .readWrite)
+        let (bobs, _) = w.bc.acceptShareResults([bobsMeta])
+        XCTAssertEqual(try bobs[0].1.get().currentUserParticipant?.acceptanceStatus, .accepted)
+        let (carols, _) = w.cc.acceptShareResults([carolsMeta])
+        guard case .failure(let e) = carols[0].1 else { return XCTFail("Carol accepted a link Bob claimed") }
+        XCTAssertEqual(e.code, .unknownItem, "claimed: Carol is a stranger to the link")
+        let after = try share(w, s.recordID)
+        XCTAssertEqual(
+            after.participants.filter { $0.participantID == guest.participantID }.map(\.userIdentity.lookupInfo),
+            [.emailAddress("bob@example.com")]
+        )
+        XCTAssertEqual(after.participants.count, 2)
+    }
+
     func testR42ABlockedIdentityJoinsNoPublicShare() throws {
         let w = try World()
         let s = try w.share(["carol@example.com"])

@@ -25,6 +25,10 @@ final class AccessRequestTestsOnPostgreSQL: AccessRequestTests {
     override func testR42RequestsPastTheCapAreDroppedWithTheSameAnswer() throws { try super.testR42RequestsPastTheCapAreDroppedWithTheSameAnswer() }
     override func testR42OldRequestsCloseAndTheAdministratorListsTheOpenOnes() throws { try super.testR42OldRequestsCloseAndTheAdministratorListsTheOpenOnes() }
     override func testStoreCheckFindsBrokenAccessInvariants() throws { try super.testStoreCheckFindsBrokenAccessInvariants() }
+    override func testR43OnlyTheOwnerAndAdministratorsFeedsShowARequest() throws { try super.testR43OnlyTheOwnerAndAdministratorsFeedsShowARequest() }
+    override func testAskingAgainSoonChangesNothing() throws { try super.testAskingAgainSoonChangesNothing() }
+    override func testAskingThroughAnotherContainerRecordsNothing() throws { try super.testAskingThroughAnotherContainerRecordsNothing() }
+    override func testR44TheFirstAcceptClaimsAOneTimeLink() throws { try super.testR44TheFirstAcceptClaimsAOneTimeLink() }
     override func testR42ABlockedIdentityJoinsNoPublicShare() throws { try super.testR42ABlockedIdentityJoinsNoPublicShare() }
 }
 

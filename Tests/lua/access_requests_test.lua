@@ -311,3 +311,48 @@ test("sf.admin.accessRequests lists open requests across the store, bounded", fu
   expect.raises(function() sf.admin.accessRequests{ olderThan = 0 / 0 } end, "olderThan")
   expect.raises(function() sf.admin.accessRequests{ since = 1 } end, "since")
 end)
+
+test("R44: a one-time link is anyone's until its first accept, then its claimer's alone", function()
+  local w = world()
+  local share = shared(w, {}, "readOnly")
+  local guest = sf.OneTimeURLParticipant{ permission = "readWrite" }
+  expect.eq(guest.isOneTimeURLParticipant, true)
+  share:addParticipant(guest)
+  local second = sf.OneTimeURLParticipant{}
+  share:addParticipant(second)
+  assert(select(2, w.db:modifyRecords{ save = { share } }) == nil)
+  expect.eq(#share.participants, 3, "two one-time participants are two people")
+  local link = share:oneTimeURL(guest.participantID)
+  assert(link and link ~= share.url and link ~= share:oneTimeURL(second.participantID))
+  expect.eq(share:oneTimeURL("nobody"), nil)
+
+  -- Anyone signed in may read it, as a pending participant with the link's permission.
+  local ms = assert(w.bc:fetchShareMetadata{ link })
+  expect.eq(ms[link].participantStatus, "pending")
+  expect.eq(ms[link].participantPermission, "readWrite")
+  local accepted = {}
+  sf.on("share.accepted", function(ev) accepted[#accepted + 1] = ev end)
+  local seenByPolicy
+  local h = sf.policy("share.accept", function(req) seenByPolicy = req.oneTimeURL end)
+  local shares, err = w.bc:acceptShares{ ms[link] }
+  assert(shares[1], tostring(err))
+  expect.eq(shares[1].currentUserParticipant.permission, "readWrite")
+  expect.eq(accepted[1].oneTimeURL, true)
+  expect.eq(seenByPolicy, true)
+  h:remove()
+
+  -- Claimed: Bob's link alone. Carol is a stranger to it (R16), the share's own URL included.
+  local _, strangerErr = w.cc:fetchShareMetadata{ link }
+  expect.code(strangerErr.partialErrors[link], "unknownItem")
+  local late = w.cc:acceptShares{ ms[link] }
+  expect.eq(#late, 0, "the metadata read before the claim accepts nothing now")
+  local again = assert(w.bc:fetchShareMetadata{ link })
+  expect.eq(again[link].participantStatus, "accepted")
+  local owners = w.db:fetchRecord(share.recordID)
+  local bob
+  for _, p in ipairs(owners.participants) do
+    if p.participantID == guest.participantID then bob = p end
+  end
+  expect.eq(bob.userIdentity.lookupInfo.emailAddress, "bob@example.com", "the link's participant is now Bob")
+  expect.raises(function() sf.OneTimeURLParticipant{ permission = "none" } end, "readOnly or readWrite")
+end)

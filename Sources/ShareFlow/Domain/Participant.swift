@@ -41,6 +41,35 @@ public final class Participant: CustomStringConvertible {
     public internal(set) var isApprovedRequester = false
     /// When the participant was added to the share (or added again); nil until saved.
     public internal(set) var dateAddedToShare: Date?
+    /// Whether this is a one-time link's participant (R44): made without an identity, it is
+    /// whoever first accepts the link.
+    public internal(set) var isOneTimeURLParticipant = false
+    /// A one-time link's URL (R44), once the share is saved, in its owner's and
+    /// administrators' copies: `Share.oneTimeURL(for:)`.
+    var oneTimeURL: String?
+
+    /// The one participant made without an identity (R44, an exception to R7; Apple's
+    /// `CKShare.Participant.oneTimeURLParticipant()`): add it to a share and save, then hand
+    /// out `share.oneTimeURL(for:)`; the first account to accept that URL becomes it.
+    ///
+    /// ```swift
+    /// let guest = Participant.oneTimeURLParticipant()
+    /// guest.permission = .readWrite
+    /// share.addParticipant(guest)
+    /// _ = try db.modifyRecords(saving: [share])
+    /// let link = share.oneTimeURL(for: guest.participantID)
+    /// ```
+    public static func oneTimeURLParticipant(permission: ParticipantPermission = .readOnly) -> Participant {
+        let p = Participant(
+            participantID: RandomIdentifier.uuidString(),
+            userIdentity: UserIdentity(userRecordID: nil, lookupInfo: nil, nameComponents: nil, hasiCloudAccount: false),
+            role: .privateUser,
+            permission: permission,
+            acceptanceStatus: .unknown
+        )
+        p.isOneTimeURLParticipant = true
+        return p
+    }
 
     init(
         participantID: String,
@@ -63,6 +92,8 @@ public final class Participant: CustomStringConvertible {
 
     /// Whether two participants name the same person (R9: adding them again updates instead).
     func isSamePerson(as other: Participant) -> Bool {
+        // A one-time link's participant is nobody yet: only itself (R44).
+        if isOneTimeURLParticipant || other.isOneTimeURLParticipant { return participantID == other.participantID }
         if let a = userIdentity.userRecordID, let b = other.userIdentity.userRecordID { return a == b }
         return userIdentity.lookupInfo != nil && userIdentity.lookupInfo == other.userIdentity.lookupInfo
     }

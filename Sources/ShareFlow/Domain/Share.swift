@@ -117,6 +117,14 @@ public final class Share: Record {
         removedParticipantIDs.append(p.participantID)
     }
 
+    /// The URL of the one-time link participant `participantID` stands for (R44; Apple's
+    /// `CKShare.oneTimeURL(for:)`): its own, at least 128 random bits; nil before the share's
+    /// save, for another participant, or in a copy of someone who is not the owner or an
+    /// administrator.
+    public func oneTimeURL(for participantID: String) -> String? {
+        participants.first { $0.participantID == participantID }?.oneTimeURL
+    }
+
     /// Closes these requests with the next save; their requesters may ask again (R41; Apple's
     /// `denyRequesters(_:)`).
     ///

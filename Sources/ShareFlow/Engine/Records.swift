@@ -197,9 +197,23 @@ extension Engine {
         try db.share(zone: zone.id, recordName: recordName)
     }
 
+    /// What a URL names (R6, R44): its share's own token, and the one-time link it is, if any.
+    struct ShareLink {
+        let shareToken: String
+        let oneTime: OneTimeLinkRow?
+    }
+
+    /// The share token a URL stands for: its own, or a one-time link's share's (R44). Every
+    /// URL costs the same one seek for the link, whatever it names (R27).
+    func shareLink(url: String, db: StoreTransaction) throws -> ShareLink? {
+        guard let token = Engine.shareToken(url: url) else { return nil }
+        if let link = try db.oneTimeLink(token: token) { return ShareLink(shareToken: link.shareToken, oneTime: link) }
+        return ShareLink(shareToken: token, oneTime: nil)
+    }
+
     /// The share at `url` in `environment` (R32: one of the other environment is not found).
     func shareRow(url: String, environment: CloudEnvironment, db: StoreTransaction) throws -> ShareRow? {
-        guard let token = Engine.shareToken(url: url) else { return nil }
+        guard let token = try shareLink(url: url, db: db)?.shareToken else { return nil }
         return try db.share(token: token, environment: environment)
     }
 
@@ -209,7 +223,7 @@ extension Engine {
         environment: CloudEnvironment,
         db: StoreTransaction
     ) throws -> (row: ShareRow, zone: ZoneRow, record: RecordRow)? {
-        guard let token = Engine.shareToken(url: url) else { return nil }
+        guard let token = try shareLink(url: url, db: db)?.shareToken else { return nil }
         return try db.shareWithZoneAndRecord(token: token, environment: environment, publicOwnerName: Engine.publicOwnerName).map {
             ($0.share, $0.zone, $0.record)
         }
@@ -217,7 +231,7 @@ extension Engine {
 
     /// The share at `url` in `environment` with its zone, in one statement (R32 as `shareRow(url:)`).
     func shareAndZone(url: String, environment: CloudEnvironment, db: StoreTransaction) throws -> (row: ShareRow, zone: ZoneRow)? {
-        guard let token = Engine.shareToken(url: url) else { return nil }
+        guard let token = try shareLink(url: url, db: db)?.shareToken else { return nil }
         return try db.shareWithZone(token: token, environment: environment, publicOwnerName: Engine.publicOwnerName).map { ($0.share, $0.zone) }
     }
 
@@ -253,7 +267,10 @@ extension Engine {
     /// it was read with the row (`participantsWithAccounts`); otherwise it is read here.
     func participantObject(_ row: ParticipantRow, account: AccountIdentityRow? = nil, db: StoreTransaction) throws -> Participant {
         let identity: UserIdentity
-        if let accountID = row.accountID {
+        if row.oneTimeToken != nil, row.accountID == nil {
+            // A one-time link's participant is nobody until the link is claimed (R44).
+            identity = UserIdentity(userRecordID: nil, lookupInfo: nil, nameComponents: nil, hasiCloudAccount: false)
+        } else if let accountID = row.accountID {
             identity = try (account ?? accountIdentity(id: accountID, db: db)).identity(lookupInfo: row.lookup)
         } else {
             identity = UserIdentity(userRecordID: nil, lookupInfo: row.lookup, nameComponents: nil, hasiCloudAccount: false)
@@ -267,6 +284,7 @@ extension Engine {
         )
         participant.isApprovedRequester = row.isApprovedRequester
         participant.dateAddedToShare = Date(timeIntervalSince1970: row.addedAt)
+        participant.isOneTimeURLParticipant = row.oneTimeToken != nil
         return participant
     }
 
@@ -307,6 +325,8 @@ extension Engine {
                 || (p.status != .removed && (managing || (p.status == .accepted && row.publicPermission == .none && mine?.status == .accepted)))
             guard visible else { continue }
             let object = try participantObject(p, account: account, db: db)
+            // R44: the link is the owner's and administrators' to hand out, and its claimer's.
+            if let token = p.oneTimeToken, managing || isMe { object.oneTimeURL = shareURL(token: token) }
             share.participants.append(object)
             if isMe { share.currentUserParticipant = object }
         }

@@ -26,7 +26,10 @@ extension Engine {
             var matched: Int64?
             if let userRecordID = p.userIdentity.userRecordID { matched = try accountID(for: .userRecordID(userRecordID), db: db) }
             let byID = rows.first(where: { $0.participantID == p.participantID })
-            var existing = byID ?? rows.first(where: { isSamePerson($0, accountID: matched, lookup: p.userIdentity.lookupInfo) })
+            // A one-time link's participant is nobody yet: found by its ID alone (R44).
+            var existing =
+                p.isOneTimeURLParticipant
+                ? byID : byID ?? rows.first(where: { isSamePerson($0, accountID: matched, lookup: p.userIdentity.lookupInfo) })
             if let existing { matchedRows.insert(existing.id) }
             if let existing, existing.role == .owner { continue }
             guard p.role != .owner else {
@@ -84,7 +87,8 @@ extension Engine {
                 rows = try participantRows(share: row.id, db: db)
                 existing =
                     rows.first(where: { $0.participantID == p.participantID })
-                    ?? rows.first(where: { isSamePerson($0, accountID: matched, lookup: p.userIdentity.lookupInfo) })
+                    ?? (p.isOneTimeURLParticipant
+                        ? nil : rows.first(where: { isSamePerson($0, accountID: matched, lookup: p.userIdentity.lookupInfo) }))
                 if let existing, existing.status != .removed {
                     // The policy put them on the share itself.
                     matchedRows.insert(existing.id)
@@ -92,8 +96,8 @@ extension Engine {
                 }
             }
             let lookup = p.userIdentity.lookupInfo ?? .userRecordID(p.userIdentity.userRecordID ?? "")
-            // R42: a blocked identity is unblocked before it is added.
-            if try db.isBlocked(share: row.id, account: matched ?? existing?.accountID, lookup: lookup) {
+            // R42: a blocked identity is unblocked before it is added (a one-time link has none yet).
+            if !p.isOneTimeURLParticipant, try db.isBlocked(share: row.id, account: matched ?? existing?.accountID, lookup: lookup) {
                 throw ShareFlowError.invalid(
                     "\(item): \(p.userIdentity) is blocked on this share; take them off its blocked identities first (unblockIdentities, R42)"
                 )
@@ -117,6 +121,8 @@ extension Engine {
                     at: Date().timeIntervalSince1970
                 )
                 matchedRows.insert(added)
+                // R44: the link's own token, as unguessable as a share's (R6).
+                if p.isOneTimeURLParticipant { try db.setOneTimeToken(Engine.newShareToken(), participant: added) }
             }
             // R41: adding someone who asked approves their request: it closes, and they are
             // an approved requester (pending, as any invitee).

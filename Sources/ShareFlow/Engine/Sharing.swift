@@ -61,9 +61,21 @@ extension Engine {
                 let hidden = ShareFlowError.unknown("no share at \(url) for \(caller.email ?? caller.userRecordID) (R16)")
                 // R27: one probe, the same statement and index seeks for a live URL as for a made-up
                 // one, so a stranger learns nothing from the time it takes either.
-                let token = Engine.shareToken(url: url) ?? ""
+                let link = try shareLink(url: url, db: db)
+                let token = link?.shareToken ?? ""
                 let probe = try db.probeShare(token: token, environment: container.environment, caller: caller.id)
-                guard probe.exists, probe.isParticipant || probe.isPublic else {
+                // R44: a one-time link is anyone's until claimed, then its claimer's alone.
+                var unclaimed: OneTimeLinkRow?
+                if let oneTime = link?.oneTime {
+                    if let claimer = oneTime.claimedBy {
+                        guard claimer == caller.id else { throw hidden }
+                    } else if oneTime.status == .pending, !probe.isParticipant {
+                        unclaimed = oneTime
+                    } else if !probe.isParticipant {
+                        throw hidden
+                    }
+                }
+                guard probe.exists, probe.isParticipant || probe.isPublic || unclaimed != nil else {
                     if probe.hasUnmatchedInvitations {
                         var error = ShareFlowError(
                             .participantMayNeedVerification,
@@ -84,6 +96,8 @@ extension Engine {
                 let permission: ParticipantPermission
                 if let mine {
                     (role, status, permission) = (mine.role, mine.status, mine.permission)
+                } else if let unclaimed {
+                    (role, status, permission) = (.privateUser, .pending, unclaimed.permission)
                 } else {
                     (role, status, permission) = (.publicUser, .unknown, row.publicPermission)
                 }
@@ -149,6 +163,12 @@ extension Engine {
             if let unchanged = before.unchanged { return unchanged }
             return try transaction(scope: before.scope) { db in
                 let item = "share at \(metadata.url)"
+                // R44: a one-time link, as stored now: the caller claims it, or it is theirs, or
+                // they are a stranger to it.
+                let oneTime = try shareLink(url: metadata.url, db: db)?.oneTime
+                if let oneTime, let claimer = oneTime.claimedBy, claimer != caller.id {
+                    throw ShareFlowError.unknown("no share at \(metadata.url) for \(caller.email ?? caller.userRecordID) (R16)")
+                }
                 /// The share, its zone and its participants with their accounts, as stored now, in two
                 /// statements (the caller's place and the share object both come from the second).
                 /// Nil when no share has the URL.
@@ -163,6 +183,8 @@ extension Engine {
                 /// (accepting again changes nothing).
                 func mayAccept(_ row: ShareRow, _ mine: ParticipantRow?) throws -> Bool {
                     if SharingRules.acceptChangesNothing(role: mine?.role, status: mine?.status) { return false }
+                    // R44: someone on no row of the share claims an unclaimed link.
+                    if mine == nil, let oneTime, oneTime.claimedBy == nil, oneTime.status == .pending { return true }
                     try SharingRules.require(
                         .accept,
                         role: mine?.role ?? .publicUser,
@@ -197,6 +219,7 @@ extension Engine {
                     },
                     metadata: metadata
                 )
+                objects.oneTimeURL = oneTime != nil
                 let request = PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects)
                 if try askPolicies(request, item: item, db: db) {
                     // A policy called back into the engine and changed the store: the accept goes
@@ -215,6 +238,7 @@ extension Engine {
                     zone: zone,
                     participants: participants,
                     metadata: metadata,
+                    oneTime: oneTime,
                     caller: caller,
                     container: container,
                     db: db
@@ -230,6 +254,7 @@ extension Engine {
         zone: ZoneRow,
         participants: [ParticipantWithAccount],
         metadata: ShareMetadata,
+        oneTime: OneTimeLinkRow?,
         caller: Account,
         container: String,
         db: StoreTransaction
@@ -237,7 +262,13 @@ extension Engine {
         let item = "share at \(metadata.url)"
         let isPublic = row.publicPermission != .none
         let share: Share
-        if let i = participants.firstIndex(where: { $0.row.accountID == caller.id }) {
+        if let oneTime, oneTime.claimedBy == nil, !participants.contains(where: { $0.row.accountID == caller.id }) {
+            // R44: the first accept claims the link's participant, in this transaction.
+            guard try db.claimOneTimeLink(participant: oneTime.participant, account: caller.id, lookup: caller.primaryLookup) else {
+                throw ShareFlowError.unknown("no share at \(metadata.url) for \(caller.email ?? caller.userRecordID) (R16)")
+            }
+            share = try makeShare(row, zone: zone, caller: caller, db: db)
+        } else if let i = participants.firstIndex(where: { $0.row.accountID == caller.id }) {
             let mine = participants[i].row
             // The caller's row changes as written; the rest of the share is as just read.
             var after = participants
@@ -272,6 +303,7 @@ extension Engine {
         event.share = share
         event.participant = share.currentUserParticipant
         event.metadata = metadata
+        if oneTime != nil { event.oneTimeURL = true }
         emit(event)
         return share
     }

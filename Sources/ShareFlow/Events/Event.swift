@@ -73,6 +73,8 @@ public struct Event {
     public var access: AccessEventDetails?
     /// `participant.added`: whether the participant was added by approving their request (R41).
     public var approvedRequester: Bool?
+    /// `share.accepted`: true when accepted through a one-time link (R44).
+    public var oneTimeURL: Bool?
 
     /// An event of `kind` stamped now, with none of its kind's fields set yet: the engine sets
     /// them, then emits it.

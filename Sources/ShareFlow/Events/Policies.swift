@@ -78,6 +78,8 @@ public struct PolicyRequest {
         public var url: String?
         /// `share.requestAccess`: who asks, as the owner will see them (R40).
         public var requester: Share.AccessRequester?
+        /// `share.accept`: whether the caller accepts through a one-time link (R44).
+        public var oneTimeURL = false
         private var deferredShare: Deferred<Share>
         private var deferredParticipant: Deferred<Participant>
 

@@ -211,6 +211,50 @@ extension StoreTransaction {
         )
     }
 
+    // MARK: One-time links (R44)
+
+    /// The one-time link of `token`, if it is one: its participant and the share's own token.
+    /// One seek on the participant's unique index, made for every URL resolved (R27).
+    package func oneTimeLink(token: String) throws -> OneTimeLinkRow? {
+        try fetchOne(
+            """
+            SELECT p.id, s.token, p.accountID, p.status, p.permission, p.shareID FROM participant p JOIN share s ON s.id = p.shareID
+            WHERE p.oneTimeToken = ?
+            """,
+            [token],
+            table: "participant",
+            keyAt: 0
+        ) { row in
+            OneTimeLinkRow(
+                participant: try row.integer(0, "id"),
+                shareToken: try row.of("share", keyAt: 5).text(1, "token"),
+                claimedBy: try row.optionalInteger(2, "accountID"),
+                status: try row.word(3, "status"),
+                permission: try row.word(4, "permission")
+            )
+        }
+    }
+
+    /// Gives a one-time link's participant its token (R44).
+    package func setOneTimeToken(_ token: String, participant: Int64) throws {
+        try run("UPDATE participant SET oneTimeToken = ? WHERE id = ?", [token, participant])
+    }
+
+    /// The first accept of a one-time link claims its participant for `account` (R44): it
+    /// becomes theirs, accepted, named by their address. False when someone claimed it first.
+    package func claimOneTimeLink(participant: Int64, account: Int64, lookup: LookupInfo) throws -> Bool {
+        let claimed = try run(
+            """
+            UPDATE participant SET accountID = ?, lookupKind = ?, lookupValue = ?, status = 'accepted'
+            WHERE id = ? AND accountID IS NULL AND status = 'pending'
+            """,
+            [account, lookup.kind, lookup.value, participant]
+        )
+        guard claimed == 1 else { return false }
+        try logParticipantChanged(participant)
+        return true
+    }
+
     // MARK: Approved requesters
 
     /// Marks a participant as added by approving their request (R41).
@@ -272,4 +316,15 @@ package struct BlockRow {
     package let blockedAt: Double
     package let accountID: Int64?
     package let account: AccountIdentityRow?
+}
+
+/// A one-time link as stored (R44).
+package struct OneTimeLinkRow {
+    package let participant: Int64
+    /// The share's own URL token.
+    package let shareToken: String
+    /// The account that claimed it; nil while unclaimed.
+    package let claimedBy: Int64?
+    package let status: ParticipantAcceptanceStatus
+    package let permission: ParticipantPermission
 }

@@ -45,7 +45,7 @@ extension StoreTransaction {
             """,
             table: "participant",
             keyAt: 0
-        ) { (try StoreTransaction.participantRow($0), try $0.integer(10, "shareID")) }
+        ) { (try StoreTransaction.participantRow($0), try $0.integer(11, "shareID")) }
         return c
     }
 }

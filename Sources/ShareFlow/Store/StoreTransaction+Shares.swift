@@ -218,7 +218,8 @@ extension StoreTransaction {
         let probe = try fetchOne(
             """
             SELECT s.id, s.publicPermission, p.id,
-                   EXISTS (SELECT 1 FROM participant u WHERE u.shareID = s.id AND u.accountID IS NULL AND u.status = 'pending')
+                   EXISTS (SELECT 1 FROM participant u WHERE u.shareID = s.id AND u.accountID IS NULL AND u.status = 'pending'
+                           AND u.oneTimeToken IS NULL)
             FROM (SELECT ? AS token) q
             LEFT JOIN share s ON s.token = q.token AND EXISTS (SELECT 1 FROM zone z WHERE z.id = s.zoneID AND z.environment = ?)
             LEFT JOIN participant p ON p.shareID = s.id AND p.accountID = ?
@@ -243,7 +244,7 @@ extension StoreTransaction {
         try fetchAll(
             """
             SELECT p.id, p.participantID, p.lookupKind, p.lookupValue FROM participant p JOIN share s ON s.id = p.shareID
-            WHERE s.token = ? AND p.accountID IS NULL AND p.status = 'pending' ORDER BY p.id
+            WHERE s.token = ? AND p.accountID IS NULL AND p.status = 'pending' AND p.oneTimeToken IS NULL ORDER BY p.id
             """,
             [token],
             table: "participant",
@@ -257,7 +258,8 @@ extension StoreTransaction {
 
     /// Every participant column `participantRow` reads, in its order; a query reading
     /// participants uses it (the dry run's contents too).
-    static let participantColumns = "id, participantID, accountID, lookupKind, lookupValue, role, permission, status, approvedRequester, addedAt"
+    static let participantColumns =
+        "id, participantID, accountID, lookupKind, lookupValue, role, permission, status, approvedRequester, addedAt, oneTimeToken"
 
     /// A participant as stored (`participantColumns`).
     static func participantRow(_ row: StoredRow) throws -> ParticipantRow {
@@ -270,7 +272,8 @@ extension StoreTransaction {
             permission: try row.word(6, "permission"),
             status: try row.word(7, "status"),
             isApprovedRequester: try row.integer(8, "approvedRequester") != 0,
-            addedAt: try row.real(9, "addedAt")
+            addedAt: try row.real(9, "addedAt"),
+            oneTimeToken: try row.optionalText(10, "oneTimeToken")
         )
     }
 
@@ -293,14 +296,14 @@ extension StoreTransaction {
         try fetchAll(
             """
             SELECT p.id, p.participantID, p.accountID, p.lookupKind, p.lookupValue, p.role, p.permission, p.status,
-                   p.approvedRequester, p.addedAt, \(StoreTransaction.accountIdentityColumns)
+                   p.approvedRequester, p.addedAt, p.oneTimeToken, \(StoreTransaction.accountIdentityColumns)
             FROM participant p LEFT JOIN account a ON a.id = p.accountID WHERE p.shareID = ? ORDER BY p.id
             """,
             [share],
             table: "participant",
             keyAt: 0
         ) {
-            (try StoreTransaction.participantRow($0), (try? StoreTransaction.accountIdentityRow($0, at: 10)) ?? nil)
+            (try StoreTransaction.participantRow($0), (try? StoreTransaction.accountIdentityRow($0, at: 11)) ?? nil)
         }
     }
 

@@ -423,6 +423,8 @@ package struct ParticipantRow {
     package var isApprovedRequester = false
     /// When added (or added again).
     package var addedAt: Double = 0
+    /// A one-time link's token (R44): the participant is the link's until someone claims it.
+    package var oneTimeToken: String?
 
     /// Who is on the share how, to tell whether a save changed the participants (R35).
     package var state: String { "\(id):\(role.rawValue):\(permission.rawValue):\(status.rawValue)" }

@@ -23,6 +23,7 @@ extension Bindings {
             )
             .property("acceptanceStatus") { lua, p in lua.push(string: p.acceptanceStatus.rawValue) }
             .property("isApprovedRequester") { lua, p in try lua.push(.boolean(p.isApprovedRequester)) }
+            .property("isOneTimeURLParticipant") { lua, p in try lua.push(.boolean(p.isOneTimeURLParticipant)) }
             .property("dateAddedToShare") { lua, p in try lua.push(p.dateAddedToShare.map { .number($0.timeIntervalSince1970) } ?? .nil) }
             .describe { $0.description }
     }

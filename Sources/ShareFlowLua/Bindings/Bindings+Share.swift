@@ -52,6 +52,13 @@ extension Bindings {
                 s.removeParticipant(p)
                 return 0
             }
+            .method("oneTimeURL") { call, s in
+                // R44: nil before the save, for another participant, or in a copy that is not
+                // the owner's or an administrator's.
+                let id = try call.string(2)
+                try call.state.push(s.oneTimeURL(for: id).map { .string($0) } ?? .nil)
+                return 1
+            }
             .method("denyRequesters", mutating: true) { [unowned self] call, s in
                 let ids = try accessIDs(call, 2, key: "requestID", method: "denyRequesters")
                 try requireKnown(call, ids, s.requesters.map(\.requestID), "an open request")

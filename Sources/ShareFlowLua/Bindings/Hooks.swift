@@ -373,6 +373,10 @@ enum Hooks {
             lua_pushnumber(L, d)
             lua_setfield(L, -2, "duration")
         }
+        if ev.pointee.oneTimeURL == true {
+            lua_pushboolean(L, 1)
+            lua_setfield(L, -2, "oneTimeURL")
+        }
         if let approved = ev.pointee.approvedRequester {
             lua_pushboolean(L, approved ? 1 : 0)
             lua_setfield(L, -2, "approvedRequester")

@@ -80,6 +80,10 @@ final class RequestTable {
         b.setCallerAndContainer(r.pointee.callerID, r.pointer(to: \.caller)!, r.pointer(to: \.container)!)
         b.lua.setField("from", string: r.pointee.from)
         b.lua.setField("to", string: r.pointee.to)
+        if r.pointee.point == .shareAccept, r.pointee.objects.oneTimeURL {
+            lua_pushboolean(L, 1)
+            lua_setfield(L, -2, "oneTimeURL")
+        }
         if r.pointee.point == .shareRequestAccess {
             // SPEC §17: who asks and with which URL, made with the request (small, always read).
             b.lua.setField("url", string: r.pointee.objects.url)

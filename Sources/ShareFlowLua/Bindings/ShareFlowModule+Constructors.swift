@@ -88,6 +88,28 @@ extension ShareFlowModule {
             ),
 
             (
+                // R44: the one participant made without an identity (a one-time link's).
+                "OneTimeURLParticipant",
+                { [unowned b] call in
+                    var permission = ParticipantPermission.readOnly
+                    if !call.isNil(1) {
+                        try call.table(1)
+                        try call.checkKeys(1, allowed: ["permission"])
+                        if call.field(1, "permission") != LUA_TNIL {
+                            permission = try enumValue(call, -1, ParticipantPermission.self, name: "permission")
+                        }
+                        call.state.pop()
+                    }
+                    guard permission == .readOnly || permission == .readWrite else {
+                        throw call.argumentError(1, "field 'permission' must be readOnly or readWrite, got \(permission.rawValue)")
+                    }
+                    b.push(participant: Participant.oneTimeURLParticipant(permission: permission))
+                    call.state.markWritable(at: -1)
+                    return 1
+                }
+            ),
+
+            (
                 "RecordID",
                 { [unowned b] call in
                     try call.table(1)

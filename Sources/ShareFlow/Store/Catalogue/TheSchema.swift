@@ -83,6 +83,9 @@ extension StoreCatalogue {
                     C("status", .text, read: StoredTable.word(ParticipantAcceptanceStatus.self)), C("addedAt", .real),
                     // 12: added by approving their access request (R41).
                     C("approvedRequester", .integer, default: "0", since: 12),
+                    // 12: a one-time link's token (R44), unique store-wide like a share's
+                    // (an index: SQLite adds no UNIQUE column to a table that exists).
+                    C("oneTimeToken", .text, nullable: true, since: 12),
                 ]
             ),
             // 12: open access requests (R39): one per account and share, the address the
@@ -204,6 +207,7 @@ extension StoreCatalogue {
             Index("feed_change_seq", on: "feed_change", ["feedID", "seq"]),
             Index("rate_bucket_at", on: "rate_bucket", ["at"], since: 10),
             Index("share_request_age", on: "share_request", ["requestedAt"], since: 12),
+            Index("participant_one_time", on: "participant", ["oneTimeToken"], unique: true, where: "oneTimeToken IS NOT NULL", since: 12),
             Index("share_block_share", on: "share_block", ["shareID", "accountID"], since: 12),
         ]
         // A share's change tag moves when its participants or its own row change (R31): the
