@@ -121,6 +121,13 @@ public struct Benchmarks {
             r["share_metadata_64_per_s"] = median(metadata)
             r["share_metadata_64_sqlite_per_s"] = median(metadataRaw)
             r["share_metadata_64_vs_sqlite"] = pairedRatio(metadata, metadataRaw)
+            let silent = try accessRequestSilentCases(in: scratch)
+            r["request_access_unknown_p50_us"] = silent.unknown
+            r["request_access_closed_p50_us"] = silent.closed
+            r["request_access_blocked_p50_us"] = silent.blocked
+            // SPEC §17 R39: ≤ 1.2.
+            let p50s = [silent.unknown, silent.closed, silent.blocked]
+            r["request_access_silent_spread"] = p50s.max()! / p50s.min()!
         }
         if wanted("accept") {
             progress("accept: \(sizes.accepts) accepts without and with the allow-list policy")

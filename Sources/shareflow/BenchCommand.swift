@@ -142,6 +142,11 @@ extension ShareFlowCommand {
                     "| FetchShareMetadata, 64 participants | \(n("share_metadata_64_per_s")) /s | \(n("share_metadata_64_sqlite_per_s")) /s (raw SQLite reads of the same rows) | \(n("share_metadata_64_vs_sqlite", 3))× | ≥ 0.3× |"
                 )
             }
+            if r["request_access_silent_spread"] != nil {
+                print(
+                    "| asking to join, silent cases (p50: unknown URL \(n("request_access_unknown_p50_us", 1)) µs, no requests taken \(n("request_access_closed_p50_us", 1)) µs, blocked \(n("request_access_blocked_p50_us", 1)) µs) | largest p50 | smallest p50 | \(n("request_access_silent_spread", 3))× | ≤ 1.2× |"
+                )
+            }
             if r["sync_first_s"] != nil {
                 print(
                     "| a participant's first sync, \(n("sync_records")) records shared | \(n("sync_first_s", 2)) s | \(n("sync_first_sqlite_s", 3)) s (raw SQLite scan of the rows) | \(n("sync_first_vs_sqlite", 3))× | ≥ 0.5× |"

@@ -15,6 +15,7 @@ final class BenchSmokeTests: XCTestCase {
                 "fetch_participants_per_s", "sqlite_lookups_per_s", "fetch_participants_vs_sqlite",
                 "fetch_record_per_s", "fetch_record_sqlite_per_s", "fetch_record_vs_sqlite",
                 "share_metadata_64_per_s", "share_metadata_64_sqlite_per_s", "share_metadata_64_vs_sqlite",
+                "request_access_unknown_p50_us", "request_access_closed_p50_us", "request_access_blocked_p50_us", "request_access_silent_spread",
                 "accept_per_s", "accept_with_policy_per_s", "accept_with_policy_vs_without",
                 "cold_start_ms", "lua_cold_start_ms", "rss_mib_1000x100",
                 "serve_resolve_per_s", "serve_resolve_in_process_per_s", "serve_resolve_vs_in_process", "serve_resolve_p50_ms",

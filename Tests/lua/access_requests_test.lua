@@ -356,3 +356,16 @@ test("R44: a one-time link is anyone's until its first accept, then its claimer'
   expect.eq(bob.userIdentity.lookupInfo.emailAddress, "bob@example.com", "the link's participant is now Bob")
   expect.raises(function() sf.OneTimeURLParticipant{ permission = "none" } end, "readOnly or readWrite")
 end)
+
+test("§15: fault rules name the request requestShareAccess, and a request that failed records nothing", function()
+  local w = world()
+  local share = asking(w)
+  local rule = sf.faults.add{ operation = "requestShareAccess", fault = "serviceUnavailable", count = 1 }
+  local results, err = w.dc:requestShareAccess{ share.url }
+  rule:remove()
+  expect.eq(results[share.url], nil)
+  expect.code(err, "serviceUnavailable")
+  expect.eq(#w.db:fetchRecord(share.recordID).requesters, 0)
+  expect.eq(sf.faults.history()[1].operation, "requestShareAccess")
+  assert(w.dc:requestShareAccess{ share.url }[share.url], "the retry is recorded")
+end)
