@@ -67,3 +67,21 @@ test("config errors name the plugin, the key and the expected type", function()
     "plugin 'domain%-allowlist': config key 'domains' must be a list of strings, got string \"example.com\"")
   expect.raises(function() sf.plugins.load("domain-allowlist", { domain = { "x" } }) end, "unknown config key 'domain'")
 end)
+
+test("a one-time link is nobody's invitation; whoever claims it meets the accept policy", function()
+  sf.plugins.load("domain-allowlist", { domains = { "example.com" }, checkInvitations = true })
+  sf.accounts.create{ email = "owner@example.com" }
+  sf.accounts.create{ email = "eve@evil.test" }
+  local c = sf.as("owner@example.com"):container("iCloud.test")
+  local zone = c.privateCloudDatabase:saveZone("Z")
+  local r = sf.Record{ recordType = "Doc", zone = zone }
+  local s = sf.Share{ rootRecord = r, title = "doc" }
+  local guest = sf.OneTimeURLParticipant{}
+  s:addParticipant(guest)
+  local _, err = c.privateCloudDatabase:modifyRecords{ save = { r, s } }
+  expect.eq(err, nil)
+  local link = s:oneTimeURL(guest.participantID)
+  local share, acceptErr = accept("eve@evil.test", link)
+  expect.eq(share, nil)
+  expect.contains(acceptErr.message, "domain-allowlist/accept")
+end)

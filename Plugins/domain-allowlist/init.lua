@@ -31,7 +31,10 @@ return {
 
     if ctx.config.checkInvitations then
       ctx.policy("participant.add", function(req)
-        local email = req.participant.userIdentity.lookupInfo.emailAddress
+        -- A one-time link's participant is nobody yet: whoever claims it meets the accept policy.
+        if req.participant.isOneTimeURLParticipant then return end
+        local info = req.participant.userIdentity.lookupInfo
+        local email = info and info.emailAddress
         if not inDomain(email) then
           return ctx.deny(string.format("%s is not in an allowed domain (%s)", tostring(email or "a phone number"), listed))
         end

@@ -369,3 +369,52 @@ test("§15: fault rules name the request requestShareAccess, and a request that 
   expect.eq(sf.faults.history()[1].operation, "requestShareAccess")
   assert(w.dc:requestShareAccess{ share.url }[share.url], "the retry is recorded")
 end)
+
+test("R44, R42: a link read before its claim names only itself; a blocked identity cannot claim it", function()
+  local w = world()
+  local share = asking(w)
+  assert(w.cc:requestShareAccess{ share.url }[share.url])
+  local mine = w.db:fetchRecord(share.recordID)
+  mine:blockRequesters(mine.requesters)                 -- Carol is blocked
+  local guest = sf.OneTimeURLParticipant{}
+  mine:addParticipant(guest)
+  assert(select(2, w.db:modifyRecords{ save = { mine } }) == nil)
+  local link = mine:oneTimeURL(guest.participantID)
+  local ms = assert(w.cc:fetchShareMetadata{ link })
+  expect.eq(ms[link].share.url, link, "the share's own URL would outlive the link")
+  local _, err = w.cc:acceptShares{ ms[link] }
+  expect.code(select(2, next(err.partialErrors)), "permissionFailure")
+  expect.contains(tostring(err), "blocked")
+  -- Added again after removal, a link is a new one: the old URL ends.
+  mine = w.db:fetchRecord(share.recordID)
+  local p
+  for _, x in ipairs(mine.participants) do
+    if x.participantID == guest.participantID then p = x end
+  end
+  mine:removeParticipant(p)
+  assert(select(2, w.db:modifyRecords{ save = { mine } }) == nil)
+  mine = w.db:fetchRecord(share.recordID)
+  mine:addParticipant(guest)
+  assert(select(2, w.db:modifyRecords{ save = { mine } }) == nil)
+  local fresh = w.db:fetchRecord(share.recordID):oneTimeURL(guest.participantID)
+  assert(fresh and fresh ~= link, "a new URL")
+  local _, gone = w.dc:fetchShareMetadata{ link }
+  expect.code(gone.partialErrors[link], "unknownItem")
+end)
+
+test("R44: a pending invitee opening someone's link accepts their own invitation, not the link", function()
+  local w = world()
+  local share = shared(w, { "bob@example.com" }, "readOnly")
+  local guest = sf.OneTimeURLParticipant{ permission = "readWrite" }
+  share:addParticipant(guest)
+  assert(select(2, w.db:modifyRecords{ save = { share } }) == nil)
+  local link = share:oneTimeURL(guest.participantID)
+  local seen
+  sf.on("share.accepted", function(ev) seen = ev end)
+  local s = accept(w.bc, link)
+  expect.eq(s.currentUserParticipant.permission, "readOnly", "Bob's own invitation")
+  expect.eq(seen.oneTimeURL, nil)
+  -- The link is still unclaimed: Carol claims it.
+  local c = accept(w.cc, link)
+  expect.eq(c.currentUserParticipant.permission, "readWrite")
+end)

@@ -298,6 +298,14 @@ extension Engine {
                         BlockRow(id: 0, blockID: "", lookup: request.lookup, blockedAt: now, accountID: request.account.id, account: request.account)
                     )
                 )
+            } else if let p = participants.first(where: { $0.participantID == id }), p.oneTimeToken != nil, p.accountID == nil {
+                // An unclaimed one-time link is nobody to block (R44): it is only taken off.
+                if p.status != .removed {
+                    try setStatus(.removed, of: p, share: share, reason: .blocked, caller: caller, container: container, db: db)
+                    var gone = p
+                    gone.status = .removed
+                    removed.append(try participantObject(gone, db: db))
+                }
             } else if let p = participants.first(where: { $0.participantID == id }) {
                 guard p.role != .owner else { throw ShareFlowError.invalid("\(item): the owner cannot be blocked from their own share") }
                 if p.role == .administrator && me.role != .owner {

@@ -106,6 +106,10 @@ extension Engine {
             if let existing {
                 try db.reinstate(participant: existing.id, role: role, permission: p.permission, at: Date().timeIntervalSince1970)
                 added = existing.id
+                // An unclaimed link added again is a new link: the old URL, perhaps leaked, ends (R44).
+                if existing.oneTimeToken != nil, existing.accountID == nil {
+                    try db.setOneTimeToken(Engine.newShareToken(), participant: added)
+                }
             } else {
                 // A participant ID names one place on one share: an object already placed on
                 // another share (a copy of its participants) gets a fresh one here.

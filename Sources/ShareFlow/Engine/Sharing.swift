@@ -102,6 +102,12 @@ extension Engine {
                     (role, status, permission) = (.publicUser, .unknown, row.publicPermission)
                 }
                 let share = try makeShare(row, zone: zone, caller: caller, participants: participants, record: record, db: db)
+                if unclaimed != nil, let token = Engine.shareToken(url: url) {
+                    // R44: read through a link that is not yet theirs, the share is known by the
+                    // link alone — never by its own URL, which would outlive the link.
+                    share.url = shareURL(token: token)
+                    share.shortGUID = token
+                }
                 // The owner is on the share's participants read above (their own row): no read again.
                 let ownerAccount =
                     try participants.first { $0.row.accountID == zone.ownerID && $0.row.role == .owner }?.account
@@ -183,8 +189,14 @@ extension Engine {
                 /// (accepting again changes nothing).
                 func mayAccept(_ row: ShareRow, _ mine: ParticipantRow?) throws -> Bool {
                     if SharingRules.acceptChangesNothing(role: mine?.role, status: mine?.status) { return false }
-                    // R44: someone on no row of the share claims an unclaimed link.
-                    if mine == nil, let oneTime, oneTime.claimedBy == nil, oneTime.status == .pending { return true }
+                    // R44: someone on no row of the share claims an unclaimed link — unless
+                    // blocked (R42: a blocked identity joins no share, through a link neither).
+                    if mine == nil, let oneTime, oneTime.claimedBy == nil, oneTime.status == .pending {
+                        if try db.isBlocked(share: row.id, account: caller.id, lookup: nil) {
+                            throw ShareFlowError.denied("\(item): \(caller.email ?? caller.userRecordID) is blocked from this share (R42)")
+                        }
+                        return true
+                    }
                     try SharingRules.require(
                         .accept,
                         role: mine?.role ?? .publicUser,
@@ -219,7 +231,8 @@ extension Engine {
                     },
                     metadata: metadata
                 )
-                objects.oneTimeURL = oneTime != nil
+                // R44: true when this accept claims the link (not for someone on the share already).
+                objects.oneTimeURL = oneTime != nil && mine(participants) == nil
                 let request = PolicyRequest(point: .shareAccept, caller: caller, container: container, objects: objects)
                 if try askPolicies(request, item: item, db: db) {
                     // A policy called back into the engine and changed the store: the accept goes
@@ -262,12 +275,14 @@ extension Engine {
         let item = "share at \(metadata.url)"
         let isPublic = row.publicPermission != .none
         let share: Share
+        var claimed = false
         if let oneTime, oneTime.claimedBy == nil, !participants.contains(where: { $0.row.accountID == caller.id }) {
             // R44: the first accept claims the link's participant, in this transaction.
             guard try db.claimOneTimeLink(participant: oneTime.participant, account: caller.id, lookup: caller.primaryLookup) else {
                 throw ShareFlowError.unknown("no share at \(metadata.url) for \(caller.email ?? caller.userRecordID) (R16)")
             }
             share = try makeShare(row, zone: zone, caller: caller, db: db)
+            claimed = true
         } else if let i = participants.firstIndex(where: { $0.row.accountID == caller.id }) {
             let mine = participants[i].row
             // The caller's row changes as written; the rest of the share is as just read.
@@ -303,7 +318,7 @@ extension Engine {
         event.share = share
         event.participant = share.currentUserParticipant
         event.metadata = metadata
-        if oneTime != nil { event.oneTimeURL = true }
+        if claimed { event.oneTimeURL = true }
         emit(event)
         return share
     }

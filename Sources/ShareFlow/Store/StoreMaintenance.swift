@@ -229,6 +229,15 @@ extension Store {
                             "share …/share/\(Store.shown(row, 0)): participant \(Store.shown(row, 2)) is on the share though blocked (\(Store.shown(row, 1)), R42)"
                         )
                     }
+                    // R44: a link's token is its own, and an unclaimed link is nobody's yet.
+                    for row in try tx.rows("SELECT p.participantID FROM participant p JOIN share s ON s.token = p.oneTimeToken") {
+                        problems.append("participant \(Store.shown(row, 0)): its one-time link's token is a share's own (R44)")
+                    }
+                    for row in try tx.rows(
+                        "SELECT participantID, status FROM participant WHERE oneTimeToken IS NOT NULL AND accountID IS NULL AND status = 'accepted'"
+                    ) {
+                        problems.append("participant \(Store.shown(row, 0)): an unclaimed one-time link is accepted by no one (R44)")
+                    }
                     for row in try tx.rows(
                         "SELECT s.token, COUNT(*) FROM share_request q JOIN share s ON s.id = q.shareID GROUP BY s.id HAVING COUNT(*) > ?",
                         [Int64(maxRequesters)]

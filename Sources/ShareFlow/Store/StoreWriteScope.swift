@@ -29,8 +29,12 @@ package enum StoreWriteScope: Sendable, Equatable {
     case zones(Set<ZoneLockKey>)
 
     /// The tables a zone-scoped write may write. `zone`: its own counter, and a default zone
-    /// made on first use (its ID taken under `zoneIDAllocation`).
-    static let tablesOfZones: Set<String> = ["zone", "record", "share", "participant", "zone_change", "view_change", "feed", "feed_change"]
+    /// made on first use (its ID taken under `zoneIDAllocation`). `share_request`,
+    /// `share_block`: a share's access requests and blocks (SPEC §17), each row of one share,
+    /// so of its zone.
+    static let tablesOfZones: Set<String> = [
+        "zone", "record", "share", "participant", "zone_change", "view_change", "feed", "feed_change", "share_request", "share_block",
+    ]
 
     /// Whether this scope lets a write `other` declared run under it (a lock taken for this
     /// scope serves `other`).
