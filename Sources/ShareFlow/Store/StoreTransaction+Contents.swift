@@ -12,6 +12,9 @@ package struct StoreContents {
     package var shares: [(share: ShareRow, fields: [String: FieldValue])] = []
     /// Participants with the row ID of their share.
     package var participants: [(participant: ParticipantRow, shareRowID: Int64)] = []
+    /// Open access requests and blocked identities (SPEC §17): ID, address, share's row ID.
+    package var requests: [(id: String, lookup: LookupInfo, shareRowID: Int64)] = []
+    package var blocks: [(id: String, lookup: LookupInfo, shareRowID: Int64)] = []
 }
 
 extension StoreTransaction {
@@ -46,6 +49,12 @@ extension StoreTransaction {
             table: "participant",
             keyAt: 0
         ) { (try StoreTransaction.participantRow($0), try $0.integer(11, "shareID")) }
+        c.requests = try fetchAll("SELECT id, requestID, lookupKind, lookupValue, shareID FROM share_request", table: "share_request", keyAt: 0) {
+            (try $0.text(1, "requestID"), try $0.lookup(kindAt: 2, "lookupKind", valueAt: 3, "lookupValue"), try $0.integer(4, "shareID"))
+        }
+        c.blocks = try fetchAll("SELECT id, blockID, lookupKind, lookupValue, shareID FROM share_block", table: "share_block", keyAt: 0) {
+            (try $0.text(1, "blockID"), try $0.lookup(kindAt: 2, "lookupKind", valueAt: 3, "lookupValue"), try $0.integer(4, "shareID"))
+        }
         return c
     }
 }

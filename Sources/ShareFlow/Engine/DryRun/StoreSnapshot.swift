@@ -17,7 +17,7 @@ public struct StoreSnapshot: Equatable {
     public var items: [String: [String: Item]] = [:]
 
     /// The kinds of item, in the order a report counts and lists them.
-    public static let kinds = ["accounts", "zones", "records", "shares", "participants"]
+    public static let kinds = ["accounts", "zones", "records", "shares", "participants", "requests", "blocks"]
 
     /// The items of the store's `contents`.
     init(_ contents: StoreContents) {
@@ -60,16 +60,25 @@ public struct StoreSnapshot: Equatable {
             let group = "share \(title) …/share/\(share.token)"
             shares[share.id] = group
             let root = share.rootName.map { "root \($0)" } ?? "zone share"
+            let asks = share.allowsAccessRequests ? ", takes access requests" : ""
             items["shares", default: [:]][share.token] = .init(
                 group: group,
-                text: "\(title) \(root), publicPermission \(share.publicPermission.rawValue)"
+                text: "\(title) \(root), publicPermission \(share.publicPermission.rawValue)\(asks)"
             )
         }
         for (p, shareID) in contents.participants {
+            // A one-time link is nobody until claimed (R44); an approved requester says so (R41).
+            let who = p.oneTimeToken != nil && p.accountID == nil ? "(one-time link)" : p.lookup.value
             items["participants", default: [:]][p.participantID] = .init(
                 group: shares[shareID] ?? "share ?",
-                text: "\(p.lookup.value): \(p.role.rawValue) \(p.permission.rawValue) \(p.status.rawValue)"
+                text: "\(who): \(p.role.rawValue) \(p.permission.rawValue) \(p.status.rawValue)\(p.isApprovedRequester ? ", approved requester" : "")"
             )
+        }
+        for (id, lookup, shareID) in contents.requests {
+            items["requests", default: [:]][id] = .init(group: shares[shareID] ?? "share ?", text: "from \(lookup.value)")
+        }
+        for (id, lookup, shareID) in contents.blocks {
+            items["blocks", default: [:]][id] = .init(group: shares[shareID] ?? "share ?", text: lookup.value)
         }
     }
 }
