@@ -1,7 +1,8 @@
 """SPEC §13's wave-4 additions through pyicloud, strict (PYICLOUD_CK_EXTRA=forbid): encrypted
 fields as Apple Invites writes them, a location with all eight keys, a zone's share with an
 administrator, zone-wide queries (the Invites client's own call) with one continuation across
-zones, the newer comparators, users/lookup/contacts, and the 401/421 split as pyicloud meets it
+zones, the newer comparators, users/lookup/contacts, access requests (SPEC §17: requesters, blocked,
+isApprovedRequester), and the 401/421 split as pyicloud meets it
 (its authentication error on 401 and 403 only; a 421 is a CloudKitApiError with the sign-in
 page). Run by Tests/EndToEndTests/PyiCloudTests.swift with SHAREFLOW_BASE, SHAREFLOW_API,
 SHAREFLOW_ALICE, SHAREFLOW_BOB and SHAREFLOW_EXPIRED (a token past its time)."""
@@ -94,6 +95,50 @@ check(accepted["results"][0]["participantStatus"] == "ACCEPTED", "Bob accepts th
 page = bob.invites.query("shared", query=CKQueryObject(recordType="Rsvp"), zone_wide=True)
 check(sorted(r.recordName for r in page.records) == ["Event1-rsvp0", "Event1-rsvp1"],
       "Bob's zone-wide query of his shared database reads the shared event, not the other")
+
+# Access requests (SPEC §17) as pyicloud's strict models read them: a share taking requests, Bob
+# asking, Alice reading `requesters`, blocking (`blocked`), unblocking by his userRecordName, and
+# approving him by adding him (`isApprovedRequester`).
+alice.private.raw_post("/zones/modify", {"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Asks"}}}]})
+made = alice.private.raw_post("/records/modify", {"zoneID": {"zoneName": "Asks"}, "operations": [
+    {"operationType": "create", "record": {"recordName": "plan", "recordType": "Plan", "fields": {}}},
+    {"operationType": "create", "record": {"recordName": "ask", "recordType": "cloudkit.share",
+        "forRecord": {"recordName": "plan"}, "denyAccessRequests": False}}]})
+asked_share = strict(CKRecord, made["records"][1])
+check(asked_share.denyAccessRequests is False, "a share taking requests says denyAccessRequests false")
+
+
+def ask():
+    return bob.public.raw_post("/records/requestAccess", {"shortGUIDs": [{"value": asked_share.shortGUID}]})["results"][0]
+
+
+def current():
+    looked = alice.private.raw_post("/records/lookup", {"zoneID": {"zoneName": "Asks"}, "records": [{"recordName": "ask"}]})
+    return strict(CKRecord, looked["records"][0])
+
+
+def update(extra):
+    body = {"recordName": "ask", "recordType": "cloudkit.share", "recordChangeTag": current().recordChangeTag}
+    body.update(extra)
+    return alice.private.raw_post("/records/modify", {"zoneID": {"zoneName": "Asks"},
+                                                      "operations": [{"operationType": "update", "record": body}]})
+
+
+check(set(ask().keys()) == {"shortGUID"}, "Bob's request answers its short GUID alone")
+requesters = current().requesters or []
+check(len(requesters) == 1 and requesters[0].userIdentity.lookupInfo.emailAddress == "bob@example.com",
+      "Alice reads Bob in requesters (strict)")
+update({"blockRequesters": [requesters[0].participantId]})
+blocked = current().blocked or []
+check(len(blocked) == 1 and not current().requesters, "blocked: listed in blocked (strict), no request")
+update({"unblockIdentities": [blocked[0].userIdentity.userRecordName]})
+check(not current().blocked, "unblocked by userRecordName")
+ask()
+update({"participants": [{"type": "USER", "permission": "READ_ONLY",
+                          "userIdentity": {"lookupInfo": {"emailAddress": "bob@example.com"}}}]})
+approved = [p for p in current().participants or [] if p.type == "USER"]
+check(len(approved) == 1 and approved[0].isApprovedRequester is True and approved[0].acceptanceStatus == "INVITED",
+      "adding Bob approved him: isApprovedRequester, INVITED (strict)")
 
 # users/lookup/contacts (CloudKit JS 1.2.0's "my contacts"): an answer of user infos.
 contacts = alice.public.raw_post("/users/lookup/contacts", {})
