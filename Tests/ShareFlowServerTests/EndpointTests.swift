@@ -972,9 +972,11 @@ final class EndpointTests: XCTestCase {
     /// plain request leaves out (pyicloud's strict models have no such keys).
     func testAccessRequestAnswersTellNothingOfTheShareAndTimesAreOptIn() async throws {
         let engine = try XCTUnwrap(engine)
+        // Switched off by the test between requests; read by the engine's thread under a lock.
+        let staffOnly = NSLockedFlag(true)
         engine.policies.add(.shareRequestAccess, name: "approve-all") { _ in .approve(permission: .readOnly, role: .privateUser) }
-        let staffOnly = engine.policies.add(.participantAdd, name: "staff-only") { _ in .deny("only staff") }
-        try await withServer { [alice, bob, engine] c in
+        engine.policies.add(.participantAdd, name: "staff-only") { _ in staffOnly.value ? .deny("only staff") : .allow }
+        try await withServer { [alice, bob] c in
             try await c.makeTrips(as: alice)
             var r = try await c.modifyTrips(
                 #"{"operationType":"create","record":{"recordName":"a","recordType":"Trip","fields":{}}},{"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","forRecord":{"recordName":"a"},"fields":{"cloudkit.title":{"value":"Secret merger"}},"denyAccessRequests":false}}"#,
@@ -988,7 +990,7 @@ final class EndpointTests: XCTestCase {
             XCTAssertFalse(reason.contains("Secret") || reason.contains("only staff") || reason.contains("staff-only"), reason)
             XCTAssertTrue(reason.contains("the request was not approved"), reason)
 
-            engine.policies.remove(id: staffOnly)
+            staffOnly.value = false
             r = try await c.post("/public/records/requestAccess", as: bob, #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#)
             let lookup = #"{"zoneID":{"zoneName":"Trips"},"records":[{"recordName":"s"}]}"#
             r = try await c.post("/private/records/lookup", as: alice, lookup)
@@ -1390,5 +1392,16 @@ final class EndpointTests: XCTestCase {
                 "server.md names \(path), which is not there"
             )
         }
+    }
+}
+
+/// A flag one thread sets and another reads, under a lock.
+private final class NSLockedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Bool
+    init(_ value: Bool) { stored = value }
+    var value: Bool {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
     }
 }
