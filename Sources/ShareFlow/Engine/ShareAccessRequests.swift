@@ -289,6 +289,14 @@ extension Engine {
         var identities: [Share.BlockedIdentity] = []
         var removed: [Participant] = []
         let now = Date().timeIntervalSince1970
+        /// A blocked participant leaves the share, reason `blocked`, and the event lists them.
+        func takeOff(_ p: ParticipantRow) throws {
+            guard p.status != .removed else { return }
+            try setStatus(.removed, of: p, share: share, reason: .blocked, caller: caller, container: container, db: db)
+            var gone = p
+            gone.status = .removed
+            removed.append(try participantObject(gone, db: db))
+        }
         for id in share.blockedIDs {
             if let request = requests.first(where: { $0.requestID == id }) {
                 try db.block(share: row.id, account: request.account.id, lookup: request.lookup, at: now)
@@ -300,12 +308,7 @@ extension Engine {
                 )
             } else if let p = participants.first(where: { $0.participantID == id }), p.oneTimeToken != nil, p.accountID == nil {
                 // An unclaimed one-time link is nobody to block (R44): it is only taken off.
-                if p.status != .removed {
-                    try setStatus(.removed, of: p, share: share, reason: .blocked, caller: caller, container: container, db: db)
-                    var gone = p
-                    gone.status = .removed
-                    removed.append(try participantObject(gone, db: db))
-                }
+                try takeOff(p)
             } else if let p = participants.first(where: { $0.participantID == id }) {
                 guard p.role != .owner else { throw ShareFlowError.invalid("\(item): the owner cannot be blocked from their own share") }
                 if p.role == .administrator && me.role != .owner {
@@ -317,12 +320,7 @@ extension Engine {
                 identities.append(
                     Share.BlockedIdentity(blockID: "", userIdentity: identity, lookupInfo: p.lookup, blockedAt: Date(timeIntervalSince1970: now))
                 )
-                if p.status != .removed {
-                    try setStatus(.removed, of: p, share: share, reason: .blocked, caller: caller, container: container, db: db)
-                    var gone = p
-                    gone.status = .removed
-                    removed.append(try participantObject(gone, db: db))
-                }
+                try takeOff(p)
             } else {
                 throw ShareFlowError.invalid(
                     "\(item): blockRequesters names \(Naming.printable(id)), which is neither an open request nor a participant of this share (R41)"

@@ -612,21 +612,24 @@ extension StoreTransaction {
     func logShareChanged(_ share: Int64, participant account: Int64?) throws {
         guard logs else { return }
         forgetLoggedZones()
-        guard
-            let (zone, name, record) = try fetchOne(
-                """
-                SELECT s.id, r.name, \(StoreTransaction.loggedZoneColumns), s.recordID FROM share s JOIN record r ON r.id = s.recordID
-                JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID WHERE s.id = ? AND z.scope = 'private'
-                """,
-                [share],
-                table: "share",
-                keyAt: 0,
-                {
-                    (try StoreTransaction.loggedZone($0, at: 2), try $0.of("record", keyAt: 0).text(1, "name"), try $0.integer(8, "recordID"))
-                }
-            )
-        else { return }
+        guard let (zone, name, record) = try loggedShare(share) else { return }
         try logShareChanged(zone: zone, share: share, record: record, recordName: name, participant: account)
+    }
+
+    /// A private zone's share as the log writes it: its zone, its record's name and row. Nil
+    /// for a share elsewhere (no feed follows it).
+    private func loggedShare(_ share: Int64) throws -> (zone: LoggedZone, name: String, record: Int64)? {
+        try fetchOne(
+            """
+            SELECT s.id, r.name, \(StoreTransaction.loggedZoneColumns), s.recordID FROM share s JOIN record r ON r.id = s.recordID
+            JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID WHERE s.id = ? AND z.scope = 'private'
+            """,
+            [share],
+            table: "share",
+            keyAt: 0
+        ) {
+            (try StoreTransaction.loggedZone($0, at: 2), try $0.of("record", keyAt: 0).text(1, "name"), try $0.integer(8, "recordID"))
+        }
     }
 
     private func logShareChanged(zone: LoggedZone, share: Int64, record: Int64, recordName: String, participant account: Int64?) throws {
@@ -656,20 +659,7 @@ extension StoreTransaction {
     func logShareAccessChanged(_ share: Int64) throws {
         guard logs else { return }
         forgetLoggedZones()
-        guard
-            let (zone, name, record) = try fetchOne(
-                """
-                SELECT s.id, r.name, \(StoreTransaction.loggedZoneColumns), s.recordID FROM share s JOIN record r ON r.id = s.recordID
-                JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID WHERE s.id = ? AND z.scope = 'private'
-                """,
-                [share],
-                table: "share",
-                keyAt: 0,
-                {
-                    (try StoreTransaction.loggedZone($0, at: 2), try $0.of("record", keyAt: 0).text(1, "name"), try $0.integer(8, "recordID"))
-                }
-            )
-        else { return }
+        guard let (zone, name, record) = try loggedShare(share) else { return }
         let managers = try fetchAll(
             "SELECT id, accountID FROM participant WHERE shareID = ? AND role = 'administrator' AND status = 'accepted' AND accountID IS NOT NULL",
             [share],
