@@ -139,6 +139,7 @@ final class DryRunReportTestsOnPostgreSQL: DryRunReportTests {
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
     override func testDeletingAZoneAndMakingAnotherIsNotARename() throws { try super.testDeletingAZoneAndMakingAnotherIsNotARename() }
     override func testRenamingAShareChangesTheShareNotItsParticipants() throws { try super.testRenamingAShareChangesTheShareNotItsParticipants() }
+    override func testAccessRequestsBlocksAndLinksAreReported() throws { try super.testAccessRequestsBlocksAndLinksAreReported() }
 }
 
 final class EnvironmentTestsOnPostgreSQL: EnvironmentTests {
@@ -359,6 +360,7 @@ final class ShareInterleavingTestsOnPostgreSQL: ShareInterleavingTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
     override func testRandomInterleavingsNeverSplitObjectAndStore() throws { try super.testRandomInterleavingsNeverSplitObjectAndStore() }
+    override func testRandomAccessRequestInterleavingsKeepR38ToR43() throws { try super.testRandomAccessRequestInterleavingsKeepR38ToR43() }
     override func testPartialCopiesPublicWritersAndPagingUnderConcurrentEdits() throws { try super.testPartialCopiesPublicWritersAndPagingUnderConcurrentEdits() }
 }
 

@@ -102,6 +102,115 @@ class ShareInterleavingTests: XCTestCase {
         }
     }
 
+    // MARK: Access requests (SPEC §17, R38–R43)
+
+    /// Random requests, approvals, denials, blocks, unblocks, public-permission flips and
+    /// accepts by many accounts, from fresh and stale owner copies: after every step the store
+    /// passes `store check` (no request of someone on the share, no blocked identity on it, the
+    /// cap), one entry per account, a public share holds no request, a refused save changed
+    /// nothing, and only the owner's copy shows requesters (R40).
+    func testRandomAccessRequestInterleavingsKeepR38ToR43() throws {
+        var stuck = Set<Int>()
+        for seed: UInt64 in TestStore.seeds([5, 17, 2026]) {
+            stuck.formUnion(try runAccess(seed: seed, steps: TestStore.steps(120)))
+        }
+        // Approvals, denials, blocks, unblocks and flips each changed the store at least once
+        // (the PostgreSQL pass runs one short seed: some change, at least).
+        XCTAssertTrue(TestStore.isPostgres ? !stuck.isEmpty : stuck.isSuperset(of: [2, 3, 4, 5, 6]), "only \(stuck.sorted()) changed the store")
+    }
+
+    /// The kinds of step whose save changed the store.
+    private func runAccess(seed: UInt64, steps: Int) throws -> Set<Int> {
+        var g = Generator(state: seed)
+        let w = try World()
+        w.engine.options.maxRequesters = 4
+        w.engine.options.requestRefreshSeconds = 0
+        let people = ["bob@example.com", "carol@example.com", "dave@example.com", "erin@example.com", "fay@example.com", "gus@example.com"]
+        for p in people.dropFirst(2) { try w.engine.accounts.create(emails: [p]) }
+        let containers = try people.map { try w.engine.session(for: $0).container(World.containerID) }
+        let db = w.c.privateCloudDatabase
+        let root = Record(recordType: "Trip", recordID: RecordID(recordName: "asked", zoneID: w.zone.zoneID))
+        let first = Share(rootRecord: root)
+        first.allowsAccessRequests = true
+        XCTAssertNil(try db.modifyRecords(saving: [root, first]).error)
+        let url = try XCTUnwrap(first.url)
+        var copies = [first, try XCTUnwrap(db.fetchRecord(first.recordID) as? Share)]
+        /// What R38–R43 speak of, as the store has it.
+        func state() throws -> [String] {
+            let fresh = try XCTUnwrap(db.fetchRecord(first.recordID) as? Share)
+            return try stored(w, url).sorted() + fresh.requesters.map { "r:\($0.requestID)" }.sorted()
+                + fresh.blockedIdentities.map { "b:\($0.blockID)" }.sorted() + ["p:\(fresh.publicPermission.rawValue)"]
+        }
+        // Which kinds of step a save made stick, so the run is known to have exercised them.
+        var stuck = Set<Int>()
+        for step in 0..<steps {
+            let k = g.below(2)
+            let share = copies[k]
+            let context = "seed \(seed) step \(step) copy \(k)"
+            let kind = g.below(8)
+            switch kind {
+            case 0, 1:  // someone asks
+                let who = g.below(people.count)
+                _ = containers[who].requestShareAccessResults([url])
+                continue
+            case 2:  // approve some requesters (only while private: R9)
+                guard share.publicPermission == .none, !share.requesters.isEmpty else { continue }
+                share.approveRequesters([g.pick(share.requesters)], permission: g.pick([.readOnly, .readWrite]))
+            case 3:  // deny
+                guard !share.requesters.isEmpty else { continue }
+                share.denyRequesters([g.pick(share.requesters)])
+            case 4:  // block a requester or a participant
+                let others = share.participants.filter { $0.role != .owner && $0.acceptanceStatus != .removed }
+                if g.below(2) == 0, !share.requesters.isEmpty {
+                    share.blockRequesters([g.pick(share.requesters)])
+                } else if !others.isEmpty {
+                    share.blockParticipants([g.pick(others)])
+                } else {
+                    continue
+                }
+            case 5:  // unblock
+                guard !share.blockedIdentities.isEmpty else { continue }
+                share.unblockIdentities([g.pick(share.blockedIdentities)])
+            case 6:  // flip the public permission
+                share.publicPermission = share.publicPermission == .none ? .readOnly : .none
+            default:  // someone accepts, or the owner takes a fresh copy
+                if g.below(2) == 0 {
+                    let who = g.below(people.count)
+                    _ = containers[who].fetchShareMetadataResults([url]).0.first.flatMap { try? $0.1.get() }
+                        .map { containers[who].acceptShareResults([$0]) }
+                } else {
+                    copies[k] = try XCTUnwrap(db.fetchRecord(first.recordID) as? Share)
+                }
+                try checkAccess(w, share: first.recordID, containers: containers, context: context)
+                continue
+            }
+            let before = try state()
+            let result = try db.modifyRecords(saving: [share])
+            if let error = result.firstError {
+                XCTAssertEqual(try state(), before, "\(context): a refused save (\(error.code)) changed the store")
+                copies[k] = try XCTUnwrap(db.fetchRecord(first.recordID) as? Share)
+            } else if try state() != before {
+                stuck.insert(kind)
+            }
+            try checkAccess(w, share: first.recordID, containers: containers, context: context)
+        }
+        return stuck
+    }
+
+    /// R38–R43 as they stand after a step.
+    private func checkAccess(_ w: World, share id: RecordID, containers: [Container], context: String) throws {
+        XCTAssertEqual(try w.engine.store.check(maxRequesters: 4).problems, [], context)
+        let fresh = try XCTUnwrap(w.c.privateCloudDatabase.fetchRecord(id) as? Share)
+        let askers = fresh.requesters.compactMap(\.userIdentity.userRecordID)
+        XCTAssertEqual(Set(askers).count, askers.count, "\(context): one entry per account")
+        if fresh.publicPermission != .none { XCTAssertEqual(askers, [], "\(context): a public share holds no request (R42)") }
+        // R40: a participant who is no administrator reads none.
+        for c in containers {
+            guard let theirs = try? c.sharedCloudDatabase.fetchRecord(fresh.recordID) as? Share else { continue }
+            XCTAssertEqual(theirs.requesters.count + theirs.blockedIdentities.count, 0, "\(context): R40")
+        }
+    }
+
     // MARK: Records round 3 (R29, R30, R33)
 
     func testPartialCopiesPublicWritersAndPagingUnderConcurrentEdits() throws {

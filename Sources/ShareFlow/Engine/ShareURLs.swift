@@ -16,11 +16,14 @@ extension Engine {
     public func shareURL(token: String) -> String { options.publicURL + "/share/" + token }
 
     /// The token of a share URL: what follows its last `/share/`, without the query or the
-    /// fragment (links from iOS carry the share's title as `#title`); nil when there is none.
+    /// fragment (links from iOS carry the share's title as `#title`); nil when there is none, or
+    /// when it holds what no token does (a control character, a space, anything not ASCII:
+    /// PostgreSQL refuses a NUL outright, so such a URL is no share's on either store, R16).
     public static func shareToken(url: String) -> String? {
         guard let range = url.range(of: "/share/", options: .backwards) else { return nil }
         let token = url[range.upperBound...].prefix { $0 != "#" && $0 != "?" && $0 != "/" }
-        return token.isEmpty ? nil : String(token)
+        guard !token.isEmpty, token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else { return nil }
+        return String(token)
     }
 
     /// R6: a new token, 192 random bits, URL-safe (base64url, 32 characters): also a short
