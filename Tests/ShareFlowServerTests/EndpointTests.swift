@@ -934,6 +934,8 @@ final class EndpointTests: XCTestCase {
             r = try await update(#""denyRequesters":["nobody"]"#)
             XCTAssertEqual(r.records.first?["serverErrorCode"] as? String, "BAD_REQUEST", "\(r.object)")
             XCTAssertTrue(r.text.contains("nobody"), r.text)
+            r = try await update(#""blockRequesters":["twice","twice"]"#)
+            XCTAssertTrue(r.text.contains("names 'twice' twice") || r.text.contains("names twice twice"), r.text)
 
             _ = try await ask(guid)
             share = try await current()

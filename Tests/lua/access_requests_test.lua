@@ -418,3 +418,14 @@ test("R44: a pending invitee opening someone's link accepts their own invitation
   local c = accept(w.cc, link)
   expect.eq(c.currentUserParticipant.permission, "readWrite")
 end)
+
+test("R41: a list naming one twice, or holding nil, is an error naming the item", function()
+  local w = world()
+  local share = asking(w)
+  assert(w.dc:requestShareAccess{ share.url }[share.url])
+  local mine = w.db:fetchRecord(share.recordID)
+  local r = mine.requesters[1]
+  expect.raises(function() mine:denyRequesters{ r, r.requestID } end, "item 2 names")
+  expect.raises(function() mine:blockRequesters{ r, false } end, "item 2 must be an ID string")
+  expect.raises(function() mine:denyRequesters{ nil, r } end, "must be an ID string")
+end)

@@ -203,6 +203,14 @@ extension Engine {
         func unknown(_ key: String, _ id: String, _ what: String) -> ShareFlowError {
             ShareFlowError.invalid("\(item): \(key) names \(Naming.printable(id)), which is \(what) of this share (R41)")
         }
+        for (key, ids) in [
+            ("denyRequesters", draft.denyRequesters), ("blockRequesters", draft.blockRequesters), ("unblockIdentities", draft.unblockIdentities),
+        ] {
+            var seen = Set<String>()
+            for id in ids where !seen.insert(id).inserted {
+                throw ShareFlowError.invalid("\(item): \(key) names \(Naming.printable(id)) twice (R41)")
+            }
+        }
         for id in draft.denyRequesters {
             guard let r = share.requesters.first(where: { $0.requestID == id }) else { throw unknown("denyRequesters", id, "no open request") }
             share.denyRequesters([r])

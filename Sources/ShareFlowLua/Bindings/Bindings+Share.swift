@@ -108,19 +108,23 @@ extension Bindings {
         guard lua_type(call.L, abs) == LUA_TTABLE else {
             throw call.argumentError(abs, "\(method) takes a list, got \(call.typeName(abs))")
         }
-        return Set(
-            try list(call, abs) { n in
-                if lua_type(call.L, -1) == LUA_TSTRING, let s = call.state.string(at: -1) { return s }
-                if participants, let p = call.state.object(at: -1, typeName: participantClass.typeName, as: Participant.self) {
-                    return p.participantID
-                }
-                if lua_type(call.L, -1) == LUA_TTABLE, let s = try call.stringField(-1, key) { return s }
-                throw call.argumentError(
-                    abs,
-                    "item \(n + 1) must be an ID string or a table with \(key)\(participants ? " or a Participant" : ""), got \(call.typeName(-1))"
-                )
+        let ids = try list(call, abs) { n -> String in
+            if lua_type(call.L, -1) == LUA_TSTRING, let s = call.state.string(at: -1) { return s }
+            if participants, let p = call.state.object(at: -1, typeName: participantClass.typeName, as: Participant.self) {
+                return p.participantID
             }
-        )
+            if lua_type(call.L, -1) == LUA_TTABLE, let s = try call.stringField(-1, key) { return s }
+            throw call.argumentError(
+                abs,
+                "item \(n + 1) must be an ID string or a table with \(key)\(participants ? " or a Participant" : ""), got \(call.typeName(-1))"
+            )
+        }
+        var seen = Set<String>()
+        for (n, id) in ids.enumerated() where !seen.insert(id).inserted {
+            // A list naming one twice is a mistake worth saying, not a request to repeat.
+            throw call.argumentError(abs, "item \(n + 1) names \(Naming.printable(id)) again")
+        }
+        return seen
     }
 
     /// Every ID names something of this copy of the share (its lists as read): a stale or
