@@ -49,10 +49,7 @@ extension StoreTransaction {
 
     /// Records `account`'s request to join `share`, or refreshes the one they have (R39): one
     /// row per account and share whoever writes it, on any node (the unique index decides).
-    /// True when the request is new.
-    @discardableResult
-    package func recordAccessRequest(share: Int64, account: Int64, lookup: LookupInfo, at time: Double) throws -> Bool {
-        let existed = try exists("SELECT EXISTS (SELECT 1 FROM share_request WHERE shareID = ? AND accountID = ?)", [share, account])
+    package func recordAccessRequest(share: Int64, account: Int64, lookup: LookupInfo, at time: Double) throws {
         try run(
             """
             INSERT INTO share_request (shareID, accountID, requestID, lookupKind, lookupValue, requestedAt) VALUES (?, ?, ?, ?, ?, ?)
@@ -62,7 +59,6 @@ extension StoreTransaction {
             [share, account, RandomIdentifier.uuidString(), lookup.kind, lookup.value, time]
         )
         try renewShareTag(share)
-        return !existed
     }
 
     /// The share's open requests, oldest first, each with its requester's account.
@@ -123,17 +119,15 @@ extension StoreTransaction {
 
     /// Closes `account`'s request to join `share`, if any (they were added or blocked).
     package func closeAccessRequest(share: Int64, account: Int64) throws -> Bool {
-        guard try exists("SELECT EXISTS (SELECT 1 FROM share_request WHERE shareID = ? AND accountID = ?)", [share, account]) else { return false }
-        try run("DELETE FROM share_request WHERE shareID = ? AND accountID = ?", [share, account])
+        guard try run("DELETE FROM share_request WHERE shareID = ? AND accountID = ?", [share, account]) > 0 else { return false }
         try renewShareTag(share)
         return true
     }
 
     /// R42: a share made public takes no requests; they close.
     package func closeAllAccessRequests(share: Int64) throws -> Int {
-        let count = Int(try fetchInteger("SELECT COUNT(*) FROM share_request WHERE shareID = ?", [share]) ?? 0)
+        let count = try run("DELETE FROM share_request WHERE shareID = ?", [share])
         guard count > 0 else { return 0 }
-        try run("DELETE FROM share_request WHERE shareID = ?", [share])
         try renewShareTag(share)
         return count
     }
@@ -175,7 +169,7 @@ extension StoreTransaction {
                 )
             }
         guard !already else { return }
-        try insert(
+        try run(
             "INSERT INTO share_block (shareID, accountID, blockID, lookupKind, lookupValue, blockedAt) VALUES (?, ?, ?, ?, ?, ?)",
             [share, account, RandomIdentifier.uuidString(), lookup.kind, lookup.value, time]
         )
