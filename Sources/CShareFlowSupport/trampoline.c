@@ -291,6 +291,21 @@ int sf_protected(lua_State *L, int nargs, int nresults, sf_body_fn body, void *c
 static const char SF_ALLOW_KEY = 0;
 static const char SF_DENY_META_KEY = 0;
 static const char SF_APPROVE_META_KEY = 0;
+/* A verdict's `file:line` (SPEC §18 P3): kept in sf.deny's and sf.approve's tables under this
+ * key (no script can name it), and by read_verdict in the registry under the next, where
+ * sf_push_verdict_location reads it after a denial or an approval. */
+static const char SF_WHERE_KEY = 0;
+static const char SF_LAST_WHERE_KEY = 0;
+
+/* Stores where the policy called sf.deny/sf.approve in the verdict table on top. */
+static void mark_where(lua_State *L) {
+    luaL_where(L, 1);
+    lua_rawsetp(L, -2, &SF_WHERE_KEY);
+}
+
+int sf_push_verdict_location(lua_State *L) {
+    return lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_LAST_WHERE_KEY);
+}
 
 int sf_verdict_allow(lua_State *L) {
     if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_ALLOW_KEY) != LUA_TTABLE) {
@@ -312,6 +327,7 @@ int sf_verdict_deny(lua_State *L) {
     lua_setfield(L, -2, "allow");
     lua_pushlstring(L, reason, len);
     lua_setfield(L, -2, "reason");
+    mark_where(L);
     if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_DENY_META_KEY) != LUA_TTABLE) {
         lua_pop(L, 1);
         lua_createtable(L, 0, 2);
@@ -364,6 +380,7 @@ int sf_verdict_approve(lua_State *L) {
     lua_setfield(L, -2, "permission");
     lua_pushstring(L, role);
     lua_setfield(L, -2, "role");
+    mark_where(L);
     if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_APPROVE_META_KEY) != LUA_TTABLE) {
         lua_pop(L, 1);
         lua_createtable(L, 0, 2);
@@ -405,7 +422,7 @@ static void push_returned(lua_State *L, int idx) {
  * allow (boolean), reason (string or nil) in their place. */
 static void read_verdict(lua_State *L) {
     int first = lua_gettop(L) - 1;
-    int allow = 0;
+    int allow = 0, located = 0;
     switch (lua_type(L, first)) {
     case LUA_TNIL:
         allow = 1;
@@ -428,6 +445,11 @@ static void read_verdict(lua_State *L) {
             lua_rawgetp(L, LUA_REGISTRYINDEX, &SF_APPROVE_META_KEY);
             int approve = lua_rawequal(L, -1, -2);
             lua_pop(L, 2);
+            if (deny || approve) {
+                lua_rawgetp(L, first, &SF_WHERE_KEY);
+                lua_rawsetp(L, LUA_REGISTRYINDEX, &SF_LAST_WHERE_KEY);
+                located = 1;
+            }
             if (deny) {
                 lua_pushliteral(L, "reason");
                 if (lua_rawget(L, first) != LUA_TSTRING) { lua_pop(L, 1); lua_pushliteral(L, "denied"); }
@@ -472,6 +494,11 @@ static void read_verdict(lua_State *L) {
             lua_concat(L, 2);
             lua_replace(L, -2);
         }
+    }
+    if (allow != 1 && !located) {
+        /* A denial without sf.deny's line: none is read, not an earlier one's. */
+        lua_pushnil(L);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &SF_LAST_WHERE_KEY);
     }
     if (allow == 2) lua_pushinteger(L, 2); else lua_pushboolean(L, allow);
     lua_replace(L, first);

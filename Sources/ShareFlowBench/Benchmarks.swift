@@ -308,6 +308,8 @@ public struct Benchmarks {
             let h = timed { for _ in 0..<n { engine.publish(event) } }
             let hc = Double(sf_bench_event_baseline(L, observerRef, callerRef, participantRef, Int32(n))) / Double(n)
             let p = try timed { for _ in 0..<n { try engine.decide(request, item: "bench") } }
+            // The log's share of the work, after the decisions (SPEC §12: outside the timed one).
+            engine.publishDecisions()
             let pc = Double(sf_bench_policy_baseline(L, policyRef, callerRef, shareRef, participantRef, Int32(n))) / Double(n)
             guard hc > 0, pc > 0 else { throw PluginError("the C baseline failed") }
             if rep == 0 { continue }  // warm-up

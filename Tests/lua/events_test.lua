@@ -190,7 +190,7 @@ test("observers run after commit, and a rolled-back item emits nothing", functio
   end)
   local saved = 0
   sf.on("share.saved", function() saved = saved + 1 end)
-  sf.policy("share.save", function(req) if req.share.title == "blocked" then return sf.deny("no") end end)
+  sf.policy("share.save", function(req) if req.proposed.title == "blocked" then return sf.deny("no") end end)
   db:modifyRecords{ save = { r, sf.Share{ rootRecord = r, title = "ok" } } }
   expect.eq(committed, true)
   local r2 = sf.Record{ recordType = "Doc", zone = zone }

@@ -82,6 +82,9 @@ int sf_next_skipping(lua_State *L);
  * a policy allows only by returning nothing, true or sf.allow(). */
 int sf_verdict_allow(lua_State *L);
 int sf_verdict_deny(lua_State *L);
+/* Pushes the `file:line: ` of the last sf.deny/sf.approve verdict read (or nil after a denial
+ * made otherwise); never raises (a raw read). */
+int sf_push_verdict_location(lua_State *L);
 int sf_verdict_approve(lua_State *L);
 
 /*

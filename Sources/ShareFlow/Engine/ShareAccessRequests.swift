@@ -82,7 +82,15 @@ extension Engine {
                             return try engine.reading { db in try engine.makeShare(row, zone: zone, caller: owner, db: db) }
                         },
                         participant: { nil },
-                        metadata: nil
+                        metadata: nil,
+                        proposed: { [link, row, zone, owner, requester] in
+                            // SPEC §18 P2: the share with this request among its requesters.
+                            guard let engine = link.engine else { return nil }
+                            let stored = try engine.reading { db in try engine.makeShare(row, zone: zone, caller: owner, db: db) }
+                            let proposed = stored.proposed(over: stored, owner: nil, asShown: true)
+                            proposed.requesters.append(requester)
+                            return proposed
+                        }
                     )
                     objects.url = url
                     objects.requester = requester

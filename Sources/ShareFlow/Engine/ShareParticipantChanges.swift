@@ -9,6 +9,7 @@ extension Engine {
     func applyParticipantChanges(
         _ share: Share,
         row: ShareRow,
+        zone: ZoneRow,
         me: ParticipantRow,
         publicPermission: ParticipantPermission,
         asShown: Bool,
@@ -66,7 +67,17 @@ extension Engine {
             // R41: a policy asked about this add sees whether it approves a request.
             if let account = matched ?? existing?.accountID { p.isApprovedRequester = try db.hasAccessRequest(share: row.id, account: account) }
             if try askPolicies(
-                PolicyRequest(point: .participantAdd, caller: caller, container: container, share: share, participant: p),
+                Engine.policyRequest(
+                    .participantAdd,
+                    share: share,
+                    stored: row,
+                    zone: zone,
+                    asShown: asShown,
+                    participant: p,
+                    caller: caller,
+                    container: container,
+                    link: link
+                ),
                 item: item,
                 db: db
             ) {

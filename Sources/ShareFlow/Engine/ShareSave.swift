@@ -49,6 +49,23 @@ extension Engine {
                 throw ShareFlowError(.zoneNotFound, "\(item): zone \(zone.zoneID.zoneName) was deleted while the share was being saved (by a policy)")
             }
         }
+        /// A policy's question about this save (SPEC §18 P2): the share as stored now (nil
+        /// while it is being created), and as the save would leave it, both made only if read.
+        func request(_ point: DecisionPoint, participant: Participant? = nil, from: String? = nil, to: String? = nil) -> PolicyRequest {
+            Engine.policyRequest(
+                point,
+                share: share,
+                stored: stored,
+                zone: zone,
+                asShown: policy != .changedKeys,
+                participant: participant,
+                caller: caller,
+                container: container,
+                link: link,
+                from: from,
+                to: to
+            )
+        }
         /// The share `before` as stored now, the same share (its URL token) or none.
         func shareStillExists(_ before: ShareRow) throws -> ShareRow {
             try zoneStillExists()
@@ -99,7 +116,7 @@ extension Engine {
 
         if var existing = stored {
             me = try checkUpdate(existing)
-            if try askPolicies(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item, db: db) {
+            if try askPolicies(request(.shareSave), item: item, db: db) {
                 existing = try shareStillExists(existing)
                 stored = existing
                 me = try checkUpdate(existing)
@@ -117,7 +134,7 @@ extension Engine {
                 throw ShareFlowError.denied("\(item): only the zone's owner creates shares, in their private database")
             }
             try checkCreate()
-            if try askPolicies(PolicyRequest(point: .shareSave, caller: caller, container: container, share: share), item: item, db: db) {
+            if try askPolicies(request(.shareSave), item: item, db: db) {
                 try zoneStillExists()
                 if let root = share.rootRecordID, try recordRow(zone: zone, name: root.recordName, db: db) == nil {
                     throw ShareFlowError.unknown(
@@ -183,14 +200,7 @@ extension Engine {
             }
             try SharingRules.require(.changePublicPermission, of: mine, isPublicShare: isPublic, item: item)
             if try askPolicies(
-                PolicyRequest(
-                    point: .sharePublicPermission,
-                    caller: caller,
-                    container: container,
-                    share: share,
-                    from: row.publicPermission.rawValue,
-                    to: publicPermission.rawValue
-                ),
+                request(.sharePublicPermission, from: row.publicPermission.rawValue, to: publicPermission.rawValue),
                 item: item,
                 db: db
             ) {
@@ -231,6 +241,7 @@ extension Engine {
         try applyParticipantChanges(
             share,
             row: row,
+            zone: zone,
             me: mine,
             publicPermission: publicPermission,
             asShown: policy != .changedKeys,

@@ -24,9 +24,15 @@ public struct PolicyRequest {
     /// The share, participant and metadata, kept together so they travel as one reference.
     public let objects: Objects
 
-    /// Read when first asked for; a store that cannot be read then throws (an outage a policy
-    /// meets fails the request as that outage, not as a denial).
+    /// The share as stored before the change, its owner included (SPEC §18 P2); nil for a
+    /// share being created. Read when first asked for; a store that cannot be read then throws
+    /// (an outage a policy meets fails the request as that outage, not as a denial).
     public var share: Share? { get throws { try objects.share } }
+    /// `participant.add`, `share.save`, `share.publicPermission`, `share.requestAccess`: the
+    /// share as it would be after the change (a copy: changing it changes nothing).
+    public var proposed: Share? { get throws { try objects.proposed } }
+    /// What differs between `share` and `proposed` (nil where there is no `proposed`).
+    public var changes: ShareChanges? { get throws { try objects.changes } }
     /// `share.accept`: the caller's participant, if they have one yet;
     /// `participant.add`: the one added. Read when first asked for, as `share`.
     public var participant: Participant? { get throws { try objects.participant } }
@@ -46,13 +52,14 @@ public struct PolicyRequest {
         participant: Participant? = nil,
         metadata: ShareMetadata? = nil,
         from: String? = nil,
-        to: String? = nil
+        to: String? = nil,
+        proposed: Share? = nil
     ) {
         self.init(
             point: point,
             caller: caller,
             container: container,
-            objects: Objects(share: { share }, participant: { participant }, metadata: metadata),
+            objects: Objects(share: { share }, participant: { participant }, metadata: metadata, proposed: { proposed }),
             from: from,
             to: to
         )
@@ -80,14 +87,24 @@ public struct PolicyRequest {
         public var requester: Share.AccessRequester?
         /// `share.accept`: whether the caller accepts through a one-time link (R44).
         public var oneTimeURL = false
+        /// The environment of the container asked about (`development`, `production`).
+        public var environment: String?
         private var deferredShare: Deferred<Share>
         private var deferredParticipant: Deferred<Participant>
+        private var deferredProposed: Deferred<Share>
+        private var madeChanges: ShareChanges??
 
-        /// `share` and `participant` run at most once, on first read; what one throws is kept and
-        /// thrown again on every read.
-        public init(share: @escaping () throws -> Share?, participant: @escaping () throws -> Participant?, metadata: ShareMetadata?) {
+        /// `share`, `participant` and `proposed` run at most once, on first read; what one
+        /// throws is kept and thrown again on every read.
+        public init(
+            share: @escaping () throws -> Share?,
+            participant: @escaping () throws -> Participant?,
+            metadata: ShareMetadata?,
+            proposed: @escaping () throws -> Share? = { nil }
+        ) {
             deferredShare = Deferred(share)
             deferredParticipant = Deferred(participant)
+            deferredProposed = Deferred(proposed)
             self.metadata = metadata
         }
 
@@ -95,6 +112,22 @@ public struct PolicyRequest {
         public var share: Share? { get throws { try deferredShare.value() } }
         /// The participant, made on first read (a store read that may throw).
         public var participant: Participant? { get throws { try deferredParticipant.value() } }
+        /// The share as the change would leave it, made on first read.
+        public var proposed: Share? { get throws { try deferredProposed.value() } }
+        /// From `share` to `proposed`, made on first read; nil without `proposed`.
+        public var changes: ShareChanges? {
+            get throws {
+                if let made = madeChanges { return made }
+                let made = try proposed.map { ShareChanges.between(try share, $0) }
+                madeChanges = .some(made)
+                return made
+            }
+        }
+        /// Whether `share` (or `participant`, `proposed`) was made: read by the policy, or for
+        /// the decision log.
+        var madeShare: Bool { deferredShare.isMade }
+        var madeParticipant: Bool { deferredParticipant.isMade }
+        var madeProposed: Bool { deferredProposed.isMade }
     }
 
     /// A value made by `make` the first time it is asked for, then kept (or its failure).
@@ -102,6 +135,7 @@ public struct PolicyRequest {
         private var make: (() throws -> Value?)?
         private var made: Result<Value?, Error> = .success(nil)
         init(_ make: @escaping () throws -> Value?) { self.make = make }
+        var isMade: Bool { make == nil }
         mutating func value() throws -> Value? {
             if let m = make {
                 make = nil
@@ -143,7 +177,7 @@ public enum PolicyVerdict: Sendable, Equatable {
     case approve(permission: ParticipantPermission, role: ParticipantRole)
 }
 
-/// One entry of the decision log.
+/// One entry of the decision log (SPEC §18 P3): what OPA's decision log carries.
 public struct PolicyDecision: Sendable {
     /// The decision's number in the log it was read from: this process's count, or the shared
     /// log's row (SPEC §18 P3).
@@ -160,11 +194,74 @@ public struct PolicyDecision: Sendable {
     public let duration: Double
     /// When the decision was made (wall-clock time at its end).
     public let time: Date
+    /// Who asked: the caller's user record ID.
+    public var caller: String?
+    /// The container's identifier and environment.
+    public var container: String?
+    public var environment: String?
+    /// The share decided about: record name, zone and its owner's user record ID.
+    public var share: SharedRecord?
+    /// The request as the policies saw it, as JSON (`PolicyInput`), `policies.mask` applied.
+    public var input: String?
+    /// The dotted paths `policies.mask` erased from `input`.
+    public var erased: [String] = []
+    /// Each policy asked, in order, with its verdict.
+    public var consulted: [Consulted] = []
+    /// The process that decided (`host:pid`, or the node's name).
+    public var node: String?
+    /// What the candidate policies in shadow mode decided (SPEC §18 P6), nil without them.
+    public var shadow: ShadowVerdict?
+
+    /// A share as the log names it.
+    public struct SharedRecord: Sendable, Equatable {
+        public var recordName: String
+        public var zoneName: String
+        public var ownerName: String
+        public init(recordName: String, zoneName: String, ownerName: String) {
+            (self.recordName, self.zoneName, self.ownerName) = (recordName, zoneName, ownerName)
+        }
+    }
+
+    /// One policy's verdict in a decision: `allow`, `deny`, `approve` or `error` (a policy that
+    /// failed denies); `location` is `file:line` of the return that decided — of the
+    /// `sf.deny`/`sf.approve` call, else where the function begins.
+    public struct Consulted: Sendable, Equatable {
+        public var policy: String
+        public var verdict: String
+        public var reason: String?
+        public var location: String?
+        public init(policy: String, verdict: String, reason: String? = nil, location: String? = nil) {
+            (self.policy, self.verdict, self.reason, self.location) = (policy, verdict, reason, location)
+        }
+    }
+
+    /// The shadow set's verdict beside the live one.
+    public struct ShadowVerdict: Sendable, Equatable {
+        public var allow: Bool
+        public var policy: String?
+        public var reason: String?
+        public init(allow: Bool, policy: String?, reason: String?) { (self.allow, self.policy, self.reason) = (allow, policy, reason) }
+    }
 
     package init(id: Int, point: String, policies: [String], allow: Bool, reasons: [String], duration: Double, time: Date) {
         (self.id, self.point, self.policies, self.allow, self.reasons, self.duration, self.time) = (
             id, point, policies, allow, reasons, duration, time
         )
+    }
+
+    /// The same decision under another ID (the row the shared log wrote it as).
+    package func numbered(_ id: Int) -> PolicyDecision {
+        var copy = PolicyDecision(id: id, point: point, policies: policies, allow: allow, reasons: reasons, duration: duration, time: time)
+        copy.caller = caller
+        copy.container = container
+        copy.environment = environment
+        copy.share = share
+        copy.input = input
+        copy.erased = erased
+        copy.consulted = consulted
+        copy.node = node
+        copy.shadow = shadow
+        return copy
     }
 }
 
@@ -191,6 +288,8 @@ public final class PolicySet: @unchecked Sendable {
         let name: String
         let priority: Int
         let body: Policy
+        /// Where the policy's function begins (`file:line`), for the decision log.
+        var location: String? = nil
     }
 
     /// One decision point's policies in the order they are asked, and their names (kept
@@ -207,7 +306,7 @@ public final class PolicySet: @unchecked Sendable {
         var names: [String] { label.policies }
         init(_ name: String, _ entries: [Entry]) {
             self.entries = entries
-            self.label = Label(point: name, policies: entries.map(\.name))
+            self.label = Label(point: name, policies: entries.map(\.name), locations: entries.map(\.location))
         }
     }
 
@@ -215,9 +314,11 @@ public final class PolicySet: @unchecked Sendable {
     final class Label {
         let point: String
         let policies: [String]
-        init(point: String, policies: [String]) {
+        let locations: [String?]
+        init(point: String, policies: [String], locations: [String?]) {
             self.point = point
             self.policies = policies
+            self.locations = locations
         }
     }
 
@@ -248,6 +349,25 @@ public final class PolicySet: @unchecked Sendable {
         let end: UInt64
         /// "policy: approved …" of an approval (SPEC §17); nil otherwise.
         var approval: String? = nil
+        /// The deciding policy's verdict: `deny`, `error` or `approve`, its reason and where it
+        /// returned (the rest of those asked allowed).
+        var verdict: (index: Int, kind: StaticString, reason: String, location: String?)? = nil
+        /// The request, until `publish` wrote what the log keeps of it (SPEC §18 P3): kept by
+        /// reference at the decision, turned into JSON after it, outside the timed path.
+        var request: PolicyRequest? = nil
+        /// What `publish` made of the request.
+        var detail: Detail? = nil
+        var shadow: PolicyDecision.ShadowVerdict? = nil
+    }
+
+    /// What the log keeps of a decision's request.
+    private struct Detail {
+        var caller: String?
+        var container: String?
+        var environment: String?
+        var share: PolicyDecision.SharedRecord?
+        var input: String
+        var erased: [String]
     }
     @exclusivity(unchecked) private var nextDecision = 0
     /// Wall-clock time at a monotonic instant: a decision's time is derived from the
@@ -260,9 +380,9 @@ public final class PolicySet: @unchecked Sendable {
     /// returns the id `remove(id:)` takes. `name` is what decisions and denials show, and what
     /// `removeAll(namePrefix:)` matches (a plugin's policies are named `<plugin>/<name>`).
     @discardableResult
-    public func add(_ point: DecisionPoint, name: String, priority: Int = 0, _ body: @escaping Policy) -> Int {
+    public func add(_ point: DecisionPoint, name: String, priority: Int = 0, location: String? = nil, _ body: @escaping Policy) -> Int {
         nextID += 1
-        let entry = Entry(id: nextID, name: name, priority: priority, body: body)
+        let entry = Entry(id: nextID, name: name, priority: priority, body: body, location: location)
         var list = points[point.rawValue].entries
         let index = list.firstIndex { $0.priority < priority } ?? list.endIndex
         list.insert(entry, at: index)
@@ -321,72 +441,197 @@ public final class PolicySet: @unchecked Sendable {
 
     /// Asks every policy at the request's point; throws `permissionFailure` on denial. Returns
     /// the first approval (`share.requestAccess`) when none denied.
+    /// Set by a policy's host when its verdict knows the line it came from (`sf.deny` and
+    /// `sf.approve` calls): read and cleared after each policy.
+    package var verdictLocation: String?
+    /// Whether decisions keep their request for the log (SPEC §18 P3); off, a decision costs
+    /// a little less and logs no input.
+    public var captureInputs = true
+    /// Dotted paths into a decision's input erased before it is logged (`policies.mask`).
+    public var mask: [String] = []
+    /// The name the log gives this process (`host:pid` unless set).
+    public var node = PolicySet.defaultNode
+    static let defaultNode = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
+    /// Candidate policies asked beside the live ones, never deciding (SPEC §18 P6 shadow
+    /// mode): asked with the same request after the live decision, their verdict logged.
+    public var shadow: PolicySet?
+    /// Set while a shadow set is being asked: its decisions go to no log.
+    private var isShadow = false
+    /// Index in `log` of the first decision `publish` has not seen.
+    @exclusivity(unchecked) private var unpublished = 0
+
+    /// Asks every policy at the request's point; throws `permissionFailure` on denial. Returns
+    /// the first approval (`share.requestAccess`) when none denied.
     @discardableResult
     func check(_ request: PolicyRequest, item: String) throws -> Approval? {
         let point = points[request.point.rawValue]
         guard !point.entries.isEmpty else { return nil }
-        let start = PolicySet.monotonicNanoseconds()
-        var asked = 0
-        var denial: (String, String)?
+        let outcome = try decide(request, point: point)
+        if let shadow, !isShadow, !shadow.points[request.point.rawValue].entries.isEmpty {
+            // The candidate never decides: its verdict (or its failure) is noted, nothing more.
+            let candidate = try? shadow.decide(request, point: shadow.points[request.point.rawValue], logging: false)
+            log[log.count - 1].shadow = PolicyDecision.ShadowVerdict(
+                allow: candidate.map { $0.denial == nil } ?? false,
+                policy: candidate?.denial?.policy,
+                reason: candidate.map { $0.denial?.reason } ?? "the candidate policies failed"
+            )
+        }
+        if let denial = outcome.denial {
+            let denied = ShareFlowError.denied("\(item): denied by policy '\(denial.policy)' at \(request.point.name): \(denial.reason)")
+            // A policy's own failure (an error, its budget spent) names its plugin's file,
+            // line and traceback: the operator's, in the log; a client reads who denied.
+            guard let failed = outcome.failed else { throw denied }
+            throw denied.forOperator(
+                outage: false,
+                client: "\(item): denied by policy '\(denial.policy)' at \(request.point.name): the policy failed: \(failed)"
+            )
+        }
+        return outcome.approval
+    }
+
+    /// What asking a point's policies came to.
+    struct Outcome {
+        var denial: (policy: String, reason: String)?
         var failed: String?
         var approval: Approval?
+        var asked: Int
+        var verdict: (index: Int, kind: StaticString, reason: String, location: String?)?
+    }
+
+    /// Asks `point`'s policies in order; the first denial ends it. `logging`: the decision goes
+    /// to the log (not a shadow set's, nor `evaluate`'s).
+    func decide(_ request: PolicyRequest, point: Point, logging: Bool = true) throws -> Outcome {
+        let start = PolicySet.monotonicNanoseconds()
+        var outcome = Outcome(asked: 0)
         // By index: the point keeps its entries alive, so none is copied out (and retained).
         for i in point.entries.indices {
-            asked += 1
+            outcome.asked += 1
+            verdictLocation = nil
             do {
                 switch try point.entries[i].body(request) {
                 case .allow: break
-                case .deny(let reason): denial = (point.entries[i].name, reason)
+                case .deny(let reason):
+                    outcome.denial = (point.entries[i].name, reason)
+                    outcome.verdict = (i, "deny", reason, verdictLocation ?? point.entries[i].location)
                 case .approve(let permission, let role):
                     // Fail closed: an approval anywhere else is the policy's mistake.
                     guard request.point == .shareRequestAccess else {
-                        denial = (point.entries[i].name, "policy failed: sf.approve is share.requestAccess's verdict, not \(request.point.name)'s")
-                        failed = "sf.approve is share.requestAccess's verdict, not \(request.point.name)'s"
+                        let why = "sf.approve is share.requestAccess's verdict, not \(request.point.name)'s"
+                        outcome.denial = (point.entries[i].name, "policy failed: \(why)")
+                        outcome.failed = why
+                        outcome.verdict = (i, "error", "policy failed: \(why)", verdictLocation ?? point.entries[i].location)
                         break
                     }
-                    if approval == nil { approval = Approval(policy: point.entries[i].name, permission: permission, role: role) }
+                    if outcome.approval == nil {
+                        outcome.approval = Approval(policy: point.entries[i].name, permission: permission, role: role)
+                        outcome.verdict = (
+                            i, "approve", "approved as \(role.rawValue) with \(permission.rawValue)", verdictLocation ?? point.entries[i].location
+                        )
+                    }
                 }
             } catch let e as ShareFlowError where e.code == .serviceUnavailable {
                 // The store was busy or away for the policy: no decision was made, and the
                 // request fails to be retried (503), not denied for good.
                 throw e
             } catch {
-                denial = (point.entries[i].name, "policy failed: \(error)")
-                failed = ShareFlowError.clientLine(of: error)
+                outcome.denial = (point.entries[i].name, "policy failed: \(error)")
+                outcome.failed = ShareFlowError.clientLine(of: error)
+                outcome.verdict = (i, "error", "policy failed: \(outcome.failed!)", point.entries[i].location)
             }
-            if denial != nil { break }
+            if outcome.denial != nil { break }
         }
         let end = PolicySet.monotonicNanoseconds()
+        guard logging, !isShadow else { return outcome }
         nextDecision += 1
         // The point's names (one reference) go into the log, never its closures.
         log.append(
             LoggedDecision(
                 id: nextDecision,
                 point: point.label,
-                asked: asked,
-                denial: denial.map { "\($0.0): \($0.1)" },
+                asked: outcome.asked,
+                denial: outcome.denial.map { "\($0.policy): \($0.reason)" },
                 start: start,
                 end: end,
-                approval: denial == nil
-                    ? approval.map { "\($0.policy): approved as \($0.role.rawValue) with \($0.permission.rawValue), with the owner's authority" }
-                    : nil
+                approval: outcome.denial == nil
+                    ? outcome.approval.map {
+                        "\($0.policy): approved as \($0.role.rawValue) with \($0.permission.rawValue), with the owner's authority"
+                    }
+                    : nil,
+                verdict: outcome.verdict,
+                request: captureInputs ? request : nil
             )
         )
-        // The decision goes to the log every process on the store shares, too (SPEC §18 P3).
-        if let sharedLog, let logged = log.last { sharedLog.add(decision(logged)) }
+        if captureInputs, request.point != .shareAccept {
+            // A save's shares are made now, before the change: the log asks again from them.
+            // (An accept's share is its metadata's, made before the decision.)
+            _ = try? request.objects.share
+            _ = try? request.objects.changes
+        }
+        return outcome
+    }
+
+    /// Hands the decisions made since the last call to the shared log, their inputs turned
+    /// into JSON (SPEC §18 P3). The engine calls it once a transaction is over: the work is
+    /// outside the decision and outside the write.
+    public func publish() {
+        guard unpublished < log.count else { return }
+        for i in unpublished..<log.count {
+            if let request = log[i].request {
+                log[i].detail = detail(of: request)
+                log[i].request = nil
+            }
+            if let sharedLog { sharedLog.add(decision(log[i])) }
+        }
         // Trim in halves: amortised O(1) per decision instead of shifting the log each time.
         if log.count > 2 * logCapacity { log.removeFirst(log.count - logCapacity) }
-        if let (name, reason) = denial {
-            let denied = ShareFlowError.denied("\(item): denied by policy '\(name)' at \(request.point.name): \(reason)")
-            // A policy's own failure (an error, its budget spent) names its plugin's file,
-            // line and traceback: the operator's, in the log; a client reads who denied.
-            guard let failed else { throw denied }
-            throw denied.forOperator(
-                outage: false,
-                client: "\(item): denied by policy '\(name)' at \(request.point.name): the policy failed: \(failed)"
+        unpublished = log.count
+    }
+
+    private func detail(of request: PolicyRequest) -> Detail {
+        let object = PolicyInput.object(of: request)
+        let (masked, erased) = PolicyInput.masked(object, mask)
+        var share: PolicyDecision.SharedRecord?
+        if let s = (object["share"] ?? object["proposed"]) as? [String: Any], let name = s["recordName"] as? String {
+            share = PolicyDecision.SharedRecord(
+                recordName: name,
+                zoneName: s["zoneName"] as? String ?? "",
+                ownerName: s["ownerName"] as? String ?? ""
             )
         }
-        return approval
+        return Detail(
+            caller: request.caller?.userRecordID,
+            container: request.container,
+            environment: request.objects.environment,
+            share: share,
+            input: PolicyInput.text(masked),
+            erased: erased
+        )
+    }
+
+    /// Asks the policies at `request.point` without logging or changing anything (SPEC §18 P4:
+    /// `policy eval`, `sf.policies.evaluate`): the decision as the log would show it.
+    public func evaluate(_ request: PolicyRequest) -> PolicyDecision {
+        let point = points[request.point.rawValue]
+        let start = PolicySet.monotonicNanoseconds()
+        let outcome: Outcome
+        do {
+            outcome = try decide(request, point: point, logging: false)
+        } catch {
+            outcome = Outcome(denial: ("(store)", "\(error)"), failed: "\(error)", asked: 0, verdict: (0, "error", "\(error)", nil))
+        }
+        let end = PolicySet.monotonicNanoseconds()
+        let logged = LoggedDecision(
+            id: 0,
+            point: point.label,
+            asked: outcome.asked,
+            denial: outcome.denial.map { "\($0.policy): \($0.reason)" },
+            start: start,
+            end: end,
+            approval: outcome.denial == nil ? outcome.approval.map { "\($0.policy): approved" } : nil,
+            verdict: outcome.verdict,
+            detail: detail(of: request)
+        )
+        return decision(logged)
     }
 
     /// The monotonic clock read directly (DispatchTime adds a conversion on each read).
@@ -402,6 +647,7 @@ public final class PolicySet: @unchecked Sendable {
     /// none for a limit below 1.
     public func decisions(limit: Int = 20) -> [PolicyDecision] {
         guard limit > 0 else { return [] }
+        publish()
         if let sharedLog, let shared = sharedLog.latest(limit: min(limit, sharedLog.kept)) { return shared }
         return log.suffix(min(limit, logCapacity)).map(decision)
     }
@@ -411,14 +657,32 @@ public final class PolicySet: @unchecked Sendable {
     package var sharedLog: (any SharedDecisionLog)?
 
     private func decision(_ d: LoggedDecision) -> PolicyDecision {
-        PolicyDecision(
+        let names = d.asked == d.point.policies.count ? d.point.policies : Array(d.point.policies.prefix(d.asked))
+        var decision = PolicyDecision(
             id: d.id,
             point: d.point.point,
-            policies: d.asked == d.point.policies.count ? d.point.policies : Array(d.point.policies.prefix(d.asked)),
+            policies: names,
             allow: d.denial == nil,
             reasons: d.denial.map { [$0] } ?? d.approval.map { [$0] } ?? [],
             duration: Double(d.end - d.start) / 1e9,
             time: epoch.wall.addingTimeInterval(Double(d.end - epoch.uptime) / 1e9)
         )
+        decision.consulted = names.indices.map { i in
+            if let v = d.verdict, v.index == i {
+                return PolicyDecision.Consulted(policy: names[i], verdict: v.kind.description, reason: v.reason, location: v.location)
+            }
+            return PolicyDecision.Consulted(policy: names[i], verdict: "allow", location: d.point.locations[i])
+        }
+        if let detail = d.detail {
+            decision.caller = detail.caller
+            decision.container = detail.container
+            decision.environment = detail.environment
+            decision.share = detail.share
+            decision.input = detail.input
+            decision.erased = detail.erased
+        }
+        decision.node = node
+        decision.shadow = d.shadow
+        return decision
     }
 }

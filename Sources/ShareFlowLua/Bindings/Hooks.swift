@@ -76,10 +76,35 @@ struct HookCall {
         if lua_type(L, -2) == LUA_TNUMBER, let words = LuaState.owner(of: L).string(at: -1)?.split(separator: " "), words.count == 2,
             let permission = ParticipantPermission(rawValue: String(words[0])), let role = ParticipantRole(rawValue: String(words[1]))
         {
+            noteLocation(L)
             return .approve(permission: permission, role: role)
         }
         if lua_toboolean(L, -2) != 0 { return .allow }
+        noteLocation(L)
         return .deny(LuaState.owner(of: L).string(at: -1) ?? "denied")
+    }
+
+    /// Tells the policy set where the verdict was made (SPEC §18 P3): the `file:line` of the
+    /// `sf.deny`/`sf.approve` call, which C kept. Only after a denial or an approval: an allow
+    /// costs nothing more.
+    private func noteLocation(_ L: OpaquePointer) {
+        guard lua_checkstack(L, 1) != 0 else { return }
+        defer { lua_settop(L, -2) }
+        var location: String?
+        if sf_push_verdict_location(L) == LUA_TSTRING, let text = LuaState.owner(of: L).string(at: -1) {
+            location = text.hasSuffix(": ") ? String(text.dropLast(2)) : text
+        }
+        bindings._withUnsafeGuaranteedRef { $0.engine.policies.verdictLocation = location }
+    }
+
+    /// `file:line` where the function at `index` begins, for the decision log.
+    static func definedAt(_ L: OpaquePointer, _ index: Int32) -> String? {
+        guard lua_checkstack(L, 1) != 0 else { return nil }
+        var ar = lua_Debug()
+        lua_pushvalue(L, index)
+        guard lua_getinfo(L, ">S", &ar) != 0, ar.linedefined > 0 else { return nil }
+        let source = withUnsafeBytes(of: &ar.short_src) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return "\(source):\(ar.linedefined)"
     }
 }
 
@@ -182,7 +207,7 @@ enum Hooks {
                     // As for observers: no reference counting per decision; the host removes its
                     // policies before it goes.
                     let hook = HookCall(b, fn)
-                    let id = b.engine.policies.add(point, name: label, priority: priority) { request in
+                    let id = b.engine.policies.add(point, name: label, priority: priority, location: HookCall.definedAt(call.L, 2)) { request in
                         try hook.decide(request)
                     }
                     let policies = b.engine.policies

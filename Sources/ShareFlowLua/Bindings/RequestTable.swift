@@ -21,7 +21,7 @@ final class RequestTable {
     /// How many recent requests stay readable.
     static let kept = 64
 
-    private static let lazyFields: [StaticString] = ["share", "participant", "metadata"]
+    private static let lazyFields: [StaticString] = ["share", "participant", "metadata", "proposed", "changes"]
     /// The hidden key holding a table's serial: a light userdata no script can make.
     nonisolated(unsafe) private static let serialKey = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
 
@@ -102,6 +102,46 @@ final class RequestTable {
         lua_setmetatable(L, -2)
     }
 
+    /// `req.changes` (SPEC §18 P2): lists of participants, `{ participant, from, to }` per
+    /// permission changed, and `{ from, to }` per value changed; nil without a proposed share.
+    private func push(changes: ShareChanges?) throws {
+        let L = b.lua.L
+        guard let changes else { return lua_pushnil(L) }
+        lua_createtable(L, 0, 6)
+        b.pushList(changes.participantsAdded) { b.push(participant: $0) }
+        lua_setfield(L, -2, "participantsAdded")
+        b.pushList(changes.participantsRemoved) { b.push(participant: $0) }
+        lua_setfield(L, -2, "participantsRemoved")
+        b.pushList(changes.permissionsChanged) { change in
+            lua_createtable(L, 0, 3)
+            b.push(participant: change.participant)
+            lua_setfield(L, -2, "participant")
+            b.lua.setField("from", string: change.from.rawValue)
+            b.lua.setField("to", string: change.to.rawValue)
+        }
+        lua_setfield(L, -2, "permissionsChanged")
+        func pair(_ name: StaticString, _ from: String?, _ to: String?) {
+            lua_createtable(L, 0, 2)
+            b.lua.setField("from", string: from)
+            b.lua.setField("to", string: to)
+            b.lua.setField(-2, name)
+        }
+        if let c = changes.publicPermission { pair("publicPermission", c.from?.rawValue, c.to?.rawValue) }
+        if let c = changes.title { pair("title", c.from, c.to) }
+        if let c = changes.allowsAccessRequests {
+            lua_createtable(L, 0, 2)
+            if let from = c.from {
+                lua_pushboolean(L, from ? 1 : 0)
+                lua_setfield(L, -2, "from")
+            }
+            if let to = c.to {
+                lua_pushboolean(L, to ? 1 : 0)
+                lua_setfield(L, -2, "to")
+            }
+            lua_setfield(L, -2, "allowsAccessRequests")
+        }
+    }
+
     /// Pushes lazy field `field` of the request table at index 1 and stores it there, so the
     /// next read is a plain one and the object keeps its identity.
     private func materialize(_ field: Int, _ call: LuaCall) throws {
@@ -121,7 +161,9 @@ final class RequestTable {
         // A store that cannot be read now raises (an outage the policy meets: `runningHook`).
         case 0: b.push(record: try objects.share)
         case 1: b.push(participant: try objects.participant)
-        default: b.push(metadata: objects.metadata)
+        case 2: b.push(metadata: objects.metadata)
+        case 3: b.push(record: try objects.proposed)
+        default: try push(changes: objects.changes)
         }
         b.lua.push(static: RequestTable.lazyFields[field])
         lua_pushvalue(L, -2)

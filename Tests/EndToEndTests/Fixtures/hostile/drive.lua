@@ -598,9 +598,9 @@ cases["request-serial-overwrite"] = function()
     for i = 1, #list - 1 do
       local what, outcome = list[i][1], list[i][2]
       H.check(outcome == "ok " .. share.recordName or outcome:sub(1, 6) == "error ",
-        "req.share with the serial set to " .. what .. " errors or gives the share being saved, got " .. outcome)
+        "req.proposed with the serial set to " .. what .. " errors or gives the share being saved, got " .. outcome)
     end
-    H.check(map["restored"] == "ok " .. share.recordName, "with the serial put back, req.share is the share being saved, got "
+    H.check(map["restored"] == "ok " .. share.recordName, "with the serial put back, req.proposed is the share being saved, got "
       .. tostring(map["restored"]))
     os.remove(sf.plugins.dataFolder("request-serial-overwrite") .. "/results.log")
   end
@@ -647,7 +647,7 @@ cases["coroutine-host-calls"] = function()
     end
     is("decisions", "300", "300 calls of ctx.decisions returned a table")
     is("caller", "alice@example.com", "req.caller.email is Alice's")
-    is("share", share.recordName, "req.share.recordName is the share's")
+    is("share", share.recordName, "req.proposed.recordName is the share's")
     is("json", { '{"a":[1,2,3],"b":"x"}', '{"b":"x","a":[1,2,3]}' }, "ctx.json.encode is right")
     is("record", label .. " 7", "ctx.Record made the record asked for")
     is("fetch", "carol@example.com", "the fetch found Carol")
@@ -662,7 +662,8 @@ cases["coroutine-host-calls"] = function()
   H.check(events == 3, "three participant.fetched events reached the plugin, got " .. events)
   H.check(map["co2 yield"] == "true mid", "the inner coroutine yielded between host calls, got " .. tostring(map["co2 yield"]))
   H.check(map["co2 end"] == "true dead", "the inner coroutine finished, got " .. tostring(map["co2 end"]))
-  H.check(map["main share"] == share.recordName, "after the coroutines req.share is still the share, got " .. tostring(map["main share"]))
+  H.check(map["main share"] == share.recordName, "after the coroutines req.proposed is still the share, got "
+    .. tostring(map["main share"]))
   H.served(w)
   sf.plugins.unload("coroutine-host-calls")
   H.served(w, true)
@@ -678,7 +679,7 @@ cases["participant-escalate"] = function()
   local _, map = results("participant-escalate")
   raised(map["mine:addParticipant(caller's bob)"], "adding the caller's participant to the plugin's share", "read-only")
   raised(map["mine:removeParticipant(caller's bob)"], "removing the caller's participant from the plugin's share", "read-only")
-  raised(map["req.share:addParticipant(own bob)"], "adding to the caller's share", "read-only")
+  raised(map["req.proposed:addParticipant(own bob)"], "adding to the caller's share", "read-only")
   for _, after in ipairs{ "add", "merge", "remove", "adding to the caller's share" } do
     local permission = map["bob after " .. after]
     H.check(permission == "readOnly", "the caller's Bob stays readOnly after " .. after .. ", got " .. tostring(permission))

@@ -31,11 +31,11 @@ return {
     end
     if config.via == "policy" then
       ctx.policy("share.save", function(req)
-        if index == 0 or req.share.title ~= "chain-" .. index then return end
+        if index == 0 or req.proposed.title ~= "chain-" .. index then return end
         spin()
         if index < config.links then
           local db = ctx.as(req.caller):container(req.container).privateCloudDatabase
-          local record = ctx.Record{ recordType = "Link", zone = req.share.zoneID }
+          local record = ctx.Record{ recordType = "Link", zone = req.proposed.zoneID }
           local _, err = db:modifyRecords{ save = { record, ctx.Share{ rootRecord = record, title = "chain-" .. (index + 1) } } }
           if err then return ctx.deny("link " .. (index + 1) .. ": " .. tostring(err.message or err)) end
         end

@@ -1,6 +1,6 @@
 -- Own variant (attack review 4): calls the host from inside coroutines. A share.save policy
 -- runs, in coroutine.wrap: ctx.decisions{ limit = 1 } 300 times (each result a table the host pushes),
--- reads req.caller.email and req.share.recordName, ctx.json.encode, ctx.Record, and a
+-- reads req.caller.email and req.proposed.recordName, ctx.json.encode, ctx.Record, and a
 -- participant fetch as the caller, whose participant.fetched event this plugin observes (so
 -- the host delivers an event while the plugin's coroutine is the running thread); then the
 -- same two levels of coroutines deep. Results go to results.log as "<what>\t<value>".
@@ -27,9 +27,9 @@ return {
         end
         log(label .. " decisions", n)
         log(label .. " caller", req.caller.email)
-        log(label .. " share", req.share.recordName)
+        log(label .. " share", req.proposed.recordName)
         log(label .. " json", ctx.json.encode({ a = { 1, 2, 3 }, b = "x" }))
-        local record = ctx.Record{ recordType = "Probe", recordName = label, zone = req.share.zoneID, fields = { n = 7 } }
+        local record = ctx.Record{ recordType = "Probe", recordName = label, zone = req.proposed.zoneID, fields = { n = 7 } }
         log(label .. " record", record.recordName .. " " .. tostring(record.fields.n))
         local c = ctx.as(req.caller):container(req.container)
         local ps, err = c:fetchShareParticipants{ "carol@example.com" }
@@ -43,7 +43,7 @@ return {
         ok = coroutine.resume(inner)
         log("co2 end", tostring(ok) .. " " .. coroutine.status(inner))
       end)()
-      log("main share", req.share.recordName)
+      log("main share", req.proposed.recordName)
     end, { name = "hostile" })
   end,
 }

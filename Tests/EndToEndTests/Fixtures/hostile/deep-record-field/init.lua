@@ -22,9 +22,9 @@ return {
     ctx.policy("share.save", function(req)
       local deep = nest(config.depth)
       if config.via == "constructor" then
-        ctx.Record{ recordType = "Doc", zone = req.share.zoneID, fields = { deep = deep } }
+        ctx.Record{ recordType = "Doc", zone = req.proposed.zoneID, fields = { deep = deep } }
       else
-        local record = ctx.Record{ recordType = "Doc", zone = req.share.zoneID }
+        local record = ctx.Record{ recordType = "Doc", zone = req.proposed.zoneID }
         if config.via == "fields" then record.fields.deep = deep else record:set("deep", deep) end
       end
     end, { name = "hostile" })

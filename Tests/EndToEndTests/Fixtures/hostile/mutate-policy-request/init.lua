@@ -15,9 +15,9 @@ return {
     end
     ctx.on("participant.fetched", function(ev) fetched[ev.lookupInfo.emailAddress] = ev.participant end, { name = "fetched" })
     ctx.policy("share.save", function(req)
-      try("share.save req.share.publicPermission", function() req.share.publicPermission = "readWrite" end)
-      try("share.save req.share.title", function() req.share.title = "owned by a plugin" end)
-      try("share.save req.share:addParticipant", function() req.share:addParticipant(fetched["mallory@example.com"]) end)
+      try("share.save req.proposed.publicPermission", function() req.proposed.publicPermission = "readWrite" end)
+      try("share.save req.proposed.title", function() req.proposed.title = "owned by a plugin" end)
+      try("share.save req.proposed:addParticipant", function() req.proposed:addParticipant(fetched["mallory@example.com"]) end)
     end, { name = "save" })
     ctx.policy("share.accept", function(req)
       try("share.accept req.participant.permission", function() req.participant.permission = "readWrite" end)

@@ -20,11 +20,11 @@ return {
     end
     ctx.policy("share.save", function(req)
       local bob
-      for _, p in ipairs(req.share.participants) do
+      for _, p in ipairs(req.proposed.participants) do
         if p.userIdentity.lookupInfo and p.userIdentity.lookupInfo.emailAddress == "bob@example.com" then bob = p end
       end
       if not bob then return ctx.deny("participant-escalate: no Bob in the share") end
-      local mine = ctx.Share{ zoneID = req.share.zoneID }
+      local mine = ctx.Share{ zoneID = req.proposed.zoneID }
       local function bobIs(after) ctx.appendFile("results.log", "bob after " .. after .. "\t" .. tostring(bob.permission) .. "\n") end
       try("mine:addParticipant(caller's bob)", function() mine:addParticipant(bob) end)
       bobIs("add")
@@ -35,7 +35,7 @@ return {
       bobIs("merge")
       try("mine:removeParticipant(caller's bob)", function() mine:removeParticipant(bob) end)
       bobIs("remove")
-      try("req.share:addParticipant(own bob)", function() req.share:addParticipant(own) end)
+      try("req.proposed:addParticipant(own bob)", function() req.proposed:addParticipant(own) end)
       bobIs("adding to the caller's share")
     end, { name = "hostile" })
   end,

@@ -10,7 +10,7 @@ return {
   setup = function(ctx)
     ctx.policy("share.save", function(req)
       local db = ctx.as(req.caller):container(req.container).privateCloudDatabase
-      local record = ctx.Record{ recordType = "Echo", zone = req.share.zoneID }
+      local record = ctx.Record{ recordType = "Echo", zone = req.proposed.zoneID }
       db:modifyRecords{ save = { record, ctx.Share{ rootRecord = record } } }
     end, { name = "hostile" })
   end,

@@ -1,6 +1,6 @@
 -- Own variant (attack review 1): a policy finds the request table's hidden serial key with
 -- the raw `next` and rawsets it to values the host never wrote (-1, 0, the integer extremes,
--- a float, a string, a table, a serial far ahead), clears `share` and reads `req.share`
+-- a float, a string, a table, a serial far ahead), clears `share` and reads `req.proposed`
 -- again, which makes the host look the request up by that serial. Each read runs under pcall
 -- and is written to results.log as "<value>\tok <recordName>" or "<value>\terror <message>";
 -- then the true serial is put back and `share` read once more ("restored").
@@ -29,15 +29,15 @@ return {
         { "string -1", "-1" }, { "table", {} }, { "false", false },
       }
       for _, v in ipairs(values) do
-        rawset(req, "share", nil)
+        rawset(req, "proposed", nil)
         rawset(req, key, v[2])
-        local ok, share = pcall(function() return req.share end)
+        local ok, share = pcall(function() return req.proposed end)
         local outcome = ok and ("ok " .. tostring(share and share.recordName)) or ("error " .. tostring(share):gsub("\n.*", ""))
         ctx.appendFile("results.log", v[1] .. "\t" .. outcome .. "\n")
       end
-      rawset(req, "share", nil)
+      rawset(req, "proposed", nil)
       rawset(req, key, serial)
-      local ok, share = pcall(function() return req.share end)
+      local ok, share = pcall(function() return req.proposed end)
       ctx.appendFile("results.log", "restored\t" .. (ok and ("ok " .. tostring(share and share.recordName))
         or ("error " .. tostring(share):gsub("\n.*", ""))) .. "\n")
     end, { name = "hostile" })

@@ -1,0 +1,174 @@
+import Foundation
+
+/// What a share save asks to change (SPEC §18 P2): the difference between the share as stored
+/// (`PolicyRequest.share`) and as it would be after (`PolicyRequest.proposed`). A policy reads
+/// it instead of comparing lists itself: "at most two writers" counts the writers added.
+///
+/// ```swift
+/// engine.policies.add(.shareSave, name: "two-writers") { request in
+///     let writers = try request.proposed?.participants.filter { $0.permission == .readWrite && $0.role != .owner } ?? []
+///     return writers.count <= 2 ? .allow : .deny("at most two writers")
+/// }
+/// ```
+public struct ShareChanges {
+    /// A participant whose permission the save changes.
+    public struct PermissionChange {
+        public let participant: Participant
+        public let from: ParticipantPermission
+        public let to: ParticipantPermission
+    }
+
+    /// A value the save changes: what it is stored as (nil for a new share) and what it becomes.
+    public struct Change<Value> {
+        public let from: Value?
+        public let to: Value?
+    }
+
+    /// People the save puts on the share (new, or removed before and added again).
+    public var participantsAdded: [Participant] = []
+    /// People the save takes off the share.
+    public var participantsRemoved: [Participant] = []
+    /// People whose permission the save changes.
+    public var permissionsChanged: [PermissionChange] = []
+    /// Set when the save changes the share's public permission.
+    public var publicPermission: Change<ParticipantPermission>?
+    /// Set when the save changes whether the share takes access requests (R38).
+    public var allowsAccessRequests: Change<Bool>?
+    /// Set when the save changes the share's title.
+    public var title: Change<String>?
+
+    /// Whether the save changes nothing a policy is told of.
+    public var isEmpty: Bool {
+        participantsAdded.isEmpty && participantsRemoved.isEmpty && permissionsChanged.isEmpty && publicPermission == nil
+            && allowsAccessRequests == nil && title == nil
+    }
+
+    /// The changes from `before` (nil: a share being created) to `after`, matching people by
+    /// participant ID, then as `Share.addParticipant` does (R9). Removed participants are not
+    /// on either side.
+    public static func between(_ before: Share?, _ after: Share) -> ShareChanges {
+        var changes = ShareChanges()
+        let old = before?.participants.filter { $0.acceptanceStatus != .removed } ?? []
+        let new = after.participants.filter { $0.acceptanceStatus != .removed }
+        var matched = Set<ObjectIdentifier>()
+        for p in new {
+            guard let was = old.first(where: { $0.participantID == p.participantID }) ?? old.first(where: { $0.isSamePerson(as: p) }) else {
+                if p.role != .owner { changes.participantsAdded.append(p) }
+                continue
+            }
+            matched.insert(ObjectIdentifier(was))
+            if was.permission != p.permission {
+                changes.permissionsChanged.append(PermissionChange(participant: p, from: was.permission, to: p.permission))
+            }
+        }
+        changes.participantsRemoved = old.filter { !matched.contains(ObjectIdentifier($0)) && $0.role != .owner }
+        let fromPublic = before?.publicPermission ?? ParticipantPermission.none
+        if fromPublic != after.publicPermission { changes.publicPermission = Change(from: before?.publicPermission, to: after.publicPermission) }
+        if (before?.allowsAccessRequests ?? false) != after.allowsAccessRequests {
+            changes.allowsAccessRequests = Change(from: before?.allowsAccessRequests, to: after.allowsAccessRequests)
+        }
+        if before?.title != after.title { changes.title = Change(from: before?.title, to: after.title) }
+        return changes
+    }
+}
+
+extension Share {
+    /// The share as a save would leave it (SPEC §18 P2), for policies: a copy the policy may
+    /// read and even change without touching the caller's object. `stored` is the share as
+    /// stored (nil for a new one, whose owner is `owner`); `asShown`: the copy lists every
+    /// participant (people the stored share has and the copy lacks leave), as under `allKeys`;
+    /// under `changedKeys` only the removes the copy made take anyone off.
+    func proposed(over stored: Share?, owner: @autoclosure () -> Participant?, asShown: Bool) -> Share {
+        let copy = Share(recordID: recordID, rootRecordID: rootRecordID)
+        copy.fields = fields
+        copy.url = stored?.url ?? url
+        copy.shortGUID = stored?.shortGUID ?? shortGUID
+        copy.publicPermission = publicPermission
+        copy.allowsAccessRequests = allowsAccessRequests
+        copy.recordChangeTag = stored?.recordChangeTag
+        copy.requesters = stored?.requesters ?? []
+        copy.blockedIdentities = stored?.blockedIdentities ?? []
+        let removed = Set(removedParticipantIDs)
+        var people: [Participant] = []
+        let storedPeople = stored?.participants.filter { $0.acceptanceStatus != .removed } ?? []
+        if stored == nil, let owner = owner() { people.append(owner) }
+        for p in storedPeople {
+            let proposed = participants.first { $0.participantID == p.participantID } ?? participants.first { $0.isSamePerson(as: p) }
+            if p.role == .owner {
+                people.append(p.snapshot())
+            } else if let proposed, !removed.contains(proposed.participantID) {
+                people.append(proposed.snapshot(status: p.acceptanceStatus))
+            } else if proposed == nil, !asShown, !removed.contains(p.participantID) {
+                people.append(p.snapshot())
+            }
+        }
+        for p in participants where p.role != .owner && !removed.contains(p.participantID) {
+            let known = storedPeople.contains { $0.participantID == p.participantID || $0.isSamePerson(as: p) }
+            if !known { people.append(p.snapshot(status: .pending)) }
+        }
+        copy.participants = people
+        return copy
+    }
+}
+
+extension Participant {
+    /// A copy for a policy to read: its status as the save would leave it.
+    func snapshot(status: ParticipantAcceptanceStatus? = nil) -> Participant {
+        let copy = Participant(
+            participantID: participantID,
+            userIdentity: userIdentity,
+            role: role,
+            permission: permission,
+            acceptanceStatus: status ?? acceptanceStatus
+        )
+        copy.isApprovedRequester = isApprovedRequester
+        copy.dateAddedToShare = dateAddedToShare
+        copy.isOneTimeURLParticipant = isOneTimeURLParticipant
+        return copy
+    }
+}
+
+extension Engine {
+    /// A policy's question about a save of `share` (SPEC §18 P2): the share as stored when
+    /// first read (nil while it is being created) and as the save would leave it, both made
+    /// only if read. Through the link, as an accept's: a policy may keep the request, and the
+    /// request must not keep the engine, nor a transaction that has ended.
+    static func policyRequest(
+        _ point: DecisionPoint,
+        share: Share,
+        stored: ShareRow?,
+        zone: ZoneRow,
+        asShown: Bool,
+        participant: Participant?,
+        caller: Account,
+        container: String,
+        link: EngineLink,
+        from: String? = nil,
+        to: String? = nil
+    ) -> PolicyRequest {
+        let before = PolicyRequest.Objects(
+            share: { [link] in
+                guard let engine = link.engine, let stored else { return nil }
+                return try engine.reading { db in try engine.makeShare(stored, zone: zone, caller: caller, db: db) }
+            },
+            participant: { nil },
+            metadata: nil
+        )
+        let objects = PolicyRequest.Objects(
+            share: { try before.share },
+            participant: { participant?.snapshot(status: .pending) },
+            metadata: nil,
+            proposed: {
+                let owner = Participant(
+                    participantID: RandomIdentifier.uuidString(),
+                    userIdentity: AccountIdentityRow(caller).identity(lookupInfo: caller.primaryLookup),
+                    role: .owner,
+                    permission: .readWrite,
+                    acceptanceStatus: .accepted
+                )
+                return share.proposed(over: try before.share, owner: owner, asShown: asShown)
+            }
+        )
+        return PolicyRequest(point: point, caller: caller, container: container, objects: objects, from: from, to: to)
+    }
+}

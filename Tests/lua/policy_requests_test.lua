@@ -1,0 +1,136 @@
+-- SPEC §18 P2: what a policy sees. req.share is the share as stored before the change (its
+-- owner included; nil while the share is being created), req.proposed the share as the change
+-- would leave it, req.changes what differs.
+local sf = require("shareflow")
+local helpers = require("helpers")
+
+local function emails(list)
+  local out = {}
+  for _, p in ipairs(list) do
+    local info = p.userIdentity.lookupInfo
+    out[#out + 1] = info and info.emailAddress or "?"
+  end
+  table.sort(out)
+  return table.concat(out, ",")
+end
+
+test("share.save on a new share: no req.share, the proposed share has its owner and pending invitees", function()
+  local w = helpers.world()
+  local seen
+  sf.policy("share.save", function(req)
+    seen = {
+      share = req.share,
+      owner = req.proposed.owner and req.proposed.owner.role,
+      statuses = {},
+      added = emails(req.changes.participantsAdded),
+      title = req.changes.title and req.changes.title.to,
+    }
+    for _, p in ipairs(req.proposed.participants) do
+      if p.role ~= "owner" then seen.statuses[#seen.statuses + 1] = p.acceptanceStatus end
+    end
+  end)
+  helpers.shared(w, { "bob@example.com", "carol@example.com" })
+  expect.eq(seen.share, nil, "req.share of a share being created")
+  expect.eq(seen.owner, "owner", "the proposed share's owner")
+  expect.eq(table.concat(seen.statuses, ","), "pending,pending", "invitees as the save leaves them")
+  expect.eq(seen.added, "bob@example.com,carol@example.com")
+  expect.eq(seen.title, "Lisbon trip")
+end)
+
+test("participant.add: req.share is before the add, req.proposed after; a two-writer limit counts right", function()
+  local w = helpers.world()
+  local share = helpers.shared(w, { "bob@example.com" }, "readWrite")
+  local before, after
+  sf.policy("participant.add", function(req)
+    local function writers(s)
+      local n = 0
+      for _, p in ipairs(s.participants) do
+        if p.role ~= "owner" and p.permission == "readWrite" and p.acceptanceStatus ~= "removed" then n = n + 1 end
+      end
+      return n
+    end
+    before, after = writers(req.share), writers(req.proposed)
+    expect.eq(req.share.owner.role, "owner", "the stored share names its owner")
+    if after > 2 then return sf.deny("at most two writers") end
+  end, { name = "two-writers" })
+  helpers.invite(w, share, "carol@example.com", "readWrite")
+  local _, err = w.db:modifyRecords{ save = { share } }
+  expect.eq(err, nil, "the second writer is allowed")
+  expect.eq(before, 1)
+  expect.eq(after, 2)
+  sf.accounts.create{ email = "dana@example.com" }
+  helpers.invite(w, share, "dana@example.com", "readWrite")
+  _, err = w.db:modifyRecords{ save = { share } }
+  expect.contains(tostring(err), "at most two writers")
+end)
+
+test("share.save: req.changes lists removes, permission changes and the title", function()
+  local w = helpers.world()
+  local share = helpers.shared(w, { "bob@example.com", "carol@example.com" })
+  local changes
+  sf.policy("share.save", function(req) changes = req.changes end)
+  for _, p in ipairs(share.participants) do
+    local info = p.userIdentity.lookupInfo
+    if info and info.emailAddress == "bob@example.com" then share:removeParticipant(p) end
+    if info and info.emailAddress == "carol@example.com" then p.permission = "readWrite" end
+  end
+  share.title = "Porto trip"
+  local _, err = w.db:modifyRecords{ save = { share } }
+  expect.eq(err, nil)
+  expect.eq(emails(changes.participantsRemoved), "bob@example.com")
+  expect.eq(#changes.participantsAdded, 0)
+  expect.eq(#changes.permissionsChanged, 1)
+  expect.eq(changes.permissionsChanged[1].from, "readOnly")
+  expect.eq(changes.permissionsChanged[1].to, "readWrite")
+  expect.eq(changes.title.from, "Lisbon trip")
+  expect.eq(changes.title.to, "Porto trip")
+  expect.eq(changes.publicPermission, nil, "unchanged values are not listed")
+end)
+
+test("share.publicPermission: from and to, and the same change in req.changes", function()
+  local w = helpers.world()
+  local share = helpers.shared(w, {})
+  local seen
+  sf.policy("share.publicPermission", function(req)
+    seen = { from = req.from, to = req.to, stored = req.share.publicPermission, proposed = req.proposed.publicPermission,
+      change = req.changes.publicPermission }
+  end)
+  share.publicPermission = "readOnly"
+  local _, err = w.db:modifyRecords{ save = { share } }
+  expect.eq(err, nil)
+  expect.eq(seen.from, "none")
+  expect.eq(seen.to, "readOnly")
+  expect.eq(seen.stored, "none")
+  expect.eq(seen.proposed, "readOnly")
+  expect.eq(seen.change.from, "none")
+  expect.eq(seen.change.to, "readOnly")
+end)
+
+test("a policy that changes req.proposed or req.participant changes nothing saved", function()
+  local w = helpers.world()
+  local share = helpers.shared(w, {})
+  sf.policy("participant.add", function(req)
+    req.participant.permission = "readWrite"
+    req.proposed.publicPermission = "readWrite"
+  end)
+  helpers.invite(w, share, "bob@example.com", "readOnly")
+  local saved, err = w.db:modifyRecords{ save = { share } }
+  expect.eq(err, nil)
+  for _, p in ipairs(saved[1].participants) do
+    if p.role ~= "owner" then expect.eq(p.permission, "readOnly", "the invitee's permission as the owner set it") end
+  end
+  expect.eq(saved[1].publicPermission, "none")
+end)
+
+test("share.accept: req.share is the share before the accept, owner included; no proposed share", function()
+  local w = helpers.world()
+  local share = helpers.shared(w, { "bob@example.com" })
+  local seen
+  sf.policy("share.accept", function(req)
+    seen = { owner = req.share.owner.role, proposed = req.proposed, changes = req.changes }
+  end)
+  helpers.accept(w.bc, share.url)
+  expect.eq(seen.owner, "owner")
+  expect.eq(seen.proposed, nil)
+  expect.eq(seen.changes, nil)
+end)
