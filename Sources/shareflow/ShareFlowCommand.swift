@@ -11,7 +11,10 @@ struct ShareFlowCommand: ParsableCommand {
         commandName: "shareflow",
         abstract: "CloudKit-style sharing engine with an embedded Lua 5.4.",
         version: "0.1.0",
-        subcommands: [Run.self, Repl.self, Test.self, Plugins.self, Bench.self, StoreCommand.self, Serve.self, Tokens.self, Keys.self]
+        subcommands: [
+            Run.self, Repl.self, Test.self, Plugins.self, Policy.self, Decisions.self, Bench.self, StoreCommand.self, Serve.self, Tokens.self,
+            Keys.self,
+        ]
     )
 
     /// The one way out on failure: every command throws (so its `defer`s run: the store is
@@ -206,8 +209,13 @@ struct GlobalSettings {
             throw CLIFailure(message: "cannot open store \(self.store): \(error.message)")
         }
         var options = Engine.Options()
-        options.maxRequesters = try pluginConfig().maxRequesters
-        return Engine(store: store, options: options, logger: logger)
+        let config = try pluginConfig()
+        options.maxRequesters = config.maxRequesters
+        let engine = Engine(store: store, options: options, logger: logger)
+        // SPEC §18 P3: what the decision log keeps, and what it erases from each input.
+        engine.policies.mask = config.policyMask
+        store.decisionLog?.kept = config.keepDecisions
+        return engine
     }
 }
 

@@ -252,7 +252,7 @@ class PostgresStoreTests: XCTestCase {
         }
         XCTAssertLessThan(Date().timeIntervalSince(start), 2, "handing decisions over waited")
         try locker.command("ROLLBACK")
-        let logged = try XCTUnwrap(store.driver?.decisionLog?.latest(limit: StoreDecisionLog.kept))
+        let logged = try XCTUnwrap(store.driver?.decisionLog?.latest(limit: StoreDecisionLog.defaultKept))
         XCTAssertEqual(logged.count, StoreDecisionLog.capacity)
         XCTAssertEqual(logged.first?.reasons, ["#0"])
         XCTAssertEqual(logged.last?.reasons, ["#\(StoreDecisionLog.capacity - 1)"])
@@ -350,7 +350,7 @@ class PostgresStoreTests: XCTestCase {
         let latest = try XCTUnwrap(store.driver?.decisionLog?.latest(limit: 1))
         XCTAssertEqual(latest.map(\.policies), [["new"]])
         let rows = try filler.query("SELECT COUNT(*), MIN(id), MAX(id) FROM decision", [])
-        XCTAssertEqual(rows.first?.first, Int64(StoreDecisionLog.kept).databaseValue)
+        XCTAssertEqual(rows.first?.first, Int64(StoreDecisionLog.defaultKept).databaseValue)
         XCTAssertEqual(rows.first?[2], Int64(12_500).databaseValue)
     }
 }

@@ -94,6 +94,7 @@ extension Engine {
                     )
                     objects.url = url
                     objects.requester = requester
+                    objects.environment = zone.container.environment.rawValue
                     let request = PolicyRequest(point: .shareRequestAccess, caller: caller, container: zone.container.identifier, objects: objects)
                     let (changed, approval) = try askPoliciesForApproval(request, item: item, db: db)
                     if changed {

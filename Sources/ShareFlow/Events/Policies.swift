@@ -265,6 +265,53 @@ public struct PolicyDecision: Sendable {
     }
 }
 
+/// Which logged decisions to read (SPEC §18 P3: `shareflow decisions`, `sf.decisions{}`).
+public struct DecisionFilter: Sendable {
+    /// At most this many, the latest (1 to `maxLimit`).
+    public var limit = 20
+    /// Only this decision point's.
+    public var point: String?
+    /// Only denials.
+    public var denied = false
+    /// Only decisions made at or after this time.
+    public var since: Date?
+    /// Only decisions where the shadow candidates disagreed with the live verdict (P6).
+    public var shadowFlips = false
+    /// Only this caller's (user record ID).
+    public var caller: String?
+    /// The most a read returns: the log keeps no more by default.
+    public static let maxLimit = 10_000
+
+    public init(limit: Int = 20, point: String? = nil, denied: Bool = false, since: Date? = nil, shadowFlips: Bool = false, caller: String? = nil) {
+        (self.limit, self.point, self.denied, self.since, self.shadowFlips, self.caller) = (limit, point, denied, since, shadowFlips, caller)
+    }
+
+    /// Whether `d` is one the filter selects.
+    public func selects(_ d: PolicyDecision) -> Bool {
+        if let point, d.point != point { return false }
+        if denied, d.allow { return false }
+        if let since, d.time < since { return false }
+        if shadowFlips, d.shadow.map({ $0.allow == d.allow }) ?? true { return false }
+        if let caller, d.caller != caller { return false }
+        return true
+    }
+
+    /// `T` of `--since T`: an ISO 8601 time, or an age (`90s`, `10m`, `2h`, `3d`) before `now`.
+    /// Nil for anything else; an age is at most 100 years.
+    public static func time(_ text: String, now: Date = Date()) -> Date? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        if let unit = text.last.flatMap({ units[$0] }), let n = Double(text.dropLast()), n.isFinite, n >= 0, n * unit <= 100 * 365 * 86_400 {
+            return now.addingTimeInterval(-n * unit)
+        }
+        let iso = ISO8601DateFormatter()
+        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime], [.withFullDate]] {
+            iso.formatOptions = options
+            if let date = iso.date(from: text) { return date }
+        }
+        return nil
+    }
+}
+
 /// The policies at the four decision points, and the log of every decision they made.
 /// The first denial in priority order decides; a policy that throws denies (fail-closed).
 ///
@@ -601,7 +648,7 @@ public final class PolicySet: @unchecked Sendable {
         return Detail(
             caller: request.caller?.userRecordID,
             container: request.container,
-            environment: request.objects.environment,
+            environment: request.objects.environment ?? request.objects.metadata?.environment.rawValue,
             share: share,
             input: PolicyInput.text(masked),
             erased: erased
@@ -645,6 +692,19 @@ public final class PolicySet: @unchecked Sendable {
     /// this process's own in memory, or if the store cannot be read).
     /// At most `logCapacity` of this process's, or what the shared log keeps;
     /// none for a limit below 1.
+    public func decisions(_ filter: DecisionFilter) -> [PolicyDecision] {
+        guard filter.limit > 0 else { return [] }
+        publish()
+        if let sharedLog, let shared = sharedLog.latest(filter) { return shared }
+        var found: [PolicyDecision] = []
+        for d in log.reversed() {
+            let made = decision(d)
+            if filter.selects(made) { found.append(made) }
+            if found.count >= filter.limit { break }
+        }
+        return found.reversed()
+    }
+
     public func decisions(limit: Int = 20) -> [PolicyDecision] {
         guard limit > 0 else { return [] }
         publish()

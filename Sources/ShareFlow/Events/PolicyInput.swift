@@ -27,7 +27,7 @@ public enum PolicyInput {
         var o: [String: Any] = ["point": request.point.name]
         if let caller = request.caller { o["caller"] = account(caller) }
         if let container = request.container { o["container"] = container }
-        if let environment = request.objects.environment { o["environment"] = environment }
+        if let environment = request.objects.environment ?? request.objects.metadata?.environment.rawValue { o["environment"] = environment }
         if let from = request.from { o["from"] = from }
         if let to = request.to { o["to"] = to }
         let objects = request.objects

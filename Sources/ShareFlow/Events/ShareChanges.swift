@@ -169,6 +169,7 @@ extension Engine {
                 return share.proposed(over: try before.share, owner: owner, asShown: asShown)
             }
         )
+        objects.environment = zone.container.environment.rawValue
         return PolicyRequest(point: point, caller: caller, container: container, objects: objects, from: from, to: to)
     }
 }

@@ -22,12 +22,12 @@ import Logging
 /// let latest = log.latest(limit: 20)  // every process's, oldest first; nil if unreadable
 /// ```
 package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  // `state` guarded by `lock`, `link` by `connection`
-    /// Decisions the table keeps.
-    package static let kept = 10_000
+    /// Decisions the table keeps unless `policies.keepDecisions` says otherwise.
+    package static let defaultKept = 10_000
     /// Decisions waiting to be written, at most.
     package static let capacity = 10_000
-    /// Rows per INSERT (6 values each: below both stores' limits on parameters).
-    static let rowsPerInsert = 1_000
+    /// Rows per INSERT (14 values each: below both stores' limits on parameters).
+    static let rowsPerInsert = 500
     /// IDs between prunes, and the rows one DELETE removes (a few per prune, so a table grown
     /// large while no process pruned shrinks over several writes, each statement short).
     static let pruneEvery: Int64 = 500
@@ -85,7 +85,12 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
         reader?.close()
     }
 
-    package var kept: Int { StoreDecisionLog.kept }
+    /// Decisions the table keeps (`policies.keepDecisions`, 1 to 10,000,000).
+    package var kept: Int {
+        get { lock.withLock { keep } }
+        set { lock.withLock { keep = min(max(newValue, 1), 10_000_000) } }
+    }
+    private var keep = StoreDecisionLog.defaultKept
     package func setLogger(_ logger: Logger) { logs.withLock { self.logger = logger } }
     private var log: Logger { logs.withLock { logger } }
     private var isClosed: Bool { lock.withLock { state.closed } }
@@ -151,33 +156,27 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
                 let batch = lock.withLock { Array(state.waiting.prefix(StoreDecisionLog.rowsPerInsert)) }
                 guard !batch.isEmpty else { return [] }
                 var values: [DatabaseValue] = []
-                values.reserveCapacity(batch.count * 6)
+                values.reserveCapacity(batch.count * 14)
                 for d in batch {
                     values += [
                         d.point.databaseValue, StoreDecisionLog.json(d.policies).databaseValue, (d.allow ? 1 : 0).databaseValue,
                         StoreDecisionLog.json(d.reasons).databaseValue, d.duration.databaseValue,
                         d.time.timeIntervalSince1970.databaseValue,
                     ]
+                    values += DecisionColumns.values(of: d)
                 }
-                let rows = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: batch.count).joined(separator: ", ")
-                let ids = try link.query("INSERT INTO decision (point, policies, allow, reasons, duration, at) VALUES \(rows) RETURNING id", values)
-                    .compactMap { row -> Int64? in if case .int64(let id)? = row.first?.storage { return id } else { return nil } }
+                let rows = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: batch.count).joined(separator: ", ")
+                let ids = try link.query(
+                    "INSERT INTO decision (point, policies, allow, reasons, duration, at, \(DecisionColumns.names)) VALUES \(rows) RETURNING id",
+                    values
+                )
+                .compactMap { row -> Int64? in if case .int64(let id)? = row.first?.storage { return id } else { return nil } }
                 if let first = ids.min(), let last = ids.max(),
                     (first - 1) / StoreDecisionLog.pruneEvery != last / StoreDecisionLog.pruneEvery
                 {
-                    try prune(below: last - Int64(StoreDecisionLog.kept), link)
+                    try prune(below: last - Int64(kept), link)
                 }
-                return zip(batch, ids.sorted()).map { d, id in
-                    PolicyDecision(
-                        id: Int(id),
-                        point: d.point,
-                        policies: d.policies,
-                        allow: d.allow,
-                        reasons: d.reasons,
-                        duration: d.duration,
-                        time: d.time
-                    )
-                }
+                return zip(batch, ids.sorted()).map { d, id in d.numbered(Int(id)) }
             }
         }
         guard !written.isEmpty else { return false }
@@ -245,7 +244,7 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
                         return Array(read.decisions.suffix(limit))
                     }
                     let decisions = try link.read(
-                        "SELECT id, point, policies, allow, reasons, duration, at FROM decision ORDER BY id DESC LIMIT ?",
+                        "SELECT id, point, policies, allow, reasons, duration, at, \(DecisionColumns.names) FROM decision ORDER BY id DESC LIMIT ?",
                         [limit.databaseValue]
                     ).reversed().compactMap(StoreDecisionLog.decision)
                     lastRead = version.map { (limit, $0, readAt, decisions) }
@@ -326,12 +325,12 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
     }
 
     private static func decision(_ row: [DatabaseValue]) -> PolicyDecision? {
-        guard row.count == 7, case .int64(let id) = row[0].storage, let point = String.fromDatabaseValue(row[1]),
+        guard row.count == 15, case .int64(let id) = row[0].storage, let point = String.fromDatabaseValue(row[1]),
             let policies = String.fromDatabaseValue(row[2]), case .int64(let allow) = row[3].storage,
             let reasons = String.fromDatabaseValue(row[4]), let duration = Double.fromDatabaseValue(row[5]),
             let at = Double.fromDatabaseValue(row[6])
         else { return nil }
-        return PolicyDecision(
+        var decision = PolicyDecision(
             id: Int(id),
             point: point,
             policies: strings(policies),
@@ -340,6 +339,50 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
             duration: duration,
             time: Date(timeIntervalSince1970: at)
         )
+        DecisionColumns.read(Array(row[7...]), into: &decision)
+        return decision
+    }
+
+    /// The latest decisions `filter` selects, from the table (what this process has not written
+    /// yet is written first, as for `latest(limit:)`); nil when it cannot be read.
+    package func latest(_ filter: DecisionFilter) -> [PolicyDecision]? {
+        let limit = min(max(filter.limit, 0), DecisionFilter.maxLimit)
+        guard limit > 0, !isClosed else { return limit > 0 ? nil : [] }
+        // Written first, so the table holds them: `latest(limit: 1)` writes what waits.
+        _ = latest(limit: 1)
+        var conditions: [String] = []
+        var values: [DatabaseValue] = []
+        if let point = filter.point {
+            conditions.append("point = ?")
+            values.append(point.databaseValue)
+        }
+        if filter.denied { conditions.append("allow = 0") }
+        if let since = filter.since {
+            conditions.append("at >= ?")
+            values.append(since.timeIntervalSince1970.databaseValue)
+        }
+        if let caller = filter.caller {
+            conditions.append("caller = ?")
+            values.append(caller.databaseValue)
+        }
+        if filter.shadowFlips {
+            // The shadow verdict's JSON begins with its `allow` (keys sorted).
+            conditions.append(#"((allow = 1 AND shadow LIKE '{"allow":false%') OR (allow = 0 AND shadow LIKE '{"allow":true%'))"#)
+        }
+        values.append(limit.databaseValue)
+        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        do {
+            return try reading.withLock {
+                try connected(&reader) { link in
+                    try link.read(
+                        "SELECT id, point, policies, allow, reasons, duration, at, \(DecisionColumns.names) FROM decision \(whereClause) ORDER BY id DESC LIMIT ?",
+                        values
+                    ).reversed().compactMap(StoreDecisionLog.decision)
+                }
+            }
+        } catch {
+            return nil
+        }
     }
 
     static func json(_ strings: [String]) -> String {
@@ -436,4 +479,80 @@ final class SQLiteDecisionConnection: DecisionLogConnection {
     var isLost: Bool { false }
 
     func close() { try? queue.close() }
+}
+
+/// The decision table's columns of version 13 (SPEC §18 P3), in the order `names` lists them.
+enum DecisionColumns {
+    static let names = "caller, container, environment, share, input, consulted, node, shadow"
+
+    static func values(of d: PolicyDecision) -> [DatabaseValue] {
+        let share = d.share.map { text(["recordName": $0.recordName, "zoneName": $0.zoneName, "ownerName": $0.ownerName]) }
+        let consulted = d.consulted.map { c -> [String: Any] in
+            var o: [String: Any] = ["policy": c.policy, "verdict": c.verdict]
+            if let reason = c.reason { o["reason"] = reason }
+            if let location = c.location { o["location"] = location }
+            return o
+        }
+        let shadow = d.shadow.map { v -> String in
+            var o: [String: Any] = ["allow": v.allow]
+            if let p = v.policy { o["policy"] = p }
+            if let r = v.reason { o["reason"] = r }
+            return text(o)
+        }
+        var input = d.input
+        if let i = input, !d.erased.isEmpty, var object = (try? JSONSerialization.jsonObject(with: Data(i.utf8))) as? [String: Any] {
+            object["erased"] = d.erased
+            input = text(object)
+        }
+        return [
+            d.caller.databaseValue, d.container.databaseValue, d.environment.databaseValue, share.databaseValue, input.databaseValue,
+            text(consulted).databaseValue, d.node.databaseValue, shadow.databaseValue,
+        ]
+    }
+
+    static func read(_ row: [DatabaseValue], into d: inout PolicyDecision) {
+        guard row.count == 8 else { return }
+        d.caller = String.fromDatabaseValue(row[0])
+        d.container = String.fromDatabaseValue(row[1])
+        d.environment = String.fromDatabaseValue(row[2])
+        if let s = object(row[3]) {
+            d.share = PolicyDecision.SharedRecord(
+                recordName: s["recordName"] as? String ?? "",
+                zoneName: s["zoneName"] as? String ?? "",
+                ownerName: s["ownerName"] as? String ?? ""
+            )
+        }
+        if var input = object(row[4]) {
+            d.erased = input["erased"] as? [String] ?? []
+            input["erased"] = nil
+            d.input = PolicyInput.text(input)
+        }
+        if let list = String.fromDatabaseValue(row[5]).flatMap({ try? JSONSerialization.jsonObject(with: Data($0.utf8)) }) as? [[String: Any]] {
+            d.consulted = list.map {
+                PolicyDecision.Consulted(
+                    policy: $0["policy"] as? String ?? "",
+                    verdict: $0["verdict"] as? String ?? "",
+                    reason: $0["reason"] as? String,
+                    location: $0["location"] as? String
+                )
+            }
+        }
+        d.node = String.fromDatabaseValue(row[6])
+        if let s = object(row[7]) {
+            d.shadow = PolicyDecision.ShadowVerdict(
+                allow: s["allow"] as? Bool ?? false,
+                policy: s["policy"] as? String,
+                reason: s["reason"] as? String
+            )
+        }
+    }
+
+    private static func object(_ value: DatabaseValue) -> [String: Any]? {
+        String.fromDatabaseValue(value).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]
+    }
+
+    private static func text(_ o: Any) -> String {
+        (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes])).map { String(decoding: $0, as: UTF8.self) }
+            ?? "null"
+    }
 }

@@ -114,12 +114,14 @@ package protocol StoreConnection: AnyObject {
 
 /// The policy decision log every process on a store shares (SPEC §16, §18 P3).
 package protocol SharedDecisionLog: AnyObject, Sendable {
-    /// Decisions it keeps, at most.
-    var kept: Int { get }
+    /// Decisions it keeps, at most (`policies.keepDecisions`).
+    var kept: Int { get set }
     /// Hands `decision` over to be written; returns at once.
     func add(_ decision: PolicyDecision)
     /// The latest `limit` decisions of every process, oldest first; nil when unreadable.
     func latest(limit: Int) -> [PolicyDecision]?
+    /// The latest decisions `filter` selects, oldest first; nil when unreadable.
+    func latest(_ filter: DecisionFilter) -> [PolicyDecision]?
     /// Where it says what it could not write.
     func setLogger(_ logger: Logger)
     /// Writes what waits, then closes.

@@ -65,6 +65,13 @@ public struct PluginConfig {
     public var retentionDays: Double = 30
     /// SPEC §17 R42: most open access requests per share (`sharing = { maxRequesters = N }`).
     public var maxRequesters = 100
+    /// SPEC §18 P3: dotted paths erased from each logged decision's input (`policies = { mask = {…} }`).
+    public var policyMask: [String] = []
+    /// SPEC §18 P3: decisions the store's log keeps (`policies = { keepDecisions = N }`).
+    public var keepDecisions = 10_000
+    /// SPEC §18 P6: a plugins folder of candidate versions `serve` asks beside the live ones
+    /// (`policies = { shadow = "DIR" }`), relative to the config file's folder.
+    public var shadowPlugins: String?
     /// SPEC §17 R42: `store compact` closes access requests older than this many days; 0 keeps them.
     public var requestTTLDays: Double = 30
     /// SPEC §15: fault rules armed for every command (`faults = { {…}, … }`); `sf.faults.clear()`
@@ -99,7 +106,9 @@ public struct PluginConfig {
             throw PluginError("config file \(path) must return a table, got \(results.first?.description ?? "nothing")")
         }
         for key in root.hash.keys {
-            guard case .string(let k) = key, ["plugins", "limits", "server", "sync", "faults", "postgres", "store", "sharing"].contains(k) else {
+            guard case .string(let k) = key,
+                ["plugins", "limits", "server", "sync", "faults", "postgres", "store", "sharing", "policies"].contains(k)
+            else {
                 throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync, faults, postgres, store)")
             }
         }
@@ -186,6 +195,46 @@ public struct PluginConfig {
                     )
                 }
                 retentionDays = n
+            }
+        }
+        if let policies = root["policies"] {
+            guard case .table(let t) = policies, t.array.isEmpty else {
+                throw PluginError("config file \(path): 'policies' must be a table of settings")
+            }
+            for (key, value) in t.hash {
+                switch key {
+                case .string("mask"):
+                    guard case .table(let list) = value, list.hash.isEmpty, list.array.count <= 100 else {
+                        throw PluginError("config file \(path): policies.mask must be a list of at most 100 dotted paths, like { \"caller.email\" }")
+                    }
+                    policyMask = try list.array.enumerated().map { i, item in
+                        guard case .string(let path) = item, !path.isEmpty, path.utf8.count <= 200,
+                            path.split(separator: ".", omittingEmptySubsequences: false).allSatisfy({ !$0.isEmpty })
+                        else {
+                            throw PluginError(
+                                "config file \(path): policies.mask[\(i + 1)] must be a dotted path like \"caller.email\", got \(ConfigField.shown(item))"
+                            )
+                        }
+                        return path
+                    }
+                case .string("keepDecisions"):
+                    let n = ConfigField.number(value) ?? .nan
+                    guard n.isFinite, n == n.rounded(), (1...10_000_000).contains(n) else {
+                        throw PluginError(
+                            "config file \(path): policies.keepDecisions must be a whole number from 1 to 10000000, got \(ConfigField.shown(value))"
+                        )
+                    }
+                    keepDecisions = Int(n)
+                case .string("shadow"):
+                    guard case .string(let dir) = value, !dir.isEmpty else {
+                        throw PluginError(
+                            "config file \(path): policies.shadow must be the path of a plugins folder, got \(ConfigField.shown(value))"
+                        )
+                    }
+                    shadowPlugins = dir.hasPrefix("/") ? dir : (PathName.folder(of: path) as NSString).appendingPathComponent(dir)
+                default:
+                    throw PluginError("config file \(path): unknown key policies.\(key) (expected mask, keepDecisions, shadow)")
+                }
             }
         }
         if let sharing = root["sharing"] {

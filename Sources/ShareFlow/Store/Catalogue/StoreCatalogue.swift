@@ -193,7 +193,10 @@ extension StoreCatalogue {
         var statements: [String] = []
         for table in tables {
             if table.since == version {
-                statements.append(dialect.createTable(table))
+                // Made as it was then: its later columns come with their own steps.
+                var then = table
+                then.columns = table.columns.filter { $0.since <= version }
+                statements.append(dialect.createTable(then))
             } else if table.since < version {
                 for column in table.columns where column.since == version {
                     statements.append(dialect.addColumn(column, to: table))

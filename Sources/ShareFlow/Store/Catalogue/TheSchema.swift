@@ -1,6 +1,6 @@
 extension StoreCatalogue {
-    /// ShareFlow's schema (version 12). A change is made here alone: a column or table with
-    /// `since: 13` (and `version: 13`) reaches both drivers' new and existing stores, `store
+    /// ShareFlow's schema (version 13). A change is made here alone: a column or table with
+    /// `since: 14` (and `version: 14`) reaches both drivers' new and existing stores, `store
     /// check` and `store copy`. Tables come after those they reference.
     package static let current: StoreCatalogue = {
         typealias C = Column
@@ -183,6 +183,13 @@ extension StoreCatalogue {
                     C("id", .integer), C("point", .text), C("policies", .text, read: StoredTable.jsonStrings), C("allow", .integer),
                     C("reasons", .text, read: StoredTable.jsonStrings),
                     C("duration", .real), C("at", .real),
+                    // 13: what OPA's decision log carries (SPEC §18 P3): who asked where, about
+                    // which share, the input as the policies saw it (JSON, masked), each policy's
+                    // verdict and line, the process, and the shadow candidates' verdict (P6).
+                    C("caller", .text, nullable: true, since: 13), C("container", .text, nullable: true, since: 13),
+                    C("environment", .text, nullable: true, since: 13), C("share", .text, nullable: true, since: 13),
+                    C("input", .text, nullable: true, since: 13), C("consulted", .text, nullable: true, since: 13),
+                    C("node", .text, nullable: true, since: 13), C("shadow", .text, nullable: true, since: 13),
                 ],
                 since: 11
             ),
@@ -221,6 +228,6 @@ extension StoreCatalogue {
             ),
             Trigger("changes_share", on: "share", after: [.update], "UPDATE record SET tag = {tag} WHERE id = NEW.recordID"),
         ]
-        return StoreCatalogue(version: 12, tables: tables, indexes: indexes, triggers: triggers)
+        return StoreCatalogue(version: 13, tables: tables, indexes: indexes, triggers: triggers)
     }()
 }

@@ -1,0 +1,206 @@
+import ArgumentParser
+import Foundation
+import ShareFlow
+import ShareFlowLua
+
+extension ShareFlowCommand {
+    /// `shareflow policy eval|replay` (SPEC §18 P4, P6): ask the configured policies a question
+    /// by hand, or ask candidate versions the questions the log kept.
+    struct Policy: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "policy",
+            abstract: "Ask the policies one question (eval), or replay logged decisions against candidate plugins (replay).",
+            subcommands: [Eval.self, Replay.self]
+        )
+
+        /// Bad input: one line, exit 2 (SPEC §18 P4).
+        static func badInput(_ message: String) -> CLIFailure { CLIFailure(message: message, code: 2) }
+
+        struct Eval: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "eval",
+                abstract: "Run the configured policies at POINT on one input, changing nothing: exit 0 allow, 1 deny, 2 bad input.",
+                discussion:
+                    "The input is a decision's \"input\" as `shareflow decisions --json` prints it (a file, or - for standard input), or made from the store with --as WHO --share URL."
+            )
+            @OptionGroup var global: GlobalOptions
+            @Argument(help: "The decision point: share.accept, participant.add, share.save, share.publicPermission or share.requestAccess.")
+            var point: String
+            @Option(name: .long, help: "The request as JSON: a file, or - for standard input.")
+            var input: String?
+            @Option(name: .long, help: "Ask as this account (email, phone or user record ID), about --share.")
+            var `as`: String?
+            @Option(name: .long, help: "The share's URL, with --as.")
+            var share: String?
+            @Flag(name: .long, help: "Print every policy consulted, its verdict, the lines it ran and the file:line that decided.")
+            var explain = false
+
+            func validate() throws {
+                guard (input == nil) != (`as` == nil) else {
+                    throw ValidationError("give --input FILE (or -), or --as WHO with --share URL")
+                }
+                if `as` != nil, share == nil { throw ValidationError("--as needs --share URL") }
+            }
+
+            func run() throws {
+                guard let decisionPoint = DecisionPoint(name: point) else {
+                    throw Policy.badInput(
+                        "unknown decision point '\(Naming.printable(point))' (expected one of: \(PolicySet.points.joined(separator: ", ")))"
+                    )
+                }
+                let engine = try global.makeEngine()
+                defer { engine.store.close() }
+                let request: PolicyRequest
+                if let input {
+                    let bytes = try Policy.read(input)
+                    do {
+                        request = try PolicyInput.request(from: bytes, pointName: decisionPoint.name) { id in
+                            (try? engine.accounts.find(id)) ?? nil
+                        }
+                    } catch let error as PolicyInputError {
+                        throw Policy.badInput("--input \(input): \(error.message)")
+                    }
+                } else {
+                    guard let who = `as`, let account = try engine.accounts.find(who) else {
+                        throw Policy.badInput("--as \(`as` ?? ""): no account has this address in store \(global.store)")
+                    }
+                    do {
+                        request = try engine.policyRequest(decisionPoint, caller: account, shareURL: share ?? "")
+                    } catch let error as ShareFlowError where error.code == .unknownItem {
+                        throw Policy.badInput("--share: \(error.message)")
+                    }
+                }
+                let plugins = PluginManager(engine: engine, directories: global.pluginSearchPath, config: try global.pluginConfig())
+                do {
+                    try plugins.loadEnabled()
+                } catch {
+                    throw CLIFailure(message: "the configured plugins do not load: \(error)")
+                }
+                let decision = explain ? Explanation.traced(engine, plugins) { engine.evaluate(request) } : (engine.evaluate(request), [])
+                Policy.show(decision.0, explanation: explain ? decision.1 : nil, json: global.json)
+                plugins.unloadAll()
+                if !decision.0.allow { throw ExitCode(1) }
+            }
+        }
+
+        struct Replay: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "replay",
+                abstract: "Re-decide logged decisions with candidate plugin versions; list every verdict that flips (exit 1 when any does).",
+                discussion:
+                    "DIR is a plugins folder with the candidate version of every enabled plugin; the config (which plugins, their settings) is the same. Nothing is changed or logged."
+            )
+            @OptionGroup var global: GlobalOptions
+            @Option(name: .long, help: "The plugins folder of the candidate versions.")
+            var candidate: String
+            @Option(name: .long, help: "Only decisions since T: an ISO 8601 time or an age (10m, 2h, 3d).")
+            var since: String?
+            @Option(name: .long, help: "At most N decisions, the latest (1 to 10000).")
+            var limit = 1_000
+
+            func validate() throws {
+                guard (1...DecisionFilter.maxLimit).contains(limit) else {
+                    throw ValidationError("--limit must be a whole number from 1 to \(DecisionFilter.maxLimit), got \(limit)")
+                }
+                if let since, DecisionFilter.time(since) == nil {
+                    throw ValidationError("--since must be an ISO 8601 time or an age (90s, 10m, 2h, 3d), got '\(since)'")
+                }
+            }
+
+            func run() throws {
+                var isFolder: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: candidate, isDirectory: &isFolder), isFolder.boolValue else {
+                    throw Policy.badInput("--candidate \(candidate): no such folder")
+                }
+                let engine = try global.makeEngine()
+                defer { engine.store.close() }
+                let config = try global.pluginConfig()
+                // The candidate set is loaded whole before anything is asked: a plugin that
+                // does not load is named, never a partial replay.
+                let candidates = PluginManager(engine: engine, directories: [candidate], config: config)
+                do {
+                    try candidates.loadEnabled()
+                } catch {
+                    throw Policy.badInput("--candidate \(candidate): \(error)")
+                }
+                defer { candidates.unloadAll() }
+                let logged = engine.policies.decisions(DecisionFilter(limit: limit, since: since.flatMap { DecisionFilter.time($0) }))
+                var flips: [[String: Any]] = []
+                var asked = 0
+                var skipped = 0
+                for d in logged {
+                    guard let input = d.input, d.shadow == nil || true else { continue }
+                    let request: PolicyRequest
+                    do {
+                        request = try PolicyInput.request(from: Array(input.utf8)) { id in (try? engine.accounts.find(id)) ?? nil }
+                    } catch {
+                        skipped += 1
+                        continue
+                    }
+                    asked += 1
+                    let again = engine.evaluate(request)
+                    guard again.allow != d.allow else { continue }
+                    flips.append([
+                        "id": d.id, "point": d.point, "caller": d.caller ?? "", "was": d.allow ? "allow" : "deny",
+                        "wasReason": d.reasons.first ?? "", "now": again.allow ? "allow" : "deny", "nowReason": again.reasons.first ?? "",
+                    ])
+                }
+                if global.json {
+                    printJSON(["asked": asked, "skipped": skipped, "flips": flips])
+                } else {
+                    for f in flips {
+                        print(
+                            "#\(f["id"]!) \(f["point"]!) caller=\(f["caller"]!): \(f["was"]!) -> \(f["now"]!)  was: \(f["wasReason"]!)  now: \(f["nowReason"]!)"
+                        )
+                    }
+                    print(
+                        "\(asked) decisions replayed, \(flips.count) would flip\(skipped > 0 ? ", \(skipped) without a readable input skipped" : "")"
+                    )
+                }
+                if !flips.isEmpty { throw ExitCode(1) }
+            }
+        }
+
+        static func read(_ input: String) throws -> [UInt8] {
+            if input == "-" {
+                var bytes: [UInt8] = []
+                while bytes.count <= PolicyInput.maxBytes, let chunk = try? FileHandle.standardInput.read(upToCount: 65_536), !chunk.isEmpty {
+                    bytes += chunk
+                }
+                return bytes
+            }
+            guard let handle = FileHandle(forReadingAtPath: input) else { throw badInput("--input \(input): cannot read it") }
+            defer { try? handle.close() }
+            return Array((try? handle.read(upToCount: PolicyInput.maxBytes + 1)) ?? Data())
+        }
+
+        static func show(_ d: PolicyDecision, explanation: [String]?, json: Bool) {
+            if json {
+                var o = DecisionText.json(d)
+                o["input"] = nil
+                if let explanation { o["trace"] = explanation }
+                printJSON(o)
+                return
+            }
+            let deciding = d.consulted.last { $0.verdict != "allow" }
+            if d.allow {
+                print("allow\(d.consulted.isEmpty ? " (no policy at \(d.point))" : "")")
+            } else {
+                print("deny by \(deciding?.policy ?? "?"): \(deciding?.reason ?? d.reasons.first ?? "denied")")
+            }
+            if let explanation {
+                for c in d.consulted {
+                    print("  \(c.policy): \(c.verdict)\(c.reason.map { " (\($0))" } ?? "")\(c.location.map { " at \($0)" } ?? "")")
+                }
+                for line in explanation { print("  " + line) }
+            }
+        }
+    }
+}
+
+/// `--explain`'s trace of the lines a decision ran (filled in with line coverage).
+enum Explanation {
+    static func traced(_ engine: Engine, _ plugins: PluginManager, _ body: () -> PolicyDecision) -> (PolicyDecision, [String]) {
+        (body(), [])
+    }
+}
