@@ -41,7 +41,12 @@ static int nfiles = 0, files_capacity = 0;
 /* The last file hit: a hook runs on every line, almost always in the file of the line before. */
 static int last_file = -1;
 
+/* Set while the host runs Lua that is not the tests' (the pass that only lists a file's tests). */
+static int coverage_paused = 0;
+
 void sf_coverage_start(void) { SF_SET(coverage_on, 1); }
+
+void sf_coverage_pause(int paused) { SF_SET(coverage_paused, paused); }
 
 int sf_coverage_is_on(void) { return SF_GET(coverage_on); }
 
@@ -73,7 +78,7 @@ static int file_index(const char *source) {
 
 void sf_coverage_record(lua_State *L, lua_Debug *ar) {
     int line = ar->currentline;
-    if (line <= 0 || !lua_getinfo(L, "S", ar) || ar->source == NULL || ar->source[0] != '@') return;
+    if (SF_GET(coverage_paused) || line <= 0 || !lua_getinfo(L, "S", ar) || ar->source == NULL || ar->source[0] != '@') return;
     pthread_mutex_lock(&coverage_lock);
     int i = file_index(ar->source);
     if (i >= 0) {

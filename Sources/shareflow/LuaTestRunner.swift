@@ -68,13 +68,17 @@ public struct LuaTestRunner {
     /// with "interrupted" and stops (see `interrupted`).
     public mutating func run(file: String, report: (Outcome) -> Void) {
         guard !interrupted else { return }
-        // First pass: learn the test names.
+        // First pass: learn the test names. Loading the file runs its plugin's setup, and maybe
+        // code at the file's top: no test's, so no coverage's (each test loads it again).
         let names: [String]
+        sf_coverage_pause(1)
         do {
             let loaded = try loadTests(file: file)
             names = loaded.names
             release(loaded.host)
+            sf_coverage_pause(0)
         } catch {
+            sf_coverage_pause(0)
             report(Outcome(file: file, name: "(load)", failure: "\(error)"))
             return
         }

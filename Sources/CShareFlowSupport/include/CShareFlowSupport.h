@@ -173,6 +173,8 @@ int sf_take_sigint(void);
  * chunks loaded from files (source "@path"). Never started, no state has a line hook. */
 void sf_coverage_start(void);
 int sf_coverage_is_on(void);
+/* While paused (1), nothing is recorded: for Lua the host runs that is no test's. */
+void sf_coverage_pause(int paused);
 /* The files recorded so far, by their chunk names ("@path"), and whether a line of one ran. */
 int sf_coverage_file_count(void);
 const char *sf_coverage_source(int file);
