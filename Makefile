@@ -59,7 +59,8 @@ FAILED_TESTS = grep -E "error: |' failed \(" $(1) | sort -u | head -40 | sed 's/
 # from Debian's packages when missing, stopped afterwards even on failure). Each store test case
 # of the engine has a twin that runs its tests again on PostgreSQL in the same `swift test`
 # (Tests/ShareFlowTests/OnPostgreSQL.swift, each store a new database; `make twins` after adding
-# a test). Then the Lua suite again on PostgreSQL (SPEC §16, M1/M4/M6).
+# a test). Then the shipped plugins' tests with coverage, held to every line (SPEC §18 P5), and
+# the Lua suite again on PostgreSQL (SPEC §16, M1/M4/M6).
 test: deps pyenv
 	$(SWIFT) build --build-tests
 	@mkdir -p .build
@@ -73,6 +74,9 @@ test-suites:
 	@set -o pipefail; status=0; \
 	timeout 2700 $(SWIFT) test --skip-build --disable-swift-testing 2>&1 | tee .build/test.log || status=$$?; \
 	if [ $$status != 0 ]; then echo "test: the suite failed (status $$status); failed:"; $(call FAILED_TESTS,.build/test.log); fi; \
+	echo "test: the shipped plugins' tests cover every line of them"; cov=0; \
+	timeout 600 $(BIN) test Plugins --coverage --coverage-threshold 100 > .build/test-coverage.log 2>&1 || { cov=1; echo "test: the shipped plugins' coverage failed:"; grep -v "^ok " .build/test-coverage.log | tail -40; }; \
+	[ $$status = 0 ] && [ $$cov != 0 ] && status=1; \
 	echo "test: the Lua suite on PostgreSQL"; pg=0; \
 	timeout 600 $(BIN) test --store "$$SHAREFLOW_TEST_CLUSTER" Tests/lua Plugins > .build/test-postgres-lua.log 2>&1 || { pg=1; echo "test: the Lua suite failed on PostgreSQL:"; grep -A4 "^FAIL" .build/test-postgres-lua.log | head -60; }; \
 	tail -1 .build/test-postgres-lua.log; \

@@ -737,4 +737,67 @@ function shareflow.approve(opts) end
 ---@return shareflow.Decision[]
 function shareflow.decisions(opts) end
 
+-- The test API of `shareflow test` (globals in *_test.lua files; docs/LUA_API.md, Tests).
+
+---@class shareflow.test
+---@overload fun(name: string, fn: fun())
+local test = {}
+---Table-driven tests: `fn(row, i)` runs once per row, as a test named `name[i]` (i from 1).
+---@generic Row
+---@param name string
+---@param rows Row[]
+---@param fn fun(row: Row, i: integer)
+function test.cases(name, rows, fn) end
+---What the test's authenticators (`ctx.authenticate`) say about a request, as `shareflow serve`
+---asks them: the account named, nil when all pass, or nil and the refusal (a permissionFailure).
+---@param request {headers?: table<string, string>, query?: table<string, string>, method?: string, path?: string, container?: string, environment?: string, database?: string}
+---@return {userRecordID: string, email?: string, authenticator: string}|nil
+---@return shareflow.Error?
+function test.authenticate(request) end
+_G.test = test
+
+---A policy decision (`sf.policies.evaluate(point, req)`).
+---@class shareflow.PolicyDecision
+---@field allow boolean
+---@field reason? string
+---@field policy? string
+---@field trace? table
+
+expect = {}
+---@param actual any
+---@param expected any
+---@param what? string
+function expect.eq(actual, expected, what) end
+---@param v any
+---@param what? string
+function expect.truthy(v, what) end
+---@param v any
+---@param what? string
+function expect.falsy(v, what) end
+---@param err any
+---@param code string
+---@param what? string
+---@return shareflow.Error
+function expect.code(err, code, what) end
+---@param fn fun()
+---@param pattern? string a Lua pattern the error must match
+---@return any err
+function expect.raises(fn, pattern) end
+---@param s string
+---@param part string plain text
+---@param what? string
+function expect.contains(s, part, what) end
+---Passes for an allowing decision, or nil (an operation that returned no error was allowed).
+---@param d shareflow.PolicyDecision|shareflow.Error|nil
+---@param what? string
+---@return shareflow.PolicyDecision|nil
+function expect.allowed(d, what) end
+---Passes for a denying decision, or an operation's permissionFailure (itself, or among a batch's
+---partialErrors), whose reason (the error's message) matches `reasonPattern` (a Lua pattern).
+---@param d shareflow.PolicyDecision|shareflow.Error|nil
+---@param reasonPattern? string
+---@param what? string
+---@return shareflow.PolicyDecision|shareflow.Error
+function expect.denied(d, reasonPattern, what) end
+
 return shareflow

@@ -66,3 +66,11 @@ test("limitApprovedRequesters keeps approved requesters read-only; a bad permiss
   expect.contains(tostring(err), "approved requesters are added read-only")
   expect.raises(function() sf.plugins.load("access-requests", { permission = "owner" }) end, "permission must be")
 end)
+
+test.cases("throwaway domains are refused", { "eve@mailinator.test", "mallory@tempmail.test" }, function(email)
+  sf.plugins.load("access-requests", { denyDomains = { "mailinator.test", "tempmail.test" } })
+  local _, s = setup(email)
+  local ok, err = ask(email, s.url)
+  expect.eq(ok, nil)
+  expect.denied(err, "requests from %a+%.test are not accepted")
+end)

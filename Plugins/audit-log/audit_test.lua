@@ -53,3 +53,22 @@ test("config can narrow the events", function()
   expect.contains(l[1], '"event":"share.saved"')
   expect.contains(l[1], '"created":true')
 end)
+
+test("past half the disk quota the log moves to <path>.1 and starts afresh", function()
+  sf.accounts.create{ email = "a@example.com" }
+  local c = sf.as("a@example.com"):container("iCloud.test")
+  c:fetchShareParticipants{ "b@example.com" }
+  -- Half the default quota (64 MiB) written since: the next event's line does not fit.
+  local path = sf.plugins.dataFolder("audit-log") .. "/audit.jsonl"
+  local f = assert(io.open(path, "w"))
+  f:write(string.rep("x", 32 * 1024 * 1024))
+  f:close()
+  c:fetchShareParticipants{ "b@example.com" }
+  local l = lines()
+  expect.contains(l[1], '"event":"audit.rotated"')
+  expect.contains(l[1], '"previous":"audit.jsonl.1"')
+  expect.contains(l[#l], '"event":"operation.finished"')
+  local old = assert(io.open(path .. ".1"))
+  expect.eq(old:seek("end"), 32 * 1024 * 1024, "the old log moved whole")
+  old:close()
+end)

@@ -58,3 +58,10 @@ test("its rules go when it unloads, a script's stay", function()
   expect.eq(#sf.faults.list(), 1, "the script's rule stays")
   expect.eq(mine:remove(), true)
 end)
+
+test("logInjections logs each fault it injects", function()
+  local db, zone = world()
+  sf.plugins.load("chaos", { logInjections = true, rules = { { operation = "modifyRecords", fault = "zoneBusy" } } })
+  local _, err = db:modifyRecords{ save = { sf.Record{ recordType = "N", zone = zone } } }
+  expect.code(select(2, next(err.partialErrors)), "zoneBusy")
+end)

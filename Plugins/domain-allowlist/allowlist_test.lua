@@ -85,3 +85,20 @@ test("a one-time link is nobody's invitation; whoever claims it meets the accept
   expect.eq(share, nil)
   expect.contains(acceptErr.message, "domain-allowlist/accept")
 end)
+
+test.cases("outsiders are denied whatever their domain", { "eve@evil.test", "mallory@example.org" }, function(email)
+  sf.accounts.create{ email = "owner@example.com" }
+  sf.accounts.create{ email = email }
+  local s = invite("owner@example.com", { email })
+  local share, err = accept(email, s.url)
+  expect.eq(share, nil)
+  expect.denied(err, "has no email in an allowed domain %(example%.com%)")
+end)
+
+test("members are allowed: the accept returns no error", function()
+  sf.accounts.create{ email = "owner@example.com" }
+  sf.accounts.create{ email = "bob@example.com" }
+  local s = invite("owner@example.com", { "bob@example.com" })
+  local _, err = accept("bob@example.com", s.url)
+  expect.allowed(err)
+end)

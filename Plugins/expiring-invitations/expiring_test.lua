@@ -37,3 +37,15 @@ test("config bounds are checked", function()
   expect.raises(function() sf.plugins.load("expiring-invitations", { maxAgeSeconds = -5 }) end,
     "config key 'maxAgeSeconds' must be at least 0, got number %-5")
 end)
+
+test("an expired invitation is refused at accept even before the sweep has run", function()
+  local _, s = setup()
+  local bc = sf.as("bob@example.com"):container("iCloud.test")
+  -- Read while invitations live a week: nothing is swept.
+  local ms = bc:fetchShareMetadata{ s.url }
+  sf.plugins.load("expiring-invitations", { maxAgeSeconds = 0 })
+  local shares, err = bc:acceptShares{ ms[s.url] }
+  expect.eq(#shares, 0)
+  expect.denied(err, "expiring%-invitations/accept")
+  expect.denied(err, "the invitation expired %(older than 0 seconds%)")
+end)

@@ -18,11 +18,18 @@ long long sf_now_ns(void) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void sf_hook(lua_State *L, lua_Debug *ar) {
+/* The one hook of a state (Lua keeps one): the budget's, and coverage's line hook when
+ * `shareflow test --coverage` runs (coverage.c). */
+void sf_hook(lua_State *L, lua_Debug *ar) {
     sf_limits *lim = sf_limits_of(L);
     if (lim == NULL || !SF_GET(lim->expired)) {
-        /* Armed for a call that has returned since: stand down. */
-        lua_sethook(L, NULL, 0, 0);
+        if (ar->event == LUA_HOOKLINE) {
+            sf_coverage_record(L, ar);
+            return;
+        }
+        /* Armed for a call that has returned since: stand down (to coverage's line hook
+         * alone, when it runs). */
+        sf_coverage_standby(L);
         return;
     }
     if (ar->event == LUA_HOOKCALL && lua_getinfo(L, "f", ar)) {
@@ -37,7 +44,7 @@ static void sf_hook(lua_State *L, lua_Debug *ar) {
 }
 
 void sf_arm(lua_State *L) {
-    if (L) lua_sethook(L, sf_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    if (L) lua_sethook(L, sf_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT | (sf_coverage_is_on() ? LUA_MASKLINE : 0), 1);
 }
 
 void sf_limits_expire(sf_limits *limits, int interrupted) {
@@ -51,7 +58,7 @@ void sf_limits_expire(sf_limits *limits, int interrupted) {
 void sf_limits_reset(sf_limits *limits) {
     SF_SET(limits->expired, 0);
     SF_SET(limits->interrupted, 0);
-    lua_sethook(limits->main, NULL, 0, 0);
+    sf_coverage_standby(limits->main);
 }
 
 int sf_budget_spent(sf_limits *lim) {

@@ -27,6 +27,14 @@ extern pthread_mutex_t sf_watch_lock;
 /* Arms the hook that raises the spent budget (or the interrupt) on `L`. */
 void sf_arm(lua_State *L);
 
+/* The state's one hook (budget.c): the spent budget's, and coverage's line hook. */
+void sf_hook(lua_State *L, lua_Debug *ar);
+/* The hook a state has when no budget is spent: coverage's line hook while coverage runs,
+ * else none (coverage.c). Safe from another thread (lua_sethook is). */
+void sf_coverage_standby(lua_State *L);
+/* Notes the line of a line event (from sf_hook); never raises. */
+void sf_coverage_record(lua_State *L, lua_Debug *ar);
+
 /* Pushes the message of a spent budget (or "interrupted") without allocating: the strings
  * are made in advance and kept in the registry, because a spent budget refuses growth. */
 void sf_push_spent_reason(lua_State *L, sf_limits *lim);

@@ -61,6 +61,9 @@ lua_State *sf_newstate(sf_limits *limits) {
         lua_pushliteral(L, "interrupted");
         lua_rawsetp(L, LUA_REGISTRYINDEX, &SF_INTERRUPTED_KEY);
         sf_set_budget_reason(limits, NULL);
+        /* `shareflow test --coverage`: every state records the lines it runs (coverage.c);
+         * without it, no hook until a budget is spent. */
+        sf_coverage_standby(L);
     }
     return L;
 }

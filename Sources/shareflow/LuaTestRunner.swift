@@ -34,6 +34,11 @@ public struct LuaTestRunner {
     public var timeout: Double? = 10
     /// Set when Ctrl-C stopped a test: the caller stops and reports what ran.
     public private(set) var interrupted = false
+    /// Runs only the tests whose name contains this text (plain text, case-sensitive: a name
+    /// such as `cases[2]` is matched as written, with no pattern characters to escape).
+    public var filter: String?
+    /// How many tests the filter let run so far (every test, without one).
+    public private(set) var matched = 0
 
     public init() {}
 
@@ -63,17 +68,22 @@ public struct LuaTestRunner {
     /// with "interrupted" and stops (see `interrupted`).
     public mutating func run(file: String, report: (Outcome) -> Void) {
         guard !interrupted else { return }
-        // First pass: learn the test names.
+        // First pass: learn the test names. Loading the file runs its plugin's setup, and maybe
+        // code at the file's top: no test's, so no coverage's (each test loads it again).
         let names: [String]
+        sf_coverage_pause(1)
         do {
             let loaded = try loadTests(file: file)
             names = loaded.names
             release(loaded.host)
+            sf_coverage_pause(0)
         } catch {
+            sf_coverage_pause(0)
             report(Outcome(file: file, name: "(load)", failure: "\(error)"))
             return
         }
-        for (index, name) in names.enumerated() {
+        for (index, name) in names.enumerated() where filter.map({ name.contains($0) }) ?? true {
+            matched += 1
             var failure: String?
             do {
                 let (host, _) = try loadTests(file: file)
@@ -129,6 +139,7 @@ public struct LuaTestRunner {
             host.lua.budgetReason = "timed out after \(LuaTestRunner.seconds(timeout)) (--timeout)"
         }
         try host.run(LuaTestRunner.harness, chunkName: "=[test harness]")
+        LuaTestRunner.addAuthenticate(to: host)
         try findModules(beside: file, in: host)
         try attachPlugins(host, file: file)
         try prepare(host, file)
@@ -173,6 +184,68 @@ public struct LuaTestRunner {
         // The config file's fault rules (SPEC §15) apply to every test, as to every command.
         for rule in faults { try host.engine.faults.add(rule, owner: .config) }
         if isPlugin { try manager.load(PathName.lastComponent(of: folder)) }
+    }
+
+    /// `test.authenticate(request)`: what the test's authenticators (`ctx.authenticate`, such as
+    /// proxy-auth's) say about a request, as `shareflow serve` asks them, so a plugin's
+    /// authenticator is tested like its policies. `request` holds `headers` (names are matched
+    /// in lowercase, as the server gives them), `query`, `method` (default POST), `path`,
+    /// `container`, `environment` and `database`. Returns `{ userRecordID, email, authenticator }`
+    /// for the account named, nil when every authenticator passes, or nil and the refusal (a
+    /// `permissionFailure` error: `expect.denied` reads it).
+    private static func addAuthenticate(to host: ScriptHost) {
+        let engine = host.engine
+        let lua = host.lua
+        lua.getGlobal("test")
+        guard lua_type(lua.L, -1) == LUA_TTABLE else { return lua.pop() }
+        lua.push(function: "authenticate") { call in
+            guard case .table(let t) = try call.value(1) else {
+                throw call.argumentError(1, "table expected, got \(call.typeName(1))")
+            }
+            func strings(_ key: String) throws -> [String: String] {
+                guard let value = t[key], value != .nil else { return [:] }
+                guard case .table(let table) = value else {
+                    throw call.argumentError(1, "field '\(key)' must be a table of strings")
+                }
+                var out: [String: String] = [:]
+                for (k, v) in table.hash {
+                    guard case .string(let name) = k, case .string(let text) = v else {
+                        throw call.argumentError(1, "field '\(key)' must be a table of strings")
+                    }
+                    out[key == "headers" ? name.lowercased() : name] = text
+                }
+                return out
+            }
+            func text(_ key: String, _ fallback: String) throws -> String {
+                guard let value = t[key], value != .nil else { return fallback }
+                guard case .string(let s) = value else { throw call.argumentError(1, "field '\(key)' must be a string") }
+                return s
+            }
+            let request = AuthenticationRequest(
+                method: try text("method", "POST"),
+                path: try text("path", "/database/1/iCloud.test/development/private/records/query"),
+                container: try text("container", "iCloud.test"),
+                environment: try text("environment", "development"),
+                database: try text("database", "private"),
+                headers: try strings("headers"),
+                query: try strings("query")
+            )
+            do {
+                guard let (account, name) = try engine.authenticate(request) else { return 0 }
+                var found: [LuaValue: LuaValue] = [.string("userRecordID"): .string(account.userRecordID), .string("authenticator"): .string(name)]
+                if let email = account.email { found[.string("email")] = .string(email) }
+                try call.state.push(.table(LuaTable(hash: found)))
+                return 1
+            } catch let error as ShareFlowError {
+                lua_pushnil(call.L)
+                try call.state.push(
+                    .table(LuaTable(hash: [.string("code"): .string(error.code.rawValue), .string("message"): .string(error.message)]))
+                )
+                return 2
+            }
+        }
+        lua.setField(-2, "authenticate")
+        lua.pop()
     }
 
     /// `test(name, fn)` and the `expect` helpers (Lua/test_harness.lua); failures name the

@@ -171,6 +171,23 @@ void sf_set_interrupt_target(sf_limits *limits);
 void sf_install_sigint(void);
 int sf_take_sigint(void);
 
+/* Line coverage (`shareflow test --coverage`, coverage.c). Started once, before the states to
+ * cover are made: from then on every state sf_newstate makes records the lines it runs of
+ * chunks loaded from files (source "@path"). Never started, no state has a line hook. */
+void sf_coverage_start(void);
+int sf_coverage_is_on(void);
+/* While paused (1), nothing is recorded: for Lua the host runs that is no test's. */
+void sf_coverage_pause(int paused);
+/* The files recorded so far, by their chunk names ("@path"), and whether a line of one ran. */
+int sf_coverage_file_count(void);
+const char *sf_coverage_source(int file);
+int sf_coverage_hit(int file, int line);
+/* The lines of the Lua file at `path` that hold code (every function's, called or not, less
+ * each function's closing implicit return), sorted, each once: a malloc'd array of `*count`
+ * ints for the caller to free, or NULL with the reason in `message` (the file cannot be read or
+ * compiled). Compiles the file in a state of its own, inside a protected call. */
+int *sf_coverage_executable_lines(const char *path, int *count, char *message, size_t message_size);
+
 /* Opens a sandboxed state's libraries from the allow-list (sandbox.c; SPEC §8): base, coroutine,
  * table, string, math and utf8 cut down to their listed names, os with only clock, date,
  * difftime and time, a package table of the sandbox's own (loaded, preload; no loaders), and
