@@ -61,7 +61,7 @@ test("participant.add: req.share is before the add, req.proposed after; a two-wr
   sf.accounts.create{ email = "dana@example.com" }
   helpers.invite(w, share, "dana@example.com", "readWrite")
   _, err = w.db:modifyRecords{ save = { share } }
-  expect.contains(tostring(err), "at most two writers")
+  expect.denied(err, "at most two writers")
 end)
 
 test("share.save: req.changes lists removes, permission changes and the title", function()
@@ -133,4 +133,42 @@ test("share.accept: req.share is the share before the accept, owner included; no
   expect.eq(seen.owner, "owner")
   expect.eq(seen.proposed, nil)
   expect.eq(seen.changes, nil)
+end)
+
+-- SPEC §18 P3, P4: the log names who asked about which share, the policy, its line and the input;
+-- sf.policies.evaluate asks again by hand, changing nothing and logging nothing.
+test("a logged denial names the caller, the share, the policy's line and its input; evaluate asks it again", function()
+  local w = helpers.world()
+  local share = helpers.shared(w, { "bob@example.com" })
+  sf.policy("share.accept", function(req)
+    if req.caller.email == "bob@example.com" then return sf.deny("not bob") end
+  end, { name = "no-bob" })
+  local ms = assert(w.bc:fetchShareMetadata{ share.url })
+  local _, err = w.bc:acceptShares{ ms[share.url] }
+  expect.denied(err, "not bob")
+  local d = sf.decisions{ limit = 1, point = "share.accept", denied = true }[1]
+  expect.eq(d.allow, false)
+  expect.eq(d.policy, "no-bob")
+  expect.contains(d.location, "policy_requests_test.lua:")
+  expect.eq(d.share.recordName, share.recordName)
+  expect.truthy(d.caller, "the caller's user record ID")
+  expect.contains(d.input, "bob@example.com")
+  local before = #sf.decisions{ limit = 100 }
+  local again = sf.policies.evaluate("share.accept", { caller = { userRecordID = d.caller, email = "bob@example.com" } })
+  expect.denied(again, "not bob")
+  expect.eq(again.policy, "no-bob")
+  expect.eq(#sf.decisions{ limit = 100 }, before, "evaluate logs nothing")
+  expect.allowed(sf.policies.evaluate("share.accept", { caller = { userRecordID = "_x", email = "carol@example.com" } }))
+end)
+
+test.cases("sf.decisions and sf.policies.evaluate refuse bad arguments", {
+  { function() sf.decisions{ point = "share.nope" } end, "unknown decision point" },
+  { function() sf.decisions{ since = "yesterday" } end, "since must be" },
+  { function() sf.decisions{ limit = 0 } end, "limit" },
+  { function() sf.decisions{ colour = "red" } end, "colour" },
+  { function() sf.policies.evaluate("share.nope", {}) end, "unknown decision point" },
+  { function() sf.policies.evaluate("share.accept", { caller = 5 }) end, "caller must be an object" },
+  { function() sf.policies.evaluate("share.accept", { point = "share.save" }) end, "not share.accept" },
+}, function(row)
+  expect.raises(row[1], row[2])
 end)

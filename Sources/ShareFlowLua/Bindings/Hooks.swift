@@ -247,35 +247,130 @@ enum Hooks {
             (
                 "decisions",
                 { [unowned b] call in
-                    var limit = 20
+                    var filter = DecisionFilter()
                     if !call.isNil(1) {
                         try call.table(1)
-                        try call.checkKeys(1, allowed: ["limit"])
-                        limit = try call.integerField(1, "limit", in: 1...10_000) ?? 20
+                        try call.checkKeys(1, allowed: ["limit", "point", "denied", "since", "caller", "shadowFlips"])
+                        filter.limit = try call.integerField(1, "limit", in: 1...DecisionFilter.maxLimit) ?? 20
+                        if let point = try call.stringField(1, "point") {
+                            guard DecisionPoint(name: point) != nil else {
+                                throw call.argumentError(
+                                    1,
+                                    "unknown decision point '\(Naming.printable(point))' (expected one of: \(PolicySet.points.joined(separator: ", ")))"
+                                )
+                            }
+                            filter.point = point
+                        }
+                        filter.denied = try call.booleanField(1, "denied") ?? false
+                        filter.shadowFlips = try call.booleanField(1, "shadowFlips") ?? false
+                        filter.caller = try call.stringField(1, "caller")
+                        if let since = try call.stringField(1, "since") {
+                            guard let time = DecisionFilter.time(since) else {
+                                throw call.argumentError(
+                                    1,
+                                    "since must be an ISO 8601 time or an age (90s, 10m, 2h, 3d), got '\(Naming.printable(since))'"
+                                )
+                            }
+                            filter.since = time
+                        }
                     }
-                    let decisions = b.engine.policies.decisions(limit: limit)
-                    b.pushList(decisions) { d in
-                        let L = b.lua.L
-                        lua_createtable(L, 0, 6)
-                        lua_pushinteger(L, lua_Integer(d.id))
-                        lua_setfield(L, -2, "id")
-                        b.lua.push(string: d.point)
-                        lua_setfield(L, -2, "point")
-                        b.lua.push(strings: d.policies)
-                        lua_setfield(L, -2, "policies")
-                        lua_pushboolean(L, d.allow ? 1 : 0)
-                        lua_setfield(L, -2, "allow")
-                        b.lua.push(strings: d.reasons)
-                        lua_setfield(L, -2, "reasons")
-                        lua_pushnumber(L, d.duration)
-                        lua_setfield(L, -2, "duration")
-                        lua_pushnumber(L, d.time.timeIntervalSince1970)
-                        lua_setfield(L, -2, "time")
-                    }
+                    let decisions = b.engine.policies.decisions(filter)
+                    b.pushList(decisions) { d in Hooks.push(decision: d, b) }
                     return 1
                 }
             )
         ])
+
+        // sf.policies.evaluate(point, req) (SPEC §18 P4): a decision asked by hand, nothing
+        // changed and nothing logged; `req` in the shape of a logged decision's input.
+        lua_createtable(L, 0, 1)
+        lua.setFunctions([
+            (
+                "evaluate",
+                { [unowned b] call in
+                    let pointName = try call.string(1)
+                    guard DecisionPoint(name: pointName) != nil else {
+                        throw call.argumentError(
+                            1,
+                            "unknown decision point '\(Naming.printable(pointName))' (expected one of: \(PolicySet.points.joined(separator: ", ")))"
+                        )
+                    }
+                    var text: [UInt8] = Array("{}".utf8)
+                    if !call.isNil(2) {
+                        try call.table(2)
+                        text = []
+                        var seen = Set<UnsafeRawPointer>()
+                        var budget = ShareFlowModule.maxJSONValues
+                        try ShareFlowModule.encodeJSON(call, 2, into: &text, depth: 0, seen: &seen, budget: &budget)
+                    }
+                    let request: PolicyRequest
+                    do {
+                        request = try PolicyInput.request(from: text, pointName: pointName) { id in (try? b.engine.accounts.find(id)) ?? nil }
+                    } catch let error as PolicyInputError {
+                        throw call.argumentError(2, error.message)
+                    }
+                    let decision = b.engine.evaluate(request)
+                    Hooks.push(decision: decision, b)
+                    return 1
+                }
+            )
+        ])
+        lua_setfield(L, -2, "policies")
+    }
+
+    /// A decision as Lua reads it: `sf.decisions{}`'s items and `sf.policies.evaluate`'s
+    /// answer (`allow`, `reason`, `policy`, `trace` besides the log's fields).
+    static func push(decision d: PolicyDecision, _ b: Bindings) {
+        let L = b.lua.L
+        lua_createtable(L, 0, 16)
+        lua_pushinteger(L, lua_Integer(d.id))
+        lua_setfield(L, -2, "id")
+        b.lua.push(string: d.point)
+        lua_setfield(L, -2, "point")
+        b.lua.push(strings: d.policies)
+        lua_setfield(L, -2, "policies")
+        lua_pushboolean(L, d.allow ? 1 : 0)
+        lua_setfield(L, -2, "allow")
+        b.lua.push(strings: d.reasons)
+        lua_setfield(L, -2, "reasons")
+        lua_pushnumber(L, d.duration)
+        lua_setfield(L, -2, "duration")
+        lua_pushnumber(L, d.time.timeIntervalSince1970)
+        lua_setfield(L, -2, "time")
+        let deciding = d.consulted.last { $0.verdict != "allow" }
+        b.lua.setField("policy", string: deciding?.policy)
+        b.lua.setField("reason", string: deciding?.reason)
+        b.lua.setField("location", string: deciding?.location)
+        b.lua.setField("caller", string: d.caller)
+        b.lua.setField("container", string: d.container)
+        b.lua.setField("environment", string: d.environment)
+        b.lua.setField("node", string: d.node)
+        b.lua.setField("input", string: d.input)
+        if let share = d.share {
+            lua_createtable(L, 0, 3)
+            b.lua.setField("recordName", string: share.recordName)
+            b.lua.setField("zoneName", string: share.zoneName)
+            b.lua.setField("ownerName", string: share.ownerName)
+            lua_setfield(L, -2, "share")
+        }
+        b.pushList(d.consulted) { c in
+            lua_createtable(L, 0, 4)
+            b.lua.setField("policy", string: c.policy)
+            b.lua.setField("verdict", string: c.verdict)
+            b.lua.setField("reason", string: c.reason)
+            b.lua.setField("location", string: c.location)
+        }
+        lua_pushvalue(L, -1)
+        lua_setfield(L, -3, "trace")
+        lua_setfield(L, -2, "consulted")
+        if let shadow = d.shadow {
+            lua_createtable(L, 0, 3)
+            lua_pushboolean(L, shadow.allow ? 1 : 0)
+            lua_setfield(L, -2, "allow")
+            b.lua.setField("policy", string: shadow.policy)
+            b.lua.setField("reason", string: shadow.reason)
+            lua_setfield(L, -2, "shadow")
+        }
     }
 
     /// `{ priority = 0, name = "…" }`
