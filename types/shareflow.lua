@@ -415,14 +415,31 @@ function Operation:wait() end
 ---@field point shareflow.PolicyPoint
 ---@field caller? shareflow.Account
 ---@field container? string
----@field share? shareflow.Share
+---@field share? shareflow.Share the share as stored before the change, owner included; nil while it is created (SPEC §18 P2)
+---@field proposed? shareflow.Share participant.add, share.save, share.publicPermission, share.requestAccess: the share as the change would leave it (a copy)
+---@field changes? shareflow.ShareChanges what differs between share and proposed
 ---@field participant? shareflow.Participant
 ---@field metadata? shareflow.Metadata
 ---@field from? string
 ---@field to? string
+---@field environment? string
 ---@field oneTimeURL? boolean share.accept: through a one-time link (R44)
 ---@field url? string share.requestAccess: the URL asked with
 ---@field requester? shareflow.AccessRequester share.requestAccess: who asks
+
+---@class shareflow.ShareChanges
+---@field participantsAdded shareflow.Participant[]
+---@field participantsRemoved shareflow.Participant[]
+---@field permissionsChanged {participant: shareflow.Participant, from: string, to: string}[]
+---@field publicPermission? {from?: string, to?: string}
+---@field allowsAccessRequests? {from?: boolean, to?: boolean}
+---@field title? {from?: string, to?: string}
+
+---@class shareflow.Consulted
+---@field policy string
+---@field verdict "allow"|"deny"|"approve"|"error"
+---@field reason? string
+---@field location? string file:line of the sf.deny/sf.approve call, else where the function begins
 
 ---@class shareflow.Decision
 ---@field id integer
@@ -432,6 +449,18 @@ function Operation:wait() end
 ---@field reasons string[]
 ---@field duration number
 ---@field time number
+---@field policy? string the policy that denied (or approved)
+---@field reason? string its reason
+---@field location? string its file:line
+---@field caller? string the caller's user record ID
+---@field container? string
+---@field environment? string
+---@field share? {recordName: string, zoneName: string, ownerName: string}
+---@field input? string the request as JSON, policies.mask erased
+---@field consulted shareflow.Consulted[]
+---@field trace shareflow.Consulted[] the same list (sf.policies.evaluate)
+---@field node? string
+---@field shadow? {allow: boolean, policy?: string, reason?: string}
 
 ---@class shareflow.Hook
 ---@field name string
@@ -733,9 +762,15 @@ function shareflow.deny(reason) end
 ---@param opts? {permission?: "readOnly"|"readWrite", role?: "privateUser"|"administrator"}
 ---@return table
 function shareflow.approve(opts) end
----@param opts? {limit?: integer}
+---@param opts? {limit?: integer, point?: shareflow.PolicyPoint, denied?: boolean, since?: string, caller?: string, shadowFlips?: boolean}
 ---@return shareflow.Decision[]
 function shareflow.decisions(opts) end
+shareflow.policies = {}
+---Asks the policies at `point` by hand (SPEC §18 P4): nothing changed, nothing logged.
+---@param point shareflow.PolicyPoint
+---@param req table the request in the shape of a decision's input (caller, share, proposed, participant, metadata…)
+---@return shareflow.Decision
+function shareflow.policies.evaluate(point, req) end
 
 -- The test API of `shareflow test` (globals in *_test.lua files; docs/LUA_API.md, Tests).
 
