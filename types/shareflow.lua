@@ -789,6 +789,19 @@ function test.cases(name, rows, fn) end
 ---@return {userRecordID: string, email?: string, authenticator: string}|nil
 ---@return shareflow.Error?
 function test.authenticate(request) end
+---The test's clock: what the engine, os.time() and os.date() read as now (SPEC §18 P5).
+test.clock = {}
+---Stops the clock at `t`: seconds since 1970, or an ISO 8601 time ("2026-01-05T09:00:00Z").
+---@param t number|string
+function test.clock.set(t) end
+---Moves the clock `seconds` on (back when negative).
+---@param seconds number
+function test.clock.advance(seconds) end
+---The clock's time, seconds since 1970.
+---@return number
+function test.clock.now() end
+---The system's clock again (each test starts on it).
+function test.clock.reset() end
 _G.test = test
 
 ---A policy decision (`sf.policies.evaluate(point, req)`).

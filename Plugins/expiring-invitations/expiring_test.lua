@@ -49,3 +49,18 @@ test("an expired invitation is refused at accept even before the sweep has run",
   expect.denied(err, "expiring%-invitations/accept")
   expect.denied(err, "the invitation expired %(older than 0 seconds%)")
 end)
+
+test("an invitation lives exactly maxAgeSeconds: the test clock moves a week on, no sleeping", function()
+  test.clock.set("2026-01-05T09:00:00Z")
+  sf.plugins.load("expiring-invitations", { maxAgeSeconds = 7 * 24 * 3600 })
+  local _, s = setup()
+  local bc = sf.as("bob@example.com"):container("iCloud.test")
+  test.clock.advance(7 * 24 * 3600 - 60)       -- a minute short of a week: still good
+  local ms = bc:fetchShareMetadata{ s.url }
+  expect.eq(ms[s.url].participantStatus, "pending")
+  expect.eq(os.date("!%Y-%m-%d %H:%M", os.time()), "2026-01-12 08:59", "os.time and os.date follow the clock")
+  test.clock.advance(120)                       -- a minute past: refused, then swept
+  local shares, err = bc:acceptShares{ ms[s.url] }
+  expect.eq(#shares, 0)
+  expect.denied(err, "the invitation expired")
+end)

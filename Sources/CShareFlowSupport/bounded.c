@@ -54,6 +54,7 @@
  * Results, error messages and metamethod behaviour are otherwise Lua 5.4.4's.
  */
 
+#include <stdatomic.h>
 #include <ctype.h>
 #include <limits.h>
 #include <stddef.h>
@@ -1276,7 +1277,66 @@ static void set_raw(lua_State *L, const luaL_Reg *l) {
     }
 }
 
+/* The engine's clock (SPEC §18 P5, EngineClock): microseconds since 1970 of a time a test set,
+ * or LLONG_MIN for the system's. os.time() and os.date(fmt) read it; given a time, they are
+ * Lua's own (their first upvalue). */
+static _Atomic long long clock_set_us = LLONG_MIN;
+
+void sf_clock_set(long long microseconds) { atomic_store_explicit(&clock_set_us, microseconds, memory_order_relaxed); }
+
+static lua_Integer clock_seconds(long long us) {
+    long long s = us / 1000000;
+    return (lua_Integer)(us % 1000000 < 0 ? s - 1 : s);
+}
+
+static int clock_time(lua_State *L) {
+    long long set = atomic_load_explicit(&clock_set_us, memory_order_relaxed);
+    if (set != LLONG_MIN && lua_isnoneornil(L, 1)) {
+        lua_pushinteger(L, clock_seconds(set));
+        return 1;
+    }
+    lua_settop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, 1, 1);
+    return 1;
+}
+
+static int clock_date(lua_State *L) {
+    long long set = atomic_load_explicit(&clock_set_us, memory_order_relaxed);
+    lua_settop(L, 2);
+    if (set != LLONG_MIN && lua_isnil(L, 2)) {
+        lua_pushinteger(L, clock_seconds(set));
+        lua_replace(L, 2);
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    /* os.date(nil) is "%c", as Lua's own reads a missing format. */
+    if (lua_isnil(L, 2) && lua_isnil(L, 3)) lua_settop(L, 1);
+    else if (lua_isnil(L, 3)) lua_settop(L, 2);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+/* Puts `wrapper`, closing over the os table's `name`, in its place. */
+static void wrap_os(lua_State *L, const char *name, lua_CFunction wrapper) {
+    lua_pushstring(L, name);
+    if (lua_rawget(L, -2) == LUA_TFUNCTION) {
+        lua_pushcclosure(L, wrapper, 1);
+        lua_pushstring(L, name);
+        lua_insert(L, -2);
+        lua_rawset(L, -3);
+    } else {
+        lua_pop(L, 1);
+    }
+}
+
 static int open_bounded(lua_State *L) {
+    if (lua_getglobal(L, "os") == LUA_TTABLE) {
+        wrap_os(L, "time", clock_time);
+        wrap_os(L, "date", clock_date);
+    }
+    lua_pop(L, 1);
     if (lua_getglobal(L, "string") == LUA_TTABLE) set_raw(L, bounded_string_funcs);
     /* Method calls (s:find) go through the string metatable's __index, which is the string
      * table itself after luaL_openlibs; cover it too should it be another table. */

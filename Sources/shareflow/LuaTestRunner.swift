@@ -85,6 +85,9 @@ public struct LuaTestRunner {
         for (index, name) in names.enumerated() where filter.map({ name.contains($0) }) ?? true {
             matched += 1
             var failure: String?
+            // Each test starts on the system's clock, and leaves it so (SPEC §18 P5).
+            TestClock.reset()
+            defer { TestClock.reset() }
             do {
                 let (host, _) = try loadTests(file: file)
                 defer { release(host) }
@@ -140,6 +143,7 @@ public struct LuaTestRunner {
         }
         try host.run(LuaTestRunner.harness, chunkName: "=[test harness]")
         LuaTestRunner.addAuthenticate(to: host)
+        LuaTestRunner.addClock(to: host)
         try findModules(beside: file, in: host)
         try attachPlugins(host, file: file)
         try prepare(host, file)
@@ -248,7 +252,71 @@ public struct LuaTestRunner {
         lua.pop()
     }
 
+    /// `test.clock` (SPEC §18 P5): `set(t)` stops "now" at `t` (seconds since 1970, or an ISO
+    /// 8601 time), `advance(s)` moves it on, `now()` reads it, `reset()` gives back the system's
+    /// clock. Everything the engine and plugins read as now follows it (`EngineClock`, and
+    /// `os.time()`/`os.date()` in every state); each test starts on the system's clock.
+    private static func addClock(to host: ScriptHost) {
+        let lua = host.lua
+        lua.getGlobal("test")
+        guard lua_type(lua.L, -1) == LUA_TTABLE else { return lua.pop() }
+        lua_createtable(lua.L, 0, 4)
+        lua.push(function: "set") { call in
+            let date: Date
+            if lua_type(call.L, 1) == LUA_TSTRING, let text = call.state.string(at: 1) {
+                guard let parsed = DecisionFilter.time(text), !text.hasSuffix("s"), !text.hasSuffix("m"), !text.hasSuffix("h"), !text.hasSuffix("d")
+                else {
+                    throw call.argumentError(1, "an ISO 8601 time or seconds since 1970 expected, got '\(Naming.printable(text))'")
+                }
+                date = parsed
+            } else {
+                let seconds = try call.number(1)
+                guard seconds.isFinite, abs(seconds) <= 315_576_000_000 else {
+                    throw call.argumentError(1, "seconds since 1970 must be finite and within 10,000 years, got \(seconds)")
+                }
+                date = Date(timeIntervalSince1970: seconds)
+            }
+            TestClock.set(date)
+            return 0
+        }
+        lua.setField(-2, "set")
+        lua.push(function: "advance") { call in
+            let seconds = try call.number(1)
+            guard seconds.isFinite, abs(seconds) <= 315_576_000_000 else {
+                throw call.argumentError(1, "seconds must be finite and within 10,000 years, got \(seconds)")
+            }
+            TestClock.set(EngineClock.now().addingTimeInterval(seconds))
+            return 0
+        }
+        lua.setField(-2, "advance")
+        lua.push(function: "now") { call in
+            lua_pushnumber(call.L, EngineClock.seconds)
+            return 1
+        }
+        lua.setField(-2, "now")
+        lua.push(function: "reset") { _ in
+            TestClock.reset()
+            return 0
+        }
+        lua.setField(-2, "reset")
+        lua.setField(-2, "clock")
+        lua.pop()
+    }
+
     /// `test(name, fn)` and the `expect` helpers (Lua/test_harness.lua); failures name the
     /// caller's line.
     static var harness: String { EmbeddedLua.testHarness }
+}
+
+/// The test clock, for the engine (`EngineClock`) and every Lua state (`os.time`, `os.date`).
+enum TestClock {
+    static func set(_ date: Date) {
+        EngineClock.set(date)
+        sf_clock_set(Int64((date.timeIntervalSince1970 * 1e6).rounded()))
+    }
+
+    static func reset() {
+        EngineClock.reset()
+        sf_clock_set(Int64.min)
+    }
 }

@@ -58,7 +58,7 @@ final class CatalogueTests: XCTestCase {
             ["index record_e is older than its column e: its `since` is the version that adds it"]
         )
         XCTAssertEqual(
-            flaws { $0.indexes.append(.init("record_later", on: "record", ["name"], since: 13)) },
+            flaws { $0.indexes.append(.init("record_later", on: "record", ["name"], since: 15)) },
             ["index record_later is newer than the catalogue's version 14"]
         )
         XCTAssertEqual(

@@ -85,6 +85,9 @@ int sf_verdict_deny(lua_State *L);
 /* Pushes the `file:line: ` of the last sf.deny/sf.approve verdict read (or nil after a denial
  * made otherwise); never raises (a raw read). */
 int sf_push_verdict_location(lua_State *L);
+/* The engine's clock for os.time()/os.date() (EngineClock): microseconds since 1970, or
+ * LLONG_MIN for the system's clock. */
+void sf_clock_set(long long microseconds);
 int sf_verdict_approve(lua_State *L);
 
 /*

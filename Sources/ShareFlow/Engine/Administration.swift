@@ -42,7 +42,7 @@ public struct OpenAccessRequest: Sendable {
 extension Engine {
     /// Pending invitations added more than `age` seconds ago, oldest first.
     public func pendingInvitations(olderThan age: Double) throws -> [Invitation] {
-        let cutoff = Date().timeIntervalSince1970 - age
+        let cutoff = EngineClock.seconds - age
         return try reading { db in
             try db.pendingInvitations(addedBefore: cutoff).map { row in
                 var title: String?
@@ -61,7 +61,7 @@ extension Engine {
     /// Open access requests made more than `age` seconds ago, oldest first, at most `limit`
     /// (SPEC §17: `sf.admin.accessRequests`).
     public func accessRequests(olderThan age: Double, limit: Int = 1000) throws -> [OpenAccessRequest] {
-        let cutoff = Date().timeIntervalSince1970 - age
+        let cutoff = EngineClock.seconds - age
         return try reading { db in
             var shares: [Int64: (url: String, title: String?)] = [:]
             return try db.accessRequests(madeBefore: cutoff, limit: max(0, limit)).compactMap { row in

@@ -34,7 +34,7 @@ public struct Directory {
                 userRecordID: Account.newUserRecordID(),
                 name: name,
                 discoverability: discoverable ? .granted : .initialState,
-                at: Date().timeIntervalSince1970
+                at: EngineClock.seconds
             )
             for email in emails { try insertAddress(.emailAddress(email), account: id, db: db) }
             for phone in phones { try insertAddress(.phoneNumber(phone), account: id, db: db) }

@@ -91,7 +91,7 @@ extension Engine {
             }
         }
         let stored = try encodeFields(fields, item: item)
-        let now = Date().timeIntervalSince1970
+        let now = EngineClock.seconds
         let tag = RandomIdentifier.changeTag()
         let rowID: Int64
         if let existing {

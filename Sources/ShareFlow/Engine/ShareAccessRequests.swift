@@ -29,7 +29,7 @@ extension Engine {
         item: String,
         db: StoreTransaction
     ) throws {
-        try db.recordAccessRequest(share: row.id, account: caller.id, lookup: caller.primaryLookup, at: Date().timeIntervalSince1970)
+        try db.recordAccessRequest(share: row.id, account: caller.id, lookup: caller.primaryLookup, at: EngineClock.seconds)
         let share = try makeShare(row, zone: zone, caller: owner, db: db)
         share.approveRequesters(
             share.requesters.filter { $0.userIdentity.userRecordID == caller.userRecordID },
@@ -120,7 +120,7 @@ extension Engine {
                 // Asked again soon: the same success, nothing changed — one account asking in a
                 // loop would otherwise renew the share's tag (R43) faster than its owner could
                 // save it (ShareFlow's choice: `Options.requestRefreshSeconds`).
-                if let last = probe.requestedAt, Date().timeIntervalSince1970 - last < options.requestRefreshSeconds { return .silent }
+                if let last = probe.requestedAt, EngineClock.seconds - last < options.requestRefreshSeconds { return .silent }
                 if !probe.hasRequest, probe.openRequests >= options.maxRequesters {
                     var event = Event(.shareAccessRequestDropped, caller: caller, container: zone.container.identifier)
                     event.share = try ownersView()
@@ -130,7 +130,7 @@ extension Engine {
                     emit(event)
                     return .dropped
                 }
-                try db.recordAccessRequest(share: row.id, account: caller.id, lookup: caller.primaryLookup, at: Date().timeIntervalSince1970)
+                try db.recordAccessRequest(share: row.id, account: caller.id, lookup: caller.primaryLookup, at: EngineClock.seconds)
                 let share = try ownersView()
                 var event = Event(.shareAccessRequested, caller: caller, container: zone.container.identifier)
                 event.share = share
@@ -169,7 +169,7 @@ extension Engine {
                 id: 0,
                 requestID: "",
                 lookup: account.primaryLookup,
-                requestedAt: Date().timeIntervalSince1970,
+                requestedAt: EngineClock.seconds,
                 share: 0,
                 account: AccountIdentityRow(account)
             )
@@ -305,7 +305,7 @@ extension Engine {
         let participants = try participantRows(share: row.id, db: db)
         var identities: [Share.BlockedIdentity] = []
         var removed: [Participant] = []
-        let now = Date().timeIntervalSince1970
+        let now = EngineClock.seconds
         /// A blocked participant leaves the share, reason `blocked`, and the event lists them.
         func takeOff(_ p: ParticipantRow) throws {
             guard p.status != .removed else { return }

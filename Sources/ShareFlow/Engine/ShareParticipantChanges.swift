@@ -115,7 +115,7 @@ extension Engine {
             }
             let added: Int64
             if let existing {
-                try db.reinstate(participant: existing.id, role: role, permission: p.permission, at: Date().timeIntervalSince1970)
+                try db.reinstate(participant: existing.id, role: role, permission: p.permission, at: EngineClock.seconds)
                 added = existing.id
                 // An unclaimed link added again is a new link: the old URL, perhaps leaked, ends (R44).
                 if existing.oneTimeToken != nil, existing.accountID == nil {
@@ -133,7 +133,7 @@ extension Engine {
                     role: role,
                     permission: p.permission,
                     status: .pending,
-                    at: Date().timeIntervalSince1970
+                    at: EngineClock.seconds
                 )
                 matchedRows.insert(added)
                 // R44: the link's own token, as unguessable as a share's (R6).

@@ -127,7 +127,7 @@ extension Engine {
                 parentName: nil,
                 tag: RandomIdentifier.changeTag(),
                 by: caller.id,
-                at: Date().timeIntervalSince1970
+                at: EngineClock.seconds
             )
         } else {
             guard database.databaseScope == .private else {
@@ -143,7 +143,7 @@ extension Engine {
                 }
                 try checkCreate()
             }
-            let now = Date().timeIntervalSince1970
+            let now = EngineClock.seconds
             let recordRowID = try db.insertRecord(
                 zone: zone.id,
                 name: id.recordName,

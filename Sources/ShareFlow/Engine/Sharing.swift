@@ -310,7 +310,7 @@ extension Engine {
                 role: .publicUser,
                 permission: row.publicPermission,
                 status: .accepted,
-                at: Date().timeIntervalSince1970
+                at: EngineClock.seconds
             )
             share = try makeShare(row, zone: zone, caller: caller, db: db)
         }

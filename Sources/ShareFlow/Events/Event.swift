@@ -83,7 +83,7 @@ public struct Event {
         self.caller = caller
         self.callerID = caller?.id
         self.container = container
-        self.time = Date()
+        self.time = EngineClock.now()
     }
 
     /// Every event name the engine emits.

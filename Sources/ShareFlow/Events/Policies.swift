@@ -198,6 +198,7 @@ public struct PolicyDecision: Sendable {
     public var caller: String?
     /// The container's identifier and environment.
     public var container: String?
+    /// The container's environment (`development`, `production`).
     public var environment: String?
     /// The share decided about: record name, zone and its owner's user record ID.
     public var share: SharedRecord?
@@ -214,9 +215,13 @@ public struct PolicyDecision: Sendable {
 
     /// A share as the log names it.
     public struct SharedRecord: Sendable, Equatable {
+        /// The share's record name.
         public var recordName: String
+        /// Its zone's name.
         public var zoneName: String
+        /// Its zone's owner (user record ID).
         public var ownerName: String
+        /// A share named by its record, zone and owner.
         public init(recordName: String, zoneName: String, ownerName: String) {
             (self.recordName, self.zoneName, self.ownerName) = (recordName, zoneName, ownerName)
         }
@@ -226,10 +231,15 @@ public struct PolicyDecision: Sendable {
     /// failed denies); `location` is `file:line` of the return that decided — of the
     /// `sf.deny`/`sf.approve` call, else where the function begins.
     public struct Consulted: Sendable, Equatable {
+        /// The policy's name (`plugin/name`).
         public var policy: String
+        /// `allow`, `deny`, `approve` or `error`.
         public var verdict: String
+        /// Why, for any verdict but `allow`.
         public var reason: String?
+        /// `file:line` of the return that decided.
         public var location: String?
+        /// A policy's verdict.
         public init(policy: String, verdict: String, reason: String? = nil, location: String? = nil) {
             (self.policy, self.verdict, self.reason, self.location) = (policy, verdict, reason, location)
         }
@@ -237,9 +247,13 @@ public struct PolicyDecision: Sendable {
 
     /// The shadow set's verdict beside the live one.
     public struct ShadowVerdict: Sendable, Equatable {
+        /// Whether the candidates would have allowed.
         public var allow: Bool
+        /// The candidate policy that denied.
         public var policy: String?
+        /// Its reason, or why the candidates failed.
         public var reason: String?
+        /// The candidates' verdict.
         public init(allow: Bool, policy: String?, reason: String?) { (self.allow, self.policy, self.reason) = (allow, policy, reason) }
     }
 
@@ -282,6 +296,7 @@ public struct DecisionFilter: Sendable {
     /// The most a read returns: the log keeps no more by default.
     public static let maxLimit = 10_000
 
+    /// A filter; every part optional.
     public init(limit: Int = 20, point: String? = nil, denied: Bool = false, since: Date? = nil, shadowFlips: Bool = false, caller: String? = nil) {
         (self.limit, self.point, self.denied, self.since, self.shadowFlips, self.caller) = (limit, point, denied, since, shadowFlips, caller)
     }
@@ -692,8 +707,14 @@ public final class PolicySet: @unchecked Sendable {
     /// this process's own in memory, or if the store cannot be read).
     /// At most `logCapacity` of this process's, or what the shared log keeps;
     /// none for a limit below 1.
+    /// The latest decisions `filter` selects, oldest first: of every process on the store (the
+    /// shared log; this process's own in memory, or if the store cannot be read).
     public func decisions(_ filter: DecisionFilter) -> [PolicyDecision] {
         guard filter.limit > 0 else { return [] }
+        // Only a limit: the log's cached read (a plugin asking in a loop reads it once).
+        if filter.point == nil, !filter.denied, filter.since == nil, !filter.shadowFlips, filter.caller == nil {
+            return decisions(limit: filter.limit)
+        }
         publish()
         if let sharedLog, let shared = sharedLog.latest(filter) { return shared }
         var found: [PolicyDecision] = []
@@ -705,6 +726,7 @@ public final class PolicySet: @unchecked Sendable {
         return found.reversed()
     }
 
+    /// The latest `limit` decisions, oldest first (`decisions(_:)` with only a limit).
     public func decisions(limit: Int = 20) -> [PolicyDecision] {
         guard limit > 0 else { return [] }
         publish()

@@ -353,7 +353,10 @@ public enum PolicyInput {
 
 /// An input `PolicyInput` could not read back: the message names the field.
 public struct PolicyInputError: Error, CustomStringConvertible {
+    /// What is wrong, naming the field (`share.participants[2].role: …`).
     public let message: String
+    /// An error saying `message`.
     public init(_ message: String) { self.message = message }
+    /// The message.
     public var description: String { message }
 }

@@ -13,14 +13,19 @@ import Foundation
 public struct ShareChanges {
     /// A participant whose permission the save changes.
     public struct PermissionChange {
+        /// The participant, as the save would leave them.
         public let participant: Participant
+        /// Their permission as stored.
         public let from: ParticipantPermission
+        /// Their permission after the save.
         public let to: ParticipantPermission
     }
 
     /// A value the save changes: what it is stored as (nil for a new share) and what it becomes.
     public struct Change<Value> {
+        /// As stored; nil for a share being created.
         public let from: Value?
+        /// After the save.
         public let to: Value?
     }
 

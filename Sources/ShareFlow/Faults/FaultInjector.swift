@@ -328,7 +328,7 @@ public final class FaultInjector: @unchecked Sendable {
                 else { continue }
                 armed[index].injections += 1
                 let injection = FaultInjection(
-                    time: Date().timeIntervalSince1970,
+                    time: EngineClock.seconds,
                     rule: armed[index].id,
                     fault: rule.fault,
                     operation: request.operation,

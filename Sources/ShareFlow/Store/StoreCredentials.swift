@@ -38,7 +38,7 @@ extension Store {
                 INSERT INTO credential (kind, container, environment, hash, accountID, expiresAt, createdAt, publicKey) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (hash) DO UPDATE SET accountID = excluded.accountID, expiresAt = excluded.expiresAt
                 """,
-                [kind.rawValue, container, environment?.rawValue, hash, accountID, expiresAt, Date().timeIntervalSince1970, publicKey]
+                [kind.rawValue, container, environment?.rawValue, hash, accountID, expiresAt, EngineClock.seconds, publicKey]
             )
         }
     }

@@ -85,14 +85,14 @@ extension Store {
     /// them is `changeTokenExpired` from then on, for every process on the store. Returns how
     /// many entries went.
     public func compactChangeLog(olderThan seconds: Double) throws -> Int {
-        try write { try $0.pruneChangeLog(before: Date().timeIntervalSince1970 - seconds) }
+        try write { try $0.pruneChangeLog(before: EngineClock.seconds - seconds) }
     }
 
     /// R42: closes access requests made more than `seconds` ago (`store compact`, the config's
     /// `sharing.requestTTLDays`); returns how many. Each share whose requests closed has its
     /// change tag renewed (R43).
     public func closeAccessRequests(olderThan seconds: Double) throws -> Int {
-        let cutoff = Date().timeIntervalSince1970 - seconds
+        let cutoff = EngineClock.seconds - seconds
         var closed = 0
         // A thousand at a time, each batch its own transaction: a store with many stale
         // requests is never read whole into memory nor locked for long.

@@ -633,7 +633,7 @@ extension StoreTransaction {
     }
 
     private func logShareChanged(zone: LoggedZone, share: Int64, record: Int64, recordName: String, participant account: Int64?) throws {
-        let time = Date().timeIntervalSince1970
+        let time = EngineClock.seconds
         guard let account, account != zone.ownerID else {
             try logRecordSaved(zone: zone, record: record, name: recordName, type: "cloudkit.share", hierarchyChanged: false, at: time)
             return
@@ -672,7 +672,7 @@ extension StoreTransaction {
             name: name,
             type: "cloudkit.share",
             hierarchyChanged: false,
-            at: Date().timeIntervalSince1970,
+            at: EngineClock.seconds,
             viewersSettled: true,
             only: Set(managers)
         )

@@ -30,7 +30,7 @@ extension StoreTransaction {
             """,
             [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, name]
         )
-        try logZoneSaved(zone: id, at: Date().timeIntervalSince1970)
+        try logZoneSaved(zone: id, at: EngineClock.seconds)
         return id
     }
 
@@ -130,7 +130,7 @@ extension StoreTransaction {
     }
 
     package func deleteZone(id: Int64) throws {
-        try logZoneDeleted(zone: id, at: Date().timeIntervalSince1970)
+        try logZoneDeleted(zone: id, at: EngineClock.seconds)
         try run("DELETE FROM zone WHERE id = ?", [id])
         // The highest row a zone deleted had, which no new zone takes (`insertZone`).
         try run(
@@ -394,7 +394,7 @@ extension StoreTransaction {
         ) { try $0.integer(0, "accountID") }
         let orphans = try hasChildren(zone: before.zone, name: before.name)
         try run("DELETE FROM record WHERE id = ?", [id])
-        let now = Date().timeIntervalSince1970
+        let now = EngineClock.seconds
         try logRecordDeleted(zone: before.zone, name: before.name, type: before.type, at: now)
         guard let zone = try loggedZone(before.zone) else { return }
         if orphans {

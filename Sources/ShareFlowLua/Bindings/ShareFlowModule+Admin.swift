@@ -19,7 +19,7 @@ extension ShareFlowModule {
                         }
                     }
                     let invitations = try b.raising { try b.engine.pendingInvitations(olderThan: age) }
-                    let now = Date().timeIntervalSince1970
+                    let now = EngineClock.seconds
                     b.pushList(invitations) { inv in
                         lua_createtable(call.L, 0, 6)
                         lua.push(string: inv.participantID)
@@ -57,7 +57,7 @@ extension ShareFlowModule {
                         limit = Int(n)
                     }
                     let open = try b.raising { try b.engine.accessRequests(olderThan: age, limit: limit) }
-                    let now = Date().timeIntervalSince1970
+                    let now = EngineClock.seconds
                     b.pushList(open) { r in
                         b.push(requester: r.requester)
                         lua.push(string: r.shareURL)
