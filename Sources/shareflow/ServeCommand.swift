@@ -68,7 +68,7 @@ extension ShareFlowCommand {
             }
             let plugins = try global.loadPlugins(into: engine)
             let config = try global.pluginConfig()
-            _ = plugins
+            let reloads = Serve.reloadOnHangUp(engine: engine, plugins: plugins, global: global.settings)
             var server = CloudKitServer(engine: engine, host: host, port: port, logger: engine.logger)
             server.rateLimit = config.rateLimit
             server.corsOrigins = corsOrigins
@@ -96,7 +96,43 @@ extension ShareFlowCommand {
                 done.signal()
             }
             done.wait()
+            reloads.cancel()
             if let error = outcome.error { throw CLIFailure(message: "serve: \(error)") }
+        }
+
+        /// SIGHUP re-reads the config file and reloads every enabled plugin (SPEC §18 P1), between
+        /// two of the engine's calls: all of them, or — when the config does not parse or any
+        /// plugin does not load, check and set up on a scratch engine — none, every plugin
+        /// keeping its running version and the log saying why. Never a point without its policies.
+        static func reloadOnHangUp(engine: Engine, plugins: PluginManager, global: GlobalSettings) -> DispatchSourceSignal {
+            final class Reloading: @unchecked Sendable {  // used on the reload queue alone, under the engine's lock
+                let engine: Engine
+                let plugins: PluginManager
+                let global: GlobalSettings
+                init(_ engine: Engine, _ plugins: PluginManager, _ global: GlobalSettings) {
+                    (self.engine, self.plugins, self.global) = (engine, plugins, global)
+                }
+                func reload() {
+                    do {
+                        let config = try global.pluginConfig()
+                        let names = try engine.betweenCalls { () -> [String] in
+                            let names = try plugins.reloadAll(with: config)
+                            engine.policies.mask = config.policyMask
+                            engine.store.decisionLog?.kept = config.keepDecisions
+                            return names
+                        }
+                        engine.logger.notice("SIGHUP: plugins reloaded: \(names.isEmpty ? "none enabled" : names.joined(separator: ", "))")
+                    } catch {
+                        engine.logger.error("SIGHUP: nothing reloaded, the running plugins stay: \(error)")
+                    }
+                }
+            }
+            let reloading = Reloading(engine, plugins, global)
+            signal(SIGHUP, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "shareflow.reload"))
+            source.setEventHandler { reloading.reload() }
+            source.resume()
+            return source
         }
     }
 

@@ -72,6 +72,11 @@ extension Engine {
         return calls
     }
 
+    /// Runs `body` between the engine's calls, holding its lock: what a server's signal handler
+    /// does to the engine's plugins (a reload, SPEC §18 P1) happens between two decisions,
+    /// never in the middle of one.
+    public func betweenCalls<T>(_ body: () throws -> T) rethrows -> T { try locked(body) }
+
     /// Runs `body` holding the engine's lock (re-entrant), noting it for this thread where
     /// reads beside it are allowed.
     func locked<T>(_ body: () throws -> T) rethrows -> T {

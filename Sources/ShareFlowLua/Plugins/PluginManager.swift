@@ -263,6 +263,32 @@ public final class PluginManager {
         return names
     }
 
+    /// Reloads every plugin `config` turns on, with `config`, or none (SPEC §18 P1): each is
+    /// first checked on a scratch engine, and only when all pass does any change; one that
+    /// then fails still leaves its previous version running (`load`). Plugins the new config
+    /// turns off are unloaded. Returns the plugins reloaded; throws naming every problem,
+    /// with nothing changed.
+    public func reloadAll(with config: PluginConfig) throws -> [String] {
+        let checker = PluginManager(engine: engine, directories: directories, config: config, dataDirectory: dataDirectory)
+        let enabled = config.order.filter { config.isEnabled($0) }
+        let problems = enabled.flatMap { name in checker.check(name).map { "\(name): \($0)" } }
+        guard problems.isEmpty else {
+            throw PluginError("reload refused, every plugin keeps its running version: " + problems.joined(separator: "; "))
+        }
+        let previous = self.config
+        self.config = config
+        var failures: [String] = []
+        for name in enabled {
+            do { try load(name) } catch { failures.append("\(name): \(error)") }
+        }
+        for name in loadOrder where !enabled.contains(name) { unload(name) }
+        if !failures.isEmpty {
+            self.config = previous
+            throw PluginError("reload: " + failures.joined(separator: "; "))
+        }
+        return enabled
+    }
+
     /// Everything wrong with a plugin: syntax, structure, config schema and values, setup — on
     /// a scratch in-memory engine, so checking changes nothing.
     public func check(_ name: String) -> [String] {
