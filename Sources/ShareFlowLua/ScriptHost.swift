@@ -27,6 +27,8 @@ public final class ScriptHost {
     public private(set) var callbackErrors = 0
     /// Prefix of the names of this host's observers and policies (a plugin's name).
     public let labelPrefix: String
+    /// A candidate plugin's host (shadow mode): see `init`.
+    public let isShadow: Bool
     /// Progress of DiscoverAll when the script gave no progress function.
     public var defaultDiscoveryProgress: ((Int, Int) -> Void)?
     package var bindings: Bindings!
@@ -90,8 +92,12 @@ public final class ScriptHost {
     ///   - memoryLimit: the state's memory cap in bytes (0: none).
     ///   - labelPrefix: prefixes the names of observers and policies registered here.
     ///   - sandboxFolder: run sandboxed (SPEC §8), `require` confined to this folder.
-    public init(engine: Engine, memoryLimit: Int = 0, labelPrefix: String = "", sandboxFolder: String? = nil) throws {
+    ///   - shadow: a candidate plugin (SPEC §18 P6 shadow mode): its policies go to the
+    ///     engine's candidate set, which is asked beside the live one and never decides; its
+    ///     observers, authenticators and fault rules are not registered.
+    public init(engine: Engine, memoryLimit: Int = 0, labelPrefix: String = "", sandboxFolder: String? = nil, shadow: Bool = false) throws {
         self.engine = engine
+        self.isShadow = shadow
         self.logger = engine.logger
         self.labelPrefix = labelPrefix
         lua = try LuaState(memoryLimit: memoryLimit, libraries: sandboxFolder == nil ? .standard : .sandbox)

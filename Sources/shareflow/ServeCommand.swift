@@ -68,7 +68,20 @@ extension ShareFlowCommand {
             }
             let plugins = try global.loadPlugins(into: engine)
             let config = try global.pluginConfig()
+            // SPEC §18 P6: candidate versions asked beside the live ones, never deciding.
+            var candidates: PluginManager?
+            if let folder = config.shadowPlugins {
+                let shadow = PluginManager(engine: engine, directories: [folder], config: config, dataDirectory: plugins.dataDirectory)
+                shadow.isShadow = true
+                do {
+                    try shadow.loadEnabled()
+                } catch {
+                    throw CLIFailure(message: "policies.shadow \(folder): the candidate plugins do not load: \(error)")
+                }
+                candidates = shadow
+            }
             let reloads = Serve.reloadOnHangUp(engine: engine, plugins: plugins, global: global.settings)
+            defer { _ = candidates }
             var server = CloudKitServer(engine: engine, host: host, port: port, logger: engine.logger)
             server.rateLimit = config.rateLimit
             server.corsOrigins = corsOrigins

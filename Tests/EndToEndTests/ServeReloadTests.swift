@@ -81,3 +81,60 @@ final class ServeReloadTests: ServerTestCase {
         XCTAssertTrue(server.isRunning)
     }
 }
+
+/// Shadow mode (SPEC §18 P6): `policies.shadow` names a folder of candidate versions that
+/// `serve` asks beside the live ones; they never decide, and `decisions --shadow-flips`
+/// lists where they disagree.
+final class ServeShadowTests: ServerTestCase {
+    func testACandidateIsAskedAndLoggedButNeverDecides() throws {
+        let candidate = dir.appendingPathComponent("candidate/gate/init.lua")
+        try FileManager.default.createDirectory(at: candidate.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try CLI.write(
+            """
+            return {
+              name = "gate", version = "2.0.0", description = "Candidate: refuses every share.",
+              setup = function(ctx)
+                ctx.on("share.saved", function() error("a candidate's observer must never run") end)
+                ctx.policy("share.save", function() return ctx.deny("candidate says no") end, { name = "titles" })
+              end,
+            }
+            """,
+            to: candidate
+        )
+        try restartServer(
+            withPlugin: "gate",
+            settings: "policies = { shadow = \"candidate\" }",
+            """
+            return {
+              name = "gate", version = "1.0.0", description = "Live: allows every share.",
+              setup = function(ctx) ctx.policy("share.save", function() end, { name = "titles" }) end,
+            }
+            """
+        )
+        try makeZone("Z")
+        let r = try call(
+            "POST",
+            db + "/private/records/modify",
+            body: """
+                {"zoneID":{"zoneName":"Z"},"operations":[
+                 {"operationType":"create","record":{"recordName":"r1","recordType":"Doc","fields":{}}},
+                 {"operationType":"create","record":{"recordName":"s1","recordType":"cloudkit.share","forRecord":{"recordName":"r1"},
+                  "publicPermission":"NONE","participants":[]}}]}
+                """
+        )
+        let records = try XCTUnwrap(r.1["records"] as? [[String: Any]], "\(r.1)")
+        XCTAssertTrue(records.allSatisfy { $0["serverErrorCode"] == nil }, "the live version decides: \(r.1)")
+        let config = dir.appendingPathComponent("gate.config.lua").path
+        let flips = try CLI.run(["decisions", "--shadow-flips", "--json", "--store", store, "--config", config])
+        XCTAssertEqual(flips.status, 0, flips.stderr)
+        let listed = try XCTUnwrap(
+            (try JSONSerialization.jsonObject(with: Data(flips.stdout.utf8)) as? [String: Any])?["decisions"] as? [[String: Any]]
+        )
+        XCTAssertEqual(listed.count, 1, flips.stdout)
+        XCTAssertEqual(listed.first?["allow"] as? Bool, true)
+        let shadow = try XCTUnwrap(listed.first?["shadow"] as? [String: Any])
+        XCTAssertEqual(shadow["allow"] as? Bool, false)
+        XCTAssertEqual(shadow["reason"] as? String, "candidate says no")
+        XCTAssertFalse((try String(contentsOf: serverLog, encoding: .utf8)).contains("must never run"))
+    }
+}

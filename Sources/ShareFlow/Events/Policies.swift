@@ -517,8 +517,18 @@ public final class PolicySet: @unchecked Sendable {
     /// Candidate policies asked beside the live ones, never deciding (SPEC §18 P6 shadow
     /// mode): asked with the same request after the live decision, their verdict logged.
     public var shadow: PolicySet?
-    /// Set while a shadow set is being asked: its decisions go to no log.
+    /// Whether this is a candidate set: its decisions go to no log.
     private var isShadow = false
+
+    /// The candidate set (shadow mode), made on first use: where a shadow plugin's policies go.
+    public var candidates: PolicySet {
+        if let shadow { return shadow }
+        let made = PolicySet()
+        made.isShadow = true
+        made.captureInputs = false
+        shadow = made
+        return made
+    }
     /// Index in `log` of the first decision `publish` has not seen.
     @exclusivity(unchecked) private var unpublished = 0
 

@@ -94,7 +94,9 @@ struct HookCall {
         if sf_push_verdict_location(L) == LUA_TSTRING, let text = LuaState.owner(of: L).string(at: -1) {
             location = text.hasSuffix(": ") ? String(text.dropLast(2)) : text
         }
-        bindings._withUnsafeGuaranteedRef { $0.engine.policies.verdictLocation = location }
+        bindings._withUnsafeGuaranteedRef { b in
+            if b.host.isShadow { b.engine.policies.candidates.verdictLocation = location } else { b.engine.policies.verdictLocation = location }
+        }
     }
 
     /// `file:line` where the function at `index` begins, for the decision log.
@@ -182,6 +184,11 @@ enum Hooks {
                     // reference counting here. Safe because the host removes its registrations before
                     // it goes (ScriptHost.deinit).
                     let hook = HookCall(b, fn)
+                    // A candidate (shadow mode) decides nothing and does nothing: no observer.
+                    if host.isShadow {
+                        handleClass.push(Handle(label: name) {}, in: call.state)
+                        return 1
+                    }
                     let handle = b.engine.events.observe(event, priority: priority, label: label) { ev in
                         try hook.deliver(ev)
                     }
@@ -207,10 +214,11 @@ enum Hooks {
                     // As for observers: no reference counting per decision; the host removes its
                     // policies before it goes.
                     let hook = HookCall(b, fn)
-                    let id = b.engine.policies.add(point, name: label, priority: priority, location: HookCall.definedAt(call.L, 2)) { request in
+                    // A candidate's policies go to the candidate set (shadow mode, SPEC §18 P6).
+                    let policies = host.isShadow ? b.engine.policies.candidates : b.engine.policies
+                    let id = policies.add(point, name: label, priority: priority, location: HookCall.definedAt(call.L, 2)) { request in
                         try hook.decide(request)
                     }
-                    let policies = b.engine.policies
                     host.registrations.append { policies.remove(id: id) }
                     handleClass.push(Handle(label: name) { policies.remove(id: id) }, in: call.state)
                     return 1
@@ -222,6 +230,10 @@ enum Hooks {
                 { [unowned host, unowned b] call in
                     let fn = try call.function(1)
                     let (priority, name) = try options(call, 2, default: "authenticator")
+                    if host.isShadow {
+                        handleClass.push(Handle(label: name) {}, in: call.state)
+                        return 1
+                    }
                     // As for policies: the host removes its authenticators before it goes.
                     let bindings = Unmanaged.passUnretained(b)
                     let set = b.engine.authenticators

@@ -27,6 +27,11 @@ public final class PluginManager {
     /// it is handling): kept until that call returns and the state closes.
     private var retiring: [ScriptHost] = []
     private var loadOrder: [String] = []
+    /// Candidate versions asked beside the live ones (`policies.shadow`, SPEC §18 P6): their
+    /// policies go to the engine's candidate set and never decide; nothing else registers.
+    public var isShadow = false
+    /// The policy set this manager's plugins register into.
+    private var policies: PolicySet { isShadow ? engine.policies.candidates : engine.policies }
     /// Whether `config.faults` were armed (once per manager, not per `loadEnabled`).
     private var configFaultsArmed = false
 
@@ -171,7 +176,7 @@ public final class PluginManager {
     /// an error.
     public func loadEnabled() throws {
         // The config file's fault rules (SPEC §15) apply to every command that loads plugins.
-        if !configFaultsArmed {
+        if !configFaultsArmed, !isShadow {
             for rule in config.faults { try engine.faults.add(rule, owner: .config) }
             configFaultsArmed = true
         }
@@ -221,14 +226,14 @@ public final class PluginManager {
     private func park(_ name: String) -> Parked {
         Parked(
             observers: engine.events.detach(labelPrefix: PluginManager.prefix(name)),
-            policies: engine.policies.detach(namePrefix: PluginManager.prefix(name)),
+            policies: policies.detach(namePrefix: PluginManager.prefix(name)),
             faults: engine.faults.detach { $0 == .plugin(name) }
         )
     }
 
     private func restore(_ parked: Parked) {
         engine.events.reattach(parked.observers)
-        engine.policies.reattach(parked.policies)
+        policies.reattach(parked.policies)
         engine.faults.reattach(parked.faults)
     }
 
@@ -339,7 +344,8 @@ public final class PluginManager {
             engine: engine,
             memoryLimit: Int(config.memoryMiB * 1024 * 1024),
             labelPrefix: PluginManager.prefix(name),
-            sandboxFolder: folder
+            sandboxFolder: folder,
+            shadow: isShadow
         )
         host.lua.cpuBudget = budget
         host.lua.onBudgetOverrun = { [name] budget in Counted.budgetOverrun(plugin: name, budget: budget) }
@@ -353,7 +359,7 @@ public final class PluginManager {
 
     private func removeHooks(_ name: String) {
         engine.events.removeAll(labelPrefix: PluginManager.prefix(name))
-        engine.policies.removeAll(namePrefix: PluginManager.prefix(name))
+        policies.removeAll(namePrefix: PluginManager.prefix(name))
         // Its fault rules (SPEC §15) end with it, as its observers do.
         engine.faults.removeAll { $0 == .plugin(name) }
     }
