@@ -848,4 +848,44 @@ function expect.allowed(d, what) end
 ---@return shareflow.PolicyDecision|shareflow.Error
 function expect.denied(d, reasonPattern, what) end
 
+-- Plugins (docs/LUA_API.md §Plugins): what `init.lua` returns, and the `ctx` its setup gets.
+
+---A plugin's config key: its type, default and bounds.
+---@class shareflow.ConfigField
+---@field type "string"|"number"|"integer"|"boolean"|"list"
+---@field default? any
+---@field min? number
+---@field max? number
+---@field items? "string"|"number"|"integer"|"boolean" a list's item type
+
+---The table a plugin's `init.lua` returns.
+---@class shareflow.Plugin
+---@field name string
+---@field version string
+---@field description string
+---@field config? table<string, shareflow.ConfigField>
+---@field setup fun(ctx: shareflow.Context, config: table)
+
+---What `setup(ctx)` gets: the `shareflow` API scoped to the plugin (its observers and policies
+---are named `<plugin>/<name>` and removed when it unloads), plus the plugin's own things.
+---@class shareflow.Context: shareflow
+---@field name string the plugin's name
+---@field config table its validated config, defaults filled in
+---@field dataFolder string where ctx.appendFile writes
+---@field diskQuota integer the data folder's quota in bytes
+local Context = {}
+---Appends `bytes` to a file inside the plugin's data folder; returns its path.
+---@param relativePath string
+---@param bytes string
+---@return string
+function Context.appendFile(relativePath, bytes) end
+---Moves the top-level file `name`, when it holds at least `atLeast` bytes, to `name.1`.
+---@param name string
+---@param atLeast? integer
+---@return boolean
+function Context.rotateFile(name, atLeast) end
+
+---A policy for `point` (typed by the point's request).
+---@alias shareflow.PolicyFunction fun(req: shareflow.PolicyRequest): (boolean|table|nil), string?
+
 return shareflow

@@ -21,7 +21,7 @@ extension ShareFlowCommand {
         var denied = false
         @Option(name: .long, help: "Only decisions since T: an ISO 8601 time, or an age such as 10m, 2h, 3d.")
         var since: String?
-        @Option(name: .long, help: "Only this caller's decisions (user record ID).")
+        @Option(name: .long, help: "Only this caller's decisions: an email, phone or user record ID.")
         var caller: String?
         @Flag(name: .long, help: "Only decisions where the shadow candidates (policies.shadow) disagreed.")
         var shadowFlips = false
@@ -45,13 +45,15 @@ extension ShareFlowCommand {
         func run() throws {
             let engine = try global.makeEngine()
             defer { engine.store.close() }
+            // An address names its account's user record ID, as --as does elsewhere.
+            let callerID = try caller.map { who in try engine.accounts.find(who)?.userRecordID ?? who }
             let filter = DecisionFilter(
                 limit: limit,
                 point: point,
                 denied: denied,
                 since: since.flatMap { DecisionFilter.time($0) },
                 shadowFlips: shadowFlips,
-                caller: caller
+                caller: callerID
             )
             let found = engine.policies.decisions(filter)
             if global.json {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CShareFlowSupport
 import Foundation
 import ShareFlow
 import ShareFlowLua
@@ -34,6 +35,8 @@ extension ShareFlowCommand {
             var share: String?
             @Flag(name: .long, help: "Print every policy consulted, its verdict, the lines it ran and the file:line that decided.")
             var explain = false
+            @Flag(name: .long, help: "Ask at the current time, not at the input's \"time\" (when it was logged).")
+            var now = false
 
             func validate() throws {
                 guard (input == nil) != (`as` == nil) else {
@@ -51,8 +54,12 @@ extension ShareFlowCommand {
                 let engine = try global.makeEngine()
                 defer { engine.store.close() }
                 let request: PolicyRequest
+                // A logged input is asked again at the time it was asked (an expiry decides as
+                // it did), unless --now.
+                defer { TestClock.reset() }
                 if let input {
                     let bytes = try Policy.read(input)
+                    if !now, let at = PolicyInput.time(of: bytes) { TestClock.set(at) }
                     do {
                         request = try PolicyInput.request(from: bytes, pointName: decisionPoint.name) { id in
                             (try? engine.accounts.find(id)) ?? nil
@@ -70,13 +77,14 @@ extension ShareFlowCommand {
                         throw Policy.badInput("--share: \(error.message)")
                     }
                 }
+                if explain { Explanation.prepare() }
                 let plugins = PluginManager(engine: engine, directories: global.pluginSearchPath, config: try global.pluginConfig())
                 do {
                     try plugins.loadEnabled()
                 } catch {
                     throw CLIFailure(message: "the configured plugins do not load: \(error)")
                 }
-                let decision = explain ? Explanation.traced(engine, plugins) { engine.evaluate(request) } : (engine.evaluate(request), [])
+                let decision = explain ? Explanation.traced { engine.evaluate(request) } : (engine.evaluate(request), [])
                 Policy.show(decision.0, explanation: explain ? decision.1 : nil, json: global.json)
                 plugins.unloadAll()
                 if !decision.0.allow { throw ExitCode(1) }
@@ -128,8 +136,11 @@ extension ShareFlowCommand {
                 var flips: [[String: Any]] = []
                 var asked = 0
                 var skipped = 0
+                defer { TestClock.reset() }
                 for d in logged {
-                    guard let input = d.input, d.shadow == nil || true else { continue }
+                    guard let input = d.input else { continue }
+                    // Asked again at the time it was asked: a policy reading the clock decides as it did.
+                    TestClock.set(PolicyInput.time(of: Array(input.utf8)) ?? d.time)
                     let request: PolicyRequest
                     do {
                         request = try PolicyInput.request(from: Array(input.utf8)) { id in (try? engine.accounts.find(id)) ?? nil }
@@ -142,7 +153,8 @@ extension ShareFlowCommand {
                     guard again.allow != d.allow else { continue }
                     flips.append([
                         "id": d.id, "point": d.point, "caller": d.caller ?? "", "was": d.allow ? "allow" : "deny",
-                        "wasReason": d.reasons.first ?? "", "now": again.allow ? "allow" : "deny", "nowReason": again.reasons.first ?? "",
+                        "wasReason": d.reasons.first ?? "allowed", "now": again.allow ? "allow" : "deny",
+                        "nowReason": again.reasons.first ?? "allowed",
                     ])
                 }
                 if global.json {
@@ -198,9 +210,51 @@ extension ShareFlowCommand {
     }
 }
 
-/// `--explain`'s trace of the lines a decision ran (filled in with line coverage).
+/// `--explain`'s trace of the lines a decision ran (SPEC §18 P4), from line coverage
+/// (coverage.c): started before the plugins load, paused while they do, recording only while
+/// the question is asked. Off, no state has a line hook: a decision costs nothing more.
 enum Explanation {
-    static func traced(_ engine: Engine, _ plugins: PluginManager, _ body: () -> PolicyDecision) -> (PolicyDecision, [String]) {
-        (body(), [])
+    /// Starts recording for the states made from now on (call before the plugins load), paused.
+    static func prepare() {
+        sf_coverage_start()
+        sf_coverage_pause(1)
+    }
+
+    /// Runs `body` recording the lines it runs; returns its decision and one line per file run:
+    /// `ran PATH: 12, 14-16`.
+    static func traced(_ body: () -> PolicyDecision) -> (PolicyDecision, [String]) {
+        sf_coverage_pause(0)
+        let decision = body()
+        sf_coverage_pause(1)
+        var lines: [String] = []
+        for file in 0..<sf_coverage_file_count() {
+            guard let source = sf_coverage_source(file).map({ String(cString: $0) }), source.hasPrefix("@") else { continue }
+            let path = String(source.dropFirst())
+            var count: Int32 = 0
+            var message = [CChar](repeating: 0, count: 256)
+            guard let code = sf_coverage_executable_lines(path, &count, &message, message.count) else { continue }
+            defer { free(code) }
+            let ran = (0..<Int(count)).map { Int(code[$0]) }.filter { sf_coverage_hit(file, Int32($0)) != 0 }
+            guard !ran.isEmpty else { continue }
+            lines.append("ran \(path): \(ranges(ran))")
+        }
+        return (decision, lines)
+    }
+
+    /// `1, 3-5` for [1, 3, 4, 5].
+    static func ranges(_ lines: [Int]) -> String {
+        var parts: [String] = []
+        var start = lines[0]
+        var end = lines[0]
+        for line in lines.dropFirst() {
+            if line == end + 1 {
+                end = line
+                continue
+            }
+            parts.append(start == end ? "\(start)" : "\(start)-\(end)")
+            (start, end) = (line, line)
+        }
+        parts.append(start == end ? "\(start)" : "\(start)-\(end)")
+        return parts.joined(separator: ", ")
     }
 }

@@ -107,6 +107,7 @@ final class PolicyToolingTests: XCTestCase {
         r = try CLI.run(["policy", "eval", "share.accept", "--explain", "--input", "-"] + global, stdin: inputText)
         XCTAssertEqual(r.status, 1)
         XCTAssertTrue(r.stdout.contains("gate/accept: deny (eve@evil.test is blocked) at "), r.stdout)
+        XCTAssertTrue(r.stdout.contains("gate/init.lua: 8-10"), "the lines the decision ran: \(r.stdout)")
         // From the store: Carol, about the share.
         r = try CLI.run(["policy", "eval", "share.accept", "--as", "carol@example.com", "--share", url] + global)
         XCTAssertEqual(r.status, 0, r.stdout + r.stderr)

@@ -172,3 +172,29 @@ test.cases("sf.decisions and sf.policies.evaluate refuse bad arguments", {
 }, function(row)
   expect.raises(row[1], row[2])
 end)
+
+test("every question of one save sees the share as it was before the save", function()
+  local w = helpers.world()
+  local seen = {}
+  sf.policy("participant.add", function(req)
+    seen[#seen + 1] = { share = req.share, added = #req.changes.participantsAdded }
+  end)
+  sf.policy("share.publicPermission", function(req) seen.public = req.share end)
+  local saved = helpers.shared(w, { "bob@example.com", "carol@example.com" })
+  expect.eq(#seen, 2, "one participant.add per invitee")
+  for i, s in ipairs(seen) do
+    expect.eq(s.share, nil, "req.share of a share being created, at add " .. i)
+    expect.eq(s.added, 2, "the save's whole change, at add " .. i)
+  end
+  -- An existing share: each add sees it as stored before the save, not after the earlier adds.
+  local share = w.db:fetchRecord(saved.recordID)
+  seen = {}
+  sf.accounts.create{ email = "dana@example.com" }
+  sf.accounts.create{ email = "erin@example.com" }
+  helpers.invite(w, share, "dana@example.com")
+  helpers.invite(w, share, "erin@example.com")
+  local _, err = w.db:modifyRecords{ save = { share } }
+  expect.eq(err, nil)
+  expect.eq(#seen, 2)
+  for _, s in ipairs(seen) do expect.eq(#s.share.participants, 3, "owner, Bob and Carol, before the save") end
+end)

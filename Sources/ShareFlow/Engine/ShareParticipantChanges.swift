@@ -10,6 +10,7 @@ extension Engine {
         _ share: Share,
         row: ShareRow,
         zone: ZoneRow,
+        before: PolicyRequest.Objects,
         me: ParticipantRow,
         publicPermission: ParticipantPermission,
         asShown: Bool,
@@ -70,13 +71,12 @@ extension Engine {
                 Engine.policyRequest(
                     .participantAdd,
                     share: share,
-                    stored: row,
+                    before: before,
                     zone: zone,
                     asShown: asShown,
                     participant: p,
                     caller: caller,
-                    container: container,
-                    link: link
+                    container: container
                 ),
                 item: item,
                 db: db

@@ -31,6 +31,8 @@ extension Engine {
         let zone = try sharingZone(for: id.zoneID, in: database, caller: caller, item: item, db: db)
         var stored = try shareRow(zone: zone, recordName: id.recordName, db: db)
         let created = stored == nil
+        // What every policy this save asks sees as `req.share` (SPEC §18 P2).
+        let before = shareBeforeSave(stored, zone: zone, caller: caller)
         // The share's change tag before this save wrote anything (R35).
         let tagAtStart = created ? nil : try recordRow(zone: zone, name: id.recordName, db: db)?.tag
         var me: ParticipantRow?
@@ -55,13 +57,12 @@ extension Engine {
             Engine.policyRequest(
                 point,
                 share: share,
-                stored: stored,
+                before: before,
                 zone: zone,
                 asShown: policy != .changedKeys,
                 participant: participant,
                 caller: caller,
                 container: container,
-                link: link,
                 from: from,
                 to: to
             )
@@ -242,6 +243,7 @@ extension Engine {
             share,
             row: row,
             zone: zone,
+            before: before,
             me: mine,
             publicPermission: publicPermission,
             asShown: policy != .changedKeys,

@@ -24,7 +24,9 @@ public enum PolicyInput {
     /// (the engine makes them before the change, `PolicySet.capture`); an accept's share is its
     /// metadata's when the policy did not read it (the same share, as the caller sees it).
     public static func object(of request: PolicyRequest) -> [String: Any] {
-        var o: [String: Any] = ["point": request.point.name]
+        // When it was asked: a question asked again (eval, replay) is asked at that time, so a
+        // policy that reads the clock (an expiry) decides as it did.
+        var o: [String: Any] = ["point": request.point.name, "time": EngineClock.seconds]
         if let caller = request.caller { o["caller"] = account(caller) }
         if let container = request.container { o["container"] = container }
         if let environment = request.objects.environment ?? request.objects.metadata?.environment.rawValue { o["environment"] = environment }
@@ -77,6 +79,7 @@ public enum PolicyInput {
         ]
         if p.isApprovedRequester { o["isApprovedRequester"] = true }
         if p.isOneTimeURLParticipant { o["isOneTimeURLParticipant"] = true }
+        if let added = p.dateAddedToShare { o["dateAddedToShare"] = added.timeIntervalSince1970 }
         return o
     }
 
@@ -165,6 +168,14 @@ public enum PolicyInput {
     }
 
     // MARK: Reading back
+
+    /// The time an input was asked at (its `time`), if it says.
+    public static func time(of text: [UInt8]) -> Date? {
+        guard text.count <= maxBytes, let o = (try? JSONSerialization.jsonObject(with: Data(text))) as? [String: Any],
+            let t = o["time"] as? Double, t.isFinite, abs(t) < 315_576_000_000
+        else { return nil }
+        return Date(timeIntervalSince1970: t)
+    }
 
     /// A request made from `text` (`eval --input`, a logged decision's input). `caller`: the
     /// account to ask as when the input names one that is in the store (`lookup`), else one
@@ -292,6 +303,7 @@ public enum PolicyInput {
         )
         p.isApprovedRequester = (o["isApprovedRequester"] as? Bool) ?? false
         p.isOneTimeURLParticipant = (o["isOneTimeURLParticipant"] as? Bool) ?? false
+        p.dateAddedToShare = try number(o, "dateAddedToShare", at).map { Date(timeIntervalSince1970: $0) }
         return p
     }
 

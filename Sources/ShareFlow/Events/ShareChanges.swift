@@ -134,23 +134,10 @@ extension Participant {
 }
 
 extension Engine {
-    /// A policy's question about a save of `share` (SPEC §18 P2): the share as stored when
-    /// first read (nil while it is being created) and as the save would leave it, both made
-    /// only if read. Through the link, as an accept's: a policy may keep the request, and the
-    /// request must not keep the engine, nor a transaction that has ended.
-    static func policyRequest(
-        _ point: DecisionPoint,
-        share: Share,
-        stored: ShareRow?,
-        zone: ZoneRow,
-        asShown: Bool,
-        participant: Participant?,
-        caller: Account,
-        container: String,
-        link: EngineLink,
-        from: String? = nil,
-        to: String? = nil
-    ) -> PolicyRequest {
+    /// The share as stored before a save of it changes anything (SPEC §18 P2), made once for
+    /// every question the save asks (nil for a share being created). Read now when a point
+    /// asked after the save's first writes has policies, so each sees the share before the save.
+    func shareBeforeSave(_ stored: ShareRow?, zone: ZoneRow, caller: Account) -> PolicyRequest.Objects {
         let before = PolicyRequest.Objects(
             share: { [link] in
                 guard let engine = link.engine, let stored else { return nil }
@@ -159,6 +146,28 @@ extension Engine {
             participant: { nil },
             metadata: nil
         )
+        if stored != nil, policies.hasPolicies(.participantAdd) || policies.hasPolicies(.sharePublicPermission) {
+            _ = try? before.share
+        }
+        return before
+    }
+
+    /// A policy's question about a save of `share` (SPEC §18 P2): the share as stored before
+    /// the save (`before`, nil while it is being created) and as the save would leave it, made
+    /// only if read. Through the link, as an accept's: a policy may keep the request, and the
+    /// request must not keep the engine, nor a transaction that has ended.
+    static func policyRequest(
+        _ point: DecisionPoint,
+        share: Share,
+        before: PolicyRequest.Objects,
+        zone: ZoneRow,
+        asShown: Bool,
+        participant: Participant?,
+        caller: Account,
+        container: String,
+        from: String? = nil,
+        to: String? = nil
+    ) -> PolicyRequest {
         let objects = PolicyRequest.Objects(
             share: { try before.share },
             participant: { participant?.snapshot(status: .pending) },

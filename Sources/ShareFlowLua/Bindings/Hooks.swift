@@ -308,7 +308,10 @@ enum Hooks {
                         )
                     }
                     var text: [UInt8] = Array("{}".utf8)
-                    if !call.isNil(2) {
+                    if lua_type(call.L, 2) == LUA_TSTRING {
+                        // A logged decision's `input`, as it is.
+                        text = Array(try call.string(2).utf8)
+                    } else if !call.isNil(2) {
                         try call.table(2)
                         text = []
                         var seen = Set<UnsafeRawPointer>()
