@@ -87,9 +87,21 @@ static const char *sandbox_reader(lua_State *L, void *ud, size_t *size) {
     return s;
 }
 
-static int sandbox_load(lua_State *L) {
+/* A chunk name a plugin gives is shown as `(load) NAME`: a plugin cannot pass its code off as
+ * another file (`@Plugins/other/init.lua`), which would forge that file's coverage, the
+ * `file:line` of a decision, or have a file outside the sandbox compiled and quoted (SPEC §18). */
+static const char *public_chunkname(lua_State *L, int keep) {
+    if (keep || lua_isnoneornil(L, 2)) return NULL;
+    const char *name = luaL_checkstring(L, 2);
+    lua_pushfstring(L, "=(load) %s", name[0] == '=' || name[0] == '@' ? name + 1 : name);
+    lua_replace(L, 2);
+    return lua_tostring(L, 2);
+}
+
+static int load_chunk(lua_State *L, int keep) {
     size_t l;
     int status;
+    public_chunkname(L, keep);
     const char *s = lua_type(L, 1) == LUA_TSTRING ? lua_tolstring(L, 1, &l) : NULL;
     int env = !lua_isnone(L, 4) ? 4 : 0;
     if (s != NULL) {
@@ -120,6 +132,10 @@ static int sandbox_load(lua_State *L) {
     }
     return 1;
 }
+
+static int sandbox_load(lua_State *L) { return load_chunk(L, 0); }
+
+int sf_sandbox_load_module(lua_State *L) { return load_chunk(L, 1); }
 
 /* collectgarbage: "collect" (or "step") and the two queries. Past SF_GC_FULL_KIB a collection
  * is one incremental step, which the budget can follow; stopping, restarting or retuning the

@@ -103,6 +103,13 @@ public struct Benchmarks {
             r["policy_decision_ns"] = median(policy)
             r["policy_decision_c_ns"] = median(policyC)
             r["policy_decision_ratio"] = pairedRatio(policy, policyC)
+            // SPEC §12 wave 4, §18 P3: on a store whose decision log every process shares, each
+            // decision's input captured; the log's JSON and its write after the timed decisions.
+            progress("policy decision with the store's decision log capturing its input")
+            let (_, _, logged, loggedC) = try hooksAndPolicies(store: scratch.appendingPathComponent("decisions.sqlite").path)
+            r["policy_decision_logged_ns"] = median(logged)
+            r["policy_decision_logged_c_ns"] = median(loggedC)
+            r["policy_decision_logged_ratio"] = pairedRatio(logged, loggedC)
         }
         if wanted("fetch") {
             progress("fetch participants: \(sizes.lookups) lookups against \(sizes.accounts) accounts")
@@ -256,8 +263,10 @@ public struct Benchmarks {
     }
 
     /// Nanoseconds per call of each repetition: (event, its C baseline, policy, its C baseline).
-    func hooksAndPolicies() throws -> ([Double], [Double], [Double], [Double]) {
-        let engine = Engine(store: try Store(path: ":memory:"))
+    /// `store`: a file gives the engine the store's shared decision log (SPEC §18 P3).
+    func hooksAndPolicies(store: String = ":memory:") throws -> ([Double], [Double], [Double], [Double]) {
+        let engine = Engine(store: try Store(path: store))
+        defer { engine.store.close() }
         engine.logger.logLevel = .critical
         let alice = try engine.accounts.create(emails: ["alice@example.com"])
         _ = try engine.accounts.create(emails: ["bob@example.com"])

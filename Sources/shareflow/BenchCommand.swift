@@ -127,6 +127,11 @@ extension ShareFlowCommand {
                     "| one `share.accept` policy decision | \(n("policy_decision_ns")) ns | \(n("policy_decision_c_ns")) ns (raw C `lua_pcall`) | \(n("policy_decision_ratio", 2))× | ≤ 2× |"
                 )
             }
+            if r["policy_decision_logged_ns"] != nil {
+                print(
+                    "| one `share.accept` decision, its input logged (shared log) | \(n("policy_decision_logged_ns")) ns | \(n("policy_decision_logged_c_ns")) ns (raw C `lua_pcall`) | \(n("policy_decision_logged_ratio", 2))× | ≤ 1.75× |"
+                )
+            }
             if r["fetch_participants_per_s"] != nil {
                 print(
                     "| FetchShareParticipants | \(n("fetch_participants_per_s")) /s | \(n("sqlite_lookups_per_s")) /s (raw SQLite) | \(n("fetch_participants_vs_sqlite", 2))× | ≥ 0.5× |"

@@ -43,6 +43,7 @@ extension ShareFlowCommand {
         }
 
         func run() throws {
+            try Policy.requireStore(global)
             let engine = try global.makeEngine()
             defer { engine.store.close() }
             // An address names its account's user record ID, as --as does elsewhere.
@@ -68,18 +69,22 @@ extension ShareFlowCommand {
 
 /// A decision as the CLI shows it: one line, or JSON.
 enum DecisionText {
+    /// Text a policy or a caller wrote (a reason may quote a title), on one line with no
+    /// control characters: it cannot forge a line of the log or steer the terminal.
+    static func shown(_ text: String) -> String { Naming.printable(text) }
+
     static func line(_ d: PolicyDecision) -> String {
         let time = ISO8601DateFormatter().string(from: d.time)
         var line = "#\(d.id) \(time) \(d.point) \(d.allow ? "allow" : "DENY")"
         if let caller = d.caller { line += " caller=\(caller)" }
         if let share = d.share { line += " share=\(share.recordName)@\(share.zoneName)" }
         if let deciding = d.consulted.last(where: { $0.verdict != "allow" }) {
-            line += " by \(deciding.policy)"
-            if let location = deciding.location { line += " (\(location))" }
-            if let reason = deciding.reason { line += ": \(reason)" }
+            line += " by \(shown(deciding.policy))"
+            if let location = deciding.location { line += " (\(shown(location)))" }
+            if let reason = deciding.reason { line += ": \(shown(reason))" }
         }
         if let shadow = d.shadow, shadow.allow != d.allow {
-            line += " [shadow: \(shadow.allow ? "allow" : "deny")\(shadow.reason.map { ": \($0)" } ?? "")]"
+            line += " [shadow: \(shadow.allow ? "allow" : "deny")\(shadow.reason.map { ": \(shown($0))" } ?? "")]"
         }
         return line
     }

@@ -285,7 +285,11 @@ public struct LuaTestRunner {
             guard seconds.isFinite, abs(seconds) <= 315_576_000_000 else {
                 throw call.argumentError(1, "seconds must be finite and within 10,000 years, got \(seconds)")
             }
-            TestClock.set(EngineClock.now().addingTimeInterval(seconds))
+            let moved = EngineClock.now().addingTimeInterval(seconds)
+            guard EngineClock.accepts(moved) else {
+                throw call.argumentError(1, "the clock would leave the 10,000 years either side of 1970 (it reads \(EngineClock.seconds) s)")
+            }
+            TestClock.set(moved)
             return 0
         }
         lua.setField(-2, "advance")
@@ -312,7 +316,8 @@ public struct LuaTestRunner {
 enum TestClock {
     static func set(_ date: Date) {
         EngineClock.set(date)
-        sf_clock_set(Int64((date.timeIntervalSince1970 * 1e6).rounded()))
+        // The engine's clock as it took it (held within its range): Lua reads the same.
+        sf_clock_set(Int64((EngineClock.seconds * 1e6).rounded()))
     }
 
     static func reset() {

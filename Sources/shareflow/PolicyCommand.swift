@@ -3,6 +3,7 @@ import CShareFlowSupport
 import Foundation
 import ShareFlow
 import ShareFlowLua
+import ShareFlowPostgres
 
 extension ShareFlowCommand {
     /// `shareflow policy eval|replay` (SPEC §18 P4, P6): ask the configured policies a question
@@ -38,14 +39,10 @@ extension ShareFlowCommand {
             @Flag(name: .long, help: "Ask at the current time, not at the input's \"time\" (when it was logged).")
             var now = false
 
-            func validate() throws {
-                guard (input == nil) != (`as` == nil) else {
-                    throw ValidationError("give --input FILE (or -), or --as WHO with --share URL")
-                }
-                if `as` != nil, share == nil { throw ValidationError("--as needs --share URL") }
-            }
-
             func run() throws {
+                guard (input == nil) != (`as` == nil) else { throw Policy.badInput("give --input FILE (or -), or --as WHO with --share URL") }
+                if `as` != nil, share == nil { throw Policy.badInput("--as needs --share URL") }
+                try Policy.requireStore(global)
                 guard let decisionPoint = DecisionPoint(name: point) else {
                     throw Policy.badInput(
                         "unknown decision point '\(Naming.printable(point))' (expected one of: \(PolicySet.points.joined(separator: ", ")))"
@@ -68,8 +65,14 @@ extension ShareFlowCommand {
                         throw Policy.badInput("--input \(input): \(error.message)")
                     }
                 } else {
-                    guard let who = `as`, let account = try engine.accounts.find(who) else {
-                        throw Policy.badInput("--as \(`as` ?? ""): no account has this address in store \(global.store)")
+                    let account: Account?
+                    do {
+                        account = try `as`.flatMap { try engine.accounts.find($0) }
+                    } catch let error as ShareFlowError {
+                        throw Policy.badInput("--as \(Naming.printable(`as` ?? "")): \(error.message)")
+                    }
+                    guard let account else {
+                        throw Policy.badInput("--as \(Naming.printable(`as` ?? "")): no account has this address in store \(global.store)")
                     }
                     do {
                         request = try engine.policyRequest(decisionPoint, caller: account, shareURL: share ?? "")
@@ -78,15 +81,24 @@ extension ShareFlowCommand {
                     }
                 }
                 if explain { Explanation.prepare() }
-                let plugins = PluginManager(engine: engine, directories: global.pluginSearchPath, config: try global.pluginConfig())
-                do {
-                    try plugins.loadEnabled()
-                } catch {
-                    throw CLIFailure(message: "the configured plugins do not load: \(error)")
+                // Nothing stays (SPEC §18 P4): the plugins' setup, their policies' writes and any
+                // decision they cause are rolled back; their files go to a folder removed after.
+                let plugins = try PluginManager(
+                    engine: engine,
+                    directories: global.pluginSearchPath,
+                    config: try global.pluginConfig(),
+                    privateDataDirectory: ()
+                )
+                defer { plugins.unloadAll() }
+                let decision = try engine.withoutChanges { () -> (PolicyDecision, [String]) in
+                    do {
+                        try plugins.loadEnabled()
+                    } catch {
+                        throw Policy.badInput("the configured plugins do not load: \(error)")
+                    }
+                    return explain ? Explanation.traced { engine.evaluate(request) } : (engine.evaluate(request), [])
                 }
-                let decision = explain ? Explanation.traced { engine.evaluate(request) } : (engine.evaluate(request), [])
                 Policy.show(decision.0, explanation: explain ? decision.1 : nil, json: global.json)
-                plugins.unloadAll()
                 if !decision.0.allow { throw ExitCode(1) }
             }
         }
@@ -116,6 +128,7 @@ extension ShareFlowCommand {
             }
 
             func run() throws {
+                try Policy.requireStore(global)
                 var isFolder: ObjCBool = false
                 guard FileManager.default.fileExists(atPath: candidate, isDirectory: &isFolder), isFolder.boolValue else {
                     throw Policy.badInput("--candidate \(candidate): no such folder")
@@ -125,14 +138,17 @@ extension ShareFlowCommand {
                 let config = try global.pluginConfig()
                 // The candidate set is loaded whole before anything is asked: a plugin that
                 // does not load is named, never a partial replay.
-                let candidates = PluginManager(engine: engine, directories: [candidate], config: config)
-                do {
-                    try candidates.loadEnabled()
-                } catch {
-                    throw Policy.badInput("--candidate \(candidate): \(error)")
-                }
+                let candidates = try PluginManager(engine: engine, directories: [candidate], config: config, privateDataDirectory: ())
                 defer { candidates.unloadAll() }
+                // Read before anything is asked: nothing the candidates do is logged anyway.
                 let logged = engine.policies.decisions(DecisionFilter(limit: limit, since: since.flatMap { DecisionFilter.time($0) }))
+                try engine.withoutChanges {
+                    do {
+                        try candidates.loadEnabled()
+                    } catch {
+                        throw Policy.badInput("--candidate \(candidate): \(error)")
+                    }
+                }
                 var flips: [[String: Any]] = []
                 var asked = 0
                 var skipped = 0
@@ -169,7 +185,16 @@ extension ShareFlowCommand {
                         "\(asked) decisions replayed, \(flips.count) would flip\(skipped > 0 ? ", \(skipped) without a readable input skipped" : "")"
                     )
                 }
-                if !flips.isEmpty { throw ExitCode(1) }
+                // A decision that could not be asked again might flip: the replay is not a pass.
+                if !flips.isEmpty || skipped > 0 { throw ExitCode(1) }
+            }
+        }
+
+        /// A store that is not there is named (exit 2), never made empty to answer from.
+        static func requireStore(_ global: GlobalOptions) throws {
+            guard !PostgresLocation.isURL(global.store), global.store != ":memory:" else { return }
+            guard FileManager.default.fileExists(atPath: global.store) else {
+                throw badInput("no store at \(global.store) (--store names an existing store)")
             }
         }
 
@@ -195,14 +220,17 @@ extension ShareFlowCommand {
                 return
             }
             let deciding = d.consulted.last { $0.verdict != "allow" }
+            let shown = DecisionText.shown
             if d.allow {
                 print("allow\(d.consulted.isEmpty ? " (no policy at \(d.point))" : "")")
             } else {
-                print("deny by \(deciding?.policy ?? "?"): \(deciding?.reason ?? d.reasons.first ?? "denied")")
+                print("deny by \(shown(deciding?.policy ?? "?")): \(shown(deciding?.reason ?? d.reasons.first ?? "denied"))")
             }
             if let explanation {
                 for c in d.consulted {
-                    print("  \(c.policy): \(c.verdict)\(c.reason.map { " (\($0))" } ?? "")\(c.location.map { " at \($0)" } ?? "")")
+                    print(
+                        "  \(shown(c.policy)): \(c.verdict)\(c.reason.map { " (\(shown($0)))" } ?? "")\(c.location.map { " at \(shown($0))" } ?? "")"
+                    )
                 }
                 for line in explanation { print("  " + line) }
             }

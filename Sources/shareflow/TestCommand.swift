@@ -70,6 +70,7 @@ extension ShareFlowCommand {
         }
 
         func run() throws {
+            if filter?.isEmpty == true { throw CLIFailure(message: "--filter needs some text of the test names to run", code: 2) }
             let reportFile = try coverageOutput()
             if let threshold = coverageThreshold, !(0...100).contains(threshold) {
                 throw CLIFailure(message: "--coverage-threshold must be a percentage from 0 to 100, got \(Self.number(threshold))", code: 2)

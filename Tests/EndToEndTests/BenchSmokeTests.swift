@@ -12,6 +12,7 @@ final class BenchSmokeTests: XCTestCase {
         let keys =
             [
                 "hook_dispatch_ns", "hook_dispatch_c_ns", "hook_dispatch_ratio", "policy_decision_ns", "policy_decision_ratio",
+                "policy_decision_logged_ratio",
                 "fetch_participants_per_s", "sqlite_lookups_per_s", "fetch_participants_vs_sqlite",
                 "fetch_record_per_s", "fetch_record_sqlite_per_s", "fetch_record_vs_sqlite",
                 "share_metadata_64_per_s", "share_metadata_64_sqlite_per_s", "share_metadata_64_vs_sqlite",

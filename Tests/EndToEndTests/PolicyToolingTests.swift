@@ -169,4 +169,92 @@ final class PolicyToolingTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("gate"), r.stderr)
         XCTAssertEqual(r.stdout, "")
     }
+
+    /// `policy eval` and `replay` change nothing (SPEC §18 P4): not what a plugin's setup
+    /// writes, nor what its policy writes, nor the decisions its writes cause, nor its files.
+    func testEvalAndReplayChangeNothing() throws {
+        _ = try decide()
+        try write(
+            """
+            return {
+              name = "writer", version = "1.0.0", description = "Fixture: writes wherever it can.",
+              setup = function(ctx)
+                ctx.accounts.create{ email = "setup@example.com" }
+                ctx.appendFile("writes.txt", "setup\\n")
+              end,
+            }
+            """,
+            "live/writer/init.lua"
+        )
+        try write(
+            """
+            return {
+              name = "gate", version = "1.0.0", description = "Fixture: a policy that writes.",
+              setup = function(ctx)
+                ctx.policy("share.accept", function(req)
+                  ctx.accounts.create{ email = "policy" .. math.random(1, 1e9) .. "@example.com" }
+                  return ctx.deny("written, then denied")
+                end, { name = "accept" })
+              end,
+            }
+            """,
+            "candidate/gate/init.lua"
+        )
+        // The candidate folder holds every enabled plugin: the writer as it is live.
+        try write(try String(contentsOf: dir.appendingPathComponent("live/writer/init.lua"), encoding: .utf8), "candidate/writer/init.lua")
+        try write("return { plugins = { gate = {}, writer = {} } }", "config.lua")
+        try write("local sf = require('shareflow') print(sf.accounts.count())", "count.lua")
+        let count = { () throws -> String in
+            try CLI.run(["run", "--store", self.store, self.dir.appendingPathComponent("count.lua").path]).stdout
+        }
+        let before = try count()
+        let logged = try CLI.run(["decisions", "--json", "--limit", "100"] + global).stdout
+        var r = try CLI.run(
+            ["policy", "eval", "share.accept", "--input", "-"] + global,
+            stdin: #"{"caller":{"userRecordID":"_x","email":"eve@evil.test"}}"#
+        )
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+        r = try CLI.run(["policy", "replay", "--candidate", dir.appendingPathComponent("candidate").path] + global)
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+        XCTAssertTrue(r.stdout.contains("1 would flip"), r.stdout)
+        XCTAssertEqual(try count(), before, "no account made by a setup or a policy stayed")
+        XCTAssertEqual(try CLI.run(["decisions", "--json", "--limit", "100"] + global).stdout, logged, "nothing logged")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("plugin-data/writer/writes.txt").path))
+    }
+
+    /// A caller's own text in a reason cannot forge a line of `shareflow decisions`, and a
+    /// huge title is logged cut.
+    func testReasonsStayOnOneLineAndHugeInputsAreCut() throws {
+        try write(
+            """
+            return {
+              name = "gate", version = "1.0.0", description = "Fixture: quotes the title.",
+              setup = function(ctx)
+                ctx.policy("share.save", function(req) return ctx.deny("no " .. req.proposed.title) end, { name = "titles" })
+              end,
+            }
+            """,
+            "live/gate/init.lua"
+        )
+        try write(
+            """
+            local sf = require("shareflow")
+            sf.accounts.create{ email = "owner@example.com" }
+            local c = sf.as("owner@example.com"):container("iCloud.test")
+            local zone = c.privateCloudDatabase:saveZone("Z")
+            for _, title in ipairs{ "x\\n#999 forged allow\\27[31m", string.rep("t", 2 * 1024 * 1024) } do
+              local r = sf.Record{ recordType = "Doc", zone = zone }
+              c.privateCloudDatabase:modifyRecords{ save = { r, sf.Share{ rootRecord = r, title = title } } }
+            end
+            """,
+            "titles.lua"
+        )
+        XCTAssertEqual(try CLI.run(["run"] + global + [dir.appendingPathComponent("titles.lua").path]).status, 0)
+        var r = try CLI.run(["decisions"] + global)
+        XCTAssertEqual(r.stdout.split(separator: "\n").count, 2, r.stdout)
+        XCTAssertFalse(r.stdout.contains("\u{1b}"), r.stdout)
+        r = try CLI.run(["decisions", "--json"] + global)
+        XCTAssertLessThan(r.stdout.utf8.count, 64 * 1024, "a 2 MiB title logs a few kilobytes")
+        XCTAssertTrue(r.stdout.contains("tttt…"), "a cut string ends in …")
+    }
 }

@@ -88,6 +88,9 @@ int sf_push_verdict_location(lua_State *L);
 /* The engine's clock for os.time()/os.date() (EngineClock): microseconds since 1970, or
  * LLONG_MIN for the system's clock. */
 void sf_clock_set(long long microseconds);
+/* The sandbox's load keeping its chunk name ("@path"): for the sandbox prelude's require alone,
+ * which loads the plugin's own files (a plugin's load shows its names as "(load) NAME"). */
+int sf_sandbox_load_module(lua_State *L);
 int sf_verdict_approve(lua_State *L);
 
 /*

@@ -26,9 +26,18 @@ public enum EngineClock {
     @inline(__always)
     public static var seconds: Double { now().timeIntervalSince1970 }
 
-    /// Stops the clock at `date` (finite, within ±10,000 years of 1970).
+    /// The farthest from 1970 the clock may be set, in seconds: 10,000 years.
+    public static let limit = 315_576_000_000.0
+
+    /// Whether `date` is a time the clock can be set to: finite, within `limit` of 1970.
+    public static func accepts(_ date: Date) -> Bool {
+        date.timeIntervalSince1970.isFinite && abs(date.timeIntervalSince1970) <= limit
+    }
+
+    /// Stops the clock at `date`, held within `limit` of 1970 (callers check with `accepts`).
     public static func set(_ date: Date) {
-        setTo.store(Int64((date.timeIntervalSince1970 * 1e6).rounded()), ordering: .relaxed)
+        let seconds = date.timeIntervalSince1970.isFinite ? min(max(date.timeIntervalSince1970, -limit), limit) : 0
+        setTo.store(Int64((seconds * 1e6).rounded()), ordering: .relaxed)
     }
 
     /// Moves the clock `seconds` on (back, when negative), stopping it there.

@@ -56,16 +56,30 @@ extension Engine {
     }
 
     /// Asks the policies `request` without changing anything: what they write is rolled back
-    /// and no decision is logged (SPEC §18 P4).
+    /// and no decision is logged, theirs or any they cause (SPEC §18 P4).
     public func evaluate(_ request: PolicyRequest) -> PolicyDecision {
         var decision: PolicyDecision?
-        struct Undone: Error {}
-        do {
-            try transaction { _ in
-                decision = policies.evaluate(request)
-                throw Undone()
-            }
-        } catch {}
+        _ = try? withoutChanges { decision = policies.evaluate(request) }
         return decision ?? policies.evaluate(request)
     }
+
+    /// Runs `body` so that nothing it does stays: its writes (a plugin's setup, a policy's own
+    /// saves) are rolled back, its events never delivered, its decisions never logged —
+    /// `policy eval` and `policy replay` (SPEC §18 P4, P6). What `body` returns is kept.
+    public func withoutChanges<T>(_ body: () throws -> T) throws -> T {
+        var result: Result<T, Error>?
+        policies.silenced += 1
+        defer { policies.silenced -= 1 }
+        do {
+            try transaction { _ in
+                result = Result { try body() }
+                throw RolledBack()
+            }
+        } catch is RolledBack {
+        }
+        return try result!.get()
+    }
 }
+
+/// What ends `withoutChanges`'s transaction: its body's work is undone.
+private struct RolledBack: Error {}

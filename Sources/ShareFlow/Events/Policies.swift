@@ -529,6 +529,8 @@ public final class PolicySet: @unchecked Sendable {
         shadow = made
         return made
     }
+    /// While above 0, decisions go to no log (`Engine.withoutChanges`: eval and replay).
+    public var silenced = 0
     /// Index in `log` of the first decision `publish` has not seen.
     @exclusivity(unchecked) private var unpublished = 0
 
@@ -613,7 +615,7 @@ public final class PolicySet: @unchecked Sendable {
             if outcome.denial != nil { break }
         }
         let end = PolicySet.monotonicNanoseconds()
-        guard logging, !isShadow else { return outcome }
+        guard logging, !isShadow, silenced == 0 else { return outcome }
         nextDecision += 1
         // The point's names (one reference) go into the log, never its closures.
         log.append(
@@ -661,7 +663,7 @@ public final class PolicySet: @unchecked Sendable {
 
     private func detail(of request: PolicyRequest) -> Detail {
         let object = PolicyInput.object(of: request)
-        let (masked, erased) = PolicyInput.masked(object, mask)
+        let (masked, erased) = PolicyInput.masked(PolicyInput.forLog(object), mask)
         var share: PolicyDecision.SharedRecord?
         if let s = (object["share"] ?? object["proposed"]) as? [String: Any], let name = s["recordName"] as? String {
             share = PolicyDecision.SharedRecord(

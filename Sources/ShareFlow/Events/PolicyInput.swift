@@ -13,7 +13,7 @@ public enum PolicyInput {
     /// The longest input accepted back (`eval --input`): a logged input is far smaller.
     public static let maxBytes = 1 << 20
     /// The most participants, requesters or list items read back per list.
-    static let maxItems = 10_000
+    static let maxItems = 1_000
     /// The longest string read back.
     static let maxString = 64 * 1024
 
@@ -128,6 +128,37 @@ public enum PolicyInput {
         return o
     }
 
+    /// The longest string a logged input keeps, the most items of a list, and the most bytes
+    /// of the whole: a title of megabytes makes a row of a few kilobytes (SPEC §18 P3).
+    public static let loggedString = 1_024, loggedItems = 1_000, loggedBytes = 256 * 1_024
+
+    /// `object` as the log keeps it: no share URL (a bearer secret: a public share's, a
+    /// one-time link's), strings and lists cut to `loggedString`/`loggedItems` (a cut string
+    /// ends in `…`); nil when the text would still pass `loggedBytes` (the log then keeps the
+    /// point, time and caller, marked `"truncated"`, and replay says it cannot ask it again).
+    public static func forLog(_ object: [String: Any]) -> [String: Any] {
+        func cut(_ value: Any) -> Any {
+            switch value {
+            case let s as String:
+                guard s.utf8.count > loggedString else { return s }
+                return String(decoding: s.utf8.prefix(loggedString), as: UTF8.self) + "…"
+            case let list as [Any]:
+                return list.prefix(loggedItems).map(cut)
+            case let dict as [String: Any]:
+                var out: [String: Any] = [:]
+                for (key, item) in dict where key != "url" { out[key] = cut(item) }
+                return out
+            default:
+                return value
+            }
+        }
+        let kept = cut(object) as? [String: Any] ?? [:]
+        guard text(kept).utf8.count > loggedBytes else { return kept }
+        var small: [String: Any] = ["truncated": true]
+        for key in ["point", "time", "caller", "container", "environment"] { small[key] = kept[key] }
+        return small
+    }
+
     /// `object` with every dotted path in `mask` erased (SPEC §18 P3, as OPA's masking): a path
     /// through a list applies to each item. Returns the object and the paths that erased
     /// something.
@@ -193,6 +224,9 @@ public enum PolicyInput {
             throw PolicyInputError("the input is not JSON (\(error.localizedDescription))")
         }
         guard let o = parsed as? [String: Any] else { throw PolicyInputError("the input must be a JSON object, like a decision's \"input\"") }
+        if o["truncated"] as? Bool == true {
+            throw PolicyInputError("the input was too large to log whole (\(loggedBytes / 1024) KiB): it cannot be asked again")
+        }
         return try request(from: o, pointName: pointName, lookup: lookup)
     }
 
@@ -216,11 +250,23 @@ public enum PolicyInput {
         if let c = try dict(o, "caller", "") {
             let id = try string(c, "userRecordID", "caller.") ?? ""
             let email = try string(c, "email", "caller.")
-            let emails = try strings(c, "emails", "caller.") ?? email.map { [$0] } ?? []
+            var emails = try strings(c, "emails", "caller.") ?? []
+            // `email` is the primary address: first, whatever `emails` says.
+            if let email { emails = [email] + emails.filter { $0 != email } }
             let phones = try strings(c, "phones", "caller.") ?? []
-            caller =
-                lookup(id)
-                ?? Account(id: -1, userRecordID: id, emails: emails, phones: phones, name: NameComponents(), discoverability: .denied, contacts: [])
+            // The account of that user record ID when the store has it (its row, for what a
+            // policy asks the engine), described as the input describes it: the question is
+            // the one logged, not today's account.
+            let stored = id.hasPrefix("_") ? lookup(id) : nil
+            caller = Account(
+                id: stored?.id ?? -1,
+                userRecordID: id,
+                emails: c["emails"] == nil && email == nil ? stored?.emails ?? [] : emails,
+                phones: c["phones"] == nil ? stored?.phones ?? [] : phones,
+                name: stored?.name ?? NameComponents(),
+                discoverability: stored?.discoverability ?? .denied,
+                contacts: stored?.contacts ?? []
+            )
         }
         let share = try dict(o, "share", "").map { try self.share($0, "share.") }
         let proposed = try dict(o, "proposed", "").map { try self.share($0, "proposed.") }

@@ -55,9 +55,12 @@ public struct ShareChanges {
         var changes = ShareChanges()
         let old = before?.participants.filter { $0.acceptanceStatus != .removed } ?? []
         let new = after.participants.filter { $0.acceptanceStatus != .removed }
+        // Found by ID, user record ID or lookup info through dictionaries: a share of thousands
+        // costs thousands of steps, not millions (a request's lists are its caller's to size).
+        let people = People(old)
         var matched = Set<ObjectIdentifier>()
         for p in new {
-            guard let was = old.first(where: { $0.participantID == p.participantID }) ?? old.first(where: { $0.isSamePerson(as: p) }) else {
+            guard let was = people.match(p), !matched.contains(ObjectIdentifier(was)) else {
                 if p.role != .owner { changes.participantsAdded.append(p) }
                 continue
             }
@@ -74,6 +77,31 @@ public struct ShareChanges {
         }
         if before?.title != after.title { changes.title = Change(from: before?.title, to: after.title) }
         return changes
+    }
+}
+
+/// Participants found as `Share.addParticipant` finds them (R9) — by participant ID, then as
+/// the same person — in constant time each.
+struct People {
+    private var byID: [String: Participant] = [:]
+    private var byUser: [String: Participant] = [:]
+    private var byLookup: [LookupInfo: Participant] = [:]
+
+    init(_ list: [Participant]) {
+        for p in list {
+            if byID[p.participantID] == nil { byID[p.participantID] = p }
+            guard !p.isOneTimeURLParticipant else { continue }
+            if let user = p.userIdentity.userRecordID, byUser[user] == nil { byUser[user] = p }
+            if let lookup = p.userIdentity.lookupInfo, byLookup[lookup] == nil { byLookup[lookup] = p }
+        }
+    }
+
+    /// The participant that is `p`: its ID, else the same person (`Participant.isSamePerson`).
+    func match(_ p: Participant) -> Participant? {
+        if let found = byID[p.participantID] { return found }
+        if let user = p.userIdentity.userRecordID, let found = byUser[user], found.isSamePerson(as: p) { return found }
+        if let lookup = p.userIdentity.lookupInfo, let found = byLookup[lookup], found.isSamePerson(as: p) { return found }
+        return nil
     }
 }
 
@@ -96,9 +124,11 @@ extension Share {
         let removed = Set(removedParticipantIDs)
         var people: [Participant] = []
         let storedPeople = stored?.participants.filter { $0.acceptanceStatus != .removed } ?? []
+        let mine = People(participants)
+        let theirs = People(storedPeople)
         if stored == nil, let owner = owner() { people.append(owner) }
         for p in storedPeople {
-            let proposed = participants.first { $0.participantID == p.participantID } ?? participants.first { $0.isSamePerson(as: p) }
+            let proposed = mine.match(p)
             if p.role == .owner {
                 people.append(p.snapshot())
             } else if let proposed, !removed.contains(proposed.participantID) {
@@ -107,9 +137,8 @@ extension Share {
                 people.append(p.snapshot())
             }
         }
-        for p in participants where p.role != .owner && !removed.contains(p.participantID) {
-            let known = storedPeople.contains { $0.participantID == p.participantID || $0.isSamePerson(as: p) }
-            if !known { people.append(p.snapshot(status: .pending)) }
+        for p in participants where p.role != .owner && !removed.contains(p.participantID) && theirs.match(p) == nil {
+            people.append(p.snapshot(status: .pending))
         }
         copy.participants = people
         return copy

@@ -360,7 +360,9 @@ enum Hooks {
         b.lua.setField("container", string: d.container)
         b.lua.setField("environment", string: d.environment)
         b.lua.setField("node", string: d.node)
-        b.lua.setField("input", string: d.input)
+        // A plugin reads who was decided about and why, never the inputs themselves: other
+        // people's requests, as large as their callers made them (SPEC §8, §18 P3).
+        if !b.withholdsOperatorDetail { b.lua.setField("input", string: d.input) }
         if let share = d.share {
             lua_createtable(L, 0, 3)
             b.lua.setField("recordName", string: share.recordName)

@@ -1,5 +1,5 @@
-local readModule_, print_ = ...
-local load_, type_, error_, select_, pcall_ = load, type, error, select, pcall
+local readModule_, print_, loadModule_ = ...
+local type_, error_, select_, pcall_ = type, error, select, pcall
 local pack, unpack = table.pack, table.unpack
 local loaded, preload = package.loaded, package.preload
 if print_ ~= nil then print = print_ end
@@ -25,7 +25,7 @@ require = function(name)
   if loader == nil then
     local text, path = readModule_(name)
     if not text then error_("module '" .. name .. "' not found:\n\t" .. path, 2) end
-    local chunk, err = load_(text, "@" .. path, "t")
+    local chunk, err = loadModule_(text, "@" .. path, "t")
     if not chunk then
       error_("error loading module '" .. name .. "' from file '" .. path .. "':\n\t" .. err, 2)
     end

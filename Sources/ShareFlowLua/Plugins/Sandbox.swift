@@ -1,4 +1,5 @@
 import CLua
+import CShareFlowSupport
 import Foundation
 
 /// What a plugin's Lua state may use (SPEC §8). The state is made with
@@ -13,7 +14,7 @@ enum Sandbox {
     /// - Parameter print: where `print` goes (nil: standard output, as for a sandboxed script).
     static func apply(to lua: LuaState, folder: String, print: ((String) -> Void)?) throws {
         lua.trackCoroutines()
-        try lua.checkStack(4)
+        try lua.checkStack(5)
         try lua.load(prelude, chunkName: "=[sandbox]")
         lua.push(function: "require") { call in
             let name = try call.string(1)
@@ -47,7 +48,9 @@ enum Sandbox {
         } else {
             lua_pushnil(lua.L)
         }
-        try lua.call(arguments: 2, results: 0)
+        // `require`'s loader, which keeps a module's file name (a plugin's own `load` cannot).
+        lua_pushcclosure(lua.L, sf_sandbox_load_module, 0)
+        try lua.call(arguments: 3, results: 0)
     }
 
     /// What one `print` of a plugin may hand the log before `limits.logKiB` cuts it (the
