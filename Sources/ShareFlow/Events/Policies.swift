@@ -75,6 +75,7 @@ public struct PolicyRequest {
         self.objects = objects
         self.from = from
         self.to = to
+        objects.question = (point, caller, container, from, to)
     }
 
     /// A request's objects; the share and participant are made once, when first read.
@@ -89,6 +90,13 @@ public struct PolicyRequest {
         public var oneTimeURL = false
         /// The environment of the container asked about (`development`, `production`).
         public var environment: String?
+        /// The rest of the question (`PolicyRequest.init` sets it): so the decision log keeps
+        /// one reference to these objects, not a copy of the request.
+        fileprivate var question: (point: DecisionPoint, caller: Account?, container: String?, from: String?, to: String?)?
+        /// The request these objects were made for.
+        var request: PolicyRequest? {
+            question.map { PolicyRequest(point: $0.point, caller: $0.caller, container: $0.container, objects: self, from: $0.from, to: $0.to) }
+        }
         private var deferredShare: Deferred<Share>
         private var deferredParticipant: Deferred<Participant>
         private var deferredProposed: Deferred<Share>
@@ -411,15 +419,22 @@ public final class PolicySet: @unchecked Sendable {
         let end: UInt64
         /// "policy: approved …" of an approval (SPEC §17); nil otherwise.
         var approval: String? = nil
+        /// The request's objects, which hold the whole question (`PolicyRequest.Objects.request`),
+        /// until `publish` wrote what the log keeps of it (SPEC §18 P3): one reference taken at
+        /// the decision, the JSON made after it, outside the timed path.
+        var objects: PolicyRequest.Objects? = nil
+        /// What is rare on the path of an accept, boxed so the log's entries stay small.
+        var more: More? = nil
+    }
+
+    /// A logged decision's verdict, shadow verdict and what `publish` made of its request.
+    private final class More {
         /// The deciding policy's verdict: `deny`, `error` or `approve`, its reason and where it
         /// returned (the rest of those asked allowed).
-        var verdict: (index: Int, kind: StaticString, reason: String, location: String?)? = nil
-        /// The request, until `publish` wrote what the log keeps of it (SPEC §18 P3): kept by
-        /// reference at the decision, turned into JSON after it, outside the timed path.
-        var request: PolicyRequest? = nil
-        /// What `publish` made of the request.
-        var detail: Detail? = nil
-        var shadow: PolicyDecision.ShadowVerdict? = nil
+        var verdict: (index: Int, kind: StaticString, reason: String, location: String?)?
+        var detail: Detail?
+        var shadow: PolicyDecision.ShadowVerdict?
+        init(verdict: (index: Int, kind: StaticString, reason: String, location: String?)?) { self.verdict = verdict }
     }
 
     /// What the log keeps of a decision's request.
@@ -544,7 +559,9 @@ public final class PolicySet: @unchecked Sendable {
         if let shadow, !isShadow, !shadow.points[request.point.rawValue].entries.isEmpty {
             // The candidate never decides: its verdict (or its failure) is noted, nothing more.
             let candidate = try? shadow.decide(request, point: shadow.points[request.point.rawValue], logging: false)
-            log[log.count - 1].shadow = PolicyDecision.ShadowVerdict(
+            let more = log[log.count - 1].more ?? More(verdict: nil)
+            log[log.count - 1].more = more
+            more.shadow = PolicyDecision.ShadowVerdict(
                 allow: candidate.map { $0.denial == nil } ?? false,
                 policy: candidate?.denial?.policy,
                 reason: candidate.map { $0.denial?.reason } ?? "the candidate policies failed"
@@ -631,8 +648,8 @@ public final class PolicySet: @unchecked Sendable {
                         "\($0.policy): approved as \($0.role.rawValue) with \($0.permission.rawValue), with the owner's authority"
                     }
                     : nil,
-                verdict: outcome.verdict,
-                request: captureInputs ? request : nil
+                objects: captureInputs ? request.objects : nil,
+                more: outcome.verdict.map { More(verdict: $0) }
             )
         )
         if captureInputs, request.point != .shareAccept {
@@ -650,9 +667,11 @@ public final class PolicySet: @unchecked Sendable {
     public func publish() {
         guard unpublished < log.count else { return }
         for i in unpublished..<log.count {
-            if let request = log[i].request {
-                log[i].detail = detail(of: request)
-                log[i].request = nil
+            if let request = log[i].objects?.request {
+                let more = log[i].more ?? More(verdict: nil)
+                more.detail = detail(of: request)
+                log[i].more = more
+                log[i].objects = nil
             }
             if let sharedLog { sharedLog.add(decision(log[i])) }
         }
@@ -702,8 +721,11 @@ public final class PolicySet: @unchecked Sendable {
             start: start,
             end: end,
             approval: outcome.denial == nil ? outcome.approval.map { "\($0.policy): approved" } : nil,
-            verdict: outcome.verdict,
-            detail: detail(of: request)
+            more: {
+                let more = More(verdict: outcome.verdict)
+                more.detail = detail(of: request)
+                return more
+            }()
         )
         return decision(logged)
     }
@@ -762,12 +784,12 @@ public final class PolicySet: @unchecked Sendable {
             time: epoch.wall.addingTimeInterval(Double(d.end - epoch.uptime) / 1e9)
         )
         decision.consulted = names.indices.map { i in
-            if let v = d.verdict, v.index == i {
+            if let v = d.more?.verdict, v.index == i {
                 return PolicyDecision.Consulted(policy: names[i], verdict: v.kind.description, reason: v.reason, location: v.location)
             }
             return PolicyDecision.Consulted(policy: names[i], verdict: "allow", location: d.point.locations[i])
         }
-        if let detail = d.detail {
+        if let detail = d.more?.detail {
             decision.caller = detail.caller
             decision.container = detail.container
             decision.environment = detail.environment
@@ -776,7 +798,7 @@ public final class PolicySet: @unchecked Sendable {
             decision.erased = detail.erased
         }
         decision.node = node
-        decision.shadow = d.shadow
+        decision.shadow = d.more?.shadow
         return decision
     }
 }
