@@ -520,20 +520,20 @@ public final class PolicySet: @unchecked Sendable {
     /// the first approval (`share.requestAccess`) when none denied.
     /// Set by a policy's host when its verdict knows the line it came from (`sf.deny` and
     /// `sf.approve` calls): read and cleared after each policy.
-    package var verdictLocation: String?
+    @exclusivity(unchecked) package var verdictLocation: String?
     /// Whether decisions keep their request for the log (SPEC §18 P3); off, a decision costs
     /// a little less and logs no input.
-    public var captureInputs = true
+    @exclusivity(unchecked) public var captureInputs = true
     /// Dotted paths into a decision's input erased before it is logged (`policies.mask`).
-    public var mask: [String] = []
+    @exclusivity(unchecked) public var mask: [String] = []
     /// The name the log gives this process (`host:pid` unless set).
     public var node = PolicySet.defaultNode
     static let defaultNode = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
     /// Candidate policies asked beside the live ones, never deciding (SPEC §18 P6 shadow
     /// mode): asked with the same request after the live decision, their verdict logged.
-    public var shadow: PolicySet?
+    @exclusivity(unchecked) public var shadow: PolicySet?
     /// Whether this is a candidate set: its decisions go to no log.
-    private var isShadow = false
+    @exclusivity(unchecked) private var isShadow = false
 
     /// The candidate set (shadow mode), made on first use: where a shadow plugin's policies go.
     public var candidates: PolicySet {
@@ -545,7 +545,7 @@ public final class PolicySet: @unchecked Sendable {
         return made
     }
     /// While above 0, decisions go to no log (`Engine.withoutChanges`: eval and replay).
-    public var silenced = 0
+    @exclusivity(unchecked) public var silenced = 0
     /// Index in `log` of the first decision `publish` has not seen.
     @exclusivity(unchecked) private var unpublished = 0
 
@@ -770,7 +770,7 @@ public final class PolicySet: @unchecked Sendable {
 
     /// The log every process on the store shares, which gets every decision too (`Engine`
     /// sets it from `Store.decisionLog`). It knows nothing of the policy set.
-    package var sharedLog: (any SharedDecisionLog)?
+    @exclusivity(unchecked) package var sharedLog: (any SharedDecisionLog)?
 
     private func decision(_ d: LoggedDecision) -> PolicyDecision {
         let names = d.asked == d.point.policies.count ? d.point.policies : Array(d.point.policies.prefix(d.asked))
