@@ -58,9 +58,7 @@ extension ShareFlowCommand {
                     let bytes = try Policy.read(input)
                     if !now, let at = PolicyInput.time(of: bytes) { TestClock.set(at) }
                     do {
-                        request = try PolicyInput.request(from: bytes, pointName: decisionPoint.name) { id in
-                            (try? engine.accounts.find(id)) ?? nil
-                        }
+                        request = try engine.policyRequest(input: bytes, pointName: decisionPoint.name)
                     } catch let error as PolicyInputError {
                         throw Policy.badInput("--input \(input): \(error.message)")
                     }
@@ -159,7 +157,7 @@ extension ShareFlowCommand {
                     TestClock.set(PolicyInput.time(of: Array(input.utf8)) ?? d.time)
                     let request: PolicyRequest
                     do {
-                        request = try PolicyInput.request(from: Array(input.utf8)) { id in (try? engine.accounts.find(id)) ?? nil }
+                        request = try engine.policyRequest(input: Array(input.utf8))
                     } catch {
                         skipped += 1
                         continue

@@ -8,8 +8,8 @@ import Synchronization
 ///
 /// ```swift
 /// EngineClock.set(Date(timeIntervalSince1970: 1_800_000_000))
-/// EngineClock.advance(by: 3600)           // an hour later, at once
-/// EngineClock.reset()                     // the system's clock again
+/// EngineClock.set(EngineClock.now().addingTimeInterval(3600))   // an hour later, at once
+/// EngineClock.reset()                                            // the system's clock again
 /// ```
 public enum EngineClock {
     /// Microseconds since 1970 of the set time, or `Int64.min`: the system's clock.
@@ -39,14 +39,6 @@ public enum EngineClock {
         let seconds = date.timeIntervalSince1970.isFinite ? min(max(date.timeIntervalSince1970, -limit), limit) : 0
         setTo.store(Int64((seconds * 1e6).rounded()), ordering: .relaxed)
     }
-
-    /// Moves the clock `seconds` on (back, when negative), stopping it there.
-    public static func advance(by seconds: Double) {
-        set(now().addingTimeInterval(seconds))
-    }
-
-    /// Whether a test set the clock.
-    public static var isSet: Bool { setTo.load(ordering: .relaxed) != .min }
 
     /// The system's clock again.
     public static func reset() { setTo.store(.min, ordering: .relaxed) }

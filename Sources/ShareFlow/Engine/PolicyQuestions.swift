@@ -55,6 +55,13 @@ extension Engine {
         }
     }
 
+    /// The request a logged decision's input (`shareflow decisions --json`, `eval --input`)
+    /// describes, its caller's row found by user record ID (SPEC §18 P4). Throws
+    /// `PolicyInputError` naming the field.
+    public func policyRequest(input: [UInt8], pointName: String? = nil) throws -> PolicyRequest {
+        try PolicyInput.request(from: input, pointName: pointName) { id in (try? accounts.get(userRecordID: id)) ?? nil }
+    }
+
     /// Asks the policies `request` without changing anything: what they write is rolled back
     /// and no decision is logged, theirs or any they cause (SPEC §18 P4).
     public func evaluate(_ request: PolicyRequest) -> PolicyDecision {

@@ -202,14 +202,18 @@ extension Engine {
             participant: { participant?.snapshot(status: .pending) },
             metadata: nil,
             proposed: {
-                let owner = Participant(
-                    participantID: RandomIdentifier.uuidString(),
-                    userIdentity: AccountIdentityRow(caller).identity(lookupInfo: caller.primaryLookup),
-                    role: .owner,
-                    permission: .readWrite,
-                    acceptanceStatus: .accepted
+                // The owner is made only for a share being created (an autoclosure).
+                share.proposed(
+                    over: try before.share,
+                    owner: Participant(
+                        participantID: RandomIdentifier.uuidString(),
+                        userIdentity: AccountIdentityRow(caller).identity(lookupInfo: caller.primaryLookup),
+                        role: .owner,
+                        permission: .readWrite,
+                        acceptanceStatus: .accepted
+                    ),
+                    asShown: asShown
                 )
-                return share.proposed(over: try before.share, owner: owner, asShown: asShown)
             }
         )
         objects.environment = zone.container.environment.rawValue

@@ -320,7 +320,7 @@ enum Hooks {
                     }
                     let request: PolicyRequest
                     do {
-                        request = try PolicyInput.request(from: text, pointName: pointName) { id in (try? b.engine.accounts.find(id)) ?? nil }
+                        request = try b.engine.policyRequest(input: text, pointName: pointName)
                     } catch let error as PolicyInputError {
                         throw call.argumentError(2, error.message)
                     }
