@@ -229,27 +229,25 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
         // Freshness counts from now, after any wait for the writer above.
         let readAt = DispatchTime.now().uptimeNanoseconds
         do {
-            let table = try reading.withLock { () -> [PolicyDecision] in
-                try connected(&reader) { link -> [PolicyDecision] in
-                    // The table as last read, while no connection has written since (a
-                    // plugin asking in a loop reads it once), or read under a millisecond ago
-                    // (such a loop does not even ask: what this process wrote since is listed
-                    // from `recent` below all the same).
-                    if let read = lastRead, read.limit >= limit, readAt < read.at + StoreDecisionLog.freshNanoseconds {
-                        return Array(read.decisions.suffix(limit))
-                    }
-                    let version = try link.version()
-                    if let version, let read = lastRead, read.version == version, read.limit >= limit {
-                        lastRead?.at = readAt
-                        return Array(read.decisions.suffix(limit))
-                    }
-                    let decisions = try link.read(
-                        "SELECT id, point, policies, allow, reasons, duration, at, \(DecisionColumns.names) FROM decision ORDER BY id DESC LIMIT ?",
-                        [limit.databaseValue]
-                    ).reversed().compactMap(StoreDecisionLog.decision)
-                    lastRead = version.map { (limit, $0, readAt, decisions) }
-                    return decisions
+            let table = try withReader { link -> [PolicyDecision] in
+                // The table as last read, while no connection has written since (a
+                // plugin asking in a loop reads it once), or read under a millisecond ago
+                // (such a loop does not even ask: what this process wrote since is listed
+                // from `recent` below all the same).
+                if let read = lastRead, read.limit >= limit, readAt < read.at + StoreDecisionLog.freshNanoseconds {
+                    return Array(read.decisions.suffix(limit))
                 }
+                let version = try link.version()
+                if let version, let read = lastRead, read.version == version, read.limit >= limit {
+                    lastRead?.at = readAt
+                    return Array(read.decisions.suffix(limit))
+                }
+                let decisions = try link.read(
+                    "SELECT id, point, policies, allow, reasons, duration, at, \(DecisionColumns.names) FROM decision ORDER BY id DESC LIMIT ?",
+                    [limit.databaseValue]
+                ).reversed().compactMap(StoreDecisionLog.decision)
+                lastRead = version.map { (limit, $0, readAt, decisions) }
+                return decisions
             }
             // Written by this process after that read began, and not written yet.
             let newest = table.last?.id ?? 0
@@ -300,8 +298,18 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
         }
     }
 
+    /// Runs `body` on the reader's connection, `reading` held. A new connection counts
+    /// `data_version` from its own start: what was read through an earlier one is forgotten.
+    private func withReader<T>(_ body: (any DecisionLogConnection) throws -> T) throws -> T {
+        try reading.withLock {
+            if reader == nil { lastRead = nil }
+            return try connected(&reader, body)
+        }
+    }
+
     /// Runs `body` on `link`, opened on first use; a lost connection is closed and the next
-    /// use opens another. Refused once the log is closed.
+    /// use opens another. Refused once the log is closed. Touches nothing but `link`: the
+    /// writer's and the reader's are each guarded by their own lock, held by the caller.
     private func connected<T>(_ link: inout (any DecisionLogConnection)?, _ body: (any DecisionLogConnection) throws -> T) throws -> T {
         guard !isClosed else { throw DecisionLogClosed() }
         let current: any DecisionLogConnection
@@ -310,8 +318,6 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
         } else {
             current = try connect()
             link = current
-            // A new connection counts `data_version` from its own start.
-            lastRead = nil
         }
         do {
             return try body(current)
@@ -372,13 +378,11 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
         values.append(limit.databaseValue)
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         do {
-            return try reading.withLock {
-                try connected(&reader) { link in
-                    try link.read(
-                        "SELECT id, point, policies, allow, reasons, duration, at, \(DecisionColumns.names) FROM decision \(whereClause) ORDER BY id DESC LIMIT ?",
-                        values
-                    ).reversed().compactMap(StoreDecisionLog.decision)
-                }
+            return try withReader { link in
+                try link.read(
+                    "SELECT id, point, policies, allow, reasons, duration, at, \(DecisionColumns.names) FROM decision \(whereClause) ORDER BY id DESC LIMIT ?",
+                    values
+                ).reversed().compactMap(StoreDecisionLog.decision)
             }
         } catch {
             return nil
