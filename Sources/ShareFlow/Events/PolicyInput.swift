@@ -192,11 +192,7 @@ public enum PolicyInput {
     }
 
     /// JSON text, keys sorted (a logged input reads the same every time).
-    public static func text(_ object: [String: Any]) -> String {
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])).map {
-            String(decoding: $0, as: UTF8.self)
-        } ?? "{}"
-    }
+    public static func text(_ object: [String: Any]) -> String { JSONText.of(object) }
 
     // MARK: Reading back
 

@@ -390,8 +390,7 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
     }
 
     static func json(_ strings: [String]) -> String {
-        let kept = strings.map { $0.utf8.count <= longestText ? $0 : String(decoding: $0.utf8.prefix(longestText), as: UTF8.self) + "…" }
-        return (try? String(decoding: JSONSerialization.data(withJSONObject: kept), as: UTF8.self)) ?? "[]"
+        JSONText.of(strings.map { $0.utf8.count <= longestText ? $0 : String(decoding: $0.utf8.prefix(longestText), as: UTF8.self) + "…" })
     }
 
     static func strings(_ json: String) -> [String] {
@@ -555,8 +554,5 @@ enum DecisionColumns {
         String.fromDatabaseValue(value).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]
     }
 
-    private static func text(_ o: Any) -> String {
-        (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes])).map { String(decoding: $0, as: UTF8.self) }
-            ?? "null"
-    }
+    private static func text(_ o: Any) -> String { JSONText.of(o) }
 }

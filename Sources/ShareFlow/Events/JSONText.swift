@@ -1,0 +1,115 @@
+import Foundation
+
+/// JSON text of plain values (strings, numbers, booleans, lists, string-keyed objects, nil),
+/// keys sorted, written byte by byte: what the decision log keeps of each decision (SPEC §18
+/// P3). Foundation's `JSONSerialization` bridged every dictionary to an `NSDictionary`, sorted
+/// its keys through `AnyHashable` and cast each value several times: about 1.1 million
+/// instructions for one accept's input under callgrind, 300 times the decision it describes.
+///
+/// A number that is not finite is written `null` (JSON has no NaN); a value of another type
+/// (an `NSNumber` read back from JSON) is written by Foundation, alone.
+///
+/// ```swift
+/// JSONText.of(["b": 1, "a": [true, "x"]])   // {"a":[true,"x"],"b":1}
+/// ```
+enum JSONText {
+    /// `value` as JSON text.
+    static func of(_ value: Any?) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
+        write(value, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `value` as JSON to `out`.
+    static func write(_ value: Any?, to out: inout [UInt8]) {
+        guard let value else { return out.append(contentsOf: "null".utf8) }
+        // Exact types first: a Swift `Bool` or `Double` in an `Any` is checked without the
+        // bridging a cast to `NSNumber` would try.
+        switch value {
+        case let s as String:
+            string(s, to: &out)
+        case let o as [String: Any]:
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            for key in o.keys.sorted() {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                string(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                write(o[key]!, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        case let l as [String]:
+            list(l, to: &out) { string($0, to: &$1) }
+        case let l as [[String: Any]]:
+            list(l, to: &out) { write($0, to: &$1) }
+        case let l as [Any]:
+            list(l, to: &out) { write($0, to: &$1) }
+        default:
+            scalar(value, to: &out)
+        }
+    }
+
+    private static func list<T>(_ items: [T], to out: inout [UInt8], _ each: (T, inout [UInt8]) -> Void) {
+        out.append(UInt8(ascii: "["))
+        for (i, item) in items.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            each(item, &out)
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+
+    private static func scalar(_ value: Any, to out: inout [UInt8]) {
+        switch ObjectIdentifier(type(of: value)) {
+        case ObjectIdentifier(Bool.self):
+            out.append(contentsOf: (value as! Bool ? "true" : "false").utf8)
+        case ObjectIdentifier(Double.self):
+            number(value as! Double, to: &out)
+        case ObjectIdentifier(Int.self):
+            out.append(contentsOf: String(value as! Int).utf8)
+        case ObjectIdentifier(Int64.self):
+            out.append(contentsOf: String(value as! Int64).utf8)
+        case ObjectIdentifier(NSNull.self):
+            out.append(contentsOf: "null".utf8)
+        default:
+            // Read back from JSON (an NSNumber, true or a number as it was written).
+            let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed])
+            out.append(contentsOf: data.map { [UInt8]($0) } ?? Array("null".utf8))
+        }
+    }
+
+    /// A whole number as an integer (as Foundation writes one), any other the shortest text
+    /// that reads back as the same `Double`.
+    private static func number(_ d: Double, to out: inout [UInt8]) {
+        guard d.isFinite else { return out.append(contentsOf: "null".utf8) }
+        if d == d.rounded(), abs(d) < 9.007_199_254_740_992e15 {
+            out.append(contentsOf: String(Int64(d)).utf8)
+        } else {
+            out.append(contentsOf: "\(d)".utf8)
+        }
+    }
+
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`… or `\u00XX`;
+    /// `/` and everything else as is (UTF-8).
+    private static func string(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                out.append(contentsOf: Array("\\u00".utf8))
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import XCTest
+
+@testable import ShareFlow
+
+/// The decision log's JSON writer (`JSONText`) against Foundation's reader: whatever it writes
+/// reads back as the value written, keys sorted, and what JSON cannot say is `null`.
+final class JSONTextTests: XCTestCase {
+    func testWhatItWritesReadsBackAsTheValue() throws {
+        var generator = SystemRandomNumberGenerator()
+        func value(_ depth: Int) -> Any {
+            switch Int.random(in: 0..<(depth > 3 ? 5 : 8), using: &generator) {
+            case 0: return Bool.random(using: &generator)
+            case 1: return Double(Int.random(in: -1_000_000...1_000_000, using: &generator)) / 8
+            case 2: return Int.random(in: Int(Int32.min)...Int(Int32.max), using: &generator)
+            case 3:
+                return String(
+                    (0..<Int.random(in: 0..<12, using: &generator)).map { _ in
+                        Character(Unicode.Scalar(UInt8.random(in: 0...0x7E, using: &generator)))
+                    }
+                ) + "é\u{1F600}"
+            case 4: return 1_764_500_000.123_456
+            case 5: return (0..<Int.random(in: 0..<4, using: &generator)).map { _ in value(depth + 1) }
+            default:
+                var o: [String: Any] = [:]
+                for i in 0..<Int.random(in: 0..<5, using: &generator) { o["k\(i)\(["/", "\"", "\\", "\n", "\u{01}"][i % 5])"] = value(depth + 1) }
+                return o
+            }
+        }
+        for _ in 0..<300 {
+            let original = ["v": value(0)]
+            let text = JSONText.of(original)
+            let back = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? NSDictionary
+            XCTAssertEqual(back, original as NSDictionary, text)
+        }
+    }
+
+    func testKeysSortedEscapesAndWhatJSONCannotSay() {
+        XCTAssertEqual(JSONText.of(["b": 1, "a": [true, "x/y"], "c": NSNull()] as [String: Any]), #"{"a":[true,"x/y"],"b":1,"c":null}"#)
+        XCTAssertEqual(JSONText.of(["q\"\\\n\t\u{0}"]), #"["q\"\\\n\t\u0000"]"#)
+        XCTAssertEqual(JSONText.of([Double.nan, -Double.infinity, 2.5, 3.0, 1e300] as [Any]), "[null,null,2.5,3,1e+300]")
+        XCTAssertEqual(JSONText.of(nil), "null")
+        XCTAssertEqual(JSONText.of([[String: Any]]()), "[]")
+        // A value read back from JSON (NSNumber) is written as it reads.
+        let read = try? JSONSerialization.jsonObject(with: Data(#"{"t":true,"n":12.5,"i":3}"#.utf8))
+        XCTAssertEqual(JSONText.of(read), #"{"i":3,"n":12.5,"t":true}"#)
+    }
+}
