@@ -46,3 +46,35 @@ final class JSONTextTests: XCTestCase {
         XCTAssertEqual(JSONText.of(read), #"{"i":3,"n":12.5,"t":true}"#)
     }
 }
+
+extension JSONTextTests {
+    /// The log's cuts, made while writing: long strings end in `…` (never a split character),
+    /// long lists keep their first items, `url` keys are left out at any depth, and an input
+    /// still too large is logged as its point, time and caller, marked truncated.
+    func testTheLogsCutsAreMadeWhileWriting() throws {
+        let long = String(repeating: "é", count: PolicyInput.loggedString)  // two bytes each
+        let text = PolicyInput.loggedText([
+            "point": "share.save", "url": "https://secret", "title": long,
+            "share": ["url": "https://secret", "participants": Array(repeating: ["role": "owner"], count: PolicyInput.loggedItems + 5)],
+        ])
+        let back = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        XCTAssertNil(back["url"])
+        XCTAssertFalse(text.contains("secret"))
+        let title = try XCTUnwrap(back["title"] as? String)
+        XCTAssertTrue(title.hasSuffix("…"))
+        XCTAssertEqual(title.utf8.count, PolicyInput.loggedString + "…".utf8.count)
+        let share = try XCTUnwrap(back["share"] as? [String: Any])
+        XCTAssertEqual((share["participants"] as? [Any])?.count, PolicyInput.loggedItems)
+        XCTAssertNil(share["url"])
+
+        let huge = PolicyInput.loggedText([
+            "point": "share.save", "time": 5.0, "caller": ["userRecordID": "_a"],
+            "share": ["participants": Array(repeating: ["note": String(repeating: "x", count: 1_000)], count: 900)],
+        ])
+        let small = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(huge.utf8)) as? [String: Any])
+        XCTAssertEqual(small["truncated"] as? Bool, true)
+        XCTAssertEqual(small["point"] as? String, "share.save")
+        XCTAssertNil(small["share"])
+        XCTAssertLessThan(huge.utf8.count, 200)
+    }
+}

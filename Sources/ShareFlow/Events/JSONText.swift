@@ -13,47 +13,56 @@ import Foundation
 /// JSONText.of(["b": 1, "a": [true, "x"]])   // {"a":[true,"x"],"b":1}
 /// ```
 enum JSONText {
+    /// What a write keeps of long values (the decision log's cuts, SPEC §18 P3): strings cut to
+    /// `string` bytes and ending in `…`, lists to their first `items`, and objects' keys named
+    /// `droppedKey` left out.
+    struct Limits {
+        var string = Int.max
+        var items = Int.max
+        var droppedKey: String? = nil
+    }
+
     /// `value` as JSON text.
-    static func of(_ value: Any?) -> String {
+    static func of(_ value: Any?, limits: Limits? = nil) -> String {
         var out: [UInt8] = []
-        out.reserveCapacity(512)
-        write(value, to: &out)
+        out.reserveCapacity(1024)
+        write(value, to: &out, limits)
         return String(decoding: out, as: UTF8.self)
     }
 
     /// Appends `value` as JSON to `out`.
-    static func write(_ value: Any?, to out: inout [UInt8]) {
+    static func write(_ value: Any?, to out: inout [UInt8], _ limits: Limits? = nil) {
         guard let value else { return out.append(contentsOf: "null".utf8) }
         // Exact types first: a Swift `Bool` or `Double` in an `Any` is checked without the
         // bridging a cast to `NSNumber` would try.
         switch value {
         case let s as String:
-            string(s, to: &out)
+            string(s, to: &out, limits)
         case let o as [String: Any]:
             out.append(UInt8(ascii: "{"))
             var first = true
-            for key in o.keys.sorted() {
+            for key in o.keys.sorted() where key != limits?.droppedKey {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
-                string(key, to: &out)
+                string(key, to: &out, nil)
                 out.append(UInt8(ascii: ":"))
-                write(o[key]!, to: &out)
+                write(o[key]!, to: &out, limits)
             }
             out.append(UInt8(ascii: "}"))
         case let l as [String]:
-            list(l, to: &out) { string($0, to: &$1) }
+            list(l, to: &out, limits) { string($0, to: &$1, limits) }
         case let l as [[String: Any]]:
-            list(l, to: &out) { write($0, to: &$1) }
+            list(l, to: &out, limits) { write($0, to: &$1, limits) }
         case let l as [Any]:
-            list(l, to: &out) { write($0, to: &$1) }
+            list(l, to: &out, limits) { write($0, to: &$1, limits) }
         default:
             scalar(value, to: &out)
         }
     }
 
-    private static func list<T>(_ items: [T], to out: inout [UInt8], _ each: (T, inout [UInt8]) -> Void) {
+    private static func list<T>(_ items: [T], to out: inout [UInt8], _ limits: Limits?, _ each: (T, inout [UInt8]) -> Void) {
         out.append(UInt8(ascii: "["))
-        for (i, item) in items.enumerated() {
+        for (i, item) in items.prefix(limits?.items ?? Int.max).enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             each(item, &out)
         }
@@ -93,9 +102,18 @@ enum JSONText {
     private static let hex = Array("0123456789abcdef".utf8)
 
     /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`… or `\u00XX`;
-    /// `/` and everything else as is (UTF-8).
-    private static func string(_ s: String, to out: inout [UInt8]) {
+    /// `/` and everything else as is (UTF-8). Cut as `limits` says.
+    private static func string(_ s: String, to out: inout [UInt8], _ limits: Limits?) {
+        if let most = limits?.string, s.utf8.count > most {
+            return string(String(decoding: s.utf8.prefix(most), as: UTF8.self) + "…", to: &out, nil)
+        }
         out.append(UInt8(ascii: "\""))
+        // Most strings need no escape: appended whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])

@@ -682,7 +682,7 @@ public final class PolicySet: @unchecked Sendable {
 
     private func detail(of request: PolicyRequest) -> Detail {
         let object = PolicyInput.object(of: request)
-        let (masked, erased) = PolicyInput.masked(PolicyInput.forLog(object), mask)
+        let (masked, erased) = PolicyInput.masked(object, mask)
         var share: PolicyDecision.SharedRecord?
         if let s = (object["share"] ?? object["proposed"]) as? [String: Any], let name = s["recordName"] as? String {
             share = PolicyDecision.SharedRecord(
@@ -696,7 +696,7 @@ public final class PolicySet: @unchecked Sendable {
             container: request.container,
             environment: request.objects.environment ?? request.objects.metadata?.environment.rawValue,
             share: share,
-            input: PolicyInput.text(masked),
+            input: PolicyInput.loggedText(masked),
             erased: erased
         )
     }

@@ -132,31 +132,18 @@ public enum PolicyInput {
     /// of the whole: a title of megabytes makes a row of a few kilobytes (SPEC §18 P3).
     public static let loggedString = 1_024, loggedItems = 1_000, loggedBytes = 256 * 1_024
 
-    /// `object` as the log keeps it: no share URL (a bearer secret: a public share's, a
-    /// one-time link's), strings and lists cut to `loggedString`/`loggedItems` (a cut string
-    /// ends in `…`); nil when the text would still pass `loggedBytes` (the log then keeps the
-    /// point, time and caller, marked `"truncated"`, and replay says it cannot ask it again).
-    public static func forLog(_ object: [String: Any]) -> [String: Any] {
-        func cut(_ value: Any) -> Any {
-            switch value {
-            case let s as String:
-                guard s.utf8.count > loggedString else { return s }
-                return String(decoding: s.utf8.prefix(loggedString), as: UTF8.self) + "…"
-            case let list as [Any]:
-                return list.prefix(loggedItems).map(cut)
-            case let dict as [String: Any]:
-                var out: [String: Any] = [:]
-                for (key, item) in dict where key != "url" { out[key] = cut(item) }
-                return out
-            default:
-                return value
-            }
-        }
-        let kept = cut(object) as? [String: Any] ?? [:]
-        guard text(kept).utf8.count > loggedBytes else { return kept }
+    /// `object` as the log keeps it, as JSON text: no share URL (a bearer secret: a public
+    /// share's, a one-time link's), strings and lists cut to `loggedString`/`loggedItems` (a
+    /// cut string ends in `…`); when the text would still pass `loggedBytes`, the point, time
+    /// and caller alone, marked `"truncated"` (replay then says it cannot ask it again). Cut
+    /// while written: one pass over the request, on the engine's thread after each transaction.
+    public static func loggedText(_ object: [String: Any]) -> String {
+        let limits = JSONText.Limits(string: loggedString, items: loggedItems, droppedKey: "url")
+        let text = JSONText.of(object, limits: limits)
+        guard text.utf8.count > loggedBytes else { return text }
         var small: [String: Any] = ["truncated": true]
-        for key in ["point", "time", "caller", "container", "environment"] { small[key] = kept[key] }
-        return small
+        for key in ["point", "time", "caller", "container", "environment"] { small[key] = object[key] }
+        return JSONText.of(small, limits: limits)
     }
 
     /// `object` with every dotted path in `mask` erased (SPEC §18 P3, as OPA's masking): a path
