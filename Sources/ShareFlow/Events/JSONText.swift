@@ -41,12 +41,13 @@ enum JSONText {
         case let o as [String: Any]:
             out.append(UInt8(ascii: "{"))
             var first = true
-            for key in o.keys.sorted() where key != limits?.droppedKey {
+            // Sorted as pairs: no key is hashed again to find its value.
+            for (key, item) in o.sorted(by: { $0.key < $1.key }) where key != limits?.droppedKey {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
                 string(key, to: &out, nil)
                 out.append(UInt8(ascii: ":"))
-                write(o[key]!, to: &out, limits)
+                write(item, to: &out, limits)
             }
             out.append(UInt8(ascii: "}"))
         case let l as [String]:
@@ -108,8 +109,13 @@ enum JSONText {
             return string(String(decoding: s.utf8.prefix(most), as: UTF8.self) + "…", to: &out, nil)
         }
         out.append(UInt8(ascii: "\""))
-        // Most strings need no escape: appended whole.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+        // Most strings need no escape: appended whole, checked over their bytes in place.
+        let plain =
+            s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+                for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+                return true
+            } ?? false
+        if plain {
             out.append(contentsOf: s.utf8)
             out.append(UInt8(ascii: "\""))
             return
