@@ -20,6 +20,7 @@ deps:
 	command -v luacheck >/dev/null || missing="$$missing lua-check"; \
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	command -v curl >/dev/null || missing="$$missing curl"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	[ -f /usr/include/sqlite3.h ] || missing="$$missing libsqlite3-dev"; \
 	if [ -n "$$missing" ]; then \
 	  echo "make: installing$$missing with apt-get"; \

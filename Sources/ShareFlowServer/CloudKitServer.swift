@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -46,6 +47,9 @@ public struct CloudKitServer: Sendable {
     /// The origins whose pages may read this server's CloudKit answers (CORS; `*` for any):
     /// `serve --cors-origin`. Empty: no CORS headers at all.
     public var corsOrigins: [String] = []
+    /// Serve https with this certificate and key (`serve --tls-cert/--tls-key`, SPEC §19 A1):
+    /// share, upload and download URLs then say https. Nil: plain http.
+    public var tls: ServerTLS?
     /// Whether share URLs point at this server (`http://host:port/share/…`) when the engine's
     /// `publicURL` was left at its default (no `--public-url`).
     public var sharesPointHere = true
@@ -106,9 +110,15 @@ public struct CloudKitServer: Sendable {
         }
         let maxConnections = budget.cap
         let addresses = ConnectionsByAddress(cap: maxConnections)
+        // The deadlines' handler sits after TLS's, on the decrypted HTTP; TLS's own handshake
+        // is bounded by the same header deadline (the request head cannot come before it).
+        let http = HTTPServerBuilder.http1(
+            configuration: .init(additionalChannelHandlers: [ConnectionDeadlineHandler(deadlines, addresses: addresses)])
+        )
+        let scheme = tls == nil ? "http" : "https"
         let app = Application(
             router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionDeadlineHandler(deadlines, addresses: addresses)])),
+            server: try tls.map { try .tls(http, tlsConfiguration: $0.configuration) } ?? http,
             configuration: .init(
                 address: .hostname(host, port: port),
                 serverName: "ShareFlow",
@@ -119,7 +129,7 @@ public struct CloudKitServer: Sendable {
                 // Set before anyone can know the port: every request runs after it.
                 if pointHere {
                     let shown = host.contains(":") ? "[\(host)]" : host
-                    engine.options.publicURL = "http://\(shown):\(port)"
+                    engine.options.publicURL = "\(scheme)://\(shown):\(port)"
                 }
                 onListening(port)
             },

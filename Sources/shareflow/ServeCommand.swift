@@ -11,7 +11,7 @@ extension ShareFlowCommand {
             commandName: "serve",
             abstract: "Serve the store over CloudKit Web Services (HTTP), SPEC §13.",
             discussion:
-                "Prints 'listening on http://HOST:N' when ready. SIGTERM stops accepting, finishes the requests in flight, checkpoints the store and exits 0. Tokens come from `shareflow tokens`."
+                "Prints 'listening on http://HOST:N' when ready (https with --tls-cert and --tls-key). SIGTERM stops accepting, finishes the requests in flight, checkpoints the store and exits 0. Tokens come from `shareflow tokens`."
         )
 
         @OptionGroup var global: GlobalOptions
@@ -32,6 +32,12 @@ extension ShareFlowCommand {
         )
         var corsOrigins: [String] = []
 
+        @Option(name: .customLong("tls-cert"), help: "Serve https: the certificate chain, PEM (the leaf first). With --tls-key.")
+        var tlsCert: String?
+
+        @Option(name: .customLong("tls-key"), help: "Serve https: the certificate's private key, PEM. With --tls-cert.")
+        var tlsKey: String?
+
         @Flag(name: .long, help: "Print every route the server answers (METHOD path-template) and exit; docs/openapi.yaml describes them.")
         var routes = false
 
@@ -41,6 +47,9 @@ extension ShareFlowCommand {
                 throw ValidationError(
                     "--cors-origin must be an origin like https://app.example.com (scheme, host and port only) or '*', got '\(origin)'"
                 )
+            }
+            if (tlsCert == nil) != (tlsKey == nil) {
+                throw ValidationError("--tls-cert and --tls-key go together: https needs the certificate and its private key")
             }
             if let publicURL {
                 guard let url = URLComponents(string: publicURL), ["http", "https"].contains(url.scheme ?? ""), url.host?.isEmpty == false,
@@ -57,6 +66,15 @@ extension ShareFlowCommand {
             if routes {
                 if global.json { printJSON(["routes": CloudKitAPI.routes]) } else { for route in CloudKitAPI.routes { print(route) } }
                 return
+            }
+            // Read first: a certificate that cannot serve is said before anything opens.
+            var tls: ServerTLS?
+            if let tlsCert, let tlsKey {
+                do {
+                    tls = try ServerTLS(certificate: tlsCert, key: tlsKey)
+                } catch {
+                    throw CLIFailure(message: "serve: \(error)")
+                }
             }
             // Before the store opens: its retries are counted for GET /metrics.
             CloudKitServer.bootstrapMetrics()
@@ -85,6 +103,7 @@ extension ShareFlowCommand {
             var server = CloudKitServer(engine: engine, host: host, port: port, logger: engine.logger)
             server.rateLimit = config.rateLimit
             server.corsOrigins = corsOrigins
+            server.tls = tls
             server.maxBodyBytes = Int(config.maxBodyMiB * 1024 * 1024)
             if let v = config.server["maxResponseMiB"] { server.maxResponseBytes = Int(v * 1024 * 1024) }
             if let v = config.server["maxConnections"] { server.maxConnections = Int(v) }
@@ -96,8 +115,9 @@ extension ShareFlowCommand {
             // long (SPEC §13, wave 3).
             engine.options.queryTimeLimit = config.server["querySeconds"] ?? 2
             let host = self.host
+            let scheme = tls == nil ? "http" : "https"
             server.onListening = { port in
-                print("listening on http://\(host):\(port)")
+                print("listening on \(scheme)://\(host):\(port)")
                 fflush(nil)
             }
             let done = DispatchSemaphore(value: 0)

@@ -12,6 +12,8 @@ class ServerTestCase: XCTestCase {
     var api = "", web = ""
     var serverLog: URL!
     let db = "/database/1/iCloud.test/development"
+    /// More of curl's options for every `call` (a TLS test's `--cacert`).
+    var curlOptions: [String] = []
 
     /// The store the test serves: an SQLite file in the test's folder (a subclass may name
     /// another, such as a PostgreSQL database).
@@ -181,6 +183,7 @@ class ServerTestCase: XCTestCase {
             body: body,
             bodyFile: bodyFile,
             headers: headers,
+            options: curlOptions,
             in: dir
         )
     }

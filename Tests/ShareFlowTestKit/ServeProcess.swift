@@ -5,7 +5,7 @@ import XCTest
 /// waited for until it says where it listens. Its output and log are files in `dir`.
 public final class ServeProcess {
     public let process: Process
-    /// `http://127.0.0.1:N`, empty if the server never said where it listens (a failure is
+    /// `http://127.0.0.1:N` (`https://` with `--tls-cert`), empty if the server never said where it listens (a failure is
     /// recorded then).
     public private(set) var base = ""
     /// Its standard error: the access log and any failure.
@@ -32,7 +32,9 @@ public final class ServeProcess {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline && process.isRunning {
             let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-            if let said = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on http://127.0.0.1:") }) {
+            if let said = text.split(separator: "\n").first(where: {
+                $0.hasPrefix("listening on http://127.0.0.1:") || $0.hasPrefix("listening on https://127.0.0.1:")
+            }) {
                 base = String(said.dropFirst("listening on ".count))
                 break
             }

@@ -68,11 +68,12 @@ public enum Tools {
         body: String? = nil,
         bodyFile: URL? = nil,
         headers: [String] = [],
+        options: [String] = [],
         in dir: URL
     ) throws -> (Int, [String: Any]) {
         let out = dir.appendingPathComponent("response-\(UUID().uuidString)")
         let headerFile = dir.appendingPathComponent("headers-\(UUID().uuidString)")
-        var args = ["-s", "-o", out.path, "-D", headerFile.path, "-w", "%{http_code}", "-X", method, "--max-time", "60"]
+        var args = ["-s", "-o", out.path, "-D", headerFile.path, "-w", "%{http_code}", "-X", method, "--max-time", "60"] + options
         for h in headers { args += ["-H", h] }
         var file = bodyFile
         if let body {

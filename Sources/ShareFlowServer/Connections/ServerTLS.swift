@@ -1,0 +1,71 @@
+import Foundation
+import NIOSSL
+
+/// The certificate and key `serve --tls-cert/--tls-key` serves https with (SPEC §19 A1),
+/// read and checked at start: a file that is missing, not PEM, holds no certificate or no key,
+/// or a key that is not the certificate's is one line naming the file and the cause, before
+/// the server listens.
+///
+/// ```swift
+/// server.tls = try ServerTLS(certificate: "leaf.pem", key: "leaf.key")
+/// ```
+public struct ServerTLS: Sendable {
+    /// The certificate chain, leaf first, as read.
+    public let chain: [NIOSSLCertificate]
+    /// What the server's TLS handler is made from.
+    public let configuration: TLSConfiguration
+
+    /// Reads the PEM chain at `certificate` (the leaf first, then any intermediates) and the
+    /// PEM private key at `key`.
+    public init(certificate: String, key: String) throws {
+        func contents(_ path: String, _ what: String) throws -> [UInt8] {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                let reason = FileManager.default.fileExists(atPath: path) ? "it cannot be read" : "no such file"
+                throw ServerTLSError("--tls-\(what) \(path): \(reason)")
+            }
+            return [UInt8](data)
+        }
+        let certificateBytes = try contents(certificate, "cert")
+        let keyBytes = try contents(key, "key")
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMBytes(certificateBytes)
+        } catch {
+            throw ServerTLSError("--tls-cert \(certificate): not a PEM certificate (\(error))")
+        }
+        guard !chain.isEmpty else { throw ServerTLSError("--tls-cert \(certificate): no certificate in it (PEM expected)") }
+        let privateKey: NIOSSLPrivateKey
+        do {
+            privateKey = try NIOSSLPrivateKey(bytes: keyBytes, format: .pem)
+        } catch {
+            throw ServerTLSError("--tls-key \(key): not a PEM private key (\(error))")
+        }
+        // The key must be the leaf's: otherwise every handshake would fail, long after start.
+        // BoringSSL compares them when a context is made with both.
+        do {
+            _ = try NIOSSLContext(
+                configuration: .makeServerConfiguration(certificateChain: [.certificate(chain[0])], privateKey: .privateKey(privateKey))
+            )
+        } catch {
+            throw ServerTLSError("--tls-key \(key) is not the private key of --tls-cert \(certificate) (\(error))")
+        }
+        if let expiry = chain.first.map({ Date(timeIntervalSince1970: TimeInterval($0.notValidAfter)) }), expiry < Date() {
+            throw ServerTLSError("--tls-cert \(certificate): the certificate expired on \(ISO8601DateFormatter().string(from: expiry))")
+        }
+        self.chain = chain
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) },
+            privateKey: .privateKey(privateKey)
+        )
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.applicationProtocols = ["http/1.1"]
+        self.configuration = configuration
+    }
+}
+
+/// A certificate or key `serve` cannot use: the message names the file and the cause.
+public struct ServerTLSError: Error, CustomStringConvertible {
+    /// What is wrong, naming the file.
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
