@@ -66,6 +66,28 @@ final class ServeTLSTests: ServerTestCase {
         XCTAssertEqual(page.0, 200, "\(page.1)")
     }
 
+    /// pyicloud's sharing flow, strict, over https (WEB-SERVICES.md §3: requests trusts the test
+    /// CA through `REQUESTS_CA_BUNDLE`, which overrides any session's `verify`).
+    func testPyiCloudSharesOverHTTPSInStrictMode() throws {
+        guard hasPyiCloud() else { return }
+        try script("require('shareflow').accounts.create{ email = 'carol@example.com' }")
+        let (status, text) = try runPyiCloud(
+            "sharing_flow.py",
+            ["SHAREFLOW_CAROL": try token("carol@example.com"), "REQUESTS_CA_BUNDLE": ca, "CURL_CA_BUNDLE": ca],
+            timeout: 120
+        )
+        XCTAssertEqual(status, 0, text)
+        XCTAssertTrue(text.hasSuffix("pyicloud sharing flow ok\n"), text)
+        // Without the CA, requests refuses the server's certificate.
+        let (refused, said) = try runPyiCloud(
+            "sharing_flow.py",
+            ["SHAREFLOW_CAROL": "x", "REQUESTS_CA_BUNDLE": "", "CURL_CA_BUNDLE": ""],
+            timeout: 120
+        )
+        XCTAssertNotEqual(refused, 0)
+        XCTAssertTrue(said.contains("CERTIFICATE_VERIFY_FAILED") || said.contains("SSLError"), said)
+    }
+
     /// A TLS connection that never says anything is closed by the header deadline, like a
     /// plain one (its handshake holds no connection slot for ever).
     func testASilentTLSConnectionIsClosed() throws {
