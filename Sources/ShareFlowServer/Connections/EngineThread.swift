@@ -44,7 +44,10 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
     /// with a store connection of its own (fewer when the store has no more to give).
     init(engine: Engine? = nil, readers: Int = 0) {
         self.engine = engine
-        let thread = Thread { [unowned self] in self.loop() }
+        // The thread holds its EngineThread, which lives as long as the process (a server has
+        // one). `unowned` crashed when an EngineThread was dropped before its new thread first
+        // ran (in-process tests make one per router): the thread then read a freed object.
+        let thread = Thread { [self] in self.loop() }
         thread.name = "shareflow.engine"
         thread.start()
         guard let engine, readers > 0 else { return }
@@ -61,7 +64,8 @@ final class EngineThread: @unchecked Sendable {  // jobs, lastGaveUp, lastProgre
             guard let reader else { break }
             readerCount += 1
             readersRunning += 1
-            let thread = Thread { [unowned self] in
+            // Held until `stopReading` ends the loop, as the engine's thread holds it.
+            let thread = Thread { [self] in
                 engine.attachReader(reader)
                 self.readLoop()
                 // Stopped (`stopReading`): the connection goes with the thread.
