@@ -78,3 +78,45 @@ extension JSONTextTests {
         XCTAssertLessThan(huge.utf8.count, 200)
     }
 }
+
+extension JSONTextTests {
+    /// A cut lands on a character's boundary, whatever the character's width (the attack of
+    /// stop 57: a 4-byte emoji straddling byte 1,024 read back as U+FFFD, and replay flipped a
+    /// policy that refuses U+FFFD).
+    func testACutNeverSplitsACharacter() throws {
+        for wide in ["é", "€", "😀", "👩‍👩‍👧", "e\u{301}"] {
+            for pad in 1_015...1_024 {
+                let title = String(repeating: "a", count: pad) + wide + "tail"
+                let text = PolicyInput.loggedText(["title": title])
+                let back = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+                let kept = try XCTUnwrap(back["title"] as? String)
+                XCTAssertFalse(kept.contains("\u{FFFD}"), "\(pad) + \(wide)")
+                guard title.utf8.count > PolicyInput.loggedString else {
+                    XCTAssertEqual(kept, title)
+                    continue
+                }
+                XCTAssertTrue(kept.hasSuffix("…"), "\(pad) + \(wide)")
+                XCTAssertLessThanOrEqual(kept.utf8.count, PolicyInput.loggedString + "…".utf8.count)
+                XCTAssertTrue(title.hasPrefix(String(kept.dropLast())) || title.unicodeScalars.starts(with: kept.dropLast().unicodeScalars))
+            }
+        }
+        XCTAssertEqual(StoreDecisionLog.json([String(repeating: "a", count: 1_023) + "😀"]), "[\"" + String(repeating: "a", count: 1_023) + "…\"]")
+    }
+
+    /// The truncated form is itself bounded: a caller with thousands of long addresses keeps
+    /// who it is and the first few of each.
+    func testTheTruncatedFormStaysUnderTheBound() throws {
+        let emails = (0..<1_100).map { "\($0)" + String(repeating: "x", count: 240) + "@example.com" }
+        let phones = (0..<1_100).map { "+1555\($0)" }
+        let text = PolicyInput.loggedText([
+            "point": "share.save", "caller": ["userRecordID": "_a", "email": emails[0], "emails": emails, "phones": phones],
+            "share": ["participants": Array(repeating: ["note": String(repeating: "y", count: 1_000)], count: 900)],
+        ])
+        XCTAssertLessThanOrEqual(text.utf8.count, PolicyInput.loggedBytes)
+        let back = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        XCTAssertEqual(back["truncated"] as? Bool, true)
+        let caller = try XCTUnwrap(back["caller"] as? [String: Any])
+        XCTAssertEqual(caller["userRecordID"] as? String, "_a")
+        XCTAssertEqual((caller["emails"] as? [String])?.count, 10)
+    }
+}

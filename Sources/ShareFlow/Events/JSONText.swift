@@ -102,12 +102,21 @@ enum JSONText {
 
     private static let hex = Array("0123456789abcdef".utf8)
 
+    /// The longest start of `s` of at most `bytes` bytes that ends on a character's boundary:
+    /// never half a character, which would read back as U+FFFD, a character `s` never had (and a
+    /// policy asked again on it could decide otherwise).
+    static func cut(_ s: String, bytes: Int) -> String {
+        let utf8 = s.utf8
+        guard utf8.count > bytes else { return s }
+        var end = utf8.index(utf8.startIndex, offsetBy: max(bytes, 0))
+        while end > utf8.startIndex, UTF8.isContinuation(utf8[end]) { end = utf8.index(before: end) }
+        return String(s[..<end])
+    }
+
     /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`… or `\u00XX`;
     /// `/` and everything else as is (UTF-8). Cut as `limits` says.
     private static func string(_ s: String, to out: inout [UInt8], _ limits: Limits?) {
-        if let most = limits?.string, s.utf8.count > most {
-            return string(String(decoding: s.utf8.prefix(most), as: UTF8.self) + "…", to: &out, nil)
-        }
+        if let most = limits?.string, s.utf8.count > most { return string(cut(s, bytes: most) + "…", to: &out, nil) }
         out.append(UInt8(ascii: "\""))
         // Most strings need no escape: appended whole, checked over their bytes in place.
         let plain =

@@ -697,7 +697,8 @@ public final class PolicySet: @unchecked Sendable {
             environment: request.objects.environment ?? request.objects.metadata?.environment.rawValue,
             share: share,
             input: PolicyInput.loggedText(masked),
-            erased: erased
+            // A URL is never logged: a mask naming one erased nothing the log would keep.
+            erased: erased.filter { $0.split(separator: ".").last != "url" }
         )
     }
 

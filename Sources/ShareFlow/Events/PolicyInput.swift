@@ -135,7 +135,8 @@ public enum PolicyInput {
     /// `object` as the log keeps it, as JSON text: no share URL (a bearer secret: a public
     /// share's, a one-time link's), strings and lists cut to `loggedString`/`loggedItems` (a
     /// cut string ends in `…`); when the text would still pass `loggedBytes`, the point, time
-    /// and caller alone, marked `"truncated"` (replay then says it cannot ask it again). Cut
+    /// and caller alone (its first ten addresses and phones, if it has more than fit), marked
+    /// `"truncated"` (replay then says it cannot ask it again). Cut
     /// while written: one pass over the request, on the engine's thread after each transaction.
     public static func loggedText(_ object: [String: Any]) -> String {
         let limits = JSONText.Limits(string: loggedString, items: loggedItems, droppedKey: "url")
@@ -143,6 +144,11 @@ public enum PolicyInput {
         guard text.utf8.count > loggedBytes else { return text }
         var small: [String: Any] = ["truncated": true]
         for key in ["point", "time", "caller", "container", "environment"] { small[key] = object[key] }
+        let smallText = JSONText.of(small, limits: limits)
+        guard smallText.utf8.count > loggedBytes, var caller = small["caller"] as? [String: Any] else { return smallText }
+        // A caller of thousands of long addresses: who it is, and its first few of each.
+        for key in ["emails", "phones"] { caller[key] = (caller[key] as? [String]).map { Array($0.prefix(10)) } }
+        small["caller"] = caller
         return JSONText.of(small, limits: limits)
     }
 

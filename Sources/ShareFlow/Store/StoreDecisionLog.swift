@@ -390,7 +390,7 @@ package final class StoreDecisionLog: SharedDecisionLog, @unchecked Sendable {  
     }
 
     static func json(_ strings: [String]) -> String {
-        JSONText.of(strings.map { $0.utf8.count <= longestText ? $0 : String(decoding: $0.utf8.prefix(longestText), as: UTF8.self) + "…" })
+        JSONText.of(strings.map { $0.utf8.count <= longestText ? $0 : JSONText.cut($0, bytes: longestText) + "…" })
     }
 
     static func strings(_ json: String) -> [String] {
