@@ -1,5 +1,7 @@
+import Crypto
 import Foundation
 import NIOSSL
+import _CryptoExtras
 
 /// The certificate and key `serve --tls-cert/--tls-key` serves https with (SPEC §19 A1),
 /// read and checked at start: a file that is missing, not PEM, holds no certificate or no key,
@@ -41,13 +43,22 @@ public struct ServerTLS: Sendable {
             throw ServerTLSError("--tls-key \(key): not a PEM private key (\(error))")
         }
         // The key must be the leaf's: otherwise every handshake would fail, long after start.
-        // BoringSSL compares them when a context is made with both.
-        do {
-            _ = try NIOSSLContext(
-                configuration: .makeServerConfiguration(certificateChain: [.certificate(chain[0])], privateKey: .privateKey(privateKey))
-            )
-        } catch {
-            throw ServerTLSError("--tls-key \(key) is not the private key of --tls-cert \(certificate) (\(error))")
+        // Compared by their public keys (SubjectPublicKeyInfo, DER) for the usual kinds; for
+        // another kind BoringSSL compares them when a context is made with both (a context
+        // whose making fails is not freed by swift-nio-ssl: a leak, but only on the way out).
+        let leafKey = try? chain[0].extractPublicKey().toSPKIBytes()
+        if let spki = ServerTLS.publicKey(ofPEM: String(decoding: keyBytes, as: UTF8.self)) {
+            guard let leafKey, leafKey == spki else {
+                throw ServerTLSError("--tls-key \(key) is not the private key of --tls-cert \(certificate) (their public keys differ)")
+            }
+        } else {
+            do {
+                _ = try NIOSSLContext(
+                    configuration: .makeServerConfiguration(certificateChain: [.certificate(chain[0])], privateKey: .privateKey(privateKey))
+                )
+            } catch {
+                throw ServerTLSError("--tls-key \(key) is not the private key of --tls-cert \(certificate) (\(error))")
+            }
         }
         if let expiry = chain.first.map({ Date(timeIntervalSince1970: TimeInterval($0.notValidAfter)) }), expiry < Date() {
             throw ServerTLSError("--tls-cert \(certificate): the certificate expired on \(ISO8601DateFormatter().string(from: expiry))")
@@ -60,6 +71,18 @@ public struct ServerTLS: Sendable {
         configuration.minimumTLSVersion = .tlsv12
         configuration.applicationProtocols = ["http/1.1"]
         self.configuration = configuration
+    }
+}
+
+extension ServerTLS {
+    /// The public key (SubjectPublicKeyInfo, DER) of a PEM private key of a kind swift-crypto
+    /// reads (ECDSA P-256, P-384, P-521; RSA); nil for another kind.
+    static func publicKey(ofPEM pem: String) -> [UInt8]? {
+        if let k = try? P256.Signing.PrivateKey(pemRepresentation: pem) { return Array(k.publicKey.derRepresentation) }
+        if let k = try? P384.Signing.PrivateKey(pemRepresentation: pem) { return Array(k.publicKey.derRepresentation) }
+        if let k = try? P521.Signing.PrivateKey(pemRepresentation: pem) { return Array(k.publicKey.derRepresentation) }
+        if let k = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) { return Array(k.publicKey.derRepresentation) }
+        return nil
     }
 }
 
