@@ -1,0 +1,173 @@
+import Crypto
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the bytes of assets live beside an SQLite store (SPEC §19 A4): a folder,
+/// `<store>.assets/`, one file per distinct content, named by its SHA-256 in hex and sorted
+/// into 256 subfolders by its first two digits (`ab/ab12…`). Content-addressed: the same bytes
+/// saved twice are one file, and a name says what the file must hold.
+///
+/// A blob is made whole before anything can refer to it: written to a temporary file in the
+/// folder, flushed to the disk (`fsync`), renamed into place and the rename flushed (the
+/// subfolder's `fsync`); the record's transaction commits after. A crash in between leaves at
+/// most a temporary file or a blob nobody refers to, which a later collection removes — never a
+/// record pointing at missing bytes.
+///
+/// ```swift
+/// let blobs = AssetBlobs(folder: URL(fileURLWithPath: "store.sqlite.assets"))
+/// let saved = try blobs.put(Data("hello".utf8), maxBytes: 15 << 20)
+/// let bytes = try Data(contentsOf: blobs.url(saved.checksum)!)
+/// ```
+package final class AssetBlobs: Sendable {
+    /// The folder; made on the first `put`.
+    package let folder: URL
+
+    package init(folder: URL) { self.folder = folder }
+
+    /// A blob saved: its content's SHA-256 (hex) and its size in bytes.
+    package struct Saved: Hashable, Sendable {
+        package let checksum: String
+        package let size: Int64
+    }
+
+    /// Why a blob could not be saved or read: one line naming the file and the cause.
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+        /// True when the bytes were more than the bound (`limitExceeded` to a client).
+        package let tooLarge: Bool
+        init(_ description: String, tooLarge: Bool = false) {
+            self.description = description
+            self.tooLarge = tooLarge
+        }
+    }
+
+    /// Saves `data`, at most `maxBytes` of it.
+    package func put(_ data: Data, maxBytes: Int64) throws -> Saved {
+        guard Int64(data.count) <= maxBytes else {
+            throw Failure("the asset is \(data.count) bytes; at most \(maxBytes) are kept", tooLarge: true)
+        }
+        var offset = 0
+        return try write { chunk in
+            let n = min(AssetBlobs.chunkBytes, data.count - offset)
+            defer { offset += n }
+            return n == 0 ? nil : data.subdata(in: offset..<(offset + n))
+        }
+    }
+
+    /// Saves the bytes of the file at `path`, at most `maxBytes` (read in chunks: a file past the
+    /// bound is refused once the bound is passed, never read whole).
+    package func put(contentsOf path: String, maxBytes: Int64) throws -> Saved {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure("cannot open \(path) (\(String(cString: strerror(errno))))") }
+        defer { close(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+            throw Failure("\(path) is not a regular file")
+        }
+        var total: Int64 = 0
+        return try write { chunk in
+            var buffer = [UInt8](repeating: 0, count: AssetBlobs.chunkBytes)
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, AssetBlobs.chunkBytes) }
+            guard n >= 0 else { throw Failure("cannot read \(path) (\(String(cString: strerror(errno))))") }
+            total += Int64(n)
+            guard total <= maxBytes else { throw Failure("\(path) is more than \(maxBytes) bytes, the most an asset holds", tooLarge: true) }
+            return n == 0 ? nil : Data(buffer[0..<n])
+        }
+    }
+
+    /// The file holding the blob named `checksum`, or nil when there is none (or the name is
+    /// not a SHA-256 in hex: a name never leads out of the folder).
+    package func url(_ checksum: String) -> URL? {
+        guard AssetBlobs.isChecksum(checksum) else { return nil }
+        let file = path(of: checksum)
+        return FileManager.default.fileExists(atPath: file.path) ? file : nil
+    }
+
+    /// Every blob in the folder, by checksum (none when the folder was never made).
+    package func checksums() throws -> [String] {
+        guard FileManager.default.fileExists(atPath: folder.path) else { return [] }
+        var found: [String] = []
+        for sub in try FileManager.default.contentsOfDirectory(atPath: folder.path) where sub.count == 2 {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent(sub).path)) ?? []
+            found += names.filter { AssetBlobs.isChecksum($0) && $0.hasPrefix(sub) }
+        }
+        return found.sorted()
+    }
+
+    /// Removes the blob named `checksum`; false when there was none.
+    @discardableResult
+    package func remove(_ checksum: String) -> Bool {
+        guard AssetBlobs.isChecksum(checksum) else { return false }
+        return unlink(path(of: checksum).path) == 0
+    }
+
+    /// Whether `text` is a SHA-256 in lower-case hex: the only names the folder holds.
+    package static func isChecksum(_ text: String) -> Bool {
+        text.utf8.count == 64
+            && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+
+    static let chunkBytes = 1 << 20
+
+    private func path(of checksum: String) -> URL {
+        folder.appendingPathComponent(String(checksum.prefix(2))).appendingPathComponent(checksum)
+    }
+
+    /// Writes what `next` hands out (nil: the end) to a temporary file, hashing it on the way,
+    /// then puts it in place under its checksum, flushed.
+    private func write(_ next: (Int) throws -> Data?) throws -> Saved {
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw Failure("cannot make the asset folder \(folder.path) (\(AssetBlobs.reason(error)))")
+        }
+        let temporary = folder.appendingPathComponent(".incoming-\(UUID().uuidString)")
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Failure("cannot write in the asset folder \(folder.path) (\(String(cString: strerror(errno))))") }
+        var placed = false
+        defer {
+            close(fd)
+            if !placed { unlink(temporary.path) }
+        }
+        var hash = SHA256()
+        var size: Int64 = 0
+        while let chunk = try next(AssetBlobs.chunkBytes) {
+            hash.update(data: chunk)
+            size += Int64(chunk.count)
+            try chunk.withUnsafeBytes { raw in
+                var done = 0
+                while done < raw.count {
+                    let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
+                    if n < 0 && errno == EINTR { continue }
+                    guard n > 0 else { throw Failure("cannot write \(temporary.path) (\(String(cString: strerror(errno))))") }
+                    done += n
+                }
+            }
+        }
+        guard fsync(fd) == 0 else { throw Failure("cannot flush \(temporary.path) to the disk (\(String(cString: strerror(errno))))") }
+        let checksum = hash.finalize().map { String(format: "%02x", $0) }.joined()
+        let target = path(of: checksum)
+        let sub = target.deletingLastPathComponent()
+        try? FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
+        guard rename(temporary.path, target.path) == 0 else {
+            throw Failure("cannot put the asset in place at \(target.path) (\(String(cString: strerror(errno))))")
+        }
+        placed = true
+        // The rename is in the subfolder's entries: flushed too, or a crash could lose it.
+        for dir in [sub, folder] {
+            let d = open(dir.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if d >= 0 {
+                _ = fsync(d)
+                close(d)
+            }
+        }
+        return Saved(checksum: checksum, size: size)
+    }
+
+    private static func reason(_ error: Error) -> String {
+        ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.localizedDescription ?? error.localizedDescription
+    }
+}
