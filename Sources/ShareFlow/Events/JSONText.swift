@@ -100,8 +100,6 @@ enum JSONText {
         }
     }
 
-    private static let hex = Array("0123456789abcdef".utf8)
-
     /// The longest start of `s` of at most `bytes` bytes that ends on a character's boundary:
     /// never half a character, which would read back as U+FFFD, a character `s` never had (and a
     /// policy asked again on it could decide otherwise).
@@ -113,36 +111,19 @@ enum JSONText {
         return String(s[..<end])
     }
 
-    /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`… or `\u00XX`;
-    /// `/` and everything else as is (UTF-8). Cut as `limits` says.
+    /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`… or `\u00XX`
+    /// (`StoredFieldsWriter`'s escapes); `/` and everything else as is. Cut as `limits` says.
     private static func string(_ s: String, to out: inout [UInt8], _ limits: Limits?) {
         if let most = limits?.string, s.utf8.count > most { return string(cut(s, bytes: most) + "…", to: &out, nil) }
-        out.append(UInt8(ascii: "\""))
         // Most strings need no escape: appended whole, checked over their bytes in place.
         let plain =
             s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
                 for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
                 return true
             } ?? false
-        if plain {
-            out.append(contentsOf: s.utf8)
-            out.append(UInt8(ascii: "\""))
-            return
-        }
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xF)])
-            default: out.append(byte)
-            }
-        }
+        guard plain else { return StoredFieldsWriter.string(s, into: &out, escapingSlash: false) }
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: s.utf8)
         out.append(UInt8(ascii: "\""))
     }
 }

@@ -84,13 +84,14 @@ enum StoredFieldsWriter {
 
     /// A JSON string as JSONEncoder writes it: `"`, `\` and `/` escaped with a backslash,
     /// the usual control characters by name, the others as `\u00XX`; everything else as is.
-    private static func string(_ s: String, into out: inout [UInt8]) {
+    /// `escapingSlash` false: `/` as is (the decision log's JSON, `JSONText`).
+    static func string(_ s: String, into out: inout [UInt8], escapingSlash: Bool = true) {
         out.append(UInt8(ascii: "\""))
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
             case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-            case UInt8(ascii: "/"): out.append(contentsOf: [0x5C, 0x2F])
+            case UInt8(ascii: "/") where escapingSlash: out.append(contentsOf: [0x5C, 0x2F])
             case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
             case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
             case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
