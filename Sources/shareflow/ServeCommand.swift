@@ -114,7 +114,8 @@ extension ShareFlowCommand {
             // No query holds one of the engine's threads (the writer, or a reader beside it) for
             // long (SPEC §13, wave 3).
             engine.options.queryTimeLimit = config.server["querySeconds"] ?? 2
-            let host = self.host
+            // An IPv6 address in brackets: the line is a URL a client can use.
+            let host = self.host.contains(":") ? "[\(self.host)]" : self.host
             let scheme = tls == nil ? "http" : "https"
             server.onListening = { port in
                 print("listening on \(scheme)://\(host):\(port)")

@@ -60,6 +60,10 @@ public struct ServerTLS: Sendable {
                 throw ServerTLSError("--tls-key \(key) is not the private key of --tls-cert \(certificate) (\(error))")
             }
         }
+        let start = Date(timeIntervalSince1970: TimeInterval(chain[0].notValidBefore))
+        if start > Date() {
+            throw ServerTLSError("--tls-cert \(certificate): the certificate is not valid before \(ISO8601DateFormatter().string(from: start))")
+        }
         if let expiry = chain.first.map({ Date(timeIntervalSince1970: TimeInterval($0.notValidAfter)) }), expiry < Date() {
             throw ServerTLSError("--tls-cert \(certificate): the certificate expired on \(ISO8601DateFormatter().string(from: expiry))")
         }
@@ -70,6 +74,10 @@ public struct ServerTLS: Sendable {
         )
         configuration.minimumTLSVersion = .tlsv12
         configuration.applicationProtocols = ["http/1.1"]
+        // A connection the server closes (a deadline, a shutdown) waits this long for the
+        // client's close_notify, not swift-nio-ssl's 5 s: its socket and its place under the
+        // connection cap are given back at once, and SIGTERM is not held up by idle clients.
+        configuration.shutdownTimeout = .milliseconds(200)
         self.configuration = configuration
     }
 }
