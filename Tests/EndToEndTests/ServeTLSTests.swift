@@ -134,11 +134,15 @@ final class ServeTLSTests: ServerTestCase {
             try CLI.runTool("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", other]).status,
             0
         )
+        let encrypted = dir.appendingPathComponent("encrypted.key").path
+        XCTAssertEqual(try CLI.runTool("openssl", ["pkey", "-in", key, "-aes256", "-passout", "pass:secret", "-out", encrypted]).status, 0)
         let notPEM = dir.appendingPathComponent("not.pem").path
         try CLI.write("hello\n", to: URL(fileURLWithPath: notPEM))
         let cases: [([String], String)] = [
             (["--tls-cert", cert, "--tls-key", other], "is not the private key of --tls-cert \(cert)"),
-            (["--tls-cert", dir.appendingPathComponent("missing.pem").path, "--tls-key", key], "missing.pem: no such file"),
+            (["--tls-cert", dir.appendingPathComponent("missing.pem").path, "--tls-key", key], "missing.pem (No such file or directory)"),
+            (["--tls-cert", "/dev/zero", "--tls-key", key], "--tls-cert /dev/zero is larger than 1 MiB"),
+            (["--tls-cert", cert, "--tls-key", encrypted], "--tls-key \(encrypted): the key is encrypted with a passphrase"),
             (["--tls-cert", notPEM, "--tls-key", key], "--tls-cert \(notPEM)"),
             (["--tls-cert", cert, "--tls-key", notPEM], "--tls-key \(notPEM): not a PEM private key"),
             (["--tls-cert", cert], "--tls-cert and --tls-key go together"),

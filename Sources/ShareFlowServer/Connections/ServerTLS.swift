@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NIOSSL
+import ShareFlow
 import _CryptoExtras
 
 /// The certificate and key `serve --tls-cert/--tls-key` serves https with (SPEC §19 A1),
@@ -12,6 +13,8 @@ import _CryptoExtras
 /// server.tls = try ServerTLS(certificate: "leaf.pem", key: "leaf.key")
 /// ```
 public struct ServerTLS: Sendable {
+    /// The most bytes read of either file.
+    static let maxFileBytes = 1 << 20
     /// The certificate chain, leaf first, as read.
     public let chain: [NIOSSLCertificate]
     /// What the server's TLS handler is made from.
@@ -20,12 +23,14 @@ public struct ServerTLS: Sendable {
     /// Reads the PEM chain at `certificate` (the leaf first, then any intermediates) and the
     /// PEM private key at `key`.
     public init(certificate: String, key: String) throws {
+        // Read whole through `read(2)`, at most 1 MiB (a chain is a few KiB): a pipe or
+        // `/dev/stdin` from a secrets tool works, a device that never ends does not hang.
         func contents(_ path: String, _ what: String) throws -> [UInt8] {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                let reason = FileManager.default.fileExists(atPath: path) ? "it cannot be read" : "no such file"
-                throw ServerTLSError("--tls-\(what) \(path): \(reason)")
+            do {
+                return [UInt8](try BoundedFile.read(path, maxBytes: ServerTLS.maxFileBytes))
+            } catch {
+                throw ServerTLSError("--tls-\(what) \(error)")
             }
-            return [UInt8](data)
         }
         let certificateBytes = try contents(certificate, "cert")
         let keyBytes = try contents(key, "key")
@@ -37,6 +42,11 @@ public struct ServerTLS: Sendable {
         }
         guard !chain.isEmpty else { throw ServerTLSError("--tls-cert \(certificate): no certificate in it (PEM expected)") }
         let privateKey: NIOSSLPrivateKey
+        if String(decoding: keyBytes, as: UTF8.self).contains("ENCRYPTED") {
+            throw ServerTLSError(
+                "--tls-key \(key): the key is encrypted with a passphrase; give serve the key unencrypted (openssl pkey -in KEY -out PLAIN)"
+            )
+        }
         do {
             privateKey = try NIOSSLPrivateKey(bytes: keyBytes, format: .pem)
         } catch {
