@@ -42,7 +42,8 @@ public struct ServerTLS: Sendable {
         }
         guard !chain.isEmpty else { throw ServerTLSError("--tls-cert \(certificate): no certificate in it (PEM expected)") }
         let privateKey: NIOSSLPrivateKey
-        if String(decoding: keyBytes, as: UTF8.self).contains("ENCRYPTED") {
+        let keyText = String(decoding: keyBytes, as: UTF8.self)
+        if keyText.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || keyText.contains("Proc-Type: 4,ENCRYPTED") {
             throw ServerTLSError(
                 "--tls-key \(key): the key is encrypted with a passphrase; give serve the key unencrypted (openssl pkey -in KEY -out PLAIN)"
             )
@@ -57,7 +58,7 @@ public struct ServerTLS: Sendable {
         // another kind BoringSSL compares them when a context is made with both (a context
         // whose making fails is not freed by swift-nio-ssl: a leak, but only on the way out).
         let leafKey = try? chain[0].extractPublicKey().toSPKIBytes()
-        if let spki = ServerTLS.publicKey(ofPEM: String(decoding: keyBytes, as: UTF8.self)) {
+        if let spki = ServerTLS.publicKey(ofPEM: keyText) {
             guard let leafKey, leafKey == spki else {
                 throw ServerTLSError("--tls-key \(key) is not the private key of --tls-cert \(certificate) (their public keys differ)")
             }
@@ -70,11 +71,14 @@ public struct ServerTLS: Sendable {
                 throw ServerTLSError("--tls-key \(key) is not the private key of --tls-cert \(certificate) (\(error))")
             }
         }
+        // Its dates (a few minutes' leeway for a certificate just made on a machine whose clock
+        // runs ahead): clients would refuse every handshake.
         let start = Date(timeIntervalSince1970: TimeInterval(chain[0].notValidBefore))
-        if start > Date() {
+        if start > Date().addingTimeInterval(300) {
             throw ServerTLSError("--tls-cert \(certificate): the certificate is not valid before \(ISO8601DateFormatter().string(from: start))")
         }
-        if let expiry = chain.first.map({ Date(timeIntervalSince1970: TimeInterval($0.notValidAfter)) }), expiry < Date() {
+        let expiry = Date(timeIntervalSince1970: TimeInterval(chain[0].notValidAfter))
+        if expiry < Date() {
             throw ServerTLSError("--tls-cert \(certificate): the certificate expired on \(ISO8601DateFormatter().string(from: expiry))")
         }
         self.chain = chain
