@@ -698,7 +698,7 @@ public final class PolicySet: @unchecked Sendable {
             share: share,
             input: PolicyInput.loggedText(masked),
             // A URL is never logged: a mask naming one erased nothing the log would keep.
-            erased: erased.filter { $0.split(separator: ".").last != "url" }
+            erased: erased.filter { $0.split(separator: ".").last.map(String.init) != PolicyInput.neverLogged }
         )
     }
 

@@ -131,6 +131,8 @@ public enum PolicyInput {
     /// The longest string a logged input keeps, the most items of a list, and the most bytes
     /// of the whole: a title of megabytes makes a row of a few kilobytes (SPEC §18 P3).
     public static let loggedString = 1_024, loggedItems = 1_000, loggedBytes = 256 * 1_024
+    /// The key the log never keeps, at any depth: a share URL is a bearer secret.
+    static let neverLogged = "url"
 
     /// `object` as the log keeps it, as JSON text: no share URL (a bearer secret: a public
     /// share's, a one-time link's), strings and lists cut to `loggedString`/`loggedItems` (a
@@ -139,7 +141,7 @@ public enum PolicyInput {
     /// `"truncated"` (replay then says it cannot ask it again). Cut
     /// while written: one pass over the request, on the engine's thread after each transaction.
     public static func loggedText(_ object: [String: Any]) -> String {
-        let limits = JSONText.Limits(string: loggedString, items: loggedItems, droppedKey: "url")
+        let limits = JSONText.Limits(string: loggedString, items: loggedItems, droppedKey: neverLogged)
         let text = JSONText.of(object, limits: limits)
         guard text.utf8.count > loggedBytes else { return text }
         var small: [String: Any] = ["truncated": true]

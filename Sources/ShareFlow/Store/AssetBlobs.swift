@@ -50,7 +50,7 @@ package final class AssetBlobs: Sendable {
             throw Failure("the asset is \(data.count) bytes; at most \(maxBytes) are kept", tooLarge: true)
         }
         var offset = 0
-        return try write { chunk in
+        return try write {
             let n = min(AssetBlobs.chunkBytes, data.count - offset)
             defer { offset += n }
             return n == 0 ? nil : data.subdata(in: offset..<(offset + n))
@@ -68,7 +68,7 @@ package final class AssetBlobs: Sendable {
             throw Failure("\(path) is not a regular file")
         }
         var total: Int64 = 0
-        return try write { chunk in
+        return try write {
             var buffer = [UInt8](repeating: 0, count: AssetBlobs.chunkBytes)
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, AssetBlobs.chunkBytes) }
             guard n >= 0 else { throw Failure("cannot read \(path) (\(String(cString: strerror(errno))))") }
@@ -118,7 +118,7 @@ package final class AssetBlobs: Sendable {
 
     /// Writes what `next` hands out (nil: the end) to a temporary file, hashing it on the way,
     /// then puts it in place under its checksum, flushed.
-    private func write(_ next: (Int) throws -> Data?) throws -> Saved {
+    private func write(_ next: () throws -> Data?) throws -> Saved {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         } catch {
@@ -134,7 +134,7 @@ package final class AssetBlobs: Sendable {
         }
         var hash = SHA256()
         var size: Int64 = 0
-        while let chunk = try next(AssetBlobs.chunkBytes) {
+        while let chunk = try next() {
             hash.update(data: chunk)
             size += Int64(chunk.count)
             try chunk.withUnsafeBytes { raw in

@@ -15,8 +15,6 @@ import _CryptoExtras
 public struct ServerTLS: Sendable {
     /// The most bytes read of either file.
     static let maxFileBytes = 1 << 20
-    /// The certificate chain, leaf first, as read.
-    public let chain: [NIOSSLCertificate]
     /// What the server's TLS handler is made from.
     public let configuration: TLSConfiguration
 
@@ -81,7 +79,6 @@ public struct ServerTLS: Sendable {
         if expiry < Date() {
             throw ServerTLSError("--tls-cert \(certificate): the certificate expired on \(ISO8601DateFormatter().string(from: expiry))")
         }
-        self.chain = chain
         var configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain.map { .certificate($0) },
             privateKey: .privateKey(privateKey)
