@@ -43,6 +43,15 @@
 ---@class shareflow.Date
 ---@field seconds number
 
+---@class shareflow.Asset
+---@field checksum? string SHA-256 of the bytes, hex, once saved
+---@field size? integer bytes
+---@field data? string the bytes given to sf.Asset{ data = }
+---@field path? string the file given (trusted scripts), or the store's copy of a saved asset (trusted scripts)
+local Asset = {}
+---@return string bytes at most assets.maxBytes
+function Asset:read() end
+
 ---@class shareflow.Location
 ---@field latitude number
 ---@field longitude number
@@ -654,6 +663,9 @@ function shareflow.Bytes(s) end
 ---@param seconds number
 ---@return shareflow.Date
 function shareflow.Date(seconds) end
+---@param t {data?: string, path?: string} exactly one; path in trusted scripts only
+---@return shareflow.Asset
+function shareflow.Asset(t) end
 ---@param t {latitude: number, longitude: number, horizontalAccuracy?: number, verticalAccuracy?: number, altitude?: number, speed?: number, course?: number, timestamp?: number}
 ---@return shareflow.Location
 function shareflow.Location(t) end

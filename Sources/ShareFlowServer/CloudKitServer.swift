@@ -216,6 +216,10 @@ public struct CloudKitServer: Sendable {
         // The admin routes take from their address's bucket, every request, before the admin
         // token is checked: guessing admin tokens is throttled as guessing any credential is.
         FaultAdmin(engine: engine, thread: thread, limiter: limiter).register(on: router)
+        // The asset URLs (SPEC §19 A3): each its own credential, throttled by address.
+        let assets = router.group("/assets/1")
+        if let limiter { assets.add(middleware: RateLimitMiddleware(limiter: limiter)) }
+        AssetTransfer(engine: engine, thread: thread).register(on: assets)
         // A database route: throttled by address first (before its body is read), then read
         // and checked, authenticated, throttled by identity, and answered by its endpoint.
         let database = router.group("/database/1/:container/:environment/:database")

@@ -88,6 +88,23 @@ final class ServeTLSTests: ServerTestCase {
         XCTAssertTrue(said.contains("CERTIFICATE_VERIFY_FAILED") || said.contains("SSLError"), said)
     }
 
+    /// pyicloud's assets (SPEC §19 A6), strict, over https: upload, save, lookup, download
+    /// byte-exact and by ranges; a participant downloads, a stranger cannot; receipts once.
+    func testPyiCloudUploadsAndDownloadsAssetsOverHTTPSInStrictMode() throws {
+        guard hasPyiCloud() else { return }
+        try script("require('shareflow').accounts.create{ email = 'carol@example.com' }")
+        let (status, text) = try runPyiCloud(
+            "asset_flow.py",
+            ["SHAREFLOW_CAROL": try token("carol@example.com"), "REQUESTS_CA_BUNDLE": ca, "CURL_CA_BUNDLE": ca],
+            timeout: 120
+        )
+        XCTAssertEqual(status, 0, text)
+        XCTAssertTrue(text.hasSuffix("pyicloud asset flow ok\n"), text)
+        // The blob is beside the store, named by its SHA-256.
+        let blobs = try FileManager.default.subpathsOfDirectory(atPath: store + ".assets").filter { $0.count == 67 }
+        XCTAssertEqual(blobs.count, 1, "\(blobs)")
+    }
+
     /// A TLS connection that never says anything is closed by the header deadline, like a
     /// plain one (its handshake holds no connection slot for ever).
     func testASilentTLSConnectionIsClosed() throws {

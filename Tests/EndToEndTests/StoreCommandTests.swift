@@ -70,7 +70,7 @@ final class StoreCommandTests: XCTestCase {
 
         let info = try CLI.run(["store", "info", "--store", store])
         XCTAssertEqual(info.status, 0, info.stderr)
-        XCTAssertTrue(info.stdout.contains("schema version 13"), info.stdout)
+        XCTAssertTrue(info.stdout.contains("schema version 14"), info.stdout)
         XCTAssertTrue(info.stdout.contains("change log: "), info.stdout)
         XCTAssertTrue(info.stdout.contains("shares: 2"), info.stdout)
         let json = try CLI.run(["store", "info", "--store", store, "--json"])

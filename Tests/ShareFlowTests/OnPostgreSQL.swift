@@ -38,6 +38,18 @@ final class AdministratorTestsOnPostgreSQL: AdministratorTests {
     override func testR26TheOwnerMakesAnAdministratorWhoManagesButCannotRule() throws { try super.testR26TheOwnerMakesAnAdministratorWhoManagesButCannotRule() }
 }
 
+final class AssetTestsOnPostgreSQL: AssetTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testAFileAndBytesAreSavedWithTheRecordAndReadBackByteExact() throws { try super.testAFileAndBytesAreSavedWithTheRecordAndReadBackByteExact() }
+    override func testAnAssetPastTheLimitIsLimitExceededAndNothingIsSaved() throws { try super.testAnAssetPastTheLimitIsLimitExceededAndNothingIsSaved() }
+    override func testASharedRecordsAssetIsReadByItsParticipantsAndNoOneElse() throws { try super.testASharedRecordsAssetIsReadByItsParticipantsAndNoOneElse() }
+    override func testAChecksumAloneAttachesNoBytesAndAStoredAssetMustBeInTheStore() throws { try super.testAChecksumAloneAttachesNoBytesAndAStoredAssetMustBeInTheStore() }
+    override func testAReceiptIsRedeemedOnceByItsAccountForItsField() throws { try super.testAReceiptIsRedeemedOnceByItsAccountForItsField() }
+    override func testAnAtomicBatchThatFailsKeepsTheReceiptAndLeavesOnlyAnOrphan() throws { try super.testAnAtomicBatchThatFailsKeepsTheReceiptAndLeavesOnlyAnOrphan() }
+    override func testASharesFieldsHoldNoAsset() throws { try super.testASharesFieldsHoldNoAsset() }
+}
+
 final class AtomicModifyTestsOnPostgreSQL: AtomicModifyTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }

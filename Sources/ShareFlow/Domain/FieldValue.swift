@@ -9,6 +9,7 @@ import Foundation
 /// trip["where"] = .location(Location(latitude: 38.72, longitude: -9.14))
 /// trip["owner"] = .reference(person.recordID, action: .none)
 /// trip["tags"] = .list([.string("sun"), .string("sea")])
+/// trip["plan"] = .asset(Asset(fileURL: URL(fileURLWithPath: "plan.pdf")))
 /// ```
 public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Text.
@@ -34,6 +35,8 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
     /// encrypt at rest and cannot read it either way: it is never matched by a query. It wraps
     /// a whole field, never a list's item or another encrypted value.
     case encrypted(FieldValue)
+    /// A file, kept beside the record's fields (SPEC §19 A2): see `Asset`.
+    case asset(Asset)
 
     /// The type's name, as errors and `sf` name it.
     public var typeName: String {
@@ -48,6 +51,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         case .reference: "reference"
         case .list: "list"
         case .encrypted(let inner): "encrypted " + inner.typeName
+        case .asset: "asset"
         }
     }
 
@@ -55,6 +59,11 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
     public func problem(key: String) -> String? {
         switch self {
         case .string, .integer, .boolean, .bytes: return nil
+        case .asset(let a):
+            if case .stored(let sum, let size) = a.content, !AssetBlobs.isChecksum(sum) || size < 0 {
+                return "field '\(key)' holds an asset whose checksum or size is not one (R23)"
+            }
+            return nil
         case .double(let d):
             return d.isFinite ? nil : "field '\(key)' holds \(d); a double must be finite (R23)"
         case .date(let date):
@@ -62,6 +71,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         case .location(let l): return l.problem.map { "field '\(key)': \($0) (R23)" }
         case .encrypted(let inner):
             if case .encrypted = inner { return "field '\(key)' is encrypted twice; encrypt a value once (R23)" }
+            if inner.holdsAsset { return "field '\(key)' wraps an asset in an encrypted value; an asset is kept as its bytes (R23)" }
             return inner.problem(key: key)
         case .reference(let id, _):
             return Naming.problem(recordName: id.recordName).map { "field '\(key)' references \($0) (R23)" }
@@ -79,7 +89,7 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         }
     }
 
-    private enum Key: String, CodingKey { case s, i, d, b, y, t, la, lo, r, z, o, a, l, ha, va, al, sp, co, ts, e }
+    private enum Key: String, CodingKey { case s, i, d, b, y, t, la, lo, r, z, o, a, l, ha, va, al, sp, co, ts, e, f, n }
 
     /// Reads the compact form `encode(to:)` writes.
     public init(from decoder: Decoder) throws {
@@ -114,6 +124,12 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
                 ),
                 action: try c.decodeIfPresent(ReferenceAction.self, forKey: .a) ?? .none
             )
+        } else if let v = try c.decodeIfPresent(String.self, forKey: .f) {
+            let size = try c.decode(Int64.self, forKey: .n)
+            guard AssetBlobs.isChecksum(v), size >= 0 else {
+                throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath, debugDescription: "an asset's checksum or size is damaged"))
+            }
+            self = .asset(Asset(checksum: v, size: size))
         } else if let v = try c.decodeIfPresent(FieldValue.self, forKey: .e) {
             self = .encrypted(v)
         } else {
@@ -146,6 +162,13 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
             if action != .none { try c.encode(action, forKey: .a) }
         case .list(let v): try c.encode(v, forKey: .l)
         case .encrypted(let v): try c.encode(v, forKey: .e)
+        case .asset(let a):
+            // Only a saved asset is stored: the save turns every other kind into one first.
+            guard case .stored(let sum, let size) = a.content else {
+                throw EncodingError.invalidValue(a, .init(codingPath: c.codingPath, debugDescription: "an unsaved asset cannot be stored"))
+            }
+            try c.encode(sum, forKey: .f)
+            try c.encode(size, forKey: .n)
         }
     }
 
@@ -162,6 +185,31 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         case .reference(let r, let action): return "→\(r.recordName)\(action == .none ? "" : " (\(action.rawValue))")"
         case .list(let l): return "[" + l.map(\.description).joined(separator: ", ") + "]"
         case .encrypted(let v): return "Encrypted(\(v))"
+        case .asset(let a): return a.description
+        }
+    }
+
+    /// Whether the value is an asset or a list holding one.
+    public var holdsAsset: Bool {
+        switch self {
+        case .asset: true
+        case .list(let items): items.first.map { if case .asset = $0 { true } else { false } } ?? false
+        default: false
+        }
+    }
+
+    /// The value with every asset in it changed by `change` (lists item by item).
+    package func mappingAssets(_ change: (Asset) throws -> Asset) rethrows -> FieldValue {
+        switch self {
+        case .asset(let a): return .asset(try change(a))
+        case .list(let items) where holdsAsset:
+            return .list(
+                try items.map {
+                    if case .asset(let a) = $0 { return .asset(try change(a)) }
+                    return $0
+                }
+            )
+        default: return self
         }
     }
 }

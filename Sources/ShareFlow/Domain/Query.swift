@@ -308,6 +308,7 @@ struct MatchSet {
             case .list: break  // a list compares with nothing
             case .bytes, .location: others.append(v)
             case .encrypted: break  // what the server cannot read, it cannot match
+            case .asset: break  // assets are not indexed (CloudKit's neither): they match nothing
             }
         }
     }
@@ -325,7 +326,7 @@ struct MatchSet {
         case .reference(let id, _): return references.contains(id)
         case .list: return false
         case .bytes, .location: return others.contains { FieldValue.order($0, v) == .orderedSame }
-        case .encrypted: return false
+        case .encrypted, .asset: return false
         }
     }
 }

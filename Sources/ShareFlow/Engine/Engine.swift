@@ -45,6 +45,15 @@ public final class Engine: @unchecked Sendable {
     public let faults = FaultInjector()
     /// Events of the transaction in progress, delivered when it commits.
     private var pendingEvents: [Event] = []
+    /// What the new assets of the modify call under way became in the store (`ingestAssets`).
+    var ingestedAssets: [Asset.Content: AssetBlobs.Saved] = [:]
+    /// Where assets' bytes are kept (SPEC §19 A4): the SQLite store's folder, or its driver's
+    /// database.
+    package var assets: any AssetStorage { store.fileAssets ?? databaseAssets! }
+    /// Set once, in `init` (read from reading threads: never made lazily).
+    private var databaseAssets: DatabaseAssets?
+    /// The key download URLs are sealed with, once read (`assetURLKey`).
+    let assetKeys = AssetURLKeys()
     private var transactionDepth = 0
 
     /// An engine's settings, read and changed through `options` at any time.
@@ -66,6 +75,14 @@ public final class Engine: @unchecked Sendable {
         /// server sets one, so no request holds one of its engine's threads for long: past it the
         /// query is `limitExceeded`, naming what to change (SPEC §13, wave 3).
         public var queryTimeLimit: Double?
+        /// SPEC §19 A2: the most bytes one asset holds (`assets.maxBytes`; Apple's per-upload
+        /// limit): past it a save is `limitExceeded`, an upload 413.
+        public var assetMaxBytes: Int64 = 15 << 20
+        /// SPEC §19 A3: seconds a download URL stays good (`assets.urlSeconds`).
+        public var assetURLSeconds: Double = 3600
+        /// SPEC §19 A3: seconds a blob nobody refers to is kept before it is collected
+        /// (`assets.graceSeconds`); also how long an upload's receipt may wait for its save.
+        public var assetGraceSeconds: Double = 3600
         /// The defaults: 100 participants a share, progress every 1000 contacts, `Engine.defaultPublicURL`,
         /// no query time limit.
         public init() {}
@@ -83,6 +100,7 @@ public final class Engine: @unchecked Sendable {
         threadKey = "shareflow.engine.calls.\(UUID().uuidString)"
         events.logger = { [unowned self] in self.logger }
         link.target = .passUnretained(self)
+        if store.fileAssets == nil { databaseAssets = DatabaseAssets(engine: self) }
         // Every process on the store shares one decision log (SPEC §18 P3, §16).
         if let shared = store.decisionLog {
             policies.sharedLog = shared

@@ -110,6 +110,11 @@ extension Engine {
                 injectedDeletes[n] = itemFault(FaultItem(id), id: id, client: nil, in: database)
             }
         }
+        // SPEC §19 A4: new assets' bytes made durable before the transaction, outside its lock.
+        if records.contains(where: { $0.fields.values.contains(where: \.holdsAsset) }) {
+            injected.merge(ingestAssets(records)) { first, _ in first }
+        }
+        defer { ingestedAssets = [:] }
         do {
             try transaction(scope: try writeScope(records.map(\.recordID.zoneID) + deleting.map(\.zoneID), in: database)) { db in
                 let caller = try loadAccount(id: database.container.session.accountID, db: db)

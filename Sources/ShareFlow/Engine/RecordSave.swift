@@ -58,7 +58,10 @@ extension Engine {
         }
         // What this save writes (R29): the keys the copy changed (allKeys: every key it holds)
         // over the server's record; a key it never held, fetched or not, stays.
-        let fields = policy.fieldsToWrite(of: record, over: existing?.fields)
+        var fields = policy.fieldsToWrite(of: record, over: existing?.fields)
+        if fields.values.contains(where: \.holdsAsset) {
+            fields = try resolveAssets(fields, existing: existing?.fields, record: id, in: database, caller: caller, item: item, db: db)
+        }
         if let parent, parentMoved {
             guard parent.zoneID == id.zoneID else {
                 throw ShareFlowError(.referenceViolation, "\(item): its parent \(parent) must be in the same zone \(id.zoneID) (R25)")

@@ -24,6 +24,9 @@ extension Engine {
                 do { try Naming.check(fieldKey: key) } catch let e as ShareFlowError { throw ShareFlowError.invalid("\(item): \(e.message)") }
             }
             if let problem = value.problem(key: key) { throw ShareFlowError.invalid("\(item): \(problem)") }
+            // A share's fields are its title and thumbnail: no files (its bytes would have no
+            // reader a share's participants reach through a record).
+            if isShare && value.holdsAsset { throw ShareFlowError.invalid("\(item): field '\(key)' holds an asset; a share's fields hold none") }
         }
         if let parent = record.parent { try Naming.check(recordName: parent.recordName) }
     }

@@ -140,11 +140,17 @@ extension Engine {
         case .none: rooted = nil
         case .notRead: rooted = try db.share(zone: zone.id, rootName: row.name).map { ($0.recordName, $0.token) }
         }
+        // A record holding assets is read whole (the stored form's checker leaves assets to
+        // the reader), and each asset learns where its bytes are.
+        var fields = row.fieldsAsRead
+        if case .decoded(let decoded) = fields, decoded.values.contains(where: \.holdsAsset) {
+            fields = .decoded(sourcingAssets(decoded))
+        }
         // The share's token is the short GUID of the record it roots.
         return Record(
             stored: row.type,
             recordID: recordID,
-            fields: row.fieldsAsRead,
+            fields: fields,
             parent: row.parentName.map { RecordID(recordName: $0, zoneID: zone.zoneID) },
             changeTag: row.tag,
             modificationDate: Date(timeIntervalSince1970: row.modifiedAt),

@@ -17,6 +17,8 @@ public enum BoundedFile {
     public struct Failure: Error, CustomStringConvertible {
         /// What went wrong: `read` names the file and the reason (cannot open, cannot read, larger than the bound).
         public let description: String
+        /// True when the file was readable and held more than the bound.
+        public var tooLarge = false
     }
 
     /// The first 16 bytes of a file (fewer if it is shorter): a store's header.
@@ -39,7 +41,10 @@ public enum BoundedFile {
         }
         let (data, more) = try read(fd, upTo: maxBytes) { "cannot read \(path) (\(String(cString: strerror($0))))" }
         guard !more else {
-            throw Failure(description: "\(path) is larger than \(maxBytes >= 1 << 20 ? "\(maxBytes >> 20) MiB" : "\(maxBytes) bytes")")
+            throw Failure(
+                description: "\(path) is larger than \(maxBytes >= 1 << 20 ? "\(maxBytes >> 20) MiB" : "\(maxBytes) bytes")",
+                tooLarge: true
+            )
         }
         return data
     }

@@ -21,7 +21,7 @@ import Glibc
 /// let saved = try blobs.put(Data("hello".utf8), maxBytes: 15 << 20)
 /// let bytes = try Data(contentsOf: blobs.url(saved.checksum)!)
 /// ```
-package final class AssetBlobs: Sendable {
+package final class AssetBlobs: AssetStorage {
     /// The folder; made on the first `put`.
     package let folder: URL
 
@@ -38,9 +38,12 @@ package final class AssetBlobs: Sendable {
         package let description: String
         /// True when the bytes were more than the bound (`limitExceeded` to a client).
         package let tooLarge: Bool
-        init(_ description: String, tooLarge: Bool = false) {
+        /// True when the file the caller named could not be read (the caller's error, not the store's).
+        package let isCallersFile: Bool
+        init(_ description: String, tooLarge: Bool = false, callersFile: Bool = false) {
             self.description = description
             self.tooLarge = tooLarge
+            self.isCallersFile = callersFile
         }
     }
 
@@ -61,17 +64,17 @@ package final class AssetBlobs: Sendable {
     /// bound is refused once the bound is passed, never read whole).
     package func put(contentsOf path: String, maxBytes: Int64) throws -> Saved {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure("cannot open \(path) (\(String(cString: strerror(errno))))") }
+        guard fd >= 0 else { throw Failure("cannot open \(path) (\(String(cString: strerror(errno))))", callersFile: true) }
         defer { close(fd) }
         var info = stat()
         if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
-            throw Failure("\(path) is not a regular file")
+            throw Failure("\(path) is not a regular file", callersFile: true)
         }
         var total: Int64 = 0
         return try write {
             var buffer = [UInt8](repeating: 0, count: AssetBlobs.chunkBytes)
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, AssetBlobs.chunkBytes) }
-            guard n >= 0 else { throw Failure("cannot read \(path) (\(String(cString: strerror(errno))))") }
+            guard n >= 0 else { throw Failure("cannot read \(path) (\(String(cString: strerror(errno))))", callersFile: true) }
             total += Int64(n)
             guard total <= maxBytes else { throw Failure("\(path) is more than \(maxBytes) bytes, the most an asset holds", tooLarge: true) }
             return n == 0 ? nil : Data(buffer[0..<n])
@@ -85,6 +88,48 @@ package final class AssetBlobs: Sendable {
         let file = path(of: checksum)
         return FileManager.default.fileExists(atPath: file.path) ? file : nil
     }
+
+    /// The size of the blob named `checksum`, or nil when there is none.
+    package func size(_ checksum: String) throws -> Int64? {
+        guard AssetBlobs.isChecksum(checksum) else { return nil }
+        var info = stat()
+        guard stat(path(of: checksum).path, &info) == 0 else {
+            if errno == ENOENT { return nil }
+            throw Failure("cannot read the asset \(path(of: checksum).path) (\(String(cString: strerror(errno))))")
+        }
+        return Int64(info.st_size)
+    }
+
+    /// The blob's bytes, or those in `range` (clamped to the blob).
+    package func read(_ checksum: String, range: Range<Int64>?) throws -> Data {
+        guard AssetBlobs.isChecksum(checksum) else { throw Failure("\(checksum.prefix(80)) names no asset") }
+        let file = path(of: checksum).path
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure("cannot open the asset \(file) (\(String(cString: strerror(errno))))") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw Failure("cannot read the asset \(file) (\(String(cString: strerror(errno))))") }
+        let size = Int64(info.st_size)
+        let wanted = range.map { max(0, min($0.lowerBound, size))..<max(0, min($0.upperBound, size)) } ?? 0..<size
+        var data = Data(count: Int(wanted.count))
+        var done = 0
+        try data.withUnsafeMutableBytes { raw in
+            while done < raw.count {
+                let n = pread(fd, raw.baseAddress! + done, raw.count - done, off_t(wanted.lowerBound) + off_t(done))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    throw Failure("cannot read the asset \(file) (\(n == 0 ? "it is shorter than it was" : String(cString: strerror(errno))))")
+                }
+                done += n
+            }
+        }
+        return data
+    }
+
+    package var isInDatabase: Bool { false }
+
+    /// The file of the blob named `checksum` (see `url`).
+    package func fileURL(_ checksum: String) -> URL? { url(checksum) }
 
     /// Every blob in the folder, by checksum (none when the folder was never made).
     package func checksums() throws -> [String] {

@@ -29,6 +29,12 @@ public final class Store: @unchecked Sendable {
     let sqliteQueue: DatabaseQueue?
     /// The driver's database (SPEC §16 M6); nil on SQLite.
     package let driver: (any StoreDriver)?
+    /// Where an SQLite store keeps assets' bytes (SPEC §19 A4): `<store>.assets/` beside its
+    /// file, a folder of the process's own for a store in memory (removed with the store); nil
+    /// on a driver's, which keeps them in its database (`Engine.assets`).
+    package let fileAssets: AssetBlobs?
+    /// The folder of a store in memory's assets, removed when the store is.
+    private let privateAssetFolder: URL?
     /// The schema the store was brought to: `StoreCatalogue.current`, or a test's.
     package let catalogue: StoreCatalogue
     /// What a reader of an SQLite file opens (`makeReader`); nil in memory or on a driver.
@@ -193,6 +199,10 @@ public final class Store: @unchecked Sendable {
                 && !FileManager.default.fileExists(atPath: path + "-shm")
             ? Store.immutableURI(path) : path
         readerPath = path == ":memory:" ? nil : sqlitePath
+        privateAssetFolder =
+            path == ":memory:"
+            ? FileManager.default.temporaryDirectory.appendingPathComponent("shareflow-memory-assets-\(UUID().uuidString)") : nil
+        fileAssets = AssetBlobs(folder: privateAssetFolder ?? URL(fileURLWithPath: path + ".assets"))
         sqliteDecisions =
             path == ":memory:" || isReadOnly
             ? nil
@@ -273,6 +283,12 @@ public final class Store: @unchecked Sendable {
         sqliteQueue = nil
         readerPath = nil
         sqliteDecisions = nil
+        privateAssetFolder = nil
+        fileAssets = nil
+    }
+
+    deinit {
+        if let privateAssetFolder { try? FileManager.default.removeItem(at: privateAssetFolder) }
     }
 
     /// Whether `location` is a database URL (`scheme://…`) rather than an SQLite file.

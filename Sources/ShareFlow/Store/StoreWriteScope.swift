@@ -31,9 +31,14 @@ package enum StoreWriteScope: Sendable, Equatable {
     /// The tables a zone-scoped write may write. `zone`: its own counter, and a default zone
     /// made on first use (its ID taken under `zoneIDAllocation`). `share_request`,
     /// `share_block`: a share's access requests and blocks (SPEC §17), each row of one share,
-    /// so of its zone.
+    /// so of its zone. `asset_upload`, `asset_blob`, `asset_chunk` (SPEC §19): no zone's, but
+    /// written only by statements that are right side by side — an upload's row is claimed by
+    /// one UPDATE or DELETE whose count says whether this writer won it, and blobs are named by
+    /// their content, inserted once (`ON CONFLICT`) and removed only by collection, which
+    /// holds the whole store.
     static let tablesOfZones: Set<String> = [
         "zone", "record", "share", "participant", "zone_change", "view_change", "feed", "feed_change", "share_request", "share_block",
+        "asset_upload", "asset_blob", "asset_chunk",
     ]
 
     /// Whether this scope lets a write `other` declared run under it (a lock taken for this

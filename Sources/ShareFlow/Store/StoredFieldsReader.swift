@@ -77,6 +77,9 @@ struct StoredFieldsReader {
         case sp = 131_072
         case co = 262_144
         case ts = 524_288
+        // A saved asset's checksum and size.
+        case f = 1_048_576
+        case n = 2_097_152
 
         /// The detail a location key holds, or nil for the timestamp and every other key.
         var detail: Location.Detail? {
@@ -111,6 +114,8 @@ struct StoredFieldsReader {
             case UInt8(ascii: "b"): return .b
             case UInt8(ascii: "l"): return .l
             case UInt8(ascii: "e"): return .e
+            case UInt8(ascii: "f"): return .f
+            case UInt8(ascii: "n"): return .n
             default: return nil
             }
         }
@@ -170,7 +175,7 @@ struct StoredFieldsReader {
             seen |= key.rawValue
             count += 1
             switch key {
-            case .s, .y, .r:
+            case .s, .y, .r, .f:
                 s = string()
                 if s == nil { return nil }
             case .z:
@@ -182,7 +187,7 @@ struct StoredFieldsReader {
             case .a:
                 action = string()
                 if action == nil { return nil }
-            case .i:
+            case .i, .n:
                 integer = self.integer()
                 if integer == nil { return nil }
             case .d, .t:
@@ -220,6 +225,11 @@ struct StoredFieldsReader {
             var l = location ?? Location(latitude: latitude, longitude: longitude)
             (l.latitude, l.longitude) = (latitude, longitude)
             return .location(l)
+        }
+        // An asset: exactly its checksum and size, both well formed (else the decoder names the damage).
+        if seen == ValueKey.f.rawValue | ValueKey.n.rawValue {
+            guard let s, AssetBlobs.isChecksum(s), let integer, integer >= 0 else { return nil }
+            return .asset(Asset(checksum: s, size: integer))
         }
         // Exactly the keys one case writes; any other mix is the decoder's to judge.
         switch (count, first) {

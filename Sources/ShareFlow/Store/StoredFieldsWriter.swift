@@ -66,6 +66,13 @@ enum StoredFieldsWriter {
             return true
         case .double, .date, .location:
             return false
+        case .asset(let a):
+            // Only a saved asset is stored; the encoder names any other.
+            guard case .stored(let sum, let size) = a.content else { return false }
+            key("f", into: &out)
+            string(sum, into: &out)
+            out.append(contentsOf: ",\"n\":".utf8)
+            out.append(contentsOf: String(size).utf8)
         case .encrypted(let inner):
             key("e", into: &out)
             return self.value(inner, into: &out)

@@ -59,6 +59,7 @@ extension Bindings {
             push(inner)
             lua_setfield(L, -2, "value")
             setMetatable(.encrypted)
+        case .asset(let asset): push(asset: asset)
         case .list(let items):
             // Stored lists are as deep as a save allowed (LuaState.maxDepth).
             guard lua_checkstack(L, 4) != 0 else { return lua_pushnil(L) }
@@ -111,7 +112,8 @@ extension Bindings {
                 case .encrypted where inList:
                     // Refused before it is read: an encrypted value holds a list that could hold it.
                     throw call.argumentError(position, "field '\(key)' holds an encrypted item; encrypt the whole field instead (R23)")
-                case .bytes, .date, .location, .reference, .encrypted: return try typedValue(call, abs, kind: kind, key: key, position: position)
+                case .bytes, .date, .location, .reference, .encrypted, .asset:
+                    return try typedValue(call, abs, kind: kind, key: key, position: position)
                 case .recordID: return .reference(try recordID(call, abs, position: position), action: .none)
                 default: break
                 }
@@ -165,7 +167,7 @@ extension Bindings {
         default:
             throw call.argumentError(
                 position,
-                "field '\(key)' cannot hold a \(call.typeName(i)) (string, number, boolean, sf.Bytes, sf.Date, sf.Location, a reference, or a list of one of these, or sf.Encrypted of one) (R23)"
+                "field '\(key)' cannot hold a \(call.typeName(i)) (string, number, boolean, sf.Bytes, sf.Date, sf.Location, sf.Asset, a reference, or a list of one of these, or sf.Encrypted of one) (R23)"
             )
         }
     }
@@ -192,6 +194,7 @@ extension Bindings {
             try call.state.chargeCopy(len)
             return .bytes(Data(bytes: p, count: len))
         case .date: return .date(Date(timeIntervalSince1970: try number("seconds")))
+        case .asset: return .asset(try assetValue(call, abs, key: key, position: position))
         case .encrypted:
             // The value inside, read as a field's (a list, say); wrapped once (R23 says the rest).
             guard call.field(abs, "value") != LUA_TNIL else {

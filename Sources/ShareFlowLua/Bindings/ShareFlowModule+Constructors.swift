@@ -170,6 +170,21 @@ extension ShareFlowModule {
                 }
             ),
             (
+                // A file for a record (SPEC §19 A2): its bytes, or (trusted states) a file's path.
+                "Asset",
+                { [unowned b] call in
+                    try call.table(1)
+                    try call.checkKeys(1, allowed: ["data", "path"])
+                    let hasData = call.field(1, "data") != LUA_TNIL
+                    call.state.pop()
+                    let hasPath = call.field(1, "path") != LUA_TNIL
+                    call.state.pop()
+                    guard hasData != hasPath else { throw call.argumentError(1, "give exactly one of 'data' and 'path'") }
+                    b.push(FieldValue.asset(try b.assetValue(call, 1, key: "asset", position: 1)))
+                    return 1
+                }
+            ),
+            (
                 "Reference",
                 { [unowned b] call in
                     try call.table(1)

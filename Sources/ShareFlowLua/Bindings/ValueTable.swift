@@ -47,7 +47,7 @@ extension Bindings {
                 return 1
             }
             lua_setfield(L, -2, "__tostring")
-            if [.bytes, .date, .location, .reference, .encrypted].contains(kind) {
+            if [.bytes, .date, .location, .reference, .encrypted, .asset].contains(kind) {
                 // Two values are equal when they store the same (R23 keeps them exactly).
                 lua.push(function: "__eq") { [unowned self] call in
                     let a = try? fieldValue(call, 1, key: name, position: 1)
@@ -56,6 +56,13 @@ extension Bindings {
                     return 1
                 }
                 lua_setfield(L, -2, "__eq")
+            }
+            if kind == .asset {
+                // Its one method, as liolib's files have theirs: `asset:read()`.
+                lua_createtable(L, 0, 1)
+                lua.push(function: "read") { [unowned self] call in try self.readAsset(call) }
+                lua_setfield(L, -2, "read")
+                lua_setfield(L, -2, "__index")
             }
             if kind == .bytes {
                 lua.push(function: "__len") { call in
@@ -122,7 +129,7 @@ extension Bindings {
             }
             call.state.pop()
             return text
-        case "Bytes", "Date", "Location", "Reference", "Encrypted":
+        case "Bytes", "Date", "Location", "Reference", "Encrypted", "Asset":
             guard let kind = ValueTable.allCases.first(where: { $0.name == name }),
                 let value = try? typedValue(call, 1, kind: kind, key: name, position: 1)
             else { return name + "(?)" }
@@ -140,7 +147,7 @@ extension Bindings {
 /// is the position in `Bindings.valueMetatables`.
 enum ValueTable: Int, CaseIterable {
     case lookupInfo, recordZoneID, recordID, recordZone, nameComponents, userIdentity, error
-    case bytes, date, location, reference, encrypted
+    case bytes, date, location, reference, encrypted, asset
 
     var name: String {
         switch self {
@@ -156,6 +163,7 @@ enum ValueTable: Int, CaseIterable {
         case .location: "Location"
         case .reference: "Reference"
         case .encrypted: "Encrypted"
+        case .asset: "Asset"
         }
     }
 }

@@ -26,7 +26,16 @@ extension FieldValue {
         case .bytes(let d): return 16 + d.count
         case .list(let items): return items.reduce(16) { $0 + 16 + $1.hostBytes }
         case .reference(let id, _): return 64 + id.recordName.utf8.count
+        case .asset(let a): return a.content.hostBytes
         default: return 16
         }
+    }
+}
+
+extension Asset.Content {
+    /// Bytes in memory count whole; every other kind is a name.
+    var hostBytes: Int {
+        if case .data(let d) = self { return 16 + d.count }
+        return 96
     }
 }

@@ -65,6 +65,13 @@ public struct PluginConfig {
     public var retentionDays: Double = 30
     /// SPEC §17 R42: most open access requests per share (`sharing = { maxRequesters = N }`).
     public var maxRequesters = 100
+    /// SPEC §19: `assets = { maxBytes, urlSeconds, graceSeconds }`, each nil unless the file
+    /// names it (the engine's defaults: 15 MiB, 3,600 s, 3,600 s).
+    public var assetMaxBytes: Int64?
+    /// SPEC §19 A3: seconds a download URL stays good.
+    public var assetURLSeconds: Double?
+    /// SPEC §19 A3: seconds an unreferenced blob (and an unredeemed receipt) is kept.
+    public var assetGraceSeconds: Double?
     /// SPEC §18 P3: dotted paths erased from each logged decision's input (`policies = { mask = {…} }`).
     public var policyMask: [String] = []
     /// SPEC §18 P3: decisions the store's log keeps (`policies = { keepDecisions = N }`).
@@ -107,9 +114,11 @@ public struct PluginConfig {
         }
         for key in root.hash.keys {
             guard case .string(let k) = key,
-                ["plugins", "limits", "server", "sync", "faults", "postgres", "store", "sharing", "policies"].contains(k)
+                ["plugins", "limits", "server", "sync", "faults", "postgres", "store", "sharing", "policies", "assets"].contains(k)
             else {
-                throw PluginError("config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync, faults, postgres, store)")
+                throw PluginError(
+                    "config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync, faults, postgres, store, sharing, policies, assets)"
+                )
             }
         }
         if let faults = root["faults"] {
@@ -234,6 +243,39 @@ public struct PluginConfig {
                     shadowPlugins = dir.hasPrefix("/") ? dir : (PathName.folder(of: path) as NSString).appendingPathComponent(dir)
                 default:
                     throw PluginError("config file \(path): unknown key policies.\(key) (expected mask, keepDecisions, shadow)")
+                }
+            }
+        }
+        if let assets = root["assets"] {
+            guard case .table(let t) = assets, t.array.isEmpty else {
+                throw PluginError("config file \(path): 'assets' must be a table of settings")
+            }
+            for (key, value) in t.hash {
+                let n = ConfigField.number(value) ?? .nan
+                switch key {
+                case .string("maxBytes"):
+                    guard n.isFinite, n == n.rounded(), (1...1_073_741_824.0).contains(n) else {
+                        throw PluginError(
+                            "config file \(path): assets.maxBytes must be a whole number from 1 to 1073741824, got \(ConfigField.shown(value))"
+                        )
+                    }
+                    assetMaxBytes = Int64(n)
+                case .string("urlSeconds"):
+                    guard n.isFinite, (1...604_800).contains(n) else {
+                        throw PluginError(
+                            "config file \(path): assets.urlSeconds must be a number of seconds from 1 to 604800, got \(ConfigField.shown(value))"
+                        )
+                    }
+                    assetURLSeconds = n
+                case .string("graceSeconds"):
+                    guard n.isFinite, (60...31_536_000).contains(n) else {
+                        throw PluginError(
+                            "config file \(path): assets.graceSeconds must be a number of seconds from 60 to 31536000, got \(ConfigField.shown(value))"
+                        )
+                    }
+                    assetGraceSeconds = n
+                default:
+                    throw PluginError("config file \(path): unknown key assets.\(key) (expected maxBytes, urlSeconds, graceSeconds)")
                 }
             }
         }

@@ -63,6 +63,9 @@ public final class CloudKitAPI: Sendable {
         Endpoint("records/accept", [.post], on: [.public]) { try ShareLinks.answer($0, accept: true) },
         Endpoint("records/requestAccess", [.post], on: [.public]) { try ShareLinks.requestAccess($0) },
         Endpoint("zones/modify", [.post], ZoneEndpoints.modify),
+        // SPEC §19 A3: the bytes go to the URLs these give (AssetTransfer).
+        Endpoint("assets/upload", [.post], AssetEndpoints.upload),
+        Endpoint("assets/rereference", [.post], AssetEndpoints.rereference),
         // pyicloud sends zones/list as POST {}.
         Endpoint("zones/list", [.get, .post], reads: true, ZoneEndpoints.list),
         Endpoint("zones/lookup", [.post], reads: true, ZoneEndpoints.lookup),
@@ -122,6 +125,7 @@ public final class CloudKitAPI: Sendable {
             }
         }
         lines.append("GET /database/1/{container}/{environment}/{database}/\(ChangeStream.subpath)")
+        lines += AssetTransfer.routes
         lines += FaultAdmin.routes
         return lines
     }
@@ -180,9 +184,13 @@ public final class CloudKitAPI: Sendable {
         let work: @Sendable () throws -> WireObject = { [self] in
             do {
                 let call = EndpointCall(api: self, request: request, current: try current(caller), body: body.object)
+                // SPEC §19 A3: assets in the answer come with download URLs for this caller.
+                let links = call.caller.map { AssetLinks.reader(Engine.AssetReader(accountID: $0.id, request), engine: engine) }
                 return try WireFormat.$extensions.withValue(extended) {
-                    guard let scope else { return WireObject(try endpoint.handle(call)) }
-                    return WireObject(try FaultScope.run(scope) { try endpoint.handle(call) })
+                    try WireFormat.$assetLinks.withValue(links) {
+                        guard let scope else { return WireObject(try endpoint.handle(call)) }
+                        return WireObject(try FaultScope.run(scope) { try endpoint.handle(call) })
+                    }
                 }
             } catch {
                 throw CloudKitError.from(error)

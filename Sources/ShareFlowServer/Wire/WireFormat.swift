@@ -7,6 +7,9 @@ enum WireFormat {
     /// access requests' and blocks' times and participants' `dateAddedToShare`, in
     /// milliseconds. Off by default: pyicloud's strict models have no such keys.
     @TaskLocal static var extensions = false
+    /// Who reads the records being written out, for their assets' download URLs (SPEC §19
+    /// A3): nil where no one signed in does (no URL is given).
+    @TaskLocal static var assetLinks: AssetLinks?
 
     typealias Object = [String: Any]
 
@@ -247,7 +250,68 @@ enum WireFormat {
             var o = field(inner)
             o["isEncrypted"] = true
             return o
+        case .asset(let a): return ["value": asset(a, link: nil), "type": "ASSETID"]
         }
+    }
+
+    /// An asset as a read gives it (WEB-SERVICES.md §3): its checksum, size and, for a reader,
+    /// a download URL; pyicloud's strict model reads the `ASSETID` type, never an untyped one.
+    static func asset(_ a: Asset, link: String?) -> Object {
+        var o: Object = [:]
+        if let sum = a.checksum { o["fileChecksum"] = sum }
+        if let size = a.size { o["size"] = size }
+        if let link { o["downloadURL"] = link }
+        return o
+    }
+
+    /// Field `key` of `record`, an asset or a list of them, each with its download URL.
+    static func assetField(_ v: FieldValue, key: String, record: RecordID) -> Object {
+        let links = assetLinks
+        func one(_ a: Asset) -> Object { asset(a, link: a.checksum.flatMap { links?.url($0, key, record) }) }
+        switch v {
+        case .asset(let a): return ["value": one(a), "type": "ASSETID"]
+        case .list(let items):
+            return [
+                "value": items.map { item -> Object in
+                    if case .asset(let a) = item { return one(a) }
+                    return [:]
+                },
+                "type": "ASSETID_LIST",
+            ]
+        default: return field(v)
+        }
+    }
+
+    /// An asset value a client sends (`ASSETID`, or untyped as CloudKit JS and MistKit send
+    /// it): an upload's `receipt` to redeem, or a `fileChecksum` sent back as read. Only the
+    /// keys assets have; bytes inline (`downloadedData`) are refused: they go through
+    /// `assets/upload`.
+    private static func assetValue(_ value: Any, field: String) throws -> FieldValue {
+        guard let o = value as? Object else { throw CloudKitError.badRequest("\(field) must be an asset object (ASSETID)") }
+        let known: Set<String> = ["fileChecksum", "receipt", "referenceChecksum", "wrappingKey", "size", "downloadURL", "downloadedData"]
+        if let other = o.keys.sorted().first(where: { !known.contains($0) }) {
+            throw CloudKitError.badRequest("\(field) has key '\(other.prefix(64))', which an asset has not (ASSETID)")
+        }
+        func text(_ key: String) throws -> String? {
+            guard let raw = o[key], !(raw is NSNull) else { return nil }
+            guard let s = raw as? String, s.utf8.count <= 512 else { throw CloudKitError.badRequest("\(field).\(key) must be a string (ASSETID)") }
+            return s
+        }
+        if o["downloadedData"].map({ !($0 is NSNull) }) ?? false {
+            throw CloudKitError.badRequest("\(field) holds its bytes inline; upload them with assets/upload and save the receipt (ASSETID)")
+        }
+        if let receipt = try text("receipt") { return .asset(Asset(.receipt(receipt))) }
+        guard let sum = try text("fileChecksum") else {
+            throw CloudKitError.badRequest("\(field) needs an upload's receipt (assets/upload) or the fileChecksum a read gave (ASSETID)")
+        }
+        var size: Int64?
+        if let raw = o["size"], !(raw is NSNull) {
+            guard let n = numeral(raw), !isFloat(n), let i = int64(n), i >= 0 else {
+                throw CloudKitError.badRequest("\(field).size must be a whole number of bytes (ASSETID)")
+            }
+            size = i
+        }
+        return .asset(Asset(.claimed(checksum: sum, size: size)))
     }
 
     /// A location as CloudKit writes one: its coordinates and whichever of the other six keys
@@ -339,6 +403,8 @@ enum WireFormat {
                 l.timestamp = Date(timeIntervalSince1970: n.doubleValue / 1000)
             }
             return .location(l)
+        case "ASSETID"?, "ASSET"?:
+            return try assetValue(value, field: field)
         case "REFERENCE"?:
             guard let o = value as? Object, let name = o["recordName"] as? String else {
                 throw CloudKitError.badRequest("\(field) must have a recordName (REFERENCE)")
@@ -353,6 +419,12 @@ enum WireFormat {
                 guard let i = int64(n) else { throw CloudKitError.badRequest("\(field) is outside INT64 (-2^63 to 2^63-1)") }
                 return .integer(i)
             case let items as [Any]: return .list(try items.enumerated().map { try typed($1, type: nil, field: "\(field)[\($0)]", zone: zone) })
+            // An asset before a reference or a location: its keys are its own.
+            case let o as Object where o["receipt"] != nil || o["fileChecksum"] != nil:
+                guard o["recordName"] == nil, o["latitude"] == nil else {
+                    throw CloudKitError.badRequest("\(field) is both an asset and a reference or location; give its type")
+                }
+                return try assetValue(o, field: field)
             case let o as Object where o["recordName"] != nil: return try typed(o, type: "REFERENCE", field: field, zone: zone)
             case let o as Object where o["latitude"] != nil: return try typed(o, type: "LOCATION", field: field, zone: zone)
             default: throw CloudKitError.badRequest("\(field) has a value of no CloudKit type")
@@ -473,7 +545,7 @@ enum WireFormat {
         var fields: Object = [:]
         // A set: fields × keys comparisons per record would let one request cost their product.
         for (k, v) in r.fields where wanted?.contains(k) ?? true {
-            var f = field(v)
+            var f = v.holdsAsset ? assetField(v, key: k, record: r.recordID) : field(v)
             if numbersAsStrings, let value = f["value"] { f["value"] = stringifyingNumbers(value) }
             fields[k] = f
         }

@@ -1,5 +1,5 @@
 extension StoreCatalogue {
-    /// ShareFlow's schema (version 13). A change is made here alone: a column or table with
+    /// ShareFlow's schema (version 14). A change is made here alone: a column or table with
     /// `since: 14` (and `version: 14`) reaches both drivers' new and existing stores, `store
     /// check` and `store copy`. Tables come after those they reference.
     package static let current: StoreCatalogue = {
@@ -193,6 +193,38 @@ extension StoreCatalogue {
                 ],
                 since: 11
             ),
+            // 14: asset uploads (SPEC §19 A3): a reservation made by assets/upload (only the
+            // SHA-256 of its URL's secret is kept), its bytes once POSTed, the receipt's hash
+            // until a save redeems it (the row is then deleted: a receipt is used once).
+            Table(
+                "asset_upload",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("secretHash", .text, unique: true), C("receiptHash", .text, nullable: true, unique: true),
+                    C("accountID", .integer, references: "account(id)", cascade: true), C("container", .text), C("environment", .text),
+                    C("scope", .text), C("zoneName", .text, nullable: true), C("recordName", .text, nullable: true),
+                    C("fieldName", .text, nullable: true), C("checksum", .text, nullable: true), C("size", .integer, nullable: true),
+                    C("createdAt", .real), C("expiresAt", .real),
+                ],
+                since: 14
+            ),
+            // 14: assets' bytes in a driver's database (SPEC §19 A4), so every node serves every
+            // blob: one row per content, its bytes in 1 MiB chunks (base64). An SQLite store
+            // keeps its blobs in files beside it and these tables empty.
+            Table(
+                "asset_blob",
+                key: .given(["checksum"]),
+                columns: [C("checksum", .text), C("size", .integer), C("chunks", .integer), C("createdAt", .real)],
+                withoutRowID: true,
+                since: 14
+            ),
+            Table(
+                "asset_chunk",
+                key: .given(["checksum", "n"]),
+                columns: [C("checksum", .text, references: "asset_blob(checksum)", cascade: true), C("n", .integer), C("data", .text)],
+                withoutRowID: true,
+                since: 14
+            ),
         ]
         let indexes: [Index] = [
             Index("account_email_account", on: "account_email", ["accountID"]),
@@ -216,6 +248,8 @@ extension StoreCatalogue {
             Index("share_request_age", on: "share_request", ["requestedAt"], since: 12),
             Index("participant_one_time", on: "participant", ["oneTimeToken"], unique: true, where: "oneTimeToken IS NOT NULL", since: 12),
             Index("share_block_share", on: "share_block", ["shareID", "accountID"], since: 12),
+            Index("asset_upload_expires", on: "asset_upload", ["expiresAt"], since: 14),
+            Index("asset_blob_created", on: "asset_blob", ["createdAt"], since: 14),
         ]
         // A share's change tag moves when its participants or its own row change (R31): the
         // tag is on the share's record row.
@@ -228,6 +262,6 @@ extension StoreCatalogue {
             ),
             Trigger("changes_share", on: "share", after: [.update], "UPDATE record SET tag = {tag} WHERE id = NEW.recordID"),
         ]
-        return StoreCatalogue(version: 13, tables: tables, indexes: indexes, triggers: triggers)
+        return StoreCatalogue(version: 14, tables: tables, indexes: indexes, triggers: triggers)
     }()
 }

@@ -1,0 +1,148 @@
+import Foundation
+
+/// Apple's upload protocol (SPEC §19 A3), the engine's half: `assets/upload` reserves one
+/// single-use URL per token (good for 15 minutes); a POST of the bytes to it gives a receipt
+/// (good for `assetGraceSeconds`) that one save of the caller's redeems (`redeemAssetReceipt`);
+/// `assets/rereference` hands out receipts for assets the caller may read.
+///
+/// ```swift
+/// let slots = try engine.reserveAssetUploads([.init(recordName: "r1", fieldName: "photo")], zoneName: nil, in: db)
+/// // the client POSTs its bytes to <publicURL>/assets/1/upload/<slots[0].secret>
+/// ```
+extension Engine {
+    /// One token of `assets/upload`: the field (and record, and type) the bytes are for.
+    package struct AssetUploadRequest: Sendable {
+        package var recordType: String?
+        package var recordName: String?
+        package var fieldName: String
+        package init(recordType: String? = nil, recordName: String? = nil, fieldName: String) {
+            self.recordType = recordType
+            self.recordName = recordName
+            self.fieldName = fieldName
+        }
+    }
+
+    /// A reserved upload: the record name (made when none was given: clients expect one back),
+    /// the field, and the secret its URL carries.
+    package struct AssetUploadSlot: Sendable {
+        package let recordName: String
+        package let fieldName: String
+        package let secret: String
+    }
+
+    /// How long an upload URL waits for its bytes: Apple's 15 minutes.
+    package static let assetUploadSeconds: Double = 15 * 60
+    /// The most tokens one `assets/upload` reserves (R22's items per request, halved).
+    package static let maxAssetUploadTokens = 200
+
+    /// Reserves an upload for each of `requests`, in order, for the signed-in caller of `database`.
+    package func reserveAssetUploads(_ requests: [AssetUploadRequest], zoneName: String?, in database: CloudDatabase) throws -> [AssetUploadSlot] {
+        try Engine.requireSignedIn(database)
+        guard requests.count <= Engine.maxAssetUploadTokens else {
+            throw ShareFlowError(.limitExceeded, "assets/upload takes at most \(Engine.maxAssetUploadTokens) tokens; this one has \(requests.count)")
+        }
+        if let zoneName { try Naming.check(text: zoneName, "zone name") }
+        for (n, r) in requests.enumerated() {
+            do {
+                try Naming.check(fieldKey: r.fieldName)
+                if let name = r.recordName { try Naming.check(recordName: name) }
+                if let type = r.recordType { try Naming.check(recordType: type) }
+            } catch let e as ShareFlowError {
+                throw ShareFlowError.invalid("tokens[\(n)]: \(e.message)")
+            }
+        }
+        let now = EngineClock.seconds
+        return try transaction(scope: .zones([])) { db in
+            try requests.map { r in
+                let secret = AssetReceipts.make()
+                try db.reserveAssetUpload(
+                    AssetUploadRow(
+                        secretHash: AssetReceipts.hash(secret),
+                        accountID: database.container.session.accountID,
+                        container: database.container.containerIdentifier,
+                        environment: database.container.environment.rawValue,
+                        scope: database.databaseScope.rawValue,
+                        zoneName: zoneName,
+                        recordName: r.recordName,
+                        fieldName: r.fieldName,
+                        createdAt: now,
+                        expiresAt: now + Engine.assetUploadSeconds
+                    )
+                )
+                return AssetUploadSlot(recordName: r.recordName ?? RandomIdentifier.uuidString(), fieldName: r.fieldName, secret: secret)
+            }
+        }
+    }
+
+    /// Whether an upload URL's secret names an upload still waiting for its bytes (read before
+    /// the bytes are: a URL that leads nowhere costs the server no body).
+    package func assetUploadIsPending(secret: String) throws -> Bool {
+        guard secret.utf8.count <= 200 else { return false }
+        let now = EngineClock.seconds
+        return try reading { try $0.pendingAssetUpload(secretHash: AssetReceipts.hash(secret), now: now) } != nil
+    }
+
+    /// The bytes of the upload `secret` names, saved in the store already (`saved`): the
+    /// receipt a save redeems, or `unknownItem` when the URL was used meanwhile or expired.
+    package func completeAssetUpload(secret: String, saved: AssetBlobs.Saved) throws -> String {
+        let now = EngineClock.seconds
+        let receipt = AssetReceipts.make()
+        let done = try transaction(scope: .zones([])) { db -> Bool in
+            guard let upload = try db.pendingAssetUpload(secretHash: AssetReceipts.hash(secret), now: now) else { return false }
+            return try db.completeAssetUpload(
+                id: upload.id,
+                checksum: saved.checksum,
+                size: saved.size,
+                receiptHash: AssetReceipts.hash(receipt),
+                expiresAt: now + options.assetGraceSeconds,
+                now: now
+            )
+        }
+        guard done else { throw ShareFlowError.unknown("no such upload") }
+        return receipt
+    }
+
+    /// `assets/rereference`: for each record and field the caller may read (R12, R15, R37;
+    /// others are `unknownItem`), a receipt for the asset it holds, to save in another record.
+    package func rereferenceAssets(
+        _ items: [(record: RecordID, field: String)],
+        in database: CloudDatabase
+    ) throws -> [Result<(receipt: String, checksum: String, size: Int64), ShareFlowError>] {
+        try Engine.requireSignedIn(database)
+        guard items.count <= Engine.maxAssetUploadTokens else {
+            throw ShareFlowError(
+                .limitExceeded,
+                "assets/rereference takes at most \(Engine.maxAssetUploadTokens) assets; this one has \(items.count)"
+            )
+        }
+        let now = EngineClock.seconds
+        return items.map { item in
+            do {
+                let record = try fetchRecord(item.record, in: database)
+                guard case .asset(let asset)? = record.fields[item.field], case .stored(let sum, let size) = asset.content else {
+                    throw ShareFlowError.invalid("field '\(item.field)' of record \(Naming.printable(item.record.recordName)) holds no asset")
+                }
+                let receipt = AssetReceipts.make()
+                try transaction(scope: .zones([])) { db in
+                    try db.recordAssetReceipt(
+                        AssetUploadRow(
+                            secretHash: AssetReceipts.hash(AssetReceipts.make()),
+                            accountID: database.container.session.accountID,
+                            container: database.container.containerIdentifier,
+                            environment: database.container.environment.rawValue,
+                            scope: database.databaseScope.rawValue,
+                            checksum: sum,
+                            size: size,
+                            createdAt: now,
+                            expiresAt: now + options.assetGraceSeconds
+                        ),
+                        receiptHash: AssetReceipts.hash(receipt)
+                    )
+                }
+                return .success((receipt, sum, size))
+            } catch {
+                return .failure(ShareFlowError.wrap(error, store: store))
+            }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NIOPosix
+import ShareFlow
+import Synchronization
+
+/// The upload and download URLs of assets (SPEC §19 A3): outside the database routes, each
+/// URL its own credential (clients send no CloudKit parameters to them: pyicloud posts with a
+/// bare session, CloudKit JS with `fetch`). Throttled by address; every "no" is 404, alike for
+/// a URL that never existed, one used, one expired and one whose record the reader lost.
+///
+/// - `POST /assets/1/upload/<secret>`: the raw bytes (any Content-Type); 413 before the body is
+///   read when `Content-Length` says more than `assets.maxBytes`; answers `{"singleFile": …}`.
+/// - `GET` or `HEAD /assets/1/download/<token>/<any name>`: the bytes, `Range` honoured.
+final class AssetTransfer: Sendable {
+    let engine: Engine
+    let thread: EngineThread
+    /// Uploads whose bytes are held in memory at once: past it, 503 and a time to retry.
+    let uploadsAtOnce: Int
+    private let inFlight = Mutex(0)
+
+    init(engine: Engine, thread: EngineThread, uploadsAtOnce: Int = 8) {
+        self.engine = engine
+        self.thread = thread
+        self.uploadsAtOnce = uploadsAtOnce
+    }
+
+    static let routes = ["POST /assets/1/upload/{secret}", "GET /assets/1/download/{token}/{name}", "HEAD /assets/1/download/{token}/{name}"]
+
+    func register(on group: RouterGroup<ServerRequestContext>) {
+        group.post("upload/:secret") { [self] request, context in try await upload(request, context: context) }
+        for path in ["download/:token", "download/:token/*"] {
+            group.get(RouterPath(path)) { [self] request, context in try await download(request, context: context, head: false) }
+            group.head(RouterPath(path)) { [self] request, context in try await download(request, context: context, head: true) }
+        }
+    }
+
+    private static let notFound = CloudKitError(status: 404, code: "NOT_FOUND", reason: "no such asset URL")
+
+    // MARK: Upload
+
+    private func upload(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let most = engine.options.assetMaxBytes
+        if let declared = request.headers[.contentLength].flatMap({ Int64($0) }), declared > most {
+            throw CloudKitError(status: 413, code: "QUOTA_EXCEEDED", reason: "the asset is \(declared) bytes; at most \(most) are taken")
+        }
+        let secret = context.parameters.get("secret") ?? ""
+        // The URL first: one that leads nowhere costs no body.
+        guard try await thread.read({ [engine] in try engine.assetUploadIsPending(secret: secret) }) else { throw Self.notFound }
+        guard take() else {
+            throw CloudKitError(
+                status: 503,
+                body: WireFormat.error(code: "TRY_AGAIN_LATER", reason: "too many uploads at once; try again").merging(["retryAfter": 1]) { a, _ in a
+                }
+            )
+        }
+        defer { inFlight.withLock { $0 -= 1 } }
+        var request = request
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: Int(most))
+        } catch is NIOTooManyBytesError {
+            throw CloudKitError(status: 413, code: "QUOTA_EXCEEDED", reason: "the asset is more than \(most) bytes")
+        } catch {
+            throw CloudKitError.badRequest("the body could not be read whole (it ended early?)")
+        }
+        let bytes = Data(buffer: body)
+        let storage = engine.assets
+        // Hashing and flushing are no work for the event loop.
+        let saved: AssetBlobs.Saved
+        do {
+            // Files: on a pool thread. A database's: a write of the engine's, on its thread.
+            saved =
+                storage.isInDatabase
+                ? try await thread.run { try storage.put(bytes, maxBytes: most) }
+                : try await NIOThreadPool.singleton.runIfActive { try storage.put(bytes, maxBytes: most) }
+        } catch let failure as AssetBlobs.Failure {
+            throw CloudKitError(
+                ShareFlowError(.serviceUnavailable, "an upload's bytes cannot be saved: \(failure.description)", retryAfter: 5).forOperator()
+            )
+        }
+        let receipt: String
+        do {
+            receipt = try await thread.run { [engine] in try engine.completeAssetUpload(secret: secret, saved: saved) }
+        } catch let e as ShareFlowError where e.code == .unknownItem {
+            throw Self.notFound
+        }
+        return CloudKitServer.response(
+            status: 200,
+            WireObject(["singleFile": Self.descriptor(checksum: saved.checksum, size: saved.size, receipt: receipt)])
+        )
+    }
+
+    private func take() -> Bool {
+        inFlight.withLock {
+            guard $0 < uploadsAtOnce else { return false }
+            $0 += 1
+            return true
+        }
+    }
+
+    /// An asset's writable descriptor, as an upload or a rereference gives it: `receipt` is
+    /// what a save redeems; `referenceChecksum` and `wrappingKey` are there because clients
+    /// model them (ShareFlow does not encrypt assets: the key wraps nothing).
+    static func descriptor(checksum: String, size: Int64, receipt: String) -> WireFormat.Object {
+        [
+            "fileChecksum": checksum,
+            "receipt": receipt,
+            "referenceChecksum": Data(SHA256.hash(data: Data(("reference " + checksum).utf8))).base64EncodedString(),
+            "wrappingKey": Data(RandomIdentifier.bytes(32)).base64EncodedString(),
+            "size": size,
+        ]
+    }
+
+    // MARK: Download
+
+    private func download(_ request: Request, context: ServerRequestContext, head: Bool) async throws -> Response {
+        let token = context.parameters.get("token") ?? ""
+        let found: Engine.AssetDownload
+        do {
+            found = try await thread.read { [engine] in try engine.assetDownload(token) }
+        } catch let e as ShareFlowError where e.code == .unknownItem {
+            throw Self.notFound
+        }
+        var headers = HTTPFields()
+        headers[.contentType] = "application/octet-stream"
+        headers[.acceptRanges] = "bytes"
+        headers[.cacheControl] = "private, no-store"
+        let size = found.size
+        var status = HTTPResponse.Status.ok
+        var range: Range<Int64> = 0..<size
+        switch AssetTransfer.range(request.headers[.range], size: size) {
+        case .whole: break
+        case .part(let r):
+            status = .partialContent
+            range = r
+            headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(size)"
+        case .unsatisfiable:
+            headers[.contentRange] = "bytes */\(size)"
+            return Response(status: .rangeNotSatisfiable, headers: headers, body: .init())
+        }
+        headers[.contentLength] = String(range.count)
+        if head { return Response(status: status, headers: headers, body: .init()) }
+        let storage = found.storage
+        let checksum = found.checksum
+        let thread = thread
+        let wanted = range
+        let part = Int64(CloudKitServer.partBytes) * 4
+        return Response(
+            status: status,
+            headers: headers,
+            body: .init(contentLength: Int(wanted.count)) { writer in
+                var at = wanted.lowerBound
+                while at < wanted.upperBound {
+                    let end = min(at + part, wanted.upperBound)
+                    let from = at
+                    let bytes =
+                        storage.isInDatabase
+                        ? try await thread.read { try storage.read(checksum, range: from..<end) }
+                        : try await NIOThreadPool.singleton.runIfActive { try storage.read(checksum, range: from..<end) }
+                    guard Int64(bytes.count) == end - from else { throw Self.notFound }
+                    try await writer.write(ByteBuffer(bytes: bytes))
+                    at = end
+                }
+                try await writer.finish(nil)
+            }
+        )
+    }
+
+    /// What a `Range` header asks of `size` bytes: one range (`bytes=a-b`, `a-`, `-n`), the
+    /// whole (no header, a unit other than bytes, several ranges: served whole as RFC 9110
+    /// allows), or none it can have (416).
+    enum Asked: Equatable {
+        case whole
+        case part(Range<Int64>)
+        case unsatisfiable
+    }
+
+    static func range(_ header: String?, size: Int64) -> Asked {
+        guard let header, header.utf8.count <= 200 else { return .whole }
+        let trimmed = header.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes="), !trimmed.contains(",") else { return .whole }
+        let spec = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let sides = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard sides.count == 2 else { return .whole }
+        let digits = { (s: String) in !s.isEmpty && s.utf8.count <= 18 && s.utf8.allSatisfy { (0x30...0x39).contains($0) } }
+        if sides[0].isEmpty {
+            // The last n bytes.
+            guard digits(sides[1]), let n = Int64(sides[1]) else { return .whole }
+            guard n > 0, size > 0 else { return .unsatisfiable }
+            return .part(max(0, size - n)..<size)
+        }
+        guard digits(sides[0]), let first = Int64(sides[0]) else { return .whole }
+        var last = size - 1
+        if !sides[1].isEmpty {
+            guard digits(sides[1]), let l = Int64(sides[1]) else { return .whole }
+            guard l >= first else { return .whole }
+            last = min(l, size - 1)
+        }
+        guard first < size else { return .unsatisfiable }
+        return .part(first..<(last + 1))
+    }
+}
