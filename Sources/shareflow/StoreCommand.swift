@@ -75,9 +75,16 @@ extension ShareFlowCommand {
                 // R42: access requests older than sharing.requestTTLDays close (0 keeps them).
                 let ttl = try global.pluginConfig().requestTTLDays
                 let closed = ttl > 0 ? try store.closeAccessRequests(olderThan: ttl * 86_400) : 0
-                if global.json { return try StoreCommand.printJSON(["pruned": removed, "closedRequests": closed]) }
+                // SPEC §19 A4: blobs no record names, past assets.graceSeconds.
+                let assets = try store.collectOrphanAssets(grace: try global.pluginConfig().assetGraceSeconds ?? Engine.Options().assetGraceSeconds)
+                if global.json {
+                    return try StoreCommand.printJSON(["pruned": removed, "closedRequests": closed, "removedAssets": assets.removed])
+                }
                 print("store \(store.path): pruned \(removed) change log entr\(removed == 1 ? "y" : "ies") older than \(seconds) s")
                 if closed > 0 { print("store \(store.path): closed \(closed) access request\(closed == 1 ? "" : "s") older than \(ttl) days") }
+                if assets.removed > 0 {
+                    print("store \(store.path): removed \(assets.removed) asset blob\(assets.removed == 1 ? "" : "s") no record names")
+                }
             }
         }
 
@@ -191,8 +198,10 @@ extension ShareFlowCommand {
             let partial = "\(path).copying-\(getpid())"
             removeAbandonedCopies(of: path)
             let files = [partial, partial + "-wal", partial + "-shm"]
-            for file in files { try? FileManager.default.removeItem(atPath: file) }
-            defer { for file in files { try? FileManager.default.removeItem(atPath: file) } }
+            // The copy's blobs (SPEC §19 A4), renamed with the file.
+            let partialAssets = partial + ".assets"
+            for file in files + [partialAssets] { try? FileManager.default.removeItem(atPath: file) }
+            defer { for file in files + [partialAssets] { try? FileManager.default.removeItem(atPath: file) } }
             // Ctrl-C, SIGTERM or SIGHUP mid-copy: the partial file goes too (SIGKILL cannot be
             // caught: the next copy into the same name removes what it left).
             let signals = [SIGINT, SIGTERM, SIGHUP].map { number -> DispatchSourceSignal in
@@ -229,6 +238,18 @@ extension ShareFlowCommand {
                 let why = errno == EEXIST ? "it was made while the copy ran (copy into a new file)" : String(cString: strerror(errno))
                 throw CLIFailure(message: "cannot copy into \(path): \(why)")
             }
+            if FileManager.default.fileExists(atPath: partialAssets) {
+                let from = AssetBlobs(folder: URL(fileURLWithPath: partialAssets))
+                if rename(partialAssets, path + ".assets") != 0 {
+                    // A folder of that name was there (left by an older store): the blobs join it.
+                    let to = AssetBlobs(folder: URL(fileURLWithPath: path + ".assets"))
+                    do {
+                        for sum in try from.checksums() { try from.carry(sum, to: to) }
+                    } catch {
+                        throw CLIFailure(message: "cannot copy the assets into \(path).assets: \(error)")
+                    }
+                }
+            }
             return StoreCopyReport(from: report.from, to: path, rows: report.rows)
         }
 
@@ -241,7 +262,7 @@ extension ShareFlowCommand {
             for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(prefix) {
                 let rest = name.dropFirst(prefix.count)
                 let digits = rest.prefix { $0.isNumber }
-                guard let pid = pid_t(digits), ["", "-wal", "-shm"].contains(String(rest.dropFirst(digits.count))) else { continue }
+                guard let pid = pid_t(digits), ["", "-wal", "-shm", ".assets"].contains(String(rest.dropFirst(digits.count))) else { continue }
                 if kill(pid, 0) != 0 && errno == ESRCH {
                     try? FileManager.default.removeItem(atPath: (folder as NSString).appendingPathComponent(name))
                 }

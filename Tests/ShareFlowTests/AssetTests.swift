@@ -198,6 +198,47 @@ class AssetTests: XCTestCase {
         XCTAssertNil(try db.modifyRecords(saving: [w.trip]).firstError)
     }
 
+    func testOrphansAreCollectedPastTheGraceAndWhatIsNamedStays() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        w.trip["photo"] = .asset(Asset(data: Data("kept".utf8)))
+        w.trip["draft"] = .asset(Asset(data: Data("replaced".utf8)))
+        XCTAssertNil(try db.modifyRecords(saving: [w.trip]).firstError)
+        let replaced = try XCTUnwrap(try asset(w.trip, "draft").checksum)
+        w.trip["draft"] = .asset(Asset(data: Data("final".utf8)))
+        XCTAssertNil(try db.modifyRecords(saving: [w.trip]).firstError)
+        // An upload whose receipt waits for its save is kept too.
+        let slots = try w.engine.reserveAssetUploads([.init(fieldName: "photo")], zoneName: nil, in: db)
+        let waiting = try w.engine.assets.put(Data("waiting".utf8), maxBytes: 100)
+        _ = try w.engine.completeAssetUpload(secret: slots[0].secret, saved: waiting)
+        // Not yet past the grace: nothing goes.
+        var done = try w.engine.store.collectOrphanAssets(grace: 3600)
+        XCTAssertEqual(done.removed, 0)
+        XCTAssertNotNil(try w.engine.assets.size(replaced))
+        done = try w.engine.store.collectOrphanAssets(grace: 0, now: EngineClock.seconds + 10)
+        XCTAssertEqual(done.removed, 1, "\(done)")
+        XCTAssertNil(try w.engine.assets.size(replaced))
+        XCTAssertNotNil(try w.engine.assets.size(waiting.checksum))
+        let fetched = try db.fetchRecord(w.trip.recordID)
+        XCTAssertEqual(try asset(fetched, "photo").read(), Data("kept".utf8))
+        XCTAssertEqual(try asset(fetched, "draft").read(), Data("final".utf8))
+        XCTAssertTrue(try w.engine.store.check().isHealthy)
+        // Once the receipt expires, its bytes go too.
+        done = try w.engine.store.collectOrphanAssets(grace: 0, now: EngineClock.seconds + 2 * w.engine.options.assetGraceSeconds)
+        XCTAssertEqual(done.removed, 1, "\(done)")
+        XCTAssertNil(try w.engine.assets.size(waiting.checksum))
+        // A blob lost from under a record is a problem `store check` names.
+        let sum = try XCTUnwrap(try asset(fetched, "photo").checksum)
+        if let files = w.engine.store.fileAssets {
+            files.remove(sum)
+        } else {
+            try w.engine.store.write(scope: .wholeStore) { try $0.removeAssetBlob(checksum: sum) }
+        }
+        let check = try w.engine.store.check()
+        XCTAssertFalse(check.isHealthy)
+        XCTAssertTrue(check.problems.contains { $0.contains("names asset \(sum.prefix(12))") && $0.contains("missing") }, "\(check.problems)")
+    }
+
     func testASharesFieldsHoldNoAsset() throws {
         let w = try World()
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [w.trip]).firstError)

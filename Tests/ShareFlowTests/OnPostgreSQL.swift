@@ -47,6 +47,7 @@ final class AssetTestsOnPostgreSQL: AssetTests {
     override func testAChecksumAloneAttachesNoBytesAndAStoredAssetMustBeInTheStore() throws { try super.testAChecksumAloneAttachesNoBytesAndAStoredAssetMustBeInTheStore() }
     override func testAReceiptIsRedeemedOnceByItsAccountForItsField() throws { try super.testAReceiptIsRedeemedOnceByItsAccountForItsField() }
     override func testAnAtomicBatchThatFailsKeepsTheReceiptAndLeavesOnlyAnOrphan() throws { try super.testAnAtomicBatchThatFailsKeepsTheReceiptAndLeavesOnlyAnOrphan() }
+    override func testOrphansAreCollectedPastTheGraceAndWhatIsNamedStays() throws { try super.testOrphansAreCollectedPastTheGraceAndWhatIsNamedStays() }
     override func testASharesFieldsHoldNoAsset() throws { try super.testASharesFieldsHoldNoAsset() }
 }
 

@@ -198,6 +198,16 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
         }
     }
 
+    /// The checksums and sizes of the saved assets the value holds.
+    package var storedAssets: [String: Int64] {
+        var found: [String: Int64] = [:]
+        _ = mappingAssets { asset in
+            if case .stored(let sum, let size) = asset.content { found[sum] = size }
+            return asset
+        }
+        return found
+    }
+
     /// The value with every asset in it changed by `change` (lists item by item).
     package func mappingAssets(_ change: (Asset) throws -> Asset) rethrows -> FieldValue {
         switch self {

@@ -96,7 +96,7 @@ extension Engine {
         } catch let e as ShareFlowError where !e.isOutage {
             throw gone
         }
-        guard let size = Engine.checksums(in: record.fields[grant.f])[grant.h] else { throw gone }
+        guard let size = record.fields[grant.f]?.storedAssets[grant.h] else { throw gone }
         return AssetDownload(checksum: grant.h, size: size, storage: assets)
     }
 

@@ -63,7 +63,7 @@ extension Engine {
     ) throws -> [String: FieldValue] {
         var resolved = fields
         for (key, value) in fields where value.holdsAsset && value != existing?[key] {
-            let held = Engine.checksums(in: existing?[key])
+            let held = existing?[key]?.storedAssets ?? [:]
             resolved[key] = try value.mappingAssets { asset in
                 switch asset.content {
                 case .stored(let sum, _):
@@ -76,7 +76,9 @@ extension Engine {
                     return Asset(checksum: sum, size: size)
                 case .data, .file:
                     let saved: AssetBlobs.Saved
-                    if let ingested = ingestedAssets[asset.content] {
+                    // Ingested before the lock, and still there now that it is held: collection
+                    // removes blobs only under the same lock, so what is here now stays.
+                    if let ingested = ingestedAssets[asset.content], try assets.size(ingested.checksum) == ingested.size {
                         saved = ingested
                     } else {
                         // Not seen before the transaction (an edit made inside it): saved now.
@@ -101,16 +103,6 @@ extension Engine {
             }
         }
         return resolved
-    }
-
-    /// The checksums and sizes of the saved assets a stored value holds.
-    static func checksums(in value: FieldValue?) -> [String: Int64] {
-        var found: [String: Int64] = [:]
-        _ = value?.mappingAssets { asset in
-            if case .stored(let sum, let size) = asset.content { found[sum] = size }
-            return asset
-        }
-        return found
     }
 
     /// The record's fields, each asset able to read its bytes from this store.

@@ -131,6 +131,42 @@ package final class AssetBlobs: AssetStorage {
     /// The file of the blob named `checksum` (see `url`).
     package func fileURL(_ checksum: String) -> URL? { url(checksum) }
 
+    /// When the blob named `checksum` was last put (seconds since 1970): a put of the same bytes
+    /// renames a new file over it, so its age is that of its last save.
+    package func modified(_ checksum: String) -> Double? {
+        guard AssetBlobs.isChecksum(checksum) else { return nil }
+        var info = stat()
+        guard stat(path(of: checksum).path, &info) == 0 else { return nil }
+        return Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+    }
+
+    /// Removes the temporary files of writes that never finished (a crash, a kill) last
+    /// touched before `cutoff`; how many.
+    @discardableResult
+    package func removeUnfinished(before cutoff: Double) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        var removed = 0
+        for name in names where name.hasPrefix(".incoming-") {
+            let file = folder.appendingPathComponent(name).path
+            var info = stat()
+            guard stat(file, &info) == 0, Double(info.st_mtim.tv_sec) < cutoff else { continue }
+            if unlink(file) == 0 { removed += 1 }
+        }
+        return removed
+    }
+
+    /// Puts the blob named `checksum` into `other` too: a hard link where both folders are on
+    /// one file system, else a copy (flushed like any put).
+    package func carry(_ checksum: String, to other: AssetBlobs) throws {
+        guard AssetBlobs.isChecksum(checksum) else { return }
+        let target = other.path(of: checksum)
+        if FileManager.default.fileExists(atPath: target.path) { return }
+        try? FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        if link(path(of: checksum).path, target.path) == 0 { return }
+        let saved = try other.put(contentsOf: path(of: checksum).path, maxBytes: .max)
+        guard saved.checksum == checksum else { throw Failure("the asset \(path(of: checksum).path) holds other bytes than its name says") }
+    }
+
     /// Every blob in the folder, by checksum (none when the folder was never made).
     package func checksums() throws -> [String] {
         guard FileManager.default.fileExists(atPath: folder.path) else { return [] }

@@ -49,8 +49,11 @@ extension Store {
                     )
                 }
                 try StoreCopy.restoreShareTags(from: source, to: target)
+                copied["assets"] = try StoreCopy.carryAssets(from: self, source, to: destination, target)
                 try destination.driver?.finishCopy(target, madeIDs: catalogue.madeIDs)
-                for table in tables {
+                // Blobs move between a folder and a database: their tables' counts differ then.
+                let movesBlobs = (fileAssets == nil) != (destination.fileAssets == nil)
+                for table in tables where !(movesBlobs && ["asset_blob", "asset_chunk"].contains(table.name)) {
                     let expected = try source.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
                     let found = try target.fetchInteger("SELECT COUNT(*) FROM \(table.name)") ?? 0
                     guard expected == found else {
@@ -98,6 +101,46 @@ enum StoreCopy {
                 .invalidArguments,
                 "cannot copy into \(label): it already holds a store (rows: \(held.joined(separator: ", "))); copy into a new SQLite file or an empty PostgreSQL database"
             )
+        }
+    }
+
+    /// Carries the blobs (SPEC §19 A4) where the destination keeps them: files to files (hard
+    /// links where the two folders share a file system), files into the database's chunks, the
+    /// database's chunks (copied with their tables) out into files (the rows then dropped: an
+    /// SQLite store keeps its blobs in its folder). How many blobs.
+    static func carryAssets(from store: Store, _ source: StoreTransaction, to destination: Store, _ target: StoreTransaction) throws -> Int {
+        switch (store.fileAssets, destination.fileAssets) {
+        case (let from?, let to?):
+            let sums = try from.checksums()
+            for sum in sums { try from.carry(sum, to: to) }
+            return sums.count
+        case (let from?, nil):
+            let sums = try from.checksums()
+            let now = EngineClock.seconds
+            for sum in sums {
+                let data = try from.read(sum, range: nil)
+                let chunks = stride(from: 0, to: data.count, by: DatabaseAssets.chunkBytes).map {
+                    data.subdata(in: $0..<min($0 + DatabaseAssets.chunkBytes, data.count))
+                }
+                try target.putAssetBlob(checksum: sum, size: Int64(data.count), chunks: chunks, at: now)
+            }
+            return sums.count
+        case (nil, let to?):
+            let sums = try source.assetBlobs(savedBefore: .infinity, limit: Int.max)
+            for sum in sums {
+                guard let blob = try source.assetBlob(checksum: sum) else { continue }
+                var data = Data()
+                for chunk in try source.assetChunks(checksum: sum, range: 0..<blob.chunks) { data.append(chunk) }
+                let saved = try to.put(data, maxBytes: .max)
+                guard saved.checksum == sum else {
+                    throw ShareFlowError(.serviceUnavailable, "cannot copy asset \(sum): its chunks hold other bytes (\(saved.checksum))")
+                        .forOperator()
+                }
+            }
+            try target.run("DELETE FROM asset_blob", [])
+            return sums.count
+        case (nil, nil):
+            return try source.fetchInteger("SELECT COUNT(*) FROM asset_blob").map(Int.init) ?? 0
         }
     }
 

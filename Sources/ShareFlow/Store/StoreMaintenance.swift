@@ -300,6 +300,9 @@ extension Store {
                         )
                     }
                 }
+                if tables?.contains("asset_upload") ?? true {
+                    checking("assets") { try checkAssets(tx, problems: &problems, notes: &notes) }
+                }
                 var result = StoreCheck(integrity: integrity, problems: problems)
                 result.notes = notes
                 return result
@@ -436,6 +439,12 @@ extension Store {
             try queue.backup(to: target)
             try target.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
             try target.close()
+            // SPEC §19 A4: the blobs, beside the backup as beside the store (hard links where
+            // the folders share a file system: a blob is never written again).
+            if let from = fileAssets {
+                let to = AssetBlobs(folder: URL(fileURLWithPath: destination + ".assets"))
+                for sum in try from.checksums() { try from.carry(sum, to: to) }
+            }
         } catch let error as DatabaseError {
             try? FileManager.default.removeItem(atPath: destination)
             throw StoreError.cannotBackUp(destination: destination, reason: Store.reason(error))

@@ -67,7 +67,21 @@ struct StoreWatch: Service {
 
     private func watch() async throws {
         var known: (credentials: Int64, directory: Int64)?
+        // SPEC §19 A3: orphan blobs collected every quarter of the grace (and once at start).
+        var nextCollection = ContinuousClock.now
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            if ContinuousClock.now >= nextCollection {
+                let grace = engine.options.assetGraceSeconds
+                nextCollection = ContinuousClock.now + .seconds(max(grace / 4, 1))
+                do {
+                    let done = try await thread.run { [engine] in try engine.store.collectOrphanAssets(grace: grace) }
+                    if done.removed > 0 { logger.info("store \(engine.store.path): removed \(done.removed) asset blob(s) no record names") }
+                } catch is CancellationError {
+                    return
+                } catch {
+                    logger.warning("store \(engine.store.path): orphan assets not collected: \((error as? ShareFlowError)?.message ?? "\(error)")")
+                }
+            }
             do {
                 health.probe()
                 let generation = try await thread.run { [engine] in try engine.credentials.generations() }
