@@ -21,6 +21,7 @@ deps:
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	command -v curl >/dev/null || missing="$$missing curl"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	[ -f /usr/include/sqlite3.h ] || missing="$$missing libsqlite3-dev"; \
 	if [ -n "$$missing" ]; then \
 	  echo "make: installing$$missing with apt-get"; \
@@ -29,21 +30,25 @@ deps:
 
 # Python tools for the server's tests, pinned, in a virtual environment under .build (a fresh
 # Debian may lack the venv module: python3-venv then comes from apt): pyicloud, an independent
-# CloudKit client (PyiCloudTests), and schemathesis, which fuzzes the server against
-# docs/openapi.yaml (OpenAPITests).
+# CloudKit client (PyiCloudTests), schemathesis, which fuzzes the server against
+# docs/openapi.yaml (OpenAPITests), and Playwright, which drives Debian's chromium (deps) for
+# the browser tests through executable_path (BrowserTests; no browser is downloaded).
 PYICLOUD_VERSION := 2026.10.1
 SCHEMATHESIS_VERSION := 4.32.5
+PLAYWRIGHT_VERSION := 1.65.2
 PYENV := .build/pyenv
 
 pyenv:
 	@if ! $(PYENV)/bin/pip show pyicloud 2>/dev/null | grep -qx "Version: $(PYICLOUD_VERSION)" \
-	   || ! $(PYENV)/bin/pip show schemathesis 2>/dev/null | grep -qx "Version: $(SCHEMATHESIS_VERSION)"; then \
-	  echo "make: installing pyicloud==$(PYICLOUD_VERSION) and schemathesis==$(SCHEMATHESIS_VERSION) into $(PYENV)"; \
+	   || ! $(PYENV)/bin/pip show schemathesis 2>/dev/null | grep -qx "Version: $(SCHEMATHESIS_VERSION)" \
+	   || ! $(PYENV)/bin/pip show playwright 2>/dev/null | grep -qx "Version: $(PLAYWRIGHT_VERSION)"; then \
+	  echo "make: installing pyicloud==$(PYICLOUD_VERSION), schemathesis==$(SCHEMATHESIS_VERSION) and playwright==$(PLAYWRIGHT_VERSION) into $(PYENV)"; \
 	  rm -rf $(PYENV); mkdir -p .build; \
 	  python3 -m venv $(PYENV) 2>/dev/null || { \
 	    rm -rf $(PYENV); \
 	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq python3-venv >/dev/null && python3 -m venv $(PYENV); }; \
-	  $(PYENV)/bin/pip install -q --disable-pip-version-check "pyicloud==$(PYICLOUD_VERSION)" "schemathesis==$(SCHEMATHESIS_VERSION)"; \
+	  $(PYENV)/bin/pip install -q --disable-pip-version-check "pyicloud==$(PYICLOUD_VERSION)" "schemathesis==$(SCHEMATHESIS_VERSION)" \
+	    "playwright==$(PLAYWRIGHT_VERSION)"; \
 	fi
 
 build: deps

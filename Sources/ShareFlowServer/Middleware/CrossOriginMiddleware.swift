@@ -32,6 +32,8 @@ struct CrossOriginMiddleware: RouterMiddleware {
     static let allowedHeaders = [
         "content-type", "x-apple-cloudkit-request-keyid", "x-apple-cloudkit-request-iso8601date",
         "x-apple-cloudkit-request-signaturev1", "x-apple-cloudkit-web-auth-token", "last-event-id",
+        // An asset's download by parts (SPEC §19 A5).
+        "range",
     ]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -46,7 +48,7 @@ struct CrossOriginMiddleware: RouterMiddleware {
         if request.method == .options, request.headers[.accessControlRequestMethod] != nil {
             var headers = HTTPFields()
             headers[.accessControlAllowOrigin] = allowed
-            headers[.accessControlAllowMethods] = "GET, POST, OPTIONS"
+            headers[.accessControlAllowMethods] = "GET, HEAD, POST, OPTIONS"
             headers[.accessControlAllowHeaders] = Self.allowedHeaders.joined(separator: ", ")
             headers[.accessControlMaxAge] = "600"
             headers[.vary] = "Origin, Access-Control-Request-Headers"
@@ -54,7 +56,7 @@ struct CrossOriginMiddleware: RouterMiddleware {
         }
         var response = try await next(request, context)
         response.headers[.accessControlAllowOrigin] = allowed
-        response.headers[.accessControlExposeHeaders] = "X-Apple-CloudKit-Web-Auth-Token, Retry-After"
+        response.headers[.accessControlExposeHeaders] = "X-Apple-CloudKit-Web-Auth-Token, Retry-After, Content-Range, Accept-Ranges"
         response.headers[.vary] = "Origin"
         return response
     }
