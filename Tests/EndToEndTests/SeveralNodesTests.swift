@@ -315,6 +315,50 @@ final class SeveralNodesTests: ServerTestCase {
         for node in bases { XCTAssertEqual(try givenName(node), "Alicia", node) }
     }
 
+    /// SPEC §19 A4, A6: an asset uploaded through one node is served by another (its blob in
+    /// the database, its URL sealed with the store's key, which every node shares).
+    func testAnAssetUploadedOnOneNodeDownloadsFromAnother() throws {
+        let other = nodes[0].base
+        let q = "?ckAPIToken=\(api)&ckWebAuthToken=\(web)"
+        var r = try Tools.curl(
+            "POST",
+            base + db + "/private/assets/upload" + q,
+            body: #"{"tokens":[{"recordType":"Photo","fieldName":"image"}]}"#,
+            in: dir
+        )
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        let token = try XCTUnwrap((r.1["tokens"] as? [[String: Any]])?.first)
+        let upload = try XCTUnwrap(token["url"] as? String)
+        let bytes = Data((0..<2_500_000).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ ($0 >> 11)) })
+        let file = dir.appendingPathComponent("photo.bin")
+        try bytes.write(to: file)
+        r = try Tools.curl("POST", upload, bodyFile: file, in: dir)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        let single = try XCTUnwrap(r.1["singleFile"] as? [String: Any])
+        let record = try XCTUnwrap(token["recordName"] as? String)
+        let body = try JSONSerialization.data(withJSONObject: [
+            "operations": [
+                ["operationType": "create", "record": ["recordName": record, "recordType": "Photo", "fields": ["image": ["value": single]]]]
+            ]
+        ])
+        r = try Tools.curl("POST", base + db + "/private/records/modify" + q, body: String(decoding: body, as: UTF8.self), in: dir)
+        XCTAssertEqual(r.0, 200, "\(r.1)")
+        // Read and downloaded through the other node.
+        r = try Tools.curl("POST", other + db + "/private/records/lookup" + q, body: #"{"records":[{"recordName":"\#(record)"}]}"#, in: dir)
+        let fields = try XCTUnwrap(((r.1["records"] as? [[String: Any]])?.first?["fields"] as? [String: Any]), "\(r.1)")
+        let url = try XCTUnwrap(((fields["image"] as? [String: Any])?["value"] as? [String: Any])?["downloadURL"] as? String)
+        XCTAssertTrue(url.hasPrefix(other), url)
+        let out = dir.appendingPathComponent("downloaded.bin")
+        let got = try CLI.runTool("curl", ["-s", "-o", out.path, "-w", "%{http_code}", url.replacingOccurrences(of: "${f}", with: "photo.bin")])
+        XCTAssertEqual(got.stdout, "200")
+        XCTAssertEqual(try Data(contentsOf: out), bytes)
+        // The URL the first node made serves from the second node too.
+        let firstURL = url.replacingOccurrences(of: other, with: base)
+        let again = try CLI.runTool("curl", ["-s", "-o", out.path, "-w", "%{http_code}", "-H", "Range: bytes=1048570-1048589", firstURL])
+        XCTAssertEqual(again.stdout, "206")
+        XCTAssertEqual(try Data(contentsOf: out), bytes.subdata(in: 1_048_570..<1_048_590), "a range across a chunk's edge")
+    }
+
     /// SPEC §16: rate limits are shared by all nodes (overshoot at most half a bucket). Three
     /// nodes with a bucket of 20 each would grant 45 requests spread over them without sharing.
     func testTheRateLimitIsSharedByEveryNode() throws {
