@@ -117,6 +117,11 @@ let package = Package(
                 "ShareFlowLua", "ShareFlow", "ShareFlowPostgres", "ShareFlowServer", "CLua", "CShareFlowSupport", "CShareFlowBench",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                // The bare TLS route the asset figure is held against.
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         // `shareflow serve`: CloudKit Web Services over HTTP (SPEC §13), on Hummingbird 2.

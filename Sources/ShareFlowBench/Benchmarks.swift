@@ -58,7 +58,7 @@ public struct Benchmarks {
     }
 
     /// The figure groups a run can be limited to (`shareflow bench --only hooks`), for profiling.
-    public static let groups = ["memory", "hooks", "fetch", "reads", "accept", "records", "sync", "log", "cold", "serve"]
+    public static let groups = ["memory", "hooks", "fetch", "reads", "accept", "records", "sync", "log", "cold", "serve", "assets"]
 
     public var sizes: Sizes
     /// Groups to run; empty runs all.
@@ -175,6 +175,11 @@ public struct Benchmarks {
                 r["log_\(figure.key)_unlogged_us"] = median(figure.unlogged)
                 r["log_\(figure.key)_vs_unlogged"] = pairedRatio(figure.logged, figure.unlogged)
             }
+        }
+        if wanted("assets"), let f = try assets(in: scratch) {
+            r["asset_10mib_https_mib_per_s"] = f.shareflow
+            r["asset_10mib_bare_tls_mib_per_s"] = f.bare
+            r["asset_10mib_https_vs_bare_tls"] = f.shareflow / f.bare
         }
         if wanted("serve") {
             let f = try serve(in: scratch)

@@ -188,6 +188,11 @@ extension ShareFlowCommand {
                     "| AcceptShares with the allow-list policy | \(n("accept_with_policy_per_s")) /s | \(n("accept_per_s")) /s (no plugin) | \(n("accept_with_policy_vs_without", 2))× | ≥ 0.9× |"
                 )
             }
+            if r["asset_10mib_https_mib_per_s"] != nil {
+                print(
+                    "| a 10 MiB asset uploaded and downloaded over https | \(n("asset_10mib_https_mib_per_s", 1)) MiB/s | \(n("asset_10mib_bare_tls_mib_per_s", 1)) MiB/s (a bare TLS route) | \(n("asset_10mib_https_vs_bare_tls", 2))× | ≥ 0.3× |"
+                )
+            }
             if r["serve_resolve_per_s"] != nil {
                 let c = r["serve_connections"] ?? "?"
                 print(
