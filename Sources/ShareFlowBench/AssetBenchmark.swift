@@ -151,7 +151,7 @@ extension Benchmarks {
     private func curl(_ arguments: [String], ca: String) throws -> Data {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl", "-sS", "--fail", "--cacert", ca, "-o", "-"] + arguments
+        process.arguments = ["curl", "-sS", "--fail", "-H", "Expect:", "--cacert", ca, "-o", "-"] + arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice

@@ -99,7 +99,9 @@ public struct CloudKitServer: Sendable {
         let onListening = self.onListening
         let pointHere = sharesPointHere && engine.options.publicURL == Engine.defaultPublicURL
         let (engine, host) = (self.engine, self.host)
-        let deadlines = self.deadlines
+        var settings = self.deadlines
+        settings.uploadMaxBytes = engine.options.assetMaxBytes
+        let deadlines = settings
         // SQLite: the file, its WAL and its index, for the engine's connection and each reader's.
         let storeDescriptors = engine.store.driver.map { $0.connectionLimit + 4 } ?? 4 + 3 * thread.readerCount
         let budget = try DescriptorBudget.connections(configured: maxConnections, storeConnections: storeDescriptors)

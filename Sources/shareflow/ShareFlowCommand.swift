@@ -213,6 +213,7 @@ struct GlobalSettings {
         options.maxRequesters = config.maxRequesters
         if let n = config.assetMaxBytes { options.assetMaxBytes = n }
         if let n = config.assetURLSeconds { options.assetURLSeconds = n }
+        if let n = config.assetMaxPendingBytes { options.assetMaxPendingBytes = n }
         if let n = config.assetGraceSeconds { options.assetGraceSeconds = n }
         let engine = Engine(store: store, options: options, logger: logger)
         // SPEC §18 P3: what the decision log keeps, and what it erases from each input.

@@ -230,4 +230,77 @@ final class AssetEndpointTests: XCTestCase {
             XCTAssertEqual(r.status, 200)
         }
     }
+
+    func testWhatOneAccountMayMakeTheStoreKeepIsBounded() async throws {
+        engine.options.assetMaxPendingBytes = 100
+        let (alice, engine) = (alice, engine!)
+        try await withServer { c in
+            _ = try await c.upload(Data(count: 60), field: "a", as: alice)
+            // 60 waiting: another 60 would pass the bound, and is refused before its body.
+            var r = try await c.post("/private/assets/upload", as: alice, #"{"tokens":[{"fieldName":"a"}]}"#)
+            let url = try XCTUnwrap(((r.object["tokens"] as? [[String: Any]])?.first?["url"] as? String))
+            r = try await c.call(.post, String(url.dropFirst("https://shareflow.invalid".count)), body: Data(count: 60))
+            XCTAssertEqual(r.status, 413, "\(r.object)")
+            XCTAssertTrue(r.reason.contains("uploaded and not yet saved"), r.reason)
+        }
+        // Reservations: at most 1,000 open per account.
+        let db = try engine.session(for: try XCTUnwrap(try engine.accounts.find("bob@example.com"))).container("iCloud.test").privateCloudDatabase
+        for _ in 0..<5 { _ = try engine.reserveAssetUploads(Array(repeating: .init(fieldName: "a"), count: 200), zoneName: nil, in: db) }
+        XCTAssertThrowsError(try engine.reserveAssetUploads([.init(fieldName: "a")], zoneName: nil, in: db)) {
+            XCTAssertEqual(($0 as? ShareFlowError)?.code, .limitExceeded)
+        }
+    }
+
+    func testAPublicRecordsAssetDownloadsForAVisitorAndALostBlobIsNoCutAnswer() async throws {
+        let (alice, engine) = (alice, engine!)
+        try await withServer { c in
+            let one = try await c.upload(Data("poster".utf8), field: "a", as: alice)
+            _ = one
+            var r = try await c.post("/public/assets/upload", as: alice, #"{"tokens":[{"fieldName":"p"}]}"#)
+            let url = try XCTUnwrap(((r.object["tokens"] as? [[String: Any]])?.first?["url"] as? String))
+            r = try await c.call(.post, String(url.dropFirst("https://shareflow.invalid".count)), body: Data("poster".utf8))
+            let single = try XCTUnwrap(r.object["singleFile"] as? [String: Any])
+            r = try await c.post(
+                "/public/records/modify",
+                as: alice,
+                Self.json([
+                    "operations": [
+                        ["operationType": "create", "record": ["recordName": "pub", "recordType": "Poster", "fields": ["p": ["value": single]]]]
+                    ]
+                ])
+            )
+            XCTAssertNil(r.records.first?["serverErrorCode"], "\(r.object)")
+            // A visitor (the API token alone) reads the record and downloads its asset.
+            r = try await c.post("/public/records/lookup", as: nil, #"{"records":[{"recordName":"pub"}]}"#)
+            let value = try XCTUnwrap(
+                ((r.records.first?["fields"] as? [String: Any])?["p"] as? [String: Any])?["value"] as? [String: Any],
+                "\(r.object)"
+            )
+            let download = String(try XCTUnwrap(value["downloadURL"] as? String).dropFirst("https://shareflow.invalid".count))
+            r = try await c.call(.get, download)
+            XCTAssertEqual(String(decoding: r.body, as: UTF8.self), "poster")
+            // Its bytes lost from the store: 503 with an incident, never a 200 cut short.
+            let sum = try XCTUnwrap(value["fileChecksum"] as? String)
+            XCTAssertTrue(try XCTUnwrap(engine.store.fileAssets).remove(sum))
+            r = try await c.call(.get, download)
+            XCTAssertEqual(r.status, 503)
+            XCTAssertTrue(r.reason.contains("incident"), r.reason)
+            XCTAssertFalse(r.reason.contains(sum), "the store's detail stays in its log")
+            r = try await c.call(.head, download)
+            XCTAssertEqual(r.status, 503)
+        }
+    }
+
+    func testUploadSecretsStayOutOfTheLogAndSlowUploadsHaveTime() {
+        XCTAssertEqual(AccessLog.shown("/assets/1/upload/abcdefSECRET"), "/assets/1/upload/…")
+        XCTAssertEqual(AccessLog.shown("/assets/1/download/TOKEN/photo.png"), "/assets/1/download/…/photo.png")
+        XCTAssertEqual(AccessLog.shown("/database/1/x"), "/database/1/x")
+        var deadlines = ConnectionDeadlines()
+        deadlines.uploadMaxBytes = 15 << 20
+        var head = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/assets/1/upload/s")
+        XCTAssertEqual(deadlines.bodySeconds(for: head), 30 + 240, "15 MiB at 64 KiB/s, and the usual 30 s")
+        head.headerFields[.contentLength] = String(64 << 10)
+        XCTAssertEqual(deadlines.bodySeconds(for: head), 31)
+        XCTAssertEqual(deadlines.bodySeconds(for: HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/database/1/x")), 30)
+    }
 }

@@ -142,6 +142,10 @@ package protocol AssetStorage: AnyObject, Sendable {
     func fileURL(_ checksum: String) -> URL?
     /// The blob's bytes (in `range` only, when given).
     func read(_ checksum: String, range: Range<Int64>?) throws -> Data
+    /// A new temporary file an upload's body is written to before it is saved (`put(contentsOf:)`),
+    /// where the store's own blobs are (the same file system, so the copy is cheap): removed by
+    /// the caller; one left by a killed process goes with the next collection.
+    func temporaryFile() throws -> URL
     /// Whether the bytes are in the store's database, read and written through the engine's
     /// connections (on its threads), rather than files any thread reads.
     var isInDatabase: Bool { get }

@@ -87,7 +87,8 @@ extension Engine {
             let grant = try? JSONDecoder().decode(AssetDownloadGrant.self, from: plain),
             grant.x > EngineClock.seconds,
             let environment = CloudEnvironment(rawValue: grant.e), let scope = DatabaseScope(rawValue: grant.s),
-            let account = try accounts.account(id: grant.a)
+            // The public reader (R30) reads the public database only.
+            let account = grant.a == Account.publicReader.id ? (scope == .public ? Account.publicReader : nil) : try accounts.account(id: grant.a)
         else { throw gone }
         let database = try session(for: account).container(grant.c, environment: environment).database(scope)
         let record: Record

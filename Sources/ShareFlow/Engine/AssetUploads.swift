@@ -34,6 +34,9 @@ extension Engine {
     package static let assetUploadSeconds: Double = 15 * 60
     /// The most tokens one `assets/upload` reserves (R22's items per request, halved).
     package static let maxAssetUploadTokens = 200
+    /// The most uploads one account holds open at once (reserved or uploaded, not yet saved
+    /// nor expired): what a client asking in a loop can make the store keep.
+    package static let maxOpenAssetUploads = 1000
 
     /// Reserves an upload for each of `requests`, in order, for the signed-in caller of `database`.
     package func reserveAssetUploads(_ requests: [AssetUploadRequest], zoneName: String?, in database: CloudDatabase) throws -> [AssetUploadSlot] {
@@ -52,8 +55,18 @@ extension Engine {
             }
         }
         let now = EngineClock.seconds
+        let account = database.container.session.accountID
         return try transaction(scope: .zones([])) { db in
-            try requests.map { r in
+            // The account's expired ones go first (collection's pass comes only now and then).
+            try db.pruneAssetUploads(account: account, expiredAt: now, limit: 2 * Engine.maxAssetUploadTokens)
+            let open = try db.openAssetUploads(account: account, now: now).count
+            guard open + requests.count <= Engine.maxOpenAssetUploads else {
+                throw ShareFlowError(
+                    .limitExceeded,
+                    "this account has \(open) uploads open (reserved, or uploaded and not saved); at most \(Engine.maxOpenAssetUploads) are: save or let them expire (15 minutes) first"
+                )
+            }
+            return try requests.map { r in
                 let secret = AssetReceipts.make()
                 try db.reserveAssetUpload(
                     AssetUploadRow(
@@ -74,13 +87,20 @@ extension Engine {
         }
     }
 
-    /// Whether an upload URL's secret names an upload still waiting for its bytes (read before
-    /// the bytes are: a URL that leads nowhere costs the server no body).
-    package func assetUploadIsPending(secret: String) throws -> Bool {
-        guard secret.utf8.count <= 200 else { return false }
+    /// An upload URL's secret's upload still waiting for its bytes (read before the bytes
+    /// are: a URL that leads nowhere costs the server no body): its account, and the bytes the
+    /// account has uploaded and not yet saved (`assetMaxPendingBytes` bounds them); nil for none.
+    package func pendingAssetUpload(secret: String) throws -> (account: Int64, waitingBytes: Int64)? {
+        guard secret.utf8.count <= 200 else { return nil }
         let now = EngineClock.seconds
-        return try reading { try $0.pendingAssetUpload(secretHash: AssetReceipts.hash(secret), now: now) } != nil
+        return try reading { db in
+            guard let upload = try db.pendingAssetUpload(secretHash: AssetReceipts.hash(secret), now: now) else { return nil }
+            return (upload.accountID, try db.openAssetUploads(account: upload.accountID, now: now).bytes)
+        }
     }
+
+    /// Whether an upload URL's secret names an upload still waiting for its bytes.
+    package func assetUploadIsPending(secret: String) throws -> Bool { try pendingAssetUpload(secret: secret) != nil }
 
     /// The bytes of the upload `secret` names, saved in the store already (`saved`): the
     /// receipt a save redeems, or `unknownItem` when the URL was used meanwhile or expired.

@@ -23,6 +23,8 @@ final class DatabaseAssets: AssetStorage, @unchecked Sendable {
 
     var isInDatabase: Bool { true }
 
+    func temporaryFile() throws -> URL { try cache.temporaryFile() }
+
     func put(_ data: Data, maxBytes: Int64) throws -> AssetBlobs.Saved {
         guard Int64(data.count) <= maxBytes else {
             throw AssetBlobs.Failure("the asset is \(data.count) bytes; at most \(maxBytes) are kept", tooLarge: true)

@@ -78,6 +78,9 @@ public final class Engine: @unchecked Sendable {
         /// SPEC §19 A2: the most bytes one asset holds (`assets.maxBytes`; Apple's per-upload
         /// limit): past it a save is `limitExceeded`, an upload 413.
         public var assetMaxBytes: Int64 = 15 << 20
+        /// SPEC §19 A3: the most bytes one account may have uploaded and not yet saved
+        /// (`assets.maxPendingBytes`): past it an upload is 413 before its body is read.
+        public var assetMaxPendingBytes: Int64 = 1 << 30
         /// SPEC §19 A3: seconds a download URL stays good (`assets.urlSeconds`).
         public var assetURLSeconds: Double = 3600
         /// SPEC §19 A3: seconds a blob nobody refers to is kept before it is collected

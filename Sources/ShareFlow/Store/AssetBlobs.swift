@@ -128,6 +128,23 @@ package final class AssetBlobs: AssetStorage {
 
     package var isInDatabase: Bool { false }
 
+    package func temporaryFile() throws -> URL {
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw Failure("cannot make the asset folder \(folder.path) (\(AssetBlobs.reason(error)))")
+        }
+        return folder.appendingPathComponent(".incoming-\(UUID().uuidString)")
+    }
+
+    /// Bytes free on the folder's file system (nil where it cannot be told).
+    package func freeBytes() -> Int64? {
+        var info = statvfs()
+        let probe = FileManager.default.fileExists(atPath: folder.path) ? folder.path : folder.deletingLastPathComponent().path
+        guard statvfs(probe, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
     /// The file of the blob named `checksum` (see `url`).
     package func fileURL(_ checksum: String) -> URL? { url(checksum) }
 

@@ -74,6 +74,25 @@ extension StoreTransaction {
         try run("DELETE FROM asset_upload WHERE id = ?", [id]) == 1
     }
 
+    /// An account's uploads still good at `now`: how many, and the bytes of those uploaded
+    /// and waiting for their save.
+    package func openAssetUploads(account: Int64, now: Double) throws -> (count: Int, bytes: Int64) {
+        try fetchOne(
+            "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM asset_upload WHERE accountID = ? AND expiresAt > ?",
+            [account, now],
+            table: "asset_upload",
+            keyAt: 0
+        ) { (Int(try $0.integer(0, "COUNT")), try $0.integer(1, "SUM")) } ?? (0, 0)
+    }
+
+    /// Removes an account's uploads expired at `now`, at most `limit`.
+    package func pruneAssetUploads(account: Int64, expiredAt now: Double, limit: Int) throws {
+        try run(
+            "DELETE FROM asset_upload WHERE id IN (SELECT id FROM asset_upload WHERE accountID = ? AND expiresAt <= ? LIMIT ?)",
+            [account, now, Int64(limit)]
+        )
+    }
+
     /// Removes uploads expired at `now`, at most `limit`; how many.
     @discardableResult
     package func pruneAssetUploads(expiredAt now: Double, limit: Int) throws -> Int {

@@ -70,6 +70,8 @@ public struct PluginConfig {
     public var assetMaxBytes: Int64?
     /// SPEC §19 A3: seconds a download URL stays good.
     public var assetURLSeconds: Double?
+    /// SPEC §19 A3: bytes one account may have uploaded and not yet saved.
+    public var assetMaxPendingBytes: Int64?
     /// SPEC §19 A3: seconds an unreferenced blob (and an unredeemed receipt) is kept.
     public var assetGraceSeconds: Double?
     /// SPEC §18 P3: dotted paths erased from each logged decision's input (`policies = { mask = {…} }`).
@@ -260,6 +262,13 @@ public struct PluginConfig {
                         )
                     }
                     assetMaxBytes = Int64(n)
+                case .string("maxPendingBytes"):
+                    guard n.isFinite, n == n.rounded(), (1...1_099_511_627_776.0).contains(n) else {
+                        throw PluginError(
+                            "config file \(path): assets.maxPendingBytes must be a whole number from 1 to 1099511627776, got \(ConfigField.shown(value))"
+                        )
+                    }
+                    assetMaxPendingBytes = Int64(n)
                 case .string("urlSeconds"):
                     guard n.isFinite, (1...604_800).contains(n) else {
                         throw PluginError(
@@ -275,7 +284,7 @@ public struct PluginConfig {
                     }
                     assetGraceSeconds = n
                 default:
-                    throw PluginError("config file \(path): unknown key assets.\(key) (expected maxBytes, urlSeconds, graceSeconds)")
+                    throw PluginError("config file \(path): unknown key assets.\(key) (expected maxBytes, maxPendingBytes, urlSeconds, graceSeconds)")
                 }
             }
         }

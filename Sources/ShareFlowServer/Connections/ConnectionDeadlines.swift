@@ -14,6 +14,19 @@ public struct ConnectionDeadlines: Sendable {
     public var bodySeconds: Double = 30
     /// From a response's end to the next request's head on a keep-alive connection.
     public var idleSeconds: Double = 60
+    /// An asset upload's body (SPEC §19 A3) may take `bodySeconds` more than its bytes take at
+    /// this rate (its `Content-Length`, else `uploadMaxBytes`): a slow honest client finishes,
+    /// a trickle still ends.
+    public var uploadBytesPerSecond: Double = 65536
+    /// The most bytes an upload's body holds (`assets.maxBytes`).
+    public var uploadMaxBytes: Int64 = 15 << 20
+
+    /// The time a request's body may take.
+    func bodySeconds(for head: HTTPRequest) -> Double {
+        guard head.path?.hasPrefix("/assets/1/upload/") == true else { return bodySeconds }
+        let declared = head.headerFields[.contentLength].flatMap { Int64($0) }.map { min($0, uploadMaxBytes) }
+        return bodySeconds + Double(declared ?? uploadMaxBytes) / max(uploadBytesPerSecond, 1)
+    }
 
     public init() {}
 }
@@ -135,8 +148,8 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         progressed(context)
         switch unwrapInboundIn(data) {
-        case .head:
-            armRequest(deadlines.bodySeconds, context)
+        case .head(let head):
+            armRequest(deadlines.bodySeconds(for: head), context)
             answering += 1
         case .body:
             break

@@ -7,6 +7,10 @@ import NIOPosix
 import ShareFlow
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The upload and download URLs of assets (SPEC §19 A3): outside the database routes, each
 /// URL its own credential (clients send no CloudKit parameters to them: pyicloud posts with a
 /// bare session, CloudKit JS with `fetch`). Throttled by address; every "no" is 404, alike for
@@ -18,11 +22,11 @@ import Synchronization
 final class AssetTransfer: Sendable {
     let engine: Engine
     let thread: EngineThread
-    /// Uploads whose bytes are held in memory at once: past it, 503 and a time to retry.
+    /// Uploads whose bodies are being written at once: past it, 503 and a time to retry.
     let uploadsAtOnce: Int
-    private let inFlight = Mutex(0)
+    private let inFlight = Mutex((total: 0, byAccount: [Int64: Int]()))
 
-    init(engine: Engine, thread: EngineThread, uploadsAtOnce: Int = 8) {
+    init(engine: Engine, thread: EngineThread, uploadsAtOnce: Int = 32) {
         self.engine = engine
         self.thread = thread
         self.uploadsAtOnce = uploadsAtOnce
@@ -38,45 +42,83 @@ final class AssetTransfer: Sendable {
         }
     }
 
-    private static let notFound = CloudKitError(status: 404, code: "NOT_FOUND", reason: "no such asset URL")
+    /// Every "no" of these URLs, alike (a new error ID each time).
+    private static var notFound: CloudKitError { CloudKitError(status: 404, code: "NOT_FOUND", reason: "no such asset URL") }
 
     // MARK: Upload
 
     private func upload(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let most = engine.options.assetMaxBytes
-        if let declared = request.headers[.contentLength].flatMap({ Int64($0) }), declared > most {
+        let declared = request.headers[.contentLength].flatMap { Int64($0) }
+        if let declared, declared > most {
             throw CloudKitError(status: 413, code: "QUOTA_EXCEEDED", reason: "the asset is \(declared) bytes; at most \(most) are taken")
         }
         let secret = context.parameters.get("secret") ?? ""
         // The URL first: one that leads nowhere costs no body.
-        guard try await thread.read({ [engine] in try engine.assetUploadIsPending(secret: secret) }) else { throw Self.notFound }
-        guard take() else {
+        guard let pending = try await thread.read({ [engine] in try engine.pendingAssetUpload(secret: secret) }) else { throw Self.notFound }
+        // What one account may make the store keep for it before it saves: bounded, before
+        // the body is read.
+        let coming = declared ?? most
+        guard pending.waitingBytes + coming <= engine.options.assetMaxPendingBytes else {
+            throw CloudKitError(
+                status: 413,
+                code: "QUOTA_EXCEEDED",
+                reason:
+                    "this account has \(pending.waitingBytes) bytes uploaded and not yet saved; at most \(engine.options.assetMaxPendingBytes) wait at once: save them, or let their receipts expire"
+            )
+        }
+        let storage = engine.assets
+        if let files = storage as? AssetBlobs, let free = files.freeBytes(), free < coming + Self.spareDiskBytes {
+            throw CloudKitError(
+                ShareFlowError(
+                    .serviceUnavailable,
+                    "the disk of \(files.folder.path) has \(free) bytes free, too few to take an upload of up to \(coming)",
+                    retryAfter: 30
+                ).forOperator()
+            )
+        }
+        guard take(pending.account) else {
             throw CloudKitError(
                 status: 503,
                 body: WireFormat.error(code: "TRY_AGAIN_LATER", reason: "too many uploads at once; try again").merging(["retryAfter": 1]) { a, _ in a
                 }
             )
         }
-        defer { inFlight.withLock { $0 -= 1 } }
-        var request = request
-        let body: ByteBuffer
+        defer { release(pending.account) }
+        // The body goes to a file as it comes (no upload is held in memory), bounded.
+        let file = try storage.temporaryFile()
+        defer { unlink(file.path) }
+        let fd = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw CloudKitError(
+                ShareFlowError(.serviceUnavailable, "cannot write \(file.path) (\(String(cString: strerror(errno))))", retryAfter: 5).forOperator()
+            )
+        }
+        let descriptor = FileDescriptorBox(fd)
+        defer { close(fd) }
+        var total: Int64 = 0
         do {
-            body = try await request.collectBody(upTo: Int(most))
-        } catch is NIOTooManyBytesError {
-            throw CloudKitError(status: 413, code: "QUOTA_EXCEEDED", reason: "the asset is more than \(most) bytes")
+            for try await chunk in request.body {
+                total += Int64(chunk.readableBytes)
+                guard total <= most else { throw CloudKitError(status: 413, code: "QUOTA_EXCEEDED", reason: "the asset is more than \(most) bytes") }
+                let bytes = chunk
+                try await NIOThreadPool.singleton.runIfActive { try descriptor.write(bytes) }
+            }
+        } catch let e as CloudKitError {
+            throw e
+        } catch let e as DescriptorWriteFailure {
+            throw CloudKitError(ShareFlowError(.serviceUnavailable, "cannot write \(file.path) (\(e.reason))", retryAfter: 5).forOperator())
         } catch {
             throw CloudKitError.badRequest("the body could not be read whole (it ended early?)")
         }
-        let bytes = Data(buffer: body)
-        let storage = engine.assets
-        // Hashing and flushing are no work for the event loop.
+        // Hashing and flushing are no work for the event loop; a database's blob is a write
+        // of the engine's, on its thread.
         let saved: AssetBlobs.Saved
         do {
-            // Files: on a pool thread. A database's: a write of the engine's, on its thread.
             saved =
                 storage.isInDatabase
-                ? try await thread.run { try storage.put(bytes, maxBytes: most) }
-                : try await NIOThreadPool.singleton.runIfActive { try storage.put(bytes, maxBytes: most) }
+                ? try await thread.run { try storage.put(contentsOf: file.path, maxBytes: most) }
+                : try await NIOThreadPool.singleton.runIfActive { try storage.put(contentsOf: file.path, maxBytes: most) }
         } catch let failure as AssetBlobs.Failure {
             throw CloudKitError(
                 ShareFlowError(.serviceUnavailable, "an upload's bytes cannot be saved: \(failure.description)", retryAfter: 5).forOperator()
@@ -94,11 +136,25 @@ final class AssetTransfer: Sendable {
         )
     }
 
-    private func take() -> Bool {
+    /// Disk an upload leaves free beside the one it may fill.
+    static let spareDiskBytes: Int64 = 64 << 20
+    /// Uploads one account sends at once; past it (or past `uploadsAtOnce` in all), 503.
+    static let uploadsPerAccount = 4
+
+    private func take(_ account: Int64) -> Bool {
         inFlight.withLock {
-            guard $0 < uploadsAtOnce else { return false }
-            $0 += 1
+            guard $0.total < uploadsAtOnce, $0.byAccount[account, default: 0] < Self.uploadsPerAccount else { return false }
+            $0.total += 1
+            $0.byAccount[account, default: 0] += 1
             return true
+        }
+    }
+
+    private func release(_ account: Int64) {
+        inFlight.withLock {
+            $0.total -= 1
+            $0.byAccount[account, default: 1] -= 1
+            if $0.byAccount[account] == 0 { $0.byAccount[account] = nil }
         }
     }
 
@@ -125,6 +181,21 @@ final class AssetTransfer: Sendable {
         } catch let e as ShareFlowError where e.code == .unknownItem {
             throw Self.notFound
         }
+        // The bytes must be there before a 200 says how many: a blob lost from under its
+        // record is the operator's to hear of, never a cut answer.
+        let (storage, checksum, thread) = (found.storage, found.checksum, thread)
+        let kept =
+            storage.isInDatabase
+            ? try await thread.read { try storage.size(checksum) }
+            : try await NIOThreadPool.singleton.runIfActive { try storage.size(checksum) }
+        guard kept == found.size else {
+            throw CloudKitError(
+                ShareFlowError(
+                    .serviceUnavailable,
+                    "asset \(checksum) is \(kept.map { "\($0) bytes" } ?? "missing") in the store, where its record says \(found.size) bytes; run `shareflow store check`"
+                ).forOperator()
+            )
+        }
         var headers = HTTPFields()
         headers[.contentType] = "application/octet-stream"
         headers[.acceptRanges] = "bytes"
@@ -144,9 +215,6 @@ final class AssetTransfer: Sendable {
         }
         headers[.contentLength] = String(range.count)
         if head { return Response(status: status, headers: headers, body: .init()) }
-        let storage = found.storage
-        let checksum = found.checksum
-        let thread = thread
         let wanted = range
         let part = Int64(CloudKitServer.partBytes) * 4
         return Response(
@@ -204,3 +272,23 @@ final class AssetTransfer: Sendable {
         return .part(first..<(last + 1))
     }
 }
+
+/// An open file an upload's body is written to, from a pool thread.
+private final class FileDescriptorBox: Sendable {
+    let fd: Int32
+    init(_ fd: Int32) { self.fd = fd }
+
+    func write(_ buffer: ByteBuffer) throws {
+        try buffer.withUnsafeReadableBytes { raw in
+            var done = 0
+            while done < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw DescriptorWriteFailure(reason: String(cString: strerror(errno))) }
+                done += n
+            }
+        }
+    }
+}
+
+private struct DescriptorWriteFailure: Error { let reason: String }

@@ -36,20 +36,31 @@ struct AccessLog: RouterMiddleware {
             // SPEC §15: a connection dropped on purpose is a request line like any other —
             // `dropped` where the status goes, the duration in ms, the faults as `fault=`.
             logger.info(
-                "\(request.method) \(Naming.printable(request.uri.path)) dropped \(Self.milliseconds(since: start)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes)) (\(dropped.when.rawValue))"
+                "\(request.method) \(Self.shown(request.uri.path)) dropped \(Self.milliseconds(since: start)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes)) (\(dropped.when.rawValue))"
             )
             throw dropped
         } catch {
             logger.info(
-                "\(request.method) \(Naming.printable(request.uri.path)) error \(start.duration(to: .now)) \(context.notes.caller ?? "-") \(error)"
+                "\(request.method) \(Self.shown(request.uri.path)) error \(start.duration(to: .now)) \(context.notes.caller ?? "-") \(error)"
             )
             throw error
         }
         // The path shown is cut to 80 characters: a log line per request stays a line.
         logger.info(
-            "\(request.method) \(Naming.printable(request.uri.path)) \(response.status.code) \(Self.milliseconds(since: start)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes))"
+            "\(request.method) \(Self.shown(request.uri.path)) \(response.status.code) \(Self.milliseconds(since: start)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes))"
         )
         return response
+    }
+
+    /// A path as the log shows it: an asset URL's secret or token (a credential: the URL is
+    /// all a client needs, SPEC §19 A3) replaced by `…`.
+    static func shown(_ path: String) -> String {
+        for prefix in ["/assets/1/upload/", "/assets/1/download/"] where path.hasPrefix(prefix) {
+            let rest = path.dropFirst(prefix.count)
+            let after = rest.firstIndex(of: "/").map { String(rest[$0...]) } ?? ""
+            return Naming.printable(prefix + "…" + after)
+        }
+        return Naming.printable(path)
     }
 
     static func milliseconds(since start: ContinuousClock.Instant) -> String {

@@ -185,7 +185,10 @@ public final class CloudKitAPI: Sendable {
             do {
                 let call = EndpointCall(api: self, request: request, current: try current(caller), body: body.object)
                 // SPEC §19 A3: assets in the answer come with download URLs for this caller.
-                let links = call.caller.map { AssetLinks.reader(Engine.AssetReader(accountID: $0.id, request), engine: engine) }
+                // A visitor reading the public database with the API token alone (R30) reads as
+                // the public reader, and so do their URLs.
+                let reader = call.caller?.id ?? (request.scope == .public ? Account.publicReader.id : nil)
+                let links = reader.map { AssetLinks.reader(Engine.AssetReader(accountID: $0, request), engine: engine) }
                 return try WireFormat.$extensions.withValue(extended) {
                     try WireFormat.$assetLinks.withValue(links) {
                         guard let scope else { return WireObject(try endpoint.handle(call)) }

@@ -249,6 +249,7 @@ extension StoreCatalogue {
             Index("participant_one_time", on: "participant", ["oneTimeToken"], unique: true, where: "oneTimeToken IS NOT NULL", since: 12),
             Index("share_block_share", on: "share_block", ["shareID", "accountID"], since: 12),
             Index("asset_upload_expires", on: "asset_upload", ["expiresAt"], since: 14),
+            Index("asset_upload_account", on: "asset_upload", ["accountID", "expiresAt"], since: 14),
             Index("asset_blob_created", on: "asset_blob", ["createdAt"], since: 14),
         ]
         // A share's change tag moves when its participants or its own row change (R31): the
