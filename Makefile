@@ -208,7 +208,7 @@ TSAN_LOGS := $(CURDIR)/$(TSAN_SCRATCH)/sanitizer-logs
 # connection limits, the rate limiter, and every route once in-process (EndpointTests). The
 # server's functional tests (one client at a time) run in the plain and ASan suites; under
 # TSan each cost 5-10 s of a CI run for no thread that meets another.
-TSAN_TESTS := LoadTests|LockHeldElsewhereTests|ReadsBesideTests|PreparedStatementTests|DecisionLogTests|SlowPluginTests|EndpointTests|RateLimiterTests|ServeTests/testTheSharingFlowOverHTTP|ServeAuthTests/testAHostileAuthenticatorFailsClosed|ServeAuthTests/testAPluginAuthenticatesAndAPolicyDenial|ServeAuthTests/testRateLimitsPerToken|ServeHardeningTests/testSIGTERM|ServeHardeningTests/testAConnectionStorm|ServeHardeningTests/testOpenConnectionsAreCapped|ServeHardeningTests/testASlowReaderGetsTheWholeAnswer|PyiCloudTests/testFeedsConvergeOverHTTPWithConcurrentWriters
+TSAN_TESTS := AssetEndpointTests|ServeTLSTests/testPyiCloudUploadsAndDownloadsAssets|LoadTests|LockHeldElsewhereTests|ReadsBesideTests|PreparedStatementTests|DecisionLogTests|SlowPluginTests|EndpointTests|RateLimiterTests|ServeTests/testTheSharingFlowOverHTTP|ServeAuthTests/testAHostileAuthenticatorFailsClosed|ServeAuthTests/testAPluginAuthenticatesAndAPolicyDenial|ServeAuthTests/testRateLimitsPerToken|ServeHardeningTests/testSIGTERM|ServeHardeningTests/testAConnectionStorm|ServeHardeningTests/testOpenConnectionsAreCapped|ServeHardeningTests/testASlowReaderGetsTheWholeAnswer|PyiCloudTests/testFeedsConvergeOverHTTPWithConcurrentWriters
 
 tsan: deps pyenv
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
