@@ -33,7 +33,13 @@ static int sf_trampoline(lua_State *L) {
     if (lim) lim->host_depth--;
     if (n == SF_SWIFT_ERROR) return lua_error(L);
     if (lim && lim->limit && lim->host_depth == 0 && lim->used + lim->host_bytes > lim->limit) {
-        lua_settop(L, 0);
+        /* Over the cap: what the arguments held may go before the check, the results stay
+         * (moved to the bottom). Clearing them too made a collection that brought the state
+         * back under its cap return n values that were no longer there: Lua then took the
+         * function and the caller's registers as its results. */
+        if (n < 0 || n > lua_gettop(L)) return luaL_error(L, "a ShareFlow function gave %d results of %d values", n, lua_gettop(L));
+        lua_rotate(L, 1, n);
+        lua_settop(L, n);
         sf_charge_host_growth(L, lim);
     }
     return n;

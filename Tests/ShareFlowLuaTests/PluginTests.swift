@@ -121,6 +121,38 @@ final class PluginTests: XCTestCase {
         XCTAssertEqual(host.engine.events.observerErrors, 2 * hostile.count)
     }
 
+    /// A host function that returns while its state sits at its memory cap returns its own
+    /// results: the check after the call once cleared the stack and, when a collection brought
+    /// the state back under the cap, returned values that were no longer there (the function
+    /// itself and the caller's registers), found by the attack on assets.
+    func testAHostFunctionAtTheMemoryCapReturnsItsOwnResults() throws {
+        try plugin(
+            "pressure",
+            setup: """
+                    local sf = require("shareflow")
+                    local r = sf.Record{ recordType = "D" }
+                    r.fields.f = string.rep("v", 5000)
+                    local fill, i = {}, 0
+                    -- Made before the loop: making a closure at the cap is itself an error.
+                    local function grow() fill[#fill + 1] = string.rep("q", 1000) .. i end
+                    local function firstKey() local it = pairs(r.fields); local k = it(); return k end
+                    local function fields() return r.fields end
+                    for n = 1, 200000 do
+                      i = n
+                      local ok = pcall(grow)
+                      local ok2, k = pcall(firstKey)
+                      if ok2 and k ~= "f" then error("a host function returned " .. type(k) .. " at " .. n) end
+                      local ok3, f = pcall(fields)
+                      if ok3 and type(f) ~= "userdata" then error("r.fields gave a " .. type(f) .. " at " .. n) end
+                      if not ok then break end
+                    end
+                    fill = nil
+                """
+        )
+        let (_, manager) = try world(cpuMillis: 20_000, memoryMiB: 16)
+        XCTAssertNoThrow(try manager.load("pressure"))
+    }
+
     func testHostilePoliciesFailClosed() throws {
         try plugin("loop", setup: "ctx.policy('share.accept', function() while true do end end)")
         let (host, manager) = try world(cpuMillis: 20)

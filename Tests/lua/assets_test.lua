@@ -71,3 +71,15 @@ test("An asset is no query's match and no share's field", function()
   local _, err = w.db:modifyRecords{ save = { w.trip, share } }
   expect.contains(tostring(err), "a share's fields hold none")
 end)
+
+test("A forged size past Int64 is an error, not a crash", function()
+  local w = world()
+  local a = sf.Asset{ data = "x" }
+  a.data = nil
+  a.checksum = string.rep("e", 64)
+  for _, size in ipairs{ 2^63, 2^64, -1, 0/0, 1/0 } do
+    a.size = size
+    expect.raises(function() w.trip.fields.f = a end, "size")
+    expect.raises(function() return a:read() end, "size")
+  end
+end)

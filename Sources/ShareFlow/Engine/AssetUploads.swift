@@ -109,6 +109,14 @@ extension Engine {
         let receipt = AssetReceipts.make()
         let done = try transaction(scope: .zones([])) { db -> Bool in
             guard let upload = try db.pendingAssetUpload(secretHash: AssetReceipts.hash(secret), now: now) else { return false }
+            // Checked again as the bytes are taken (another node's uploads count too).
+            let waiting = try db.openAssetUploads(account: upload.accountID, now: now).bytes
+            guard waiting + saved.size <= options.assetMaxPendingBytes else {
+                throw ShareFlowError(
+                    .quotaExceeded,
+                    "this account has \(waiting) bytes uploaded and not yet saved; at most \(options.assetMaxPendingBytes) wait at once: save them, or let their receipts expire"
+                )
+            }
             return try db.completeAssetUpload(
                 id: upload.id,
                 checksum: saved.checksum,

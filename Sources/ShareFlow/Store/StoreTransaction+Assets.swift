@@ -78,7 +78,7 @@ extension StoreTransaction {
     /// and waiting for their save.
     package func openAssetUploads(account: Int64, now: Double) throws -> (count: Int, bytes: Int64) {
         try fetchOne(
-            "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM asset_upload WHERE accountID = ? AND expiresAt > ?",
+            "SELECT COUNT(*), CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM asset_upload WHERE accountID = ? AND expiresAt > ?",
             [account, now],
             table: "asset_upload",
             keyAt: 0

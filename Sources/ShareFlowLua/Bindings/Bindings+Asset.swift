@@ -47,7 +47,7 @@ extension Bindings {
                 throw call.argumentError(position, "field '\(key)': Asset.checksum must be a SHA-256 in lower-case hex")
             }
             let size = try call.integerField(abs, "size", in: 0...Int(Int64.max)).map(Int64.init)
-            return Asset(checksum: sum, size: try size ?? engine.assets.size(sum) ?? 0)
+            return Asset(checksum: sum, size: try size ?? storing { try engine.assets.size(sum) } ?? 0)
         }
         switch call.field(abs, "data") {
         case LUA_TSTRING:
@@ -84,6 +84,20 @@ extension Bindings {
         return URL(fileURLWithPath: path)
     }
 
+    /// Runs `body`, a read of the store's blobs: a failure of the store (its folder's path in
+    /// it) is the operator's, raised as `readable` gives it (withheld in a sandboxed state,
+    /// under an incident ID).
+    private func storing<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as ShareFlowError {
+            if e.isOperatorDetail { throw raise(e) }
+            throw e
+        } catch let failure as AssetBlobs.Failure {
+            throw raise(ShareFlowError(.serviceUnavailable, "the asset's bytes cannot be read: \(failure.description)").forOperator(outage: false))
+        }
+    }
+
     private func checkAssetSize(_ call: LuaCall, _ n: Int64, key: String, position: Int32) throws {
         let most = engine.options.assetMaxBytes
         guard n <= most else {
@@ -102,7 +116,7 @@ extension Bindings {
         if case .stored = asset.content { readable.source = engine.assets }
         let most = engine.options.assetMaxBytes
         if case .stored(let sum, _) = asset.content {
-            guard let size = try engine.assets.size(sum) else {
+            guard let size = try storing({ try engine.assets.size(sum) }) else {
                 throw call.argumentError(1, "the asset \(sum.prefix(12))… is not in this store")
             }
             guard size <= most else { throw call.argumentError(1, "the asset is \(size) bytes; at most \(most) are read (assets.maxBytes)") }
@@ -110,11 +124,9 @@ extension Bindings {
         }
         let data: Data
         do {
-            data = try readable.read(maxBytes: most)
+            data = try storing { try readable.read(maxBytes: most) }
         } catch let e as ShareFlowError {
             throw call.argumentError(1, e.message)
-        } catch {
-            throw call.argumentError(1, "\(error)")
         }
         if case .stored = asset.content {} else { try call.state.chargeCopy(data.count) }
         data.withUnsafeBytes { raw in

@@ -188,10 +188,11 @@ public struct LuaCall {
         }
         let d = clua_tonumber(L, i)
         guard d.isFinite, d == d.rounded() else { try fail("number has no integer representation") }
-        guard d >= Double(range.lowerBound) && d <= Double(range.upperBound) else {
+        // `Int(exactly:)`: Double(Int.max) is 2^63, one past Int.max, which `Int(_:)` traps on.
+        guard let n = Int(exactly: d), range.contains(n) else {
             try fail("must be between \(range.lowerBound) and \(range.upperBound), got \(d)")
         }
-        return Int(d)
+        return n
     }
 
     /// The number field `key` of the table at `i`, or nil; a non-number is an error naming the

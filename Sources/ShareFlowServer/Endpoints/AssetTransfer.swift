@@ -24,7 +24,7 @@ final class AssetTransfer: Sendable {
     let thread: EngineThread
     /// Uploads whose bodies are being written at once: past it, 503 and a time to retry.
     let uploadsAtOnce: Int
-    private let inFlight = Mutex((total: 0, byAccount: [Int64: Int]()))
+    private let inFlight = Mutex(InFlight())
 
     init(engine: Engine, thread: EngineThread, uploadsAtOnce: Int = 32) {
         self.engine = engine
@@ -56,17 +56,7 @@ final class AssetTransfer: Sendable {
         let secret = context.parameters.get("secret") ?? ""
         // The URL first: one that leads nowhere costs no body.
         guard let pending = try await thread.read({ [engine] in try engine.pendingAssetUpload(secret: secret) }) else { throw Self.notFound }
-        // What one account may make the store keep for it before it saves: bounded, before
-        // the body is read.
         let coming = declared ?? most
-        guard pending.waitingBytes + coming <= engine.options.assetMaxPendingBytes else {
-            throw CloudKitError(
-                status: 413,
-                code: "QUOTA_EXCEEDED",
-                reason:
-                    "this account has \(pending.waitingBytes) bytes uploaded and not yet saved; at most \(engine.options.assetMaxPendingBytes) wait at once: save them, or let their receipts expire"
-            )
-        }
         let storage = engine.assets
         if let files = storage as? AssetBlobs, let free = files.freeBytes(), free < coming + Self.spareDiskBytes {
             throw CloudKitError(
@@ -77,14 +67,27 @@ final class AssetTransfer: Sendable {
                 ).forOperator()
             )
         }
-        guard take(pending.account) else {
+        // What one account may make the store keep for it before it saves: bounded before the
+        // body is read, the uploads under way counted at what they may still bring.
+        let slot = Slot(account: pending.account, secret: AssetReceipts.hash(secret), bytes: coming)
+        switch take(slot, waiting: pending.waitingBytes) {
+        case .taken: break
+        case .secretBusy: throw Self.notFound
+        case .tooMany:
             throw CloudKitError(
                 status: 503,
                 body: WireFormat.error(code: "TRY_AGAIN_LATER", reason: "too many uploads at once; try again").merging(["retryAfter": 1]) { a, _ in a
                 }
             )
+        case .overQuota(let held):
+            throw CloudKitError(
+                status: 413,
+                code: "QUOTA_EXCEEDED",
+                reason:
+                    "this account has \(held) bytes uploaded or uploading and not yet saved; at most \(engine.options.assetMaxPendingBytes) wait at once: save them, or let their receipts expire"
+            )
         }
-        defer { release(pending.account) }
+        defer { release(slot) }
         // The body goes to a file as it comes (no upload is held in memory), bounded.
         let file = try storage.temporaryFile()
         defer { unlink(file.path) }
@@ -129,6 +132,8 @@ final class AssetTransfer: Sendable {
             receipt = try await thread.run { [engine] in try engine.completeAssetUpload(secret: secret, saved: saved) }
         } catch let e as ShareFlowError where e.code == .unknownItem {
             throw Self.notFound
+        } catch let e as ShareFlowError where e.code == .quotaExceeded {
+            throw CloudKitError(status: 413, code: "QUOTA_EXCEEDED", reason: e.message)
         }
         return CloudKitServer.response(
             status: 200,
@@ -141,20 +146,53 @@ final class AssetTransfer: Sendable {
     /// Uploads one account sends at once; past it (or past `uploadsAtOnce` in all), 503.
     static let uploadsPerAccount = 4
 
-    private func take(_ account: Int64) -> Bool {
-        inFlight.withLock {
-            guard $0.total < uploadsAtOnce, $0.byAccount[account, default: 0] < Self.uploadsPerAccount else { return false }
-            $0.total += 1
-            $0.byAccount[account, default: 0] += 1
-            return true
+    /// One upload under way: its account, its URL's secret (hashed) and the most it may bring.
+    struct Slot: Sendable {
+        let account: Int64
+        let secret: String
+        let bytes: Int64
+    }
+
+    enum Taking: Equatable {
+        case taken, secretBusy, tooMany
+        case overQuota(Int64)
+    }
+
+    /// What uploads are under way on this node: how many, by account (with the bytes they may
+    /// still bring), and by URL (one body at a time per URL: a second would only leave bytes
+    /// for collection).
+    struct InFlight: Sendable {
+        var total = 0
+        var byAccount: [Int64: Held] = [:]
+        var secrets: Set<String> = []
+    }
+
+    struct Held: Sendable {
+        var count = 0
+        var bytes: Int64 = 0
+    }
+
+    private func take(_ slot: Slot, waiting: Int64) -> Taking {
+        let most = engine.options.assetMaxPendingBytes
+        return inFlight.withLock { state -> Taking in
+            guard !state.secrets.contains(slot.secret) else { return .secretBusy }
+            let mine = state.byAccount[slot.account] ?? Held()
+            guard state.total < uploadsAtOnce, mine.count < Self.uploadsPerAccount else { return .tooMany }
+            let held = waiting + mine.bytes
+            guard held + slot.bytes <= most else { return .overQuota(held) }
+            state.total += 1
+            state.byAccount[slot.account] = Held(count: mine.count + 1, bytes: mine.bytes + slot.bytes)
+            state.secrets.insert(slot.secret)
+            return .taken
         }
     }
 
-    private func release(_ account: Int64) {
-        inFlight.withLock {
-            $0.total -= 1
-            $0.byAccount[account, default: 1] -= 1
-            if $0.byAccount[account] == 0 { $0.byAccount[account] = nil }
+    private func release(_ slot: Slot) {
+        inFlight.withLock { state in
+            state.total -= 1
+            state.secrets.remove(slot.secret)
+            let mine = state.byAccount[slot.account] ?? Held(count: 1, bytes: slot.bytes)
+            state.byAccount[slot.account] = mine.count <= 1 ? nil : Held(count: mine.count - 1, bytes: mine.bytes - slot.bytes)
         }
     }
 
