@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import NIOPosix
 import ShareFlow
 import Synchronization
 
@@ -105,7 +104,7 @@ final class AssetTransfer: Sendable {
                 total += Int64(chunk.readableBytes)
                 guard total <= most else { throw CloudKitError(status: 413, code: "QUOTA_EXCEEDED", reason: "the asset is more than \(most) bytes") }
                 let bytes = chunk
-                try await NIOThreadPool.singleton.runIfActive { try descriptor.write(bytes) }
+                try await AssetTransfer.offLoop { try descriptor.write(bytes) }
             }
         } catch let e as CloudKitError {
             throw e
@@ -121,7 +120,7 @@ final class AssetTransfer: Sendable {
             saved =
                 storage.isInDatabase
                 ? try await thread.run { try storage.put(contentsOf: file.path, maxBytes: most) }
-                : try await NIOThreadPool.singleton.runIfActive { try storage.put(contentsOf: file.path, maxBytes: most) }
+                : try await AssetTransfer.offLoop { try storage.put(contentsOf: file.path, maxBytes: most) }
         } catch let failure as AssetBlobs.Failure {
             throw CloudKitError(
                 ShareFlowError(.serviceUnavailable, "an upload's bytes cannot be saved: \(failure.description)", retryAfter: 5).forOperator()
@@ -209,6 +208,15 @@ final class AssetTransfer: Sendable {
         ]
     }
 
+    /// Runs blocking file work (a write, a hash, a read) on a thread of Dispatch's, never the
+    /// event loop's. Not NIO's blocking pool: its threads live for the process, and their
+    /// queues are never freed (LeakSanitizer names them at every exit).
+    static func offLoop<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     // MARK: Download
 
     private func download(_ request: Request, context: ServerRequestContext, head: Bool) async throws -> Response {
@@ -225,7 +233,7 @@ final class AssetTransfer: Sendable {
         let kept =
             storage.isInDatabase
             ? try await thread.read { try storage.size(checksum) }
-            : try await NIOThreadPool.singleton.runIfActive { try storage.size(checksum) }
+            : try await AssetTransfer.offLoop { try storage.size(checksum) }
         guard kept == found.size else {
             throw CloudKitError(
                 ShareFlowError(
@@ -266,7 +274,7 @@ final class AssetTransfer: Sendable {
                     let bytes =
                         storage.isInDatabase
                         ? try await thread.read { try storage.read(checksum, range: from..<end) }
-                        : try await NIOThreadPool.singleton.runIfActive { try storage.read(checksum, range: from..<end) }
+                        : try await AssetTransfer.offLoop { try storage.read(checksum, range: from..<end) }
                     guard Int64(bytes.count) == end - from else { throw Self.notFound }
                     try await writer.write(ByteBuffer(bytes: bytes))
                     at = end

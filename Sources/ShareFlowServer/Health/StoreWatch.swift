@@ -67,8 +67,9 @@ struct StoreWatch: Service {
 
     private func watch() async throws {
         var known: (credentials: Int64, directory: Int64)?
-        // SPEC §19 A3: orphan blobs collected every quarter of the grace (and once at start).
-        var nextCollection = ContinuousClock.now
+        // SPEC §19 A3: orphan blobs collected every quarter of the grace, the first a minute
+        // after start (a node starting is busy enough).
+        var nextCollection = ContinuousClock.now + .seconds(min(engine.options.assetGraceSeconds / 4, 60))
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             if ContinuousClock.now >= nextCollection {
                 let grace = engine.options.assetGraceSeconds
