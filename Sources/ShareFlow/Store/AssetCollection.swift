@@ -18,16 +18,24 @@ extension Store {
     /// Every checksum a record names, and every unexpired receipt's, read in `db`.
     func namedAssetChecksums(_ db: StoreTransaction, now: Double) throws -> Set<String> {
         var named = try db.pendingAssetChecksums(now: now)
+        try forEachStoredAsset(db) { _, _, sum, _ in named.insert(sum) }
+        return named
+    }
+
+    /// Every saved asset a record's field names (the record's row, the field, the checksum and
+    /// size), read page by page.
+    private func forEachStoredAsset(_ db: StoreTransaction, _ body: (Int64, String, String, Int64) throws -> Void) throws {
         var after: Int64 = 0
         while true {
             let page = try db.recordsHoldingAssets(after: after, limit: 500)
-            guard let last = page.last else { break }
+            guard let last = page.last else { return }
             after = last.id
-            for (_, fields) in page {
-                for value in fields.values where value.holdsAsset { named.formUnion(value.storedAssets.keys) }
+            for (id, fields) in page {
+                for (key, value) in fields where value.holdsAsset {
+                    for (sum, size) in value.storedAssets { try body(id, key, sum, size) }
+                }
             }
         }
-        return named
     }
 
     /// Removes the blobs nothing names that are older than `grace` seconds, and the expired
@@ -74,23 +82,13 @@ extension Store {
     func checkAssets(_ db: StoreTransaction, problems: inout [String], notes: inout [String]) throws {
         let now = EngineClock.seconds
         var missing: [String] = []
-        var after: Int64 = 0
-        while true {
-            let page = try db.recordsHoldingAssets(after: after, limit: 500)
-            guard let last = page.last else { break }
-            after = last.id
-            for (id, fields) in page {
-                for (key, value) in fields where value.holdsAsset {
-                    for (sum, size) in value.storedAssets {
-                        let kept: Int64?
-                        if let files = fileAssets { kept = try files.size(sum) } else { kept = try db.assetBlob(checksum: sum)?.size }
-                        if kept != size {
-                            missing.append(
-                                "record row \(id): field '\(key)' names asset \(sum.prefix(12))… (\(size) bytes), \(kept == nil ? "missing" : "\(kept!) bytes") in the store"
-                            )
-                        }
-                    }
-                }
+        try forEachStoredAsset(db) { id, key, sum, size in
+            let kept: Int64?
+            if let files = fileAssets { kept = try files.size(sum) } else { kept = try db.assetBlob(checksum: sum)?.size }
+            if kept != size {
+                missing.append(
+                    "record row \(id): field '\(key)' names asset \(sum.prefix(12))… (\(size) bytes), \(kept == nil ? "missing" : "\(kept!) bytes") in the store"
+                )
             }
         }
         problems += missing.prefix(100)
