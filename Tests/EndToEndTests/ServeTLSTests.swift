@@ -70,14 +70,7 @@ final class ServeTLSTests: ServerTestCase {
     /// CA through `REQUESTS_CA_BUNDLE`, which overrides any session's `verify`).
     func testPyiCloudSharesOverHTTPSInStrictMode() throws {
         guard hasPyiCloud() else { return }
-        try script("require('shareflow').accounts.create{ email = 'carol@example.com' }")
-        let (status, text) = try runPyiCloud(
-            "sharing_flow.py",
-            ["SHAREFLOW_CAROL": try token("carol@example.com"), "REQUESTS_CA_BUNDLE": ca, "CURL_CA_BUNDLE": ca],
-            timeout: 120
-        )
-        XCTAssertEqual(status, 0, text)
-        XCTAssertTrue(text.hasSuffix("pyicloud sharing flow ok\n"), text)
+        try runOverHTTPSWithCarol("sharing_flow.py", saying: "pyicloud sharing flow ok\n")
         // Without the CA, requests refuses the server's certificate.
         let (refused, said) = try runPyiCloud(
             "sharing_flow.py",
@@ -92,17 +85,23 @@ final class ServeTLSTests: ServerTestCase {
     /// byte-exact and by ranges; a participant downloads, a stranger cannot; receipts once.
     func testPyiCloudUploadsAndDownloadsAssetsOverHTTPSInStrictMode() throws {
         guard hasPyiCloud() else { return }
-        try script("require('shareflow').accounts.create{ email = 'carol@example.com' }")
-        let (status, text) = try runPyiCloud(
-            "asset_flow.py",
-            ["SHAREFLOW_CAROL": try token("carol@example.com"), "REQUESTS_CA_BUNDLE": ca, "CURL_CA_BUNDLE": ca],
-            timeout: 120
-        )
-        XCTAssertEqual(status, 0, text)
-        XCTAssertTrue(text.hasSuffix("pyicloud asset flow ok\n"), text)
+        try runOverHTTPSWithCarol("asset_flow.py", saying: "pyicloud asset flow ok\n")
         // The blob is beside the store, named by its SHA-256.
         let blobs = try FileManager.default.subpathsOfDirectory(atPath: store + ".assets").filter { $0.count == 67 }
         XCTAssertEqual(blobs.count, 1, "\(blobs)")
+    }
+
+    /// Runs Tests/pyicloud/`script` against this https server, trusting the test CA, with
+    /// Carol made for it; it must end saying `saying`.
+    private func runOverHTTPSWithCarol(_ script: String, saying: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try self.script("require('shareflow').accounts.create{ email = 'carol@example.com' }")
+        let (status, text) = try runPyiCloud(
+            script,
+            ["SHAREFLOW_CAROL": try token("carol@example.com"), "REQUESTS_CA_BUNDLE": ca, "CURL_CA_BUNDLE": ca],
+            timeout: 120
+        )
+        XCTAssertEqual(status, 0, text, file: file, line: line)
+        XCTAssertTrue(text.hasSuffix(saying), text, file: file, line: line)
     }
 
     /// A TLS connection that never says anything is closed by the header deadline, like a

@@ -159,11 +159,11 @@ class AssetTests: XCTestCase {
         let db = w.c.privateCloudDatabase
         let slots = try w.engine.reserveAssetUploads([.init(recordName: "lisbon", fieldName: "photo")], zoneName: "Trips", in: db)
         XCTAssertEqual(slots.map(\.recordName), ["lisbon"])
-        XCTAssertTrue(try w.engine.assetUploadIsPending(secret: slots[0].secret))
+        XCTAssertNotNil(try w.engine.pendingAssetUpload(secret: slots[0].secret))
         let saved = try w.engine.assets.put(Data("uploaded".utf8), maxBytes: 100)
         let receipt = try w.engine.completeAssetUpload(secret: slots[0].secret, saved: saved)
         // The URL is used up.
-        XCTAssertFalse(try w.engine.assetUploadIsPending(secret: slots[0].secret))
+        XCTAssertNil(try w.engine.pendingAssetUpload(secret: slots[0].secret))
         XCTAssertThrowsError(try w.engine.completeAssetUpload(secret: slots[0].secret, saved: saved))
         // Another account, another field, another record: refused, the receipt kept.
         let bobs = Record(recordType: "Note", recordID: RecordID(recordName: "lisbon", zoneID: .default))

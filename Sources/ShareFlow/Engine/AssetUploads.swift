@@ -68,20 +68,9 @@ extension Engine {
             }
             return try requests.map { r in
                 let secret = AssetReceipts.make()
-                try db.reserveAssetUpload(
-                    AssetUploadRow(
-                        secretHash: AssetReceipts.hash(secret),
-                        accountID: database.container.session.accountID,
-                        container: database.container.containerIdentifier,
-                        environment: database.container.environment.rawValue,
-                        scope: database.databaseScope.rawValue,
-                        zoneName: zoneName,
-                        recordName: r.recordName,
-                        fieldName: r.fieldName,
-                        createdAt: now,
-                        expiresAt: now + Engine.assetUploadSeconds
-                    )
-                )
+                var row = Engine.assetUploadRow(secret: secret, in: database, now: now, expiresAt: now + Engine.assetUploadSeconds)
+                (row.zoneName, row.recordName, row.fieldName) = (zoneName, r.recordName, r.fieldName)
+                try db.insertAssetUpload(row)
                 return AssetUploadSlot(recordName: r.recordName ?? RandomIdentifier.uuidString(), fieldName: r.fieldName, secret: secret)
             }
         }
@@ -98,9 +87,6 @@ extension Engine {
             return (upload.accountID, try db.openAssetUploads(account: upload.accountID, now: now).bytes)
         }
     }
-
-    /// Whether an upload URL's secret names an upload still waiting for its bytes.
-    package func assetUploadIsPending(secret: String) throws -> Bool { try pendingAssetUpload(secret: secret) != nil }
 
     /// The bytes of the upload `secret` names, saved in the store already (`saved`): the
     /// receipt a save redeems, or `unknownItem` when the URL was used meanwhile or expired.
@@ -130,6 +116,19 @@ extension Engine {
         return receipt
     }
 
+    /// An upload's row for the signed-in caller of `database`, its URL's secret kept as its hash.
+    private static func assetUploadRow(secret: String, in database: CloudDatabase, now: Double, expiresAt: Double) -> AssetUploadRow {
+        AssetUploadRow(
+            secretHash: AssetReceipts.hash(secret),
+            accountID: database.container.session.accountID,
+            container: database.container.containerIdentifier,
+            environment: database.container.environment.rawValue,
+            scope: database.databaseScope.rawValue,
+            createdAt: now,
+            expiresAt: expiresAt
+        )
+    }
+
     /// `assets/rereference`: for each record and field the caller may read (R12, R15, R37;
     /// others are `unknownItem`), a receipt for the asset it holds, to save in another record.
     package func rereferenceAssets(
@@ -151,22 +150,10 @@ extension Engine {
                     throw ShareFlowError.invalid("field '\(item.field)' of record \(Naming.printable(item.record.recordName)) holds no asset")
                 }
                 let receipt = AssetReceipts.make()
-                try transaction(scope: .zones([])) { db in
-                    try db.recordAssetReceipt(
-                        AssetUploadRow(
-                            secretHash: AssetReceipts.hash(AssetReceipts.make()),
-                            accountID: database.container.session.accountID,
-                            container: database.container.containerIdentifier,
-                            environment: database.container.environment.rawValue,
-                            scope: database.databaseScope.rawValue,
-                            checksum: sum,
-                            size: size,
-                            createdAt: now,
-                            expiresAt: now + options.assetGraceSeconds
-                        ),
-                        receiptHash: AssetReceipts.hash(receipt)
-                    )
-                }
+                // Its URL's secret is never handed out: the row is uploaded already.
+                var row = Engine.assetUploadRow(secret: AssetReceipts.make(), in: database, now: now, expiresAt: now + options.assetGraceSeconds)
+                (row.checksum, row.size) = (sum, size)
+                try transaction(scope: .zones([])) { db in try db.insertAssetUpload(row, receiptHash: AssetReceipts.hash(receipt)) }
                 return .success((receipt, sum, size))
             } catch {
                 return .failure(ShareFlowError.wrap(error, store: store))

@@ -23,19 +23,21 @@ final class DatabaseAssets: AssetStorage, @unchecked Sendable {
 
     var isInDatabase: Bool { true }
 
+    /// `data` in the chunks a blob's rows hold.
+    static func chunks(of data: Data) -> [Data] {
+        stride(from: 0, to: data.count, by: chunkBytes).map { data.subdata(in: $0..<min($0 + chunkBytes, data.count)) }
+    }
+
     func temporaryFile() throws -> URL { try cache.temporaryFile() }
 
     func put(_ data: Data, maxBytes: Int64) throws -> AssetBlobs.Saved {
         guard Int64(data.count) <= maxBytes else {
             throw AssetBlobs.Failure("the asset is \(data.count) bytes; at most \(maxBytes) are kept", tooLarge: true)
         }
-        let checksum = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
-        let chunks = stride(from: 0, to: data.count, by: DatabaseAssets.chunkBytes).map {
-            data.subdata(in: $0..<min($0 + DatabaseAssets.chunkBytes, data.count))
-        }
+        let checksum = AssetBlobs.hex(SHA256.hash(data: data))
         let now = EngineClock.seconds
         try engine.transaction(scope: .zones([])) { db in
-            try db.putAssetBlob(checksum: checksum, size: Int64(data.count), chunks: chunks, at: now)
+            try db.putAssetBlob(checksum: checksum, size: Int64(data.count), chunks: DatabaseAssets.chunks(of: data), at: now)
         }
         return AssetBlobs.Saved(checksum: checksum, size: Int64(data.count))
     }

@@ -177,6 +177,6 @@ package enum AssetReceipts {
     package static func make() -> String { Base64URL.encode(RandomIdentifier.bytes(32)) }
     /// What the store keeps of one.
     package static func hash(_ secret: String) -> String {
-        SHA256.hash(data: Data(secret.utf8)).map { String(format: "%02x", $0) }.joined()
+        AssetBlobs.hex(SHA256.hash(data: Data(secret.utf8)))
     }
 }

@@ -202,6 +202,9 @@ package final class AssetBlobs: AssetStorage {
         return unlink(path(of: checksum).path) == 0
     }
 
+    /// A digest in lower-case hex: a blob's name, and how secrets are kept (`AssetReceipts`).
+    package static func hex(_ digest: some Sequence<UInt8>) -> String { digest.map { String(format: "%02x", $0) }.joined() }
+
     /// Whether `text` is a SHA-256 in lower-case hex: the only names the folder holds.
     package static func isChecksum(_ text: String) -> Bool {
         text.utf8.count == 64
@@ -246,7 +249,7 @@ package final class AssetBlobs: AssetStorage {
             }
         }
         guard fsync(fd) == 0 else { throw Failure("cannot flush \(temporary.path) to the disk (\(String(cString: strerror(errno))))") }
-        let checksum = hash.finalize().map { String(format: "%02x", $0) }.joined()
+        let checksum = AssetBlobs.hex(hash.finalize())
         let target = path(of: checksum)
         let sub = target.deletingLastPathComponent()
         try? FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)

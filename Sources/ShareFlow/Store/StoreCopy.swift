@@ -119,10 +119,7 @@ enum StoreCopy {
             let now = EngineClock.seconds
             for sum in sums {
                 let data = try from.read(sum, range: nil)
-                let chunks = stride(from: 0, to: data.count, by: DatabaseAssets.chunkBytes).map {
-                    data.subdata(in: $0..<min($0 + DatabaseAssets.chunkBytes, data.count))
-                }
-                try target.putAssetBlob(checksum: sum, size: Int64(data.count), chunks: chunks, at: now)
+                try target.putAssetBlob(checksum: sum, size: Int64(data.count), chunks: DatabaseAssets.chunks(of: data), at: now)
             }
             return sums.count
         case (nil, let to?):

@@ -4,16 +4,19 @@ import Foundation
 extension StoreTransaction {
     // MARK: Uploads
 
-    /// Reserves an upload (`assets/upload`): its URL's secret known only by its hash.
-    package func reserveAssetUpload(_ upload: AssetUploadRow) throws {
+    /// Records an upload: a reservation (`assets/upload`: its URL's secret known only by its
+    /// hash, no bytes yet), or a receipt for bytes kept already (`assets/rereference`, with
+    /// `receiptHash` and the row's checksum and size).
+    package func insertAssetUpload(_ upload: AssetUploadRow, receiptHash: String? = nil) throws {
         try run(
             """
-            INSERT INTO asset_upload (secretHash, accountID, container, environment, scope, zoneName, recordName, fieldName, createdAt, expiresAt)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO asset_upload (secretHash, receiptHash, accountID, container, environment, scope, zoneName, recordName, fieldName,
+                checksum, size, createdAt, expiresAt)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
-                upload.secretHash, upload.accountID, upload.container, upload.environment, upload.scope, upload.zoneName, upload.recordName,
-                upload.fieldName, upload.createdAt, upload.expiresAt,
+                upload.secretHash, receiptHash, upload.accountID, upload.container, upload.environment, upload.scope, upload.zoneName,
+                upload.recordName, upload.fieldName, upload.checksum, upload.size, upload.createdAt, upload.expiresAt,
             ]
         )
     }
@@ -40,22 +43,6 @@ extension StoreTransaction {
             """,
             [checksum, size, receiptHash, expiresAt, id, now]
         ) == 1
-    }
-
-    /// A receipt already uploaded (`assets/rereference`: bytes the caller may read, handed out
-    /// again to be saved in another record), good until `expiresAt`.
-    package func recordAssetReceipt(_ upload: AssetUploadRow, receiptHash: String) throws {
-        try run(
-            """
-            INSERT INTO asset_upload (secretHash, receiptHash, accountID, container, environment, scope, zoneName, recordName, fieldName,
-                checksum, size, createdAt, expiresAt)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            [
-                upload.secretHash, receiptHash, upload.accountID, upload.container, upload.environment, upload.scope, upload.zoneName,
-                upload.recordName, upload.fieldName, upload.checksum, upload.size, upload.createdAt, upload.expiresAt,
-            ]
-        )
     }
 
     /// The uploaded, unexpired upload whose receipt hashes to `receiptHash`.

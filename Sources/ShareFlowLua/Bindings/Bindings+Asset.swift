@@ -111,11 +111,10 @@ extension Bindings {
         guard lua_type(call.L, 1) == LUA_TTABLE, valueKind(at: 1) == .asset else {
             throw call.argumentError(1, "Asset expected, got \(call.typeName(1))")
         }
-        let asset = try assetValue(call, 1, key: "asset", position: 1)
-        var readable = asset
-        if case .stored = asset.content { readable.source = engine.assets }
+        var asset = try assetValue(call, 1, key: "asset", position: 1)
         let most = engine.options.assetMaxBytes
         if case .stored(let sum, _) = asset.content {
+            asset.source = engine.assets
             guard let size = try storing({ try engine.assets.size(sum) }) else {
                 throw call.argumentError(1, "the asset \(sum.prefix(12))… is not in this store")
             }
@@ -124,11 +123,12 @@ extension Bindings {
         }
         let data: Data
         do {
-            data = try storing { try readable.read(maxBytes: most) }
+            data = try storing { try asset.read(maxBytes: most) }
         } catch let e as ShareFlowError {
             throw call.argumentError(1, e.message)
         }
-        if case .stored = asset.content {} else { try call.state.chargeCopy(data.count) }
+        // A saved asset's bytes were charged above, before they were read.
+        if !asset.isSaved { try call.state.chargeCopy(data.count) }
         data.withUnsafeBytes { raw in
             _ = lua_pushlstring(call.L, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count)
         }
