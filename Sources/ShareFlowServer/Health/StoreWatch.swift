@@ -92,6 +92,10 @@ struct StoreWatch: Service {
                     authenticator.forgetCredentials()
                 }
                 health.answered()
+                // The first probe may come after requests were answered and a token revoked:
+                // what was remembered before it is read again (else a revocation between the
+                // node's first answers and its first probe went unseen for good).
+                if known == nil { authenticator.forgetCredentials() }
                 if let known, known.credentials != generation.credentials {
                     authenticator.forgetCredentials()
                     signal?.credentialsChanged()
