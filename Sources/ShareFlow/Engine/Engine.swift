@@ -86,6 +86,8 @@ public final class Engine: @unchecked Sendable {
         /// SPEC §19 A3: seconds a blob nobody refers to is kept before it is collected
         /// (`assets.graceSeconds`); also how long an upload's receipt may wait for its save.
         public var assetGraceSeconds: Double = 3600
+        /// SPEC §20: subscriptions and the notifications they queue (`notifications.*`).
+        public var notifications = NotificationOptions()
         /// The defaults: 100 participants a share, progress every 1000 contacts, `Engine.defaultPublicURL`,
         /// no query time limit.
         public init() {}
@@ -93,6 +95,15 @@ public final class Engine: @unchecked Sendable {
 
     /// What closures that may outlive the engine hold (a policy may keep its request).
     let link = EngineLink()
+
+    /// SPEC §20, `notifications.dispatch = .deferred`: called on the committing thread when a
+    /// commit left changes in the outbox (a server wakes its dispatcher). Set before serving.
+    package var notificationsPending: (@Sendable () -> Void)?
+    /// SPEC §20: called after a dispatch queued notifications, with the inboxes that got them
+    /// (a server wakes the polls waiting on them). Set before serving.
+    package var notified: (@Sendable (Set<Int64>) -> Void)?
+    /// Whether a dispatch after commit is running (its observers' writes join its loop).
+    var dispatchingNotifications = false
 
     /// An engine over `store`. Its policies record their decisions in the store's decision log, when it
     /// has one, shared by every process on the store (SPEC §18 P3).
@@ -193,6 +204,8 @@ public final class Engine: @unchecked Sendable {
                 pendingEvents.insert(contentsOf: held.map(\.event), at: 0)
             }
             flushEvents()
+            // SPEC §20: the subscriptions of what it committed.
+            if store.takeOutboxWritten() { outboxFilled() }
         }
         return result
     }

@@ -56,7 +56,7 @@ extension Engine {
         if let rooted = try shareRow(rootName: row.name, zone: zone, db: db) {
             try endShare(rooted, zone: zone, caller: caller, database: database, db: db)
         }
-        try db.deleteRecord(id: row.id)
+        try db.deleteRecord(id: row.id, by: caller.id)
         emitRecordDeleted(id, type: row.type, database: database, caller: caller)
     }
 
@@ -67,7 +67,7 @@ extension Engine {
         for p in try participantRows(share: share.id, db: db) where p.role != .owner && p.status != .removed {
             try setStatus(.removed, of: p, share: object, reason: .shareDeleted, caller: caller, container: container, db: db)
         }
-        try db.deleteRecord(id: share.recordID)
+        try db.deleteRecord(id: share.recordID, by: caller.id)
         var event = Event(.shareDeleted, caller: caller, container: container)
         event.share = object
         emit(event)

@@ -75,6 +75,8 @@ public struct Event {
     public var approvedRequester: Bool?
     /// `share.accepted`: true when accepted through a one-time link (R44).
     public var oneTimeURL: Bool?
+    /// `subscription.fired` (SPEC §20): the subscription, its owner and the notification.
+    public var firing: SubscriptionFiring?
 
     /// An event of `kind` stamped now, with none of its kind's fields set yet: the engine sets
     /// them, then emits it.
@@ -113,6 +115,8 @@ public enum EventKind: Int, CaseIterable, Sendable, NamedByLiteral {
     case shareAccessRequested, shareAccessRequestDropped, shareRequestersDenied, shareRequestersBlocked, shareIdentitiesUnblocked
     /// `participant.roleChanged` (R26).
     case participantRoleChanged
+    /// `subscription.fired` (SPEC §20).
+    case subscriptionFired
 
     /// The event's name as scripts see it (`participant.fetched`).
     public var staticName: StaticString {
@@ -139,6 +143,7 @@ public enum EventKind: Int, CaseIterable, Sendable, NamedByLiteral {
         case .shareRequestersBlocked: "share.requestersBlocked"
         case .shareIdentitiesUnblocked: "share.identitiesUnblocked"
         case .participantRoleChanged: "participant.roleChanged"
+        case .subscriptionFired: "subscription.fired"
         }
     }
 }
@@ -173,4 +178,20 @@ extension NamedByLiteral {
 ///   (`sf.admin.removeParticipant`, the expiring-invitations plugin).
 public enum RemovalReason: String, Sendable {
     case removedByOwner, left, publicPermissionChanged, shareDeleted, blocked, expired
+}
+
+/// What `subscription.fired` carries (SPEC §20): a class, so an event without one stays small.
+public final class SubscriptionFiring: Sendable {
+    /// The subscription that fired.
+    public let subscription: Subscription
+    /// Its owner, who is told.
+    public let owner: Account
+    /// The notification queued for them.
+    public let notification: SubscriptionNotification
+
+    init(subscription: Subscription, owner: Account, notification: SubscriptionNotification) {
+        self.subscription = subscription
+        self.owner = owner
+        self.notification = notification
+    }
 }

@@ -79,6 +79,8 @@ public final class Store: @unchecked Sendable {
     private var current: Database?
     /// The open write transaction's moved feeds (`FeedBumps`).
     private var feedBumps = FeedBumps()
+    /// A write noted changes for subscriptions (`takeOutboxWritten`).
+    private var outboxWritten = false
     /// Whether `current` is a write transaction.
     private var writing = false
     /// How long a write waits for another process's write lock (`store.busyTimeoutMs`).
@@ -495,7 +497,14 @@ public final class Store: @unchecked Sendable {
         let before = transaction.changeCount
         let result = try body(transaction)
         try transaction.writeLogPositions()
+        if feedBumps.outboxWritten { outboxWritten = true }
         return (result, transaction.changeCount != before)
+    }
+
+    /// Whether a write since the last call noted changes for subscriptions (SPEC §20); reset.
+    package func takeOutboxWritten() -> Bool {
+        defer { outboxWritten = false }
+        return outboxWritten
     }
 
     /// `write` on a driver's store: the same nesting (a savepoint inside the open write,

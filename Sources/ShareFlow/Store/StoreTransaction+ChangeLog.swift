@@ -298,10 +298,12 @@ extension StoreTransaction {
     }
 
     /// Logs record `name` deleted: a tombstone in the owner's feed and for every viewer who saw it.
-    func logRecordDeleted(zone id: Int64, name: String, type: String, at time: Double) throws {
-        guard logs else { return }
+    /// The position of the deletion; nil in a public zone or a store that logs nothing.
+    @discardableResult
+    func logRecordDeleted(zone id: Int64, name: String, type: String, at time: Double) throws -> Int64? {
+        guard logs else { return nil }
         forgetLoggedZones()
-        guard let zone = try loggedZone(id) else { return }
+        guard let zone = try loggedZone(id) else { return nil }
         let seq = try nextSeq(id)
         try run(
             """
@@ -318,6 +320,7 @@ extension StoreTransaction {
             keyAt: 0
         ) { try $0.integer(0, "viewerID") }
         for viewer in viewers { try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time) }
+        return seq
     }
 
     // Joins the planner could take either way are written CROSS JOIN, which SQLite takes in

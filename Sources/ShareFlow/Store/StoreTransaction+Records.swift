@@ -350,6 +350,10 @@ extension StoreTransaction {
             at: time,
             isNew: true
         )
+        try noteForSubscriptions(
+            zone: zone, name: name, type: type, reason: 1, seq: seq, writer: account, fields: fields.json, createdBy: account, createdAt: time,
+            at: time
+        )
         return id
     }
 
@@ -377,9 +381,13 @@ extension StoreTransaction {
             hierarchyChanged: { before.parentName != parentName },
             at: time
         )
+        try noteForSubscriptions(
+            zone: before.zone, name: before.name, type: before.type, reason: 2, seq: seq, writer: account, fields: fields.json,
+            createdBy: before.createdBy, createdAt: before.createdAt, at: time
+        )
     }
 
-    package func deleteRecord(id: Int64) throws {
+    package func deleteRecord(id: Int64, by deleter: Int64? = nil) throws {
         guard let before = try loggedRecord(id) else { return }
         // A share's record takes the share and its participants with it (ON DELETE CASCADE):
         // its viewers are looked at again once it is gone.
@@ -393,9 +401,17 @@ extension StoreTransaction {
             keyAt: 0
         ) { try $0.integer(0, "accountID") }
         let orphans = try hasChildren(zone: before.zone, name: before.name)
+        // A query subscription matches a deleted record by its fields as last saved (SPEC §20 N2).
+        let lastSaved = try notifyWatched(zone: before.zone) ? try fetchOne(
+            "SELECT id, fields FROM record WHERE id = ?", [id], table: "record", keyAt: 0, { try $0.text(1, "fields") }
+        ) : nil
         try run("DELETE FROM record WHERE id = ?", [id])
         let now = EngineClock.seconds
-        try logRecordDeleted(zone: before.zone, name: before.name, type: before.type, at: now)
+        let seq = try logRecordDeleted(zone: before.zone, name: before.name, type: before.type, at: now)
+        try noteForSubscriptions(
+            zone: before.zone, name: before.name, type: before.type, reason: 3, seq: seq, writer: deleter, fields: lastSaved,
+            createdBy: before.createdBy, createdAt: before.createdAt, at: now
+        )
         guard let zone = try loggedZone(before.zone) else { return }
         if orphans {
             try relogViewersOnce(zone: zone, at: now)
@@ -405,9 +421,14 @@ extension StoreTransaction {
     }
 
     /// A record's zone, name, type and parent, as the change log needs them before a change.
-    private func loggedRecord(_ id: Int64) throws -> (zone: Int64, name: String, type: String, parentName: String?)? {
-        try fetchOne("SELECT id, zoneID, name, type, parentName FROM record WHERE id = ?", [id], table: "record", keyAt: 0) {
-            (try $0.integer(1, "zoneID"), try $0.text(2, "name"), try $0.text(3, "type"), try $0.optionalText(4, "parentName"))
+    private func loggedRecord(
+        _ id: Int64
+    ) throws -> (zone: Int64, name: String, type: String, parentName: String?, createdBy: Int64?, createdAt: Double?)? {
+        try fetchOne("SELECT id, zoneID, name, type, parentName, createdBy, createdAt FROM record WHERE id = ?", [id], table: "record", keyAt: 0) {
+            (
+                try $0.integer(1, "zoneID"), try $0.text(2, "name"), try $0.text(3, "type"), try $0.optionalText(4, "parentName"),
+                try $0.optionalInteger(5, "createdBy"), try $0.optionalReal(6, "createdAt")
+            )
         }
     }
 }

@@ -261,6 +261,13 @@ package final class FeedBumps {
     }
     var flatViewers: [Int64: Viewers] = [:]
 
+    /// Zones asked whether some subscription may fire for their changes (SPEC §20,
+    /// `StoreTransaction.notifyWatched`), read once a transaction.
+    var watched: [Int64: Bool] = [:]
+    /// Whether the transaction noted a change for subscriptions: the engine dispatches once it
+    /// commits (`Engine.dispatchNotifications`).
+    var outboxWritten = false
+
     /// Zones whose hierarchy moved in this transaction: every viewer of each is looked at
     /// again once, just before the transaction commits (`StoreTransaction.writeLogPositions`),
     /// not once per record moved (400 records moved under 20 viewers re-read each viewer's

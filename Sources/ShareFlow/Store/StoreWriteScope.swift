@@ -35,10 +35,15 @@ package enum StoreWriteScope: Sendable, Equatable {
     /// written only by statements that are right side by side — an upload's row is claimed by
     /// one UPDATE or DELETE whose count says whether this writer won it, and blobs are named by
     /// their content, inserted once (`ON CONFLICT`) and removed only by collection, which
-    /// holds the whole store.
+    /// holds the whole store. SPEC §20: `notify_change` rows are a zone's (the outbox of its
+    /// changes); `subscription` rows are written by one keyed upsert or delete each, their zone
+    /// claimed by the save's lookup; `notify_inbox` counters are moved by one `UPDATE …
+    /// RETURNING` each, a dispatch moving its inboxes in one order (account); `notification`
+    /// rows are keyed by the position that UPDATE handed out; `device_token` rows change by
+    /// single-row compare-and-set UPDATEs whose count says who won.
     static let tablesOfZones: Set<String> = [
         "zone", "record", "share", "participant", "zone_change", "view_change", "feed", "feed_change", "share_request", "share_block",
-        "asset_upload", "asset_blob", "asset_chunk",
+        "asset_upload", "asset_blob", "asset_chunk", "subscription", "notify_change", "notify_inbox", "notification", "device_token",
     ]
 
     /// Whether this scope lets a write `other` declared run under it (a lock taken for this

@@ -1,6 +1,6 @@
 extension StoreCatalogue {
-    /// ShareFlow's schema (version 14). A change is made here alone: a column or table with
-    /// `since: 14` (and `version: 14`) reaches both drivers' new and existing stores, `store
+    /// ShareFlow's schema (version 15). A change is made here alone: a column or table with
+    /// `since: 15` (and `version: 15`) reaches both drivers' new and existing stores, `store
     /// check` and `store copy`. Tables come after those they reference.
     package static let current: StoreCatalogue = {
         typealias C = Column
@@ -225,6 +225,76 @@ extension StoreCatalogue {
                 withoutRowID: true,
                 since: 14
             ),
+            // 15: subscriptions (SPEC §20 N1): one row each, its zone's row when it names one
+            // (gone with the zone), its predicate as JSON, `wire`: the HTTP `query` as sent.
+            Table(
+                "subscription",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("accountID", .integer, references: "account(id)", cascade: true), C("container", .text),
+                    C("environment", .text), C("scope", .text), C("subscriptionID", .text), C("kind", .text),
+                    C("zoneID", .integer, nullable: true, references: "zone(id)", cascade: true), C("zoneName", .text, nullable: true),
+                    C("zoneOwner", .text, nullable: true), C("recordType", .text, nullable: true), C("predicate", .text, nullable: true),
+                    C("firesOn", .integer, default: "0"), C("firesOnce", .integer, default: "0"), C("info", .text),
+                    C("wire", .text, nullable: true), C("createdAt", .real),
+                ],
+                uniques: [["accountID", "container", "environment", "scope", "subscriptionID"]],
+                since: 15
+            ),
+            // 15: the outbox (SPEC §20 N2): one row per record change in a zone some
+            // subscription may fire for, written in the change's transaction and evaluated
+            // after it commits (`Engine.dispatchNotifications`); the record's fields as saved
+            // (or last saved, for a delete). `node`: the process that wrote it dispatches it.
+            Table(
+                "notify_change",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("zoneID", .integer, references: "zone(id)", cascade: true), C("node", .text), C("name", .text),
+                    C("type", .text), C("reason", .integer), C("seq", .integer), C("writerID", .integer, nullable: true),
+                    C("clientID", .text, nullable: true), C("fields", .text, nullable: true), C("createdBy", .integer, nullable: true),
+                    C("createdAt", .real, nullable: true), C("at", .real),
+                ],
+                since: 15
+            ),
+            // 15: each account's notifications in a container (SPEC §20 N3): a counter, and
+            // the first position still kept (older ones were dropped: `queueMax`).
+            Table(
+                "notify_inbox",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("accountID", .integer, references: "account(id)", cascade: true), C("container", .text),
+                    C("environment", .text), C("seq", .integer, default: "0"), C("keptFrom", .integer, default: "1"),
+                    C("dropped", .integer, default: "0"),
+                ],
+                uniques: [["accountID", "container", "environment"]],
+                since: 15
+            ),
+            Table(
+                "notification",
+                key: .given(["inboxID", "seq"]),
+                columns: [
+                    C("inboxID", .integer, references: "notify_inbox(id)", cascade: true), C("seq", .integer), C("nid", .text),
+                    C("subscriptionID", .text), C("scope", .text), C("zoneID", .integer), C("recordName", .text, nullable: true),
+                    C("reason", .integer, nullable: true), C("clientID", .text, nullable: true), C("payload", .text), C("at", .real),
+                ],
+                withoutRowID: true,
+                since: 15
+            ),
+            // 15: device tokens (SPEC §20 N3): only the hashes of the token and of its poll
+            // URL's secret; a cursor into its account's inbox (`delivered`), and the web auth
+            // token that made it (its hash: revoked, the token ends too).
+            Table(
+                "device_token",
+                key: .made,
+                columns: [
+                    C("id", .integer), C("tokenHash", .text, unique: true), C("pollHash", .text, unique: true),
+                    C("accountID", .integer, references: "account(id)", cascade: true), C("credentialHash", .text, nullable: true),
+                    C("container", .text), C("environment", .text), C("apnsEnvironment", .text), C("clientID", .text, nullable: true),
+                    C("delivered", .integer, default: "0"), C("dropped", .integer, default: "0"), C("createdAt", .real),
+                    C("lastPollAt", .real),
+                ],
+                since: 15
+            ),
         ]
         let indexes: [Index] = [
             Index("account_email_account", on: "account_email", ["accountID"]),
@@ -251,6 +321,11 @@ extension StoreCatalogue {
             Index("asset_upload_expires", on: "asset_upload", ["expiresAt"], since: 14),
             Index("asset_upload_account", on: "asset_upload", ["accountID", "expiresAt"], since: 14),
             Index("asset_blob_created", on: "asset_blob", ["createdAt"], since: 14),
+            Index("subscription_zone", on: "subscription", ["zoneID", "kind"], since: 15),
+            Index("subscription_zoneless", on: "subscription", ["container", "environment", "zoneID", "scope", "accountID"], since: 15),
+            Index("notify_change_zone", on: "notify_change", ["zoneID", "id"], since: 15),
+            Index("device_token_account", on: "device_token", ["accountID", "container", "environment"], since: 15),
+            Index("device_token_idle", on: "device_token", ["lastPollAt"], since: 15),
         ]
         // A share's change tag moves when its participants or its own row change (R31): the
         // tag is on the share's record row.
@@ -263,6 +338,6 @@ extension StoreCatalogue {
             ),
             Trigger("changes_share", on: "share", after: [.update], "UPDATE record SET tag = {tag} WHERE id = NEW.recordID"),
         ]
-        return StoreCatalogue(version: 14, tables: tables, indexes: indexes, triggers: triggers)
+        return StoreCatalogue(version: 15, tables: tables, indexes: indexes, triggers: triggers)
     }()
 }

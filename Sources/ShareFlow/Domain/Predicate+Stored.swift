@@ -1,0 +1,107 @@
+import Foundation
+
+/// A predicate as a query subscription keeps it (SPEC §20 N1): JSON, each case an object named
+/// by one short key, values in `FieldValue`'s compact form.
+extension Predicate: Codable {
+    private enum Key: String, CodingKey { case all, cmp, begins, `in`, any, and, not, contains, tokens, near }
+
+    /// The predicate as kept; `encode(to:)` wrote it.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        func comparison(_ text: String) throws -> Comparison {
+            guard let op = Comparison(rawValue: text) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath, debugDescription: "no comparison \(text)"))
+            }
+            return op
+        }
+        if c.contains(.all) {
+            self = .all
+        } else if var p = try? c.nestedUnkeyedContainer(forKey: .cmp) {
+            self = .compare(key: try p.decode(String.self), op: try comparison(try p.decode(String.self)), value: try p.decode(FieldValue.self))
+        } else if var p = try? c.nestedUnkeyedContainer(forKey: .any) {
+            self = .any(key: try p.decode(String.self), op: try comparison(try p.decode(String.self)), value: try p.decode(FieldValue.self))
+        } else if var p = try? c.nestedUnkeyedContainer(forKey: .begins) {
+            self = .beginsWith(key: try p.decode(String.self), prefix: try p.decode(String.self))
+        } else if var p = try? c.nestedUnkeyedContainer(forKey: .in) {
+            self = .isIn(key: try p.decode(String.self), values: try p.decode([FieldValue].self))
+        } else if let parts = try c.decodeIfPresent([Predicate].self, forKey: .and) {
+            self = .and(parts)
+        } else if let part = try c.decodeIfPresent(Predicate.self, forKey: .not) {
+            self = .not(part)
+        } else if var p = try? c.nestedUnkeyedContainer(forKey: .contains) {
+            self = .listContains(key: try p.decode(String.self), values: try p.decode([FieldValue].self), all: try p.decode(Bool.self))
+        } else if var p = try? c.nestedUnkeyedContainer(forKey: .tokens) {
+            self = .tokens(key: try p.decode(String.self), tokens: try p.decode([String].self), all: try p.decode(Bool.self))
+        } else {
+            var p = try c.nestedUnkeyedContainer(forKey: .near)
+            let key = try p.decode(String.self)
+            guard case .location(let center) = try p.decode(FieldValue.self) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath, debugDescription: "near needs a location"))
+            }
+            self = .near(key: key, center: center, meters: try p.decode(Double.self))
+        }
+    }
+
+    /// Writes the kept form.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        switch self {
+        case .all:
+            try c.encode(true, forKey: .all)
+        case let .compare(key, op, value):
+            var p = c.nestedUnkeyedContainer(forKey: .cmp)
+            try p.encode(key)
+            try p.encode(op.rawValue)
+            try p.encode(value)
+        case let .any(key, op, value):
+            var p = c.nestedUnkeyedContainer(forKey: .any)
+            try p.encode(key)
+            try p.encode(op.rawValue)
+            try p.encode(value)
+        case let .beginsWith(key, prefix):
+            var p = c.nestedUnkeyedContainer(forKey: .begins)
+            try p.encode(key)
+            try p.encode(prefix)
+        case let .isIn(key, values):
+            var p = c.nestedUnkeyedContainer(forKey: .in)
+            try p.encode(key)
+            try p.encode(values)
+        case .and(let parts):
+            try c.encode(parts, forKey: .and)
+        case .not(let part):
+            try c.encode(part, forKey: .not)
+        case let .listContains(key, values, all):
+            var p = c.nestedUnkeyedContainer(forKey: .contains)
+            try p.encode(key)
+            try p.encode(values)
+            try p.encode(all)
+        case let .tokens(key, tokens, all):
+            var p = c.nestedUnkeyedContainer(forKey: .tokens)
+            try p.encode(key)
+            try p.encode(tokens)
+            try p.encode(all)
+        case let .near(key, center, meters):
+            var p = c.nestedUnkeyedContainer(forKey: .near)
+            try p.encode(key)
+            try p.encode(FieldValue.location(center))
+            try p.encode(meters)
+        }
+    }
+
+    /// How much evaluating it costs: its parts and the values they name (bounded by
+    /// `Subscription.maxPredicateCost`), and how deep its parts nest.
+    var cost: (parts: Int, depth: Int) {
+        switch self {
+        case .all: return (1, 1)
+        case .compare, .any, .beginsWith, .near: return (2, 1)
+        case .isIn(_, let values), .listContains(_, let values, _): return (1 + values.count, 1)
+        case .tokens(_, let tokens, _): return (1 + tokens.count, 1)
+        case .not(let part):
+            let c = part.cost
+            return (c.parts + 1, c.depth + 1)
+        case .and(let parts):
+            let costs = parts.map(\.cost)
+            return (costs.reduce(1) { $0 + $1.parts }, 1 + (costs.map(\.depth).max() ?? 0))
+        }
+    }
+}

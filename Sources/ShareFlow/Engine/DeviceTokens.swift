@@ -1,0 +1,131 @@
+import Foundation
+
+/// A device token as made (SPEC §20 N3): `apnsToken` names it to `tokens/register`;
+/// `pollSecret` is its webcourier URL's last part. The store keeps only their hashes.
+package struct DeviceTokenGrant: Sendable {
+    package let apnsToken: String
+    package let pollSecret: String
+    package let apnsEnvironment: String
+}
+
+/// What a poll of a device token finds.
+package enum PollState: Sendable {
+    /// No such token (never made, revoked with its web auth token, or its account gone).
+    case unknown
+    /// Nothing due: wait on inbox `inbox` (nil: none yet, `account`'s) past position `seq`.
+    case waiting(inbox: Int64?, seq: Int64, account: Int64)
+    /// A notification to hand out: move the token's cursor from `from` to `to` first.
+    case due(token: Int64, from: Int64, to: Int64, dropped: Int64, SubscriptionNotification)
+    /// Only notifications the token is not to get (its own `clientId`'s, or about data its
+    /// user may no longer read): move past them and look again.
+    case skipped(token: Int64, from: Int64, to: Int64, dropped: Int64)
+}
+
+/// Device tokens and reading their queues (SPEC §20 N3).
+extension Engine {
+    /// Makes a device token for `account` in `container`, bound to the web auth token whose
+    /// hash is `credentialHash` (revoking it ends the device token).
+    package func createDeviceToken(
+        account: Int64,
+        container: ContainerID,
+        apnsEnvironment: String,
+        credentialHash: String?,
+        clientID: String?
+    ) throws -> DeviceTokenGrant {
+        let grant = DeviceTokenGrant(
+            apnsToken: Data(RandomIdentifier.bytes(32)).base64EncodedString(),
+            pollSecret: AssetReceipts.make(),
+            apnsEnvironment: apnsEnvironment
+        )
+        try transaction(scope: .zones([])) { db in
+            try db.insertDeviceToken(
+                DeviceTokenRow(
+                    tokenHash: AssetReceipts.hash(grant.apnsToken),
+                    pollHash: AssetReceipts.hash(grant.pollSecret),
+                    accountID: account,
+                    credentialHash: credentialHash,
+                    container: container.identifier,
+                    environment: container.environment.rawValue,
+                    apnsEnvironment: apnsEnvironment,
+                    clientID: clientID,
+                    createdAt: EngineClock.seconds
+                ),
+                maxPerUser: options.notifications.maxTokensPerUser
+            )
+        }
+        return grant
+    }
+
+    /// Binds `apnsToken` to the caller's current web auth token; a token that is not one of
+    /// the caller's in this container fails exactly as one that does not exist.
+    package func registerDeviceToken(
+        apnsToken: String,
+        account: Int64,
+        container: ContainerID,
+        credentialHash: String?,
+        apnsEnvironment: String,
+        clientID: String?
+    ) throws {
+        let found = try transaction(scope: .zones([])) { db in
+            try db.registerDeviceToken(
+                tokenHash: AssetReceipts.hash(apnsToken),
+                account: account,
+                container: container,
+                credentialHash: credentialHash,
+                apnsEnvironment: apnsEnvironment,
+                clientID: clientID
+            )
+        }
+        guard found else { throw ShareFlowError(.invalidArguments, "apnsToken is not one of this user's device tokens in this container") }
+    }
+
+    /// What a poll of the token whose secret is `pollSecret` finds. Visibility is decided
+    /// again here: a notification queued about a zone its user no longer shares is skipped.
+    package func nextNotification(pollSecret: String) throws -> PollState {
+        try reading { db in
+            guard let t = try db.pollingToken(pollHash: AssetReceipts.hash(pollSecret)) else { return .unknown }
+            guard let inbox = t.inbox else { return .waiting(inbox: nil, seq: 0, account: t.accountID) }
+            // Positions pruned before this token took them are counted as dropped.
+            let cursor = max(t.delivered, t.keptFrom - 1)
+            let dropped = cursor - t.delivered
+            guard t.seq > cursor else {
+                return dropped > 0
+                    ? .skipped(token: t.id, from: t.delivered, to: cursor, dropped: dropped) : .waiting(inbox: inbox, seq: t.seq, account: t.accountID)
+            }
+            let rows = try db.notifications(inbox: inbox, after: cursor, limit: 32)
+            for row in rows {
+                if let mine = t.clientID, row.clientID == mine { continue }
+                if row.scope == "shared" {
+                    let visible =
+                        row.recordName != nil && row.reason != SubscriptionNotification.Reason.deleted.rawValue
+                        ? try db.viewerSees(t.accountID, zone: row.zoneID, name: row.recordName!, deleted: false, seq: 0)
+                        : try db.zoneIsShared(row.zoneID, with: t.accountID)
+                    guard visible else { continue }
+                }
+                guard let n = try? JSONDecoder().decode(SubscriptionNotification.self, from: Data(row.payload.utf8)) else { continue }
+                return .due(token: t.id, from: t.delivered, to: row.seq, dropped: dropped, n)
+            }
+            return .skipped(token: t.id, from: t.delivered, to: rows.last?.seq ?? t.seq, dropped: dropped)
+        }
+    }
+
+    /// Moves a token's cursor (`PollState.due`, `.skipped`); false when another poll of the
+    /// same token moved it first (look again).
+    package func moveDeliveredNotifications(token: Int64, from: Int64, to: Int64, dropped: Int64) throws -> Bool {
+        try transaction(scope: .zones([])) { db in
+            try db.moveDelivered(token: token, from: from, to: to, dropped: dropped, at: EngineClock.seconds)
+        }
+    }
+
+    /// Each inbox's last position (a server's held polls, woken by another process's dispatch).
+    package func inboxPositions(_ ids: [Int64]) throws -> [Int64: Int64] {
+        try reading { try $0.inboxPositions(ids) }
+    }
+
+    /// Removes device tokens nobody polled for `notifications.tokenIdleDays`; how many.
+    @discardableResult
+    package func pruneIdleDeviceTokens(limit: Int = 1000) throws -> Int {
+        let before = EngineClock.seconds - options.notifications.tokenIdleDays * 86400
+        return try transaction(scope: .zones([])) { try $0.pruneDeviceTokens(idleSince: before, limit: limit) }
+    }
+}

@@ -1,0 +1,228 @@
+import Foundation
+
+/// What one dispatch did.
+package struct DispatchReport: Sendable {
+    /// The inboxes that got notifications (a server wakes the polls waiting on them).
+    package var inboxes: Set<Int64> = []
+    /// How many notifications were queued.
+    package var notified = 0
+    /// Whether changes are left in the outbox for another job (the budget ran out).
+    package var more = false
+}
+
+/// Evaluating subscriptions after a change commits (SPEC §20 N2).
+///
+/// A record change in a zone some subscription may fire for leaves one row in the outbox,
+/// written in its own transaction (`StoreTransaction.noteForSubscriptions`): a write costs the
+/// same however many subscriptions its zone has, and a crash after the commit loses nothing.
+/// A dispatch takes one zone's rows in commit order under that zone's lock, decides who is
+/// told (R12, R15, R37: the change log's visibility), evaluates query subscriptions on the
+/// record as saved, and appends to each subscriber's inbox in the same transaction that
+/// removes the rows. Each job is bounded (`changesPerJob`, `evaluationsPerJob`).
+extension Engine {
+    /// Dispatches this process's waiting changes (and, `takeover`, any other's older than
+    /// `notifications.takeoverSeconds`), at most one budget's worth; then calls `notified`.
+    @discardableResult
+    package func dispatchNotifications(takeover: Bool = false) throws -> DispatchReport {
+        let options = self.options.notifications
+        let before = takeover ? EngineClock.seconds - options.takeoverSeconds : -Double.greatestFiniteMagnitude
+        let zones = try reading { try $0.outboxZones(node: StoreTransaction.nodeID, before: before, limit: 16) }
+        var report = DispatchReport()
+        var units = 0
+        for zoneRowID in zones {
+            guard units < options.evaluationsPerJob else {
+                report.more = true
+                break
+            }
+            guard let zone = try reading({ try $0.notifyZone(zoneRowID) }) else { continue }
+            let container = ContainerID(zone.container, CloudEnvironment(rawValue: zone.environment) ?? .development)
+            let key = ZoneLockKey(
+                container: container,
+                ownerName: zone.scope == "public" ? Engine.publicOwnerName : zone.ownerName ?? "",
+                zoneName: zone.name
+            )
+            let (part, left) = try transaction(scope: store.writersRunAtOnce ? .zones([key]) : .wholeStore) { db in
+                try dispatch(zone: zone, container: container, budget: options.evaluationsPerJob - units, db: db)
+            }
+            units += part.units
+            report.inboxes.formUnion(part.inboxes)
+            report.notified += part.notified
+            if left { report.more = true }
+        }
+        if zones.count == 16 { report.more = true }
+        if !report.inboxes.isEmpty { notified?(report.inboxes) }
+        return report
+    }
+
+    /// What a dispatch of one zone did.
+    private struct ZoneDispatch {
+        var inboxes: Set<Int64> = []
+        var notified = 0
+        var units = 0
+    }
+
+    private func dispatch(zone: NotifyZone, container: ContainerID, budget: Int, db: StoreTransaction) throws -> (ZoneDispatch, Bool) {
+        let options = self.options.notifications
+        let changes = try db.outboxChanges(zone: zone.id, limit: options.changesPerJob)
+        guard !changes.isEmpty else { return (ZoneDispatch(), false) }
+        var subscriptions = try db.candidateSubscriptions(for: zone).compactMap { row in (try? Engine.subscription(row)).map { (row, $0) } }
+        var done = ZoneDispatch()
+        var queued: [Int64: [(NotificationRow, SubscriptionNotification, Int64?, Subscription)]] = [:]
+        var firedOnce = Set<Int64>()
+        var firedZone = Set<Int64>()
+        var sees: [String: Bool] = [:]
+        var last = changes[0].id
+        let zoneOwner = zone.scope == "public" ? Engine.publicOwnerName : zone.ownerName ?? ""
+        for change in changes {
+            if done.units >= budget, done.units > 0 { break }
+            last = change.id
+            var values: [String: FieldValue]?
+            func value(_ key: String) -> FieldValue? {
+                switch key {
+                case "recordName", "recordID": return .string(change.name)
+                case "modificationDate": return .date(Date(timeIntervalSince1970: change.at))
+                case "creationDate": return change.createdAt.map { .date(Date(timeIntervalSince1970: $0)) }
+                case "creatorUserRecordID": return change.creatorName.map { .string($0) }
+                case "lastModifiedUserRecordID": return change.writerName.map { .string($0) }
+                default:
+                    if values == nil { values = change.fields.flatMap { try? StoredFields.decode($0) } ?? [:] }
+                    return values?[key]
+                }
+            }
+            let reason = SubscriptionNotification.Reason(rawValue: change.reason) ?? .updated
+            for (row, subscription) in subscriptions where !firedOnce.contains(row.id) {
+                done.units += 1
+                // Who is told (R12, R15, R37): the owner of a private zone; in the shared
+                // database, a viewer the change log sent this change to; anyone in public.
+                if row.scope == "shared" {
+                    let key = "\(row.accountID) \(change.id)"
+                    let visible =
+                        try sees[key]
+                        ?? db.viewerSees(row.accountID, zone: zone.id, name: change.name, deleted: reason == .deleted, seq: change.seq)
+                    sees[key] = visible
+                    guard visible else { continue }
+                } else if row.scope == "private" {
+                    guard zone.scope == "private", row.accountID == zone.ownerID else { continue }
+                } else {
+                    guard zone.scope == "public" else { continue }
+                }
+                var notification = SubscriptionNotification(
+                    notificationID: UUID().uuidString,
+                    subscriptionID: row.subscriptionID,
+                    containerIdentifier: zone.container,
+                    database: row.scope,
+                    zoneName: zone.name,
+                    zoneOwnerName: zoneOwner,
+                    info: subscription.notificationInfo
+                )
+                switch subscription.kind {
+                case .zone, .database:
+                    // One notification per subscription and job: "this zone changed".
+                    guard firedZone.insert(row.id).inserted else { continue }
+                case .query(let recordType, let predicate, _, let firesOn, let once):
+                    guard recordType == change.type else { continue }
+                    let bit: Subscription.FiresOn = reason == .created ? .create : reason == .updated ? .update : .delete
+                    guard firesOn.contains(bit) else { continue }
+                    done.units += predicate.cost.parts
+                    guard predicate.matches(value) else { continue }
+                    notification.reason = reason
+                    notification.recordName = change.name
+                    var fields: [String: FieldValue] = [:]
+                    for name in subscription.notificationInfo.additionalFields ?? [] {
+                        if let v = value(name) { fields[name] = v }
+                    }
+                    notification.additionalFields = fields
+                    if let args = subscription.notificationInfo.alertLocalizationArgs {
+                        notification.alertArguments = args.map { name in value(name).map(Engine.alertText) ?? "" }
+                    }
+                    if once { firedOnce.insert(row.id) }
+                }
+                let payload = String(decoding: try JSONEncoder().encode(notification), as: UTF8.self)
+                queued[row.accountID, default: []].append(
+                    (
+                        NotificationRow(
+                            nid: notification.notificationID,
+                            subscriptionID: row.subscriptionID,
+                            scope: row.scope,
+                            zoneID: zone.id,
+                            recordName: notification.recordName,
+                            reason: notification.reason?.rawValue,
+                            clientID: change.clientID,
+                            payload: payload,
+                            at: change.at
+                        ),
+                        notification,
+                        change.writerID,
+                        subscription
+                    )
+                )
+            }
+        }
+        try db.removeOutbox(zone: zone.id, through: last)
+        for id in firedOnce { try db.deleteSubscription(row: id) }
+        subscriptions.removeAll()
+        let observed = events.hasObservers(.subscriptionFired)
+        // Inboxes in one order (account), so two dispatches of different zones wait on each
+        // other's inbox rows in a line, never in a circle.
+        for account in queued.keys.sorted() {
+            let items = queued[account]!
+            let (inbox, _) = try db.appendNotifications(
+                account: account,
+                container: zone.container,
+                environment: zone.environment,
+                items.map(\.0),
+                queueMax: options.queueMax
+            )
+            done.inboxes.insert(inbox)
+            done.notified += items.count
+            guard observed, let owner = try? loadAccount(id: account, db: db) else { continue }
+            for (_, notification, writer, subscription) in items {
+                let caller = writer.flatMap { try? loadAccount(id: $0, db: db) }
+                var event = Event(.subscriptionFired, caller: caller, container: zone.container)
+                event.zoneID = notification.zoneID
+                event.database = notification.database
+                if let name = notification.recordName { event.recordID = RecordID(recordName: name, zoneID: notification.zoneID) }
+                event.firing = SubscriptionFiring(subscription: subscription, owner: owner, notification: notification)
+                emit(event)
+            }
+        }
+        return (done, changes.last!.id != last)
+    }
+
+    /// A field's value as an alert's argument: text as it is, numbers and dates written out.
+    static func alertText(_ value: FieldValue) -> String {
+        switch value {
+        case .string(let s): return s
+        case .integer(let i): return String(i)
+        case .double(let d): return String(d)
+        case .boolean(let b): return String(b)
+        case .date(let d): return ISO8601DateFormatter().string(from: d)
+        case .reference(let id, _): return id.recordName
+        default: return value.description
+        }
+    }
+
+    /// After a commit that left changes in the outbox: dispatch them now, or tell the server's
+    /// dispatcher (`notifications.dispatch`). A `subscription.fired` observer's own writes are
+    /// taken by the loop already running.
+    func outboxFilled() {
+        switch options.notifications.dispatch {
+        case .deferred:
+            notificationsPending?()
+        case .afterCommit:
+            guard !dispatchingNotifications else { return }
+            dispatchingNotifications = true
+            defer { dispatchingNotifications = false }
+            for _ in 0..<64 {
+                do {
+                    let report = try dispatchNotifications()
+                    guard report.more || store.takeOutboxWritten() else { return }
+                } catch {
+                    // Left in the outbox: the next dispatch (or another process's) takes it.
+                    logger.warning("subscriptions were not evaluated after a commit (\(error)); the changes wait in the outbox")
+                    return
+                }
+            }
+        }
+    }
+}
