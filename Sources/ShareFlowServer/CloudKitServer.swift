@@ -50,6 +50,12 @@ public struct CloudKitServer: Sendable {
     /// Serve https with this certificate and key (`serve --tls-cert/--tls-key`, SPEC §19 A1):
     /// share, upload and download URLs then say https. Nil: plain http.
     public var tls: ServerTLS?
+    /// SPEC §20 N3: how long a webcourier poll is held when nothing is due
+    /// (`notifications.pollSeconds`).
+    public var pollSeconds: Double = 25
+    /// The most webcourier polls held at once (`notifications.maxHeldPolls`); nil: half the
+    /// connections the node takes, so polls never starve other requests of connections.
+    public var maxHeldPolls: Int?
     /// Whether share URLs point at this server (`http://host:port/share/…`) when the engine's
     /// `publicURL` was left at its default (no `--public-url`).
     public var sharesPointHere = true
@@ -89,7 +95,18 @@ public struct CloudKitServer: Sendable {
         let thread = EngineThread(engine: engine, readers: readingThreads ?? CloudKitServer.readers(for: engine.store))
         let authenticator = CallerAuthenticator(engine: engine)
         let health = StoreHealth()
-        let router = router(thread: thread, authenticator: authenticator, health: health, signal: signal)
+        // SPEC §20: subscriptions are evaluated off the writes' path (a write costs the same
+        // however many subscriptions watch its zone), by this node's dispatcher.
+        let notifications = NotificationRoutes(
+            engine: engine,
+            thread: thread,
+            signal: signal,
+            pollSeconds: pollSeconds,
+            maxHeld: maxHeldPolls ?? max(1, maxConnections / 2)
+        )
+        engine.options.notifications.dispatch = .deferred
+        engine.notificationsPending = { [bell = notifications.dispatchBell] in bell.poke() }
+        let router = router(thread: thread, authenticator: authenticator, health: health, signal: signal, notifications: notifications)
         // On a driver's store (PostgreSQL), every node's commits wake this node's change streams
         // (SPEC §14, §16).
         let notices = engine.store.driver.map { driver in
@@ -142,7 +159,10 @@ public struct CloudKitServer: Sendable {
         // checkpointed either way.
         let watch = StoreWatch(engine: engine, thread: thread, authenticator: authenticator, health: health, signal: signal, logger: logger)
         var group = ServiceGroupConfiguration(
-            services: [.init(service: app), .init(service: watch, successTerminationBehavior: .ignore)],
+            services: [
+                .init(service: app), .init(service: watch, successTerminationBehavior: .ignore),
+                .init(service: NotificationService(routes: notifications), successTerminationBehavior: .ignore),
+            ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )
@@ -169,7 +189,8 @@ public struct CloudKitServer: Sendable {
         thread: EngineThread,
         authenticator: CallerAuthenticator? = nil,
         health: StoreHealth = StoreHealth(),
-        signal: ChangeSignal = ChangeSignal()
+        signal: ChangeSignal = ChangeSignal(),
+        notifications given: NotificationRoutes? = nil
     ) -> Router<ServerRequestContext> {
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: MetricsMiddleware())
@@ -222,6 +243,28 @@ public struct CloudKitServer: Sendable {
         let assets = router.group("/assets/1")
         if let limiter { assets.add(middleware: RateLimitMiddleware(limiter: limiter)) }
         AssetTransfer(engine: engine, thread: thread).register(on: assets)
+        // SPEC §20 N3: device tokens are a signed-in user's, authenticated as database routes
+        // are; a poll URL is its own credential, and is not rate limited: a 429 would bring
+        // CloudKit JS back in 10 ms, a held poll brings it back once a period.
+        let notifications =
+            given
+            ?? NotificationRoutes(
+                engine: engine,
+                thread: thread,
+                signal: signal,
+                pollSeconds: pollSeconds,
+                maxHeld: maxHeldPolls ?? maxConnections / 2
+            )
+        // A dispatch on this node wakes the polls waiting on the inboxes it wrote, at once.
+        let waiters = notifications.waiters
+        engine.notified = { waiters.wake($0) }
+        let device = router.group("/device/1/:container/:environment")
+        if let limiter { device.add(middleware: RateLimitMiddleware(limiter: limiter)) }
+        device.add(middleware: DatabaseRequestMiddleware(maxBodyBytes: 64 << 10, device: true))
+        device.add(middleware: AuthenticationMiddleware(thread: thread, authenticator: authenticator ?? CallerAuthenticator(engine: engine)))
+        if let limiter { device.add(middleware: IdentityRateLimitMiddleware(limiter: limiter)) }
+        notifications.registerDevice(on: device)
+        notifications.registerPoll(on: router.group("/webcourier/1"))
         // A database route: throttled by address first (before its body is read), then read
         // and checked, authenticated, throttled by identity, and answered by its endpoint.
         let database = router.group("/database/1/:container/:environment/:database")
@@ -266,5 +309,21 @@ public struct CloudKitServer: Sendable {
                 try await writer.finish(nil)
             }
         )
+    }
+}
+
+/// `serve`'s notification dispatcher and poll waker (`NotificationRoutes.run`) as a service:
+/// SIGTERM answers every held poll at once (the signal closes), then it stops.
+struct NotificationService: Service {
+    let routes: NotificationRoutes
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            await cancelWhenGracefulShutdown {
+                await routes.run()
+            }
+        } onGracefulShutdown: { [waiters = routes.waiters] in
+            waiters.close()
+        }
     }
 }

@@ -111,6 +111,8 @@ extension ShareFlowCommand {
             if let v = config.server["bodySeconds"] { server.deadlines.bodySeconds = v }
             if let v = config.server["idleSeconds"] { server.deadlines.idleSeconds = v }
             if let v = config.server["shutdownSeconds"] { server.shutdownSeconds = v }
+            if let v = config.notifications["pollSeconds"] { server.pollSeconds = v }
+            if let v = config.notifications["maxHeldPolls"] { server.maxHeldPolls = Int(v) }
             // No query holds one of the engine's threads (the writer, or a reader beside it) for
             // long (SPEC §13, wave 3).
             engine.options.queryTimeLimit = config.server["querySeconds"] ?? 2

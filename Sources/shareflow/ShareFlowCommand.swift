@@ -215,6 +215,16 @@ struct GlobalSettings {
         if let n = config.assetURLSeconds { options.assetURLSeconds = n }
         if let n = config.assetMaxPendingBytes { options.assetMaxPendingBytes = n }
         if let n = config.assetGraceSeconds { options.assetGraceSeconds = n }
+        // SPEC §20: the engine's side of `notifications` (the server's: ServeCommand).
+        let n = config.notifications
+        if let v = n["queueMax"] { options.notifications.queueMax = Int(v) }
+        if let v = n["maxSubscriptionsPerUser"] { options.notifications.maxSubscriptionsPerUser = Int(v) }
+        if let v = n["maxZonelessPerUser"] { options.notifications.maxZonelessPerUser = Int(v) }
+        if let v = n["maxSubscriptionsPerZone"] { options.notifications.maxSubscriptionsPerZone = Int(v) }
+        if let v = n["maxTokensPerUser"] { options.notifications.maxTokensPerUser = Int(v) }
+        if let v = n["tokenIdleDays"] { options.notifications.tokenIdleDays = v }
+        if let v = n["takeoverSeconds"] { options.notifications.takeoverSeconds = v }
+        if let v = n["evaluationsPerJob"] { options.notifications.evaluationsPerJob = Int(v) }
         let engine = Engine(store: store, options: options, logger: logger)
         // SPEC §18 P3: what the decision log keeps, and what it erases from each input.
         engine.policies.mask = config.policyMask

@@ -120,7 +120,9 @@ class SubscriptionTests: XCTestCase {
         try w.accept(share.url!, in: w.bc)
         let bob = try Device(w.engine, w.bob)
         try w.bc.sharedCloudDatabase.save(.zone(w.zone.zoneID, id: "trips"))
-        try w.bc.sharedCloudDatabase.save(.query(recordType: "Note", in: w.zone.zoneID, id: "notes", info: NotificationInfo(additionalFields: ["text"])))
+        try w.bc.sharedCloudDatabase.save(
+            .query(recordType: "Note", in: w.zone.zoneID, id: "notes", info: NotificationInfo(additionalFields: ["text"]))
+        )
         // A record outside the shared hierarchy: nothing (R12).
         let secret = Record(recordType: "Note", recordID: RecordID(recordName: "secret", zoneID: w.zone.zoneID), fields: ["text": .string("hidden")])
         XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [secret]).firstError)
@@ -164,7 +166,11 @@ class SubscriptionTests: XCTestCase {
                 info: NotificationInfo(alertLocalizationKey: "LONG", alertLocalizationArgs: ["title"], additionalFields: ["title", "stops"])
             )
         )
-        let trip = Record(recordType: "Trip", recordID: RecordID(recordName: "road", zoneID: w.zone.zoneID), fields: ["title": .string("Road"), "stops": .integer(5)])
+        let trip = Record(
+            recordType: "Trip",
+            recordID: RecordID(recordName: "road", zoneID: w.zone.zoneID),
+            fields: ["title": .string("Road"), "stops": .integer(5)]
+        )
         XCTAssertNil(try db.modifyRecords(saving: [trip]).firstError)
         trip["stops"] = .integer(6)
         XCTAssertNil(try db.modifyRecords(saving: [trip]).firstError)
@@ -205,7 +211,9 @@ class SubscriptionTests: XCTestCase {
         let alice = try Device(w.engine, w.alice)
         try db.save(.query(recordType: "Trip", in: w.zone.zoneID, id: "all"))
         for i in 0..<7 {
-            XCTAssertNil(try db.modifyRecords(saving: [Record(recordType: "Trip", recordID: RecordID(recordName: "t\(i)", zoneID: w.zone.zoneID))]).firstError)
+            XCTAssertNil(
+                try db.modifyRecords(saving: [Record(recordType: "Trip", recordID: RecordID(recordName: "t\(i)", zoneID: w.zone.zoneID))]).firstError
+            )
         }
         XCTAssertEqual(try alice.drain().map(\.recordName), ["t4", "t5", "t6"])
         let counts = try w.engine.store.read { try $0.notificationCounts() }

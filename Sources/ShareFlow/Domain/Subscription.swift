@@ -168,7 +168,9 @@ public struct NotificationInfo: Codable, Sendable, Equatable {
 public struct SubscriptionNotification: Codable, Sendable, Equatable {
     /// Why a query subscription fired (CloudKit's `fo`).
     public enum Reason: Int, Codable, Sendable {
-        case created = 1, updated = 2, deleted = 3
+        case created = 1
+        case updated = 2
+        case deleted = 3
 
         /// `created`, `updated`, `deleted`.
         public var name: String {

@@ -90,7 +90,8 @@ extension Engine {
             let dropped = cursor - t.delivered
             guard t.seq > cursor else {
                 return dropped > 0
-                    ? .skipped(token: t.id, from: t.delivered, to: cursor, dropped: dropped) : .waiting(inbox: inbox, seq: t.seq, account: t.accountID)
+                    ? .skipped(token: t.id, from: t.delivered, to: cursor, dropped: dropped)
+                    : .waiting(inbox: inbox, seq: t.seq, account: t.accountID)
             }
             let rows = try db.notifications(inbox: inbox, after: cursor, limit: 32)
             for row in rows {

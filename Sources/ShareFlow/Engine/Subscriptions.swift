@@ -41,7 +41,12 @@ package struct SavedSubscription: Sendable {
 extension Engine {
     /// Saves `subscription` for the caller; `replacing` false keeps one already saved under the
     /// same ID and returns it (HTTP `create`: Apple's service answers with the existing one).
-    package func saveSubscription(_ subscription: Subscription, wire: String?, replacing: Bool, in database: CloudDatabase) throws -> SavedSubscription {
+    package func saveSubscription(
+        _ subscription: Subscription,
+        wire: String?,
+        replacing: Bool,
+        in database: CloudDatabase
+    ) throws -> SavedSubscription {
         try Engine.requireSignedIn(database)
         try Engine.check(subscription, in: database.databaseScope)
         let caller = database.container.session.accountID
@@ -115,7 +120,12 @@ extension Engine {
         let caller = database.container.session.accountID
         guard
             let row = try reading({ db in
-                try db.subscription(account: caller, container: database.container.containerID, scope: database.databaseScope.rawValue, id: subscriptionID)
+                try db.subscription(
+                    account: caller,
+                    container: database.container.containerID,
+                    scope: database.databaseScope.rawValue,
+                    id: subscriptionID
+                )
             })
         else { throw ShareFlowError(.unknownItem, "subscription \(Naming.printable(subscriptionID)) does not exist in this database") }
         return try Engine.saved(row)
@@ -125,7 +135,12 @@ extension Engine {
         try Engine.requireSignedIn(database)
         let caller = database.container.session.accountID
         let removed = try transaction(scope: .zones([])) { db in
-            try db.deleteSubscription(account: caller, container: database.container.containerID, scope: database.databaseScope.rawValue, id: subscriptionID)
+            try db.deleteSubscription(
+                account: caller,
+                container: database.container.containerID,
+                scope: database.databaseScope.rawValue,
+                id: subscriptionID
+            )
         }
         guard removed else { throw ShareFlowError(.unknownItem, "subscription \(Naming.printable(subscriptionID)) does not exist in this database") }
     }
@@ -167,7 +182,8 @@ extension Engine {
             }
         }
         let info = s.notificationInfo
-        let texts = [info.alertBody, info.alertLocalizationKey, info.alertActionLocalizationKey, info.alertLaunchImage, info.soundName, info.category]
+        let texts =
+            [info.alertBody, info.alertLocalizationKey, info.alertActionLocalizationKey, info.alertLaunchImage, info.soundName, info.category]
             .compactMap { $0 } + (info.alertLocalizationArgs ?? []) + (info.additionalFields ?? [])
         guard texts.allSatisfy({ $0.utf8.count <= NotificationInfo.maxTextBytes }) else {
             throw ShareFlowError(.invalidArguments, "\(name): a notificationInfo text is longer than \(NotificationInfo.maxTextBytes) bytes")

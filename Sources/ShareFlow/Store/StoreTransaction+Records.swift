@@ -351,7 +351,15 @@ extension StoreTransaction {
             isNew: true
         )
         try noteForSubscriptions(
-            zone: zone, name: name, type: type, reason: 1, seq: seq, writer: account, fields: fields.json, createdBy: account, createdAt: time,
+            zone: zone,
+            name: name,
+            type: type,
+            reason: 1,
+            seq: seq,
+            writer: account,
+            fields: fields.json,
+            createdBy: account,
+            createdAt: time,
             at: time
         )
         return id
@@ -382,8 +390,16 @@ extension StoreTransaction {
             at: time
         )
         try noteForSubscriptions(
-            zone: before.zone, name: before.name, type: before.type, reason: 2, seq: seq, writer: account, fields: fields.json,
-            createdBy: before.createdBy, createdAt: before.createdAt, at: time
+            zone: before.zone,
+            name: before.name,
+            type: before.type,
+            reason: 2,
+            seq: seq,
+            writer: account,
+            fields: fields.json,
+            createdBy: before.createdBy,
+            createdAt: before.createdAt,
+            at: time
         )
     }
 
@@ -402,15 +418,29 @@ extension StoreTransaction {
         ) { try $0.integer(0, "accountID") }
         let orphans = try hasChildren(zone: before.zone, name: before.name)
         // A query subscription matches a deleted record by its fields as last saved (SPEC §20 N2).
-        let lastSaved = try notifyWatched(zone: before.zone) ? try fetchOne(
-            "SELECT id, fields FROM record WHERE id = ?", [id], table: "record", keyAt: 0, { try $0.text(1, "fields") }
-        ) : nil
+        let lastSaved =
+            try notifyWatched(zone: before.zone)
+            ? try fetchOne(
+                "SELECT id, fields FROM record WHERE id = ?",
+                [id],
+                table: "record",
+                keyAt: 0,
+                { try $0.text(1, "fields") }
+            ) : nil
         try run("DELETE FROM record WHERE id = ?", [id])
         let now = EngineClock.seconds
         let seq = try logRecordDeleted(zone: before.zone, name: before.name, type: before.type, at: now)
         try noteForSubscriptions(
-            zone: before.zone, name: before.name, type: before.type, reason: 3, seq: seq, writer: deleter, fields: lastSaved,
-            createdBy: before.createdBy, createdAt: before.createdAt, at: now
+            zone: before.zone,
+            name: before.name,
+            type: before.type,
+            reason: 3,
+            seq: seq,
+            writer: deleter,
+            fields: lastSaved,
+            createdBy: before.createdBy,
+            createdAt: before.createdAt,
+            at: now
         )
         guard let zone = try loggedZone(before.zone) else { return }
         if orphans {

@@ -74,6 +74,19 @@ public struct PluginConfig {
     public var assetMaxPendingBytes: Int64?
     /// SPEC §19 A3: seconds an unreferenced blob (and an unredeemed receipt) is kept.
     public var assetGraceSeconds: Double?
+    /// SPEC §20: `notifications = { pollSeconds, queueMax, … }`, each as the file names it
+    /// (`notificationRanges` lists the keys and what each may be).
+    public var notifications: [String: Double] = [:]
+    /// The keys of `notifications` and the range each is checked against: whole numbers but
+    /// for the seconds and days.
+    public static let notificationRanges: [(key: String, range: ClosedRange<Double>, whole: Bool)] = [
+        ("pollSeconds", 1...300, false), ("queueMax", 1...100_000, true), ("maxSubscriptionsPerUser", 1...100_000, true),
+        ("maxZonelessPerUser", 0...10_000, true), ("maxSubscriptionsPerZone", 1...1_000_000, true), ("maxTokensPerUser", 1...10_000, true),
+        ("tokenIdleDays", 1...3650, false), ("maxHeldPolls", 1...1_000_000, true), ("takeoverSeconds", 0.1...3600, false),
+        ("evaluationsPerJob", 100...100_000_000, true),
+    ]
+    /// `d` as a range's end is written in an error: `300`, `0.1`.
+    static func plain(_ d: Double) -> String { d == d.rounded() ? String(Int64(d)) : String(d) }
     /// SPEC §18 P3: dotted paths erased from each logged decision's input (`policies = { mask = {…} }`).
     public var policyMask: [String] = []
     /// SPEC §18 P3: decisions the store's log keeps (`policies = { keepDecisions = N }`).
@@ -116,11 +129,30 @@ public struct PluginConfig {
         }
         for key in root.hash.keys {
             guard case .string(let k) = key,
-                ["plugins", "limits", "server", "sync", "faults", "postgres", "store", "sharing", "policies", "assets"].contains(k)
+                ["plugins", "limits", "server", "sync", "faults", "postgres", "store", "sharing", "policies", "assets", "notifications"].contains(k)
             else {
                 throw PluginError(
-                    "config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync, faults, postgres, store, sharing, policies, assets)"
+                    "config file \(path): unknown key '\(key)' (expected plugins, limits, server, sync, faults, postgres, store, sharing, policies, assets, notifications)"
                 )
+            }
+        }
+        if let table = root["notifications"] {
+            guard case .table(let t) = table, t.array.isEmpty else {
+                throw PluginError("config file \(path): 'notifications' must be a table of settings")
+            }
+            for (key, value) in t.hash {
+                guard case .string(let name) = key, let known = Self.notificationRanges.first(where: { $0.key == name }) else {
+                    throw PluginError(
+                        "config file \(path): unknown key notifications.\(key) (expected \(Self.notificationRanges.map(\.key).joined(separator: ", ")))"
+                    )
+                }
+                let n = ConfigField.number(value) ?? .nan
+                guard n.isFinite, known.range.contains(n), !known.whole || n == n.rounded() else {
+                    throw PluginError(
+                        "config file \(path): notifications.\(name) must be \(known.whole ? "a whole number" : "a number") from \(Self.plain(known.range.lowerBound)) to \(Self.plain(known.range.upperBound)), got \(ConfigField.shown(value))"
+                    )
+                }
+                notifications[name] = n
             }
         }
         if let faults = root["faults"] {

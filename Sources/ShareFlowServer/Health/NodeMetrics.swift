@@ -10,7 +10,9 @@ import Prometheus
 ///   requests by route template, method and status, and their latency as a histogram;
 /// - `shareflow_engine_queue_depth`: jobs waiting for, or running on, the engine's thread;
 /// - `shareflow_store_errors_total`, `shareflow_store_retries_total`;
-/// - `shareflow_plugin_budget_overruns_total`, `shareflow_faults_injected_total` (`Counted`).
+/// - `shareflow_plugin_budget_overruns_total`, `shareflow_faults_injected_total` (`Counted`);
+/// - `shareflow_notifications_queued_total`, `shareflow_notifications_delivered_total`,
+///   `shareflow_notification_polls_held` (SPEC §20).
 ///
 /// No label holds a caller's value (a token, a name, a path as sent): routes are templates.
 ///
@@ -37,6 +39,12 @@ enum NodeMetrics {
             helpText: "Jobs waiting for or running on the engine's thread"
         )
     )
+
+    /// SPEC §20: notifications queued by this node's dispatches, handed out by its polls, and
+    /// the polls it holds now.
+    static let notificationsQueued = Counter(label: "shareflow_notifications_queued_total")
+    static let notificationsDelivered = Counter(label: "shareflow_notifications_delivered_total")
+    static let notificationPollsHeld = Gauge(label: "shareflow_notification_polls_held")
 
     /// The scrape: the queue's depth read now, then every metric.
     static func scrape(_ thread: EngineThread) -> [UInt8] {

@@ -26,7 +26,7 @@ struct CrossOriginMiddleware: RouterMiddleware {
     }
 
     /// The paths that get CORS: the CloudKit routes (the admin routes and pages never do).
-    static let prefixes = ["/database/1/", "/assets/1/"]
+    static let prefixes = ["/database/1/", "/assets/1/", "/device/1/", "/webcourier/1/"]
 
     /// The request headers a CloudKit client sends across origins.
     static let allowedHeaders = [

@@ -10,13 +10,16 @@ import ShareFlow
 struct DatabaseRequestMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let maxBodyBytes: Int
+    /// A device route (`/device/1/<container>/<environment>/…`, SPEC §20 N3): no database in
+    /// its path; it acts in the caller's own (private) scope, so a server key makes no tokens.
+    var device = false
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let environmentName = Self.decoded(context.parameters.get("environment"))
         guard let environment = CloudEnvironment(rawValue: environmentName) else {
             throw CloudKitError.badRequest("environment '\(Naming.printable(environmentName))' is not development or production")
         }
-        let databaseName = Self.decoded(context.parameters.get("database"))
+        let databaseName = device ? "private" : Self.decoded(context.parameters.get("database"))
         guard let scope = DatabaseScope(rawValue: databaseName) else {
             throw CloudKitError.badRequest("database '\(Naming.printable(databaseName))' is not public, private or shared")
         }
@@ -40,7 +43,7 @@ struct DatabaseRequestMiddleware: RouterMiddleware {
         let path = request.uri.path
         // `/database/1/<container>/<environment>/<database>/` and what follows.
         // A trailing slash is the same route (the router's reading), so the same subpath.
-        let subpath = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(6).joined(separator: "/")
+        let subpath = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(device ? 5 : 6).joined(separator: "/")
             .replacingOccurrences(of: "/+$", with: "", options: .regularExpression)
         var context = context
         context.database = DatabaseRequest(

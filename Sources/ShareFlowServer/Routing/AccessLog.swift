@@ -52,10 +52,10 @@ struct AccessLog: RouterMiddleware {
         return response
     }
 
-    /// A path as the log shows it: an asset URL's secret or token (a credential: the URL is
-    /// all a client needs, SPEC §19 A3) replaced by `…`.
+    /// A path as the log shows it: an asset URL's secret or token, or a webcourier URL's (a
+    /// credential: the URL is all a client needs, SPEC §19 A3, §20 N3) replaced by `…`.
     static func shown(_ path: String) -> String {
-        for prefix in ["/assets/1/upload/", "/assets/1/download/"] where path.hasPrefix(prefix) {
+        for prefix in ["/assets/1/upload/", "/assets/1/download/", NotificationRoutes.pollPrefix] where path.hasPrefix(prefix) {
             let rest = path.dropFirst(prefix.count)
             let after = rest.firstIndex(of: "/").map { String(rest[$0...]) } ?? ""
             return Naming.printable(prefix + "…" + after)

@@ -83,6 +83,10 @@ public final class CloudKitAPI: Sendable {
         Endpoint("changes/zone", [.post], reads: true, ChangeEndpoints.zone),
         Endpoint("records/changes", [.post], reads: true, ChangeEndpoints.records),
         Endpoint("zones/changes", [.post], reads: true, ChangeEndpoints.zones),
+        // SPEC §20 N1: CloudKit JS 1.2.0 sends subscriptions/list as a GET without a body.
+        Endpoint("subscriptions/modify", [.post], SubscriptionEndpoints.modify),
+        Endpoint("subscriptions/list", [.get, .post], reads: true, SubscriptionEndpoints.list),
+        Endpoint("subscriptions/lookup", [.post], reads: true, SubscriptionEndpoints.lookup),
     ]
 
     /// `handle`, adding the top-level `syncToken` of the zone the request names (after the
@@ -116,6 +120,16 @@ public final class CloudKitAPI: Sendable {
         }
     }
 
+    /// A client's `clientId` when it is a plain identifier (letters, digits, `-`, `_`; 1–64).
+    static func clientID(_ text: String) -> String? {
+        guard (1...64).contains(text.utf8.count),
+            text.utf8.allSatisfy({
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F
+            })
+        else { return nil }
+        return text
+    }
+
     /// Every route the server answers, as `METHOD path-template`, one per line.
     public static var routes: [String] {
         var lines = ["GET /healthz", "GET /readyz", "GET /metrics", "GET /share/{shortGUID}", "GET /signin"]
@@ -126,6 +140,7 @@ public final class CloudKitAPI: Sendable {
         }
         lines.append("GET /database/1/{container}/{environment}/{database}/\(ChangeStream.subpath)")
         lines += AssetTransfer.routes
+        lines += NotificationRoutes.routes
         lines += FaultAdmin.routes
         return lines
     }
@@ -181,6 +196,9 @@ public final class CloudKitAPI: Sendable {
         let scope = admitted?.scope
         // SPEC §17: ShareFlow's own keys only for a client that asked for them.
         let extended = request.query["shareflowExtensions"] == "1"
+        // SPEC §20 N2: the writer's client (CloudKit JS 2.x's `clientId`) is not told of its own
+        // change; only a plain identifier is taken.
+        let client = request.query["clientId"].flatMap(Self.clientID)
         let work: @Sendable () throws -> WireObject = { [self] in
             do {
                 let call = EndpointCall(api: self, request: request, current: try current(caller), body: body.object)
@@ -191,8 +209,10 @@ public final class CloudKitAPI: Sendable {
                 let links = reader.map { AssetLinks.reader(Engine.AssetReader(accountID: $0, request), engine: engine) }
                 return try WireFormat.$extensions.withValue(extended) {
                     try WireFormat.$assetLinks.withValue(links) {
-                        guard let scope else { return WireObject(try endpoint.handle(call)) }
-                        return WireObject(try FaultScope.run(scope) { try endpoint.handle(call) })
+                        try WriteOrigin.$clientID.withValue(client) {
+                            guard let scope else { return WireObject(try endpoint.handle(call)) }
+                            return WireObject(try FaultScope.run(scope) { try endpoint.handle(call) })
+                        }
                     }
                 }
             } catch {
