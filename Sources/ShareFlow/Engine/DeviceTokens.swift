@@ -96,17 +96,45 @@ extension Engine {
             let rows = try db.notifications(inbox: inbox, after: cursor, limit: 32)
             for row in rows {
                 if let mine = t.clientID, row.clientID == mine { continue }
-                if row.scope == "shared" {
-                    let visible =
-                        row.recordName != nil && row.reason != SubscriptionNotification.Reason.deleted.rawValue
-                        ? try db.viewerSees(t.accountID, zone: row.zoneID, name: row.recordName!, deleted: false, seq: 0)
-                        : try db.zoneIsShared(row.zoneID, with: t.accountID)
-                    guard visible else { continue }
-                }
-                guard let n = try? JSONDecoder().decode(SubscriptionNotification.self, from: Data(row.payload.utf8)) else { continue }
+                guard let n = try Engine.deliverable(row, to: t.accountID, db: db) else { continue }
                 return .due(token: t.id, from: t.delivered, to: row.seq, dropped: dropped, n)
             }
             return .skipped(token: t.id, from: t.delivered, to: rows.last?.seq ?? t.seq, dropped: dropped)
+        }
+    }
+
+    /// A queued notification as its account may still be told it (R12, R15, R37 decided
+    /// again: a participant removed since, or a record moved out of what they see, is not
+    /// told); nil otherwise.
+    static func deliverable(_ row: StoredNotification, to account: Int64, db: StoreTransaction) throws -> SubscriptionNotification? {
+        if row.scope == "shared" {
+            let visible =
+                row.recordName != nil && row.reason != SubscriptionNotification.Reason.deleted.rawValue
+                ? try db.viewerSees(account, zone: row.zoneID, name: row.recordName!, deleted: false, seq: 0)
+                : try db.zoneIsShared(row.zoneID, with: account)
+            guard visible else { return nil }
+        }
+        return try? JSONDecoder().decode(SubscriptionNotification.self, from: Data(row.payload.utf8))
+    }
+
+    /// `account`'s notifications in `container` after position `after` (nil: none, the
+    /// inbox's position now), at most `limit`, as the change stream sends them (SPEC §20):
+    /// the position reached, and those of database `scope` it may still be told.
+    package func inboxNotifications(
+        account: Int64,
+        container: ContainerID,
+        scope: DatabaseScope,
+        after: Int64?,
+        limit: Int = 16
+    ) throws -> (seq: Int64, notifications: [SubscriptionNotification]) {
+        try reading { db in
+            guard
+                let (inbox, seq) = try db.inbox(account: account, container: container.identifier, environment: container.environment.rawValue)
+            else { return (after ?? 0, []) }
+            guard let after, seq > after else { return (after ?? seq, []) }
+            let rows = try db.notifications(inbox: inbox, after: after, limit: limit)
+            let told = try rows.filter { $0.scope == scope.rawValue }.compactMap { try Engine.deliverable($0, to: account, db: db) }
+            return (rows.last?.seq ?? seq, told)
         }
     }
 

@@ -425,6 +425,16 @@ extension StoreTransaction {
         }
     }
 
+    /// The inbox of `account` in one container, and its last position; nil before its first.
+    package func inbox(account: Int64, container: String, environment: String) throws -> (id: Int64, seq: Int64)? {
+        try fetchOne(
+            "SELECT id, seq FROM notify_inbox WHERE accountID = ? AND container = ? AND environment = ?",
+            [account, container, environment],
+            table: "notify_inbox",
+            keyAt: 0
+        ) { (try $0.integer(0, "id"), try $0.integer(1, "seq")) }
+    }
+
     /// Inbox `inbox`'s notifications after position `after`, in order, at most `limit`.
     package func notifications(inbox: Int64, after: Int64, limit: Int) throws -> [StoredNotification] {
         try fetchAll(

@@ -171,6 +171,10 @@ struct ChangeStream: Sendable {
         let api = self.api
         let epoch = signal.credentialsEpoch
         var lastRead = clock.now
+        // SPEC §20: the caller's notifications of this database, from now on, as
+        // `notification` events without an `id` (the webcourier poll's queue is the reliable
+        // path; a stream resumed with Last-Event-ID resumes its feed, not these).
+        var inboxSeq: Int64?
         while clock.now < end, !Task.isCancelled {
             // A token revoked on the store: this stream's may be it (it was checked when the
             // stream opened). End; the client resumes, authenticated again.
@@ -182,17 +186,27 @@ struct ChangeStream: Sendable {
                 try await writer.write(Self.frame(event: "error", id: nil, data: WireObject(expired.body).json))
                 return
             }
-            let step: (event: WireObject?, token: String)
+            let step: (event: WireObject?, token: String, inboxSeq: Int64, notes: [WireObject])
             let generation = signal.generation
             lastRead = clock.now
             do {
-                let from = token
+                let (from, seen) = (token, inboxSeq)
                 step = try await thread.run {
                     try FaultScope.run(scope) {
                         let call = EndpointCall(api: api, request: database, current: try api.current(caller), body: [:])
-                        let db = try call.database(as: try call.requireUser())
+                        let me = try call.requireUser()
+                        let db = try call.database(as: me)
                         let page = try db.databaseChanges(since: from, resultsLimit: 1)
-                        return (ChangeEndpoints.zones(page).first.map(WireObject.init), page.changeToken)
+                        let told = try api.engine.inboxNotifications(
+                            account: me.id,
+                            container: ContainerID(database.container, database.environment),
+                            scope: database.scope,
+                            after: seen
+                        )
+                        return (
+                            ChangeEndpoints.zones(page).first.map(WireObject.init), page.changeToken, told.seq,
+                            told.notifications.map { WireObject(SubscriptionWire.notification($0)) }
+                        )
                     }
                 }
             } catch {
@@ -202,11 +216,15 @@ struct ChangeStream: Sendable {
             }
             token = step.token
             if caller?.hasExpired == true { continue }  // said at the top of the loop
+            let moreNotes = inboxSeq != nil && step.inboxSeq > inboxSeq!
+            inboxSeq = step.inboxSeq
+            for note in step.notes { try await writer.write(Self.frame(event: "notification", id: nil, data: note.json)) }
             if let event = step.event {
                 try await writer.write(Self.frame(event: "zone", id: token, data: event.json))
                 quietSince = clock.now
                 continue  // the next zone at once: a backlog goes out without waiting
             }
+            if moreNotes { continue }
             if clock.now - quietSince >= heartbeat {
                 try await writer.write(Self.frame(comment: "keep-alive", id: nil))
                 quietSince = clock.now
