@@ -50,6 +50,22 @@ final class PyiCloudTests: ServerTestCase {
         XCTAssertEqual(text.split(separator: "\n").filter { $0.hasPrefix("ok: ") }.count, 20, "every check ran:\n" + text)
     }
 
+    /// SPEC §20 through pyicloud strict (Tests/pyicloud/subscription_flow.py): subscriptions
+    /// by `raw_post`, a device token and its webcourier poll through its session, a
+    /// participant's write told to the owner in CloudKit's push shape, a stranger told nothing.
+    func testPyiCloudSubscribesAndPollsInStrictMode() throws {
+        guard hasPyiCloud() else { return }
+        let config = dir.appendingPathComponent("poll.config.lua")
+        try CLI.write("return { notifications = { pollSeconds = 2 } }", to: config)
+        stopServer()
+        try startServer(["--config", config.path])
+        try CLI.write("require('shareflow').accounts.create{ email = 'carol@example.com' }", to: dir.appendingPathComponent("carol.lua"))
+        XCTAssertEqual(try CLI.run(["run", "--store", store, dir.appendingPathComponent("carol.lua").path]).status, 0)
+        let (status, text) = try runPyiCloud("subscription_flow.py", ["SHAREFLOW_CAROL": try token("carol@example.com")], timeout: 120)
+        XCTAssertEqual(status, 0, text)
+        XCTAssertTrue(text.hasSuffix("pyicloud subscription flow ok\n"), text)
+    }
+
     /// SPEC §14 through pyicloud's `database_changes`, `changes` and `iter_changes`, strict
     /// (Tests/pyicloud/sync_flow.py): paging, tombstones, Bob's accept, a record moved in and
     /// out of his view, his removal, bad tokens and places.
