@@ -67,6 +67,77 @@ final class CloudKitJSReplayTests: XCTestCase {
         try await app.test(.router) { client in try await body(Library(client: client, api: api)) }
     }
 
+    /// `container.registerForNotifications()` and a subscription's life as the library sends
+    /// them (SPEC §20 N3, N5): `tokens/create` as a `text/plain` POST with the library's own
+    /// parameters, then a GET of the absolute `webcourierURL` it was given with nothing added;
+    /// `subscriptions/modify` create, `subscriptions/list` as a GET without a body, `lookup`,
+    /// delete sending only the ID. Each answer is checked for what the library reads.
+    func testRegisterForNotificationsAndSubscriptionsAsCloudKitJSSendsThem() async throws {
+        let alice = alice
+        engine.options.publicURL = "https://cloud.example.com"
+        try engine.session(for: "alice@example.com").container("iCloud.test").privateCloudDatabase.saveZone("Z1")
+        try await withLibrary { ck in
+            let device =
+                "/device/1/iCloud.test/development/tokens/create?ckjsBuildVersion=16CProjectDev42&ckjsVersion=1.2.0"
+                + "&ckWebAuthToken=\(alice)&ckAPIToken=\(ck.api)"
+            let made = try await ck.client.execute(
+                uri: device,
+                method: .post,
+                headers: [.contentType: "text/plain", .origin: "http://localhost:3000"],
+                body: ByteBuffer(string: #"{"apnsEnvironment":"development"}"#)
+            ) { ($0.status.code, (try? JSONSerialization.jsonObject(with: Data(buffer: $0.body))) as? [String: Any] ?? [:], $0.headers) }
+            XCTAssertEqual(made.0, 200, "\(made.1)")
+            XCTAssertEqual(made.2[.accessControlAllowOrigin], "http://localhost:3000")
+            XCTAssertEqual(made.1["apnsEnvironment"] as? String, "development")
+            let url = try XCTUnwrap(made.1["webcourierURL"] as? String)
+            XCTAssertTrue(url.hasPrefix("https://cloud.example.com/webcourier/1/"), url)
+            // The library saves a subscription: create, with its keys in its order.
+            var r = try await ck.send(
+                "private",
+                "subscriptions/modify",
+                token: alice,
+                #"{"operations":[{"operationType":"create","subscription":{"subscriptionType":"query","query":{"recordType":"Note","filterBy":[{"fieldName":"n","comparator":"GREATER_THAN","fieldValue":{"value":1}}]},"zoneID":{"zoneName":"Z1"},"firesOn":["create","update","delete"],"notificationInfo":{"alertBody":"A note","additionalFields":["n","title"],"shouldSendContentAvailable":true},"subscriptionID":"notes"}}]}"#
+            )
+            XCTAssertEqual((r.object["subscriptions"] as? [[String: Any]])?.first?["subscriptionID"] as? String, "notes", "\(r.object)")
+            r = try await ck.send(
+                "private",
+                "subscriptions/modify",
+                token: alice,
+                #"{"operations":[{"operationType":"create","subscription":{"subscriptionType":"zone","zoneID":{"zoneName":"Z1"},"subscriptionID":"z1"}}]}"#
+            )
+            XCTAssertEqual(r.status, 200, "\(r.object)")
+            r = try await ck.send("private", "subscriptions/list", token: alice)
+            XCTAssertEqual((r.object["subscriptions"] as? [[String: Any]])?.count, 2, "\(r.object)")
+            r = try await ck.send("private", "subscriptions/lookup", token: alice, #"{"subscriptions":[{"subscriptionID":"notes"}]}"#)
+            XCTAssertEqual(((r.object["subscriptions"] as? [[String: Any]])?.first?["query"] as? [String: Any])?["recordType"] as? String, "Note")
+            // A record saved: the poll (the URL as given, nothing added) hands out both, one each.
+            r = try await ck.send(
+                "private",
+                "records/modify",
+                token: alice,
+                #"{"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n1","fields":{"n":{"value":3},"title":{"value":"hi"}}}}],"zoneID":{"zoneName":"Z1"}}"#
+            )
+            XCTAssertEqual(r.status, 200, "\(r.object)")
+            var ck1: [[String: Any]] = []
+            for _ in 0..<2 {
+                let got = try await ck.client.execute(uri: String(url.dropFirst("https://cloud.example.com".count)), method: .get) {
+                    (try? JSONSerialization.jsonObject(with: Data(buffer: $0.body))) as? [String: Any] ?? [:]
+                }
+                ck1.append(try XCTUnwrap(got["ck"] as? [String: Any], "\(got)"))
+                XCTAssertNotNil(got["aps"], "\(got)")
+            }
+            // What the library reads: ck.qry.fo, ck.qry.af, ck.qry.rid; ck.fet.zid.
+            let qry = try XCTUnwrap(ck1.compactMap { $0["qry"] as? [String: Any] }.first)
+            XCTAssertEqual(qry["fo"] as? Int, 1)
+            XCTAssertEqual(qry["rid"] as? String, "n1")
+            XCTAssertEqual((qry["af"] as? [String: Any])?["title"] as? String, "hi")
+            XCTAssertEqual(ck1.compactMap { ($0["fet"] as? [String: Any])?["zid"] as? String }, ["Z1"])
+            // Deleted as the library deletes: the ID alone.
+            r = try await ck.send("private", "subscriptions/modify", token: alice, #"{"operations":[{"operationType":"delete","subscription":{"subscriptionID":"notes"}}]}"#)
+            XCTAssertEqual((r.object["subscriptions"] as? [[String: Any]])?.first?["deleted"] as? Bool, true, "\(r.object)")
+        }
+    }
+
     func testAWebAppsWholeFlowAsCloudKitJSSendsIt() async throws {
         let (alice, bob) = (alice, bob)
         engine.options.publicURL = "https://cloud.example.com"

@@ -64,7 +64,8 @@ final class NotificationRoutes: Sendable {
     }
 
     private static func apnsEnvironment(_ body: WireFormat.Object) throws -> String {
-        let value = try WireFormat.string(body["apnsEnvironment"], field: "apnsEnvironment") ?? "production"
+        // Apple's words, in any case (CloudKit JS's constants are lower case).
+        let value = (try WireFormat.string(body["apnsEnvironment"], field: "apnsEnvironment") ?? "production").lowercased()
         guard value == "development" || value == "production" else {
             throw CloudKitError.badRequest("apnsEnvironment '\(Naming.printable(value))' is not development or production")
         }
