@@ -445,6 +445,66 @@ final class SeveralNodesTests: ServerTestCase {
         XCTAssertLessThan(median, 0.15, "poked at once, not at the next poll: \(delays)")
     }
 
+    /// SPEC §20 N4: a write on one node reaches a webcourier poll held on another (the
+    /// dispatch commits, PostgreSQL's NOTIFY wakes the other node, one read finds the inbox
+    /// moved); and changes a node left in the outbox (it died after its commit) are taken over
+    /// by another once they wait past `takeoverSeconds`.
+    func testAWriteOnOneNodeReachesAPollHeldOnAnotherAndADeadNodesChangesAreTakenOver() throws {
+        func post(_ node: String, _ path: String, _ body: String) throws -> [String: Any] {
+            let r = try Tools.curl("POST", node + path + "?ckAPIToken=\(api)&ckWebAuthToken=\(web)", body: body, in: dir)
+            XCTAssertEqual(r.0, 200, "\(r.1)")
+            return r.1
+        }
+        _ = try post(base, db + "/private/zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Live"}}}]}"#)
+        _ = try post(
+            base,
+            db + "/private/subscriptions/modify",
+            #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"live","subscriptionType":"zone","zoneID":{"zoneName":"Live"}}}]}"#
+        )
+        let made = try post(base, "/device/1/iCloud.test/development/tokens/create", #"{"apnsEnvironment":"production"}"#)
+        let path = try XCTUnwrap(URL(string: try XCTUnwrap(made["webcourierURL"] as? String))?.path)
+        func heldPoll() throws -> (Process, URL) {
+            let out = dir.appendingPathComponent("poll-\(UUID().uuidString)")
+            let curl = Process()
+            curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            curl.arguments = ["curl", "-s", "-o", out.path, "--max-time", "30", nodes[0].base + path]
+            try curl.run()
+            usleep(300_000)
+            return (curl, out)
+        }
+        func told(_ out: URL) -> [String: Any]? {
+            (((try? JSONSerialization.jsonObject(with: Data(contentsOf: out))) as? [String: Any])?["ck"] as? [String: Any])?["fet"] as? [String: Any]
+        }
+        var delays: [Double] = []
+        for i in 0..<5 {
+            let (curl, out) = try heldPoll()
+            let written = Date()
+            _ = try post(
+                base,
+                db + "/private/records/modify",
+                #"{"zoneID":{"zoneName":"Live"},"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n\#(i)","fields":{}}}]}"#
+            )
+            curl.waitUntilExit()
+            delays.append(Date().timeIntervalSince(written))
+            XCTAssertEqual(told(out)?["sid"] as? String, "live", (try? String(contentsOf: out, encoding: .utf8)) ?? "")
+        }
+        XCTAssertLessThan(delays.sorted()[2], 0.5, "\(delays)")
+        XCTAssertLessThan(delays.max()!, 2, "\(delays)")
+        // A change a dead node committed and never dispatched (its row, as it left it).
+        let (curl, out) = try heldPoll()
+        let zone = try CLI.runTool("psql", [store, "-tAc", "SELECT id FROM shareflow.zone WHERE name = 'Live'"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let inserted = try CLI.runTool(
+            "psql",
+            [
+                store, "-qc",
+                "INSERT INTO shareflow.notify_change (zoneID, node, name, type, reason, seq, at) VALUES (\(zone), 'a-node-gone', 'ghost', 'Note', 1, 0, \(Date().timeIntervalSince1970 - 1))",
+            ]
+        )
+        XCTAssertEqual(inserted.status, 0, inserted.stderr)
+        curl.waitUntilExit()
+        XCTAssertEqual(told(out)?["sid"] as? String, "live", (try? String(contentsOf: out, encoding: .utf8)) ?? "")
+    }
+
     func testARevokedTokenIsRefusedByEveryNode() throws {
         let bob = try token("bob@example.com")
         let bases = [base] + nodes.map(\.base)
