@@ -7,7 +7,7 @@
 ---@alias shareflow.Status "pending"|"accepted"|"removed"|"unknown"
 ---@alias shareflow.QoS "userInteractive"|"userInitiated"|"default"|"utility"|"background"
 ---@alias shareflow.Scope "private"|"shared"|"public"
----@alias shareflow.Event "participant.fetched"|"participant.added"|"participant.removed"|"participant.permissionChanged"|"share.saved"|"share.deleted"|"share.publicPermissionChanged"|"share.metadataFetched"|"share.accepted"|"user.discovered"|"operation.finished"|"record.saved"|"record.deleted"|"zone.saved"|"zone.deleted"|"fault.injected"|"share.accessRequested"|"share.accessRequestDropped"|"share.requestersDenied"|"share.requestersBlocked"|"share.identitiesUnblocked"|"participant.roleChanged"
+---@alias shareflow.Event "participant.fetched"|"participant.added"|"participant.removed"|"participant.permissionChanged"|"share.saved"|"share.deleted"|"share.publicPermissionChanged"|"share.metadataFetched"|"share.accepted"|"user.discovered"|"operation.finished"|"record.saved"|"record.deleted"|"zone.saved"|"zone.deleted"|"fault.injected"|"share.accessRequested"|"share.accessRequestDropped"|"share.requestersDenied"|"share.requestersBlocked"|"share.identitiesUnblocked"|"participant.roleChanged"|"subscription.fired"
 ---@alias shareflow.PolicyPoint "share.accept"|"participant.add"|"share.publicPermission"|"share.save"|"share.requestAccess"
 
 ---@class shareflow.LookupInfo
@@ -209,6 +209,54 @@ function Database:databaseChanges(q) end
 function Database:currentChangeToken(zoneID) end
 ---@return string?, shareflow.Error?
 function Database:currentDatabaseChangeToken() end
+
+---A subscription (SPEC §20 N1): made by sf.QuerySubscription, sf.RecordZoneSubscription or
+---sf.DatabaseSubscription, saved with db:saveSubscription.
+---@class shareflow.Subscription
+---@field subscriptionID string 1–255 bytes; a UUID unless given
+---@field subscriptionType "query"|"zone"|"database"
+---@field zoneID? shareflow.ZoneID a zone subscription's zone; a query subscription's, or nil for every zone
+---@field recordType? string query subscriptions
+---@field predicate? string query subscriptions: the filter in the query format (absent when it has none)
+---@field arguments? any[] the predicate's %@ values
+---@field firesOn? ("create"|"update"|"delete")[] query subscriptions
+---@field firesOnce? boolean query subscriptions: removed after it first fires
+---@field notificationInfo shareflow.NotificationInfo
+
+---@class shareflow.NotificationInfo
+---@field alertBody? string
+---@field alertLocalizationKey? string
+---@field alertLocalizationArgs? string[] fields whose values fill the localized string's arguments
+---@field alertActionLocalizationKey? string
+---@field alertLaunchImage? string
+---@field soundName? string
+---@field shouldBadge? boolean
+---@field shouldSendContentAvailable? boolean
+---@field additionalFields? string[] query subscriptions: fields whose values the notification carries
+---@field category? string
+
+---What a subscription.fired event says its owner is told.
+---@class shareflow.Notification
+---@field notificationID string
+---@field subscriptionID string
+---@field database shareflow.Scope
+---@field zoneID shareflow.ZoneID
+---@field recordID? shareflow.RecordID query subscriptions
+---@field reason? "created"|"updated"|"deleted" query subscriptions
+---@field additionalFields? table<string, any> query subscriptions: the record's values by field name
+---@field alertArguments? string[] query subscriptions: alertLocalizationArgs' values as text
+
+---@param s shareflow.Subscription|{subscriptionType: "query"|"zone"|"database"}
+---@return shareflow.Subscription?, shareflow.Error?
+function Database:saveSubscription(s) end
+---@return shareflow.Subscription[]?, shareflow.Error?
+function Database:fetchAllSubscriptions() end
+---@param id string
+---@return shareflow.Subscription?, shareflow.Error?
+function Database:fetchSubscription(id) end
+---@param id string
+---@return boolean?, shareflow.Error?
+function Database:deleteSubscription(id) end
 
 ---@class shareflow.Record
 ---@field recordID shareflow.RecordID
@@ -419,6 +467,12 @@ function Operation:wait() end
 ---@field requesters? shareflow.AccessRequester[] share.requestersDenied
 ---@field identities? shareflow.BlockedIdentity[] share.requestersBlocked, share.identitiesUnblocked
 ---@field removedParticipants? shareflow.Participant[] share.requestersBlocked
+---@field subscription? shareflow.Subscription subscription.fired
+---@field owner? shareflow.Account subscription.fired: whose subscription it is
+---@field notification? shareflow.Notification subscription.fired
+---@field recordID? shareflow.RecordID record.deleted; subscription.fired (query subscriptions)
+---@field zoneID? shareflow.ZoneID
+---@field database? shareflow.Scope
 
 ---@class shareflow.PolicyRequest
 ---@field point shareflow.PolicyPoint
@@ -648,6 +702,15 @@ function shareflow.container(id, options) end
 ---@param t shareflow.LookupInfo
 ---@return shareflow.LookupInfo
 function shareflow.LookupInfo(t) end
+---@param t {subscriptionID?: string, recordType: string, predicate?: string, arguments?: any[], zone?: shareflow.Zone|shareflow.ZoneID|string, zoneID?: shareflow.ZoneID, firesOn?: ("create"|"update"|"delete")[], firesOnce?: boolean, notificationInfo?: shareflow.NotificationInfo}
+---@return shareflow.Subscription
+function shareflow.QuerySubscription(t) end
+---@param t {subscriptionID?: string, zone?: shareflow.Zone|shareflow.ZoneID|string, zoneID?: shareflow.ZoneID, notificationInfo?: shareflow.NotificationInfo}
+---@return shareflow.Subscription
+function shareflow.RecordZoneSubscription(t) end
+---@param t? {subscriptionID?: string, notificationInfo?: shareflow.NotificationInfo}
+---@return shareflow.Subscription
+function shareflow.DatabaseSubscription(t) end
 ---@param t {recordType: string, recordName?: string, zone?: shareflow.Zone|shareflow.ZoneID|string, zoneID?: shareflow.ZoneID, fields?: table<string, any>, parent?: shareflow.Record|shareflow.RecordID}
 ---@return shareflow.Record
 function shareflow.Record(t) end

@@ -37,6 +37,7 @@ test("every event is emitted with its fields", function()
   sf.accounts.create{ email = "carol@example.com" }
   alice:addContacts{ "bob@example.com" }
   local c, db, zone = alicesZone()
+  assert(db:saveSubscription(sf.RecordZoneSubscription{ subscriptionID = "z", zone = zone }))
   local r = sf.Record{ recordType = "Doc", zone = zone }
   local share = sf.Share{ rootRecord = r, title = "doc" }
   local ps = c:fetchShareParticipants{ "bob@example.com", "carol@example.com" }
@@ -171,6 +172,11 @@ test("every event is emitted with its fields", function()
   ev = seen["participant.roleChanged"][1]
   common(ev, "participant.roleChanged")
   expect.eq(ev.from, "privateUser"); expect.eq(ev.to, "administrator"); expect.eq(ev.participant.userIdentity.lookupInfo.emailAddress, "bob@example.com")
+
+  ev = seen["subscription.fired"][1]
+  common(ev, "subscription.fired")
+  expect.eq(ev.subscription.subscriptionID, "z"); expect.eq(ev.owner.email, "alice@example.com")
+  expect.eq(ev.notification.subscriptionID, "z"); expect.eq(ev.database, "private"); expect.eq(ev.zoneID.zoneName, "Z")
 
   -- share.accessRequestDropped needs a cap below a test's reach (sharing.maxRequesters, a
   -- config key): AccessRequestTests drops a request past a cap of 1 and reads the event.

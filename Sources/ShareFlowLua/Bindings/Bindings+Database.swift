@@ -122,6 +122,34 @@ extension Bindings {
                 }
                 return 2
             }
+            // SPEC §20 N1: the caller's subscriptions in this database.
+            .method("saveSubscription") { [unowned self] call, d in
+                let s = try subscription(call, 2, kind: nil) { required in try subscriptionZone(call, 2, in: d, required: required) }
+                return try pushResult {
+                    let saved = try d.save(s)
+                    push(subscription: saved)
+                }
+            }
+            .method("fetchAllSubscriptions") { [unowned self] call, d in
+                try pushResult {
+                    let all = try d.fetchAllSubscriptions()
+                    pushList(all) { push(subscription: $0) }
+                }
+            }
+            .method("fetchSubscription") { [unowned self] call, d in
+                let id = try subscriptionIDArgument(call, 2)
+                return try pushResult {
+                    let s = try d.fetchSubscription(withID: id)
+                    push(subscription: s)
+                }
+            }
+            .method("deleteSubscription") { [unowned self] call, d in
+                let id = try subscriptionIDArgument(call, 2)
+                return try pushResult {
+                    try d.deleteSubscription(withID: id)
+                    lua_pushboolean(call.L, 1)
+                }
+            }
             .describe { d in "Database(\(d.databaseScope.rawValue), \(d.container.containerIdentifier))" }
     }
 }

@@ -555,6 +555,26 @@ enum Hooks {
                 lua_setfield(L, -2, "zoneID")
             }
             b.lua.setField("database", string: ev.pointee.database)
+        case .subscriptionFired:
+            // SPEC §20: what fired, whose it is, and what they are told; the changed record's
+            // ID and zone as the record events give them.
+            if let firing = ev.pointee.firing {
+                b.push(subscription: firing.subscription)
+                lua_setfield(L, -2, "subscription")
+                b.push(account: firing.owner)
+                lua_setfield(L, -2, "owner")
+                b.push(notification: firing.notification)
+                lua_setfield(L, -2, "notification")
+            }
+            if let id = ev.pointee.recordID {
+                b.push(id)
+                lua_setfield(L, -2, "recordID")
+            }
+            if let z = ev.pointee.zoneID {
+                b.push(z)
+                lua_setfield(L, -2, "zoneID")
+            }
+            b.lua.setField("database", string: ev.pointee.database)
         case .faultInjected:
             // The history's fields (SPEC §15), `caller` as the history names them (an email
             // or userRecordID), over the account the other events carry.

@@ -2,9 +2,10 @@ import CLua
 import Foundation
 import ShareFlow
 
-/// `sf.LookupInfo`, `sf.Record`, `sf.Share`, `sf.RecordID` and R23's value types `sf.Bytes`,
-/// `sf.Date`, `sf.Location`, `sf.Reference`. (The operations' constructors come from
-/// `Bindings.defineOperations` and the prelude.)
+/// `sf.LookupInfo`, `sf.Record`, `sf.Share`, `sf.RecordID`, the subscriptions
+/// (`sf.QuerySubscription`, `sf.RecordZoneSubscription`, `sf.DatabaseSubscription`) and R23's
+/// value types `sf.Bytes`, `sf.Date`, `sf.Location`, `sf.Reference`. (The operations'
+/// constructors come from `Bindings.defineOperations` and the prelude.)
 extension ShareFlowModule {
     static func constructors(_ host: ScriptHost, _ b: Bindings) -> [ModuleFunction] {
         [
@@ -28,6 +29,27 @@ extension ShareFlowModule {
                     lua_setfield(call.L, -2, kind)
                     b.setMetatable(.lookupInfo)
                     return 1
+                }
+            ),
+
+            // SPEC §20 N1: a subscription is a value table, saved with db:saveSubscription.
+            (
+                "QuerySubscription",
+                { [unowned b, unowned host] call in
+                    try subscriptionConstructor(call, b, host, kind: "query")
+                }
+            ),
+            (
+                "RecordZoneSubscription",
+                { [unowned b, unowned host] call in
+                    try subscriptionConstructor(call, b, host, kind: "zone")
+                }
+            ),
+            (
+                "DatabaseSubscription",
+                { [unowned b, unowned host] call in
+                    // Everything optional: `sf.DatabaseSubscription()` is one with a new ID.
+                    try subscriptionConstructor(call, b, host, kind: "database")
                 }
             ),
 
@@ -210,12 +232,29 @@ extension ShareFlowModule {
         ]
     }
 
-    /// The `zone`/`zoneID` field of a constructor's table.
+    /// A subscription of `kind` from the constructor's table (argument 1), pushed as the
+    /// table db:saveSubscription takes. Its zone is read as `sf.Record`'s is, but a zone named
+    /// without its owner is the saving caller's (as in `sf.RecordID`), not the `--as` user's.
+    private static func subscriptionConstructor(_ call: LuaCall, _ b: Bindings, _ host: ScriptHost, kind: String) throws -> Int32 {
+        let s = try b.subscription(call, 1, kind: kind) { required in
+            let given = [call.field(1, "zone"), call.field(1, "zoneID")].contains { $0 != LUA_TNIL }
+            call.state.pop(2)
+            guard given || required else { return nil }
+            // R24, as sf.RecordID: a zone without its owner is the caller's, whoever saves it.
+            return try zoneArgument(call, b, host, owner: RecordZoneID.currentUserName)
+        }
+        b.push(subscription: s)
+        return 1
+    }
+
+    /// The `zone`/`zoneID` field of a constructor's table; a zone named without its owner is
+    /// `owner`'s, by default the `--as` user's.
     private static func zoneArgument(
         _ call: LuaCall,
         _ b: Bindings,
         _ host: ScriptHost,
-        defaultZone: RecordZoneID? = nil
+        defaultZone: RecordZoneID? = nil,
+        owner: String? = nil
     ) throws -> RecordZoneID {
         if call.field(1, "zone") == LUA_TNIL {
             call.state.pop()
@@ -231,6 +270,7 @@ extension ShareFlowModule {
             -1,
             position: 1,
             defaultOwner: {
+                if let owner { return owner }
                 guard let who = host.defaultSession, let a = try b.engine.accounts.find(who) else {
                     throw call.argumentError(1, "a zone given by name needs --as WHO; pass the zone object from db:saveZone instead")
                 }

@@ -129,6 +129,14 @@ extension Bindings {
             }
             call.state.pop()
             return text
+        case "Subscription":
+            // `Subscription(query long-trips: Trip in Trips)`: kind, ID, and the zone if any.
+            var zone: String?
+            if call.field(1, "zoneID") == LUA_TTABLE { zone = (try? call.stringField(-1, "zoneName")) ?? nil }
+            call.state.pop()
+            let kind = s("subscriptionType") ?? "?"
+            let what = kind == "query" ? "\(s("recordType") ?? "?") in \(zone ?? "every zone")" : zone
+            return "Subscription(\(kind) \(s("subscriptionID") ?? "?")\(what.map { ": " + $0 } ?? ""))"
         case "Bytes", "Date", "Location", "Reference", "Encrypted", "Asset":
             guard let kind = ValueTable.allCases.first(where: { $0.name == name }),
                 let value = try? typedValue(call, 1, kind: kind, key: name, position: 1)
@@ -148,6 +156,7 @@ extension Bindings {
 enum ValueTable: Int, CaseIterable {
     case lookupInfo, recordZoneID, recordID, recordZone, nameComponents, userIdentity, error
     case bytes, date, location, reference, encrypted, asset
+    case subscription
 
     var name: String {
         switch self {
@@ -164,6 +173,7 @@ enum ValueTable: Int, CaseIterable {
         case .reference: "Reference"
         case .encrypted: "Encrypted"
         case .asset: "Asset"
+        case .subscription: "Subscription"
         }
     }
 }
