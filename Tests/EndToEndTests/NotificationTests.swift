@@ -69,7 +69,8 @@ final class NotificationTests: ServerTestCase {
         let made = try call(
             "POST",
             db + "/private/subscriptions/modify",
-            body: #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"trips","subscriptionType":"zone","zoneID":{"zoneName":"Trips"}}}]}"#
+            body:
+                #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"trips","subscriptionType":"zone","zoneID":{"zoneName":"Trips"}}}]}"#
         )
         XCTAssertEqual(made.0, 200, "\(made.1)")
         let path = try pollPath()
@@ -118,7 +119,8 @@ final class NotificationTests: ServerTestCase {
         for _ in 0..<100 where held < 16 {
             let metrics = try Tools.curl("GET", base + "/metrics", in: dir)
             let raw = metrics.1["raw"] as? String ?? ""
-            held = raw.split(separator: "\n").first { $0.hasPrefix("shareflow_notification_polls_held") }
+            held =
+                raw.split(separator: "\n").first { $0.hasPrefix("shareflow_notification_polls_held") }
                 .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
             usleep(100_000)
         }
@@ -150,7 +152,8 @@ final class NotificationTests: ServerTestCase {
             try call(
                 "POST",
                 db + "/private/subscriptions/modify",
-                body: #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"q","subscriptionType":"query","zoneID":{"zoneName":"Notes"},"query":{"recordType":"Note"},"firesOn":["create","update","delete"]}}]}"#
+                body:
+                    #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"q","subscriptionType":"query","zoneID":{"zoneName":"Notes"},"query":{"recordType":"Note"},"firesOn":["create","update","delete"]}}]}"#
             ).0,
             200
         )
@@ -158,7 +161,9 @@ final class NotificationTests: ServerTestCase {
         let out = dir.appendingPathComponent("stream")
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        curl.arguments = ["curl", "-sN", "-o", out.path, "--max-time", "30", base + db + "/private/changes/stream?ckAPIToken=\(api)&ckWebAuthToken=\(web)"]
+        curl.arguments = [
+            "curl", "-sN", "-o", out.path, "--max-time", "30", base + db + "/private/changes/stream?ckAPIToken=\(api)&ckWebAuthToken=\(web)",
+        ]
         try curl.run()
         defer { if curl.isRunning { curl.terminate() } }
         let deadline = Date().addingTimeInterval(10)
@@ -167,7 +172,8 @@ final class NotificationTests: ServerTestCase {
             let r = try call(
                 "POST",
                 db + "/private/records/modify",
-                body: #"{"zoneID":{"zoneName":"Notes"},"operations":[{"operationType":"create","record":{"recordName":"n\#(i)","recordType":"Note","fields":{}}}]}"#
+                body:
+                    #"{"zoneID":{"zoneName":"Notes"},"operations":[{"operationType":"create","record":{"recordName":"n\#(i)","recordType":"Note","fields":{}}}]}"#
             )
             XCTAssertEqual(r.0, 200, "\(r.1)")
         }
@@ -180,7 +186,9 @@ final class NotificationTests: ServerTestCase {
         func streamed() -> [String] {
             text(out).components(separatedBy: "event: notification\ndata: ").dropFirst().compactMap { part in
                 let line = part.prefix { $0 != "\n" }
-                return ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]).flatMap { ($0["ck"] as? [String: Any])?["nid"] as? String }
+                return ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]).flatMap {
+                    ($0["ck"] as? [String: Any])?["nid"] as? String
+                }
             }
         }
         let until = Date().addingTimeInterval(10)

@@ -492,7 +492,9 @@ final class SeveralNodesTests: ServerTestCase {
         XCTAssertLessThan(delays.max()!, 2, "\(delays)")
         // A change a dead node committed and never dispatched (its row, as it left it).
         let (curl, out) = try heldPoll()
-        let zone = try CLI.runTool("psql", [store, "-tAc", "SELECT id FROM shareflow.zone WHERE name = 'Live'"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let zone = try CLI.runTool("psql", [store, "-tAc", "SELECT id FROM shareflow.zone WHERE name = 'Live'"]).stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines
+        )
         let inserted = try CLI.runTool(
             "psql",
             [

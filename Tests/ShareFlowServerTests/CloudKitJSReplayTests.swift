@@ -133,7 +133,12 @@ final class CloudKitJSReplayTests: XCTestCase {
             XCTAssertEqual((qry["af"] as? [String: Any])?["title"] as? String, "hi")
             XCTAssertEqual(ck1.compactMap { ($0["fet"] as? [String: Any])?["zid"] as? String }, ["Z1"])
             // Deleted as the library deletes: the ID alone.
-            r = try await ck.send("private", "subscriptions/modify", token: alice, #"{"operations":[{"operationType":"delete","subscription":{"subscriptionID":"notes"}}]}"#)
+            r = try await ck.send(
+                "private",
+                "subscriptions/modify",
+                token: alice,
+                #"{"operations":[{"operationType":"delete","subscription":{"subscriptionID":"notes"}}]}"#
+            )
             XCTAssertEqual((r.object["subscriptions"] as? [[String: Any]])?.first?["deleted"] as? Bool, true, "\(r.object)")
         }
     }

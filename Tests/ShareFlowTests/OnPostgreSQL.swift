@@ -418,6 +418,21 @@ final class StrangerTestsOnPostgreSQL: StrangerTests {
     override func testR27MetadataForAStrangerDoesTheSameWorkForALiveAndAMadeUpURL() throws { try super.testR27MetadataForAStrangerDoesTheSameWorkForALiveAndAMadeUpURL() }
 }
 
+final class SubscriptionTestsOnPostgreSQL: SubscriptionTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testSubscriptionsAreSavedListedFetchedAndDeletedAndSavingAgainIsIdempotent() throws { try super.testSubscriptionsAreSavedListedFetchedAndDeletedAndSavingAgainIsIdempotent() }
+    override func testWhatASubscriptionMayNameIsCheckedBeforeItIsSaved() throws { try super.testWhatASubscriptionMayNameIsCheckedBeforeItIsSaved() }
+    override func testTheOwnersZoneSubscriptionFiresOnAParticipantsWriteAndTheStrangersGetsNothing() throws { try super.testTheOwnersZoneSubscriptionFiresOnAParticipantsWriteAndTheStrangersGetsNothing() }
+    override func testAParticipantIsToldOfTheSharedHierarchyOnly() throws { try super.testAParticipantIsToldOfTheSharedHierarchyOnly() }
+    override func testAQuerySubscriptionGivesCreatedUpdatedDeletedInOrderWithItsFields() throws { try super.testAQuerySubscriptionGivesCreatedUpdatedDeletedInOrderWithItsFields() }
+    override func testFiresOnAndFiresOnce() throws { try super.testFiresOnAndFiresOnce() }
+    override func testAQueueKeepsTheNewestAndCountsWhatItDropped() throws { try super.testAQueueKeepsTheNewestAndCountsWhatItDropped() }
+    override func testTheWritersOwnClientIsNotToldWhenItAsks() throws { try super.testTheWritersOwnClientIsNotToldWhenItAsks() }
+    override func testPublicQuerySubscriptionsHearEveryonesRecords() throws { try super.testPublicQuerySubscriptionsHearEveryonesRecords() }
+    override func testAThousandSubscriptionsOnAZoneDoNotCostTheWriteAndAreDispatchedInBoundedJobs() throws { try super.testAThousandSubscriptionsOnAZoneDoNotCostTheWriteAndAreDispatchedInBoundedJobs() }
+}
+
 final class ViewerFeedTestsOnPostgreSQL: ViewerFeedTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }

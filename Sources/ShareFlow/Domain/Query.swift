@@ -373,7 +373,15 @@ private struct PredicateParser {
         return parts.count == 1 ? parts[0] : .and(parts)
     }
 
+    /// How deep `NOT` and parentheses nest now: bounded, so a hostile text (a plugin's, a
+    /// console's) is an error rather than a stack overflow (3,000 `NOT`s overflowed it).
+    var depth = 0
+    static let maxDepth = 64
+
     mutating func clause() throws -> Predicate {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maxDepth else { throw fail("nested deeper than \(Self.maxDepth) (NOT and parentheses)") }
         skipSpace()
         if matchWord("NOT") || match("!") { return .not(try clause()) }
         // distanceToLocation:fromLocation:(key, %@) < meters: CloudKit's NEAR.

@@ -25,7 +25,9 @@ public struct Subscription: Sendable, Equatable, CustomStringConvertible {
 
     /// The record changes a query subscription fires on.
     public struct FiresOn: OptionSet, Sendable, Hashable {
+        /// The bits: 1 create, 2 update, 4 delete.
         public let rawValue: Int
+        /// The set whose bits are `rawValue`.
         public init(rawValue: Int) { self.rawValue = rawValue }
         /// A record made that matches.
         public static let create = FiresOn(rawValue: 1)

@@ -14,14 +14,6 @@ extension Bindings {
             throw call.argumentError(position, "field 'recordType' is required")
         }
         let format = try call.stringField(abs, "predicate") ?? "TRUEPREDICATE"
-        // The engine's parser recurses once per parenthesis and NOT: a script's
-        // `string.rep("NOT ", 3000)` overflowed the thread's stack before any limit was checked.
-        guard Bindings.nesting(of: format) <= Bindings.maxPredicateNesting else {
-            throw call.argumentError(
-                position,
-                "predicate nests more than \(Bindings.maxPredicateNesting) deep (parentheses and NOT, counted outside quotes) (O7)"
-            )
-        }
         var arguments: [FieldValue] = []
         if call.field(abs, "arguments") != LUA_TNIL {
             arguments = try list(call, -1) { n in
@@ -61,52 +53,6 @@ extension Bindings {
         } catch let e as ShareFlowError {
             throw call.argumentError(position, e.message)
         }
-    }
-
-    /// The most parentheses and NOTs a predicate's text may nest (`nesting(of:)`).
-    static let maxPredicateNesting = 100
-
-    /// An upper bound on how deep the parser recurses for `format`: the most parentheses open
-    /// at once, plus every `NOT` and `!` (not `!=`), outside quoted strings. One pass, no
-    /// recursion, so any text costs its length.
-    static func nesting(of format: String) -> Int {
-        var open = 0
-        var deepest = 0
-        var nots = 0
-        var quote: UInt8?
-        var escaped = false
-        let bytes = Array(format.utf8)
-        for (n, c) in bytes.enumerated() {
-            if let q = quote {
-                if escaped {
-                    escaped = false
-                } else if c == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if c == q {
-                    quote = nil
-                }
-                continue
-            }
-            switch c {
-            case UInt8(ascii: "'"), UInt8(ascii: "\""): quote = c
-            case UInt8(ascii: "("):
-                open += 1
-                deepest = max(deepest, open)
-            case UInt8(ascii: ")"): open = max(0, open - 1)
-            case UInt8(ascii: "!") where n + 1 >= bytes.count || bytes[n + 1] != UInt8(ascii: "="): nots += 1
-            case UInt8(ascii: "N"), UInt8(ascii: "n"):
-                // The word NOT, any case, not inside a longer name.
-                let word = bytes[n..<min(n + 3, bytes.count)].map { $0 | 0x20 }
-                let before = n == 0 ? UInt8(ascii: " ") : bytes[n - 1]
-                let after = n + 3 < bytes.count ? bytes[n + 3] : UInt8(ascii: " ")
-                func isName(_ b: UInt8) -> Bool {
-                    b >= 0x80 || b == UInt8(ascii: "_") || (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A || b >= 0x30 && b <= 0x39
-                }
-                if word == Array("not".utf8), !isName(before), !isName(after) { nots += 1 }
-            default: break
-            }
-        }
-        return deepest + nots
     }
 
     func push(cursor: QueryCursor?) {
