@@ -31,6 +31,9 @@ public struct Benchmarks {
         /// `log`: records a batch saves, and one-record saves, edits and accepts, per round.
         public var logBatch = 400
         public var logOnes = 50
+        /// `notify`: subscriptions on the watched zone, and writes timed to a held poll.
+        public var notifySubscriptions = 1000
+        public var notifyDelays = 200
 
         public init() {}
 
@@ -53,12 +56,14 @@ public struct Benchmarks {
             s.syncZone = 2_000
             s.logBatch = 40
             s.logOnes = 5
+            s.notifySubscriptions = 20
+            s.notifyDelays = 10
             return s
         }
     }
 
     /// The figure groups a run can be limited to (`shareflow bench --only hooks`), for profiling.
-    public static let groups = ["memory", "hooks", "fetch", "reads", "accept", "records", "sync", "log", "cold", "serve", "assets"]
+    public static let groups = ["memory", "hooks", "fetch", "reads", "accept", "records", "sync", "log", "cold", "serve", "assets", "notify"]
 
     public var sizes: Sizes
     /// Groups to run; empty runs all.
@@ -181,6 +186,20 @@ public struct Benchmarks {
             r["asset_10mib_bare_tls_mib_per_s"] = f.bare
             r["asset_10mib_https_vs_bare_tls"] = f.shareflow / f.bare
         }
+        if wanted("notify") {
+            progress("notifications: saves under \(sizes.notifySubscriptions) subscriptions vs none; writes to a held poll")
+            let f = try notifications(in: scratch)
+            r["notify_write_1000_us"] = median(f.watched)
+            r["notify_write_none_us"] = median(f.unwatched)
+            r["notify_1000_subscriptions_write_ratio"] = pairedRatio(f.watched, f.unwatched)
+            r["notify_fanout_1000_us"] = median(f.fanout)
+            r["notify_delay_p50_ms"] = percentile(f.delays, 0.5)
+            r["notify_delay_p99_ms"] = percentile(f.delays, 0.99)
+            if !f.delaysPG.isEmpty {
+                r["notify_delay_pg2_p50_ms"] = percentile(f.delaysPG, 0.5)
+                r["notify_delay_pg2_p99_ms"] = percentile(f.delaysPG, 0.99)
+            }
+        }
         if wanted("serve") {
             let f = try serve(in: scratch)
             r["serve_resolve_per_s"] = f.resolveHTTP
@@ -248,6 +267,7 @@ public struct Benchmarks {
             "hook_calls": sizes.hookCalls, "shares": sizes.shares, "participants_per_share": sizes.participantsPerShare,
             "repetitions": sizes.repetitions, "chain_depth": sizes.chainDepth, "query_zone": sizes.queryZone,
             "sync_zone": sizes.syncZone, "log_batch": sizes.logBatch, "log_ones": sizes.logOnes,
+            "notify_subscriptions": sizes.notifySubscriptions, "notify_delays": sizes.notifyDelays,
         ]
         r["machine"] = Benchmarks.machine()
         r["date"] = ISO8601DateFormatter().string(from: Date())

@@ -402,6 +402,17 @@ final class HTTPConnection {
     func post(_ path: String, body: String) throws -> (Int, Bool) {
         let request =
             "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        let (status, failed, _) = try exchange(request, keepBody: false)
+        return (status, failed)
+    }
+
+    /// Sends one GET and reads its answer: the status and the body (a webcourier poll's).
+    func get(_ path: String) throws -> (Int, String) {
+        let (status, _, body) = try exchange("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", keepBody: true)
+        return (status, body ?? "")
+    }
+
+    private func exchange(_ request: String, keepBody: Bool) throws -> (Int, Bool, String?) {
         var bytes = Array(request.utf8)
         var sent = 0
         while sent < bytes.count {
@@ -426,8 +437,9 @@ final class HTTPConnection {
         let bodyStart = headEnd! + 4
         while buffer.count < bodyStart + length { try fill() }
         let failed = find(HTTPConnection.errorCode, in: bodyStart..<bodyStart + length) != nil
+        let body = keepBody ? String(decoding: buffer[bodyStart..<bodyStart + length], as: UTF8.self) : nil
         buffer.removeFirst(bodyStart + length)
-        return (status, failed)
+        return (status, failed, body)
     }
 
     private static let errorCode = Array("serverErrorCode".utf8)

@@ -193,6 +193,18 @@ extension ShareFlowCommand {
                     "| a 10 MiB asset uploaded and downloaded over https | \(n("asset_10mib_https_mib_per_s", 1)) MiB/s | \(n("asset_10mib_bare_tls_mib_per_s", 1)) MiB/s (a bare TLS route) | \(n("asset_10mib_https_vs_bare_tls", 2))× | ≥ 0.3× |"
                 )
             }
+            if r["notify_1000_subscriptions_write_ratio"] != nil {
+                print(
+                    "| a one-record save in a zone 1,000 subscriptions watch (their fan-out after it: \(n("notify_fanout_1000_us")) µs, off the write's path) | \(n("notify_write_1000_us", 1)) µs | \(n("notify_write_none_us", 1)) µs (no subscription) | \(n("notify_1000_subscriptions_write_ratio", 2))× | ≤ 2× |"
+                )
+                var delay = "p50 \(n("notify_delay_p50_ms", 1)) ms, p99 \(n("notify_delay_p99_ms", 1)) ms (SQLite, one node)"
+                if r["notify_delay_pg2_p50_ms"] != nil {
+                    delay += "; p50 \(n("notify_delay_pg2_p50_ms", 1)) ms, p99 \(n("notify_delay_pg2_p99_ms", 1)) ms (PostgreSQL, two nodes)"
+                }
+                print(
+                    "| a committed write to the held webcourier poll's answer (the write's own time included) | \(delay) | — | — | p50 ≤ 50 ms, p99 ≤ 250 ms |"
+                )
+            }
             if r["serve_resolve_per_s"] != nil {
                 let c = r["serve_connections"] ?? "?"
                 print(

@@ -25,6 +25,8 @@ final class BenchSmokeTests: XCTestCase {
                 "deep_chain_save_ms", "shallow_save_ms", "deep_chain_save_ratio",
                 "query_page_big_ms", "query_page_small_ms", "query_page_100k_vs_1k",
                 "asset_10mib_https_mib_per_s", "asset_10mib_bare_tls_mib_per_s", "asset_10mib_https_vs_bare_tls",
+                "notify_write_1000_us", "notify_write_none_us", "notify_1000_subscriptions_write_ratio", "notify_fanout_1000_us",
+                "notify_delay_p50_ms", "notify_delay_p99_ms",
             ]
             + ["save_batch", "save_batch_shared", "save_one", "save_one_shared", "edit_one", "accept"].flatMap {
                 ["log_\($0)_us", "log_\($0)_unlogged_us", "log_\($0)_vs_unlogged"]
