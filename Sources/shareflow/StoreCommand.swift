@@ -51,6 +51,9 @@ extension ShareFlowCommand {
                     print("  \(kind): \(info.counts[kind] ?? 0)")
                 }
                 print("  change log: \(info.changeLog["entries"] ?? 0) entries, \(info.changeLog["tombstones"] ?? 0) tombstones")
+                print(
+                    "  notifications: \(info.counts["subscriptions"] ?? 0) subscriptions, \(info.counts["deviceTokens"] ?? 0) device tokens, \(info.counts["notificationsQueued"] ?? 0) queued, \(info.counts["notificationsDropped"] ?? 0) dropped"
+                )
             }
         }
 
@@ -77,9 +80,15 @@ extension ShareFlowCommand {
                 let closed = ttl > 0 ? try store.closeAccessRequests(olderThan: ttl * 86_400) : 0
                 // SPEC §19 A4: blobs no record names, past assets.graceSeconds.
                 let assets = try store.collectOrphanAssets(grace: try global.pluginConfig().assetGraceSeconds ?? Engine.Options().assetGraceSeconds)
+                // SPEC §20 N3: device tokens nobody polled for notifications.tokenIdleDays.
+                let idleDays = try global.pluginConfig().notifications["tokenIdleDays"] ?? NotificationOptions().tokenIdleDays
+                let tokens = try store.pruneIdleDeviceTokens(idleDays: idleDays)
                 if global.json {
-                    return try StoreCommand.printJSON(["pruned": removed, "closedRequests": closed, "removedAssets": assets.removed])
+                    return try StoreCommand.printJSON([
+                        "pruned": removed, "closedRequests": closed, "removedAssets": assets.removed, "removedDeviceTokens": tokens,
+                    ])
                 }
+                if tokens > 0 { print("store \(store.path): removed \(tokens) device token\(tokens == 1 ? "" : "s") idle \(idleDays) days") }
                 print("store \(store.path): pruned \(removed) change log entr\(removed == 1 ? "y" : "ies") older than \(seconds) s")
                 if closed > 0 { print("store \(store.path): closed \(closed) access request\(closed == 1 ? "" : "s") older than \(ttl) days") }
                 if assets.removed > 0 {

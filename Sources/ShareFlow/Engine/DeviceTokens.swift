@@ -154,7 +154,6 @@ extension Engine {
     /// Removes device tokens nobody polled for `notifications.tokenIdleDays`; how many.
     @discardableResult
     package func pruneIdleDeviceTokens(limit: Int = 1000) throws -> Int {
-        let before = EngineClock.seconds - options.notifications.tokenIdleDays * 86400
-        return try transaction(scope: .zones([])) { try $0.pruneDeviceTokens(idleSince: before, limit: limit) }
+        try locked { try store.pruneIdleDeviceTokens(idleDays: options.notifications.tokenIdleDays, limit: limit) }
     }
 }

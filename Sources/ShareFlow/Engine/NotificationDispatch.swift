@@ -54,6 +54,15 @@ extension Engine {
         return report
     }
 
+    /// A subscription a job may fire: its row, itself, and for a query its compiled predicate
+    /// and what evaluating it costs.
+    private struct Candidate {
+        let row: SubscriptionRow
+        let subscription: Subscription
+        let matches: (((String) -> FieldValue?) -> Bool)?
+        let cost: Int
+    }
+
     /// What a dispatch of one zone did.
     private struct ZoneDispatch {
         var inboxes: Set<Int64> = []
@@ -65,7 +74,14 @@ extension Engine {
         let options = self.options.notifications
         let changes = try db.outboxChanges(zone: zone.id, limit: options.changesPerJob)
         guard !changes.isEmpty else { return (ZoneDispatch(), false) }
-        var subscriptions = try db.candidateSubscriptions(for: zone).compactMap { row in (try? Engine.subscription(row)).map { (row, $0) } }
+        // Each candidate read and compiled once a job: its predicate's matcher and its cost.
+        var subscriptions = try db.candidateSubscriptions(for: zone).compactMap { row -> Candidate? in
+            guard let s = try? Engine.subscription(row) else { return nil }
+            if case .query(_, let predicate, _, _, _) = s.kind {
+                return Candidate(row: row, subscription: s, matches: predicate.compiled(), cost: predicate.cost.parts)
+            }
+            return Candidate(row: row, subscription: s, matches: nil, cost: 0)
+        }
         var done = ZoneDispatch()
         var queued: [Int64: [(NotificationRow, SubscriptionNotification, Int64?, Subscription)]] = [:]
         var firedOnce = Set<Int64>()
@@ -90,7 +106,8 @@ extension Engine {
                 }
             }
             let reason = SubscriptionNotification.Reason(rawValue: change.reason) ?? .updated
-            for (row, subscription) in subscriptions where !firedOnce.contains(row.id) {
+            for candidate in subscriptions where !firedOnce.contains(candidate.row.id) {
+                let (row, subscription) = (candidate.row, candidate.subscription)
                 done.units += 1
                 // Who is told (R12, R15, R37): the owner of a private zone; in the shared
                 // database, a viewer the change log sent this change to; anyone in public.
@@ -106,6 +123,18 @@ extension Engine {
                 } else {
                     guard zone.scope == "public" else { continue }
                 }
+                // Decided first; the notification is made only for what fires.
+                switch subscription.kind {
+                case .zone, .database:
+                    // One notification per subscription and job: "this zone changed".
+                    guard firedZone.insert(row.id).inserted else { continue }
+                case .query(let recordType, _, _, let firesOn, _):
+                    guard recordType == change.type else { continue }
+                    let bit: Subscription.FiresOn = reason == .created ? .create : reason == .updated ? .update : .delete
+                    guard firesOn.contains(bit) else { continue }
+                    done.units += candidate.cost
+                    guard candidate.matches?(value) ?? true else { continue }
+                }
                 var notification = SubscriptionNotification(
                     notificationID: UUID().uuidString,
                     subscriptionID: row.subscriptionID,
@@ -115,16 +144,7 @@ extension Engine {
                     zoneOwnerName: zoneOwner,
                     info: subscription.notificationInfo
                 )
-                switch subscription.kind {
-                case .zone, .database:
-                    // One notification per subscription and job: "this zone changed".
-                    guard firedZone.insert(row.id).inserted else { continue }
-                case .query(let recordType, let predicate, _, let firesOn, let once):
-                    guard recordType == change.type else { continue }
-                    let bit: Subscription.FiresOn = reason == .created ? .create : reason == .updated ? .update : .delete
-                    guard firesOn.contains(bit) else { continue }
-                    done.units += predicate.cost.parts
-                    guard predicate.matches(value) else { continue }
+                if case .query(_, _, _, _, let once) = subscription.kind {
                     notification.reason = reason
                     notification.recordName = change.name
                     var fields: [String: FieldValue] = [:]

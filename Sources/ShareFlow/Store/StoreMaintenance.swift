@@ -33,6 +33,24 @@ public struct StoreCheck: Sendable, Codable {
 
 extension Store {
     /// Path, schema version, size, rows by kind and the change log's size, read in one snapshot (`shareflow store info`).
+    /// SPEC §20: subscriptions, device tokens, notifications queued and dropped, in `info`'s
+    /// counts (a store older than schema 15 has none).
+    static func countNotifications(_ tx: StoreTransaction, into counts: inout [String: Int]) throws {
+        let n = try tx.notificationCounts()
+        counts["subscriptions"] = n.subscriptions
+        counts["deviceTokens"] = n.tokens
+        counts["notificationsQueued"] = n.queued
+        counts["notificationsDropped"] = n.dropped
+    }
+
+    /// Removes device tokens nobody polled for `idleDays` days (SPEC §20 N3), at most `limit`;
+    /// how many (`store compact`, and `serve` hourly).
+    @discardableResult
+    public func pruneIdleDeviceTokens(idleDays: Double, limit: Int = 10_000) throws -> Int {
+        let before = Date().timeIntervalSince1970 - idleDays * 86_400
+        return try write(scope: .zones([])) { try $0.pruneDeviceTokens(idleSince: before, limit: limit) }
+    }
+
     public func info() throws -> StoreInfo {
         if let driver {
             return try read { tx in
@@ -44,6 +62,7 @@ extension Store {
                 }
                 let (version, bytes) = try driver.info(tx)
                 let log = try tx.changeLogSize()
+                try Store.countNotifications(tx, into: &counts)
                 return StoreInfo(
                     path: path,
                     schemaVersion: version,
@@ -67,6 +86,7 @@ extension Store {
                     ((try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? NSNumber)?.int64Value ?? 0
                 }
                 let log = try StoreTransaction(db, writable: false, path: path).changeLogSize()
+                try Store.countNotifications(StoreTransaction(db, writable: false, path: path), into: &counts)
                 return StoreInfo(
                     path: path,
                     schemaVersion: version,

@@ -160,15 +160,20 @@ extension StoreTransaction {
     /// The private zone `id` as a record save logs it, and whether anyone views it: read once
     /// a transaction (`FeedBumps.zones`), in one statement with its counter; nil for a public
     /// zone, which logs nothing.
-    private func zoneForRecordLog(_ id: Int64) throws -> (zone: LoggedZone, viewed: Bool)? {
+    func zoneForRecordLog(_ id: Int64) throws -> (zone: LoggedZone, viewed: Bool)? {
         // Read earlier in this transaction, and nothing since could make it viewed.
         if let known = feedBumps?.zones[id] { return known }
         guard
-            let (zone, seq, viewed) = try fetchOne(
+            let (zone, seq, viewed, watched) = try fetchOne(
+                // The last column: whether a subscription may fire for the zone's changes (SPEC
+                // §20, `notifyWatched`), in the same statement, so a save pays no more for it.
                 """
                 SELECT id, container, environment, ownerID, name, (SELECT userRecordID FROM account WHERE id = zone.ownerID), changeSeq,
                     EXISTS (SELECT 1 FROM share s CROSS JOIN participant p ON p.shareID = s.id WHERE s.zoneID = ?1 AND \(StoreTransaction.sees))
-                    OR EXISTS (SELECT 1 FROM view_change WHERE zoneID = ?1 AND deleted = 0)
+                    OR EXISTS (SELECT 1 FROM view_change WHERE zoneID = ?1 AND deleted = 0),
+                    EXISTS (SELECT 1 FROM subscription WHERE zoneID = ?1)
+                    OR EXISTS (SELECT 1 FROM subscription s WHERE s.container = zone.container AND s.environment = zone.environment
+                               AND s.zoneID IS NULL AND (s.scope = 'shared' OR (s.scope = 'private' AND s.accountID = zone.ownerID)))
                 FROM zone WHERE id = ?1 AND scope = 'private'
                 """,
                 [id],
@@ -184,12 +189,13 @@ extension StoreTransaction {
                             name: try $0.text(4, "name"),
                             ownerName: try $0.of("account", keyAt: 3).text(5, "userRecordID")
                         ),
-                        try $0.integer(6, "changeSeq"), try $0.integer(7, "viewed") != 0
+                        try $0.integer(6, "changeSeq"), try $0.integer(7, "viewed") != 0, try $0.integer(8, "watched") != 0
                     )
                 }
             )
         else { return nil }
         if let feedBumps {
+            feedBumps.watched[id] = watched
             feedBumps.zones[id] = (zone, viewed)
             if feedBumps.seqs[id] == nil { feedBumps.seqs[id] = (seq, seq) }
         }

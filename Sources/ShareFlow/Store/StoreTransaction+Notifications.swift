@@ -131,6 +131,8 @@ extension StoreTransaction {
     /// database. Read once a transaction.
     func notifyWatched(zone id: Int64) throws -> Bool {
         if let known = feedBumps?.watched[id] { return known }
+        // A private zone's answer comes with the log's read of it (one statement either way).
+        if logs, try zoneForRecordLog(id) != nil, let known = feedBumps?.watched[id] { return known }
         let watched = try exists(
             """
             SELECT EXISTS (SELECT 1 FROM subscription WHERE zoneID = ?1)

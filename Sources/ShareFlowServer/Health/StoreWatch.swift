@@ -70,7 +70,13 @@ struct StoreWatch: Service {
         // SPEC §19 A3: orphan blobs collected every quarter of the grace, the first a minute
         // after start (a node starting is busy enough).
         var nextCollection = ContinuousClock.now + .seconds(min(engine.options.assetGraceSeconds / 4, 60))
+        // SPEC §20 N3: idle device tokens pruned hourly, the first an hour after start.
+        var nextTokenPrune = ContinuousClock.now + .seconds(3600)
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            if ContinuousClock.now >= nextTokenPrune {
+                nextTokenPrune = ContinuousClock.now + .seconds(3600)
+                _ = try? await thread.run { [engine] in try engine.pruneIdleDeviceTokens() }
+            }
             if ContinuousClock.now >= nextCollection {
                 let grace = engine.options.assetGraceSeconds
                 nextCollection = ContinuousClock.now + .seconds(max(grace / 4, 1))
