@@ -225,6 +225,8 @@ struct GlobalSettings {
         if let v = n["tokenIdleDays"] { options.notifications.tokenIdleDays = v }
         if let v = n["takeoverSeconds"] { options.notifications.takeoverSeconds = v }
         if let v = n["evaluationsPerJob"] { options.notifications.evaluationsPerJob = Int(v) }
+        if let v = n["maxCostPerZone"] { options.notifications.maxCostPerZone = Int(v) }
+        if let v = n["maxZonelessCostPerUser"] { options.notifications.maxZonelessCostPerUser = Int(v) }
         let engine = Engine(store: store, options: options, logger: logger)
         // SPEC §18 P3: what the decision log keeps, and what it erases from each input.
         engine.policies.mask = config.policyMask

@@ -98,7 +98,10 @@ final class NotificationEndpointTests: XCTestCase {
             ]
             let query: [String: Any] = [
                 "subscriptionID": "long", "subscriptionType": "query", "zoneID": Self.trips,
-                "query": ["recordType": "Trip", "filterBy": [["comparator": "GREATER_THAN", "fieldName": "stops", "fieldValue": ["value": 3]]]],
+                "query": [
+                    "recordType": "Trip", "filterBy": [["comparator": "GREATER_THAN", "fieldName": "stops", "fieldValue": ["value": 3]]],
+                    "junk": String(repeating: "A", count: 1000),
+                ] as [String: Any],
                 "firesOn": ["create", "delete"], "notificationInfo": ["additionalFields": ["title"]],
             ]
             let made = try await c.modify(
@@ -109,6 +112,11 @@ final class NotificationEndpointTests: XCTestCase {
             XCTAssertEqual(made.subscriptions.map { $0["subscriptionID"] as? String }, ["trips", "long"])
             XCTAssertEqual(made.subscriptions[1]["firesOn"] as? [String], ["create", "delete"])
             XCTAssertEqual((made.subscriptions[1]["query"] as? [String: Any])?["recordType"] as? String, "Trip")
+            XCTAssertEqual(
+                (made.subscriptions[1]["query"] as? [String: Any]).map { Set($0.keys) },
+                ["recordType", "filterBy"],
+                "only CloudKit's keys kept"
+            )
             XCTAssertEqual((made.subscriptions[0]["zoneID"] as? [String: Any])?["zoneName"] as? String, "Trips")
             // create again: the one saved is answered unchanged (Apple's service); update replaces.
             var changed = zone
@@ -308,6 +316,30 @@ final class NotificationEndpointTests: XCTestCase {
             let url = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(buffer: r.body)) as? [String: Any])?["webcourierURL"] as? String)
             let poll = try await c.get(URL(string: url)!.path, headers: [.origin: "https://app.example"])
             XCTAssertEqual(poll.headers[.accessControlAllowOrigin], "https://app.example")
+        }
+    }
+
+    /// Polls of URLs that lead nowhere are never answered at once, but only a few from one
+    /// address are held a whole period: the rest are 404 after a second, their connection
+    /// closed, so such URLs cannot hold the node's connections.
+    func testUnknownPollsAreHeldAFewAtATime() async throws {
+        try await withServer(pollSeconds: 3) { c in
+            let took = try await withThrowingTaskGroup(of: (Int, Duration, String?).self) { group in
+                for n in 0..<6 {
+                    group.addTask {
+                        let start = ContinuousClock.now
+                        let r = try await c.client.execute(uri: "/webcourier/1/guess\(n)", method: .get) { ($0.status.code, $0.headers[.connection]) }
+                        return (r.0, ContinuousClock.now - start, r.1)
+                    }
+                }
+                var all: [(Int, Duration, String?)] = []
+                for try await one in group { all.append(one) }
+                return all
+            }
+            XCTAssertEqual(took.map(\.0), Array(repeating: 404, count: 6))
+            XCTAssertEqual(took.filter { $0.1 >= .milliseconds(2500) }.count, NotificationWaiters.unknownPerAddress)
+            XCTAssertTrue(took.allSatisfy { $0.1 >= .milliseconds(900) }, "never at once: \(took)")
+            XCTAssertTrue(took.allSatisfy { $0.2 == "close" })
         }
     }
 }

@@ -431,6 +431,10 @@ final class SubscriptionTestsOnPostgreSQL: SubscriptionTests {
     override func testTheWritersOwnClientIsNotToldWhenItAsks() throws { try super.testTheWritersOwnClientIsNotToldWhenItAsks() }
     override func testPublicQuerySubscriptionsHearEveryonesRecords() throws { try super.testPublicQuerySubscriptionsHearEveryonesRecords() }
     override func testAThousandSubscriptionsOnAZoneDoNotCostTheWriteAndAreDispatchedInBoundedJobs() throws { try super.testAThousandSubscriptionsOnAZoneDoNotCostTheWriteAndAreDispatchedInBoundedJobs() }
+    override func testAChangeMadeOutsideAParticipantsViewIsNotToldOnceTheRecordMovesIn() throws { try super.testAChangeMadeOutsideAParticipantsViewIsNotToldOnceTheRecordMovesIn() }
+    override func testSubscriptionsCostingTooMuchTogetherAreRefused() throws { try super.testSubscriptionsCostingTooMuchTogetherAreRefused() }
+    override func testAChangeCostingMoreThanAJobIsDispatchedAcrossJobsEachNotificationOnce() throws { try super.testAChangeCostingMoreThanAJobIsDispatchedAcrossJobsEachNotificationOnce() }
+    override func testAnObserversOwnWriteIsDispatchedToo() throws { try super.testAnObserversOwnWriteIsDispatchedToo() }
 }
 
 final class ViewerFeedTestsOnPostgreSQL: ViewerFeedTests {

@@ -270,4 +270,104 @@ class SubscriptionTests: XCTestCase {
         }
         XCTAssertEqual(try alice.drain().count, 300)
     }
+
+    /// Who may be told is decided as the change was committed: a version of a record written
+    /// outside a participant's view, then moved into it before the dispatch ran, is not theirs
+    /// (its fields never were).
+    func testAChangeMadeOutsideAParticipantsViewIsNotToldOnceTheRecordMovesIn() throws {
+        let w = try World()
+        let share = try w.share(["bob@example.com"])
+        try w.accept(share.url!, in: w.bc)
+        let bob = try Device(w.engine, w.bob)
+        try w.bc.sharedCloudDatabase.save(
+            .query(recordType: "Note", in: w.zone.zoneID, id: "notes", info: NotificationInfo(additionalFields: ["text"]))
+        )
+        w.engine.options.notifications.dispatch = .deferred
+        let note = Record(recordType: "Note", recordID: RecordID(recordName: "race", zoneID: w.zone.zoneID), fields: ["text": .string("LEAK-SECRET")])
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [note]).firstError)
+        note["text"] = .string("clean")
+        note.parent = w.trip.recordID
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [note]).firstError)
+        try w.engine.dispatchNotifications()
+        let told = try bob.drain()
+        XCTAssertEqual(told.map { $0.additionalFields?["text"] }, [.string("clean")])
+    }
+
+    /// What the subscriptions of a zone cost each change there is bounded at save, counting the
+    /// size of the values they compare, and a row keeps at most 64 KiB.
+    func testSubscriptionsCostingTooMuchTogetherAreRefused() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        w.engine.options.notifications.maxCostPerZone = 800
+        let big = FieldValue.list((0..<300).map { .integer(Int64($0)) })
+        try db.save(.query(recordType: "Note", predicate: .compare(key: "x", op: .equal, value: big), in: w.zone.zoneID, id: "a"))
+        try db.save(.query(recordType: "Note", predicate: .compare(key: "x", op: .equal, value: big), in: w.zone.zoneID, id: "b"))
+        XCTAssertThrowsError(
+            try db.save(.query(recordType: "Note", predicate: .compare(key: "x", op: .equal, value: big), in: w.zone.zoneID, id: "c"))
+        ) {
+            XCTAssertEqual(($0 as? ShareFlowError)?.code, .limitExceeded)
+        }
+        // Replacing one is not adding one.
+        try db.save(.query(recordType: "Note", predicate: .compare(key: "x", op: .equal, value: big), in: w.zone.zoneID, id: "b"))
+        let text = FieldValue.string(String(repeating: "A", count: 100_000))
+        XCTAssertThrowsError(
+            try db.save(.query(recordType: "Note", predicate: .compare(key: "x", op: .equal, value: text), in: w.zone.zoneID, id: "d"))
+        ) {
+            XCTAssertEqual(($0 as? ShareFlowError)?.code, .limitExceeded)
+        }
+    }
+
+    /// A change whose subscriptions cost more than one job's budget is taken up where the last
+    /// job stopped: every notification once, in order, each job bounded.
+    func testAChangeCostingMoreThanAJobIsDispatchedAcrossJobsEachNotificationOnce() throws {
+        let w = try World()
+        w.engine.options.notifications.dispatch = .deferred
+        w.engine.options.notifications.evaluationsPerJob = 100
+        w.engine.options.notifications.queueMax = 10_000
+        let db = w.c.privateCloudDatabase
+        for i in 0..<60 {
+            try db.save(.query(recordType: "Note", predicate: .isIn(key: "n", values: (0..<5).map { .integer($0) }), in: w.zone.zoneID, id: "q\(i)"))
+        }
+        let alice = try Device(w.engine, w.alice)
+        for i in 0..<3 {
+            XCTAssertNil(
+                try db.modifyRecords(saving: [
+                    Record(recordType: "Note", recordID: RecordID(recordName: "n\(i)", zoneID: w.zone.zoneID), fields: ["n": .integer(1)])
+                ])
+                .firstError
+            )
+        }
+        var jobs = 0
+        while try w.engine.dispatchNotifications().more {
+            jobs += 1
+            XCTAssertLessThan(jobs, 100)
+        }
+        XCTAssertGreaterThan(jobs, 3, "each change's 60 subscriptions (7 units each) span jobs of 100 units")
+        let told = try alice.drain()
+        XCTAssertEqual(told.count, 180)
+        XCTAssertEqual(Set(told.map { "\($0.subscriptionID) \($0.recordName!)" }).count, 180, "each once")
+        XCTAssertEqual(told.map(\.recordName!), told.map(\.recordName!).sorted(), "in the changes' order")
+    }
+
+    /// A `subscription.fired` observer that writes: its change is dispatched by the loop that
+    /// runs it, not left in the outbox.
+    func testAnObserversOwnWriteIsDispatchedToo() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        try db.save(.query(recordType: "Note", in: w.zone.zoneID, id: "notes"))
+        try db.save(.query(recordType: "Echo", in: w.zone.zoneID, id: "echoes"))
+        var echoes = 0
+        w.engine.events.observe(.subscriptionFired) { event in
+            guard event.firing?.subscription.subscriptionID == "notes" else {
+                echoes += 1
+                return
+            }
+            _ = try? db.modifyRecords(saving: [Record(recordType: "Echo", recordID: RecordID(recordName: UUID().uuidString, zoneID: w.zone.zoneID))])
+        }
+        XCTAssertNil(
+            try db.modifyRecords(saving: [Record(recordType: "Note", recordID: RecordID(recordName: "n", zoneID: w.zone.zoneID))]).firstError
+        )
+        XCTAssertEqual(echoes, 1)
+        XCTAssertTrue(try w.engine.store.read { try $0.outboxIsEmpty() })
+    }
 }

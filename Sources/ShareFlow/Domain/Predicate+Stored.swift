@@ -88,14 +88,26 @@ extension Predicate: Codable {
         }
     }
 
-    /// How much evaluating it costs: its parts and the values they name (bounded by
-    /// `Subscription.maxPredicateCost`), and how deep its parts nest.
+    /// How much evaluating it costs: its parts and the size of the values they compare (a
+    /// list counts its items, text and bytes a unit per 64 bytes), bounded by
+    /// `Subscription.maxPredicateCost`; and how deep its parts nest.
     var cost: (parts: Int, depth: Int) {
+        func size(_ v: FieldValue) -> Int {
+            switch v {
+            case .string(let s): return 1 + s.utf8.count / 64
+            case .bytes(let d): return 1 + d.count / 64
+            case .list(let items): return items.reduce(1) { $0 + size($1) }
+            case .encrypted(let inner): return size(inner)
+            default: return 1
+            }
+        }
         switch self {
         case .all: return (1, 1)
-        case .compare, .any, .beginsWith, .near: return (2, 1)
-        case .isIn(_, let values), .listContains(_, let values, _): return (1 + values.count, 1)
-        case .tokens(_, let tokens, _): return (1 + tokens.count, 1)
+        case .compare(_, _, let value), .any(_, _, let value): return (1 + size(value), 1)
+        case .beginsWith(_, let prefix): return (2 + prefix.utf8.count / 64, 1)
+        case .near: return (2, 1)
+        case .isIn(_, let values), .listContains(_, let values, _): return (values.reduce(1) { $0 + size($1) }, 1)
+        case .tokens(_, let tokens, _): return (tokens.reduce(1) { $0 + 1 + $1.utf8.count / 64 }, 1)
         case .not(let part):
             let c = part.cost
             return (c.parts + 1, c.depth + 1)

@@ -106,6 +106,8 @@ public struct Subscription: Sendable, Equatable, CustomStringConvertible {
     /// The most parts and values a query subscription's predicate may have: each one is
     /// evaluated for every change its zone sees (as a query's filters, SPEC §13).
     public static let maxPredicateCost = 400
+    /// The most bytes a query subscription's predicate, or its HTTP query, is kept in.
+    public static let maxStoredBytes = 64 << 10
     /// The most `additionalFields` a notification may carry.
     public static let maxAdditionalFields = 16
 }

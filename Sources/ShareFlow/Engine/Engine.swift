@@ -104,6 +104,8 @@ public final class Engine: @unchecked Sendable {
     package var notified: (@Sendable (Set<Int64>) -> Void)?
     /// Whether a dispatch after commit is running (its observers' writes join its loop).
     var dispatchingNotifications = false
+    /// A commit inside that dispatch (an observer's write) left changes in the outbox.
+    var outboxRefilled = false
 
     /// An engine over `store`. Its policies record their decisions in the store's decision log, when it
     /// has one, shared by every process on the store (SPEC §18 P3).

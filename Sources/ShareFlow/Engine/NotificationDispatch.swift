@@ -78,7 +78,7 @@ extension Engine {
         var subscriptions = try db.candidateSubscriptions(for: zone).compactMap { row -> Candidate? in
             guard let s = try? Engine.subscription(row) else { return nil }
             if case .query(_, let predicate, _, _, _) = s.kind {
-                return Candidate(row: row, subscription: s, matches: predicate.compiled(), cost: predicate.cost.parts)
+                return Candidate(row: row, subscription: s, matches: predicate.compiled(), cost: row.cost)
             }
             return Candidate(row: row, subscription: s, matches: nil, cost: 0)
         }
@@ -86,12 +86,16 @@ extension Engine {
         var queued: [Int64: [(NotificationRow, SubscriptionNotification, Int64?, Subscription)]] = [:]
         var firedOnce = Set<Int64>()
         var firedZone = Set<Int64>()
-        var sees: [String: Bool] = [:]
-        var last = changes[0].id
+        // The last change done whole (removed from the outbox), and one left half done.
+        var last: Int64?
+        var stopped: (change: Int64, through: Int64)?
+        let started = DispatchTime.now().uptimeNanoseconds
+        func spent() -> Bool {
+            done.units >= budget || DispatchTime.now().uptimeNanoseconds - started > Engine.dispatchNanoseconds
+        }
         let zoneOwner = zone.scope == "public" ? Engine.publicOwnerName : zone.ownerName ?? ""
-        for change in changes {
-            if done.units >= budget, done.units > 0 { break }
-            last = change.id
+        changes: for change in changes {
+            if done.units > 0, spent() { break }
             var values: [String: FieldValue]?
             func value(_ key: String) -> FieldValue? {
                 switch key {
@@ -106,18 +110,20 @@ extension Engine {
                 }
             }
             let reason = SubscriptionNotification.Reason(rawValue: change.reason) ?? .updated
-            for candidate in subscriptions where !firedOnce.contains(candidate.row.id) {
+            for candidate in subscriptions where candidate.row.id > change.progress && !firedOnce.contains(candidate.row.id) {
+                // A job's budget (predicate parts, time) may end inside one change: the next
+                // job takes it up at the next subscription (`progress`), never from the start.
+                if done.units > 0, spent() {
+                    stopped = (change.id, candidate.row.id - 1)
+                    break changes
+                }
                 let (row, subscription) = (candidate.row, candidate.subscription)
                 done.units += 1
                 // Who is told (R12, R15, R37): the owner of a private zone; in the shared
-                // database, a viewer the change log sent this change to; anyone in public.
+                // database, a viewer the change log sent this very change to, as it was
+                // committed; anyone in public.
                 if row.scope == "shared" {
-                    let key = "\(row.accountID) \(change.id)"
-                    let visible =
-                        try sees[key]
-                        ?? db.viewerSees(row.accountID, zone: zone.id, name: change.name, deleted: reason == .deleted, seq: change.seq)
-                    sees[key] = visible
-                    guard visible else { continue }
+                    guard change.viewers.contains(row.accountID) else { continue }
                 } else if row.scope == "private" {
                     guard zone.scope == "private", row.accountID == zone.ownerID else { continue }
                 } else {
@@ -177,8 +183,10 @@ extension Engine {
                     )
                 )
             }
+            last = change.id
         }
-        try db.removeOutbox(zone: zone.id, through: last)
+        if let last { try db.removeOutbox(zone: zone.id, through: last) }
+        if let stopped { try db.noteProgress(change: stopped.change, through: stopped.through) }
         for id in firedOnce { try db.deleteSubscription(row: id) }
         subscriptions.removeAll()
         let observed = events.hasObservers(.subscriptionFired)
@@ -206,8 +214,11 @@ extension Engine {
                 emit(event)
             }
         }
-        return (done, changes.last!.id != last)
+        return (done, stopped != nil || changes.last!.id != last)
     }
+
+    /// The longest one dispatch job runs before it lets other work have the engine (50 ms).
+    static let dispatchNanoseconds: UInt64 = 50_000_000
 
     /// A field's value as an alert's argument: text as it is, numbers and dates written out.
     static func alertText(_ value: FieldValue) -> String {
@@ -230,13 +241,18 @@ extension Engine {
         case .deferred:
             notificationsPending?()
         case .afterCommit:
-            guard !dispatchingNotifications else { return }
+            // An observer's own write, inside the loop below: the loop takes it next.
+            guard !dispatchingNotifications else {
+                outboxRefilled = true
+                return
+            }
             dispatchingNotifications = true
             defer { dispatchingNotifications = false }
             for _ in 0..<64 {
                 do {
+                    outboxRefilled = false
                     let report = try dispatchNotifications()
-                    guard report.more || store.takeOutboxWritten() else { return }
+                    guard report.more || outboxRefilled || store.takeOutboxWritten() else { return }
                 } catch {
                     // Left in the outbox: the next dispatch (or another process's) takes it.
                     logger.warning("subscriptions were not evaluated after a commit (\(error)); the changes wait in the outbox")

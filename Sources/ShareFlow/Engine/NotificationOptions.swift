@@ -27,6 +27,11 @@ public struct NotificationOptions: Sendable {
     public var maxZonelessPerUser = 100
     /// The most subscriptions, everyone's, naming one zone.
     public var maxSubscriptionsPerZone = 10000
+    /// What the subscriptions naming one zone may cost together, each change there (1 each,
+    /// plus its predicate's parts and values: `Predicate.cost`).
+    public var maxCostPerZone = 100_000
+    /// What one user's zone-less subscriptions may cost together, each change in their reach.
+    public var maxZonelessCostPerUser = 20_000
     /// The most device tokens one user has in a container: past it the least recently polled goes.
     public var maxTokensPerUser = 64
     /// Days a device token nobody polls is kept.

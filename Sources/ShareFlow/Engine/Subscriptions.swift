@@ -77,12 +77,6 @@ extension Engine {
                     "subscription \(subscription.subscriptionID): a user has at most \(options.maxZonelessPerUser) database and zone-wide subscriptions in a container (notifications.maxZonelessPerUser)"
                 )
             }
-            if let zoneRow, existing?.zoneID != zoneRow.id, try db.subscriptionCount(zone: zoneRow.id) >= options.maxSubscriptionsPerZone {
-                throw ShareFlowError(
-                    .limitExceeded,
-                    "subscription \(subscription.subscriptionID): zone \(subscription.zoneID!.zoneName) has \(options.maxSubscriptionsPerZone) subscriptions already (notifications.maxSubscriptionsPerZone)"
-                )
-            }
             let row = try Engine.row(
                 for: subscription,
                 account: caller,
@@ -92,6 +86,30 @@ extension Engine {
                 wire: wire,
                 createdAt: existing?.createdAt ?? EngineClock.seconds
             )
+            // Every change in a zone evaluates every subscription that may fire for it: what
+            // they cost together is bounded, so one user's subscriptions cannot make each
+            // write there cost the node seconds (SPEC §20 N2).
+            let replaced = existing.map { $0.zoneID == row.zoneID ? $0.cost : 0 } ?? 0
+            if let zoneRow {
+                let on = try db.subscriptionCount(zone: zoneRow.id)
+                if existing?.zoneID != zoneRow.id, on.count >= options.maxSubscriptionsPerZone {
+                    throw ShareFlowError(
+                        .limitExceeded,
+                        "subscription \(subscription.subscriptionID): zone \(zoneRow.zoneID.zoneName) has \(options.maxSubscriptionsPerZone) subscriptions already (notifications.maxSubscriptionsPerZone)"
+                    )
+                }
+                if on.cost - replaced + row.cost > options.maxCostPerZone {
+                    throw ShareFlowError(
+                        .limitExceeded,
+                        "subscription \(subscription.subscriptionID): the subscriptions of zone \(zoneRow.zoneID.zoneName) would cost \(on.cost - replaced + row.cost) units each change (their predicates' parts and values), past \(options.maxCostPerZone) (notifications.maxCostPerZone); simplify its predicate"
+                    )
+                }
+            } else if try db.zonelessCost(account: caller, container: container) - replaced + row.cost > options.maxZonelessCostPerUser {
+                throw ShareFlowError(
+                    .limitExceeded,
+                    "subscription \(subscription.subscriptionID): a user's database and zone-wide subscriptions cost at most \(options.maxZonelessCostPerUser) units each change (notifications.maxZonelessCostPerUser); simplify its predicate"
+                )
+            }
             return try Engine.saved(try db.saveSubscription(row))
         }
     }
@@ -211,11 +229,23 @@ extension Engine {
         var predicate: String?
         var firesOn = 0
         var firesOnce = false
+        var cost = 1
         if case .query(let type, let p, _, let fires, let once) = s.kind {
             recordType = type
             predicate = String(decoding: try JSONEncoder().encode(p), as: UTF8.self)
             firesOn = fires.rawValue
             firesOnce = once
+            cost += p.cost.parts
+        }
+        // What a row keeps is bounded whatever its parts' count: every dispatch job of its zone
+        // reads it.
+        for (what, text) in [("predicate", predicate), ("query as sent", wire)] {
+            if let text, text.utf8.count > Subscription.maxStoredBytes {
+                throw ShareFlowError(
+                    .limitExceeded,
+                    "subscription \(Naming.printable(s.subscriptionID)): its \(what) is \(text.utf8.count) bytes; at most \(Subscription.maxStoredBytes)"
+                )
+            }
         }
         return SubscriptionRow(
             id: 0,
@@ -234,7 +264,8 @@ extension Engine {
             firesOnce: firesOnce,
             info: String(decoding: try JSONEncoder().encode(s.notificationInfo), as: UTF8.self),
             wire: wire,
-            createdAt: createdAt
+            createdAt: createdAt,
+            cost: cost
         )
     }
 

@@ -217,6 +217,8 @@ extension StoreTransaction {
     /// tombstone. A record whose move can change what others see (a new parent, a record
     /// others named as their parent: `hierarchyChanged`, asked only in a zone someone views)
     /// has every viewer of the zone looked at again.
+    /// The viewers it was sent to (SPEC §20: who a subscription may tell of this change).
+    @discardableResult
     func logRecordSaved(
         zone id: Int64,
         record: Int64,
@@ -226,12 +228,12 @@ extension StoreTransaction {
         hierarchyChanged: () throws -> Bool,
         at time: Double,
         isNew: Bool = false
-    ) throws {
-        guard let seq, let (zone, viewed) = try zoneForRecordLog(id) else { return }
+    ) throws -> [Int64] {
+        guard let seq, let (zone, viewed) = try zoneForRecordLog(id) else { return [] }
         // A record's place in the zone changes what anyone sees only where someone views the
         // zone and some share in it has a root: a zone share covers every record alike.
         let moved = try viewed && flatViewers(zone: id) == nil ? hierarchyChanged() : false
-        try logRecordSaved(
+        return try logRecordSaved(
             zone: zone,
             record: record,
             name: name,
@@ -254,6 +256,7 @@ extension StoreTransaction {
     /// `sentTo`: a viewer this transaction already logged the record for (nothing more to
     /// send them); `viewersSettled`: no viewer's access to it changed but those already looked
     /// at again, so none holding it needs looking at.
+    @discardableResult
     func logRecordSaved(
         zone: LoggedZone,
         record: Int64,
@@ -267,7 +270,7 @@ extension StoreTransaction {
         sentTo: Int64? = nil,
         viewersSettled: Bool = false,
         only: Set<Int64>? = nil
-    ) throws {
+    ) throws -> [Int64] {
         let id = zone.id
         let seq: Int64
         if let written {
@@ -277,7 +280,7 @@ extension StoreTransaction {
             try run("UPDATE record SET seq = ? WHERE id = ?", [seq, record])
         }
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
-        guard viewed || hierarchyChanged else { return }
+        guard viewed || hierarchyChanged else { return [] }
         let viewers =
             try only.map { only in try self.viewers(ofRecord: name, zone: id).filter(only.contains) } ?? self.viewers(ofRecord: name, zone: id)
         // A statement each, cached: statements over a bound JSON list (json_each) were
@@ -301,12 +304,14 @@ extension StoreTransaction {
                 try relogViewer(viewer, zone: zone, at: time)
             }
         }
+        return viewers
     }
 
     /// Logs record `name` deleted: a tombstone in the owner's feed and for every viewer who saw it.
-    /// The position of the deletion; nil in a public zone or a store that logs nothing.
+    /// The position of the deletion and the viewers told of it; nil in a public zone or a
+    /// store that logs nothing.
     @discardableResult
-    func logRecordDeleted(zone id: Int64, name: String, type: String, at time: Double) throws -> Int64? {
+    func logRecordDeleted(zone id: Int64, name: String, type: String, at time: Double) throws -> (seq: Int64, viewers: [Int64])? {
         guard logs else { return nil }
         forgetLoggedZones()
         guard let zone = try loggedZone(id) else { return nil }
@@ -326,7 +331,7 @@ extension StoreTransaction {
             keyAt: 0
         ) { try $0.integer(0, "viewerID") }
         for viewer in viewers { try bumpFeed(account: viewer, zone: zone, scope: "shared", deleted: false, at: time) }
-        return seq
+        return (seq, viewers)
     }
 
     // Joins the planner could take either way are written CROSS JOIN, which SQLite takes in

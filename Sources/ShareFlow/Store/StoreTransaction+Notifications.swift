@@ -17,7 +17,7 @@ extension StoreTransaction {
     // MARK: Subscriptions
 
     static let subscriptionColumns =
-        "id, accountID, container, environment, scope, subscriptionID, kind, zoneID, zoneName, zoneOwner, recordType, predicate, firesOn, firesOnce, info, wire, createdAt"
+        "id, accountID, container, environment, scope, subscriptionID, kind, zoneID, zoneName, zoneOwner, recordType, predicate, firesOn, firesOnce, info, wire, createdAt, cost"
 
     static func subscriptionRow(_ r: StoredRow) throws -> SubscriptionRow {
         SubscriptionRow(
@@ -37,7 +37,8 @@ extension StoreTransaction {
             firesOnce: try r.integer(13, "firesOnce") != 0,
             info: try r.text(14, "info"),
             wire: try r.optionalText(15, "wire"),
-            createdAt: try r.real(16, "createdAt")
+            createdAt: try r.real(16, "createdAt"),
+            cost: Int(try r.integer(17, "cost"))
         )
     }
 
@@ -83,9 +84,26 @@ extension StoreTransaction {
         ) { (Int(try $0.integer(0, "COUNT")), Int(try $0.integer(1, "SUM"))) } ?? (0, 0)
     }
 
-    /// How many subscriptions, everyone's, name zone row `zone`.
-    package func subscriptionCount(zone: Int64) throws -> Int {
-        Int(try fetchInteger("SELECT COUNT(*) FROM subscription WHERE zoneID = ?", [zone]) ?? 0)
+    /// How many subscriptions, everyone's, name zone row `zone`, and what evaluating them
+    /// all costs each change there.
+    package func subscriptionCount(zone: Int64) throws -> (count: Int, cost: Int) {
+        try fetchOne(
+            "SELECT COUNT(*), CAST(COALESCE(SUM(cost), 0) AS BIGINT) FROM subscription WHERE zoneID = ?",
+            [zone],
+            table: "subscription",
+            keyAt: 0
+        ) { (Int(try $0.integer(0, "COUNT")), Int(try $0.integer(1, "SUM"))) } ?? (0, 0)
+    }
+
+    /// What evaluating the account's zone-less subscriptions in the container costs each change
+    /// in their reach.
+    package func zonelessCost(account: Int64, container: ContainerID) throws -> Int {
+        Int(
+            try fetchInteger(
+                "SELECT CAST(COALESCE(SUM(cost), 0) AS BIGINT) FROM subscription WHERE accountID = ? AND container = ? AND environment = ? AND zoneID IS NULL",
+                [account, container.identifier, container.environment.rawValue]
+            ) ?? 0
+        )
     }
 
     /// Saves `row` in place of the one of the same owner, database and ID (its row ID and
@@ -95,15 +113,15 @@ extension StoreTransaction {
         try run(
             """
             INSERT INTO subscription (accountID, container, environment, scope, subscriptionID, kind, zoneID, zoneName, zoneOwner, recordType,
-                predicate, firesOn, firesOnce, info, wire, createdAt)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                predicate, firesOn, firesOnce, info, wire, createdAt, cost)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (accountID, container, environment, scope, subscriptionID) DO UPDATE SET kind = excluded.kind, zoneID = excluded.zoneID,
                 zoneName = excluded.zoneName, zoneOwner = excluded.zoneOwner, recordType = excluded.recordType, predicate = excluded.predicate,
-                firesOn = excluded.firesOn, firesOnce = excluded.firesOnce, info = excluded.info, wire = excluded.wire
+                firesOn = excluded.firesOn, firesOnce = excluded.firesOnce, info = excluded.info, wire = excluded.wire, cost = excluded.cost
             """,
             [
                 row.accountID, row.container, row.environment, row.scope, row.subscriptionID, row.kind, row.zoneID, row.zoneName, row.zoneOwner,
-                row.recordType, row.predicate, Int64(row.firesOn), row.firesOnce ? 1 : 0, row.info, row.wire, row.createdAt,
+                row.recordType, row.predicate, Int64(row.firesOn), row.firesOnce ? 1 : 0, row.info, row.wire, row.createdAt, Int64(row.cost),
             ]
         )
         let container = ContainerID(row.container, CloudEnvironment(rawValue: row.environment) ?? .development)
@@ -160,17 +178,22 @@ extension StoreTransaction {
         fields: String?,
         createdBy: Int64?,
         createdAt: Double?,
+        viewers: [Int64],
         at time: Double
     ) throws {
         guard logs, try notifyWatched(zone: zone) else { return }
+        // Who may be told is decided now, as the change log sent it (R12, R15, R37), not when
+        // the change is dispatched: by then the record may have moved into someone's view, and
+        // this version of it (its fields) was never theirs.
+        let told = viewers.isEmpty ? nil : viewers.map(String.init).joined(separator: ",")
         try run(
             """
-            INSERT INTO notify_change (zoneID, node, name, type, reason, seq, writerID, clientID, fields, createdBy, createdAt, at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO notify_change (zoneID, node, name, type, reason, seq, writerID, clientID, fields, createdBy, createdAt, viewers, at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 zone, StoreTransaction.nodeID, name, type, Int64(reason), seq ?? 0, writer, WriteOrigin.clientID, fields, createdBy, createdAt,
-                time,
+                told, time,
             ]
         )
         feedBumps?.outboxWritten = true
@@ -226,7 +249,7 @@ extension StoreTransaction {
             """
             SELECT id, name, type, reason, seq, writerID, clientID, fields, createdBy, createdAt, at,
                 (SELECT userRecordID FROM account WHERE id = notify_change.writerID),
-                (SELECT userRecordID FROM account WHERE id = notify_change.createdBy)
+                (SELECT userRecordID FROM account WHERE id = notify_change.createdBy), viewers, progress
             FROM notify_change WHERE zoneID = ? ORDER BY id LIMIT ?
             """,
             [zone, Int64(limit)],
@@ -246,9 +269,16 @@ extension StoreTransaction {
                 createdAt: try $0.optionalReal(9, "createdAt"),
                 at: try $0.real(10, "at"),
                 writerName: try $0.optionalText(11, "userRecordID"),
-                creatorName: try $0.optionalText(12, "userRecordID")
+                creatorName: try $0.optionalText(12, "userRecordID"),
+                viewers: Set((try $0.optionalText(13, "viewers") ?? "").split(separator: ",").compactMap { Int64($0) }),
+                progress: try $0.integer(14, "progress")
             )
         }
+    }
+
+    /// Notes that change `id`'s subscriptions up to row `through` were evaluated.
+    package func noteProgress(change id: Int64, through: Int64) throws {
+        try run("UPDATE notify_change SET progress = ? WHERE id = ?", [through, id])
     }
 
     /// Removes zone `zone`'s changes up to row `id`: dispatched.
@@ -260,16 +290,21 @@ extension StoreTransaction {
     /// private ones, zone-less shared ones of accounts the zone is shared with (R12), and
     /// zone-less public ones in a public zone.
     package func candidateSubscriptions(for zone: NotifyZone) throws -> [SubscriptionRow] {
-        try fetchAll(
+        // Without `wire` (the HTTP form, for listing only), in one order (row ID): a change
+        // whose evaluation a job left half done is taken up at the next row.
+        let columns = StoreTransaction.subscriptionColumns.replacingOccurrences(of: "wire", with: "NULL")
+        return try fetchAll(
             """
-            SELECT \(StoreTransaction.subscriptionColumns) FROM subscription WHERE zoneID = ?1
+            SELECT * FROM (
+            SELECT \(columns) FROM subscription WHERE zoneID = ?1
             UNION ALL
-            SELECT \(StoreTransaction.subscriptionColumns) FROM subscription
+            SELECT \(columns) FROM subscription
             WHERE zoneID IS NULL AND container = ?2 AND environment = ?3
               AND ((?4 = 'public' AND scope = 'public') OR (?4 = 'private' AND scope = 'private' AND accountID = ?5)
                    OR (?4 = 'private' AND scope = 'shared' AND accountID IN (
                         SELECT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
                         WHERE s.zoneID = ?1 AND p.accountID IS NOT NULL AND \(StoreTransaction.sees))))
+            ) candidates ORDER BY id
             """,
             [zone.id, zone.container, zone.environment, zone.scope, zone.ownerID],
             table: "subscription",
@@ -531,6 +566,8 @@ package struct SubscriptionRow: Sendable, Equatable {
     package var info: String
     package var wire: String?
     package var createdAt: Double
+    /// What evaluating it costs each change it may fire for (1 plus its predicate's parts).
+    package var cost: Int
 }
 
 /// A zone as the dispatcher reads it.
@@ -559,6 +596,12 @@ package struct NotifyChangeRow: Sendable {
     package let at: Double
     package let writerName: String?
     package let creatorName: String?
+    /// The viewers the change log sent this change to: the only participants a shared-database
+    /// subscription may tell of it.
+    package let viewers: Set<Int64>
+    /// The subscriptions (by row ID) a dispatch evaluated for it already: a change whose
+    /// subscriptions cost more than one job's budget is taken up where the last job stopped.
+    package let progress: Int64
 }
 
 /// A notification to append to an inbox.

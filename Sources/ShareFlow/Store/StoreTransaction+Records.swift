@@ -340,7 +340,7 @@ extension StoreTransaction {
             [zone, name, type, fields.json, parentName, tag, account, account, time, time, seq ?? 0]
         )
         // Records already naming it as their parent (R34) come under it: what others see of them may change.
-        try logRecordSaved(
+        let viewers = try logRecordSaved(
             zone: zone,
             record: id,
             name: name,
@@ -360,6 +360,7 @@ extension StoreTransaction {
             fields: fields.json,
             createdBy: account,
             createdAt: time,
+            viewers: viewers,
             at: time
         )
         return id
@@ -380,7 +381,7 @@ extension StoreTransaction {
             """,
             [fields.json, parentName, tag, account, time, seq, id]
         )
-        try logRecordSaved(
+        let viewers = try logRecordSaved(
             zone: before.zone,
             record: id,
             name: before.name,
@@ -399,6 +400,7 @@ extension StoreTransaction {
             fields: fields.json,
             createdBy: before.createdBy,
             createdAt: before.createdAt,
+            viewers: viewers,
             at: time
         )
     }
@@ -429,17 +431,18 @@ extension StoreTransaction {
             ) : nil
         try run("DELETE FROM record WHERE id = ?", [id])
         let now = EngineClock.seconds
-        let seq = try logRecordDeleted(zone: before.zone, name: before.name, type: before.type, at: now)
+        let logged = try logRecordDeleted(zone: before.zone, name: before.name, type: before.type, at: now)
         try noteForSubscriptions(
             zone: before.zone,
             name: before.name,
             type: before.type,
             reason: 3,
-            seq: seq,
+            seq: logged?.seq,
             writer: deleter,
             fields: lastSaved,
             createdBy: before.createdBy,
             createdAt: before.createdAt,
+            viewers: logged?.viewers ?? [],
             at: now
         )
         guard let zone = try loggedZone(before.zone) else { return }

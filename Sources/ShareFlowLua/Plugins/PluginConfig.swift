@@ -83,7 +83,7 @@ public struct PluginConfig {
         ("pollSeconds", 1...300, false), ("queueMax", 1...100_000, true), ("maxSubscriptionsPerUser", 1...100_000, true),
         ("maxZonelessPerUser", 0...10_000, true), ("maxSubscriptionsPerZone", 1...1_000_000, true), ("maxTokensPerUser", 1...10_000, true),
         ("tokenIdleDays", 1...3650, false), ("maxHeldPolls", 1...1_000_000, true), ("takeoverSeconds", 0.1...3600, false),
-        ("evaluationsPerJob", 100...100_000_000, true),
+        ("evaluationsPerJob", 100...100_000_000, true), ("maxCostPerZone", 1...100_000_000, true), ("maxZonelessCostPerUser", 1...100_000_000, true),
     ]
     /// `d` as a range's end is written in an error: `300`, `0.1`.
     static func plain(_ d: Double) -> String { d == d.rounded() ? String(Int64(d)) : String(d) }

@@ -147,10 +147,23 @@ final class NotificationRoutes: Sendable {
             let state = try await thread.read { [engine] in try engine.nextNotification(pollSecret: secret) }
             switch state {
             case .unknown:
-                // Never fast: a client polling a dead URL comes back once a period, not in a loop.
-                await hold(remaining())
+                // Never fast: a client polling a dead URL comes back once a period, not in a loop;
+                // but only a few such polls are held that long (by address, and in all), so
+                // URLs that lead nowhere cannot hold the node's connections.
+                let address = context.remoteAddress?.ipAddress ?? "-"
+                if waiters.holdUnknown(address) {
+                    await hold(remaining())
+                    waiters.releaseUnknown(address)
+                } else {
+                    await hold(min(remaining(), .seconds(1)))
+                }
                 if signal.isClosing { return Self.nothing(close: true) }
-                throw CloudKitError(status: 404, code: "NOT_FOUND", reason: "no such notification URL")
+                var gone = CloudKitServer.response(
+                    status: 404,
+                    WireObject(CloudKitError(status: 404, code: "NOT_FOUND", reason: "no such notification URL").body)
+                )
+                gone.headers[.connection] = "close"
+                return gone
             case let .skipped(token, from, to, dropped):
                 _ = try await thread.run { [engine] in try engine.moveDeliveredNotifications(token: token, from: from, to: to, dropped: dropped) }
             case let .due(token, from, to, dropped, notification):

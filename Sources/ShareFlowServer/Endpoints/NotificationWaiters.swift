@@ -33,12 +33,40 @@ final class NotificationWaiters: Sendable {
         var wakes: [Int64: Int] = [:]
         var next = 0
         var closing = false
+        /// Polls of URLs that lead nowhere, held by address (`holdUnknown`).
+        var unknown: [String: Int] = [:]
+        var unknownHeld = 0
     }
     private let state = NIOLockedValueBox(State())
     let maxHeld: Int
     static let perAccount = 16
 
     init(maxHeld: Int) { self.maxHeld = max(1, maxHeld) }
+
+    /// The most polls of unknown URLs (a guessed secret, a revoked token's) held a whole
+    /// period at once, in all and per address: past it they are answered sooner, so no one
+    /// holds the node's connections with URLs that lead nowhere.
+    var maxUnknown: Int { max(8, maxHeld / 8) }
+    static let unknownPerAddress = 4
+
+    /// Whether a poll of an unknown URL from `address` may be held a whole period; if so it
+    /// counts until `releaseUnknown`.
+    func holdUnknown(_ address: String) -> Bool {
+        state.withLockedValue { state in
+            guard state.unknownHeld < maxUnknown, (state.unknown[address] ?? 0) < Self.unknownPerAddress else { return false }
+            state.unknownHeld += 1
+            state.unknown[address, default: 0] += 1
+            return true
+        }
+    }
+
+    func releaseUnknown(_ address: String) {
+        state.withLockedValue { state in
+            state.unknownHeld -= 1
+            state.unknown[address, default: 1] -= 1
+            if state.unknown[address] == 0 { state.unknown[address] = nil }
+        }
+    }
 
     /// How many polls are held now.
     var held: Int { state.withLockedValue { $0.waiters.count } }

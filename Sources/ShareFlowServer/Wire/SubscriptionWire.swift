@@ -43,7 +43,11 @@ enum SubscriptionWire {
             }
             let firesOnce = try WireFormat.bool(o["firesOnce"], field: "\(field).firesOnce") ?? false
             let predicate: ShareFlow.Predicate = parts.isEmpty ? .all : parts.count == 1 ? parts[0] : .and(parts)
-            let kept = String(decoding: WireObject(query).json, as: UTF8.self)
+            // Kept to be listed back as sent: only what CloudKit's query has (a client's other
+            // keys would be stored for nothing).
+            var sent: Object = ["recordType": recordType]
+            if let filters = query["filterBy"] { sent["filterBy"] = filters }
+            let kept = String(decoding: WireObject(sent).json, as: UTF8.self)
             return (
                 .query(
                     recordType: recordType,

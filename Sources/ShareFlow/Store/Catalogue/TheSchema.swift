@@ -226,7 +226,8 @@ extension StoreCatalogue {
                 since: 14
             ),
             // 15: subscriptions (SPEC §20 N1): one row each, its zone's row when it names one
-            // (gone with the zone), its predicate as JSON, `wire`: the HTTP `query` as sent.
+            // (gone with the zone), its predicate as JSON, `wire`: the HTTP `query` as sent
+            // (its recordType and filterBy), `cost`: what evaluating it costs each change.
             Table(
                 "subscription",
                 key: .made,
@@ -236,7 +237,7 @@ extension StoreCatalogue {
                     C("zoneID", .integer, nullable: true, references: "zone(id)", cascade: true), C("zoneName", .text, nullable: true),
                     C("zoneOwner", .text, nullable: true), C("recordType", .text, nullable: true), C("predicate", .text, nullable: true),
                     C("firesOn", .integer, default: "0"), C("firesOnce", .integer, default: "0"), C("info", .text),
-                    C("wire", .text, nullable: true), C("createdAt", .real),
+                    C("wire", .text, nullable: true), C("createdAt", .real), C("cost", .integer, default: "1"),
                 ],
                 uniques: [["accountID", "container", "environment", "scope", "subscriptionID"]],
                 since: 15
@@ -244,7 +245,9 @@ extension StoreCatalogue {
             // 15: the outbox (SPEC §20 N2): one row per record change in a zone some
             // subscription may fire for, written in the change's transaction and evaluated
             // after it commits (`Engine.dispatchNotifications`); the record's fields as saved
-            // (or last saved, for a delete). `node`: the process that wrote it dispatches it.
+            // (or last saved, for a delete); `viewers`: the participants the change log sent it
+            // to (who a shared-database subscription may tell); `progress`: the last
+            // subscription a dispatch evaluated for it. `node`: the process that wrote it.
             Table(
                 "notify_change",
                 key: .made,
@@ -252,7 +255,8 @@ extension StoreCatalogue {
                     C("id", .integer), C("zoneID", .integer, references: "zone(id)", cascade: true), C("node", .text), C("name", .text),
                     C("type", .text), C("reason", .integer), C("seq", .integer), C("writerID", .integer, nullable: true),
                     C("clientID", .text, nullable: true), C("fields", .text, nullable: true), C("createdBy", .integer, nullable: true),
-                    C("createdAt", .real, nullable: true), C("at", .real),
+                    C("createdAt", .real, nullable: true), C("viewers", .text, nullable: true), C("progress", .integer, default: "0"),
+                    C("at", .real),
                 ],
                 since: 15
             ),
