@@ -145,8 +145,20 @@ final class NotificationTests: ServerTestCase {
     }
 
     /// The change stream sends the caller's notifications of its database as `notification`
-    /// events, the same a poll of a token hands out.
-    func testTheChangeStreamAndThePollSeeTheSameNotifications() throws {
+    /// events, the same a poll of a token hands out, and a plugin's `subscription.fired`
+    /// observer sees the same ones.
+    func testLuaTheChangeStreamAndThePollSeeTheSameNotifications() throws {
+        try restartServer(
+            withPlugin: "told",
+            """
+            return {
+              name = "told", version = "1.0.0", description = "Fixture: notes each notification's ID.",
+              setup = function(ctx)
+                ctx.on("subscription.fired", function(ev) ctx.appendFile("nids.txt", ev.notification.notificationID .. "\\n") end)
+              end,
+            }
+            """
+        )
         try makeZone("Notes")
         XCTAssertEqual(
             try call(
@@ -195,5 +207,10 @@ final class NotificationTests: ServerTestCase {
         while streamed().count < 3, Date() < until { usleep(50_000) }
         XCTAssertEqual(polled.count, 3, text(out))
         XCTAssertEqual(streamed(), polled, text(out))
+        let files = FileManager.default.enumerator(at: dir, includingPropertiesForKeys: nil)?.compactMap { $0 as? URL }.filter {
+            $0.lastPathComponent == "nids.txt"
+        }
+        let lua = try files?.first.map { try String(contentsOf: $0, encoding: .utf8).split(separator: "\n").map(String.init) } ?? []
+        XCTAssertEqual(lua, polled, "the plugin's observer saw the same notifications")
     }
 }

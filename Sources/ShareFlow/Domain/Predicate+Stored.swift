@@ -101,13 +101,19 @@ extension Predicate: Codable {
             default: return 1
             }
         }
+        // A part that reads a whole field of the record (its words, its list's items) costs
+        // more than one that reads a value: `scan` units (a record's words and items are read
+        // once for every subscription of a change, `RecordMemo`; this bounds what is left).
+        let scan = 10
         switch self {
         case .all: return (1, 1)
-        case .compare(_, _, let value), .any(_, _, let value): return (1 + size(value), 1)
+        case .compare(_, _, let value): return (1 + size(value), 1)
+        case .any(_, let op, let value): return ((op == .notEqual ? 4 * scan : scan) + size(value), 1)
         case .beginsWith(_, let prefix): return (2 + prefix.utf8.count / 64, 1)
         case .near: return (2, 1)
-        case .isIn(_, let values), .listContains(_, let values, _): return (values.reduce(1) { $0 + size($1) }, 1)
-        case .tokens(_, let tokens, _): return (tokens.reduce(1) { $0 + 1 + $1.utf8.count / 64 }, 1)
+        case .isIn(_, let values): return (values.reduce(1) { $0 + size($1) }, 1)
+        case .listContains(_, let values, _): return (values.reduce(scan) { $0 + size($1) }, 1)
+        case .tokens(_, let tokens, _): return (tokens.reduce(scan) { $0 + 1 + $1.utf8.count / 64 }, 1)
         case .not(let part):
             let c = part.cost
             return (c.parts + 1, c.depth + 1)

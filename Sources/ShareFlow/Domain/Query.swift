@@ -189,12 +189,33 @@ public indirect enum Predicate: Sendable, Equatable {
                 return set.contains(v)
             }
         case let .tokens(key, tokens, all):
-            // The words asked for, once; a record's words, once per record.
+            // The words asked for, once; a record's words, once per record (and once per
+            // record for every predicate evaluated under one `RecordMemo`).
             let wanted = Set(tokens.flatMap { Predicate.words(in: .string($0)) })
             return { value in
                 guard let v = value(key) else { return false }
-                let words = Predicate.words(in: v)
+                let words = RecordMemo.current?.words(key, v) ?? Predicate.words(in: v)
                 return all ? wanted.isSubset(of: words) : !wanted.isDisjoint(with: words)
+            }
+        case let .listContains(key, values, true):
+            return { value in
+                guard let v = value(key) else { return false }
+                guard let memo = RecordMemo.current else { return self.matches(value) }
+                let items = memo.items(key, v)
+                return values.allSatisfy { items.set.contains($0) }
+            }
+        case let .any(key, op, expected) where op != .notEqual:
+            // Under a memo a list is read once for every predicate: its items as a set (==),
+            // its least and greatest (<, <=, >, >=).
+            return { value in
+                guard let memo = RecordMemo.current else { return self.matches(value) }
+                guard let v = value(key) else { return false }
+                let items = memo.items(key, v)
+                switch op {
+                case .equal: return items.set.contains(expected)
+                case .less, .lessOrEqual: return items.least.flatMap { FieldValue.order($0, expected) }.map(op.holds) ?? false
+                default: return items.greatest.flatMap { FieldValue.order($0, expected) }.map(op.holds) ?? false
+                }
             }
         default:
             return { value in self.matches(value) }
@@ -283,6 +304,42 @@ extension Location {
 /// Values looked up by hash with exactly `FieldValue.order(a, b) == .orderedSame` as equality:
 /// integers against integers exactly, a double against integers and doubles as numbers,
 /// references by zone and name, and no match for a list or for values of different types.
+/// What many predicates evaluated on one record read of it once (SPEC §20: a change is
+/// evaluated against every subscription of its zone): a field's words, and a list's items as a
+/// set with their least and greatest. Set for the evaluations of one record (`$current`).
+final class RecordMemo: @unchecked Sendable {  // one thread: bound around one synchronous evaluation
+    @TaskLocal static var current: RecordMemo?
+
+    struct Items {
+        let set: MatchSet
+        let least: FieldValue?
+        let greatest: FieldValue?
+    }
+    private var words: [String: Set<String>] = [:]
+    private var items: [String: Items] = [:]
+
+    func words(_ key: String, _ v: FieldValue) -> Set<String> {
+        if let known = words[key] { return known }
+        let made = Predicate.words(in: v)
+        words[key] = made
+        return made
+    }
+
+    func items(_ key: String, _ v: FieldValue) -> Items {
+        if let known = items[key] { return known }
+        let list: [FieldValue] = if case .list(let l) = v { l } else { [v] }
+        var least: FieldValue?
+        var greatest: FieldValue?
+        for item in list {
+            if least.map({ FieldValue.order(item, $0) == .orderedAscending }) ?? (FieldValue.order(item, item) != nil) { least = item }
+            if greatest.map({ FieldValue.order(item, $0) == .orderedDescending }) ?? (FieldValue.order(item, item) != nil) { greatest = item }
+        }
+        let made = Items(set: MatchSet(list), least: least, greatest: greatest)
+        items[key] = made
+        return made
+    }
+}
+
 struct MatchSet {
     private var integers = Set<Int64>()
     private var doubles = Set<Double>()

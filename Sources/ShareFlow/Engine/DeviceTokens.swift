@@ -12,8 +12,10 @@ package struct DeviceTokenGrant: Sendable {
 package enum PollState: Sendable {
     /// No such token (never made, revoked with its web auth token, or its account gone).
     case unknown
-    /// Nothing due: wait on inbox `inbox` (nil: none yet, `account`'s) past position `seq`.
-    case waiting(inbox: Int64?, seq: Int64, account: Int64)
+    /// Nothing due: wait on inbox `inbox` (nil: none yet, `account`'s) past position `seq`;
+    /// `stale`: token `token` was last noted polled over a minute ago (note it: a token polled
+    /// and told nothing is not idle).
+    case waiting(inbox: Int64?, seq: Int64, account: Int64, token: Int64, stale: Bool)
     /// A notification to hand out: move the token's cursor from `from` to `to` first.
     case due(token: Int64, from: Int64, to: Int64, dropped: Int64, SubscriptionNotification)
     /// Only notifications the token is not to get (its own `clientId`'s, or about data its
@@ -84,14 +86,15 @@ extension Engine {
     package func nextNotification(pollSecret: String) throws -> PollState {
         try reading { db in
             guard let t = try db.pollingToken(pollHash: AssetReceipts.hash(pollSecret)) else { return .unknown }
-            guard let inbox = t.inbox else { return .waiting(inbox: nil, seq: 0, account: t.accountID) }
+            let stale = t.lastPollAt < EngineClock.seconds - 60
+            guard let inbox = t.inbox else { return .waiting(inbox: nil, seq: 0, account: t.accountID, token: t.id, stale: stale) }
             // Positions pruned before this token took them are counted as dropped.
             let cursor = max(t.delivered, t.keptFrom - 1)
             let dropped = cursor - t.delivered
             guard t.seq > cursor else {
                 return dropped > 0
                     ? .skipped(token: t.id, from: t.delivered, to: cursor, dropped: dropped)
-                    : .waiting(inbox: inbox, seq: t.seq, account: t.accountID)
+                    : .waiting(inbox: inbox, seq: t.seq, account: t.accountID, token: t.id, stale: stale)
             }
             let rows = try db.notifications(inbox: inbox, after: cursor, limit: 32)
             for row in rows {
@@ -144,6 +147,11 @@ extension Engine {
         try transaction(scope: .zones([])) { db in
             try db.moveDelivered(token: token, from: from, to: to, dropped: dropped, at: EngineClock.seconds)
         }
+    }
+
+    /// Notes that token `token` was polled now (`PollState.waiting`'s `stale`).
+    package func touchDeviceToken(_ token: Int64) throws {
+        try transaction(scope: .zones([])) { try $0.touchDeviceToken(token, at: EngineClock.seconds) }
     }
 
     /// Each inbox's last position (a server's held polls, woken by another process's dispatch).

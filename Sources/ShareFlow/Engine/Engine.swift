@@ -106,6 +106,8 @@ public final class Engine: @unchecked Sendable {
     var dispatchingNotifications = false
     /// A commit inside that dispatch (an observer's write) left changes in the outbox.
     var outboxRefilled = false
+    /// The zone the last dispatch job took last: the next starts after it (zones in turn).
+    var dispatchCursor = Int64.min
 
     /// An engine over `store`. Its policies record their decisions in the store's decision log, when it
     /// has one, shared by every process on the store (SPEC §18 P3).

@@ -26,14 +26,23 @@ extension Engine {
     package func dispatchNotifications(takeover: Bool = false) throws -> DispatchReport {
         let options = self.options.notifications
         let before = takeover ? EngineClock.seconds - options.takeoverSeconds : -Double.greatestFiniteMagnitude
-        let zones = try reading { try $0.outboxZones(node: StoreTransaction.nodeID, before: before, limit: 16) }
+        // Zones in turn, from the one after the last a job dispatched, and at most a quarter of
+        // a job's budget each: one zone's backlog never holds up another zone's changes.
+        let after = dispatchCursor
+        var zones = try reading { try $0.outboxZones(node: StoreTransaction.nodeID, before: before, after: after, limit: 16) }
+        if zones.count < 16 {
+            let wrapped = try reading { try $0.outboxZones(node: StoreTransaction.nodeID, before: before, after: Int64.min, limit: 16) }
+            zones += wrapped.filter { !zones.contains($0) }.prefix(16 - zones.count)
+        }
         var report = DispatchReport()
         var units = 0
+        let share = max(1, options.evaluationsPerJob / 4)
         for zoneRowID in zones {
             guard units < options.evaluationsPerJob else {
                 report.more = true
                 break
             }
+            dispatchCursor = zoneRowID
             guard let zone = try reading({ try $0.notifyZone(zoneRowID) }) else { continue }
             let container = ContainerID(zone.container, CloudEnvironment(rawValue: zone.environment) ?? .development)
             let key = ZoneLockKey(
@@ -42,7 +51,7 @@ extension Engine {
                 zoneName: zone.name
             )
             let (part, left) = try transaction(scope: store.writersRunAtOnce ? .zones([key]) : .wholeStore) { db in
-                try dispatch(zone: zone, container: container, budget: options.evaluationsPerJob - units, db: db)
+                try dispatch(zone: zone, container: container, budget: min(share, options.evaluationsPerJob - units), db: db)
             }
             units += part.units
             report.inboxes.formUnion(part.inboxes)
@@ -110,6 +119,8 @@ extension Engine {
                 }
             }
             let reason = SubscriptionNotification.Reason(rawValue: change.reason) ?? .updated
+            // The record's words and lists, read once for every subscription of this change.
+            let memo = RecordMemo()
             for candidate in subscriptions where candidate.row.id > change.progress && !firedOnce.contains(candidate.row.id) {
                 // A job's budget (predicate parts, time) may end inside one change: the next
                 // job takes it up at the next subscription (`progress`), never from the start.
@@ -139,7 +150,7 @@ extension Engine {
                     let bit: Subscription.FiresOn = reason == .created ? .create : reason == .updated ? .update : .delete
                     guard firesOn.contains(bit) else { continue }
                     done.units += candidate.cost
-                    guard candidate.matches?(value) ?? true else { continue }
+                    guard RecordMemo.$current.withValue(memo, operation: { candidate.matches?(value) ?? true }) else { continue }
                 }
                 var notification = SubscriptionNotification(
                     notificationID: UUID().uuidString,
@@ -151,6 +162,13 @@ extension Engine {
                     info: subscription.notificationInfo
                 )
                 if case .query(_, _, _, _, let once) = subscription.kind {
+                    // Fires once: claimed by deleting it here, so two nodes dispatching two of
+                    // its zones at once fire it once (the second waits on the row, then finds
+                    // it gone).
+                    if once {
+                        firedOnce.insert(row.id)
+                        guard try db.claimSubscription(row: row.id) else { continue }
+                    }
                     notification.reason = reason
                     notification.recordName = change.name
                     var fields: [String: FieldValue] = [:]
@@ -161,9 +179,10 @@ extension Engine {
                     if let args = subscription.notificationInfo.alertLocalizationArgs {
                         notification.alertArguments = args.map { name in value(name).map(Engine.alertText) ?? "" }
                     }
-                    if once { firedOnce.insert(row.id) }
                 }
-                let payload = String(decoding: try JSONEncoder().encode(notification), as: UTF8.self)
+                // Kept as it will be sent: what a push carries (APNs' 4 KiB), never the record's
+                // whole fields (a 1 MB field named by every subscription of a zone filled disks).
+                let payload = try Engine.fitted(&notification)
                 queued[row.accountID, default: []].append(
                     (
                         NotificationRow(
@@ -173,7 +192,10 @@ extension Engine {
                             zoneID: zone.id,
                             recordName: notification.recordName,
                             reason: notification.reason?.rawValue,
-                            clientID: change.clientID,
+                            // Only the writer's own devices are spared their own change: a
+                            // clientId is no secret, and another user's write naming it must
+                            // not silence them.
+                            clientID: change.writerID == row.accountID ? change.clientID : nil,
                             payload: payload,
                             at: change.at
                         ),
@@ -187,7 +209,6 @@ extension Engine {
         }
         if let last { try db.removeOutbox(zone: zone.id, through: last) }
         if let stopped { try db.noteProgress(change: stopped.change, through: stopped.through) }
-        for id in firedOnce { try db.deleteSubscription(row: id) }
         subscriptions.removeAll()
         let observed = events.hasObservers(.subscriptionFired)
         // Inboxes in one order (account), so two dispatches of different zones wait on each
@@ -219,6 +240,22 @@ extension Engine {
 
     /// The longest one dispatch job runs before it lets other work have the engine (50 ms).
     static let dispatchNanoseconds: UInt64 = 50_000_000
+
+    /// The most bytes a notification is kept and sent in (APNs' payload limit).
+    static let notificationBytes = 4096
+
+    /// `n` made to fit `notificationBytes` as JSON: alert arguments cut to 256 bytes each,
+    /// assets left out, then fields dropped from the end of `additionalFields`; its JSON.
+    static func fitted(_ n: inout SubscriptionNotification) throws -> String {
+        n.alertArguments = n.alertArguments?.map { String($0.utf8.prefix(256)) ?? "" }
+        n.additionalFields = n.additionalFields?.filter { !$0.value.holdsAsset }
+        var order = (n.info.additionalFields ?? []).filter { n.additionalFields?[$0] != nil }
+        while true {
+            let json = String(decoding: try JSONEncoder().encode(n), as: UTF8.self)
+            guard json.utf8.count > notificationBytes, let last = order.popLast() else { return json }
+            n.additionalFields?[last] = nil
+        }
+    }
 
     /// A field's value as an alert's argument: text as it is, numbers and dates written out.
     static func alertText(_ value: FieldValue) -> String {

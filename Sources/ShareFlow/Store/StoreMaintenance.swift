@@ -32,7 +32,6 @@ public struct StoreCheck: Sendable, Codable {
 }
 
 extension Store {
-    /// Path, schema version, size, rows by kind and the change log's size, read in one snapshot (`shareflow store info`).
     /// SPEC §20: subscriptions, device tokens, notifications queued and dropped, in `info`'s
     /// counts (a store older than schema 15 has none).
     static func countNotifications(_ tx: StoreTransaction, into counts: inout [String: Int]) throws {
@@ -51,6 +50,7 @@ extension Store {
         return try write(scope: .zones([])) { try $0.pruneDeviceTokens(idleSince: before, limit: limit) }
     }
 
+    /// Path, schema version, size, rows by kind and the change log's size, read in one snapshot (`shareflow store info`).
     public func info() throws -> StoreInfo {
         if let driver {
             return try read { tx in

@@ -136,9 +136,10 @@ extension StoreTransaction {
         ) > 0
     }
 
-    /// Deletes subscription row `id` (one that fires once, fired).
-    func deleteSubscription(row id: Int64) throws {
-        try run("DELETE FROM subscription WHERE id = ?", [id])
+    /// Deletes subscription row `id` (one that fires once, firing); false when another
+    /// dispatch deleted it first.
+    func claimSubscription(row id: Int64) throws -> Bool {
+        try run("DELETE FROM subscription WHERE id = ?", [id]) == 1
     }
 
     // MARK: The outbox, written with the change
@@ -205,11 +206,12 @@ extension StoreTransaction {
 
     // MARK: Dispatch
 
-    /// Zones with changes to dispatch: this process's, or any older than `before`; at most `limit`.
-    package func outboxZones(node: String, before: Double, limit: Int) throws -> [Int64] {
+    /// Zones with changes to dispatch: this process's, or any older than `before`; those after
+    /// zone row `after`, in row order, at most `limit`.
+    package func outboxZones(node: String, before: Double, after: Int64, limit: Int) throws -> [Int64] {
         try fetchAll(
-            "SELECT DISTINCT zoneID FROM notify_change WHERE node = ? OR at < ? LIMIT ?",
-            [node, before, Int64(limit)],
+            "SELECT DISTINCT zoneID FROM notify_change WHERE (node = ? OR at < ?) AND zoneID > ? ORDER BY zoneID LIMIT ?",
+            [node, before, after, Int64(limit)],
             table: "notify_change",
             keyAt: 0
         ) { try $0.integer(0, "zoneID") }
@@ -440,7 +442,7 @@ extension StoreTransaction {
     package func pollingToken(pollHash: String) throws -> PollingToken? {
         try fetchOne(
             """
-            SELECT t.id, t.accountID, t.container, t.environment, t.clientID, t.delivered, i.id, i.seq, i.keptFrom
+            SELECT t.id, t.accountID, t.container, t.environment, t.clientID, t.delivered, i.id, i.seq, i.keptFrom, t.lastPollAt
             FROM device_token t LEFT JOIN notify_inbox i ON i.accountID = t.accountID AND i.container = t.container AND i.environment = t.environment
             WHERE t.pollHash = ? AND (t.credentialHash IS NULL OR EXISTS (SELECT 1 FROM credential c WHERE c.hash = t.credentialHash))
             """,
@@ -457,7 +459,8 @@ extension StoreTransaction {
                 delivered: try $0.integer(5, "delivered"),
                 inbox: try $0.optionalInteger(6, "id"),
                 seq: try $0.optionalInteger(7, "seq") ?? 0,
-                keptFrom: try $0.optionalInteger(8, "keptFrom") ?? 1
+                keptFrom: try $0.optionalInteger(8, "keptFrom") ?? 1,
+                lastPollAt: try $0.real(9, "lastPollAt")
             )
         }
     }
@@ -502,6 +505,11 @@ extension StoreTransaction {
             "UPDATE device_token SET delivered = ?, dropped = dropped + ?, lastPollAt = ? WHERE id = ? AND delivered = ?",
             [to, dropped, time, token, from]
         ) == 1
+    }
+
+    /// Notes that token `id` was polled at `time`.
+    package func touchDeviceToken(_ id: Int64, at time: Double) throws {
+        try run("UPDATE device_token SET lastPollAt = ? WHERE id = ?", [time, id])
     }
 
     /// Each inbox's last position, of those of `ids` that exist.
@@ -652,4 +660,6 @@ package struct PollingToken: Sendable {
     package let inbox: Int64?
     package let seq: Int64
     package let keptFrom: Int64
+    /// When it was last polled (seconds since 1970): what eviction and idle pruning go by.
+    package let lastPollAt: Double
 }

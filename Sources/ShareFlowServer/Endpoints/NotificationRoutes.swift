@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
 import ShareFlow
@@ -173,7 +174,8 @@ final class NotificationRoutes: Sendable {
                 guard moved else { continue }  // another poll of this token took it
                 NodeMetrics.notificationsDelivered.increment()
                 return answer(notification, token: token, from: from, to: to)
-            case let .waiting(inbox, seq, account):
+            case let .waiting(inbox, seq, account, token, stale):
+                if stale { _ = try? await thread.run { [engine] in try engine.touchDeviceToken(token) } }
                 guard let inbox else {
                     await hold(remaining())
                     return Self.nothing(close: false)
@@ -216,19 +218,30 @@ final class NotificationRoutes: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
+        // Given back unless written whole: the write failed, or the answer was never written
+        // (its client gone before it: the body, and this with it, is dropped unrun).
+        let delivery = Delivery { [engine, thread] in
+            Task { _ = try? await thread.run { try engine.moveDeliveredNotifications(token: token, from: to, to: from, dropped: 0) } }
+        }
         return Response(
             status: .ok,
             headers: headers,
-            body: .init(contentLength: bytes.count) { [engine, thread] writer in
-                do {
-                    try await writer.write(ByteBuffer(bytes: bytes))
-                    try await writer.finish(nil)
-                } catch {
-                    _ = try? await thread.run { try engine.moveDeliveredNotifications(token: token, from: to, to: from, dropped: 0) }
-                    throw error
-                }
+            body: .init(contentLength: bytes.count) { writer in
+                try await writer.write(ByteBuffer(bytes: bytes))
+                try await writer.finish(nil)
+                delivery.written()
             }
         )
+    }
+
+    /// A notification handed to an answer: its cursor's move is undone when this goes unless
+    /// the answer was written whole.
+    private final class Delivery: Sendable {
+        private let done = NIOLockedValueBox(false)
+        private let giveBack: @Sendable () -> Void
+        init(giveBack: @escaping @Sendable () -> Void) { self.giveBack = giveBack }
+        func written() { done.withLockedValue { $0 = true } }
+        deinit { if !done.withLockedValue({ $0 }) { giveBack() } }
     }
 
     // MARK: Dispatch and wakes (serve)
