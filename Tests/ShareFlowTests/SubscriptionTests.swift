@@ -365,12 +365,14 @@ class SubscriptionTests: XCTestCase {
         try db.save(.query(recordType: "Note", in: w.zone.zoneID, id: "notes"))
         try db.save(.query(recordType: "Echo", in: w.zone.zoneID, id: "echoes"))
         var echoes = 0
-        w.engine.events.observe(.subscriptionFired) { event in
+        // Weakly, and not `w`: the engine keeps its observers, and these keep the engine.
+        let zone = w.zone.zoneID
+        w.engine.events.observe(.subscriptionFired) { [weak db] event in
             guard event.firing?.subscription.subscriptionID == "notes" else {
                 echoes += 1
                 return
             }
-            _ = try? db.modifyRecords(saving: [Record(recordType: "Echo", recordID: RecordID(recordName: UUID().uuidString, zoneID: w.zone.zoneID))])
+            _ = try? db?.modifyRecords(saving: [Record(recordType: "Echo", recordID: RecordID(recordName: UUID().uuidString, zoneID: zone))])
         }
         XCTAssertNil(
             try db.modifyRecords(saving: [Record(recordType: "Note", recordID: RecordID(recordName: "n", zoneID: w.zone.zoneID))]).firstError
