@@ -110,24 +110,8 @@ extension Benchmarks {
             for engine in engines { engine.store.close() }
             if let scratchURL { PostgresStore.dropScratch(scratchURL) }
         }
-        final class Port: @unchecked Sendable { var value = 0 }  // written before `listening` signals
-        var ports: [Int] = []
-        var tasks: [Task<Void, Error>] = []
+        let (ports, tasks) = try Self.startServers(engines) { $0.pollSeconds = 30 }
         defer { for task in tasks { task.cancel() } }
-        for engine in engines {
-            let listening = DispatchSemaphore(value: 0)
-            let port = Port()
-            var server = CloudKitServer(engine: engine, host: "127.0.0.1", port: 0, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
-            server.pollSeconds = 30
-            server.onListening = { p in
-                port.value = p
-                listening.signal()
-            }
-            let running = server
-            tasks.append(Task { try await running.run() })
-            guard listening.wait(timeout: .now() + 30) == .success else { throw BenchError("the server did not start") }
-            ports.append(port.value)
-        }
         progress("notify: \(sizes.notifyDelays) writes to a held poll (\(template == nil ? "SQLite, one node" : "PostgreSQL, two nodes"))")
         let writer = try HTTPConnection(port: ports[0])
         let poller = try HTTPConnection(port: ports.last!)

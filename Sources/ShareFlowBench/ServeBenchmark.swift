@@ -127,6 +127,35 @@ extension Benchmarks {
         var errors = 0
     }
 
+    /// A server on a free loopback port in this process for each of `engines`, each set up by
+    /// `configure`: their ports, and the tasks to cancel when done.
+    static func startServers(
+        _ engines: [Engine],
+        configure: (inout CloudKitServer) -> Void = { _ in }
+    ) throws -> (ports: [Int], tasks: [Task<Void, Error>]) {
+        final class Port: @unchecked Sendable { var value = 0 }  // written before `listening` signals
+        var ports: [Int] = []
+        var tasks: [Task<Void, Error>] = []
+        for engine in engines {
+            let listening = DispatchSemaphore(value: 0)
+            let port = Port()
+            var server = CloudKitServer(engine: engine, host: "127.0.0.1", port: 0, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
+            configure(&server)
+            server.onListening = { p in
+                port.value = p
+                listening.signal()
+            }
+            let running = server
+            tasks.append(Task { try await running.run() })
+            guard listening.wait(timeout: .now() + 30) == .success else {
+                for task in tasks { task.cancel() }
+                throw BenchError("the server did not start")
+            }
+            ports.append(port.value)
+        }
+        return (ports, tasks)
+    }
+
     private func overHTTP(
         _ engines: [Engine],
         label: String,
@@ -137,24 +166,8 @@ extension Benchmarks {
         readingThreads: Int? = nil,
         onlyBeside: Bool = false
     ) throws -> HTTPFigures {
-        final class Port: @unchecked Sendable { var value = 0 }  // written before `listening` signals
-        var ports: [Int] = []
-        var tasks: [Task<Void, Error>] = []
+        let (ports, tasks) = try Self.startServers(engines) { $0.readingThreads = readingThreads }
         defer { for task in tasks { task.cancel() } }
-        for engine in engines {
-            let listening = DispatchSemaphore(value: 0)
-            let port = Port()
-            var server = CloudKitServer(engine: engine, host: "127.0.0.1", port: 0, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
-            server.readingThreads = readingThreads
-            server.onListening = { p in
-                port.value = p
-                listening.signal()
-            }
-            let running = server
-            tasks.append(Task { try await running.run() })
-            guard listening.wait(timeout: .now() + 30) == .success else { throw BenchError("the server did not start") }
-            ports.append(port.value)
-        }
         var figures = HTTPFigures()
         let connections = sizes.connections
         if onlyBeside {

@@ -113,7 +113,7 @@ extension Engine {
         if row.scope == "shared" {
             let visible =
                 row.recordName != nil && row.reason != SubscriptionNotification.Reason.deleted.rawValue
-                ? try db.viewerSees(account, zone: row.zoneID, name: row.recordName!, deleted: false, seq: 0)
+                ? try db.viewerSees(account, zone: row.zoneID, name: row.recordName!)
                 : try db.zoneIsShared(row.zoneID, with: account)
             guard visible else { return nil }
         }

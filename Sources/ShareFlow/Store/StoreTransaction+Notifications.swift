@@ -315,19 +315,13 @@ extension StoreTransaction {
         )
     }
 
-    /// Whether `viewer` was sent record `name` of zone `zone` in their shared database as the
-    /// change at `seq` left it (R12, R37: the change log's visibility): a live entry for a
-    /// save, the tombstone of that position for a delete.
-    package func viewerSees(_ viewer: Int64, zone: Int64, name: String, deleted: Bool, seq: Int64) throws -> Bool {
-        deleted
-            ? try exists(
-                "SELECT EXISTS (SELECT 1 FROM view_change WHERE zoneID = ? AND viewerID = ? AND name = ? AND deleted = 1 AND seq = ?)",
-                [zone, viewer, name, seq]
-            )
-            : try exists(
-                "SELECT EXISTS (SELECT 1 FROM view_change WHERE zoneID = ? AND viewerID = ? AND name = ? AND deleted = 0)",
-                [zone, viewer, name]
-            )
+    /// Whether `viewer` sees record `name` of zone `zone` in their shared database now (R12,
+    /// R37: a live entry of the change log's, whose visibility `SharingRules` generates).
+    package func viewerSees(_ viewer: Int64, zone: Int64, name: String) throws -> Bool {
+        try exists(
+            "SELECT EXISTS (SELECT 1 FROM view_change WHERE zoneID = ? AND viewerID = ? AND name = ? AND deleted = 0)",
+            [zone, viewer, name]
+        )
     }
 
     /// Whether zone `zone` is shared with `account` now (a participant who may read, R12).
