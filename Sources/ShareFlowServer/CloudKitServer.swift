@@ -59,6 +59,9 @@ public struct CloudKitServer: Sendable {
     /// Whether share URLs point at this server (`http://host:port/share/…`) when the engine's
     /// `publicURL` was left at its default (no `--public-url`).
     public var sharesPointHere = true
+    /// The web console (`serve --console`, SPEC §21) and the sign-in page's one-time codes;
+    /// nil: neither is served (`/signin` then only tells how an operator makes a token).
+    public var console: WebConsoleOptions?
 
     public init(engine: Engine, host: String, port: Int, logger: Logger) {
         CloudKitServer.bootstrapMetrics()
