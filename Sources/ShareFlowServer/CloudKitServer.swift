@@ -79,6 +79,9 @@ public struct CloudKitServer: Sendable {
         return store.path == ":memory:" ? 0 : min(4, max(2, ProcessInfo.processInfo.activeProcessorCount))
     }
 
+    /// The web console's routes (`serve --console --routes`), beside the API's.
+    public static var consoleRoutes: [String] { WebConsole.routes }
+
     /// An origin as CORS compares it (`scheme://host[:port]`), or nil when `text` is none.
     public static func normalizedOrigin(_ text: String) -> String? { CrossOriginMiddleware.normalized(text) }
 
@@ -242,6 +245,11 @@ public struct CloudKitServer: Sendable {
         // The admin routes take from their address's bucket, every request, before the admin
         // token is checked: guessing admin tokens is throttled as guessing any credential is.
         FaultAdmin(engine: engine, thread: thread, limiter: limiter).register(on: router)
+        // SPEC §21: the console, behind an admin token, on its own paths and cookies (outside
+        // the CloudKit routes' CORS).
+        if let console {
+            WebConsole(engine: engine, thread: thread, signal: signal, options: console, secure: tls != nil).register(on: router)
+        }
         // The asset URLs (SPEC §19 A3): each its own credential, throttled by address.
         let assets = router.group("/assets/1")
         if let limiter { assets.add(middleware: RateLimitMiddleware(limiter: limiter)) }

@@ -41,6 +41,13 @@ extension ShareFlowCommand {
         @Flag(name: .long, help: "Print every route the server answers (METHOD path-template) and exit; docs/openapi.yaml describes them.")
         var routes = false
 
+        @Flag(
+            name: .long,
+            help:
+                "Serve the web console at /console (sign in with a token of 'shareflow tokens admin') and sign people in at /signin with one-time codes ('shareflow tokens signin')."
+        )
+        var console = false
+
         func validate() throws {
             guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
             for origin in corsOrigins where origin != "*" && CloudKitServer.normalizedOrigin(origin) == nil {
@@ -64,7 +71,9 @@ extension ShareFlowCommand {
 
         func run() throws {
             if routes {
-                if global.json { printJSON(["routes": CloudKitAPI.routes]) } else { for route in CloudKitAPI.routes { print(route) } }
+                // The console's routes are its own (docs/reference/console.md), not the API's.
+                let all = CloudKitAPI.routes + (console ? CloudKitServer.consoleRoutes : [])
+                if global.json { printJSON(["routes": all]) } else { for route in all { print(route) } }
                 return
             }
             // Read first: a certificate that cannot serve is said before anything opens.
@@ -104,6 +113,15 @@ extension ShareFlowCommand {
             server.rateLimit = config.rateLimit
             server.corsOrigins = corsOrigins
             server.tls = tls
+            if console {
+                server.console = WebConsoleOptions()
+                let loopback = ["127.0.0.1", "::1", "localhost"].contains(host)
+                if tls == nil && !loopback {
+                    engine.logger.notice(
+                        "the console is served over plain http on \(host): its admin token and session cookie cross the network unencrypted (give --tls-cert and --tls-key)"
+                    )
+                }
+            }
             server.maxBodyBytes = Int(config.maxBodyMiB * 1024 * 1024)
             if let v = config.server["maxResponseMiB"] { server.maxResponseBytes = Int(v * 1024 * 1024) }
             if let v = config.server["maxConnections"] { server.maxConnections = Int(v) }

@@ -238,3 +238,34 @@ extension StoreTransaction {
         for participant in matched { try logParticipantChanged(participant) }
     }
 }
+
+extension StoreTransaction {
+    /// The first `limit` accounts' IDs, oldest first.
+    package func accountIDs(limit: Int) throws -> [Int64] {
+        try fetchAll("SELECT id FROM account ORDER BY id LIMIT ?", [Int64(limit)], table: "account", keyAt: 0) { try $0.integer(0, "id") }
+    }
+
+    /// The containers and environments an account has a part in, at most `limit`: where it owns
+    /// a zone, where a share it has not been removed from lives, and where it holds a web
+    /// token or a key. The console lists them as places to look (SPEC §21 C1); every read made
+    /// there still goes through the engine as the account.
+    package func containers(ofAccount id: Int64, limit: Int) throws -> [ContainerID] {
+        try fetchAll(
+            """
+            SELECT container, environment FROM zone WHERE ownerID = ?
+            UNION
+            SELECT z.container, z.environment FROM participant p JOIN share s ON s.id = p.shareID JOIN zone z ON z.id = s.zoneID
+            WHERE p.accountID = ? AND p.status <> 'removed'
+            UNION
+            SELECT container, COALESCE(environment, 'development') FROM credential
+            WHERE accountID = ? AND kind IN ('webAuthToken', 'serverKey')
+            ORDER BY 1, 2 LIMIT ?
+            """,
+            [id, id, id, Int64(limit)],
+            table: "zone",
+            keyAt: 0
+        ) { row in
+            ContainerID(try row.text(0, "container"), try row.word(1, "environment", as: CloudEnvironment.self))
+        }
+    }
+}

@@ -29,7 +29,16 @@ final class ConsoleSessions: Sendable {
         let ok: Bool
         let text: String
         /// A policy's denial: its decision, shown beside the message.
-        var decision: Int?
+        var denial: Denial?
+    }
+
+    /// The decision that refused an action (SPEC §18 P3): which policy, why, and where its code is.
+    struct Denial: Sendable {
+        let decision: Int
+        let point: String
+        let policy: String
+        let reason: String
+        let location: String
     }
 
     private struct State {
