@@ -14,7 +14,10 @@ enum PageHeaders {
 
     /// Whether a page's opener keeps its handle on it: the console's pages cut it
     /// (`same-origin`); the sign-in page must keep it, to hand the token to the app that opened it.
-    enum Opener: String { case cut = "same-origin", kept = "unsafe-none" }
+    enum Opener: String {
+        case cut = "same-origin"
+        case kept = "unsafe-none"
+    }
 
     /// The headers of an HTML page.
     static func html(opener: Opener = .cut) -> HTTPFields {
