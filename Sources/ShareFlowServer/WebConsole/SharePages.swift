@@ -15,14 +15,11 @@ extension WebConsole {
             guard let place = try? ConsolePlace(call, needsZone: true), let share = call.value("share") else { return ConsoleLink(.accounts) }
             return place.link(.share, [("share", share)])
         }
-        action(
-            .shareCreate,
-            on: router,
-            back: { call in
-                guard let place = try? ConsolePlace(call, needsZone: true) else { return ConsoleLink(.accounts) }
-                return call.value("record").map { place.link(.record, [("record", $0)]) } ?? place.link(.zone)
-            }
-        ) { call in try await createShare(call) }
+        let backToRecord: @Sendable (ConsoleCall) -> ConsoleLink = { call in
+            guard let place = try? ConsolePlace(call, needsZone: true) else { return ConsoleLink(.accounts) }
+            return call.value("record").map { place.link(.record, [("record", $0)]) } ?? place.link(.zone)
+        }
+        action(.shareCreate, on: router, back: backToRecord) { call in try await createShare(call) }
         action(.shareInvite, on: router, back: back) { call in
             let lookup = try call.required("lookup")
             let permission = try WebConsole.permission(call.value("permission") ?? "readOnly")
