@@ -36,19 +36,25 @@ deps:
 PYICLOUD_VERSION := 2026.10.1
 SCHEMATHESIS_VERSION := 4.32.5
 PLAYWRIGHT_VERSION := 1.65.2
+# The console's browser tests (Tests/browser/console): pytest, and axe-core as the
+# axe-playwright-python package bundles it (no download at run time).
+PYTEST_VERSION := 9.2.0
+AXE_VERSION := 0.1.8
 PYENV := .build/pyenv
 
 pyenv:
 	@if ! $(PYENV)/bin/pip show pyicloud 2>/dev/null | grep -qx "Version: $(PYICLOUD_VERSION)" \
 	   || ! $(PYENV)/bin/pip show schemathesis 2>/dev/null | grep -qx "Version: $(SCHEMATHESIS_VERSION)" \
-	   || ! $(PYENV)/bin/pip show playwright 2>/dev/null | grep -qx "Version: $(PLAYWRIGHT_VERSION)"; then \
-	  echo "make: installing pyicloud==$(PYICLOUD_VERSION), schemathesis==$(SCHEMATHESIS_VERSION) and playwright==$(PLAYWRIGHT_VERSION) into $(PYENV)"; \
+	   || ! $(PYENV)/bin/pip show playwright 2>/dev/null | grep -qx "Version: $(PLAYWRIGHT_VERSION)" \
+	   || ! $(PYENV)/bin/pip show pytest 2>/dev/null | grep -qx "Version: $(PYTEST_VERSION)" \
+	   || ! $(PYENV)/bin/pip show axe-playwright-python 2>/dev/null | grep -qx "Version: $(AXE_VERSION)"; then \
+	  echo "make: installing pyicloud==$(PYICLOUD_VERSION), schemathesis==$(SCHEMATHESIS_VERSION), playwright==$(PLAYWRIGHT_VERSION), pytest==$(PYTEST_VERSION) and axe-playwright-python==$(AXE_VERSION) into $(PYENV)"; \
 	  rm -rf $(PYENV); mkdir -p .build; \
 	  python3 -m venv $(PYENV) 2>/dev/null || { \
 	    rm -rf $(PYENV); \
 	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq python3-venv >/dev/null && python3 -m venv $(PYENV); }; \
 	  $(PYENV)/bin/pip install -q --disable-pip-version-check "pyicloud==$(PYICLOUD_VERSION)" "schemathesis==$(SCHEMATHESIS_VERSION)" \
-	    "playwright==$(PLAYWRIGHT_VERSION)"; \
+	    "playwright==$(PLAYWRIGHT_VERSION)" "pytest==$(PYTEST_VERSION)" "axe-playwright-python==$(AXE_VERSION)"; \
 	fi
 
 build: deps

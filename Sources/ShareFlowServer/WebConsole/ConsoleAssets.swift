@@ -40,6 +40,7 @@ enum ConsoleAssets {
         form.row { display: flex; gap: .5rem; align-items: end; flex-wrap: wrap; margin: .4rem 0 1rem; }
         form.row label, form.grid label { display: flex; flex-direction: column; font-size: .85rem; color: var(--muted); gap: .15rem; }
         form.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(12rem, 1fr)); gap: .6rem; margin: .4rem 0 1rem; }
+        form.grid .field { display: flex; flex-direction: column; font-size: .85rem; color: var(--muted); gap: .15rem; }
         form.signin { display: flex; flex-direction: column; gap: .4rem; max-width: 28rem; }
         input, select, button { font: inherit; padding: .3rem .5rem; border: 1px solid #8e8e93; border-radius: 4px; background: #fff; color: var(--ink); }
         button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; }

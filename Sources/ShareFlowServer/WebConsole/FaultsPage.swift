@@ -77,10 +77,14 @@ extension WebConsole {
         }
         func select(_ key: String, _ options: [String], blank: String = "any") -> HTML {
             let items = [HTML("<option value=\"\">\(blank)</option>")] + options.map { o -> HTML in "<option>\(o)</option>" }
-            return "<label>\(key)<select name=\"\(key)\">\(items)</select></label>"
+            return "<div class=\"field\"><label for=\"rule-\(key)\">\(key)</label><select id=\"rule-\(key)\" name=\"\(key)\">\(items)</select></div>"
         }
-        func text(_ key: String, _ hint: String = "") -> HTML { "<label>\(key)<input name=\"\(key)\" placeholder=\"\(hint)\"></label>" }
-        func number(_ key: String) -> HTML { "<label>\(key)<input name=\"\(key)\" inputmode=\"decimal\"></label>" }
+        func text(_ key: String, _ hint: String = "") -> HTML {
+            "<div class=\"field\"><label for=\"rule-\(key)\">\(key)</label><input id=\"rule-\(key)\" name=\"\(key)\" placeholder=\"\(hint)\"></div>"
+        }
+        func number(_ key: String) -> HTML {
+            "<div class=\"field\"><label for=\"rule-\(key)\">\(key)</label><input id=\"rule-\(key)\" name=\"\(key)\" inputmode=\"decimal\"></div>"
+        }
         let operations = FaultRule.operations + FaultRule.subpaths.keys.sorted()
         return ConsolePage(
             title: "Faults",

@@ -4,8 +4,8 @@ import NIOCore
 
 /// The headers every console page and the sign-in pages are sent with (SPEC §21 C4): a strict
 /// Content-Security-Policy (scripts and styles only from this server's own files, no inline
-/// script, no style attribute, forms post only here, never framed), no sniffing, no referrer,
-/// never cached. Even if escaping ever failed, an injected `<script>` would not run and an
+/// script, no style attribute, forms post only here, never framed), no sniffing,
+/// never cached, no URL sent to another site. Even if escaping ever failed, an injected `<script>` would not run and an
 /// injected form could not post elsewhere.
 enum PageHeaders {
     /// What the console's pages may load.
@@ -40,7 +40,10 @@ enum PageHeaders {
         headers[.contentSecurityPolicy] = contentSecurityPolicy
         headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
-        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        // Not `no-referrer`: under it a browser sends `Origin: null` with a form's POST, and
+        // the console's own forms would fail `RequestForgery`'s origin check. `same-origin`
+        // keeps the console's URLs (which name accounts) from every other site all the same.
+        headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
         headers[HTTPField.Name("Cross-Origin-Resource-Policy")!] = "same-origin"
         headers[.cacheControl] = "no-store"
         return headers

@@ -297,20 +297,22 @@ extension WebConsole {
                 return PageHeaders.seeOther(outcome.next ?? back(call))
             } catch {
                 let (_, message) = ConsoleLayout.describe(error)
-                let denial = await self.denial(for: error)
+                let denial = await self.denial(for: error, as: call.value("as"))
                 sessions.flash(key, .init(ok: false, text: message, denial: denial))
                 return PageHeaders.seeOther(back(call))
             }
         }
     }
 
-    /// The decision behind a policy's refusal, read from the decision log: the newest denial.
-    func denial(for error: any Error) async -> ConsoleSessions.Denial? {
+    /// The decision behind a policy's refusal, read from the decision log: the acting
+    /// account's newest denial.
+    func denial(for error: any Error, as who: String?) async -> ConsoleSessions.Denial? {
         guard let e = error as? ShareFlowError, e.message.contains("denied by policy") || (e.clientMessage ?? "").contains("denied by policy")
         else { return nil }
         let engine = self.engine
         return try? await thread.run { () -> ConsoleSessions.Denial? in
-            guard let d = engine.policies.decisions(DecisionFilter(limit: 1, denied: true)).last,
+            let caller = who.flatMap { try? ConsolePlace.account($0, engine: engine).userRecordID }
+            guard let d = engine.policies.decisions(DecisionFilter(limit: 1, denied: true, caller: caller)).last,
                 let deciding = d.consulted.last(where: { $0.verdict != "allow" })
             else { return nil }
             return ConsoleSessions.Denial(
