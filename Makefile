@@ -8,7 +8,7 @@ BIN := .build/debug/shareflow
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := liblua5.4-dev lua5.4 lua-check tmux pkg-config libsqlite3-dev
 
-.PHONY: deps pyenv build demo test test-suites sanitize tsan lint bench clean fresh-store-image twins
+.PHONY: deps pyenv build demo test test-suites sanitize tsan lint bench clean fresh-store-image twins screenshots
 
 # pkg-config must find lua5.4 (the CLua system library target links through it); the
 # tests also use tmux (the console), lua5.4 (cold-start baseline) and luacheck.
@@ -78,6 +78,12 @@ test: deps pyenv
 	@mkdir -p .build
 	@Tests/postgres/with-cluster.sh $(MAKE) --no-print-directory test-suites
 
+# The README's pictures of the console (docs/images/console): its browser tests again, each
+# main page saved as a 1280×800 PNG.
+screenshots: deps pyenv
+	$(SWIFT) build --build-tests
+	SHAREFLOW_SCREENSHOTS=docs/images/console $(SWIFT) test --skip-build --disable-swift-testing --filter WebConsoleBrowserTests/testTheConsoleInARealBrowser
+
 # The PostgreSQL twins of the engine's store test cases (Tests/postgres/twins.py).
 twins:
 	python3 Tests/postgres/twins.py
@@ -145,12 +151,14 @@ SANITIZE_ALONE := LuaStateTests/testSwiftErrorCaughtByPcallWithoutLeak@quarantin
 #  - ServeHardeningTests wait out the server's timeouts (a stalled header, an idle
 #    connection): SwiftNIO's, in Swift; the server's C paths are served requests, taken by
 #    every other end-to-end test here.
+#  - WebConsoleBrowserTests is chromium and pytest driving the console; the console's Swift
+#    (its pages, sessions and feed) runs here in process, in WebConsoleTests.
 #  - LintTests and PackageShapeTests read the sources with other programs (luacheck,
 #    swift-format) or as text: no ShareFlow code runs.
 #  - ChangeFeedConvergenceTests and ChangeFeedBatchConvergenceTests are property tests of the
 #    change log's logic (Swift over SQLite, whose C paths every store test here takes), and
 #    CrashTests kills processes to test durability, not memory.
-SANITIZE_SKIP := BenchSmokeTests OpenAPITests ServeHardeningTests FaultRuleTests/testAThousandPathologicalGlobsAreCheapToAsk \
+SANITIZE_SKIP := BenchSmokeTests OpenAPITests ServeHardeningTests WebConsoleBrowserTests FaultRuleTests/testAThousandPathologicalGlobsAreCheapToAsk \
                  ChangeFeedConvergenceTests ChangeFeedBatchConvergenceTests EndToEndTests.CrashTests LintTests PackageShapeTests
 
 sanitize: deps pyenv
@@ -214,7 +222,7 @@ TSAN_LOGS := $(CURDIR)/$(TSAN_SCRATCH)/sanitizer-logs
 # connection limits, the rate limiter, and every route once in-process (EndpointTests). The
 # server's functional tests (one client at a time) run in the plain and ASan suites; under
 # TSan each cost 5-10 s of a CI run for no thread that meets another.
-TSAN_TESTS := AssetEndpointTests|NotificationEndpointTests|NotificationTests|PyiCloudTests/testPyiCloudSubscribesAndPolls|ServeTLSTests/testPyiCloudUploadsAndDownloadsAssets|LoadTests|LockHeldElsewhereTests|ReadsBesideTests|PreparedStatementTests|DecisionLogTests|SlowPluginTests|EndpointTests|RateLimiterTests|ServeTests/testTheSharingFlowOverHTTP|ServeAuthTests/testAHostileAuthenticatorFailsClosed|ServeAuthTests/testAPluginAuthenticatesAndAPolicyDenial|ServeAuthTests/testRateLimitsPerToken|ServeHardeningTests/testSIGTERM|ServeHardeningTests/testAConnectionStorm|ServeHardeningTests/testOpenConnectionsAreCapped|ServeHardeningTests/testASlowReaderGetsTheWholeAnswer|PyiCloudTests/testFeedsConvergeOverHTTPWithConcurrentWriters
+TSAN_TESTS := WebConsoleTests|AssetEndpointTests|NotificationEndpointTests|NotificationTests|PyiCloudTests/testPyiCloudSubscribesAndPolls|ServeTLSTests/testPyiCloudUploadsAndDownloadsAssets|LoadTests|LockHeldElsewhereTests|ReadsBesideTests|PreparedStatementTests|DecisionLogTests|SlowPluginTests|EndpointTests|RateLimiterTests|ServeTests/testTheSharingFlowOverHTTP|ServeAuthTests/testAHostileAuthenticatorFailsClosed|ServeAuthTests/testAPluginAuthenticatesAndAPolicyDenial|ServeAuthTests/testRateLimitsPerToken|ServeHardeningTests/testSIGTERM|ServeHardeningTests/testAConnectionStorm|ServeHardeningTests/testOpenConnectionsAreCapped|ServeHardeningTests/testASlowReaderGetsTheWholeAnswer|PyiCloudTests/testFeedsConvergeOverHTTPWithConcurrentWriters
 
 tsan: deps pyenv
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)

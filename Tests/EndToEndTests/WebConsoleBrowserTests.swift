@@ -65,6 +65,16 @@ final class WebConsoleBrowserTests: ServerTestCase {
         for code in codes { XCTAssertFalse(log.contains(code), "a sign-in code is in the server's log") }
     }
 
+    func testTheREADMEsPicturesOfTheConsoleExist() throws {
+        let readme = try String(contentsOf: CLI.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let images = readme.matches(of: /\]\((docs\/images\/console\/[a-z-]+\.png)\)/).map { String($0.1) }
+        XCTAssertGreaterThanOrEqual(images.count, 5)
+        for image in images {
+            let data = try Data(contentsOf: CLI.root.appendingPathComponent(image))
+            XCTAssertEqual(Array(data.prefix(4)), [0x89, 0x50, 0x4E, 0x47], "\(image) is a PNG (make screenshots)")
+        }
+    }
+
     func testTheConsolesRoutesAreListedOnlyWithIt() throws {
         let plain = try CLI.run(["serve", "--routes"]).stdout.split(separator: "\n")
         let with = try CLI.run(["serve", "--console", "--routes"]).stdout.split(separator: "\n")
