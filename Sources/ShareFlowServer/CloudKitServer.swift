@@ -238,7 +238,7 @@ public struct CloudKitServer: Sendable {
             return CloudKitServer.response(status: 200, WireObject(["ready": true]))
         }
         router.get("/share/:guid", use: SharePage.answer)
-        router.get("/signin", use: SignInPage.answer)
+        SignInPage(engine: engine, thread: thread, corsOrigins: corsOrigins, console: console, secure: tls != nil).register(on: router)
         let limiter = rateLimit.map {
             RateLimiter(requests: $0.requests, perSeconds: $0.perSeconds, shared: engine.store.driver?.makeRateBuckets())
         }

@@ -261,17 +261,17 @@ extension ShareFlowCommand {
     struct Tokens: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "tokens",
-            abstract: "Make tokens for the server: an API token per container, a web auth token per user; revoke one.",
-            subcommands: [API.self, User.self, Admin.self, Revoke.self]
+            abstract: "Make tokens for the server: an API token per container, a web auth token or a one-time sign-in code per user; revoke one.",
+            subcommands: [API.self, User.self, SignIn.self, Admin.self, Revoke.self]
         )
 
         struct Revoke: ParsableCommand {
             static let configuration = CommandConfiguration(
                 commandName: "revoke",
-                abstract: "Revoke a token (API, web auth or admin): every server on the store refuses it within a second."
+                abstract: "Revoke a token (API, web auth or admin) or a sign-in code: every server on the store refuses it within a second."
             )
             @OptionGroup var global: GlobalOptions
-            @Argument(help: "The token, as it was printed (or a server-to-server key's ID).")
+            @Argument(help: "The token or sign-in code, as it was printed (or a server-to-server key's ID).")
             var token: String
 
             func run() throws {
@@ -280,6 +280,8 @@ extension ShareFlowCommand {
                 // Tokens are kept by their hash; a server-to-server key by its ID.
                 var removed = try engine.credentials.revoke(hash: Credentials.hash(token))
                 if removed == 0 { removed = try engine.credentials.revoke(hash: token.lowercased()) }
+                // A sign-in code by the hash of its normal form, however it was typed.
+                if removed == 0, let code = SignInCodes.normalised(token) { removed = try engine.credentials.revoke(hash: Credentials.hash(code)) }
                 guard removed > 0 else {
                     throw CLIFailure(message: "no token of store \(engine.store.path) is this one (nothing was revoked)")
                 }

@@ -124,6 +124,13 @@ final class ChangeTagTestsOnPostgreSQL: ChangeTagTests {
     override func testR11AppliesOnlyWhenThePublicPermissionReallyChanges() throws { try super.testR11AppliesOnlyWhenThePublicPermissionReallyChanges() }
 }
 
+final class CredentialTakeTestsOnPostgreSQL: CredentialTakeTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testACredentialIsTakenOnceAndAnExpiredOneIsNone() throws { try super.testACredentialIsTakenOnceAndAnExpiredOneIsNone() }
+    override func testOfTwoTakesAtOnceExactlyOneWins() throws { try super.testOfTwoTakesAtOnceExactlyOneWins() }
+}
+
 final class DamagedStoreTestsOnPostgreSQL: DamagedStoreTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }

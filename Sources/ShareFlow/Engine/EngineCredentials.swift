@@ -47,6 +47,19 @@ public struct CredentialBook {
         }
     }
 
+    /// Takes the credential of `kind` with this hash, once: it is deleted as it is read, and of
+    /// two takes at once (threads, processes, PostgreSQL nodes) one gets it and the other nil.
+    /// An expired one is deleted and answered nil, exactly as a wrong hash is.
+    ///
+    /// ```swift
+    /// if let code = try engine.credentials.take(.signInCode, hash: digest) { … }   // a second take: nil
+    /// ```
+    public func take(_ kind: StoredCredential.Kind, hash: String) throws -> StoredCredential? {
+        try engine.locked {
+            try engine.store.takeCredential(kind, hash: hash)
+        }
+    }
+
     /// Revokes the credential with this hash, of any kind: every server on the store refuses
     /// it within a second (they watch `generation`). Returns how many were removed (0: none had it).
     public func revoke(hash: String) throws -> Int {

@@ -6,7 +6,9 @@ import GRDB
 /// requests to the public database as its account (SPEC §13). Of tokens, only hashes are stored.
 public struct StoredCredential: Sendable {
     /// `adminToken`: the server's admin routes (SPEC §15), under `Credentials.adminScope`.
-    public enum Kind: String, Sendable, CaseIterable { case apiToken, webAuthToken, serverKey, adminToken }
+    /// `signInCode`: a one-time code the sign-in page trades for a web auth token of its
+    /// account in its container (SPEC §21, `shareflow tokens signin`); taken once (`take`).
+    public enum Kind: String, Sendable, CaseIterable { case apiToken, webAuthToken, serverKey, adminToken, signInCode }
     /// What the credential is, and so what it grants.
     public let kind: Kind
     /// The container identifier it is for (`Credentials.adminScope` for an admin token).
@@ -72,6 +74,44 @@ extension Store {
 }
 
 extension Store {
+    /// Takes the credential of `kind` with this hash: reads it and deletes it in one write, and
+    /// answers it only when that delete removed it. Of two takes of one credential at once (two
+    /// threads, two processes, two PostgreSQL nodes) exactly one gets it; the other finds the row
+    /// gone (its delete removes nothing) and gets nil. An expired credential is deleted too and
+    /// answered nil, as one never made. The same SQL on every driver.
+    package func takeCredential(_ kind: StoredCredential.Kind, hash: String) throws -> StoredCredential? {
+        try write { tx in
+            guard
+                let (id, credential) = try tx.fetchOne(
+                    """
+                    SELECT id, container, accountID, expiresAt, publicKey, environment FROM credential
+                    WHERE kind = ? AND hash = ?
+                    """,
+                    [kind.rawValue, hash],
+                    table: "credential",
+                    keyAt: 0,
+                    {
+                        (
+                            try $0.integer(0, "id"),
+                            StoredCredential(
+                                kind: kind,
+                                container: try $0.text(1, "container"),
+                                environment: try $0.optionalText(5, "environment") == nil ? nil : try $0.word(5, "environment"),
+                                accountID: try $0.optionalInteger(2, "accountID"),
+                                expiresAt: try $0.optionalReal(3, "expiresAt"),
+                                publicKey: try $0.optionalText(4, "publicKey")
+                            )
+                        )
+                    }
+                )
+            else { return nil }
+            guard try tx.run("DELETE FROM credential WHERE id = ?", [id]) == 1 else { return nil }
+            // Expired: gone all the same, and answered as a credential never made.
+            if let expiresAt = credential.expiresAt, expiresAt <= Date().timeIntervalSince1970 { return nil }
+            return credential
+        }
+    }
+
     /// Removes every credential with this hash (any kind, any container) and moves the
     /// credentials' generation, which every server on the store watches (`credentialsGeneration`)
     /// to forget what it remembered of credentials. Returns how many went.
