@@ -55,6 +55,9 @@ enum ConsoleAssets {
         .denial dt { font-weight: 600; }
         .denial dd { margin: 0; }
         .hint, .muted { color: var(--muted); font-size: .9rem; }
+        main.signin { max-width: 32rem; }
+        main.signin form { display: flex; flex-direction: column; gap: .4rem; }
+        .error { color: var(--bad); }
         .badge { display: inline-block; font-size: .75rem; padding: 0 .4rem; border-radius: 3px; border: 1px solid var(--muted); color: var(--muted); }
         .badge.deleted, .badge.deny { border-color: var(--bad); color: var(--bad); }
         .badge.allow { border-color: var(--good); color: var(--good); }

@@ -249,7 +249,12 @@ extension WebConsole {
             } catch { return ConsoleLayout.errorPage(status: .badRequest, "the query could not be read", csrf: session.csrf) }
             let call = ConsoleCall(request: request, sessionKey: key, csrf: session.csrf, query: query, form: FormFields())
             do {
-                let page = try await body(call)
+                var page = try await body(call)
+                // The banner names the account as a person knows it (its name and address).
+                if let who = page.acting {
+                    let engine = self.engine
+                    page.acting = (try? await thread.read { WebConsole.label(try ConsolePlace.account(who, engine: engine)) }) ?? who
+                }
                 return PageHeaders.page(ConsoleLayout.render(page, call: call, flash: sessions.takeFlash(key)))
             } catch {
                 let (status, message) = ConsoleLayout.describe(error)
