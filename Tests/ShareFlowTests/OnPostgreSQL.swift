@@ -32,6 +32,12 @@ final class AccessRequestTestsOnPostgreSQL: AccessRequestTests {
     override func testR42ABlockedIdentityJoinsNoPublicShare() throws { try super.testR42ABlockedIdentityJoinsNoPublicShare() }
 }
 
+final class AccountContainersTestsOnPostgreSQL: AccountContainersTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testOwnedPendingAcceptedAndTokenContainersAreListedAndRemovedOnesAreNot() throws { try super.testOwnedPendingAcceptedAndTokenContainersAreListedAndRemovedOnesAreNot() }
+}
+
 final class AdministratorTestsOnPostgreSQL: AdministratorTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
