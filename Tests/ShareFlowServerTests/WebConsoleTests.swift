@@ -165,6 +165,61 @@ final class WebConsoleTests: XCTestCase, @unchecked Sendable {
         }
     }
 
+    /// Tries still being answered count: a burst sent at once (each checked before its form
+    /// was read) is held to the same number as tries one after another; a try that was not a
+    /// wrong token is given back.
+    func testSignInTriesInFlightCountAgainstTheLimit() async throws {
+        var options = WebConsoleOptions()
+        options.failedSignInsPerMinute = 3
+        let sessions = ConsoleSessions(options: options)
+        let tries = (0..<10).map { _ in sessions.takeSignIn(from: "10.0.0.1") }
+        XCTAssertEqual(tries, [true, true, true] + Array(repeating: false, count: 7))
+        XCTAssertTrue(sessions.takeSignIn(from: "10.0.0.2"), "another address is its own")
+        sessions.giveBackSignIn(from: "10.0.0.1")
+        XCTAssertTrue(sessions.takeSignIn(from: "10.0.0.1"))
+        XCTAssertFalse(sessions.takeSignIn(from: "10.0.0.1"))
+        // Through the door: twenty wrong tokens sent at once, at most three answered 401.
+        try await withConsole(options: options) { c in
+            var forms: [(String, String)] = []
+            for _ in 0..<20 {
+                let form = try await c.get("/console")
+                let nonce = try XCTUnwrap(ConsoleClient.field("nonce", in: form.text))
+                forms.append((nonce, String(try XCTUnwrap(form.cookies.first { $0.hasPrefix("sf_console_login=") }).split(separator: ";")[0])))
+            }
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for (nonce, login) in forms {
+                    group.addTask {
+                        try await c.client.execute(
+                            uri: "/console/session",
+                            method: .post,
+                            headers: [.contentType: "application/x-www-form-urlencoded", .cookie: login],
+                            body: ByteBuffer(string: "nonce=\(nonce)&token=" + String(repeating: "1", count: 64))
+                        ) { r in Int(r.status.code) }
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            XCTAssertLessThanOrEqual(statuses.filter { $0 == 401 }.count, 3, "\(statuses)")
+            XCTAssertEqual(statuses.filter { $0 == 429 }.count, 20 - statuses.filter { $0 == 401 }.count, "\(statuses)")
+        }
+        // A refused form (no nonce) and a right token are given back: the wrong ones alone count.
+        try await withConsole(options: options) { c in
+            for _ in 0..<5 {
+                let r = try await c.client.execute(
+                    uri: "/console/session",
+                    method: .post,
+                    headers: [.contentType: "application/x-www-form-urlencoded"],
+                    body: ByteBuffer(string: "nonce=x&token=" + String(repeating: "1", count: 64))
+                ) { r in Int(r.status.code) }
+                XCTAssertEqual(r, 403)
+            }
+            for _ in 0..<5 {
+                var a = c
+                try await a.signIn(self.admin)
+            }
+        }
+    }
+
     func testEveryPostNeedsTheSessionsTokenFromThisSite() async throws {
         try await withConsole { c in
             let c = try await self.signedIn(c)
