@@ -427,6 +427,20 @@ final class SignInCodeTests: XCTestCase {
         }
     }
 
+    /// A nonce cookie planted under a longer path (a sibling site, another port of this host)
+    /// is sent before the page's own: it hides it not.
+    func testAPlantedNonceCookieHidesNotThePagesOwn() async throws {
+        let minted = try SignInCodes.mint(container: container, account: bob, engine: engine)
+        try await withServer { c in
+            let nonce = try await c.nonce()
+            let planted = String(repeating: "e", count: 64)
+            let r = try await c.post(minted.code, nonce: nonce, cookie: "\(planted); sf_signin=\(nonce)")
+            XCTAssertEqual(r.status, 200, r.text)
+            let alone = try await c.post(minted.code, nonce: nonce, cookie: planted)
+            XCTAssertEqual(alone.status, 403)
+        }
+    }
+
     /// The sign-in pages are no CloudKit route: no CORS header, whatever `--cors-origin` says,
     /// preflight included (a page of another origin never reads them).
     func testNoCrossOriginHeadersOnTheSignInPages() async throws {

@@ -220,6 +220,41 @@ final class WebConsoleTests: XCTestCase, @unchecked Sendable {
         }
     }
 
+    /// A cookie of the session's name planted under a longer path (by a sibling site, or a page
+    /// on another port of this host: cookies know no port) is sent first; it hides neither the
+    /// real session nor the sign-in form's nonce.
+    func testAPlantedCookieUnderALongerPathHidesNoSession() async throws {
+        try await withConsole { c in
+            var c = try await self.signedIn(c)
+            let real = c.cookie
+            let planted = "sf_console=" + String(repeating: "c", count: 64)
+            c.cookie = planted + "; " + real
+            let page = try await c.get("/console/accounts")
+            XCTAssertEqual(page.status, 200, "the real session, not the planted one")
+            let post = try await c.post("/console/faults/arm", [("operation", "records/modify"), ("fault", "requestRateLimited")])
+            XCTAssertEqual(post.status, 303, post.text)
+            XCTAssertEqual(self.engine.faults.list().count, 1)
+            // The sign-in form's nonce cookie, with a planted one before it.
+            let form = try await ConsoleClient(client: c.client).get("/console")
+            let nonce = try XCTUnwrap(ConsoleClient.field("nonce", in: form.text))
+            let login = String(try XCTUnwrap(form.cookies.first { $0.hasPrefix("sf_console_login=") }).split(separator: ";")[0])
+            let signIn = try await c.client.execute(
+                uri: "/console/session",
+                method: .post,
+                headers: [
+                    .contentType: "application/x-www-form-urlencoded",
+                    .cookie: "sf_console_login=" + String(repeating: "d", count: 64) + "; " + login,
+                ],
+                body: ByteBuffer(string: "nonce=\(nonce)&token=\(self.admin)")
+            ) { r in Int(r.status.code) }
+            XCTAssertEqual(signIn, 303)
+            // Planted cookies alone are still no session.
+            c.cookie = planted
+            let alone = try await c.get("/console/accounts")
+            XCTAssertEqual(alone.status, 303)
+        }
+    }
+
     func testEveryPostNeedsTheSessionsTokenFromThisSite() async throws {
         try await withConsole { c in
             let c = try await self.signedIn(c)

@@ -148,8 +148,10 @@ struct SignInPage: Sendable {
         else {
             return notice(.badRequest, "Sign-in failed", "The form could not be read. Reload the sign-in page and try again.")
         }
-        guard let nonce = fields["nonce"], let cookie = request.cookies[SignInPage.cookieName]?.value,
-            nonce.utf8.count == 64, ConsoleSessions.same(nonce, cookie)
+        // Any cookie of the name: one planted under a longer path (a sibling site, another port
+        // of this host) is sent first and would otherwise hide the page's own.
+        guard let nonce = fields["nonce"], nonce.utf8.count == 64,
+            WebConsole.cookies(SignInPage.cookieName, in: request).contains(where: { ConsoleSessions.same(nonce, $0) })
         else {
             return forged()
         }
