@@ -220,6 +220,39 @@ final class WebConsoleTests: XCTestCase, @unchecked Sendable {
         }
     }
 
+    /// Behind a proxy that ends TLS (`--public-url https://…`) the server speaks http, but its
+    /// cookies are `Secure` all the same: a plain-http request to the host never carries them.
+    func testCookiesAreSecureBehindAnHTTPSPublicURL() async throws {
+        engine.options.publicURL = "https://console.example.com"
+        try await withConsole(corsOrigins: ["https://app.example.com"]) { c in
+            let form = try await c.get("/console")
+            let login = try XCTUnwrap(form.cookies.first { $0.hasPrefix("sf_console_login=") })
+            XCTAssertTrue(login.hasSuffix("; Secure"), login)
+            let nonce = try XCTUnwrap(ConsoleClient.field("nonce", in: form.text))
+            let answer = try await c.client.execute(
+                uri: "/console/session",
+                method: .post,
+                headers: [
+                    .contentType: "application/x-www-form-urlencoded", .cookie: String(login.split(separator: ";")[0]),
+                    HTTPField.Name("Origin")!: "https://console.example.com",
+                ],
+                body: ByteBuffer(string: "nonce=\(nonce)&token=\(self.admin)")
+            ) { r in ConsoleClient.Page(status: Int(r.status.code), headers: r.headers, text: String(buffer: r.body)) }
+            XCTAssertEqual(answer.status, 303, answer.text)
+            let session = try XCTUnwrap(answer.cookies.first { $0.hasPrefix("sf_console=") })
+            XCTAssertTrue(session.contains("; Secure"), session)
+            let signin = try await c.get("/signin")
+            let nonceCookie = try XCTUnwrap(signin.cookies.first { $0.hasPrefix("sf_signin=") })
+            XCTAssertTrue(nonceCookie.hasSuffix("; Secure"), nonceCookie)
+        }
+        // Plain http everywhere (the default public URL): no `Secure`, or no browser would keep them.
+        engine.options.publicURL = "http://127.0.0.1:8080"
+        try await withConsole { c in
+            let form = try await c.get("/console")
+            XCTAssertFalse(try XCTUnwrap(form.cookies.first { $0.hasPrefix("sf_console_login=") }).contains("Secure"))
+        }
+    }
+
     /// A cookie of the session's name planted under a longer path (by a sibling site, or a page
     /// on another port of this host: cookies know no port) is sent first; it hides neither the
     /// real session nor the sign-in form's nonce.

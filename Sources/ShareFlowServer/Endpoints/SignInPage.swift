@@ -104,7 +104,12 @@ struct SignInPage: Sendable {
 
     /// The nonce cookie: this path only, never sent by another site's request, gone in 10 minutes.
     private func cookie(_ nonce: String) -> String {
-        "\(SignInPage.cookieName)=\(nonce); Path=/signin; Max-Age=600; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "")
+        "\(SignInPage.cookieName)=\(nonce); Path=/signin; Max-Age=600; HttpOnly; SameSite=Strict" + secureAttribute
+    }
+
+    /// `; Secure` under TLS or behind a proxy that ends it (`--public-url https://…`).
+    private var secureAttribute: String {
+        WebConsole.secureCookies(tls: secure, publicURL: engine.options.publicURL) ? "; Secure" : ""
     }
 
     /// A page that only says why (a refused form, a server that cannot hand a token back).
@@ -206,7 +211,7 @@ struct SignInPage: Sendable {
         return PageHeaders.page(
             page,
             opener: .kept,
-            cookies: ["\(SignInPage.cookieName)=; Path=/signin; Max-Age=0; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "")]
+            cookies: ["\(SignInPage.cookieName)=; Path=/signin; Max-Age=0; HttpOnly; SameSite=Strict" + secureAttribute]
         )
     }
 

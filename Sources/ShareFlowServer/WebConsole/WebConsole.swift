@@ -120,8 +120,17 @@ struct WebConsole: Sendable {
     func cookie(_ name: String, _ value: String, maxAge: Int? = nil) -> String {
         var text = "\(name)=\(value); Path=/console; HttpOnly; SameSite=Strict"
         if let maxAge { text += "; Max-Age=\(maxAge)" }
-        if secure { text += "; Secure" }
+        if WebConsole.secureCookies(tls: secure, publicURL: engine.options.publicURL) { text += "; Secure" }
         return text
+    }
+
+    /// Whether the console's cookies are `Secure`: under TLS, and behind a proxy that ends TLS
+    /// for it (`--public-url https://…`), where the server itself speaks http but browsers reach
+    /// it over https only; else a plain-http request to the same host (a link, a redirect, a
+    /// network attacker's injection) would carry the session cookie in the clear.
+    /// (The engine's placeholder URL, before `serve` names its own, says nothing.)
+    static func secureCookies(tls: Bool, publicURL: String) -> Bool {
+        tls || (publicURL != Engine.defaultPublicURL && publicURL.lowercased().hasPrefix("https://"))
     }
 
     /// This server's origins, as a POST's `Origin` must name one.
