@@ -418,6 +418,33 @@ final class WebConsoleTests: XCTestCase, @unchecked Sendable {
         }
     }
 
+    /// The link page lists the shares the account is on: not one it was removed from (R16:
+    /// its link names nothing to the account), though the operator's audit still holds it.
+    func testTheLinkPageListsNoShareTheAccountWasRemovedFrom() async throws {
+        let (_, share) = try aliceSharesATrip(title: "Removed-From")
+        let alice = try engine.session(for: "alice@example.com").container("iCloud.test")
+        let carol = try XCTUnwrap(try alice.fetchShareParticipantResults([LookupRequest(emailAddress: "carol@example.com")]).0.first?.1.get())
+        share.addParticipant(carol)
+        XCTAssertNil(try alice.privateCloudDatabase.modifyRecords(saving: [share]).error)
+        let url = ConsoleLink.encode(try XCTUnwrap(share.url))
+        try await withConsole { c in
+            let c = try await self.signedIn(c)
+            let invited = try await c.get("/console/link?as=carol@example.com")
+            XCTAssertTrue(invited.text.contains("Removed-From") && invited.text.contains(url), invited.text)
+        }
+        let fetched = try XCTUnwrap(try alice.privateCloudDatabase.fetchRecord(share.recordID) as? Share)
+        fetched.removeParticipant(try XCTUnwrap(fetched.participants.first { $0.userIdentity.userRecordID == carolID }))
+        XCTAssertNil(try alice.privateCloudDatabase.modifyRecords(saving: [fetched]).error)
+        XCTAssertFalse(try engine.auditShares(participant: carolID).isEmpty, "the audit keeps it")
+        try await withConsole { c in
+            let c = try await self.signedIn(c)
+            let removed = try await c.get("/console/link?as=carol@example.com")
+            XCTAssertEqual(removed.status, 200)
+            XCTAssertFalse(removed.text.contains("Removed-From"), removed.text)
+            XCTAssertFalse(removed.text.contains(url), removed.text)
+        }
+    }
+
     func testEveryValueAUserControlsIsShownAsText() async throws {
         // The corpus in record names and fields, the zone name, an account's name, the share's
         // title, a requester, a policy's reason, and a fault rule's record name.
