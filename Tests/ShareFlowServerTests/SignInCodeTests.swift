@@ -395,6 +395,52 @@ final class SignInCodeTests: XCTestCase {
         }
     }
 
+    /// Codes still being checked count: many sent at once (each let in before its form was
+    /// read) are held to the same ten a minute; a code that signs in is given back.
+    func testWrongCodesSentAtOnceAreHeldToTheSameLimit() async throws {
+        let attempts = SignInAttempts(perMinute: 3)
+        XCTAssertEqual((0..<6).map { _ in attempts.take(from: "10.0.0.1") }, [true, true, true, false, false, false])
+        attempts.giveBack(from: "10.0.0.1")
+        XCTAssertTrue(attempts.take(from: "10.0.0.1"))
+        XCTAssertFalse(attempts.take(from: "10.0.0.1"))
+        let minted = try SignInCodes.mint(container: container, account: bob, engine: engine)
+        try await withServer { c in
+            var nonces: [String] = []
+            for _ in 0..<30 { nonces.append(try await c.nonce()) }
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for (n, nonce) in nonces.enumerated() {
+                    group.addTask { try await c.post("ABCD-EFGH-JK\(n % 10)M", nonce: nonce, cookie: nonce).status }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            XCTAssertLessThanOrEqual(statuses.filter { $0 == 400 }.count, 10, "\(statuses)")
+            XCTAssertEqual(statuses.filter { $0 == 429 }.count, 30 - statuses.filter { $0 == 400 }.count, "\(statuses)")
+        }
+        // Forged forms are given back: they take no try from a person who then types a code.
+        try await withServer { c in
+            for _ in 0..<12 {
+                let r = try await c.post("ABCD-EFGH-JK1M", nonce: nil, cookie: nil)
+                XCTAssertEqual(r.status, 403)
+            }
+            let r = try await c.signIn(minted.code)
+            XCTAssertEqual(r.status, 200, r.text)
+        }
+    }
+
+    /// A nonce cookie planted under a longer path (a sibling site, another port of this host)
+    /// is sent before the page's own: it hides it not.
+    func testAPlantedNonceCookieHidesNotThePagesOwn() async throws {
+        let minted = try SignInCodes.mint(container: container, account: bob, engine: engine)
+        try await withServer { c in
+            let nonce = try await c.nonce()
+            let planted = String(repeating: "e", count: 64)
+            let r = try await c.post(minted.code, nonce: nonce, cookie: "\(planted); sf_signin=\(nonce)")
+            XCTAssertEqual(r.status, 200, r.text)
+            let alone = try await c.post(minted.code, nonce: nonce, cookie: planted)
+            XCTAssertEqual(alone.status, 403)
+        }
+    }
+
     /// The sign-in pages are no CloudKit route: no CORS header, whatever `--cors-origin` says,
     /// preflight included (a page of another origin never reads them).
     func testNoCrossOriginHeadersOnTheSignInPages() async throws {

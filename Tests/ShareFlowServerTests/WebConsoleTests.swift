@@ -165,6 +165,129 @@ final class WebConsoleTests: XCTestCase, @unchecked Sendable {
         }
     }
 
+    /// Tries still being answered count: a burst sent at once (each checked before its form
+    /// was read) is held to the same number as tries one after another; a try that was not a
+    /// wrong token is given back.
+    func testSignInTriesInFlightCountAgainstTheLimit() async throws {
+        var options = WebConsoleOptions()
+        options.failedSignInsPerMinute = 3
+        let sessions = ConsoleSessions(options: options)
+        let tries = (0..<10).map { _ in sessions.takeSignIn(from: "10.0.0.1") }
+        XCTAssertEqual(tries, [true, true, true] + Array(repeating: false, count: 7))
+        XCTAssertTrue(sessions.takeSignIn(from: "10.0.0.2"), "another address is its own")
+        sessions.giveBackSignIn(from: "10.0.0.1")
+        XCTAssertTrue(sessions.takeSignIn(from: "10.0.0.1"))
+        XCTAssertFalse(sessions.takeSignIn(from: "10.0.0.1"))
+        // Through the door: twenty wrong tokens sent at once, at most three answered 401.
+        try await withConsole(options: options) { c in
+            var forms: [(String, String)] = []
+            for _ in 0..<20 {
+                let form = try await c.get("/console")
+                let nonce = try XCTUnwrap(ConsoleClient.field("nonce", in: form.text))
+                forms.append((nonce, String(try XCTUnwrap(form.cookies.first { $0.hasPrefix("sf_console_login=") }).split(separator: ";")[0])))
+            }
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for (nonce, login) in forms {
+                    group.addTask {
+                        try await c.client.execute(
+                            uri: "/console/session",
+                            method: .post,
+                            headers: [.contentType: "application/x-www-form-urlencoded", .cookie: login],
+                            body: ByteBuffer(string: "nonce=\(nonce)&token=" + String(repeating: "1", count: 64))
+                        ) { r in Int(r.status.code) }
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            XCTAssertLessThanOrEqual(statuses.filter { $0 == 401 }.count, 3, "\(statuses)")
+            XCTAssertEqual(statuses.filter { $0 == 429 }.count, 20 - statuses.filter { $0 == 401 }.count, "\(statuses)")
+        }
+        // A refused form (no nonce) and a right token are given back: the wrong ones alone count.
+        try await withConsole(options: options) { c in
+            for _ in 0..<5 {
+                let r = try await c.client.execute(
+                    uri: "/console/session",
+                    method: .post,
+                    headers: [.contentType: "application/x-www-form-urlencoded"],
+                    body: ByteBuffer(string: "nonce=x&token=" + String(repeating: "1", count: 64))
+                ) { r in Int(r.status.code) }
+                XCTAssertEqual(r, 403)
+            }
+            for _ in 0..<5 {
+                var a = c
+                try await a.signIn(self.admin)
+            }
+        }
+    }
+
+    /// Behind a proxy that ends TLS (`--public-url https://…`) the server speaks http, but its
+    /// cookies are `Secure` all the same: a plain-http request to the host never carries them.
+    func testCookiesAreSecureBehindAnHTTPSPublicURL() async throws {
+        engine.options.publicURL = "https://console.example.com"
+        try await withConsole(corsOrigins: ["https://app.example.com"]) { c in
+            let form = try await c.get("/console")
+            let login = try XCTUnwrap(form.cookies.first { $0.hasPrefix("sf_console_login=") })
+            XCTAssertTrue(login.hasSuffix("; Secure"), login)
+            let nonce = try XCTUnwrap(ConsoleClient.field("nonce", in: form.text))
+            let answer = try await c.client.execute(
+                uri: "/console/session",
+                method: .post,
+                headers: [
+                    .contentType: "application/x-www-form-urlencoded", .cookie: String(login.split(separator: ";")[0]),
+                    HTTPField.Name("Origin")!: "https://console.example.com",
+                ],
+                body: ByteBuffer(string: "nonce=\(nonce)&token=\(self.admin)")
+            ) { r in ConsoleClient.Page(status: Int(r.status.code), headers: r.headers, text: String(buffer: r.body)) }
+            XCTAssertEqual(answer.status, 303, answer.text)
+            let session = try XCTUnwrap(answer.cookies.first { $0.hasPrefix("sf_console=") })
+            XCTAssertTrue(session.contains("; Secure"), session)
+            let signin = try await c.get("/signin")
+            let nonceCookie = try XCTUnwrap(signin.cookies.first { $0.hasPrefix("sf_signin=") })
+            XCTAssertTrue(nonceCookie.hasSuffix("; Secure"), nonceCookie)
+        }
+        // Plain http everywhere (the default public URL): no `Secure`, or no browser would keep them.
+        engine.options.publicURL = "http://127.0.0.1:8080"
+        try await withConsole { c in
+            let form = try await c.get("/console")
+            XCTAssertFalse(try XCTUnwrap(form.cookies.first { $0.hasPrefix("sf_console_login=") }).contains("Secure"))
+        }
+    }
+
+    /// A cookie of the session's name planted under a longer path (by a sibling site, or a page
+    /// on another port of this host: cookies know no port) is sent first; it hides neither the
+    /// real session nor the sign-in form's nonce.
+    func testAPlantedCookieUnderALongerPathHidesNoSession() async throws {
+        try await withConsole { c in
+            var c = try await self.signedIn(c)
+            let real = c.cookie
+            let planted = "sf_console=" + String(repeating: "c", count: 64)
+            c.cookie = planted + "; " + real
+            let page = try await c.get("/console/accounts")
+            XCTAssertEqual(page.status, 200, "the real session, not the planted one")
+            let post = try await c.post("/console/faults/arm", [("operation", "records/modify"), ("fault", "requestRateLimited")])
+            XCTAssertEqual(post.status, 303, post.text)
+            XCTAssertEqual(self.engine.faults.list().count, 1)
+            // The sign-in form's nonce cookie, with a planted one before it.
+            let form = try await ConsoleClient(client: c.client).get("/console")
+            let nonce = try XCTUnwrap(ConsoleClient.field("nonce", in: form.text))
+            let login = String(try XCTUnwrap(form.cookies.first { $0.hasPrefix("sf_console_login=") }).split(separator: ";")[0])
+            let signIn = try await c.client.execute(
+                uri: "/console/session",
+                method: .post,
+                headers: [
+                    .contentType: "application/x-www-form-urlencoded",
+                    .cookie: "sf_console_login=" + String(repeating: "d", count: 64) + "; " + login,
+                ],
+                body: ByteBuffer(string: "nonce=\(nonce)&token=\(self.admin)")
+            ) { r in Int(r.status.code) }
+            XCTAssertEqual(signIn, 303)
+            // Planted cookies alone are still no session.
+            c.cookie = planted
+            let alone = try await c.get("/console/accounts")
+            XCTAssertEqual(alone.status, 303)
+        }
+    }
+
     func testEveryPostNeedsTheSessionsTokenFromThisSite() async throws {
         try await withConsole { c in
             let c = try await self.signedIn(c)
@@ -292,6 +415,33 @@ final class WebConsoleTests: XCTestCase, @unchecked Sendable {
             let badEnv = try await c.get("/console/database?as=alice@example.com&container=iCloud.test&environment=staging")
             XCTAssertEqual(badEnv.status, 400)
             XCTAssertTrue(badEnv.text.contains("environment must be development or production"))
+        }
+    }
+
+    /// The link page lists the shares the account is on: not one it was removed from (R16:
+    /// its link names nothing to the account), though the operator's audit still holds it.
+    func testTheLinkPageListsNoShareTheAccountWasRemovedFrom() async throws {
+        let (_, share) = try aliceSharesATrip(title: "Removed-From")
+        let alice = try engine.session(for: "alice@example.com").container("iCloud.test")
+        let carol = try XCTUnwrap(try alice.fetchShareParticipantResults([LookupRequest(emailAddress: "carol@example.com")]).0.first?.1.get())
+        share.addParticipant(carol)
+        XCTAssertNil(try alice.privateCloudDatabase.modifyRecords(saving: [share]).error)
+        let url = ConsoleLink.encode(try XCTUnwrap(share.url))
+        try await withConsole { c in
+            let c = try await self.signedIn(c)
+            let invited = try await c.get("/console/link?as=carol@example.com")
+            XCTAssertTrue(invited.text.contains("Removed-From") && invited.text.contains(url), invited.text)
+        }
+        let fetched = try XCTUnwrap(try alice.privateCloudDatabase.fetchRecord(share.recordID) as? Share)
+        fetched.removeParticipant(try XCTUnwrap(fetched.participants.first { $0.userIdentity.userRecordID == carolID }))
+        XCTAssertNil(try alice.privateCloudDatabase.modifyRecords(saving: [fetched]).error)
+        XCTAssertFalse(try engine.auditShares(participant: carolID).isEmpty, "the audit keeps it")
+        try await withConsole { c in
+            let c = try await self.signedIn(c)
+            let removed = try await c.get("/console/link?as=carol@example.com")
+            XCTAssertEqual(removed.status, 200)
+            XCTAssertFalse(removed.text.contains("Removed-From"), removed.text)
+            XCTAssertFalse(removed.text.contains(url), removed.text)
         }
     }
 

@@ -104,7 +104,12 @@ struct SignInPage: Sendable {
 
     /// The nonce cookie: this path only, never sent by another site's request, gone in 10 minutes.
     private func cookie(_ nonce: String) -> String {
-        "\(SignInPage.cookieName)=\(nonce); Path=/signin; Max-Age=600; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "")
+        "\(SignInPage.cookieName)=\(nonce); Path=/signin; Max-Age=600; HttpOnly; SameSite=Strict" + secureAttribute
+    }
+
+    /// `; Secure` under TLS or behind a proxy that ends it (`--public-url https://…`).
+    private var secureAttribute: String {
+        WebConsole.secureCookies(tls: secure, publicURL: engine.options.publicURL) ? "; Secure" : ""
     }
 
     /// A page that only says why (a refused form, a server that cannot hand a token back).
@@ -125,7 +130,7 @@ struct SignInPage: Sendable {
 
     private func signIn(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let address = context.remoteAddress?.ipAddress ?? "unknown"
-        guard attempts.mayTry(from: address) else {
+        guard attempts.take(from: address) else {
             var response = notice(
                 .tooManyRequests,
                 "Too many tries",
@@ -134,6 +139,10 @@ struct SignInPage: Sendable {
             response.headers[.retryAfter] = "60"
             return response
         }
+        // Counted before the form is read (a burst sent at once is held to the same number),
+        // given back unless it was a wrong code.
+        var wrongCode = false
+        defer { if !wrongCode { attempts.giveBack(from: address) } }
         let own = RequestForgery.ownOrigins(of: request, secure: secure, publicURL: engine.options.publicURL)
         if RequestForgery.refusal(of: request, ownOrigins: own) != nil {
             return forged()
@@ -144,8 +153,10 @@ struct SignInPage: Sendable {
         else {
             return notice(.badRequest, "Sign-in failed", "The form could not be read. Reload the sign-in page and try again.")
         }
-        guard let nonce = fields["nonce"], let cookie = request.cookies[SignInPage.cookieName]?.value,
-            nonce.utf8.count == 64, ConsoleSessions.same(nonce, cookie)
+        // Any cookie of the name: one planted under a longer path (a sibling site, another port
+        // of this host) is sent first and would otherwise hide the page's own.
+        guard let nonce = fields["nonce"], nonce.utf8.count == 64,
+            WebConsole.cookies(SignInPage.cookieName, in: request).contains(where: { ConsoleSessions.same(nonce, $0) })
         else {
             return forged()
         }
@@ -167,7 +178,7 @@ struct SignInPage: Sendable {
             return notice(.serviceUnavailable, "Sign-in failed", "The server could not sign you in just now. Try again in a moment.")
         }
         guard let signedIn else {
-            attempts.failed(from: address)
+            wrongCode = true
             return form(status: .badRequest, message: SignInPage.wrongCode, nonce: nonce)
         }
         context.notes.caller = signedIn.account.userRecordID
@@ -200,7 +211,7 @@ struct SignInPage: Sendable {
         return PageHeaders.page(
             page,
             opener: .kept,
-            cookies: ["\(SignInPage.cookieName)=; Path=/signin; Max-Age=0; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "")]
+            cookies: ["\(SignInPage.cookieName)=; Path=/signin; Max-Age=0; HttpOnly; SameSite=Strict" + secureAttribute]
         )
     }
 
@@ -268,25 +279,29 @@ final class SignInAttempts: Sendable {
         self.now = now
     }
 
-    /// Whether `address` may try a code now.
-    func mayTry(from address: String) -> Bool {
+    /// Takes a try for `address`: false once it has had `perMinute` codes that did not sign in
+    /// this minute, counting the tries still being answered (each is counted before its form is
+    /// read, so many sent at once are held to the same number). A try that was not a wrong code
+    /// is given back (`giveBack`).
+    func take(from address: String) -> Bool {
         let t = now()
         return failures.withLockedValue { failures in
-            guard let f = failures[address], t - f.since < 60 else { return true }
-            return f.count < perMinute
-        }
-    }
-
-    /// Notes a code from `address` that did not sign in.
-    func failed(from address: String) {
-        let t = now()
-        failures.withLockedValue { failures in
             if failures.count > 4096 { failures = failures.filter { t - $0.value.since < 60 } }
             if let f = failures[address], t - f.since < 60 {
+                guard f.count < perMinute else { return false }
                 failures[address] = (f.count + 1, f.since)
             } else {
                 failures[address] = (1, t)
             }
+            return true
+        }
+    }
+
+    /// Gives back a try `take` counted that was not a wrong code (it signed in, or its form was
+    /// refused before a code was looked at).
+    func giveBack(from address: String) {
+        failures.withLockedValue { failures in
+            if let f = failures[address], f.count > 0 { failures[address] = (f.count - 1, f.since) }
         }
     }
 }

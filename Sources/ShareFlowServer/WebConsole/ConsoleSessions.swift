@@ -142,25 +142,29 @@ final class ConsoleSessions: Sendable {
         }
     }
 
-    /// Counts a failed sign-in from `address`; false once it has failed too often this minute.
-    func mayTrySigningIn(from address: String) -> Bool {
+    /// Takes a sign-in try for `address`: false once it has had `failedSignInsPerMinute` this
+    /// minute that did not sign in, counting the tries still being answered (so a burst sent at
+    /// once is held to the same number: each is counted before its form is read, not after).
+    /// A try that turns out not to be a wrong token is given back (`giveBackSignIn`).
+    func takeSignIn(from address: String) -> Bool {
         let t = now()
         return state.withLockedValue { state in
             if state.failures.count > 4096 { state.failures = state.failures.filter { t - $0.value.since < 60 } }
-            guard let f = state.failures[address], t - f.since < 60 else { return true }
-            return f.count < options.failedSignInsPerMinute
-        }
-    }
-
-    /// Notes a failed sign-in from `address`.
-    func failedSignIn(from address: String) {
-        let t = now()
-        state.withLockedValue { state in
             if let f = state.failures[address], t - f.since < 60 {
+                guard f.count < options.failedSignInsPerMinute else { return false }
                 state.failures[address] = (f.count + 1, f.since)
             } else {
                 state.failures[address] = (1, t)
             }
+            return true
+        }
+    }
+
+    /// Gives back a try `takeSignIn` counted that was not a wrong token (it signed in, or its
+    /// form was refused before any token was looked at).
+    func giveBackSignIn(from address: String) {
+        state.withLockedValue { state in
+            if let f = state.failures[address], f.count > 0 { state.failures[address] = (f.count - 1, f.since) }
         }
     }
 

@@ -95,8 +95,14 @@ extension WebConsole {
                         """
                 }
             }
-            let invitations = try engine.auditShares(participant: account.userRecordID).prefix(100).map { s -> HTML in
-                let me = s.participants.first { $0.userRecordID == account.userRecordID }
+            // The shares the account is on: not those it was removed from (R16: to it, their
+            // links name nothing), which the operator's audit lists too.
+            let on = try engine.auditShares(participant: account.userRecordID).filter { s in
+                let mine = s.participants.filter { $0.userRecordID == account.userRecordID }
+                return mine.isEmpty || mine.contains { $0.acceptanceStatus != .removed }
+            }
+            let invitations = on.prefix(100).map { s -> HTML in
+                let me = s.participants.first { $0.userRecordID == account.userRecordID && $0.acceptanceStatus != .removed }
                 let link = ConsoleLink(
                     .link,
                     ["as": account.userRecordID, "container": s.containerIdentifier, "environment": s.environment.rawValue, "url": s.url]

@@ -72,7 +72,11 @@ struct WebConsole: Sendable {
 
     /// The session a request's cookie names, if it is open (and its admin token still stands).
     func session(of request: Request) async -> (key: String, session: ConsoleSessions.Session)? {
-        guard let token = WebConsole.cookie(WebConsole.sessionCookie, in: request), let found = sessions.find(token) else { return nil }
+        // Every cookie of the name, not the first: a browser sends a cookie of a longer path
+        // first, so one planted by a sibling site or another port of this host (cookies know no
+        // port) under `/console/share` would otherwise hide the real one.
+        guard let found = WebConsole.cookies(WebConsole.sessionCookie, in: request).lazy.compactMap({ self.sessions.find($0) }).first
+        else { return nil }
         // A revocation anywhere moves the epoch: the admin token is looked up again, once.
         let epoch = signal.credentialsEpoch
         if found.session.epoch != epoch {
@@ -91,25 +95,42 @@ struct WebConsole: Sendable {
         return found
     }
 
-    /// A cookie's value from the request's `Cookie` headers.
+    /// A cookie's value from the request's `Cookie` headers (the first of the name).
     static func cookie(_ name: String, in request: Request) -> String? {
+        cookies(name, in: request).first
+    }
+
+    /// Every value the request's `Cookie` headers give the name, in their order (at most 16:
+    /// a browser sends one per path and domain that matches).
+    static func cookies(_ name: String, in request: Request) -> [String] {
+        var values: [String] = []
         for header in request.headers[values: .cookie] {
             for part in header.split(separator: ";") {
                 let pair = part.split(separator: "=", maxSplits: 1)
                 if pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces) == name {
-                    return pair[1].trimmingCharacters(in: .whitespaces)
+                    values.append(pair[1].trimmingCharacters(in: .whitespaces))
+                    if values.count == 16 { return values }
                 }
             }
         }
-        return nil
+        return values
     }
 
     /// A `Set-Cookie` value scoped to the console.
     func cookie(_ name: String, _ value: String, maxAge: Int? = nil) -> String {
         var text = "\(name)=\(value); Path=/console; HttpOnly; SameSite=Strict"
         if let maxAge { text += "; Max-Age=\(maxAge)" }
-        if secure { text += "; Secure" }
+        if WebConsole.secureCookies(tls: secure, publicURL: engine.options.publicURL) { text += "; Secure" }
         return text
+    }
+
+    /// Whether the console's cookies are `Secure`: under TLS, and behind a proxy that ends TLS
+    /// for it (`--public-url https://…`), where the server itself speaks http but browsers reach
+    /// it over https only; else a plain-http request to the same host (a link, a redirect, a
+    /// network attacker's injection) would carry the session cookie in the clear.
+    /// (The engine's placeholder URL, before `serve` names its own, says nothing.)
+    static func secureCookies(tls: Bool, publicURL: String) -> Bool {
+        tls || (publicURL != Engine.defaultPublicURL && publicURL.lowercased().hasPrefix("https://"))
     }
 
     /// This server's origins, as a POST's `Origin` must name one.
@@ -150,16 +171,20 @@ struct WebConsole: Sendable {
         if let refusal = RequestForgery.refusal(of: request, ownOrigins: ownOrigins(of: request)) {
             return ConsoleLayout.refused(refusal)
         }
-        guard sessions.mayTrySigningIn(from: address) else {
+        guard sessions.takeSignIn(from: address) else {
             return signInForm(message: "Too many failed sign-ins from this address; wait a minute.", status: .tooManyRequests)
         }
+        // Counted before the form is read, given back unless it was a wrong token.
+        var wrongToken = false
+        defer { if !wrongToken { sessions.giveBackSignIn(from: address) } }
         var request = request
         guard let body = try? await request.collectBody(upTo: FormFields.maxBytes),
             let form = try? FormFields(decoding: String(buffer: body))
         else {
             return ConsoleLayout.refused("the form could not be read")
         }
-        guard let nonce = WebConsole.cookie(WebConsole.loginCookie, in: request), ConsoleSessions.same(nonce, form["nonce"] ?? "") else {
+        let nonce = form["nonce"] ?? ""
+        guard WebConsole.cookies(WebConsole.loginCookie, in: request).contains(where: { ConsoleSessions.same($0, nonce) }) else {
             return ConsoleLayout.refused("the sign-in form expired or came from elsewhere; open the console again")
         }
         let token = (form["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -181,7 +206,7 @@ struct WebConsole: Sendable {
                 )
             }
         }
-        sessions.failedSignIn(from: address)
+        wrongToken = true
         return signInForm(message: "That is not an admin token of this server.", status: .unauthorized)
     }
 }
