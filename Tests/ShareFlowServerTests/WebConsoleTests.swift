@@ -445,6 +445,22 @@ final class WebConsoleTests: XCTestCase, @unchecked Sendable {
         }
     }
 
+    func testADefaultZonesRecordsAreListedByType() async throws {
+        let db = try engine.session(for: "alice@example.com").container("iCloud.test").privateCloudDatabase
+        let id = RecordID(recordName: "note-1", zoneID: try db.zoneID(RecordZoneID.defaultZoneName))
+        XCTAssertNil(try db.modifyRecords(saving: [Record(recordType: "Note", recordID: id)]).error)
+        try await withConsole { c in
+            let c = try await self.signedIn(c)
+            let base = "/console/zone?" + self.place("alice@example.com", zone: RecordZoneID.defaultZoneName)
+            let form = try await c.get(base)
+            XCTAssertEqual(form.status, 200, form.text)
+            XCTAssertTrue(form.text.contains("name=\"type\""), form.text)
+            XCTAssertFalse(form.text.contains("/console/feed?"), "a default zone has no feed")
+            let listed = try await c.get(base + "&type=Note")
+            XCTAssertTrue(listed.text.contains(">note-1<"), listed.text)
+        }
+    }
+
     func testEveryValueAUserControlsIsShownAsText() async throws {
         // The corpus in record names and fields, the zone name, an account's name, the share's
         // title, a requester, a policy's reason, and a fault rule's record name.

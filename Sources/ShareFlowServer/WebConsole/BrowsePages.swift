@@ -107,7 +107,7 @@ extension WebConsole {
             let at = place.with(zone: z)
             return """
                 <tr><td><a href="\(at.link(.zone))">\(z.zoneName)</a></td><td><code>\(z.ownerName)</code></td>
-                <td>\(place.scope == .public ? HTML.empty : "<a href=\"\(at.link(.feed))\">live feed</a>")</td></tr>
+                <td>\(place.scope == .public || z.isDefaultZone ? HTML.empty : "<a href=\"\(at.link(.feed))\">live feed</a>")</td></tr>
                 """
         }
         let publicForm: HTML =
@@ -134,12 +134,26 @@ extension WebConsole {
         let engine = self.engine
         let place = try ConsolePlace(call, needsZone: true)
         let after = call.query.text("after")
+        let type = call.query.text("type")
         guard let zoneID = place.zone else { throw ConsoleProblem("zone is required") }
+        // A default zone (and the public database) has no change feed, as in CloudKit: its
+        // records are found by type, as an app's query finds them.
+        let byType = zoneID.isDefaultZone || place.scope == .public
         let (rows, next, owner) = try await thread.read { () -> ([HTML], String?, Bool) in
             let db = try place.database(engine: engine)
-            let changes = try db.recordZoneChanges(zoneID, since: after, resultsLimit: WebConsole.pageSize, desiredKeys: [])
             let me = try ConsolePlace.account(place.who, engine: engine).userRecordID
-            let rows = changes.modifications.map { r -> HTML in
+            let records: [Record]
+            var next: String?
+            if byType {
+                guard let type else { return ([], nil, false) }
+                records = try db.records(matching: Query(recordType: type), inZoneWith: zoneID, desiredKeys: [], resultsLimit: WebConsole.pageSize)
+                    .records
+            } else {
+                let changes = try db.recordZoneChanges(zoneID, since: after, resultsLimit: WebConsole.pageSize, desiredKeys: [])
+                records = changes.modifications
+                next = changes.moreComing ? changes.changeToken : nil
+            }
+            let rows = records.map { r -> HTML in
                 let link = place.link(.record, [("record", r.recordID.recordName)])
                 let shared: HTML = r.share != nil ? " <span class=\"badge\">shared</span>" : .empty
                 return """
@@ -147,7 +161,7 @@ extension WebConsole {
                     <td>\(WebConsole.time(r.modificationDate))</td></tr>
                     """
             }
-            return (rows, changes.moreComing ? changes.changeToken : nil, zoneID.ownerName == me && place.scope == .private)
+            return (rows, next, zoneID.ownerName == me && place.scope == .private)
         }
         let more: HTML = next.map { "<p><a href=\"\(place.link(.zone, [("after", $0)]))\">Next page</a></p>" } ?? .empty
         let shareZone: HTML =
@@ -156,14 +170,21 @@ extension WebConsole {
             <form method="post" action="\(ConsoleLink(.shareCreate))" class="row">\(call.csrfField)\(place.hiddenFields)
             <input type="hidden" name="zoneShare" value="1"><button type="submit" class="quiet">Share this zone</button></form>
             """ : .empty
+        let typeForm: HTML =
+            byType
+            ? """
+            <form method="get" action="\(ConsoleLink(.zone))" class="row">\(place.hiddenFields)
+            <label>Record type<input name="type" required value="\(type ?? "")"></label><button type="submit">List</button></form>
+            <p class="muted">This zone has no change feed (a default zone): its records are listed by type, the first \(WebConsole.pageSize).</p>
+            """ : .empty
+        let feed: HTML = byType ? .empty : " · <a href=\"\(place.link(.feed))\">live feed</a>"
         return ConsolePage(
             title: zoneID.zoneName,
             acting: place.who,
             body: """
                 <h1>Zone <code>\(zoneID.zoneName)</code></h1>
-                <p class="muted">Owner <code>\(zoneID.ownerName)</code> · <a href="\(place.link(.database, zone: false))">all zones</a> ·
-                <a href="\(place.link(.feed))">live feed</a></p>
-                \(shareZone)
+                <p class="muted">Owner <code>\(zoneID.ownerName)</code> · <a href="\(place.link(.database, zone: false))">all zones</a>\(feed)</p>
+                \(shareZone)\(typeForm)
                 <table><thead><tr><th scope="col">Record</th><th scope="col">Type</th><th scope="col">Modified</th></tr></thead><tbody>\(rows)</tbody></table>
                 \(rows.isEmpty ? "<p class=\"muted\">No records.</p>" : HTML.empty)
                 \(more)
