@@ -2,7 +2,7 @@ import Foundation
 import ShareFlowTestKit
 import XCTest
 
-/// `shareflow tokens signin` as an operator runs it (SPEC §21; docs/plans/console.md §5): a
+/// `shareflow tokens signin` as an operator runs it (SPEC §21; docs/reference/server.md, the sign-in page): a
 /// one-time code for an account in a container, its checks, and `tokens revoke CODE`.
 final class SignInCodeCommandTests: XCTestCase {
     private var dir: URL!

@@ -11,7 +11,7 @@ import XCTest
 @testable import ShareFlow
 @testable import ShareFlowServer
 
-/// The sign-in page's one-time codes (SPEC §21, §13 wave 4; docs/plans/console.md §5), in
+/// The sign-in page's one-time codes (SPEC §21, §13 wave 4; docs/reference/server.md, the sign-in page), in
 /// process: without the console `/signin` is today's page to the byte; with it, a form whose
 /// code, once, becomes a web auth token handed to the opener's listed origins.
 final class SignInCodeTests: XCTestCase {

@@ -172,12 +172,12 @@ final class WebConsoleTests: XCTestCase, @unchecked Sendable {
         var options = WebConsoleOptions()
         options.failedSignInsPerMinute = 3
         let sessions = ConsoleSessions(options: options)
-        let tries = (0..<10).map { _ in sessions.takeSignIn(from: "10.0.0.1") }
+        let tries = (0..<10).map { _ in sessions.signIns.take(from: "10.0.0.1") }
         XCTAssertEqual(tries, [true, true, true] + Array(repeating: false, count: 7))
-        XCTAssertTrue(sessions.takeSignIn(from: "10.0.0.2"), "another address is its own")
-        sessions.giveBackSignIn(from: "10.0.0.1")
-        XCTAssertTrue(sessions.takeSignIn(from: "10.0.0.1"))
-        XCTAssertFalse(sessions.takeSignIn(from: "10.0.0.1"))
+        XCTAssertTrue(sessions.signIns.take(from: "10.0.0.2"), "another address is its own")
+        sessions.signIns.giveBack(from: "10.0.0.1")
+        XCTAssertTrue(sessions.signIns.take(from: "10.0.0.1"))
+        XCTAssertFalse(sessions.signIns.take(from: "10.0.0.1"))
         // Through the door: twenty wrong tokens sent at once, at most three answered 401.
         try await withConsole(options: options) { c in
             var forms: [(String, String)] = []

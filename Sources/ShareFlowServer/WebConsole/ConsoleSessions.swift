@@ -43,7 +43,6 @@ final class ConsoleSessions: Sendable {
 
     private struct State {
         var sessions: [String: Session] = [:]
-        var failures: [String: (count: Int, since: Double)] = [:]
     }
 
     private let state = NIOLockedValueBox(State())
@@ -51,9 +50,13 @@ final class ConsoleSessions: Sendable {
     /// The monotonic clock in seconds; tests move it.
     let now: @Sendable () -> Double
 
+    /// Failed sign-ins with an admin token, per address.
+    let signIns: SignInAttempts
+
     init(options: WebConsoleOptions, now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
         self.options = options
         self.now = now
+        self.signIns = SignInAttempts(perMinute: options.failedSignInsPerMinute, now: now)
     }
 
     /// A new session for an admin token: its cookie token (only the browser keeps it).
@@ -139,32 +142,6 @@ final class ConsoleSessions: Sendable {
     func closeFeed(_ key: String) {
         state.withLockedValue { state in
             if let n = state.sessions[key]?.feeds { state.sessions[key]?.feeds = max(0, n - 1) }
-        }
-    }
-
-    /// Takes a sign-in try for `address`: false once it has had `failedSignInsPerMinute` this
-    /// minute that did not sign in, counting the tries still being answered (so a burst sent at
-    /// once is held to the same number: each is counted before its form is read, not after).
-    /// A try that turns out not to be a wrong token is given back (`giveBackSignIn`).
-    func takeSignIn(from address: String) -> Bool {
-        let t = now()
-        return state.withLockedValue { state in
-            if state.failures.count > 4096 { state.failures = state.failures.filter { t - $0.value.since < 60 } }
-            if let f = state.failures[address], t - f.since < 60 {
-                guard f.count < options.failedSignInsPerMinute else { return false }
-                state.failures[address] = (f.count + 1, f.since)
-            } else {
-                state.failures[address] = (1, t)
-            }
-            return true
-        }
-    }
-
-    /// Gives back a try `takeSignIn` counted that was not a wrong token (it signed in, or its
-    /// form was refused before any token was looked at).
-    func giveBackSignIn(from address: String) {
-        state.withLockedValue { state in
-            if let f = state.failures[address], f.count > 0 { state.failures[address] = (f.count - 1, f.since) }
         }
     }
 

@@ -171,12 +171,12 @@ struct WebConsole: Sendable {
         if let refusal = RequestForgery.refusal(of: request, ownOrigins: ownOrigins(of: request)) {
             return ConsoleLayout.refused(refusal)
         }
-        guard sessions.takeSignIn(from: address) else {
+        guard sessions.signIns.take(from: address) else {
             return signInForm(message: "Too many failed sign-ins from this address; wait a minute.", status: .tooManyRequests)
         }
         // Counted before the form is read, given back unless it was a wrong token.
         var wrongToken = false
-        defer { if !wrongToken { sessions.giveBackSignIn(from: address) } }
+        defer { if !wrongToken { sessions.signIns.giveBack(from: address) } }
         var request = request
         guard let body = try? await request.collectBody(upTo: FormFields.maxBytes),
             let form = try? FormFields(decoding: String(buffer: body))
