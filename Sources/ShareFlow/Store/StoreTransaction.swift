@@ -104,8 +104,11 @@ extension StoreTransaction {
     /// taken now if no other writer holds it, never waited for (two writers each waiting for
     /// the other's zone would wait for ever); held elsewhere, the write fails as busy, to be
     /// retried. Called by the engine's zone lookups, for every zone a write finds.
-    package func claim(zone: ZoneLockKey) throws {
-        guard isWritable, let feedBumps, case .zones(let held) = feedBumps.held, !held.contains(zone) else { return }
+    package func claim(zone make: @autoclosure () -> ZoneLockKey) throws {
+        // A read claims nothing: its key is not even made (a read's fixed cost, issue 48).
+        guard isWritable, let feedBumps, case .zones(let held) = feedBumps.held else { return }
+        let zone = make()
+        guard !held.contains(zone) else { return }
         try take(.zones([zone]), feedBumps, as: "\(zone)")
         feedBumps.held = .zones(held.union([zone]))
     }

@@ -110,10 +110,12 @@ package struct ZoneLockKey: Hashable, Sendable, CustomStringConvertible {
     package init(container: ContainerID, ownerName: String, zoneName: String) {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for part in [container.identifier, container.environment.rawValue, ownerName, zoneName] {
-            for byte in part.utf8 + [0] {
+            for byte in part.utf8 {
                 hash ^= UInt64(byte)
                 hash = hash &* 0x0000_0100_0000_01B3
             }
+            // The NUL between names (hashing 0 leaves the xor as it is).
+            hash = hash &* 0x0000_0100_0000_01B3
         }
         value = Int64(bitPattern: hash)
         description = "zone \(zoneName) of \(ownerName) in \(container.identifier) (\(container.environment.rawValue))"
