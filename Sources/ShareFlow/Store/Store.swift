@@ -460,30 +460,18 @@ public final class Store: @unchecked Sendable {
             // again on every read (its authorizer was ~45% of a fetchRecord's time). What
             // query_only guarded is checked instead: a read that changed a row is undone and
             // is an error.
-            // BEGIN and COMMIT are cached statements: GRDB's `inTransaction` parses both again on
-            // every call, a sixth of a one-record read (issue 48, callgrind).
             return try queue.inDatabase { db in
                 current = db
                 defer { current = nil }
                 let changes = db.totalChangesCount
-                let result: T
-                try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
-                do {
+                var result: T?
+                try db.inTransaction(.deferred) {
                     result = try body(StoreTransaction(db, writable: false, path: path))
-                } catch {
-                    if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
-                    throw error
+                    return db.totalChangesCount == changes ? .commit : .rollback
                 }
-                guard db.totalChangesCount == changes else {
-                    if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
+                guard db.totalChangesCount == changes, let result else {
                     throw ShareFlowError(.serviceUnavailable, "store \(path): a read changed rows; it was undone (a ShareFlow bug: please report it)")
                         .forOperator()
-                }
-                if db.isInsideTransaction {
-                    do { try db.cachedStatement(sql: "COMMIT TRANSACTION").execute() } catch {
-                        try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute()
-                        throw error
-                    }
                 }
                 return result
             }

@@ -106,9 +106,12 @@ extension StoreTransaction {
     }
 
     /// What others see of account `id`: one statement, where `account(id:)` reads four.
+    /// `accountIdentity(id:)`'s statement, made once (not on every read: issue 48).
+    static let accountIdentitySQL = "SELECT \(accountIdentityColumns) FROM account a WHERE a.id = ?"
+
     package func accountIdentity(id: Int64) throws -> AccountIdentityRow? {
         try fetchOne(
-            "SELECT \(StoreTransaction.accountIdentityColumns) FROM account a WHERE a.id = ?",
+            StoreTransaction.accountIdentitySQL,
             [id],
             table: "account",
             keyAt: 0
