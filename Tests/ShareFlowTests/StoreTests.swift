@@ -154,4 +154,60 @@ final class StoreTests: XCTestCase {
         let keys = try store.read { try String.fetchAll($0.db, sql: "SELECT key FROM shareflow_meta ORDER BY key") }
         XCTAssertEqual(keys, ["a", "format", "schemaVersion", "syncKey"])
     }
+
+    /// A read's BEGIN and COMMIT are the connection's cached statements (issue 48): however a
+    /// read ends — returning, throwing, failing on bad SQL, leaving a cursor unfinished, or
+    /// reading on after a statement failed — the next one sees what another connection (another
+    /// process, `shareflow tokens revoke`) committed since. A snapshot kept open would show the
+    /// old value, and a transaction left open would stop GRDB.
+    func testEveryReadSeesTheLatestCommitHoweverTheLastOneEnded() throws {
+        let dir = try makeTemporaryFolder("sf-store-reads")
+        let path = dir.appendingPathComponent("s.sqlite").path
+        let reader = try Store(path: path)
+        let writer = try Store(path: path)
+        struct Thrown: Error {}
+        func value(_ db: StoreTransaction) throws -> Int? {
+            try Int.fetchOne(db.db, sql: "SELECT CAST(value AS INTEGER) FROM shareflow_meta WHERE key = 'proof'")
+        }
+        for n in 1...2_000 {
+            try writer.write { db in
+                try db.db.execute(
+                    sql: "INSERT INTO shareflow_meta VALUES ('proof', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    arguments: [n]
+                )
+            }
+            switch n % 5 {
+            case 0:
+                XCTAssertThrowsError(
+                    try reader.read { db -> Int in
+                        _ = try value(db)
+                        throw Thrown()
+                    }
+                )
+            case 1:
+                XCTAssertThrowsError(
+                    try reader.read { db -> Int in
+                        _ = try value(db)
+                        return try Int.fetchOne(db.db, sql: "SELECT nope FROM nowhere") ?? 0
+                    }
+                )
+            case 2:
+                // A cursor left after its first row: the read's COMMIT ends its snapshot all the same.
+                _ = try reader.read { db -> Int? in
+                    let cursor = try Int.fetchCursor(db.db, sql: "SELECT CAST(value AS INTEGER) FROM shareflow_meta")
+                    return try cursor.next()
+                }
+            case 3:
+                // A failed statement, caught, and the read goes on and returns.
+                _ = try reader.read { db -> Int? in
+                    _ = try? Int.fetchOne(db.db, sql: "SELECT nope FROM nowhere")
+                    return try value(db)
+                }
+            default:
+                XCTAssertEqual(try reader.read(value), n)
+            }
+            XCTAssertEqual(try reader.read(value), n, "read \(n) sees the commit made before it")
+            XCTAssertFalse(reader.queue.inDatabase { $0.isInsideTransaction }, "read \(n) left no transaction open")
+        }
+    }
 }

@@ -57,6 +57,14 @@ protocol CallerKey {
 }
 
 extension Account: CallerKey {}
+
+/// A caller known by its row and user record name only, for a read that says nothing of its
+/// addresses (`Engine.ownRecord`: a record that is not a share).
+struct CallerName: CallerKey {
+    let id: Int64
+    let userRecordID: String
+    var email: String? { nil }
+}
 extension AccountIdentityRow: CallerKey {}
 
 extension Engine {

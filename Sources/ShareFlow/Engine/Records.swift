@@ -5,12 +5,23 @@ extension Engine {
     static let publicOwnerName = "__defaultOwner__"
 
     /// The stored zone behind `zoneID` in `container` (public or private storage).
-    func zoneRow(_ zoneID: RecordZoneID, container: ContainerID, isPublic: Bool, create: Bool, db: StoreTransaction) throws -> ZoneRow? {
+    /// `ownerID`: the owner's row when the caller knows it (the caller's own zone), else read
+    /// by the zone's owner name.
+    func zoneRow(
+        _ zoneID: RecordZoneID,
+        container: ContainerID,
+        isPublic: Bool,
+        create: Bool,
+        ownerID knownOwner: Int64? = nil,
+        db: StoreTransaction
+    ) throws -> ZoneRow? {
         // A write's zones are claimed before they are read (SPEC §16 M5).
         try db.claim(zone: ZoneLockKey(container: container, zoneID: zoneID))
         let ownerID: Int64
         if isPublic {
             ownerID = 0
+        } else if let knownOwner {
+            ownerID = knownOwner
         } else {
             guard let id = try accountID(for: .userRecordID(zoneID.ownerName), db: db) else {
                 throw ShareFlowError(.zoneNotFound, "zone \(zoneID): no account '\(zoneID.ownerName)' owns it")
@@ -28,23 +39,17 @@ extension Engine {
         return ZoneRow(id: id, container: container, ownerID: ownerID, zoneID: zoneID, isPublic: isPublic)
     }
 
-    /// The zone a database call addresses, checked against the database's scope (R3).
-    func zone(for zoneID: RecordZoneID, in database: CloudDatabase, caller: some CallerKey, db: StoreTransaction) throws -> ZoneRow {
-        let container = database.container.containerID
+    /// The zone a call in the public database or the caller's own private one addresses, as
+    /// stored (R3; R24: the current user's name stands for the caller), and its owner's row;
+    /// what it may not address is refused before any zone is read.
+    func ownZoneID(_ zoneID: RecordZoneID, in database: CloudDatabase, caller: some CallerKey) throws -> (zoneID: RecordZoneID, ownerID: Int64) {
         switch database.databaseScope {
         case .public:
             guard zoneID.isDefaultZone else {
                 throw ShareFlowError(.zoneNotFound, "zone \(zoneID.zoneName): the public database has only the default zone")
             }
-            return try zoneRow(
-                RecordZoneID(zoneName: zoneID.zoneName, ownerName: Engine.publicOwnerName),
-                container: container,
-                isPublic: true,
-                create: true,
-                db: db
-            )!
+            return (RecordZoneID(zoneName: zoneID.zoneName, ownerName: Engine.publicOwnerName), 0)
         case .private:
-            // R24: the current user's name stands for the caller.
             let zoneID =
                 zoneID.ownerName == RecordZoneID.currentUserName
                 ? RecordZoneID(zoneName: zoneID.zoneName, ownerName: caller.userRecordID) : zoneID
@@ -53,11 +58,37 @@ extension Engine {
                     "zone \(zoneID) is in another user's private database; \(caller.email ?? caller.userRecordID) may use only their own"
                 )
             }
-            guard let zone = try zoneRow(zoneID, container: container, isPublic: false, create: false, db: db) else {
-                throw ShareFlowError(
-                    .zoneNotFound,
-                    "zone '\(zoneID.zoneName)' does not exist in the private database of \(caller.email ?? caller.userRecordID); save it first"
-                )
+            // The owner's name is the caller's, a user record name no other account has.
+            return (zoneID, caller.id)
+        case .shared:
+            preconditionFailure("a shared database's zones are the owners' (zone(for:))")
+        }
+    }
+
+    /// Why a custom zone of the caller's own private database is not found.
+    static func ownZoneNotFound(_ zoneID: RecordZoneID, caller: some CallerKey) -> ShareFlowError {
+        ShareFlowError(
+            .zoneNotFound,
+            "zone '\(zoneID.zoneName)' does not exist in the private database of \(caller.email ?? caller.userRecordID); save it first"
+        )
+    }
+
+    /// The zone a database call addresses, checked against the database's scope (R3).
+    func zone(for zoneID: RecordZoneID, in database: CloudDatabase, caller: some CallerKey, db: StoreTransaction) throws -> ZoneRow {
+        let container = database.container.containerID
+        switch database.databaseScope {
+        case .public:
+            return try zoneRow(
+                try ownZoneID(zoneID, in: database, caller: caller).zoneID,
+                container: container,
+                isPublic: true,
+                create: true,
+                db: db
+            )!
+        case .private:
+            let (zoneID, ownerID) = try ownZoneID(zoneID, in: database, caller: caller)
+            guard let zone = try zoneRow(zoneID, container: container, isPublic: false, create: false, ownerID: ownerID, db: db) else {
+                throw Engine.ownZoneNotFound(zoneID, caller: caller)
             }
             return zone
         case .shared:
@@ -165,8 +196,51 @@ extension Engine {
 
     func fetchRecord(_ id: RecordID, in database: CloudDatabase) throws -> Record {
         try reading { db in
-            try record(id, in: database, caller: try accountIdentity(id: database.container.session.accountID, db: db), db: db)
+            let callerID = database.container.session.accountID
+            // A read of the caller's own or the public database: one statement (`ownRecord`).
+            // Inside a write (a hook's read), the public zone may be made and zones are
+            // claimed (SPEC §16 M5): that is `record`'s way.
+            if database.databaseScope != .shared, !db.isWritable, callerID != Account.publicReader.id {
+                return try ownRecord(id, in: database, callerID: callerID, db: db)
+            }
+            return try record(id, in: database, caller: try accountIdentity(id: callerID, db: db), db: db)
         }
+    }
+
+    /// `record(_:in:caller:db:)` in the public database or the caller's own private one, read
+    /// in one statement (the caller's name, the zone, the record): the same answers, decided in
+    /// the same order — the caller, the zone they may address, whether it exists, the record.
+    /// The caller's whole identity is read only where it is said (an error) or shown (a share).
+    private func ownRecord(_ id: RecordID, in database: CloudDatabase, callerID: Int64, db: StoreTransaction) throws -> Record {
+        let isPublic = database.databaseScope == .public
+        let container = database.container.containerID
+        guard
+            let read = try db.ownRecord(
+                caller: callerID,
+                container: container,
+                isPublic: isPublic,
+                ownerID: isPublic ? 0 : callerID,
+                zoneName: id.zoneID.zoneName,
+                recordName: id.recordName
+            )
+        else { throw ShareFlowError.unknown("no account with id \(callerID)") }
+        let named = CallerName(id: callerID, userRecordID: read.userRecordID)
+        let zoneID: RecordZoneID
+        let ownerID: Int64
+        do {
+            (zoneID, ownerID) = try ownZoneID(id.zoneID, in: database, caller: named)
+        } catch {
+            // Said with the caller's address, as `zone(for:)` says it.
+            (zoneID, ownerID) = try ownZoneID(id.zoneID, in: database, caller: try accountIdentity(id: callerID, db: db))
+        }
+        // A default zone exists for everyone before anything is saved in it (`zoneRow`).
+        guard read.zone != nil || zoneID.isDefaultZone else {
+            throw Engine.ownZoneNotFound(zoneID, caller: try accountIdentity(id: callerID, db: db))
+        }
+        guard let row = read.record, let zoneRowID = read.zone else { throw ShareFlowError.unknown("record \(id) does not exist") }
+        let zone = ZoneRow(id: zoneRowID, container: container, ownerID: ownerID, zoneID: zoneID, isPublic: isPublic)
+        if row.type == Share.recordType { return try makeRecord(row, zone: zone, caller: try accountIdentity(id: callerID, db: db), db: db) }
+        return try makeRecord(row, zone: zone, caller: named, db: db)
     }
 
     /// The record as `caller` may read it in `database`, or `unknownItem` (R12: a stranger

@@ -460,18 +460,30 @@ public final class Store: @unchecked Sendable {
             // again on every read (its authorizer was ~45% of a fetchRecord's time). What
             // query_only guarded is checked instead: a read that changed a row is undone and
             // is an error.
+            // BEGIN and COMMIT are cached statements: GRDB's `inTransaction` parses both again on
+            // every call, a sixth of a one-record read (issue 48, callgrind).
             return try queue.inDatabase { db in
                 current = db
                 defer { current = nil }
                 let changes = db.totalChangesCount
-                var result: T?
-                try db.inTransaction(.deferred) {
+                let result: T
+                try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
+                do {
                     result = try body(StoreTransaction(db, writable: false, path: path))
-                    return db.totalChangesCount == changes ? .commit : .rollback
+                } catch {
+                    if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
+                    throw error
                 }
-                guard db.totalChangesCount == changes, let result else {
+                guard db.totalChangesCount == changes else {
+                    if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
                     throw ShareFlowError(.serviceUnavailable, "store \(path): a read changed rows; it was undone (a ShareFlow bug: please report it)")
                         .forOperator()
+                }
+                if db.isInsideTransaction {
+                    do { try db.cachedStatement(sql: "COMMIT TRANSACTION").execute() } catch {
+                        try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute()
+                        throw error
+                    }
                 }
                 return result
             }

@@ -189,6 +189,46 @@ extension StoreTransaction {
         )
     }
 
+    /// What a one-record read in the caller's own private database, or the public one, reads
+    /// (`Engine.fetchRecord`): the caller's user record name (nil: no such account), the zone by
+    /// name (`ownerID`'s: the caller's own, or 0 for public) and the record in it with the share
+    /// rooted at it — one statement where it took four, each part nil when absent (issue 48: a
+    /// read's fixed cost was its statements). The engine decides from them as `zone(for:)` and
+    /// `record` do.
+    package func ownRecord(
+        caller: Int64,
+        container: ContainerID,
+        isPublic: Bool,
+        ownerID: Int64,
+        zoneName: String,
+        recordName: String
+    ) throws -> (userRecordID: String, zone: Int64?, record: RecordRow?)? {
+        try fetchOne(
+            StoreTransaction.ownRecordSQL,
+            [container.identifier, container.environment.rawValue, isPublic ? "public" : "private", ownerID, zoneName, recordName, caller],
+            table: "account",
+            keyAt: 0
+        ) { row -> (String, Int64?, RecordRow?) in
+            let userRecordID = try row.text(1, "userRecordID")
+            let zone = try row.of("zone", keyAt: 2).optionalInteger(2, "id")
+            guard try row.optionalInteger(3, "id") != nil else { return (userRecordID, zone, nil) }
+            // Its fields kept as stored bytes until asked for: the row becomes a `Record` and
+            // nothing else (as a change feed's records).
+            return (userRecordID, zone, try StoreTransaction.recordRowWithRootedShare(row, lazyFields: true, at: 3))
+        }
+    }
+
+    /// `ownRecord`'s statement: the caller's row ID and user record name, the zone's row ID, the
+    /// record and its rooted share, in that order.
+    static let ownRecordSQL = """
+        SELECT a.id, a.userRecordID, z.id, \(recordColumns), \(rootedShareColumns)
+        FROM account a
+        LEFT JOIN zone z ON z.container = ? AND z.environment = ? AND z.scope = ? AND z.ownerID = ? AND z.name = ?
+        LEFT JOIN record r ON r.zoneID = z.id AND r.name = ?
+        LEFT JOIN account c ON c.id = r.createdBy LEFT JOIN account m ON m.id = r.modifiedBy
+        \(rootedShareSource) WHERE a.id = ?
+        """
+
     /// `record(zone:name:)`'s statement, made once: built on every call (and hashed for the
     /// statement cache), its text was about 4% of a one-record read (issue 48, callgrind).
     static let recordByNameSQL = """
