@@ -145,7 +145,7 @@ public final class ScriptHost {
         add(b.shareClass)
         add(b.participantClass)
         add(b.metadataClass)
-        for (_, c) in b.operationClasses { add(c) }
+        for name in b.operationNames { add(b.operationClass(named: name)) }
         return surface
     }
 

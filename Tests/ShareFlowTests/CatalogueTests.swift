@@ -16,8 +16,8 @@ final class CatalogueTests: XCTestCase {
         XCTAssertEqual(StoreCatalogue.current.version, Store.schemaVersion)
         // A column added later must say what existing rows hold.
         var flawed = StoreCatalogue.current
-        flawed.version = 15
-        flawed.tables[flawed.tables.firstIndex { $0.name == "record" }!].columns.append(.init("priority", .integer, since: 15))
+        flawed.version = 16
+        flawed.tables[flawed.tables.firstIndex { $0.name == "record" }!].columns.append(.init("priority", .integer, since: 16))
         flawed.indexes.append(.init("share_nothing", on: "share", ["nothing"]))
         XCTAssertEqual(
             flawed.flaws(),
@@ -29,37 +29,37 @@ final class CatalogueTests: XCTestCase {
         // Each mistake a developer can make adding to it, told before a store is touched.
         func flaws(_ change: (inout StoreCatalogue) -> Void) -> [String] {
             var catalogue = StoreCatalogue.current
-            catalogue.version = 15
+            catalogue.version = 16
             change(&catalogue)
             return catalogue.flaws()
         }
         let record = StoreCatalogue.current.tables.firstIndex { $0.name == "record" }!
         XCTAssertEqual(
-            flaws { $0.tables[record].columns.append(.init("a", .integer, default: "NULL", since: 15)) },
+            flaws { $0.tables[record].columns.append(.init("a", .integer, default: "NULL", since: 16)) },
             ["record.a was added after its table: it needs a default or to be nullable"]
         )
         XCTAssertEqual(
-            flaws { $0.tables[record].columns.append(.init("b", .text, nullable: true, unique: true, since: 15)) },
+            flaws { $0.tables[record].columns.append(.init("b", .text, nullable: true, unique: true, since: 16)) },
             ["record.b was added after its table: a column added so cannot be unique or part of the key (add a unique index)"]
         )
         XCTAssertEqual(
-            flaws { $0.tables[record].columns.append(.init("c", .real, default: "random()", since: 15)) },
+            flaws { $0.tables[record].columns.append(.init("c", .real, default: "random()", since: 16)) },
             ["record.c: its default random() is not a constant of its kind"]
         )
         XCTAssertEqual(
-            flaws { $0.tables[record].columns.append(.init("d", .integer, default: "'high'", since: 15)) },
+            flaws { $0.tables[record].columns.append(.init("d", .integer, default: "'high'", since: 16)) },
             ["record.d: its default 'high' is not a constant of its kind"]
         )
         XCTAssertEqual(
             flaws {
-                $0.tables[record].columns.append(.init("e", .integer, default: "0", since: 15))
+                $0.tables[record].columns.append(.init("e", .integer, default: "0", since: 16))
                 $0.indexes.append(.init("record_e", on: "record", ["e"]))
             },
             ["index record_e is older than its column e: its `since` is the version that adds it"]
         )
         XCTAssertEqual(
-            flaws { $0.indexes.append(.init("record_later", on: "record", ["name"], since: 16)) },
-            ["index record_later is newer than the catalogue's version 15"]
+            flaws { $0.indexes.append(.init("record_later", on: "record", ["name"], since: 17)) },
+            ["index record_later is newer than the catalogue's version 16"]
         )
         XCTAssertEqual(
             flaws { $0.tables.append(.init("note", key: .made, columns: [.init("id", .integer)])) },

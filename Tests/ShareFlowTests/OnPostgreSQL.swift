@@ -238,6 +238,13 @@ final class OrphanTestsOnPostgreSQL: OrphanTests {
     override func testDeepChainsKeepCoverageAndCycleChecks() throws { try super.testDeepChainsKeepCoverageAndCycleChecks() }
 }
 
+final class OwnRecordReadTestsOnPostgreSQL: OwnRecordReadTests {
+    override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
+    override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }
+    override func testItsAnswersAreTheGeneralPathsAnswers() throws { try super.testItsAnswersAreTheGeneralPathsAnswers() }
+    override func testASharesReadIsTheWholeShare() throws { try super.testASharesReadIsTheWholeShare() }
+}
+
 final class OwnerFeedTestsOnPostgreSQL: OwnerFeedTests {
     override func setUpWithError() throws { try TestStore.enterPostgresPass(); try super.setUpWithError() }
     override func tearDown() { super.tearDown(); TestStore.leavePostgresPass() }

@@ -79,15 +79,14 @@ extension StoreTransaction {
     }
 
     /// `accountIdentityColumns` of the account `a` (its ID first): the row and its first
-    /// addresses, each by the (accountID) index. The first is the one at the lowest position,
-    /// found with MIN over the index rather than `ORDER BY position LIMIT 1`, which made SQLite
-    /// build a temporary sorter per address and per read (most of an identity's cost).
+    /// addresses, the one at the lowest position, each one seek of the (accountID, position,
+    /// address) index alone (schema 16). Before it, MIN(position) over the (accountID) index
+    /// and the address at it took four seeks an address (issue 48), and `ORDER BY position`
+    /// over that index a temporary sorter per read.
     static let accountIdentityColumns = """
         a.id, a.userRecordID, a.name, a.discoverability,
-        (SELECT email FROM account_email WHERE accountID = a.id
-         AND position = (SELECT MIN(position) FROM account_email WHERE accountID = a.id) LIMIT 1),
-        (SELECT phone FROM account_phone WHERE accountID = a.id
-         AND position = (SELECT MIN(position) FROM account_phone WHERE accountID = a.id) LIMIT 1)
+        (SELECT email FROM account_email WHERE accountID = a.id ORDER BY position LIMIT 1),
+        (SELECT phone FROM account_phone WHERE accountID = a.id ORDER BY position LIMIT 1)
         """
 
     /// An account's identity read from `accountIdentityColumns` starting at column `at`; nil

@@ -27,7 +27,10 @@ package final class Bindings {
     let participantClass = LuaClass<Participant>("Participant", callerOwned: true)
     let metadataClass = LuaClass<ShareMetadata>("ShareMetadata")
     let cursorClass = LuaClass<QueryCursor>("QueryCursor")
+    /// The operation classes made so far in this state (`operationClass(named:)`).
     var operationClasses: [String: LuaClass<LuaOperation>] = [:]
+    /// Each operation's fields and blocks, declared on its class when it is made.
+    var operationDefinitions: [String: (Bindings) -> (LuaClass<LuaOperation>) -> Void] = [:]
     /// Registry refs of the value tables' metatables (LookupInfo, RecordID, …).
     @exclusivity(unchecked) var valueMetatables: [Int32] = []
     var operationMakers: [String: () -> CloudOperation] = [:]

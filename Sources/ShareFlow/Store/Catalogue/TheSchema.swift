@@ -1,6 +1,6 @@
 extension StoreCatalogue {
-    /// ShareFlow's schema (version 15). A change is made here alone: a column or table with
-    /// `since: 15` (and `version: 15`) reaches both drivers' new and existing stores, `store
+    /// ShareFlow's schema (version 16). A change is made here alone: a column or table with
+    /// `since: 16` (and `version: 16`) reaches both drivers' new and existing stores, `store
     /// check` and `store copy`. Tables come after those they reference.
     package static let current: StoreCatalogue = {
         typealias C = Column
@@ -303,6 +303,11 @@ extension StoreCatalogue {
         let indexes: [Index] = [
             Index("account_email_account", on: "account_email", ["accountID"]),
             Index("account_phone_account", on: "account_phone", ["accountID"]),
+            // 16: an account's first address in one seek of the index alone
+            // (`accountIdentityColumns`), where it took four: every participant list and
+            // caller's identity reads it (issue 48).
+            Index("account_email_first", on: "account_email", ["accountID", "position", "email"], since: 16),
+            Index("account_phone_first", on: "account_phone", ["accountID", "position", "phone"], since: 16),
             Index("contact_account", on: "contact", ["accountID"]),
             Index("record_parent", on: "record", ["zoneID", "parentName"]),
             Index("record_shortGUID", on: "record", ["shortGUID"], unique: true, where: "shortGUID IS NOT NULL"),
@@ -342,6 +347,6 @@ extension StoreCatalogue {
             ),
             Trigger("changes_share", on: "share", after: [.update], "UPDATE record SET tag = {tag} WHERE id = NEW.recordID"),
         ]
-        return StoreCatalogue(version: 15, tables: tables, indexes: indexes, triggers: triggers)
+        return StoreCatalogue(version: 16, tables: tables, indexes: indexes, triggers: triggers)
     }()
 }
