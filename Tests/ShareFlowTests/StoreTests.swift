@@ -209,5 +209,16 @@ final class StoreTests: XCTestCase {
             XCTAssertEqual(try reader.read(value), n, "read \(n) sees the commit made before it")
             XCTAssertFalse(reader.queue.inDatabase { $0.isInsideTransaction }, "read \(n) left no transaction open")
         }
+        // A read whose transaction ended before it did (SQLite rolls one back on some errors)
+        // read the rest elsewhere in time: it is not answered.
+        XCTAssertThrowsError(
+            try reader.read { db -> Int? in
+                try db.db.execute(sql: "ROLLBACK")
+                return try value(db)
+            }
+        ) { error in
+            XCTAssertTrue("\(error)".contains("ended before the read did"), "\(error)")
+        }
+        XCTAssertEqual(try reader.read(value), 2_000)
     }
 }

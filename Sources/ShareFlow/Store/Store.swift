@@ -460,30 +460,38 @@ public final class Store: @unchecked Sendable {
             // again on every read (its authorizer was ~45% of a fetchRecord's time). What
             // query_only guarded is checked instead: a read that changed a row is undone and
             // is an error.
-            // BEGIN and COMMIT are cached statements: GRDB's `inTransaction` parses both again on
-            // every call, a sixth of a one-record read (issue 48, callgrind).
+            // BEGIN and COMMIT are cached statements stepped as SQLite's own (`ReadTransaction`):
+            // GRDB's `inTransaction` parsed both again on every call, and its execution path
+            // (observation, transaction date) was a tenth of a one-record read (issue 48,
+            // callgrind). Nothing here observes transactions or asks their date.
             return try queue.inDatabase { db in
                 current = db
                 defer { current = nil }
                 let changes = db.totalChangesCount
                 let result: T
-                try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
+                try ReadTransaction.begin(db)
                 do {
                     result = try body(StoreTransaction(db, writable: false, path: path))
                 } catch {
-                    if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
+                    ReadTransaction.rollback(db)
                     throw error
                 }
                 guard db.totalChangesCount == changes else {
-                    if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
+                    ReadTransaction.rollback(db)
                     throw ShareFlowError(.serviceUnavailable, "store \(path): a read changed rows; it was undone (a ShareFlow bug: please report it)")
                         .forOperator()
                 }
-                if db.isInsideTransaction {
-                    do { try db.cachedStatement(sql: "COMMIT TRANSACTION").execute() } catch {
-                        try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute()
-                        throw error
-                    }
+                let committed: Bool
+                do { committed = try ReadTransaction.commit(db) } catch {
+                    ReadTransaction.rollback(db)
+                    throw error
+                }
+                guard committed else {
+                    throw ShareFlowError(
+                        .serviceUnavailable,
+                        "store \(path): a read's transaction ended before the read did (SQLite rolled it back after an error); it was not answered: retry",
+                        retryAfter: StoreFailure.busyRetryAfter
+                    ).forOperator()
                 }
                 return result
             }
