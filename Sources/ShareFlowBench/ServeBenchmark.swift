@@ -1,7 +1,9 @@
 import CShareFlowSupport
 import Foundation
 import GRDBSQLite
+import Hummingbird
 import Logging
+import NIOCore
 import ShareFlow
 import ShareFlowPostgres
 import ShareFlowServer
@@ -25,6 +27,9 @@ extension Benchmarks {
         var resolveBesideAccepts: (alone: (Double, Double), beside: (Double, Double), accepts: Double)?
         /// The same with no reading threads (every request on the engine's thread).
         var resolveBesideAcceptsOneThread: (alone: (Double, Double), beside: (Double, Double), accepts: Double)?
+        /// records/resolve against the bare route (`bareRoute`), in alternating rounds: each
+        /// round's rate of each.
+        var resolveRounds: [Double] = [], bareRounds: [Double] = []
         var errors = 0
         /// By node count, on PostgreSQL (with `postgres` set).
         var postgres: [Int: HTTPFigures] = [:]
@@ -75,6 +80,7 @@ extension Benchmarks {
         f.errors += sqlite.errors
         f.resolveWhileLocked = sqlite.resolveWhileLocked
         f.resolveBesideAccepts = sqlite.resolveBesideAccepts
+        (f.resolveRounds, f.bareRounds) = (sqlite.resolveRounds, sqlite.bareRounds)
         // The same node with every request on the engine's thread (before SPEC §16 M5).
         let oneThread = try overHTTP(
             [engine],
@@ -124,6 +130,8 @@ extension Benchmarks {
         /// Resolve on half the connections alone, then beside accepts as fast as they go on
         /// the other half (SPEC §12 wave 4; SQLite only): (alone, beside) rate, p99 of each.
         var resolveBesideAccepts: (alone: (Double, Double), beside: (Double, Double), accepts: Double)?
+        /// records/resolve and the bare route, alternating (SQLite only; `bareRoute`).
+        var resolveRounds: [Double] = [], bareRounds: [Double] = []
         var errors = 0
     }
 
@@ -186,10 +194,92 @@ extension Benchmarks {
             if let cpus = load.cpus { figures.perCPUSecond[name] = load.rate / cpus }
         }
         if let lockedStore {
+            let bare = try againstBareRoute(port: ports[0], guids: guids, api: api, tokens: tokens)
+            (figures.resolveRounds, figures.bareRounds) = (bare.resolve, bare.bare)
+            figures.errors += bare.errors
             figures.resolveBesideAccepts = try resolveBesideAccepts(ports: ports, guids: guids, api: api, tokens: tokens)
             figures.resolveWhileLocked = try resolveWhileLocked(lockedStore, ports: ports, guids: guids, api: api, tokens: tokens)
         }
         return figures
+    }
+
+    /// records/resolve against the framework's floor (SPEC §12 wave 4: within 2×, i.e.
+    /// resolve/bare ≥ 0.5): a bare Hummingbird route on the same HTTP/1 server, with no engine,
+    /// that answers each request with the bytes ShareFlow answered it (read from the server just
+    /// before, keyed by the request's body), under the same load (every connection, the same
+    /// client, paths, tokens and bodies). Alternating rounds, the order flipped each round: a
+    /// pause on a noisy machine moves one round's pair, not the median of the pairs' ratios.
+    private func againstBareRoute(
+        port: Int,
+        guids: [String],
+        api: String,
+        tokens: [String]
+    ) throws -> (
+        resolve: [Double], bare: [Double], errors: Int
+    ) {
+        let path = "/database/1/\(Self.serveContainer)/development/public/records/resolve"
+        let query: @Sendable (Int) -> String = { c in "?ckAPIToken=\(api)&ckWebAuthToken=\(tokens[c])" }
+        let body: @Sendable (Int) -> String = { n in #"{"shortGUIDs":[{"value":"\#(guids[n % guids.count])"}]}"# }
+        // What ShareFlow answers each share's resolve (as the first connection's user sees it;
+        // the others' answers differ only in who they name).
+        var answers: [String: ByteBuffer] = [:]
+        let client = try HTTPConnection(port: port)
+        defer { client.close() }
+        for n in 0..<guids.count {
+            let (status, answer) = try client.post(path + query(0), body: body(n), keepBody: true)
+            guard status == 200, !answer.contains("serverErrorCode") else {
+                throw BenchError("serve: records/resolve answered \(status) before the bare route's rounds: \(answer.prefix(300))")
+            }
+            answers[body(n)] = ByteBuffer(string: answer)
+        }
+        let (bare, task) = try Self.startBareRoute(answering: answers, at: path)
+        defer { task.cancel() }
+        let rounds = max(2, sizes.repetitions)
+        let seconds = max(0.2, sizes.serveSeconds / Double(rounds))
+        progress("serve: records/resolve against a bare Hummingbird route, \(rounds) alternating rounds of \(seconds) s each")
+        var (resolve, floor, errors) = ([Double](), [Double](), 0)
+        for round in 0..<rounds {
+            for toBare in round % 2 == 0 ? [false, true] : [true, false] {
+                let load = try HTTPLoad(ports: [toBare ? bare : port], connections: sizes.connections, seconds: seconds) { c, n in
+                    (path + query(c), body(n))
+                }
+                errors += load.errors
+                if toBare { floor.append(load.rate) } else { resolve.append(load.rate) }
+            }
+        }
+        return (resolve, floor, errors)
+    }
+
+    /// The bare route: one Hummingbird route on a free loopback port, on the HTTP/1 server
+    /// `CloudKitServer` runs (no TLS, the same server name), answering each request whose body
+    /// is a key of `answers` with its bytes as JSON, after reading the body whole as the
+    /// server does; no middleware, no engine. Its port, and the task to cancel when done.
+    static func startBareRoute(answering answers: [String: ByteBuffer], at path: String) throws -> (port: Int, task: Task<Void, Error>) {
+        let router = Router()
+        router.post(RouterPath(path)) { request, _ -> Response in
+            var request = request
+            let body = try await request.collectBody(upTo: 16 << 20)
+            guard let answer = answers[String(buffer: body)] else { return Response(status: .badRequest) }
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: answer))
+        }
+        let listening = DispatchSemaphore(value: 0)
+        let port = BenchPort()
+        let app = Application(
+            router: router,
+            server: .http1(),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "ShareFlow"),
+            onServerRunning: { channel in
+                port.value = channel.localAddress?.port ?? 0
+                listening.signal()
+            },
+            logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
+        )
+        let task = Task { try await app.runService() }
+        guard listening.wait(timeout: .now() + 30) == .success else {
+            task.cancel()
+            throw BenchError("the bare route's server did not start")
+        }
+        return (port.value, task)
     }
 
     /// records/resolve on half the connections alone, then again while the other half accept
@@ -413,10 +503,18 @@ final class HTTPConnection {
     /// `serverErrorCode` (a per-item failure). The body is searched as bytes, never decoded: the
     /// client shares the machine's cores with the server it measures.
     func post(_ path: String, body: String) throws -> (Int, Bool) {
-        let request =
-            "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
-        let (status, failed, _) = try exchange(request, keepBody: false)
+        let (status, failed, _) = try exchange(Self.postRequest(path, body: body), keepBody: false)
         return (status, failed)
+    }
+
+    /// Sends one POST and reads its answer: the status and the body.
+    func post(_ path: String, body: String, keepBody: Bool) throws -> (Int, String) {
+        let (status, _, answer) = try exchange(Self.postRequest(path, body: body), keepBody: true)
+        return (status, answer ?? "")
+    }
+
+    private static func postRequest(_ path: String, body: String) -> String {
+        "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
     }
 
     /// Sends one GET and reads its answer: the status and the body (a webcourier poll's).
