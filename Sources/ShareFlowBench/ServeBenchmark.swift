@@ -540,11 +540,11 @@ final class HTTPConnection {
             }
             try fill()
         }
-        let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
-        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
-        let length =
-            head.lowercased().components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
-            .flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) } ?? 0
+        // Read as bytes: through Foundation (`components(separatedBy:)`, `split` by characters)
+        // the client spent more on each head than the bare route spends on a request.
+        let head = buffer[..<headEnd!]
+        let status = Self.status(head)
+        let length = Self.contentLength(head)
         let bodyStart = headEnd! + 4
         while buffer.count < bodyStart + length { try fill() }
         let failed = find(HTTPConnection.errorCode, in: bodyStart..<bodyStart + length) != nil
@@ -554,6 +554,42 @@ final class HTTPConnection {
     }
 
     private static let errorCode = Array("serverErrorCode".utf8)
+    private static let contentLengthName = Array("content-length:".utf8)
+
+    /// The status a head starts with (`HTTP/1.1 200 OK`: the digits after the first space), or 0.
+    private static func status(_ head: ArraySlice<UInt8>) -> Int {
+        guard let space = head.firstIndex(of: UInt8(ascii: " ")) else { return 0 }
+        var value = 0
+        for byte in head[(space + 1)...] {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    /// The Content-Length a head names (the field's name in any case, blanks around the
+    /// value), or 0 without one or with a value that is not a number.
+    private static func contentLength(_ head: ArraySlice<UInt8>) -> Int {
+        let name = contentLengthName
+        var start = head.startIndex
+        while start < head.endIndex {
+            let end = head[start...].firstIndex(of: 13) ?? head.endIndex
+            let line = head[start..<end]
+            // `| 0x20` lowers ASCII letters and keeps `-` and `:` as they are.
+            if line.count > name.count, zip(line, name).allSatisfy({ $0 | 0x20 == $1 }) {
+                var value = 0
+                var digits = 0
+                for byte in line.dropFirst(name.count) where byte != UInt8(ascii: " ") && byte != UInt8(ascii: "\t") {
+                    guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return 0 }
+                    value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                    digits += 1
+                }
+                return digits > 0 ? value : 0
+            }
+            start = end + 2
+        }
+        return 0
+    }
 
     /// Where `needle` first starts in `range` of the buffer (all of it by default).
     private func find(_ needle: [UInt8], in range: Range<Int>? = nil) -> Int? {
@@ -576,10 +612,12 @@ final class HTTPConnection {
         }
     }
 
+    /// What `fill` receives into, made once (not zeroed again for every read).
+    private var chunk = [UInt8](repeating: 0, count: 16384)
+
     private func fill() throws {
-        var chunk = [UInt8](repeating: 0, count: 16384)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { throw BenchError("recv: \(n == 0 ? "connection closed" : String(cString: strerror(errno)))") }
-        buffer += chunk[0..<n]
+        buffer.append(contentsOf: chunk[0..<n])
     }
 }
