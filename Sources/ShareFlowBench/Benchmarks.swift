@@ -207,6 +207,14 @@ public struct Benchmarks {
             r["serve_resolve_vs_in_process"] = f.resolveHTTP / f.resolveInProcess
             r["serve_resolve_p50_ms"] = f.resolveP50
             r["serve_resolve_p99_ms"] = f.resolveP99
+            // The framework's floor (SPEC §12 wave 4): a bare Hummingbird route answering the
+            // same bytes under the same load, in alternating rounds. The ratio is resolve/bare,
+            // so higher is better and "within 2× of the bare route" is ≥ 0.5.
+            if !f.bareRounds.isEmpty {
+                r["serve_bare_route_per_s"] = median(f.bareRounds)
+                r["serve_resolve_beside_bare_route_per_s"] = median(f.resolveRounds)
+                r["serve_resolve_vs_bare_route"] = pairedRatio(f.resolveRounds, f.bareRounds)
+            }
             r["serve_accept_per_s"] = f.acceptHTTP
             r["serve_accept_in_process_per_s"] = f.acceptInProcess
             r["serve_accept_vs_in_process"] = f.acceptHTTP / f.acceptInProcess

@@ -1,7 +1,9 @@
 import CShareFlowSupport
 import Foundation
 import GRDBSQLite
+import Hummingbird
 import Logging
+import NIOCore
 import ShareFlow
 import ShareFlowPostgres
 import ShareFlowServer
@@ -25,6 +27,9 @@ extension Benchmarks {
         var resolveBesideAccepts: (alone: (Double, Double), beside: (Double, Double), accepts: Double)?
         /// The same with no reading threads (every request on the engine's thread).
         var resolveBesideAcceptsOneThread: (alone: (Double, Double), beside: (Double, Double), accepts: Double)?
+        /// records/resolve against the bare route (`bareRoute`), in alternating rounds: each
+        /// round's rate of each.
+        var resolveRounds: [Double] = [], bareRounds: [Double] = []
         var errors = 0
         /// By node count, on PostgreSQL (with `postgres` set).
         var postgres: [Int: HTTPFigures] = [:]
@@ -75,6 +80,7 @@ extension Benchmarks {
         f.errors += sqlite.errors
         f.resolveWhileLocked = sqlite.resolveWhileLocked
         f.resolveBesideAccepts = sqlite.resolveBesideAccepts
+        (f.resolveRounds, f.bareRounds) = (sqlite.resolveRounds, sqlite.bareRounds)
         // The same node with every request on the engine's thread (before SPEC §16 M5).
         let oneThread = try overHTTP(
             [engine],
@@ -124,6 +130,8 @@ extension Benchmarks {
         /// Resolve on half the connections alone, then beside accepts as fast as they go on
         /// the other half (SPEC §12 wave 4; SQLite only): (alone, beside) rate, p99 of each.
         var resolveBesideAccepts: (alone: (Double, Double), beside: (Double, Double), accepts: Double)?
+        /// records/resolve and the bare route, alternating (SQLite only; `bareRoute`).
+        var resolveRounds: [Double] = [], bareRounds: [Double] = []
         var errors = 0
     }
 
@@ -186,10 +194,92 @@ extension Benchmarks {
             if let cpus = load.cpus { figures.perCPUSecond[name] = load.rate / cpus }
         }
         if let lockedStore {
+            let bare = try againstBareRoute(port: ports[0], guids: guids, api: api, tokens: tokens)
+            (figures.resolveRounds, figures.bareRounds) = (bare.resolve, bare.bare)
+            figures.errors += bare.errors
             figures.resolveBesideAccepts = try resolveBesideAccepts(ports: ports, guids: guids, api: api, tokens: tokens)
             figures.resolveWhileLocked = try resolveWhileLocked(lockedStore, ports: ports, guids: guids, api: api, tokens: tokens)
         }
         return figures
+    }
+
+    /// records/resolve against the framework's floor (SPEC §12 wave 4: within 2×, i.e.
+    /// resolve/bare ≥ 0.5): a bare Hummingbird route on the same HTTP/1 server, with no engine,
+    /// that answers each request with the bytes ShareFlow answered it (read from the server just
+    /// before, keyed by the request's body), under the same load (every connection, the same
+    /// client, paths, tokens and bodies). Alternating rounds, the order flipped each round: a
+    /// pause on a noisy machine moves one round's pair, not the median of the pairs' ratios.
+    private func againstBareRoute(
+        port: Int,
+        guids: [String],
+        api: String,
+        tokens: [String]
+    ) throws -> (
+        resolve: [Double], bare: [Double], errors: Int
+    ) {
+        let path = "/database/1/\(Self.serveContainer)/development/public/records/resolve"
+        let query: @Sendable (Int) -> String = { c in "?ckAPIToken=\(api)&ckWebAuthToken=\(tokens[c])" }
+        let body: @Sendable (Int) -> String = { n in #"{"shortGUIDs":[{"value":"\#(guids[n % guids.count])"}]}"# }
+        // What ShareFlow answers each share's resolve (as the first connection's user sees it;
+        // the others' answers differ only in who they name).
+        var answers: [String: ByteBuffer] = [:]
+        let client = try HTTPConnection(port: port)
+        defer { client.close() }
+        for n in 0..<guids.count {
+            let (status, answer) = try client.post(path + query(0), body: body(n), keepBody: true)
+            guard status == 200, !answer.contains("serverErrorCode") else {
+                throw BenchError("serve: records/resolve answered \(status) before the bare route's rounds: \(answer.prefix(300))")
+            }
+            answers[body(n)] = ByteBuffer(string: answer)
+        }
+        let (bare, task) = try Self.startBareRoute(answering: answers, at: path)
+        defer { task.cancel() }
+        let rounds = max(2, sizes.repetitions)
+        let seconds = max(0.2, sizes.serveSeconds / Double(rounds))
+        progress("serve: records/resolve against a bare Hummingbird route, \(rounds) alternating rounds of \(seconds) s each")
+        var (resolve, floor, errors) = ([Double](), [Double](), 0)
+        for round in 0..<rounds {
+            for toBare in round % 2 == 0 ? [false, true] : [true, false] {
+                let load = try HTTPLoad(ports: [toBare ? bare : port], connections: sizes.connections, seconds: seconds) { c, n in
+                    (path + query(c), body(n))
+                }
+                errors += load.errors
+                if toBare { floor.append(load.rate) } else { resolve.append(load.rate) }
+            }
+        }
+        return (resolve, floor, errors)
+    }
+
+    /// The bare route: one Hummingbird route on a free loopback port, on the HTTP/1 server
+    /// `CloudKitServer` runs (no TLS, the same server name), answering each request whose body
+    /// is a key of `answers` with its bytes as JSON, after reading the body whole as the
+    /// server does; no middleware, no engine. Its port, and the task to cancel when done.
+    static func startBareRoute(answering answers: [String: ByteBuffer], at path: String) throws -> (port: Int, task: Task<Void, Error>) {
+        let router = Router()
+        router.post(RouterPath(path)) { request, _ -> Response in
+            var request = request
+            let body = try await request.collectBody(upTo: 16 << 20)
+            guard let answer = answers[String(buffer: body)] else { return Response(status: .badRequest) }
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: answer))
+        }
+        let listening = DispatchSemaphore(value: 0)
+        let port = BenchPort()
+        let app = Application(
+            router: router,
+            server: .http1(),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "ShareFlow"),
+            onServerRunning: { channel in
+                port.value = channel.localAddress?.port ?? 0
+                listening.signal()
+            },
+            logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
+        )
+        let task = Task { try await app.runService() }
+        guard listening.wait(timeout: .now() + 30) == .success else {
+            task.cancel()
+            throw BenchError("the bare route's server did not start")
+        }
+        return (port.value, task)
     }
 
     /// records/resolve on half the connections alone, then again while the other half accept
@@ -413,10 +503,18 @@ final class HTTPConnection {
     /// `serverErrorCode` (a per-item failure). The body is searched as bytes, never decoded: the
     /// client shares the machine's cores with the server it measures.
     func post(_ path: String, body: String) throws -> (Int, Bool) {
-        let request =
-            "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
-        let (status, failed, _) = try exchange(request, keepBody: false)
+        let (status, failed, _) = try exchange(Self.postRequest(path, body: body), keepBody: false)
         return (status, failed)
+    }
+
+    /// Sends one POST and reads its answer: the status and the body.
+    func post(_ path: String, body: String, keepBody: Bool) throws -> (Int, String) {
+        let (status, _, answer) = try exchange(Self.postRequest(path, body: body), keepBody: true)
+        return (status, answer ?? "")
+    }
+
+    private static func postRequest(_ path: String, body: String) -> String {
+        "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
     }
 
     /// Sends one GET and reads its answer: the status and the body (a webcourier poll's).
@@ -442,11 +540,11 @@ final class HTTPConnection {
             }
             try fill()
         }
-        let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
-        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
-        let length =
-            head.lowercased().components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
-            .flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) } ?? 0
+        // Read as bytes: through Foundation (`components(separatedBy:)`, `split` by characters)
+        // the client spent more on each head than the bare route spends on a request.
+        let head = buffer[..<headEnd!]
+        let status = Self.status(head)
+        let length = Self.contentLength(head)
         let bodyStart = headEnd! + 4
         while buffer.count < bodyStart + length { try fill() }
         let failed = find(HTTPConnection.errorCode, in: bodyStart..<bodyStart + length) != nil
@@ -456,6 +554,42 @@ final class HTTPConnection {
     }
 
     private static let errorCode = Array("serverErrorCode".utf8)
+    private static let contentLengthName = Array("content-length:".utf8)
+
+    /// The status a head starts with (`HTTP/1.1 200 OK`: the digits after the first space), or 0.
+    private static func status(_ head: ArraySlice<UInt8>) -> Int {
+        guard let space = head.firstIndex(of: UInt8(ascii: " ")) else { return 0 }
+        var value = 0
+        for byte in head[(space + 1)...] {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    /// The Content-Length a head names (the field's name in any case, blanks around the
+    /// value), or 0 without one or with a value that is not a number.
+    private static func contentLength(_ head: ArraySlice<UInt8>) -> Int {
+        let name = contentLengthName
+        var start = head.startIndex
+        while start < head.endIndex {
+            let end = head[start...].firstIndex(of: 13) ?? head.endIndex
+            let line = head[start..<end]
+            // `| 0x20` lowers ASCII letters and keeps `-` and `:` as they are.
+            if line.count > name.count, zip(line, name).allSatisfy({ $0 | 0x20 == $1 }) {
+                var value = 0
+                var digits = 0
+                for byte in line.dropFirst(name.count) where byte != UInt8(ascii: " ") && byte != UInt8(ascii: "\t") {
+                    guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return 0 }
+                    value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                    digits += 1
+                }
+                return digits > 0 ? value : 0
+            }
+            start = end + 2
+        }
+        return 0
+    }
 
     /// Where `needle` first starts in `range` of the buffer (all of it by default).
     private func find(_ needle: [UInt8], in range: Range<Int>? = nil) -> Int? {
@@ -478,10 +612,12 @@ final class HTTPConnection {
         }
     }
 
+    /// What `fill` receives into, made once (not zeroed again for every read).
+    private var chunk = [UInt8](repeating: 0, count: 16384)
+
     private func fill() throws {
-        var chunk = [UInt8](repeating: 0, count: 16384)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { throw BenchError("recv: \(n == 0 ? "connection closed" : String(cString: strerror(errno)))") }
-        buffer += chunk[0..<n]
+        buffer.append(contentsOf: chunk[0..<n])
     }
 }

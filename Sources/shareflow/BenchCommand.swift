@@ -213,6 +213,12 @@ extension ShareFlowCommand {
                 print(
                     "| `records/accept` over HTTP, \(c) connections | \(n("serve_accept_per_s")) /s (p50 \(n("serve_accept_p50_ms", 2)) ms, p99 \(n("serve_accept_p99_ms", 2)) ms) | \(n("serve_accept_in_process_per_s")) /s (in-process) | \(n("serve_accept_vs_in_process", 2))× | ≥ 0.5× |"
                 )
+                // Issue 48: resolve/bare, so higher is better and "within 2×" is ≥ 0.5.
+                if r["serve_bare_route_per_s"] != nil {
+                    print(
+                        "| `records/resolve` over HTTP, \(c) connections, alternating with a bare route answering the same bytes | \(n("serve_resolve_beside_bare_route_per_s")) /s | \(n("serve_bare_route_per_s")) /s (a bare Hummingbird route) | \(n("serve_resolve_vs_bare_route", 3))× | ≥ 0.5× (within 2×) |"
+                    )
+                }
                 if r["serve_resolve_beside_accepts_per_s"] != nil {
                     let half = (r["serve_connections"] as? Int).map { "\($0 / 2)" } ?? "half the"
                     print(

@@ -22,6 +22,7 @@ final class BenchSmokeTests: XCTestCase {
                 "serve_resolve_per_s", "serve_resolve_in_process_per_s", "serve_resolve_vs_in_process", "serve_resolve_p50_ms",
                 "serve_resolve_p99_ms", "serve_accept_per_s", "serve_accept_in_process_per_s", "serve_accept_vs_in_process",
                 "serve_accept_p99_ms", "serve_resolve_locked_per_s", "serve_resolve_locked_p99_ms", "serve_resolve_locked_p99_vs_alone",
+                "serve_bare_route_per_s", "serve_resolve_beside_bare_route_per_s", "serve_resolve_vs_bare_route",
                 "deep_chain_save_ms", "shallow_save_ms", "deep_chain_save_ratio",
                 "query_page_big_ms", "query_page_small_ms", "query_page_100k_vs_1k",
                 "asset_10mib_https_mib_per_s", "asset_10mib_bare_tls_mib_per_s", "asset_10mib_https_vs_bare_tls",
@@ -49,7 +50,7 @@ final class BenchSmokeTests: XCTestCase {
             "raw C `lua_pcall`", "raw SQLite", "(no plugin)", "`lua5.4 empty.lua`", "1,000 shares × 100 participants",
             "`records/resolve` over HTTP", "raw SQLite read of its row", "raw SQLite reads of the same rows", "/s (in-process)",
             "100 children of the root", "a zone of a hundredth",
-            "µs (the log off)", "(a bare TLS route)",
+            "µs (the log off)", "(a bare TLS route)", "(a bare Hummingbird route)",
         ] {
             XCTAssertTrue(r.stdout.contains(part), "missing \(part):\n\(r.stdout)")
         }

@@ -43,8 +43,9 @@ struct DatabaseRequestMiddleware: RouterMiddleware {
         let path = request.uri.path
         // `/database/1/<container>/<environment>/<database>/` and what follows.
         // A trailing slash is the same route (the router's reading), so the same subpath.
-        let subpath = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(device ? 5 : 6).joined(separator: "/")
-            .replacingOccurrences(of: "/+$", with: "", options: .regularExpression)
+        let subpath = Self.trimmingTrailingSlashes(
+            path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(device ? 5 : 6).joined(separator: "/")
+        )
         var context = context
         context.database = DatabaseRequest(
             container: Self.decoded(context.parameters.get("container")),
@@ -63,8 +64,23 @@ struct DatabaseRequestMiddleware: RouterMiddleware {
         return try await next(request, context)
     }
 
-    /// A path parameter as the client meant it (`iCloud%2Et` is `iCloud.t`).
-    static func decoded(_ s: String?) -> String { s.map { $0.removingPercentEncoding ?? $0 } ?? "" }
+    /// A path parameter as the client meant it (`iCloud%2Et` is `iCloud.t`). One without a `%`
+    /// is itself: Foundation's decoding (through `NSString`) is not asked on every request.
+    static func decoded(_ s: String?) -> String {
+        guard let s else { return "" }
+        guard s.utf8.contains(UInt8(ascii: "%")) else { return s }
+        return s.removingPercentEncoding ?? s
+    }
+
+    /// `subpath` without the slashes it ends with (what the regular expression `/+$` took off,
+    /// without compiling one on every request).
+    static func trimmingTrailingSlashes(_ subpath: String) -> String {
+        var end = subpath.utf8.endIndex
+        while end > subpath.utf8.startIndex, subpath.utf8[subpath.utf8.index(before: end)] == UInt8(ascii: "/") {
+            end = subpath.utf8.index(before: end)
+        }
+        return end == subpath.utf8.endIndex ? subpath : String(subpath[..<end])
+    }
 
     /// The web auth token a request carries, if any: CloudKit JS sends `ckWebAuthToken=null`
     /// (the text) on every request before sign-in, a page's own code may send `undefined`, and

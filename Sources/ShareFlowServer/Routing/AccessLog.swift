@@ -18,7 +18,8 @@ struct AccessLog: RouterMiddleware {
         do {
             // An empty path segment is no route (`//database/…` is not `/database/…`): a proxy
             // or a signature may read the path as sent.
-            guard !request.uri.path.contains("//") else { throw HTTPError(.notFound) }
+            // (Bytes compared: `String.contains` goes through Foundation's `NSString` search.)
+            guard !Self.hasEmptySegment(request.uri.path) else { throw HTTPError(.notFound) }
             response = try await next(request, context)
         } catch let error as CloudKitError {
             response = try error.response(from: request, context: context)
@@ -50,6 +51,17 @@ struct AccessLog: RouterMiddleware {
             "\(request.method) \(Self.shown(request.uri.path)) \(response.status.code) \(Self.milliseconds(since: start)) ms \(context.notes.caller ?? "-")\(Self.faults(context.notes))"
         )
         return response
+    }
+
+    /// Whether `path` has two slashes in a row.
+    static func hasEmptySegment(_ path: String) -> Bool {
+        var slash = false
+        for byte in path.utf8 {
+            let isSlash = byte == UInt8(ascii: "/")
+            if isSlash && slash { return true }
+            slash = isSlash
+        }
+        return false
     }
 
     /// A path as the log shows it: an asset URL's secret or token, or a webcourier URL's (a
