@@ -140,7 +140,7 @@ class ChangeFeedTests: XCTestCase {
         let key = try w.engine.store.read { try $0.changeTokenKey() }
         for token in tokens {
             let bytes = try XCTUnwrap(Base64URL.decode(token))
-            XCTAssertEqual(bytes.first, 3, "sealed")
+            XCTAssertEqual(bytes.first, ChangeToken.versionSealedWithZone, "sealed")
             let decoded = try ChangeToken.decode(token, key: key, kind: token == tokens[3] || token == tokens[4] ? .database : .zone)
             // Neither its position nor its rows appear in it as the readable token had them.
             for n in [decoded.seq, decoded.target, decoded.viewer] {
@@ -255,6 +255,91 @@ class ChangeFeedTests: XCTestCase {
         _ = try db.saveZone("Z4")
         XCTAssertEqual(try db.databaseChanges(since: current).changedZoneIDs.map(\.zoneName), ["Z4"])
         XCTAssertThrowsError(try w.c.publicCloudDatabase.currentDatabaseChangeToken())
+    }
+
+    // MARK: S4: a zone changed again while it is its feed's last entry
+
+    /// A write leaves a database feed's last entry in place when its zone changes again
+    /// (`StoreTransaction.write(_:)` of a feed move); the token keeps where that zone stood,
+    /// so the feed still reports the zone after every change of it, and only then: under a
+    /// random interleaving of saves and deletes in two zones (one shared under a root, one
+    /// shared whole) and reads in pages of 1 to 3 by the owner and two participants, each
+    /// read reports exactly the zones whose own feed moved for the reader since its last
+    /// read, and asking again with its token gives nothing and the same token.
+    func testTheDatabaseFeedReportsExactlyTheZonesThatChangedForItsReader() throws {
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        let share = try w.share(["bob@example.com"])
+        _ = try w.accept(share.url!, in: w.bc)
+        let other = try db.saveZone("Other")
+        let whole = Share(zoneID: other.zoneID)
+        whole.addParticipant(try w.participant("carol@example.com"))
+        if let e = try db.modifyRecords(saving: [whole]).error { throw e }
+        _ = try w.accept(whole.url!, in: w.cc)
+        let zones = [w.zone.zoneID, other.zoneID]
+        struct Reader {
+            let name: String
+            let db: CloudDatabase
+            let zones: [RecordZoneID]
+            var token: String?
+            var seen: [RecordZoneID: String] = [:]
+        }
+        var readers = [
+            Reader(name: "alice", db: db, zones: zones),
+            Reader(name: "bob", db: w.bc.sharedCloudDatabase, zones: [w.zone.zoneID]),
+            Reader(name: "carol", db: w.cc.sharedCloudDatabase, zones: [other.zoneID]),
+        ]
+        /// Where each zone's feed stands for the reader (its current token: one string a position).
+        func positions(_ r: Reader) throws -> [RecordZoneID: String] {
+            Dictionary(uniqueKeysWithValues: try r.zones.map { ($0, try r.db.currentChangeToken($0)) })
+        }
+        for i in readers.indices {
+            let first = try readers[i].db.databaseChanges()
+            readers[i].token = first.changeToken
+            readers[i].seen = try positions(readers[i])
+        }
+        var state: UInt64 = 0x5EED_F00D
+        func next(_ n: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(n))
+        }
+        var names: [RecordZoneID: [String]] = [w.zone.zoneID: [], other.zoneID: []]
+        for step in 0..<240 {
+            switch next(6) {
+            case 0, 1, 2:
+                // A save: in Trips under the shared trip (Bob sees it) or outside it (he does not).
+                let zone = zones[next(2)]
+                let name = "n\(step)"
+                let parent = zone == w.zone.zoneID && next(2) == 0 ? w.trip.recordID : nil
+                try save([note(name, in: zone, parent: parent)], in: db)
+                names[zone]!.append(name)
+            case 3:
+                let zone = zones[next(2)]
+                guard !names[zone]!.isEmpty else { continue }
+                let name = names[zone]!.remove(at: next(names[zone]!.count))
+                if let e = try db.modifyRecords(deleting: [RecordID(recordName: name, zoneID: zone)]).error { throw e }
+            default:
+                let i = next(readers.count)
+                var reported: Set<RecordZoneID> = []
+                var pages = 0
+                repeat {
+                    let page = try readers[i].db.databaseChanges(since: readers[i].token, resultsLimit: 1 + next(3))
+                    reported.formUnion(page.changedZoneIDs)
+                    XCTAssertTrue(page.deletions.isEmpty, "step \(step): no zone went")
+                    readers[i].token = page.changeToken
+                    pages += 1
+                    if !page.moreComing { break }
+                } while pages < 10
+                let now = try positions(readers[i])
+                let moved = Set(readers[i].zones.filter { now[$0] != readers[i].seen[$0] })
+                XCTAssertEqual(reported, moved, "step \(step), \(readers[i].name): the zones reported are those whose feed moved")
+                readers[i].seen = now
+                let again = try readers[i].db.databaseChanges(since: readers[i].token)
+                XCTAssertTrue(again.changedZoneIDs.isEmpty && again.deletions.isEmpty, "step \(step), \(readers[i].name): nothing new")
+                XCTAssertEqual(again.changeToken, readers[i].token, "step \(step), \(readers[i].name): the same token")
+                XCTAssertEqual(try readers[i].db.currentDatabaseChangeToken(), readers[i].token, "step \(step): the current token")
+            }
+        }
     }
 
     // MARK: S3, S4: a participant's feeds

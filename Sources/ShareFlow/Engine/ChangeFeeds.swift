@@ -234,13 +234,15 @@ extension Engine {
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
             let feed = try db.feed(account: caller.id, container: database.container.containerID, scope: scope)
             // As the last page of a fetch from the start ends (ChangeToken.end).
+            let seq = ChangeToken.end(feed?.current ?? 0, moreComing: false, keptFrom: feed?.keptFrom ?? 0)
             return ChangeToken(
                 kind: .database,
                 environment: database.container.containerID.environment,
                 scope: database.databaseScope,
                 target: feed?.id ?? 0,
                 viewer: caller.id,
-                seq: ChangeToken.end(feed?.current ?? 0, moreComing: false, keptFrom: feed?.keptFrom ?? 0)
+                seq: seq,
+                zoneSeq: try feed.map { try zonePosition(at: seq, of: $0.id, db: db) } ?? 0
             )
             .encoded(key: try db.changeTokenKey())
         }
@@ -254,6 +256,7 @@ extension Engine {
             let caller = try accountIdentity(id: database.container.session.accountID, db: db)
             let feed = try db.feed(account: caller.id, container: database.container.containerID, scope: scope)
             var position: Int64 = 0
+            var seen: Int64 = 0
             // A fetch from the start has seen nothing pruned (ChangeToken.floor).
             var floor = feed?.keptFrom ?? 0
             let key = try db.changeTokenKey()
@@ -272,8 +275,18 @@ extension Engine {
                 }
                 position = decoded.seq
                 floor = decoded.floor
+                seen = decoded.zoneSeq
             }
-            let rows = try feed.map { try db.feedChanges(feed: $0.id, after: position, limit: limit + 1) } ?? []
+            var rows = try feed.map { try db.feedChanges(feed: $0.id, after: position, limit: limit + 1) } ?? []
+            // The entry at the token's own position stays there while only its zone changes
+            // (a write leaves a feed's last entry in place): reported again once the zone's
+            // position passed the one the token kept (unknown in a token of before: reported).
+            var zoneSeq = token == nil ? 0 : seen
+            if let feed, position > 0, let at = try db.feedChange(feed: feed.id, at: position), at.deletedReason == nil {
+                let now = try db.feedZonePosition(feed: feed.id, zoneName: at.zoneName, ownerName: at.ownerName)
+                if seen < 0 || now > seen { rows.insert(at, at: 0) }
+                zoneSeq = now
+            }
             let page = rows.prefix(limit)
             var changes = DatabaseChanges(changedZoneIDs: [], deletions: [], changeToken: "", moreComing: rows.count > limit)
             for row in page {
@@ -282,6 +295,7 @@ extension Engine {
             }
             let keptFrom = feed?.keptFrom ?? 0
             let end = ChangeToken.end(page.last?.seq ?? position, moreComing: changes.moreComing, keptFrom: keptFrom)
+            if end != position || !page.isEmpty { zoneSeq = try feed.map { try zonePosition(at: end, of: $0.id, db: db) } ?? 0 }
             changes.changeToken = ChangeToken(
                 kind: .database,
                 environment: database.container.containerID.environment,
@@ -289,12 +303,22 @@ extension Engine {
                 target: feed?.id ?? 0,
                 viewer: caller.id,
                 seq: end,
-                floor: end < keptFrom ? floor : 0
+                floor: end < keptFrom ? floor : 0,
+                zoneSeq: zoneSeq
             ).encoded(key: key)
             return changes
         }
         purgeFaults(&page, in: database)
         return page
+    }
+}
+
+extension Engine {
+    /// Where the zone of the database feed's live entry at `seq` stands (its position, kept by
+    /// a token pointing at that entry: `StoreTransaction.feedZonePosition`); 0 for none.
+    fileprivate func zonePosition(at seq: Int64, of feed: Int64, db: StoreTransaction) throws -> Int64 {
+        guard seq > 0, let entry = try db.feedChange(feed: feed, at: seq), entry.deletedReason == nil else { return 0 }
+        return try db.feedZonePosition(feed: feed, zoneName: entry.zoneName, ownerName: entry.ownerName)
     }
 }
 
@@ -320,14 +344,22 @@ struct ChangeToken: Equatable {
     /// a tombstone was pruned, was `changeTokenExpired` on its second page, every time.
     /// 0 elsewhere: those tokens are as before (version 1), the same string for a position.
     var floor: Int64 = 0
+    /// A database token's: where the zone of the entry at `seq` stood when the token was
+    /// given (its position for the feed's account), so a change of that zone that left the
+    /// entry in place is reported (`Engine.databaseChanges`); -1 in a token given before
+    /// (unknown: the entry is reported again once). 0 in a zone's token.
+    var zoneSeq: Int64 = 0
 
     private static let version: UInt8 = 1
     /// A token carrying a `floor`.
     private static let versionWithFloor: UInt8 = 2
     /// The token as given since wave 4: opaque to its holder (see `encoded`).
     private static let versionSealed: UInt8 = 3
+    /// Sealed, with `zoneSeq` (every token given since).
+    static let versionSealedWithZone: UInt8 = 4
     private static let macBytes = 16
     private static let plainBytes = 36
+    private static let plainBytesWithZone = 44
 
     /// Where a page's token points: after its last entry (`seq`); for the last page, at
     /// least the kept-from position — nothing is left to read before it, and a token below
@@ -345,12 +377,12 @@ struct ChangeToken: Equatable {
     /// then only equality shows. Every token has one length.
     func encoded(key: [UInt8]) -> String {
         var plain: [UInt8] = [kind.rawValue, environment == .production ? 1 : 0, scope == .shared ? 1 : 0, 0]
-        for n in [target, viewer, seq, floor] { withUnsafeBytes(of: n.bigEndian) { plain.append(contentsOf: $0) } }
+        for n in [target, viewer, seq, floor, zoneSeq] { withUnsafeBytes(of: n.bigEndian) { plain.append(contentsOf: $0) } }
         let keys = ChangeToken.keys(key)
         let nonce = Array(HMAC<SHA256>.authenticationCode(for: plain, using: keys.nonce).prefix(12))
         // A 12-byte nonce and a 32-byte key: sealing cannot fail.
         guard let box = try? AES.GCM.seal(plain, using: keys.seal, nonce: AES.GCM.Nonce(data: nonce)) else { return "" }
-        return Base64URL.encode([ChangeToken.versionSealed] + nonce + Array(box.ciphertext) + Array(box.tag))
+        return Base64URL.encode([ChangeToken.versionSealedWithZone] + nonce + Array(box.ciphertext) + Array(box.tag))
     }
 
     /// The two keys a sealed token uses, derived from the store's change-token key.
@@ -365,10 +397,11 @@ struct ChangeToken: Equatable {
     /// A sealed token's plaintext, or nil when it was not sealed with `key` (altered, forged,
     /// or a nonce other than its own: one position, one string).
     private static func unseal(_ bytes: [UInt8], key: [UInt8]) -> [UInt8]? {
-        guard bytes.count == 1 + 12 + plainBytes + 16, bytes[0] == versionSealed else { return nil }
+        let length = bytes.first == versionSealedWithZone ? plainBytesWithZone : plainBytes
+        guard bytes.count == 1 + 12 + length + 16, bytes[0] == versionSealed || bytes[0] == versionSealedWithZone else { return nil }
         let nonce = Array(bytes[1..<13])
-        let sealed = Array(bytes[13..<(13 + plainBytes)])
-        let tag = Array(bytes[(13 + plainBytes)...])
+        let sealed = Array(bytes[13..<(13 + length)])
+        let tag = Array(bytes[(13 + length)...])
         let keys = keys(key)
         guard let box = try? AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: sealed, tag: tag),
             let plain = try? Array(AES.GCM.open(box, using: keys.seal)),
@@ -386,9 +419,9 @@ struct ChangeToken: Equatable {
         guard string.utf8.count < 200 else { throw invalid }
         guard let bytes = Base64URL.decode(string) else { throw invalid }
         // The token's fields in the sealed layout: kind, environment, scope, 0, then target,
-        // viewer, seq and floor (8 bytes each, big-endian).
+        // viewer, seq, floor and (version 4) zoneSeq (8 bytes each, big-endian).
         let plain: [UInt8]
-        if bytes.first == versionSealed {
+        if bytes.first == versionSealed || bytes.first == versionSealedWithZone {
             guard let opened = unseal(bytes, key: key) else { throw invalid }
             plain = opened
         } else {
@@ -418,7 +451,8 @@ struct ChangeToken: Equatable {
             target: int(4),
             viewer: int(12),
             seq: int(20),
-            floor: int(28)
+            floor: int(28),
+            zoneSeq: plain.count >= plainBytesWithZone ? int(36) : -1
         )
     }
 }

@@ -173,6 +173,44 @@ extension StoreTransaction {
         }
     }
 
+    /// The feed's entry at position `seq`, if one is there (a token's own position: the entry
+    /// a write may have left in place, `StoreTransaction.write(_:)` of a feed move).
+    package func feedChange(feed: Int64, at seq: Int64) throws -> FeedChangeRow? {
+        if isWritable { try writeFeedMoves(early: true) }
+        return try fetchAll(
+            "SELECT zoneName, ownerName, seq, deleted, reason FROM feed_change WHERE feedID = ? AND seq = ?",
+            [feed, seq],
+            table: "feed_change",
+            keyAt: 0
+        ) {
+            FeedChangeRow(
+                zoneName: try $0.text(0, "zoneName"),
+                ownerName: try $0.text(1, "ownerName"),
+                seq: try $0.integer(2, "seq"),
+                deletedReason: try $0.integer(3, "deleted") != 0 ? (try $0.optionalText(4, "reason") ?? "deleted") : nil
+            )
+        }.first
+    }
+
+    /// Where the zone a feed's entry names stands for the feed's account: the owner's zone feed
+    /// end in a private database feed, the account's view of it in a shared one (the position
+    /// of their feed's last entry; 0 for a zone gone). Each change a feed reports moves it, so
+    /// a database token keeps it for the entry it points at: a later change of that zone,
+    /// which leaves a feed's last entry in place, shows as a position past the token's.
+    package func feedZonePosition(feed: Int64, zoneName: String, ownerName: String) throws -> Int64 {
+        try fetchInteger(
+            """
+            SELECT CASE WHEN f.scope = 'private'
+                THEN MAX(COALESCE((SELECT MAX(seq) FROM record WHERE zoneID = z.id), 0), COALESCE((SELECT MAX(seq) FROM zone_change WHERE zoneID = z.id), 0))
+                ELSE COALESCE((SELECT MAX(seq) FROM view_change WHERE zoneID = z.id AND viewerID = f.accountID), 0) END
+            FROM feed f CROSS JOIN account a ON a.userRecordID = ?2 CROSS JOIN zone z ON z.container = f.container
+                AND z.environment = f.environment AND z.scope = 'private' AND z.ownerID = a.id AND z.name = ?3
+            WHERE f.id = ?1
+            """,
+            [feed, ownerName, zoneName]
+        ) ?? 0
+    }
+
     /// The key change tokens are signed with, made with the log (schema v7): one per store,
     /// so every process (and every node of one database) gives the same token for a position.
     package func changeTokenKey() throws -> [UInt8] {
