@@ -70,7 +70,7 @@ final class StoreCommandTests: XCTestCase {
 
         let info = try CLI.run(["store", "info", "--store", store])
         XCTAssertEqual(info.status, 0, info.stderr)
-        XCTAssertTrue(info.stdout.contains("schema version 15"), info.stdout)
+        XCTAssertTrue(info.stdout.contains("schema version 16"), info.stdout)
         XCTAssertTrue(info.stdout.contains("change log: "), info.stdout)
         XCTAssertTrue(info.stdout.contains("shares: 2"), info.stdout)
         XCTAssertTrue(info.stdout.contains("notifications: 0 subscriptions, 0 device tokens, 0 queued, 0 dropped"), info.stdout)
