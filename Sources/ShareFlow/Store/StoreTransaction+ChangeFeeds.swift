@@ -162,15 +162,19 @@ extension StoreTransaction {
             """,
             [feed, seq, limit],
             table: "feed_change",
-            keyAt: 0
-        ) {
-            FeedChangeRow(
-                zoneName: try $0.text(0, "zoneName"),
-                ownerName: try $0.text(1, "ownerName"),
-                seq: try $0.integer(2, "seq"),
-                deletedReason: try $0.integer(3, "deleted") != 0 ? (try $0.optionalText(4, "reason") ?? "deleted") : nil
-            )
-        }
+            keyAt: 0,
+            StoreTransaction.feedChangeRow
+        )
+    }
+
+    /// A feed entry as stored (zoneName, ownerName, seq, deleted, reason).
+    static func feedChangeRow(_ row: StoredRow) throws -> FeedChangeRow {
+        FeedChangeRow(
+            zoneName: try row.text(0, "zoneName"),
+            ownerName: try row.text(1, "ownerName"),
+            seq: try row.integer(2, "seq"),
+            deletedReason: try row.integer(3, "deleted") != 0 ? (try row.optionalText(4, "reason") ?? "deleted") : nil
+        )
     }
 
     /// The feed's entry at position `seq`, if one is there (a token's own position: the entry
@@ -181,15 +185,9 @@ extension StoreTransaction {
             "SELECT zoneName, ownerName, seq, deleted, reason FROM feed_change WHERE feedID = ? AND seq = ?",
             [feed, seq],
             table: "feed_change",
-            keyAt: 0
-        ) {
-            FeedChangeRow(
-                zoneName: try $0.text(0, "zoneName"),
-                ownerName: try $0.text(1, "ownerName"),
-                seq: try $0.integer(2, "seq"),
-                deletedReason: try $0.integer(3, "deleted") != 0 ? (try $0.optionalText(4, "reason") ?? "deleted") : nil
-            )
-        }.first
+            keyAt: 0,
+            StoreTransaction.feedChangeRow
+        ).first
     }
 
     /// Where the zone a feed's entry names stands for the feed's account: the owner's zone feed
