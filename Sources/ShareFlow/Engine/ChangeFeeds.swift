@@ -295,7 +295,14 @@ extension Engine {
             }
             let keptFrom = feed?.keptFrom ?? 0
             let end = ChangeToken.end(page.last?.seq ?? position, moreComing: changes.moreComing, keptFrom: keptFrom)
-            if end != position || !page.isEmpty { zoneSeq = try feed.map { try zonePosition(at: end, of: $0.id, db: db) } ?? 0 }
+            if end != position || !page.isEmpty {
+                zoneSeq = 0
+                if let feed {
+                    // The entry at `end` is the page's last when the page ends there: not read again.
+                    let entry = page.last?.seq == end ? page.last : (end > 0 ? try db.feedChange(feed: feed.id, at: end) : nil)
+                    zoneSeq = try zonePosition(of: entry, in: feed.id, db: db)
+                }
+            }
             changes.changeToken = ChangeToken(
                 kind: .database,
                 environment: database.container.containerID.environment,
@@ -317,7 +324,12 @@ extension Engine {
     /// Where the zone of the database feed's live entry at `seq` stands (its position, kept by
     /// a token pointing at that entry: `StoreTransaction.feedZonePosition`); 0 for none.
     fileprivate func zonePosition(at seq: Int64, of feed: Int64, db: StoreTransaction) throws -> Int64 {
-        guard seq > 0, let entry = try db.feedChange(feed: feed, at: seq), entry.deletedReason == nil else { return 0 }
+        try zonePosition(of: seq > 0 ? try db.feedChange(feed: feed, at: seq) : nil, in: feed, db: db)
+    }
+
+    /// `zonePosition(at:of:db:)` of an entry already read.
+    fileprivate func zonePosition(of entry: FeedChangeRow?, in feed: Int64, db: StoreTransaction) throws -> Int64 {
+        guard let entry, entry.deletedReason == nil else { return 0 }
         return try db.feedZonePosition(feed: feed, zoneName: entry.zoneName, ownerName: entry.ownerName)
     }
 }
