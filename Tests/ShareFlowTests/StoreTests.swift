@@ -164,6 +164,56 @@ final class StoreTests: XCTestCase {
         let dir = try makeTemporaryFolder("sf-store-reads")
         let path = dir.appendingPathComponent("s.sqlite").path
         let reader = try Store(path: path)
+        try everyReadSeesTheLatestCommit(path: path, read: { try reader.read($0) }, isInsideTransaction: { reader.queue.inDatabase { $0.isInsideTransaction } })
+    }
+
+    /// A `StoreStatement` stays compiled on its connection, found again by identity (one
+    /// compiled statement for many reads), and the store and its readers still close whole:
+    /// a statement left compiled would keep `sqlite3_close` from closing, and the `-wal` and
+    /// `-shm` files would stay behind.
+    func testKeptStatementsAreReusedAndLeaveNothingOpenAtClose() throws {
+        let dir = try makeTemporaryFolder("sf-store-kept")
+        let path = dir.appendingPathComponent("s.sqlite").path
+        let store = try Store(path: path)
+        let reader = try XCTUnwrap(try store.makeReader())
+        let statement = StoreStatement("SELECT count(*) FROM shareflow_meta WHERE key <> ?")
+        var compiled: Set<ObjectIdentifier> = []
+        for n in 0..<50 {
+            let read = { (db: StoreTransaction) throws -> Int64? in
+                compiled.insert(ObjectIdentifier(try db.shelf!.statement(statement, on: db.db)))
+                return try db.fetchOne(statement, ["k\(n)"], table: "shareflow_meta", keyAt: 0) { try $0.integer(0, "count") }
+            }
+            XCTAssertNotNil(try store.read(read))
+            XCTAssertNotNil(try store.read(on: reader, read))
+            try store.write { db in _ = try db.fetchOne(statement, ["k"], table: "shareflow_meta", keyAt: 0) { try $0.integer(0, "count") } }
+        }
+        XCTAssertEqual(compiled.count, 2, "one compiled statement on each connection")
+        reader.close()
+        store.close()
+        for suffix in ["-wal", "-shm"] {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: path + suffix), "\(suffix) removed at close")
+        }
+    }
+
+    /// The same on a reading thread's own connection (`Store.read(on:)`, what `serve` reads on).
+    func testEveryReadOnAReaderSeesTheLatestCommitHoweverTheLastOneEnded() throws {
+        let dir = try makeTemporaryFolder("sf-store-reader-reads")
+        let path = dir.appendingPathComponent("s.sqlite").path
+        let store = try Store(path: path)
+        let reader = try XCTUnwrap(try store.makeReader())
+        defer { reader.close() }
+        try everyReadSeesTheLatestCommit(
+            path: path,
+            read: { try store.read(on: reader, $0) },
+            isInsideTransaction: { reader.sqlite!.inDatabase { $0.isInsideTransaction } }
+        )
+    }
+
+    private func everyReadSeesTheLatestCommit(
+        path: String,
+        read: ((StoreTransaction) throws -> Int?) throws -> Int?,
+        isInsideTransaction: () -> Bool
+    ) throws {
         let writer = try Store(path: path)
         struct Thrown: Error {}
         func value(_ db: StoreTransaction) throws -> Int? {
@@ -179,46 +229,46 @@ final class StoreTests: XCTestCase {
             switch n % 5 {
             case 0:
                 XCTAssertThrowsError(
-                    try reader.read { db -> Int in
+                    try read { db -> Int? in
                         _ = try value(db)
                         throw Thrown()
                     }
                 )
             case 1:
                 XCTAssertThrowsError(
-                    try reader.read { db -> Int in
+                    try read { db -> Int? in
                         _ = try value(db)
                         return try Int.fetchOne(db.db, sql: "SELECT nope FROM nowhere") ?? 0
                     }
                 )
             case 2:
                 // A cursor left after its first row: the read's COMMIT ends its snapshot all the same.
-                _ = try reader.read { db -> Int? in
+                _ = try read { db -> Int? in
                     let cursor = try Int.fetchCursor(db.db, sql: "SELECT CAST(value AS INTEGER) FROM shareflow_meta")
                     return try cursor.next()
                 }
             case 3:
                 // A failed statement, caught, and the read goes on and returns.
-                _ = try reader.read { db -> Int? in
+                _ = try read { db -> Int? in
                     _ = try? Int.fetchOne(db.db, sql: "SELECT nope FROM nowhere")
                     return try value(db)
                 }
             default:
-                XCTAssertEqual(try reader.read(value), n)
+                XCTAssertEqual(try read(value), n)
             }
-            XCTAssertEqual(try reader.read(value), n, "read \(n) sees the commit made before it")
-            XCTAssertFalse(reader.queue.inDatabase { $0.isInsideTransaction }, "read \(n) left no transaction open")
+            XCTAssertEqual(try read(value), n, "read \(n) sees the commit made before it")
+            XCTAssertFalse(isInsideTransaction(), "read \(n) left no transaction open")
         }
         // A read whose transaction ended before it did (SQLite rolls one back on some errors)
         // read the rest elsewhere in time: it is not answered.
         XCTAssertThrowsError(
-            try reader.read { db -> Int? in
+            try read { db -> Int? in
                 try db.db.execute(sql: "ROLLBACK")
                 return try value(db)
             }
         ) { error in
             XCTAssertTrue("\(error)".contains("ended before the read did"), "\(error)")
         }
-        XCTAssertEqual(try reader.read(value), 2_000)
+        XCTAssertEqual(try read(value), 2_000)
     }
 }

@@ -8,6 +8,40 @@ import GRDBSQLite
 /// their date, and whether a transaction is open is SQLite's own answer
 /// (`Database.isInsideTransaction`), which GRDB's precondition checks when the access ends.
 enum ReadTransaction {
+    /// Runs `body` in one read transaction on `db`, committed when it returns and rolled back
+    /// when it throws. A read that changed rows is undone and is an error (what GRDB's
+    /// `PRAGMA query_only` guarded, whose toggles expired every cached statement); so is a read
+    /// whose transaction SQLite ended before it did (`commit`).
+    static func run<T>(_ db: Database, path: String, _ body: () throws -> T) throws -> T {
+        let changes = db.totalChangesCount
+        let result: T
+        try begin(db)
+        do {
+            result = try body()
+        } catch {
+            rollback(db)
+            throw error
+        }
+        guard db.totalChangesCount == changes else {
+            rollback(db)
+            throw ShareFlowError(.serviceUnavailable, "store \(path): a read changed rows; it was undone (a ShareFlow bug: please report it)")
+                .forOperator()
+        }
+        let committed: Bool
+        do { committed = try commit(db) } catch {
+            rollback(db)
+            throw error
+        }
+        guard committed else {
+            throw ShareFlowError(
+                .serviceUnavailable,
+                "store \(path): a read's transaction ended before the read did (SQLite rolled it back after an error); it was not answered: retry",
+                retryAfter: StoreFailure.busyRetryAfter
+            ).forOperator()
+        }
+        return result
+    }
+
     static func begin(_ db: Database) throws { try step(db, "BEGIN DEFERRED TRANSACTION") }
 
     /// Commits the read; false when SQLite had ended its transaction before the read did (some

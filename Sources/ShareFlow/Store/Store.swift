@@ -27,6 +27,8 @@ public final class Store: @unchecked Sendable {
     public let isReadOnly: Bool
     /// The SQLite store's connection; nil on a driver's.
     let sqliteQueue: DatabaseQueue?
+    /// The `StoreStatement`s compiled on `sqliteQueue`'s connection.
+    let shelf = StatementShelf()
     /// The driver's database (SPEC §16 M6); nil on SQLite.
     package let driver: (any StoreDriver)?
     /// Where an SQLite store keeps assets' bytes (SPEC §19 A4): `<store>.assets/` beside its
@@ -375,6 +377,7 @@ public final class Store: @unchecked Sendable {
     /// store whole, its `-wal` and `-shm` removed by SQLite. Nothing may use the store after.
     public func close() {
         decisionLog?.close()
+        sqliteQueue?.inDatabase { _ in shelf.empty() }
         try? sqliteQueue?.close()
         driver?.close()
     }
@@ -402,7 +405,7 @@ public final class Store: @unchecked Sendable {
                 let start = feedBumps.savepoint()
                 do {
                     try db.inSavepoint {
-                        result = try body(StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps))
+                        result = try body(StoreTransaction(db, writable: true, path: path, feedBumps: feedBumps, shelf: shelf))
                         return .commit
                     }
                 } catch {
@@ -431,7 +434,7 @@ public final class Store: @unchecked Sendable {
                         }
                         current = db
                         defer { current = nil }
-                        (result, changed) = try outermost(scope, { StoreTransaction(db, writable: true, path: path, feedBumps: $0) }, body)
+                        (result, changed) = try outermost(scope, { StoreTransaction(db, writable: true, path: path, feedBumps: $0, shelf: shelf) }, body)
                         return .commit
                     }
                 } catch let error as DatabaseError where !began && (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) {
@@ -454,7 +457,7 @@ public final class Store: @unchecked Sendable {
         if let driver { return try readThrough(driver, body) }
         do {
             // Inside a write, a read sees the positions the write has taken and not yet stored.
-            if let db = current { return try body(StoreTransaction(db, writable: writing, path: path, feedBumps: writing ? feedBumps : nil)) }
+            if let db = current { return try body(StoreTransaction(db, writable: writing, path: path, feedBumps: writing ? feedBumps : nil, shelf: shelf)) }
             // A deferred transaction, not GRDB's `read`: its `PRAGMA query_only` toggles make
             // SQLite expire every prepared statement, so each cached statement was compiled
             // again on every read (its authorizer was ~45% of a fetchRecord's time). What
@@ -467,33 +470,7 @@ public final class Store: @unchecked Sendable {
             return try queue.inDatabase { db in
                 current = db
                 defer { current = nil }
-                let changes = db.totalChangesCount
-                let result: T
-                try ReadTransaction.begin(db)
-                do {
-                    result = try body(StoreTransaction(db, writable: false, path: path))
-                } catch {
-                    ReadTransaction.rollback(db)
-                    throw error
-                }
-                guard db.totalChangesCount == changes else {
-                    ReadTransaction.rollback(db)
-                    throw ShareFlowError(.serviceUnavailable, "store \(path): a read changed rows; it was undone (a ShareFlow bug: please report it)")
-                        .forOperator()
-                }
-                let committed: Bool
-                do { committed = try ReadTransaction.commit(db) } catch {
-                    ReadTransaction.rollback(db)
-                    throw error
-                }
-                guard committed else {
-                    throw ShareFlowError(
-                        .serviceUnavailable,
-                        "store \(path): a read's transaction ended before the read did (SQLite rolled it back after an error); it was not answered: retry",
-                        retryAfter: StoreFailure.busyRetryAfter
-                    ).forOperator()
-                }
-                return result
+                return try ReadTransaction.run(db, path: path) { try body(StoreTransaction(db, writable: false, path: path, shelf: shelf)) }
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError
@@ -644,17 +621,14 @@ public final class Store: @unchecked Sendable {
         }
         guard let queue = reader.sqlite else { preconditionFailure("a store reader with no connection") }
         do {
+            // Deferred, not GRDB's `read`, and through `ReadTransaction` (see `read`).
             return try queue.inDatabase { db in
-                var result: T?
-                // Deferred, not GRDB's `read` (see `read`): the connection is read-only anyway.
-                try db.inTransaction(.deferred) {
-                    let transaction = StoreTransaction(db, writable: false, path: path)
+                try ReadTransaction.run(db, path: path) {
+                    let transaction = StoreTransaction(db, writable: false, path: path, shelf: reader.shelf)
                     reader.open = transaction
                     defer { reader.open = nil }
-                    result = try body(transaction)
-                    return .commit
+                    return try body(transaction)
                 }
-                return result!
             }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError

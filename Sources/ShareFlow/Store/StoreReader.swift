@@ -10,6 +10,8 @@ package final class StoreReader: @unchecked Sendable {  // handed to one thread,
     let driver: (any StoreDriverReader)?
     /// The snapshot open on it, which nested reads join.
     var open: StoreTransaction?
+    /// The `StoreStatement`s compiled on its SQLite connection.
+    let shelf = StatementShelf()
 
     init(sqlite: DatabaseQueue) {
         self.sqlite = sqlite
@@ -23,6 +25,7 @@ package final class StoreReader: @unchecked Sendable {  // handed to one thread,
 
     /// Closes the connection; the reader may not be used after.
     package func close() {
+        sqlite?.inDatabase { _ in shelf.empty() }
         try? sqlite?.close()
         driver?.close()
     }

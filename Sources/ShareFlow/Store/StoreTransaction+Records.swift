@@ -226,7 +226,8 @@ extension StoreTransaction {
 
     /// `ownRecord`'s statement: the caller's row ID and user record name, the zone's row ID, the
     /// record and its rooted share, in that order.
-    static let ownRecordSQL = """
+    static let ownRecordSQL = StoreStatement(
+        """
         SELECT a.id, a.userRecordID, z.id, \(recordColumns), \(rootedShareColumns)
         FROM account a
         LEFT JOIN zone z ON z.container = ? AND z.environment = ? AND z.scope = ? AND z.ownerID = ? AND z.name = ?
@@ -234,13 +235,16 @@ extension StoreTransaction {
         LEFT JOIN account c ON c.id = r.createdBy LEFT JOIN account m ON m.id = r.modifiedBy
         \(rootedShareSource) WHERE a.id = ?
         """
+    )
 
     /// `record(zone:name:)`'s statement, made once: built on every call (and hashed for the
     /// statement cache), its text was about 4% of a one-record read (issue 48, callgrind).
-    static let recordByNameSQL = """
+    static let recordByNameSQL = StoreStatement(
+        """
         SELECT \(recordColumns), \(rootedShareColumns) FROM \(recordSource)
         \(rootedShareSource) WHERE r.zoneID = ? AND r.name = ?
         """
+    )
 
     /// The share rooted at record `r` (its record's name, token and ID), joined by
     /// `rootedShareSource`, read after `recordColumns` by `recordRowWithRootedShare`.

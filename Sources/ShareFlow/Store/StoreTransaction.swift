@@ -39,11 +39,15 @@ package struct StoreTransaction {
     /// The database feeds already moved in this transaction (nil: note none, move each time).
     let feedBumps: FeedBumps?
 
-    init(_ db: Database, writable: Bool = true, path: String?, feedBumps: FeedBumps? = nil) {
+    /// SQLite: the connection's `StoreStatement`s (nil: compiled through GRDB's cache by text).
+    let shelf: StatementShelf?
+
+    init(_ db: Database, writable: Bool = true, path: String?, feedBumps: FeedBumps? = nil, shelf: StatementShelf? = nil) {
         self.connection = .sqlite(db)
         self.isWritable = writable
         self.path = path
         self.feedBumps = feedBumps
+        self.shelf = shelf
     }
 
     init(_ connection: any StoreConnection, writable: Bool = true, path: String?, feedBumps: FeedBumps? = nil) {
@@ -51,6 +55,7 @@ package struct StoreTransaction {
         self.isWritable = writable
         self.path = path
         self.feedBumps = feedBumps
+        self.shelf = nil
     }
 
     /// Runs a statement that writes, and says how many rows it changed. On SQLite it is

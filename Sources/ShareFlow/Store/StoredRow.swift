@@ -320,16 +320,86 @@ extension StoreTransaction {
         _ decode: (StoredRow) throws -> T,
         _ body: (T) throws -> Bool
     ) throws {
+        try forEach(sql, nil, arguments, table: table, keyAt: keyAt, decode, body)
+    }
+
+    /// `fetchOne` of a `StoreStatement`: on SQLite, compiled once on the connection and found
+    /// by identity.
+    func fetchOne<T>(
+        _ statement: StoreStatement,
+        _ arguments: StoreArguments = [],
+        table: String,
+        keyAt: Int,
+        _ decode: (StoredRow) throws -> T
+    ) throws -> T? {
+        var found: T?
+        try forEach(statement.sql, statement, arguments, table: table, keyAt: keyAt, decode) {
+            found = $0
+            return false
+        }
+        return found
+    }
+
+    /// `forEach` of a `StoreStatement`.
+    func forEach<T>(
+        _ statement: StoreStatement,
+        _ arguments: StoreArguments = [],
+        table: String,
+        keyAt: Int,
+        _ decode: (StoredRow) throws -> T,
+        _ body: (T) throws -> Bool
+    ) throws {
+        try forEach(statement.sql, statement, arguments, table: table, keyAt: keyAt, decode, body)
+    }
+
+    /// `fetchAll` of a `StoreStatement`.
+    func fetchAll<T>(
+        _ statement: StoreStatement,
+        _ arguments: StoreArguments = [],
+        table: String,
+        keyAt: Int,
+        _ decode: (StoredRow) throws -> T
+    ) throws -> [T] {
+        var values: [T] = []
+        try forEach(statement.sql, statement, arguments, table: table, keyAt: keyAt, decode) {
+            values.append($0)
+            return true
+        }
+        return values
+    }
+
+    /// The rows of `sql` (compiled by `kept` on the connection's shelf when there is one).
+    private func forEach<T>(
+        _ sql: String,
+        _ kept: StoreStatement?,
+        _ arguments: StoreArguments,
+        table: String,
+        keyAt: Int,
+        _ decode: (StoredRow) throws -> T,
+        _ body: (T) throws -> Bool
+    ) throws {
         // A statement that writes and returns rows (`UPDATE … RETURNING`) is held to the
         // write's scope as one run through `run`.
         try mayWriteReturning(sql)
         switch connection {
         case .sqlite(let db):
-            let cursor = try StoredRowCursor(db.cachedStatement(sql: sql), arguments, table: table, keyAt: keyAt)
-            try withExtendedLifetime(cursor) {
-                while let row = try cursor.next() {
-                    guard try body(try decoding { try decode(row) }) else { return }
+            let statement: Statement
+            if let kept, let shelf {
+                statement = try shelf.statement(kept, on: db)
+            } else {
+                statement = try db.cachedStatement(sql: sql)
+            }
+            let cursor = try StoredRowCursor(statement, arguments, table: table, keyAt: keyAt)
+            do {
+                try withExtendedLifetime(cursor) {
+                    while let row = try cursor.next() {
+                        guard try body(try decoding { try decode(row) }) else { return }
+                    }
                 }
+            } catch let error as DatabaseError {
+                // The step failed: compiled again next time, as GRDB does with its own.
+                if let kept { shelf?.drop(kept) }
+                throw error
             }
         case .driver(let connection):
             for cells in try connection.query(sql, arguments.values) {
@@ -411,7 +481,27 @@ final class StoredRowCursor: DatabaseCursor {
         // its unspecialized generic initializer across modules, which cost a tenth of a
         // fetchRecord (perf, `bench --only reads`). The same calls GRDB binds with.
         let sqlite = statement.sqliteStatement
-        for (n, value) in arguments.values.enumerated() { _ = value.bind(to: sqlite, at: CInt(n + 1)) }
+        for (n, value) in arguments.values.enumerated() { StoredRowCursor.bind(value, to: sqlite, at: CInt(n + 1)) }
+    }
+
+    /// Binds one value as GRDB does, but a text from its own bytes with its length: GRDB's
+    /// bind passes a `String` as a C string, which copies it into a new array first (a tenth
+    /// of a one-record read's binding, issue 48, callgrind). A name never holds a NUL (R23),
+    /// and with the length given none would cut a text short.
+    private static func bind(_ value: DatabaseValue, to statement: SQLiteStatement, at index: CInt) {
+        guard case .string(var text) = value.storage else {
+            _ = value.bind(to: statement, at: index)
+            return
+        }
+        // SQLITE_TRANSIENT: SQLite copies the bytes before the call returns.
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        text.withUTF8 { bytes in
+            guard let start = bytes.baseAddress else {
+                _ = sqlite3_bind_text(statement, index, "", 0, transient)
+                return
+            }
+            _ = start.withMemoryRebound(to: CChar.self, capacity: bytes.count) { sqlite3_bind_text(statement, index, $0, CInt(bytes.count), transient) }
+        }
     }
 
     deinit {
