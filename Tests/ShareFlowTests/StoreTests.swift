@@ -164,7 +164,11 @@ final class StoreTests: XCTestCase {
         let dir = try makeTemporaryFolder("sf-store-reads")
         let path = dir.appendingPathComponent("s.sqlite").path
         let reader = try Store(path: path)
-        try everyReadSeesTheLatestCommit(path: path, read: { try reader.read($0) }, isInsideTransaction: { reader.queue.inDatabase { $0.isInsideTransaction } })
+        try everyReadSeesTheLatestCommit(
+            path: path,
+            read: { try reader.read($0) },
+            isInsideTransaction: { reader.queue.inDatabase { $0.isInsideTransaction } }
+        )
     }
 
     /// A `StoreStatement` stays compiled on its connection, found again by identity (one

@@ -434,7 +434,11 @@ public final class Store: @unchecked Sendable {
                         }
                         current = db
                         defer { current = nil }
-                        (result, changed) = try outermost(scope, { StoreTransaction(db, writable: true, path: path, feedBumps: $0, shelf: shelf) }, body)
+                        (result, changed) = try outermost(
+                            scope,
+                            { StoreTransaction(db, writable: true, path: path, feedBumps: $0, shelf: shelf) },
+                            body
+                        )
                         return .commit
                     }
                 } catch let error as DatabaseError where !began && (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) {
@@ -457,7 +461,9 @@ public final class Store: @unchecked Sendable {
         if let driver { return try readThrough(driver, body) }
         do {
             // Inside a write, a read sees the positions the write has taken and not yet stored.
-            if let db = current { return try body(StoreTransaction(db, writable: writing, path: path, feedBumps: writing ? feedBumps : nil, shelf: shelf)) }
+            if let db = current {
+                return try body(StoreTransaction(db, writable: writing, path: path, feedBumps: writing ? feedBumps : nil, shelf: shelf))
+            }
             // A deferred transaction, not GRDB's `read`: its `PRAGMA query_only` toggles make
             // SQLite expire every prepared statement, so each cached statement was compiled
             // again on every read (its authorizer was ~45% of a fetchRecord's time). What

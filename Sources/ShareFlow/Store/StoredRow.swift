@@ -500,7 +500,9 @@ final class StoredRowCursor: DatabaseCursor {
                 _ = sqlite3_bind_text(statement, index, "", 0, transient)
                 return
             }
-            _ = start.withMemoryRebound(to: CChar.self, capacity: bytes.count) { sqlite3_bind_text(statement, index, $0, CInt(bytes.count), transient) }
+            _ = start.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                sqlite3_bind_text(statement, index, $0, CInt(bytes.count), transient)
+            }
         }
     }
 
