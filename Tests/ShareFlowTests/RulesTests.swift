@@ -80,6 +80,14 @@ class RulesTests: XCTestCase {
         }
         XCTAssertEqual(Engine.shareToken(url: "https://shareflow.invalid/share/"), nil)
         XCTAssertEqual(Engine.shareToken(url: "https://shareflow.invalid/"), nil)
+        // The last `/share/`, up to a fragment, a query or a slash; nothing but printable ASCII.
+        let urls: [(String, String?)] = [
+            ("https://x/share/abc/share/def", "def"), ("https://x/share/tok#Lisbon%20trip", "tok"), ("https://x/share/tok?x=1", "tok"),
+            ("https://x/share/tok/more", "tok"), ("/share/t", "t"), ("https://x/share/é", nil), ("https://x/share/a b", nil),
+            ("https://x/share/a\u{0}b", nil), ("", nil), ("/share/", nil), ("share/abc", nil), ("https://x/share/#frag", nil),
+            ("https://x/Share/abc", nil), ("/share//share/x", "x"),
+        ]
+        for (url, token) in urls { XCTAssertEqual(Engine.shareToken(url: url), token, url) }
         w.engine.options.publicURL = "https://share.example.com"
         let again = try w.c.privateCloudDatabase.fetchRecord(share.recordID) as? Share
         XCTAssertEqual(again?.url, "https://share.example.com/share/" + share.shortGUID!)
