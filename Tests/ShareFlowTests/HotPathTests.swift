@@ -52,6 +52,19 @@ class HotPathTests: XCTestCase {
         XCTAssertEqual(NameComponents(storedJSON: #"{"givenName":null}"#), NameComponents())
         XCTAssertEqual(NameComponents(storedJSON: "not json"), NameComponents())
         XCTAssertEqual(NameComponents(storedJSON: #"{"givenName":"Ann""#), NameComponents())
+        // Each key is read by its bytes: one letter off, the flat reader leaves it to the
+        // decoder (which drops an unknown key), never to another part.
+        for key in ["namePrefix", "givenName", "middleName", "familyName", "nameSuffix", "nickname"] {
+            XCTAssertNotNil(NameComponents(flatJSON: "{\"\(key)\":\"x\"}"), key)
+            for at in key.indices {
+                var near = key
+                near.replaceSubrange(at...at, with: "_")
+                XCTAssertNil(NameComponents(flatJSON: "{\"\(near)\":\"x\"}"), near)
+                XCTAssertEqual(NameComponents(storedJSON: "{\"\(near)\":\"x\"}"), NameComponents(), near)
+            }
+        }
+        XCTAssertNil(NameComponents(flatJSON: #"{"nameXrefix":"x"}"#))
+        XCTAssertNil(NameComponents(flatJSON: #"{"":"x"}"#))
     }
 
     func testFetchedParticipantCarriesTheStoredName() throws {

@@ -61,8 +61,9 @@ extension NameComponents {
         self = fast
     }
 
-    /// `{"key":"value",…}` with no escapes and only known keys, else nil.
-    private static func flatObject(_ bytes: UnsafeBufferPointer<UInt8>) -> NameComponents? {
+    /// `{"key":"value",…}` with no escapes and only known keys, else nil. Read in place from a
+    /// stored row's bytes (`StoredRow.name`): a 64-participant share reads 64 names.
+    static func flatObject(_ bytes: UnsafeBufferPointer<UInt8>) -> NameComponents? {
         var i = 0
         func skipSpace() { while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x09 || bytes[i] == 0x0D { i += 1 } }
         func expect(_ c: UInt8) -> Bool {
@@ -88,19 +89,38 @@ extension NameComponents {
         repeat {
             guard let key = string(), expect(UInt8(ascii: ":")), let raw = string() else { return nil }
             let value = String(decoding: raw, as: UTF8.self)
-            switch String(decoding: key, as: UTF8.self) {
-            case "namePrefix": name.namePrefix = value
-            case "givenName": name.givenName = value
-            case "middleName": name.middleName = value
-            case "familyName": name.familyName = value
-            case "nameSuffix": name.nameSuffix = value
-            case "nickname": name.nickname = value
-            default: return nil
+            // The key by its bytes (a switch over a new String compared each case's text).
+            switch NameComponents.part(named: key) {
+            case .namePrefix: name.namePrefix = value
+            case .givenName: name.givenName = value
+            case .middleName: name.middleName = value
+            case .familyName: name.familyName = value
+            case .nameSuffix: name.nameSuffix = value
+            case .nickname: name.nickname = value
+            case nil: return nil
             }
         } while expect(UInt8(ascii: ","))
         guard expect(UInt8(ascii: "}")) else { return nil }
         skipSpace()
         return i == bytes.count ? name : nil
+    }
+
+    private enum Part { case namePrefix, givenName, middleName, familyName, nameSuffix, nickname }
+
+    /// The part a stored name's key names, told by its length and a letter and then checked
+    /// whole; nil for any other key.
+    private static func part(named key: UnsafeBufferPointer<UInt8>) -> Part? {
+        let (word, part): (StaticString, Part)
+        switch (key.count, key.first, key.count > 4 ? key[4] : 0) {
+        case (8, _, _): (word, part) = ("nickname", .nickname)
+        case (9, _, _): (word, part) = ("givenName", .givenName)
+        case (10, UInt8(ascii: "m"), _): (word, part) = ("middleName", .middleName)
+        case (10, UInt8(ascii: "f"), _): (word, part) = ("familyName", .familyName)
+        case (10, UInt8(ascii: "n"), UInt8(ascii: "P")): (word, part) = ("namePrefix", .namePrefix)
+        case (10, UInt8(ascii: "n"), UInt8(ascii: "S")): (word, part) = ("nameSuffix", .nameSuffix)
+        default: return nil
+        }
+        return word.withUTF8Buffer { $0.elementsEqual(key) } ? part : nil
     }
 }
 

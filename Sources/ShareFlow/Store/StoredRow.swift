@@ -251,10 +251,10 @@ package struct StoredRow {
 
     /// An account's name: the JSON object `JSONEncoder` wrote for `NameComponents`.
     func name(_ index: Int, _ column: String) throws -> NameComponents {
+        // The flat object (`{}` included) is read in place without a decoder; anything else is
+        // decoded strictly, to tell a name with escapes from a damaged one.
+        if let name = withUTF8(index, NameComponents.flatObject) ?? nil { return name }
         let json = try text(index, column)
-        // The flat object (`{}` included) is read without a decoder; anything else is decoded
-        // strictly, to tell a name with escapes from a damaged one.
-        if let name = NameComponents(flatJSON: json) { return name }
         do {
             return try JSONDecoder().decode(NameComponents.self, from: Data(json.utf8))
         } catch {
