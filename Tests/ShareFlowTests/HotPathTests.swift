@@ -30,6 +30,29 @@ class HotPathTests: XCTestCase {
         XCTAssertEqual(RandomIdentifier.bytes(0).count, 0)
     }
 
+    /// A token this process sealed lately is opened from memory (`ChangeTokenKeys`), with the
+    /// key it was sealed with only: under another store's key the same string is opened as any
+    /// other and refused; one forgotten (past the capacity) is opened by its seal again.
+    func testASealedTokenIsKnownOnlyWithItsOwnKey() throws {
+        let key = Array(RandomIdentifier.bytes(32))
+        let other = Array(RandomIdentifier.bytes(32))
+        func token(_ seq: Int64) -> ChangeToken {
+            ChangeToken(kind: .zone, environment: .development, scope: .shared, target: 7, viewer: 9, seq: seq, floor: 0, zoneSeq: 0)
+        }
+        let first = token(1).encoded(key: key)
+        XCTAssertEqual(ChangeTokenKeys.shared.known(first, key: key), token(1))
+        XCTAssertEqual(try ChangeToken.decode(first, key: key, kind: .zone), token(1))
+        XCTAssertNil(ChangeTokenKeys.shared.known(first, key: other))
+        XCTAssertThrowsError(try ChangeToken.decode(first, key: other, kind: .zone)) { error in
+            XCTAssertTrue("\(error)".contains("not one ShareFlow gave"), "\(error)")
+        }
+        XCTAssertThrowsError(try ChangeToken.decode(first, key: key, kind: .database), "a zone's token is not a database's, known or not")
+        for seq in 2...Int64(ChangeTokenKeys.capacity + 10) { _ = token(seq).encoded(key: key) }
+        XCTAssertNil(ChangeTokenKeys.shared.known(first, key: key), "forgotten past the capacity")
+        XCTAssertEqual(try ChangeToken.decode(first, key: key, kind: .zone), token(1), "and opened by its seal")
+        XCTAssertEqual(token(1).encoded(key: key), first, "the same position, the same string")
+    }
+
     func testStoredNamesReadBackAsJSONDecoderReadsThem() throws {
         let names = [
             NameComponents(),

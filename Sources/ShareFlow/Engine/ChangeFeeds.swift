@@ -390,15 +390,17 @@ struct ChangeToken: Equatable {
     func encoded(key: [UInt8]) -> String {
         var plain: [UInt8] = [kind.rawValue, environment == .production ? 1 : 0, scope == .shared ? 1 : 0, 0]
         for n in [target, viewer, seq, floor, zoneSeq] { withUnsafeBytes(of: n.bigEndian) { plain.append(contentsOf: $0) } }
-        let keys = ChangeToken.keys(key)
+        let keys = ChangeTokenKeys.shared.derived(from: key)
         let nonce = Array(HMAC<SHA256>.authenticationCode(for: plain, using: keys.nonce).prefix(12))
         // A 12-byte nonce and a 32-byte key: sealing cannot fail.
         guard let box = try? AES.GCM.seal(plain, using: keys.seal, nonce: AES.GCM.Nonce(data: nonce)) else { return "" }
-        return Base64URL.encode([ChangeToken.versionSealedWithZone] + nonce + Array(box.ciphertext) + Array(box.tag))
+        let string = Base64URL.encode([ChangeToken.versionSealedWithZone] + nonce + Array(box.ciphertext) + Array(box.tag))
+        ChangeTokenKeys.shared.sealed(string, self, key: key)
+        return string
     }
 
     /// The two keys a sealed token uses, derived from the store's change-token key.
-    private static func keys(_ key: [UInt8]) -> (seal: SymmetricKey, nonce: SymmetricKey) {
+    static func keys(_ key: [UInt8]) -> (seal: SymmetricKey, nonce: SymmetricKey) {
         let root = SymmetricKey(data: key)
         return (
             SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array("shareflow change token: seal".utf8), using: root))),
@@ -414,7 +416,7 @@ struct ChangeToken: Equatable {
         let nonce = Array(bytes[1..<13])
         let sealed = Array(bytes[13..<(13 + length)])
         let tag = Array(bytes[(13 + length)...])
-        let keys = keys(key)
+        let keys = ChangeTokenKeys.shared.derived(from: key)
         guard let box = try? AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: sealed, tag: tag),
             let plain = try? Array(AES.GCM.open(box, using: keys.seal)),
             Array(HMAC<SHA256>.authenticationCode(for: plain, using: keys.nonce).prefix(12)) == nonce
@@ -429,6 +431,8 @@ struct ChangeToken: Equatable {
             "the change token '\(StoredRow.excerpt(string))' is not one ShareFlow gave (forged, altered or cut)"
         )
         guard string.utf8.count < 200 else { throw invalid }
+        // One this process sealed with `key` lately (the page before's): what it says is known.
+        if let known = ChangeTokenKeys.shared.known(string, key: key), known.kind == kind { return known }
         guard let bytes = Base64URL.decode(string) else { throw invalid }
         // The token's fields in the sealed layout: kind, environment, scope, 0, then target,
         // viewer, seq, floor and (version 4) zoneSeq (8 bytes each, big-endian).
