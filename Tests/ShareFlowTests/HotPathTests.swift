@@ -53,6 +53,24 @@ class HotPathTests: XCTestCase {
         XCTAssertEqual(token(1).encoded(key: key), first, "the same position, the same string")
     }
 
+    /// A share's participants come in the order they were added, whatever their accounts'
+    /// order: the store reads them along an index by account and sorts them by row.
+    func testParticipantsComeInTheOrderTheyWereAdded() throws {
+        let w = try World()
+        let people = try (0..<6).map { n in try w.engine.accounts.create(emails: ["p\(n)@example.com"]).emails[0] }
+        let added = [people[4], people[1], people[5], "carol@example.com", people[0], "bob@example.com", people[3], people[2]]
+        let share = try w.share(added)
+        let expected = ["alice@example.com"] + added
+        func emails(_ share: Share) -> [String?] { share.participants.map { $0.userIdentity.lookupInfo?.emailAddress } }
+        let fetched = try XCTUnwrap(try w.c.privateCloudDatabase.fetchRecord(share.recordID) as? Share)
+        XCTAssertEqual(emails(fetched), expected)
+        // A participant sees the accepted ones (R37): all accept, in another order.
+        for who in added.reversed() { try w.accept(share.url!, in: try w.engine.session(for: who).container(World.containerID)) }
+        XCTAssertEqual(emails(try w.accept(share.url!, in: w.bc)), expected)
+        let metadata = try w.cc.fetchShareMetadataResults([share.url!]).0[0].1.get()
+        XCTAssertEqual(emails(metadata.share), expected)
+    }
+
     func testStoredNamesReadBackAsJSONDecoderReadsThem() throws {
         let names = [
             NameComponents(),
