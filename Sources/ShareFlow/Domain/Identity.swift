@@ -120,7 +120,7 @@ extension NameComponents {
         case (10, UInt8(ascii: "n"), UInt8(ascii: "S")): (word, part) = ("nameSuffix", .nameSuffix)
         default: return nil
         }
-        return word.withUTF8Buffer { $0.elementsEqual(key) } ? part : nil
+        return word.withUTF8Buffer { memcmp($0.baseAddress!, key.baseAddress!, key.count) == 0 } ? part : nil
     }
 }
 

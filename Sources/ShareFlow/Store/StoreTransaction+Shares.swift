@@ -291,8 +291,11 @@ extension StoreTransaction {
     /// holding every column read, most of a 64-participant read's work in SQLite (issue 48,
     /// callgrind); already in order, they are only looked over.
     static func inOrderAdded<Row>(_ rows: inout [Row], by id: (Row) -> Int64) {
-        guard !zip(rows, rows.dropFirst()).allSatisfy({ id($0) < id($1) }) else { return }
-        rows.sort { id($0) < id($1) }
+        // Looked over by their IDs alone: comparing rows in place copied each whole row.
+        let ids = rows.map(id)
+        guard zip(ids, ids.dropFirst()).contains(where: { $0 >= $1 }) else { return }
+        let rowsAsRead = rows
+        rows = ids.indices.sorted { ids[$0] < ids[$1] }.map { rowsAsRead[$0] }
     }
 
     /// The share's participants, each with what others see of its account: one statement for
