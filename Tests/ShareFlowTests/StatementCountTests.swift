@@ -41,8 +41,10 @@ final class StatementCountTests: XCTestCase {
         // operation's read of the caller's account). The change log (SPEC §14) adds its own:
         // the share record logged for its viewers and the owner's feed, and Bob's view taken
         // (the records come into it, his shared database's feed): 25 for this share of a trip
-        // and its day.
-        XCTAssertLessThanOrEqual(sql.count, 12 + 25, sql.joined(separator: "\n"))
+        // and its day; 18 since issue 48 read the participant's share, its root's children,
+        // the zone's counter, whether any share has a root and the share record's parent with
+        // the participant (`logParticipantChanged`: five statements fewer).
+        XCTAssertLessThanOrEqual(sql.count, 12 + 18, sql.joined(separator: "\n"))
     }
 
     /// FetchShareMetadata by the owner of a share with 64 participants: the statements do not
@@ -122,4 +124,58 @@ final class StatementCountTests: XCTestCase {
         XCTAssertEqual(seen.modifications.filter { $0.recordID.recordName.hasPrefix("b") }.count, 40)
     }
 
+    /// A one-record save in a zone shared whole with Bob, who accepted: the log reads the
+    /// zone, whether some share in it has a root and the zone share's viewers in one
+    /// statement (issue 48), not three.
+    func testASaveInAZoneSharedWholeRunsFewStatements() throws {
+        try XCTSkipIf(TestStore.isPostgres, "counts SQLite's statements through its trace hook")
+        let w = try World()
+        let db = w.c.privateCloudDatabase
+        let share = Share(zoneID: w.zone.zoneID)
+        share.addParticipant(try w.participant("bob@example.com"))
+        XCTAssertNil(try db.modifyRecords(saving: [share]).error)
+        _ = try w.accept(share.url!, in: w.bc)
+        // The first save makes Bob's entry in his database feed; the second is the steady state.
+        XCTAssertNil(
+            try db.modifyRecords(saving: [ShareFlow.Record(recordType: "Note", recordID: RecordID(recordName: "n0", zoneID: w.zone.zoneID))]).error
+        )
+        let note = ShareFlow.Record(recordType: "Note", recordID: RecordID(recordName: "n1", zoneID: w.zone.zoneID), fields: ["n": .integer(1)])
+        let sql = try statements(w.engine) { XCTAssertNil(try db.modifyRecords(saving: [note]).error) }
+        print("one-record save in a zone shared whole: \(sql.count) statements")
+        let log = sql.filter { $0.contains("view_change") || $0.contains("changeSeq") || $0.contains("feed") }
+        // The zone with its counter and viewers, Bob's entry, the counter written, the two
+        // database feeds' checks: 5 (7 before).
+        XCTAssertLessThanOrEqual(log.count, 5, log.joined(separator: "\n"))
+        XCTAssertFalse(sql.contains { $0.contains("rootName IS NOT NULL)") && !$0.contains("changeSeq") }, "no read of the roots apart")
+        // Bob is sent it.
+        let seen = try w.bc.sharedCloudDatabase.recordZoneChanges(w.zone.zoneID)
+        XCTAssertEqual(Set(seen.modifications.map(\.recordID.recordName)).isSuperset(of: ["n0", "n1"]), true)
+    }
+
+    /// An accept of a share of a root without children: the participant, its share, the
+    /// root's children, the zone's counter and whether any share has a root are one read.
+    func testAnAcceptReadsItsShareOnce() throws {
+        try XCTSkipIf(TestStore.isPostgres, "counts SQLite's statements through its trace hook")
+        let w = try World()
+        let share = Share(rootRecord: w.trip)
+        share.addParticipant(try w.participant("bob@example.com"))
+        XCTAssertNil(try w.c.privateCloudDatabase.modifyRecords(saving: [w.trip, share]).error)
+        let (metas, error) = w.bc.fetchShareMetadataResults([share.url!])
+        XCTAssertNil(error)
+        let metadata = try metas[0].1.get()
+        let sql = try statements(w.engine) { XCTAssertNil(w.bc.acceptShareResults([metadata]).1) }
+        print("accept (a root without children): \(sql.count) statements")
+        XCTAssertFalse(sql.contains { $0.hasPrefix("SELECT changeSeq FROM zone") }, "the counter is read with the participant")
+        XCTAssertFalse(
+            sql.contains { $0.hasPrefix("SELECT EXISTS (SELECT 1 FROM record WHERE zoneID = ") },
+            "the root's children are read with the participant"
+        )
+        XCTAssertFalse(
+            sql.contains { $0.hasPrefix("SELECT EXISTS (SELECT 1 FROM share WHERE zoneID") },
+            "whether a share has a root is read with the participant"
+        )
+        XCTAssertFalse(sql.contains { $0.hasPrefix("SELECT id, parentName FROM record") }, "the share's record's parent is read with the participant")
+        let seen = try w.bc.sharedCloudDatabase.recordZoneChanges(w.zone.zoneID)
+        XCTAssertEqual(Set(seen.modifications.map(\.recordID.recordName)), [w.trip.recordID.recordName, share.recordID.recordName])
+    }
 }

@@ -25,8 +25,8 @@ extension StoreTransaction {
     /// anyone but the owner (who reads their private database): generated from
     /// `SharingRules.decide(.readRecords, …)` (R12, R37), so the log's "who sees which record"
     /// is the rule the engine enforces on every read, not a second statement of it. Today:
-    /// `p.status IN ('accepted') AND p.role IN ('administrator', 'privateUser', 'publicUser')
-    /// AND p.permission IN ('readOnly', 'readWrite')`.
+    /// `p.status IN ('accepted') AND (p.role = 'administrator' OR p.role = 'privateUser' OR
+    /// p.role = 'publicUser') AND p.permission IN ('readOnly', 'readWrite')`.
     static let sees = visibility(SharingRules.self)
 
     /// The predicate for the cells (role, permission, status) `rules` lets read records: a
@@ -47,11 +47,19 @@ extension StoreTransaction {
         }
         guard !cells.isEmpty else { return "1 = 0" }
         func list(_ values: [String]) -> String { "(" + values.map { "'\($0)'" }.joined(separator: ", ") + ")" }
+        /// `column` is one of `values`: an `IN` of up to two, which SQLite runs as comparisons;
+        /// more as comparisons written out, for an `IN` of three or more constants on a column
+        /// no index holds has SQLite build a temporary table of them each time a statement
+        /// runs (issue 48, callgrind: about 30,000 instructions each, twice in a save's read of
+        /// its zone, four times in an accept's log).
+        func among(_ column: String, _ values: [String]) -> String {
+            values.count <= 2 ? "\(column) IN \(list(values))" : "(" + values.map { "\(column) = '\($0)'" }.joined(separator: " OR ") + ")"
+        }
         let roles = Array(Set(cells.map(\.0.rawValue))).sorted()
         let permissions = Array(Set(cells.map(\.1.rawValue))).sorted()
         let statuses = Array(Set(cells.map(\.2.rawValue))).sorted()
         if roles.count * permissions.count * statuses.count == cells.count {
-            return "p.status IN \(list(statuses)) AND p.role IN \(list(roles)) AND p.permission IN \(list(permissions))"
+            return "\(among("p.status", statuses)) AND \(among("p.role", roles)) AND \(among("p.permission", permissions))"
         }
         return "(p.role, p.permission, p.status) IN ("
             + cells.map { "('\($0.0.rawValue)', '\($0.1.rawValue)', '\($0.2.rawValue)')" }.joined(separator: ", ") + ")"
@@ -158,46 +166,63 @@ extension StoreTransaction {
     // MARK: Records
 
     /// The private zone `id` as a record save logs it, and whether anyone views it: read once
-    /// a transaction (`FeedBumps.zones`), in one statement with its counter; nil for a public
-    /// zone, which logs nothing.
+    /// a transaction (`FeedBumps.zones`), in one statement with its counter, whether some
+    /// share in it has a root and the zone share's viewers (`FeedBumps.flatViewers`); nil for
+    /// a public zone, which logs nothing.
     func zoneForRecordLog(_ id: Int64) throws -> (zone: LoggedZone, viewed: Bool)? {
         // Read earlier in this transaction, and nothing since could make it viewed.
         if let known = feedBumps?.zones[id] { return known }
-        guard
-            let (zone, seq, viewed, watched) = try fetchOne(
-                // The last column: whether a subscription may fire for the zone's changes (SPEC
-                // §20, `notifyWatched`), in the same statement, so a save pays no more for it.
-                """
-                SELECT id, container, environment, ownerID, name, (SELECT userRecordID FROM account WHERE id = zone.ownerID), changeSeq,
-                    EXISTS (SELECT 1 FROM share s CROSS JOIN participant p ON p.shareID = s.id WHERE s.zoneID = ?1 AND \(StoreTransaction.sees))
-                    OR EXISTS (SELECT 1 FROM view_change WHERE zoneID = ?1 AND deleted = 0),
-                    EXISTS (SELECT 1 FROM subscription WHERE zoneID = ?1)
-                    OR EXISTS (SELECT 1 FROM subscription s WHERE s.container = zone.container AND s.environment = zone.environment
-                               AND s.zoneID IS NULL AND (s.scope = 'shared' OR (s.scope = 'private' AND s.accountID = zone.ownerID)))
-                FROM zone WHERE id = ?1 AND scope = 'private'
-                """,
-                [id],
-                table: "zone",
-                keyAt: 0,
-                {
-                    (
-                        LoggedZone(
-                            id: try $0.integer(0, "id"),
-                            container: try $0.text(1, "container"),
-                            environment: try $0.text(2, "environment"),
-                            ownerID: try $0.integer(3, "ownerID"),
-                            name: try $0.text(4, "name"),
-                            ownerName: try $0.of("account", keyAt: 3).text(5, "userRecordID")
-                        ),
-                        try $0.integer(6, "changeSeq"), try $0.integer(7, "viewed") != 0, try $0.integer(8, "watched") != 0
-                    )
+        // The zone's row first (kind 0), then one row (kind 1) per viewer of a share without a
+        // root: one statement where a save in a shared zone ran three (the zone, whether some
+        // share has a root, the zone share's viewers), each paying a statement's fixed cost.
+        // The last zone column: whether a subscription may fire for the zone's changes (SPEC
+        // §20, `notifyWatched`), in the same statement, so a save pays no more for it.
+        var found: (zone: LoggedZone, seq: Int64, viewed: Bool, watched: Bool, rooted: Bool)?
+        var flat: [Int64] = []
+        try forEach(
+            """
+            SELECT 0, id, container, environment, ownerID, name, (SELECT userRecordID FROM account WHERE id = zone.ownerID), changeSeq,
+                EXISTS (SELECT 1 FROM share s CROSS JOIN participant p ON p.shareID = s.id WHERE s.zoneID = ?1 AND \(StoreTransaction.sees))
+                OR EXISTS (SELECT 1 FROM view_change WHERE zoneID = ?1 AND deleted = 0),
+                EXISTS (SELECT 1 FROM subscription WHERE zoneID = ?1)
+                OR EXISTS (SELECT 1 FROM subscription s WHERE s.container = zone.container AND s.environment = zone.environment
+                           AND s.zoneID IS NULL AND (s.scope = 'shared' OR (s.scope = 'private' AND s.accountID = zone.ownerID))),
+                EXISTS (SELECT 1 FROM share WHERE zoneID = ?1 AND rootName IS NOT NULL)
+            FROM zone WHERE id = ?1 AND scope = 'private'
+            UNION ALL
+            SELECT 1, p.accountID, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM share s CROSS JOIN participant p ON p.shareID = s.id
+            WHERE s.zoneID = ?1 AND s.rootName IS NULL AND \(StoreTransaction.sees) AND p.accountID IS NOT NULL
+            """,
+            [id],
+            table: "zone",
+            keyAt: 1,
+            { row -> Void in
+                guard try row.integer(0, "kind") == 0 else {
+                    flat.append(try row.of("participant", keyAt: 1).integer(1, "accountID"))
+                    return
                 }
-            )
-        else { return nil }
+                found = (
+                    LoggedZone(
+                        id: try row.integer(1, "id"),
+                        container: try row.text(2, "container"),
+                        environment: try row.text(3, "environment"),
+                        ownerID: try row.integer(4, "ownerID"),
+                        name: try row.text(5, "name"),
+                        ownerName: try row.of("account", keyAt: 4).text(6, "userRecordID")
+                    ),
+                    try row.integer(7, "changeSeq"), try row.integer(8, "viewed") != 0, try row.integer(9, "watched") != 0,
+                    try row.integer(10, "rooted") != 0
+                )
+            },
+            { _ in true }
+        )
+        guard let (zone, seq, viewed, watched, rooted) = found else { return nil }
         if let feedBumps {
             feedBumps.watched[id] = watched
             feedBumps.zones[id] = (zone, viewed)
             if feedBumps.seqs[id] == nil { feedBumps.seqs[id] = (seq, seq) }
+            // As `flatViewers` reads them: each once, in order; none where some share has a root.
+            feedBumps.flatViewers[id] = FeedBumps.Viewers(viewers: rooted ? nil : Array(Set(flat)).sorted())
         }
         return (zone, viewed)
     }
@@ -269,7 +294,8 @@ extension StoreTransaction {
         isNew: Bool = false,
         sentTo: Int64? = nil,
         viewersSettled: Bool = false,
-        only: Set<Int64>? = nil
+        only: Set<Int64>? = nil,
+        hasParent: Bool? = nil
     ) throws -> [Int64] {
         let id = zone.id
         let seq: Int64
@@ -282,7 +308,8 @@ extension StoreTransaction {
         try bumpFeed(account: zone.ownerID, zone: zone, scope: "private", deleted: false, at: time)
         guard viewed || hierarchyChanged else { return [] }
         let viewers =
-            try only.map { only in try self.viewers(ofRecord: name, zone: id).filter(only.contains) } ?? self.viewers(ofRecord: name, zone: id)
+            try only.map { only in try self.viewers(ofRecord: name, zone: id, hasParent: hasParent).filter(only.contains) }
+            ?? self.viewers(ofRecord: name, zone: id, hasParent: hasParent)
         // A statement each, cached: statements over a bound JSON list (json_each) were
         // compiled again on every call, which cost more than the rows.
         for viewer in viewers where viewer != sentTo {
@@ -341,13 +368,14 @@ extension StoreTransaction {
 
     /// The accounts that see record `name` now (R12, R37): the accepted participants, other
     /// than the owner, of the share saved as that record, of the hierarchy share at or above
-    /// it, and of the zone's share.
-    private func viewers(ofRecord name: String, zone: Int64) throws -> [Int64] {
+    /// it, and of the zone's share. `hasParent`: whether the record has a parent, as the
+    /// caller read it in this transaction (nil: read here).
+    private func viewers(ofRecord name: String, zone: Int64, hasParent: Bool? = nil) throws -> [Int64] {
         if let flat = try flatViewers(zone: zone) { return flat }
         // A record with no parent (a root, a share's own record: what an accept logs) is
         // covered by a share rooted at it, the share it is, or a zone share: three lookups on
         // indexes, not the walk up (whose temporary tables cost more than the rest of an accept's log).
-        if try parentName(zone: zone, name: name) == nil {
+        if try !(hasParent ?? (parentName(zone: zone, name: name) != nil)) {
             return try fetchAll(
                 """
                 SELECT p.accountID FROM share s CROSS JOIN participant p ON p.shareID = s.id
@@ -470,9 +498,12 @@ extension StoreTransaction {
     /// one share): shares never overlap (R5), so the rest of the viewer's view is as it was,
     /// and an accept costs the share's records, not everything the viewer has in the zone.
     ///
+    /// `known`: that share as the caller read it in this transaction with nothing changed
+    /// since (`ViewedShare`), so it is not read again.
+    ///
     /// Returns the names that came into the viewer's view (each logged for them now).
     @discardableResult
-    func relogViewer(_ viewer: Int64, zone: LoggedZone, share: Int64? = nil, at time: Double) throws -> Set<String> {
+    func relogViewer(_ viewer: Int64, zone: LoggedZone, share: Int64? = nil, known: ViewedShare? = nil, at time: Double) throws -> Set<String> {
         guard logs else { return [] }
         forgetLoggedZones()
         // The shares looked at, and whether the viewer sees each (R12, R37).
@@ -483,17 +514,18 @@ extension StoreTransaction {
         }
         let shares =
             share != nil
-            ? try fetchAll(
-                """
-                SELECT s.id, s.rootName, s.recordID,
-                       EXISTS (SELECT 1 FROM participant p WHERE p.shareID = s.id AND p.accountID = ?2 AND \(StoreTransaction.sees))
-                FROM share s WHERE s.id = ?3 AND s.zoneID = ?1
-                """,
-                [zone.id, viewer, share],
-                table: "share",
-                keyAt: 0,
-                read
-            )
+            ? try known.map { [(root: $0.root, record: $0.record, sees: $0.sees)] }
+                ?? fetchAll(
+                    """
+                    SELECT s.id, s.rootName, s.recordID,
+                           EXISTS (SELECT 1 FROM participant p WHERE p.shareID = s.id AND p.accountID = ?2 AND \(StoreTransaction.sees))
+                    FROM share s WHERE s.id = ?3 AND s.zoneID = ?1
+                    """,
+                    [zone.id, viewer, share],
+                    table: "share",
+                    keyAt: 0,
+                    read
+                )
             : try fetchAll(
                 """
                 SELECT DISTINCT s.id, s.rootName, s.recordID, 1 FROM participant p CROSS JOIN share s ON s.id = p.shareID
@@ -545,7 +577,7 @@ extension StoreTransaction {
             // (most shares an accept logs) is read without the walk down.
             let liveRow = "LEFT JOIN view_change v ON v.zoneID = ?1 AND v.viewerID = ?4 AND v.name = r.name AND v.deleted = 0"
             let sql =
-                try hasChildren(zone: zone.id, name: root)
+                try known?.rootHasChildren ?? hasChildren(zone: zone.id, name: root)
                 ? """
                 WITH RECURSIVE down(name) AS (
                     SELECT ?2 COLLATE "binary"
@@ -620,6 +652,18 @@ extension StoreTransaction {
 
     // MARK: Shares
 
+    /// A share as `relogViewer` looks at it for one viewer, read with the participant row
+    /// that changed (`logParticipantChanged`): one statement where an accept ran four (the
+    /// participant, the share, its root's children, the zone's counter).
+    struct ViewedShare {
+        let root: String?
+        let record: Int64
+        /// Whether the viewer sees the share's records (R12, R37).
+        let sees: Bool
+        /// Whether the root has children (nil: no root).
+        let rootHasChildren: Bool?
+    }
+
     /// A share's own rows changed (made, its public permission, a participant): the share's
     /// record changed for everyone who sees it (its change tag is renewed, R21), and
     /// `participant`'s view, if one changed, is looked at again.
@@ -646,15 +690,36 @@ extension StoreTransaction {
         }
     }
 
-    private func logShareChanged(zone: LoggedZone, share: Int64, record: Int64, recordName: String, participant account: Int64?) throws {
+    private func logShareChanged(
+        zone: LoggedZone,
+        share: Int64,
+        record: Int64,
+        recordName: String,
+        participant account: Int64?,
+        known: ViewedShare? = nil,
+        rooted: Bool? = nil,
+        recordHasParent: Bool? = nil
+    ) throws {
         let time = EngineClock.seconds
         guard let account, account != zone.ownerID else {
-            try logRecordSaved(zone: zone, record: record, name: recordName, type: "cloudkit.share", hierarchyChanged: false, at: time)
+            try logRecordSaved(
+                zone: zone,
+                record: record,
+                name: recordName,
+                type: "cloudkit.share",
+                hierarchyChanged: false,
+                at: time,
+                hasParent: recordHasParent
+            )
             return
         }
         // The one viewer whose access changed is looked at again, and was just sent the share's
         // record if it came into view: the others' entries move, no one else's view changed.
-        let entered = try relogViewer(account, zone: zone, share: share, at: time)
+        let entered = try relogViewer(account, zone: zone, share: share, known: known, at: time)
+        // Whether some share in the zone has a root, as read with the participant: a view's
+        // rows changed since, never a share (`flatViewers` reads the zone share's viewers
+        // only where none has).
+        if rooted == true, let feedBumps { feedBumps.flatViewers[zone.id] = FeedBumps.Viewers(viewers: nil) }
         try logRecordSaved(
             zone: zone,
             record: record,
@@ -663,7 +728,8 @@ extension StoreTransaction {
             hierarchyChanged: false,
             at: time,
             sentTo: entered.contains(recordName) ? account : nil,
-            viewersSettled: true
+            viewersSettled: true,
+            hasParent: recordHasParent
         )
     }
 
@@ -692,29 +758,59 @@ extension StoreTransaction {
         )
     }
 
-    /// A participant's row changed (status, role, permission).
+    /// A participant's row changed (status, role, permission). One statement reads what
+    /// the log needs of it (an accept's): the participant's share, its record and zone, the
+    /// zone's counter, the share as the participant's account now sees it, whether its root
+    /// has children and whether some share in the zone has a root.
     func logParticipantChanged(_ participant: Int64) throws {
         guard logs else { return }
         forgetLoggedZones()
         guard
-            let (zone, share, name, record, account) = try fetchOne(
+            let (zone, share, name, record, account, seq, known, rooted, hasParent) = try fetchOne(
                 """
-                SELECT p.id, r.name, p.accountID, p.shareID, \(StoreTransaction.loggedZoneColumns), s.recordID FROM participant p
-                JOIN share s ON s.id = p.shareID JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
-                WHERE p.id = ? AND z.scope = 'private'
+                SELECT q.id, r.name, q.accountID, q.shareID, \(StoreTransaction.loggedZoneColumns), s.recordID, z.changeSeq, s.rootName,
+                    EXISTS (SELECT 1 FROM participant p WHERE p.shareID = s.id AND p.accountID = q.accountID AND \(StoreTransaction.sees)),
+                    s.rootName IS NOT NULL AND EXISTS (SELECT 1 FROM record c WHERE c.zoneID = s.zoneID AND c.parentName = s.rootName),
+                    s.rootName IS NOT NULL OR EXISTS (SELECT 1 FROM share o WHERE o.zoneID = s.zoneID AND o.rootName IS NOT NULL),
+                    r.parentName
+                FROM participant q
+                JOIN share s ON s.id = q.shareID JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID JOIN account a ON a.id = z.ownerID
+                WHERE q.id = ? AND z.scope = 'private'
                 """,
                 [participant],
                 table: "participant",
                 keyAt: 0,
-                {
-                    (
-                        try StoreTransaction.loggedZone($0, at: 4), try $0.integer(3, "shareID"), try $0.of("record", keyAt: 0).text(1, "name"),
-                        try $0.of("share", keyAt: 3).integer(10, "recordID"), try $0.optionalInteger(2, "accountID")
+                { row -> (LoggedZone, Int64, String, Int64, Int64?, Int64, ViewedShare, Bool, Bool) in
+                    let share = row.of("share", keyAt: 3)
+                    let root = try share.optionalText(12, "rootName")
+                    return (
+                        try StoreTransaction.loggedZone(row, at: 4), try row.integer(3, "shareID"), try row.of("record", keyAt: 0).text(1, "name"),
+                        try share.integer(10, "recordID"), try row.optionalInteger(2, "accountID"),
+                        try row.of("zone", keyAt: 4).integer(11, "changeSeq"),
+                        ViewedShare(
+                            root: root,
+                            record: try share.integer(10, "recordID"),
+                            sees: try row.integer(13, "sees") != 0,
+                            rootHasChildren: root == nil ? nil : try row.integer(14, "rootHasChildren") != 0
+                        ),
+                        try row.integer(15, "rooted") != 0,
+                        try row.of("record", keyAt: 0).optionalText(16, "parentName") != nil
                     )
                 }
             )
         else { return }
-        try logShareChanged(zone: zone, share: share, record: record, recordName: name, participant: account)
+        // The zone's counter, as `takeSeqs` would read it: the transaction holds the zone's lock.
+        if let feedBumps, feedBumps.seqs[zone.id] == nil { feedBumps.seqs[zone.id] = (seq, seq) }
+        try logShareChanged(
+            zone: zone,
+            share: share,
+            record: record,
+            recordName: name,
+            participant: account,
+            known: known,
+            rooted: rooted,
+            recordHasParent: hasParent
+        )
     }
 
     // MARK: Zones
