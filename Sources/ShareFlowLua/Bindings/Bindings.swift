@@ -12,7 +12,16 @@ package final class Bindings {
     let lua: LuaState
     let engine: Engine
     /// The first store outage handed to Lua during the hook call under way (`noteRaised`).
-    var outageDuringCall: ShareFlowError?
+    /// Boxed: `runningHook` saves and restores it around every hook call, and copying a
+    /// `ShareFlowError?` in place (a dozen optional fields, each copied and destroyed through
+    /// its value witness) was a twentieth of an event's dispatch; a box is one word.
+    var outageDuringCall: Outage?
+
+    /// A store outage noted during a hook's call (`outageDuringCall`).
+    final class Outage {
+        let error: ShareFlowError
+        init(_ error: ShareFlowError) { self.error = error }
+    }
     /// Whether the engine's operator-only messages are withheld from this state (a sandboxed
     /// one's: `readable`).
     var withholdsOperatorDetail = false
