@@ -58,27 +58,31 @@ package final class Bindings {
         fieldsClass.hostCost = { $0.record.hostBytes }
     }
 
+    /// Declares every class, to be made in this state when it first holds one of its objects
+    /// (`LuaClass.declareLater`), as the value tables' metatables (`setMetatable`) and the
+    /// operations' classes (`operationClass(named:)`) are: making them all up front was half of
+    /// each state's start, four states a cold start (issue 48). The declarations hold the
+    /// bindings unowned: the classes are the bindings' own, and a strong reference from them
+    /// would keep the bindings, the engine and its store alive for ever.
     func register() {
         registerValueMetatables()
-        defineAccount()
-        defineSession()
-        defineContainer()
-        defineDatabase()
-        defineRecord(recordClass)
-        defineRecord(shareClass)
-        defineShare()
-        defineFields()
-        defineParticipant()
-        defineMetadata()
-        defineCursor()
-        defineQueryMethod()
-        defineChangeFeedMethods()
-        for c in [accountClass, sessionClass, containerClass, databaseClass, fieldsClass] as [AnyLuaClass] { c.registerAny(in: lua) }
-        recordClass.register(in: lua)
-        shareClass.register(in: lua)
-        participantClass.register(in: lua)
-        metadataClass.register(in: lua)
-        cursorClass.register(in: lua)
+        accountClass.declareLater { [unowned self] _ in defineAccount() }
+        sessionClass.declareLater { [unowned self] _ in defineSession() }
+        containerClass.declareLater { [unowned self] _ in defineContainer() }
+        databaseClass.declareLater { [unowned self] _ in
+            defineDatabase()
+            defineQueryMethod()
+            defineChangeFeedMethods()
+        }
+        recordClass.declareLater { [unowned self] in defineRecord($0) }
+        shareClass.declareLater { [unowned self] in
+            defineRecord($0)
+            defineShare()
+        }
+        fieldsClass.declareLater { [unowned self] _ in defineFields() }
+        participantClass.declareLater { [unowned self] _ in defineParticipant() }
+        metadataClass.declareLater { [unowned self] _ in defineMetadata() }
+        cursorClass.declareLater { [unowned self] _ in defineCursor() }
         defineOperations()
     }
 
@@ -202,7 +206,3 @@ package final class Bindings {
         do { return try body() } catch let e as ShareFlowError { throw raise(e) }
     }
 }
-
-/// Lets different `LuaClass` types be registered from one list.
-protocol AnyLuaClass { func registerAny(in lua: LuaState) }
-extension LuaClass: AnyLuaClass { func registerAny(in lua: LuaState) { register(in: lua) } }
