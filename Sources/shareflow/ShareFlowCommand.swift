@@ -139,6 +139,13 @@ struct GlobalSettings {
     /// that already, below the working directory when relative; others go through URL (cold
     /// start: URL's set-up is most of the search path's cost).
     static func folderKey(_ path: String, workingDirectory cwd: String?) -> String {
+        // "." and a leading "./" name the working directory: a config file there (the default,
+        // shareflow.config.lua) puts "./Plugins" and "." on the search path, and URL's first use
+        // was 1M instructions of the cold start (issue 48).
+        var relative = Substring(path)
+        while relative.hasPrefix("./"), relative.count > 2, !relative.dropFirst(2).hasPrefix("/") { relative = relative.dropFirst(2) }
+        if relative == ".", let cwd, cwd.hasPrefix("/") { return cwd }
+        let path = String(relative)
         let absolute = path.hasPrefix("/")
         if let cwd, cwd.hasPrefix("/"), !path.isEmpty, !path.hasPrefix("~"), path != "/", !path.hasSuffix("/"),
             !path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(absolute ? 1 : 0)

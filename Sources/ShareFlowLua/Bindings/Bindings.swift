@@ -15,7 +15,9 @@ package final class Bindings {
     /// Boxed: `runningHook` saves and restores it around every hook call, and copying a
     /// `ShareFlowError?` in place (a dozen optional fields, each copied and destroyed through
     /// its value witness) was a twentieth of an event's dispatch; a box is one word.
-    var outageDuringCall: Outage?
+    /// Unchecked: read and written on the engine's thread only, around every hook call, where
+    /// the dynamic exclusivity check cost more than the access.
+    @exclusivity(unchecked) var outageDuringCall: Outage?
 
     /// A store outage noted during a hook's call (`outageDuringCall`).
     final class Outage {
@@ -66,23 +68,23 @@ package final class Bindings {
     /// would keep the bindings, the engine and its store alive for ever.
     func register() {
         registerValueMetatables()
-        accountClass.declareLater { [unowned self] _ in defineAccount() }
-        sessionClass.declareLater { [unowned self] _ in defineSession() }
-        containerClass.declareLater { [unowned self] _ in defineContainer() }
-        databaseClass.declareLater { [unowned self] _ in
+        accountClass.declareLater { [unowned self] in defineAccount() }
+        sessionClass.declareLater { [unowned self] in defineSession() }
+        containerClass.declareLater { [unowned self] in defineContainer() }
+        databaseClass.declareLater { [unowned self] in
             defineDatabase()
             defineQueryMethod()
             defineChangeFeedMethods()
         }
-        recordClass.declareLater { [unowned self] in defineRecord($0) }
+        recordClass.declareLater { [unowned self] in defineRecord(recordClass) }
         shareClass.declareLater { [unowned self] in
-            defineRecord($0)
+            defineRecord(shareClass)
             defineShare()
         }
-        fieldsClass.declareLater { [unowned self] _ in defineFields() }
-        participantClass.declareLater { [unowned self] _ in defineParticipant() }
-        metadataClass.declareLater { [unowned self] _ in defineMetadata() }
-        cursorClass.declareLater { [unowned self] _ in defineCursor() }
+        fieldsClass.declareLater { [unowned self] in defineFields() }
+        participantClass.declareLater { [unowned self] in defineParticipant() }
+        metadataClass.declareLater { [unowned self] in defineMetadata() }
+        cursorClass.declareLater { [unowned self] in defineCursor() }
         defineOperations()
     }
 

@@ -88,9 +88,13 @@ public final class LuaClass<Object: AnyObject> {
 
     /// Member declarations not made yet (`declareLater`): made when the class is first
     /// registered, or its members first listed.
-    private var declarations: [(LuaClass) -> Void] = []
+    /// Plain closures, not `(LuaClass) -> Void`: an array of those is a new generic type for
+    /// each bound class, its metadata made at run time in every process that starts.
+    private var declarations: [() -> Void] = []
     /// Whether the metatable exists in the state this class serves (one `LuaClass` per state).
-    public private(set) var isRegistered = false
+    /// Unchecked: read on every push (the event path), by the state's one executor; the dynamic
+    /// exclusivity check cost 60 instructions an event.
+    @exclusivity(unchecked) public private(set) var isRegistered = false
 
     /// Declares members later: when the class is first registered (`register(in:)`, which the
     /// first `push` of one of its objects does) or its members first listed (`memberNames`).
@@ -99,7 +103,7 @@ public final class LuaClass<Object: AnyObject> {
     /// made up front was most of a state's start (issue 48). `body` must not hold the object
     /// that owns this class strongly (it would never be freed): capture it `unowned`.
     @discardableResult
-    public func declareLater(_ body: @escaping (LuaClass) -> Void) -> Self {
+    public func declareLater(_ body: @escaping () -> Void) -> Self {
         declarations.append(body)
         return self
     }
@@ -108,7 +112,7 @@ public final class LuaClass<Object: AnyObject> {
         while !declarations.isEmpty {
             let pending = declarations
             declarations = []
-            for body in pending { body(self) }
+            for body in pending { body() }
         }
     }
 
