@@ -331,6 +331,12 @@ public struct Benchmarks {
         let participantRef = luaL_ref(L, clua_registryindex())
         host.bindings.push(record: share)
         let shareRef = luaL_ref(L, clua_registryindex())
+        // The LookupInfo metatable the host gives an event's lookupInfo, for the baseline's.
+        try host.run("bench_lookup = shareflow.LookupInfo{emailAddress = 'bob@example.com'}")
+        host.lua.getGlobal("bench_lookup")
+        guard lua_getmetatable(L, -1) != 0 else { throw PluginError("LookupInfo has no metatable") }
+        let lookupMetaRef = luaL_ref(L, clua_registryindex())
+        lua_settop(L, -2)
         host.lua.getGlobal("bench_observer")
         let observerRef = luaL_ref(L, clua_registryindex())
         host.lua.getGlobal("bench_policy")
@@ -348,7 +354,7 @@ public struct Benchmarks {
         var policyC: [Double] = []
         for rep in 0...sizes.repetitions {
             let h = timed { for _ in 0..<n { engine.publish(event) } }
-            let hc = Double(sf_bench_event_baseline(L, observerRef, callerRef, participantRef, Int32(n))) / Double(n)
+            let hc = Double(sf_bench_event_baseline(L, observerRef, callerRef, participantRef, lookupMetaRef, Int32(n))) / Double(n)
             let p = try timed { for _ in 0..<n { try engine.decide(request, item: "bench") } }
             // The log's share of the work, after the decisions (SPEC §12: outside the timed one).
             engine.publishDecisions()

@@ -161,12 +161,13 @@ struct RunInvocation {
 
     /// Runs the script, then `finish` with the dry run's report, then ends the process.
     private func execute(finish: (ChangeReport?) -> Void) throws -> Never {
-        let engine = try global.makeEngine()
+        let config = try global.pluginConfig()
+        let engine = try global.makeEngine(config: config)
         // A dry run touches nothing (SPEC §9): its decisions were never made, so they stay out
         // of the log every process on the store reads; `sf.decisions{}` shows the run's own.
         if dryRun { engine.policies.sharedLog = nil }
         let plugins: PluginManager
-        do { plugins = try global.loadPlugins(into: engine, privateData: dryRun) } catch { throw CLIFailure(message: "\(error)") }
+        do { plugins = try global.loadPlugins(into: engine, privateData: dryRun, config: config) } catch { throw CLIFailure(message: "\(error)") }
         let scriptFolder = script.map { PathName.folder(of: $0) } ?? ""
         let host = try ScriptHost(engine: engine, sandboxFolder: sandbox ? (scriptFolder.isEmpty ? "." : scriptFolder) : nil)
         host.plugins = plugins

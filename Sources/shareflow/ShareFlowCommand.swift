@@ -139,6 +139,13 @@ struct GlobalSettings {
     /// that already, below the working directory when relative; others go through URL (cold
     /// start: URL's set-up is most of the search path's cost).
     static func folderKey(_ path: String, workingDirectory cwd: String?) -> String {
+        // "." and a leading "./" name the working directory: a config file there (the default,
+        // shareflow.config.lua) puts "./Plugins" and "." on the search path, and URL's first use
+        // was 1M instructions of the cold start (issue 48).
+        var relative = Substring(path)
+        while relative.hasPrefix("./"), relative.count > 2, !relative.dropFirst(2).hasPrefix("/") { relative = relative.dropFirst(2) }
+        if relative == ".", let cwd, cwd.hasPrefix("/") { return cwd }
+        let path = String(relative)
         let absolute = path.hasPrefix("/")
         if let cwd, cwd.hasPrefix("/"), !path.isEmpty, !path.hasPrefix("~"), path != "/", !path.hasSuffix("/"),
             !path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(absolute ? 1 : 0)
@@ -161,9 +168,10 @@ struct GlobalSettings {
         return PluginConfig()
     }
 
-    /// The plugin manager for `engine`, with the enabled plugins loaded.
-    func loadPlugins(into engine: Engine, privateData: Bool = false) throws -> PluginManager {
-        let config = try pluginConfig()
+    /// The plugin manager for `engine`, with the enabled plugins loaded. `config`: the config
+    /// file as the caller read it already (each reading runs the file in a new Lua state).
+    func loadPlugins(into engine: Engine, privateData: Bool = false, config: PluginConfig? = nil) throws -> PluginManager {
+        let config = try config ?? pluginConfig()
         let manager: PluginManager
         if store == ":memory:" || privateData {
             manager = try PluginManager(engine: engine, directories: pluginSearchPath, config: config, privateDataDirectory: ())
@@ -184,32 +192,39 @@ struct GlobalSettings {
     func openStore() throws -> Store { try openStore(at: store) }
 
     /// Opens the store at `location` (a file or a PostgreSQL URL) with the config's settings.
-    func openStore(at location: String) throws -> Store {
+    func openStore(at location: String) throws -> Store { try openStore(at: location, config: pluginConfig()) }
+
+    /// As `openStore(at:)`, with the config file as the caller read it.
+    func openStore(at location: String, config: PluginConfig) throws -> Store {
         var settings = PostgresSettings()
         if PostgresLocation.isURL(location) {
-            let config = try pluginConfig().postgres
-            if let n = config["poolSize"] { settings.poolSize = Int(n) }
-            if let n = config["statementTimeoutMs"] { settings.statementTimeoutMs = Int(n) }
-            settings.passwordFile = try pluginConfig().postgresPasswordFile
+            let postgres = config.postgres
+            if let n = postgres["poolSize"] { settings.poolSize = Int(n) }
+            if let n = postgres["statementTimeoutMs"] { settings.statementTimeoutMs = Int(n) }
+            settings.passwordFile = config.postgresPasswordFile
         }
-        let busyTimeout = try pluginConfig().storeBusyTimeoutMs.map { $0 / 1000 } ?? Store.defaultBusyTimeout
+        let busyTimeout = config.storeBusyTimeoutMs.map { $0 / 1000 } ?? Store.defaultBusyTimeout
         return try Store.open(location, busyTimeout: busyTimeout, postgres: settings)
     }
 
     /// Opens the store and the engine, with logs on standard error.
-    func makeEngine() throws -> Engine {
+    func makeEngine() throws -> Engine { try makeEngine(config: pluginConfig()) }
+
+    /// As `makeEngine()`, with the config file as the caller read it: `run` reads it once for
+    /// the store, the engine and the plugins, where each read it again (three Lua states, each
+    /// running the file: a tenth of a cold start, issue 48).
+    func makeEngine(config: PluginConfig) throws -> Engine {
         var logger = Logger(label: "shareflow") { StandardErrorLog(label: $0) }
         logger.logLevel = (LogLevel(argument: logLevel) ?? .info).level
         let store: Store
         do {
-            store = try openStore()
+            store = try openStore(at: self.store, config: config)
         } catch let error as StoreError {
             throw CLIFailure(message: error.description)
         } catch let error as ShareFlowError {
             throw CLIFailure(message: "cannot open store \(self.store): \(error.message)")
         }
         var options = Engine.Options()
-        let config = try pluginConfig()
         options.maxRequesters = config.maxRequesters
         if let n = config.assetMaxBytes { options.assetMaxBytes = n }
         if let n = config.assetURLSeconds { options.assetURLSeconds = n }

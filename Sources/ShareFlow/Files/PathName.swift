@@ -1,3 +1,5 @@
+import Foundation
+
 /// A path's parts, as text. Foundation's `NSString.deletingLastPathComponent` traps on any
 /// one-character path on Linux (`"-"`, `"."`, `"a"`: swift-corelibs-foundation 6.3), which
 /// made `shareflow run -` and `shareflow test .` die with SIGILL; every folder-of-a-path in
@@ -8,6 +10,19 @@
 /// PathName.folder(of: "init.lua")               // ""
 /// ```
 public enum PathName {
+    /// The system's temporary folder, ending in one `/`: TMPDIR when it names a folder, else
+    /// /tmp/ (what `NSTemporaryDirectory` answers). Read here because Foundation's reads it
+    /// through a URL, whose first use instantiates a Set<UInt8> and so scans every protocol
+    /// conformance in the binary: 0.6M instructions of a cold start (issue 48).
+    public static var temporaryFolder: String {
+        if let value = getenv("TMPDIR"), value.pointee != 0 {
+            let path = String(cString: value)
+            var st = stat()
+            if stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { return path.hasSuffix("/") ? path : path + "/" }
+        }
+        return "/tmp/"
+    }
+
     /// The path without its last component, as `deletingLastPathComponent` answers: `""` for a
     /// bare name, `"/"` for a name at the root, trailing slashes ignored.
     public static func folder(of path: String) -> String {

@@ -203,9 +203,12 @@ public final class Store: @unchecked Sendable {
                 && !FileManager.default.fileExists(atPath: path + "-shm")
             ? Store.immutableURI(path) : path
         readerPath = path == ":memory:" ? nil : sqlitePath
+        // The folder's path joined as text: URL.appendingPathComponent's first use in a process
+        // instantiates a Set<UInt8> (its path-character set), whose conformance look-up scans
+        // every conformance of the binary: 0.6M instructions, 2% of a cold start (issue 48).
         privateAssetFolder =
             path == ":memory:"
-            ? FileManager.default.temporaryDirectory.appendingPathComponent("shareflow-memory-assets-\(UUID().uuidString)") : nil
+            ? URL(fileURLWithPath: PathName.temporaryFolder + "shareflow-memory-assets-\(UUID().uuidString)", isDirectory: true) : nil
         fileAssets = AssetBlobs(folder: privateAssetFolder ?? URL(fileURLWithPath: path + ".assets"))
         sqliteDecisions =
             path == ":memory:" || isReadOnly

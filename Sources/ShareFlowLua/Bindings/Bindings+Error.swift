@@ -59,7 +59,7 @@ extension Bindings {
     /// (`serviceUnavailable`) that leaves a policy unable to decide makes the request fail
     /// with it, to be retried, rather than be denied for good (`HookCall`).
     func noteRaised(_ error: ShareFlowError) {
-        if error.code == .serviceUnavailable && outageDuringCall == nil { outageDuringCall = error }
+        if error.code == .serviceUnavailable && outageDuringCall == nil { outageDuringCall = Outage(error) }
     }
 
     /// Runs a hook's call (an observer's, a policy's, an authenticator's): should it fail after
@@ -73,7 +73,7 @@ extension Bindings {
         do {
             return try body()
         } catch {
-            if let outage = outageDuringCall { throw outage }
+            if let outage = outageDuringCall { throw outage.error }
             throw error
         }
     }

@@ -53,7 +53,8 @@ extension Bindings {
     func push(_ lookup: LookupInfo?) {
         guard let lookup else { return lua_pushnil(lua.L) }
         let L = lua.L
-        lua_createtable(L, 0, 2)
+        // One field: sized for two, every event allocated a node array twice what it holds.
+        lua_createtable(L, 0, 1)
         lua.push(string: lookup.value)
         lua.setField(-2, lookup.staticKind)
         setMetatable(.lookupInfo)

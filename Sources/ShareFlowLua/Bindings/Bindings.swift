@@ -12,7 +12,18 @@ package final class Bindings {
     let lua: LuaState
     let engine: Engine
     /// The first store outage handed to Lua during the hook call under way (`noteRaised`).
-    var outageDuringCall: ShareFlowError?
+    /// Boxed: `runningHook` saves and restores it around every hook call, and copying a
+    /// `ShareFlowError?` in place (a dozen optional fields, each copied and destroyed through
+    /// its value witness) was a twentieth of an event's dispatch; a box is one word.
+    /// Unchecked: read and written on the engine's thread only, around every hook call, where
+    /// the dynamic exclusivity check cost more than the access.
+    @exclusivity(unchecked) var outageDuringCall: Outage?
+
+    /// A store outage noted during a hook's call (`outageDuringCall`).
+    final class Outage {
+        let error: ShareFlowError
+        init(_ error: ShareFlowError) { self.error = error }
+    }
     /// Whether the engine's operator-only messages are withheld from this state (a sandboxed
     /// one's: `readable`).
     var withholdsOperatorDetail = false
@@ -49,27 +60,31 @@ package final class Bindings {
         fieldsClass.hostCost = { $0.record.hostBytes }
     }
 
+    /// Declares every class, to be made in this state when it first holds one of its objects
+    /// (`LuaClass.declareLater`), as the value tables' metatables (`setMetatable`) and the
+    /// operations' classes (`operationClass(named:)`) are: making them all up front was half of
+    /// each state's start, four states a cold start (issue 48). The declarations hold the
+    /// bindings unowned: the classes are the bindings' own, and a strong reference from them
+    /// would keep the bindings, the engine and its store alive for ever.
     func register() {
         registerValueMetatables()
-        defineAccount()
-        defineSession()
-        defineContainer()
-        defineDatabase()
-        defineRecord(recordClass)
-        defineRecord(shareClass)
-        defineShare()
-        defineFields()
-        defineParticipant()
-        defineMetadata()
-        defineCursor()
-        defineQueryMethod()
-        defineChangeFeedMethods()
-        for c in [accountClass, sessionClass, containerClass, databaseClass, fieldsClass] as [AnyLuaClass] { c.registerAny(in: lua) }
-        recordClass.register(in: lua)
-        shareClass.register(in: lua)
-        participantClass.register(in: lua)
-        metadataClass.register(in: lua)
-        cursorClass.register(in: lua)
+        accountClass.declareLater { [unowned self] in defineAccount() }
+        sessionClass.declareLater { [unowned self] in defineSession() }
+        containerClass.declareLater { [unowned self] in defineContainer() }
+        databaseClass.declareLater { [unowned self] in
+            defineDatabase()
+            defineQueryMethod()
+            defineChangeFeedMethods()
+        }
+        recordClass.declareLater { [unowned self] in defineRecord(recordClass) }
+        shareClass.declareLater { [unowned self] in
+            defineRecord(shareClass)
+            defineShare()
+        }
+        fieldsClass.declareLater { [unowned self] in defineFields() }
+        participantClass.declareLater { [unowned self] in defineParticipant() }
+        metadataClass.declareLater { [unowned self] in defineMetadata() }
+        cursorClass.declareLater { [unowned self] in defineCursor() }
         defineOperations()
     }
 
@@ -193,7 +208,3 @@ package final class Bindings {
         do { return try body() } catch let e as ShareFlowError { throw raise(e) }
     }
 }
-
-/// Lets different `LuaClass` types be registered from one list.
-protocol AnyLuaClass { func registerAny(in lua: LuaState) }
-extension LuaClass: AnyLuaClass { func registerAny(in lua: LuaState) { register(in: lua) } }

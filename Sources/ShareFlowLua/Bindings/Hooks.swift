@@ -167,7 +167,8 @@ enum Hooks {
                 return 0
             }
             .describe { "Hook(\($0.label)\($0.removed ? ", removed" : ""))" }
-        handleClass.register(in: lua)
+        // Its metatable is made by the first push (`LuaClass.register`), when a hook is first
+        // registered.
 
         lua.setFunctions([
             (

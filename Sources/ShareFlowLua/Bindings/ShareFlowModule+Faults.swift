@@ -39,7 +39,7 @@ extension ShareFlowModule {
                 return 1
             }
             .describe { "FaultRule(\($0.id))" }
-        handles.register(in: lua)
+        // Its metatable is made by the first push (`LuaClass.register`): most states arm no rule.
         let injector = b.engine.faults
         // A plugin's rules are its own: they end when it unloads (PluginManager.unload), and
         // every rule armed here ends when this state does.

@@ -12,7 +12,8 @@ extension Bindings {
         let L = lua.L
         guard lua_getmetatable(L, abs) != 0 else { return nil }
         defer { lua.pop() }
-        for kind in ValueTable.allCases {
+        // A kind whose metatable is not made yet has no table of it.
+        for kind in ValueTable.allCases where valueMetatables[kind.rawValue] != LUA_NOREF {
             lua_rawgeti(L, clua_registryindex(), lua_Integer(valueMetatables[kind.rawValue]))
             let same = lua_rawequal(L, -1, -2) != 0
             lua.pop()
@@ -23,59 +24,75 @@ extension Bindings {
 
     // MARK: Metatables for value tables
 
-    /// Sets the value-table metatable of `kind` on the table on top of the stack.
+    /// Sets the value-table metatable of `kind` on the table on top of the stack, made first
+    /// if this state has none yet. (With no room on the stack to make it, the table is left
+    /// plain: a state within a few slots of Lua's stack limit.)
     func setMetatable(_ kind: ValueTable) {
-        lua_rawgeti(lua.L, clua_registryindex(), lua_Integer(valueMetatables[kind.rawValue]))
+        var ref = valueMetatables[kind.rawValue]
+        if _slowPath(ref == LUA_NOREF) { ref = makeValueMetatable(kind) }
+        guard ref != LUA_NOREF else { return }
+        lua_rawgeti(lua.L, clua_registryindex(), lua_Integer(ref))
         lua_setmetatable(lua.L, -2)
     }
 
-    /// `__tostring` and `__name` for the value tables.
+    /// None made yet: each kind's metatable is made when a table of it is first made in this
+    /// state (`setMetatable`). Fourteen metatables, each with Swift functions, were a fifth of
+    /// every state's start, and most states make tables of a few kinds (issue 48).
     func registerValueMetatables() {
+        valueMetatables = Array(repeating: LUA_NOREF, count: ValueTable.allCases.count)
+    }
+
+    /// `__tostring` and `__name` for the value tables of `kind`; returns its registry ref. As
+    /// `LuaClass.register`: raw operations and pushes after a stack check, made inside the
+    /// protected call that first needs it.
+    private func makeValueMetatable(_ kind: ValueTable) -> Int32 {
         let L = lua.L
-        valueMetatables = []
-        for kind in ValueTable.allCases {
-            let name = kind.name
-            luaL_newmetatable(L, "shareflow." + name)
-            lua.push(string: name)
-            lua_setfield(L, -2, "__name")
-            // getmetatable gives the name: a metatable the host sets on new tables must not
-            // gain a __gc (a finalizer no hook stops) or anything else from Lua.
-            lua.push(string: name)
-            lua_setfield(L, -2, "__metatable")
-            lua.push(function: "__tostring") { [unowned self] call in
-                call.state.push(string: self.describeValueTable(call, name: name))
+        // The metatable, a function being made with its box and the box's metatable, the
+        // asset's method table: 6 is room to spare.
+        guard lua_checkstack(L, 6) != 0 else { return LUA_NOREF }
+        let name = kind.name
+        luaL_newmetatable(L, "shareflow." + name)
+        lua.push(string: name)
+        lua_setfield(L, -2, "__name")
+        // getmetatable gives the name: a metatable the host sets on new tables must not
+        // gain a __gc (a finalizer no hook stops) or anything else from Lua.
+        lua.push(string: name)
+        lua_setfield(L, -2, "__metatable")
+        lua.push(function: "__tostring") { [unowned self] call in
+            call.state.push(string: self.describeValueTable(call, name: name))
+            return 1
+        }
+        lua_setfield(L, -2, "__tostring")
+        if [.bytes, .date, .location, .reference, .encrypted, .asset].contains(kind) {
+            // Two values are equal when they store the same (R23 keeps them exactly).
+            lua.push(function: "__eq") { [unowned self] call in
+                let a = try? fieldValue(call, 1, key: name, position: 1)
+                let b = try? fieldValue(call, 2, key: name, position: 2)
+                lua_pushboolean(call.L, a != nil && a == b ? 1 : 0)
                 return 1
             }
-            lua_setfield(L, -2, "__tostring")
-            if [.bytes, .date, .location, .reference, .encrypted, .asset].contains(kind) {
-                // Two values are equal when they store the same (R23 keeps them exactly).
-                lua.push(function: "__eq") { [unowned self] call in
-                    let a = try? fieldValue(call, 1, key: name, position: 1)
-                    let b = try? fieldValue(call, 2, key: name, position: 2)
-                    lua_pushboolean(call.L, a != nil && a == b ? 1 : 0)
-                    return 1
-                }
-                lua_setfield(L, -2, "__eq")
-            }
-            if kind == .asset {
-                // Its one method, as liolib's files have theirs: `asset:read()`.
-                lua_createtable(L, 0, 1)
-                lua.push(function: "read") { [unowned self] call in try self.readAsset(call) }
-                lua_setfield(L, -2, "read")
-                lua_setfield(L, -2, "__index")
-            }
-            if kind == .bytes {
-                lua.push(function: "__len") { call in
-                    let n = call.field(1, "data") == LUA_TSTRING ? lua_Integer(lua_rawlen(call.L, -1)) : 0
-                    call.state.pop()
-                    lua_pushinteger(call.L, n)
-                    return 1
-                }
-                lua_setfield(L, -2, "__len")
-            }
-            // Kept by ref: pushing a value table is on the events' hot path.
-            valueMetatables.append(luaL_ref(L, clua_registryindex()))
+            lua_setfield(L, -2, "__eq")
         }
+        if kind == .asset {
+            // Its one method, as liolib's files have theirs: `asset:read()`.
+            lua_createtable(L, 0, 1)
+            lua.push(function: "read") { [unowned self] call in try self.readAsset(call) }
+            lua_setfield(L, -2, "read")
+            lua_setfield(L, -2, "__index")
+        }
+        if kind == .bytes {
+            lua.push(function: "__len") { call in
+                let n = call.field(1, "data") == LUA_TSTRING ? lua_Integer(lua_rawlen(call.L, -1)) : 0
+                call.state.pop()
+                lua_pushinteger(call.L, n)
+                return 1
+            }
+            lua_setfield(L, -2, "__len")
+        }
+        // Kept by ref: pushing a value table is on the events' hot path.
+        let ref = luaL_ref(L, clua_registryindex())
+        valueMetatables[kind.rawValue] = ref
+        return ref
     }
 
     private func describeValueTable(_ call: LuaCall, name: String) -> String {

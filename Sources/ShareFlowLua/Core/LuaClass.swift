@@ -86,14 +86,54 @@ public final class LuaClass<Object: AnyObject> {
         return self
     }
 
-    /// Every field and method name, for completion in the console.
-    public var memberNames: (fields: [String], methods: [String]) {
-        (getters.keys.sorted(), methods.map(\.0).sorted())
+    /// Member declarations not made yet (`declareLater`): made when the class is first
+    /// registered, or its members first listed.
+    /// Plain closures, not `(LuaClass) -> Void`: an array of those is a new generic type for
+    /// each bound class, its metadata made at run time in every process that starts.
+    private var declarations: [() -> Void] = []
+    /// Whether the metatable exists in the state this class serves (one `LuaClass` per state).
+    /// Unchecked: read on every push (the event path), by the state's one executor; the dynamic
+    /// exclusivity check cost 60 instructions an event.
+    @exclusivity(unchecked) public private(set) var isRegistered = false
+
+    /// Declares members later: when the class is first registered (`register(in:)`, which the
+    /// first `push` of one of its objects does) or its members first listed (`memberNames`).
+    /// A state pays for a class's metatable, its functions and their Swift closures only once
+    /// it holds one of its objects: most plugins hold few of the bound types, and every class
+    /// made up front was most of a state's start (issue 48). `body` must not hold the object
+    /// that owns this class strongly (it would never be freed): capture it `unowned`.
+    @discardableResult
+    public func declareLater(_ body: @escaping () -> Void) -> Self {
+        declarations.append(body)
+        return self
     }
 
-    /// Creates the metatable once per state.
+    private func declarePending() {
+        while !declarations.isEmpty {
+            let pending = declarations
+            declarations = []
+            for body in pending { body() }
+        }
+    }
+
+    /// Every field and method name, for completion in the console.
+    public var memberNames: (fields: [String], methods: [String]) {
+        declarePending()
+        return (getters.keys.sorted(), methods.map(\.0).sorted())
+    }
+
+    /// Creates the metatable once per state. Called on the first push of one of its objects
+    /// (`push`), inside whatever protected call pushes it: only raw operations and pushes after
+    /// `lua_checkstack`, and growth is never refused while Swift runs (`sf_alloc`), so nothing
+    /// here raises; the memory it takes is charged when the host call returns, like any other.
     public func register(in lua: LuaState) {
+        guard !isRegistered else { return }
         let L = lua.L
+        // The metatable, the method table, the getters' table or a function being made, and
+        // the function's box with its metatable: 8 is room to spare.
+        guard lua_checkstack(L, 8) != 0 else { return }
+        declarePending()
+        isRegistered = true
         guard luaL_newmetatable(L, typeName) != 0 else {
             lua.pop()
             return
@@ -190,8 +230,9 @@ public final class LuaClass<Object: AnyObject> {
         lua.pop()
     }
 
-    /// Pushes `object` with this class's metatable.
+    /// Pushes `object` with this class's metatable (made now if this is the state's first).
     public func push(_ object: Object, in lua: LuaState) {
+        guard registered(in: lua) else { return lua_pushnil(lua.L) }
         if lua.push(unretained: .passUnretained(object), typeName: typeName), let cost = hostCost {
             charge(object, cost, lua)
         }
@@ -200,9 +241,20 @@ public final class LuaClass<Object: AnyObject> {
     /// As `push(_:in:)`, for the event path: the caller's value keeps `object` alive, and
     /// passing it unmanaged spares a retain and a release around the call.
     func push(unretained object: Unmanaged<Object>, in lua: LuaState) {
+        guard registered(in: lua) else { return lua_pushnil(lua.L) }
         if lua.push(unretained: .fromOpaque(object.toOpaque()), typeName: typeName), let cost = hostCost {
             charge(object.takeUnretainedValue(), cost, lua)
         }
+    }
+
+    /// Whether the metatable exists, making it first if not. False only when the stack has no
+    /// room to make it (a state within 8 slots of Lua's stack limit): the caller then pushes
+    /// nil, never userdata without its metatable (no `__gc` would release the object).
+    @inline(__always)
+    private func registered(in lua: LuaState) -> Bool {
+        if _fastPath(isRegistered) { return true }
+        register(in: lua)
+        return isRegistered
     }
 
     /// What an object of this class holds in Swift memory (records: their fields), charged

@@ -156,7 +156,7 @@ public final class PluginDataFolder: @unchecked Sendable {  // mutable state beh
         guard !prefix.contains("/"), !prefix.utf8.contains(0) else {
             throw PluginDataFolderError("private data folder: prefix '\(prefix)' must be a plain name")
         }
-        var base = NSTemporaryDirectory()
+        var base = PathName.temporaryFolder
         while base.count > 1, base.hasSuffix("/") { base.removeLast() }
         var template = Array((base + "/" + prefix + "XXXXXX").utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
