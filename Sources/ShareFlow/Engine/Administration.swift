@@ -167,7 +167,7 @@ extension Engine {
                 // Each participant with its account, in one statement for the share.
                 let rows = try db.participantsWithAccounts(share: shareID)
                 if let p = participantFilter {
-                    let on = rows.contains { (row, _) in (p.id != nil && row.accountID == p.id) || (p.lookup != nil && row.lookup == p.lookup) }
+                    let on = rows.contains { (p.id != nil && $0.row.accountID == p.id) || (p.lookup != nil && $0.row.lookup == p.lookup) }
                     guard on else { continue }
                 }
                 guard let row = try db.share(id: shareID) else { continue }
@@ -176,7 +176,8 @@ extension Engine {
                 var title: String?
                 if case .string(let t) = try recordRow(zone: zone, name: row.recordName, db: db)?.fields["cloudkit.title"] { title = t }
                 var entries: [ShareAudit.Entry] = []
-                for (r, account) in rows {
+                for entry in rows {
+                    let (r, account) = (entry.row, entry.account)
                     let userRecordID = try r.accountID.map { try (account ?? accountIdentity(id: $0, db: db)).userRecordID }
                     entries.append(
                         ShareAudit.Entry(

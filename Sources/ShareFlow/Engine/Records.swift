@@ -398,13 +398,14 @@ extension Engine {
         let rows = try participants ?? db.participantsWithAccounts(share: row.id)
         let mine = rows.first { $0.row.accountID == caller.id }?.row
         let managing = mine.map { $0.role == .owner || ($0.role == .administrator && $0.status == .accepted) } ?? false
-        for (p, account) in rows {
+        for entry in rows {
+            let p = entry.row
             let isMe = p.accountID == caller.id
             let visible =
                 isMe || p.role == .owner
                 || (p.status != .removed && (managing || (p.status == .accepted && row.publicPermission == .none && mine?.status == .accepted)))
             guard visible else { continue }
-            let object = try participantObject(p, account: account, db: db)
+            let object = try participantObject(p, account: entry.account, db: db)
             // R44: the link is the owner's and administrators' to hand out, and its claimer's.
             if let token = p.oneTimeToken, managing || isMe { object.oneTimeURL = shareURL(token: token) }
             share.participants.append(object)

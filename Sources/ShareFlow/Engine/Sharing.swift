@@ -286,15 +286,17 @@ extension Engine {
         } else if let i = participants.firstIndex(where: { $0.row.accountID == caller.id }) {
             let mine = participants[i].row
             // The caller's row changes as written; the rest of the share is as just read.
-            var after = participants
+            var written = mine
             if isPublic && mine.status == .removed {
                 try db.acceptAsPublicUser(participant: mine.id, permission: row.publicPermission)
-                after[i].row.role = .publicUser
-                after[i].row.permission = row.publicPermission
+                written.role = .publicUser
+                written.permission = row.publicPermission
             } else {
                 try db.setStatus(.accepted, participant: mine.id)
             }
-            after[i].row.status = .accepted
+            written.status = .accepted
+            var after = participants
+            after[i] = ParticipantWithAccount(row: written, account: participants[i].account)
             share = try makeShare(row, zone: zone, caller: caller, participants: after, db: db)
         } else {
             // R10: anyone with the URL of a public share joins as a publicUser.

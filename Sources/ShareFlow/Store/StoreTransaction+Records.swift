@@ -202,7 +202,7 @@ extension StoreTransaction {
         ownerID: Int64,
         zoneName: String,
         recordName: String
-    ) throws -> (userRecordID: String, zone: Int64?, record: RecordRow?)? {
+    ) throws -> OwnRecordRead? {
         try fetchOne(
             StoreTransaction.ownRecordSQL,
             // Values made where their types are known: an array literal of the protocol's
@@ -214,14 +214,29 @@ extension StoreTransaction {
             ]),
             table: "account",
             keyAt: 0
-        ) { row -> (String, Int64?, RecordRow?) in
+        ) { row in
             let userRecordID = try row.text(1, "userRecordID")
             let zone = try row.of("zone", keyAt: 2).optionalInteger(2, "id")
-            guard try row.optionalInteger(3, "id") != nil else { return (userRecordID, zone, nil) }
+            guard try row.optionalInteger(3, "id") != nil else { return OwnRecordRead(userRecordID: userRecordID, zone: zone, record: nil) }
             // Its fields kept as stored bytes until asked for: the row becomes a `Record` and
             // nothing else (as a change feed's records).
-            return (userRecordID, zone, try StoreTransaction.recordRowWithRootedShare(row, lazyFields: true, at: 3))
+            return OwnRecordRead(
+                userRecordID: userRecordID,
+                zone: zone,
+                record: try StoreTransaction.recordRowWithRootedShare(row, lazyFields: true, at: 3)
+            )
         }
+    }
+
+    /// What `ownRecord` read. A struct, not a tuple: a tuple holding a `RecordRow?` was copied
+    /// through the runtime's generic tuple witnesses, twice a read (issue 48, callgrind).
+    package struct OwnRecordRead {
+        /// The caller's user record name.
+        package let userRecordID: String
+        /// The zone's row ID; nil when the caller has no zone of that name.
+        package let zone: Int64?
+        /// The record with the share rooted at it; nil when the zone has none of that name.
+        package let record: RecordRow?
     }
 
     /// `ownRecord`'s statement: the caller's row ID and user record name, the zone's row ID, the

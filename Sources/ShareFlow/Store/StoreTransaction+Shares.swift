@@ -89,13 +89,8 @@ extension StoreTransaction {
         publicOwnerName: String
     ) throws -> (share: ShareRow, zone: ZoneRow, record: RecordRow)? {
         let found = try fetchOne(
-            """
-            SELECT \(StoreTransaction.shareColumns), \(StoreTransaction.zoneColumns), \(StoreTransaction.recordColumns), \(StoreTransaction.rootedShareColumns)
-            FROM share s JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID LEFT JOIN account a ON a.id = z.ownerID
-            LEFT JOIN account c ON c.id = r.createdBy LEFT JOIN account m ON m.id = r.modifiedBy \(StoreTransaction.rootedShareSource)
-            WHERE s.token = ? AND z.environment = ?
-            """,
-            [token, environment.rawValue],
+            StoreTransaction.shareWithZoneAndRecordSQL,
+            StoreArguments([token.databaseValue, environment.rawValue.databaseValue]),
             table: "share",
             keyAt: 0
         ) {
@@ -107,6 +102,16 @@ extension StoreTransaction {
         if let found { try claim(zone: found.1.lockKey) }
         return found
     }
+
+    /// Made once: its text built and hashed on every read was 3% of FetchShareMetadata (issue 48).
+    static let shareWithZoneAndRecordSQL = StoreStatement(
+        """
+        SELECT \(shareColumns), \(zoneColumns), \(recordColumns), \(rootedShareColumns)
+        FROM share s JOIN record r ON r.id = s.recordID JOIN zone z ON z.id = s.zoneID LEFT JOIN account a ON a.id = z.ownerID
+        LEFT JOIN account c ON c.id = r.createdBy LEFT JOIN account m ON m.id = r.modifiedBy \(rootedShareSource)
+        WHERE s.token = ? AND z.environment = ?
+        """
+    )
 
     package func share(id: Int64) throws -> ShareRow? {
         try oneShare(where: "s.id = ?", [id])
@@ -305,7 +310,10 @@ extension StoreTransaction {
     /// before, without failing the read of a share whose other participants are whole.
     package func participantsWithAccounts(share: Int64) throws -> [ParticipantWithAccount] {
         var rows: [ParticipantWithAccount] = try fetchAll(StoreTransaction.participantsWithAccountsSQL, [share], table: "participant", keyAt: 0) {
-            (try StoreTransaction.participantRow($0), (try? StoreTransaction.accountIdentityRow($0, at: 11)) ?? nil)
+            ParticipantWithAccount(
+                row: try StoreTransaction.participantRow($0),
+                account: (try? StoreTransaction.accountIdentityRow($0, at: 11)) ?? nil
+            )
         }
         StoreTransaction.inOrderAdded(&rows) { $0.row.id }
         return rows

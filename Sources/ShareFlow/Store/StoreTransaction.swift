@@ -466,7 +466,20 @@ package struct AccountIdentityRow {
 }
 
 /// A participant with what others see of its account (`participantsWithAccounts`).
-package typealias ParticipantWithAccount = (row: ParticipantRow, account: AccountIdentityRow?)
+///
+/// A class, not a tuple: a 64-participant share's rows are copied while sorted and looked
+/// over, and a tuple of two structs of a dozen strings each was copied and destroyed through
+/// the runtime's generic tuple witnesses, field by field (about a sixth of FetchShareMetadata's
+/// instructions, issue 48); a reference is one retain.
+package final class ParticipantWithAccount {
+    package let row: ParticipantRow
+    package let account: AccountIdentityRow?
+
+    package init(row: ParticipantRow, account: AccountIdentityRow?) {
+        self.row = row
+        self.account = account
+    }
+}
 
 /// What share metadata needs to know about a URL's token for a caller before it does anything else
 /// (R16, R27): one probe, the same work for a live token as for a made-up one.
