@@ -103,7 +103,7 @@ extension StoreTransaction {
         return found
     }
 
-    /// Made once: its text built and hashed on every read was 3% of FetchShareMetadata (issue 48).
+    /// Made once: its text built and hashed on every read was 5% of FetchShareMetadata (issue 48).
     static let shareWithZoneAndRecordSQL = StoreStatement(
         """
         SELECT \(shareColumns), \(zoneColumns), \(recordColumns), \(rootedShareColumns)
