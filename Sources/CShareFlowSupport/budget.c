@@ -139,7 +139,9 @@ void sf_close(lua_State *L) {
     start_watchdog();
     pthread_mutex_unlock(&sf_watch_lock);
     SF_SET(closing_deadline, sf_now_ns() + 2000000000LL);
+    void *ledger = sf_ledger_open(L);
     lua_close(L);
+    sf_ledger_settle(ledger);
     SF_SET(closing_deadline, 0);
 }
 

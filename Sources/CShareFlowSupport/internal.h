@@ -8,6 +8,11 @@
 #include <pthread.h>
 
 /* The limits of a state we created, or NULL for a foreign state. */
+/* Around lua_close (sf_close): objects pushed into the closing state are released after it
+ * (trampoline.c says why). */
+void *sf_ledger_open(lua_State *L);
+void sf_ledger_settle(void *ledger);
+
 static inline sf_limits *sf_limits_of(lua_State *L) {
     void *ud = NULL;
     lua_Alloc f = lua_getallocf(L, &ud);

@@ -10,6 +10,7 @@
 
 #include <lauxlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static sf_swift_dispatch_fn sf_dispatch = NULL;
@@ -23,13 +24,85 @@ void sf_install(sf_swift_dispatch_fn dispatch, sf_swift_release_fn release) {
     sf_release = release;
 }
 
+/* A host object's userdata, and a Swift function's: the retained object first (what
+ * sf_to_object and Swift read), then what it is charged against the state's cap (objects),
+ * then whether a closing state's ledger holds the reference instead of the userdata. */
+typedef struct sf_object_slot {
+    void *object;
+    size_t charge;
+    int ledgered;
+} sf_object_slot;
+
+/* What Swift hands a state while lua_close runs its finalizers. Once closing starts, Lua marks
+ * no new object for finalization (lstate's GCSTPCLS): a userdata a __gc's call pushes then (a
+ * saved zone, a metatable made on first use with its functions) is freed without its __gc, and
+ * the Swift object it held leaked. So while a state closes, the reference every new userdata
+ * holds is the ledger's: its __gc, if it does run (a userdata made by a __close handler before
+ * the finalizers start), leaves it, and the ledger releases each one after lua_close.
+ * A finalizer may close another state: the ledgers nest, innermost first, on this thread. */
+typedef struct sf_close_ledger {
+    sf_limits *limits;
+    void **items;
+    size_t count, capacity;
+    struct sf_close_ledger *outer;
+} sf_close_ledger;
+
+static _Thread_local sf_close_ledger *closing_ledgers = NULL;
+
+void *sf_ledger_open(lua_State *L) {
+    sf_close_ledger *ledger = (sf_close_ledger *)calloc(1, sizeof(sf_close_ledger));
+    if (ledger == NULL) return NULL;
+    ledger->limits = sf_limits_of(L);
+    ledger->outer = closing_ledgers;
+    closing_ledgers = ledger;
+    return ledger;
+}
+
+void sf_ledger_settle(void *opened) {
+    sf_close_ledger *ledger = (sf_close_ledger *)opened;
+    if (ledger == NULL) return;
+    closing_ledgers = ledger->outer;
+    for (size_t i = 0; i < ledger->count; i++) sf_release(ledger->items[i]);
+    free(ledger->items);
+    free(ledger);
+}
+
+/* Hands the slot's reference to the ledger of the state L belongs to, if that state is closing
+ * on this thread. One thread-local load when none is: this is on every push. */
+static void sf_ledger_note(lua_State *L, sf_object_slot *slot) {
+    if (__builtin_expect(closing_ledgers == NULL, 1)) return;
+    sf_limits *lim = sf_limits_of(L);
+    if (lim == NULL) return;
+    for (sf_close_ledger *ledger = closing_ledgers; ledger != NULL; ledger = ledger->outer) {
+        if (ledger->limits != lim) continue;
+        if (ledger->count == ledger->capacity) {
+            size_t capacity = ledger->capacity ? ledger->capacity * 2 : 16;
+            void **items = (void **)realloc(ledger->items, capacity * sizeof(void *));
+            if (items == NULL) return; /* the userdata keeps it (and leaks it, if never finalized) */
+            ledger->items = items;
+            ledger->capacity = capacity;
+        }
+        ledger->items[ledger->count++] = slot->object;
+        slot->ledgered = 1;
+        return;
+    }
+}
+
+/* Gives up the slot's reference: released now unless a ledger holds it. */
+static void sf_slot_release(sf_object_slot *slot) {
+    if (slot->object) {
+        if (!slot->ledgered) sf_release(slot->object);
+        slot->object = NULL;
+    }
+}
+
 static int sf_trampoline(lua_State *L) {
-    void **slot = (void **)lua_touserdata(L, lua_upvalueindex(1));
+    sf_object_slot *slot = (sf_object_slot *)lua_touserdata(L, lua_upvalueindex(1));
     sf_limits *lim = sf_limits_of(L);
     /* What Swift may push without checking (it checks for more). */
     luaL_checkstack(L, LUA_MINSTACK, "calling a ShareFlow function");
     if (lim) lim->host_depth++;
-    int n = sf_dispatch(L, *slot);
+    int n = sf_dispatch(L, slot->object);
     if (lim) lim->host_depth--;
     if (n == SF_SWIFT_ERROR) return lua_error(L);
     if (lim && lim->limit && lim->host_depth == 0 && lim->used + lim->host_bytes > lim->limit) {
@@ -46,17 +119,17 @@ static int sf_trampoline(lua_State *L) {
 }
 
 static int sf_box_gc(lua_State *L) {
-    void **slot = (void **)lua_touserdata(L, 1);
-    if (slot && *slot) {
-        sf_release(*slot);
-        *slot = NULL;
-    }
+    sf_object_slot *slot = (sf_object_slot *)lua_touserdata(L, 1);
+    if (slot && lua_rawlen(L, 1) == sizeof(sf_object_slot)) sf_slot_release(slot);
     return 0;
 }
 
 void sf_push_swift_function(lua_State *L, void *box) {
-    void **slot = (void **)lua_newuserdatauv(L, sizeof(void *), 0);
-    *slot = box;
+    sf_object_slot *slot = (sf_object_slot *)lua_newuserdatauv(L, sizeof(sf_object_slot), 0);
+    slot->object = box;
+    slot->charge = 0;
+    slot->ledgered = 0;
+    sf_ledger_note(L, slot);
     if (luaL_newmetatable(L, SF_BOX_META)) {
         lua_pushcfunction(L, sf_box_gc);
         lua_setfield(L, -2, "__gc");
@@ -82,17 +155,12 @@ void sf_push_class_index(lua_State *L) {
     lua_pushcclosure(L, sf_class_index, 2);
 }
 
-/* A host object's userdata: the retained object first (what sf_to_object and Swift read),
- * then what it is charged against the state's cap. */
-typedef struct sf_object_slot {
-    void *object;
-    size_t charge;
-} sf_object_slot;
-
 void sf_push_object(lua_State *L, void *object, const char *tname) {
     sf_object_slot *slot = (sf_object_slot *)lua_newuserdatauv(L, sizeof(sf_object_slot), 0);
     slot->object = object;
     slot->charge = 0;
+    slot->ledgered = 0;
+    sf_ledger_note(L, slot);
     luaL_setmetatable(L, tname);
 }
 
@@ -104,10 +172,7 @@ static int sf_object_gc(lua_State *L) {
         if (lim) lim->host_bytes -= slot->charge;
         slot->charge = 0;
     }
-    if (slot->object) {
-        sf_release(slot->object);
-        slot->object = NULL;
-    }
+    sf_slot_release(slot);
     return 0;
 }
 

@@ -150,6 +150,41 @@ final class LuaStateTests: XCTestCase {
         XCTAssertNil(weakProbe, "__gc released the Swift object")
     }
 
+    /// Lua marks nothing new for finalization once lua_close has begun: what a `__gc` gets from
+    /// Swift while the state closes (an object, its class's metatable made on first use with
+    /// its functions, a function) has no finalizer of its own and is still released.
+    func testWhatAFinalizerGetsWhileTheStateClosesIsReleased() throws {
+        let lua = try LuaState()
+        let late = LuaClass<Probe>("LateProbe").property("name", get: { lua, p in lua.push(string: p.name) })
+        weak var made: Probe?
+        weak var captured: Probe?
+        do {
+            let held = Probe()
+            captured = held
+            lua.push(function: "make") { call in
+                let probe = Probe()
+                made = probe
+                late.push(probe, in: call.state)
+                call.state.push(function: "inner") { _ in
+                    _ = held
+                    return 0
+                }
+                return 2
+            }
+            lua.setGlobal("make")
+        }
+        try lua.run(
+            """
+            setmetatable({}, { __gc = function() local p, f = make(); assert(p.name == "probe"); f() end })
+            GLOBAL = setmetatable({}, { __gc = function() local _ = make() end })
+            """
+        )
+        XCTAssertNotNil(captured)
+        lua.close()
+        XCTAssertNil(made, "the object a finalizer got while the state closed was released")
+        XCTAssertNil(captured, "the function a finalizer got while the state closed was released")
+    }
+
     func testSameObjectIsSameLuaValue() throws {
         let lua = try LuaState()
         let cls = LuaClass<Probe>("Probe")
