@@ -43,10 +43,16 @@ let package = Package(
             name: "CShareFlowSupport",
             dependencies: ["CLua"]
         ),
+        // SQLite's process-wide configuration, which Swift cannot set (sqlite3_config is variadic).
+        .target(
+            name: "CShareFlowSQLite",
+            dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")]
+        ),
         // The engine: domain, rules, operations, events, store.
         .target(
             name: "ShareFlow",
             dependencies: [
+                "CShareFlowSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The store reads its rows' columns in place (`StoredRow`).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

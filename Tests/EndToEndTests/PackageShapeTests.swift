@@ -96,4 +96,26 @@ final class PackageShapeTests: XCTestCase {
             }
         }
     }
+
+    /// Locks are ones ThreadSanitizer sees (`Locked`, `NSLock`): a contended
+    /// `Synchronization.Mutex` is handed between threads inside the kernel, and `make tsan`
+    /// reported what it guarded as races (CI, 2026-12). No code line in Sources makes one.
+    func testNoSourceLocksWithAMutexThreadSanitizerCannotSee() throws {
+        let sources = CLI.root.appendingPathComponent("Sources")
+        let files = try XCTUnwrap(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        let mutex = try NSRegularExpression(pattern: #"\bMutex\s*[<(]|\bMutex\s*\.|:\s*Mutex\b"#)
+        var read = 0
+        for case let file as URL in files where file.pathExtension == "swift" {
+            read += 1
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = String(line.split(separator: "//", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+                XCTAssertNil(
+                    mutex.firstMatch(in: code, range: NSRange(code.startIndex..., in: code)),
+                    "\(file.path.replacingOccurrences(of: sources.path + "/", with: "")):\(n + 1) makes a Synchronization.Mutex; use Locked"
+                )
+            }
+        }
+        XCTAssertGreaterThan(read, 100, "read the sources")
+    }
 }

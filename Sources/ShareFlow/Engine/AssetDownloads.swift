@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import Synchronization
 
 /// Download URLs for assets (SPEC §19 A3): each names one field of one record as one account
 /// read it, sealed with the store's key (AES-GCM; the same on every node) so it says nothing
@@ -114,7 +113,7 @@ extension Engine {
 
 /// The engine's derived key for download URLs, once read.
 final class AssetURLKeys: Sendable {
-    private let key = Mutex<[UInt8]?>(nil)
+    private let key = Locked<[UInt8]?>(nil)
     func get() -> [UInt8]? { key.withLock { $0 } }
     func set(_ new: [UInt8]) { key.withLock { $0 = new } }
 }

@@ -1,5 +1,4 @@
 import Crypto
-import Synchronization
 
 /// What sealing change tokens (S1, `ChangeToken.encoded`) keeps between calls: the two keys
 /// derived from a store's change-token key, and the tokens this process sealed lately. A
@@ -29,7 +28,7 @@ final class ChangeTokenKeys: Sendable {
         let string: String
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The seal and nonce keys of `key`, derived once while the same key is used.
     func derived(from key: [UInt8]) -> (seal: SymmetricKey, nonce: SymmetricKey) {

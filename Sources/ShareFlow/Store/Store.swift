@@ -170,6 +170,7 @@ public final class Store: @unchecked Sendable {
 
     /// A store of `catalogue`'s schema (a test's own, with a column added).
     package init(path: String, busyTimeout: TimeInterval = Store.defaultBusyTimeout, catalogue: StoreCatalogue) throws {
+        SQLiteConfiguration.setBeforeFirstUse()
         guard !Store.isDatabaseURL(path) else {
             let scheme = path.prefix { $0 != ":" }
             throw StoreError.cannotOpen(

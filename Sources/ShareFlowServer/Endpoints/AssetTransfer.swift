@@ -4,7 +4,6 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import ShareFlow
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -23,7 +22,7 @@ final class AssetTransfer: Sendable {
     let thread: EngineThread
     /// Uploads whose bodies are being written at once: past it, 503 and a time to retry.
     let uploadsAtOnce: Int
-    private let inFlight = Mutex(InFlight())
+    private let inFlight = Locked(InFlight())
 
     init(engine: Engine, thread: EngineThread, uploadsAtOnce: Int = 32) {
         self.engine = engine
