@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #include <lauxlib.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,20 +98,29 @@ static int nwatched = 0;
 static int watchdog_started = 0;
 
 /* A state being closed: its finalizers run with no hook, so nothing can stop a Lua __gc that
- * loops; past this deadline the process says so and ends instead of hanging. */
-static long long closing_deadline = 0;  /* atomic: read by the watchdog */
+ * loops; past its deadline the process says so and ends instead of hanging. One deadline per
+ * thread closing a state (threads close their own states at once: a shared one was cleared
+ * by whichever finished first), set by its outermost close: a close a finalizer causes (a
+ * plugin unloaded from a __gc) runs within the outer one's time, and ending it must not
+ * lift the outer's deadline. */
+#define SF_MAX_CLOSING 64
+static long long closing_deadlines[SF_MAX_CLOSING];  /* atomic each, 0 for a free place */
+static _Thread_local int closing_place = -1;
+static _Thread_local int closing_depth = 0;
 
 static void *watchdog(void *arg) {
     (void)arg;
     for (;;) {
         usleep(2000);
         long long now = sf_now_ns();
-        long long closing = SF_GET(closing_deadline);
-        if (closing != 0 && now > closing) {
-            static const char msg[] = "shareflow: a Lua __gc finalizer was still running after 2 s while closing a Lua state; exiting\n";
-            ssize_t ignored = write(2, msg, sizeof msg - 1);
-            (void)ignored;
-            _exit(70);
+        for (int i = 0; i < SF_MAX_CLOSING; i++) {
+            long long closing = SF_GET(closing_deadlines[i]);
+            if (closing != 0 && now > closing) {
+                static const char msg[] = "shareflow: a Lua __gc finalizer was still running after 2 s while closing a Lua state; exiting\n";
+                ssize_t ignored = write(2, msg, sizeof msg - 1);
+                (void)ignored;
+                _exit(70);
+            }
         }
         pthread_mutex_lock(&sf_watch_lock);
         for (int i = 0; i < nwatched; i++) {
@@ -135,14 +145,47 @@ static void start_watchdog(void) {
 }
 
 void sf_close(lua_State *L) {
-    pthread_mutex_lock(&sf_watch_lock);
-    start_watchdog();
-    pthread_mutex_unlock(&sf_watch_lock);
-    SF_SET(closing_deadline, sf_now_ns() + 2000000000LL);
+    if (closing_depth++ == 0) {
+        long long deadline = sf_now_ns() + 2000000000LL;
+        pthread_mutex_lock(&sf_watch_lock);
+        start_watchdog();
+        for (int i = 0; i < SF_MAX_CLOSING; i++) {
+            if (SF_GET(closing_deadlines[i]) == 0) {
+                SF_SET(closing_deadlines[i], deadline);
+                closing_place = i;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&sf_watch_lock);
+    }
     void *ledger = sf_ledger_open(L);
     lua_close(L);
     sf_ledger_settle(ledger);
-    SF_SET(closing_deadline, 0);
+    if (--closing_depth == 0 && closing_place >= 0) {
+        SF_SET(closing_deadlines[closing_place], 0);
+        closing_place = -1;
+    }
+}
+
+/* os.exit for trusted scripts (Lua's own, but closing through sf_close): Lua's closes the
+ * state with lua_close when asked (os.exit(code, true)), and so with no ledger (what the
+ * finalizers got from Swift leaked) and no deadline (a finalizer that loops hung the process).
+ * The sandbox has no os.exit. */
+static int sf_os_exit(lua_State *L) {
+    int status;
+    if (lua_isboolean(L, 1)) status = lua_toboolean(L, 1) ? EXIT_SUCCESS : EXIT_FAILURE;
+    else status = (int)luaL_optinteger(L, 1, EXIT_SUCCESS);
+    if (lua_toboolean(L, 2)) sf_close(L);
+    exit(status);
+}
+
+void sf_replace_os_exit(lua_State *L) {
+    if (!lua_checkstack(L, 2)) return;
+    if (lua_getglobal(L, "os") == LUA_TTABLE) {
+        lua_pushcfunction(L, sf_os_exit);
+        lua_setfield(L, -2, "exit");
+    }
+    lua_pop(L, 1);
 }
 
 int sf_watchdog_register(sf_limits *limits) {

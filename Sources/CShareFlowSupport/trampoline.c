@@ -88,16 +88,22 @@ static void sf_ledger_note(lua_State *L, sf_object_slot *slot) {
     }
 }
 
-/* Gives up the slot's reference: released now unless a ledger holds it. */
-static void sf_slot_release(sf_object_slot *slot) {
-    if (slot->object) {
-        if (!slot->ledgered) sf_release(slot->object);
-        slot->object = NULL;
-    }
+/* Gives up the slot's reference: released now, unless its state is closing. Then the ledger
+ * holds it until lua_close is over and the object stays: lua_close runs the finalizers newest
+ * first, so a class's functions, made when a type is first pushed, are finalized before an
+ * older user's __gc that still calls them (and the call found no object). */
+static void sf_slot_release(lua_State *L, sf_object_slot *slot) {
+    if (slot->object == NULL || slot->ledgered) return;
+    sf_ledger_note(L, slot);
+    if (slot->ledgered) return;
+    sf_release(slot->object);
+    slot->object = NULL;
 }
 
 static int sf_trampoline(lua_State *L) {
     sf_object_slot *slot = (sf_object_slot *)lua_touserdata(L, lua_upvalueindex(1));
+    /* Only when the ledger could not grow while the state closed (out of memory). */
+    if (slot->object == NULL) return luaL_error(L, "a ShareFlow function called after its state released it");
     sf_limits *lim = sf_limits_of(L);
     /* What Swift may push without checking (it checks for more). */
     luaL_checkstack(L, LUA_MINSTACK, "calling a ShareFlow function");
@@ -120,7 +126,7 @@ static int sf_trampoline(lua_State *L) {
 
 static int sf_box_gc(lua_State *L) {
     sf_object_slot *slot = (sf_object_slot *)lua_touserdata(L, 1);
-    if (slot && lua_rawlen(L, 1) == sizeof(sf_object_slot)) sf_slot_release(slot);
+    if (slot && lua_rawlen(L, 1) == sizeof(sf_object_slot)) sf_slot_release(L, slot);
     return 0;
 }
 
@@ -172,7 +178,7 @@ static int sf_object_gc(lua_State *L) {
         if (lim) lim->host_bytes -= slot->charge;
         slot->charge = 0;
     }
-    sf_slot_release(slot);
+    sf_slot_release(L, slot);
     return 0;
 }
 

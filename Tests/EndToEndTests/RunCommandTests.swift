@@ -340,6 +340,73 @@ final class RunCommandTests: XCTestCase {
         XCTAssertTrue(try CLI.run(["run", "--store", store, check.path]).stdout.contains("FromFinalizer"))
     }
 
+    /// A finalizer run while the state closes may use what it holds, though the functions of
+    /// that value's class were made after the finalizer's table and so are finalized before it
+    /// (lua_close finalizes newest first): their objects stay until the close is over. And
+    /// closing stays bounded: a close a finalizer causes (a plugin unloaded) keeps the outer
+    /// close's 2 s, and `os.exit(code, true)` closes the same way (a crash, a hang and a leak
+    /// before, each found by an attack on the close ledger).
+    func testFinalizersWhileAStateClosesUseWhatTheyHoldAndStayBounded() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("store.sqlite").path
+        let late = dir.appendingPathComponent("late.lua")
+        try CLI.write(
+            """
+            local sf = require("shareflow")
+            sf.accounts.create{ email = "a@example.com" }
+            local db = sf.as("a@example.com"):container("iCloud.t").privateCloudDatabase
+            local r, z
+            setmetatable({}, { __gc = function()
+              print("record", r.recordName, tostring(z) ~= nil, pcall(function() return r.recordType end))
+              print("zone", db:saveZone("G").zoneID.zoneName)
+            end })
+            r = sf.Record{ recordType = "T", recordName = "late" }
+            z = db:saveZone("C")
+            if arg[1] == "exit" then os.exit(3, true) end
+            """,
+            to: late
+        )
+        let run = try CLI.run(["run", "--store", store, late.path])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stdout.contains("record\tlate\ttrue\ttrue\tT"), run.stdout + run.stderr)
+        XCTAssertTrue(run.stdout.contains("zone\tG"), run.stdout + run.stderr)
+        // os.exit(code, true): the finalizers run, the process ends with the code.
+        // exit() from inside the script's call: what the Swift frames under it hold is never
+        // unwound, which LeakSanitizer (make sanitize) would count; its address checks stay on.
+        let asan = ProcessInfo.processInfo.environment["ASAN_OPTIONS"].map { $0 + ":detect_leaks=0" } ?? "detect_leaks=0"
+        let exited = try CLI.run(
+            ["run", "--store", dir.appendingPathComponent("exit.sqlite").path, late.path, "exit"],
+            environment: ["ASAN_OPTIONS": asan]
+        )
+        XCTAssertEqual(exited.status, 3, exited.stderr)
+        XCTAssertTrue(exited.stdout.contains("zone\tG"), exited.stdout + exited.stderr)
+
+        // A finalizer that never ends: the process says so and ends (70), when a plugin's
+        // state was closed from it first and when the script asked os.exit to close.
+        let loops = dir.appendingPathComponent("loops.lua")
+        try CLI.write(
+            """
+            local sf = require("shareflow")
+            if arg[1] == "unload" then sf.plugins.load("audit-log", {}) end
+            setmetatable({}, { __gc = function()
+              if arg[1] == "unload" then sf.plugins.unload("audit-log") end
+              while true do end
+            end })
+            if arg[1] == "exit" then os.exit(0, true) end
+            """,
+            to: loops
+        )
+        for how in ["unload", "exit", "plain"] {
+            let looped = try CLI.run(
+                ["run", "--store", dir.appendingPathComponent("\(how).sqlite").path, "--plugins", CLI.root.appendingPathComponent("Plugins").path, loops.path, how],
+                timeout: 300
+            )
+            XCTAssertEqual(looped.status, 70, "\(how): \(looped.stderr)")
+            XCTAssertTrue(looped.stderr.contains("finalizer was still running after 2 s"), "\(how): \(looped.stderr)")
+        }
+    }
+
     /// SPEC §18 P3: on SQLite too the decision log is in the store, so a later process reads
     /// the decisions an earlier one made; a dry run's decisions were never made and stay out.
     func testTheDecisionLogIsKeptInTheStoreAndADryRunAddsNothing() throws {

@@ -214,6 +214,10 @@ int sf_lua_release(void);
 /* Whether plugin states may run on `release` (every listed bug of it kept out of reach). */
 int sf_lua_release_checked(int release);
 
+/* Replaces os.exit in a state opened with luaL_openlibs by one that, asked to close the state
+ * first, closes it as sf_close does (its finalizers' objects released, their time bounded). */
+void sf_replace_os_exit(lua_State *L);
+
 /* Replaces coroutine.resume and coroutine.close in the state's coroutine table so a spent
  * budget reaches the coroutines that run. */
 void sf_track_coroutines(lua_State *L);

@@ -116,7 +116,9 @@ public final class LuaState {
             as: UnsafeMutableRawPointer.self
         )
         switch libraries {
-        case .standard: luaL_openlibs(L)
+        case .standard:
+            luaL_openlibs(L)
+            sf_replace_os_exit(L)
         case .sandbox:
             checksFunctionSize = true
             // The sandbox's promises hold for the releases whose known bugs it keeps out of
