@@ -399,7 +399,10 @@ final class RunCommandTests: XCTestCase {
         )
         for how in ["unload", "exit", "plain"] {
             let looped = try CLI.run(
-                ["run", "--store", dir.appendingPathComponent("\(how).sqlite").path, "--plugins", CLI.root.appendingPathComponent("Plugins").path, loops.path, how],
+                [
+                    "run", "--store", dir.appendingPathComponent("\(how).sqlite").path, "--plugins", CLI.root.appendingPathComponent("Plugins").path,
+                    loops.path, how,
+                ],
                 timeout: 300
             )
             XCTAssertEqual(looped.status, 70, "\(how): \(looped.stderr)")
