@@ -1,6 +1,20 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// `make sanitize` and `make tsan` build ShareFlow's own targets, C and Swift, under a sanitizer
+// (SHAREFLOW_SANITIZER=address or thread) in the same scratch path as the plain build, and reuse
+// its build of the dependencies as it is: rebuilding SwiftNIO, Hummingbird, GRDB and two copies
+// of BoringSSL instrumented took two of a CI run's three builds, about half its hour. Lua and
+// SQLite are the system's libraries, never instrumented; LeakSanitizer sees every allocation.
+let sanitizer = Context.environment["SHAREFLOW_SANITIZER"].flatMap { ["address", "thread"].contains($0) ? $0 : nil }
+// SHAREFLOW_SANITIZE_RECOVER=1 keeps a process running past its first report (triage, not CI).
+let recover = sanitizer == "address" && Context.environment["SHAREFLOW_SANITIZE_RECOVER"] == "1"
+let sanitizedSwift: [SwiftSetting] =
+    sanitizer.map { [.unsafeFlags(["-sanitize=\($0)"] + (recover ? ["-sanitize-recover=address"] : []))] } ?? []
+let sanitizedC: [CSetting] =
+    sanitizer.map { [.unsafeFlags(["-fsanitize=\($0)"] + (recover ? ["-fsanitize-recover=address"] : []))] } ?? []
+let sanitizedLink: [LinkerSetting] = sanitizer.map { [.unsafeFlags(["-sanitize=\($0)"])] } ?? []
+
 let package = Package(
     name: "ShareFlow",
     platforms: [.macOS(.v14)],
@@ -207,3 +221,22 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Under a sanitizer, every target of ShareFlow's own code is instrumented, and everything that
+// links it links the sanitizer's runtime. The build tool (EmbedLuaGenerator) runs during the
+// build and stays plain.
+if sanitizer != nil {
+    for target in package.targets where target.name != "EmbedLuaGenerator" {
+        switch target.type {
+        case .regular, .executable, .test:
+            if target.name.hasPrefix("C") {
+                target.cSettings = (target.cSettings ?? []) + sanitizedC
+            } else {
+                target.swiftSettings = (target.swiftSettings ?? []) + sanitizedSwift
+            }
+            target.linkerSettings = (target.linkerSettings ?? []) + sanitizedLink
+        default:
+            continue
+        }
+    }
+}
