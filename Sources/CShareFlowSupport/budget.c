@@ -158,9 +158,11 @@ void sf_close(lua_State *L) {
         }
         pthread_mutex_unlock(&sf_watch_lock);
     }
-    void *ledger = sf_ledger_open(L);
+    /* What Lua does not finalize is given back after it (held.c). */
+    sf_limits *lim = sf_limits_of(L);
+    if (lim) sf_held_begin_close(lim);
     lua_close(L);
-    sf_ledger_settle(ledger);
+    if (lim) sf_release_unfinalized(lim);
     if (--closing_depth == 0 && closing_place >= 0) {
         SF_SET(closing_deadlines[closing_place], 0);
         closing_place = -1;
@@ -168,7 +170,7 @@ void sf_close(lua_State *L) {
 }
 
 /* os.exit for trusted scripts (Lua's own, but closing through sf_close): Lua's closes the
- * state with lua_close when asked (os.exit(code, true)), and so with no ledger (what the
+ * state with lua_close when asked (os.exit(code, true)), and so with no count of references (what the
  * finalizers got from Swift leaked) and no deadline (a finalizer that loops hung the process).
  * The sandbox has no os.exit. */
 static int sf_os_exit(lua_State *L) {

@@ -7,12 +7,17 @@
 #include "budget.h"
 #include <pthread.h>
 
-/* The limits of a state we created, or NULL for a foreign state. */
-/* Around lua_close (sf_close): objects pushed into the closing state are released after it
- * (trampoline.c says why). */
-void *sf_ledger_open(lua_State *L);
-void sf_ledger_settle(void *ledger);
+/* The Swift references a state's userdata hold, counted (held.c): noted when a userdata is
+ * made, given back by its __gc, and by sf_close for whatever Lua did not finalize. */
+int sf_held_add(sf_limits *lim, void *object);
+void sf_held_remove(sf_limits *lim, void *object);
+int sf_held_closing(sf_limits *lim);
+void sf_held_begin_close(sf_limits *lim);
+void sf_held_release_all(sf_limits *lim, void (*release)(void *));
+/* sf_held_release_all with the Swift release (trampoline.c). */
+void sf_release_unfinalized(sf_limits *lim);
 
+/* The limits of a state we created, or NULL for a foreign state. */
 static inline sf_limits *sf_limits_of(lua_State *L) {
     void *ud = NULL;
     lua_Alloc f = lua_getallocf(L, &ud);

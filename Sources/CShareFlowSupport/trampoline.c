@@ -26,83 +26,43 @@ void sf_install(sf_swift_dispatch_fn dispatch, sf_swift_release_fn release) {
 
 /* A host object's userdata, and a Swift function's: the retained object first (what
  * sf_to_object and Swift read), then what it is charged against the state's cap (objects),
- * then whether a closing state's ledger holds the reference instead of the userdata. */
+ * then whether the state's count of references (held.c) has it. */
 typedef struct sf_object_slot {
     void *object;
     size_t charge;
-    int ledgered;
+    int held;
 } sf_object_slot;
 
-/* What Swift hands a state while lua_close runs its finalizers. Once closing starts, Lua marks
- * no new object for finalization (lstate's GCSTPCLS): a userdata a __gc's call pushes then (a
- * saved zone, a metatable made on first use with its functions) is freed without its __gc, and
- * the Swift object it held leaked. So while a state closes, the reference every new userdata
- * holds is the ledger's: its __gc, if it does run (a userdata made by a __close handler before
- * the finalizers start), leaves it, and the ledger releases each one after lua_close.
- * A finalizer may close another state: the ledgers nest, innermost first, on this thread. */
-typedef struct sf_close_ledger {
-    sf_limits *limits;
-    void **items;
-    size_t count, capacity;
-    struct sf_close_ledger *outer;
-} sf_close_ledger;
-
-static _Thread_local sf_close_ledger *closing_ledgers = NULL;
-
-void *sf_ledger_open(lua_State *L) {
-    sf_close_ledger *ledger = (sf_close_ledger *)calloc(1, sizeof(sf_close_ledger));
-    if (ledger == NULL) return NULL;
-    ledger->limits = sf_limits_of(L);
-    ledger->outer = closing_ledgers;
-    closing_ledgers = ledger;
-    return ledger;
-}
-
-void sf_ledger_settle(void *opened) {
-    sf_close_ledger *ledger = (sf_close_ledger *)opened;
-    if (ledger == NULL) return;
-    closing_ledgers = ledger->outer;
-    for (size_t i = 0; i < ledger->count; i++) sf_release(ledger->items[i]);
-    free(ledger->items);
-    free(ledger);
-}
-
-/* Hands the slot's reference to the ledger of the state L belongs to, if that state is closing
- * on this thread. One thread-local load when none is: this is on every push. */
-static void sf_ledger_note(lua_State *L, sf_object_slot *slot) {
-    if (__builtin_expect(closing_ledgers == NULL, 1)) return;
+/* Notes the slot's new reference in its state's count (held.c): given back by the slot's
+ * __gc, or by sf_close if Lua never calls it. Unnoted only if that count cannot grow (out of
+ * memory): then the userdata alone holds it, as before there was a count. */
+static void sf_hold(lua_State *L, sf_object_slot *slot) {
     sf_limits *lim = sf_limits_of(L);
-    if (lim == NULL) return;
-    for (sf_close_ledger *ledger = closing_ledgers; ledger != NULL; ledger = ledger->outer) {
-        if (ledger->limits != lim) continue;
-        if (ledger->count == ledger->capacity) {
-            size_t capacity = ledger->capacity ? ledger->capacity * 2 : 16;
-            void **items = (void **)realloc(ledger->items, capacity * sizeof(void *));
-            if (items == NULL) return; /* the userdata keeps it (and leaks it, if never finalized) */
-            ledger->items = items;
-            ledger->capacity = capacity;
-        }
-        ledger->items[ledger->count++] = slot->object;
-        slot->ledgered = 1;
-        return;
-    }
+    slot->held = lim != NULL && sf_held_add(lim, slot->object);
 }
 
-/* Gives up the slot's reference: released now, unless its state is closing. Then the ledger
- * holds it until lua_close is over and the object stays: lua_close runs the finalizers newest
- * first, so a class's functions, made when a type is first pushed, are finalized before an
- * older user's __gc that still calls them (and the call found no object). */
+/* Gives up the slot's reference (its __gc): released now, unless its state is closing, when
+ * the count keeps it until lua_close is over (held.c says why). */
 static void sf_slot_release(lua_State *L, sf_object_slot *slot) {
-    if (slot->object == NULL || slot->ledgered) return;
-    sf_ledger_note(L, slot);
-    if (slot->ledgered) return;
+    if (slot->object == NULL) return;
+    if (slot->held) {
+        sf_limits *lim = sf_limits_of(L);
+        if (lim != NULL) {
+            if (sf_held_closing(lim)) return;
+            sf_held_remove(lim, slot->object);
+        }
+    }
     sf_release(slot->object);
     slot->object = NULL;
 }
 
+void sf_release_unfinalized(sf_limits *lim) {
+    sf_held_release_all(lim, sf_release);
+}
+
 static int sf_trampoline(lua_State *L) {
     sf_object_slot *slot = (sf_object_slot *)lua_touserdata(L, lua_upvalueindex(1));
-    /* Only when the ledger could not grow while the state closed (out of memory). */
+    /* Only a finalized box called again (a trusted script's __gc can bring a value back). */
     if (slot->object == NULL) return luaL_error(L, "a ShareFlow function called after its state released it");
     sf_limits *lim = sf_limits_of(L);
     /* What Swift may push without checking (it checks for more). */
@@ -134,8 +94,7 @@ void sf_push_swift_function(lua_State *L, void *box) {
     sf_object_slot *slot = (sf_object_slot *)lua_newuserdatauv(L, sizeof(sf_object_slot), 0);
     slot->object = box;
     slot->charge = 0;
-    slot->ledgered = 0;
-    sf_ledger_note(L, slot);
+    sf_hold(L, slot);
     if (luaL_newmetatable(L, SF_BOX_META)) {
         lua_pushcfunction(L, sf_box_gc);
         lua_setfield(L, -2, "__gc");
@@ -165,8 +124,7 @@ void sf_push_object(lua_State *L, void *object, const char *tname) {
     sf_object_slot *slot = (sf_object_slot *)lua_newuserdatauv(L, sizeof(sf_object_slot), 0);
     slot->object = object;
     slot->charge = 0;
-    slot->ledgered = 0;
-    sf_ledger_note(L, slot);
+    sf_hold(L, slot);
     luaL_setmetatable(L, tname);
 }
 

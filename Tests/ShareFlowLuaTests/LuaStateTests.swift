@@ -185,6 +185,59 @@ final class LuaStateTests: XCTestCase {
         XCTAssertNil(captured, "the function a finalizer got while the state closed was released")
     }
 
+    /// At the memory cap Lua cannot call a finalizer (the call's own frame is refused: "error
+    /// in __gc (not enough memory)") and never tries that userdata again. The Swift objects
+    /// such userdata held, objects and functions alike, are still released: when the state
+    /// closes, if not before (CShareFlowSupport's held.c). The shape of a plugin's
+    /// `pairs(r.fields)` at its cap, which leaked a record's fields and an iterator each run.
+    func testWhatTheCapKeptFromItsFinalizerIsReleasedAtClose() throws {
+        final class Made {
+            weak var object: Probe?
+        }
+        var made: [Made] = []
+        func noted(_ probe: Probe) -> Probe {
+            let note = Made()
+            note.object = probe
+            made.append(note)
+            return probe
+        }
+        let lua = try LuaState(memoryLimit: 16 * 1024 * 1024, libraries: .sandbox)
+        let cls = LuaClass<Probe>("CapProbe")
+        cls.property("fields") { lua, _ in cls.push(noted(Probe()), in: lua) }
+            .metamethod("__pairs") { call in
+                let view = try call.object(1, Probe.self, typeName: "CapProbe")
+                var done = false
+                call.state.push(function: "iterator") { call in
+                    guard !done else { return 0 }
+                    done = true
+                    call.state.push(string: view.name)
+                    return 1
+                }
+                return 1
+            }
+        cls.push(noted(Probe()), in: lua)
+        lua.setGlobal("r")
+        _ = try? lua.run(
+            """
+            local fill, i = {}, 0
+            local function grow() fill[#fill + 1] = string.rep("q", 1000) .. i end
+            local function firstKey() local it = pairs(r.fields); return it() end
+            local function fields() return r.fields end
+            for n = 1, 200000 do
+              i = n
+              local ok = pcall(grow)
+              pcall(firstKey)
+              pcall(fields)
+              if not ok then break end
+            end
+            fill = nil
+            """
+        )
+        XCTAssertGreaterThan(made.count, 100)
+        lua.close()
+        XCTAssertEqual(made.filter { $0.object != nil }.count, 0, "host objects left alive after the state closed")
+    }
+
     func testSameObjectIsSameLuaValue() throws {
         let lua = try LuaState()
         let cls = LuaClass<Probe>("Probe")

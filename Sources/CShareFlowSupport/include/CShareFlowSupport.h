@@ -136,6 +136,8 @@ struct sf_limits {
      * flag here, so the event path reads one int rather than the host object). */
     int log_dropped;
     char reason[128];
+    /* The Swift references the state's userdata hold, counted (held.c; NULL until the first). */
+    void *held;
 };
 
 lua_State *sf_newstate(sf_limits *limits);
