@@ -229,6 +229,17 @@ public final class Engine: @unchecked Sendable {
         return try locked { try store.read(body) }
     }
 
+    /// Runs `statement` (one reading statement) alone, without a transaction
+    /// (`Store.readAlone`), under the lock or beside it as `reading` reads; nil where a read does
+    /// not go that way, and the caller reads through `reading`.
+    func readingAlone<T>(_ statement: (StoreTransaction) throws -> T) throws -> T? {
+        if let calls = besideCalls {
+            guard let reader = calls.reader else { preconditionFailure("a read beside the lock on a thread with no reader") }
+            return try store.readAlone(on: reader, statement)
+        }
+        return try locked { try store.readAlone(statement) }
+    }
+
     /// Queues an event for delivery after commit (at once when no transaction is open). A read
     /// beside the lock keeps it until the read is over.
     func emit(_ event: Event) {

@@ -195,8 +195,13 @@ extension Engine {
     }
 
     func fetchRecord(_ id: RecordID, in database: CloudDatabase) throws -> Record {
-        try reading { db in
-            let callerID = database.container.session.accountID
+        let callerID = database.container.session.accountID
+        if database.databaseScope != .shared, callerID != Account.publicReader.id,
+            let record = try ownRecordAlone(id, in: database, callerID: callerID)
+        {
+            return record
+        }
+        return try reading { db in
             // A read of the caller's own or the public database: one statement (`ownRecord`).
             // Inside a write (a hook's read), the public zone may be made and zones are
             // claimed (SPEC §16 M5): that is `record`'s way.
@@ -205,6 +210,33 @@ extension Engine {
             }
             return try record(id, in: database, caller: try accountIdentity(id: callerID, db: db), db: db)
         }
+    }
+
+    /// `ownRecord`'s one statement read alone (`readingAlone`: no BEGIN and COMMIT) where it
+    /// answers the whole read: a record that is not a share, its rooted share read with it, in
+    /// a zone that exists and the caller may address. Nil for everything else (a share, an
+    /// error to say, a transaction open, a driver's store), which `ownRecord` reads again in a
+    /// transaction: nothing below reads a second statement.
+    private func ownRecordAlone(_ id: RecordID, in database: CloudDatabase, callerID: Int64) throws -> Record? {
+        let isPublic = database.databaseScope == .public
+        let container = database.container.containerID
+        return try readingAlone { db -> Record? in
+            guard
+                let read = try db.ownRecord(
+                    caller: callerID,
+                    container: container,
+                    isPublic: isPublic,
+                    ownerID: isPublic ? 0 : callerID,
+                    zoneName: id.zoneID.zoneName,
+                    recordName: id.recordName
+                ), let row = read.record, let zoneRowID = read.zone, row.type != Share.recordType
+            else { return nil }
+            if case .notRead = row.rootedShare { return nil }
+            let named = CallerName(id: callerID, userRecordID: read.userRecordID)
+            guard let (zoneID, ownerID) = try? ownZoneID(id.zoneID, in: database, caller: named) else { return nil }
+            let zone = ZoneRow(id: zoneRowID, container: container, ownerID: ownerID, zoneID: zoneID, isPublic: isPublic)
+            return try makeRecord(row, zone: zone, caller: named, db: db)
+        } ?? nil
     }
 
     /// `record(_:in:caller:db:)` in the public database or the caller's own private one, read

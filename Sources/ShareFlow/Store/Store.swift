@@ -613,6 +613,27 @@ public final class Store: @unchecked Sendable {
         }
     }
 
+    /// Runs `statement`, a body that runs one reading statement, in the snapshot SQLite gives a
+    /// statement alone, without BEGIN and COMMIT: one statement is atomic by itself, and the
+    /// pair was a tenth of a one-record read (issue 48, callgrind). On `reader` (the thread's
+    /// own, `ReadsBeside`) when one is given. Nil where a read does not go this way — a
+    /// driver's store, or a transaction already open (a write's reads see its own positions) —
+    /// and the caller reads as it always does (`read`). A second statement in `statement` would
+    /// read another moment: a body that may need one reads through `read`.
+    package func readAlone<T>(on reader: StoreReader? = nil, _ statement: (StoreTransaction) throws -> T) throws -> T? {
+        guard driver == nil else { return nil }
+        do {
+            if let reader {
+                guard reader.open == nil, let queue = reader.sqlite else { return nil }
+                return try queue.inDatabase { db in try statement(StoreTransaction(db, writable: false, path: path, shelf: reader.shelf)) }
+            }
+            guard current == nil else { return nil }
+            return try queue.inDatabase { db in try statement(StoreTransaction(db, writable: false, path: path, shelf: shelf)) }
+        } catch let error as DatabaseError {
+            throw StoreFailure(error, path: path).shareFlowError
+        }
+    }
+
     /// Runs `body` in one snapshot on `reader` (the thread's own): joined by the engine calls
     /// inside it. Touches nothing of the store's own connection or its open write.
     package func read<T>(on reader: StoreReader, _ body: (StoreTransaction) throws -> T) throws -> T {
