@@ -144,7 +144,9 @@ static void start_watchdog(void) {
     }
 }
 
-void sf_close(lua_State *L) {
+/* `release`: give back what the state's userdata held once it is closed (held.c); not when
+ * the process ends right after (os.exit): a Swift deinit then would reach the freed state. */
+static void close_state(lua_State *L, int release) {
     if (closing_depth++ == 0) {
         long long deadline = sf_now_ns() + 2000000000LL;
         pthread_mutex_lock(&sf_watch_lock);
@@ -158,16 +160,18 @@ void sf_close(lua_State *L) {
         }
         pthread_mutex_unlock(&sf_watch_lock);
     }
-    /* What Lua does not finalize is given back after it (held.c). */
     sf_limits *lim = sf_limits_of(L);
     if (lim) sf_held_begin_close(lim);
     lua_close(L);
-    if (lim) sf_release_unfinalized(lim);
     if (--closing_depth == 0 && closing_place >= 0) {
         SF_SET(closing_deadlines[closing_place], 0);
         closing_place = -1;
     }
+    /* After the deadline: what is released now is Swift's, not a finalizer's. */
+    if (lim) sf_release_unfinalized(lim, release);
 }
+
+void sf_close(lua_State *L) { close_state(L, 1); }
 
 /* os.exit for trusted scripts (Lua's own, but closing through sf_close): Lua's closes the
  * state with lua_close when asked (os.exit(code, true)), and so with no count of references (what the
@@ -177,7 +181,7 @@ static int sf_os_exit(lua_State *L) {
     int status;
     if (lua_isboolean(L, 1)) status = lua_toboolean(L, 1) ? EXIT_SUCCESS : EXIT_FAILURE;
     else status = (int)luaL_optinteger(L, 1, EXIT_SUCCESS);
-    if (lua_toboolean(L, 2)) sf_close(L);
+    if (lua_toboolean(L, 2)) close_state(L, 0);
     exit(status);
 }
 

@@ -7,15 +7,27 @@
 #include "budget.h"
 #include <pthread.h>
 
-/* The Swift references a state's userdata hold, counted (held.c): noted when a userdata is
- * made, given back by its __gc, and by sf_close for whatever Lua did not finalize. */
-int sf_held_add(sf_limits *lim, void *object);
-void sf_held_remove(sf_limits *lim, void *object);
+/* A host object's userdata, and a Swift function's: the retained object first (what
+ * sf_to_object and Swift read), then what it is charged against the state's cap (objects),
+ * then whether the state's set of slots (held.c) has it. */
+typedef struct sf_object_slot {
+    void *object;
+    size_t charge;
+    int held;
+} sf_object_slot;
+
+/* The Swift references a state's userdata hold (held.c): each slot noted when made, its
+ * reference given back by its __gc or, when Lua frees the block without calling it, at the
+ * next safe point (sf_held_settle) or by sf_close. */
+int sf_held_add(sf_limits *lim, void *slot, size_t slot_size);
+void sf_held_freed(sf_limits *lim, void *block);
 int sf_held_closing(sf_limits *lim);
+void sf_held_settle(sf_limits *lim, void (*release)(void *));
 void sf_held_begin_close(sf_limits *lim);
-void sf_held_release_all(sf_limits *lim, void (*release)(void *));
-/* sf_held_release_all with the Swift release (trampoline.c). */
-void sf_release_unfinalized(sf_limits *lim);
+/* After lua_close: releases (with `release`; NULL: none, the process is ending) and frees. */
+void sf_held_end_close(sf_limits *lim, void (*release)(void *));
+/* sf_held_end_close with the Swift release, or none (trampoline.c). */
+void sf_release_unfinalized(sf_limits *lim, int release);
 
 /* The limits of a state we created, or NULL for a foreign state. */
 static inline sf_limits *sf_limits_of(lua_State *L) {

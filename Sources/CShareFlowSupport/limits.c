@@ -9,6 +9,8 @@ void *sf_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     sf_limits *lim = (sf_limits *)ud;
     size_t old = ptr ? osize : 0;
     if (nsize == 0) {
+        /* A block of a slot's size: if it is one of ours, what it holds is given back (held.c). */
+        if (old != 0 && old == lim->held_block_size) sf_held_freed(lim, ptr);
         free(ptr);
         lim->used -= old;
         return NULL;
@@ -22,6 +24,11 @@ void *sf_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     }
     void *p = realloc(ptr, nsize);
     if (p == NULL) return NULL;
+    /* A new object's type comes as osize: a userdata's block is where its slot is found. */
+    if (ptr == NULL && osize == LUA_TUSERDATA) {
+        lim->last_userdata = p;
+        lim->last_userdata_size = nsize;
+    }
     lim->used = lim->used - old + nsize;
     if (lim->used > lim->peak) lim->peak = lim->used;
     return p;

@@ -24,40 +24,39 @@ void sf_install(sf_swift_dispatch_fn dispatch, sf_swift_release_fn release) {
     sf_release = release;
 }
 
-/* A host object's userdata, and a Swift function's: the retained object first (what
- * sf_to_object and Swift read), then what it is charged against the state's cap (objects),
- * then whether the state's count of references (held.c) has it. */
-typedef struct sf_object_slot {
-    void *object;
-    size_t charge;
-    int held;
-} sf_object_slot;
-
-/* Notes the slot's new reference in its state's count (held.c): given back by the slot's
- * __gc, or by sf_close if Lua never calls it. Unnoted only if that count cannot grow (out of
- * memory): then the userdata alone holds it, as before there was a count. */
+/* Notes the new slot in its state's set (held.c): its reference is given back by its __gc, or
+ * when Lua frees its block without calling that. Unnoted only if the set cannot grow (out of
+ * memory): then the userdata's __gc alone releases it, as before there was a set. */
 static void sf_hold(lua_State *L, sf_object_slot *slot) {
     sf_limits *lim = sf_limits_of(L);
-    slot->held = lim != NULL && sf_held_add(lim, slot->object);
+    slot->held = lim != NULL && sf_held_add(lim, slot, sizeof(sf_object_slot));
 }
 
 /* Gives up the slot's reference (its __gc): released now, unless its state is closing, when
- * the count keeps it until lua_close is over (held.c says why). */
+ * lua_close's free of the block puts it aside until the close is over (held.c says why). */
 static void sf_slot_release(lua_State *L, sf_object_slot *slot) {
     if (slot->object == NULL) return;
     if (slot->held) {
         sf_limits *lim = sf_limits_of(L);
-        if (lim != NULL) {
-            if (sf_held_closing(lim)) return;
-            sf_held_remove(lim, slot->object);
-        }
+        if (lim != NULL && sf_held_closing(lim)) return;
     }
-    sf_release(slot->object);
+    void *object = slot->object;
     slot->object = NULL;
+    sf_release(object);
 }
 
-void sf_release_unfinalized(sf_limits *lim) {
-    sf_held_release_all(lim, sf_release);
+/* The end of an outermost call into the state: what freed slots put aside is released (a
+ * deinit may call Lua: the stack gets room first). */
+static void sf_settle_at_rest(lua_State *L, sf_limits *lim) {
+    if (lim->busy != 0 || !lim->held_pending || !lua_checkstack(L, LUA_MINSTACK)) return;
+    int depth = lim->host_depth;
+    lim->host_depth++;
+    sf_held_settle(lim, sf_release);
+    lim->host_depth = depth;
+}
+
+void sf_release_unfinalized(sf_limits *lim, int release) {
+    sf_held_end_close(lim, release ? sf_release : NULL);
 }
 
 static int sf_trampoline(lua_State *L) {
@@ -278,6 +277,7 @@ int sf_pcall(lua_State *L, int nargs, int nresults) {
             sf_push_spent_reason(L, lim);
             status = LUA_ERRRUN;
         }
+        if (lim->held_pending) sf_settle_at_rest(L, lim);
     }
     return status;
 }
@@ -587,5 +587,6 @@ int sf_call_hook(lua_State *L, sf_limits *limits, sf_hook_call *h) {
         status = LUA_ERRRUN;
     }
     if (budgeted) sf_end_budget(limits);
+    if (limits->held_pending) sf_settle_at_rest(L, limits);
     return status;
 }

@@ -136,8 +136,14 @@ struct sf_limits {
      * flag here, so the event path reads one int rather than the host object). */
     int log_dropped;
     char reason[128];
-    /* The Swift references the state's userdata hold, counted (held.c; NULL until the first). */
+    /* The slots of the state's userdata and what freed ones put aside (held.c; NULL until
+     * the first), the size of a slot's block (0 until then), whether anything waits to be
+     * released, and the last userdata block the allocator made (a slot's is found from it). */
     void *held;
+    size_t held_block_size;
+    int held_pending;
+    void *last_userdata;
+    size_t last_userdata_size;
 };
 
 lua_State *sf_newstate(sf_limits *limits);
