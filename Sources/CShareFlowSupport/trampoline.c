@@ -29,7 +29,7 @@ void sf_install(sf_swift_dispatch_fn dispatch, sf_swift_release_fn release) {
  * memory): then the userdata's __gc alone releases it, as before there was a set. */
 static void sf_hold(lua_State *L, sf_object_slot *slot) {
     sf_limits *lim = sf_limits_of(L);
-    slot->held = lim != NULL && sf_held_add(lim, slot, sizeof(sf_object_slot));
+    slot->held = lim != NULL && sf_held_add(lim, slot, SF_SLOT_BYTES);
 }
 
 /* Gives up the slot's reference (its __gc): released now, unless its state is closing, when
@@ -85,12 +85,12 @@ static int sf_trampoline(lua_State *L) {
 
 static int sf_box_gc(lua_State *L) {
     sf_object_slot *slot = (sf_object_slot *)lua_touserdata(L, 1);
-    if (slot && lua_rawlen(L, 1) == sizeof(sf_object_slot)) sf_slot_release(L, slot);
+    if (slot && lua_rawlen(L, 1) == SF_SLOT_BYTES) sf_slot_release(L, slot);
     return 0;
 }
 
 void sf_push_swift_function(lua_State *L, void *box) {
-    sf_object_slot *slot = (sf_object_slot *)lua_newuserdatauv(L, sizeof(sf_object_slot), 0);
+    sf_object_slot *slot = (sf_object_slot *)lua_newuserdatauv(L, SF_SLOT_BYTES, 0);
     slot->object = box;
     slot->charge = 0;
     sf_hold(L, slot);
@@ -120,7 +120,7 @@ void sf_push_class_index(lua_State *L) {
 }
 
 void sf_push_object(lua_State *L, void *object, const char *tname) {
-    sf_object_slot *slot = (sf_object_slot *)lua_newuserdatauv(L, sizeof(sf_object_slot), 0);
+    sf_object_slot *slot = (sf_object_slot *)lua_newuserdatauv(L, SF_SLOT_BYTES, 0);
     slot->object = object;
     slot->charge = 0;
     sf_hold(L, slot);
@@ -129,7 +129,7 @@ void sf_push_object(lua_State *L, void *object, const char *tname) {
 
 static int sf_object_gc(lua_State *L) {
     sf_object_slot *slot = (sf_object_slot *)lua_touserdata(L, 1);
-    if (slot == NULL || lua_rawlen(L, 1) != sizeof(sf_object_slot)) return 0;
+    if (slot == NULL || lua_rawlen(L, 1) != SF_SLOT_BYTES) return 0;
     if (slot->charge != 0) {  /* most objects carry none: no look-up on the event path */
         sf_limits *lim = sf_limits_of(L);
         if (lim) lim->host_bytes -= slot->charge;
@@ -142,7 +142,7 @@ static int sf_object_gc(lua_State *L) {
 void sf_charge_object(lua_State *L, int idx, size_t bytes) {
     sf_object_slot *slot = (sf_object_slot *)lua_touserdata(L, idx);
     sf_limits *lim = sf_limits_of(L);
-    if (slot == NULL || lim == NULL || lua_rawlen(L, idx) != sizeof(sf_object_slot)) return;
+    if (slot == NULL || lim == NULL || lua_rawlen(L, idx) != SF_SLOT_BYTES) return;
     lim->host_bytes = lim->host_bytes - slot->charge + bytes;
     slot->charge = bytes;
 }
