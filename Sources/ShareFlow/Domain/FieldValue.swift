@@ -11,7 +11,12 @@ import Foundation
 /// trip["tags"] = .list([.string("sun"), .string("sea")])
 /// trip["plan"] = .asset(Asset(fileURL: URL(fileURLWithPath: "plan.pdf")))
 /// ```
-public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConvertible {
+///
+/// Only the large cases are boxed (`indirect`): with the whole enum indirect, every value was a
+/// heap allocation of its own, three of a record's first-sync read of three fields beside the
+/// one its 100-character string needs (issue 48, callgrind). Strings, numbers, bytes, dates and
+/// lists (an array is already a reference) are held in place.
+public enum FieldValue: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Text.
     case string(String)
     /// A 64-bit signed integer.
@@ -25,18 +30,18 @@ public indirect enum FieldValue: Hashable, Sendable, Codable, CustomStringConver
     /// A moment in time; finite (R23).
     case date(Date)
     /// A place: latitude and longitude, in range (R23).
-    case location(Location)
+    indirect case location(Location)
     /// Another record, and what its deletion should do to this one (kept, never acted on).
-    case reference(RecordID, action: ReferenceAction)
+    indirect case reference(RecordID, action: ReferenceAction)
     /// Values of one of the other types, all the same (R23): never a list of lists.
     case list([FieldValue])
     /// A value the client encrypted (CloudKit's `encryptedValues`; over HTTP `ENCRYPTED_BYTES`,
     /// or any field flagged `isEncrypted`): kept and returned as given. ShareFlow does not
     /// encrypt at rest and cannot read it either way: it is never matched by a query. It wraps
     /// a whole field, never a list's item or another encrypted value.
-    case encrypted(FieldValue)
+    indirect case encrypted(FieldValue)
     /// A file, kept beside the record's fields (SPEC §19 A2): see `Asset`.
-    case asset(Asset)
+    indirect case asset(Asset)
 
     /// The type's name, as errors and `sf` name it.
     public var typeName: String {

@@ -68,13 +68,22 @@ struct StoredFieldsChecker {
     }
 
     /// A string value without escapes (any other bytes the reader takes, repairing invalid
-    /// UTF-8): up to the first `"`, `\\` or control character, eight bytes a step.
+    /// UTF-8): up to the first `"`, `\\` or control character (`plainRunEnd`).
     private mutating func plainString() -> Bool {
         guard take(UInt8(ascii: "\"")), let base = bytes.baseAddress else { return false }
-        var i = at
+        let i = StoredFieldsChecker.plainRunEnd(base, from: at, count: bytes.count)
+        guard i < bytes.count, base[i] == UInt8(ascii: "\"") else { return false }
+        at = i + 1
+        return true
+    }
+
+    /// Where the first `"`, `\\` or control character is in `base[from..<count]` (`count` if
+    /// none): eight bytes a step. The checker's and the reader's scan of a string's bytes.
+    static func plainRunEnd(_ base: UnsafePointer<UInt8>, from: Int, count: Int) -> Int {
+        var i = from
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
-        while i + 8 <= bytes.count {
+        while i + 8 <= count {
             let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
             let quote = w ^ (ones &* 0x22)
             let backslash = w ^ (ones &* 0x5C)
@@ -83,10 +92,8 @@ struct StoredFieldsChecker {
             if stop & highs != 0 { break }
             i += 8
         }
-        while i < bytes.count, base[i] >= 0x20, base[i] != UInt8(ascii: "\""), base[i] != UInt8(ascii: "\\") { i += 1 }
-        guard i < bytes.count, base[i] == UInt8(ascii: "\"") else { return false }
-        at = i + 1
-        return true
+        while i < count, base[i] >= 0x20, base[i] != UInt8(ascii: "\""), base[i] != UInt8(ascii: "\\") { i += 1 }
+        return i
     }
 
     /// One value: `{"s":…}`, `{"i":…}`, `{"b":…}`, `{"d":…}` or `{"t":…}`, nothing else.

@@ -340,12 +340,11 @@ struct StoredFieldsReader {
     private mutating func string() -> String? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = at
-        // The common case: no escape, read in one piece.
-        while let c = next, c != UInt8(ascii: "\""), c != UInt8(ascii: "\\") {
-            guard c >= 0x20 else { return nil }
-            at += 1
-        }
-        guard let stop = next else { return nil }
+        // The common case: no escape, read in one piece, eight bytes a step (`next` checked
+        // the bound and made an optional per byte: a fifth of a first sync's decoding of a
+        // 100-character string, issue 48, callgrind).
+        if let base = bytes.baseAddress { at = StoredFieldsChecker.plainRunEnd(base, from: at, count: bytes.count) }
+        guard let stop = next, stop >= 0x20 else { return nil }
         if stop == UInt8(ascii: "\"") {
             at += 1
             return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<at - 1]), as: UTF8.self)
