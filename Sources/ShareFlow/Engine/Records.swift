@@ -221,15 +221,8 @@ extension Engine {
         let isPublic = database.databaseScope == .public
         let container = database.container.containerID
         return try readingAlone { db -> Record? in
-            guard
-                let read = try db.ownRecord(
-                    caller: callerID,
-                    container: container,
-                    isPublic: isPublic,
-                    ownerID: isPublic ? 0 : callerID,
-                    zoneName: id.zoneID.zoneName,
-                    recordName: id.recordName
-                ), let row = read.record, let zoneRowID = read.zone, row.type != Share.recordType
+            guard let read = try ownRecordRead(id, in: database, callerID: callerID, db: db), let row = read.record,
+                let zoneRowID = read.zone, row.type != Share.recordType
             else { return nil }
             if case .notRead = row.rootedShare { return nil }
             let named = CallerName(id: callerID, userRecordID: read.userRecordID)
@@ -239,6 +232,27 @@ extension Engine {
         } ?? nil
     }
 
+    /// `ownRecord`'s one statement for `id` in `database` (the caller's account, the zone, the
+    /// record and its rooted share): nil when the caller has no account.
+    private func ownRecordRead(
+        _ id: RecordID,
+        in database: CloudDatabase,
+        callerID: Int64,
+        db: StoreTransaction
+    ) throws
+        -> StoreTransaction.OwnRecordRead?
+    {
+        let isPublic = database.databaseScope == .public
+        return try db.ownRecord(
+            caller: callerID,
+            container: database.container.containerID,
+            isPublic: isPublic,
+            ownerID: isPublic ? 0 : callerID,
+            zoneName: id.zoneID.zoneName,
+            recordName: id.recordName
+        )
+    }
+
     /// `record(_:in:caller:db:)` in the public database or the caller's own private one, read
     /// in one statement (the caller's name, the zone, the record): the same answers, decided in
     /// the same order — the caller, the zone they may address, whether it exists, the record.
@@ -246,16 +260,9 @@ extension Engine {
     private func ownRecord(_ id: RecordID, in database: CloudDatabase, callerID: Int64, db: StoreTransaction) throws -> Record {
         let isPublic = database.databaseScope == .public
         let container = database.container.containerID
-        guard
-            let read = try db.ownRecord(
-                caller: callerID,
-                container: container,
-                isPublic: isPublic,
-                ownerID: isPublic ? 0 : callerID,
-                zoneName: id.zoneID.zoneName,
-                recordName: id.recordName
-            )
-        else { throw ShareFlowError.unknown("no account with id \(callerID)") }
+        guard let read = try ownRecordRead(id, in: database, callerID: callerID, db: db) else {
+            throw ShareFlowError.unknown("no account with id \(callerID)")
+        }
         let named = CallerName(id: callerID, userRecordID: read.userRecordID)
         let zoneID: RecordZoneID
         let ownerID: Int64

@@ -622,13 +622,18 @@ public final class Store: @unchecked Sendable {
     /// read another moment: a body that may need one reads through `read`.
     package func readAlone<T>(on reader: StoreReader? = nil, _ statement: (StoreTransaction) throws -> T) throws -> T? {
         guard driver == nil else { return nil }
-        do {
-            if let reader {
-                guard reader.open == nil, let queue = reader.sqlite else { return nil }
-                return try queue.inDatabase { db in try statement(StoreTransaction(db, writable: false, path: path, shelf: reader.shelf)) }
-            }
+        let connection: (queue: DatabaseQueue, shelf: StatementShelf)
+        if let reader {
+            guard reader.open == nil, let queue = reader.sqlite else { return nil }
+            connection = (queue, reader.shelf)
+        } else {
             guard current == nil else { return nil }
-            return try queue.inDatabase { db in try statement(StoreTransaction(db, writable: false, path: path, shelf: shelf)) }
+            connection = (queue, shelf)
+        }
+        do {
+            return try connection.queue.inDatabase { db in
+                try statement(StoreTransaction(db, writable: false, path: path, shelf: connection.shelf))
+            }
         } catch let error as DatabaseError {
             throw StoreFailure(error, path: path).shareFlowError
         }
